@@ -1,0 +1,1 @@
+"""Internal utilities shared by every stage (errors, validation, tolerances)."""

@@ -1,0 +1,64 @@
+"""Exception hierarchy of nhcontrol.
+
+Every exception raised for bad user input subclasses :class:`NhcontrolError`
+*and* the builtin that describes it best (mostly :class:`ValueError`), so
+``except ValueError`` keeps working for callers that do not know nhcontrol.
+Messages say what is wrong, what was expected and what to do, in the user's
+coordinate names and the thesis' terms.
+"""
+
+from __future__ import annotations
+
+
+class NhcontrolError(Exception):
+    """Base class of every nhcontrol exception."""
+
+
+class ModelError(NhcontrolError, ValueError):
+    """A symbolic model is inconsistent (collects all problems in one message)."""
+
+
+class ConstraintError(NhcontrolError, ValueError):
+    """A constraint is malformed or violated beyond tolerance."""
+
+
+class PartitionError(NhcontrolError, ValueError):
+    """A coordinate partition is invalid or singular at the reference."""
+
+
+class ReferenceMotionError(NhcontrolError, ValueError):
+    """A reference motion does not satisfy the constraints / equations of motion."""
+
+
+class LinearSystemError(NhcontrolError, ValueError):
+    """A linear system (LTI/LTV/discrete) is malformed or used outside its domain."""
+
+
+class TimeRangeError(LinearSystemError):
+    """A time lies outside the range on which an LTV system is defined."""
+
+
+class DesignError(NhcontrolError, ValueError):
+    """A controller design problem is malformed (weights, horizons, bounds)."""
+
+
+class SolverError(NhcontrolError, RuntimeError):
+    """A numerical solver failed (integration, QP, root finding)."""
+
+
+class CacheError(NhcontrolError, OSError):
+    """The on-disk kernel cache could not be read or written."""
+
+
+__all__ = [
+    "NhcontrolError",
+    "ModelError",
+    "ConstraintError",
+    "PartitionError",
+    "ReferenceMotionError",
+    "LinearSystemError",
+    "TimeRangeError",
+    "DesignError",
+    "SolverError",
+    "CacheError",
+]

@@ -1,0 +1,1 @@
+"""nhcontrol.analysis (see docs/dev/contracts.md)."""

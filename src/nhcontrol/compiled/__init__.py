@@ -1,0 +1,1 @@
+"""nhcontrol.compiled (see docs/dev/contracts.md)."""

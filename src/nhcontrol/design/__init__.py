@@ -1,0 +1,1 @@
+"""nhcontrol.design (see docs/dev/contracts.md)."""

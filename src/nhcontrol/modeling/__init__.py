@@ -1,0 +1,1 @@
+"""nhcontrol.modeling (see docs/dev/contracts.md)."""

@@ -1,0 +1,1 @@
+"""nhcontrol.models (see docs/dev/contracts.md)."""

@@ -1,0 +1,1 @@
+"""nhcontrol.plotting (see docs/dev/contracts.md)."""

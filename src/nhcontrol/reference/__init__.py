@@ -1,0 +1,1 @@
+"""nhcontrol.reference (see docs/dev/contracts.md)."""

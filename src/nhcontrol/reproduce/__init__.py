@@ -1,0 +1,28 @@
+"""Reproductions of the thesis' published results, one module per target.
+
+Each target module exposes ``run(*, out: Path | None = None, quick: bool = False) -> dict``
+returning a JSON-serialisable dictionary of headline numbers (and, with ``out``, saving
+figures there) and ``summary(result: dict) -> str`` for the human-readable report.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+#: command-line name -> (module, one-line description)
+TARGETS: dict[str, tuple[str, str]] = {
+    "bicycle-benchmark": ("bicycle_benchmark",
+                          "Benchmark bicycle (thesis Sect. 4.3): Jacobian, quartic, critical speeds"),
+    "skateboard": ("skateboard", "Skateboard / Chaplygin sleigh along straight motion (Sect. 5.2)"),
+    "rolling-hoop": ("rolling_hoop", "Rolling hoop and disc: upright rolling stability (Sect. 5.3)"),
+    "toroidal-bicycle": ("toroidal_bicycle", "Bicycle with elliptic toroidal wheels (Sect. 4.5.1)"),
+    "ball-plate": ("ball_plate", "Ball on a tilting plate tracking a circle (Ch. 8)"),
+}
+
+
+def load(target: str) -> ModuleType:
+    """Import the module of a reproduce target by its command-line name."""
+    if target not in TARGETS:
+        raise KeyError(f"unknown reproduce target {target!r}; choose one of {sorted(TARGETS)}")
+    return importlib.import_module(f"{__name__}.{TARGETS[target][0]}")

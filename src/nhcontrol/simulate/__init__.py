@@ -1,0 +1,1 @@
+"""nhcontrol.simulate (see docs/dev/contracts.md)."""

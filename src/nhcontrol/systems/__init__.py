@@ -1,0 +1,1 @@
+"""nhcontrol.systems (see docs/dev/contracts.md)."""
