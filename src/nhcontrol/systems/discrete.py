@@ -1,0 +1,243 @@
+"""Discrete-time linear time-varying systems (zero-order-hold sequences).
+
+A :class:`DiscreteLTV` holds the matrices of
+
+.. math::
+
+    x_{k+1} = A_{d,k}\\, x_k + B_{d,k}\\, u_k, \\qquad k = 0, \\dots, N-1,
+
+on the grid ``t_k = t0 + k dt``. It is what :func:`nhcontrol.systems.discretize` returns and what
+:mod:`nhcontrol.design` (finite-horizon LQR, LTV-MPC) consumes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import control
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._util.errors import LinearSystemError
+from .._util.validation import as_float_array, check_finite, check_names, readonly
+
+__all__ = ["DiscreteLTV"]
+
+
+@dataclass(frozen=True, eq=False)
+class DiscreteLTV:
+    """Zero-order-hold discrete LTV system ``x[k+1] = Ad[k] x[k] + Bd[k] u[k]``.
+
+    Parameters
+    ----------
+    Ad : (N, n, n) array_like
+        State matrices; ``Ad[k] = Φ(t_{k+1}, t_k)`` for a ZOH discretization.
+    Bd : (N, n, k) array_like
+        Input matrices; ``Bd[k] = ∫_{t_k}^{t_{k+1}} Φ(t_{k+1}, τ) B(τ) dτ``.
+    dt : float
+        Sampling time (> 0).
+    t0 : float, default 0.0
+        Time of sample 0.
+    states, inputs : sequence of str, optional
+        Signal names (default ``x[i]``, ``u[i]``).
+    period_steps : int, optional
+        Number of steps per period when the sequences are periodic (``Ad[k + p] = Ad[k]``),
+        ``None`` otherwise. Informational.
+
+    Attributes
+    ----------
+    times : (N + 1,) ndarray
+        ``t0 + dt * arange(N + 1)``.
+    nstates, ninputs, nsteps : int
+        ``n``, ``k`` and ``N``.
+
+    Notes
+    -----
+    Instances are immutable: arrays are stored read-only. Use :meth:`from_lti` for a constant
+    pair repeated over ``steps`` steps.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = DiscreteLTV.from_lti(np.eye(2), np.ones((2, 1)), dt=0.1, steps=3)
+    >>> d.Ad.shape, d.nsteps, float(d.times[-1])
+    ((3, 2, 2), 3, 0.30000000000000004)
+    """
+
+    Ad: NDArray[np.float64]
+    Bd: NDArray[np.float64]
+    dt: float
+    t0: float = 0.0
+    states: tuple[str, ...] | None = None
+    inputs: tuple[str, ...] | None = None
+    period_steps: int | None = None
+    times: NDArray[np.float64] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        Ad = as_float_array(self.Ad, "Ad", ndim=3)
+        N, n, n2 = Ad.shape
+        if n != n2:
+            raise LinearSystemError(f"Ad must have shape (N, n, n) (square state matrices), got {Ad.shape}")
+        if N < 1:
+            raise LinearSystemError("Ad must hold at least one step, got N = 0; pass steps >= 1")
+        Bd = as_float_array(self.Bd, "Bd", ndim=3)
+        if Bd.shape[:2] != (N, n):
+            raise LinearSystemError(
+                f"Bd must have shape (N, n, k) = ({N}, {n}, k) to match Ad {Ad.shape}, got {Bd.shape}")
+        check_finite(Ad, "Ad")
+        check_finite(Bd, "Bd")
+        dt = float(self.dt)
+        if not np.isfinite(dt) or dt <= 0.0:
+            raise LinearSystemError(f"dt must be a positive finite sampling time, got {self.dt!r}")
+        t0 = float(self.t0)
+        if not np.isfinite(t0):
+            raise LinearSystemError(f"t0 must be finite, got {self.t0!r}")
+        states = check_names(self.states, n, "states", "x")
+        inputs = check_names(self.inputs, Bd.shape[2], "inputs", "u")
+        if self.period_steps is not None and int(self.period_steps) < 1:
+            raise LinearSystemError(f"period_steps must be a positive integer or None, got {self.period_steps!r}")
+        object.__setattr__(self, "Ad", readonly(np.array(Ad, dtype=float)))
+        object.__setattr__(self, "Bd", readonly(np.array(Bd, dtype=float)))
+        object.__setattr__(self, "dt", dt)
+        object.__setattr__(self, "t0", t0)
+        object.__setattr__(self, "states", states)
+        object.__setattr__(self, "inputs", inputs)
+        if self.period_steps is not None:
+            object.__setattr__(self, "period_steps", int(self.period_steps))
+        object.__setattr__(self, "times", readonly(t0 + dt * np.arange(N + 1, dtype=float)))
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_lti(cls, Ad: ArrayLike, Bd: ArrayLike, dt: float, steps: int, *, t0: float = 0.0,
+                 states: Sequence[str] | None = None,
+                 inputs: Sequence[str] | None = None) -> "DiscreteLTV":
+        """Repeat a constant discrete pair ``(Ad, Bd)`` over ``steps`` steps.
+
+        Parameters
+        ----------
+        Ad : (n, n) array_like
+        Bd : (n, k) array_like
+        dt : float
+        steps : int
+            Number of steps ``N`` (>= 1).
+        t0 : float, default 0.0
+        states, inputs : sequence of str, optional
+
+        Returns
+        -------
+        DiscreteLTV
+            With ``Ad`` of shape (N, n, n) and ``period_steps = 1``.
+        """
+        A = as_float_array(Ad, "Ad", ndim=2)
+        if A.shape[0] != A.shape[1]:
+            raise LinearSystemError(f"Ad must be square (n, n), got {A.shape}")
+        B = as_float_array(Bd, "Bd")
+        if B.ndim == 1:
+            B = B.reshape(-1, 1)
+        if B.ndim != 2 or B.shape[0] != A.shape[0]:
+            raise LinearSystemError(f"Bd must have shape (n, k) = ({A.shape[0]}, k), got {B.shape}")
+        steps_i = _check_steps(steps)
+        return cls(np.broadcast_to(A, (steps_i, *A.shape)), np.broadcast_to(B, (steps_i, *B.shape)),
+                   dt, t0, None if states is None else tuple(states),
+                   None if inputs is None else tuple(inputs), period_steps=1)
+
+    # ------------------------------------------------------------------ dimensions
+    @property
+    def nstates(self) -> int:
+        """Number of states ``n``."""
+        return int(self.Ad.shape[1])
+
+    @property
+    def ninputs(self) -> int:
+        """Number of inputs ``k``."""
+        return int(self.Bd.shape[2])
+
+    @property
+    def nsteps(self) -> int:
+        """Number of steps ``N``."""
+        return int(self.Ad.shape[0])
+
+    # ------------------------------------------------------------------ views
+    def at(self, k: int) -> control.StateSpace:
+        """Discrete python-control system of step ``k`` (outputs = states, ``D = 0``).
+
+        Parameters
+        ----------
+        k : int
+            Step index, ``-N <= k < N``.
+
+        Returns
+        -------
+        control.StateSpace
+            With ``dt`` set and the state/input names.
+        """
+        kk = self._index(k)
+        n = self.nstates
+        return control.ss(self.Ad[kk], self.Bd[kk], np.eye(n), np.zeros((n, self.ninputs)), self.dt,
+                          states=list(self.states), inputs=list(self.inputs),
+                          outputs=list(self.states))
+
+    def transition(self, k1: int, k0: int) -> NDArray[np.float64]:
+        """Discrete transition matrix ``Φ_{k1,k0} = Ad[k1-1] ⋯ Ad[k0]`` (identity if ``k1 == k0``).
+
+        Parameters
+        ----------
+        k1, k0 : int
+            Sample indices with ``0 <= k0 <= k1 <= N``.
+
+        Returns
+        -------
+        (n, n) ndarray
+        """
+        if not (0 <= int(k0) <= int(k1) <= self.nsteps):
+            raise LinearSystemError(
+                f"transition(k1, k0) needs 0 <= k0 <= k1 <= N = {self.nsteps}, got k1 = {k1}, k0 = {k0}")
+        Phi = np.eye(self.nstates)
+        for j in range(int(k0), int(k1)):
+            Phi = self.Ad[j] @ Phi
+        return Phi
+
+    def simulate(self, x0: ArrayLike, u: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Propagate ``x[k+1] = Ad[k] x[k] + Bd[k] u[k]``.
+
+        Parameters
+        ----------
+        x0 : (n,) array_like
+        u : (N, k) array_like, optional
+            Inputs held constant over each step (zeros when omitted).
+
+        Returns
+        -------
+        (N + 1, n) ndarray
+            States at ``times``.
+        """
+        n, k, N = self.nstates, self.ninputs, self.nsteps
+        x = as_float_array(x0, "x0", shape=(n,))
+        U = np.zeros((N, k)) if u is None else as_float_array(u, "u", shape=(N, k))
+        X = np.empty((N + 1, n))
+        X[0] = x
+        for j in range(N):
+            X[j + 1] = self.Ad[j] @ X[j] + self.Bd[j] @ U[j]
+        return X
+
+    def _index(self, k: int) -> int:
+        N = self.nsteps
+        kk = int(k)
+        if kk != k or not (-N <= kk < N):
+            raise LinearSystemError(f"step index must be an integer in [-{N}, {N}), got {k!r}")
+        return kk % N
+
+    def __repr__(self) -> str:
+        return (f"DiscreteLTV(nstates={self.nstates}, ninputs={self.ninputs}, nsteps={self.nsteps}, "
+                f"dt={self.dt!r}, t0={self.t0!r}, period_steps={self.period_steps!r})")
+
+
+def _check_steps(steps: object) -> int:
+    try:
+        s = int(steps)  # type: ignore[call-overload]
+    except (TypeError, ValueError) as exc:
+        raise LinearSystemError(f"steps must be a positive integer, got {steps!r}") from exc
+    if s != steps or s < 1:
+        raise LinearSystemError(f"steps must be a positive integer, got {steps!r}")
+    return s
