@@ -1,1 +1,15 @@
-"""nhcontrol.design (see docs/dev/contracts.md)."""
+"""nhcontrol.design — controllers for linearized (time-varying) systems.
+
+Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``reference`` or
+``linearize``. Tracking a reference motion is regulation of the deviation
+``δx = x − x_ref(t_k)`` with ``u = u_ref(t_k) + δu`` (``docs/theory/lqr_mpc.md``).
+
+- :func:`finite_horizon_lqr` — backward Riccati recursion for a discrete LTV system.
+- :func:`lqr` — infinite-horizon LQR of an LTI ``control.StateSpace`` (python-control/slycot).
+- :class:`LTVMPC` — cvxpy MPC with input, input-rate and state bounds, compiled once (DPP).
+"""
+
+from .lqr import LQRResult, finite_horizon_lqr, lqr
+from .mpc import LTVMPC, MPCStep
+
+__all__ = ["LQRResult", "finite_horizon_lqr", "lqr", "LTVMPC", "MPCStep"]

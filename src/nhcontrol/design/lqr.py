@@ -1,0 +1,287 @@
+"""Linear-quadratic regulators: finite-horizon discrete (time-varying) and infinite-horizon LTI.
+
+The finite-horizon regulator is the tool of thesis Ch. 8 for a linearization along a reference
+motion that depends on time (the ball-plate circle, Eq. (8.74)): the controller acts on the
+deviation ``δx_k = x(t_k) − x_ref(t_k)`` and commands ``u_k = u_ref(t_k) + δu_k`` with
+``δu_k = −K_k δx_k``. See ``docs/theory/lqr_mpc.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._util.errors import DesignError, SolverError
+from .._util.validation import as_float_array, check_finite, readonly
+from ._weights import PD_RTOL, check_weights, per_step, system_arrays
+
+__all__ = ["LQRResult", "finite_horizon_lqr", "lqr"]
+
+
+@dataclass(frozen=True)
+class LQRResult:
+    """Gains and cost-to-go matrices of a linear-quadratic regulator (immutable).
+
+    Attributes
+    ----------
+    K : (N, k, n) ndarray, or (k, n) for an infinite horizon
+        Feedback gains, ``u_k = −K_k x_k``.
+    P : (N+1, n, n) ndarray, or (n, n) for an infinite horizon
+        Cost-to-go matrices; ``P[0]`` gives the optimal cost ``x0ᵀ P0 x0`` and ``P[N] = Qf``.
+    horizon : int or None
+        Number of steps ``N``; ``None`` for an infinite horizon.
+    dt : float or None
+        Sampling time (``0.0`` for a continuous-time infinite-horizon design, ``None`` if the
+        discrete system did not carry one).
+    riccati_residual : (N,) ndarray, or (1,) for an infinite horizon
+        Relative residual ``‖P_k − Ric(P_{k+1})‖ / max(1, ‖P_k‖)`` of each step of the
+        recursion (Frobenius norms), evaluated with the un-stabilised formula; it measures
+        the round-off of the Joseph form. For an infinite horizon: the residual of the
+        algebraic Riccati equation relative to ``max(1, ‖P‖)``.
+    min_eig_Rbar : (N,) ndarray, or (1,) for an infinite horizon
+        Smallest eigenvalue of ``R̄_k = R_k + B_kᵀ P_{k+1} B_k`` (the matrix that is inverted).
+    E : (n,) complex ndarray or None
+        Closed-loop eigenvalues for an infinite-horizon design, ``None`` otherwise.
+    method : str
+        ``"riccati-recursion"``, ``"care"`` (``control.lqr``) or ``"dare"`` (``control.dlqr``).
+    """
+
+    K: NDArray[np.float64]
+    P: NDArray[np.float64]
+    horizon: int | None
+    dt: float | None
+    riccati_residual: NDArray[np.float64]
+    min_eig_Rbar: NDArray[np.float64]
+    E: NDArray[np.complex128] | None
+    method: str
+
+    @property
+    def nstates(self) -> int:
+        """Number of states ``n``."""
+        return int(self.P.shape[-1])
+
+    @property
+    def ninputs(self) -> int:
+        """Number of inputs ``k``."""
+        return int(self.K.shape[-2])
+
+    def gain(self, step: int = 0) -> NDArray[np.float64]:
+        """Return the gain ``K_step`` (k, n); an infinite-horizon gain for any step."""
+        if self.horizon is None:
+            return self.K
+        if not 0 <= step < self.horizon:
+            raise DesignError(f"step must lie in [0, {self.horizon - 1}] for a horizon of "
+                              f"N = {self.horizon} steps, got {step}")
+        return self.K[step]
+
+    def control(self, step: int, x: ArrayLike) -> NDArray[np.float64]:
+        """Return the feedback ``u = −K_step x`` (k,) for a (deviation) state ``x`` (n,)."""
+        xv = as_float_array(x, "x", shape=(self.nstates,), error=DesignError)
+        return -self.gain(step) @ xv
+
+    def cost(self, x0: ArrayLike) -> float:
+        """Optimal cost ``x0ᵀ P0 x0`` from the (deviation) state ``x0`` (n,)."""
+        xv = as_float_array(x0, "x0", shape=(self.nstates,), error=DesignError)
+        P0 = self.P if self.horizon is None else self.P[0]
+        return float(xv @ P0 @ xv)
+
+
+def _riccati_rhs(A: NDArray, B: NDArray, Q: NDArray, R: NDArray, S: NDArray,
+                 P: NDArray) -> NDArray:
+    """Plain (not Joseph) right-hand side ``Q + AᵀPA − (AᵀPB + S)(R + BᵀPB)⁻¹(BᵀPA + Sᵀ)``."""
+    Rbar = R + B.T @ P @ B
+    N_ = A.T @ P @ B + S
+    return Q + A.T @ P @ A - N_ @ np.linalg.solve(Rbar, N_.T)
+
+
+def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
+                       S: ArrayLike | None = None) -> LQRResult:
+    r"""Finite-horizon discrete LQR by the backward Riccati recursion (time-varying gains).
+
+    Minimises
+
+    .. math::
+        J = x_N^T Q_f x_N + \sum_{k=0}^{N-1} x_k^T Q_k x_k + u_k^T R_k u_k + 2 x_k^T S_k u_k
+
+    subject to :math:`x_{k+1} = A_k x_k + B_k u_k` (the zero-order-hold discretisation of the
+    linearized system, e.g. of Eq. (8.74) along the ball-plate circle).
+
+    Parameters
+    ----------
+    dsys : DiscreteLTV or (Ad, Bd)
+        Discrete system with ``Ad`` (N, n, n), ``Bd`` (N, n, k); the horizon is ``N``.
+    Q : (n, n) or (N, n, n) array_like
+        State weights, symmetric positive semi-definite.
+    R : (k, k) or (N, k, k) array_like
+        Input weights, symmetric positive definite.
+    Qf : (n, n) array_like
+        Terminal weight, symmetric positive semi-definite.
+    S : (n, k) or (N, n, k) array_like, optional
+        Cross weights; ``[[Q_k, S_k], [S_kᵀ, R_k]]`` must be positive semi-definite.
+
+    Returns
+    -------
+    LQRResult
+        ``K`` (N, k, n), ``P`` (N+1, n, n), ``u_k = −K_k x_k`` and optimal cost ``x0ᵀ P_0 x0``.
+
+    Raises
+    ------
+    DesignError
+        Bad shapes, non-symmetric or indefinite weights, non-finite matrices.
+    SolverError
+        ``R_k + B_kᵀ P_{k+1} B_k`` loses positive definiteness during the recursion.
+
+    Notes
+    -----
+    With :math:`\bar R_k = R_k + B_k^T P_{k+1} B_k`, the recursion from :math:`P_N = Q_f` is
+
+    .. math::
+        K_k &= \bar R_k^{-1} (B_k^T P_{k+1} A_k + S_k^T), \\
+        P_k &= (A_k - B_k K_k)^T P_{k+1} (A_k - B_k K_k) + K_k^T R_k K_k
+               + Q_k - S_k K_k - K_k^T S_k^T ,
+
+    the Joseph (stabilised) form of
+    :math:`P_k = Q_k + A_k^T P_{k+1} A_k - (A_k^T P_{k+1} B_k + S_k) K_k`, followed by
+    symmetrisation :math:`P_k \leftarrow (P_k + P_k^T)/2`. The Joseph form is a sum of PSD terms
+    when :math:`S = 0`, so round-off cannot drive :math:`P_k` indefinite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nhcontrol.design import finite_horizon_lqr
+    >>> A = np.array([[1.0, 0.1], [0.0, 1.0]]); B = np.array([[0.005], [0.1]])
+    >>> res = finite_horizon_lqr((np.tile(A, (50, 1, 1)), np.tile(B, (50, 1, 1))),
+    ...                          np.eye(2), np.eye(1), np.eye(2))
+    >>> res.K.shape, res.P.shape
+    ((50, 1, 2), (51, 2, 2))
+    """
+    Ad, Bd, dt = system_arrays(dsys)
+    N, n, k = Bd.shape
+    Qs = per_step(Q, "Q", N, n, n)
+    Rs = per_step(R, "R", N, k, k)
+    Qf_ = as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)
+    check_finite(Qf_, "Qf", error=DesignError)
+    Ss = None if S is None else per_step(S, "S", N, n, k)
+    check_weights(Qs, Rs, Ss, Qf_)
+    Sz = np.zeros((N, n, k)) if Ss is None else Ss
+
+    K = np.empty((N, k, n))
+    P = np.empty((N + 1, n, n))
+    resid = np.empty(N)
+    mineig = np.empty(N)
+    P[N] = 0.5 * (Qf_ + Qf_.T)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(N - 1, -1, -1):
+            A, B, Qi, Ri, Si, Pn = Ad[i], Bd[i], Qs[i], Rs[i], Sz[i], P[i + 1]
+            Rbar = Ri + B.T @ Pn @ B
+            Rbar = 0.5 * (Rbar + Rbar.T)
+            if not np.all(np.isfinite(Rbar)):
+                raise SolverError(f"the Riccati recursion overflowed (non-finite R + BᵀPB) at step "
+                                  f"{i}; the system blows up over the horizon: shorten it or rescale")
+            lam = np.linalg.eigvalsh(Rbar)
+            mineig[i] = lam[0]
+            if lam[0] <= PD_RTOL * max(1.0, abs(lam[-1])):
+                raise SolverError(
+                    f"R + BᵀPB lost positive definiteness at step {i} of the Riccati recursion "
+                    f"(smallest eigenvalue {lam[0]:.3g}, tolerance {PD_RTOL * max(1.0, abs(lam[-1])):.3g}); "
+                    "increase R or check Bd for blow-up")
+            Ki = np.linalg.solve(Rbar, B.T @ Pn @ A + Si.T)
+            Acl = A - B @ Ki
+            Pi = Acl.T @ Pn @ Acl + Ki.T @ Ri @ Ki + Qi - Si @ Ki - Ki.T @ Si.T
+            Pi = 0.5 * (Pi + Pi.T)
+            if not np.all(np.isfinite(Pi)):
+                raise SolverError(f"the Riccati recursion overflowed (non-finite P) at step {i}; "
+                                  "the system blows up over the horizon: shorten it or rescale")
+            K[i] = Ki
+            P[i] = Pi
+            plain = _riccati_rhs(A, B, Qi, Ri, Si, Pn)
+            resid[i] = np.linalg.norm(Pi - plain) / max(1.0, float(np.linalg.norm(Pi)))
+            if not np.isfinite(resid[i]):
+                raise SolverError(f"the Riccati recursion overflowed (‖P‖ not representable) at step "
+                                  f"{i}; the system blows up over the horizon: shorten it or rescale")
+    return LQRResult(K=readonly(K), P=readonly(P), horizon=N, dt=dt,
+                     riccati_residual=readonly(resid), min_eig_Rbar=readonly(mineig), E=None,
+                     method="riccati-recursion")
+
+
+def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, *, S: ArrayLike | None = None) -> LQRResult:
+    r"""Infinite-horizon LQR of an LTI system through python-control (slycot).
+
+    Parameters
+    ----------
+    sys : control.StateSpace
+        Continuous (``dt == 0``) or discrete (``dt > 0``; ``dt=True`` counts as discrete with
+        unspecified period) LTI system with ``n`` states and ``k`` inputs.
+    Q : (n, n) array_like
+        State weight, symmetric positive semi-definite.
+    R : (k, k) array_like
+        Input weight, symmetric positive definite.
+    S : (n, k) array_like, optional
+        Cross weight.
+
+    Returns
+    -------
+    LQRResult
+        ``K`` (k, n), ``P`` (n, n) (solution of the CARE / DARE), ``E`` the closed-loop
+        eigenvalues, ``horizon=None``; ``u = −K x``.
+
+    Raises
+    ------
+    DesignError
+        Not an LTI state-space system, bad shapes, indefinite weights, or no stabilising
+        solution (``(A, B)`` not stabilisable — python-control's message is included).
+
+    Notes
+    -----
+    Continuous: :math:`A^T P + P A - (P B + S) R^{-1} (B^T P + S^T) + Q = 0`,
+    :math:`K = R^{-1}(B^T P + S^T)` (``control.lqr``). Discrete:
+    :math:`P = A^T P A - (A^T P B + S)(R + B^T P B)^{-1}(B^T P A + S^T) + Q`,
+    :math:`K = (R + B^T P B)^{-1}(B^T P A + S^T)` (``control.dlqr``).
+    """
+    import control
+
+    if not isinstance(sys, control.StateSpace):
+        raise DesignError(f"sys must be a control.StateSpace (LTI), got {type(sys).__name__}; "
+                          "for a time-varying system discretize it and use finite_horizon_lqr")
+    A = np.asarray(sys.A, dtype=float)
+    B = np.asarray(sys.B, dtype=float)
+    n, k = B.shape
+    Q_ = as_float_array(Q, "Q", shape=(n, n), error=DesignError)
+    R_ = as_float_array(R, "R", shape=(k, k), error=DesignError)
+    S_ = None if S is None else as_float_array(S, "S", shape=(n, k), error=DesignError)
+    for W, nm in ((Q_, "Q"), (R_, "R")):
+        check_finite(W, nm, error=DesignError)
+    check_weights(Q_, R_, S_, np.zeros((n, n)))
+    discrete = control.isdtime(sys, strict=True)
+    args = (A, B, Q_, R_) if S_ is None else (A, B, Q_, R_, S_)
+    try:
+        if discrete:
+            K, P, E = control.dlqr(*args)
+        else:
+            K, P, E = control.lqr(*args)
+    except Exception as exc:  # python-control raises ControlArgument / ValueError / slycot errors
+        raise DesignError(
+            f"python-control could not solve the {'DARE' if discrete else 'CARE'}: {exc}. "
+            "Check that (A, B) is stabilisable and (Q, A) has no unobservable mode on the "
+            "stability boundary (the uncontrollable formulation of the ball-plate system is not "
+            "stabilisable: use the controllable one)") from exc
+    K = np.asarray(K, dtype=float)
+    P = np.asarray(P, dtype=float)
+    Sz = np.zeros((n, k)) if S_ is None else S_
+    if discrete:
+        res = P - _riccati_rhs(A, B, Q_, R_, Sz, P)
+        rbar = R_ + B.T @ P @ B
+    else:
+        NS = P @ B + Sz
+        res = A.T @ P + P @ A - NS @ np.linalg.solve(R_, NS.T) + Q_
+        rbar = R_
+    resid = np.array([np.linalg.norm(res) / max(1.0, float(np.linalg.norm(P)))])
+    dt = float(sys.dt) if discrete and not isinstance(sys.dt, bool) else (None if discrete else 0.0)
+    return LQRResult(K=readonly(K), P=readonly(0.5 * (P + P.T)), horizon=None, dt=dt,
+                     riccati_residual=readonly(resid),
+                     min_eig_Rbar=readonly(np.array([np.linalg.eigvalsh(0.5 * (rbar + rbar.T))[0]])),
+                     E=readonly(np.asarray(E, dtype=complex)),
+                     method="dare" if discrete else "care")

@@ -1,0 +1,371 @@
+"""Linear time-varying model predictive control with cvxpy (compiled once, warm-started).
+
+The controller regulates the *deviation* from a reference motion: ``δx = x − x_ref(t_k)``,
+``u = u_ref(t_k) + δu``. Bounds are given on the *absolute* input / state (e.g. the plate
+angles ``|α|, |β| ≤ 10°``) and are shifted by the reference window at each step. See
+``docs/theory/lqr_mpc.md`` for the quadratic programme and the DPP argument.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._util.errors import DesignError, SolverError
+from .._util.validation import as_float_array, check_finite, readonly
+from ._weights import check_psd, psd_factor
+
+__all__ = ["LTVMPC", "MPCStep"]
+
+_ACCEPTED = ("optimal", "optimal_inaccurate")
+
+
+@dataclass(frozen=True)
+class MPCStep:
+    """Outcome of one receding-horizon step (immutable).
+
+    Attributes
+    ----------
+    status : str
+        ``"optimal"``, ``"optimal_inaccurate"`` (accepted, with a warning), or
+        ``"held: <why>"`` when the solvers failed and ``on_failure="hold"`` returned the previous
+        input.
+    u : (k,) ndarray
+        Input to apply, absolute: ``u_ref[0] + du``.
+    du : (k,) ndarray
+        Deviation input ``δu_0``.
+    predicted_x : (N+1, n) ndarray
+        Predicted deviation states ``δx_0 … δx_N`` (for a held input: the model propagated with
+        the held input).
+    predicted_u : (N, k) ndarray
+        Predicted deviation inputs ``δu_0 … δu_{N-1}``.
+    cost : float
+        Optimal value of the QP (for a held input: ``nan`` is never used; the cost of the
+        propagated held trajectory).
+    solve_time : float
+        Wall-clock seconds spent in ``problem.solve`` (all attempts).
+    solver : str
+        Solver that produced the answer (or the last one tried).
+    held : bool
+        True when the previous input was held after a failure.
+    attempts : tuple of (str, str)
+        ``(solver, cvxpy status)`` of every attempt, in order.
+    """
+
+    status: str
+    u: NDArray[np.float64]
+    du: NDArray[np.float64]
+    predicted_x: NDArray[np.float64]
+    predicted_u: NDArray[np.float64]
+    cost: float
+    solve_time: float
+    solver: str
+    held: bool = False
+    attempts: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+
+def _bound(value: ArrayLike | None, name: str, size: int) -> NDArray[np.float64]:
+    if value is None:
+        return np.full(size, np.inf)
+    arr = as_float_array(value, name, error=DesignError)
+    if arr.ndim == 0:
+        arr = np.full(size, float(arr))
+    if arr.shape != (size,):
+        raise DesignError(f"{name} must be a scalar or have shape ({size},), got {arr.shape}")
+    if np.any(np.isnan(arr)):
+        raise DesignError(f"{name} contains NaN; use ±inf for an absent bound")
+    return arr
+
+
+class LTVMPC:
+    r"""Receding-horizon controller for ``δx_{j+1} = A_j δx_j + B_j δu_j`` with bounds.
+
+    The quadratic programme (built once, with cvxpy Parameters for everything that changes)
+
+    .. math::
+        \min_{δx, δu} \; \sum_{j=0}^{N-1} δx_j^T Q δx_j + δu_j^T R δu_j + δx_N^T Q_f δx_N
+
+    subject to :math:`δx_0 = x_0`, :math:`δx_{j+1} = A_j δx_j + B_j δu_j`,
+    :math:`u_{min} \le u_{ref,j} + δu_j \le u_{max}`,
+    :math:`Δu_{min} \le u_j - u_{j-1} \le Δu_{max}` (with :math:`u_{-1}` the previous input),
+    :math:`x_{min} \le x_{ref,j} + δx_j \le x_{max}` for :math:`j = 1 … N`.
+
+    Parameters
+    ----------
+    horizon : int
+        Prediction horizon ``N`` (steps).
+    Q : (n, n) array_like
+        Stage state weight (PSD).
+    R : (k, k) array_like
+        Stage input weight (PD).
+    Qf : (n, n) array_like, optional
+        Terminal weight (PSD); default ``Q``. It can be replaced at each step (``step(Qf=...)``),
+        e.g. by the finite-horizon Riccati matrix ``P_{k+N}`` of the LTV system.
+    u_min, u_max : scalar or (k,) array_like, optional
+        Bounds on the absolute input ``u = u_ref + δu`` (``±inf`` for none).
+    du_min, du_max : scalar or (k,) array_like, optional
+        Bounds on the input increment per step ``u_j − u_{j−1}``.
+    x_min, x_max : scalar or (n,) array_like, optional
+        Bounds on the absolute predicted state ``x_ref,j + δx_j``, ``j = 1 … N``.
+    solver : {"OSQP", "CLARABEL"}
+        First solver; the other is the fallback.
+    on_failure : {"raise", "hold"}
+        After both solvers fail: raise :class:`SolverError` (default) or return the previous
+        input with ``status = "held: ..."`` and ``held=True``.
+    solver_options : mapping, optional
+        Extra keyword arguments for the first solver (e.g. ``{"eps_abs": 1e-9}`` for OSQP).
+    fallback_options : mapping, optional
+        Extra keyword arguments for the fallback solver.
+
+    Raises
+    ------
+    DesignError
+        Bad horizon, weights or bounds (``u_min > u_max`` …).
+
+    Notes
+    -----
+    Every product ``A_j @ δx_j`` multiplies a Parameter by a Variable: it is parameter-affine
+    times parameter-free, hence DPP, and ``problem.is_dpp()`` is checked at construction; the
+    canonicalisation is therefore done once and each step only re-evaluates the problem data
+    and warm-starts the solver.
+    """
+
+    def __init__(self, horizon: int, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike | None = None, *,
+                 u_min: ArrayLike | None = None, u_max: ArrayLike | None = None,
+                 du_min: ArrayLike | None = None, du_max: ArrayLike | None = None,
+                 x_min: ArrayLike | None = None, x_max: ArrayLike | None = None,
+                 solver: Literal["OSQP", "CLARABEL"] = "OSQP",
+                 on_failure: Literal["raise", "hold"] = "raise",
+                 solver_options: Mapping[str, Any] | None = None,
+                 fallback_options: Mapping[str, Any] | None = None) -> None:
+        import cvxpy as cp
+
+        if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
+            raise DesignError(f"horizon must be a positive integer number of steps, got {horizon!r}")
+        N = int(horizon)
+        Q_ = as_float_array(Q, "Q", ndim=2, error=DesignError)
+        n = Q_.shape[0]
+        Q_ = as_float_array(Q_, "Q", shape=(n, n), error=DesignError)
+        R_ = as_float_array(R, "R", ndim=2, error=DesignError)
+        k = R_.shape[0]
+        R_ = as_float_array(R_, "R", shape=(k, k), error=DesignError)
+        Qf_ = Q_ if Qf is None else as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)
+        for W, nm in ((Q_, "Q"), (R_, "R"), (Qf_, "Qf")):
+            check_finite(W, nm, error=DesignError)
+        check_psd(Q_, "Q")
+        check_psd(R_, "R", definite=True)
+        check_psd(Qf_, "Qf")
+        solver = str(solver).upper()
+        if solver not in ("OSQP", "CLARABEL"):
+            raise DesignError(f"solver must be 'OSQP' or 'CLARABEL', got {solver!r}")
+        if on_failure not in ("raise", "hold"):
+            raise DesignError(f"on_failure must be 'raise' or 'hold', got {on_failure!r}")
+        bounds = {}
+        for (lo_name, lo, hi_name, hi, size) in (("u_min", u_min, "u_max", u_max, k),
+                                                 ("du_min", du_min, "du_max", du_max, k),
+                                                 ("x_min", x_min, "x_max", x_max, n)):
+            lo_a = _bound(lo, lo_name, size)
+            hi_a = _bound(hi, hi_name, size)
+            if lo is None and lo_a is not None:
+                lo_a = -lo_a
+            bad = np.flatnonzero(lo_a > hi_a)
+            if bad.size:
+                raise DesignError(f"{lo_name} must not exceed {hi_name}; violated at components "
+                                  f"{bad.tolist()}: {lo_a[bad].tolist()} > {hi_a[bad].tolist()}")
+            bounds[lo_name], bounds[hi_name] = lo_a, hi_a
+
+        self.horizon, self.nstates, self.ninputs = N, n, k
+        self.Q, self.R = readonly(Q_.copy()), readonly(R_.copy())
+        self.bounds = {key: readonly(v) for key, v in bounds.items()}
+        self.solver = solver
+        self.fallback = "CLARABEL" if solver == "OSQP" else "OSQP"
+        self.on_failure = on_failure
+        self.solver_options = dict(solver_options or {})
+        self.fallback_options = dict(fallback_options or {})
+        self._u_last: NDArray[np.float64] | None = None
+
+        # ---- the parametrised QP, built once -------------------------------------------
+        X = cp.Variable((N + 1, n), name="dx")
+        U = cp.Variable((N, k), name="du")
+        self._x0 = cp.Parameter(n, name="x0")
+        self._A = [cp.Parameter((n, n), name=f"A_{j}") for j in range(N)]
+        self._B = [cp.Parameter((n, k), name=f"B_{j}") for j in range(N)]
+        self._Lf = cp.Parameter((n, n), name="Lf")
+        self._Lf.value = psd_factor(Qf_)
+        Lq, Lr = psd_factor(Q_), psd_factor(R_)
+        cost = (cp.sum_squares(X[:N] @ Lq.T) + cp.sum_squares(U @ Lr.T)
+                + cp.sum_squares(self._Lf @ X[N]))
+        cons = [X[0] == self._x0]
+        cons += [X[j + 1] == self._A[j] @ X[j] + self._B[j] @ U[j] for j in range(N)]
+        self._bound_params: dict[str, tuple[Any, NDArray[np.intp]]] = {}
+
+        def add(name: str, expr: Any, lim: NDArray[np.float64], rows: int, upper: bool) -> None:
+            idx = np.flatnonzero(np.isfinite(lim))
+            if idx.size == 0:
+                return
+            par = cp.Parameter((rows, idx.size), name=name)
+            self._bound_params[name] = (par, idx)
+            cons.append(expr[:, idx] <= par if upper else expr[:, idx] >= par)
+
+        add("u_lo", U, bounds["u_min"], N, False)
+        add("u_hi", U, bounds["u_max"], N, True)
+        if np.any(np.isfinite(bounds["du_min"])) or np.any(np.isfinite(bounds["du_max"])):
+            # rows: δu_0 (the parameter absorbs u_prev − u_ref_0), δu_j − δu_{j−1}
+            dU = cp.vstack([U[0:1]] + ([U[1:] - U[:-1]] if N > 1 else []))
+            add("r_lo", dU, bounds["du_min"], N, False)
+            add("r_hi", dU, bounds["du_max"], N, True)
+        add("x_lo", X[1:], bounds["x_min"], N, False)
+        add("x_hi", X[1:], bounds["x_max"], N, True)
+        self._X, self._U = X, U
+        self.problem = cp.Problem(cp.Minimize(cost), cons)
+        if not self.problem.is_dpp():  # pragma: no cover - guards future edits of the QP
+            raise DesignError("internal: the MPC problem is not DPP; it would be recompiled "
+                              "at every step")
+
+    # ------------------------------------------------------------------------------------
+    def _window(self, M: ArrayLike, name: str, shape: tuple[int, int]) -> NDArray[np.float64]:
+        N = self.horizon
+        arr = as_float_array(M, name, error=DesignError)
+        if arr.ndim == 2 and arr.shape == shape:
+            arr = np.broadcast_to(arr, (N, *shape))
+        if arr.shape != (N, *shape):
+            raise DesignError(f"{name} must have shape ({N}, {shape[0]}, {shape[1]}) (one matrix "
+                              f"per step of the horizon N = {N}) or {shape} for an LTI model, "
+                              f"got {arr.shape}")
+        return check_finite(np.asarray(arr), name, error=DesignError)
+
+    def _ref(self, value: ArrayLike | None, name: str, rows: int, size: int) -> NDArray[np.float64]:
+        if value is None:
+            return np.zeros((rows, size))
+        arr = as_float_array(value, name, error=DesignError)
+        if arr.shape == (size,):
+            arr = np.broadcast_to(arr, (rows, size))
+        if arr.shape != (rows, size):
+            raise DesignError(f"{name} must have shape ({size},) or ({rows}, {size}), got {arr.shape}")
+        return check_finite(np.asarray(arr, dtype=float), name, error=DesignError)
+
+    def reset(self) -> None:
+        """Forget the last applied input (the default ``u_prev`` of the next step)."""
+        self._u_last = None
+
+    def step(self, x0: ArrayLike, Ad: ArrayLike, Bd: ArrayLike, *,
+             u_prev: ArrayLike | None = None, u_ref: ArrayLike | None = None,
+             x_ref: ArrayLike | None = None, Qf: ArrayLike | None = None) -> MPCStep:
+        """Solve the QP for the current deviation state and return the first input.
+
+        Parameters
+        ----------
+        x0 : (n,) array_like
+            Current deviation state ``δx = x(t_k) − x_ref(t_k)``.
+        Ad : (N, n, n) or (n, n) array_like
+            Window ``A_k … A_{k+N−1}`` of the discrete model (one matrix for LTI).
+        Bd : (N, n, k) or (n, k) array_like
+            Window ``B_k … B_{k+N−1}``.
+        u_prev : (k,) array_like, optional
+            Previous absolute input ``u_{k−1}`` (for the rate bounds); default the input this
+            controller returned last, or ``u_ref[0]`` at the first step.
+        u_ref : (N, k) or (k,) array_like, optional
+            Reference input over the window (default 0: the bounds then act on ``δu``).
+        x_ref : (N+1, n) or (n,) array_like, optional
+            Reference state over the window (default 0), used only by the state bounds.
+        Qf : (n, n) array_like, optional
+            New terminal weight (kept for the following steps).
+
+        Returns
+        -------
+        MPCStep
+
+        Raises
+        ------
+        DesignError
+            Bad shapes or non-finite data.
+        SolverError
+            Both solvers failed (infeasible, or numerical failure) and ``on_failure="raise"``.
+        """
+        N, n, k = self.horizon, self.nstates, self.ninputs
+        x0v = check_finite(as_float_array(x0, "x0", shape=(n,), error=DesignError), "x0",
+                           error=DesignError)
+        A = self._window(Ad, "Ad", (n, n))
+        B = self._window(Bd, "Bd", (n, k))
+        ur = self._ref(u_ref, "u_ref", N, k)
+        xr = self._ref(x_ref, "x_ref", N + 1, n)
+        if u_prev is not None:
+            up = check_finite(as_float_array(u_prev, "u_prev", shape=(k,), error=DesignError),
+                              "u_prev", error=DesignError)
+        elif self._u_last is not None:
+            up = self._u_last
+        else:
+            up = ur[0].copy()
+        if Qf is not None:
+            Qf_ = as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)
+            check_finite(Qf_, "Qf", error=DesignError)
+            check_psd(Qf_, "Qf")
+            self._Lf.value = psd_factor(Qf_)
+
+        self._x0.value = x0v
+        for j in range(N):
+            self._A[j].value = A[j]
+            self._B[j].value = B[j]
+        bd = self.bounds
+        shift = {"u_lo": (bd["u_min"], -ur), "u_hi": (bd["u_max"], -ur),
+                 "x_lo": (bd["x_min"], -xr[1:]), "x_hi": (bd["x_max"], -xr[1:])}
+        dref = np.vstack([ur[0:1] - up, ur[1:] - ur[:-1]])
+        shift["r_lo"] = (bd["du_min"], -dref)
+        shift["r_hi"] = (bd["du_max"], -dref)
+        for name, (par, idx) in self._bound_params.items():
+            lim, off = shift[name]
+            par.value = lim[idx][None, :] + off[:, idx]
+
+        attempts: list[tuple[str, str]] = []
+        elapsed = 0.0
+        for solver, opts in ((self.solver, self.solver_options),
+                             (self.fallback, self.fallback_options)):
+            t0 = time.perf_counter()
+            try:
+                self.problem.solve(solver=solver, warm_start=True, **opts)
+                status = str(self.problem.status)
+            except Exception as exc:  # cvxpy.error.SolverError and solver-specific errors
+                status = f"solver_error ({type(exc).__name__}: {exc})"
+            elapsed += time.perf_counter() - t0
+            attempts.append((solver, status))
+            if status in _ACCEPTED and self._U.value is not None:
+                du_pred = np.asarray(self._U.value, dtype=float)
+                x_pred = np.asarray(self._X.value, dtype=float)
+                if np.all(np.isfinite(du_pred)) and np.all(np.isfinite(x_pred)):
+                    if status != "optimal":
+                        warnings.warn(f"MPC step solved by {solver} with status {status!r}; the "
+                                      "input is used but may be inaccurate", RuntimeWarning,
+                                      stacklevel=2)
+                    u = ur[0] + du_pred[0]
+                    self._u_last = u.copy()
+                    return MPCStep(status=status, u=readonly(u), du=readonly(du_pred[0].copy()),
+                                   predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),
+                                   cost=float(self.problem.value), solve_time=elapsed,
+                                   solver=solver, held=False, attempts=tuple(attempts))
+        why = "; ".join(f"{s}: {st}" for s, st in attempts)
+        if self.on_failure == "raise":
+            raise SolverError(
+                f"MPC step failed ({why}) for δx0 = {np.array2string(x0v, precision=4)}; the "
+                "bounds may be infeasible from this state (relax u/du/x bounds, lengthen the "
+                "horizon) or pass on_failure='hold' to keep the previous input")
+        du_hold = up - ur[0]
+        x_pred = np.empty((N + 1, n))
+        x_pred[0] = x0v
+        du_pred = np.tile(up, (N, 1)) - ur
+        for j in range(N):
+            x_pred[j + 1] = A[j] @ x_pred[j] + B[j] @ du_pred[j]
+        Lq, Lr, Lf = psd_factor(self.Q), psd_factor(self.R), np.asarray(self._Lf.value)
+        cost = float(np.sum((x_pred[:N] @ Lq.T) ** 2) + np.sum((du_pred @ Lr.T) ** 2)
+                     + np.sum((Lf @ x_pred[N]) ** 2))
+        warnings.warn(f"MPC step failed ({why}); holding the previous input "
+                      f"{np.array2string(up, precision=4)}", RuntimeWarning, stacklevel=2)
+        self._u_last = up.copy()
+        return MPCStep(status=f"held: {why}", u=readonly(up.copy()), du=readonly(du_hold),
+                       predicted_x=readonly(x_pred), predicted_u=readonly(du_pred), cost=cost,
+                       solve_time=elapsed, solver=attempts[-1][0], held=True,
+                       attempts=tuple(attempts))
