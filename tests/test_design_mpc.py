@@ -1,0 +1,208 @@
+"""Tests of nhcontrol.design.LTVMPC (cvxpy, compiled once with Parameters).
+
+Reference: the finite-horizon Riccati recursion (``finite_horizon_lqr``) for the unconstrained
+problem; Clarabel (an interior-point solver, independent of OSQP) for the constrained ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nhcontrol._util.errors import DesignError, SolverError
+from nhcontrol.design import LTVMPC, MPCStep, finite_horizon_lqr
+
+TIGHT = dict(eps_abs=1e-10, eps_rel=1e-10, max_iter=200000, polishing=True)
+
+
+def random_ltv(N: int, n: int, k: int, seed: int):
+    rng = np.random.default_rng(seed)
+    return (np.eye(n) + 0.1 * rng.standard_normal((N, n, n)), 0.3 * rng.standard_normal((N, n, k)))
+
+
+def test_problem_is_dpp_and_built_once():
+    mpc = LTVMPC(10, np.eye(3), np.eye(1))
+    assert mpc.problem.is_dpp()
+    prob = mpc.problem
+    Ad, Bd = random_ltv(10, 3, 1, 0)
+    for j in range(3):
+        step = mpc.step(np.ones(3) * 0.1 * (j + 1), Ad, Bd)
+        assert isinstance(step, MPCStep) and step.status == "optimal"
+    assert mpc.problem is prob
+
+
+def test_unconstrained_ltv_matches_finite_horizon_lqr():
+    """No active constraint + Riccati terminal weight: MPC = finite-horizon LQR (1e-6).
+
+    The window's LQR (same Qf) gives the optimal first input −K_0 x0, the whole optimal
+    trajectory and the optimal cost x0ᵀP0x0; OSQP at eps 1e-10 with polishing reaches them
+    to ~1e-8, the test allows 1e-6 relative.
+    """
+    N, n, k = 15, 4, 2
+    Ad, Bd = random_ltv(N, n, k, seed=2)
+    rng = np.random.default_rng(2)
+    Q = np.diag(rng.uniform(0.5, 2.0, n))
+    R = np.diag(rng.uniform(0.5, 2.0, k))
+    Qf = 3.0 * np.eye(n)
+    res = finite_horizon_lqr((Ad, Bd), Q, R, Qf)
+    mpc = LTVMPC(N, Q, R, Qf, solver_options=TIGHT)
+    x0 = rng.standard_normal(n)
+    st = mpc.step(x0, Ad, Bd)
+    assert st.status == "optimal" and st.solver == "OSQP"
+    scale = np.abs(res.K[0] @ x0).max()
+    np.testing.assert_allclose(st.du, -res.K[0] @ x0, atol=1e-6 * scale)
+    x = x0.copy()
+    for j in range(N):
+        u = -res.K[j] @ x
+        np.testing.assert_allclose(st.predicted_u[j], u, atol=1e-6 * scale)
+        x = Ad[j] @ x + Bd[j] @ u
+        np.testing.assert_allclose(st.predicted_x[j + 1], x, atol=1e-6 * max(1, np.abs(x0).max()))
+    assert abs(st.cost - res.cost(x0)) <= 1e-6 * res.cost(x0)
+
+
+def test_lti_with_dare_terminal_cost_gives_dlqr_gain():
+    """LTI, Qf = DARE solution: the first MPC move is the infinite-horizon dlqr input (1e-6)."""
+    import control
+
+    A = np.array([[1.0, 0.1], [0.0, 1.0]])
+    B = np.array([[0.005], [0.1]])
+    K, P, _ = control.dlqr(A, B, np.eye(2), np.eye(1))
+    mpc = LTVMPC(5, np.eye(2), np.eye(1), P, solver_options=TIGHT)
+    x0 = np.array([0.3, -0.2])
+    st = mpc.step(x0, A, B)
+    np.testing.assert_allclose(st.du, -K @ x0, atol=1e-6 * np.abs(K @ x0).max())
+    np.testing.assert_allclose(st.cost, x0 @ P @ x0, rtol=1e-6)
+
+
+def test_input_bounds_respected_and_match_clarabel():
+    """Saturating bounds: |u| ≤ 0.5 holds to 1e-6, is active, and OSQP agrees with Clarabel."""
+    A = np.array([[1.0, 0.1], [0.0, 1.0]])
+    B = np.array([[0.005], [0.1]])
+    kw = dict(u_min=-0.5, u_max=0.5)
+    a = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), solver_options=TIGHT, **kw)
+    b = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), solver="CLARABEL", **kw)
+    x0 = np.array([2.0, 0.0])
+    sa, sb = a.step(x0, A, B), b.step(x0, A, B)
+    assert sb.solver == "CLARABEL"
+    assert np.max(np.abs(sa.predicted_u)) <= 0.5 + 1e-6
+    assert abs(sa.u[0]) > 0.5 - 1e-6  # the bound is active at the first move
+    np.testing.assert_allclose(sa.predicted_u, sb.predicted_u, atol=1e-5)
+    assert abs(sa.cost - sb.cost) <= 1e-6 * sb.cost
+
+
+def test_bounds_are_absolute_with_reference_input():
+    """Tracking: bounds act on u = u_ref + δu; the reported u is absolute."""
+    A = np.array([[1.0, 0.1], [0.0, 1.0]])
+    B = np.array([[0.005], [0.1]])
+    uref = np.linspace(0.3, 0.4, 20)[:, None]
+    mpc = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), u_min=-0.5, u_max=0.5, solver_options=TIGHT)
+    st = mpc.step(np.array([-2.0, 0.0]), A, B, u_ref=uref)
+    absu = uref + st.predicted_u
+    assert np.max(absu) <= 0.5 + 1e-6 and np.max(absu) > 0.5 - 1e-6
+    np.testing.assert_allclose(st.u, uref[0] + st.du, atol=0)
+    np.testing.assert_allclose(st.du, st.predicted_u[0], atol=0)
+
+
+def test_rate_bounds_with_previous_input():
+    """|u_j − u_{j−1}| ≤ 0.05 including the first move from u_prev (1e-6)."""
+    A = np.array([[1.0, 0.1], [0.0, 1.0]])
+    B = np.array([[0.005], [0.1]])
+    mpc = LTVMPC(25, np.eye(2), 0.01 * np.eye(1), du_min=-0.05, du_max=0.05, solver_options=TIGHT)
+    st = mpc.step(np.array([1.0, 0.0]), A, B, u_prev=np.array([0.2]))
+    seq = np.concatenate([[0.2], st.predicted_u[:, 0]])
+    assert np.max(np.abs(np.diff(seq))) <= 0.05 + 1e-6
+    assert np.max(np.abs(np.diff(seq))) > 0.05 - 1e-6
+    # the default previous input is the last returned one
+    st2 = mpc.step(np.array([1.0, 0.0]), A, B)
+    assert abs(st2.u[0] - st.u[0]) <= 0.05 + 1e-6
+
+
+def test_state_bounds_in_prediction():
+    """x_ref + δx stays in the box over the horizon (1e-6), and the bound changes the answer."""
+    A = np.array([[1.0, 0.1], [0.0, 1.0]])
+    B = np.array([[0.005], [0.1]])
+    free = LTVMPC(30, np.eye(2), 0.01 * np.eye(1), solver_options=TIGHT)
+    boxed = LTVMPC(30, np.eye(2), 0.01 * np.eye(1), x_min=[-np.inf, -0.3], x_max=[np.inf, 0.3],
+                   solver_options=TIGHT)
+    x0 = np.array([1.0, 0.0])
+    sf, sb = free.step(x0, A, B), boxed.step(x0, A, B)
+    assert np.max(np.abs(sf.predicted_x[1:, 1])) > 0.35
+    assert np.max(np.abs(sb.predicted_x[1:, 1])) <= 0.3 + 1e-6
+
+
+def test_closed_loop_regulates_unstable_lti_within_bounds():
+    """Receding horizon on an unstable LTI plant: |x| < 1e-4 after 120 steps, |u| ≤ 1 (1e-4).
+
+    The decay is geometric (about a factor 10 per 20 steps once the input leaves saturation).
+    """
+    A = np.array([[1.02, 0.1], [0.0, 1.01]])
+    B = np.array([[0.0], [0.1]])
+    mpc = LTVMPC(20, np.eye(2), 0.1 * np.eye(1), 20 * np.eye(2), u_min=-1, u_max=1)
+    x = np.array([1.0, 0.5])
+    us = []
+    for _ in range(120):
+        st = mpc.step(x, A, B)
+        us.append(st.u[0])
+        x = A @ x + B @ st.u
+    assert np.linalg.norm(x) < 1e-4
+    assert np.max(np.abs(us)) <= 1 + 1e-4
+
+
+def _infeasible(**kw):
+    A = np.eye(2)
+    B = np.array([[0.0], [0.01]])
+    return LTVMPC(5, np.eye(2), np.eye(1), x_min=[-0.1, -0.1], x_max=[0.1, 0.1],
+                  u_min=-1, u_max=1, **kw), A, B
+
+
+def test_infeasible_raises_solver_error():
+    mpc, A, B = _infeasible()
+    with pytest.raises(SolverError, match=r"MPC step failed \(OSQP: infeasible.*CLARABEL: infeasible"):
+        mpc.step(np.array([1.0, 0.0]), A, B)
+
+
+def test_infeasible_hold_returns_previous_input_with_status():
+    mpc, A, B = _infeasible(on_failure="hold")
+    with pytest.warns(RuntimeWarning, match=r"holding the previous input"):
+        st = mpc.step(np.array([1.0, 0.0]), A, B, u_prev=np.array([0.25]))
+    assert st.held and st.status.startswith("held: OSQP: infeasible")
+    np.testing.assert_array_equal(st.u, [0.25])
+    assert len(st.attempts) == 2 and st.attempts[1][0] == "CLARABEL"
+    assert np.all(np.isfinite(st.predicted_x)) and np.isfinite(st.cost)
+    np.testing.assert_allclose(st.predicted_x[1], A @ [1.0, 0.0] + B @ [0.25])
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(horizon=0), r"horizon must be a positive integer number of steps, got 0"),
+    (dict(horizon=2.5), r"horizon must be a positive integer"),
+    (dict(R=np.zeros((1, 1))), r"R must be positive definite"),
+    (dict(Q=-np.eye(2)), r"Q must be positive semi-definite"),
+    (dict(Qf=np.eye(3)), r"Qf must have shape \(2, 2\)"),
+    (dict(u_min=1.0, u_max=0.0), r"u_min must not exceed u_max; violated at components \[0\]"),
+    (dict(x_min=[0, 0, 0]), r"x_min must be a scalar or have shape \(2,\), got \(3,\)"),
+    (dict(du_max=np.nan), r"du_max contains NaN"),
+    (dict(solver="ECOS"), r"solver must be 'OSQP' or 'CLARABEL', got 'ECOS'"),
+    (dict(on_failure="ignore"), r"on_failure must be 'raise' or 'hold'"),
+])
+def test_construction_errors(kwargs, match):
+    args = dict(horizon=4, Q=np.eye(2), R=np.eye(1))
+    args.update(kwargs)
+    with pytest.raises(DesignError, match=match):
+        LTVMPC(args.pop("horizon"), args.pop("Q"), args.pop("R"), **args)
+
+
+@pytest.mark.parametrize("call,match", [
+    (dict(x0=np.zeros(3)), r"x0 must have shape \(2\)"),
+    (dict(Ad=np.zeros((3, 2, 2))), r"Ad must have shape \(4, 2, 2\) \(one matrix per step"),
+    (dict(Bd=np.zeros((2, 2))), r"Bd must have shape \(4, 2, 1\)"),
+    (dict(u_ref=np.zeros((3, 1))), r"u_ref must have shape \(1,\) or \(4, 1\)"),
+    (dict(x0=np.array([np.inf, 0.0])), r"x0 contains 1 non-finite"),
+    (dict(Qf=-np.eye(2)), r"Qf must be positive semi-definite"),
+])
+def test_step_errors(call, match):
+    mpc = LTVMPC(4, np.eye(2), np.eye(1))
+    args = dict(x0=np.zeros(2), Ad=np.eye(2), Bd=np.ones((2, 1)))
+    args.update(call)
+    x0, Ad, Bd = args.pop("x0"), args.pop("Ad"), args.pop("Bd")
+    with pytest.raises(DesignError, match=match):
+        mpc.step(x0, Ad, Bd, **args)
