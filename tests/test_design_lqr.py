@@ -267,3 +267,16 @@ def test_lqr_errors():
 def test_errors_are_builtin_subclasses():
     assert issubclass(DesignError, ValueError) and issubclass(DesignError, NhcontrolError)
     assert issubclass(SolverError, RuntimeError)
+
+
+def test_real_discrete_ltv_from_systems():
+    """A DiscreteLTV from nhcontrol.systems (ZOH of a double integrator) is accepted; dt travels."""
+    from nhcontrol.systems import DiscreteLTV, discretize
+
+    sys = control.ss([[0.0, 1.0], [0.0, 0.0]], [[0.0], [1.0]], np.eye(2), 0)
+    d = discretize(sys, 0.1, steps=400)
+    assert isinstance(d, DiscreteLTV)
+    res = finite_horizon_lqr(d, np.eye(2), np.eye(1), np.zeros((2, 2)))
+    ref = lqr(control.c2d(sys, 0.1), np.eye(2), np.eye(1))
+    assert res.dt == 0.1
+    np.testing.assert_allclose(res.K[0], ref.K, atol=1e-10)

@@ -206,3 +206,26 @@ def test_step_errors(call, match):
     x0, Ad, Bd = args.pop("x0"), args.pop("Ad"), args.pop("Bd")
     with pytest.raises(DesignError, match=match):
         mpc.step(x0, Ad, Bd, **args)
+
+
+def test_window_from_discrete_ltv():
+    """window() slices a DiscreteLTV, wraps periodic ones, and refuses to run off the end."""
+    from nhcontrol.design import window
+    from nhcontrol.systems import DiscreteLTV
+
+    Ad, Bd = random_ltv(6, 2, 1, seed=9)
+    d = DiscreteLTV(Ad, Bd, 0.1)
+    a, b = window(d, 2, 3)
+    np.testing.assert_array_equal(a, Ad[2:5])
+    np.testing.assert_array_equal(b, Bd[2:5])
+    with pytest.raises(DesignError, match=r"window \[4, 8\) leaves the discrete system, which has 6"):
+        window(d, 4, 4)
+    a, _ = window(d, 4, 4, periodic=True)
+    np.testing.assert_array_equal(a, Ad[[4, 5, 0, 1]])
+    dp = DiscreteLTV(Ad, Bd, 0.1, period_steps=3)
+    a, _ = window(dp, 2, 3)
+    np.testing.assert_array_equal(a, Ad[[2, 0, 1]])
+    with pytest.raises(DesignError, match=r"start must be a non-negative integer"):
+        window(d, -1, 2)
+    with pytest.raises(DesignError, match=r"horizon must be a positive integer"):
+        window(d, 0, 0)

@@ -6,10 +6,11 @@ Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``refe
 
 - :func:`finite_horizon_lqr` — backward Riccati recursion for a discrete LTV system.
 - :func:`lqr` — infinite-horizon LQR of an LTI ``control.StateSpace`` (python-control/slycot).
-- :class:`LTVMPC` — cvxpy MPC with input, input-rate and state bounds, compiled once (DPP).
+- :class:`LTVMPC` — cvxpy MPC with input, input-rate and state bounds, compiled once (DPP);
+  :func:`window` cuts its prediction window out of a ``DiscreteLTV``.
 """
 
 from .lqr import LQRResult, finite_horizon_lqr, lqr
-from .mpc import LTVMPC, MPCStep
+from .mpc import LTVMPC, MPCStep, window
 
-__all__ = ["LQRResult", "finite_horizon_lqr", "lqr", "LTVMPC", "MPCStep"]
+__all__ = ["LQRResult", "finite_horizon_lqr", "lqr", "LTVMPC", "MPCStep", "window"]

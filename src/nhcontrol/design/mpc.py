@@ -20,7 +20,7 @@ from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array, check_finite, readonly
 from ._weights import check_psd, psd_factor
 
-__all__ = ["LTVMPC", "MPCStep"]
+__all__ = ["LTVMPC", "MPCStep", "window"]
 
 _ACCEPTED = ("optimal", "optimal_inaccurate")
 
@@ -67,6 +67,54 @@ class MPCStep:
     solver: str
     held: bool = False
     attempts: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+
+def window(dsys: Any, start: int, horizon: int, *,
+           periodic: bool | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Return the prediction window ``(Ad[start:start+N], Bd[start:start+N])`` of a discrete system.
+
+    Parameters
+    ----------
+    dsys : DiscreteLTV or (Ad, Bd)
+        Discrete LTV system with ``Ad`` (M, n, n), ``Bd`` (M, n, k).
+    start : int
+        Index ``k`` of the current sample.
+    horizon : int
+        Window length ``N``.
+    periodic : bool, optional
+        Wrap indices modulo the period when the window runs past the last step. Default: True
+        when ``dsys.period_steps`` is set (the sequences then repeat with that period), else False.
+
+    Returns
+    -------
+    Ad : (N, n, n) ndarray
+    Bd : (N, n, k) ndarray
+
+    Raises
+    ------
+    DesignError
+        The window leaves a non-periodic sequence (discretize over a longer time range).
+    """
+    from ._weights import system_arrays
+
+    Ad, Bd, _ = system_arrays(dsys)
+    M = Ad.shape[0]
+    if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or start < 0:
+        raise DesignError(f"start must be a non-negative integer step index, got {start!r}")
+    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
+        raise DesignError(f"horizon must be a positive integer number of steps, got {horizon!r}")
+    p = getattr(dsys, "period_steps", None)
+    if periodic is None:
+        periodic = p is not None
+    idx = np.arange(int(start), int(start) + int(horizon))
+    if periodic:
+        idx = idx % int(p if p is not None else M)
+    elif idx[-1] >= M:
+        raise DesignError(
+            f"the prediction window [{start}, {start + horizon}) leaves the discrete system, which "
+            f"has {M} steps; discretize over a longer time range (steps >= {start + horizon}) or "
+            "pass periodic=True for a periodic reference")
+    return Ad[idx], Bd[idx]
 
 
 def _bound(value: ArrayLike | None, name: str, size: int) -> NDArray[np.float64]:
