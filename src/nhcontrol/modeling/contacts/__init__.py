@@ -1,0 +1,10 @@
+"""Contact helpers, one module each (docs/dev/contracts.md section 1).
+
+Each function adds constraints to a :class:`~nhcontrol.modeling.MultibodySystem` and
+returns a small frozen record of what it added.
+"""
+
+from .knife_edge import KnifeEdgeContact, knife_edge
+from .rolling_hoop import RollingHoopContact, rolling_hoop
+
+__all__ = ["knife_edge", "KnifeEdgeContact", "rolling_hoop", "RollingHoopContact"]

@@ -1,0 +1,137 @@
+"""Knife edge (skate, Chaplygin sleigh blade) on the ground plane.
+
+A body point :math:`P` carries a blade along the body-fixed direction :math:`\\bar d`.
+The blade may slide along its own direction but not sideways: the velocity of the
+material point :math:`P` has no component along the horizontal normal of the blade,
+
+.. math::
+
+    d = R\\,\\bar d, \\qquad e = n \\times d, \\qquad v_P \\cdot e = 0,
+    \\qquad n = [0, 0, 1]^T,
+
+one nonholonomic constraint :math:`B(x)\\dot x = 0` (Eq. (2.110)), linear in the
+velocities. For a blade that stays horizontal (:math:`d \\perp n`) the constraint is
+the classical Chaplygin sleigh condition :math:`-\\sin\\psi\\,\\dot x_P + \\cos\\psi\\,\\dot y_P = 0`.
+The contact point is *not* forced onto the ground here: planar models keep their
+height constant by construction, spatial ones add the holonomic contact separately.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from nhcontrol._util.errors import ModelError
+
+__all__ = ["KnifeEdgeContact", "knife_edge"]
+
+
+@dataclass(frozen=True)
+class KnifeEdgeContact:
+    """What :func:`knife_edge` added to a :class:`~nhcontrol.modeling.MultibodySystem`.
+
+    Attributes
+    ----------
+    name : str
+        Contact name.
+    nonholonomic_names : tuple of str
+        ``("<name>_lateral",)``.
+    holonomic_names : tuple of str
+        Always empty (kept for a uniform record interface).
+    contact_point : (3, 1) sympy.ImmutableMatrix
+        Global position of the blade point :math:`r_P(x)`.
+    direction : (3, 1) sympy.ImmutableMatrix
+        Blade direction in the global frame :math:`d = R \\bar d`.
+    normal : (3, 1) sympy.ImmutableMatrix
+        Horizontal blade normal :math:`e = n \\times d`.
+    contact_velocity : (3, 1) sympy.ImmutableMatrix
+        Velocity of the material point :math:`v_P(x, \\dot x)`.
+    """
+
+    name: str
+    nonholonomic_names: tuple[str, ...]
+    holonomic_names: tuple[str, ...]
+    contact_point: sp.ImmutableMatrix
+    direction: sp.ImmutableMatrix
+    normal: sp.ImmutableMatrix
+    contact_velocity: sp.ImmutableMatrix
+
+
+def _vec3(value: Any, what: str, problems: list[str]) -> sp.Matrix | None:
+    try:
+        vec = sp.Matrix(value)
+    except (TypeError, ValueError, sp.SympifyError) as exc:
+        problems.append(f"{what} must be a 3-vector, got {type(value).__name__}: {exc}")
+        return None
+    if vec.shape not in ((3, 1), (1, 3)):
+        problems.append(f"{what} must have 3 components, got shape {vec.shape}")
+        return None
+    return vec.reshape(3, 1)
+
+
+def knife_edge(mb: Any, body: Any, point: Any, direction: Any, *, name: str,
+               orientation: Any = None) -> KnifeEdgeContact:
+    """Add a knife-edge (skate) constraint: no sideways velocity of a body point.
+
+    Parameters
+    ----------
+    mb : MultibodySystem
+        The system being built; one nonholonomic constraint is added.
+    body : Body
+        The body carrying the blade (returned by ``mb.add_body``).
+    point : (3,) or (3, 1) sympy expression
+        Global position :math:`r_P(x)` of the blade point (a point fixed to ``body``).
+    direction : (3,) sequence or sympy Matrix
+        Blade direction :math:`\\bar d` in the **body frame** (e.g. ``(1, 0, 0)``: the
+        blade runs along the body X axis). Need not be normalised.
+    name : str
+        Contact name; the constraint is called ``<name>_lateral``.
+    orientation : (3, 3) sympy Matrix, optional
+        Orientation :math:`R(x)` of ``body``; by default the one given to ``add_body``.
+
+    Returns
+    -------
+    KnifeEdgeContact
+
+    Raises
+    ------
+    ModelError
+        If ``point`` or ``direction`` is not a 3-vector, the direction is zero or
+        vertical (no horizontal normal), or ``name`` is empty (all at once).
+
+    Notes
+    -----
+    Constraint: :math:`v_P \\cdot (n \\times R \\bar d) = 0`, with
+    :math:`v_P` = ``mb.point_velocity(body, point)`` (velocity of the material point).
+    """
+    problems: list[str] = []
+    r_p = _vec3(point, f"knife_edge {name!r}: point", problems)
+    d_bar = _vec3(direction, f"knife_edge {name!r}: direction", problems)
+    if d_bar is not None and all(sp.sympify(c).is_zero for c in d_bar):
+        problems.append(f"knife_edge {name!r}: direction must be a non-zero body-frame vector, got {list(d_bar)}")
+    if orientation is None:
+        orientation = getattr(body, "orientation", None)
+    rot = None
+    if orientation is None:
+        problems.append(f"knife_edge {name!r}: cannot find the orientation of the body; pass orientation=R")
+    else:
+        rot = sp.Matrix(orientation)
+        if rot.shape != (3, 3):
+            problems.append(f"knife_edge {name!r}: orientation must be 3x3, got shape {rot.shape}")
+    if not isinstance(name, str) or not name:
+        problems.append(f"knife_edge: name must be a non-empty string, got {name!r}")
+    if problems or r_p is None or d_bar is None or rot is None:
+        raise ModelError("cannot add the knife-edge contact:\n  - " + "\n  - ".join(problems))
+
+    d = rot * d_bar                                   # blade direction, global frame
+    e = sp.Matrix([-d[1], d[0], 0])                   # n × d with n = e_z
+    if all(sp.sympify(c).is_zero for c in sp.simplify(e)):
+        raise ModelError(f"cannot add the knife-edge contact {name!r}: the blade direction {list(d_bar)} is "
+                         "vertical, so it has no horizontal normal; use a direction in the ground plane")
+    v_p = sp.Matrix(mb.point_velocity(body, r_p))
+    mb.add_nonholonomic((v_p.T * e)[0, 0], name=f"{name}_lateral")
+    return KnifeEdgeContact(name=name, nonholonomic_names=(f"{name}_lateral",), holonomic_names=(),
+                            contact_point=sp.ImmutableMatrix(r_p), direction=sp.ImmutableMatrix(d),
+                            normal=sp.ImmutableMatrix(e), contact_velocity=sp.ImmutableMatrix(v_p))

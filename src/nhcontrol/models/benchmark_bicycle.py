@@ -1,0 +1,425 @@
+"""The bicycle benchmark of Meijaard et al. (2007) as a Newton--Euler multibody model.
+
+Thesis Sect. 4.3.1: five bodies (ground, rear body and frame with rider ``B``, handlebar
+and fork ``H``, rear wheel ``R``, front wheel ``F``), hoop wheels rolling without slipping,
+``n = 11`` coordinates (Eq. (4.128))
+
+.. code-block:: text
+
+    x = [x_b, y_b, z_b, psi_b, phi_b, theta_b, delta, theta_R, theta_F, xi_R, xi_F]
+
+``m = 4`` holonomic constraints (Eq. (4.139)) and ``l = 4`` nonholonomic ones (rolling
+without slipping, Eq. (4.145)); ``n - m - l = 3`` degrees of freedom.
+
+Frames (Fig. 4.2): global ``Z`` up, ``X`` forward. Orientation matrices (Eq. (4.129))
+
+.. math::
+
+    R_B = R_z(\\psi_b) R_x(\\phi_b) R_y(\\theta_b), \\quad R_R = R_B R_y(\\theta_R), \\quad
+    R_H = R_B R_\\nu R_z(\\delta), \\quad R_F = R_H R_y(\\theta_F),
+
+where :math:`R_\\nu = R_y(-\\nu)` tilts the steer axis (the handlebar ``Z_H`` axis)
+*backwards* by the steer axis tilt :math:`\\nu` (Meijaard's :math:`\\lambda`). The sign is
+not printed in our copy of the thesis; it is the one for which Eqs. (4.135)-(4.138) and
+(4.131) and the front contact coordinate :math:`\\xi_F^0 = \\nu + \\pi/2 - \\theta_F^0`
+(Eq. (4.175)) are consistent (checked in ``tests/test_models_bicycle.py``).
+
+Parameters are those of Table 4.1 with the thesis signs (``z_B``, ``z_H`` positive
+heights); the inertia tensors are given as in Meijaard et al. (their frame has ``Z`` down)
+and converted with Eqs. (4.130)-(4.131).
+
+References
+----------
+J. P. Meijaard, J. M. Papadopoulos, A. Ruina, A. L. Schwab, "Linearized dynamics
+equations for the balance and steer of a bicycle: a benchmark and review",
+Proc. R. Soc. A 463 (2007) 1955-1982.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import sympy as sp
+from numpy.typing import ArrayLike, NDArray
+
+from nhcontrol._util.errors import ModelError, ReferenceMotionError
+from nhcontrol.modeling import MultibodySystem, contacts, rot_x, rot_y, rot_z
+
+__all__ = [
+    "COORDINATES",
+    "PARAMETERS",
+    "PARTITION_4_172",
+    "PARTITION_4_203",
+    "PARTITION_4_208",
+    "build",
+    "model",
+    "steady_forward",
+    "steady_forward_state",
+    "steady_forward_multipliers",
+    "static_wheel_loads",
+]
+
+#: Generalized coordinates, Eq. (4.128).
+COORDINATES: tuple[str, ...] = ("x_b", "y_b", "z_b", "psi_b", "phi_b", "theta_b", "delta",
+                                "theta_R", "theta_F", "xi_R", "xi_F")
+
+#: Table 4.1 (Meijaard et al. 2007) with the thesis sign conventions: ``z_B``, ``z_H`` are
+#: positive heights; ``nu`` is the steer axis tilt (Meijaard's lambda). Inertias in
+#: Meijaard's frame (Z down): ``I_Bxz = 2.4`` gives Ī_Bxz = -2.4 (Eq. (4.131)).
+PARAMETERS: Mapping[str, float] = {
+    "w": 1.02, "c": 0.08, "nu": math.pi / 10, "g": 9.81,
+    "x_B": 0.3, "z_B": 0.9, "x_H": 0.9, "z_H": 0.7,
+    "m_B": 85.0, "I_Bxx": 9.2, "I_Byy": 11.0, "I_Bzz": 2.8, "I_Bxz": 2.4,
+    "m_H": 4.0, "I_Hxx": 0.05892, "I_Hyy": 0.06, "I_Hzz": 0.00708, "I_Hxz": -0.00756,
+    "rho_R": 0.3, "m_R": 2.0, "I_Rxx": 0.0603, "I_Ryy": 0.12,
+    "rho_F": 0.35, "m_F": 3.0, "I_Fxx": 0.1405, "I_Fyy": 0.28,
+}
+
+#: Eq. (4.172): forward motion, lean and steer independent (third numerical procedure).
+PARTITION_4_172: dict[str, list[str]] = dict(
+    independent=["x_b", "phi_b", "delta"],
+    admissible_dependent=["y_b", "psi_b", "theta_R", "theta_F"],
+    dependent=["z_b", "theta_b", "xi_R", "xi_F"],
+)
+
+#: Eq. (4.203) (written there for the toroidal model; the ``eta`` coordinates do not exist
+#: for hoops): forward motion, yaw and lean independent. The thesis gives only the union
+#: x_dd = [y_b, z_b, theta_b, delta, theta_R, theta_F, xi_R, xi_F]; it is split here into
+#: admissible dependent / dependent as in Eq. (4.208), the only split with this
+#: independent set that the thesis uses, so both dicts hold the same sets.
+PARTITION_4_203: dict[str, list[str]] = dict(
+    independent=["x_b", "psi_b", "phi_b"],
+    admissible_dependent=["y_b", "delta", "theta_R", "theta_F"],
+    dependent=["z_b", "theta_b", "xi_R", "xi_F"],
+)
+
+#: Eq. (4.208) (without ``eta_R``, ``eta_F``): forward motion, yaw and lean independent;
+#: the J23 block is not null (Eq. (4.209)).
+PARTITION_4_208: dict[str, list[str]] = dict(
+    independent=["x_b", "psi_b", "phi_b"],
+    admissible_dependent=["y_b", "delta", "theta_R", "theta_F"],
+    dependent=["z_b", "theta_b", "xi_R", "xi_F"],
+)
+
+
+def _check_overrides(overrides: Mapping[str, Any]) -> dict[str, float]:
+    unknown = sorted(set(overrides) - set(PARAMETERS))
+    if unknown:
+        raise ModelError(f"unknown bicycle parameter(s) {unknown}; valid names (Table 4.1) are "
+                         f"{sorted(PARAMETERS)}")
+    values = dict(PARAMETERS)
+    bad = []
+    for key, val in overrides.items():
+        try:
+            values[key] = float(val)
+        except (TypeError, ValueError):
+            bad.append(f"{key}={val!r}")
+            continue
+        if not math.isfinite(values[key]):
+            bad.append(f"{key}={val!r}")
+    if bad:
+        raise ModelError(f"bicycle parameters must be finite real numbers, got {bad}")
+    return values
+
+
+def build(**parameter_overrides: float) -> MultibodySystem:
+    """Build the symbolic bicycle benchmark model (thesis Sect. 4.3.1).
+
+    Parameters
+    ----------
+    **parameter_overrides : float
+        New default values for parameters of :data:`PARAMETERS` (Table 4.1), e.g.
+        ``build(m_B=90.0)``.
+
+    Returns
+    -------
+    MultibodySystem
+        ``n = 11`` coordinates :data:`COORDINATES` (Eq. (4.128)), bodies ``B, H, R, F``,
+        gravity, hoop contacts ``P`` (rear) and ``Q`` (front): holonomic constraints
+        ``P_z, P_tangent, Q_z, Q_tangent`` (Eq. (4.139), in this order) and nonholonomic
+        ``P_vx, P_vy, Q_vx, Q_vy`` (Eq. (4.145)).
+
+    Raises
+    ------
+    ModelError
+        For unknown parameter names or non-numeric values.
+
+    Notes
+    -----
+    Positions, Eqs. (4.132)-(4.138):
+
+    .. math::
+
+        r_{G_B} = [x_b, y_b, z_b]^T, \\quad r_I = r_{G_B} + R_B [x_I, 0, 0]^T, \\quad
+        r_{G_R} = r_{G_B} + R_B [-x_B, 0, \\rho_R - z_B]^T,
+
+        r_{G_H} = r_I + R_H [a, 0, -b]^T, \\quad r_{G_F} = r_I + R_H [d, 0, -e]^T,
+
+    with :math:`x_I = w + c - x_B - z_B\\tan\\nu`,
+    :math:`a = (x_H - w - c)\\cos\\nu + z_H\\sin\\nu`,
+    :math:`b = ((x_H - w - c)\\sin 2\\nu - z_H\\cos 2\\nu + 2 z_B - z_H)/(2\\cos\\nu)`,
+    :math:`d = \\rho_F\\sin\\nu - c\\cos\\nu`,
+    :math:`e = (2 z_B - \\rho_F - c\\sin 2\\nu - \\rho_F\\cos 2\\nu)/(2\\cos\\nu)`.
+    Inertia tensors in the body frames, Eqs. (4.130)-(4.131):
+    :math:`\\bar I_B = R_\\pi^T I_B R_\\pi` (so :math:`\\bar I_{Bxz} = -I_{Bxz}`) and
+    :math:`\\bar I_H = R_\\nu^T R_\\pi^T I_H R_\\pi R_\\nu`; the wheels have
+    :math:`\\bar I = \\mathrm{diag}(I_{xx}, I_{yy}, I_{xx})` about their ``Y`` (spin) axis.
+    """
+    values = _check_overrides(parameter_overrides)
+    mb = MultibodySystem("benchmark_bicycle")
+    (x_b, y_b, z_b, psi_b, phi_b, theta_b, delta, theta_R, theta_F,
+     xi_R, xi_F) = mb.add_coordinates(" ".join(COORDINATES))
+    p = dict(zip(values, mb.add_parameters(**values)))
+    w, c, nu, g = p["w"], p["c"], p["nu"], p["g"]
+    x_B, z_B, x_H, z_H = p["x_B"], p["z_B"], p["x_H"], p["z_H"]
+    rho_R, rho_F = p["rho_R"], p["rho_F"]
+
+    # Orientation matrices, Eq. (4.129); R_nu = R_y(-nu) tilts the steer axis backwards.
+    R_B = rot_z(psi_b) * rot_x(phi_b) * rot_y(theta_b)
+    R_R = R_B * rot_y(theta_R)
+    R_nu = rot_y(-nu)
+    R_H = R_B * R_nu * rot_z(delta)
+    R_F = R_H * rot_y(theta_F)
+
+    # Inertia tensors in the body frames, Eqs. (4.130)-(4.131).
+    I_B = sp.Matrix([[p["I_Bxx"], 0, -p["I_Bxz"]], [0, p["I_Byy"], 0], [-p["I_Bxz"], 0, p["I_Bzz"]]])
+    sn, cn = sp.sin(nu), sp.cos(nu)
+    I_Hxx, I_Hyy, I_Hzz, I_Hxz = p["I_Hxx"], p["I_Hyy"], p["I_Hzz"], p["I_Hxz"]
+    Ib_Hxx = I_Hxx * cn**2 + I_Hzz * sn**2 - I_Hxz * sp.sin(2 * nu)
+    Ib_Hzz = I_Hxx * sn**2 + I_Hzz * cn**2 + I_Hxz * sp.sin(2 * nu)
+    Ib_Hxz = (I_Hzz - I_Hxx) * sn * cn - I_Hxz * sp.cos(2 * nu)
+    I_H = sp.Matrix([[Ib_Hxx, 0, Ib_Hxz], [0, I_Hyy, 0], [Ib_Hxz, 0, Ib_Hzz]])
+    I_R = sp.diag(p["I_Rxx"], p["I_Ryy"], p["I_Rxx"])
+    I_F = sp.diag(p["I_Fxx"], p["I_Fyy"], p["I_Fxx"])
+
+    # Positions, Eqs. (4.132)-(4.138).
+    x_I = w + c - x_B - z_B * sp.tan(nu)                                          # (4.134)
+    a = (x_H - w - c) * cn + z_H * sn                                             # (4.135)
+    b = ((x_H - w - c) * sp.sin(2 * nu) - z_H * sp.cos(2 * nu) + 2 * z_B - z_H) / (2 * cn)  # (4.136)
+    d = rho_F * sn - c * cn                                                       # (4.137)
+    e = (2 * z_B - rho_F - c * sp.sin(2 * nu) - rho_F * sp.cos(2 * nu)) / (2 * cn)  # (4.138)
+    r_GB = sp.Matrix([x_b, y_b, z_b])
+    r_I = r_GB + R_B * sp.Matrix([x_I, 0, 0])
+    r_GR = r_GB + R_B * sp.Matrix([-x_B, 0, rho_R - z_B])
+    r_GH = r_I + R_H * sp.Matrix([a, 0, -b])
+    r_GF = r_I + R_H * sp.Matrix([d, 0, -e])
+
+    mb.add_body("B", mass=p["m_B"], inertia=I_B, position=r_GB, orientation=R_B)
+    mb.add_body("H", mass=p["m_H"], inertia=I_H, position=r_GH, orientation=R_H)
+    body_R = mb.add_body("R", mass=p["m_R"], inertia=I_R, position=r_GR, orientation=R_R)
+    body_F = mb.add_body("F", mass=p["m_F"], inertia=I_F, position=r_GF, orientation=R_F)
+    mb.add_gravity(g, direction=(0, 0, -1))
+
+    # Hoop wheels rolling without slipping: Eqs. (4.132), (4.139)-(4.140), (4.145).
+    contacts.rolling_hoop(mb, body_R, r_GR, R_R, rho_R, xi_R, name="P", axis="y")
+    contacts.rolling_hoop(mb, body_F, r_GF, R_F, rho_F, xi_F, name="Q", axis="y")
+    return mb
+
+
+@lru_cache(maxsize=8)
+def _model_cached(items: tuple[tuple[str, float], ...]):
+    return build(**dict(items)).compile()
+
+
+def model(**parameter_overrides: float):
+    """Compiled bicycle benchmark (cached in memory and on disk).
+
+    Parameters
+    ----------
+    **parameter_overrides : float
+        As for :func:`build`. Parameters can also be changed per call of every kernel
+        through ``p = cm.param_vector(...)``, which needs no recompilation.
+
+    Returns
+    -------
+    CompiledModel
+    """
+    values = _check_overrides(parameter_overrides)
+    changed = tuple(sorted((k, v) for k, v in values.items() if v != PARAMETERS[k]))
+    return _model_cached(changed)
+
+
+def _parameter_values(cm: Any, p: ArrayLike | Mapping[str, float] | None) -> dict[str, float]:
+    names = list(cm.parameters)
+    if p is None:
+        return {k: float(v) for k, v in cm.parameters.items()}
+    if isinstance(p, Mapping):
+        return {k: float(v) for k, v in zip(names, cm.param_vector(**p))}
+    vec = np.asarray(p, dtype=float)
+    if vec.shape != (len(names),):
+        raise ModelError(f"parameter vector p must have shape ({len(names)},) (order {names}), got {vec.shape}; "
+                         "build it with cm.param_vector(**overrides)")
+    return dict(zip(names, vec.tolist()))
+
+
+def _require_bicycle(cm: Any) -> None:
+    if tuple(cm.coordinates) != COORDINATES:
+        raise ModelError(f"expected the benchmark bicycle model with coordinates {list(COORDINATES)}, "
+                         f"got model {getattr(cm, 'name', '?')!r} with {list(cm.coordinates)}; "
+                         "use nhcontrol.models.benchmark_bicycle.model()")
+
+
+def steady_forward_state(v: float, t: ArrayLike, values: Mapping[str, float]
+                         ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Coordinates, velocities and accelerations of the steady forward motion.
+
+    Eqs. (4.148), (4.174)-(4.175): :math:`x_b = v t`, :math:`z_b = z_B`,
+    :math:`\\theta_R = v t/\\rho_R`, :math:`\\theta_F = v t/\\rho_F`,
+    :math:`\\xi_R = \\pi/2 - v t/\\rho_R`, :math:`\\xi_F = \\nu + \\pi/2 - v t/\\rho_F`,
+    all other coordinates zero; :math:`\\ddot x = 0`.
+
+    Parameters
+    ----------
+    v : float
+        Forward speed [m/s].
+    t : float or (N,) array_like
+        Times.
+    values : mapping
+        Parameter values (needs ``z_B``, ``nu``, ``rho_R``, ``rho_F``).
+
+    Returns
+    -------
+    x, xd, xdd : (11,) or (N, 11) ndarray
+    """
+    tt = np.asarray(t, dtype=float)
+    scalar = tt.ndim == 0
+    tt = np.atleast_1d(tt)
+    n_t = tt.shape[0]
+    rr, rf, nu, zb = values["rho_R"], values["rho_F"], values["nu"], values["z_B"]
+    x = np.zeros((n_t, 11))
+    x[:, 0] = v * tt
+    x[:, 2] = zb
+    x[:, 7] = v * tt / rr
+    x[:, 8] = v * tt / rf
+    x[:, 9] = np.pi / 2 - v * tt / rr
+    x[:, 10] = nu + np.pi / 2 - v * tt / rf
+    xd = np.zeros((n_t, 11))
+    xd[:, 0] = v
+    xd[:, 7], xd[:, 8], xd[:, 9], xd[:, 10] = v / rr, v / rf, -v / rr, -v / rf
+    xdd = np.zeros((n_t, 11))
+    if scalar:
+        return x[0], xd[0], xdd[0]
+    return x, xd, xdd
+
+
+def static_wheel_loads(values: Mapping[str, float] | None = None) -> tuple[float, float]:
+    """Vertical ground reactions ``(N_P, N_Q)`` [N] of the upright bicycle from statics.
+
+    Moment balance about the rear contact ``P`` in the symmetry plane: the centres of
+    mass lie at horizontal distances ``0, x_B, x_H, w`` from ``P`` (Table 4.1), so
+
+    .. math::
+
+        N_Q = g\\,(m_B x_B + m_H x_H + m_F w)/w, \\qquad
+        N_P = g\\,(m_R + m_B + m_H + m_F) - N_Q.
+
+    Parameters
+    ----------
+    values : mapping, optional
+        Parameter values; defaults to :data:`PARAMETERS`.
+
+    Returns
+    -------
+    tuple of float
+    """
+    v = dict(PARAMETERS) if values is None else dict(values)
+    total = v["m_R"] + v["m_B"] + v["m_H"] + v["m_F"]
+    n_q = v["g"] * (v["m_B"] * v["x_B"] + v["m_H"] * v["x_H"] + v["m_F"] * v["w"]) / v["w"]
+    return v["g"] * total - n_q, n_q
+
+
+def steady_forward_multipliers(cm: Any, p: ArrayLike | Mapping[str, float] | None = None
+                               ) -> NDArray[np.float64]:
+    """Exact Lagrange multipliers :math:`\\Lambda^0` of the steady forward motion.
+
+    Closed form. Along Eq. (4.174) :math:`\\ddot x^0 = 0` and :math:`Q_v = 0` (the
+    wheels spin about a principal axis and every centre of mass moves on a straight line
+    at constant speed), so Eq. (2.108) reduces to :math:`D^T \\Lambda^0 = Q_a`, the
+    statics of the upright bicycle: the ground pushes up at ``P`` and ``Q`` with the
+    wheel loads of :func:`static_wheel_loads`, there are no horizontal contact forces
+    (no rolling resistance, constant speed), and the tangency constraints carry no load
+    (the ``xi`` rows of Eq. (2.108) read :math:`\\Lambda_{t}\\, n\\cdot\\partial t/\\partial\\xi = 0`).
+    Since the reaction is :math:`-D^T\\Lambda` (Eq. (2.106)) and :math:`\\partial r_{P,z}/\\partial z_b = 1`,
+
+    .. math::  \\Lambda_{P_z} = -N_P, \\quad \\Lambda_{Q_z} = -N_Q, \\quad \\text{others } 0.
+
+    The tests check this against the inverse dynamics of Eq. (2.112).
+
+    Parameters
+    ----------
+    cm : CompiledModel
+        The compiled bicycle (:func:`model`).
+    p : (p,) array_like or mapping, optional
+        Parameter vector (``cm.param_vector(...)``) or overrides; defaults when None.
+
+    Returns
+    -------
+    (8,) ndarray
+        In the constraint order ``cm.holonomic_names + cm.nonholonomic_names``.
+    """
+    _require_bicycle(cm)
+    vals = _parameter_values(cm, p)
+    n_p, n_q = static_wheel_loads(vals)
+    names = list(cm.holonomic_names) + list(cm.nonholonomic_names)
+    lam = np.zeros(len(names))
+    lam[names.index("P_z")] = -n_p
+    lam[names.index("Q_z")] = -n_q
+    return lam
+
+
+def steady_forward(model: Any, v: float, p: ArrayLike | Mapping[str, float] | None = None):
+    """Reference of the steady forward motion at speed ``v`` (Eqs. (4.148), (4.174)-(4.175)).
+
+    Parameters
+    ----------
+    model : CompiledModel
+        The compiled bicycle (:func:`model`).
+    v : float
+        Forward speed [m/s] (any real value; ``v = 0`` is the upright equilibrium).
+    p : (p,) array_like or mapping, optional
+        Parameter vector or overrides; defaults when None.
+
+    Returns
+    -------
+    Reference
+        ``steady=True`` (a relative equilibrium: the linearization is time invariant),
+        with the exact multipliers of :func:`steady_forward_multipliers`.
+
+    Raises
+    ------
+    ReferenceMotionError
+        If ``v`` is not a finite real number.
+    ModelError
+        If ``model`` is not the bicycle benchmark.
+    """
+    from nhcontrol.reference import Reference
+
+    _require_bicycle(model)
+    try:
+        speed = float(v)
+    except (TypeError, ValueError) as exc:
+        raise ReferenceMotionError(f"forward speed v must be a real number in m/s, got {v!r}") from exc
+    if not math.isfinite(speed):
+        raise ReferenceMotionError(f"forward speed v must be finite, got {v!r}")
+    vals = _parameter_values(model, p)
+    pvec = np.array([vals[k] for k in model.parameters])
+    lam0 = steady_forward_multipliers(model, pvec)
+
+    def x_fun(t):
+        return steady_forward_state(speed, t, vals)[0]
+
+    def xd_fun(t):
+        return steady_forward_state(speed, t, vals)[1]
+
+    def xdd_fun(t):
+        return steady_forward_state(speed, t, vals)[2]
+
+    def lam_fun(t):
+        tt = np.asarray(t, dtype=float)
+        return lam0.copy() if tt.ndim == 0 else np.tile(lam0, (tt.shape[0], 1))
+
+    return Reference.from_functions(model, x_fun, xd_fun, xdd_fun, lam=lam_fun, p=pvec, steady=True)
