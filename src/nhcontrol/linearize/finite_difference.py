@@ -1,0 +1,320 @@
+"""Finite-difference linearizations, for validation only (never the product path).
+
+Two things live here:
+
+* :func:`finite_difference_jacobian` -- the *conventional counterpart* of thesis Sect. 7.3.5,
+  Eqs. (7.103)-(7.110) without the hydraulic states (``r = u = 0``): the index-1 DAE is solved for
+  the accelerations, ``[xdd; Λ] = A_h(x)^{-1} f_h(X)`` (Eq. (7.107)), giving the ODE
+  ``dX/dt = F(X)``, ``X = [x, v]`` (Eq. (7.108)), whose ``2n x 2n`` Jacobian is approximated by
+  central differences with step ``h`` (Eqs. (7.109)-(7.110)):
+
+  .. math:: J_j \\simeq \\frac{F(X_0 + h e_j) - F(X_0 - h e_j)}{2h}.
+
+  Its error depends on ``h`` (truncation ``O(h^2)``, round-off ``O(eps/h)``; Fig. 7.14), unlike
+  the exact procedures.
+* :func:`reduced_ode_jacobian_fd` -- central differences of the *nonlinear reduced ODE* whose exact
+  linearization is the third numerical procedure (Eqs. (4.118)-(4.119), state
+  ``[x_ai, xd_ai, x_ad]``: ``x_d`` from ``C(x) = 0`` by Newton's method, the dependent velocities
+  from ``D(x) xd = 0``) or the second one (Eqs. (2.134)-(2.135), state ``[x_ai, xd_ai, x_dd]``).
+  It validates :func:`nhcontrol.linearize.linearize` along non-steady references.
+
+All perturbed points are evaluated in one stacked kernel call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._util.errors import ConstraintError, LinearSystemError, PartitionError, SolverError
+from .._util.validation import readonly
+from .first import partition_indices, reference_point, velocity_names
+
+__all__ = [
+    "FiniteDifferenceResult",
+    "index1_accelerations",
+    "finite_difference_jacobian",
+    "reduced_ode_jacobian_fd",
+    "DEFAULT_STEP",
+]
+
+#: Default central-difference step (the thesis finds h ≈ 1e-5 best for its example, Fig. 7.14).
+DEFAULT_STEP = 1e-5
+
+
+@dataclass(frozen=True)
+class FiniteDifferenceResult:
+    """A central-difference Jacobian (Eqs. (7.109)-(7.110)).
+
+    Attributes
+    ----------
+    J : (N, N) ndarray
+        State Jacobian (``N = 2n`` for the counterpart, ``2n-2m-l`` / ``2n-m-l`` reduced).
+    B : (N, k) ndarray
+        Input matrix by the same differences (``k = 0``: shape ``(N, 0)``).
+    states : tuple of str
+    h : float
+        Step used.
+    n_spurious : int
+        Spurious eigenvalues of this form: ``2(m+l)``, ``l`` or ``m+l``.
+    t : float
+    """
+
+    J: NDArray[np.float64]
+    B: NDArray[np.float64]
+    states: tuple[str, ...]
+    h: float
+    n_spurious: int
+    t: float
+
+    @property
+    def nstates(self) -> int:
+        """Size of the Jacobian."""
+        return int(self.J.shape[0])
+
+    def eigenvalues(self) -> NDArray[np.complex128]:
+        """All eigenvalues of ``J``."""
+        return np.linalg.eigvals(self.J)
+
+
+def _stack(a: NDArray[np.float64] | None, N: int) -> NDArray[np.float64] | None:
+    if a is None:
+        return None
+    a = np.asarray(a, dtype=float)
+    return np.broadcast_to(a, (N,) + a.shape[-1:]).copy() if a.ndim == 1 else a
+
+
+def index1_accelerations(cm: Any, x: Any, xd: Any, u: Any = None, p: Any = None
+                         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Accelerations and multipliers of the index-1 DAE, Eq. (2.127) / (7.107).
+
+    Solves ``[[M, D^T], [D, 0]] [xdd; Λ] = [Q; Qd]`` at one point or ``N`` stacked points.
+
+    Parameters
+    ----------
+    cm : CompiledModel
+    x, xd : (n,) or (N, n) array_like
+    u : (k,) or (N, k) array_like, optional
+    p : (p,) array_like, optional
+
+    Returns
+    -------
+    xdd : (n,) or (N, n) ndarray
+    lam : (m+l,) or (N, m+l) ndarray
+
+    Raises
+    ------
+    ConstraintError
+        If the saddle-point matrix is singular at some point.
+    """
+    x = np.asarray(x, dtype=float)
+    xd = np.asarray(xd, dtype=float)
+    single = x.ndim == 1
+    X = np.atleast_2d(x)
+    XD = np.atleast_2d(xd)
+    N, n = X.shape
+    c = int(cm.m) + int(cm.l)
+    U = _stack(u, N) if u is not None else None
+    M = np.asarray(cm.M(X, U, p), dtype=float).reshape(N, n, n)
+    D = np.asarray(cm.D(X, U, p), dtype=float).reshape(N, c, n)
+    Q = np.asarray(cm.Q(X, XD, U, p), dtype=float).reshape(N, n)
+    Qd = np.asarray(cm.Qd(X, XD, U, p), dtype=float).reshape(N, c)
+    Aug = np.zeros((N, n + c, n + c))
+    Aug[:, :n, :n] = M
+    Aug[:, :n, n:] = np.transpose(D, (0, 2, 1))
+    Aug[:, n:, :n] = D
+    rhs = np.concatenate([Q, Qd], axis=1)
+    try:
+        sol = np.linalg.solve(Aug, rhs[..., None])[..., 0]
+    except np.linalg.LinAlgError as exc:
+        raise ConstraintError("The saddle-point matrix [[M, D^T], [D, 0]] of Eq. (2.127) is "
+                              "singular at one of the evaluation points; the constraints are "
+                              "redundant or the step h leaves the admissible region") from exc
+    xdd, lam = sol[:, :n], sol[:, n:]
+    if single:
+        return xdd[0], lam[0]
+    return xdd, lam
+
+
+def _central(F, X0: NDArray[np.float64], h: float) -> NDArray[np.float64]:
+    """Central differences of a stacked function ``F((2N, N0)) -> (2N, M)``, Eq. (7.110)."""
+    N = X0.size
+    E = h * np.eye(N)
+    pts = np.concatenate([X0 + E, X0 - E], axis=0)
+    vals = F(pts)
+    return ((vals[:N] - vals[N:]) / (2.0 * h)).T
+
+
+def _check_h(h: float) -> float:
+    h = float(h)
+    if not np.isfinite(h) or h <= 0:
+        raise LinearSystemError(f"finite-difference step h must be a positive number, got {h!r}; "
+                                f"use e.g. h = {DEFAULT_STEP}")
+    return h
+
+
+def finite_difference_jacobian(cm: Any, ref: Any, t: float = 0.0, *, h: float = DEFAULT_STEP,
+                               p: Any = None) -> FiniteDifferenceResult:
+    """Conventional counterpart linearization, Eqs. (7.104)-(7.110), by central differences.
+
+    Parameters
+    ----------
+    cm : CompiledModel
+        Needs only ``M, D, Q, Qd``.
+    ref : Reference or ReferencePoint
+        Gives ``X0 = [x0(t), xd0(t)]`` and ``u0(t)``.
+    t : float
+        Instant of the linearization.
+    h : float
+        Step of the central differences (absolute, as in Eq. (7.110)).
+    p : (p,) array_like, optional
+
+    Returns
+    -------
+    FiniteDifferenceResult
+        ``J`` ``(2n, 2n)``, ``B`` ``(2n, k)``, ``n_spurious = 2(m+l)``.
+
+    Raises
+    ------
+    LinearSystemError
+        If ``h`` is not positive.
+    ConstraintError
+        If the saddle-point matrix is singular at a perturbed point.
+    """
+    h = _check_h(h)
+    pt = reference_point(cm, ref, t, p=p)
+    n = int(cm.n)
+    X0 = np.concatenate([pt.x, pt.xd])
+
+    def F(Xs: NDArray[np.float64], us: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+        u = us if us is not None else (None if pt.u is None else _stack(pt.u, len(Xs)))
+        xdd, _ = index1_accelerations(cm, Xs[:, :n], Xs[:, n:], u, pt.p)
+        return np.concatenate([Xs[:, n:], xdd], axis=1)
+
+    J = _central(F, X0, h)
+    k = 0 if pt.u is None else pt.u.size
+    if k:
+        Eu = h * np.eye(k)
+        us = np.concatenate([pt.u + Eu, pt.u - Eu], axis=0)
+        Xs = np.broadcast_to(X0, (2 * k, 2 * n)).copy()
+        vals = F(Xs, us)
+        B = ((vals[:k] - vals[k:]) / (2.0 * h)).T
+    else:
+        B = np.zeros((2 * n, 0))
+    states = tuple(cm.coordinates) + velocity_names(cm)
+    return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states, h=h,
+                                  n_spurious=2 * (int(cm.m) + int(cm.l)), t=pt.t)
+
+
+def _project_holonomic(cm: Any, X: NDArray[np.float64], d: list[int], U, p,
+                       tol: float = 1e-14, maxiter: int = 30) -> NDArray[np.float64]:
+    """Solve ``C(x) = 0`` for the dependent coordinates ``x_d`` (Newton, stacked points)."""
+    X = X.copy()
+    if not d:
+        return X
+    N = X.shape[0]
+    m = int(cm.m)
+    for it in range(maxiter):
+        C = np.asarray(cm.C(X, U, p), dtype=float).reshape(N, m)
+        err = np.max(np.abs(C))
+        if err <= tol:
+            return X
+        Cx = np.asarray(cm.Cx(X, U, p), dtype=float).reshape(N, m, -1)[:, :, d]
+        try:
+            step = np.linalg.solve(Cx, C[..., None])[..., 0]
+        except np.linalg.LinAlgError as exc:
+            raise PartitionError("∂C/∂x_d (Eq. (4.105)) is singular at a perturbed point; choose "
+                                 "other dependent coordinates x_d") from exc
+        X[:, d] -= step
+        if it > 3 and err < 1e3 * tol:
+            C = np.asarray(cm.C(X, U, p), dtype=float).reshape(N, m)
+            if np.max(np.abs(C)) <= 1e3 * tol:
+                return X
+    raise SolverError(f"Newton's method on C(x) = 0 for x_d did not converge in {maxiter} "
+                      f"iterations (max |C| = {err:.3g}); use a smaller step h")
+
+
+def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *,
+                            h: float = 1e-6, p: Any = None,
+                            form: Literal["third", "second"] = "third") -> FiniteDifferenceResult:
+    """Central-difference Jacobian of the nonlinear reduced ODE (validation of Sects. 4.2.2-4.2.3).
+
+    Parameters
+    ----------
+    cm : CompiledModel
+    ref : Reference or ReferencePoint
+        The reference; ``x0(t), xd0(t), u0(t)`` must satisfy the constraints.
+    partition : Partition or mapping
+        Three-set partition of Eq. (2.137) (``form="second"`` also accepts two sets).
+    t : float
+    h : float
+        Step of the central differences.
+    p : (p,) array_like, optional
+    form : {"third", "second"}
+        ``"third"``: state ``[x_ai, xd_ai, x_ad]``, size ``2(n-m)-l`` (exact counterpart:
+        Eq. (4.124)); ``x_d`` solves ``C(x) = 0``. ``"second"``: state ``[x_ai, xd_ai, x_dd]``,
+        size ``2n-m-l`` (exact counterpart: Eq. (4.95)); positions are not projected.
+
+    Returns
+    -------
+    FiniteDifferenceResult
+
+    Raises
+    ------
+    PartitionError
+        Invalid partition or singular ``Ddd`` / ``∂C/∂x_d`` at a perturbed point.
+    SolverError
+        If the projection on ``C(x) = 0`` does not converge.
+    """
+    h = _check_h(h)
+    if form not in ("third", "second"):
+        raise LinearSystemError(f"form must be 'third' or 'second', got {form!r}")
+    ai, ad, d = partition_indices(cm, partition)
+    if form == "third" and len(ad) != cm.l:
+        raise PartitionError(f"form='third' needs the three-set partition of Eq. (2.137) with "
+                             f"l = {cm.l} admissible dependent coordinates, got {len(ad)}")
+    pt = reference_point(cm, ref, t, p=p)
+    n, c = int(cm.n), int(cm.m) + int(cm.l)
+    dd = ad + d
+    g = len(ai)
+    pos = ai + ad if form == "third" else ai + dd
+
+    def F(S: NDArray[np.float64], us: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+        N = S.shape[0]
+        U = us if us is not None else (None if pt.u is None else _stack(pt.u, N))
+        X = np.broadcast_to(pt.x, (N, n)).copy()
+        X[:, ai] = S[:, :g]
+        X[:, pos[g:]] = S[:, 2 * g:]
+        if form == "third":
+            X = _project_holonomic(cm, X, d, U, pt.p)
+        D = np.asarray(cm.D(X, U, pt.p), dtype=float).reshape(N, c, n)
+        XD = np.zeros((N, n))
+        XD[:, ai] = S[:, g:2 * g]
+        try:
+            XD[:, dd] = -np.linalg.solve(D[:, :, dd], (D[:, :, ai] @ S[:, g:2 * g, None]))[..., 0]
+        except np.linalg.LinAlgError as exc:
+            raise PartitionError("D_dd (Eq. (2.131)) is singular at a perturbed point; choose "
+                                 "other independent coordinates") from exc
+        xdd, _ = index1_accelerations(cm, X, XD, U, pt.p)
+        return np.concatenate([XD[:, ai], xdd[:, ai], XD[:, pos[g:]]], axis=1)
+
+    S0 = np.concatenate([pt.x[ai], pt.xd[ai], pt.x[pos[g:]]])
+    J = _central(F, S0, h)
+    k = 0 if pt.u is None else pt.u.size
+    if k:
+        Eu = h * np.eye(k)
+        us = np.concatenate([pt.u + Eu, pt.u - Eu], axis=0)
+        vals = F(np.broadcast_to(S0, (2 * k, S0.size)).copy(), us)
+        B = ((vals[:k] - vals[k:]) / (2.0 * h)).T
+    else:
+        B = np.zeros((S0.size, 0))
+    names = tuple(cm.coordinates)
+    vel = velocity_names(cm)
+    states = (tuple(names[i] for i in ai) + tuple(vel[i] for i in ai)
+              + tuple(names[i] for i in pos[g:]))
+    n_sp = int(cm.l) if form == "third" else c
+    return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states, h=h,
+                                  n_spurious=n_sp, t=pt.t)
