@@ -1,1 +1,21 @@
-"""nhcontrol.analysis (see docs/dev/contracts.md)."""
+"""nhcontrol.analysis: transition matrices, controllability (Kalman, PBH, Gramians,
+Silverman–Meadows) and Floquet analysis of linear systems (see docs/dev/contracts.md).
+
+Numbers in, numbers out: every function accepts an ``nhcontrol.systems.LTVSystem``, a
+python-control ``StateSpace`` or (where it applies) a ``DiscreteLTV``.
+"""
+
+from .controllability import (ControllabilityResult, PBHMode, RankResult, controllability,
+                              ctrb_matrix, rank_decision)
+from .floquet import FloquetResult, floquet
+from .gramian import GramianResult, gramian
+from .silverman_meadows import SilvermanMeadowsResult, silverman_meadows
+from .transition import transition_matrix
+
+__all__ = [
+    "RankResult", "rank_decision", "ctrb_matrix", "controllability", "ControllabilityResult",
+    "PBHMode", "transition_matrix", "gramian", "GramianResult", "silverman_meadows",
+    "SilvermanMeadowsResult", "floquet", "FloquetResult",
+]
+
+# Other analysis modules append their imports below (e.g. stability sweeps).

@@ -4,5 +4,7 @@ See ``docs/dev/contracts.md`` (section 5) and ``docs/guide/ltv.md``.
 """
 
 from .discrete import DiscreteLTV
+from .discretize import DISCRETIZE_RTOL, discretize
+from .ltv import LTVSystem, as_ltv
 
-__all__ = ["DiscreteLTV"]
+__all__ = ["DiscreteLTV", "LTVSystem", "as_ltv", "discretize", "DISCRETIZE_RTOL"]

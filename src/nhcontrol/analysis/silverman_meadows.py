@@ -1,0 +1,159 @@
+"""Silverman–Meadows controllability test of LTV systems (Eqs. (8.86)–(8.87)).
+
+.. math::
+
+    Q_{N-1}(t) = [P_0(t)\\; P_1(t)\\; \\dots\\; P_{N-1}(t)], \\qquad (8.86)
+
+    P_k(t) = -A(t) P_{k-1}(t) + \\dot P_{k-1}(t), \\quad P_0 = B(t). \\qquad (8.87)
+
+The system is completely controllable at ``t0`` if ``rank Q_{N−1}(t) = N`` for almost all ``t`` of
+some interval after ``t0`` (Silverman & Meadows 1967). The derivatives of ``P_{k−1}`` are
+expanded with Leibniz' rule, so only ``A^{(j)}`` (``j ≤ N−2``) and ``B^{(j)}`` (``j ≤ N−1``) are
+needed:
+
+.. math::
+
+    P_k^{(j)} = -\\sum_{i=0}^{j} \\binom{j}{i} A^{(i)} P_{k-1}^{(j-i)} + P_{k-1}^{(j+1)}.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import comb
+
+import control
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._util.errors import LinearSystemError
+from .._util.validation import readonly
+from ..systems.ltv import DerivativeMethod, LTVSystem, as_ltv
+from .controllability import RankResult, rank_decision
+
+__all__ = ["silverman_meadows", "SilvermanMeadowsResult"]
+
+
+@dataclass(frozen=True, eq=False)
+class SilvermanMeadowsResult:
+    """Silverman–Meadows matrices ``Q(t)`` and their ranks over a set of times.
+
+    Attributes
+    ----------
+    times : (M,) ndarray
+    Q : (M, n, n k (order + 1)) ndarray
+        ``[P_0 … P_order]`` at each time (Eq. (8.86)).
+    order : int
+        Index of the last block (``N − 1 = n − 1`` by default).
+    ranks : tuple of RankResult
+        Rank decision at each time.
+    generic_rank : int
+        ``max`` of the ranks over ``times``.
+    drop_times : (q,) ndarray
+        Times where the rank is below ``generic_rank`` (isolated singular instants, or a whole
+        sub-interval when controllability is lost there).
+    is_controllable : bool
+        ``generic_rank == n``.
+    derivative_method : str
+        How the derivatives of ``A`` and ``B`` were obtained.
+    """
+
+    times: NDArray[np.float64]
+    Q: NDArray[np.float64]
+    order: int
+    ranks: tuple[RankResult, ...]
+    generic_rank: int
+    drop_times: NDArray[np.float64]
+    is_controllable: bool
+    derivative_method: str
+
+    @property
+    def rank(self) -> NDArray[np.int_]:
+        """Rank at each time, shape (M,)."""
+        return np.array([r.rank for r in self.ranks], dtype=int)
+
+    @property
+    def min_singular_value(self) -> NDArray[np.float64]:
+        """Smallest of the ``n`` leading singular values of ``Q(t)`` at each time, shape (M,)."""
+        n = self.Q.shape[1]
+        return np.array([r.singular_values[n - 1] if r.singular_values.size >= n else 0.0
+                         for r in self.ranks])
+
+
+def silverman_meadows(sys: LTVSystem | control.StateSpace, t: ArrayLike, *, order: int | None = None,
+                      method: DerivativeMethod = "auto", tol: float | None = None,
+                      rtol: float | None = None) -> SilvermanMeadowsResult:
+    """Silverman–Meadows matrix ``Q_{N−1}(t)`` of Eqs. (8.86)–(8.87) and its rank.
+
+    Parameters
+    ----------
+    sys : LTVSystem or control.StateSpace
+        For a time-invariant system ``Q`` reduces to ``[B, −AB, A²B, …]`` (same rank as Kalman's).
+    t : float or (M,) array_like
+        Time(s) at which ``Q`` is evaluated.
+    order : int, optional
+        Index of the last block, default ``N − 1`` with ``N = n`` (Eq. (8.86)).
+    method : {"auto", "exact", "spectral", "chebyshev"}
+        Source of the derivatives ``A^{(j)}``, ``B^{(j)}``, see
+        :meth:`nhcontrol.systems.LTVSystem.derivative`. ``"exact"`` refuses numerical
+        differentiation.
+    tol, rtol : float, optional
+        Rank thresholds applied at each time (see :func:`rank_decision`).
+
+    Returns
+    -------
+    SilvermanMeadowsResult
+
+    Raises
+    ------
+    LinearSystemError
+        Derivatives of the required order are not available with ``method``.
+
+    Notes
+    -----
+    Rank is decided pointwise; near an isolated rank drop the smallest singular value goes to
+    zero continuously, so a time *close* to the drop is still full rank. ``drop_times`` lists the
+    requested times at which the decision is below the generic rank.
+    """
+    s = as_ltv(sys)
+    ta = s.check_time(t)
+    times = np.atleast_1d(ta).astype(float)
+    n, k = s.nstates, s.ninputs
+    q = n - 1 if order is None else int(order)
+    if order is not None and (q != order or q < 0):
+        raise LinearSystemError(f"order must be a non-negative integer (index of the last block), got {order!r}")
+    # Derivatives A^{(i)}, i = 0..q-1 and B^{(j)}, j = 0..q at every time: (ord, M, n, .)
+    dA = [s.derivative("A", times, i, method=method) for i in range(max(q, 1))]
+    dB = [s.derivative("B", times, j, method=method) for j in range(q + 1)]
+    # P[j] holds the j-th derivative of the current block P_k, j = 0..q-k.
+    P = list(dB)
+    blocks = [P[0]]
+    for kk in range(1, q + 1):
+        newP = []
+        for j in range(q - kk + 1):
+            acc = P[j + 1].copy()
+            for i in range(j + 1):
+                acc -= comb(j, i) * (dA[i] @ P[j - i])
+            newP.append(acc)
+        P = newP
+        blocks.append(P[0])
+    Q = np.concatenate(blocks, axis=-1)
+    ranks = tuple(rank_decision(Q[m], tol=tol, rtol=rtol, name=f"Q_{q}(t) at t = {times[m]}")
+                  for m in range(times.size))
+    rk = np.array([r.rank for r in ranks])
+    generic = int(rk.max())
+    if s.is_constant:
+        how = "constant system (derivatives are zero)"
+    else:
+        mA, mB = s.max_exact_order("A"), s.max_exact_order("B")
+        needA, needB = q - 1, q
+        exact = (mA is None or mA >= needA) and (mB is None or mB >= needB)
+        if method == "exact" or (method == "auto" and exact):
+            how = "exact"
+        elif method == "auto":
+            how = "spectral" if s.period is not None else "chebyshev"
+            how = f"exact where available, else {how}"
+        else:
+            how = str(method)
+    return SilvermanMeadowsResult(times=readonly(times), Q=readonly(Q), order=q, ranks=ranks,
+                                  generic_rank=generic, drop_times=readonly(times[rk < generic]),
+                                  is_controllable=generic == n, derivative_method=how)

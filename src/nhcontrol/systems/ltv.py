@@ -1,0 +1,601 @@
+"""Continuous-time linear time-varying systems ``ẋ = A(t) x + B(t) u``.
+
+:class:`LTVSystem` wraps the matrices ``A(t)``, ``B(t)`` of a linearization along a reference
+motion (thesis Eq. (8.74), Sect. 6.1) given as callables, as samples on a time grid, or as a
+constant pair (a python-control ``StateSpace`` is accepted everywhere an LTV system is, through
+:func:`as_ltv`). It also gives the time derivatives ``A^{(j)}(t)``, ``B^{(j)}(t)`` needed by the
+Silverman–Meadows test (Eqs. (8.86)–(8.87)): exact ones when supplied, otherwise spectral
+(periodic systems) or local Chebyshev differentiation, see :meth:`LTVSystem.derivative`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Literal, Sequence
+
+import control
+import numpy as np
+from numpy.polynomial import chebyshev as _cheb
+from numpy.typing import ArrayLike, NDArray
+from scipy.interpolate import make_interp_spline
+
+from .._util.errors import LinearSystemError, TimeRangeError
+from .._util.validation import as_float_array, check_finite, check_names
+
+__all__ = ["LTVSystem", "as_ltv", "DerivativeMethod"]
+
+DerivativeMethod = Literal["auto", "exact", "spectral", "chebyshev"]
+MatrixFunction = Callable[[float], ArrayLike]
+
+#: Degree of the local Chebyshev interpolant used for derivatives of non-periodic callables.
+CHEB_DEGREE = 20
+#: Largest number of samples per period used for spectral differentiation.
+SPECTRAL_MAX_SAMPLES = 4096
+#: Relative size of the discarded Fourier tail accepted by spectral differentiation.
+SPECTRAL_TAIL_RTOL = 1e-13
+
+
+class LTVSystem:
+    """Linear time-varying system ``ẋ(t) = A(t) x(t) + B(t) u(t)``.
+
+    Parameters
+    ----------
+    A : callable ``t -> (n, n)`` or (n, n) array_like
+        State matrix. A constant array gives a time-invariant system.
+    B : callable ``t -> (n, k)`` or (n, k) array_like
+        Input matrix (a 1-D result is read as one input column).
+    states, inputs : sequence of str, optional
+        Signal names (default ``x[i]``, ``u[i]``).
+    t_range : (float, float), optional
+        Interval on which ``A``, ``B`` are defined; evaluating outside raises
+        :class:`~nhcontrol._util.errors.TimeRangeError`. ``None`` means all real ``t``.
+    period : float, optional
+        Period ``T > 0`` when ``A(t + T) = A(t)``, ``B(t + T) = B(t)`` (Floquet theory, Sect. 6.3;
+        spectral derivatives; reuse of discretized steps).
+    dA, dB : callable or sequence of callables, optional
+        Exact time derivatives: either ``dA(t, order)`` returning ``d^order A / dt^order`` for any
+        ``order >= 1``, or a list ``[A', A'', ...]`` of callables of ``t`` (then the highest exact
+        order is the list length).
+    vectorized : bool, default False
+        ``True`` when ``A(ts)``/``B(ts)`` (and ``dA``, ``dB``) accept an array ``ts`` of shape
+        (N,) and return (N, n, n)/(N, n, k); speeds up discretization and derivatives.
+
+    Attributes
+    ----------
+    nstates, ninputs : int
+    states, inputs : tuple of str
+    t_range : (float, float) or None
+    period : float or None
+    is_constant : bool
+        ``True`` for a time-invariant pair (closed forms are used downstream).
+
+    Notes
+    -----
+    The object is immutable; only a private cache of spectral coefficients is filled lazily.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sys = LTVSystem(lambda t: [[0.0, 1.0], [-1.0 - 0.1 * np.cos(t), 0.0]],
+    ...                 lambda t: [[0.0], [1.0]], period=2 * np.pi, states=["q", "v"])
+    >>> sys.nstates, sys.ninputs, sys.A(0.0)[1, 0]
+    (2, 1, -1.1)
+    """
+
+    def __init__(self, A: MatrixFunction | ArrayLike, B: MatrixFunction | ArrayLike, *,
+                 states: Sequence[str] | None = None, inputs: Sequence[str] | None = None,
+                 t_range: tuple[float, float] | None = None, period: float | None = None,
+                 dA: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
+                 dB: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
+                 vectorized: bool = False) -> None:
+        self._t_range = _check_t_range(t_range)
+        self._period = _check_period(period)
+        const_A = not callable(A)
+        const_B = not callable(B)
+        self._vectorized = bool(vectorized)
+        probe = 0.0 if self._t_range is None else self._t_range[0]
+        A0 = as_float_array(A(probe) if callable(A) else A, "A(t)")
+        if A0.ndim != 2 or A0.shape[0] != A0.shape[1]:
+            raise LinearSystemError(
+                f"A(t) must be a square (n, n) matrix, got shape {A0.shape} at t = {probe}; "
+                "pass the state matrix of ẋ = A(t) x + B(t) u")
+        n = A0.shape[0]
+        B0 = as_float_array(B(probe) if callable(B) else B, "B(t)")
+        if B0.ndim == 1:
+            B0 = B0.reshape(-1, 1)
+        if B0.ndim != 2 or B0.shape[0] != n:
+            raise LinearSystemError(
+                f"B(t) must have shape (n, k) = ({n}, k) to match A(t) of shape {A0.shape}, "
+                f"got {B0.shape} at t = {probe}")
+        check_finite(A0, "A(t)", where=f"at t = {probe}")
+        check_finite(B0, "B(t)", where=f"at t = {probe}")
+        self._n, self._k = n, B0.shape[1]
+        self._states = check_names(states, n, "states", "x")
+        self._inputs = check_names(inputs, self._k, "inputs", "u")
+        self._funcs: dict[str, Any] = {
+            "A": (lambda t, _c=A0: _c) if const_A else A,
+            "B": (lambda t, _c=B0: _c) if const_B else B,
+        }
+        self._const = {"A": A0 if const_A else None, "B": B0 if const_B else None}
+        self._exact: dict[str, Any] = {"A": self._parse_derivs(dA, "dA"), "B": self._parse_derivs(dB, "dB")}
+        # Intrinsic interpolants (from_samples): which -> callable(t, order) and max order.
+        self._interp: dict[str, Any] = {}
+        self._interp_max: int | None = None
+        self._interp_kind: str | None = None
+        self._cache: dict[tuple[str, str], Any] = {}
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def constant(cls, A: ArrayLike, B: ArrayLike, *, states: Sequence[str] | None = None,
+                 inputs: Sequence[str] | None = None,
+                 t_range: tuple[float, float] | None = None) -> "LTVSystem":
+        """Time-invariant pair ``(A, B)`` as an LTV system (``is_constant`` is True)."""
+        return cls(np.asarray(A, dtype=float), np.asarray(B, dtype=float), states=states,
+                   inputs=inputs, t_range=t_range)
+
+    @classmethod
+    def from_samples(cls, t: ArrayLike, A_samples: ArrayLike, B_samples: ArrayLike, *,
+                     states: Sequence[str] | None = None, inputs: Sequence[str] | None = None,
+                     period: float | None = None, degree: int = 5) -> "LTVSystem":
+        """LTV system interpolating sampled matrices.
+
+        Parameters
+        ----------
+        t : (M,) array_like
+            Strictly increasing sample times.
+        A_samples : (M, n, n) array_like
+        B_samples : (M, n, k) array_like
+        states, inputs : sequence of str, optional
+        period : float, optional
+            When given, the samples must be equispaced over one period (``t[0] + j T / M``; a
+            last sample at ``t[0] + T`` equal to the first is dropped) and the interpolant is the
+            trigonometric interpolant, differentiable to any order (spectral accuracy for
+            smooth periodic data). Otherwise an interpolating B-spline of odd ``degree``.
+        degree : int, default 5
+            Spline degree for non-periodic data; derivatives up to order ``degree - 1`` are
+            supported (continuous), higher orders raise :class:`LinearSystemError`.
+
+        Returns
+        -------
+        LTVSystem
+            Vectorized; ``t_range = (t[0], t[-1])`` for non-periodic data, ``None`` (all ``t``)
+            for periodic data.
+        """
+        ts = as_float_array(t, "t", ndim=1)
+        As = as_float_array(A_samples, "A_samples", ndim=3)
+        Bs = as_float_array(B_samples, "B_samples")
+        if Bs.ndim == 2:
+            Bs = Bs[:, :, None]
+        M = ts.shape[0]
+        if As.shape[0] != M or As.shape[1] != As.shape[2]:
+            raise LinearSystemError(
+                f"A_samples must have shape (M, n, n) = ({M}, n, n) for {M} sample times, got {As.shape}")
+        if Bs.ndim != 3 or Bs.shape[:2] != (M, As.shape[1]):
+            raise LinearSystemError(
+                f"B_samples must have shape (M, n, k) = ({M}, {As.shape[1]}, k), got {Bs.shape}")
+        check_finite(As, "A_samples")
+        check_finite(Bs, "B_samples")
+        if M < 2 or np.any(np.diff(ts) <= 0):
+            raise LinearSystemError("t must hold at least 2 strictly increasing sample times")
+        per = _check_period(period)
+        if per is not None:
+            if abs(ts[-1] - ts[0] - per) <= 1e-9 * per:
+                if not (np.allclose(As[-1], As[0], rtol=1e-8, atol=1e-10)
+                        and np.allclose(Bs[-1], Bs[0], rtol=1e-8, atol=1e-10)):
+                    raise LinearSystemError(
+                        "periodic samples include t[0] + period but A/B there differ from t[0]; "
+                        "the data is not periodic with the given period")
+                ts, As, Bs = ts[:-1], As[:-1], Bs[:-1]
+                M -= 1
+            h = per / M
+            if not np.allclose(ts - ts[0], h * np.arange(M), rtol=0, atol=1e-9 * per):
+                raise LinearSystemError(
+                    f"periodic samples must be equispaced over one period: expected t[0] + j*T/M with "
+                    f"T = {per}, M = {M} (spacing {h}), got spacings in [{np.diff(ts).min()}, "
+                    f"{np.diff(ts).max()}]; resample or omit period= to use a spline")
+            coefA = _TrigInterp(ts[0], per, As)
+            coefB = _TrigInterp(ts[0], per, Bs)
+            sys = cls(lambda tt: coefA(tt, 0), lambda tt: coefB(tt, 0), states=states,
+                      inputs=inputs, period=per, vectorized=True)
+            sys._interp = {"A": coefA, "B": coefB}
+            sys._interp_max = None
+            sys._interp_kind = "trigonometric interpolant of the samples"
+            return sys
+        deg = int(degree)
+        if deg != degree or deg < 1 or deg % 2 == 0:
+            raise LinearSystemError(f"degree must be an odd positive integer (spline degree), got {degree!r}")
+        if M <= deg:
+            raise LinearSystemError(f"a degree-{deg} spline needs more than {deg} samples, got {M}")
+        splA = make_interp_spline(ts, As, k=deg, axis=0)
+        splB = make_interp_spline(ts, Bs, k=deg, axis=0)
+        sys = cls(lambda tt: splA(tt), lambda tt: splB(tt), states=states, inputs=inputs,
+                  t_range=(float(ts[0]), float(ts[-1])), vectorized=True)
+        sys._interp = {"A": lambda tt, o: splA(tt, nu=o), "B": lambda tt, o: splB(tt, nu=o)}
+        sys._interp_max = deg - 1
+        sys._interp_kind = f"degree-{deg} interpolating spline of the samples"
+        return sys
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def nstates(self) -> int:
+        """Number of states ``n``."""
+        return self._n
+
+    @property
+    def ninputs(self) -> int:
+        """Number of inputs ``k``."""
+        return self._k
+
+    @property
+    def states(self) -> tuple[str, ...]:
+        """State names."""
+        return self._states
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Input names."""
+        return self._inputs
+
+    @property
+    def t_range(self) -> tuple[float, float] | None:
+        """Interval of definition or ``None`` (all ``t``)."""
+        return self._t_range
+
+    @property
+    def period(self) -> float | None:
+        """Period ``T`` or ``None``."""
+        return self._period
+
+    @property
+    def is_constant(self) -> bool:
+        """``True`` when both ``A`` and ``B`` are constant."""
+        return self._const["A"] is not None and self._const["B"] is not None
+
+    @property
+    def vectorized(self) -> bool:
+        """``True`` when the matrix callables accept arrays of times."""
+        return self._vectorized
+
+    # ------------------------------------------------------------------ evaluation
+    def A(self, t: ArrayLike) -> NDArray[np.float64]:
+        """State matrix ``A(t)``: (n, n) for scalar ``t``, (N, n, n) for ``t`` of shape (N,)."""
+        return self._eval("A", t, 0)
+
+    def B(self, t: ArrayLike) -> NDArray[np.float64]:
+        """Input matrix ``B(t)``: (n, k) for scalar ``t``, (N, n, k) for ``t`` of shape (N,)."""
+        return self._eval("B", t, 0)
+
+    def AB(self, t: ArrayLike) -> NDArray[np.float64]:
+        """``[A(t) B(t)]`` stacked: (n, n + k) or (N, n, n + k)."""
+        return np.concatenate([self.A(t), self.B(t)], axis=-1)
+
+    def at(self, t: float) -> control.StateSpace:
+        """Frozen-time python-control ``StateSpace`` ``(A(t), B(t), I, 0)`` with signal names.
+
+        The outputs are the states. A frozen-time pair says nothing about the controllability or
+        stability of the LTV system (see ``docs/theory/ltv.md``).
+        """
+        tt = float(t)
+        n = self._n
+        return control.ss(self.A(tt), self.B(tt), np.eye(n), np.zeros((n, self._k)),
+                          states=list(self._states), inputs=list(self._inputs),
+                          outputs=list(self._states), name=f"LTV at t={tt:g}")
+
+    def check_time(self, t: ArrayLike, what: str = "t") -> NDArray[np.float64]:
+        """Return ``t`` as a float array, raising ``TimeRangeError`` if outside ``t_range``."""
+        ta = as_float_array(t, what)
+        check_finite(ta, what)
+        if self._t_range is not None and ta.size:
+            lo, hi = self._t_range
+            slack = 1e-12 * max(1.0, abs(lo), abs(hi))
+            bad = (ta < lo - slack) | (ta > hi + slack)
+            if np.any(bad):
+                first = float(ta[bad].flat[0])
+                raise TimeRangeError(
+                    f"{what} = {first} lies outside the range t_range = ({lo}, {hi}) on which this "
+                    f"LTV system is defined ({int(bad.sum())} time(s) outside); evaluate inside the "
+                    "range or build the system with a wider t_range")
+        return ta
+
+    # ------------------------------------------------------------------ derivatives
+    def max_exact_order(self, which: Literal["A", "B"]) -> int | None:
+        """Highest derivative order available without numerical differentiation.
+
+        ``None`` means unbounded (constant systems, ``dA(t, order)`` callables, trigonometric
+        interpolants); ``0`` means none.
+        """
+        self._check_which(which)
+        if self._const[which] is not None:
+            return None
+        if self._interp:
+            return self._interp_max
+        ex = self._exact[which]
+        if ex is None:
+            return 0
+        if isinstance(ex, list):
+            return len(ex)
+        return None
+
+    def derivative(self, which: Literal["A", "B"], t: ArrayLike, order: int, *,
+                   method: DerivativeMethod = "auto", h: float | None = None) -> NDArray[np.float64]:
+        """Time derivative ``d^order A/dt^order`` (``which="A"``) or of ``B`` at ``t``.
+
+        Parameters
+        ----------
+        which : {"A", "B"}
+        t : float or (N,) array_like
+        order : int
+            Derivative order ``>= 0``.
+        method : {"auto", "exact", "spectral", "chebyshev"}
+            ``"exact"``: only supplied/intrinsic derivatives (``dA``/``dB``, a constant system, the
+            interpolant of :meth:`from_samples`); raises when the order is not available.
+            ``"spectral"``: FFT differentiation of one period of the callable (needs ``period``;
+            the number of samples is doubled until the Fourier tail is below 1e-13 of the largest
+            coefficient). ``"chebyshev"``: differentiate a degree-20 Chebyshev interpolant on
+            ``[t - h, t + h]`` (clipped into ``t_range``). ``"auto"``: exact when available,
+            otherwise spectral for periodic systems and Chebyshev otherwise; sampled
+            non-periodic data never falls back (the spline carries no information beyond its
+            degree).
+        h : float, optional
+            Half-width of the Chebyshev interval (default ``min(1, half of t_range)``). Accuracy
+            of order ``j`` is roughly ``eps * CHEB_DEGREE**j / h**j`` relative.
+
+        Returns
+        -------
+        (n, n) / (n, k) or (N, n, n) / (N, n, k) ndarray
+
+        Raises
+        ------
+        LinearSystemError
+            The order is not supported by the data or the method.
+        TimeRangeError
+            ``t`` outside ``t_range``.
+        """
+        self._check_which(which)
+        o = int(order)
+        if o != order or o < 0:
+            raise LinearSystemError(f"derivative order must be a non-negative integer, got {order!r}")
+        if method not in ("auto", "exact", "spectral", "chebyshev"):
+            raise LinearSystemError(
+                f"method must be one of 'auto', 'exact', 'spectral', 'chebyshev', got {method!r}")
+        if o == 0:
+            return self._eval(which, t, 0)
+        maxo = self.max_exact_order(which)
+        exact_ok = maxo is None or o <= maxo
+        if method == "exact" or (method == "auto" and (exact_ok or self._interp)):
+            if not exact_ok:
+                src = self._interp_kind or (f"d{which} (given up to order {maxo})" if maxo else
+                                            f"no d{which} given")
+                hint = ("pass period= for periodic data (trigonometric interpolant), raise degree=, "
+                        "or give exact derivatives" if self._interp else
+                        f"pass d{which} up to order {o} or use method='auto' to fall back to "
+                        "spectral/Chebyshev differentiation")
+                raise LinearSystemError(
+                    f"derivative of order {o} of {which}(t) requested, but the data supports exact "
+                    f"derivatives only up to order {maxo} ({src}); {hint}")
+            return self._eval(which, t, o)
+        if method == "spectral" or (method == "auto" and self._period is not None):
+            if self._period is None:
+                raise LinearSystemError(
+                    "spectral differentiation needs a periodic system; pass period= to LTVSystem "
+                    "or use method='chebyshev'")
+            ta = self.check_time(t)
+            return self._spectral(which)(ta, o)
+        return self._chebyshev(which, t, o, h)
+
+    # ------------------------------------------------------------------ internals
+    def _parse_derivs(self, d: Any, name: str) -> Any:
+        if d is None:
+            return None
+        if callable(d):
+            return d
+        if isinstance(d, (list, tuple)):
+            if not all(callable(f) for f in d):
+                raise LinearSystemError(f"{name} must be a callable {name}(t, order) or a list of "
+                                        f"callables [d1(t), d2(t), ...], got a list with non-callables")
+            return list(d)
+        raise LinearSystemError(f"{name} must be a callable {name}(t, order) or a list of callables, "
+                                f"got {type(d).__name__}")
+
+    @staticmethod
+    def _check_which(which: str) -> None:
+        if which not in ("A", "B"):
+            raise LinearSystemError(f"which must be 'A' or 'B', got {which!r}")
+
+    def _shape(self, which: str) -> tuple[int, int]:
+        return (self._n, self._n) if which == "A" else (self._n, self._k)
+
+    def _raw(self, which: str, o: int) -> Callable[[Any], Any]:
+        """Callable ``t -> value`` of derivative order ``o`` (exact/intrinsic sources only)."""
+        if o == 0:
+            return self._funcs[which]
+        if self._const[which] is not None:
+            z = np.zeros(self._shape(which))
+            return lambda t: z
+        if self._interp:
+            f = self._interp[which]
+            return lambda t: f(t, o)
+        ex = self._exact[which]
+        if isinstance(ex, list):
+            return ex[o - 1]
+        return lambda t: ex(t, o)
+
+    def _eval(self, which: str, t: ArrayLike, o: int) -> NDArray[np.float64]:
+        ta = self.check_time(t)
+        shape = self._shape(which)
+        name = which if o == 0 else f"d^{o}{which}/dt^{o}"
+        f = self._raw(which, o)
+        if ta.ndim == 0:
+            val = _as_matrix(f(float(ta)), shape, f"{name}(t)", float(ta))
+            return check_finite(val, f"{name}(t)", where=f"at t = {float(ta)}")
+        flat = ta.reshape(-1)
+        if self._const[which] is not None:
+            out = np.broadcast_to(f(0.0), (flat.size, *shape)).copy()
+        elif self._vectorized:
+            out = np.asarray(f(flat), dtype=float)
+            if out.shape != (flat.size, *shape):
+                _raise_vec(name, out.shape, (flat.size, *shape))
+        else:
+            out = np.empty((flat.size, *shape))
+            for i, ti in enumerate(flat):
+                out[i] = _as_matrix(f(float(ti)), shape, f"{name}(t)", float(ti))
+        check_finite(out, f"{name}(t)")
+        return out.reshape((*ta.shape, *shape))
+
+    def _spectral(self, which: str) -> "_TrigInterp":
+        key = (which, "spectral")
+        if key not in self._cache:
+            T = float(self._period)  # type: ignore[arg-type]
+            M = 16
+            while True:
+                ts = T * np.arange(M) / M
+                vals = self._eval_unchecked(which, ts)
+                ti = _TrigInterp(0.0, T, vals)
+                if ti.tail_ratio <= SPECTRAL_TAIL_RTOL or M >= SPECTRAL_MAX_SAMPLES:
+                    break
+                M *= 2
+            self._cache[key] = ti
+        return self._cache[key]
+
+    def _eval_unchecked(self, which: str, ts: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Evaluate on times that may leave ``t_range`` only by periodicity (periodic systems)."""
+        if self._t_range is not None:
+            lo, hi = self._t_range
+            ts = np.clip(ts, lo, hi)
+        return self._eval(which, ts, 0)
+
+    def _chebyshev(self, which: str, t: ArrayLike, o: int, h: float | None) -> NDArray[np.float64]:
+        ta = self.check_time(t)
+        shape = self._shape(which)
+        if h is None:
+            h = 1.0 if self._t_range is None else min(1.0, 0.5 * (self._t_range[1] - self._t_range[0]))
+        if not (h > 0 and np.isfinite(h)):
+            raise LinearSystemError(f"h must be a positive finite half-width, got {h!r}")
+        d = CHEB_DEGREE
+        x = np.cos(np.pi * (np.arange(d + 1) + 0.5) / (d + 1))
+        flat = ta.reshape(-1)
+        out = np.empty((flat.size, *shape))
+        for i, ti in enumerate(flat):
+            a, b = ti - h, ti + h
+            if self._t_range is not None:
+                lo, hi = self._t_range
+                if b - a > hi - lo:
+                    a, b = lo, hi
+                elif a < lo:
+                    a, b = lo, lo + 2 * h
+                elif b > hi:
+                    a, b = hi - 2 * h, hi
+            c, r = 0.5 * (a + b), 0.5 * (b - a)
+            vals = self._eval(which, c + r * x, 0).reshape(d + 1, -1)
+            coef = _cheb.chebfit(x, vals, d)
+            dcoef = _cheb.chebder(coef, m=o, scl=1.0 / r)
+            out[i] = _cheb.chebval((ti - c) / r, dcoef).reshape(shape)
+        return out.reshape((*ta.shape, *shape))
+
+    def __repr__(self) -> str:
+        kind = "constant" if self.is_constant else ("periodic" if self._period else "time-varying")
+        return (f"LTVSystem(nstates={self._n}, ninputs={self._k}, {kind}, t_range={self._t_range}, "
+                f"period={self._period})")
+
+
+class _TrigInterp:
+    """Trigonometric interpolant of equispaced samples over one period, any derivative order."""
+
+    def __init__(self, t0: float, T: float, vals: NDArray[np.float64]) -> None:
+        M = vals.shape[0]
+        self.t0, self.T, self.M = float(t0), float(T), M
+        self.shape = vals.shape[1:]
+        F = np.fft.fft(vals.reshape(M, -1), axis=0) / M
+        k = np.fft.fftfreq(M, d=1.0 / M)
+        if M % 2 == 0:
+            # Split the Nyquist coefficient symmetrically so the interpolant stays real.
+            F = np.concatenate([F, F[M // 2: M // 2 + 1] / 2], axis=0)
+            F[M // 2] /= 2
+            k = np.concatenate([k, [M / 2]])
+        mag = np.abs(F).max(axis=1)
+        top = mag.max() if mag.size else 0.0
+        # Coefficients at the round-off floor carry only noise, which differentiation amplifies
+        # by (k w)^order: drop them (as chebfun does).
+        F = np.where(np.abs(F) < 8 * np.finfo(float).eps * max(top, np.finfo(float).tiny), 0.0, F)
+        self.F, self.k = F, k
+        tail = mag[np.abs(k) > M / 4].max() if np.any(np.abs(k) > M / 4) else 0.0
+        self.tail_ratio = float(tail / top) if top > 0 else 0.0
+
+    def __call__(self, t: ArrayLike, order: int) -> NDArray[np.float64]:
+        ta = np.asarray(t, dtype=float)
+        w = 2 * np.pi / self.T
+        fac = (1j * w * self.k) ** order
+        ph = np.exp(1j * w * np.outer(ta.reshape(-1) - self.t0, self.k))
+        out = (ph * fac) @ self.F
+        return out.real.reshape((*ta.shape, *self.shape))
+
+
+def _as_matrix(val: Any, shape: tuple[int, int], name: str, t: float) -> NDArray[np.float64]:
+    arr = as_float_array(val, name)
+    if arr.ndim == 1 and shape[1] == 1 and arr.shape[0] == shape[0]:
+        arr = arr.reshape(shape)
+    if arr.shape != shape:
+        raise LinearSystemError(f"{name} must have shape {shape} at every t, got {arr.shape} at t = {t}")
+    return arr
+
+
+def _raise_vec(name: str, got: tuple[int, ...], want: tuple[int, ...]) -> None:
+    raise LinearSystemError(
+        f"vectorized {name} must return shape {want} for {want[0]} times, got {got}; fix the callable "
+        "or build the LTVSystem with vectorized=False")
+
+
+def _check_t_range(t_range: Any) -> tuple[float, float] | None:
+    if t_range is None:
+        return None
+    try:
+        lo, hi = (float(v) for v in t_range)
+    except (TypeError, ValueError) as exc:
+        raise LinearSystemError(f"t_range must be a pair (t_start, t_end), got {t_range!r}") from exc
+    if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
+        raise LinearSystemError(f"t_range must be finite with t_start < t_end, got ({lo}, {hi})")
+    return (lo, hi)
+
+
+def _check_period(period: Any) -> float | None:
+    if period is None:
+        return None
+    try:
+        T = float(period)
+    except (TypeError, ValueError) as exc:
+        raise LinearSystemError(f"period must be a positive number, got {period!r}") from exc
+    if not (math.isfinite(T) and T > 0):
+        raise LinearSystemError(f"period must be a positive finite number T > 0, got {period!r}")
+    return T
+
+
+def as_ltv(sys: Any) -> LTVSystem:
+    """Return ``sys`` as an :class:`LTVSystem`.
+
+    Parameters
+    ----------
+    sys : LTVSystem, control.StateSpace or (A, B) tuple
+        A continuous-time python-control ``StateSpace`` becomes a constant LTV system with its
+        state and input labels.
+
+    Returns
+    -------
+    LTVSystem
+
+    Raises
+    ------
+    LinearSystemError
+        For discrete-time ``StateSpace`` objects or unsupported types.
+    """
+    if isinstance(sys, LTVSystem):
+        return sys
+    if isinstance(sys, control.StateSpace):
+        if sys.isdtime(strict=True):
+            raise LinearSystemError(
+                f"expected a continuous-time system, got a discrete StateSpace with dt = {sys.dt}; "
+                "use nhcontrol.systems.DiscreteLTV.from_lti for discrete data")
+        return LTVSystem.constant(sys.A, sys.B, states=list(sys.state_labels), inputs=list(sys.input_labels))
+    if isinstance(sys, tuple) and len(sys) == 2:
+        return LTVSystem.constant(sys[0], sys[1])
+    raise LinearSystemError(
+        f"expected an LTVSystem, a continuous control.StateSpace or an (A, B) tuple, got {type(sys).__name__}")
