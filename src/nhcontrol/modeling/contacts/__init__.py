@@ -6,5 +6,7 @@ returns a small frozen record of what it added.
 
 from .knife_edge import KnifeEdgeContact, knife_edge
 from .rolling_hoop import RollingHoopContact, rolling_hoop
+from .sphere_plane import SphereOnPlaneContact, sphere_on_moving_plane
 
-__all__ = ["knife_edge", "KnifeEdgeContact", "rolling_hoop", "RollingHoopContact"]
+__all__ = ["knife_edge", "KnifeEdgeContact", "rolling_hoop", "RollingHoopContact",
+           "sphere_on_moving_plane", "SphereOnPlaneContact"]
