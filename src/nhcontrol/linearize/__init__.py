@@ -1,0 +1,49 @@
+"""Exact linearization of constrained multibody systems (thesis Ch. 4, Sect. 8.1).
+
+The product path is the third numerical procedure (Sect. 4.2.3, Eqs. (4.96)-(4.127)):
+:func:`linearize` with a :class:`Partition` ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)), validated by
+:meth:`Partition.check` or proposed by :func:`suggest_partition`.
+
+The module itself is callable::
+
+    import nhcontrol
+    res = nhcontrol.linearize(model, reference, partition)      # same as linearize.linearize
+    from nhcontrol.linearize import Partition, suggest_partition, linearize
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+from .partition import (BlockCondition, Partition, PartitionIndices, PartitionReport,
+                        suggest_partition)
+from .result import LinearizationResult, SpuriousIdentification, identify_spurious
+from .third import linearize, third_procedure
+
+__all__ = [
+    "linearize",
+    "third_procedure",
+    "Partition",
+    "PartitionIndices",
+    "PartitionReport",
+    "BlockCondition",
+    "suggest_partition",
+    "LinearizationResult",
+    "SpuriousIdentification",
+    "identify_spurious",
+]
+
+
+class _CallableModule(types.ModuleType):
+    """Module type whose instances delegate ``__call__`` to :func:`linearize`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> LinearizationResult:
+        return linearize(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+# Validation procedures (first/second numerical procedures, finite differences) are added
+# below by their owner.

@@ -1,0 +1,477 @@
+"""Coordinate partition of the third numerical procedure (thesis Eq. (4.96), Eq. (2.137)).
+
+The ``n`` coordinates are split into
+
+* ``x_ai`` — ``n - m - l`` independent coordinates,
+* ``x_ad`` — ``l`` admissible dependent coordinates (one per nonholonomic constraint),
+* ``x_d``  — ``m`` dependent coordinates (one per holonomic constraint),
+
+so that ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)); ``x_dd = [x_ad, x_d]`` is the dependent set of
+Eq. (2.129). A partition is *valid at a reference point* when the three blocks that the
+procedure inverts are well conditioned there:
+
+* ``D_dd`` — the columns of ``D = [Cx; B]`` of ``x_dd`` (Eq. (2.131)),
+* ``∂C/∂x_d`` — the columns of ``Cx`` of ``x_d`` (Eq. (4.105)),
+* ``B̄_ad`` — the ``x_ad`` columns of ``B̄ = B T^h`` (Eq. (4.116)).
+
+Because ``D_dd = [[Cx_ad, Cx_d], [B_ad, B_d]]`` has the Schur complement
+``B_ad - B_d Cx_d⁻¹ Cx_ad = B̄_ad``, ``det D_dd = det(∂C/∂x_d) det(B̄_ad)``: the automatic
+choice (:func:`suggest_partition`) first pivots on ``Cx`` for ``x_d`` and then on ``B̄`` for
+``x_ad``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import scipy.linalg
+from numpy.typing import NDArray
+
+from .._util.errors import PartitionError
+from .._util.validation import COND_MAX, RANK_RTOL
+
+__all__ = [
+    "Partition",
+    "PartitionIndices",
+    "PartitionReport",
+    "BlockCondition",
+    "suggest_partition",
+]
+
+#: Weight applied to the columns of coordinates listed in ``prefer`` before the
+#: column-pivoted QR of :func:`suggest_partition`: such columns are only pivoted (made
+#: dependent) when the others are (numerically) exhausted.
+PREFER_WEIGHT = 1e-6
+
+_KEY_ALIASES = {
+    "independent": "independent", "x_ai": "independent", "ai": "independent",
+    "admissible_dependent": "admissible_dependent", "x_ad": "admissible_dependent",
+    "ad": "admissible_dependent",
+    "dependent": "dependent", "x_d": "dependent", "d": "dependent",
+}
+
+
+def _as_names(value: Any, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(value.replace(",", " ").split())
+    try:
+        return tuple(str(v) for v in value)
+    except TypeError as exc:
+        raise PartitionError(f"{what} must be a sequence of coordinate names, got "
+                             f"{type(value).__name__}") from exc
+
+
+@dataclass(frozen=True)
+class PartitionIndices:
+    """Index arrays of a partition in the model's coordinate order (precomputed once).
+
+    Attributes
+    ----------
+    ai, ad, d : (n-m-l,), (l,), (m,) int arrays
+        Positions of ``x_ai``, ``x_ad``, ``x_d`` in the model coordinates.
+    perm : (n,) int array
+        ``[ai, ad, d]``: ``x[perm]`` is ``x`` in the thesis order of Eq. (4.96).
+    n, m, l : int
+    """
+
+    ai: NDArray[np.intp]
+    ad: NDArray[np.intp]
+    d: NDArray[np.intp]
+    perm: NDArray[np.intp]
+    n: int
+    m: int
+    l: int  # noqa: E741  (thesis symbol)
+
+    @property
+    def n_ai(self) -> int:
+        """Number of independent coordinates ``n - m - l``."""
+        return self.n - self.m - self.l
+
+
+@dataclass(frozen=True)
+class BlockCondition:
+    """Conditioning evidence of one block that the procedure inverts.
+
+    Attributes
+    ----------
+    block : str
+        ``"D_dd"``, ``"dC/dx_d"`` or ``"Bbar_ad"``.
+    equation : str
+        Thesis equation that defines the block.
+    coordinates : tuple of str
+        The columns (coordinates) of the block.
+    singular_values : (k,) array
+        Singular values, descending.
+    cond : float
+        ``s_max / s_min`` (``inf`` if ``s_min == 0``; ``1.0`` for an empty block).
+    cond_max : float
+        The tolerance the decision used.
+    """
+
+    block: str
+    equation: str
+    coordinates: tuple[str, ...]
+    singular_values: NDArray[np.float64]
+    cond: float
+    cond_max: float
+
+    @property
+    def ok(self) -> bool:
+        """``cond < cond_max``."""
+        return bool(self.cond < self.cond_max)
+
+    def describe(self) -> str:
+        sv = ", ".join(f"{s:.3g}" for s in self.singular_values)
+        return (f"{self.block} ({self.equation}) for {list(self.coordinates)}: cond = "
+                f"{self.cond:.3g} (tolerance COND_MAX = {self.cond_max:.3g}; singular values "
+                f"[{sv}])")
+
+
+@dataclass(frozen=True)
+class PartitionReport:
+    """Result of :meth:`Partition.check`: conditioning of every inverted block.
+
+    Attributes
+    ----------
+    t : float
+        Time at which the reference was evaluated.
+    blocks : tuple of BlockCondition
+        ``D_dd`` (Eq. (2.131)), ``∂C/∂x_d`` (Eq. (4.105)), ``B̄_ad`` (Eq. (4.116)).
+    """
+
+    t: float
+    blocks: tuple[BlockCondition, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(b.ok for b in self.blocks)
+
+    @property
+    def conditions(self) -> dict[str, float]:
+        """Mapping block name → condition number."""
+        return {b.block: b.cond for b in self.blocks}
+
+    def __str__(self) -> str:
+        return f"partition conditioning at t = {self.t:g}:\n  " + "\n  ".join(
+            b.describe() for b in self.blocks)
+
+
+def _block_condition(block: str, equation: str, names: Sequence[str], mat: NDArray[np.float64],
+                     cond_max: float) -> BlockCondition:
+    if mat.size == 0:
+        sv = np.zeros(0)
+        cond = 1.0
+    else:
+        sv = np.linalg.svd(mat, compute_uv=False)
+        cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else float("inf")
+    sv.setflags(write=False)
+    return BlockCondition(block, equation, tuple(names), sv, cond, float(cond_max))
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Coordinate partition ``x = [x_ai, x_ad, x_d]`` of Eq. (4.96), by coordinate names.
+
+    Parameters
+    ----------
+    independent : sequence of str
+        ``x_ai``, ``n - m - l`` names.
+    admissible_dependent : sequence of str
+        ``x_ad``, ``l`` names (one per nonholonomic constraint).
+    dependent : sequence of str
+        ``x_d``, ``m`` names (one per holonomic constraint).
+
+    Notes
+    -----
+    The names are only checked against a model by :meth:`indices` / :meth:`check`
+    (a partition does not store a model). ``report`` is filled by
+    :func:`suggest_partition` and does not take part in equality.
+
+    Examples
+    --------
+    >>> p = Partition(["x", "theta"], ["y"], [])
+    >>> p.coordinates
+    ('x', 'theta', 'y')
+    """
+
+    independent: tuple[str, ...]
+    admissible_dependent: tuple[str, ...] = ()
+    dependent: tuple[str, ...] = ()
+    report: PartitionReport | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "independent", _as_names(self.independent, "independent"))
+        object.__setattr__(self, "admissible_dependent",
+                           _as_names(self.admissible_dependent, "admissible_dependent"))
+        object.__setattr__(self, "dependent", _as_names(self.dependent, "dependent"))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Iterable[str]]) -> "Partition":
+        """Build a partition from a mapping.
+
+        Accepted keys: ``independent`` / ``x_ai``, ``admissible_dependent`` / ``x_ad``,
+        ``dependent`` / ``x_d`` (e.g. ``benchmark_bicycle.PARTITION_4_172``).
+
+        Raises
+        ------
+        PartitionError
+            Unknown keys, or a key given twice under two aliases.
+        """
+        if isinstance(d, Partition):
+            return d
+        if not isinstance(d, Mapping):
+            raise PartitionError(f"Partition.from_dict expects a mapping with keys 'independent', "
+                                 f"'admissible_dependent', 'dependent'; got {type(d).__name__}")
+        out: dict[str, Any] = {}
+        unknown = [k for k in d if k not in _KEY_ALIASES]
+        if unknown:
+            raise PartitionError(f"unknown partition keys {unknown}; expected 'independent' "
+                                 f"(x_ai), 'admissible_dependent' (x_ad), 'dependent' (x_d)")
+        for k, v in d.items():
+            key = _KEY_ALIASES[k]
+            if key in out:
+                raise PartitionError(f"partition key {key!r} given twice (as an alias {k!r})")
+            out[key] = v
+        if "independent" not in out:
+            raise PartitionError("partition mapping needs the 'independent' (x_ai) coordinates")
+        return cls(**out)
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return dict(independent=list(self.independent),
+                    admissible_dependent=list(self.admissible_dependent),
+                    dependent=list(self.dependent))
+
+    @property
+    def coordinates(self) -> tuple[str, ...]:
+        """All names in the thesis order ``[x_ai, x_ad, x_d]``."""
+        return self.independent + self.admissible_dependent + self.dependent
+
+    # ------------------------------------------------------------------ structural check
+    def indices(self, cm: Any) -> PartitionIndices:
+        """Validate the names against ``cm`` and return the index arrays.
+
+        Raises
+        ------
+        PartitionError
+            Listing *all* problems: unknown, duplicated or missing coordinates and wrong
+            counts (``n - m - l`` independent, ``l`` admissible dependent, ``m`` dependent).
+        """
+        coords = tuple(cm.coordinates)
+        n, m, l = int(cm.n), int(cm.m), int(cm.l)
+        problems: list[str] = []
+        allnames = self.coordinates
+        unknown = [s for s in allnames if s not in coords]
+        if unknown:
+            problems.append(f"unknown coordinates {unknown} (model {getattr(cm, 'name', '')!r} "
+                            f"has {list(coords)})")
+        dup = sorted({s for s in allnames if allnames.count(s) > 1})
+        if dup:
+            problems.append(f"coordinates listed more than once: {dup}")
+        missing = [s for s in coords if s not in allnames]
+        if missing:
+            problems.append(f"coordinates missing from the partition: {missing}")
+        for what, names, want, sym in (
+                ("independent (x_ai)", self.independent, n - m - l, "n-m-l"),
+                ("admissible_dependent (x_ad)", self.admissible_dependent, l, "l"),
+                ("dependent (x_d)", self.dependent, m, "m")):
+            if len(names) != want:
+                problems.append(f"{what} must hold {sym} = {want} names (n = {n}, m = {m} "
+                                f"holonomic, l = {l} nonholonomic constraints), got "
+                                f"{len(names)}: {list(names)}")
+        if problems:
+            raise PartitionError("invalid partition (Eq. (4.96)):\n  - " + "\n  - ".join(problems))
+        pos = {s: i for i, s in enumerate(coords)}
+        ai = np.array([pos[s] for s in self.independent], dtype=np.intp)
+        ad = np.array([pos[s] for s in self.admissible_dependent], dtype=np.intp)
+        d = np.array([pos[s] for s in self.dependent], dtype=np.intp)
+        perm = np.concatenate([ai, ad, d]).astype(np.intp)
+        for a in (ai, ad, d, perm):
+            a.setflags(write=False)
+        return PartitionIndices(ai, ad, d, perm, n, m, l)
+
+    # ------------------------------------------------------------------ numerical check
+    def conditioning(self, cm: Any, ref: Any, t: float = 0.0, *,
+                     cond_max: float = COND_MAX) -> PartitionReport:
+        """Condition numbers of ``D_dd``, ``∂C/∂x_d`` and ``B̄_ad`` at ``ref`` (no raise)."""
+        idx = self.indices(cm)
+        x0 = np.asarray(ref.x(float(t)), dtype=float)
+        p = getattr(ref, "parameters", None)
+        u0 = _ref_u(ref, float(t), cm)
+        Cx = np.asarray(cm.Cx(x0, u0, p), dtype=float).reshape(idx.m, idx.n)
+        B = np.asarray(cm.B(x0, u0, p), dtype=float).reshape(idx.l, idx.n)
+        return _report(self, idx, Cx, B, float(t), cond_max)
+
+    def check(self, cm: Any, ref: Any, t: float = 0.0, *,
+              cond_max: float = COND_MAX) -> PartitionReport:
+        """Validate the partition at the reference point ``ref(t)``.
+
+        Parameters
+        ----------
+        cm : CompiledModel
+        ref : Reference
+        t : float
+            Time of the reference at which the blocks are evaluated.
+        cond_max : float
+            Blocks with ``cond >= cond_max`` are called singular.
+
+        Returns
+        -------
+        PartitionReport
+            Condition numbers and singular values of ``D_dd`` (Eq. (2.131)),
+            ``∂C/∂x_d`` (Eq. (4.105)) and ``B̄_ad`` (Eq. (4.116)).
+
+        Raises
+        ------
+        PartitionError
+            Structural problems (see :meth:`indices`), or an ill-conditioned block: the
+            message names the block and its coordinates, the condition number, and
+            suggests a valid partition (from :func:`suggest_partition`).
+        """
+        report = self.conditioning(cm, ref, t, cond_max=cond_max)
+        if not report.ok:
+            raise PartitionError(_singular_message(self, report, cm, ref, float(t), cond_max))
+        return report
+
+
+def _ref_u(ref: Any, t: float | NDArray[np.float64], cm: Any) -> NDArray[np.float64] | None:
+    if int(getattr(cm, "ninputs", 0)) == 0:
+        return None
+    u = ref.u(t)
+    return None if u is None else np.asarray(u, dtype=float)
+
+
+def _report(part: Partition, idx: PartitionIndices, Cx: NDArray[np.float64],
+            B: NDArray[np.float64], t: float, cond_max: float) -> PartitionReport:
+    dd = np.concatenate([idx.ad, idx.d])
+    D = np.vstack([Cx, B])
+    Cxd = Cx[:, idx.d]
+    # Th = [I_(n-m); -Cx_d^{-1} Cx_a] (Eq. (4.112)), Bbar = B Th (Eq. (4.116))
+    a = np.concatenate([idx.ai, idx.ad])
+    if idx.m:
+        try:
+            Cxd_inv_Cxa = np.linalg.solve(Cxd, Cx[:, a])
+        except np.linalg.LinAlgError:
+            Cxd_inv_Cxa = np.linalg.lstsq(Cxd, Cx[:, a], rcond=None)[0]
+        Bbar = B[:, a] - B[:, idx.d] @ Cxd_inv_Cxa
+    else:
+        Bbar = B[:, a]
+    Bbar_ad = Bbar[:, idx.n_ai:]
+    blocks = (
+        _block_condition("D_dd", "Eq. (2.131)", part.admissible_dependent + part.dependent,
+                         D[:, dd], cond_max),
+        _block_condition("dC/dx_d", "Eq. (4.105)", part.dependent, Cxd, cond_max),
+        _block_condition("Bbar_ad", "Eq. (4.116)", part.admissible_dependent, Bbar_ad,
+                         cond_max),
+    )
+    return PartitionReport(t, blocks)
+
+
+def _singular_message(part: Partition, report: PartitionReport, cm: Any, ref: Any, t: float,
+                      cond_max: float) -> str:
+    lines = [f"the partition is singular at the reference (t = {t:g}):"]
+    for b in report.blocks:
+        if not b.ok:
+            lines.append(f"  - the block {b.describe()}")
+    try:
+        sug = suggest_partition(cm, ref, prefer=part.independent, t=t, cond_max=cond_max)
+        lines.append(f"choose other coordinates, e.g. independent={list(sug.independent)}, "
+                     f"admissible_dependent={list(sug.admissible_dependent)}, "
+                     f"dependent={list(sug.dependent)} (suggest_partition: "
+                     + ", ".join(f"cond {k} = {v:.3g}" for k, v in sug.report.conditions.items())
+                     + ")")
+    except PartitionError as exc:
+        lines.append(f"no valid partition could be suggested either: {exc}")
+    return "\n".join(lines)
+
+
+def _pivot_columns(mat: NDArray[np.float64], cols: Sequence[int], k: int,
+                   prefer_mask: NDArray[np.bool_], what: str,
+                   names: Sequence[str]) -> list[int]:
+    """Pick ``k`` of ``cols`` by column-pivoted QR, pushing preferred columns last."""
+    if k == 0:
+        return []
+    sub = mat[:, cols].astype(float).copy()
+    scale = np.where(prefer_mask[cols], PREFER_WEIGHT, 1.0)
+    _, _, piv = scipy.linalg.qr(sub * scale, mode="economic", pivoting=True)
+    sv = np.linalg.svd(sub, compute_uv=False)
+    tol = RANK_RTOL * max(sub.shape) * (sv[0] if sv.size else 0.0)
+    rank = int(np.sum(sv > tol))
+    if rank < k:
+        raise PartitionError(
+            f"{what} has rank {rank} < {k} at the reference (singular values "
+            f"[{', '.join(f'{s:.3g}' for s in sv)}], tolerance {tol:.3g}): the constraints are "
+            f"redundant or singular there, so no partition of {list(names)} can be valid; "
+            f"remove the redundant constraints or choose another reference")
+    return [cols[i] for i in piv[:k]]
+
+
+def suggest_partition(cm: Any, ref: Any, *, prefer: Sequence[str] = (), t: float = 0.0,
+                      cond_max: float = COND_MAX) -> Partition:
+    """Propose a valid partition at ``ref(t)`` by column-pivoted QR.
+
+    1. ``x_d`` (``m`` coordinates): the first ``m`` pivots of the QR with column pivoting
+       (``scipy.linalg.qr(pivoting=True)``) of ``Cx``.
+    2. ``x_ad`` (``l`` coordinates): the first ``l`` pivots of the QR of
+       ``B̄ = B T^h`` (Eqs. (4.112), (4.116)) restricted to the remaining columns.
+    3. ``x_ai``: the rest, in model order.
+
+    Columns of coordinates in ``prefer`` are down-weighted by :data:`PREFER_WEIGHT` before
+    pivoting, so they stay independent whenever the other columns allow it.
+
+    Parameters
+    ----------
+    cm : CompiledModel
+    ref : Reference
+    prefer : sequence of str
+        Coordinates to keep independent when possible (e.g. ``["x_b", "phi_b", "delta"]``).
+    t : float
+        Time of the reference point.
+    cond_max : float
+        Tolerance for the final check.
+
+    Returns
+    -------
+    Partition
+        With ``.report`` holding the condition numbers achieved.
+
+    Raises
+    ------
+    PartitionError
+        Unknown names in ``prefer``, rank-deficient ``Cx`` or ``B̄`` (with singular values and
+        tolerance), or a suggestion that is still ill conditioned.
+    """
+    coords = tuple(cm.coordinates)
+    n, m, l = int(cm.n), int(cm.m), int(cm.l)
+    prefer = _as_names(prefer, "prefer")
+    unknown = [s for s in prefer if s not in coords]
+    if unknown:
+        raise PartitionError(f"prefer lists unknown coordinates {unknown}; the model has "
+                             f"{list(coords)}")
+    x0 = np.asarray(ref.x(float(t)), dtype=float)
+    p = getattr(ref, "parameters", None)
+    u0 = _ref_u(ref, float(t), cm)
+    Cx = np.asarray(cm.Cx(x0, u0, p), dtype=float).reshape(m, n)
+    B = np.asarray(cm.B(x0, u0, p), dtype=float).reshape(l, n)
+    mask = np.array([c in prefer for c in coords])
+    d = _pivot_columns(Cx, list(range(n)), m, mask, "Cx (Eq. (4.105))", coords)
+    rest = [j for j in range(n) if j not in d]
+    if m:
+        Th_low = -np.linalg.solve(Cx[:, d], Cx[:, rest])
+        Bbar = B[:, rest] + B[:, d] @ Th_low
+    else:
+        Bbar = B[:, rest]
+    ad_local = _pivot_columns(Bbar, list(range(len(rest))), l, mask[rest],
+                              "Bbar = B T^h (Eq. (4.116))", coords)
+    ad = [rest[j] for j in ad_local]
+    ai = [j for j in rest if j not in ad]
+    part = Partition([coords[j] for j in ai], [coords[j] for j in sorted(ad)],
+                     [coords[j] for j in sorted(d)])
+    idx = part.indices(cm)
+    report = _report(part, idx, Cx, B, float(t), cond_max)
+    if not report.ok:
+        raise PartitionError(f"suggest_partition found no well-conditioned partition:\n{report}")
+    return Partition(part.independent, part.admissible_dependent, part.dependent, report=report)

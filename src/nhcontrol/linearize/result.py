@@ -1,0 +1,277 @@
+"""Result of the third numerical linearization procedure (Eqs. (4.123)-(4.125), Sect. 8.1)."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._util.errors import LinearSystemError
+from .._util.validation import readonly
+
+__all__ = ["LinearizationResult", "SpuriousIdentification", "SPURIOUS_RTOL",
+           "identify_spurious"]
+
+#: Relative tolerance (w.r.t. ``max(1, ‖A‖)``) under which a coupling block is called zero
+#: when the spurious eigenvalues are identified.
+SPURIOUS_RTOL = 1e-9
+
+SpuriousMethod = Literal["none", "decoupled", "conserved", "nearest"]
+
+
+@dataclass(frozen=True)
+class SpuriousIdentification:
+    """How the ``l`` spurious eigenvalues of one Jacobian were identified.
+
+    Attributes
+    ----------
+    eigenvalues : (ns,) complex array
+        All eigenvalues of ``A``.
+    spurious : (l,) complex array
+        The spurious ones (associated with the ``l`` linearized nonholonomic constraints).
+    nonspurious : (ns-l,) complex array
+        The ``2(n-m-l)`` eigenvalues of the constrained motion.
+    method : {"none", "decoupled", "conserved", "nearest"}
+        ``"decoupled"``: ``J23 = 0`` (the ``x_ad`` block does not enter the dynamics,
+        Sect. 4.5.2); ``A`` is block triangular and the spurious eigenvalues are exactly
+        ``eig(J33)``. ``"conserved"``: ``J31 + J33 J32 = 0``; the rows
+        ``[-J32, 0, I]`` span a left-invariant subspace (the linearized nonholonomic
+        constraints close on themselves) and the spurious eigenvalues are exactly ``eig(J33)``
+        (at an equilibrium these are ``l`` zeros). ``"nearest"``: neither structure holds for
+        this partition; the ``l`` eigenvalues of ``A`` nearest to ``eig(J33)`` are reported
+        (a heuristic, see ``exact``). ``"none"``: ``l = 0``.
+    exact : bool
+        True for ``"none"``, ``"decoupled"``, ``"conserved"``.
+    residual : float
+        ``min(‖J23‖, ‖J31 + J33 J32‖) / max(1, ‖A‖)`` (Frobenius norms): the evidence.
+    tol : float
+        The tolerance the decision used (``SPURIOUS_RTOL``).
+    """
+
+    eigenvalues: NDArray[np.complex128]
+    spurious: NDArray[np.complex128]
+    nonspurious: NDArray[np.complex128]
+    method: SpuriousMethod
+    exact: bool
+    residual: float
+    tol: float
+
+
+def _remove_matched(eigs: NDArray[np.complex128], targets: NDArray[np.complex128]
+                    ) -> tuple[NDArray[np.complex128], NDArray[np.complex128]]:
+    """Split ``eigs`` into the entries matched one-to-one to ``targets`` and the rest."""
+    from scipy.optimize import linear_sum_assignment
+
+    if targets.size == 0:
+        return np.zeros(0, complex), eigs.copy()
+    cost = np.abs(eigs[:, None] - targets[None, :])
+    rows, _ = linear_sum_assignment(cost)
+    mask = np.zeros(eigs.size, bool)
+    mask[rows] = True
+    return eigs[mask], eigs[~mask]
+
+
+def identify_spurious(A: NDArray[np.float64], n_independent: int, l: int,  # noqa: E741
+                      *, rtol: float = SPURIOUS_RTOL) -> SpuriousIdentification:
+    """Identify the ``l`` spurious eigenvalues of a Jacobian of Eq. (4.124).
+
+    Parameters
+    ----------
+    A : (ns, ns) array
+        Jacobian with the block structure of Eq. (4.124), ``ns = 2 n_ai + l``.
+    n_independent : int
+        ``n_ai = n - m - l``.
+    l : int
+        Number of nonholonomic constraints.
+    rtol : float
+        Relative tolerance for the zero tests.
+
+    Returns
+    -------
+    SpuriousIdentification
+
+    Notes
+    -----
+    With ``X̃ = [x̃_ai, ẋ̃_ai, x̃_ad]`` the Jacobian is
+    ``[[0, I, 0], [J21, J22, J23], [J31, J32, J33]]``.
+
+    * If ``J23 = 0`` the subspace ``{x̃_ai = 0, ẋ̃_ai = 0}`` is invariant: the spectrum is
+      ``eig([[0, I], [J21, J22]]) ∪ eig(J33)`` and the second set, belonging to the
+      linearized nonholonomic constraints (4.119), is spurious.
+    * If ``J31 + J33 J32 = 0`` then with ``L = [-J32, 0, I]``, ``L A = J33 L``: the
+      combinations ``x̃_ad - J32 x̃_ai`` obey ``d/dt (L X̃) = J33 (L X̃)`` on their own, so
+      ``eig(J33)`` is again an exact part of the spectrum.
+    * Otherwise no exact split is available in this partition; the ``l`` eigenvalues of ``A``
+      closest to ``eig(J33)`` (optimal one-to-one assignment) are returned and
+      ``exact = False``. A partition for which ``J23 = 0`` gives the exact answer (the full
+      spectrum does not depend on the partition).
+    """
+    A = np.asarray(A, dtype=float)
+    eigs = np.linalg.eigvals(A)
+    if l == 0:
+        return SpuriousIdentification(eigs, np.zeros(0, complex), eigs, "none", True, 0.0, rtol)
+    n1 = int(n_independent)
+    J23 = A[n1:2 * n1, 2 * n1:]
+    J31, J32, J33 = A[2 * n1:, :n1], A[2 * n1:, n1:2 * n1], A[2 * n1:, 2 * n1:]
+    scale = max(1.0, float(np.linalg.norm(A)))
+    r_dec = float(np.linalg.norm(J23)) / scale
+    r_con = float(np.linalg.norm(J31 + J33 @ J32)) / scale
+    residual = min(r_dec, r_con)
+    spur_target = np.linalg.eigvals(J33)
+    if r_dec <= rtol:
+        top = np.zeros((2 * n1, 2 * n1))
+        top[:n1, n1:] = np.eye(n1)
+        top[n1:, :n1] = A[n1:2 * n1, :n1]
+        top[n1:, n1:] = A[n1:2 * n1, n1:2 * n1]
+        non = np.linalg.eigvals(top)
+        spur, _ = _remove_matched(eigs, spur_target)
+        # report the exact values from the blocks, ordered like eig(A)
+        return SpuriousIdentification(eigs, spur_target, non, "decoupled", True, residual, rtol)
+    if r_con <= rtol:
+        spur, non = _remove_matched(eigs, spur_target)
+        return SpuriousIdentification(eigs, spur_target, non, "conserved", True, residual, rtol)
+    spur, non = _remove_matched(eigs, spur_target)
+    return SpuriousIdentification(eigs, spur, non, "nearest", False, residual, rtol)
+
+
+@dataclass(frozen=True)
+class LinearizationResult:
+    """Linearized equations ``dX̃/dt = A X̃ + B ũ`` of the third procedure.
+
+    Attributes
+    ----------
+    A : (ns, ns) or (N, ns, ns) array
+        Jacobian of Eq. (4.124) (Eq. (4.127) when ``l = 0``), ``ns = 2(n-m)-l``; read-only.
+    B : (ns, k) or (N, ns, k) array
+        Input matrix (Sect. 8.1); zero rows for ``x̃_ai`` and ``x̃_ad``; read-only.
+    states : tuple of str
+        ``x_ai`` names, their rates ``<name>_d``, ``x_ad`` names (Eq. (4.123)).
+    inputs : tuple of str
+        Input names (length ``k``).
+    partition : Partition
+        The partition used.
+    n_spurious : int
+        ``l``, the number of spurious eigenvalues.
+    t : float or (N,) array
+        Reference time(s).
+    steady : bool
+        ``ref.steady``: the linearization does not depend on time.
+    n_independent : int
+        ``n - m - l``.
+    model_name : str
+    """
+
+    A: NDArray[np.float64]
+    B: NDArray[np.float64]
+    states: tuple[str, ...]
+    inputs: tuple[str, ...]
+    partition: Any
+    n_spurious: int
+    t: float | NDArray[np.float64]
+    steady: bool
+    n_independent: int
+    model_name: str = ""
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "A", readonly(np.asarray(self.A, dtype=float)))
+        object.__setattr__(self, "B", readonly(np.asarray(self.B, dtype=float)))
+        if isinstance(self.t, np.ndarray):
+            object.__setattr__(self, "t", readonly(self.t))
+
+    # python-control dimension names
+    @property
+    def nstates(self) -> int:
+        return int(self.A.shape[-1])
+
+    @property
+    def ninputs(self) -> int:
+        return int(self.B.shape[-1])
+
+    @property
+    def stacked(self) -> bool:
+        """True when evaluated at an array of times (leading ``N`` axis)."""
+        return self.A.ndim == 3
+
+    def _identifications(self) -> list[SpuriousIdentification]:
+        if "ident" not in self._cache:
+            mats = self.A if self.stacked else self.A[None]
+            ids = [identify_spurious(a, self.n_independent, self.n_spurious) for a in mats]
+            if any(not i.exact for i in ids):
+                worst = max(i.residual for i in ids)
+                warnings.warn(
+                    f"spurious eigenvalues of {self.model_name!r} identified heuristically "
+                    f"(nearest to eig(J33)): with partition x_ad = "
+                    f"{list(self.partition.admissible_dependent)} neither J23 = 0 nor "
+                    f"J31 + J33 J32 = 0 (relative residual {worst:.3g} > {SPURIOUS_RTOL:g}); "
+                    f"a partition whose x_ad block does not enter the dynamics (Sect. 4.5.2) "
+                    f"gives an exact identification", UserWarning, stacklevel=3)
+            self._cache["ident"] = ids
+        return self._cache["ident"]
+
+    def eigenvalues(self) -> NDArray[np.complex128]:
+        """All ``2(n-m)-l`` eigenvalues, shape ``(ns,)`` or ``(N, ns)``."""
+        ev = np.array([i.eigenvalues for i in self._identifications()])
+        return readonly(ev if self.stacked else ev[0])
+
+    @property
+    def spurious_identification(self) -> SpuriousIdentification | list[SpuriousIdentification]:
+        """The evidence behind :attr:`spurious_eigenvalues` (one per point when stacked)."""
+        ids = self._identifications()
+        return ids if self.stacked else ids[0]
+
+    @property
+    def spurious_eigenvalues(self) -> NDArray[np.complex128]:
+        """The ``l`` spurious eigenvalues, shape ``(l,)`` or ``(N, l)`` (see
+        :func:`identify_spurious`)."""
+        ev = np.array([i.spurious for i in self._identifications()]).reshape(
+            -1, self.n_spurious)
+        return readonly(ev if self.stacked else ev[0])
+
+    @property
+    def nonspurious_eigenvalues(self) -> NDArray[np.complex128]:
+        """The ``2(n-m-l)`` eigenvalues of the constrained motion."""
+        ev = np.array([i.nonspurious for i in self._identifications()])
+        return readonly(ev if self.stacked else ev[0])
+
+    def blocks(self) -> dict[str, NDArray[np.float64]]:
+        """The blocks ``J21 … J33`` of Eq. (4.125), sliced from ``A``."""
+        n1, l = self.n_independent, self.n_spurious
+        A = self.A
+        out = {"J21": A[..., n1:2 * n1, :n1], "J22": A[..., n1:2 * n1, n1:2 * n1]}
+        if l:
+            out.update(J23=A[..., n1:2 * n1, 2 * n1:], J31=A[..., 2 * n1:, :n1],
+                       J32=A[..., 2 * n1:, n1:2 * n1], J33=A[..., 2 * n1:, 2 * n1:])
+        return out
+
+    def to_statespace(self) -> Any:
+        """python-control ``StateSpace`` with named states and inputs (steady references).
+
+        The outputs are the states (``C = I``, ``D = 0``).
+
+        Raises
+        ------
+        LinearSystemError
+            If the reference is not steady (use the LTV route: evaluate at an array of
+            times and build ``nhcontrol.systems.LTVSystem(res.A, res.B, ...)``), or if the
+            result is stacked.
+        """
+        import control
+
+        if not self.steady:
+            raise LinearSystemError(
+                "the reference is not steady (ref.steady is False): the linearization A(t), "
+                "B(t) depends on time and is not an LTI StateSpace; evaluate "
+                "linearize(..., t=ts) on an array of times and use the LTV route "
+                "(nhcontrol.systems.LTVSystem)")
+        A = self.A[0] if self.stacked else self.A
+        B = self.B[0] if self.stacked else self.B
+        ns = A.shape[0]
+        return control.ss(A, B, np.eye(ns), np.zeros((ns, B.shape[1])),
+                          states=list(self.states), inputs=list(self.inputs),
+                          outputs=[f"y_{s}" for s in self.states],
+                          name=self.model_name or None)

@@ -1,0 +1,367 @@
+"""Third numerical linearization procedure (thesis Sect. 4.2.3, Eqs. (4.96)-(4.127)).
+
+The index-3 DAE ``M(x,u) ẍ + Dᵀ(x) Λ = Q(x, ẋ, u)``, ``C(x) = 0``, ``B(x) ẋ = 0``
+(Eqs. (8.1)-(8.3)) is linearized about a reference ``x0(t), ẋ0(t), ẍ0(t), Λ0(t), u0(t)`` and
+reduced, with the partition ``x̃ = [x̃_ai, x̃_ad, x̃_d]`` of Eq. (4.96), to the first-order
+system of minimal size ``2(n-m)-l``
+
+.. math::
+
+    \\dot{\\tilde X} = J \\tilde X + B \\tilde u, \\qquad
+    \\tilde X = [\\tilde x_{ai}, \\dot{\\tilde x}_{ai}, \\tilde x_{ad}]
+
+(Eqs. (4.123)-(4.125), input matrix of Sect. 8.1). The seven steps are implemented literally,
+with the thesis names; the blocks ``J21 … J33`` are those of Eq. (4.125). Every matrix carries a
+leading ``N`` axis (stacked reference points), so a whole trajectory is linearized with one
+fused kernel call and batched ``numpy.linalg.solve`` (no loop over the points).
+
+Internally the coordinates are permuted once to the thesis order ``[x_ai, x_ad, x_d]``
+(precomputed index arrays), so the block formulas read exactly as in the thesis.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Mapping
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._util.errors import LinearSystemError, PartitionError, ReferenceMotionError
+from .._util.validation import COND_MAX, as_float_array
+from .partition import Partition, PartitionIndices, suggest_partition, _singular_message, _report
+from .result import LinearizationResult
+
+__all__ = ["linearize", "third_procedure", "INPUT_CONSTRAINT_ATOL"]
+
+#: Absolute tolerance above which inputs are said to enter the constraints at the reference
+#: (``∂C/∂u``, ``∂(D ẍ0)/∂u`` or ``∂Q_d/∂u`` non-zero). Sect. 8.1 assumes ``C(x)`` and
+#: ``B(x)`` independent of ``u`` (Eqs. (8.2)-(8.3)); the input matrix then misses terms.
+INPUT_CONSTRAINT_ATOL = 1e-12
+
+_FIELDS = ("M", "Q", "D", "Cx", "B", "Qd", "dMa_dx", "dMa_du", "dDTlam_dx", "dQ_dx", "dQ_dxd",
+           "dQ_du", "dDv_dx", "dDa_dx", "dQd_dx", "dQd_dxd", "dCxv_dx", "dBv_dx", "dQd_du",
+           "dDa_du", "dC_du")
+
+
+def _mT(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.swapaxes(a, -1, -2)
+
+
+def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: PartitionIndices,
+                    ninputs: int) -> dict[str, NDArray[np.float64]]:
+    """Steps 1-7 of Sect. 4.2.3 on stacked linearization terms (pure numpy, no checks).
+
+    Parameters
+    ----------
+    terms : LinearizationTerms or mapping
+        Fields of :meth:`CompiledModel.linearization_terms` with a leading ``N`` axis:
+        ``M (N,n,n)``, ``D (N,m+l,n)``, ``Cx (N,m,n)``, ``B (N,l,n)``, ``dMa_dx``,
+        ``dDTlam_dx``, ``dQ_dx``, ``dQ_dxd`` ``(N,n,n)``, ``dDv_dx``, ``dDa_dx``,
+        ``dQd_dx``, ``dQd_dxd`` ``(N,m+l,n)``, ``dCxv_dx (N,m,n)``, ``dBv_dx (N,l,n)``,
+        ``dQ_du``, ``dMa_du`` ``(N,n,k)``.
+    idx : PartitionIndices
+    ninputs : int
+        ``k``.
+
+    Returns
+    -------
+    dict
+        ``A (N, ns, ns)`` (Eq. (4.124), or Eq. (4.127) when ``l = 0``), ``B (N, ns, k)``
+        (Sect. 8.1) with ``ns = 2(n-m)-l``, and the intermediate thesis matrices
+        ``T0, Vbb0, U0, V0, Th0, Vh0, Vh_ai, Vh_ad, U_nh_ai, V_nh_ai, V_nh_ad, m0, R0, S0,
+        J21 … J33`` — all in the permuted (thesis) coordinate order.
+    """
+    get = (lambda k: terms[k]) if isinstance(terms, Mapping) else (lambda k: getattr(terms, k))
+    n, m, l = idx.n, idx.m, idx.l
+    n1 = n - m - l            # number of x_ai
+    na = n - m                # number of x_a = [x_ai, x_ad]
+    k = int(ninputs)
+    P = idx.perm
+    M = np.asarray(get("M"))
+    N = M.shape[0]
+
+    def cols(a: NDArray[np.float64]) -> NDArray[np.float64]:          # permute columns
+        return a[..., P]
+
+    def both(a: NDArray[np.float64]) -> NDArray[np.float64]:          # rows and columns
+        return a[:, P[:, None], P]
+
+    Mp = both(M)
+    dMa_dx = both(np.asarray(get("dMa_dx")))
+    dDTlam_dx = both(np.asarray(get("dDTlam_dx")))
+    dQ_dx = both(np.asarray(get("dQ_dx")))
+    dQ_dxd = both(np.asarray(get("dQ_dxd")))
+    D = cols(np.asarray(get("D")))
+    dDv_dx = cols(np.asarray(get("dDv_dx")))
+    dDa_dx = cols(np.asarray(get("dDa_dx")))
+    dQd_dx = cols(np.asarray(get("dQd_dx")))
+    dQd_dxd = cols(np.asarray(get("dQd_dxd")))
+
+    out: dict[str, NDArray[np.float64]] = {}
+
+    # ---- Step 1: T0 = T(x0) (Eq. (2.131)), T0ᵀ Dᵀ = 0 eliminates Λ̃ (Eq. (4.97)) ----------
+    # ---- Step 2: velocity transformation ẋ̃ = T0 ẋ̃_ai + V̄̄0 x̃ (Eqs. (4.98)-(4.100)) -------
+    # ---- Step 3: acceleration transformation ẍ̃ = T0 ẍ̃_ai + U0 ẋ̃ + V0 x̃ (Eq. (4.101)) ----
+    if m + l:
+        D_ai, D_dd = D[:, :, :n1], D[:, :, n1:]
+        # one LU of D_dd for the four right-hand sides of Eqs. (4.99), (4.102), (4.103)
+        rhs = np.concatenate([D_ai, dDv_dx, dQd_dxd, dDa_dx - dQd_dx], axis=-1)
+        sol = np.linalg.solve(D_dd, rhs)
+        T_dd = -sol[:, :, :n1]                                  # Eq. (4.99)
+        Vbar = -sol[:, :, n1:n1 + n]                            # Eq. (4.99)
+        U_low = sol[:, :, n1 + n:n1 + 2 * n]                    # Eq. (4.102)
+        V_low = -sol[:, :, n1 + 2 * n:]                         # Eq. (4.103)
+        zeros_top = np.zeros((N, n1, n))
+        T0 = np.concatenate([np.broadcast_to(np.eye(n1), (N, n1, n1)), T_dd], axis=1)
+        Vbb0 = np.concatenate([zeros_top, Vbar], axis=1)        # Eq. (4.100)
+        U0 = np.concatenate([zeros_top, U_low], axis=1)         # Eq. (4.102)
+        V0 = np.concatenate([zeros_top, V_low], axis=1)         # Eq. (4.103)
+    else:
+        T0 = np.broadcast_to(np.eye(n), (N, n, n)).copy()
+        Vbb0 = U0 = V0 = np.zeros((N, n, n))
+    out.update(T0=T0, Vbb0=Vbb0, U0=U0, V0=V0)
+
+    # ---- Step 4: position transformation x̃ = Vh_ai x̃_ai + Vh_ad x̃_ad (Eqs. (4.105)-(4.108))
+    # ---- Step 5: ẋ̃ = Th0 ẋ̃_a + Vh0 x̃ from the differentiated holonomic constraints
+    #              (Eqs. (4.110)-(4.113)); note [Vh_ai, Vh_ad] = Th0 (same blocks).
+    if m:
+        Cx = cols(np.asarray(get("Cx")))
+        dCxv_dx = cols(np.asarray(get("dCxv_dx")))
+        Cx_a, Cx_d = Cx[:, :, :na], Cx[:, :, na:]
+        sol = np.linalg.solve(Cx_d, np.concatenate([Cx_a, dCxv_dx], axis=-1))
+        Th0 = np.concatenate([np.broadcast_to(np.eye(na), (N, na, na)), -sol[:, :, :na]],
+                             axis=1)                           # Eq. (4.112)
+        Vh0 = np.concatenate([np.zeros((N, na, n)), -sol[:, :, na:]], axis=1)  # Eq. (4.113)
+    else:
+        Th0 = np.broadcast_to(np.eye(n), (N, n, n)).copy()
+        Vh0 = np.zeros((N, n, n))
+    Vh_ai = Th0[:, :, :n1]                                      # Eq. (4.107)
+    Vh_ad = Th0[:, :, n1:]                                      # Eq. (4.108)
+    out.update(Th0=Th0, Vh0=Vh0, Vh_ai=Vh_ai, Vh_ad=Vh_ad)
+
+    # ---- Step 6: ẋ̃_ad = U_nh_ai ẋ̃_ai + V_nh_ai x̃_ai + V_nh_ad x̃_ad (Eqs. (4.114)-(4.117))
+    if l:
+        Bm = cols(np.asarray(get("B")))
+        dBv_dx = cols(np.asarray(get("dBv_dx")))
+        Bbar = Bm @ Th0                                          # B̄ = B Th0, Eq. (4.115)
+        Bbar_ai, Bbar_ad = Bbar[:, :, :n1], Bbar[:, :, n1:]
+        W = Bm @ Vh0 + dBv_dx                                    # B Vh0 + ∂(B ẋ0)/∂x
+        sol = np.linalg.solve(Bbar_ad, np.concatenate([Bbar_ai, W @ Th0], axis=-1))
+        U_nh_ai = -sol[:, :, :n1]                                # Eq. (4.117)
+        V_nh_ai = -sol[:, :, n1:2 * n1]                          # Eq. (4.117)
+        V_nh_ad = -sol[:, :, 2 * n1:]                            # Eq. (4.117)
+        out.update(Bbar=Bbar, U_nh_ai=U_nh_ai, V_nh_ai=V_nh_ai, V_nh_ad=V_nh_ad)
+
+    # ---- Step 7: linearized equations of motion (4.118)-(4.119) and Jacobian (4.124) ------
+    T0T = _mT(T0)
+    m0 = T0T @ Mp @ T0                                           # Eq. (4.120)
+    R0 = T0T @ (dQ_dxd - Mp @ U0)                                # Eq. (4.121)
+    S0 = T0T @ (dQ_dx - Mp @ V0 - dMa_dx - dDTlam_dx)            # Eq. (4.122)
+    RVS = R0 @ Vbb0 + S0                                         # R0 V̄̄0 + S0
+    blocks = [RVS @ Vh_ai, R0 @ T0, RVS @ Vh_ad]
+    if k:
+        # input matrix, Sect. 8.1: m0⁻¹ T0ᵀ (∂Q/∂u - ∂(M ẍ0)/∂u)
+        dQ_du = np.asarray(get("dQ_du"))[:, P, :]
+        dMa_du = np.asarray(get("dMa_du"))[:, P, :]
+        blocks.append(T0T @ (dQ_du - dMa_du))
+    sol = np.linalg.solve(m0, np.concatenate(blocks, axis=-1))
+    J21 = sol[:, :, :n1]                                         # Eq. (4.125)
+    J22 = sol[:, :, n1:2 * n1]                                   # Eq. (4.125)
+    J23 = sol[:, :, 2 * n1:2 * n1 + l]                           # Eq. (4.125)
+    Bu = sol[:, :, 2 * n1 + l:]
+    out.update(m0=m0, R0=R0, S0=S0, J21=J21, J22=J22, J23=J23)
+
+    ns = 2 * n1 + l
+    A = np.zeros((N, ns, ns))
+    A[:, :n1, n1:2 * n1] = np.eye(n1)
+    A[:, n1:2 * n1, :n1] = J21
+    A[:, n1:2 * n1, n1:2 * n1] = J22
+    if l:
+        A[:, n1:2 * n1, 2 * n1:] = J23
+        A[:, 2 * n1:, :n1] = out["V_nh_ai"]                      # J31, Eq. (4.125)
+        A[:, 2 * n1:, n1:2 * n1] = out["U_nh_ai"]                # J32
+        A[:, 2 * n1:, 2 * n1:] = out["V_nh_ad"]                  # J33
+        out.update(J31=out["V_nh_ai"], J32=out["U_nh_ai"], J33=out["V_nh_ad"])
+    Bin = np.zeros((N, ns, k))
+    if k:
+        Bin[:, n1:2 * n1, :] = Bu
+    out.update(A=A, B=Bin)
+    return out
+
+
+def _stack(a: Any, N: int, shape: tuple[int, ...]) -> NDArray[np.float64]:
+    arr = np.asarray(a, dtype=float)
+    return arr.reshape((N,) + shape)
+
+
+def _batched_cond(mats: NDArray[np.float64]) -> NDArray[np.float64]:
+    if mats.shape[-1] == 0:
+        return np.ones(mats.shape[0])
+    sv = np.linalg.svd(mats, compute_uv=False)
+    with np.errstate(divide="ignore"):
+        return np.where(sv[:, -1] > 0, sv[:, 0] / np.where(sv[:, -1] > 0, sv[:, -1], 1.0),
+                        np.inf)
+
+
+def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None = None,
+              t: ArrayLike = 0.0, *, check: bool = True,
+              cond_max: float = COND_MAX) -> LinearizationResult:
+    """Linearize a constrained multibody model about a reference (third procedure).
+
+    Implements Steps 1-7 of thesis Sect. 4.2.3: the Jacobian ``A`` of Eq. (4.124)
+    (``(2(n-m)-l)``-square; Eq. (4.127), ``2(n-m)``-square, when ``l = 0``) in the state
+    ``X̃ = [x̃_ai, ẋ̃_ai, x̃_ad]`` (Eq. (4.123)), and the input matrix of Sect. 8.1,
+
+    .. math::
+
+        B = \\begin{bmatrix} 0 \\\\ m_0^{-1} T_0^T\\left(\\frac{\\partial Q}{\\partial u}
+            - \\frac{\\partial (M \\ddot x_0)}{\\partial u}\\right) \\\\ 0 \\end{bmatrix}.
+
+    Parameters
+    ----------
+    cm : CompiledModel
+        Model with the fused ``linearization_terms`` kernel (contracts, section 2).
+    ref : Reference
+        Reference motion: ``x, xd, xdd, lam, u`` callables of ``t``, ``steady``,
+        ``parameters``.
+    partition : Partition or mapping, optional
+        ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)); a mapping goes through
+        :meth:`Partition.from_dict`; ``None`` uses :func:`suggest_partition` at the first time.
+    t : float or (N,) array_like
+        Time(s) on the reference. An array is evaluated vectorised (one stacked kernel call).
+    check : bool
+        Check that ``D_dd``, ``∂C/∂x_d``, ``B̄_ad`` are well conditioned at every point (batched
+        SVD) and that the result is finite.
+    cond_max : float
+        Condition-number tolerance.
+
+    Returns
+    -------
+    LinearizationResult
+        ``A (ns, ns)`` / ``(N, ns, ns)``, ``B (ns, k)`` / ``(N, ns, k)``, state and input names,
+        ``n_spurious = l``.
+
+    Raises
+    ------
+    PartitionError
+        Invalid or singular partition (names the block, the coordinates, the condition number
+        and suggests a valid partition).
+    ReferenceMotionError
+        Non-finite reference values or linearization.
+
+    Examples
+    --------
+    >>> from nhcontrol.models import benchmark_bicycle as bb          # doctest: +SKIP
+    >>> cm = bb.model(); ref = bb.steady_forward(cm, 5.0)               # doctest: +SKIP
+    >>> res = linearize(cm, ref, Partition.from_dict(bb.PARTITION_4_172))  # doctest: +SKIP
+    >>> res.A.shape                                                     # doctest: +SKIP
+    (10, 10)
+    """
+    t_arr = np.asarray(t, dtype=float)
+    scalar = t_arr.ndim == 0
+    ts = np.atleast_1d(t_arr)
+    if ts.ndim != 1:
+        raise LinearSystemError(f"t must be a scalar or a 1-D array of times, got shape "
+                                f"{t_arr.shape}")
+    if partition is None:
+        partition = suggest_partition(cm, ref, t=float(ts[0]), cond_max=cond_max)
+    elif not isinstance(partition, Partition):
+        partition = Partition.from_dict(partition)
+    idx = partition.indices(cm)
+    n, m, l, k = idx.n, idx.m, idx.l, int(cm.ninputs)
+    N = ts.shape[0]
+
+    x = _stack(ref.x(ts), N, (n,))
+    xd = _stack(ref.xd(ts), N, (n,))
+    xdd = _stack(ref.xdd(ts), N, (n,))
+    lam = _stack(ref.lam(ts), N, (m + l,))
+    u = _stack(ref.u(ts), N, (k,)) if k else None
+    p = getattr(ref, "parameters", None)
+    for name, val in (("x0", x), ("xd0", xd), ("xdd0", xdd), ("lam0", lam)):
+        if not np.all(np.isfinite(val)):
+            bad = int(np.argwhere(~np.all(np.isfinite(val), axis=-1))[0, 0])
+            raise ReferenceMotionError(f"the reference {name}(t) is not finite at t = "
+                                       f"{ts[bad]:g}; check the reference motion")
+    terms = cm.linearization_terms(x, xd, xdd, lam, u, p)
+    shapes = {"M": (n, n), "D": (m + l, n), "Cx": (m, n), "B": (l, n), "dMa_dx": (n, n),
+              "dDTlam_dx": (n, n), "dQ_dx": (n, n), "dQ_dxd": (n, n), "dDv_dx": (m + l, n),
+              "dDa_dx": (m + l, n), "dQd_dx": (m + l, n), "dQd_dxd": (m + l, n),
+              "dCxv_dx": (m, n), "dBv_dx": (l, n), "dQ_du": (n, k), "dMa_du": (n, k),
+              "dC_du": (m, k), "dDa_du": (m + l, k), "dQd_du": (m + l, k)}
+    tv = {key: _stack(getattr(terms, key), N, shp) for key, shp in shapes.items()}
+
+    if check:
+        _check_blocks(partition, idx, tv, ts, cm, ref, cond_max)
+    if k:
+        _check_inputs_in_constraints(tv, ts, cm)
+
+    with np.errstate(all="ignore"):
+        out = third_procedure(tv, idx, k)
+    A, B = out["A"], out["B"]
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
+        bad = int(np.argwhere(~(np.all(np.isfinite(A), axis=(1, 2))
+                                & np.all(np.isfinite(B), axis=(1, 2))))[0, 0])
+        cond_m0 = _batched_cond(out["m0"][bad:bad + 1])[0]
+        raise ReferenceMotionError(
+            f"the linearization is not finite at t = {ts[bad]:g} (cond of the reduced mass "
+            f"matrix m0 = T0ᵀ M T0, Eq. (4.120), is {cond_m0:.3g}); check the reference motion, "
+            f"the parameters and the partition")
+    if scalar:
+        A, B = A[0], B[0]
+    coords = tuple(cm.coordinates)
+    ai_names = tuple(coords[i] for i in idx.ai)
+    ad_names = tuple(coords[i] for i in idx.ad)
+    states = ai_names + tuple(f"{s}_d" for s in ai_names) + ad_names
+    return LinearizationResult(
+        A=A, B=B, states=states, inputs=tuple(cm.inputs), partition=partition,
+        n_spurious=l, t=float(t_arr) if scalar else ts.copy(),
+        steady=bool(getattr(ref, "steady", False)), n_independent=idx.n_ai,
+        model_name=str(getattr(cm, "name", "")))
+
+
+def _check_blocks(partition: Partition, idx: PartitionIndices, tv: dict[str, NDArray[np.float64]],
+                  ts: NDArray[np.float64], cm: Any, ref: Any, cond_max: float) -> None:
+    """Batched condition numbers of D_dd, ∂C/∂x_d and B̄_ad at every point."""
+    dd = np.concatenate([idx.ad, idx.d])
+    conds = [_batched_cond(tv["D"][:, :, dd])]
+    if idx.m:
+        conds.append(_batched_cond(tv["Cx"][:, :, idx.d]))
+    worst = np.max(np.stack(conds), axis=0)
+    bad = np.flatnonzero(~(worst < cond_max))
+    if bad.size == 0 and idx.l:
+        a = np.concatenate([idx.ai, idx.ad])
+        Cx, Bm = tv["Cx"], tv["B"]
+        if idx.m:
+            Bbar_ad = Bm[:, :, idx.ad] - Bm[:, :, idx.d] @ np.linalg.solve(
+                Cx[:, :, idx.d], Cx[:, :, idx.ad])
+        else:
+            Bbar_ad = Bm[:, :, idx.ad]
+        del a
+        bad = np.flatnonzero(~(_batched_cond(Bbar_ad) < cond_max))
+    if bad.size:
+        j = int(bad[0])
+        report = _report(partition, idx, tv["Cx"][j], tv["B"][j], float(ts[j]), cond_max)
+        msg = _singular_message(partition, report, cm, ref, float(ts[j]), cond_max)
+        if bad.size > 1:
+            msg += (f"\n({bad.size} of {ts.size} reference points are singular; first at "
+                    f"t = {ts[j]:g}, last at t = {ts[int(bad[-1])]:g})")
+        raise PartitionError(msg)
+
+
+def _check_inputs_in_constraints(tv: dict[str, NDArray[np.float64]], ts: NDArray[np.float64],
+                                 cm: Any) -> None:
+    """Warn when inputs enter the constraints (outside the assumptions of Sect. 8.1)."""
+    worst = 0.0
+    for key in ("dC_du", "dDa_du", "dQd_du"):
+        arr = tv[key]
+        if arr.size:
+            worst = max(worst, float(np.max(np.abs(arr))))
+    if worst > INPUT_CONSTRAINT_ATOL:
+        warnings.warn(
+            f"the inputs {list(cm.inputs)} enter the constraints of model "
+            f"{getattr(cm, 'name', '')!r} at the reference (max |∂C/∂u|, |∂(D ẍ0)/∂u|, "
+            f"|∂Q_d/∂u| = {worst:.3g} > {INPUT_CONSTRAINT_ATOL:g}). The input matrix of "
+            f"Sect. 8.1 assumes C(x), B(x) independent of u (Eqs. (8.2)-(8.3)) and only "
+            f"contains m0⁻¹ T0ᵀ (∂Q/∂u - ∂(M ẍ0)/∂u); terms from the constraints are missing. "
+            f"A is unaffected.", UserWarning, stacklevel=3)
