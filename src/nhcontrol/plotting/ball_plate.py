@@ -1,0 +1,146 @@
+"""Figures of the ball-plate closed loops (thesis Figs. 8.2–8.5).
+
+Numbers in, figures out: every function takes plain arrays (what
+:func:`nhcontrol.reproduce.ball_plate.run` computes) and returns a matplotlib ``Figure``; nothing
+here runs a simulation. Curves are passed as a mapping ``label -> (t, values)`` (or
+``label -> (x_C, y_C)`` for the path on the plate) so any set of runs (reference, open loop,
+LQR linear/nonlinear, MPC) can be compared.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = ["plot_contact_path", "plot_signal", "plot_inputs", "save_figures"]
+
+Curves = Mapping[str, tuple[ArrayLike, ArrayLike]]
+
+_STYLE = {"Reference": dict(color="k", ls="--", lw=1.2)}
+
+
+def _figure(figsize: tuple[float, float] = (5.5, 4.0)):
+    import matplotlib.pyplot as plt  # the user's backend is respected (tests use MPLBACKEND=Agg)
+
+    fig, ax = plt.subplots(figsize=figsize, constrained_layout=True)
+    return fig, ax
+
+
+def plot_contact_path(curves: Curves, *, title: str = "") -> "object":
+    """Trajectory of the contact point C on the plate (Figs. 8.2 (a), 8.4 (a)).
+
+    Parameters
+    ----------
+    curves : mapping str -> ((M,) array_like, (M,) array_like)
+        ``label -> (x_C, y_C)`` in metres; a label ``"Reference"`` is drawn dashed.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, ax = _figure((5.0, 5.0))
+    for label, (xc, yc) in curves.items():
+        ax.plot(np.asarray(xc), np.asarray(yc), label=label, **_STYLE.get(label, {}))
+    ax.set_xlabel(r"$x_C$ (m)")
+    ax.set_ylabel(r"$y_C$ (m)")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return fig
+
+
+def plot_signal(curves: Curves, *, ylabel: str, title: str = "") -> "object":
+    """Time evolution of one signal for several runs (Figs. 8.2 (b), 8.3, 8.4 (b)).
+
+    Parameters
+    ----------
+    curves : mapping str -> ((M,) array_like, (M,) array_like)
+        ``label -> (t, values)``.
+    ylabel : str
+        Axis label with units, e.g. ``"φ (deg)"``.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, ax = _figure()
+    for label, (t, v) in curves.items():
+        ax.plot(np.asarray(t), np.asarray(v), label=label, **_STYLE.get(label, {}))
+    ax.set_xlabel("time t (s)")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return fig
+
+
+def plot_inputs(t: ArrayLike, u: ArrayLike, t_ref: ArrayLike, u_ref: ArrayLike, *,
+                names: Sequence[str] = ("α", "β"), bound_deg: float | None = None,
+                label: str = "LQR", title: str = "") -> "object":
+    """Plate angles applied by a controller against their reference values (Fig. 8.5).
+
+    Parameters
+    ----------
+    t : (M,) array_like
+    u : (M, 2) array_like
+        Applied inputs in degrees.
+    t_ref : (R,) array_like
+    u_ref : (R, 2) array_like
+        Reference inputs ``α0(t), β0(t)`` (Eqs. (8.70)–(8.71)) in degrees.
+    names : (2,) sequence of str
+    bound_deg : float, optional
+        Draw ``±bound`` (the MPC input bound).
+    label : str
+        Name of the controller in the legend.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, ax = _figure()
+    u = np.asarray(u, dtype=float)
+    u_ref = np.asarray(u_ref, dtype=float)
+    colors = ("C0", "C1")
+    for i, nm in enumerate(names):
+        ax.plot(np.asarray(t_ref), u_ref[:, i], ls="--", color=colors[i], label=f"{nm}0")
+        ax.step(np.asarray(t), u[:, i], where="post", color=colors[i], label=f"{nm} {label}")
+    if bound_deg is not None:
+        for s in (-1, 1):
+            ax.axhline(s * bound_deg, color="0.5", lw=0.8, ls=":")
+    ax.set_xlabel("time t (s)")
+    ax.set_ylabel("plate angles (deg)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return fig
+
+
+def save_figures(figures: Mapping[str, object], out: Path) -> list[Path]:
+    """Save ``name -> Figure`` as ``out/<name>.png`` (150 dpi) and close them.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, fig in figures.items():
+        path = out / f"{name}.png"
+        fig.savefig(path, dpi=150)
+        plt.close(fig)
+        paths.append(path)
+    return paths
