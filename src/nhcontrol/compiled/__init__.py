@@ -1,1 +1,12 @@
-"""nhcontrol.compiled (see docs/dev/contracts.md)."""
+"""nhcontrol.compiled — exact generated numeric kernels with a disk cache (contracts section 2).
+
+See ``docs/theory/newton_euler.md`` for the kernel table and the cache.
+"""
+
+from .cache import default_cache_dir
+from .codegen import GENERATOR_VERSION
+from .model import (KERNEL_ARGS, LINEARIZATION_FIELDS, CompiledModel, DynamicsTerms, LinearizationTerms,
+                    compile_system, generate_source)
+
+__all__ = ["CompiledModel", "LinearizationTerms", "DynamicsTerms", "compile_system", "generate_source",
+           "default_cache_dir", "KERNEL_ARGS", "LINEARIZATION_FIELDS", "GENERATOR_VERSION"]

@@ -1,1 +1,15 @@
-"""nhcontrol.modeling (see docs/dev/contracts.md)."""
+"""nhcontrol.modeling — symbolic multibody models in absolute coordinates (thesis Ch. 2).
+
+See ``docs/dev/contracts.md`` section 1 and ``docs/theory/newton_euler.md``.
+"""
+
+from .equations import EquationsOfMotion, derive_equations
+from .rotations import (PROPER_EULER_SEQUENCES, SEQUENCES, TAIT_BRYAN_SEQUENCES, euler_rotation,
+                        rot_x, rot_y, rot_z)
+from .simplify import cheap_trig
+from .system import Body, Constraint, Load, MultibodySystem
+from . import contacts  # noqa: E402  (contact helpers, one module each)
+
+__all__ = ["MultibodySystem", "Body", "Constraint", "Load", "EquationsOfMotion", "derive_equations",
+           "rot_x", "rot_y", "rot_z", "euler_rotation", "SEQUENCES", "PROPER_EULER_SEQUENCES",
+           "TAIT_BRYAN_SEQUENCES", "cheap_trig", "contacts"]

@@ -1,0 +1,419 @@
+"""The numeric model :class:`CompiledModel` (contracts section 2) and :func:`compile_system`."""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType, ModuleType
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._util.errors import CacheError, ModelError
+from . import cache as _cache
+from .codegen import GENERATOR_VERSION, generate_module
+from .derivatives import LINEARIZATION_FIELDS, kernel_specs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..modeling.system import MultibodySystem
+
+Array = NDArray[np.float64]
+
+#: Kernel name -> argument groups (the table of contracts section 2).
+KERNEL_ARGS: dict[str, tuple[str, ...]] = {
+    "M": ("x",), "Q": ("x", "xd"), "C": ("x",), "Cx": ("x",), "B": ("x",), "D": ("x",),
+    "Qd": ("x", "xd"), "dMa_dx": ("x", "a"), "dMa_du": ("x", "a"), "dDTlam_dx": ("x", "lam"),
+    "dQ_dx": ("x", "xd"), "dQ_dxd": ("x", "xd"), "dQ_du": ("x", "xd"), "dDv_dx": ("x", "v"),
+    "dDv_du": ("x", "v"), "dQd_dx": ("x", "xd"), "dQd_dxd": ("x", "xd"), "dQd_du": ("x", "xd"),
+    "dCxv_dx": ("x", "v"), "dBv_dx": ("x", "v"), "dC_du": ("x",),
+}
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True)
+class LinearizationTerms:
+    """All terms the third numerical procedure needs at one point (or N points).
+
+    Shapes are given for one point; with ``N`` stacked points every field has a leading
+    ``N`` axis.  ``a = ẍ0`` and ``v = ẋ0`` (Sect. 4.2.3).
+
+    Attributes
+    ----------
+    M : (n, n)
+        Mass matrix, Eq. (2.103).
+    Q : (n,)
+        Generalized forces ``Qa + Qv``, Eq. (2.108).
+    D, Cx, B : (m+l, n), (m, n), (l, n)
+        Constraint Jacobians, Eq. (2.82).
+    Qd : (m+l,)
+        ``-∂(D ẋ)/∂x ẋ``, Eq. (2.117).
+    dMa_dx, dMa_du : (n, n), (n, k)
+        ``∂(M ẍ0)/∂x``, ``∂(M ẍ0)/∂u``.
+    dDTlam_dx : (n, n)
+        ``∂(Dᵀ Λ0)/∂x``.
+    dQ_dx, dQ_dxd, dQ_du : (n, n), (n, n), (n, k)
+    dDv_dx : (m+l, n)
+        ``∂(D ẋ0)/∂x`` of Eq. (4.99).
+    dDa_dx : (m+l, n)
+        ``∂(D ẍ0)/∂x`` of Eq. (4.103).
+    dQd_dx, dQd_dxd : (m+l, n)
+    dCxv_dx, dBv_dx : (m, n), (l, n)
+        ``∂(Cx ẋ0)/∂x``, ``∂(B ẋ0)/∂x``.
+    dQd_du, dDa_du : (m+l, k)
+        ``∂Qd/∂u``, ``∂(D ẍ0)/∂u`` (Sect. 8.1).
+    dC_du : (m, k)
+    """
+
+    M: Array
+    Q: Array
+    D: Array
+    Cx: Array
+    B: Array
+    Qd: Array
+    dMa_dx: Array
+    dMa_du: Array
+    dDTlam_dx: Array
+    dQ_dx: Array
+    dQ_dxd: Array
+    dQ_du: Array
+    dDv_dx: Array
+    dDa_dx: Array
+    dQd_dx: Array
+    dQd_dxd: Array
+    dCxv_dx: Array
+    dBv_dx: Array
+    dQd_du: Array
+    dDa_du: Array
+    dC_du: Array
+
+
+@dataclass(frozen=True)
+class DynamicsTerms:
+    """``M (n, n)``, ``Q (n,)``, ``D (m+l, n)``, ``Qd (m+l,)`` of the index-1 form Eq. (2.119)."""
+
+    M: Array
+    Q: Array
+    D: Array
+    Qd: Array
+
+
+class CompiledModel:
+    """Exact numeric kernels of a :class:`~nhcontrol.modeling.MultibodySystem`.
+
+    Created by :meth:`MultibodySystem.compile`; immutable.  Every kernel accepts one
+    point (``x`` of shape ``(n,)``) or ``N`` stacked points (``(N, n)``; 1-D arguments
+    are then broadcast); ``u=None`` means zeros, ``p=None`` the parameter defaults.
+    The results are read-only arrays.
+
+    Attributes
+    ----------
+    name : str
+    coordinates, velocities, inputs : tuple of str
+        Lengths n, n, k.
+    parameters : mapping str -> float
+        Defaults in kernel order (read-only).
+    holonomic_names, nonholonomic_names : tuple of str
+        Lengths m, l.
+    n, m, l, ninputs : int
+    model_hash : str
+        Cache key (sha256 hex).
+    from_cache : bool
+        True when the kernels were loaded from the disk cache without symbolic derivation.
+    source_path : pathlib.Path or None
+        The generated module file (None for ``cache=False``).
+    build_time : float
+        Seconds spent deriving/generating (or loading) the kernels.
+    """
+
+    def __init__(self, module: ModuleType, meta: Mapping[str, Any], *, from_cache: bool,
+                 source_path: Path | None, build_time: float) -> None:
+        self._mod = module
+        self.name: str = meta["name"]
+        self.coordinates: tuple[str, ...] = tuple(meta["coordinates"])
+        self.velocities: tuple[str, ...] = tuple(meta["velocities"])
+        self.inputs: tuple[str, ...] = tuple(meta["inputs"])
+        self.parameters: Mapping[str, float] = MappingProxyType(dict(zip(meta["parameter_names"],
+                                                                         meta["parameter_defaults"])))
+        self.holonomic_names: tuple[str, ...] = tuple(meta["holonomic_names"])
+        self.nonholonomic_names: tuple[str, ...] = tuple(meta["nonholonomic_names"])
+        self.n: int = len(self.coordinates)
+        self.m: int = len(self.holonomic_names)
+        self.l: int = len(self.nonholonomic_names)  # noqa: E741
+        self.ninputs: int = len(self.inputs)
+        self.model_hash: str = meta["key"]
+        self.from_cache = from_cache
+        self.source_path = source_path
+        self.build_time = build_time
+        self._p0 = _ro(np.array(meta["parameter_defaults"], dtype=float))
+        self._u0 = _ro(np.zeros(self.ninputs))
+        self._sizes = {"x": self.n, "xd": self.n, "xdd": self.n, "a": self.n, "v": self.n,
+                       "lam": self.m + self.l, "u": self.ninputs, "p": len(self._p0)}
+        self._argnames = {"x": "x", "xd": "xd", "xdd": "xdd", "a": "a", "v": "v", "lam": "lam",
+                          "u": "u", "p": "p"}
+        self._fs = {nm: getattr(module, nm + "_s") for nm in list(KERNEL_ARGS) + ["linearization_terms",
+                                                                                 "dynamics_terms"]}
+        self._fv = {nm: getattr(module, nm + "_v") for nm in self._fs}
+
+    # ------------------------------------------------------------------ helpers
+    def param_vector(self, **overrides: float) -> Array:
+        """Parameter vector ``p`` (in kernel order) from the defaults and ``overrides``.
+
+        Raises
+        ------
+        ModelError
+            For a name that is not a parameter of the model.
+        """
+        bad = sorted(set(overrides) - set(self.parameters))
+        if bad:
+            raise ModelError(f"unknown parameter(s) {bad} for model {self.name!r}; valid names are "
+                             f"{list(self.parameters)}")
+        return np.array([float(overrides.get(k, v)) for k, v in self.parameters.items()])
+
+    def _bad_shape(self, arg: str, a: np.ndarray) -> ModelError:
+        size = self._sizes[arg]
+        return ModelError(f"{arg} of model {self.name!r} must have shape ({size},) or (N, {size}), "
+                          f"got {a.shape}")
+
+    def _eval(self, fname: str, groups: tuple[str, ...], values: tuple) -> tuple:
+        arrs = []
+        N = -1
+        for g, val in zip(groups, values):
+            if val is None:
+                a = self._u0 if g == "u" else self._p0
+            elif g == "p" and isinstance(val, Mapping):
+                a = self.param_vector(**val)
+            else:
+                a = np.asarray(val, dtype=float)
+            if a.ndim == 1:
+                if a.shape[0] != self._sizes[g]:
+                    raise self._bad_shape(g, a)
+            elif a.ndim == 2:
+                if a.shape[1] != self._sizes[g]:
+                    raise self._bad_shape(g, a)
+                if N >= 0 and a.shape[0] != N:
+                    raise ModelError(f"stacked arguments of {fname} disagree on the number of points N: "
+                                     f"{g} has {a.shape[0]} rows, an earlier argument {N}")
+                N = a.shape[0]
+            else:
+                raise self._bad_shape(g, a)
+            arrs.append(a)
+        try:
+            if N < 0:
+                lists = [a.tolist() for a in arrs]
+                if not math.isfinite(sum(sum(li) for li in lists)):
+                    raise ModelError(f"{fname}: the arguments of model {self.name!r} contain NaN or inf")
+                out = self._fs[fname](*lists)
+            else:
+                arrs2 = [a if a.ndim == 2 else a[None, :] for a in arrs]
+                with np.errstate(all="ignore"):
+                    out = self._fv[fname](*arrs2, N)
+                for o in out:
+                    if not np.isfinite(o).all():
+                        bad = np.argwhere(~np.isfinite(o))[0]
+                        raise ModelError(f"{fname} of model {self.name!r} is not finite at point "
+                                         f"{int(bad[0])} of {N}; the point is outside the model's "
+                                         f"domain (e.g. a division by zero) or an argument is NaN/inf")
+        except (ZeroDivisionError, ValueError, OverflowError) as exc:
+            if isinstance(exc, ModelError):
+                raise
+            raise ModelError(f"{fname} of model {self.name!r} cannot be evaluated at this point "
+                             f"({type(exc).__name__}: {exc}); the point is outside the model's domain") from exc
+        for o in out:
+            o.flags.writeable = False
+        return out
+
+    # ------------------------------------------------------------------ fused
+    def linearization_terms(self, x: ArrayLike, xd: ArrayLike, xdd: ArrayLike, lam: ArrayLike,
+                            u: ArrayLike | None = None, p: ArrayLike | None = None) -> LinearizationTerms:
+        """All terms of the linearization (Sect. 4.2.3, Sect. 8.1) from one generated function.
+
+        Parameters
+        ----------
+        x, xd, xdd : (n,) or (N, n) array_like
+            Reference ``x0, ẋ0, ẍ0``.
+        lam : (m+l,) or (N, m+l) array_like
+            Reference multipliers ``Λ0``.
+        u : (k,) or (N, k) array_like, optional
+        p : (P,) or (N, P) array_like or mapping, optional
+
+        Returns
+        -------
+        LinearizationTerms
+        """
+        out = self._eval("linearization_terms", ("x", "xd", "xdd", "lam", "u", "p"), (x, xd, xdd, lam, u, p))
+        return LinearizationTerms(*out)
+
+    def dynamics_terms(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
+                       p: ArrayLike | None = None) -> DynamicsTerms:
+        """``M, Q, D, Qd`` of the index-1 form Eq. (2.119) from one generated function.
+
+        Returns
+        -------
+        DynamicsTerms
+        """
+        return DynamicsTerms(*self._eval("dynamics_terms", ("x", "xd", "u", "p"), (x, xd, u, p)))
+
+    # ------------------------------------------------------------------ kernels
+    def M(self, x: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """Mass matrix ``M(x, u)`` (n, n), Eq. (2.103)."""
+        return self._eval("M", ("x", "u", "p"), (x, u, p))[0]
+
+    def Q(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """Generalized forces ``Q = Qa + Qv`` (n,), Eqs. (2.104), (2.105), (2.108)."""
+        return self._eval("Q", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+
+    def C(self, x: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """Holonomic constraints ``C(x, u)`` (m,), Eq. (2.109)."""
+        return self._eval("C", ("x", "u", "p"), (x, u, p))[0]
+
+    def Cx(self, x: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂C/∂x`` (m, n)."""
+        return self._eval("Cx", ("x", "u", "p"), (x, u, p))[0]
+
+    def B(self, x: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """Nonholonomic constraint matrix ``B(x, u)`` (l, n), Eq. (2.110)."""
+        return self._eval("B", ("x", "u", "p"), (x, u, p))[0]
+
+    def D(self, x: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``D = [Cx; B]`` (m+l, n), Eq. (2.82)."""
+        return self._eval("D", ("x", "u", "p"), (x, u, p))[0]
+
+    def Qd(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``Qd = -∂(D ẋ)/∂x ẋ`` (m+l,), Eq. (2.117)."""
+        return self._eval("Qd", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+
+    def dMa_dx(self, x: ArrayLike, a: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂(M(x, u) a)/∂x`` (n, n) for a given vector ``a`` (n,)."""
+        return self._eval("dMa_dx", ("x", "a", "u", "p"), (x, a, u, p))[0]
+
+    def dMa_du(self, x: ArrayLike, a: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂(M(x, u) a)/∂u`` (n, k)."""
+        return self._eval("dMa_du", ("x", "a", "u", "p"), (x, a, u, p))[0]
+
+    def dDTlam_dx(self, x: ArrayLike, lam: ArrayLike, u: ArrayLike | None = None,
+                  p: ArrayLike | None = None) -> Array:
+        """``∂(Dᵀ λ)/∂x`` (n, n) for multipliers ``lam`` (m+l,)."""
+        return self._eval("dDTlam_dx", ("x", "lam", "u", "p"), (x, lam, u, p))[0]
+
+    def dQ_dx(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂Q/∂x`` (n, n)."""
+        return self._eval("dQ_dx", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+
+    def dQ_dxd(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂Q/∂ẋ`` (n, n)."""
+        return self._eval("dQ_dxd", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+
+    def dQ_du(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂Q/∂u`` (n, k)."""
+        return self._eval("dQ_du", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+
+    def dDv_dx(self, x: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂(D v)/∂x`` (m+l, n) for a given vector ``v`` (n,)."""
+        return self._eval("dDv_dx", ("x", "v", "u", "p"), (x, v, u, p))[0]
+
+    def dDv_du(self, x: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂(D v)/∂u`` (m+l, k)."""
+        return self._eval("dDv_du", ("x", "v", "u", "p"), (x, v, u, p))[0]
+
+    def dQd_dx(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂Qd/∂x`` (m+l, n)."""
+        return self._eval("dQd_dx", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+
+    def dQd_dxd(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂Qd/∂ẋ`` (m+l, n)."""
+        return self._eval("dQd_dxd", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+
+    def dQd_du(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂Qd/∂u`` (m+l, k)."""
+        return self._eval("dQd_du", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+
+    def dCxv_dx(self, x: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂(Cx v)/∂x`` (m, n)."""
+        return self._eval("dCxv_dx", ("x", "v", "u", "p"), (x, v, u, p))[0]
+
+    def dBv_dx(self, x: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂(B v)/∂x`` (l, n)."""
+        return self._eval("dBv_dx", ("x", "v", "u", "p"), (x, v, u, p))[0]
+
+    def dC_du(self, x: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """``∂C/∂u`` (m, k)."""
+        return self._eval("dC_du", ("x", "u", "p"), (x, u, p))[0]
+
+    def __repr__(self) -> str:
+        return (f"CompiledModel({self.name!r}, n={self.n}, m={self.m}, l={self.l}, k={self.ninputs}, "
+                f"hash={self.model_hash[:12]}, from_cache={self.from_cache})")
+
+
+def _meta(mb: "MultibodySystem", key: str) -> dict:
+    defaults = mb.defaults
+    return {"name": mb.name, "key": key,
+            "coordinates": [s.name for s in mb.coordinates], "velocities": [s.name for s in mb.velocities],
+            "inputs": [s.name for s in mb.inputs], "parameter_names": [s.name for s in mb.parameters],
+            "parameter_defaults": [defaults[s.name] for s in mb.parameters],
+            "holonomic_names": [c.name for c in mb.holonomic],
+            "nonholonomic_names": [c.name for c in mb.nonholonomic],
+            "generator": GENERATOR_VERSION}
+
+
+def generate_source(mb: "MultibodySystem", key: str | None = None) -> str:
+    """Derive the equations of ``mb`` and return the source of its kernel module."""
+    key = key or _cache.cache_key(mb.description())
+    eom = mb.equations()
+    specs, sizes = kernel_specs(eom)
+    return generate_module(specs, sizes, _meta(mb, key))
+
+
+def compile_system(mb: "MultibodySystem", cache: bool = True,
+                   cache_dir: str | Path | None = None) -> CompiledModel:
+    """Compile ``mb`` into a :class:`CompiledModel` (load from / store to the disk cache).
+
+    Parameters
+    ----------
+    mb : MultibodySystem
+    cache : bool
+        Use the disk cache.
+    cache_dir : path-like, optional
+        Cache directory (default ``$NHCONTROL_CACHE_DIR`` or ``~/.cache/nhcontrol``).
+
+    Returns
+    -------
+    CompiledModel
+    """
+    t0 = time.perf_counter()
+    key = _cache.cache_key(mb.description())
+    path = _cache.cache_path(key, cache_dir) if cache else None
+    if path is not None and path.exists():
+        try:
+            module = _cache.load_module(path, key)
+            meta = module.META
+            if meta.get("key") == key:
+                return CompiledModel(module, meta, from_cache=True, source_path=path,
+                                     build_time=time.perf_counter() - t0)
+            warnings.warn(f"kernel cache file {path} does not match its key; regenerating",
+                          RuntimeWarning, stacklevel=2)
+        except (CacheError, AttributeError, KeyError) as exc:
+            warnings.warn(f"ignoring unusable kernel cache file {path}: {exc}", RuntimeWarning, stacklevel=2)
+    source = generate_source(mb, key)
+    module = None
+    if path is not None and _cache.write_atomic(path, source):
+        try:
+            module = _cache.load_module(path, key)
+        except CacheError:
+            module = None
+    if module is None:
+        module = _cache.module_from_source(source, key)
+        path = None
+    return CompiledModel(module, module.META, from_cache=False, source_path=path,
+                         build_time=time.perf_counter() - t0)
+
+
+__all__ = ["CompiledModel", "LinearizationTerms", "DynamicsTerms", "compile_system", "generate_source",
+           "KERNEL_ARGS", "LINEARIZATION_FIELDS"]
