@@ -122,8 +122,8 @@ def silverman_meadows(sys: LTVSystem | control.StateSpace, t: ArrayLike, *, orde
     if order is not None and (q != order or q < 0):
         raise LinearSystemError(f"order must be a non-negative integer (index of the last block), got {order!r}")
     # Derivatives A^{(i)}, i = 0..q-1 and B^{(j)}, j = 0..q at every time: (ord, M, n, .)
-    dA = [s.derivative("A", times, i, method=method) for i in range(max(q, 1))]
-    dB = [s.derivative("B", times, j, method=method) for j in range(q + 1)]
+    dA = list(s.derivatives("A", times, max(q - 1, 0), method=method))
+    dB = list(s.derivatives("B", times, q, method=method))
     # P[j] holds the j-th derivative of the current block P_k, j = 0..q-k.
     P = list(dB)
     blocks = [P[0]]
