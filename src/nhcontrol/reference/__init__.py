@@ -1,1 +1,23 @@
-"""nhcontrol.reference (see docs/dev/contracts.md)."""
+"""nhcontrol.reference — reference motions, inverse dynamics and residual checks.
+
+A :class:`Reference` carries ``x0(t), ẋ0(t), ẍ0(t), Λ0(t), u0(t)`` (contract section 3);
+:func:`inverse_dynamics` gives the multipliers (and actuations) of a prescribed motion,
+Eq. (2.112); :meth:`Reference.check` reports the residuals in the constraints and the
+equations of motion as a :class:`ResidualReport`.
+"""
+
+from .inverse import (INVERSE_DYNAMICS_TOL, InverseDynamicsResult, RankDeficiencyWarning,
+                      inverse_dynamics)
+from .reference import CHECK_TOL, Reference, ReferenceSamples
+from .residuals import ResidualReport
+
+__all__ = [
+    "Reference",
+    "ReferenceSamples",
+    "ResidualReport",
+    "InverseDynamicsResult",
+    "RankDeficiencyWarning",
+    "inverse_dynamics",
+    "INVERSE_DYNAMICS_TOL",
+    "CHECK_TOL",
+]

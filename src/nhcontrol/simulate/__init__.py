@@ -1,1 +1,25 @@
-"""nhcontrol.simulate (see docs/dev/contracts.md)."""
+"""nhcontrol.simulate — forward dynamics of the nonlinear model and of linear systems.
+
+:func:`forward_dynamics` integrates the index-1 DAE with Baumgarte stabilisation, Eq. (2.119),
+open or closed loop (a discrete controller with zero-order hold); :func:`consistent_initial_conditions`
+projects initial conditions on the constraints; :func:`simulate_discrete` and
+:func:`simulate_ltv` simulate linear (LTV/LTI, discrete/continuous) systems.
+"""
+
+from .forward import DEFAULT_BAUMGARTE, ConditioningWarning, forward_dynamics
+from .initial import InitialConditions, consistent_initial_conditions
+from .linear import LinearSimulationResult, simulate_discrete, simulate_ltv
+from .result import SimulationResult, SimulationSamples
+
+__all__ = [
+    "forward_dynamics",
+    "consistent_initial_conditions",
+    "simulate_discrete",
+    "simulate_ltv",
+    "SimulationResult",
+    "SimulationSamples",
+    "InitialConditions",
+    "LinearSimulationResult",
+    "ConditioningWarning",
+    "DEFAULT_BAUMGARTE",
+]

@@ -1,0 +1,566 @@
+"""The reference motion ``x0(t), xd0(t), xdd0(t), Λ0(t), u0(t)`` about which one linearizes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.interpolate import BPoly, CubicSpline, make_interp_spline
+
+from nhcontrol._util.errors import ReferenceMotionError, TimeRangeError
+from nhcontrol._util.validation import as_float_array, check_finite, readonly
+
+from ._eval import ModelEvaluator
+from .inverse import INVERSE_DYNAMICS_TOL, inverse_dynamics
+from .residuals import ResidualReport, compute_residuals
+
+__all__ = ["Reference", "ReferenceSamples", "CHECK_TOL"]
+
+#: Default absolute tolerance of :meth:`Reference.check`.
+CHECK_TOL = 1e-9
+
+#: A vectorised time function: ``(N,)`` times -> ``(N, d)`` values.
+_TimeFn = Callable[[NDArray[np.float64]], NDArray[np.float64]]
+UInterpolation = Literal["cubic", "linear", "previous"]
+
+
+@dataclass(frozen=True)
+class ReferenceSamples:
+    """A reference motion sampled at times ``t`` (read-only arrays).
+
+    Attributes
+    ----------
+    t : (N,) ndarray
+    x, xd, xdd : (N, n) ndarray
+        ``x0``, ``ẋ0``, ``ẍ0``.
+    lam : (N, m + l) ndarray
+        ``Λ0``, holonomic first.
+    u : (N, k) ndarray
+        ``u0``.
+    """
+
+    t: NDArray[np.float64]
+    x: NDArray[np.float64]
+    xd: NDArray[np.float64]
+    xdd: NDArray[np.float64]
+    lam: NDArray[np.float64]
+    u: NDArray[np.float64]
+
+
+def _constant(value: NDArray[np.float64]) -> _TimeFn:
+    value = np.array(value, dtype=float)
+
+    def f(tt: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.broadcast_to(value, (tt.shape[0], value.shape[0])).copy()
+    return f
+
+
+def _vectorize(f: Any, d: int, what: str, probe: NDArray[np.float64]) -> _TimeFn:
+    """Turn a user function of time into a vectorised ``(N,) -> (N, d)`` function.
+
+    A constant array is accepted as well. The function is called once with an array of 3
+    probe times; if it returns ``(3, d)`` rows equal to the scalar calls it is used vectorised,
+    otherwise it is called point by point.
+    """
+    if not callable(f):
+        arr = as_float_array(f, what, error=ReferenceMotionError)
+        arr = arr.reshape(1) if arr.ndim == 0 and d == 1 else arr
+        if arr.shape != (d,):
+            raise ReferenceMotionError(f"{what} must be a callable of t or a constant array of "
+                                       f"shape ({d},), got shape {arr.shape}")
+        return _constant(check_finite(arr, what, error=ReferenceMotionError))
+
+    def scalar_call(ti: float) -> NDArray[np.float64]:
+        try:
+            val = np.asarray(f(float(ti)), dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ReferenceMotionError(f"{what}(t) failed at t = {ti:.6g}: {exc}") from exc
+        if val.size != d:
+            raise ReferenceMotionError(f"{what}(t) must return {d} values, got shape {val.shape} "
+                                       f"at t = {ti:.6g}")
+        return val.reshape(d)
+
+    rows = np.stack([scalar_call(ti) for ti in probe])
+    vectorised = False
+    try:
+        out = np.asarray(f(probe.copy()), dtype=float)
+        vectorised = out.shape == (probe.size, d) and np.allclose(out, rows, rtol=1e-12, atol=1e-14)
+    except Exception:  # noqa: BLE001 - a scalar-only user function, use the loop below
+        vectorised = False
+
+    if vectorised:
+        def g(tt: NDArray[np.float64]) -> NDArray[np.float64]:
+            return np.asarray(f(tt), dtype=float).reshape(tt.shape[0], d)
+    else:
+        def g(tt: NDArray[np.float64]) -> NDArray[np.float64]:
+            if tt.shape[0] == 0:
+                return np.zeros((0, d))
+            return np.stack([scalar_call(ti) for ti in tt])
+    return g
+
+
+def _probe_times(t_range: tuple[float, float] | None, period: float | None) -> NDArray[np.float64]:
+    if t_range is not None:
+        return np.linspace(t_range[0], t_range[1], 3)
+    if period is not None:
+        return np.array([0.0, period / 3.0, 2.0 * period / 3.0])
+    return np.array([0.0, 0.5, 1.0])
+
+
+def _check_range(t_range: Any) -> tuple[float, float] | None:
+    if t_range is None:
+        return None
+    tr = as_float_array(t_range, "t_range", shape=(2,), error=ReferenceMotionError)
+    if not (np.all(np.isfinite(tr)) and tr[1] > tr[0]):
+        raise ReferenceMotionError(f"t_range must be (t_start, t_end) with t_end > t_start, got "
+                                   f"{tr.tolist()}")
+    return (float(tr[0]), float(tr[1]))
+
+
+def _check_period(period: Any) -> float | None:
+    if period is None:
+        return None
+    T = float(period)
+    if not (np.isfinite(T) and T > 0):
+        raise ReferenceMotionError(f"period must be a positive number of seconds, got {period!r}")
+    return T
+
+
+@dataclass(frozen=True, eq=False)
+class Reference:
+    """A reference motion ``x0(t), ẋ0(t), ẍ0(t), Λ0(t), u0(t)`` of a model.
+
+    Build it with :meth:`from_functions`, :meth:`constant_velocity`, :meth:`equilibrium`,
+    :meth:`from_samples` or :meth:`from_simulation`, not with the constructor.
+
+    Attributes
+    ----------
+    coordinates : tuple of str
+        Names of the ``n`` coordinates (the model's).
+    inputs : tuple of str
+        Names of the ``k`` inputs.
+    constraints : tuple of str
+        Names of the ``m + l`` constraints (rows of ``D``; order of ``Λ``).
+    parameters : (np,) ndarray
+        The parameter vector ``p`` the motion belongs to.
+    steady : bool
+        True when the linearization about this motion is time invariant (relative
+        equilibria such as the bicycle's steady forward motion).
+    period : float or None
+        Period of a periodic motion.
+    t_range : (float, float) or None
+        Times on which the motion is defined (``None``: all times).
+    model_name : str
+    source : str
+        How it was built (``"functions"``, ``"constant_velocity"``, ``"samples"``,
+        ``"simulation"``).
+
+    Notes
+    -----
+    ``x(t)`` etc. accept a scalar ``t`` (result ``(n,)``) or an array ``(N,)`` (result
+    ``(N, n)``). When ``Λ0`` is not given, it is obtained by inverse dynamics, Eq. (2.112),
+    at the requested times.
+    """
+
+    coordinates: tuple[str, ...]
+    inputs: tuple[str, ...]
+    constraints: tuple[str, ...]
+    parameters: NDArray[np.float64]
+    steady: bool
+    period: float | None
+    t_range: tuple[float, float] | None
+    model_name: str
+    source: str
+    _fx: _TimeFn = field(repr=False)
+    _fxd: _TimeFn = field(repr=False)
+    _fxdd: _TimeFn = field(repr=False)
+    _flam: _TimeFn = field(repr=False)
+    _fu: _TimeFn = field(repr=False)
+    _wrap_t0: float | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ evaluation
+    @property
+    def n(self) -> int:
+        """Number of coordinates."""
+        return len(self.coordinates)
+
+    def _times(self, t: ArrayLike) -> tuple[NDArray[np.float64], bool]:
+        ta = np.asarray(t, dtype=float)
+        if ta.ndim > 1:
+            raise ReferenceMotionError(f"t must be a scalar or a 1-D array of times, got shape "
+                                       f"{ta.shape}")
+        scalar = ta.ndim == 0
+        tt = np.atleast_1d(ta).astype(float)
+        check_finite(tt, "t", error=ReferenceMotionError)
+        if self.period is not None and self._wrap_t0 is not None:
+            tt = self._wrap_t0 + np.mod(tt - self._wrap_t0, self.period)
+        elif self.t_range is not None and self.period is None and tt.size:
+            lo, hi = self.t_range
+            slack = 1e-9 * max(1.0, hi - lo)
+            bad = (tt < lo - slack) | (tt > hi + slack)
+            if np.any(bad):
+                raise TimeRangeError(f"the reference of {self.model_name!r} is defined on "
+                                     f"t in [{lo:.6g}, {hi:.6g}], got t = {tt[bad][0]:.6g}; "
+                                     "evaluate inside t_range")
+            tt = np.clip(tt, lo, hi)
+        return tt, scalar
+
+    def _ev(self, f: _TimeFn, t: ArrayLike) -> NDArray[np.float64]:
+        tt, scalar = self._times(t)
+        out = np.asarray(f(tt), dtype=float)
+        return out[0] if scalar else out
+
+    def x(self, t: ArrayLike) -> NDArray[np.float64]:
+        """Coordinates ``x0(t)``: ``(n,)`` for scalar ``t``, ``(N, n)`` for ``(N,)``."""
+        return self._ev(self._fx, t)
+
+    def xd(self, t: ArrayLike) -> NDArray[np.float64]:
+        """Velocities ``ẋ0(t)``."""
+        return self._ev(self._fxd, t)
+
+    def xdd(self, t: ArrayLike) -> NDArray[np.float64]:
+        """Accelerations ``ẍ0(t)``."""
+        return self._ev(self._fxdd, t)
+
+    def lam(self, t: ArrayLike) -> NDArray[np.float64]:
+        """Lagrange multipliers ``Λ0(t)`` (``(m + l,)``; inverse dynamics Eq. (2.112) if not given)."""
+        return self._ev(self._flam, t)
+
+    def u(self, t: ArrayLike) -> NDArray[np.float64]:
+        """Inputs ``u0(t)`` (``(k,)``)."""
+        return self._ev(self._fu, t)
+
+    def sample(self, ts: ArrayLike) -> ReferenceSamples:
+        """All quantities at times ``ts`` (``(N,)``) as a :class:`ReferenceSamples`."""
+        tt = np.atleast_1d(np.asarray(ts, dtype=float))
+        return ReferenceSamples(t=readonly(np.array(tt)), x=readonly(np.array(self.x(tt))),
+                                xd=readonly(np.array(self.xd(tt))),
+                                xdd=readonly(np.array(self.xdd(tt))),
+                                lam=readonly(np.array(self.lam(tt))),
+                                u=readonly(np.array(self.u(tt))))
+
+    def default_times(self, num: int = 101) -> NDArray[np.float64]:
+        """Times used by :meth:`check` when none are given.
+
+        ``num`` points over ``t_range``, else over one period, else ``[0.0]``.
+        """
+        if self.t_range is not None:
+            return np.linspace(self.t_range[0], self.t_range[1], num)
+        if self.period is not None:
+            t0 = self._wrap_t0 or 0.0
+            return np.linspace(t0, t0 + self.period, num)
+        return np.array([0.0])
+
+    def check(self, cm: Any, ts: ArrayLike | None = None, *, tol: float = CHECK_TOL,
+              raise_on_error: bool = False) -> ResidualReport:
+        """Residuals of the motion in the constraints and the equations of motion.
+
+        Parameters
+        ----------
+        cm : CompiledModel
+            The model the reference belongs to (same coordinates).
+        ts : (N,) array_like, optional
+            Sample times (default :meth:`default_times`).
+        tol : float
+            Absolute tolerance for every residual.
+        raise_on_error : bool
+            Raise :class:`ReferenceMotionError` with the numbers when a residual exceeds ``tol``.
+
+        Returns
+        -------
+        ResidualReport
+            ``|C|`` (Eq. (2.109)), ``|D ẋ|`` (Eq. (2.114)), ``|D ẍ - Qd|`` (Eq. (2.116)),
+            ``|M ẍ + Dᵀ Λ - Q|`` (Eq. (2.108)).
+        """
+        if tuple(cm.coordinates) != self.coordinates:
+            raise ReferenceMotionError(
+                f"the reference has coordinates {list(self.coordinates)} but model "
+                f"{getattr(cm, 'name', '?')!r} has {list(cm.coordinates)}; check it against the "
+                "model it was built for")
+        ev = ModelEvaluator(cm, self.parameters)
+        tt = self.default_times() if ts is None else np.atleast_1d(np.asarray(ts, dtype=float))
+        s = self.sample(tt)
+        report = compute_residuals(ev, s.t, s.x, s.xd, s.xdd, s.lam,
+                                   None if ev.k == 0 else s.u, tol)
+        if raise_on_error:
+            report.raise_if_failed(f"the reference motion of {self.model_name!r}")
+        return report
+
+    def __repr__(self) -> str:
+        return (f"Reference({self.model_name!r}, source={self.source!r}, n={self.n}, "
+                f"steady={self.steady}, period={self.period}, t_range={self.t_range})")
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def _build(cls, cm: Any, ev: ModelEvaluator, fx: _TimeFn, fxd: _TimeFn, fxdd: _TimeFn,
+               flam: _TimeFn | None, fu: _TimeFn, *, steady: bool, period: float | None,
+               t_range: tuple[float, float] | None, source: str, tol: float,
+               check_dynamics: bool, wrap_t0: float | None = None) -> "Reference":
+        ml = ev.m + ev.l
+        if flam is None:
+            p = ev.p
+
+            def flam(tt: NDArray[np.float64]) -> NDArray[np.float64]:
+                U = fu(tt) if ev.k else None
+                res = inverse_dynamics(cm, fx(tt), fxd(tt), fxdd(tt), U, p, tol=tol,
+                                       check=check_dynamics, t=tt)
+                return np.asarray(res.lam).reshape(tt.shape[0], ml)
+        ref = cls(coordinates=ev.coordinates, inputs=ev.inputs, constraints=ev.constraints,
+                  parameters=readonly(np.array(ev.p)), steady=bool(steady), period=period,
+                  t_range=t_range, model_name=ev.name, source=source, _fx=fx, _fxd=fxd,
+                  _fxdd=fxdd, _flam=flam, _fu=fu, _wrap_t0=wrap_t0)
+        # evaluate once at probe times: shapes, finiteness and (when requested) admissibility
+        probe = _probe_times(t_range, period)
+        for name, f, d in (("x", fx, ev.n), ("xd", fxd, ev.n), ("xdd", fxdd, ev.n),
+                           ("lam", flam, ml), ("u", fu, ev.k)):
+            val = np.asarray(f(probe), dtype=float)
+            if val.shape != (probe.size, d):
+                raise ReferenceMotionError(f"{name}(t) must give shape ({d},) per time, got "
+                                           f"{val.shape[1:]} (for {probe.size} times: {val.shape})")
+            check_finite(val, f"{name}(t)", error=ReferenceMotionError,
+                         where=f"at t in {probe.tolist()}")
+        return ref
+
+    @classmethod
+    def from_functions(cls, cm: Any, x: Any, xd: Any, xdd: Any, u: Any = None, lam: Any = None,
+                       p: ArrayLike | Mapping[str, float] | None = None, steady: bool = False,
+                       period: float | None = None, t_range: ArrayLike | None = None, *,
+                       tol: float = INVERSE_DYNAMICS_TOL) -> "Reference":
+        """Reference from functions of time.
+
+        Parameters
+        ----------
+        cm : CompiledModel
+        x, xd, xdd : callable ``t -> (n,)`` or constant ``(n,)`` array
+            ``x0(t)``, ``ẋ0(t)``, ``ẍ0(t)``. Functions may be scalar-only or vectorised
+            (``(N,) -> (N, n)``); this is detected.
+        u : callable ``t -> (k,)`` or ``(k,)`` array, optional
+            Inputs (zeros when omitted).
+        lam : callable ``t -> (m + l,)`` or array, optional
+            Multipliers; when omitted they come from inverse dynamics, Eq. (2.112), which also
+            checks that the motion is dynamically admissible with relative tolerance ``tol``.
+        p : (np,) array_like or mapping, optional
+            Parameters.
+        steady : bool
+            Time-invariant linearization (relative equilibrium).
+        period : float, optional
+        t_range : (t_start, t_end), optional
+            Outside it, evaluation raises :class:`TimeRangeError` (unless ``period`` is given).
+        tol : float
+            Relative tolerance of the inverse-dynamics admissibility check.
+
+        Raises
+        ------
+        ReferenceMotionError
+            Wrong shapes, non-finite values, or a motion that is not dynamically admissible
+            (when ``lam`` is omitted).
+        """
+        ev = ModelEvaluator(cm, p)
+        tr = _check_range(t_range)
+        T = _check_period(period)
+        probe = _probe_times(tr, T)
+        fx = _vectorize(x, ev.n, "x", probe)
+        fxd = _vectorize(xd, ev.n, "xd", probe)
+        fxdd = _vectorize(xdd, ev.n, "xdd", probe)
+        fu = _constant(np.zeros(ev.k)) if u is None else _vectorize(u, ev.k, "u", probe)
+        flam = None if lam is None else _vectorize(lam, ev.m + ev.l, "lam", probe)
+        return cls._build(cm, ev, fx, fxd, fxdd, flam, fu, steady=steady, period=T, t_range=tr,
+                          source="functions", tol=tol, check_dynamics=True)
+
+    @classmethod
+    def constant_velocity(cls, cm: Any, x0: ArrayLike, xd0: ArrayLike, u: ArrayLike | None = None,
+                          p: ArrayLike | Mapping[str, float] | None = None,
+                          lam: ArrayLike | None = None, t_range: ArrayLike | None = None, *,
+                          tol: float = INVERSE_DYNAMICS_TOL) -> "Reference":
+        """Steady motion ``x0(t) = x0 + ẋ0 t``, ``ẋ0`` constant, ``ẍ0 = 0`` (``steady=True``).
+
+        This is the form of the relative equilibria of the thesis (e.g. the bicycle's steady
+        forward motion, Eq. (4.148)), where the coordinates that grow are cyclic.
+        The multipliers come from inverse dynamics, Eq. (2.112), unless given.
+        """
+        ev = ModelEvaluator(cm, p)
+        X0 = ev.states(x0, "x0")[0]
+        XD0 = ev.states(xd0, "xd0")[0]
+        U = _constant(np.zeros(ev.k)) if u is None else _vectorize(u, ev.k, "u", np.zeros(3))
+
+        def fx(tt: NDArray[np.float64]) -> NDArray[np.float64]:
+            return X0[None, :] + tt[:, None] * XD0[None, :]
+        flam = None if lam is None else _vectorize(lam, ev.m + ev.l, "lam", np.zeros(3))
+        return cls._build(cm, ev, fx, _constant(XD0), _constant(np.zeros(ev.n)), flam, U,
+                          steady=True, period=None, t_range=_check_range(t_range),
+                          source="constant_velocity", tol=tol, check_dynamics=True)
+
+    @classmethod
+    def equilibrium(cls, cm: Any, x0: ArrayLike, u: ArrayLike | None = None,
+                    p: ArrayLike | Mapping[str, float] | None = None, *,
+                    tol: float = INVERSE_DYNAMICS_TOL) -> "Reference":
+        """Static equilibrium ``x0`` (constant, zero velocity), ``steady=True``."""
+        return cls.constant_velocity(cm, x0, np.zeros(int(cm.n)), u=u, p=p, tol=tol)
+
+    @classmethod
+    def from_samples(cls, cm: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike | None = None,
+                     xdd: ArrayLike | None = None, u: ArrayLike | None = None,
+                     p: ArrayLike | Mapping[str, float] | None = None, *,
+                     lam: ArrayLike | None = None, periodic: bool = False,
+                     u_interpolation: UInterpolation = "cubic",
+                     steady: bool = False) -> "Reference":
+        """Reference interpolated from samples, with consistent derivatives.
+
+        Parameters
+        ----------
+        cm : CompiledModel
+        t : (N,) array_like
+            Strictly increasing sample times.
+        x : (N, n) array_like
+        xd, xdd : (N, n) array_like, optional
+            With both: quintic Hermite interpolation (``scipy.interpolate.BPoly``) matching
+            ``x, ẋ, ẍ`` at every sample (C² curve). With ``xd`` only: ``ẍ`` at the samples from
+            a cubic spline of ``ẋ``, then the same quintic Hermite. With neither: a quintic
+            interpolating spline of ``x`` (C⁴, needs N ≥ 6). In every case ``xd(t)`` and
+            ``xdd(t)`` are the exact derivatives of the interpolant ``x(t)``.
+        u : (N, k) array_like, optional
+            Input samples, interpolated as ``u_interpolation`` says (``"previous"`` is a
+            zero-order hold).
+        p : parameters, optional
+        lam : (N, m + l) array_like, optional
+            Multiplier samples (cubic spline). When omitted, ``Λ0`` comes from inverse dynamics
+            Eq. (2.112) in least squares (``check=False``): interpolated data are not exactly
+            admissible; :meth:`check` reports how far they are.
+        periodic : bool
+            The samples cover exactly one period (the last sample equals the first); the
+            interpolant is periodic and times are wrapped.
+        steady : bool
+
+        Raises
+        ------
+        ReferenceMotionError
+            Wrong shapes, non-increasing times, too few samples, or ``periodic=True`` with end
+            samples that differ.
+        """
+        ev = ModelEvaluator(cm, p)
+        tt = as_float_array(t, "t (sample times)", ndim=1, error=ReferenceMotionError)
+        check_finite(tt, "t (sample times)", error=ReferenceMotionError)
+        N = tt.shape[0]
+        if N < 2 or np.any(np.diff(tt) <= 0):
+            raise ReferenceMotionError(f"t (sample times) must be strictly increasing with at least "
+                                       f"2 samples, got {N} samples"
+                                       + ("" if N < 2 else f" with min step {np.min(np.diff(tt)):.3g}"))
+
+        def samples(a: ArrayLike, d: int, what: str) -> NDArray[np.float64]:
+            arr = as_float_array(a, what, error=ReferenceMotionError)
+            if arr.ndim == 1 and d == 1:
+                arr = arr[:, None]
+            if arr.shape != (N, d):
+                raise ReferenceMotionError(f"{what} must have shape (N, {d}) = ({N}, {d}) to match "
+                                           f"t, got {arr.shape}")
+            return check_finite(arr, what, error=ReferenceMotionError)
+
+        X = samples(x, ev.n, "x (samples)")
+        XD = None if xd is None else samples(xd, ev.n, "xd (samples)")
+        XDD = None if xdd is None else samples(xdd, ev.n, "xdd (samples)")
+        if XDD is not None and XD is None:
+            raise ReferenceMotionError("xdd samples were given without xd samples; give xd as well "
+                                       "(or neither, to differentiate the spline of x)")
+        period = float(tt[-1] - tt[0]) if periodic else None
+        if periodic:
+            for what, arr in (("x", X), ("xd", XD), ("xdd", XDD)):
+                if arr is None:
+                    continue
+                gap = np.abs(arr[-1] - arr[0])
+                bad = gap > 1e-9 * (1.0 + np.abs(arr[0]))
+                if np.any(bad):
+                    names = [ev.coordinates[i] for i in np.flatnonzero(bad)]
+                    raise ReferenceMotionError(
+                        f"periodic=True needs the last sample to equal the first, but {what} differs "
+                        f"in {names} (max gap {np.max(gap):.3e}); sample exactly one period "
+                        "including both ends, or use periodic=False")
+        bc = "periodic" if periodic else "not-a-knot"
+        if XD is None:
+            if N < 6:
+                raise ReferenceMotionError(f"interpolating x alone uses a quintic spline and needs at "
+                                           f"least 6 samples, got {N}; give xd (and xdd) as well")
+            spl = make_interp_spline(tt, X, k=5, bc_type="periodic" if periodic else None)
+            d1, d2 = spl.derivative(1), spl.derivative(2)
+            fx = lambda s: spl(s)        # noqa: E731
+            fxd = lambda s: d1(s)        # noqa: E731
+            fxdd = lambda s: d2(s)       # noqa: E731
+        else:
+            if XDD is None:
+                XDD = CubicSpline(tt, XD, bc_type=bc if N > 3 or periodic else "natural"
+                                  ).derivative()(tt)
+            bp = BPoly.from_derivatives(tt, np.stack([X, XD, XDD], axis=1))   # quintic Hermite
+            b1, b2 = bp.derivative(1), bp.derivative(2)
+            fx = lambda s: bp(s)         # noqa: E731
+            fxd = lambda s: b1(s)        # noqa: E731
+            fxdd = lambda s: b2(s)       # noqa: E731
+        fu = (_constant(np.zeros(ev.k)) if u is None or ev.k == 0 else
+              _interp(tt, samples(u, ev.k, "u (samples)"), u_interpolation, periodic))
+        flam = None
+        if lam is not None:
+            flam = _interp(tt, samples(lam, ev.m + ev.l, "lam (samples)"), "cubic", periodic)
+        return cls._build(cm, ev, fx, fxd, fxdd, flam, fu, steady=steady, period=period,
+                          t_range=(float(tt[0]), float(tt[-1])), source="samples",
+                          tol=INVERSE_DYNAMICS_TOL, check_dynamics=False,
+                          wrap_t0=float(tt[0]) if periodic else None)
+
+    @classmethod
+    def from_simulation(cls, result: Any, *, u_interpolation: UInterpolation | None = None
+                        ) -> "Reference":
+        """Reference from a :class:`nhcontrol.simulate.SimulationResult`.
+
+        With the integrator's dense output (``forward_dynamics(..., dense_output=True)``, the
+        default) ``x0, ẋ0`` are the continuous extension of the integrator and ``ẍ0, Λ0`` solve
+        the same saddle-point system (2.119) at any time, with the simulation's inputs (so a
+        zero-order-hold input stays piecewise constant). Without dense output the samples are
+        interpolated by :meth:`from_samples` (quintic Hermite).
+        """
+        cm = result.model
+        ev = ModelEvaluator(cm, result.parameters)
+        tr = (float(result.t[0]), float(result.t[-1]))
+        if getattr(result, "has_dense_output", False):
+            def fx(tt: NDArray[np.float64]) -> NDArray[np.float64]:
+                return result.evaluate(tt).x
+
+            def fxd(tt: NDArray[np.float64]) -> NDArray[np.float64]:
+                return result.evaluate(tt).xd
+
+            def fxdd(tt: NDArray[np.float64]) -> NDArray[np.float64]:
+                return result.evaluate(tt).xdd
+
+            def flam(tt: NDArray[np.float64]) -> NDArray[np.float64]:
+                return result.evaluate(tt).lam
+
+            def fu(tt: NDArray[np.float64]) -> NDArray[np.float64]:
+                return result.evaluate(tt).u
+            return cls._build(cm, ev, fx, fxd, fxdd, flam, fu, steady=False, period=None,
+                              t_range=tr, source="simulation", tol=INVERSE_DYNAMICS_TOL,
+                              check_dynamics=False)
+        kind = u_interpolation or ("previous" if getattr(result, "sample_time", None) else "cubic")
+        t, keep = np.unique(np.asarray(result.t), return_index=True)
+        ref = cls.from_samples(cm, t, result.x[keep], result.xd[keep], result.xdd[keep],
+                               u=result.u[keep] if ev.k else None, p=result.parameters,
+                               lam=result.lam[keep], u_interpolation=kind)
+        return ref
+
+
+def _interp(t: NDArray[np.float64], y: NDArray[np.float64], kind: str, periodic: bool) -> _TimeFn:
+    """Vectorised interpolant of samples ``y (N, d)`` at ``t (N,)``."""
+    if kind == "cubic":
+        bc = "periodic" if periodic and np.allclose(y[-1], y[0]) else "not-a-knot"
+        if t.shape[0] < 4 and bc != "periodic":
+            bc = "natural"
+        cs = CubicSpline(t, y, bc_type=bc)
+        return lambda s: cs(s)   # noqa: E731
+    if kind == "linear":
+        def lin(s: NDArray[np.float64]) -> NDArray[np.float64]:
+            return np.stack([np.interp(s, t, y[:, j]) for j in range(y.shape[1])], axis=1)
+        return lin
+    if kind == "previous":
+        def zoh(s: NDArray[np.float64]) -> NDArray[np.float64]:
+            idx = np.clip(np.searchsorted(t, s, side="right") - 1, 0, t.shape[0] - 1)
+            return y[idx]
+        return zoh
+    raise ReferenceMotionError(f"u_interpolation must be 'cubic', 'linear' or 'previous', got {kind!r}")

@@ -1,0 +1,152 @@
+"""The index-1 equations of motion with Baumgarte stabilisation, Eq. (2.119).
+
+.. math::
+
+    \\begin{bmatrix} M & D^T \\\\ D & 0 \\end{bmatrix}
+    \\begin{bmatrix} \\ddot x \\\\ \\Lambda \\end{bmatrix} =
+    \\begin{bmatrix} Q \\\\ Q_d - 2\\alpha\\, D\\dot x - \\beta^2 [C; 0] \\end{bmatrix}
+
+with ``D ẋ = [Ċ; C_nh] = Q1`` and ``[C; 0] = Q2`` of Eq. (2.118); ``(α, β)`` are the thesis'
+``(β_e, γ_e)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from nhcontrol._util.errors import SolverError
+from nhcontrol._util.validation import COND_MAX
+from nhcontrol.reference._eval import ModelEvaluator
+from nhcontrol.reference._linalg import column_rank, format_sv
+
+__all__ = ["Dynamics"]
+
+
+class Dynamics:
+    """Fast single-point and stacked evaluation of Eq. (2.119) for one model and parameters.
+
+    Parameters
+    ----------
+    ev : ModelEvaluator
+    alpha, beta : float
+        Baumgarte constants (``β_e``, ``γ_e`` of Eq. (2.118)), in 1/s.
+    """
+
+    def __init__(self, ev: ModelEvaluator, alpha: float, beta: float) -> None:
+        self.ev = ev
+        self.n, self.m, self.l = ev.n, ev.m, ev.l
+        self.ml = ev.m + ev.l
+        self.alpha, self.beta = float(alpha), float(beta)
+        cm, p = ev.cm, ev.p
+        self._p = p
+        self._M, self._Q, self._D, self._Qd, self._C = cm.M, cm.Q, cm.D, cm.Qd, cm.C
+        s = self.n + self.ml
+        self._K = np.zeros((s, s))
+        self._r = np.zeros(s)
+
+    # ------------------------------------------------------------------ single point
+    def accel(self, t: float, x: NDArray[np.float64], xd: NDArray[np.float64],
+              u: NDArray[np.float64] | None) -> NDArray[np.float64]:
+        """Solve Eq. (2.119) at one point; returns ``[ẍ; Λ]`` of shape ``(n + m + l,)``."""
+        n, ml, p = self.n, self.ml, self._p
+        K, r = self._K, self._r
+        K[:n, :n] = self._M(x, u, p)
+        r[:n] = self._Q(x, xd, u, p)
+        if ml:
+            D = np.reshape(self._D(x, u, p), (ml, n))
+            K[:n, n:] = D.T
+            K[n:, :n] = D
+            g = np.reshape(self._Qd(x, xd, u, p), (ml,)) - (2.0 * self.alpha) * (D @ xd)
+            if self.m:
+                g[: self.m] -= (self.beta ** 2) * np.reshape(self._C(x, u, p), (self.m,))
+            r[n:] = g
+        try:
+            return np.linalg.solve(K, r)
+        except np.linalg.LinAlgError:
+            self.diagnose(t, x, u)
+            raise  # diagnose always raises; kept for type checkers
+
+    # ------------------------------------------------------------------ stacked
+    def stacked(self, X: NDArray[np.float64], XD: NDArray[np.float64],
+                U: NDArray[np.float64] | None) -> dict[str, NDArray[np.float64]]:
+        """Evaluate Eq. (2.119) and the drifts at ``N`` stacked points (batched solve)."""
+        ev, n, ml, N = self.ev, self.n, self.ml, X.shape[0]
+        M = ev.M(X, U)
+        Q = ev.Q(X, XD, U)
+        D = ev.D(X, U)
+        Qd = ev.Qd(X, XD, U)
+        C = ev.C(X, U)
+        Dxd = np.einsum("nij,nj->ni", D, XD)
+        K = np.zeros((N, n + ml, n + ml))
+        K[:, :n, :n] = M
+        K[:, :n, n:] = np.transpose(D, (0, 2, 1))
+        K[:, n:, :n] = D
+        g = Qd - 2.0 * self.alpha * Dxd
+        g[:, : self.m] -= self.beta ** 2 * C
+        rhs = np.concatenate([Q, g], axis=1)
+        sol = np.linalg.solve(K, rhs[..., None])[..., 0]
+        sv = np.linalg.svd(K, compute_uv=False)
+        cond = sv[:, 0] / np.maximum(sv[:, -1], np.finfo(float).tiny)
+        return {
+            "xdd": sol[:, :n], "lam": sol[:, n:],
+            "C": C, "Dxd": Dxd, "Bxd": Dxd[:, self.m:], "cond": cond,
+        }
+
+    # ------------------------------------------------------------------ conditioning
+    def check_conditioning(self, t: float, x: NDArray[np.float64],
+                           u: NDArray[np.float64] | None) -> float:
+        """Condition number of the saddle-point matrix at ``x``; raises if above ``COND_MAX``."""
+        K = self._assemble(x, u)
+        s = np.linalg.svd(K, compute_uv=False)
+        cond = float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
+        if not cond < COND_MAX:
+            self.diagnose(t, x, u, cond=cond, sv=s)
+        return cond
+
+    def _assemble(self, x: NDArray[np.float64], u: NDArray[np.float64] | None) -> NDArray:
+        n, ml, p = self.n, self.ml, self._p
+        K = np.zeros((n + ml, n + ml))
+        K[:n, :n] = self._M(x, u, p)
+        if ml:
+            D = np.reshape(self._D(x, u, p), (ml, n))
+            K[:n, n:] = D.T
+            K[n:, :n] = D
+        return K
+
+    def diagnose(self, t: float, x: NDArray[np.float64], u: NDArray[np.float64] | None,
+                 cond: float | None = None, sv: NDArray | None = None) -> None:
+        """Raise :class:`SolverError` explaining why the saddle-point matrix is singular."""
+        ev, n, ml = self.ev, self.n, self.ml
+        K = self._assemble(x, u)
+        if sv is None:
+            sv = np.linalg.svd(K, compute_uv=False)
+        if cond is None:
+            cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else float("inf")
+        head = (f"the saddle-point matrix [[M, Dᵀ], [D, 0]] of Eq. (2.119) of model {ev.name!r} is "
+                f"singular at t = {t:.6g} (cond = {cond:.3g} >= {COND_MAX:.0e}, singular values "
+                f"{format_sv(sv[::-1])} smallest first)")
+        if ml:
+            D = K[n:, :n]
+            rk = column_rank(D.T, ev.constraints)
+            if rk.rank < ml:
+                raise SolverError(
+                    f"{head}: the constraints are redundant, rank D = {rk.rank} < m + l = {ml} "
+                    f"(singular values of D {format_sv(rk.singular_values)}, tol {rk.tol:.3g}); "
+                    f"redundant constraints: {list(rk.redundant)}. Remove them from the model "
+                    "(or choose independent ones); the multipliers of redundant constraints are "
+                    "not determined.")
+            # D of full rank: M must be positive definite on the null space of D
+            _, s_D, Vh = np.linalg.svd(D)
+            T = Vh[rk.rank:].T
+        else:
+            T = np.eye(n)
+        Mr = T.T @ K[:n, :n] @ T
+        s_M = np.linalg.svd(Mr, compute_uv=False) if Mr.size else np.zeros(0)
+        raise SolverError(
+            f"{head}: D has full rank, but the mass matrix is singular on the admissible "
+            f"motions (null space of D): singular values of Tᵀ M T {format_sv(s_M[::-1])} "
+            "smallest first. Check the masses and inertias (a coordinate without inertia) and "
+            "the parameters p.")

@@ -1,0 +1,372 @@
+"""Nonlinear forward dynamics: the index-1 DAE with Baumgarte stabilisation, Eq. (2.119).
+
+Open loop (constant or time-varying inputs), continuous feedback, or a discrete controller with
+zero-order hold (the closed loops of Ch. 8: a discrete LQR/MPC on the nonlinear plant). The
+integration between two controller instants is one ``scipy.integrate.solve_ivp`` call with a
+constant input, so the right-hand side is smooth on every piece.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.integrate import solve_ivp
+
+from nhcontrol._util.errors import SolverError
+from nhcontrol._util.validation import COND_MAX, as_float_array, check_finite, readonly
+from nhcontrol.reference._eval import ModelEvaluator
+
+from ._dynamics import Dynamics
+from .result import SimulationResult
+
+__all__ = ["forward_dynamics", "DEFAULT_BAUMGARTE", "ConditioningWarning"]
+
+#: Default Baumgarte constants ``(α, β)`` in 1/s: ``C̈ + 2α Ċ + β² C = 0`` is critically
+#: damped with a double pole at ``-5`` 1/s, and ``d(B ẋ)/dt + 2α B ẋ = 0`` decays at 10 1/s.
+DEFAULT_BAUMGARTE = (5.0, 5.0)
+
+Method = Literal["DOP853", "RK45", "Radau", "LSODA", "BDF"]
+
+
+class ConditioningWarning(UserWarning):
+    """The saddle-point matrix of Eq. (2.119) became ill conditioned during a simulation."""
+
+
+def _velocity_names(cm: Any) -> tuple[str, ...]:
+    vel = tuple(getattr(cm, "velocities", ()) or ())
+    if len(vel) != int(cm.n):
+        vel = tuple(f"{c}_d" for c in cm.coordinates)
+    return vel
+
+
+def _as_input_function(u: Any, ev: ModelEvaluator, t0: float) -> Callable[[float], NDArray]:
+    """Turn ``u`` (None, constant array, callable u(t), Reference) into ``t -> (k,)``."""
+    k = ev.k
+    if u is None:
+        zero = np.zeros(k)
+        return lambda t: zero
+    if hasattr(u, "u") and hasattr(u, "sample") and callable(u.u):   # a Reference
+        u = u.u
+    if callable(u):
+        probe = np.asarray(u(t0), dtype=float).reshape(-1)
+        if probe.shape != (k,):
+            raise SolverError(f"u(t) must return {k} inputs {list(ev.inputs)}, got shape "
+                              f"{np.shape(u(t0))} at t = {t0:.6g}")
+        return lambda t: np.asarray(u(t), dtype=float).reshape(k)
+    arr = as_float_array(u, "u (inputs)", error=SolverError).reshape(-1)
+    if arr.shape != (k,):
+        raise SolverError(f"u (inputs) must have {k} entries {list(ev.inputs)}, got "
+                          f"{np.shape(u)}; pass a constant array, a callable u(t) or a Reference")
+    arr = check_finite(arr, "u (inputs)", error=SolverError)
+    return lambda t: arr
+
+
+def _wrap_events(events: Any, n: int) -> list:
+    if events is None:
+        return []
+    evs = list(events) if isinstance(events, (list, tuple)) else [events]
+    out = []
+    for e in evs:
+        if not callable(e):
+            raise SolverError(f"events must be callables event(t, x, xd) -> float, got {e!r}")
+
+        def w(t: float, y: NDArray, _e: Any = e) -> float:
+            return float(_e(t, y[:n], y[n:]))
+        w.terminal = getattr(e, "terminal", False)      # type: ignore[attr-defined]
+        w.direction = getattr(e, "direction", 0.0)      # type: ignore[attr-defined]
+        out.append(w)
+    return out
+
+
+def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: ArrayLike, *,
+                     u: Any = None, p: ArrayLike | Mapping[str, float] | None = None,
+                     baumgarte: tuple[float, float] = DEFAULT_BAUMGARTE,
+                     method: Method = "DOP853", rtol: float = 1e-10, atol: float = 1e-12,
+                     t_eval: ArrayLike | None = None,
+                     controller: Callable[[float, NDArray, NDArray], ArrayLike] | None = None,
+                     sample_time: float | None = None, events: Any = None,
+                     dense_output: bool = True, max_step: float = math.inf,
+                     check_initial: bool = True) -> SimulationResult:
+    r"""Integrate the equations of motion (index-1 DAE with Baumgarte stabilisation).
+
+    At every right-hand-side evaluation the saddle-point system of Eq. (2.119) is solved
+
+    .. math::
+
+        \begin{bmatrix} M(x,u) & D^T(x,u) \\ D(x,u) & 0 \end{bmatrix}
+        \begin{bmatrix} \ddot x \\ \Lambda \end{bmatrix} =
+        \begin{bmatrix} Q(x,\dot x,u) \\
+        Q_d(x,\dot x) - 2\alpha\,D(x)\dot x - \beta^2 \begin{bmatrix} C(x) \\ 0 \end{bmatrix}
+        \end{bmatrix},
+
+    which is Eq. (2.119) with ``D ẋ = [Ċ; C_nh] = Q1`` and ``[C; 0] = Q2`` (Eq. (2.118));
+    ``(α, β)`` are the thesis' ``(β_e, γ_e)``. The holonomic constraints then obey
+    ``C̈ + 2α Ċ + β² C = 0`` and the nonholonomic ones ``d(B ẋ)/dt + 2α B ẋ = 0``.
+
+    Parameters
+    ----------
+    cm : CompiledModel
+        The model (kernels ``M, Q, C, D, Qd``).
+    t_span : (t0, tf)
+        Integration interval.
+    x0, xd0 : (n,) array_like
+        Initial coordinates and velocities (make them consistent with
+        :func:`consistent_initial_conditions`; Baumgarte pulls inconsistent ones back).
+    u : (k,) array_like, callable ``u(t) -> (k,)`` or Reference, optional
+        Open-loop inputs (zeros when omitted). A ``Reference`` contributes its ``u0(t)``.
+    p : (np,) array_like or mapping, optional
+        Parameters (defaults when omitted).
+    baumgarte : (float, float)
+        ``(α, β)`` in 1/s, both ``>= 0``; ``(0, 0)`` integrates the plain index-1 form
+        (Eqs. (2.115)-(2.116)).
+    method : {"DOP853", "RK45", "Radau", "LSODA", "BDF"}
+        ``scipy.integrate.solve_ivp`` method.
+    rtol, atol : float
+        Integration tolerances.
+    t_eval : (N,) array_like, optional
+        Output times (within ``t_span``); default: the integrator's steps.
+    controller : callable ``controller(t, x, xd) -> (k,)``, optional
+        Feedback. With ``sample_time`` it is called at ``t0, t0 + h, ...`` and its output held
+        constant (zero-order hold) until the next instant; without, it is evaluated
+        continuously in the right-hand side. Cannot be combined with ``u``.
+    sample_time : float, optional
+        Period ``h`` of the discrete controller.
+    events : callable ``event(t, x, xd) -> float`` or list of them, optional
+        Like ``solve_ivp`` events (attributes ``terminal``, ``direction`` are honoured).
+    dense_output : bool
+        Keep the integrator's continuous extension (for :meth:`SimulationResult.evaluate` and
+        ``Reference.from_simulation``).
+    max_step : float
+        Largest integrator step.
+    check_initial : bool
+        Check the conditioning of the saddle-point matrix at ``x0`` (raises if singular).
+
+    Returns
+    -------
+    SimulationResult
+
+    Raises
+    ------
+    SolverError
+        Bad arguments; a singular saddle-point matrix (the message names the redundant
+        constraints, or reports that ``M`` is singular on the admissible motions); a failed
+        integration.
+
+    Warns
+    -----
+    ConditioningWarning
+        The saddle-point matrix had a condition number above ``COND_MAX`` at some output time.
+
+    Examples
+    --------
+    >>> res = forward_dynamics(cm, (0.0, 5.0), x0, xd0)          # doctest: +SKIP
+    >>> res.max_holonomic_drift < 1e-8                             # doctest: +SKIP
+    True
+    """
+    ev = ModelEvaluator(cm, p)
+    n, k = ev.n, ev.k
+    span = as_float_array(t_span, "t_span", shape=(2,), error=SolverError)
+    t0, tf = float(span[0]), float(span[1])
+    if not (np.isfinite(t0) and np.isfinite(tf) and tf > t0):
+        raise SolverError(f"t_span must be (t0, tf) with tf > t0, got {span.tolist()}")
+    X0 = ev.states(x0, "x0 (initial coordinates)", error=SolverError)
+    XD0 = ev.states(xd0, "xd0 (initial velocities)", error=SolverError)
+    if X0.shape[0] != 1 or XD0.shape[0] != 1:
+        raise SolverError(f"x0 and xd0 must be single points of shape ({n},), got "
+                          f"{np.shape(x0)} and {np.shape(xd0)}")
+    try:
+        alpha, beta = (float(b) for b in baumgarte)
+    except (TypeError, ValueError) as exc:
+        raise SolverError(f"baumgarte must be a pair (alpha, beta) of numbers, got {baumgarte!r}"
+                          ) from exc
+    if not (alpha >= 0 and beta >= 0 and math.isfinite(alpha) and math.isfinite(beta)):
+        raise SolverError(f"Baumgarte constants (alpha, beta) must be finite and >= 0, got "
+                          f"({alpha}, {beta}); e.g. baumgarte={DEFAULT_BAUMGARTE}")
+    if method not in ("DOP853", "RK45", "Radau", "LSODA", "BDF"):
+        raise SolverError(f"method must be one of 'DOP853', 'RK45', 'Radau', 'LSODA', 'BDF', got "
+                          f"{method!r}")
+    if controller is not None and u is not None:
+        raise SolverError("give either open-loop inputs u or a controller, not both; put a "
+                          "feed-forward inside the controller (u_k = u_ref(t_k) + δu_k)")
+    if controller is not None and not callable(controller):
+        raise SolverError(f"controller must be a callable controller(t, x, xd) -> u, got "
+                          f"{type(controller).__name__}")
+    if sample_time is not None:
+        h = float(sample_time)
+        if controller is None:
+            raise SolverError("sample_time is the period of a discrete controller; pass "
+                              "controller=... as well (open-loop inputs need no sample_time)")
+        if not (math.isfinite(h) and h > 0):
+            raise SolverError(f"sample_time must be a positive number of seconds, got {sample_time!r}")
+    te = None
+    if t_eval is not None:
+        te = as_float_array(t_eval, "t_eval", ndim=1, error=SolverError)
+        slack = 1e-12 * max(1.0, tf - t0)
+        if te.size == 0 or np.any(np.diff(te) < 0) or te[0] < t0 - slack or te[-1] > tf + slack:
+            raise SolverError(f"t_eval must be non-empty, sorted and inside t_span = [{t0:g}, "
+                              f"{tf:g}], got {te.size} times in [{te.min() if te.size else 0:g}, "
+                              f"{te.max() if te.size else 0:g}]")
+        te = np.clip(te, t0, tf)
+    dyn = Dynamics(ev, alpha, beta)
+    y0 = np.concatenate([X0[0], XD0[0]])
+
+    def check_u(val: Any, t: float) -> NDArray[np.float64]:
+        arr = np.asarray(val, dtype=float).reshape(-1)
+        if arr.shape != (k,) or not np.all(np.isfinite(arr)):
+            raise SolverError(f"controller(t, x, xd) at t = {t:.6g} must return {k} finite inputs "
+                              f"{list(ev.inputs)}, got {np.asarray(val).tolist()!r}")
+        return arr
+
+    # ---- input law of each segment: ufun(t, x, xd) (scalar) and its vectorised version
+    if controller is None:
+        u_of_t = _as_input_function(u, ev, t0)
+        seg_law = [("open", u_of_t)]
+    elif sample_time is None:
+        seg_law = [("feedback", controller)]
+    else:
+        seg_law = []
+    if check_initial:
+        u_init = (u_of_t(t0) if controller is None else
+                  check_u(controller(t0, X0[0].copy(), XD0[0].copy()), t0) if sample_time is None
+                  else None)
+        if u_init is not None or k == 0:
+            dyn.check_conditioning(t0, X0[0], u_init if k else None)
+
+    wrapped_events = _wrap_events(events, n)
+    nfev = 0
+    segments: list = []
+    t_out: list[NDArray] = []
+    y_out: list[NDArray] = []
+    ev_times: list[list[NDArray]] = [[] for _ in wrapped_events]
+    ctrl_t: list[float] = []
+    ctrl_u: list[NDArray] = []
+    status, message = 0, "reached the end of t_span"
+    dense = dense_output or te is not None
+
+    def integrate(a: float, b: float, y: NDArray, rhs: Callable, first: float | None) -> Any:
+        opts: dict[str, Any] = dict(method=method, rtol=rtol, atol=atol, dense_output=dense,
+                                    events=wrapped_events or None, max_step=max_step)
+        if first is not None and method in ("DOP853", "RK45", "Radau", "BDF", "LSODA"):
+            opts["first_step"] = min(first, b - a)
+        sol = solve_ivp(rhs, (a, b), y, **opts)
+        if sol.status == -1:
+            raise SolverError(f"the integration of model {ev.name!r} failed at t = {sol.t[-1]:.6g} "
+                              f"(interval [{a:.6g}, {b:.6g}]): {sol.message}. Try method='Radau' "
+                              "for stiff problems, smaller Baumgarte constants or looser rtol/atol")
+        return sol
+
+    def make_rhs(ufun: Callable[[float, NDArray, NDArray], NDArray | None]) -> Callable:
+        def rhs(t: float, y: NDArray) -> NDArray:
+            x, xd = y[:n], y[n:]
+            sol = dyn.accel(t, x, xd, ufun(t, x, xd))
+            return np.concatenate([xd, sol[:n]])
+        return rhs
+
+    none = None
+    if sample_time is None:
+        kind, law = seg_law[0]
+        if kind == "open":
+            ufun = (lambda t, x, xd: none) if k == 0 else (lambda t, x, xd: u_of_t(t))
+
+            def uvec(tt: NDArray, X: NDArray, XD: NDArray) -> NDArray:
+                return np.array([u_of_t(ti) for ti in tt]).reshape(tt.size, k)
+        else:
+            def ufun(t: float, x: NDArray, xd: NDArray) -> NDArray:
+                return check_u(law(t, x.copy(), xd.copy()), t)
+
+            def uvec(tt: NDArray, X: NDArray, XD: NDArray) -> NDArray:
+                return np.array([ufun(ti, X[i], XD[i]) for i, ti in enumerate(tt)]
+                                ).reshape(tt.size, k)
+        sol = integrate(t0, tf, y0, make_rhs(ufun), None)
+        nfev += sol.nfev
+        segments.append((t0, float(sol.t[-1]), sol.sol if dense else None, uvec))
+        t_out.append(sol.t)
+        y_out.append(sol.y.T)
+        for i, tev in enumerate(sol.t_events or []):
+            ev_times[i].append(tev)
+        if sol.status == 1:
+            status, message = 1, f"a terminal event stopped the integration at t = {sol.t[-1]:.6g}"
+    else:
+        h = float(sample_time)
+        nseg = max(1, int(math.ceil((tf - t0) / h - 1e-9)))
+        y = y0
+        first = None
+        for j in range(nseg):
+            a = t0 + j * h
+            b = tf if j == nseg - 1 else t0 + (j + 1) * h
+            uk = check_u(controller(a, y[:n].copy(), y[n:].copy()), a)   # type: ignore[misc]
+            if j == 0 and check_initial:
+                dyn.check_conditioning(a, y[:n], uk if k else None)
+            ctrl_t.append(a)
+            ctrl_u.append(uk)
+            uk_arg = uk if k else None
+            sol = integrate(a, b, y, make_rhs(lambda t, x, xd, _u=uk_arg: _u), first)
+            nfev += sol.nfev
+            if sol.t.size >= 2:
+                first = float(sol.t[-1] - sol.t[-2])
+
+            def uvec(tt: NDArray, X: NDArray, XD: NDArray, _u: NDArray = uk) -> NDArray:
+                return np.broadcast_to(_u, (tt.size, k)).copy()
+            segments.append((a, float(sol.t[-1]), sol.sol if dense else None, uvec))
+            last = j == nseg - 1 or sol.status == 1
+            t_out.append(sol.t if last else sol.t[:-1])
+            y_out.append(sol.y.T if last else sol.y.T[:-1])
+            for i, tev in enumerate(sol.t_events or []):
+                ev_times[i].append(tev)
+            y = sol.y[:, -1].copy()
+            if sol.status == 1:
+                status, message = 1, f"a terminal event stopped the integration at t = {sol.t[-1]:.6g}"
+                break
+
+    # ---- outputs
+    T = np.concatenate(t_out)
+    Y = np.concatenate(y_out)
+    if te is not None:
+        t_end = segments[-1][1]
+        te_use = te[te <= t_end + 1e-12 * max(1.0, tf - t0)]
+        starts = np.array([s[0] for s in segments])
+        idx = np.clip(np.searchsorted(starts, te_use, side="right") - 1, 0, len(segments) - 1)
+        Y = np.empty((te_use.size, 2 * n))
+        for j in np.unique(idx):
+            sel = idx == j
+            Y[sel] = segments[j][2](np.clip(te_use[sel], segments[j][0], segments[j][1])).T
+        T = te_use
+    starts = np.array([s[0] for s in segments])
+    idx = np.clip(np.searchsorted(starts, T, side="right") - 1, 0, len(segments) - 1)
+    U = np.zeros((T.size, k))
+    if k:
+        for j in np.unique(idx):
+            sel = idx == j
+            U[sel] = segments[j][3](T[sel], Y[sel, :n], Y[sel, n:])
+    X, XD = Y[:, :n], Y[:, n:]
+    out = dyn.stacked(X, XD, U if k else None)
+    if np.any(out["cond"] >= COND_MAX):
+        i = int(np.argmax(out["cond"]))
+        warnings.warn(f"the saddle-point matrix of Eq. (2.119) is ill conditioned at t = {T[i]:.6g} "
+                      f"(cond = {out['cond'][i]:.3g} >= {COND_MAX:.0e}): accelerations and "
+                      "multipliers there are unreliable (redundant constraints or a singular "
+                      "configuration)", ConditioningWarning, stacklevel=2)
+
+    def rowmax(a: NDArray) -> NDArray:
+        return np.max(np.abs(a), axis=1) if a.shape[1] else np.zeros(a.shape[0])
+
+    if not dense_output:
+        segments = [(s[0], s[1], None, s[3]) for s in segments]
+    return SimulationResult(
+        t=readonly(np.array(T)), x=readonly(np.array(X)), xd=readonly(np.array(XD)),
+        xdd=readonly(out["xdd"]), lam=readonly(out["lam"]), u=readonly(U),
+        holonomic_drift=readonly(rowmax(out["C"])), nonholonomic_drift=readonly(rowmax(out["Bxd"])),
+        velocity_drift=readonly(rowmax(out["Dxd"])), condition=readonly(out["cond"]),
+        coordinates=ev.coordinates, velocities=_velocity_names(cm), inputs=ev.inputs,
+        constraints=ev.constraints, model=cm, parameters=readonly(np.array(ev.p)),
+        baumgarte=(alpha, beta), method=method,
+        sample_time=None if sample_time is None else float(sample_time),
+        control_times=readonly(np.array(ctrl_t, dtype=float)),
+        control_inputs=readonly(np.array(ctrl_u, dtype=float).reshape(len(ctrl_u), k)),
+        t_events=tuple(readonly(np.concatenate(e) if e else np.zeros(0)) for e in ev_times),
+        status=status, message=message, nfev=int(nfev), _segments=tuple(segments), _dynamics=dyn)

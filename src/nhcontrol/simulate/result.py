@@ -1,0 +1,206 @@
+"""Results of the nonlinear forward simulation (:func:`forward_dynamics`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import control
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from nhcontrol._util.errors import SolverError
+from nhcontrol._util.validation import readonly
+
+__all__ = ["SimulationResult", "SimulationSamples"]
+
+
+@dataclass(frozen=True)
+class SimulationSamples:
+    """A simulated trajectory evaluated at times ``t`` (dense output).
+
+    Attributes
+    ----------
+    t : (N,) ndarray
+    x, xd, xdd : (N, n) ndarray
+    lam : (N, m + l) ndarray
+    u : (N, k) ndarray
+    """
+
+    t: NDArray[np.float64]
+    x: NDArray[np.float64]
+    xd: NDArray[np.float64]
+    xdd: NDArray[np.float64]
+    lam: NDArray[np.float64]
+    u: NDArray[np.float64]
+
+
+@dataclass(frozen=True, eq=False)
+class SimulationResult:
+    """A forward simulation of the index-1 equations of motion, Eq. (2.119).
+
+    Attributes
+    ----------
+    t : (N,) ndarray
+        Output times (``t_eval`` or the integrator's steps).
+    x, xd, xdd : (N, n) ndarray
+        Coordinates, velocities, accelerations.
+    lam : (N, m + l) ndarray
+        Lagrange multipliers (holonomic first); reactions are ``-Dᵀ Λ``.
+    u : (N, k) ndarray
+        Inputs applied at ``t`` (right-continuous for a zero-order hold).
+    holonomic_drift : (N,) ndarray
+        ``max_i |C_i(x)|`` (Eq. (2.109)); zeros when ``m = 0``.
+    nonholonomic_drift : (N,) ndarray
+        ``max_i |(B ẋ)_i|`` (Eq. (2.110)); zeros when ``l = 0``.
+    velocity_drift : (N,) ndarray
+        ``max_i |(D ẋ)_i|`` (Eq. (2.114)).
+    condition : (N,) ndarray
+        Condition number of ``[[M, Dᵀ], [D, 0]]`` at each output time.
+    coordinates, velocities, inputs, constraints : tuple of str
+    model : CompiledModel
+        The model simulated (kept for :meth:`evaluate` and ``Reference.from_simulation``).
+    parameters : (np,) ndarray
+    baumgarte : (float, float)
+        ``(α, β)`` (thesis ``β_e``, ``γ_e``).
+    method : str
+    sample_time : float or None
+        Zero-order-hold period of the discrete controller.
+    control_times : (K,) ndarray
+        Instants at which the discrete controller was called.
+    control_inputs : (K, k) ndarray
+        The inputs it returned (held until the next instant).
+    t_events : tuple of ndarray
+        Event times, one array per event function.
+    status : int
+        0: reached the end; 1: a terminal event stopped the integration.
+    message : str
+    nfev : int
+        Right-hand-side evaluations.
+    """
+
+    t: NDArray[np.float64]
+    x: NDArray[np.float64]
+    xd: NDArray[np.float64]
+    xdd: NDArray[np.float64]
+    lam: NDArray[np.float64]
+    u: NDArray[np.float64]
+    holonomic_drift: NDArray[np.float64]
+    nonholonomic_drift: NDArray[np.float64]
+    velocity_drift: NDArray[np.float64]
+    condition: NDArray[np.float64]
+    coordinates: tuple[str, ...]
+    velocities: tuple[str, ...]
+    inputs: tuple[str, ...]
+    constraints: tuple[str, ...]
+    model: Any = field(repr=False)
+    parameters: NDArray[np.float64] = field(repr=False)
+    baumgarte: tuple[float, float]
+    method: str
+    sample_time: float | None
+    control_times: NDArray[np.float64] = field(repr=False)
+    control_inputs: NDArray[np.float64] = field(repr=False)
+    t_events: tuple[NDArray[np.float64], ...] = field(repr=False)
+    status: int
+    message: str
+    nfev: int
+    _segments: tuple = field(repr=False, default=())
+    _dynamics: Any = field(repr=False, default=None)
+
+    # ------------------------------------------------------------------ summaries
+    @property
+    def max_holonomic_drift(self) -> float:
+        """``max_t |C|``."""
+        return float(np.max(self.holonomic_drift)) if self.t.size else 0.0
+
+    @property
+    def max_nonholonomic_drift(self) -> float:
+        """``max_t |B ẋ|``."""
+        return float(np.max(self.nonholonomic_drift)) if self.t.size else 0.0
+
+    @property
+    def max_velocity_drift(self) -> float:
+        """``max_t |D ẋ|``."""
+        return float(np.max(self.velocity_drift)) if self.t.size else 0.0
+
+    @property
+    def max_drift(self) -> float:
+        """Largest of the holonomic and velocity drifts."""
+        return max(self.max_holonomic_drift, self.max_velocity_drift)
+
+    @property
+    def states(self) -> tuple[str, ...]:
+        """State names ``coordinates + velocities`` (the order of ``to_response().states``)."""
+        return self.coordinates + self.velocities
+
+    @property
+    def has_dense_output(self) -> bool:
+        """True when the integrator's continuous extension was kept (see :meth:`evaluate`)."""
+        return bool(self._segments) and all(s[2] is not None for s in self._segments)
+
+    def __str__(self) -> str:
+        return (f"SimulationResult of {len(self.t)} samples on t in [{self.t[0]:.6g}, "
+                f"{self.t[-1]:.6g}] ({self.method}, Baumgarte α = {self.baumgarte[0]:g}, "
+                f"β = {self.baumgarte[1]:g}, nfev = {self.nfev}): max |C| = "
+                f"{self.max_holonomic_drift:.2e}, max |B ẋ| = {self.max_nonholonomic_drift:.2e}, "
+                f"max |D ẋ| = {self.max_velocity_drift:.2e}; {self.message}")
+
+    # ------------------------------------------------------------------ dense evaluation
+    def evaluate(self, t: ArrayLike) -> SimulationSamples:
+        """The trajectory at arbitrary times in the simulated interval (dense output).
+
+        ``x, ẋ`` come from the integrator's continuous extension, ``ẍ, Λ`` from solving
+        Eq. (2.119) there with the input that was applied (zero-order hold: the held value).
+
+        Raises
+        ------
+        SolverError
+            The simulation was run with ``dense_output=False``, or ``t`` is outside the
+            simulated interval.
+        """
+        if not self.has_dense_output:
+            raise SolverError("this simulation kept no dense output; rerun forward_dynamics with "
+                              "dense_output=True (the default) to evaluate between samples")
+        tt = np.atleast_1d(np.asarray(t, dtype=float))
+        lo, hi = self._segments[0][0], self._segments[-1][1]
+        slack = 1e-12 * max(1.0, abs(hi - lo))
+        if tt.size and (tt.min() < lo - slack or tt.max() > hi + slack):
+            raise SolverError(f"t must lie in the simulated interval [{lo:.6g}, {hi:.6g}], got "
+                              f"[{tt.min():.6g}, {tt.max():.6g}]")
+        tt = np.clip(tt, lo, hi)
+        n = len(self.coordinates)
+        starts = np.array([s[0] for s in self._segments])
+        idx = np.clip(np.searchsorted(starts, tt, side="right") - 1, 0, len(self._segments) - 1)
+        Y = np.empty((tt.size, 2 * n))
+        U = np.empty((tt.size, len(self.inputs)))
+        for j in np.unique(idx):
+            sel = idx == j
+            _, _, sol, ufun = self._segments[j]
+            Y[sel] = sol(tt[sel]).T
+            U[sel] = ufun(tt[sel], Y[sel, :n], Y[sel, n:])
+        X, XD = Y[:, :n], Y[:, n:]
+        out = self._dynamics.stacked(X, XD, U if self.inputs else None)
+        return SimulationSamples(t=readonly(tt), x=readonly(X), xd=readonly(XD),
+                                 xdd=readonly(out["xdd"]), lam=readonly(out["lam"]),
+                                 u=readonly(U))
+
+    # ------------------------------------------------------------------ python-control
+    def to_response(self) -> control.TimeResponseData:
+        """The trajectory as a python-control ``TimeResponseData``.
+
+        States are ``[x; ẋ]`` named after the coordinates and velocities, the outputs equal the
+        states (same names with a ``y_`` prefix is *not* used: outputs are labelled like the
+        states), inputs are named after the model's inputs.
+        """
+        states = np.vstack([self.x.T, self.xd.T])
+        return control.TimeResponseData(
+            self.t, states, states, self.u.T,
+            output_labels=list(self.states), state_labels=list(self.states),
+            input_labels=list(self.inputs), title=f"forward dynamics of {self.model_name}",
+            sysname=self.model_name, success=self.status >= 0, message=self.message,
+            plot_inputs=bool(self.inputs))
+
+    @property
+    def model_name(self) -> str:
+        """Name of the simulated model."""
+        return str(getattr(self.model, "name", "model"))
