@@ -19,3 +19,11 @@ __all__ = [
 ]
 
 # Other analysis modules append their imports below (e.g. stability sweeps).
+from .stability import (CriticalPoint, EigenvalueSweep, StructuralZeros, charpoly,  # noqa: E402
+                        critical_points, eigenvalues_vs_parameter, match_spectra,
+                        spectral_abscissa, structural_zeros)
+
+__all__ += [
+    "CriticalPoint", "EigenvalueSweep", "StructuralZeros", "charpoly", "critical_points",
+    "eigenvalues_vs_parameter", "match_spectra", "spectral_abscissa", "structural_zeros",
+]
