@@ -43,6 +43,7 @@ class Dynamics:
         cm, p = ev.cm, ev.p
         self._p = p
         self._M, self._Q, self._D, self._Qd, self._C = cm.M, cm.Q, cm.D, cm.Qd, cm.C
+        self._fused = getattr(cm, "dynamics_terms", None)
         s = self.n + self.ml
         self._K = np.zeros((s, s))
         self._r = np.zeros(s)
@@ -53,13 +54,21 @@ class Dynamics:
         """Solve Eq. (2.119) at one point; returns ``[ẍ; Λ]`` of shape ``(n + m + l,)``."""
         n, ml, p = self.n, self.ml, self._p
         K, r = self._K, self._r
-        K[:n, :n] = self._M(x, u, p)
-        r[:n] = self._Q(x, xd, u, p)
+        if self._fused is not None:                 # one generated function for M, Q, D, Qd
+            terms = self._fused(x, xd, u, p)
+            K[:n, :n] = terms.M
+            r[:n] = terms.Q
+            D, Qd = terms.D, terms.Qd
+        else:
+            K[:n, :n] = self._M(x, u, p)
+            r[:n] = self._Q(x, xd, u, p)
+            D = self._D(x, u, p) if ml else None
+            Qd = self._Qd(x, xd, u, p) if ml else None
         if ml:
-            D = np.reshape(self._D(x, u, p), (ml, n))
+            D = np.reshape(D, (ml, n))
             K[:n, n:] = D.T
             K[n:, :n] = D
-            g = np.reshape(self._Qd(x, xd, u, p), (ml,)) - (2.0 * self.alpha) * (D @ xd)
+            g = np.reshape(Qd, (ml,)) - (2.0 * self.alpha) * (D @ xd)
             if self.m:
                 g[: self.m] -= (self.beta ** 2) * np.reshape(self._C(x, u, p), (self.m,))
             r[n:] = g
