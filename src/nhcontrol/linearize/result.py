@@ -13,14 +13,19 @@ from numpy.typing import NDArray
 from .._util.errors import LinearSystemError
 from .._util.validation import readonly
 
-__all__ = ["LinearizationResult", "SpuriousIdentification", "SPURIOUS_RTOL",
+__all__ = ["LinearizationResult", "SpuriousIdentification", "SPURIOUS_RTOL", "ZERO_RTOL",
            "identify_spurious"]
 
 #: Relative tolerance (w.r.t. ``max(1, ‖A‖)``) under which a coupling block is called zero
 #: when the spurious eigenvalues are identified.
 SPURIOUS_RTOL = 1e-9
 
-SpuriousMethod = Literal["none", "decoupled", "conserved", "nearest"]
+#: Relative tolerance (w.r.t. ``max(1, ‖A‖)``) under which an eigenvalue counts as zero in the
+#: ``"zero"`` identification; loose because zero eigenvalues of Jordan blocks of size k are
+#: perturbed by round-off to about ``eps**(1/k)``.
+ZERO_RTOL = 1e-5
+
+SpuriousMethod = Literal["none", "decoupled", "conserved", "zero", "nearest"]
 
 
 @dataclass(frozen=True)
@@ -41,9 +46,12 @@ class SpuriousIdentification:
         ``eig(J33)``. ``"conserved"``: ``J31 + J33 J32 = 0``; the rows
         ``[-J32, 0, I]`` span a left-invariant subspace (the linearized nonholonomic
         constraints close on themselves) and the spurious eigenvalues are exactly ``eig(J33)``
-        (at an equilibrium these are ``l`` zeros). ``"nearest"``: neither structure holds for
-        this partition; the ``l`` eigenvalues of ``A`` nearest to ``eig(J33)`` are reported
-        (a heuristic, see ``exact``). ``"none"``: ``l = 0``.
+        (at an equilibrium these are ``l`` zeros). ``"zero"``: neither structure holds for
+        this partition but ``A`` has at least ``l`` zero eigenvalues (``|λ| <= ZERO_RTOL
+        max(1, ‖A‖)``), as at the relative equilibria of the thesis (bicycle, hoop, torus);
+        the ``l`` of smallest modulus are reported. ``"nearest"``: none of these; the ``l``
+        eigenvalues of ``A`` nearest to ``eig(J33)`` are reported (a heuristic, with a
+        warning). ``"none"``: ``l = 0``.
     exact : bool
         True for ``"none"``, ``"decoupled"``, ``"conserved"``.
     residual : float
@@ -105,10 +113,13 @@ def identify_spurious(A: NDArray[np.float64], n_independent: int, l: int,  # noq
     * If ``J31 + J33 J32 = 0`` then with ``L = [-J32, 0, I]``, ``L A = J33 L``: the
       combinations ``x̃_ad - J32 x̃_ai`` obey ``d/dt (L X̃) = J33 (L X̃)`` on their own, so
       ``eig(J33)`` is again an exact part of the spectrum.
-    * Otherwise no exact split is available in this partition; the ``l`` eigenvalues of ``A``
-      closest to ``eig(J33)`` (optimal one-to-one assignment) are returned and
-      ``exact = False``. A partition for which ``J23 = 0`` gives the exact answer (the full
-      spectrum does not depend on the partition).
+    * Otherwise no exact split is available in this partition. For a steady reference the
+      full spectrum does not depend on the partition, and in the thesis' examples the ``l``
+      spurious eigenvalues are zeros (Sect. 4.3.5): if ``A`` has at least ``l`` zero
+      eigenvalues, ``l`` of them are returned (``"zero"``). Failing that, the ``l``
+      eigenvalues of ``A`` closest to ``eig(J33)`` (optimal one-to-one assignment) are
+      returned (``"nearest"``, a heuristic). Both have ``exact = False``; a partition for
+      which ``J23 = 0`` gives the exact answer.
     """
     A = np.asarray(A, dtype=float)
     eigs = np.linalg.eigvals(A)
@@ -128,12 +139,16 @@ def identify_spurious(A: NDArray[np.float64], n_independent: int, l: int,  # noq
         top[n1:, :n1] = A[n1:2 * n1, :n1]
         top[n1:, n1:] = A[n1:2 * n1, n1:2 * n1]
         non = np.linalg.eigvals(top)
-        spur, _ = _remove_matched(eigs, spur_target)
-        # report the exact values from the blocks, ordered like eig(A)
         return SpuriousIdentification(eigs, spur_target, non, "decoupled", True, residual, rtol)
     if r_con <= rtol:
         spur, non = _remove_matched(eigs, spur_target)
         return SpuriousIdentification(eigs, spur_target, non, "conserved", True, residual, rtol)
+    small = np.argsort(np.abs(eigs), kind="stable")
+    if np.all(np.abs(eigs[small[:l]]) <= ZERO_RTOL * scale):
+        mask = np.zeros(eigs.size, bool)
+        mask[small[:l]] = True
+        return SpuriousIdentification(eigs, eigs[mask], eigs[~mask], "zero", False, residual,
+                                      rtol)
     spur, non = _remove_matched(eigs, spur_target)
     return SpuriousIdentification(eigs, spur, non, "nearest", False, residual, rtol)
 
@@ -201,7 +216,7 @@ class LinearizationResult:
         if "ident" not in self._cache:
             mats = self.A if self.stacked else self.A[None]
             ids = [identify_spurious(a, self.n_independent, self.n_spurious) for a in mats]
-            if any(not i.exact for i in ids):
+            if any(i.method == "nearest" for i in ids):
                 worst = max(i.residual for i in ids)
                 warnings.warn(
                     f"spurious eigenvalues of {self.model_name!r} identified heuristically "
@@ -228,8 +243,9 @@ class LinearizationResult:
     def spurious_eigenvalues(self) -> NDArray[np.complex128]:
         """The ``l`` spurious eigenvalues, shape ``(l,)`` or ``(N, l)`` (see
         :func:`identify_spurious`)."""
-        ev = np.array([i.spurious for i in self._identifications()]).reshape(
-            -1, self.n_spurious)
+        ids = self._identifications()
+        ev = np.array([i.spurious for i in ids], dtype=complex).reshape(len(ids),
+                                                                         self.n_spurious)
         return readonly(ev if self.stacked else ev[0])
 
     @property

@@ -106,12 +106,15 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
     if m + l:
         D_ai, D_dd = D[:, :, :n1], D[:, :, n1:]
         # one LU of D_dd for the four right-hand sides of Eqs. (4.99), (4.102), (4.103)
-        rhs = np.concatenate([D_ai, dDv_dx, dQd_dxd, dDa_dx - dQd_dx], axis=-1)
+        # (the identity block returns D_dd⁻¹ from the same LU, for the condition check)
+        rhs = np.concatenate([D_ai, dDv_dx, dQd_dxd, dDa_dx - dQd_dx,
+                              np.broadcast_to(np.eye(m + l), (N, m + l, m + l))], axis=-1)
         sol = np.linalg.solve(D_dd, rhs)
+        out["D_dd"], out["D_dd_inv"] = D_dd, sol[:, :, n1 + 3 * n:]
         T_dd = -sol[:, :, :n1]                                  # Eq. (4.99)
         Vbar = -sol[:, :, n1:n1 + n]                            # Eq. (4.99)
         U_low = sol[:, :, n1 + n:n1 + 2 * n]                    # Eq. (4.102)
-        V_low = -sol[:, :, n1 + 2 * n:]                         # Eq. (4.103)
+        V_low = -sol[:, :, n1 + 2 * n:n1 + 3 * n]               # Eq. (4.103)
         zeros_top = np.zeros((N, n1, n))
         T0 = np.concatenate([np.broadcast_to(np.eye(n1), (N, n1, n1)), T_dd], axis=1)
         Vbb0 = np.concatenate([zeros_top, Vbar], axis=1)        # Eq. (4.100)
@@ -129,10 +132,13 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
         Cx = cols(np.asarray(get("Cx")))
         dCxv_dx = cols(np.asarray(get("dCxv_dx")))
         Cx_a, Cx_d = Cx[:, :, :na], Cx[:, :, na:]
-        sol = np.linalg.solve(Cx_d, np.concatenate([Cx_a, dCxv_dx], axis=-1))
+        sol = np.linalg.solve(Cx_d, np.concatenate(
+            [Cx_a, dCxv_dx, np.broadcast_to(np.eye(m), (N, m, m))], axis=-1))
+        out["Cx_d"], out["Cx_d_inv"] = Cx_d, sol[:, :, na + n:]
         Th0 = np.concatenate([np.broadcast_to(np.eye(na), (N, na, na)), -sol[:, :, :na]],
                              axis=1)                           # Eq. (4.112)
-        Vh0 = np.concatenate([np.zeros((N, na, n)), -sol[:, :, na:]], axis=1)  # Eq. (4.113)
+        Vh0 = np.concatenate([np.zeros((N, na, n)), -sol[:, :, na:na + n]],
+                             axis=1)                           # Eq. (4.113)
     else:
         Th0 = np.broadcast_to(np.eye(n), (N, n, n)).copy()
         Vh0 = np.zeros((N, n, n))
@@ -147,10 +153,12 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
         Bbar = Bm @ Th0                                          # B̄ = B Th0, Eq. (4.115)
         Bbar_ai, Bbar_ad = Bbar[:, :, :n1], Bbar[:, :, n1:]
         W = Bm @ Vh0 + dBv_dx                                    # B Vh0 + ∂(B ẋ0)/∂x
-        sol = np.linalg.solve(Bbar_ad, np.concatenate([Bbar_ai, W @ Th0], axis=-1))
+        sol = np.linalg.solve(Bbar_ad, np.concatenate(
+            [Bbar_ai, W @ Th0, np.broadcast_to(np.eye(l), (N, l, l))], axis=-1))
+        out["Bbar_ad"], out["Bbar_ad_inv"] = Bbar_ad, sol[:, :, na + n1:]
         U_nh_ai = -sol[:, :, :n1]                                # Eq. (4.117)
         V_nh_ai = -sol[:, :, n1:2 * n1]                          # Eq. (4.117)
-        V_nh_ad = -sol[:, :, 2 * n1:]                            # Eq. (4.117)
+        V_nh_ad = -sol[:, :, 2 * n1:na + n1]                     # Eq. (4.117)
         out.update(Bbar=Bbar, U_nh_ai=U_nh_ai, V_nh_ai=V_nh_ai, V_nh_ad=V_nh_ad)
 
     # ---- Step 7: linearized equations of motion (4.118)-(4.119) and Jacobian (4.124) ------
@@ -291,13 +299,27 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
               "dC_du": (m, k), "dDa_du": (m + l, k), "dQd_du": (m + l, k)}
     tv = {key: _stack(getattr(terms, key), N, shp) for key, shp in shapes.items()}
 
-    if check:
-        _check_blocks(partition, idx, tv, ts, cm, ref, cond_max)
     if k:
         _check_inputs_in_constraints(tv, ts, cm)
-
-    with np.errstate(all="ignore"):
-        out = third_procedure(tv, idx, k)
+    try:
+        with np.errstate(all="ignore"):
+            out = third_procedure(tv, idx, k)
+    except np.linalg.LinAlgError:
+        # an exactly singular block somewhere: the SVD check names it (and raises)
+        _check_blocks(partition, idx, tv, ts, cm, ref, cond_max, np.arange(N))
+        raise ReferenceMotionError(
+            "the reduced mass matrix m0 = T0ᵀ M T0 (Eq. (4.120)) is singular on the reference; "
+            "check the mass and inertia parameters") from None
+    if check:
+        # cheap 1-norm condition numbers from the inverses the procedure computed anyway;
+        # cond_2 <= size * cond_1, so only points above COND_MAX / size need the SVD decision
+        suspect = np.zeros(N, bool)
+        for blk in ("D_dd", "Cx_d", "Bbar_ad"):
+            if blk in out and out[blk].shape[-1]:
+                c1 = _norm1(out[blk]) * _norm1(out[blk + "_inv"])
+                suspect |= ~(c1 < cond_max / out[blk].shape[-1])
+        if np.any(suspect):
+            _check_blocks(partition, idx, tv, ts, cm, ref, cond_max, np.flatnonzero(suspect))
     A, B = out["A"], out["B"]
     if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
         bad = int(np.argwhere(~(np.all(np.isfinite(A), axis=(1, 2))
@@ -320,9 +342,18 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
         model_name=str(getattr(cm, "name", "")))
 
 
+def _norm1(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Matrix 1-norms of a stack ``(N, r, c)`` → ``(N,)``."""
+    return np.max(np.sum(np.abs(a), axis=-2), axis=-1)
+
+
 def _check_blocks(partition: Partition, idx: PartitionIndices, tv: dict[str, NDArray[np.float64]],
-                  ts: NDArray[np.float64], cm: Any, ref: Any, cond_max: float) -> None:
-    """Batched condition numbers of D_dd, ∂C/∂x_d and B̄_ad at every point."""
+                  ts: NDArray[np.float64], cm: Any, ref: Any, cond_max: float,
+                  points: NDArray[np.intp]) -> None:
+    """2-norm condition numbers (SVD) of D_dd, ∂C/∂x_d and B̄_ad at ``points``; raise if any
+    is ``>= cond_max``."""
+    tv = {key: val[points] for key, val in tv.items()}
+    ts = ts[points]
     dd = np.concatenate([idx.ad, idx.d])
     conds = [_batched_cond(tv["D"][:, :, dd])]
     if idx.m:
@@ -330,21 +361,19 @@ def _check_blocks(partition: Partition, idx: PartitionIndices, tv: dict[str, NDA
     worst = np.max(np.stack(conds), axis=0)
     bad = np.flatnonzero(~(worst < cond_max))
     if bad.size == 0 and idx.l:
-        a = np.concatenate([idx.ai, idx.ad])
         Cx, Bm = tv["Cx"], tv["B"]
         if idx.m:
             Bbar_ad = Bm[:, :, idx.ad] - Bm[:, :, idx.d] @ np.linalg.solve(
                 Cx[:, :, idx.d], Cx[:, :, idx.ad])
         else:
             Bbar_ad = Bm[:, :, idx.ad]
-        del a
         bad = np.flatnonzero(~(_batched_cond(Bbar_ad) < cond_max))
     if bad.size:
         j = int(bad[0])
         report = _report(partition, idx, tv["Cx"][j], tv["B"][j], float(ts[j]), cond_max)
         msg = _singular_message(partition, report, cm, ref, float(ts[j]), cond_max)
         if bad.size > 1:
-            msg += (f"\n({bad.size} of {ts.size} reference points are singular; first at "
+            msg += (f"\n({bad.size} of the reference points are singular; first at "
                     f"t = {ts[j]:g}, last at t = {ts[int(bad[-1])]:g})")
         raise PartitionError(msg)
 
