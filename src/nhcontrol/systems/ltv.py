@@ -469,9 +469,17 @@ class LTVSystem:
             if out.shape != (flat.size, *shape):
                 _raise_vec(name, out.shape, (flat.size, *shape))
         else:
-            out = np.empty((flat.size, *shape))
-            for i, ti in enumerate(flat):
-                out[i] = _as_matrix(f(float(ti)), shape, f"{name}(t)", float(ti))
+            try:
+                out = np.array([f(float(ti)) for ti in flat], dtype=float)
+            except (TypeError, ValueError):
+                out = None
+            if out is not None and out.shape == (flat.size, shape[0]) and shape[1] == 1:
+                out = out[:, :, None]
+            if out is None or out.shape != (flat.size, *shape):
+                # slow path: find the offending time for the message
+                out = np.empty((flat.size, *shape))
+                for i, ti in enumerate(flat):
+                    out[i] = _as_matrix(f(float(ti)), shape, f"{name}(t)", float(ti))
         check_finite(out, f"{name}(t)")
         return out.reshape((*ta.shape, *shape))
 
