@@ -279,9 +279,9 @@ class Partition:
                 ("admissible_dependent (x_ad)", self.admissible_dependent, l, "l"),
                 ("dependent (x_d)", self.dependent, m, "m")):
             if len(names) != want:
-                problems.append(f"{what} must hold {sym} = {want} names (n = {n}, m = {m} "
-                                f"holonomic, l = {l} nonholonomic constraints), got "
-                                f"{len(names)}: {list(names)}")
+                problems.append(f"{what} must hold {sym} = {want} names, got {len(names)}: "
+                                f"{list(names)} (n = {n} coordinates, m = {m} holonomic, "
+                                f"l = {l} nonholonomic constraints)")
         if problems:
             raise PartitionError("invalid partition (Eq. (4.96)):\n  - " + "\n  - ".join(problems))
         pos = {s: i for i, s in enumerate(coords)}
