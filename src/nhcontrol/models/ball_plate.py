@@ -48,7 +48,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import sympy as sp
@@ -540,8 +540,10 @@ def closed_form_matrices(motion: CircularMotion, t: ArrayLike, order: int = 0
     root = math.sqrt(1.0 - K ** 2)
     for i in range(order + 1):
         Ci, Si = _trig(wt, i, om)
-        G2 = np.stack([np.stack([tau * Ci, tau * Si], -1), np.stack([-Si, Ci], -1),
-                       np.stack([-Ci / c, -Si / c], -1)], axis=1)          # (N, 3, 2)
+        G2 = np.empty((N, 3, 2))                                            # Ĝ⁻¹ R_zᵀ, 2 columns
+        G2[:, 0, 0], G2[:, 0, 1] = tau * Ci, tau * Si
+        G2[:, 1, 0], G2[:, 1, 1] = -Si, Ci
+        G2[:, 2, 0], G2[:, 2, 1] = -Ci / c, -Si / c
         j = order - i
         F = np.zeros((N, 2, 2))
         F[:, 0, 0] = kappa * h[j]
@@ -563,15 +565,26 @@ def closed_form_ltv(motion: CircularMotion):
     """
     from nhcontrol.systems import LTVSystem
 
-    return LTVSystem(lambda t: closed_form_matrices(motion, t)[0],
-                     lambda t: closed_form_matrices(motion, t)[1],
+    last: dict[str, Any] = {}
+
+    def AB(t: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        # integrators ask for A(t) then B(t) at the same scalar t: evaluate once
+        if np.ndim(t) == 0:
+            key = float(t)
+            if last.get("t") != key:
+                A, B = closed_form_matrices(motion, key)
+                last["t"], last["AB"] = key, (readonly(A), readonly(B))
+            return last["AB"]
+        return closed_form_matrices(motion, t)
+
+    return LTVSystem(lambda t: AB(t)[0], lambda t: AB(t)[1],
                      states=LTV_STATES, inputs=INPUTS, period=motion.period,
                      dA=lambda t, k: closed_form_matrices(motion, t, k)[0],
                      dB=lambda t, k: closed_form_matrices(motion, t, k)[1], vectorized=True)
 
 
 # ---------------------------------------------------------------------------- product path
-def ltv_system(cm: Any, ref: Any):
+def ltv_system(cm: Any, ref: Any, *, method: Literal["linearize", "closed_form"] = "linearize"):
     """8-state LTV system of Eq. (8.74) from the third numerical procedure (Sect. 4.2.3, 8.1).
 
     ``A(t)``, ``B(t)`` are :func:`nhcontrol.linearize` with :data:`PARTITION_8_72` evaluated at
@@ -585,6 +598,11 @@ def ltv_system(cm: Any, ref: Any):
     cm : CompiledModel
     ref : Reference
         From :func:`circular_motion`.
+    method : {"linearize", "closed_form"}, default "linearize"
+        ``"linearize"``: every evaluation of ``A(t)``, ``B(t)`` calls the third procedure (about
+        5 ms per call). ``"closed_form"``: after the agreement check, evaluate
+        :func:`closed_form_matrices` instead (about 100 times faster; use it for Gramians,
+        discretization over long horizons and MPC).
 
     Returns
     -------
@@ -602,6 +620,8 @@ def ltv_system(cm: Any, ref: Any):
     from nhcontrol.linearize import Partition, linearize
     from nhcontrol.systems import LTVSystem
 
+    if method not in ("linearize", "closed_form"):
+        raise LinearSystemError(f"method must be 'linearize' or 'closed_form', got {method!r}")
     mo = motion_from_reference(cm, ref)
     part = Partition.from_dict(PARTITION_8_72)
     T = mo.period
@@ -617,6 +637,9 @@ def ltv_system(cm: Any, ref: Any):
                 f"{name}(t) of the third procedure differs from the closed form of Eqs. (8.75)-(8.76) by "
                 f"{err:.3g} (relative, tolerance {AGREEMENT_TOL:g}); the model is not the quasi-static "
                 "ball-plate model of Sect. 8.4.1")
+
+    if method == "closed_form":
+        return closed_form_ltv(mo)
 
     def A(t):
         return linearize(cm, ref, part, t=t, check=False).A
@@ -697,7 +720,8 @@ def spin_reduction(cm: Any, ref: Any) -> SpinReduction:
     return _spin_reduction(motion_from_reference(cm, ref))
 
 
-def controllable_formulation(cm: Any, ref: Any):
+def controllable_formulation(cm: Any, ref: Any, *,
+                             method: Literal["linearize", "closed_form"] = "linearize"):
     """7-state LTV system without the conserved spin: controllable (Sect. 8.4.5).
 
     ``Ż = A_r(t) Z + B_r(t) ũ`` with ``A_r = S A P``, ``B_r = S B`` (see :class:`SpinReduction`),
@@ -705,15 +729,24 @@ def controllable_formulation(cm: Any, ref: Any):
     perturbations that keep the spin of the reference (``c = 0``). A perturbation with
     ``c ≠ 0`` enters as the known drift ``S A e_spin c`` and cannot be removed by any input.
 
+    Parameters
+    ----------
+    cm : CompiledModel
+    ref : Reference
+        From :func:`circular_motion`.
+    method : {"linearize", "closed_form"}
+        Source of ``A(t)``, ``B(t)``, see :func:`ltv_system`.
+
     Returns
     -------
     LTVSystem
         States :data:`REDUCED_STATES`, inputs ``alpha, beta``, ``period = 2π/|ω|``; derivatives
-        exact (from :func:`closed_form_matrices`).
+        exact (from :func:`closed_form_matrices`). Map to/from the 8-state deviation with
+        :func:`spin_reduction` (``Z = S X̃``, ``X̃ = P Z + e_spin c``).
     """
     from nhcontrol.systems import LTVSystem
 
-    full = ltv_system(cm, ref)
+    full = ltv_system(cm, ref, method=method)
     red = spin_reduction(cm, ref)
     mo = motion_from_reference(cm, ref)
     S, P = red.S, red.P
