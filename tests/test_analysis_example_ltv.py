@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import runpy
 from pathlib import Path
 
@@ -12,14 +14,23 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ltv_controllabilit
 
 
 @pytest.fixture(scope="module")
-def numbers():
+def run():
+    buf = io.StringIO()
     mod = runpy.run_path(str(EXAMPLE), run_name="example")
-    return mod["main"](verbose=False)
+    with contextlib.redirect_stdout(buf):
+        nums = mod["main"]()
+    return nums, buf.getvalue()
 
 
-def test_script_runs_as_main(capsys):
-    runpy.run_path(str(EXAMPLE), run_name="__main__")
-    assert "Silverman-Meadows generic rank: 2" in capsys.readouterr().out
+@pytest.fixture(scope="module")
+def numbers(run):
+    return run[0]
+
+
+def test_script_prints_headlines(run):
+    out = run[1]
+    assert "Silverman-Meadows generic rank: 2" in out
+    assert "-> unstable" in out and "drops at t = [0.0]" in out
 
 
 def test_frozen_versus_interval_controllability(numbers):
