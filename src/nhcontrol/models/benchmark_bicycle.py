@@ -171,9 +171,44 @@ def build(**parameter_overrides: float) -> MultibodySystem:
     """
     values = _check_overrides(parameter_overrides)
     mb = MultibodySystem("benchmark_bicycle")
-    (x_b, y_b, z_b, psi_b, phi_b, theta_b, delta, theta_R, theta_F,
-     xi_R, xi_F) = mb.add_coordinates(" ".join(COORDINATES))
+    coords = mb.add_coordinates(" ".join(COORDINATES))
     p = dict(zip(values, mb.add_parameters(**values)))
+    bodies = add_frame_and_wheels(mb, coords[:9], p)
+    xi_R, xi_F = coords[9:]
+
+    # Hoop wheels rolling without slipping: Eqs. (4.132), (4.139)-(4.140), (4.145).
+    contacts.rolling_hoop(mb, bodies["R"], bodies["r_GR"], bodies["R_R"], p["rho_R"], xi_R,
+                          name="P", axis="y")
+    contacts.rolling_hoop(mb, bodies["F"], bodies["r_GF"], bodies["R_F"], p["rho_F"], xi_F,
+                          name="Q", axis="y")
+    return mb
+
+
+def add_frame_and_wheels(mb: MultibodySystem, coords: tuple, p: Mapping[str, sp.Symbol],
+                         wheel_inertia: tuple[sp.Matrix, sp.Matrix] | None = None) -> dict[str, Any]:
+    """Add the four bodies of the benchmark (B, H, R, F) and gravity to ``mb``.
+
+    Shared by the hoop-wheel benchmark and the toroidal-wheel bicycle
+    (:mod:`nhcontrol.models.toroidal_bicycle`); only the wheel-ground contacts differ.
+
+    Parameters
+    ----------
+    mb : MultibodySystem
+        The system being built.
+    coords : tuple of sympy.Symbol
+        ``x_b, y_b, z_b, psi_b, phi_b, theta_b, delta, theta_R, theta_F``.
+    p : mapping
+        Parameter symbols by name (:data:`PARAMETERS`; ``rho_R``, ``rho_F`` are the wheel radii).
+    wheel_inertia : pair of (3, 3) sympy Matrix, optional
+        Body-frame inertia tensors of the rear and front wheels; Table 4.1 values when None.
+
+    Returns
+    -------
+    dict
+        Bodies ``"B", "H", "R", "F"``, wheel centres ``"r_GR", "r_GF"`` and wheel
+        orientations ``"R_R", "R_F"``.
+    """
+    x_b, y_b, z_b, psi_b, phi_b, theta_b, delta, theta_R, theta_F = coords
     w, c, nu, g = p["w"], p["c"], p["nu"], p["g"]
     x_B, z_B, x_H, z_H = p["x_B"], p["z_B"], p["x_H"], p["z_H"]
     rho_R, rho_F = p["rho_R"], p["rho_F"]
@@ -193,8 +228,11 @@ def build(**parameter_overrides: float) -> MultibodySystem:
     Ib_Hzz = I_Hxx * sn**2 + I_Hzz * cn**2 + I_Hxz * sp.sin(2 * nu)
     Ib_Hxz = (I_Hzz - I_Hxx) * sn * cn - I_Hxz * sp.cos(2 * nu)
     I_H = sp.Matrix([[Ib_Hxx, 0, Ib_Hxz], [0, I_Hyy, 0], [Ib_Hxz, 0, Ib_Hzz]])
-    I_R = sp.diag(p["I_Rxx"], p["I_Ryy"], p["I_Rxx"])
-    I_F = sp.diag(p["I_Fxx"], p["I_Fyy"], p["I_Fxx"])
+    if wheel_inertia is None:
+        I_R = sp.diag(p["I_Rxx"], p["I_Ryy"], p["I_Rxx"])
+        I_F = sp.diag(p["I_Fxx"], p["I_Fyy"], p["I_Fxx"])
+    else:
+        I_R, I_F = wheel_inertia
 
     # Positions, Eqs. (4.132)-(4.138).
     x_I = w + c - x_B - z_B * sp.tan(nu)                                          # (4.134)
@@ -208,16 +246,13 @@ def build(**parameter_overrides: float) -> MultibodySystem:
     r_GH = r_I + R_H * sp.Matrix([a, 0, -b])
     r_GF = r_I + R_H * sp.Matrix([d, 0, -e])
 
-    mb.add_body("B", mass=p["m_B"], inertia=I_B, position=r_GB, orientation=R_B)
-    mb.add_body("H", mass=p["m_H"], inertia=I_H, position=r_GH, orientation=R_H)
+    body_B = mb.add_body("B", mass=p["m_B"], inertia=I_B, position=r_GB, orientation=R_B)
+    body_H = mb.add_body("H", mass=p["m_H"], inertia=I_H, position=r_GH, orientation=R_H)
     body_R = mb.add_body("R", mass=p["m_R"], inertia=I_R, position=r_GR, orientation=R_R)
     body_F = mb.add_body("F", mass=p["m_F"], inertia=I_F, position=r_GF, orientation=R_F)
     mb.add_gravity(g, direction=(0, 0, -1))
-
-    # Hoop wheels rolling without slipping: Eqs. (4.132), (4.139)-(4.140), (4.145).
-    contacts.rolling_hoop(mb, body_R, r_GR, R_R, rho_R, xi_R, name="P", axis="y")
-    contacts.rolling_hoop(mb, body_F, r_GF, R_F, rho_F, xi_F, name="Q", axis="y")
-    return mb
+    return {"B": body_B, "H": body_H, "R": body_R, "F": body_F, "r_GR": r_GR, "r_GF": r_GF,
+            "R_R": R_R, "R_F": R_F}
 
 
 @lru_cache(maxsize=8)
