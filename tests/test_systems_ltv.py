@@ -166,8 +166,8 @@ def test_no_exact_derivatives_refused_with_exact_method():
         sys.derivative("A", 0.0, 1, method="exact")
 
 
-@pytest.mark.parametrize("order, tol", [(1, 1e-12), (2, 1e-12), (3, 1e-11), (4, 1e-10), (5, 1e-9),
-                                        (6, 1e-8), (7, 1e-6)])
+@pytest.mark.parametrize("order, tol", [(1, 1e-13), (2, 1e-12), (3, 1e-11), (4, 1e-10), (5, 1e-9),
+                                        (6, 1e-8), (7, 1e-7)])
 def test_spectral_derivatives_of_periodic_callable(order, tol):
     """FFT differentiation of A[1,0] = -1 - 0.3 cos t e^{sin t} vs sympy; the tolerance is
     relative to max(1, |exact|) and grows with the order (round-off times (k w)^order)."""
@@ -178,10 +178,11 @@ def test_spectral_derivatives_of_periodic_callable(order, tol):
         assert abs(got - ref) <= tol * max(1.0, abs(ref))
 
 
-@pytest.mark.parametrize("order, tol", [(1, 1e-12), (2, 1e-11), (3, 1e-10), (4, 1e-9), (5, 1e-8),
-                                        (6, 1e-7), (7, 1e-5)])
+@pytest.mark.parametrize("order, tol", [(1, 1e-13), (2, 1e-12), (3, 1e-10), (4, 1e-9), (5, 1e-8),
+                                        (6, 1e-6), (7, 1e-6)])
 def test_chebyshev_derivatives_of_nonperiodic_callable(order, tol):
-    """Local Chebyshev (degree 20, h = 1) differentiation vs sympy; relative tolerance as stated."""
+    """Adaptive chopped Chebyshev (h = 1) differentiation vs sympy; relative tolerance as stated
+    (measured: 1e-14 at order 1 to 6e-8 at order 7)."""
     sys = mathieu_like()
     for t in (0.0, 0.7, 4.1):
         got = sys.derivative("A", t, order)[1, 0]
