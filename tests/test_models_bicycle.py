@@ -295,6 +295,26 @@ def test_lean_steer_characteristic_polynomial_matches_benchmark(cm, v):
     np.testing.assert_allclose(ev, np.sort_complex(np.roots(quartic(v))), rtol=1e-6, atol=1e-7)
 
 
+def thesis_4_180_rows(v: float) -> np.ndarray:
+    """Rows of phi_b_dd and delta_dd of the thesis' Jacobian (4.180) (4 decimals printed).
+
+    Columns (phi_b, delta, phi_b_d, delta_d); the x_b, x_b_d and x_ad columns are zero there.
+    """
+    return np.array([[9.4898, 0.5715 + 0.8912 * v**2, -0.1055 * v, 0.3305 * v],
+                     [-11.7195, 30.9088 - 1.9717 * v**2, -3.6768 * v, -3.0849 * v]])
+
+
+@pytest.mark.parametrize("v", [1.0, 2.0, 5.0])
+def test_lean_steer_rows_match_thesis_jacobian_4_180(cm, v):
+    """The model reproduces the printed entries of Eq. (4.180), signs included.
+
+    Tolerance: half a unit of the 4th printed decimal per coefficient, 5e-5 (1 + v^2).
+    """
+    A = lean_steer_matrix(cm, v)
+    np.testing.assert_allclose(A[2:], thesis_4_180_rows(v), rtol=0, atol=5e-5 * (1 + v**2))
+    np.testing.assert_array_equal(A[:2], [[0, 0, 1, 0], [0, 0, 0, 1]])
+
+
 # --------------------------------------------------------------------------- errors
 def test_unknown_parameter_raises():
     with pytest.raises(ModelError, match=r"unknown bicycle parameter\(s\) \['rider_mass'\]"):
