@@ -193,6 +193,9 @@ def test_to_response_named_signals():
     assert resp.states.shape == (4, 5) and resp.outputs.shape == (4, 5)
     assert resp.inputs.shape == (1, 5) and resp.output_labels == resp.state_labels
     np.testing.assert_allclose(resp.states[0], 0.5 * (1 / 2.0) * res.t**2, atol=1e-12)   # X = F t²/2m
+    # a model without inputs: states only
+    r0 = forward_dynamics(pendulum(), (0.0, 0.5), [0.0, -L], [0.1, 0.0]).to_response()
+    assert r0.ninputs == 0 and r0.state_labels == ["X", "Y", "X_d", "Y_d"]
 
 
 def test_open_loop_inputs_callable_and_reference():

@@ -51,10 +51,11 @@ class LinearSimulationResult:
 
     def to_response(self) -> control.TimeResponseData:
         """The trajectory as a python-control ``TimeResponseData`` (outputs = states)."""
+        has_u = bool(self.inputs)
         return control.TimeResponseData(
-            self.t, self.x.T, self.x.T, self.u.T, output_labels=list(self.states),
-            state_labels=list(self.states), input_labels=list(self.inputs),
-            plot_inputs=bool(self.inputs))
+            self.t, self.x.T, self.x.T, self.u.T if has_u else None, issiso=False,
+            output_labels=list(self.states), state_labels=list(self.states),
+            input_labels=list(self.inputs) if has_u else None, plot_inputs=has_u)
 
 
 def _controller_fn(controller: Any, k: int, n: int) -> Callable[[int, float, NDArray], NDArray]:

@@ -188,17 +188,19 @@ class SimulationResult:
     def to_response(self) -> control.TimeResponseData:
         """The trajectory as a python-control ``TimeResponseData``.
 
-        States are ``[x; ẋ]`` named after the coordinates and velocities, the outputs equal the
-        states (same names with a ``y_`` prefix is *not* used: outputs are labelled like the
-        states), inputs are named after the model's inputs.
+        States are ``[x; ẋ]`` named after the coordinates and velocities; the outputs equal the
+        states and carry the same labels; inputs are named after the model's inputs (no input
+        signal for a model without inputs).
         """
         states = np.vstack([self.x.T, self.xd.T])
+        has_u = bool(self.inputs)
         return control.TimeResponseData(
-            self.t, states, states, self.u.T,
+            self.t, states, states, self.u.T if has_u else None, issiso=False,
             output_labels=list(self.states), state_labels=list(self.states),
-            input_labels=list(self.inputs), title=f"forward dynamics of {self.model_name}",
+            input_labels=list(self.inputs) if has_u else None,
+            title=f"forward dynamics of {self.model_name}",
             sysname=self.model_name, success=self.status >= 0, message=self.message,
-            plot_inputs=bool(self.inputs))
+            plot_inputs=has_u)
 
     @property
     def model_name(self) -> str:
