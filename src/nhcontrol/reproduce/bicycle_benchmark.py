@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["run", "summary", "reference_data", "jacobian_polynomial", "zeta_from_jacobian",
-           "ZETA_NAMES"]
+__all__ = ["run", "summary", "reference_data", "jacobian_polynomial", "jacobian_4_180",
+           "zeta_from_jacobian", "ZETA_NAMES"]
 
 ZETA_NAMES = tuple(f"zeta{k}" for k in range(1, 8))
 
@@ -54,7 +54,7 @@ def reference_data() -> dict[str, Any]:
         ``lambda_d``, ``matrices`` (M, C1, K0, K2 as 2x2 arrays), ``source`` (file path).
     """
     path = resources.files("nhcontrol.reproduce") / "data" / "bicycle_benchmark_reference.txt"
-    zb, zt, speeds, mats, eig = {}, {}, {}, {}, {}
+    zb, zt, speeds, mats, eig, eigs, j4180 = {}, {}, {}, {}, {}, {}, {}
     for line in path.read_text().splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
@@ -69,8 +69,22 @@ def reference_data() -> dict[str, Any]:
             mats[name] = np.array(nums).reshape(2, 2)
         elif kind == "eig":
             eig[name] = nums[0]
+        elif kind == "eigs":
+            eigs[float(name)] = np.array(nums[0::2]) + 1j * np.array(nums[1::2])
+        elif kind == "j4180":
+            r, c = (int(i) for i in name.split(","))
+            j4180[(r, c)] = tuple(nums)
     return {"zeta_benchmark": zb, "zeta_thesis": zt, "speeds": speeds, "matrices": mats,
-            "lambda_d": eig["lambda_d"], "source": str(path)}
+            "lambda_d": eig["lambda_d"], "eigenvalues": eigs, "jacobian_4_180": j4180,
+            "source": str(path)}
+
+
+def jacobian_4_180(v: float) -> NDArray[np.float64]:
+    """The Jacobian of Eq. (4.180) as printed (4 decimals), evaluated at speed ``v``."""
+    J = np.zeros((10, 10))
+    for (r, c), (a0, a1, a2) in reference_data()["jacobian_4_180"].items():
+        J[r, c] = a0 + a1 * v + a2 * v * v
+    return J
 
 
 def _jacobian_fn(cm: Any, partition: Any):
@@ -242,6 +256,8 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     res = sweep(lambda v: np.linalg.eigvals(J_of_v(v)[np.ix_(keep, keep)]), {"v": speeds})
     timings["sweep_11_speeds_s"] = time.perf_counter() - t0
     eigen = {f"{v:g}": _pairs(lam) for v, lam in zip(speeds, res.values)}
+    eig_err = max(match_spectra(ref_data["eigenvalues"][v], lam)[1]
+                  for v, lam in zip(speeds, res.values))
 
     # --- partitions (Sect. 4.5.2) -------------------------------------------------------------
     p208 = Partition.from_dict(bb.PARTITION_4_208)
@@ -323,6 +339,8 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
                                  "lambda_w": None if lam_w is None else [lam_w.real, lam_w.imag]},
         "critical_direct_spectral_abscissa": direct_check,
         "eigenvalues": eigen,
+        "eigenvalues_max_error_vs_meijaard": eig_err,
+        "jacobian_v1_max_error_vs_4_180": float(np.max(np.abs(J1 - jacobian_4_180(1.0)))),
         "partitions": partitions,
         "procedures": procs,
         "reference": {"zeta_table_4_2": ref_data["zeta_thesis"],
@@ -387,7 +405,10 @@ def summary(result: dict[str, Any]) -> str:
             continue
         L.append(f"    {k} = {v:.14f} m/s   reference {refs[k]:.14f}   "
                  f"{result['critical_speeds_digits_vs_meijaard'][k]:4.1f} digits")
-    L.append("  Non-trivial eigenvalues [1/s]:")
+    L.append(f"  Jacobian at v = 1 vs Eq. (4.180) (4 printed decimals): max |error| = "
+             f"{result['jacobian_v1_max_error_vs_4_180']:.1e}")
+    L.append(f"  Non-trivial eigenvalues [1/s] (max error vs Meijaard et al. Table 2: "
+             f"{result['eigenvalues_max_error_vs_meijaard']:.1e}):")
     for v, lam in result["eigenvalues"].items():
         txt = ", ".join(f"{re:+.4f}{im:+.4f}j" for re, im in lam)
         L.append(f"    v = {v:>2} m/s: {txt}")
