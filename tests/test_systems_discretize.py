@@ -184,3 +184,20 @@ def test_expm_batch_matches_scipy(scale, tol):
     E = expm_batch(X)
     R = np.array([expm(x) for x in X])
     assert (np.abs(E - R).max(axis=(1, 2)) / np.abs(R).max(axis=(1, 2))).max() < tol
+
+
+def test_two_steps_compose_into_one():
+    """Semigroup invariant: one step of 2dt equals two steps of dt,
+    Ad = Ad1 Ad0 and Bd = Ad1 Bd0 + Bd1 (to 1e-11), also with t0 != 0."""
+    sys = hill()
+    two = discretize(sys, 0.3, t0=1.7, steps=2)
+    one = discretize(sys, 0.6, t0=1.7, steps=1)
+    np.testing.assert_allclose(one.Ad[0], two.Ad[1] @ two.Ad[0], rtol=0, atol=1e-11)
+    np.testing.assert_allclose(one.Bd[0], two.Ad[1] @ two.Bd[0] + two.Bd[1], rtol=0, atol=1e-11)
+
+
+def test_periodic_reuse_with_offset_start():
+    p = 20
+    d = discretize(hill(), TWO_PI / p, t0=0.9, steps=p + 3)
+    ref = discretize(hill(period=None), TWO_PI / p, t0=0.9 + TWO_PI, steps=3)
+    np.testing.assert_allclose(d.Ad[p:], ref.Ad, rtol=0, atol=1e-11)
