@@ -430,6 +430,14 @@ def steady_forward(model: Any, v: float, p: ArrayLike | Mapping[str, float] | No
         If ``v`` is not a finite real number.
     ModelError
         If ``model`` is not the bicycle benchmark.
+
+    Examples
+    --------
+    >>> from nhcontrol.models import benchmark_bicycle as bb
+    >>> cm = bb.model()                                   # doctest: +SKIP
+    >>> ref = bb.steady_forward(cm, 4.3)                  # doctest: +SKIP
+    >>> ref.check(cm, [0.0, 0.5, 1.0]).max_dynamics < 1e-12   # doctest: +SKIP
+    True
     """
     from nhcontrol.reference import Reference
 

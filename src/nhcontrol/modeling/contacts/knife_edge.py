@@ -105,6 +105,21 @@ def knife_edge(mb: Any, body: Any, point: Any, direction: Any, *, name: str,
     -----
     Constraint: :math:`v_P \\cdot (n \\times R \\bar d) = 0`, with
     :math:`v_P` = ``mb.point_velocity(body, point)`` (velocity of the material point).
+    The normal :math:`e = n \\times d` is not normalised, so the multiplier of the constraint
+    is the lateral reaction force divided by :math:`|e|` (equal to it for a horizontal unit
+    blade direction). A direction that can become vertical during the motion makes the
+    constraint degenerate there.
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> from nhcontrol.modeling import MultibodySystem, rot_z
+    >>> mb = MultibodySystem("sleigh")
+    >>> x, y, psi = mb.add_coordinates("x y psi")
+    >>> body = mb.add_body("s", mass=1, inertia=sp.eye(3), position=[x, y, 0], orientation=rot_z(psi))
+    >>> rec = knife_edge(mb, body, sp.Matrix([x, y, 0]), (1, 0, 0), name="blade")
+    >>> rec.nonholonomic_names
+    ('blade_lateral',)
     """
     problems: list[str] = []
     r_p = _vec3(point, f"knife_edge {name!r}: point", problems)
@@ -127,7 +142,7 @@ def knife_edge(mb: Any, body: Any, point: Any, direction: Any, *, name: str,
 
     d = rot * d_bar                                   # blade direction, global frame
     e = sp.Matrix([-d[1], d[0], 0])                   # n × d with n = e_z
-    if all(sp.sympify(c).is_zero for c in sp.simplify(e)):
+    if all(sp.expand(c) == 0 for c in e):
         raise ModelError(f"cannot add the knife-edge contact {name!r}: the blade direction {list(d_bar)} is "
                          "vertical, so it has no horizontal normal; use a direction in the ground plane")
     v_p = sp.Matrix(mb.point_velocity(body, r_p))
