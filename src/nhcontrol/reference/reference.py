@@ -521,20 +521,29 @@ class Reference:
         ev = ModelEvaluator(cm, result.parameters)
         tr = (float(result.t[0]), float(result.t[-1]))
         if getattr(result, "has_dense_output", False):
+            last: dict[str, Any] = {}
+
+            def at(tt: NDArray[np.float64]) -> Any:
+                # one dense evaluation serves x, xd, xdd, lam and u at the same times
+                key = tt.tobytes()
+                if last.get("key") != key:
+                    last["key"], last["val"] = key, result.evaluate(tt)
+                return last["val"]
+
             def fx(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-                return result.evaluate(tt).x
+                return np.array(at(tt).x)
 
             def fxd(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-                return result.evaluate(tt).xd
+                return np.array(at(tt).xd)
 
             def fxdd(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-                return result.evaluate(tt).xdd
+                return np.array(at(tt).xdd)
 
             def flam(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-                return result.evaluate(tt).lam
+                return np.array(at(tt).lam)
 
             def fu(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-                return result.evaluate(tt).u
+                return np.array(at(tt).u)
             return cls._build(cm, ev, fx, fxd, fxdd, flam, fu, steady=False, period=None,
                               t_range=tr, source="simulation", tol=INVERSE_DYNAMICS_TOL,
                               check_dynamics=False)

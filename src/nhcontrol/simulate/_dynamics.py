@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.linalg.lapack import dgesv as _dgesv
 
 from nhcontrol._util.errors import SolverError
 from nhcontrol._util.validation import COND_MAX
@@ -72,11 +73,10 @@ class Dynamics:
             if self.m:
                 g[: self.m] -= (self.beta ** 2) * np.reshape(self._C(x, u, p), (self.m,))
             r[n:] = g
-        try:
-            return np.linalg.solve(K, r)
-        except np.linalg.LinAlgError:
+        _, _, sol, info = _dgesv(K, r)      # LU with partial pivoting (LAPACK), low overhead
+        if info != 0 or not np.all(np.isfinite(sol)):
             self.diagnose(t, x, u)
-            raise  # diagnose always raises; kept for type checkers
+        return sol
 
     # ------------------------------------------------------------------ stacked
     def stacked(self, X: NDArray[np.float64], XD: NDArray[np.float64],

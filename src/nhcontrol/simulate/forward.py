@@ -307,8 +307,8 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             uk_arg = uk if k else None
             sol = integrate(a, b, y, make_rhs(lambda t, x, xd, _u=uk_arg: _u), first)
             nfev += sol.nfev
-            if sol.t.size >= 2:
-                first = float(sol.t[-1] - sol.t[-2])
+            if sol.t.size >= 2:     # start the next interval with the largest step taken
+                first = float(np.max(np.diff(sol.t)))
 
             def uvec(tt: NDArray, X: NDArray, XD: NDArray, _u: NDArray = uk) -> NDArray:
                 return np.broadcast_to(_u, (tt.size, k)).copy()
