@@ -215,6 +215,13 @@ def controllability(sys: control.StateSpace | LTVSystem | tuple[ArrayLike, Array
     The Kalman matrix ``[B, AB, …, A^{n−1}B]`` is badly scaled for large ``n`` or widely spread
     eigenvalues; the PBH test ``rank [λI − A, B] = n`` for every eigenvalue ``λ`` is better
     conditioned and names the uncontrollable modes; both are reported.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> res = controllability((np.diag([-1.0, 2.0]), np.array([[1.0], [0.0]])))
+    >>> res.rank, res.uncontrollable_modes.real.tolist(), res.is_stabilizable
+    (1, [2.0], False)
     """
     if method not in ("both", "kalman"):
         raise LinearSystemError(f"method must be 'both' or 'kalman', got {method!r}")

@@ -96,6 +96,15 @@ def floquet(sys: LTVSystem | control.StateSpace, period: float | None = None, *,
     ------
     LinearSystemError
         No period, a non-positive period, or a period different from ``sys.period``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nhcontrol.systems import LTVSystem
+    >>> mathieu = LTVSystem(lambda t: [[0.0, 1.0], [-(0.25 + 0.3 * np.cos(t)), 0.0]], [[0.0], [1.0]],
+    ...                     period=2 * np.pi)
+    >>> floquet(mathieu).classification      # δ = 1/4 is inside the first tongue
+    'unstable'
     """
     s = as_ltv(sys)
     if period is None:

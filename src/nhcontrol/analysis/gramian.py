@@ -133,6 +133,15 @@ def gramian(sys: LTVSystem | control.StateSpace | DiscreteLTV, t0: float | None 
       ``frame="t0"`` the result is transformed with ``Φ(t1, t0)^{-1}``.
     * Discrete: ``W = Σ_{k=k0}^{k1−1} Φ_{k1,k+1} Bd_k Bd_kᵀ Φ_{k1,k+1}ᵀ`` from the recursion
       ``W ← Ad_k W Ad_kᵀ + Bd_k Bd_kᵀ`` (``frame="t0"``: ``Φ_{k0,k+1} = Φ_{k+1,k0}^{-1}``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nhcontrol.systems import LTVSystem
+    >>> sys = LTVSystem(np.zeros((2, 2)), lambda t: [[np.cos(t)], [np.sin(t)]])
+    >>> g = gramian(sys, 0.0, np.pi)          # W = (π/2) I although rank [B, AB] = 1
+    >>> g.rank, bool(np.allclose(g.W, np.pi / 2 * np.eye(2)))
+    (2, True)
     """
     if frame not in ("t1", "t0"):
         raise LinearSystemError(f"frame must be 't1' (Eq. (8.85)) or 't0', got {frame!r}")

@@ -113,6 +113,15 @@ def silverman_meadows(sys: LTVSystem | control.StateSpace, t: ArrayLike, *, orde
     Rank is decided pointwise; near an isolated rank drop the smallest singular value goes to
     zero continuously, so a time *close* to the drop is still full rank. ``drop_times`` lists the
     requested times at which the decision is below the generic rank.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nhcontrol.systems import LTVSystem
+    >>> sys = LTVSystem([[0.0, 1.0], [0.0, 0.0]], lambda t: [[0.0], [t]])   # det Q = t²
+    >>> res = silverman_meadows(sys, [-1.0, 0.0, 1.0])
+    >>> res.rank.tolist(), res.generic_rank, res.drop_times.tolist()
+    ([2, 1, 2], 2, [0.0])
     """
     s = as_ltv(sys)
     ta = s.check_time(t)

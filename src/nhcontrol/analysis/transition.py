@@ -54,6 +54,14 @@ def transition_matrix(sys: LTVSystem | control.StateSpace, t1: ArrayLike, t0: fl
     For time-invariant systems ``Φ(t1, t0) = expm(A (t1 − t0))`` exactly. Composition
     ``Φ(t2, t0) = Φ(t2, t1) Φ(t1, t0)`` and ``det Φ(t1, t0) = exp ∫ tr A`` (Liouville) hold and are
     tested.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nhcontrol.systems import LTVSystem
+    >>> sys = LTVSystem(lambda t: [[np.cos(t)]], [[1.0]])      # Φ = exp(sin t1 − sin t0)
+    >>> bool(np.isclose(transition_matrix(sys, 2.0, 0.0)[0, 0], np.exp(np.sin(2.0)), rtol=1e-10))
+    True
     """
     s = as_ltv(sys)
     t1a = s.check_time(t1, "t1")

@@ -84,6 +84,19 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
     ``expm([[A, B], [0, 0]] dt) = [[Ad, Bd], [0, I]]`` (same as ``control.sample_system``).
     For periodic systems whose period is an integer multiple ``p`` of ``dt``, only ``p`` steps are
     integrated and then repeated (``period_steps = p``).
+
+    Examples
+    --------
+    >>> import numpy as np, control
+    >>> d = discretize(control.ss([[0, 1], [0, 0]], [[0], [1]], np.eye(2), 0), 0.5, steps=3)
+    >>> d.Bd[0].ravel().tolist()  # [dt²/2, dt] for the double integrator
+    [0.125, 0.5]
+    >>> from nhcontrol.systems import LTVSystem
+    >>> sys = LTVSystem(lambda t: [[0.0, 1.0], [-1.0 - 0.1 * np.cos(t), 0.0]], [[0.0], [1.0]],
+    ...                 period=2 * np.pi)
+    >>> d = discretize(sys, 2 * np.pi / 50, steps=120)
+    >>> d.nsteps, d.period_steps
+    (120, 50)
     """
     if method != "zoh":
         raise LinearSystemError(f"method must be 'zoh' (zero-order hold), got {method!r}")

@@ -82,8 +82,10 @@ class LTVSystem:
     >>> import numpy as np
     >>> sys = LTVSystem(lambda t: [[0.0, 1.0], [-1.0 - 0.1 * np.cos(t), 0.0]],
     ...                 lambda t: [[0.0], [1.0]], period=2 * np.pi, states=["q", "v"])
-    >>> sys.nstates, sys.ninputs, sys.A(0.0)[1, 0]
+    >>> sys.nstates, sys.ninputs, float(sys.A(0.0)[1, 0])
     (2, 1, -1.1)
+    >>> round(float(sys.derivative("A", 0.0, 2)[1, 0]), 12)  # spectral: (-0.1 cos t)'' at 0
+    0.1
     """
 
     def __init__(self, A: MatrixFunction | ArrayLike, B: MatrixFunction | ArrayLike, *,
