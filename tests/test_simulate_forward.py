@@ -266,3 +266,17 @@ def test_bicycle_lean_perturbation_stays_on_manifold_fast():
     assert res.max_holonomic_drift < 1e-8 and res.max_velocity_drift < 1e-8
     assert elapsed < 20.0
     assert np.max(np.abs(res.x[res.t > 2.0, 4])) < 0.05
+
+
+@pytest.mark.parametrize("tf, count", [(0.3, 3), (0.25, 3), (0.05, 1)])
+def test_zoh_interval_count(tf, count):
+    """0.3 / 0.1 is 2.9999999999999996 in floating point: still 3 hold intervals, no sliver."""
+    calls = []
+
+    def ctrl(t, x, xd):
+        calls.append(t)
+        return [0.0]
+    res = forward_dynamics(cart(), (0.0, tf), [0.0, 0.0], [1.0, 0.0], controller=ctrl, sample_time=0.1)
+    assert len(calls) == count and res.control_times.size == count
+    assert res.t[-1] == pytest.approx(tf, abs=1e-15)
+    np.testing.assert_allclose(res.x[-1, 0], tf, atol=1e-10)      # free flight at 1 m/s

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,7 +43,7 @@ class ResidualReport:
         ``max_j |(M xdd + Dᵀλ - Q)_j|`` (Eq. (2.108)).
     tol : float
         Absolute tolerance every residual is compared with.
-    worst : dict
+    worst : mapping (read-only)
         For each kind, the name of the constraint (or coordinate, for ``dynamics``) where the
         maximum occurs.
     """
@@ -52,7 +54,7 @@ class ResidualReport:
     acceleration: NDArray[np.float64]
     dynamics: NDArray[np.float64]
     tol: float
-    worst: dict
+    worst: Mapping[str, str | None]
 
     def _max(self, kind: str) -> tuple[float, float]:
         arr = getattr(self, kind)
@@ -172,4 +174,4 @@ def compute_residuals(ev: ModelEvaluator, t: NDArray[np.float64], x: NDArray[np.
         raise ReferenceMotionError(f"tol must be a positive number, got {tol!r}")
     return ResidualReport(t=readonly(np.array(t, dtype=float)), holonomic=readonly(hol),
                           velocity=readonly(vel), acceleration=readonly(ac), dynamics=readonly(dy),
-                          tol=float(tol), worst=worst)
+                          tol=float(tol), worst=MappingProxyType(worst))

@@ -66,6 +66,19 @@ def _as_input_function(u: Any, ev: ModelEvaluator, t0: float) -> Callable[[float
     return lambda t: arr
 
 
+def _interval_count(span: float, h: float) -> int:
+    """Number of hold intervals of length ``h`` covering ``span`` (the last one may be shorter).
+
+    A span that is an integer multiple of ``h`` up to rounding gives exactly that multiple, so
+    no sliver interval of length ~1e-16 is integrated at the end.
+    """
+    r = span / h
+    near = round(r)
+    if near >= 1 and abs(r - near) <= 1e-9 * max(1.0, r):
+        return int(near)
+    return max(1, int(math.ceil(r)))
+
+
 def _wrap_events(events: Any, n: int) -> list:
     if events is None:
         return []
@@ -293,7 +306,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             status, message = 1, f"a terminal event stopped the integration at t = {sol.t[-1]:.6g}"
     else:
         h = float(sample_time)
-        nseg = max(1, int(math.ceil((tf - t0) / h - 1e-9)))
+        nseg = _interval_count(tf - t0, h)
         y = y0
         first = None
         for j in range(nseg):

@@ -21,6 +21,8 @@ from scipy.integrate import solve_ivp
 from nhcontrol._util.errors import LinearSystemError, SolverError
 from nhcontrol._util.validation import as_float_array, check_finite, check_names, readonly
 
+from .forward import _interval_count
+
 __all__ = ["LinearSimulationResult", "simulate_discrete", "simulate_ltv"]
 
 
@@ -256,7 +258,7 @@ def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None
         h = float(sample_time)
         if not (math.isfinite(h) and h > 0):
             raise LinearSystemError(f"sample_time must be positive, got {sample_time!r}")
-        nseg = max(1, int(math.ceil((tf - t0) / h - 1e-9)))
+        nseg = _interval_count(tf - t0, h)
         y = x
         for j in range(nseg):
             a = t0 + j * h
