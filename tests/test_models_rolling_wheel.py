@@ -182,3 +182,22 @@ def test_wrong_model_raises():
 
     with pytest.raises(ModelError, match="expected a rolling-wheel model"):
         rw.upright_rolling(sleigh.model(), 1.0)
+
+
+@pytest.mark.parametrize("v", [0.5, 2.0])
+def test_exact_linearization_with_suggested_partition(wheel, v):
+    """nhcontrol.linearize (third numerical procedure) with PARTITION gives ±i omega / ±sqrt(-omega^2)
+    of the closed form and zeros otherwise (exact derivatives: 1e-9 relative)."""
+    from nhcontrol.linearize import Partition, linearize
+
+    kind, cm = wheel
+    A, C = INERTIA[kind]
+    w2 = ((C + MASS * R**2) * C * (v / R)**2 / A - MASS * G * R) / (A + MASS * R**2)
+    res = linearize(cm, rw.upright_rolling(cm, v), Partition(**rw.PARTITION))
+    assert res.states[:3] == tuple(rw.PARTITION["independent"])
+    ev = np.linalg.eigvals(res.A)
+    ev = ev[np.argsort(-np.abs(ev))]
+    expected = np.sqrt(complex(-w2))
+    np.testing.assert_allclose(np.sort(np.abs(ev[:2].imag)), [abs(expected.imag)] * 2, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(np.sort(np.abs(ev[:2].real)), [abs(expected.real)] * 2, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(ev[2:], 0.0, atol=1e-9)

@@ -82,3 +82,14 @@ def test_errors(cm):
     with pytest.raises(ModelError, match="expected the Chaplygin sleigh"):
         from nhcontrol.models import rolling_wheel
         sleigh.straight_motion(rolling_wheel.model_disc(), 1.0)
+
+
+def test_exact_linearization_with_partition(cm):
+    """nhcontrol.linearize with PARTITION: one eigenvalue m a v/(I_zz + m a^2), the others zero (1e-12)."""
+    from nhcontrol.linearize import Partition, linearize
+
+    v = 2.0
+    m, I, a = sleigh.DEFAULTS["m"], sleigh.DEFAULTS["I_zz"], sleigh.DEFAULTS["a"]
+    res = linearize(cm, sleigh.straight_motion(cm, v), Partition(**sleigh.PARTITION))
+    ev = np.sort(np.linalg.eigvals(res.A).real)
+    np.testing.assert_allclose(ev, [m * a * v / (I + m * a**2), 0, 0, 0, 0], atol=1e-12)
