@@ -61,7 +61,8 @@ from nhcontrol.modeling import MultibodySystem, contacts, rot_x, rot_y, rot_z
 __all__ = [
     "COORDINATES", "INPUTS", "DEFAULTS", "PARTITION_8_72", "LTV_STATES", "REDUCED_STATES",
     "build", "model", "CircularMotion", "circular_parameters", "circular_motion",
-    "motion_from_reference", "initial_conditions", "deviation", "closed_form_matrices",
+    "motion_from_reference", "initial_conditions", "spin_matched_motion", "deviation",
+    "closed_form_matrices",
     "closed_form_ltv", "ltv_system", "SpinReduction", "spin_reduction",
     "controllable_formulation", "AGREEMENT_TOL",
 ]
@@ -427,6 +428,38 @@ def initial_conditions(cm: Any, phi0_deg: float, *, eps_x: float = -0.1, eps_y: 
     thetad = (vx * math.cos(psi) + vy * math.sin(psi)) / (R * math.cos(phi))  # Eq. (8.59)
     xd = np.array([vx, vy, mo.omega + eps_wpsi, phid, thetad])
     return readonly(x), readonly(xd)
+
+
+def spin_matched_motion(cm: Any, x: ArrayLike, xd: ArrayLike, *, rho: float = 0.5, omega: float = 1.0,
+                        x_A: float = 0.0, y_A: float = 0.0,
+                        p: ArrayLike | Mapping[str, float] | None = None):
+    """Circular motion with the same normal spin as the state ``(x, ẋ)`` (reachable reference).
+
+    The spin ``ω_n = ψ̇ + θ̇ sin φ`` cannot be changed by the plate (Sect. 8.4.4). Among the
+    circles with the given ``ρ, ω, A`` the one with ``ω + (ρ ω / R) tan φ0 = ω_n`` has the spin
+    of the state, so the deviation from it has ``c = wᵀ X̃ ≈ 0`` (to second order) and the
+    controllable formulation applies without drift:
+    ``tan φ0* = (ω_n - ω) R / (ρ ω)``.
+
+    Parameters
+    ----------
+    cm : CompiledModel
+    x, xd : (5,) array_like
+        State (e.g. :func:`initial_conditions`).
+    rho, omega, x_A, y_A, p
+        See :func:`circular_parameters`.
+
+    Returns
+    -------
+    Reference
+        :func:`circular_motion` with ``phi0_deg = degrees(φ0*)``.
+    """
+    X = as_float_array(x, "x", shape=(5,), error=ReferenceMotionError)
+    XD = as_float_array(xd, "xd", shape=(5,), error=ReferenceMotionError)
+    _, vals = _param_values(cm, p)
+    spin = float(XD[2] + XD[4] * math.sin(X[3]))
+    phi0 = math.atan((spin - float(omega)) * vals["R"] / (float(rho) * float(omega)))
+    return circular_motion(cm, math.degrees(phi0), rho=rho, omega=omega, x_A=x_A, y_A=y_A, p=p)
 
 
 def deviation(ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
