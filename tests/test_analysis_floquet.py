@@ -156,3 +156,12 @@ def test_floquet_needs_a_period_and_positive_tol():
     # a multiple of the period is accepted: multipliers are squared
     f1, f2 = floquet(mathieu(0.6, 0.2, 0.05)), floquet(mathieu(0.6, 0.2, 0.05), period=2 * TWO_PI)
     np.testing.assert_allclose(np.sort_complex(f2.multipliers), np.sort_complex(f1.multipliers ** 2), atol=1e-9)
+
+
+@pytest.mark.parametrize("delta, eps, c", [(0.25, 0.3, 0.0), (0.6, 0.2, 0.05), (1.0, 0.5, 0.01)])
+def test_magnus_and_ode_monodromy_agree(delta, eps, c):
+    """Two independent integrators of X(T): multipliers agree to 1e-9."""
+    a = floquet(mathieu(delta, eps, c), method="ode")
+    b = floquet(mathieu(delta, eps, c), method="magnus")
+    np.testing.assert_allclose(np.sort_complex(a.multipliers), np.sort_complex(b.multipliers), atol=1e-9)
+    assert a.classification == b.classification

@@ -65,3 +65,18 @@ def test_errors():
         transition_matrix(s, 2.0, 0.0)
     with pytest.raises(LinearSystemError, match="rtol must lie"):
         transition_matrix(s, 0.5, 0.0, rtol=0.0)
+
+
+@pytest.mark.parametrize("t1, t0", [(2.0, 0.0), (-1.0, 1.0)])
+def test_magnus_method_matches_closed_form(t1, t0):
+    """Magnus-6 transition matrix (refined to rtol 1e-12) vs closed form: relative 1e-10."""
+    ref = phi_lower(t1, t0)
+    got = transition_matrix(lower_triangular(), t1, t0, method="magnus")
+    np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12 * np.abs(ref).max())
+    ts = np.array([t0, t1])
+    np.testing.assert_allclose(transition_matrix(lower_triangular(), ts, t0, method="magnus")[0], np.eye(2))
+
+
+def test_transition_method_error():
+    with pytest.raises(LinearSystemError, match="method must be 'ode' or 'magnus'"):
+        transition_matrix(lower_triangular(), 1.0, 0.0, method="rk4")

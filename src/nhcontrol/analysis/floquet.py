@@ -71,7 +71,8 @@ class FloquetResult:
 
 
 def floquet(sys: LTVSystem | control.StateSpace, period: float | None = None, *, t0: float = 0.0,
-            tol: float = FLOQUET_TOL, rtol: float = TRANSITION_RTOL) -> FloquetResult:
+            tol: float = FLOQUET_TOL, rtol: float = TRANSITION_RTOL,
+            method: Literal["ode", "magnus"] = "ode") -> FloquetResult:
     """Monodromy matrix, Floquet multipliers and exponents.
 
     Parameters
@@ -87,6 +88,8 @@ def floquet(sys: LTVSystem | control.StateSpace, period: float | None = None, *,
         error of the monodromy matrix (``rtol`` times its growth over the period).
     rtol : float, default 1e-12
         Integration tolerance of the transition matrix.
+    method : {"ode", "magnus"}, default "ode"
+        Integrator of the monodromy matrix, see :func:`transition_matrix`.
 
     Returns
     -------
@@ -127,7 +130,7 @@ def floquet(sys: LTVSystem | control.StateSpace, period: float | None = None, *,
                     "period=None to use the system's period")
     if not (tol > 0 and np.isfinite(tol)):
         raise LinearSystemError(f"tol must be a positive finite number, got {tol!r}")
-    X = transition_matrix(s, float(t0) + T, float(t0), rtol=rtol)
+    X = transition_matrix(s, float(t0) + T, float(t0), rtol=rtol, method=method)
     mu = np.linalg.eigvals(X).astype(complex)
     order = np.lexsort((-np.angle(mu), -np.abs(mu)))
     mu = mu[order]

@@ -7,6 +7,8 @@ Gramian of Eq. (8.85) and for the monodromy matrix ``Φ(t0 + T, t0)`` of Floquet
 
 from __future__ import annotations
 
+from typing import Literal
+
 import control
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -14,6 +16,7 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 
 from .._util.errors import LinearSystemError, SolverError
+from ..systems.discretize import _magnus_steps
 from ..systems.ltv import LTVSystem, as_ltv
 
 __all__ = ["transition_matrix", "TRANSITION_RTOL"]
@@ -23,7 +26,8 @@ TRANSITION_RTOL = 1e-12
 
 
 def transition_matrix(sys: LTVSystem | control.StateSpace, t1: ArrayLike, t0: float, *,
-                      rtol: float = TRANSITION_RTOL, atol: float | None = None) -> NDArray[np.float64]:
+                      rtol: float = TRANSITION_RTOL, atol: float | None = None,
+                      method: Literal["ode", "magnus"] = "ode") -> NDArray[np.float64]:
     """State transition matrix ``Φ(t1, t0)``.
 
     Parameters
@@ -36,7 +40,12 @@ def transition_matrix(sys: LTVSystem | control.StateSpace, t1: ArrayLike, t0: fl
     rtol : float, default 1e-12
         Relative tolerance of the DOP853 integration of ``Φ̇ = A(t) Φ``.
     atol : float, optional
-        Absolute tolerance, default ``rtol * 1e-3``.
+        Absolute tolerance, default ``rtol * 1e-3`` (``method="ode"``).
+    method : {"ode", "magnus"}, default "ode"
+        ``"ode"``: DOP853 on ``Φ̇ = A Φ`` (one call of ``A`` per stage). ``"magnus"``: the
+        sixth-order Magnus scheme of :func:`nhcontrol.systems.discretize` over ``[t0, t1]``
+        (substeps doubled until two levels agree to ``rtol``; all Gauss nodes of a level in one
+        vectorised call of ``A`` — much faster when ``A(t)`` is expensive and vectorized).
 
     Returns
     -------
@@ -75,7 +84,17 @@ def transition_matrix(sys: LTVSystem | control.StateSpace, t1: ArrayLike, t0: fl
         A = s.A(t0f)
         out = np.array([expm(A * (ti - t0f)) for ti in flat]).reshape(flat.size, n, n)
         return out[0] if t1a.ndim == 0 else out.reshape((*t1a.shape, n, n))
+    if method not in ("ode", "magnus"):
+        raise LinearSystemError(f"method must be 'ode' or 'magnus', got {method!r}")
     out = np.empty((flat.size, n, n))
+    if method == "magnus":
+        for i, ti in enumerate(flat):
+            if ti == t0f:
+                out[i] = np.eye(n)
+                continue
+            E = _magnus_steps(s, np.array([t0f]), float(ti) - t0f, max(rtol, 1e-13), 1 << 16)
+            out[i] = E[0, :n, :n]
+        return out[0] if t1a.ndim == 0 else out.reshape((*t1a.shape, n, n))
 
     def rhs(t: float, y: NDArray) -> NDArray:
         return (s.A(t) @ y.reshape(n, n)).reshape(-1)
