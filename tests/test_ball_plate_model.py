@@ -394,3 +394,23 @@ def test_contact_bad_arguments():
                                          r"contact_point_plate must lie in the plate plane"):
         sphere_on_moving_plane(mb, ball, radius=R, plate_orientation=sp.eye(2),
                                contact_point_plate=(xC, yC, 1))
+
+
+def test_contact_on_turntable_plate_rotation_cancels():
+    """A plate that is a body with its own coordinate (turntable angle χ, R_2 = R_z(χ)): the
+    relative velocity is still Eq. (8.55), without χ̇ — the plate's angular velocity cancels from
+    v_C32 (Eqs. (8.52)-(8.54), docs/theory/ball_plate.md Sect. 1). Exact (sympy) zero difference."""
+    mb = MultibodySystem("turntable")
+    xC, yC, psi, phi, theta, chi = mb.add_coordinates("x_C y_C psi phi theta chi")
+    R, = (mb.add_parameters(R=0.05),)
+    R2 = rot_z(chi)
+    plate = mb.add_body("plate", mass=1, inertia=sp.eye(3), position=(0, 0, 0), orientation=R2)
+    ball = mb.add_body("ball", mass=1, inertia=sp.eye(3), position=R2 * sp.Matrix([xC, yC, R]),
+                       orientation=R2 * rot_z(psi) * rot_x(phi) * rot_y(theta))
+    rec = sphere_on_moving_plane(mb, ball, radius=R, plate_orientation=R2,
+                                 contact_point_plate=(xC, yC, 0), plate_body=plate)
+    xCd, yCd, psid, phid, thetad, chid = mb.velocities
+    want = [xCd - R * thetad * sp.cos(psi) * sp.cos(phi) - R * phid * sp.sin(psi),
+            yCd - R * thetad * sp.sin(psi) * sp.cos(phi) + R * phid * sp.cos(psi), 0]
+    assert [sp.simplify(g - w) for g, w in zip(rec.relative_velocity, want)] == [0, 0, 0]
+    assert rec.nonholonomic_names == ("roll_x", "roll_y")
