@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
@@ -48,6 +48,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
 from nhcontrol.modeling import MultibodySystem, contacts, rot_x, rot_y, rot_z
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = [
     "COORDINATES",
@@ -256,11 +260,11 @@ def add_frame_and_wheels(mb: MultibodySystem, coords: tuple, p: Mapping[str, sp.
 
 
 @lru_cache(maxsize=8)
-def _model_cached(items: tuple[tuple[str, float], ...]):
+def _model_cached(items: tuple[tuple[str, float], ...]) -> "CompiledModel":
     return build(**dict(items)).compile()
 
 
-def model(**parameter_overrides: float):
+def model(**parameter_overrides: float) -> "CompiledModel":
     """Compiled bicycle benchmark (cached in memory and on disk).
 
     Parameters
@@ -406,7 +410,8 @@ def steady_forward_multipliers(cm: Any, p: ArrayLike | Mapping[str, float] | Non
     return lam
 
 
-def steady_forward(model: Any, v: float, p: ArrayLike | Mapping[str, float] | None = None):
+def steady_forward(model: "CompiledModel", v: float,
+                   p: ArrayLike | Mapping[str, float] | None = None) -> "Reference":
     """Reference of the steady forward motion at speed ``v`` (Eqs. (4.148), (4.174)-(4.175)).
 
     Parameters

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
@@ -34,6 +34,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
 from nhcontrol.modeling import MultibodySystem, contacts, rot_x, rot_y, rot_z
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["COORDINATES", "DEFAULTS", "PARTITION", "build_disc", "build_hoop", "model_disc",
            "model_hoop", "upright_rolling", "upright_rolling_state"]
@@ -137,17 +141,17 @@ def build_hoop(r: float = 0.3, m: float = 2.0, g: float = 9.81) -> MultibodySyst
 
 
 @lru_cache(maxsize=8)
-def _compiled(kind: str, r: float, m: float, g: float):
+def _compiled(kind: str, r: float, m: float, g: float) -> "CompiledModel":
     return _build(kind, r, m, g).compile()
 
 
-def model_disc(r: float = 0.3, m: float = 2.0, g: float = 9.81):
+def model_disc(r: float = 0.3, m: float = 2.0, g: float = 9.81) -> "CompiledModel":
     """Compiled :func:`build_disc` (cached). Returns a ``CompiledModel``."""
     vals = _values("disc", r, m, g)
     return _compiled("disc", vals["r"], vals["m"], vals["g"])
 
 
-def model_hoop(r: float = 0.3, m: float = 2.0, g: float = 9.81):
+def model_hoop(r: float = 0.3, m: float = 2.0, g: float = 9.81) -> "CompiledModel":
     """Compiled :func:`build_hoop` (cached). Returns a ``CompiledModel``."""
     vals = _values("hoop", r, m, g)
     return _compiled("hoop", vals["r"], vals["m"], vals["g"])
@@ -187,7 +191,8 @@ def upright_rolling_state(v: float, t: ArrayLike, r: float
     return (x[0], xd[0], xdd[0]) if scalar else (x, xd, xdd)
 
 
-def upright_rolling(model: Any, v: float, p: ArrayLike | Mapping[str, float] | None = None):
+def upright_rolling(model: "CompiledModel", v: float,
+                    p: ArrayLike | Mapping[str, float] | None = None) -> "Reference":
     """Reference of the upright wheel rolling straight at speed ``v``.
 
     A relative equilibrium of the disc and the hoop for every ``v``. Multipliers in closed

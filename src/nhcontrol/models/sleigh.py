@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
@@ -30,6 +30,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
 from nhcontrol.modeling import MultibodySystem, contacts, rot_z
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["COORDINATES", "DEFAULTS", "PARTITION", "build", "model", "straight_motion",
            "straight_motion_state"]
@@ -96,11 +100,11 @@ def build(m: float = 1.0, I_zz: float = 0.05, a: float = -0.2) -> MultibodySyste
 
 
 @lru_cache(maxsize=8)
-def _compiled(m: float, I_zz: float, a: float):
+def _compiled(m: float, I_zz: float, a: float) -> "CompiledModel":
     return build(m, I_zz, a).compile()
 
 
-def model(m: float = 1.0, I_zz: float = 0.05, a: float = -0.2):
+def model(m: float = 1.0, I_zz: float = 0.05, a: float = -0.2) -> "CompiledModel":
     """Compiled :func:`build` (cached). Returns a ``CompiledModel``."""
     vals = _values(m, I_zz, a)
     return _compiled(vals["m"], vals["I_zz"], vals["a"])
@@ -120,7 +124,8 @@ def straight_motion_state(v: float, t: ArrayLike
     return (x[0], xd[0], xdd[0]) if scalar else (x, xd, xdd)
 
 
-def straight_motion(model: Any, v: float, p: ArrayLike | Mapping[str, float] | None = None):
+def straight_motion(model: "CompiledModel", v: float,
+                    p: ArrayLike | Mapping[str, float] | None = None) -> "Reference":
     """Reference of the sleigh sliding straight along its blade at speed ``v``.
 
     The multiplier is zero (no lateral force is needed for a straight motion).
