@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError, PartitionError, ReferenceMotionError
-from .._util.validation import COND_MAX, as_float_array
+from .._util.validation import COND_MAX
 from .partition import Partition, PartitionIndices, suggest_partition, _singular_message, _report
 from .result import LinearizationResult
 
@@ -38,10 +38,6 @@ __all__ = ["linearize", "third_procedure", "INPUT_CONSTRAINT_ATOL"]
 #: (``∂C/∂u``, ``∂(D ẍ0)/∂u`` or ``∂Q_d/∂u`` non-zero). Sect. 8.1 assumes ``C(x)`` and
 #: ``B(x)`` independent of ``u`` (Eqs. (8.2)-(8.3)); the input matrix then misses terms.
 INPUT_CONSTRAINT_ATOL = 1e-12
-
-_FIELDS = ("M", "Q", "D", "Cx", "B", "Qd", "dMa_dx", "dMa_du", "dDTlam_dx", "dQ_dx", "dQ_dxd",
-           "dQ_du", "dDv_dx", "dDa_dx", "dQd_dx", "dQd_dxd", "dCxv_dx", "dBv_dx", "dQd_du",
-           "dDa_du", "dC_du")
 
 
 def _mT(a: NDArray[np.float64]) -> NDArray[np.float64]:
