@@ -267,3 +267,22 @@ def test_errors_are_nhcontrol_errors():
         LTVSystem(np.ones((2, 3)), np.ones((2, 1)))
     with pytest.raises(ValueError):
         LTVSystem(np.ones((2, 3)), np.ones((2, 1)))
+
+
+def test_spectral_needs_a_full_period_in_range():
+    sys = mathieu_like(period=TWO_PI, t_range=(0.0, 3.0))
+    with pytest.raises(LinearSystemError, match="samples one full period"):
+        sys.derivative("A", 1.0, 1)
+    # a range covering a period starting elsewhere works (sampled from t_range[0])
+    sys2 = mathieu_like(period=TWO_PI, t_range=(1.0, 1.0 + TWO_PI))
+    assert abs(sys2.derivative("A", 2.0, 1)[1, 0] - a10_derivative(0.3, 2.0, 1)) < 1e-12
+
+
+def test_unresolved_numerical_derivatives_warn():
+    """A kink is not band-limited: spectral and Chebyshev fits warn instead of failing silently."""
+    kink = LTVSystem(lambda t: [[abs(np.sin(t))]], [[1.0]], period=TWO_PI)
+    with pytest.warns(RuntimeWarning, match="not resolved with 4096 samples"):
+        kink.derivative("A", 1.0, 1)
+    kink2 = LTVSystem(lambda t: [[abs(t - 0.3)]], [[1.0]])
+    with pytest.warns(RuntimeWarning, match="does not resolve"):
+        kink2.derivative("A", 0.0, 1)

@@ -11,6 +11,7 @@ Silverman–Meadows test (Eqs. (8.86)–(8.87)): exact ones when supplied, other
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Callable, Literal, Sequence
 
 import control
@@ -489,23 +490,31 @@ class LTVSystem:
         key = (which, "spectral")
         if key not in self._cache:
             T = float(self._period)  # type: ignore[arg-type]
+            base = 0.0
+            if self._t_range is not None:
+                lo, hi = self._t_range
+                if hi - lo < T * (1 - 1e-12):
+                    raise LinearSystemError(
+                        f"spectral differentiation samples one full period T = {T}, but t_range = "
+                        f"({lo}, {hi}) is shorter; widen t_range or use method='chebyshev'")
+                base = lo
             M = 16
             while True:
-                ts = T * np.arange(M) / M
-                vals = self._eval_unchecked(which, ts)
-                ti = _TrigInterp(0.0, T, vals)
-                if ti.tail_ratio <= SPECTRAL_TAIL_RTOL or M >= SPECTRAL_MAX_SAMPLES:
+                ts = base + T * np.arange(M) / M
+                ti = _TrigInterp(base, T, self._eval(which, ts, 0))
+                if ti.tail_ratio <= SPECTRAL_TAIL_RTOL:
+                    break
+                if M >= SPECTRAL_MAX_SAMPLES:
+                    warnings.warn(
+                        f"spectral differentiation of {which}(t): the Fourier coefficients are not "
+                        f"resolved with {M} samples per period (tail/max = {ti.tail_ratio:.1e} > "
+                        f"{SPECTRAL_TAIL_RTOL:.0e}); derivatives may be inaccurate — is the period "
+                        "right and A(t) smooth? Give exact derivatives (dA=, dB=) if you can",
+                        RuntimeWarning, stacklevel=4)
                     break
                 M *= 2
             self._cache[key] = ti
         return self._cache[key]
-
-    def _eval_unchecked(self, which: str, ts: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Evaluate on times that may leave ``t_range`` only by periodicity (periodic systems)."""
-        if self._t_range is not None:
-            lo, hi = self._t_range
-            ts = np.clip(ts, lo, hi)
-        return self._eval(which, ts, 0)
 
     def _chebyshev(self, which: str, ta: NDArray[np.float64], orders: Sequence[int],
                    h: float | None) -> list[NDArray[np.float64]]:
@@ -532,8 +541,15 @@ class LTVSystem:
                 vals = self._eval(which, c + r * x, 0).reshape(d + 1, -1)
                 coef = _cheb.chebfit(x, vals, d)
                 top = np.abs(coef).max()
-                if top == 0 or np.abs(coef[-4:]).max() <= CHEB_TAIL_RTOL * top:
+                tail = np.abs(coef[-4:]).max()
+                if top == 0 or tail <= CHEB_TAIL_RTOL * top:
                     break
+            else:
+                warnings.warn(
+                    f"Chebyshev differentiation of {which}(t) near t = {ti}: degree {CHEB_DEGREES[-1]} "
+                    f"does not resolve [{a}, {b}] (tail/max = {tail / top:.1e}); derivatives may be "
+                    "inaccurate — pass a smaller h= or exact derivatives (dA=, dB=)",
+                    RuntimeWarning, stacklevel=4)
             coef = np.where(np.abs(coef) < CHEB_CHOP_RTOL * top, 0.0, coef)
             for j, o in enumerate(orders):
                 dcoef = _cheb.chebder(coef, m=o, scl=1.0 / r)
