@@ -198,3 +198,29 @@ def test_cli_json(tmp_path):
     assert set(data["critical_speeds"]) == {"vd", "vw", "vc"}
     assert (tmp_path / "bicycle-benchmark.json").exists()
     assert (tmp_path / "fig_4_4_root_locus.png").exists()
+
+
+def test_example_runs_and_prints_headline_numbers(tmp_path, capsys):
+    """examples/bicycle_benchmark.py: critical speeds to 1e-10 and the figure on disk."""
+    import runpy
+
+    mod = runpy.run_path(str(Path(__file__).parents[1] / "examples" / "bicycle_benchmark.py"))
+    out = mod["main"](tmp_path)
+    printed = capsys.readouterr().out
+    assert "v_w = 4.292382536341" in printed and "6 exact zero eigenvalues" in printed
+    for key, ref in (("v_d", "vd"), ("v_w", "vw"), ("v_c", "vc")):
+        assert abs(out["speeds"][key] - REF["speeds"][ref]) < 1e-10 * REF["speeds"][ref]
+    assert Path(out["figure"]).stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_benchmark_script_runs():
+    """benchmarks/linearize_bicycle.py prints the four required keys (timings are not tested)."""
+    import runpy
+
+    mod = runpy.run_path(str(Path(__file__).parents[1] / "benchmarks" / "linearize_bicycle.py"))
+    out = mod["main"](["--repeat", "3"])
+    for key in ("third_procedure_s", "finite_difference_s", "ratio_fd_over_third",
+                "vectorised_1000_s"):
+        assert out[key] > 0
+    assert out["eigenvalue_error_third"] < 1e-12
