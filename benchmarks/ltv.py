@@ -75,7 +75,7 @@ def median_time(fn, repeat: int) -> tuple[float, object]:
     return statistics.median(times), out
 
 
-def run(repeat: int = 3, naive_repeat: int = 1) -> dict:
+def run(repeat: int = 3, naive_repeat: int = 3) -> dict:
     sys, sysv = make_system(False), make_system(True)
     dt = PERIOD / N_STEPS
     t_disc, d = median_time(lambda: discretize(sys, dt, steps=N_STEPS), repeat)
@@ -85,6 +85,7 @@ def run(repeat: int = 3, naive_repeat: int = 1) -> dict:
     diff = float(max(np.abs(d.Ad - Ad).max(), np.abs(d.Bd - Bd).max()))
     return {
         "nstates": N_STATES, "ninputs": N_INPUTS, "steps": N_STEPS, "repeat": repeat,
+        "naive_repeat": naive_repeat,
         "discretize_s": t_disc,
         "discretize_vectorized_s": t_discv,
         "gramian_s": t_gram,
@@ -100,7 +101,7 @@ def run(repeat: int = 3, naive_repeat: int = 1) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--naive-repeat", type=int, default=1)
+    p.add_argument("--naive-repeat", type=int, default=3)
     a = p.parse_args()
     print(json.dumps(run(a.repeat, a.naive_repeat), indent=2))
 

@@ -201,3 +201,8 @@ def test_periodic_reuse_with_offset_start():
     d = discretize(hill(), TWO_PI / p, t0=0.9, steps=p + 3)
     ref = discretize(hill(period=None), TWO_PI / p, t0=0.9 + TWO_PI, steps=3)
     np.testing.assert_allclose(d.Ad[p:], ref.Ad, rtol=0, atol=1e-11)
+
+
+def test_steps_required_when_period_does_not_divide():
+    with pytest.raises(LinearSystemError, match="its period is not a multiple of dt"):
+        discretize(hill(), 0.3)

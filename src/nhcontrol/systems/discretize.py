@@ -123,8 +123,11 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
         elif p_steps is not None:
             N = p_steps
         else:
+            why = ("its period is not a multiple of dt" if s.period is not None
+                   else "it is neither periodic nor limited by t_range")
             raise LinearSystemError(
-                "steps is required for a non-periodic LTV system without t_range; pass steps=N")
+                f"steps is required: the number of steps cannot be inferred because {why}; "
+                "pass steps=N")
     else:
         N = _check_steps(steps)
     s.check_time(np.array([t0f, t0f + N * dtf]), "discretization grid")
