@@ -75,16 +75,16 @@ def median_time(fn, repeat: int) -> tuple[float, object]:
     return statistics.median(times), out
 
 
-def run(repeat: int = 3, naive_repeat: int = 3) -> dict:
+def run(repeat: int = 3, naive_repeat: int = 3, steps: int = N_STEPS) -> dict:
     sys, sysv = make_system(False), make_system(True)
-    dt = PERIOD / N_STEPS
-    t_disc, d = median_time(lambda: discretize(sys, dt, steps=N_STEPS), repeat)
-    t_discv, dv = median_time(lambda: discretize(sysv, dt, steps=N_STEPS), repeat)
+    dt = PERIOD / steps
+    t_disc, d = median_time(lambda: discretize(sys, dt, steps=steps), repeat)
+    t_discv, dv = median_time(lambda: discretize(sysv, dt, steps=steps), repeat)
     t_gram, g = median_time(lambda: gramian(sys, 0.0, PERIOD), repeat)
-    t_naive, (Ad, Bd) = median_time(lambda: naive_discretize(sys, dt, N_STEPS), naive_repeat)
+    t_naive, (Ad, Bd) = median_time(lambda: naive_discretize(sys, dt, steps), naive_repeat)
     diff = float(max(np.abs(d.Ad - Ad).max(), np.abs(d.Bd - Bd).max()))
     return {
-        "nstates": N_STATES, "ninputs": N_INPUTS, "steps": N_STEPS, "repeat": repeat,
+        "nstates": N_STATES, "ninputs": N_INPUTS, "steps": steps, "repeat": repeat,
         "naive_repeat": naive_repeat,
         "discretize_s": t_disc,
         "discretize_vectorized_s": t_discv,
@@ -102,8 +102,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--naive-repeat", type=int, default=3)
+    p.add_argument("--steps", type=int, default=N_STEPS)
     a = p.parse_args()
-    print(json.dumps(run(a.repeat, a.naive_repeat), indent=2))
+    print(json.dumps(run(a.repeat, a.naive_repeat, a.steps), indent=2))
 
 
 if __name__ == "__main__":
