@@ -1,4 +1,15 @@
-"""The Chaplygin sleigh (a planar skate / skateboard deck on one blade).
+"""The Chaplygin sleigh and a planar skateboard: rigid boards on knife edges.
+
+Two models built with :func:`~nhcontrol.modeling.contacts.knife_edge`:
+
+* the Chaplygin sleigh (:func:`build`, :func:`model`, :func:`straight_motion`): one blade,
+  two degrees of freedom;
+* a planar skateboard (:func:`build_skateboard`, :func:`model_skateboard`,
+  :func:`skateboard_turn`): two steerable trucks whose steer angle is the input ``u``,
+  one degree of freedom.
+
+Chaplygin sleigh
+----------------
 
 A rigid body moving on the horizontal plane, ``n = 3`` absolute coordinates
 ``x = [x, y, psi]`` (centre of mass ``G`` and yaw), with a knife edge
@@ -36,7 +47,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.reference import Reference
 
 __all__ = ["COORDINATES", "DEFAULTS", "PARTITION", "build", "model", "straight_motion",
-           "straight_motion_state"]
+           "straight_motion_state", "SKATEBOARD_DEFAULTS", "PARTITION_SKATEBOARD_STRAIGHT",
+           "PARTITION_SKATEBOARD_TURN", "build_skateboard", "model_skateboard", "skateboard_turn",
+           "skateboard_turn_state", "skateboard_turn_multipliers"]
 
 #: Coordinates: centre of mass (x, y) and yaw psi.
 COORDINATES: tuple[str, ...] = ("x", "y", "psi")
@@ -110,6 +123,29 @@ def model(m: float = 1.0, I_zz: float = 0.05, a: float = -0.2) -> "CompiledModel
     return _compiled(vals["m"], vals["I_zz"], vals["a"])
 
 
+def _pvec(model: "CompiledModel", p: ArrayLike | Mapping[str, float] | None) -> NDArray[np.float64]:
+    names = list(model.parameters)
+    if p is None:
+        return np.array([model.parameters[k] for k in names], dtype=float)
+    if isinstance(p, Mapping):
+        return np.asarray(model.param_vector(**p), dtype=float)
+    pvec = np.asarray(p, dtype=float)
+    if pvec.shape != (len(names),):
+        raise ModelError(f"parameter vector p must have shape ({len(names)},) (order {names}), got "
+                         f"{pvec.shape}")
+    return pvec
+
+
+def _speed(v: Any) -> float:
+    try:
+        speed = float(v)
+    except (TypeError, ValueError) as exc:
+        raise ReferenceMotionError(f"speed v must be a real number in m/s, got {v!r}") from exc
+    if not math.isfinite(speed):
+        raise ReferenceMotionError(f"speed v must be finite, got {v!r}")
+    return speed
+
+
 def straight_motion_state(v: float, t: ArrayLike
                           ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """``x = v t``, ``y = psi = 0`` and its derivatives; each (3,) or (N, 3)."""
@@ -153,25 +189,11 @@ def straight_motion(model: "CompiledModel", v: float,
     """
     from nhcontrol.reference import Reference
 
-    if tuple(model.coordinates) != COORDINATES:
+    if tuple(model.coordinates) != COORDINATES or getattr(model, "name", "") != "chaplygin_sleigh":
         raise ModelError(f"expected the Chaplygin sleigh with coordinates {list(COORDINATES)}, got "
                          f"{getattr(model, 'name', '?')!r} with {list(model.coordinates)}; use sleigh.model()")
-    try:
-        speed = float(v)
-    except (TypeError, ValueError) as exc:
-        raise ReferenceMotionError(f"speed v must be a real number in m/s, got {v!r}") from exc
-    if not math.isfinite(speed):
-        raise ReferenceMotionError(f"speed v must be finite, got {v!r}")
-    names = list(model.parameters)
-    if p is None:
-        pvec = np.array([model.parameters[k] for k in names], dtype=float)
-    elif isinstance(p, Mapping):
-        pvec = np.asarray(model.param_vector(**p), dtype=float)
-    else:
-        pvec = np.asarray(p, dtype=float)
-        if pvec.shape != (len(names),):
-            raise ModelError(f"parameter vector p must have shape ({len(names)},) (order {names}), got "
-                             f"{pvec.shape}")
+    speed = _speed(v)
+    pvec = _pvec(model, p)
     nc = model.m + model.l
 
     def lam_fun(t):
@@ -184,3 +206,202 @@ def straight_motion(model: "CompiledModel", v: float,
         lambda t: straight_motion_state(speed, t)[1],
         lambda t: straight_motion_state(speed, t)[2],
         lam=lam_fun, p=pvec, steady=True)
+
+
+# =========================================================================== skateboard
+#: Skateboard: mass m [kg], yaw inertia I_zz about G [kg m^2], half wheelbase r [m].
+SKATEBOARD_DEFAULTS: Mapping[str, float] = {"m": 5.0, "I_zz": 0.4, "r": 0.25}
+
+#: Straight motion (``u = 0``): forward position independent, ``y`` and ``psi`` follow from the
+#: two parallel blades (``D_dd`` regular while ``cos psi != 0``).
+PARTITION_SKATEBOARD_STRAIGHT: dict[str, list[str]] = dict(
+    independent=["x"], admissible_dependent=["y", "psi"], dependent=[])
+
+#: Turning (``u != 0``): yaw independent, ``x, y`` from the two blades; ``D_dd`` (the two blade
+#: normals) is regular for every heading when ``sin u != 0``.
+PARTITION_SKATEBOARD_TURN: dict[str, list[str]] = dict(
+    independent=["psi"], admissible_dependent=["x", "y"], dependent=[])
+
+
+def _skateboard_values(m: float, I_zz: float, r: float) -> dict[str, float]:
+    vals = {"m": m, "I_zz": I_zz, "r": r}
+    bad = []
+    for key, val in vals.items():
+        try:
+            vals[key] = float(val)
+        except (TypeError, ValueError):
+            bad.append(f"{key}={val!r}")
+            continue
+        if not math.isfinite(vals[key]) or vals[key] <= 0:
+            bad.append(f"{key}={val!r}")
+    if bad:
+        raise ModelError(f"skateboard: m, I_zz and the half wheelbase r must be positive finite numbers, got {bad}")
+    return vals
+
+
+def build_skateboard(m: float = 5.0, I_zz: float = 0.4, r: float = 0.25) -> MultibodySystem:
+    """Symbolic planar skateboard: a board on two steerable knife-edge trucks.
+
+    The board (centre of mass ``G``, yaw ``psi``; coordinates ``x = [x, y, psi]``) carries
+    two massless trucks at the body points ``G ± R_z(psi) [r, 0, 0]^T``. Their blades (wheel
+    pairs modelled as knife edges, :func:`~nhcontrol.modeling.contacts.knife_edge`) point
+    along ``[cos u, +sin u, 0]`` (front) and ``[cos u, -sin u, 0]`` (rear) in the board frame:
+    the steer angle ``u`` is an **input** (the rider tilts the deck; the trucks turn opposite
+    ways, as in the snakeboard of Lewis et al. 1994 without rotor). Inputs are
+    quasi-static (Sect. 8.1): they enter ``B(x, u)`` but their rates do not.
+
+    ``n = 3``, ``m = 0``, ``l = 2`` (``front_lateral``, ``rear_lateral``): one degree of
+    freedom, the speed along the path. For constant ``u`` the board turns about the point
+    ``(0, r / tan u)`` of the board frame (where the blade normals meet).
+
+    Parameters
+    ----------
+    m : float
+        Mass of board and rider [kg].
+    I_zz : float
+        Yaw moment of inertia about ``G`` [kg m^2].
+    r : float
+        Half wheelbase [m].
+
+    Returns
+    -------
+    MultibodySystem
+
+    Raises
+    ------
+    ModelError
+        If a value is not positive and finite.
+    """
+    vals = _skateboard_values(m, I_zz, r)
+    mb = MultibodySystem("skateboard")
+    x, y, psi = mb.add_coordinates(" ".join(COORDINATES))
+    m_s, i_s, r_s = mb.add_parameters(**vals)
+    u = mb.add_inputs("u")
+    R = rot_z(psi)
+    center = sp.Matrix([x, y, 0])
+    board = mb.add_body("board", mass=m_s, inertia=sp.diag(i_s / 2, i_s / 2, i_s), position=center,
+                        orientation=R)
+    contacts.knife_edge(mb, board, center + R * sp.Matrix([r_s, 0, 0]), (sp.cos(u), sp.sin(u), 0),
+                        name="front")
+    contacts.knife_edge(mb, board, center + R * sp.Matrix([-r_s, 0, 0]), (sp.cos(u), -sp.sin(u), 0),
+                        name="rear")
+    return mb
+
+
+@lru_cache(maxsize=8)
+def _compiled_skateboard(m: float, I_zz: float, r: float) -> "CompiledModel":
+    return build_skateboard(m, I_zz, r).compile()
+
+
+def model_skateboard(m: float = 5.0, I_zz: float = 0.4, r: float = 0.25) -> "CompiledModel":
+    """Compiled :func:`build_skateboard` (cached). Returns a ``CompiledModel`` with one input ``u``."""
+    vals = _skateboard_values(m, I_zz, r)
+    return _compiled_skateboard(vals["m"], vals["I_zz"], vals["r"])
+
+
+def skateboard_turn_state(v: float, u0: float, t: ArrayLike, r: float
+                          ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Steady turn at speed ``v`` with constant steer ``u0`` (straight line for ``u0 = 0``).
+
+    Turning radius of ``G`` :math:`\\rho = r/\\tan u_0`, yaw rate :math:`\\omega = v/\\rho`:
+    :math:`x = \\rho\\sin\\omega t`, :math:`y = \\rho(1 - \\cos\\omega t)`,
+    :math:`\\psi = \\omega t` (centre of the circle at ``(0, rho)``).
+
+    Returns
+    -------
+    x, xd, xdd : (3,) or (N, 3) ndarray
+    """
+    tt = np.asarray(t, dtype=float)
+    scalar = tt.ndim == 0
+    tt = np.atleast_1d(tt)
+    w = v * math.tan(u0) / r
+    x = np.zeros((tt.shape[0], 3))
+    xd = np.zeros_like(x)
+    xdd = np.zeros_like(x)
+    # x = v sin(w t)/w and y = v (1 - cos(w t))/w written without dividing by w (exact at w = 0)
+    wt = w * tt
+    sinc = np.sinc(wt / np.pi)                                 # sin(wt)/(wt)
+    cosc = np.where(np.abs(wt) < 1e-4, wt / 2 - wt**3 / 24, (1 - np.cos(wt)) / np.where(wt == 0, 1, wt))
+    x[:, 0] = v * tt * sinc
+    x[:, 1] = v * tt * cosc
+    x[:, 2] = wt
+    xd[:, 0] = v * np.cos(wt)
+    xd[:, 1] = v * np.sin(wt)
+    xd[:, 2] = w
+    xdd[:, 0] = -v * w * np.sin(wt)
+    xdd[:, 1] = v * w * np.cos(wt)
+    return (x[0], xd[0], xdd[0]) if scalar else (x, xd, xdd)
+
+
+def skateboard_turn_multipliers(v: float, u0: float, values: Mapping[str, float]) -> NDArray[np.float64]:
+    """Exact multipliers of the steady turn, ``[front, rear]``.
+
+    Both trucks carry the same lateral force ``F``: the resultant ``2 F cos u0`` along the
+    board ``y`` axis is the centripetal force :math:`m v^2/\\rho` and the torques about ``G``
+    cancel. The blade normal :math:`e = n \\times d` has unit length, the reaction is
+    :math:`-B^T\\Lambda` (Eq. (2.106)), so
+    :math:`\\Lambda = -F = -m v^2 \\sin u_0 / (2 r \\cos^2 u_0)`.
+    """
+    lam = -values["m"] * v**2 * math.sin(u0) / (2 * values["r"] * math.cos(u0) ** 2)
+    return np.array([lam, lam])
+
+
+def skateboard_turn(model: "CompiledModel", v: float, u0: float = 0.0,
+                    p: ArrayLike | Mapping[str, float] | None = None) -> "Reference":
+    """Reference of the skateboard turning steadily (or going straight for ``u0 = 0``).
+
+    Parameters
+    ----------
+    model : CompiledModel
+        :func:`model_skateboard`.
+    v : float
+        Speed of ``G`` [m/s].
+    u0 : float
+        Constant steer angle [rad], ``|u0| < pi/2``.
+    p : (p,) array_like or mapping, optional
+        Parameter vector or overrides.
+
+    Returns
+    -------
+    Reference
+        With ``u(t) = u0`` and the multipliers of :func:`skateboard_turn_multipliers`.
+        ``steady=True`` for the straight motion; a turn is periodic (period
+        :math:`2\\pi/|\\omega|`) and, in the absolute coordinates ``x, y``, gives a periodic
+        linearization (``steady=False``).
+
+    Raises
+    ------
+    ModelError
+        If ``model`` is not the skateboard.
+    ReferenceMotionError
+        If ``v`` or ``u0`` is not finite or ``|u0| >= pi/2``.
+    """
+    from nhcontrol.reference import Reference
+
+    if getattr(model, "name", "") != "skateboard" or tuple(model.coordinates) != COORDINATES:
+        raise ModelError(f"expected the skateboard model (coordinates {list(COORDINATES)}, input 'u'), got "
+                         f"{getattr(model, 'name', '?')!r}; use sleigh.model_skateboard()")
+    speed = _speed(v)
+    try:
+        steer = float(u0)
+    except (TypeError, ValueError) as exc:
+        raise ReferenceMotionError(f"steer angle u0 must be a real number in rad, got {u0!r}") from exc
+    if not (math.isfinite(steer) and abs(steer) < math.pi / 2):
+        raise ReferenceMotionError(f"steer angle u0 must be finite with |u0| < pi/2 (trucks across the "
+                                   f"board cannot roll), got {u0!r}")
+    pvec = _pvec(model, p)
+    vals = dict(zip(model.parameters, pvec.tolist()))
+    lam0 = skateboard_turn_multipliers(speed, steer, vals)
+    w = speed * math.tan(steer) / vals["r"]
+    period = None if w == 0 else 2 * math.pi / abs(w)
+
+    def lam_fun(t):
+        tt = np.asarray(t, dtype=float)
+        return lam0.copy() if tt.ndim == 0 else np.tile(lam0, (tt.shape[0], 1))
+
+    return Reference.from_functions(
+        model,
+        lambda t: skateboard_turn_state(speed, steer, t, vals["r"])[0],
+        lambda t: skateboard_turn_state(speed, steer, t, vals["r"])[1],
+        lambda t: skateboard_turn_state(speed, steer, t, vals["r"])[2],
+        u=np.array([steer]), lam=lam_fun, p=pvec, steady=period is None, period=period)
