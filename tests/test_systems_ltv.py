@@ -286,3 +286,10 @@ def test_unresolved_numerical_derivatives_warn():
     kink2 = LTVSystem(lambda t: [[abs(t - 0.3)]], [[1.0]])
     with pytest.warns(RuntimeWarning, match="does not resolve"):
         kink2.derivative("A", 0.0, 1)
+
+
+def test_constant_system_cannot_be_mutated_through_results():
+    sys = LTVSystem(np.eye(2), np.ones((2, 1)))
+    A = sys.A(0.0)
+    A[0, 0] = 5.0
+    assert sys.A(1.0)[0, 0] == 1.0

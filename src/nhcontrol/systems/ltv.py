@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import make_interp_spline
 
 from .._util.errors import LinearSystemError, TimeRangeError
-from .._util.validation import as_float_array, check_finite, check_names
+from .._util.validation import as_float_array, check_finite, check_names, readonly
 
 __all__ = ["LTVSystem", "as_ltv", "DerivativeMethod"]
 
@@ -119,6 +119,10 @@ class LTVSystem:
         self._n, self._k = n, B0.shape[1]
         self._states = check_names(states, n, "states", "x")
         self._inputs = check_names(inputs, self._k, "inputs", "u")
+        if const_A:
+            A0 = readonly(np.array(A0))
+        if const_B:
+            B0 = readonly(np.array(B0))
         self._funcs: dict[str, Any] = {
             "A": (lambda t, _c=A0: _c) if const_A else A,
             "B": (lambda t, _c=B0: _c) if const_B else B,
@@ -463,6 +467,8 @@ class LTVSystem:
         f = self._raw(which, o)
         if ta.ndim == 0:
             val = _as_matrix(f(float(ta)), shape, f"{name}(t)", float(ta))
+            if self._const[which] is not None:
+                return np.array(val)  # a copy: the stored constant stays untouched
             return check_finite(val, f"{name}(t)", where=f"at t = {float(ta)}")
         flat = ta.reshape(-1)
         if self._const[which] is not None:
