@@ -23,6 +23,7 @@ choice (:func:`suggest_partition`) first pivots on ``Cx`` for ``x_d`` and then o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -260,38 +261,9 @@ class Partition:
             Listing *all* problems: unknown, duplicated or missing coordinates and wrong
             counts (``n - m - l`` independent, ``l`` admissible dependent, ``m`` dependent).
         """
-        coords = tuple(cm.coordinates)
-        n, m, l = int(cm.n), int(cm.m), int(cm.l)
-        problems: list[str] = []
-        allnames = self.coordinates
-        unknown = [s for s in allnames if s not in coords]
-        if unknown:
-            problems.append(f"unknown coordinates {unknown} (model {getattr(cm, 'name', '')!r} "
-                            f"has {list(coords)})")
-        dup = sorted({s for s in allnames if allnames.count(s) > 1})
-        if dup:
-            problems.append(f"coordinates listed more than once: {dup}")
-        missing = [s for s in coords if s not in allnames]
-        if missing:
-            problems.append(f"coordinates missing from the partition: {missing}")
-        for what, names, want, sym in (
-                ("independent (x_ai)", self.independent, n - m - l, "n-m-l"),
-                ("admissible_dependent (x_ad)", self.admissible_dependent, l, "l"),
-                ("dependent (x_d)", self.dependent, m, "m")):
-            if len(names) != want:
-                problems.append(f"{what} must hold {sym} = {want} names, got {len(names)}: "
-                                f"{list(names)} (n = {n} coordinates, m = {m} holonomic, "
-                                f"l = {l} nonholonomic constraints)")
-        if problems:
-            raise PartitionError("invalid partition (Eq. (4.96)):\n  - " + "\n  - ".join(problems))
-        pos = {s: i for i, s in enumerate(coords)}
-        ai = np.array([pos[s] for s in self.independent], dtype=np.intp)
-        ad = np.array([pos[s] for s in self.admissible_dependent], dtype=np.intp)
-        d = np.array([pos[s] for s in self.dependent], dtype=np.intp)
-        perm = np.concatenate([ai, ad, d]).astype(np.intp)
-        for a in (ai, ad, d, perm):
-            a.setflags(write=False)
-        return PartitionIndices(ai, ad, d, perm, n, m, l)
+        return _indices(self.independent, self.admissible_dependent, self.dependent,
+                        tuple(cm.coordinates), int(cm.n), int(cm.m), int(cm.l),
+                        str(getattr(cm, "name", "")))
 
     # ------------------------------------------------------------------ numerical check
     def conditioning(self, cm: Any, ref: Any, t: float = 0.0, *,
@@ -335,6 +307,43 @@ class Partition:
         if not report.ok:
             raise PartitionError(_singular_message(self, report, cm, ref, float(t), cond_max))
         return report
+
+
+@lru_cache(maxsize=256)
+def _indices(independent: tuple[str, ...], admissible_dependent: tuple[str, ...],
+             dependent: tuple[str, ...], coords: tuple[str, ...], n: int, m: int,
+             l: int, name: str) -> PartitionIndices:  # noqa: E741
+    """Validated index arrays (cached: the hot path calls this for every linearization)."""
+    problems: list[str] = []
+    allnames = independent + admissible_dependent + dependent
+    unknown = [s for s in allnames if s not in coords]
+    if unknown:
+        problems.append(f"unknown coordinates {unknown} (model {name!r} "
+                        f"has {list(coords)})")
+    dup = sorted({s for s in allnames if allnames.count(s) > 1})
+    if dup:
+        problems.append(f"coordinates listed more than once: {dup}")
+    missing = [s for s in coords if s not in allnames]
+    if missing:
+        problems.append(f"coordinates missing from the partition: {missing}")
+    for what, names, want, sym in (
+            ("independent (x_ai)", independent, n - m - l, "n-m-l"),
+            ("admissible_dependent (x_ad)", admissible_dependent, l, "l"),
+            ("dependent (x_d)", dependent, m, "m")):
+        if len(names) != want:
+            problems.append(f"{what} must hold {sym} = {want} names, got {len(names)}: "
+                            f"{list(names)} (n = {n} coordinates, m = {m} holonomic, "
+                            f"l = {l} nonholonomic constraints)")
+    if problems:
+        raise PartitionError("invalid partition (Eq. (4.96)):\n  - " + "\n  - ".join(problems))
+    pos = {s: i for i, s in enumerate(coords)}
+    ai = np.array([pos[s] for s in independent], dtype=np.intp)
+    ad = np.array([pos[s] for s in admissible_dependent], dtype=np.intp)
+    d = np.array([pos[s] for s in dependent], dtype=np.intp)
+    perm = np.concatenate([ai, ad, d]).astype(np.intp)
+    for a in (ai, ad, d, perm):
+        a.setflags(write=False)
+    return PartitionIndices(ai, ad, d, perm, n, m, l)
 
 
 def _ref_u(ref: Any, t: float | NDArray[np.float64], cm: Any) -> NDArray[np.float64] | None:

@@ -266,14 +266,16 @@ class LinearizationResult:
     def to_statespace(self) -> Any:
         """python-control ``StateSpace`` with named states and inputs (steady references).
 
-        The outputs are the states (``C = I``, ``D = 0``).
+        The outputs are the states (``C = I``, ``D = 0``), named ``y_<state>``. For a stacked
+        result of a steady reference (all points equal) the first point is used.
 
         Raises
         ------
         LinearSystemError
-            If the reference is not steady (use the LTV route: evaluate at an array of
-            times and build ``nhcontrol.systems.LTVSystem(res.A, res.B, ...)``), or if the
-            result is stacked.
+            If the reference is not steady. Use the LTV route instead: evaluate
+            ``res = linearize(cm, ref, partition, t=ts)`` and build
+            ``nhcontrol.systems.LTVSystem.from_samples(ts, res.A, res.B, states=res.states,
+            inputs=res.inputs)``.
         """
         import control
 

@@ -22,6 +22,7 @@ Internally the coordinates are permuted once to the thesis order ``[x_ai, x_ad, 
 from __future__ import annotations
 
 import warnings
+from functools import lru_cache
 from typing import Any, Mapping
 
 import numpy as np
@@ -38,6 +39,13 @@ __all__ = ["linearize", "third_procedure", "INPUT_CONSTRAINT_ATOL"]
 #: (``∂C/∂u``, ``∂(D ẍ0)/∂u`` or ``∂Q_d/∂u`` non-zero). Sect. 8.1 assumes ``C(x)`` and
 #: ``B(x)`` independent of ``u`` (Eqs. (8.2)-(8.3)); the input matrix then misses terms.
 INPUT_CONSTRAINT_ATOL = 1e-12
+
+
+@lru_cache(maxsize=64)
+def _eye(k: int) -> NDArray[np.float64]:
+    e = np.eye(k)
+    e.setflags(write=False)
+    return e
 
 
 def _mT(a: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -103,21 +111,29 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
         D_ai, D_dd = D[:, :, :n1], D[:, :, n1:]
         # one LU of D_dd for the four right-hand sides of Eqs. (4.99), (4.102), (4.103)
         # (the identity block returns D_dd⁻¹ from the same LU, for the condition check)
-        rhs = np.concatenate([D_ai, dDv_dx, dQd_dxd, dDa_dx - dQd_dx,
-                              np.broadcast_to(np.eye(m + l), (N, m + l, m + l))], axis=-1)
+        c = m + l
+        rhs = np.empty((N, c, n1 + 3 * n + c))
+        rhs[:, :, :n1] = D_ai
+        rhs[:, :, n1:n1 + n] = dDv_dx
+        rhs[:, :, n1 + n:n1 + 2 * n] = dQd_dxd
+        np.subtract(dDa_dx, dQd_dx, out=rhs[:, :, n1 + 2 * n:n1 + 3 * n])
+        rhs[:, :, n1 + 3 * n:] = _eye(c)
         sol = np.linalg.solve(D_dd, rhs)
         out["D_dd"], out["D_dd_inv"] = D_dd, sol[:, :, n1 + 3 * n:]
         T_dd = -sol[:, :, :n1]                                  # Eq. (4.99)
         Vbar = -sol[:, :, n1:n1 + n]                            # Eq. (4.99)
         U_low = sol[:, :, n1 + n:n1 + 2 * n]                    # Eq. (4.102)
         V_low = -sol[:, :, n1 + 2 * n:n1 + 3 * n]               # Eq. (4.103)
-        zeros_top = np.zeros((N, n1, n))
-        T0 = np.concatenate([np.broadcast_to(np.eye(n1), (N, n1, n1)), T_dd], axis=1)
-        Vbb0 = np.concatenate([zeros_top, Vbar], axis=1)        # Eq. (4.100)
-        U0 = np.concatenate([zeros_top, U_low], axis=1)         # Eq. (4.102)
-        V0 = np.concatenate([zeros_top, V_low], axis=1)         # Eq. (4.103)
+        T0 = np.empty((N, n, n1))
+        T0[:, :n1] = _eye(n1)
+        T0[:, n1:] = T_dd                                       # Eq. (2.131)
+        Vbb0, U0, V0 = np.zeros((3, N, n, n))
+        Vbb0[:, n1:] = Vbar                                     # Eq. (4.100)
+        U0[:, n1:] = U_low                                      # Eq. (4.102)
+        V0[:, n1:] = V_low                                      # Eq. (4.103)
     else:
-        T0 = np.broadcast_to(np.eye(n), (N, n, n)).copy()
+        T0 = np.empty((N, n, n))
+        T0[:] = _eye(n)
         Vbb0 = U0 = V0 = np.zeros((N, n, n))
     out.update(T0=T0, Vbb0=Vbb0, U0=U0, V0=V0)
 
@@ -128,15 +144,20 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
         Cx = cols(np.asarray(get("Cx")))
         dCxv_dx = cols(np.asarray(get("dCxv_dx")))
         Cx_a, Cx_d = Cx[:, :, :na], Cx[:, :, na:]
-        sol = np.linalg.solve(Cx_d, np.concatenate(
-            [Cx_a, dCxv_dx, np.broadcast_to(np.eye(m), (N, m, m))], axis=-1))
+        rhs = np.empty((N, m, na + n + m))
+        rhs[:, :, :na] = Cx_a
+        rhs[:, :, na:na + n] = dCxv_dx
+        rhs[:, :, na + n:] = _eye(m)
+        sol = np.linalg.solve(Cx_d, rhs)
         out["Cx_d"], out["Cx_d_inv"] = Cx_d, sol[:, :, na + n:]
-        Th0 = np.concatenate([np.broadcast_to(np.eye(na), (N, na, na)), -sol[:, :, :na]],
-                             axis=1)                           # Eq. (4.112)
-        Vh0 = np.concatenate([np.zeros((N, na, n)), -sol[:, :, na:na + n]],
-                             axis=1)                           # Eq. (4.113)
+        Th0 = np.empty((N, n, na))
+        Th0[:, :na] = _eye(na)
+        np.negative(sol[:, :, :na], out=Th0[:, na:])            # Eq. (4.112)
+        Vh0 = np.zeros((N, n, n))
+        np.negative(sol[:, :, na:na + n], out=Vh0[:, na:])      # Eq. (4.113)
     else:
-        Th0 = np.broadcast_to(np.eye(n), (N, n, n)).copy()
+        Th0 = T0 if m + l == 0 else np.empty((N, n, n))
+        Th0[:] = _eye(n)
         Vh0 = np.zeros((N, n, n))
     Vh_ai = Th0[:, :, :n1]                                      # Eq. (4.107)
     Vh_ad = Th0[:, :, n1:]                                      # Eq. (4.108)
@@ -149,8 +170,11 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
         Bbar = Bm @ Th0                                          # B̄ = B Th0, Eq. (4.115)
         Bbar_ai, Bbar_ad = Bbar[:, :, :n1], Bbar[:, :, n1:]
         W = Bm @ Vh0 + dBv_dx                                    # B Vh0 + ∂(B ẋ0)/∂x
-        sol = np.linalg.solve(Bbar_ad, np.concatenate(
-            [Bbar_ai, W @ Th0, np.broadcast_to(np.eye(l), (N, l, l))], axis=-1))
+        rhs = np.empty((N, l, n1 + na + l))
+        rhs[:, :, :n1] = Bbar_ai
+        np.matmul(W, Th0, out=rhs[:, :, n1:n1 + na])
+        rhs[:, :, n1 + na:] = _eye(l)
+        sol = np.linalg.solve(Bbar_ad, rhs)
         out["Bbar_ad"], out["Bbar_ad_inv"] = Bbar_ad, sol[:, :, na + n1:]
         U_nh_ai = -sol[:, :, :n1]                                # Eq. (4.117)
         V_nh_ai = -sol[:, :, n1:2 * n1]                          # Eq. (4.117)
@@ -163,22 +187,25 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
     R0 = T0T @ (dQ_dxd - Mp @ U0)                                # Eq. (4.121)
     S0 = T0T @ (dQ_dx - Mp @ V0 - dMa_dx - dDTlam_dx)            # Eq. (4.122)
     RVS = R0 @ Vbb0 + S0                                         # R0 V̄̄0 + S0
-    blocks = [RVS @ Vh_ai, R0 @ T0, RVS @ Vh_ad]
+    # one solve with m0 for [(R0 V̄̄0 + S0) [Vh_ai, Vh_ad], R0 T0, input block]
+    rhs = np.empty((N, n1, na + n1 + k))
+    np.matmul(RVS, Th0, out=rhs[:, :, :na])
+    np.matmul(R0, T0, out=rhs[:, :, na:na + n1])
     if k:
         # input matrix, Sect. 8.1: m0⁻¹ T0ᵀ (∂Q/∂u - ∂(M ẍ0)/∂u)
         dQ_du = np.asarray(get("dQ_du"))[:, P, :]
         dMa_du = np.asarray(get("dMa_du"))[:, P, :]
-        blocks.append(T0T @ (dQ_du - dMa_du))
-    sol = np.linalg.solve(m0, np.concatenate(blocks, axis=-1))
+        np.matmul(T0T, dQ_du - dMa_du, out=rhs[:, :, na + n1:])
+    sol = np.linalg.solve(m0, rhs)
     J21 = sol[:, :, :n1]                                         # Eq. (4.125)
-    J22 = sol[:, :, n1:2 * n1]                                   # Eq. (4.125)
-    J23 = sol[:, :, 2 * n1:2 * n1 + l]                           # Eq. (4.125)
-    Bu = sol[:, :, 2 * n1 + l:]
+    J23 = sol[:, :, n1:na]                                       # Eq. (4.125)
+    J22 = sol[:, :, na:na + n1]                                  # Eq. (4.125)
+    Bu = sol[:, :, na + n1:]
     out.update(m0=m0, R0=R0, S0=S0, J21=J21, J22=J22, J23=J23)
 
     ns = 2 * n1 + l
     A = np.zeros((N, ns, ns))
-    A[:, :n1, n1:2 * n1] = np.eye(n1)
+    A[:, :n1, n1:2 * n1] = _eye(n1)
     A[:, n1:2 * n1, :n1] = J21
     A[:, n1:2 * n1, n1:2 * n1] = J22
     if l:
