@@ -121,3 +121,9 @@ def test_ctrb_matrix_errors():
         ctrb_matrix(np.ones((2, 3)), np.ones((2, 1)))
     with pytest.raises(LinearSystemError, match=r"B must have shape \(n, k\) = \(2, k\)"):
         ctrb_matrix(np.eye(2), np.ones((3, 1)))
+
+
+def test_margin():
+    r = rank_decision(np.diag([1.0, 1e-3]), tol=1e-6)
+    assert r.margin == pytest.approx(1e3)
+    assert rank_decision(np.zeros((2, 2))).margin == 0.0

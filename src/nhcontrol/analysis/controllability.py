@@ -55,8 +55,8 @@ class RankResult:
 
     @property
     def margin(self) -> float:
-        """``s_rank / tol`` for a full-rank decision (how far above the threshold the smallest
-        kept singular value is); ``tol / s_{rank+1}``-style evidence is in ``singular_values``."""
+        """``s_rank / tol``: how far above the threshold the smallest kept singular value lies
+        (``0`` when the rank is 0). The dropped ones are in ``singular_values[rank:]``."""
         if self.rank == 0:
             return 0.0
         return float(self.singular_values[self.rank - 1] / self.tol) if self.tol > 0 else float("inf")
