@@ -185,3 +185,29 @@ def test_suggested_partition_linearizes_to_same_spectrum(slr, slr_ref):
     res = linearize(slr, slr_ref, suggest_partition(slr, slr_ref))
     k = 3.0 * 0.25 * 2.0 / (0.4 + 3.0 * 0.25**2)
     np.testing.assert_allclose(np.poly(res.A), [1, k, 0, 0, 0, 0], atol=1e-10)
+
+
+def test_names_must_be_a_sequence():
+    with pytest.raises(PartitionError, match="independent must be a sequence of coordinate names"):
+        Partition(3.0)
+
+
+def test_singular_with_no_valid_suggestion():
+    """Redundant constraints: the check fails AND no partition can be suggested; the message
+    says both."""
+    x, y = sp.symbols("x y")
+    cm = ToyModel("twice", [x, y], list(sp.symbols("x_d y_d")), [], [sp.Symbol("L")],
+                  {"L": 1.0}, sp.eye(2), [0, 0], [x**2 + y**2 - 1, 2 * (x**2 + y**2 - 1)], [])
+    from test_linearize_third_toys import ToyReference
+    ref = ToyReference(lambda t: np.array([0.6, -0.8]), lambda t: np.zeros(2),
+                       lambda t: np.zeros(2), lambda t: np.zeros(2), lambda t: np.zeros(0),
+                       True, np.array([1.0]))
+    with pytest.raises(PartitionError, match="(?s)D_dd.*no valid partition could be suggested"):
+        Partition([], [], ["x", "y"]).check(cm, ref)
+
+
+def test_suggest_partition_below_tolerance(slr, slr_ref):
+    """With an (absurdly) strict cond_max the best pivoted choice is still rejected, with the
+    full report."""
+    with pytest.raises(PartitionError, match="(?s)no well-conditioned partition.*D_dd"):
+        suggest_partition(slr, slr_ref, cond_max=1.5)

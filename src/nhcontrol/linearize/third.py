@@ -307,7 +307,10 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
     xd = _stack(ref.xd(ts), N, (n,))
     xdd = _stack(ref.xdd(ts), N, (n,))
     lam = _stack(ref.lam(ts), N, (m + l,))
-    u = _stack(ref.u(ts), N, (k,)) if k else None
+    u = None
+    if k:
+        u_val = ref.u(ts)
+        u = np.zeros((N, k)) if u_val is None else _stack(u_val, N, (k,))
     p = getattr(ref, "parameters", None)
     for name, val in (("x0", x), ("xd0", xd), ("xdd0", xdd), ("lam0", lam)):
         if not np.all(np.isfinite(val)):
