@@ -1,0 +1,164 @@
+"""``nhcontrol reproduce toroidal-bicycle``: the bicycle with elliptic toroidal wheels (Sect. 4.5.1).
+
+For every wheel geometry the minimal 10×10 Jacobian of the steady forward motion (third
+numerical procedure, partition :data:`nhcontrol.models.toroidal_bicycle.PARTITION`) is
+identified exactly as ``J(v) = J0 + v J1 + v² J2`` from three speeds (the Jacobian is a
+quadratic polynomial in the speed; the identification is checked at a fourth speed and the
+residual reported). The self-stable speed range ``[v_w, v_c]`` (weave and capsize speeds) is
+found by Brent's method on the spectral abscissa of the lean–steer block.
+
+Sweeps (trends of thesis Ch. 9): the rear torus aspect ratio ``mu_R`` (circular cross-section),
+the front one ``mu_F``, both together, and the cross-section ratio ``sigma`` at fixed ``mu``.
+With ``mu = sigma = 0`` the model is the hoop benchmark and must give Meijaard's speeds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import linearize as _lin
+from ..analysis import critical_points, structural_zeros
+from ..models import toroidal_bicycle as tb
+from .bicycle_benchmark import jacobian_polynomial
+
+__all__ = ["run", "summary", "speed_polynomial", "stable_range"]
+
+#: Meijaard et al. (2007), Table 2: weave and capsize speeds of the benchmark [m/s].
+MEIJAARD_VW = 4.292382536341
+MEIJAARD_VC = 6.024262015388
+
+V_MAX = 20.0
+_GRID = np.linspace(0.25, V_MAX, 80)
+
+
+def speed_polynomial(cm: Any, p: np.ndarray) -> tuple[tuple[np.ndarray, ...], float]:
+    """``(J0, J1, J2)`` with ``J(v) = J0 + v J1 + v² J2`` and the relative residual at ``v = 7.3``."""
+    part = _lin.Partition.from_dict(tb.PARTITION)
+
+    def J(v: float) -> np.ndarray:
+        return np.asarray(_lin.linearize(cm, tb.steady_forward(cm, v, p=p), part).A)
+
+    J0, J1, J2 = jacobian_polynomial(J, speeds=(0.0, 2.0, 4.0))
+    vt = 7.3
+    Jt = J(vt)
+    res = float(np.max(np.abs(J0 + vt * J1 + vt**2 * J2 - Jt)) / np.max(np.abs(Jt)))
+    return (J0, J1, J2), res
+
+
+def stable_range(poly: tuple[np.ndarray, ...]) -> dict[str, Any]:
+    """Weave speed ``vw``, capsize speed ``vc`` and the width of the self-stable range.
+
+    ``vc`` is None when the bicycle stays stable up to :data:`V_MAX` (width measured to
+    ``V_MAX``, flagged ``"open": True``); both are None when no speed in ``(0, V_MAX]`` is
+    self-stable (width 0).
+    """
+    J0, J1, J2 = poly
+    keep = structural_zeros(J0 + 3.1 * J1 + 3.1**2 * J2).keep  # same structure at every v
+
+    def block(v: float) -> np.ndarray:
+        return (J0 + v * J1 + v * v * J2)[np.ix_(keep, keep)]
+
+    cps = critical_points(block, _GRID, coalescences=False)
+    vw = next((c.value for c in cps if c.direction == "stabilizing"), None)
+    vc = None
+    if vw is not None:
+        vc = next((c.value for c in cps if c.direction == "destabilizing" and c.value > vw), None)
+    width = 0.0 if vw is None else (V_MAX if vc is None else vc) - vw
+    return {"vw": vw, "vc": vc, "width": width, "open": vw is not None and vc is None}
+
+
+def _case(cm: Any, **kw: float) -> dict[str, Any]:
+    poly, res = speed_polynomial(cm, cm.param_vector(**kw))
+    return {"parameters": kw, **stable_range(poly), "polynomial_residual": res}
+
+
+def _sweeps(cm: Any, quick: bool) -> dict[str, list[dict[str, Any]]]:
+    mus_r = [0.0, 0.1, 0.2, 0.3] if quick else [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3]
+    mus_f = [0.0, 0.01, 0.02] if quick else [0.0, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05]
+    sigmas = [1.0, 0.5, 0.2] if quick else [1.0, 0.8, 0.6, 0.5, 0.4, 0.3, 0.2]
+    return {
+        "rear_mu": [_case(cm, mu_R=m, sigma_R=1.0) for m in mus_r],
+        "front_mu": [_case(cm, mu_F=m, sigma_F=1.0) for m in mus_f],
+        "both_mu": [_case(cm, mu_R=m, mu_F=m, sigma_R=1.0, sigma_F=1.0) for m in mus_f],
+        "sigma": [_case(cm, mu_R=0.2, mu_F=0.2, sigma_R=s, sigma_F=s) for s in sigmas],
+    }
+
+
+def run(*, out: Path | None = None, quick: bool = False) -> dict:
+    """Benchmark check (``mu = sigma = 0``) and the four sweeps, for both wheel-inertia options."""
+    result: dict[str, Any] = {"jacobian_shape": None}
+    for inertia in (("benchmark",) if quick else ("benchmark", "torus")):
+        cm = tb.model(wheel_inertia=inertia)
+        block: dict[str, Any] = {}
+        if inertia == "benchmark":
+            hoop = _case(cm)
+            block["hoop_limit"] = {
+                **hoop,
+                "vw_rel_error_vs_meijaard": abs(hoop["vw"] - MEIJAARD_VW) / MEIJAARD_VW,
+                "vc_rel_error_vs_meijaard": abs(hoop["vc"] - MEIJAARD_VC) / MEIJAARD_VC,
+            }
+            ref = tb.steady_forward(cm, 5.0)
+            lin = _lin.linearize(cm, ref, _lin.Partition.from_dict(tb.PARTITION))
+            result["jacobian_shape"] = list(np.shape(lin.A))
+        block["sweeps"] = _sweeps(cm, quick)
+        result[inertia] = block
+    result["trends"] = _trends(result["benchmark"]["sweeps"])
+    if out is not None:
+        _plot(result, out)
+    return result
+
+
+def _trends(sw: dict[str, list[dict[str, Any]]]) -> dict[str, bool]:
+    width = {k: [c["width"] for c in v] for k, v in sw.items()}
+    return {
+        "rear_mu_widens_range": bool(np.all(np.diff(width["rear_mu"]) > 0)),
+        "front_mu_narrows_range": bool(np.all(np.diff(width["front_mu"]) <= 0)
+                                       and width["front_mu"][-1] < width["front_mu"][0]),
+        "front_dominates_when_both": bool(width["both_mu"][-1] < width["both_mu"][0]),
+        "elliptic_section_stabilizing": bool(width["sigma"][-1] > width["sigma"][0]),
+    }
+
+
+def _plot(result: dict, out: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sw = result["benchmark"]["sweeps"]
+    fig, axes = plt.subplots(1, 4, figsize=(14, 3.4))
+    specs = [("rear_mu", "mu_R", "rear torus ratio (σ_R = 1)"),
+             ("front_mu", "mu_F", "front torus ratio (σ_F = 1)"),
+             ("both_mu", "mu_R", "both (μ_R = μ_F)"),
+             ("sigma", "sigma_R", "cross-section ratio σ (μ = 0.2)")]
+    for ax, (key, par, title) in zip(axes, specs):
+        xs = [c["parameters"][par] if par in c["parameters"] else 0.0 for c in sw[key]]
+        vw = [np.nan if c["vw"] is None else c["vw"] for c in sw[key]]
+        vc = [np.nan if c["vc"] is None else (c["vc"]) for c in sw[key]]
+        vc = [V_MAX if (c["open"]) else v for c, v in zip(sw[key], vc)]
+        ax.plot(xs, vw, "o-", label="v_w (weave)")
+        ax.plot(xs, vc, "s-", label="v_c (capsize)")
+        ax.fill_between(xs, vw, vc, alpha=0.2, label="self-stable")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(par)
+    axes[0].set_ylabel("speed [m/s]")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "toroidal_bicycle_sweeps.png", dpi=120)
+    plt.close(fig)
+
+
+def summary(result: dict) -> str:
+    h = result["benchmark"]["hoop_limit"]
+    lines = [f"Bicycle with elliptic toroidal wheels: Jacobian {result['jacobian_shape']}",
+             f"  hoop limit (mu = sigma = 0): v_w = {h['vw']:.12f}, v_c = {h['vc']:.12f} m/s "
+             f"(Meijaard rel. errors {h['vw_rel_error_vs_meijaard']:.1e}, "
+             f"{h['vc_rel_error_vs_meijaard']:.1e})"]
+    for key, cases in result["benchmark"]["sweeps"].items():
+        cells = ", ".join(f"{'/'.join(f'{v:g}' for v in c['parameters'].values())}: "
+                          f"{c['width']:.3f}" for c in cases)
+        lines.append(f"  {key:9s} stable-range width [m/s] ({cells})")
+    lines.append("  trends (thesis Ch. 9): " + ", ".join(f"{k}={v}" for k, v in result["trends"].items()))
+    return "\n".join(lines)
