@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.integrate import solve_ivp
+from scipy.integrate import BDF, DOP853, RK45, OdeSolution, Radau, solve_ivp
 
 from nhcontrol._util.errors import SolverError
 from nhcontrol._util.validation import COND_MAX, as_float_array, check_finite, readonly
@@ -64,6 +64,49 @@ def _as_input_function(u: Any, ev: ModelEvaluator, t0: float) -> Callable[[float
                           f"{np.shape(u)}; pass a constant array, a callable u(t) or a Reference")
     arr = check_finite(arr, "u (inputs)", error=SolverError)
     return lambda t: arr
+
+
+#: Solvers stepped by hand over the hold intervals (they expose the proposed step ``h_abs``).
+_STEPPERS = {"DOP853": DOP853, "RK45": RK45, "Radau": Radau, "BDF": BDF}
+
+
+class _Interval:
+    """What one hold interval produced (the fields of ``solve_ivp``'s result that are used)."""
+
+    def __init__(self, t: NDArray, y: NDArray, sol: Any, nfev: int, proposal: float) -> None:
+        self.t, self.y, self.sol, self.nfev, self.proposal = t, y, sol, nfev, proposal
+        self.status = 0
+        self.t_events: list = []
+
+
+def _step_interval(method: str, rhs: Callable, a: float, b: float, y: NDArray, *, rtol: float,
+                   atol: float, max_step: float, first: float | None, dense: bool,
+                   model_name: str) -> _Interval:
+    """Integrate one hold interval ``[a, b]`` by stepping a scipy solver by hand.
+
+    Unlike ``solve_ivp`` this returns the solver's *proposed* next step (``h_abs``), so the next
+    interval starts with the step size the error control wants instead of the clipped last step
+    (about 1.5x fewer evaluations per interval when the natural step is close to the hold).
+    """
+    solver = _STEPPERS[method](rhs, a, y, b, rtol=rtol, atol=atol, max_step=max_step,
+                               first_step=None if first is None else min(first, b - a))
+    ts, ys, interps = [a], [y], []
+    proposal = 0.0
+    while solver.status == "running":
+        msg = solver.step()
+        if solver.status == "failed":
+            raise SolverError(f"the integration of model {model_name!r} failed at t = {solver.t:.6g} "
+                              f"(interval [{a:.6g}, {b:.6g}]): {msg}. Try method='Radau' for stiff "
+                              "problems, smaller Baumgarte constants or looser rtol/atol")
+        if dense:
+            interps.append(solver.dense_output())
+        ts.append(solver.t)
+        ys.append(solver.y.copy())
+        proposal = max(proposal, float(solver.h_abs)) if solver.status == "running" else \
+            max(proposal, float(getattr(solver, "h_abs", 0.0)))
+    T = np.array(ts)
+    sol = OdeSolution(T, interps) if dense else None
+    return _Interval(T, np.array(ys).T, sol, int(solver.nfev), proposal)
 
 
 def _interval_count(span: float, h: float) -> int:
@@ -318,10 +361,17 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             ctrl_t.append(a)
             ctrl_u.append(uk)
             uk_arg = uk if k else None
-            sol = integrate(a, b, y, make_rhs(lambda t, x, xd, _u=uk_arg: _u), first)
+            rhs_j = make_rhs(lambda t, x, xd, _u=uk_arg: _u)
+            if wrapped_events or method not in _STEPPERS:
+                sol = integrate(a, b, y, rhs_j, first)
+                if sol.t.size >= 2:     # start the next interval with the largest step taken
+                    first = float(np.max(np.diff(sol.t)))
+            else:
+                sol = _step_interval(method, rhs_j, a, b, y, rtol=rtol, atol=atol,
+                                     max_step=max_step, first=first, dense=dense,
+                                     model_name=ev.name)
+                first = sol.proposal if sol.proposal > 0 else None
             nfev += sol.nfev
-            if sol.t.size >= 2:     # start the next interval with the largest step taken
-                first = float(np.max(np.diff(sol.t)))
 
             def uvec(tt: NDArray, X: NDArray, XD: NDArray, _u: NDArray = uk) -> NDArray:
                 return np.broadcast_to(_u, (tt.size, k)).copy()
