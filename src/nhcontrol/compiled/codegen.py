@@ -1,15 +1,17 @@
-"""Python source generation for the kernels: ``sympy.cse`` + printers, two variants per function.
+"""Python source generation for the kernels, two variants per function.
 
 For every :class:`~nhcontrol.compiled.derivatives.FunctionSpec` two functions are written:
 
 * ``<name>_s(x, ..., p)`` -- one point; the arguments are Python lists of floats, the code
-  uses :mod:`math` (a failing domain raises instead of producing NaN) and each output is
-  built with one ``numpy.array(flat_list).reshape(shape)``;
+  uses :mod:`math` (a domain error raises instead of producing NaN) and each output is built
+  with one ``numpy.array(flat_list).reshape(shape)``;
 * ``<name>_v(x, ..., p, N)`` -- ``N`` points; the arguments are 2-D arrays ``(N or 1, len)``,
   the code uses :mod:`numpy` and writes only the non-zero entries into preallocated zeros
   ``(N, rows*cols)`` (constants broadcast to ``N``).
 
-Common subexpressions are shared by all outputs of one function (``sympy.cse``).
+The body of a function is the cone of expression-graph nodes its outputs need, printed in
+definition order (the graph already shares every common subexpression of the derivation;
+``sympy.cse`` has been applied to the user's expressions when they entered the graph).
 """
 
 from __future__ import annotations
@@ -21,86 +23,187 @@ import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
+from ..modeling.graph import ExprGraph
 from .derivatives import ARG_PREFIX, FunctionSpec
 
 #: Bumped whenever the generated code changes (part of the cache key).
-GENERATOR_VERSION = "nhcontrol-codegen-1"
+GENERATOR_VERSION = "nhcontrol-codegen-3"
 
 
-class _ScalarPrinter(PythonCodePrinter):
-    """``math``-module printer (fully qualified)."""
+class _NamedMixin:
+    names: dict
+
+    def _print_Symbol(self, expr):  # noqa: N802 - sympy printer API
+        return self.names[expr]
+
+    _print_Dummy = _print_Symbol
 
 
-class _VectorPrinter(NumPyPrinter):
-    """``numpy``-module printer (fully qualified)."""
+class _ScalarPrinter(_NamedMixin, PythonCodePrinter):
+    """``math``-module printer (fully qualified) with our symbol names."""
 
 
-def _printers() -> tuple[PythonCodePrinter, NumPyPrinter]:
-    settings = {"fully_qualified_modules": True, "standard": "python3"}
-    return _ScalarPrinter(settings), _VectorPrinter(settings)
+class _VectorPrinter(_NamedMixin, NumPyPrinter):
+    """``numpy``-module printer (fully qualified) with our symbol names."""
 
 
-def _unpack_scalar(arg: str, size: int) -> list[str]:
-    if size == 0:
-        return []
-    names = ", ".join(f"{ARG_PREFIX[arg]}{i}" for i in range(size))
-    return [f"    {names}, = {arg}"]
+_FUNCS = {sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.exp: "exp", sp.log: "log", sp.asin: "asin",
+          sp.acos: "acos", sp.atan: "atan", sp.sinh: "sinh", sp.cosh: "cosh", sp.tanh: "tanh"}
+_VFUNCS = {"asin": "arcsin", "acos": "arccos", "atan": "arctan"}
 
 
-def _unpack_vector(arg: str, size: int) -> list[str]:
-    return [f"    {ARG_PREFIX[arg]}{i} = {arg}[:, {i}]" for i in range(size)]
+class FastPrinter:
+    """Printer for the node expressions (sums, products, powers, elementary functions).
+
+    Much faster than SymPy's printers on the many short expressions of the graph; anything
+    unusual is delegated to the SymPy printer ``fallback``.  Scalar mode uses :mod:`math`
+    (``math.pow`` for non-integer powers, so a negative base raises instead of silently
+    producing a complex number), vector mode :mod:`numpy`.
+    """
+
+    def __init__(self, names: dict, vector: bool, fallback) -> None:
+        self.names = names
+        self.vector = vector
+        self.mod = "numpy" if vector else "math"
+        self.fallback = fallback
+
+    def __call__(self, e: sp.Expr) -> str:
+        return self.p(e)
+
+    def p(self, e: sp.Expr) -> str:
+        if e.is_Symbol:
+            return self.names[e]
+        if e.is_Integer:
+            v = int(e)
+            return f"{v}.0" if v >= 0 else f"({v}.0)"
+        if e.is_Rational:
+            return f"({e.p}/{e.q})"
+        if e.is_Float:
+            v = float(e)
+            return repr(v) if v >= 0 else f"({v!r})"
+        if e is sp.pi:
+            return f"{self.mod}.pi"
+        if e.is_Add:
+            return "(" + " + ".join(self.p(a) for a in e.args) + ")"
+        if e.is_Mul:
+            return "*".join(self.p(a) for a in e.args)
+        if e.is_Pow:
+            b, x = e.args
+            pb = self.p(b)
+            if x.is_Integer:
+                k = int(x)
+                if k == 2:
+                    return f"({pb}*{pb})" if b.is_Symbol else f"({pb})**2"
+                return f"({pb})**({k})"
+            if x == sp.S.Half:
+                return f"{self.mod}.sqrt({pb})"
+            if x == -sp.S.Half:
+                return f"(1.0/{self.mod}.sqrt({pb}))"
+            if self.vector:
+                return f"numpy.power({pb}, {self.p(x)})"
+            return f"math.pow({pb}, {self.p(x)})"
+        f = _FUNCS.get(type(e))
+        if f is not None:
+            name = _VFUNCS.get(f, f) if self.vector else f
+            return f"{self.mod}.{name}({self.p(e.args[0])})"
+        if isinstance(e, sp.Abs):
+            return f"{'numpy.abs' if self.vector else 'abs'}({self.p(e.args[0])})"
+        if isinstance(e, sp.atan2):
+            return f"{self.mod}.{'arctan2' if self.vector else 'atan2'}({self.p(e.args[0])}, {self.p(e.args[1])})"
+        return "(" + self.fallback.doprint(e) + ")"
 
 
-def generate_function(spec: FunctionSpec, sizes: dict[str, int]) -> str:
-    """Source of the scalar and vector variants of one function (see module docstring)."""
-    sprint, vprint = _printers()
+def _printers(names: dict) -> tuple[PythonCodePrinter, NumPyPrinter]:
+    settings = {"fully_qualified_modules": True, "standard": "python3", "order": "none"}
+    sp_, vp = _ScalarPrinter(settings), _VectorPrinter(settings)
+    sp_.names = names
+    vp.names = names
+    return FastPrinter(names, False, sp_), FastPrinter(names, True, vp)
+
+
+def symbol_names(graph: ExprGraph, symbols: dict[str, list[sp.Symbol]]) -> tuple[dict, dict]:
+    """Names for arguments (``X0``, ``XD0``, ...) and nodes (``w<k>``); arg symbol -> group."""
+    names: dict = {}
+    group_of: dict = {}
+    for grp, syms in symbols.items():
+        for i, s in enumerate(syms):
+            names[s] = f"{ARG_PREFIX[grp]}{i}"
+            group_of[s] = grp
+    for w, k in graph.index.items():
+        names[w] = f"w{k}"
+    return names, group_of
+
+
+def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_of: dict,
+                      sizes: dict[str, int], printed: dict | None = None) -> str:
+    """Source of the scalar and vector variants of one function (see module docstring).
+
+    ``printed`` memoises the printed node lines across functions (node -> (scalar, vector)).
+    """
+    sprint, vprint = _printers(names)
+    printed = {} if printed is None else printed
     entries: list[tuple[int, int, sp.Expr]] = []   # (output index, flat index, expr)
     for oi, (_, mat, _) in enumerate(spec.outputs):
-        flat = list(mat)
-        for fi, e in enumerate(flat):
+        for fi, e in enumerate(mat):
             if e != 0:
                 entries.append((oi, fi, e))
-    repl, reduced = sp.cse([e for _, _, e in entries], symbols=sp.numbered_symbols("c"),
-                           optimizations=None, order="none") if entries else ([], [])
+    cone = graph.cone(e for _, _, e in entries)
+    used_args: set = set()
+    for e in [graph.defs[w] for w in cone] + [e for _, _, e in entries]:
+        used_args |= {s for s in e.free_symbols if s in group_of}
+    zero_fill = sorted((s for s in used_args if group_of[s] not in spec.args), key=lambda s: names[s])
+    for s in zero_fill:
+        if group_of[s] != "xd":  # pragma: no cover - internal consistency
+            raise RuntimeError(f"internal: {spec.name} needs argument {names[s]} it does not take")
 
     args = ", ".join(spec.args)
     lines_s = [f"def {spec.name}_s({args}):"]
     lines_v = [f"def {spec.name}_v({args}, N):"]
     for a in spec.args:
-        lines_s += _unpack_scalar(a, sizes[a])
-        lines_v += _unpack_vector(a, sizes[a])
-    for sym, expr in repl:
-        lines_s.append(f"    {sym} = {sprint.doprint(expr)}")
-        lines_v.append(f"    {sym} = {vprint.doprint(expr)}")
+        if sizes[a]:
+            lines_s.append(f"    {', '.join(f'{ARG_PREFIX[a]}{i}' for i in range(sizes[a]))}, = {a}")
+            lines_v += [f"    {ARG_PREFIX[a]}{i} = {a}[:, {i}]" for i in range(sizes[a])]
+    for s in zero_fill:  # B(x) is exact at any ẋ (constraints linear in ẋ): evaluate nodes at ẋ = 0
+        lines_s.append(f"    {names[s]} = 0.0")
+        lines_v.append(f"    {names[s]} = 0.0")
+    for w in cone:
+        if w not in printed:
+            printed[w] = (f"    {names[w]} = {sprint(graph.defs[w])}",
+                          f"    {names[w]} = {vprint(graph.defs[w])}")
+        ls, lv = printed[w]
+        lines_s.append(ls)
+        lines_v.append(lv)
 
     per_out: dict[int, dict[int, sp.Expr]] = {oi: {} for oi in range(len(spec.outputs))}
-    for (oi, fi, _), red in zip(entries, reduced):
-        per_out[oi][fi] = red
-    ret_s, ret_v = [], []
+    for oi, fi, e in entries:
+        per_out[oi][fi] = e
+    rets = []
     for oi, (oname, mat, shape) in enumerate(spec.outputs):
         size = mat.shape[0] * mat.shape[1]
         shp = "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
         vshp = "(N, " + ", ".join(str(s) for s in shape) + ")"
         var = f"o_{oname}"
-        if size == 0:
+        if size == 0 or not per_out[oi]:
             lines_s.append(f"    {var} = _zeros({shp})")
             lines_v.append(f"    {var} = _zeros({vshp})")
         else:
-            items = [sprint.doprint(per_out[oi][fi]) if fi in per_out[oi] else "0.0" for fi in range(size)]
+            items = [sprint(per_out[oi][fi]) if fi in per_out[oi] else "0.0" for fi in range(size)]
             lines_s.append(f"    {var} = _array([{', '.join(items)}], dtype=_f64).reshape({shp})")
             lines_v.append(f"    {var} = _zeros((N, {size}))")
-            for fi, red in per_out[oi].items():
-                lines_v.append(f"    {var}[:, {fi}] = {vprint.doprint(red)}")
+            for fi, e in per_out[oi].items():
+                lines_v.append(f"    {var}[:, {fi}] = {vprint(e)}")
             lines_v.append(f"    {var} = {var}.reshape({vshp})")
-        ret_s.append(var)
-        ret_v.append(var)
-    lines_s.append(f"    return ({', '.join(ret_s)},)")
-    lines_v.append(f"    return ({', '.join(ret_v)},)")
+        rets.append(var)
+    lines_s.append(f"    return ({', '.join(rets)},)")
+    lines_v.append(f"    return ({', '.join(rets)},)")
     return "\n".join(lines_s) + "\n\n\n" + "\n".join(lines_v) + "\n"
 
 
-def generate_module(specs: Iterable[FunctionSpec], sizes: dict[str, int], meta: dict) -> str:
+def generate_module(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict[str, list[sp.Symbol]],
+                    meta: dict) -> str:
     """Source of a complete kernel module (imports, ``META`` and all functions)."""
+    names, group_of = symbol_names(graph, symbols)
+    sizes = {g: len(s) for g, s in symbols.items()}
     head = [
         f'"""Generated by nhcontrol.compiled ({GENERATOR_VERSION}) for model {meta["name"]!r}; do not edit."""',
         "import json",
@@ -113,8 +216,9 @@ def generate_module(specs: Iterable[FunctionSpec], sizes: dict[str, int], meta: 
         "",
         "",
     ]
-    body = [generate_function(spec, sizes) for spec in specs]
+    printed: dict = {}
+    body = [generate_function(spec, graph, names, group_of, sizes, printed) for spec in specs]
     return "\n".join(head) + "\n\n".join(body)
 
 
-__all__ = ["generate_function", "generate_module", "GENERATOR_VERSION"]
+__all__ = ["generate_function", "generate_module", "GENERATOR_VERSION", "symbol_names"]

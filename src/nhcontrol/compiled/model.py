@@ -16,7 +16,8 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.errors import CacheError, ModelError
 from . import cache as _cache
 from .codegen import GENERATOR_VERSION, generate_module
-from .derivatives import LINEARIZATION_FIELDS, kernel_specs
+from .derivatives import (DIRECT_KERNELS, DYNAMICS_FIELDS, KERNEL_SIGNATURES, LINEARIZATION_FIELDS, ROUTES,
+                          kernel_specs)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..modeling.system import MultibodySystem
@@ -24,13 +25,11 @@ if TYPE_CHECKING:  # pragma: no cover
 Array = NDArray[np.float64]
 
 #: Kernel name -> argument groups (the table of contracts section 2).
-KERNEL_ARGS: dict[str, tuple[str, ...]] = {
-    "M": ("x",), "Q": ("x", "xd"), "C": ("x",), "Cx": ("x",), "B": ("x",), "D": ("x",),
-    "Qd": ("x", "xd"), "dMa_dx": ("x", "a"), "dMa_du": ("x", "a"), "dDTlam_dx": ("x", "lam"),
-    "dQ_dx": ("x", "xd"), "dQ_dxd": ("x", "xd"), "dQ_du": ("x", "xd"), "dDv_dx": ("x", "v"),
-    "dDv_du": ("x", "v"), "dQd_dx": ("x", "xd"), "dQd_dxd": ("x", "xd"), "dQd_du": ("x", "xd"),
-    "dCxv_dx": ("x", "v"), "dBv_dx": ("x", "v"), "dC_du": ("x",),
-}
+KERNEL_ARGS: dict[str, tuple[str, ...]] = {k: v[:-2] for k, v in KERNEL_SIGNATURES.items()}
+
+_FUNC_ARGS = {"linearization_terms": ("x", "xd", "xdd", "lam", "u", "p"),
+              "dynamics_terms": ("x", "xd", "u", "p")}
+_FUNC_FIELDS = {"linearization_terms": LINEARIZATION_FIELDS, "dynamics_terms": DYNAMICS_FIELDS}
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -158,9 +157,20 @@ class CompiledModel:
                        "lam": self.m + self.l, "u": self.ninputs, "p": len(self._p0)}
         self._argnames = {"x": "x", "xd": "xd", "xdd": "xdd", "a": "a", "v": "v", "lam": "lam",
                           "u": "u", "p": "p"}
-        self._fs = {nm: getattr(module, nm + "_s") for nm in list(KERNEL_ARGS) + ["linearization_terms",
-                                                                                 "dynamics_terms"]}
-        self._fv = {nm: getattr(module, nm + "_v") for nm in self._fs}
+        self._zeros = {g: _ro(np.zeros(sz)) for g, sz in self._sizes.items()}
+        funcs = list(DIRECT_KERNELS) + list(_FUNC_ARGS)
+        self._fs = {nm: getattr(module, nm + "_s") for nm in funcs}
+        self._fv = {nm: getattr(module, nm + "_v") for nm in funcs}
+        # kernel -> (function, argument groups, positions of the kernel's own arguments, output index)
+        self._routes: dict[str, tuple[str, tuple[str, ...], tuple[int, ...], int]] = {}
+        for name, sig in KERNEL_SIGNATURES.items():
+            if name in DIRECT_KERNELS:
+                self._routes[name] = (name, sig, tuple(range(len(sig))), 0)
+                continue
+            fn, amap, field = ROUTES[name]
+            groups = _FUNC_ARGS[fn]
+            pos = tuple(groups.index(amap[a]) if a in amap else groups.index(a) for a in sig)
+            self._routes[name] = (fn, groups, pos, _FUNC_FIELDS[fn].index(field))
 
     # ------------------------------------------------------------------ helpers
     def param_vector(self, **overrides: float) -> Array:
@@ -177,33 +187,34 @@ class CompiledModel:
                              f"{list(self.parameters)}")
         return np.array([float(overrides.get(k, v)) for k, v in self.parameters.items()])
 
-    def _bad_shape(self, arg: str, a: np.ndarray) -> ModelError:
+    def _bad_shape(self, arg: str, a: np.ndarray, label: str | None = None) -> ModelError:
         size = self._sizes[arg]
-        return ModelError(f"{arg} of model {self.name!r} must have shape ({size},) or (N, {size}), "
+        return ModelError(f"{label or arg} of model {self.name!r} must have shape ({size},) or (N, {size}), "
                           f"got {a.shape}")
 
-    def _eval(self, fname: str, groups: tuple[str, ...], values: tuple) -> tuple:
+    def _eval(self, fname: str, groups: tuple[str, ...], values: tuple,
+              labels: tuple[str, ...] | None = None) -> tuple:
         arrs = []
         N = -1
-        for g, val in zip(groups, values):
+        for i, (g, val) in enumerate(zip(groups, values)):
             if val is None:
-                a = self._u0 if g == "u" else self._p0
+                a = self._p0 if g == "p" else self._zeros[g]
             elif g == "p" and isinstance(val, Mapping):
                 a = self.param_vector(**val)
             else:
                 a = np.asarray(val, dtype=float)
             if a.ndim == 1:
                 if a.shape[0] != self._sizes[g]:
-                    raise self._bad_shape(g, a)
+                    raise self._bad_shape(g, a, labels and labels[i])
             elif a.ndim == 2:
                 if a.shape[1] != self._sizes[g]:
-                    raise self._bad_shape(g, a)
+                    raise self._bad_shape(g, a, labels and labels[i])
                 if N >= 0 and a.shape[0] != N:
                     raise ModelError(f"stacked arguments of {fname} disagree on the number of points N: "
                                      f"{g} has {a.shape[0]} rows, an earlier argument {N}")
                 N = a.shape[0]
             else:
-                raise self._bad_shape(g, a)
+                raise self._bad_shape(g, a, labels and labels[i])
             arrs.append(a)
         try:
             if N < 0:
@@ -229,6 +240,17 @@ class CompiledModel:
         for o in out:
             o.flags.writeable = False
         return out
+
+    def _kernel(self, name: str, *values: Any) -> Array:
+        fn, groups, pos, out_index = self._routes[name]
+        if len(groups) == len(values) and pos == tuple(range(len(values))):
+            return self._eval(fn, groups, values)[out_index]
+        lst: list = [None] * len(groups)
+        labels = list(groups)
+        for pi, v, lab in zip(pos, values, KERNEL_SIGNATURES[name]):
+            lst[pi] = v
+            labels[pi] = lab
+        return self._eval(fn, groups, tuple(lst), tuple(labels))[out_index]
 
     # ------------------------------------------------------------------ fused
     def linearization_terms(self, x: ArrayLike, xd: ArrayLike, xdd: ArrayLike, lam: ArrayLike,
@@ -264,88 +286,88 @@ class CompiledModel:
     # ------------------------------------------------------------------ kernels
     def M(self, x: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """Mass matrix ``M(x, u)`` (n, n), Eq. (2.103)."""
-        return self._eval("M", ("x", "u", "p"), (x, u, p))[0]
+        return self._kernel("M", x, u, p)
 
     def Q(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """Generalized forces ``Q = Qa + Qv`` (n,), Eqs. (2.104), (2.105), (2.108)."""
-        return self._eval("Q", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+        return self._kernel("Q", x, xd, u, p)
 
     def C(self, x: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """Holonomic constraints ``C(x, u)`` (m,), Eq. (2.109)."""
-        return self._eval("C", ("x", "u", "p"), (x, u, p))[0]
+        return self._kernel("C", x, u, p)
 
     def Cx(self, x: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂C/∂x`` (m, n)."""
-        return self._eval("Cx", ("x", "u", "p"), (x, u, p))[0]
+        return self._kernel("Cx", x, u, p)
 
     def B(self, x: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """Nonholonomic constraint matrix ``B(x, u)`` (l, n), Eq. (2.110)."""
-        return self._eval("B", ("x", "u", "p"), (x, u, p))[0]
+        return self._kernel("B", x, u, p)
 
     def D(self, x: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``D = [Cx; B]`` (m+l, n), Eq. (2.82)."""
-        return self._eval("D", ("x", "u", "p"), (x, u, p))[0]
+        return self._kernel("D", x, u, p)
 
     def Qd(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``Qd = -∂(D ẋ)/∂x ẋ`` (m+l,), Eq. (2.117)."""
-        return self._eval("Qd", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+        return self._kernel("Qd", x, xd, u, p)
 
     def dMa_dx(self, x: ArrayLike, a: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂(M(x, u) a)/∂x`` (n, n) for a given vector ``a`` (n,)."""
-        return self._eval("dMa_dx", ("x", "a", "u", "p"), (x, a, u, p))[0]
+        return self._kernel("dMa_dx", x, a, u, p)
 
     def dMa_du(self, x: ArrayLike, a: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂(M(x, u) a)/∂u`` (n, k)."""
-        return self._eval("dMa_du", ("x", "a", "u", "p"), (x, a, u, p))[0]
+        return self._kernel("dMa_du", x, a, u, p)
 
     def dDTlam_dx(self, x: ArrayLike, lam: ArrayLike, u: ArrayLike | None = None,
                   p: ArrayLike | None = None) -> Array:
         """``∂(Dᵀ λ)/∂x`` (n, n) for multipliers ``lam`` (m+l,)."""
-        return self._eval("dDTlam_dx", ("x", "lam", "u", "p"), (x, lam, u, p))[0]
+        return self._kernel("dDTlam_dx", x, lam, u, p)
 
     def dQ_dx(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂Q/∂x`` (n, n)."""
-        return self._eval("dQ_dx", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+        return self._kernel("dQ_dx", x, xd, u, p)
 
     def dQ_dxd(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂Q/∂ẋ`` (n, n)."""
-        return self._eval("dQ_dxd", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+        return self._kernel("dQ_dxd", x, xd, u, p)
 
     def dQ_du(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂Q/∂u`` (n, k)."""
-        return self._eval("dQ_du", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+        return self._kernel("dQ_du", x, xd, u, p)
 
     def dDv_dx(self, x: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂(D v)/∂x`` (m+l, n) for a given vector ``v`` (n,)."""
-        return self._eval("dDv_dx", ("x", "v", "u", "p"), (x, v, u, p))[0]
+        return self._kernel("dDv_dx", x, v, u, p)
 
     def dDv_du(self, x: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂(D v)/∂u`` (m+l, k)."""
-        return self._eval("dDv_du", ("x", "v", "u", "p"), (x, v, u, p))[0]
+        return self._kernel("dDv_du", x, v, u, p)
 
     def dQd_dx(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂Qd/∂x`` (m+l, n)."""
-        return self._eval("dQd_dx", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+        return self._kernel("dQd_dx", x, xd, u, p)
 
     def dQd_dxd(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂Qd/∂ẋ`` (m+l, n)."""
-        return self._eval("dQd_dxd", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+        return self._kernel("dQd_dxd", x, xd, u, p)
 
     def dQd_du(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂Qd/∂u`` (m+l, k)."""
-        return self._eval("dQd_du", ("x", "xd", "u", "p"), (x, xd, u, p))[0]
+        return self._kernel("dQd_du", x, xd, u, p)
 
     def dCxv_dx(self, x: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂(Cx v)/∂x`` (m, n)."""
-        return self._eval("dCxv_dx", ("x", "v", "u", "p"), (x, v, u, p))[0]
+        return self._kernel("dCxv_dx", x, v, u, p)
 
     def dBv_dx(self, x: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂(B v)/∂x`` (l, n)."""
-        return self._eval("dBv_dx", ("x", "v", "u", "p"), (x, v, u, p))[0]
+        return self._kernel("dBv_dx", x, v, u, p)
 
     def dC_du(self, x: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``∂C/∂u`` (m, k)."""
-        return self._eval("dC_du", ("x", "u", "p"), (x, u, p))[0]
+        return self._kernel("dC_du", x, u, p)
 
     def __repr__(self) -> str:
         return (f"CompiledModel({self.name!r}, n={self.n}, m={self.m}, l={self.l}, k={self.ninputs}, "
@@ -367,8 +389,8 @@ def generate_source(mb: "MultibodySystem", key: str | None = None) -> str:
     """Derive the equations of ``mb`` and return the source of its kernel module."""
     key = key or _cache.cache_key(mb.description())
     eom = mb.equations()
-    specs, sizes = kernel_specs(eom)
-    return generate_module(specs, sizes, _meta(mb, key))
+    specs, symbols = kernel_specs(eom)
+    return generate_module(specs, eom.graph, symbols, _meta(mb, key))
 
 
 def compile_system(mb: "MultibodySystem", cache: bool = True,

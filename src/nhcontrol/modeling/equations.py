@@ -1,57 +1,57 @@
 """Newton--Euler equations of motion in absolute coordinates (thesis Eqs. (2.98)--(2.119)).
 
-For every body ``i`` with centre of mass ``r_Gi(x, u)`` and orientation
-``R_i(x, u)``:
+For every body ``i`` with centre of mass ``r_Gi(x, u)`` and orientation ``R_i(x, u)``:
 
 * ``J_i = ∂r_Gi/∂x`` (3, n), so ``v_Gi = J_i ẋ`` and ``a_Gi = J_i ẍ + J̇_i ẋ``;
-* ``ω̄_i = vee(R_iᵀ Ṙ_i) = G̅_i ẋ`` with ``Ṙ_i = Σ_j ∂R_i/∂x_j ẋ_j`` and
-  ``ᾱ_i = G̅_i ẍ + Ġ̅_i ẋ``.
+* ``ω̄_i = vee(R_iᵀ Ṙ_i) = G̅_i ẋ`` with ``Ṙ_i = Σ_j ∂R_i/∂x_j ẋ_j``, i.e. column ``j`` of
+  ``G̅_i`` is ``vee(R_iᵀ ∂R_i/∂x_j)``, and ``ᾱ_i = G̅_i ẍ + Ġ̅_i ẋ``.
 
-Projecting Eq. (2.94) with ``Lᵀ`` (Eqs. (2.101)--(2.105)) gives
+Projecting the Newton--Euler equations (2.94) of all bodies with ``Lᵀ``
+(Eqs. (2.98)--(2.105)) gives
 
 ``M = Σ m_i J_iᵀ J_i + G̅_iᵀ Ī_i G̅_i``,
 ``Qv = Σ -m_i J_iᵀ (J̇_i ẋ) - G̅_iᵀ (Ī_i (Ġ̅_i ẋ) + ω̄_i × Ī_i ω̄_i)``,
-``Qa = Σ_loads (∂v_P/∂ẋ)ᵀ F + (∂ω/∂ẋ)ᵀ T``,
+``Qa = Σ_loads J_Pᵀ F + G_iᵀ T`` with the material-point Jacobian
+``J_P = J_i - (P - r_Gi)~ G_i`` and the global ``G_i = R_i G̅_i``,
 
-and with ``D = [C_x; B]`` (Eq. (2.82)) and ``Qd = -∂(D ẋ)/∂x ẋ`` (Eq. (2.117))
-the index-1 form (2.115)--(2.116).
+and with ``D = [C_x; B]`` (Eq. (2.82)) and ``Qd = -∂(D ẋ)/∂x ẋ`` (Eq. (2.117)) the
+index-1 form (2.115)--(2.116).  Inputs are quasi-static: every time derivative is
+``∂(·)/∂x ẋ`` (Sect. 8.1).
+
+Everything is built in an :class:`~nhcontrol.modeling.graph.ExprGraph`, so that the
+expressions stay short and their exact partial derivatives are cheap.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import sympy as sp
 
-from .system import Body, _skew
+from .graph import Direction, ExprGraph
 
 if TYPE_CHECKING:  # pragma: no cover
     from .system import MultibodySystem
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EquationsOfMotion:
     """Symbolic equations ``M ẍ + Dᵀ Λ = Q``, ``C = 0``, ``B ẋ = 0``, ``D ẍ = Qd``.
+
+    The ``*_g`` fields are expressed in the nodes of :attr:`graph` (short expressions,
+    used by the code generator); the properties ``M, Q, ...`` give the explicit SymPy
+    matrices in the model's symbols (computed on first access; large for big models).
 
     Attributes
     ----------
     x, xd, u, p : tuple of sympy.Symbol
         Coordinates (n), velocities (n), inputs (k), parameters.
-    M : ImmutableMatrix (n, n)
-        Mass matrix, Eq. (2.103).
-    Qa, Qv, Q : ImmutableMatrix (n, 1)
-        Applied, quadratic-velocity and total generalized forces, Eqs. (2.104), (2.105), (2.108).
-    C : ImmutableMatrix (m, 1)
-        Holonomic constraints, Eq. (2.109).
-    Cx : ImmutableMatrix (m, n)
-        ``∂C/∂x``.
-    B : ImmutableMatrix (l, n)
-        Nonholonomic constraint matrix, Eq. (2.110).
-    D : ImmutableMatrix (m + l, n)
-        ``[Cx; B]``, Eq. (2.82).
-    Qd : ImmutableMatrix (m + l, 1)
-        ``-∂(D ẋ)/∂x ẋ``, Eq. (2.117).
+    graph : ExprGraph
+    M_g : (n, n), Qa_g, Qv_g, Q_g : (n, 1), C_g : (m, 1), Cx_g : (m, n), B_g : (l, n),
+    D_g : (m + l, n), Qd_g : (m + l, 1)
+        Graph-level matrices.
     holonomic_names, nonholonomic_names : tuple of str
     """
 
@@ -59,17 +59,38 @@ class EquationsOfMotion:
     xd: tuple
     u: tuple
     p: tuple
-    M: sp.ImmutableMatrix
-    Qa: sp.ImmutableMatrix
-    Qv: sp.ImmutableMatrix
-    Q: sp.ImmutableMatrix
-    C: sp.ImmutableMatrix
-    Cx: sp.ImmutableMatrix
-    B: sp.ImmutableMatrix
-    D: sp.ImmutableMatrix
-    Qd: sp.ImmutableMatrix
-    holonomic_names: tuple
-    nonholonomic_names: tuple
+    graph: ExprGraph = field(repr=False)
+    M_g: sp.ImmutableMatrix = field(repr=False)
+    Qa_g: sp.ImmutableMatrix = field(repr=False)
+    Qv_g: sp.ImmutableMatrix = field(repr=False)
+    Q_g: sp.ImmutableMatrix = field(repr=False)
+    C_g: sp.ImmutableMatrix = field(repr=False)
+    Cx_g: sp.ImmutableMatrix = field(repr=False)
+    B_g: sp.ImmutableMatrix = field(repr=False)
+    D_g: sp.ImmutableMatrix = field(repr=False)
+    Qd_g: sp.ImmutableMatrix = field(repr=False)
+    holonomic_names: tuple = ()
+    nonholonomic_names: tuple = ()
+    body_terms: tuple = field(default=(), repr=False)
+
+    def Ma_g(self, a: list) -> list:
+        """``M a`` (n expressions) built per body, ``Σ m Jᵀ(J a) + G̅ᵀ Ī (G̅ a)`` (graph level).
+
+        Differentiating this structured form (``∂(M a)/∂x``) needs derivatives of the
+        3-vectors ``J a`` and ``G̅ a`` instead of all ``n²`` entries of ``M``.
+        """
+        g = self.graph
+        n = self.n
+        out = [sp.S.Zero] * n
+        for mass, J, Gb, I in self.body_terms:
+            Ja = [g.define(sum((J[k, j] * a[j] for j in range(n) if J[k, j] != 0), sp.S.Zero)) for k in range(3)]
+            Gba = [g.define(sum((Gb[k, j] * a[j] for j in range(n) if Gb[k, j] != 0), sp.S.Zero)) for k in range(3)]
+            IGba = [g.define(sum((I[k, c] * Gba[c] for c in range(3)), sp.S.Zero)) for k in range(3)]
+            for i in range(n):
+                t1 = sum((J[k, i] * Ja[k] for k in range(3) if J[k, i] != 0), sp.S.Zero)
+                t2 = sum((Gb[k, i] * IGba[k] for k in range(3) if Gb[k, i] != 0), sp.S.Zero)
+                out[i] = out[i] + mass * t1 + t2
+        return out
 
     @property
     def n(self) -> int:
@@ -77,90 +98,207 @@ class EquationsOfMotion:
 
     @property
     def m(self) -> int:
-        return self.C.shape[0]
+        return self.C_g.shape[0]
 
     @property
     def l(self) -> int:  # noqa: E743
-        return self.B.shape[0]
+        return self.B_g.shape[0]
+
+    def _x(self, mat: sp.MatrixBase) -> sp.ImmutableMatrix:
+        return self.graph.expand_matrix(mat)
+
+    @cached_property
+    def M(self) -> sp.ImmutableMatrix:
+        """Mass matrix ``M(x, u)`` (n, n), Eq. (2.103)."""
+        return self._x(self.M_g)
+
+    @cached_property
+    def Qa(self) -> sp.ImmutableMatrix:
+        """Applied generalized forces (n, 1), Eq. (2.104)."""
+        return self._x(self.Qa_g)
+
+    @cached_property
+    def Qv(self) -> sp.ImmutableMatrix:
+        """Quadratic-velocity generalized forces (n, 1), Eq. (2.105)."""
+        return self._x(self.Qv_g)
+
+    @cached_property
+    def Q(self) -> sp.ImmutableMatrix:
+        """``Q = Qa + Qv`` (n, 1), Eq. (2.108)."""
+        return self._x(self.Q_g)
+
+    @cached_property
+    def C(self) -> sp.ImmutableMatrix:
+        """Holonomic constraints (m, 1), Eq. (2.109)."""
+        return self._x(self.C_g)
+
+    @cached_property
+    def Cx(self) -> sp.ImmutableMatrix:
+        """``∂C/∂x`` (m, n)."""
+        return self._x(self.Cx_g)
+
+    @cached_property
+    def B(self) -> sp.ImmutableMatrix:
+        """Nonholonomic constraint matrix (l, n), Eq. (2.110)."""
+        return self._x(self.B_g)
+
+    @cached_property
+    def D(self) -> sp.ImmutableMatrix:
+        """``[Cx; B]`` (m + l, n), Eq. (2.82)."""
+        return self._x(self.D_g)
+
+    @cached_property
+    def Qd(self) -> sp.ImmutableMatrix:
+        """``-∂(D ẋ)/∂x ẋ`` (m + l, 1), Eq. (2.117)."""
+        return self._x(self.Qd_g)
 
 
-def _zero_if_empty(rows: list, ncols: int) -> sp.Matrix:
-    return sp.Matrix(rows) if rows else sp.zeros(0, ncols)
+def _vec(items) -> sp.ImmutableMatrix:
+    items = list(items)
+    return sp.ImmutableMatrix(len(items), 1, items) if items else sp.ImmutableMatrix(sp.zeros(0, 1))
+
+
+def _mat(rows: int, cols: int, items) -> sp.ImmutableMatrix:
+    return sp.ImmutableMatrix(rows, cols, list(items)) if rows * cols else sp.ImmutableMatrix(sp.zeros(rows, cols))
+
+
+class _BodyKin:
+    """Graph-level kinematics of one body."""
+
+    def __init__(self, g: ExprGraph, body, x, xd, tdir: Direction) -> None:
+        n = len(x)
+        vals = g.ingest(list(body.position) + list(body.orientation) + list(body.inertia) + [body.mass])
+        self.r = vals[0:3]
+        self.R = sp.Matrix(3, 3, vals[3:12])
+        self.I = sp.Matrix(3, 3, vals[12:21])
+        self.mass = vals[21]
+        # J = ∂r/∂x (3, n) and J̇ ẋ
+        self.J = sp.Matrix(3, n, [g.define(g.diff(self.r[a], x[j])) for a in range(3) for j in range(n)])
+        self.vG = [g.define(sum((self.J[a, j] * xd[j] for j in range(n)), sp.S.Zero)) for a in range(3)]
+        self.Jd_xd = [g.define(g.diff(self.vG[a], tdir)) for a in range(3)]        # J̇ ẋ = ∂(J ẋ)/∂x ẋ
+        # G̅ (3, n): column j = vee(Rᵀ ∂R/∂x_j)
+        R = self.R
+        Gb = sp.zeros(3, n)
+        for j in range(n):
+            dR = sp.Matrix(3, 3, [g.diff(R[r, c], x[j]) for r in range(3) for c in range(3)])
+            if dR.is_zero_matrix:
+                continue
+            dR = dR.applyfunc(g.define)
+            Gb[0, j] = g.define(sum((R[k, 2] * dR[k, 1] for k in range(3)), sp.S.Zero))
+            Gb[1, j] = g.define(sum((R[k, 0] * dR[k, 2] for k in range(3)), sp.S.Zero))
+            Gb[2, j] = g.define(sum((R[k, 1] * dR[k, 0] for k in range(3)), sp.S.Zero))
+        self.Gb = Gb
+        self.wbar = [g.define(sum((Gb[a, j] * xd[j] for j in range(n)), sp.S.Zero)) for a in range(3)]
+        self.Gbd_xd = [g.define(g.diff(self.wbar[a], tdir)) for a in range(3)]    # Ġ̅ ẋ = ∂(G̅ ẋ)/∂x ẋ
+        self._G = None
+        self._g = g
+        self._n = n
+
+    @property
+    def G(self) -> sp.Matrix:
+        """Global ``G = R G̅`` (3, n), ``ω = G ẋ``."""
+        if self._G is None:
+            self._G = (self.R * self.Gb).applyfunc(self._g.define)
+        return self._G
+
+    def point_jacobian(self, P) -> sp.Matrix:
+        """``J_P = J - (P - r)~ G`` (3, n) of the material point at global ``P`` (graph exprs)."""
+        rho = [self._g.define(P[a] - self.r[a]) for a in range(3)]
+        if all(e == 0 for e in rho):
+            return self.J
+        sk = sp.Matrix([[0, -rho[2], rho[1]], [rho[2], 0, -rho[0]], [-rho[1], rho[0], 0]])
+        return (self.J - sk * self.G).applyfunc(self._g.define)
 
 
 def derive_equations(mb: "MultibodySystem") -> EquationsOfMotion:
     """Derive the :class:`EquationsOfMotion` of a validated model (see module docstring)."""
     n = mb.n
-    x = sp.Matrix(mb.coordinates)
-    xd = sp.Matrix(mb.velocities)
+    x, xd = list(mb.coordinates), list(mb.velocities)
+    g = ExprGraph(list(mb.coordinates) + list(mb.velocities) + list(mb.inputs) + list(mb.parameters))
+    tdir = Direction("t", dict(zip(x, xd)))          # d/dt with quasi-static inputs (Sect. 8.1)
+    kin = {b.index: _BodyKin(g, b, x, xd, tdir) for b in mb.bodies}
+
     M = sp.zeros(n, n)
     Qv = sp.zeros(n, 1)
     Qa = sp.zeros(n, 1)
-    J_of: dict[int, sp.Matrix] = {}
     for b in mb.bodies:
-        J = b.position.jacobian(x)                       # J_i, (3, n)
-        J_of[b.index] = J
-        vG = J * xd
-        Jd_xd = vG.jacobian(x) * xd                      # J̇_i ẋ
-        wbar = mb.body_angular_velocity(b)               # ω̄_i = G̅_i ẋ
-        Gb = wbar.jacobian(xd)                           # G̅_i, (3, n)
-        Gbd_xd = wbar.jacobian(x) * xd                   # Ġ̅_i ẋ
-        I = sp.Matrix(b.inertia)
-        Iw = I * wbar
-        M += b.mass * (J.T * J) + Gb.T * I * Gb          # Eq. (2.103)
-        Qv += -b.mass * (J.T * Jd_xd) - Gb.T * (I * Gbd_xd + wbar.cross(Iw))  # Eq. (2.105)
+        k = kin[b.index]
+        J, Gb, I, mass = k.J, k.Gb, k.I, k.mass
+        IGb = (I * Gb).applyfunc(g.define)
+        M += mass * (J.T * J) + Gb.T * IGb                                        # Eq. (2.103)
+        wbar = sp.Matrix(k.wbar)
+        Iw = (I * wbar).applyfunc(g.define)
+        gyro = (I * sp.Matrix(k.Gbd_xd) + wbar.cross(Iw)).applyfunc(g.define)
+        Qv += -mass * (J.T * sp.Matrix(k.Jd_xd)) - Gb.T * gyro                    # Eq. (2.105)
+
+    def pjac(body, P):
+        if body is None:
+            return sp.zeros(3, n)
+        return kin[body.index].point_jacobian(P)
 
     for ld in mb.loads:
         if ld.kind == "gravity":
-            g, e = ld.data
+            gg, e = ld.data
+            gv = g.ingest([gg] + list(e))
             for b in mb.bodies:
-                Qa += J_of[b.index].T * (b.mass * g * sp.Matrix(e))
+                k = kin[b.index]
+                Qa += k.J.T * sp.Matrix([k.mass * gv[0] * gv[1 + a] for a in range(3)])
         elif ld.kind == "force":
             body, F, P = ld.data
-            Qa += mb._point_jacobian(body, P).T * sp.Matrix(F)
+            vals = g.ingest(list(F) + list(P))
+            Qa += pjac(body, vals[3:6]).T * sp.Matrix(vals[0:3])
         elif ld.kind == "torque":
             body, T = ld.data
-            G = mb.angular_velocity(body).jacobian(xd)
-            Qa += G.T * sp.Matrix(T)
+            Tv = g.ingest(list(T))
+            Qa += kin[body.index].G.T * sp.Matrix(Tv)
         elif ld.kind in ("spring", "damper"):
             ba, Pa, bb, Pb = ld.data[:4]
-            d = sp.Matrix(Pb) - sp.Matrix(Pa)
-            Jrel = mb._point_jacobian(bb, Pb) - mb._point_jacobian(ba, Pa)   # ∂ḋ/∂ẋ (material points)
+            vals = g.ingest(list(Pa) + list(Pb) + list(ld.data[4:]))
+            Pa_g, Pb_g = vals[0:3], vals[3:6]
+            d = sp.Matrix([g.define(Pb_g[a] - Pa_g[a]) for a in range(3)])
+            Jrel = (pjac(bb, Pb_g) - pjac(ba, Pa_g)).applyfunc(g.define)             # ∂ḋ/∂ẋ
+            dd = g.define((d.T * d)[0, 0])
             if ld.kind == "spring":
-                k, L0 = ld.data[4], ld.data[5]
+                kk, L0 = vals[6], vals[7]
                 if L0 == 0:
-                    f_vec = -k * d                                            # force on b
+                    fac = -kk
                 else:
-                    L = sp.sqrt((d.T * d)[0, 0])
-                    f_vec = -k * (L - L0) / L * d
+                    L = g.define(sp.sqrt(dd))
+                    fac = g.define(-kk * (L - L0) / L)
             else:
-                c = ld.data[4]
-                ddot = Jrel * xd
-                f_vec = -c * (d.T * ddot)[0, 0] / (d.T * d)[0, 0] * d
-            Qa += Jrel.T * f_vec
+                c = vals[6]
+                ddot = (Jrel * sp.Matrix(xd)).applyfunc(g.define)
+                fac = g.define(-c * (d.T * ddot)[0, 0] / dd)
+            Qa += Jrel.T * (fac * d)
         elif ld.kind == "generalized":
-            Qa += sp.Matrix(ld.data[0])
+            Qa += sp.Matrix(g.ingest(list(ld.data[0])))
         else:  # pragma: no cover - internal
             raise RuntimeError(f"unknown load kind {ld.kind}")
 
-    hol = mb.holonomic
-    nh = mb.nonholonomic
-    C = _zero_if_empty([c.expr for c in hol], 1)
-    Cx = C.jacobian(x) if hol else sp.zeros(0, n)
-    Bexpr = _zero_if_empty([c.expr for c in nh], 1)
-    B = Bexpr.jacobian(xd) if nh else sp.zeros(0, n)
-    D = Cx.col_join(B)
-    if D.shape[0]:
-        Qd = -(D * xd).jacobian(x) * xd                  # Eq. (2.117)
-    else:
-        Qd = sp.zeros(0, 1)
-    Q = Qa + Qv
-    im = sp.ImmutableMatrix
-    return EquationsOfMotion(x=mb.coordinates, xd=mb.velocities, u=mb.inputs, p=mb.parameters,
-                             M=im(M), Qa=im(Qa), Qv=im(Qv), Q=im(Q), C=im(C), Cx=im(Cx), B=im(B),
-                             D=im(D), Qd=im(Qd),
-                             holonomic_names=tuple(c.name for c in hol),
-                             nonholonomic_names=tuple(c.name for c in nh))
+    M = M.applyfunc(g.define)
+    Qa = Qa.applyfunc(g.define)
+    Qv = Qv.applyfunc(g.define)
+    Q = (Qa + Qv).applyfunc(g.define)
+
+    hol, nh = mb.holonomic, mb.nonholonomic
+    m, l = len(hol), len(nh)
+    C = g.ingest([c.expr for c in hol])
+    Cx = [g.define(g.diff(C[i], x[j])) for i in range(m) for j in range(n)]
+    Bexpr = g.ingest([c.expr for c in nh])
+    B = [g.define(g.diff(Bexpr[i], xd[j])) for i in range(l) for j in range(n)]
+    D = Cx + B
+    Qd = []
+    for i in range(m + l):
+        Dxd = g.define(sum((D[i * n + j] * xd[j] for j in range(n)), sp.S.Zero))
+        Qd.append(g.define(-g.diff(Dxd, tdir)))                                  # Eq. (2.117)
+
+    return EquationsOfMotion(
+        x=mb.coordinates, xd=mb.velocities, u=mb.inputs, p=mb.parameters, graph=g,
+        M_g=_mat(n, n, M), Qa_g=_vec(Qa), Qv_g=_vec(Qv), Q_g=_vec(Q), C_g=_vec(C),
+        Cx_g=_mat(m, n, Cx), B_g=_mat(l, n, B), D_g=_mat(m + l, n, D), Qd_g=_vec(Qd),
+        holonomic_names=tuple(c.name for c in hol), nonholonomic_names=tuple(c.name for c in nh),
+        body_terms=tuple((k.mass, sp.ImmutableMatrix(k.J), sp.ImmutableMatrix(k.Gb), sp.ImmutableMatrix(k.I))
+                         for k in kin.values()))
 
 
 __all__ = ["EquationsOfMotion", "derive_equations"]

@@ -478,7 +478,7 @@ class MultibodySystem:
         key = ("wbar", body.index)
         if key not in self._kin_cache:
             W = body.orientation.T * self._Rdot(body)
-            self._kin_cache[key] = sp.Matrix([cheap_trig(e) for e in _vee(W)])
+            self._kin_cache[key] = self._maybe_simplify(body, _vee(W))
         return self._kin_cache[key]
 
     def angular_velocity(self, body: Body) -> sp.Matrix:
@@ -487,8 +487,19 @@ class MultibodySystem:
         key = ("w", body.index)
         if key not in self._kin_cache:
             W = self._Rdot(body) * body.orientation.T
-            self._kin_cache[key] = sp.Matrix([cheap_trig(e) for e in _vee(W)])
+            self._kin_cache[key] = self._maybe_simplify(body, _vee(W))
         return self._kin_cache[key]
+
+    #: Orientation matrices with at most this many distinct sine/cosine atoms are simplified
+    #: with :func:`cheap_trig` in :meth:`angular_velocity` (three elemental rotations: 6).
+    #: Longer chains are returned unsimplified: exact, and expanding them costs seconds.
+    SIMPLIFY_MAX_TRIG_ATOMS = 6
+
+    def _maybe_simplify(self, body: Body, w: sp.Matrix) -> sp.Matrix:
+        atoms = body.orientation.atoms(sp.sin, sp.cos)
+        if len(atoms) <= self.SIMPLIFY_MAX_TRIG_ATOMS:
+            return sp.Matrix([cheap_trig(e) for e in w])
+        return sp.Matrix(w)
 
     def _point_jacobian(self, body: Body | None, point: sp.MatrixBase) -> sp.Matrix:
         """``∂v_P/∂ẋ`` of the material point of ``body`` at global position ``point`` (3, n)."""
@@ -497,7 +508,7 @@ class MultibodySystem:
         xs = sp.Matrix(self._coords)
         Jr = body.position.jacobian(xs)
         rho = sp.Matrix(point) - body.position
-        if all(sp.expand(e) == 0 for e in rho):
+        if all(e == 0 for e in rho):
             return sp.Matrix(Jr)
         G = self.angular_velocity(body).jacobian(sp.Matrix(self._vels))
         return Jr - _skew(rho) * G
