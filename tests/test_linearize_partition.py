@@ -97,7 +97,7 @@ def test_singular_bbar_ad_sleigh():
     # at another heading the same partition is valid
     x1, xd1 = sleigh_state(2.0, 0.3)
     rep = bad.check(cm, constant_reference(cm, x1, xd1))
-    assert rep.ok and rep.conditions["Bbar_ad"] == 1.0
+    assert rep.ok and rep.conditions["Bbar_ad"] == pytest.approx(1 / np.sin(0.3))
 
 
 def test_singular_point_inside_trajectory_reported_with_time():
@@ -124,16 +124,28 @@ def test_singular_point_inside_trajectory_reported_with_time():
 
 
 def test_report_contents(slr, slr_ref):
-    """The report gives each block's singular values, condition number and tolerance."""
-    rep = Partition(["xp", "theta"], ["yp"], ["xg", "yg"]).check(slr, slr_ref)
+    """The report gives each block's (row-scaled) singular values, its relative condition
+    number ‖F‖₂ / σ_min (>= the classical condition number of the block) and the tolerance."""
+    part = Partition(["xp", "theta"], ["yp"], ["xg", "yg"])
+    rep = part.check(slr, slr_ref)
     assert [b.block for b in rep.blocks] == ["D_dd", "dC/dx_d", "Bbar_ad"]
     for b in rep.blocks:
         assert b.cond_max == COND_MAX
         assert b.singular_values.shape == (len(b.coordinates),)
-        np.testing.assert_allclose(b.cond, b.singular_values[0] / b.singular_values[-1])
-    # det D_dd = det(dC/dx_d) det(Bbar_ad) (Schur complement), checked via singular values
-    prod = {b.block: np.prod(b.singular_values) for b in rep.blocks}
-    np.testing.assert_allclose(prod["D_dd"], prod["dC/dx_d"] * prod["Bbar_ad"], rtol=1e-12)
+        assert b.cond >= b.singular_values[0] / b.singular_values[-1] * (1 - 1e-12)
+    # D_dd by hand: rows of D scaled to unit norm, columns (yp, xg, yg)
+    x0 = slr_ref.x(0.0)
+    D = slr.D(x0)
+    F = D / np.linalg.norm(D, axis=1)[:, None]
+    blk = F[:, [1, 2, 3]]
+    np.testing.assert_allclose(rep.blocks[0].cond,
+                               np.linalg.norm(F, 2) / np.linalg.svd(blk)[1][-1], rtol=1e-12)
+    # det D_dd = det(dC/dx_d) det(Bbar_ad) (Schur complement)
+    Cx, B = slr.Cx(x0), slr.B(x0)
+    Cxd = Cx[:, [2, 3]]
+    Bbar_ad = B[:, [1]] - B[:, [2, 3]] @ np.linalg.solve(Cxd, Cx[:, [1]])
+    np.testing.assert_allclose(np.linalg.det(D[:, [1, 2, 3]]),
+                               np.linalg.det(Cxd) * np.linalg.det(Bbar_ad), rtol=1e-12)
     assert "cond =" in str(rep)
 
 
@@ -211,3 +223,19 @@ def test_suggest_partition_below_tolerance(slr, slr_ref):
     full report."""
     with pytest.raises(PartitionError, match="(?s)no well-conditioned partition.*D_dd"):
         suggest_partition(slr, slr_ref, cond_max=1.5)
+
+
+def test_nearly_singular_block_caught_by_condition_number():
+    """Heading 1e-12 rad: B̄_ad = -sin θ is not exactly zero (the solve succeeds) and its
+    classical condition number is 1 (a 1 x 1 block), but relative to the O(1) entry cos θ of
+    the same constraint row it is 1e12 times too small: the cheap 1-norm estimate flags the
+    point and the SVD decision raises."""
+    cm = sleigh()
+    x0, xd0 = sleigh_state(2.0, 1e-12)
+    ref = constant_reference(cm, x0, xd0)
+    part = Partition(["y", "theta"], ["x"], [])
+    with pytest.raises(PartitionError, match=r"Bbar_ad \(Eq. \(4.116\)\) for \['x'\]: cond = "):
+        linearize(cm, ref, part)
+    # with the check disabled the (meaningless) result is returned, finite
+    res = linearize(cm, ref, part, check=False)
+    assert np.all(np.isfinite(res.A))

@@ -106,9 +106,16 @@ class BlockCondition:
     coordinates : tuple of str
         The columns (coordinates) of the block.
     singular_values : (k,) array
-        Singular values, descending.
+        Singular values of the block after scaling each row of the full matrix to unit
+        2-norm (descending).
     cond : float
-        ``s_max / s_min`` (``inf`` if ``s_min == 0``; ``1.0`` for an empty block).
+        Relative condition number ``‖F‖₂ / σ_min(F_block)`` where ``F`` is the full matrix
+        (``D``, ``Cx`` or ``B̄``) with unit rows and ``F_block`` its columns of this block;
+        ``inf`` when singular or a constraint row vanishes, ``1.0`` for an empty block.
+        It bounds the classical ``cond(F_block)`` from above and also measures how much
+        ``F_block⁻¹`` amplifies the other columns (the entries of ``T = -D_dd⁻¹ D_ai``), so a
+        1 x 1 block ``[1e-12]`` next to O(1) entries is rejected although its classical
+        condition number is 1.
     cond_max : float
         The tolerance the decision used.
     """
@@ -161,14 +168,22 @@ class PartitionReport:
             b.describe() for b in self.blocks)
 
 
-def _block_condition(block: str, equation: str, names: Sequence[str], mat: NDArray[np.float64],
+def _block_condition(block: str, equation: str, names: Sequence[str],
+                     full: NDArray[np.float64], cols: NDArray[np.intp] | Sequence[int],
                      cond_max: float) -> BlockCondition:
-    if mat.size == 0:
+    """Relative condition number of the columns ``cols`` of ``full`` (see BlockCondition)."""
+    cols = np.asarray(cols, dtype=np.intp)
+    if full.shape[0] == 0 or cols.size == 0:
         sv = np.zeros(0)
         cond = 1.0
     else:
-        sv = np.linalg.svd(mat, compute_uv=False)
-        cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else float("inf")
+        rn = np.linalg.norm(full, axis=1)
+        F = full / np.where(rn > 0, rn, 1.0)[:, None]
+        sv = np.linalg.svd(F[:, cols], compute_uv=False)
+        if np.any(rn == 0) or sv[-1] == 0:
+            cond = float("inf")
+        else:
+            cond = float(np.linalg.norm(F, 2) / sv[-1])
     sv.setflags(write=False)
     return BlockCondition(block, equation, tuple(names), sv, cond, float(cond_max))
 
@@ -368,13 +383,12 @@ def _report(part: Partition, idx: PartitionIndices, Cx: NDArray[np.float64],
         Bbar = B[:, a] - B[:, idx.d] @ Cxd_inv_Cxa
     else:
         Bbar = B[:, a]
-    Bbar_ad = Bbar[:, idx.n_ai:]
     blocks = (
         _block_condition("D_dd", "Eq. (2.131)", part.admissible_dependent + part.dependent,
-                         D[:, dd], cond_max),
-        _block_condition("dC/dx_d", "Eq. (4.105)", part.dependent, Cxd, cond_max),
-        _block_condition("Bbar_ad", "Eq. (4.116)", part.admissible_dependent, Bbar_ad,
-                         cond_max),
+                         D, dd, cond_max),
+        _block_condition("dC/dx_d", "Eq. (4.105)", part.dependent, Cx, idx.d, cond_max),
+        _block_condition("Bbar_ad", "Eq. (4.116)", part.admissible_dependent, Bbar,
+                         np.arange(idx.n_ai, idx.n - idx.m), cond_max),
     )
     return PartitionReport(t, blocks)
 
