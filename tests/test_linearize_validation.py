@@ -19,7 +19,7 @@ import sympy as sp
 from nhcontrol._util.errors import (ConstraintError, LinearSystemError, PartitionError,
                                     ReferenceMotionError)
 from nhcontrol.analysis.stability import match_spectra, structural_zeros
-from nhcontrol.linearize import Partition, linearize
+from nhcontrol.linearize import linearize
 from nhcontrol.linearize.finite_difference import (finite_difference_jacobian,
                                                    index1_accelerations, reduced_ode_jacobian_fd)
 from nhcontrol.linearize.first import ReferencePoint, first_procedure, reference_point
@@ -348,3 +348,32 @@ def test_singular_saddle_point_matrix_raises(disc):
         first_procedure(Redundant(disc), ReferencePoint(0.0, np.array(ref.x(0.0)),
                                                         np.array(ref.xd(0.0)), np.zeros(7),
                                                         np.array(ref.lam(0.0)), None, None))
+
+
+def test_more_partition_and_projection_errors(disc):
+    from nhcontrol._util.errors import SolverError
+    from nhcontrol.linearize.finite_difference import _project_holonomic
+
+    ref = rw.upright_rolling(disc, 1.0)
+    with pytest.raises(PartitionError, match=r"coordinates in no set: \['xi'\]"):
+        second_procedure(disc, ref, dict(independent=["x", "psi", "phi"],
+                                         admissible_dependent=["y", "theta"], dependent=["z"]))
+    with pytest.raises(PartitionError, match="admissible dependent x_ad must hold l = 2"):
+        second_procedure(disc, ref, dict(independent=["x", "psi", "phi"],
+                                         admissible_dependent=["y"], dependent=["theta", "z", "xi"]))
+    # x and y do not enter C(x): ∂C/∂x_d singular in the projection of the reduced ODE
+    with pytest.raises(PartitionError, match=r"∂C/∂x_d \(Eq\. \(4\.105\)\) is singular"):
+        reduced_ode_jacobian_fd(disc, ref, dict(independent=["psi", "phi", "theta"],
+                                                admissible_dependent=["z", "xi"],
+                                                dependent=["x", "y"]))
+    x = np.array(ref.x(0.0), dtype=float)
+    x[2] += 0.2                                              # z off the ground
+    with pytest.raises(SolverError, match="did not converge in 1 iterations"):
+        _project_holonomic(disc, x[None, :], [2, 6], None, None, maxiter=1)
+
+
+def test_zeta_fit_needs_a_quartic():
+    from nhcontrol.reproduce.bicycle_benchmark import zeta_from_jacobian
+
+    with pytest.raises(LinearSystemError, match="must be 4 x 4"):
+        zeta_from_jacobian(lambda v: np.eye(2) * v)

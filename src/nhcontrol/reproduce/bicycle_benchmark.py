@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from nhcontrol._util.errors import LinearSystemError
+
 __all__ = ["run", "summary", "reference_data", "jacobian_polynomial", "jacobian_4_180",
            "zeta_from_jacobian", "ZETA_NAMES"]
 
@@ -118,6 +120,11 @@ def zeta_from_jacobian(block_of_v, speeds=_ZETA_SPEEDS) -> tuple[dict[str, float
     ``c1 = ζ1 v``, ``c2 = ζ2 v^2 - ζ3``, ``c3 = ζ4 v^3 - ζ5 v``, ``c4 = ζ6 - ζ7 v^2``:
     linear least squares over several speeds (exact when the structure holds).
 
+    Raises
+    ------
+    LinearSystemError
+        If the block is not 4 x 4.
+
     Returns
     -------
     zeta : dict
@@ -129,8 +136,9 @@ def zeta_from_jacobian(block_of_v, speeds=_ZETA_SPEEDS) -> tuple[dict[str, float
     vs = np.asarray(speeds, dtype=float)
     c = np.array([charpoly(block_of_v(v)) for v in vs])
     if c.shape[1] != 5:
-        raise ValueError(f"the non-trivial block must be 4 x 4 (quartic (4.181)), got "
-                         f"{c.shape[1] - 1} x {c.shape[1] - 1}")
+        raise LinearSystemError(f"the non-trivial block must be 4 x 4 (quartic of Eq. (4.181)), "
+                                f"got {c.shape[1] - 1} x {c.shape[1] - 1}; remove the exact zero "
+                                "eigenvalues first (analysis.structural_zeros)")
     one = np.ones_like(vs)
     designs = [
         (np.c_[vs], c[:, 1], (1,)),
@@ -220,8 +228,9 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     def block(v: float) -> NDArray[np.float64]:
         return J_poly(v)[np.ix_(keep, keep)]
 
-    states = tuple(linearize(cm, bb.steady_forward(cm, 1.0), p172).states)
-    l = int(cm.l)
+    res1 = linearize(cm, bb.steady_forward(cm, 1.0), p172)
+    states = tuple(res1.states)
+    l = int(res1.n_spurious)                      # l spurious eigenvalues of Eq. (4.124)
     n_zero = sz.n_zero
 
     # --- ζ's ----------------------------------------------------------------------------------
@@ -269,6 +278,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     errs = {"4.172": 0.0, "4.203": 0.0, "4.208": 0.0}
     wrong_err = {"4.205": np.inf, "4.208_without_x_ad": np.inf}
     wrong_examples: dict[str, Any] = {}
+    spectra_v5: dict[str, Any] = {}
     shapes = {}
     for v in part_speeds:
         true = np.linalg.eigvals(block(v))
@@ -278,8 +288,11 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         J203 = np.array(second_procedure(cm, ref_v, p203).J)
         shapes = {"4.172": list(J172.shape), "4.203": list(J203.shape), "4.208": list(J208.shape)}
         for key, J in (("4.172", J172), ("4.203", J203), ("4.208", J208)):
-            _, e = match_spectra(true, np.linalg.eigvals(J))
+            lam = np.linalg.eigvals(J)
+            idx, e = match_spectra(true, lam)
             errs[key] = max(errs[key], e)
+            if v == 5.0:
+                spectra_v5[key] = _pairs(lam[idx])
         for key, Jw in (("4.205", _drop(J203, 2 * g)), ("4.208_without_x_ad", _drop(J208, 2 * g))):
             lw = np.linalg.eigvals(Jw)
             _, e = match_spectra(true, lw)
@@ -290,6 +303,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         "speeds": part_speeds,
         "shapes": shapes,
         "max_error": errs,
+        "spectrum_v5": spectra_v5,
         "wrong_spectrum_v5": wrong_examples,
         "wrong_min_error": {k: float(v) for k, v in wrong_err.items()},
     }
