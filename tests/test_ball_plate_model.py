@@ -371,7 +371,7 @@ def test_closed_form_order_error(cm):
 def _mini_plate():
     mb = MultibodySystem("mini")
     xC, yC, psi, phi, theta = mb.add_coordinates("x_C y_C psi phi theta")
-    R, = (mb.add_parameters(R=0.05),)
+    R = mb.add_parameters(R=0.05)
     a, b = mb.add_inputs("alpha beta")
     R2 = rot_x(a) * rot_y(b)
     return mb, (xC, yC, psi, phi, theta), R, R2
@@ -402,7 +402,7 @@ def test_contact_on_turntable_plate_rotation_cancels():
     v_C32 (Eqs. (8.52)-(8.54), docs/theory/ball_plate.md Sect. 1). Exact (sympy) zero difference."""
     mb = MultibodySystem("turntable")
     xC, yC, psi, phi, theta, chi = mb.add_coordinates("x_C y_C psi phi theta chi")
-    R, = (mb.add_parameters(R=0.05),)
+    R = mb.add_parameters(R=0.05)
     R2 = rot_z(chi)
     plate = mb.add_body("plate", mass=1, inertia=sp.eye(3), position=(0, 0, 0), orientation=R2)
     ball = mb.add_body("ball", mass=1, inertia=sp.eye(3), position=R2 * sp.Matrix([xC, yC, R]),
