@@ -85,11 +85,15 @@ def _step_interval(method: str, rhs: Callable, a: float, b: float, y: NDArray, *
     """Integrate one hold interval ``[a, b]`` by stepping a scipy solver by hand.
 
     Unlike ``solve_ivp`` this returns the solver's *proposed* next step (``h_abs``), so the next
-    interval starts with the step size the error control wants instead of the clipped last step
-    (about 1.5x fewer evaluations per interval when the natural step is close to the hold).
+    interval starts with the step size the error control wants (split evenly over the interval)
+    instead of the clipped last step (about 2x fewer evaluations for the ball-plate loops).
     """
+    if first is not None:
+        # split the interval evenly into steps no larger than the proposal, so the first step
+        # is accepted and no sliver step is left at the end of the interval
+        first = (b - a) / math.ceil((b - a) / first * (1.0 - 1e-12))
     solver = _STEPPERS[method](rhs, a, y, b, rtol=rtol, atol=atol, max_step=max_step,
-                               first_step=None if first is None else min(first, b - a))
+                               first_step=first)
     ts, ys, interps = [a], [y], []
     proposal = 0.0
     while solver.status == "running":
@@ -102,8 +106,10 @@ def _step_interval(method: str, rhs: Callable, a: float, b: float, y: NDArray, *
             interps.append(solver.dense_output())
         ts.append(solver.t)
         ys.append(solver.y.copy())
-        proposal = max(proposal, float(solver.h_abs)) if solver.status == "running" else \
-            max(proposal, float(getattr(solver, "h_abs", 0.0)))
+        if solver.status == "running":      # an unclipped step: its proposal is reliable
+            proposal = float(solver.h_abs)
+        elif proposal == 0.0:               # one step covered the interval: its proposal
+            proposal = float(solver.h_abs)
     T = np.array(ts)
     sol = OdeSolution(T, interps) if dense else None
     return _Interval(T, np.array(ys).T, sol, int(solver.nfev), proposal)
