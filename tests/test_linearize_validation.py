@@ -377,3 +377,42 @@ def test_zeta_fit_needs_a_quartic():
 
     with pytest.raises(LinearSystemError, match="must be 4 x 4"):
         zeta_from_jacobian(lambda v: np.eye(2) * v)
+
+
+def test_bicycle_third_procedure_equals_fd_at_nonsteady_state():
+    """Bicycle at a random state on the constraint manifold (lean 0.1, steer -0.2, yaw rate,
+    pitch/contact from C = 0): x_dd0 != 0 and Λ0 from the index-1 DAE. linearize() vs central
+    differences of the nonlinear reduced ODE, 1e-6 relative (h = 1e-4); the first and second
+    procedures vs their finite-difference counterparts likewise."""
+    from nhcontrol.linearize.finite_difference import _project_holonomic
+    from nhcontrol.linearize.first import partition_indices
+    from nhcontrol.models import benchmark_bicycle as bb
+    from nhcontrol.reference import Reference
+
+    cm = bb.model()
+    part = bb.PARTITION_4_172
+    ai, ad, d = partition_indices(cm, part)
+    names = list(cm.coordinates)
+    x = np.array(bb.steady_forward(cm, 4.0).x(0.3), dtype=float)
+    x[names.index("phi_b")] = 0.1
+    x[names.index("delta")] = -0.2
+    x[names.index("psi_b")] = 0.3
+    x = _project_holonomic(cm, x[None, :], d, None, None)[0]
+    xd = np.zeros(cm.n)
+    xd[ai] = [4.0, 0.3, -0.5]                                  # x_b, phi_b, delta rates
+    D = cm.D(x)
+    dd = ad + d
+    xd[dd] = -np.linalg.solve(D[:, dd], D[:, ai] @ xd[ai])
+    xdd, lam = index1_accelerations(cm, x, xd)
+    assert np.max(np.abs(xdd)) > 0.5
+    pt = ReferencePoint(0.0, x, xd, xdd, lam, None, None)
+    ref = Reference.from_functions(cm, x, xd, xdd, lam=lam)
+    A = np.array(linearize(cm, ref, part).A)
+    fd = reduced_ode_jacobian_fd(cm, pt, part, h=1e-4)
+    assert np.max(np.abs(A - fd.J)) / np.max(np.abs(A)) < 1e-6
+    s2 = second_procedure(cm, pt, part)
+    fd2 = reduced_ode_jacobian_fd(cm, pt, part, h=1e-4, form="second")
+    assert np.max(np.abs(s2.J - fd2.J)) / np.max(np.abs(s2.J)) < 1e-6
+    f1 = first_procedure(cm, pt)
+    fd1 = finite_difference_jacobian(cm, pt, h=1e-4)
+    assert np.max(np.abs(f1.J - fd1.J)) / np.max(np.abs(f1.J)) < 1e-6
