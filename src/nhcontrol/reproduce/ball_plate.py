@@ -19,7 +19,7 @@ Two formulations are run:
   ``ball_plate.controllable_formulation``). It regulates the motion on the manifold of the
   *measured* spin: since ``ω_n`` cannot be changed by any input, the reference is taken in the
   family of circular motions with the same circle, rate and plate angles, and the lean angle
-  ``φ0*`` that has the measured spin (:func:`spin_matched_lean_angle`). The contact-point
+  ``φ0*`` that has the measured spin (``ball_plate.spin_matched_motion``). The contact-point
   reference and ``u0(t)`` do not depend on φ0 (Eq. (8.70): ``IΩ cos φ0 = Iρω/R``), so the contact
   point is regulated to the *same* circle.
 
@@ -38,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["run", "summary", "Settings", "spin_matched_lean_angle", "contact_error",
+__all__ = ["run", "summary", "Settings", "contact_error",
            "ClosedLoop", "closed_loop_nonlinear", "closed_loop_linear", "lqr_gains"]
 
 #: Lean angles of the thesis (degrees), Sect. 8.4.5.
@@ -123,26 +123,6 @@ class ClosedLoop:
     statuses: tuple[str, ...] = ()
 
 
-def spin_matched_lean_angle(motion: Any, x0: NDArray[np.float64], xd0: NDArray[np.float64]) -> float:
-    """Lean angle φ0* [deg] of the circular motion with the spin of the state ``(x0, xd0)``.
-
-    The spin about the plate normal ``ω_n = ψ̇ + θ̇ sin φ`` is conserved (first integral). Along the
-    circle of radius ρ and rate ω, ``ψ̇0 = ω`` and ``θ̇0 = Ω = ρω/(R cos φ0)`` (Eq. (8.64)), so
-    ``ω_n0 = ω + (ρω/R) tan φ0`` and
-
-    .. math:: \\varphi_0^* = \\arctan\\frac{R(\\omega_n - \\omega)}{\\rho\\,\\omega}.
-
-    Parameters
-    ----------
-    motion : CircularMotion
-        ``ball_plate.motion_from_reference`` / ``circular_parameters``.
-    x0, xd0 : (5,) ndarray
-        Coordinates and velocities (order ``x_C, y_C, ψ, φ, θ``).
-    """
-    wn = float(xd0[2] + xd0[4] * math.sin(x0[3]))
-    return math.degrees(math.atan(motion.R * (wn - motion.omega) / (motion.rho * motion.omega)))
-
-
 def contact_error(motion: Any, x: NDArray[np.float64]) -> NDArray[np.float64]:
     """Distance of the contact point to the circle, ``| ‖r_C − r_A‖ − ρ |`` [m], shape (M,)."""
     return np.abs(np.hypot(x[:, 0] - motion.x_A, x[:, 1] - motion.y_A) - motion.rho)
@@ -220,11 +200,14 @@ def _summarise(motion: Any, run: ClosedLoop) -> dict[str, float]:
 
 
 def _formulation(bp: Any, cm: Any, phi0: float, st: Settings, *, reduced: bool,
-                 phi_ref: float | None = None) -> dict[str, Any]:
-    """Reference, LTV system, discretization, LQR and deviation map of one formulation."""
+                 ref: Any = None) -> dict[str, Any]:
+    """Reference, LTV system, discretization, LQR and deviation map of one formulation.
+
+    The LTV system is the product path (third numerical procedure, ``method="linearize"``).
+    """
     from nhcontrol.systems import discretize
 
-    ref = bp.circular_motion(cm, phi0 if phi_ref is None else phi_ref)
+    ref = bp.circular_motion(cm, phi0) if ref is None else ref
     mo = bp.motion_from_reference(cm, ref)
     dt = mo.period / st.steps_per_period
     if reduced:
@@ -284,18 +267,11 @@ def _controllability(bp: Any, cm: Any, phi0: float) -> dict[str, Any]:
     Silverman–Meadows uses the product-path system with its exact derivatives.
     """
     from nhcontrol.analysis import gramian, silverman_meadows
-    from nhcontrol.systems import LTVSystem
 
     ref = bp.circular_motion(cm, phi0)
     mo = bp.motion_from_reference(cm, ref)
-    red = bp.spin_reduction(cm, ref)
-    cf = bp.closed_form_ltv(mo)
-    S, P = red.S, red.P
-    cf7 = LTVSystem(lambda t: S @ bp.closed_form_matrices(mo, t)[0] @ P,
-                    lambda t: S @ bp.closed_form_matrices(mo, t)[1],
-                    states=bp.REDUCED_STATES, inputs=bp.INPUTS, period=mo.period, vectorized=True)
-    g8 = gramian(cf, 0.0, mo.period)
-    g7 = gramian(cf7, 0.0, mo.period)
+    g8 = gramian(bp.ltv_system(cm, ref, method="closed_form"), 0.0, mo.period)
+    g7 = gramian(bp.controllable_formulation(cm, ref, method="closed_form"), 0.0, mo.period)
     ts = np.linspace(0.05, 0.95, 7) * mo.period
     sm8 = silverman_meadows(bp.ltv_system(cm, ref), ts)
     sm7 = silverman_meadows(bp.controllable_formulation(cm, ref), ts)
@@ -363,9 +339,9 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
                    open_loop_final_error_m=float(contact_error(mo, ol.x)[-1]))
         result["uncontrollable_lqr"][key] = blk
         # ---- controllable formulation on the spin-matched reference
-        phis = spin_matched_lean_angle(mo, x0, xd0)
-        result["spin_matched_phi0_deg"][key] = phis
-        f7 = _formulation(bp, cm, phi0, st, reduced=True, phi_ref=phis)
+        ref7 = bp.spin_matched_motion(cm, x0, xd0)
+        result["spin_matched_phi0_deg"][key] = float(np.degrees(bp.motion_from_reference(cm, ref7).phi0))
+        f7 = _formulation(bp, cm, phi0, st, reduced=True, ref=ref7)
         nl7 = closed_loop_nonlinear(cm, f7["ref"], x0, xd0, _lqr_law(bp, f7), f7["dt"], st)
         statuses: list[str] = []
         mp7 = closed_loop_nonlinear(cm, f7["ref"], x0, xd0, _mpc_law(bp, f7, st, statuses),
@@ -380,7 +356,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         m["statuses"] = {s: statuses.count(s) for s in sorted(set(statuses))}
         result["mpc"][key] = m
         # ---- linear vs nonlinear near the reference (scaled initial deviations)
-        result["linear_vs_nonlinear"][key] = _linear_check(bp, cm, phi0, st, f7, f8)
+        result["linear_vs_nonlinear"][key] = _linear_check(bp, cm, phi0, st)
         if out is not None:
             figures.update(_figures(key, mo, f8, nl8, ol, lin8, nl7, mp7, st))
     result["settings"] = {k: getattr(st, k) for k in Settings.__dataclass_fields__}
@@ -400,8 +376,7 @@ def _window(f: dict[str, Any]) -> tuple[NDArray, NDArray]:
     return window(f["discrete"], 0, f["nsim"])
 
 
-def _linear_check(bp: Any, cm: Any, phi0: float, st: Settings, f7: dict[str, Any],
-                  f8: dict[str, Any]) -> dict[str, float]:
+def _linear_check(bp: Any, cm: Any, phi0: float, st: Settings) -> dict[str, float]:
     """Controllable LQR loop, linear vs nonlinear, from ``s ×`` the deviations of Eq. (8.92).
 
     The reference is the spin-matched one of the scaled state, so the linear model describes
@@ -413,8 +388,7 @@ def _linear_check(bp: Any, cm: Any, phi0: float, st: Settings, f7: dict[str, Any
     x0, xd0 = bp.initial_conditions(cm, phi0, eps_x=-0.1 * s, eps_y=0.1 * s, eps_psi_deg=5.0 * s,
                                     eps_theta_deg=10.0 * s, eps_vx=0.1 * s, eps_vy=0.1 * s,
                                     eps_wpsi=0.1 * s)
-    phis = spin_matched_lean_angle(f8["motion"], x0, xd0)
-    f = _formulation(bp, cm, phi0, st, reduced=True, phi_ref=phis)
+    f = _formulation(bp, cm, phi0, st, reduced=True, ref=bp.spin_matched_motion(cm, x0, xd0))
     nl = closed_loop_nonlinear(cm, f["ref"], x0, xd0, _lqr_law(bp, f), f["dt"], st)
     Ad, Bd = _window(f)
     Z0 = f["reduce"](bp.deviation(f["ref"], 0.0, x0, xd0))
