@@ -224,6 +224,15 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     ConditioningWarning
         The saddle-point matrix had a condition number above ``COND_MAX`` at some output time.
 
+    Notes
+    -----
+    One right-hand-side evaluation is one fused kernel call (``cm.dynamics_terms`` when the model
+    has it, else ``M, Q, D, Qd``), plus ``C`` when ``m > 0``, and one LAPACK ``dgesv`` solve.
+    With a discrete controller each hold interval is integrated separately with the input
+    constant; for the explicit and implicit Runge-Kutta/BDF methods the solver is stepped by
+    hand so that the step size the error control proposes is carried over to the next interval
+    (split evenly over it), otherwise (events, LSODA) ``solve_ivp`` is called per interval.
+
     Examples
     --------
     >>> res = forward_dynamics(cm, (0.0, 5.0), x0, xd0)          # doctest: +SKIP
@@ -292,12 +301,13 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         seg_law = [("feedback", controller)]
     else:
         seg_law = []
-    if check_initial:
-        u_init = (u_of_t(t0) if controller is None else
-                  check_u(controller(t0, X0[0].copy(), XD0[0].copy()), t0) if sample_time is None
-                  else None)
-        if u_init is not None or k == 0:
-            dyn.check_conditioning(t0, X0[0], u_init if k else None)
+    if check_initial and sample_time is None:
+        # (with a discrete controller the check is made with its first output, below)
+        if controller is None:
+            u_init = u_of_t(t0)
+        else:
+            u_init = check_u(controller(t0, X0[0].copy(), XD0[0].copy()), t0)
+        dyn.check_conditioning(t0, X0[0], u_init if k else None)
 
     wrapped_events = _wrap_events(events, n)
     nfev = 0
