@@ -164,3 +164,15 @@ def test_real_discrete_ltv_and_lqr_gains_on_the_nonlinear_plant():
                            sample_time=h)
     sim = res.evaluate(lin.t)
     np.testing.assert_allclose(np.c_[sim.x[:, 0], sim.xd[:, 0]], lin.x, atol=1e-9)
+
+
+def test_real_ltv_system_named_signals():
+    """nhcontrol.systems.LTVSystem: ẋ = a(t) x with a = -1 + sin t (closed form, 1e-9) and its
+    state/input names carried into the result."""
+    systems = pytest.importorskip("nhcontrol.systems")
+    sys = systems.LTVSystem(lambda t: np.array([[-1.0 + np.sin(t)]]), lambda t: np.array([[1.0]]),
+                            states=["q"], inputs=["f"], t_range=(0.0, 4.0))
+    te = np.linspace(0, 4, 9)
+    res = simulate_ltv(sys, (0.0, 4.0), [2.0], t_eval=te)
+    np.testing.assert_allclose(res.x[:, 0], 2.0 * np.exp(-te + 1 - np.cos(te)), rtol=1e-9)
+    assert res.states == ("q",) and res.inputs == ("f",)
