@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,7 +37,8 @@ from nhcontrol._util.errors import LinearSystemError
 __all__ = ["run", "summary", "reference_data", "jacobian_polynomial", "jacobian_4_180",
            "zeta_from_jacobian", "ZETA_NAMES"]
 
-ZETA_NAMES = tuple(f"zeta{k}" for k in range(1, 8))
+#: JSON keys of the coefficients ζ1..ζ7 of Eq. (4.184).
+ZETA_NAMES = tuple(f"z{k}" for k in range(1, 8))
 
 #: Speeds (m/s) used to identify J0, J1, J2 and those used to check the prediction.
 _FIT_SPEEDS = (0.0, 1.0, 2.0)
@@ -99,8 +100,16 @@ def _jacobian_fn(cm: Any, partition: Any):
     return J
 
 
-def jacobian_polynomial(J_of_v, speeds=_FIT_SPEEDS) -> tuple[NDArray[np.float64], ...]:
+def jacobian_polynomial(J_of_v: Callable[[float], NDArray[np.float64]],
+                        speeds: Sequence[float] = _FIT_SPEEDS) -> tuple[NDArray[np.float64], ...]:
     """Identify ``J(v) = J0 + v J1 + v^2 J2`` from three speeds (exact interpolation).
+
+    Parameters
+    ----------
+    J_of_v : callable
+        Speed -> Jacobian ``(N, N)`` (e.g. the third procedure at the steady forward motion).
+    speeds : sequence of 3 float
+        Distinct speeds.
 
     Returns
     -------
@@ -113,12 +122,20 @@ def jacobian_polynomial(J_of_v, speeds=_FIT_SPEEDS) -> tuple[NDArray[np.float64]
     return coef[0], coef[1], coef[2]
 
 
-def zeta_from_jacobian(block_of_v, speeds=_ZETA_SPEEDS) -> tuple[dict[str, float], float]:
+def zeta_from_jacobian(block_of_v: Callable[[float], NDArray[np.float64]],
+                       speeds: Sequence[float] = _ZETA_SPEEDS) -> tuple[dict[str, float], float]:
     """ζ1..ζ7 of Eq. (4.184) from the characteristic polynomial of the non-trivial block.
 
     ``det(λI - J_b(v)) = λ^4 + c1 λ^3 + c2 λ^2 + c3 λ + c4`` with the structure
     ``c1 = ζ1 v``, ``c2 = ζ2 v^2 - ζ3``, ``c3 = ζ4 v^3 - ζ5 v``, ``c4 = ζ6 - ζ7 v^2``:
     linear least squares over several speeds (exact when the structure holds).
+
+    Parameters
+    ----------
+    block_of_v : callable
+        Speed -> the ``4 x 4`` non-trivial block (e.g. ``[phi_b, delta, phi_b_d, delta_d]``).
+    speeds : sequence of float
+        At least two non-zero speeds.
 
     Raises
     ------
@@ -152,7 +169,7 @@ def zeta_from_jacobian(block_of_v, speeds=_ZETA_SPEEDS) -> tuple[dict[str, float
         sol, *_ = np.linalg.lstsq(A, b, rcond=None)
         resid = max(resid, float(np.max(np.abs(A @ sol - b)) / max(1.0, np.max(np.abs(b)))))
         for k, val in zip(ks, sol):
-            zeta[f"zeta{k}"] = float(val)
+            zeta[f"z{k}"] = float(val)
     return {k: zeta[k] for k in ZETA_NAMES}, resid
 
 
@@ -409,7 +426,7 @@ def summary(result: dict[str, Any]) -> str:
     L.append("  Quartic (4.184) coefficients (Table 4.2, 'present work' column):")
     ref = result["reference"]["zeta_table_4_2"]
     for k, v in result["char_poly"].items():
-        L.append(f"    {k} = {v:22.14f}   table {ref[k]:22.14f}   "
+        L.append(f"    ζ{k[1:]} = {v:22.14f}   table {ref[k]:22.14f}   "
                  f"{result['char_poly_digits_vs_table_4_2'][k]:4.1f} digits")
     L.append("  Critical speeds (Meijaard et al. 2007, Table 2):")
     refs = result["reference"]["speeds_meijaard"]
