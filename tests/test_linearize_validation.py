@@ -416,3 +416,14 @@ def test_bicycle_third_procedure_equals_fd_at_nonsteady_state():
     f1 = first_procedure(cm, pt)
     fd1 = finite_difference_jacobian(cm, pt, h=1e-4)
     assert np.max(np.abs(f1.J - fd1.J)) / np.max(np.abs(f1.J)) < 1e-6
+
+
+def test_partition_object_and_dict_give_the_same_result(disc):
+    from nhcontrol.linearize import Partition
+
+    ref = rw.upright_rolling(disc, 1.5)
+    a = second_procedure(disc, ref, PART)
+    b = second_procedure(disc, ref, Partition.from_dict(PART))
+    assert a.states == b.states and np.array_equal(a.J, b.J)
+    assert a.independent == tuple(PART["independent"])
+    assert a.n_spurious == disc.m + disc.l and a.nstates == 2 * disc.n - disc.m - disc.l
