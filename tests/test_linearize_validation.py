@@ -427,3 +427,36 @@ def test_partition_object_and_dict_give_the_same_result(disc):
     assert a.states == b.states and np.array_equal(a.J, b.J)
     assert a.independent == tuple(PART["independent"])
     assert a.n_spurious == disc.m + disc.l and a.nstates == 2 * disc.n - disc.m - disc.l
+
+
+def test_third_procedure_along_nhcontrol_simulate_trajectory():
+    """Bicycle at 4.5 m/s released with lean 0.05 rad (weave: non-steady), integrated with
+    nhcontrol.simulate.forward_dynamics (plain index-1 form). At two instants on the simulated
+    trajectory linearize() equals central differences of the nonlinear reduced ODE (1e-6
+    relative, h = 1e-4), and the Jacobians at the two instants differ."""
+    from nhcontrol.models import benchmark_bicycle as bb
+    from nhcontrol.reference import Reference
+    from nhcontrol.simulate import consistent_initial_conditions, forward_dynamics
+
+    cm = bb.model()
+    part = bb.PARTITION_4_172
+    ref0 = bb.steady_forward(cm, 4.5)
+    x0 = np.array(ref0.x(0.0), dtype=float)
+    xd0 = np.array(ref0.xd(0.0), dtype=float)
+    x0[list(cm.coordinates).index("phi_b")] = 0.05
+    ic = consistent_initial_conditions(cm, x0, xd0, independent=part["independent"],
+                                       dependent=part["dependent"])
+    sim = forward_dynamics(cm, (0.0, 0.8), ic.x, ic.xd, baumgarte=(0.0, 0.0), rtol=1e-11,
+                           t_eval=[0.4, 0.8])
+    assert np.max(sim.holonomic_drift) < 1e-8 and np.max(sim.velocity_drift) < 1e-8
+    As = []
+    for i in range(2):
+        x, xd = sim.x[i], sim.xd[i]
+        xdd, lam = index1_accelerations(cm, x, xd)
+        ref = Reference.from_functions(cm, x, xd, xdd, lam=lam)
+        A = np.array(linearize(cm, ref, part).A)
+        fd = reduced_ode_jacobian_fd(cm, ReferencePoint(0.0, x, xd, xdd, lam, None, None), part,
+                                     h=1e-4)
+        assert np.max(np.abs(A - fd.J)) / np.max(np.abs(A)) < 1e-6
+        As.append(A)
+    assert np.max(np.abs(As[0] - As[1])) > 1e-3
