@@ -44,17 +44,24 @@ def cache_path(key: str, cache_dir: str | os.PathLike | None = None) -> Path:
 def load_module(path: Path, key: str) -> ModuleType:
     """Import a generated module from ``path`` (raises :class:`CacheError` if unreadable)."""
     modname = f"_nhcontrol_kernels_{key[:24]}"
-    if modname in sys.modules and getattr(sys.modules[modname], "__file__", None) == str(path):
-        return sys.modules[modname]
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise CacheError(f"cannot read the kernel cache file {path}: {exc}") from exc
+    stamp = (str(path), st.st_mtime_ns, st.st_size)
+    cached = sys.modules.get(modname)
+    if cached is not None and getattr(cached, "__nhcontrol_stamp__", None) == stamp:
+        return cached  # same file, already imported in this process
     spec = importlib.util.spec_from_file_location(modname, str(path))
     if spec is None or spec.loader is None:
         raise CacheError(f"cannot import the generated kernel module {path}")
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except (OSError, SyntaxError, ValueError) as exc:
+    except (OSError, SyntaxError, ValueError, NameError, AttributeError) as exc:
         raise CacheError(f"the cached kernel module {path} is unreadable or corrupt ({exc}); "
                          f"delete it or compile with cache=False") from exc
+    module.__nhcontrol_stamp__ = stamp
     sys.modules[modname] = module
     return module
 

@@ -193,7 +193,8 @@ class CompiledModel:
                           f"got {a.shape}")
 
     def _eval(self, fname: str, groups: tuple[str, ...], values: tuple,
-              labels: tuple[str, ...] | None = None) -> tuple:
+              labels: tuple[str, ...] | None = None, display: str | None = None) -> tuple:
+        shown = display or fname
         arrs = []
         N = -1
         for i, (g, val) in enumerate(zip(groups, values)):
@@ -210,7 +211,7 @@ class CompiledModel:
                 if a.shape[1] != self._sizes[g]:
                     raise self._bad_shape(g, a, labels and labels[i])
                 if N >= 0 and a.shape[0] != N:
-                    raise ModelError(f"stacked arguments of {fname} disagree on the number of points N: "
+                    raise ModelError(f"stacked arguments of {shown} disagree on the number of points N: "
                                      f"{g} has {a.shape[0]} rows, an earlier argument {N}")
                 N = a.shape[0]
             else:
@@ -220,7 +221,7 @@ class CompiledModel:
             if N < 0:
                 lists = [a.tolist() for a in arrs]
                 if not math.isfinite(sum(sum(li) for li in lists)):
-                    raise ModelError(f"{fname}: the arguments of model {self.name!r} contain NaN or inf")
+                    raise ModelError(f"{shown}: the arguments of model {self.name!r} contain NaN or inf")
                 out = self._fs[fname](*lists)
             else:
                 arrs2 = [a if a.ndim == 2 else a[None, :] for a in arrs]
@@ -229,13 +230,13 @@ class CompiledModel:
                 for o in out:
                     if not np.isfinite(o).all():
                         bad = np.argwhere(~np.isfinite(o))[0]
-                        raise ModelError(f"{fname} of model {self.name!r} is not finite at point "
+                        raise ModelError(f"{shown} of model {self.name!r} is not finite at point "
                                          f"{int(bad[0])} of {N}; the point is outside the model's "
                                          f"domain (e.g. a division by zero) or an argument is NaN/inf")
         except (ZeroDivisionError, ValueError, OverflowError) as exc:
             if isinstance(exc, ModelError):
                 raise
-            raise ModelError(f"{fname} of model {self.name!r} cannot be evaluated at this point "
+            raise ModelError(f"{shown} of model {self.name!r} cannot be evaluated at this point "
                              f"({type(exc).__name__}: {exc}); the point is outside the model's domain") from exc
         for o in out:
             o.flags.writeable = False
@@ -244,13 +245,13 @@ class CompiledModel:
     def _kernel(self, name: str, *values: Any) -> Array:
         fn, groups, pos, out_index = self._routes[name]
         if len(groups) == len(values) and pos == tuple(range(len(values))):
-            return self._eval(fn, groups, values)[out_index]
+            return self._eval(fn, groups, values, None, name)[out_index]
         lst: list = [None] * len(groups)
         labels = list(groups)
         for pi, v, lab in zip(pos, values, KERNEL_SIGNATURES[name]):
             lst[pi] = v
             labels[pi] = lab
-        return self._eval(fn, groups, tuple(lst), tuple(labels))[out_index]
+        return self._eval(fn, groups, tuple(lst), tuple(labels), name)[out_index]
 
     # ------------------------------------------------------------------ fused
     def linearization_terms(self, x: ArrayLike, xd: ArrayLike, xdd: ArrayLike, lam: ArrayLike,
