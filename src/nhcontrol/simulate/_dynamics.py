@@ -78,6 +78,52 @@ class Dynamics:
             self.diagnose(t, x, u)
         return sol
 
+    # ------------------------------------------------------------------ exact Jacobian
+    @property
+    def has_jacobian(self) -> bool:
+        """True when the model provides the fused ``linearization_terms`` kernel."""
+        return callable(getattr(self.ev.cm, "linearization_terms", None))
+
+    def jacobian(self, t: float, x: NDArray[np.float64], xd: NDArray[np.float64],
+                 u: NDArray[np.float64] | None) -> NDArray[np.float64]:
+        """Exact Jacobian ``∂f/∂y`` of the first-order form ``y = [x; ẋ]``, ``f = [ẋ; ẍ(x, ẋ)]``.
+
+        Differentiating Eq. (2.119), ``K [ẍ; Λ] = [Q; g]`` with
+        ``g = Qd − 2α D ẋ − β² [C; 0]``, at fixed input:
+
+        .. math::
+
+            K \\frac{∂[ẍ; Λ]}{∂x} = \\begin{bmatrix} ∂Q/∂x − ∂(Mẍ)/∂x − ∂(DᵀΛ)/∂x \\\\
+            ∂Qd/∂x − 2α ∂(Dẋ)/∂x − β² [Cx; 0] − ∂(Dẍ)/∂x \\end{bmatrix}, \\quad
+            K \\frac{∂[ẍ; Λ]}{∂ẋ} = \\begin{bmatrix} ∂Q/∂ẋ \\\\ ∂Qd/∂ẋ − 2α D \\end{bmatrix},
+
+        all terms from one call of the generated ``linearization_terms`` kernel (exact symbolic
+        derivatives, the same as in the linearization, Eqs. (4.99)-(4.103)). Returns ``(2n, 2n)``.
+        """
+        n, m, ml, p = self.n, self.m, self.ml, self._p
+        sol = self.accel(t, x, xd, u)
+        a, lam = sol[:n], sol[n:]
+        T = self.ev.cm.linearization_terms(x, xd, a, lam, u, p)
+        top_x = np.asarray(T.dQ_dx) - np.asarray(T.dMa_dx) - np.asarray(T.dDTlam_dx)
+        rhs = np.zeros((n + ml, 2 * n))
+        rhs[:n, :n] = top_x
+        rhs[:n, n:] = np.asarray(T.dQ_dxd)
+        if ml:
+            D = np.reshape(np.asarray(T.D), (ml, n))
+            gx = (np.reshape(np.asarray(T.dQd_dx), (ml, n))
+                  - 2.0 * self.alpha * np.reshape(np.asarray(T.dDv_dx), (ml, n))
+                  - np.reshape(np.asarray(T.dDa_dx), (ml, n)))
+            if m:
+                gx[:m] -= self.beta ** 2 * np.reshape(np.asarray(T.Cx), (m, n))
+            rhs[n:, :n] = gx
+            rhs[n:, n:] = np.reshape(np.asarray(T.dQd_dxd), (ml, n)) - 2.0 * self.alpha * D
+        K = self._assemble(x, u)
+        S = np.linalg.solve(K, rhs)
+        J = np.zeros((2 * n, 2 * n))
+        J[:n, n:] = np.eye(n)
+        J[n:, :] = S[:n]
+        return J
+
     # ------------------------------------------------------------------ stacked
     def stacked(self, X: NDArray[np.float64], XD: NDArray[np.float64],
                 U: NDArray[np.float64] | None) -> dict[str, NDArray[np.float64]]:

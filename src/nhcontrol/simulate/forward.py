@@ -69,6 +69,9 @@ def _as_input_function(u: Any, ev: ModelEvaluator, t0: float) -> Callable[[float
 #: Solvers stepped by hand over the hold intervals (they expose the proposed step ``h_abs``).
 _STEPPERS = {"DOP853": DOP853, "RK45": RK45, "Radau": Radau, "BDF": BDF}
 
+#: Methods that use a Jacobian of the right-hand side (given exactly when the model can).
+_IMPLICIT = ("Radau", "BDF", "LSODA")
+
 
 class _Interval:
     """What one hold interval produced (the fields of ``solve_ivp``'s result that are used)."""
@@ -81,7 +84,7 @@ class _Interval:
 
 def _step_interval(method: str, rhs: Callable, a: float, b: float, y: NDArray, *, rtol: float,
                    atol: float, max_step: float, first: float | None, dense: bool,
-                   model_name: str) -> _Interval:
+                   model_name: str, jac: Callable | None = None) -> _Interval:
     """Integrate one hold interval ``[a, b]`` by stepping a scipy solver by hand.
 
     Unlike ``solve_ivp`` this returns the solver's *proposed* next step (``h_abs``), so the next
@@ -92,8 +95,9 @@ def _step_interval(method: str, rhs: Callable, a: float, b: float, y: NDArray, *
         # split the interval evenly into steps no larger than the proposal, so the first step
         # is accepted and no sliver step is left at the end of the interval
         first = (b - a) / math.ceil((b - a) / first * (1.0 - 1e-12))
+    extra = {"jac": jac} if jac is not None and method in _IMPLICIT else {}
     solver = _STEPPERS[method](rhs, a, y, b, rtol=rtol, atol=atol, max_step=max_step,
-                               first_step=first)
+                               first_step=first, **extra)
     ts, ys, interps = [a], [y], []
     proposal = 0.0
     while solver.status == "running":
@@ -153,7 +157,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                      controller: Callable[[float, NDArray, NDArray], ArrayLike] | None = None,
                      sample_time: float | None = None, events: Any = None,
                      dense_output: bool = True, max_step: float = math.inf,
-                     check_initial: bool = True) -> SimulationResult:
+                     check_initial: bool = True, exact_jacobian: bool = True) -> SimulationResult:
     r"""Integrate the equations of motion (index-1 DAE with Baumgarte stabilisation).
 
     At every right-hand-side evaluation the saddle-point system of Eq. (2.119) is solved
@@ -207,6 +211,11 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         Largest integrator step.
     check_initial : bool
         Check the conditioning of the saddle-point matrix at ``x0`` (raises if singular).
+    exact_jacobian : bool
+        For the implicit methods ("Radau", "BDF", "LSODA"), give the integrator the exact
+        Jacobian of ``[ẋ; ẍ]`` (:meth:`Dynamics.jacobian`, from the generated
+        ``linearization_terms`` kernel) instead of letting scipy difference the right-hand
+        side. Not used with a continuous ``controller`` (its ``∂u/∂x`` is unknown).
 
     Returns
     -------
@@ -320,9 +329,12 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     status, message = 0, "reached the end of t_span"
     dense = dense_output or te is not None
 
-    def integrate(a: float, b: float, y: NDArray, rhs: Callable, first: float | None) -> Any:
+    def integrate(a: float, b: float, y: NDArray, rhs: Callable, first: float | None,
+                  jac: Callable | None = None) -> Any:
         opts: dict[str, Any] = dict(method=method, rtol=rtol, atol=atol, dense_output=dense,
                                     events=wrapped_events or None, max_step=max_step)
+        if jac is not None and method in _IMPLICIT:
+            opts["jac"] = jac
         if first is not None and method in ("DOP853", "RK45", "Radau", "BDF", "LSODA"):
             opts["first_step"] = min(first, b - a)
         sol = solve_ivp(rhs, (a, b), y, **opts)
@@ -331,6 +343,17 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                               f"(interval [{a:.6g}, {b:.6g}]): {sol.message}. Try method='Radau' "
                               "for stiff problems, smaller Baumgarte constants or looser rtol/atol")
         return sol
+
+    use_jac = exact_jacobian and method in _IMPLICIT and dyn.has_jacobian
+
+    def make_jac(ufun: Callable[[float, NDArray, NDArray], NDArray | None]) -> Callable | None:
+        # exact ∂f/∂y at fixed input (open loop or held input); None lets scipy difference it
+        if not use_jac:
+            return None
+
+        def jac(t: float, y: NDArray) -> NDArray:
+            return dyn.jacobian(t, y[:n], y[n:], ufun(t, y[:n], y[n:]))
+        return jac
 
     def make_rhs(ufun: Callable[[float, NDArray, NDArray], NDArray | None]) -> Callable:
         def rhs(t: float, y: NDArray) -> NDArray:
@@ -354,7 +377,8 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             def uvec(tt: NDArray, X: NDArray, XD: NDArray) -> NDArray:
                 return np.array([ufun(ti, X[i], XD[i]) for i, ti in enumerate(tt)]
                                 ).reshape(tt.size, k)
-        sol = integrate(t0, tf, y0, make_rhs(ufun), None)
+        sol = integrate(t0, tf, y0, make_rhs(ufun), None,
+                        make_jac(ufun) if kind == "open" else None)
         nfev += sol.nfev
         segments.append((t0, float(sol.t[-1]), sol.sol if dense else None, uvec))
         t_out.append(sol.t)
@@ -377,15 +401,16 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             ctrl_t.append(a)
             ctrl_u.append(uk)
             uk_arg = uk if k else None
-            rhs_j = make_rhs(lambda t, x, xd, _u=uk_arg: _u)
+            law_j = (lambda t, x, xd, _u=uk_arg: _u)
+            rhs_j, jac_j = make_rhs(law_j), make_jac(law_j)
             if wrapped_events or method not in _STEPPERS:
-                sol = integrate(a, b, y, rhs_j, first)
+                sol = integrate(a, b, y, rhs_j, first, jac_j)
                 if sol.t.size >= 2:     # start the next interval with the largest step taken
                     first = float(np.max(np.diff(sol.t)))
             else:
                 sol = _step_interval(method, rhs_j, a, b, y, rtol=rtol, atol=atol,
                                      max_step=max_step, first=first, dense=dense,
-                                     model_name=ev.name)
+                                     model_name=ev.name, jac=jac_j)
                 first = sol.proposal if sol.proposal > 0 else None
             nfev += sol.nfev
 
