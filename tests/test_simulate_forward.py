@@ -340,3 +340,14 @@ def test_radau_with_exact_jacobian_agrees_with_dop853():
     b = forward_dynamics(cm, (0.0, 3.0), ic.x, ic.xd, t_eval=te, method="Radau")
     np.testing.assert_allclose(b.x, a.x, atol=1e-8)
     assert b.max_nonholonomic_drift < 1e-8
+
+
+def test_non_finite_input_is_reported():
+    with pytest.raises(SolverError, match=r"u \(inputs\) contains 1 non-finite entries"):
+        forward_dynamics(cart(), (0.0, 1.0), [0.0, 0.0], [0.0, 0.0], u=[np.nan])
+    with pytest.raises(SolverError, match=r"must return 1 finite inputs"):
+        forward_dynamics(cart(), (0.0, 1.0), [0.0, 0.0], [0.0, 0.0],
+                         controller=lambda t, x, xd: [np.inf], sample_time=0.1)
+    with pytest.raises(SolverError, match=r"non-finite accelerations/multipliers at t = "):
+        forward_dynamics(cart(), (0.0, 1.0), [0.0, 0.0], [0.0, 0.0],
+                         u=lambda t: [np.nan if t > 0.5 else 0.0])

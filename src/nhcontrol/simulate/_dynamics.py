@@ -74,8 +74,14 @@ class Dynamics:
                 g[: self.m] -= (self.beta ** 2) * np.reshape(self._C(x, u, p), (self.m,))
             r[n:] = g
         _, _, sol, info = _dgesv(K, r)      # LU with partial pivoting (LAPACK), low overhead
-        if info != 0 or not np.all(np.isfinite(sol)):
+        if info != 0:
             self.diagnose(t, x, u)
+        if not np.all(np.isfinite(sol)):
+            raise SolverError(
+                f"non-finite accelerations/multipliers at t = {t:.6g} for model {self.ev.name!r} "
+                f"(finite right-hand side: {bool(np.all(np.isfinite(r)))}, inputs u = "
+                f"{None if u is None else np.asarray(u).tolist()}); check the inputs and the "
+                "parameters, or whether the motion left the model's domain")
         return sol
 
     # ------------------------------------------------------------------ exact Jacobian

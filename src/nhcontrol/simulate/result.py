@@ -145,6 +145,9 @@ class SimulationResult:
                 f"{self.max_holonomic_drift:.2e}, max |B ẋ| = {self.max_nonholonomic_drift:.2e}, "
                 f"max |D ẋ| = {self.max_velocity_drift:.2e}; {self.message}")
 
+    def __repr__(self) -> str:
+        return f"<{self}>"
+
     # ------------------------------------------------------------------ dense evaluation
     def evaluate(self, t: ArrayLike) -> SimulationSamples:
         """The trajectory at arbitrary times in the simulated interval (dense output).
