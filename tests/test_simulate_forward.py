@@ -351,3 +351,22 @@ def test_non_finite_input_is_reported():
     with pytest.raises(SolverError, match=r"non-finite accelerations/multipliers at t = "):
         forward_dynamics(cart(), (0.0, 1.0), [0.0, 0.0], [0.0, 0.0],
                          u=lambda t: [np.nan if t > 0.5 else 0.0])
+
+
+def test_consistent_initial_conditions_from_partition_dict():
+    """A partition dict (Eq. (4.96)) gives the same result as independent=/dependent=."""
+    bb = pytest.importorskip("nhcontrol.models.benchmark_bicycle")
+    cm = bb.model()
+    x, xd, _ = bb.steady_forward_state(5.0, 0.0, dict(cm.parameters))
+    x = x.copy()
+    x[4] = 0.1
+    a = consistent_initial_conditions(cm, x, xd, partition=bb.PARTITION_4_172)
+    b = consistent_initial_conditions(cm, x, xd, independent=bb.PARTITION_4_172["independent"],
+                                      dependent=bb.PARTITION_4_172["dependent"])
+    np.testing.assert_array_equal(a.x, b.x)
+    assert a.dependent_positions == ("z_b", "theta_b", "xi_R", "xi_F")
+    assert a.holonomic_residual < 1e-12 and a.velocity_residual < 1e-12
+    with pytest.raises(PartitionError, match=r"either partition=\.\.\. or independent="):
+        consistent_initial_conditions(cm, x, xd, partition=bb.PARTITION_4_172, independent=["x_b"])
+    with pytest.raises(PartitionError, match=r"give the n - m - l = 3 independent coordinates"):
+        consistent_initial_conditions(cm, x, xd)

@@ -78,8 +78,9 @@ def _cond(A: NDArray) -> float:
 
 
 def consistent_initial_conditions(cm: Any, x_guess: ArrayLike, xd_guess: ArrayLike, *,
-                                  independent: Sequence[str],
+                                  independent: Sequence[str] | None = None,
                                   dependent: Sequence[str] | None = None,
+                                  partition: Any = None,
                                   u: ArrayLike | None = None,
                                   p: ArrayLike | Mapping[str, float] | None = None,
                                   tol: float = 1e-12, max_iter: int = 50) -> InitialConditions:
@@ -102,6 +103,10 @@ def consistent_initial_conditions(cm: Any, x_guess: ArrayLike, xd_guess: ArrayLi
     dependent : sequence of str, optional
         The ``m`` coordinates solved at position level (``x_d``, among the non-independent
         ones). Default: chosen by column-pivoted QR of ``Cx`` on the non-independent columns.
+    partition : Partition or mapping, optional
+        Instead of ``independent``/``dependent``: an object or dict with ``independent`` and
+        ``dependent`` entries, e.g. ``nhcontrol.linearize.Partition`` or the partition dicts of
+        the models (``benchmark_bicycle.PARTITION_4_172``); Eq. (4.96).
     u, p : optional
         Inputs and parameters.
     tol : float
@@ -125,6 +130,19 @@ def consistent_initial_conditions(cm: Any, x_guess: ArrayLike, xd_guess: ArrayLi
     ev = ModelEvaluator(cm, p)
     n, m, l = ev.n, ev.m, ev.l
     coords = ev.coordinates
+    if partition is not None:
+        if independent is not None or dependent is not None:
+            raise PartitionError("give either partition=... or independent=/dependent=, not both")
+        get = (partition.get if isinstance(partition, Mapping)
+               else lambda key: getattr(partition, key, None))
+        independent, dependent = get("independent"), get("dependent")
+        if independent is None:
+            raise PartitionError(f"partition must provide 'independent' (and 'dependent') "
+                                 f"coordinate names, got {partition!r}")
+        dependent = None if dependent is None else list(dependent)
+    if independent is None:
+        raise PartitionError(f"give the n - m - l = {n - m - l} independent coordinates "
+                             f"(independent=[...] from {list(coords)}) or partition=...")
     x = ev.states(x_guess, "x_guess", error=PartitionError)[0].copy()
     xd = ev.states(xd_guess, "xd_guess", error=PartitionError)[0].copy()
     U = ev.input_stack(u, 1, error=PartitionError)
