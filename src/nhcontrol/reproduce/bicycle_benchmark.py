@@ -436,8 +436,9 @@ def summary(result: dict[str, Any]) -> str:
             continue
         L.append(f"    {k} = {v:.14f} m/s   reference {refs[k]:.14f}   "
                  f"{result['critical_speeds_digits_vs_meijaard'][k]:4.1f} digits")
-    L.append(f"  Jacobian at v = 1 vs Eq. (4.180) (4 printed decimals): max |error| = "
-             f"{result['jacobian_v1_max_error_vs_4_180']:.1e}")
+    L.append(f"  Jacobian at v = 1 vs Eq. (4.180): max |error| = "
+             f"{result['jacobian_v1_max_error_vs_4_180']:.1e} (entries a0 + a1 v + a2 v^2 with "
+             "each coefficient printed to 4 decimals)")
     L.append(f"  Non-trivial eigenvalues [1/s] (max error vs Meijaard et al. Table 2: "
              f"{result['eigenvalues_max_error_vs_meijaard']:.1e}):")
     for v, lam in result["eigenvalues"].items():
