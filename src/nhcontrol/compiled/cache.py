@@ -5,13 +5,15 @@ Key: ``sha256(model description + generator version)`` where the description is 
 (:meth:`~nhcontrol.modeling.MultibodySystem.description`).  One file per model,
 ``<cache_dir>/nhc_<key>.py``, written atomically (temporary file in the same
 directory, then :func:`os.replace`), so parallel processes either see the complete
-file or none.  Python's own bytecode cache (``__pycache__``) makes the second load fast.
+file or none.  The compiled code object is stored next to it
+(``nhc_<key>.<cache_tag>.marshal``, stamped with the source's mtime and size), so the
+second load neither derives nor parses anything.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import marshal
 import os
 import sys
 import tempfile
@@ -41,8 +43,17 @@ def cache_path(key: str, cache_dir: str | os.PathLike | None = None) -> Path:
     return base / f"nhc_{key}.py"
 
 
+def code_path(path: Path) -> Path:
+    """Our own bytecode cache next to the source (works with ``PYTHONDONTWRITEBYTECODE``)."""
+    return path.with_name(f"{path.stem}.{sys.implementation.cache_tag}.marshal")
+
+
 def load_module(path: Path, key: str) -> ModuleType:
-    """Import a generated module from ``path`` (raises :class:`CacheError` if unreadable)."""
+    """Import a generated module from ``path`` (raises :class:`CacheError` if unreadable).
+
+    The compiled code object is kept in a ``.marshal`` file (written atomically), so a
+    warm load only unmarshals and executes the module body.
+    """
     modname = f"_nhcontrol_kernels_{key[:24]}"
     try:
         st = path.stat()
@@ -52,13 +63,23 @@ def load_module(path: Path, key: str) -> ModuleType:
     cached = sys.modules.get(modname)
     if cached is not None and getattr(cached, "__nhcontrol_stamp__", None) == stamp:
         return cached  # same file, already imported in this process
-    spec = importlib.util.spec_from_file_location(modname, str(path))
-    if spec is None or spec.loader is None:
-        raise CacheError(f"cannot import the generated kernel module {path}")
-    module = importlib.util.module_from_spec(spec)
+    cpath = code_path(path)
+    header = f"{st.st_mtime_ns}:{st.st_size}\n".encode()
+    code = None
     try:
-        spec.loader.exec_module(module)
-    except (OSError, SyntaxError, ValueError, NameError, AttributeError) as exc:
+        blob = cpath.read_bytes()
+        if blob.startswith(header):
+            code = marshal.loads(blob[len(header):])
+    except (OSError, EOFError, ValueError, TypeError):
+        code = None
+    try:
+        if code is None:
+            code = compile(path.read_text(encoding="utf-8"), str(path), "exec")
+            write_atomic(cpath, header + marshal.dumps(code), quiet=True)
+        module = ModuleType(modname)
+        module.__file__ = str(path)
+        exec(code, module.__dict__)
+    except (OSError, SyntaxError, ValueError, NameError, AttributeError, TypeError) as exc:
         raise CacheError(f"the cached kernel module {path} is unreadable or corrupt ({exc}); "
                          f"delete it or compile with cache=False") from exc
     module.__nhcontrol_stamp__ = stamp
@@ -73,20 +94,22 @@ def module_from_source(source: str, key: str) -> ModuleType:
     return module
 
 
-def write_atomic(path: Path, source: str) -> bool:
-    """Write ``source`` to ``path`` atomically; warn and return False if the directory is not writable."""
+def write_atomic(path: Path, data: str | bytes, quiet: bool = False) -> bool:
+    """Write ``data`` to ``path`` atomically; warn (unless ``quiet``) and return False on failure."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=str(path.parent))
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(source)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data.encode("utf-8") if isinstance(data, str) else data)
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
     except OSError as exc:
+        if quiet:
+            return False
         warnings.warn(f"nhcontrol could not write the kernel cache {path} ({exc}); the model works "
                       f"but will be regenerated next time. Set {ENV_VAR} to a writable directory.",
                       RuntimeWarning, stacklevel=3)
@@ -94,5 +117,5 @@ def write_atomic(path: Path, source: str) -> bool:
     return True
 
 
-__all__ = ["default_cache_dir", "cache_key", "cache_path", "load_module", "module_from_source",
+__all__ = ["default_cache_dir", "cache_key", "cache_path", "code_path", "load_module", "module_from_source",
            "write_atomic", "ENV_VAR"]
