@@ -12,7 +12,6 @@ with ``D ẋ = [Ċ; C_nh] = Q1`` and ``[C; 0] = Q2`` of Eq. (2.118); ``(α, β)`
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
