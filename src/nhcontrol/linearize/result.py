@@ -57,6 +57,11 @@ class SpuriousIdentification:
         ``min(‖J23‖, ‖J31 + J33 J32‖) / max(1, ‖A‖)`` (Frobenius norms): the evidence.
     tol : float
         The tolerance the decision used (``SPURIOUS_RTOL``).
+    via : tuple of str
+        Empty when the structure was found in the result's own partition. Otherwise the
+        ``x_ad`` names of the alternative partition (same ``x_d``, another split of
+        ``[x_ai, x_ad]``) in which :func:`linearize` found the exact structure for a steady
+        reference, whose spectrum equals this one (see docs/theory/linearization.md).
     """
 
     eigenvalues: NDArray[np.complex128]
@@ -66,6 +71,7 @@ class SpuriousIdentification:
     exact: bool
     residual: float
     tol: float
+    via: tuple[str, ...] = ()
 
 
 def _remove_matched(eigs: NDArray[np.complex128], targets: NDArray[np.complex128]
@@ -152,6 +158,15 @@ def identify_spurious(A: NDArray[np.float64], n_independent: int, l: int,  # noq
     return SpuriousIdentification(eigs, spur, non, "nearest", False, residual, rtol)
 
 
+def _adopt(own: SpuriousIdentification, alt: SpuriousIdentification,
+           via: tuple[str, ...]) -> SpuriousIdentification:
+    """Own eigenvalues, spurious ones taken from an exact identification of the same spectrum
+    in another partition."""
+    spur, non = _remove_matched(own.eigenvalues, alt.spurious)
+    return SpuriousIdentification(own.eigenvalues, alt.spurious, non, alt.method, True,
+                                  alt.residual, alt.tol, via)
+
+
 @dataclass(frozen=True)
 class LinearizationResult:
     """Linearized equations ``dX̃/dt = A X̃ + B ũ`` of the third procedure.
@@ -215,6 +230,12 @@ class LinearizationResult:
         if "ident" not in self._cache:
             mats = self.A if self.stacked else self.A[None]
             ids = [identify_spurious(a, self.n_independent, self.n_spurious) for a in mats]
+            search = self._cache.get("search")
+            if search is not None and not all(i.exact for i in ids):
+                found = search()
+                if found is not None:
+                    alt, via = found
+                    ids = [_adopt(i, alt, via) for i in ids]
             if any(i.method == "nearest" for i in ids):
                 worst = max(i.residual for i in ids)
                 warnings.warn(

@@ -21,8 +21,9 @@ Internally the coordinates are permuted once to the thesis order ``[x_ai, x_ad, 
 
 from __future__ import annotations
 
+import itertools
 import warnings
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, Mapping
 
 import numpy as np
@@ -30,10 +31,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError, PartitionError, ReferenceMotionError
 from .._util.validation import COND_MAX
-from .partition import Partition, PartitionIndices, suggest_partition, _singular_message, _report
-from .result import LinearizationResult
+from .partition import (Partition, PartitionIndices, _block_condition, _report,
+                        _singular_message, suggest_partition)
+from .result import LinearizationResult, SpuriousIdentification, identify_spurious
 
-__all__ = ["linearize", "third_procedure", "INPUT_CONSTRAINT_ATOL"]
+__all__ = ["linearize", "third_procedure", "INPUT_CONSTRAINT_ATOL", "MAX_PARTITION_SEARCH"]
+
+#: Largest number of alternative partitions tried when looking for an exact identification of
+#: the spurious eigenvalues of a steady linearization (single swaps first, then double swaps).
+MAX_PARTITION_SEARCH = 400
 
 #: Absolute tolerance above which inputs are said to enter the constraints at the reference
 #: (``∂C/∂u``, ``∂(D ẍ0)/∂u`` or ``∂Q_d/∂u`` non-zero). Sect. 8.1 assumes ``C(x)`` and
@@ -369,11 +375,63 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
     ai_names = tuple(coords[i] for i in idx.ai)
     ad_names = tuple(coords[i] for i in idx.ad)
     states = ai_names + tuple(f"{s}_d" for s in ai_names) + ad_names
-    return LinearizationResult(
+    steady = bool(getattr(ref, "steady", False))
+    res = LinearizationResult(
         A=A, B=B, states=states, inputs=tuple(cm.inputs), partition=partition,
         n_spurious=l, t=float(t_arr) if scalar else ts.copy(),
-        steady=bool(getattr(ref, "steady", False)), n_independent=idx.n_ai,
+        steady=steady, n_independent=idx.n_ai,
         model_name=str(getattr(cm, "name", "")))
+    if l and steady:
+        # lazily used by res.spurious_eigenvalues when this partition has no exact structure
+        tv0 = {key: val[:1] for key, val in tv.items()}
+        res._cache["search"] = partial(_search_exact_partition, tv0, idx, k, coords, cond_max)
+    return res
+
+
+def _swap_candidates(ai: list[int], ad: list[int], limit: int) -> list[tuple[int, ...]]:
+    """x_ad choices obtained from ``ad`` by one, then two swaps with ``ai`` (at most ``limit``)."""
+    out: list[tuple[int, ...]] = []
+    for r in (1, 2):
+        for out_ad in itertools.combinations(range(len(ad)), r):
+            for in_ai in itertools.combinations(ai, r):
+                new = [a for i, a in enumerate(ad) if i not in out_ad] + list(in_ai)
+                out.append(tuple(sorted(new)))
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def _search_exact_partition(tv0: dict[str, NDArray[np.float64]], idx: PartitionIndices, k: int,
+                            coords: tuple[str, ...], cond_max: float
+                            ) -> tuple[SpuriousIdentification, tuple[str, ...]] | None:
+    """Find another split of ``[x_ai, x_ad]`` (same ``x_d``) with an exact spurious structure.
+
+    For a steady reference all valid partitions give the same spectrum, so the spurious
+    eigenvalues found there are those of the original Jacobian. Re-uses the terms of the first
+    point (no kernel call); each candidate costs one run of :func:`third_procedure`.
+    """
+    n1, l, na = idx.n_ai, idx.l, idx.n - idx.m
+    for ad in _swap_candidates(list(idx.ai), list(idx.ad), MAX_PARTITION_SEARCH):
+        ad_arr = np.array(ad, dtype=np.intp)
+        ai_arr = np.array([j for j in np.concatenate([idx.ai, idx.ad]) if j not in ad],
+                          dtype=np.intp)
+        alt = PartitionIndices(ai_arr, ad_arr, idx.d,
+                               np.concatenate([ai_arr, ad_arr, idx.d]).astype(np.intp),
+                               idx.n, idx.m, l)
+        try:
+            with np.errstate(all="ignore"):
+                out = third_procedure(tv0, alt, k)
+        except np.linalg.LinAlgError:
+            continue
+        if not np.all(np.isfinite(out["A"])):
+            continue
+        if not _block_condition("Bbar_ad", "", (), out["Bbar"][0], np.arange(n1, na),
+                                cond_max).ok:
+            continue
+        ident = identify_spurious(out["A"][0], n1, l)
+        if ident.exact:
+            return ident, tuple(coords[j] for j in ad_arr)
+    return None
 
 
 def _norm1(a: NDArray[np.float64]) -> NDArray[np.float64]:
