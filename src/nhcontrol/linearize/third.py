@@ -285,7 +285,23 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
         Invalid or singular partition (names the block, the coordinates, the condition number
         and suggests a valid partition).
     ReferenceMotionError
-        Non-finite reference values or linearization.
+        Non-finite reference values or linearization, or a singular reduced mass matrix
+        ``m0`` (Eq. (4.120)).
+    LinearSystemError
+        ``t`` is not a scalar or a 1-D array.
+
+    Warns
+    -----
+    UserWarning
+        When the inputs enter the constraints at the reference (outside Sect. 8.1; the input
+        matrix then lacks the constraint terms, see docs/theory/inputs.md).
+
+    Notes
+    -----
+    For a steady reference with ``l > 0`` the result keeps the terms of its first point, so
+    that :attr:`LinearizationResult.spurious_eigenvalues` can, if this partition has no exact
+    structure, look for another split of ``[x_ai, x_ad]`` that has one (no new kernel call;
+    docs/theory/linearization.md, Sect. 6).
 
     Examples
     --------
