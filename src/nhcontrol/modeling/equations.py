@@ -165,40 +165,31 @@ def _mat(rows: int, cols: int, items) -> sp.ImmutableMatrix:
 class _BodyKin:
     """Graph-level kinematics of one body."""
 
-    def __init__(self, g: ExprGraph, body, x, xd, tdir: Direction) -> None:
+    def __init__(self, g: ExprGraph, mb, body, x, xd, tdir: Direction) -> None:
         n = len(x)
-        vals = g.ingest(list(body.position) + list(body.orientation) + list(body.inertia) + [body.mass])
+        Gb_e = mb.rotation_jacobian(body, "body")        # G̅, column j = vee(Rᵀ ∂R/∂x_j)
+        G_e = mb.rotation_jacobian(body, "global")       # G = R G̅
+        vals = g.ingest(list(body.position) + list(body.orientation) + list(body.inertia) + [body.mass]
+                        + list(Gb_e) + list(G_e))
         self.r = vals[0:3]
         self.R = sp.Matrix(3, 3, vals[3:12])
         self.I = sp.Matrix(3, 3, vals[12:21])
         self.mass = vals[21]
+        self.Gb = sp.Matrix(3, n, vals[22:22 + 3 * n])
+        self._G = sp.Matrix(3, n, vals[22 + 3 * n:22 + 6 * n])
         # J = ∂r/∂x (3, n) and J̇ ẋ
         self.J = sp.Matrix(3, n, [g.define(g.diff(self.r[a], x[j])) for a in range(3) for j in range(n)])
         self.vG = [g.define(sum((self.J[a, j] * xd[j] for j in range(n)), sp.S.Zero)) for a in range(3)]
         self.Jd_xd = [g.define(g.diff(self.vG[a], tdir)) for a in range(3)]        # J̇ ẋ = ∂(J ẋ)/∂x ẋ
-        # G̅ (3, n): column j = vee(Rᵀ ∂R/∂x_j)
-        R = self.R
-        Gb = sp.zeros(3, n)
-        for j in range(n):
-            dR = sp.Matrix(3, 3, [g.diff(R[r, c], x[j]) for r in range(3) for c in range(3)])
-            if dR.is_zero_matrix:
-                continue
-            dR = dR.applyfunc(g.define)
-            Gb[0, j] = g.define(sum((R[k, 2] * dR[k, 1] for k in range(3)), sp.S.Zero))
-            Gb[1, j] = g.define(sum((R[k, 0] * dR[k, 2] for k in range(3)), sp.S.Zero))
-            Gb[2, j] = g.define(sum((R[k, 1] * dR[k, 0] for k in range(3)), sp.S.Zero))
-        self.Gb = Gb
+        Gb = self.Gb
         self.wbar = [g.define(sum((Gb[a, j] * xd[j] for j in range(n)), sp.S.Zero)) for a in range(3)]
         self.Gbd_xd = [g.define(g.diff(self.wbar[a], tdir)) for a in range(3)]    # Ġ̅ ẋ = ∂(G̅ ẋ)/∂x ẋ
-        self._G = None
         self._g = g
         self._n = n
 
     @property
     def G(self) -> sp.Matrix:
         """Global ``G = R G̅`` (3, n), ``ω = G ẋ``."""
-        if self._G is None:
-            self._G = (self.R * self.Gb).applyfunc(self._g.define)
         return self._G
 
     def point_jacobian(self, P) -> sp.Matrix:
@@ -216,7 +207,7 @@ def derive_equations(mb: "MultibodySystem") -> EquationsOfMotion:
     x, xd = list(mb.coordinates), list(mb.velocities)
     g = ExprGraph(list(mb.coordinates) + list(mb.velocities) + list(mb.inputs) + list(mb.parameters))
     tdir = Direction("t", dict(zip(x, xd)))          # d/dt with quasi-static inputs (Sect. 8.1)
-    kin = {b.index: _BodyKin(g, b, x, xd, tdir) for b in mb.bodies}
+    kin = {b.index: _BodyKin(g, mb, b, x, xd, tdir) for b in mb.bodies}
 
     M = sp.zeros(n, n)
     Qv = sp.zeros(n, 1)

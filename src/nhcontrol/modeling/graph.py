@@ -82,6 +82,7 @@ class ExprGraph:
         self.nodes_in: dict[sp.Symbol, tuple[sp.Symbol, ...]] = {}
         self._d: dict[tuple[sp.Symbol, sp.Symbol], sp.Expr] = {}
         self._expanded: dict[sp.Symbol, sp.Expr] = {}
+        self._atom_nodes: dict[sp.Expr, sp.Symbol] = {}
 
     # ------------------------------------------------------------------ building
     def add_args(self, args: Iterable[sp.Symbol]) -> None:
@@ -124,6 +125,14 @@ class ExprGraph:
         exprs = [sp.sympify(e) for e in exprs]
         if not exprs:
             return []
+        # one node per elementary function of the arguments for the whole model (sin(q), ...)
+        atoms = set()
+        for e in exprs:
+            atoms |= {f for f in e.atoms(sp.Function) if f.free_symbols <= self.args}
+        if atoms:
+            for f in sorted(atoms - set(self._atom_nodes), key=sp.default_sort_key):
+                self._atom_nodes[f] = self._register(sp.Dummy("f"), f)
+            exprs = [e.xreplace({f: self._atom_nodes[f] for f in atoms}) for e in exprs]
         symbols = (sp.Dummy(f"c{k}") for k in iter(int, 1))
         repl, reduced = sp.cse(exprs, symbols=symbols, optimizations=None, order="none")
         for s, e in repl:

@@ -51,3 +51,84 @@ def cheap_trig_matrix(mat: sp.MatrixBase) -> sp.Matrix:
 
 
 __all__ = ["cheap_trig", "cheap_trig_matrix"]
+
+
+def angular_velocity_jacobian(R: sp.MatrixBase, coords: list[sp.Symbol],
+                              frame: str = "body") -> sp.Matrix | None:
+    """Exact, simplified ``G̅`` (``frame='body'``: ``ω̄ = G̅ ẋ``) or ``G`` (``'global'``: ``ω = G ẋ``).
+
+    Column ``j`` is ``vee(Rᵀ ∂R/∂x_j)`` (body) or ``vee(∂R/∂x_j Rᵀ)`` (global).  The entries
+    of ``R`` are treated as polynomials in ``s_k = sin(a_k)``, ``c_k = cos(a_k)`` and the other
+    symbols; products and derivatives are done in a polynomial ring and the result is reduced
+    modulo ``s_k² + c_k² - 1`` (a Gröbner basis in lex order, so the normal form is unique).
+    This gives the same cancellations as ``trigsimp`` at a tiny fraction of the cost.
+
+    Returns
+    -------
+    sympy.Matrix (3, n) or None
+        None when ``R`` is not polynomial in sines, cosines and symbols (then the caller falls
+        back to the unsimplified expression).
+    """
+    from sympy.polys.polyerrors import CoercionFailed, GeneratorsNeeded, PolynomialError
+    from sympy.polys.rings import ring
+
+    R = sp.Matrix(R)
+    trig = sorted(R.atoms(sp.sin, sp.cos), key=sp.default_sort_key)
+    angles = []
+    for t in trig:
+        if t.args[0] not in angles:
+            angles.append(t.args[0])
+    s_syms = [sp.Dummy(f"s{k}") for k in range(len(angles))]
+    c_syms = [sp.Dummy(f"c{k}") for k in range(len(angles))]
+    rep = {}
+    for a, s, c in zip(angles, s_syms, c_syms):
+        rep[sp.sin(a)] = s
+        rep[sp.cos(a)] = c
+    Rp = R.xreplace(rep)
+    others = sorted(Rp.free_symbols - set(s_syms) - set(c_syms), key=sp.default_sort_key)
+    # angle arguments must themselves be polynomial in the other symbols
+    arg_syms = set()
+    for a in angles:
+        arg_syms |= a.free_symbols
+    others = sorted(set(others) | (arg_syms - set(s_syms) - set(c_syms)), key=sp.default_sort_key)
+    gens = [g for pair in zip(s_syms, c_syms) for g in pair] + others
+    if not gens:
+        return sp.zeros(3, len(coords))
+    try:
+        Rg, *G = ring(gens, sp.QQ)
+        to = Rg.from_expr
+        Rm = [[to(Rp[i, j]) for j in range(3)] for i in range(3)]
+        dargs = [[to(sp.diff(a, q)) for q in coords] for a in angles]
+    except (CoercionFailed, GeneratorsNeeded, PolynomialError, ValueError, TypeError):
+        return None
+    gs = G[: 2 * len(angles)]
+    sk, ck = gs[0::2], gs[1::2]
+    og = {o: G[2 * len(angles) + i] for i, o in enumerate(others)}
+    basis = [s * s + c * c - 1 for s, c in zip(sk, ck)]
+
+    def d(p, j):
+        out = Rg.zero
+        for k in range(len(angles)):
+            da = dargs[k][j]
+            if da:
+                out += (p.diff(sk[k]) * ck[k] - p.diff(ck[k]) * sk[k]) * da
+        q = coords[j]
+        if q in og:
+            out += p.diff(og[q])
+        return out
+
+    back = {s: sp.sin(a) for a, s in zip(angles, s_syms)}
+    back.update({c: sp.cos(a) for a, c in zip(angles, c_syms)})
+    cols = []
+    for j in range(len(coords)):
+        dR = [[d(Rm[i][k], j) for k in range(3)] for i in range(3)]
+        if all(not e for row in dR for e in row):
+            cols.append([sp.S.Zero] * 3)
+            continue
+        if frame == "body":   # W = Rᵀ dR
+            W = lambda a, b: sum((Rm[k][a] * dR[k][b] for k in range(3)), Rg.zero)  # noqa: E731
+        else:                 # W = dR Rᵀ
+            W = lambda a, b: sum((dR[a][k] * Rm[b][k] for k in range(3)), Rg.zero)  # noqa: E731
+        entries = [W(2, 1), W(0, 2), W(1, 0)]
+        cols.append([e.rem(basis).as_expr().xreplace(back) if e else sp.S.Zero for e in entries])
+    return sp.Matrix(3, len(coords), lambda a, j: cols[j][a])

@@ -19,7 +19,7 @@ import numpy as np
 import sympy as sp
 
 from .._util.errors import ModelError
-from .simplify import cheap_trig
+from .simplify import angular_velocity_jacobian
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compiled import CompiledModel
@@ -462,44 +462,37 @@ class MultibodySystem:
         e = sp.sympify(expr)
         return sum((e.diff(q) * qd for q, qd in zip(self._coords, self._vels)), sp.S.Zero)
 
-    def _Rdot(self, body: Body) -> sp.Matrix:
-        R = body.orientation
-        Rd = sp.zeros(3, 3)
-        for q, qd in zip(self._coords, self._vels):
-            dR = R.diff(q)
-            if dR.is_zero_matrix:
-                continue
-            Rd += dR * qd
-        return Rd
-
     def body_angular_velocity(self, body: Body) -> sp.Matrix:
         """Body-frame angular velocity ``ω̄ = vee(Rᵀ Ṙ) = G̅(x) ẋ`` (3, 1), linear in ``ẋ``."""
-        self._check_body(body)
-        key = ("wbar", body.index)
-        if key not in self._kin_cache:
-            W = body.orientation.T * self._Rdot(body)
-            self._kin_cache[key] = self._maybe_simplify(body, _vee(W))
-        return self._kin_cache[key]
+        return self.rotation_jacobian(body, "body") * sp.Matrix(self._vels)
 
     def angular_velocity(self, body: Body) -> sp.Matrix:
         """Global angular velocity ``ω = vee(Ṙ Rᵀ)`` (3, 1), linear in ``ẋ``."""
+        return self.rotation_jacobian(body, "global") * sp.Matrix(self._vels)
+
+    def rotation_jacobian(self, body: Body, frame: str = "body") -> sp.Matrix:
+        """``G̅`` (``frame='body'``, ``ω̄ = G̅ ẋ``) or ``G`` (``'global'``, ``ω = G ẋ``), shape (3, n).
+
+        Column ``j`` is ``vee(Rᵀ ∂R/∂x_j)`` resp. ``vee(∂R/∂x_j Rᵀ)``, simplified exactly with
+        :func:`~nhcontrol.modeling.simplify.angular_velocity_jacobian` (polynomial reduction
+        modulo ``sin² + cos² = 1``); unsimplified if ``R`` is not polynomial in sines and cosines.
+        """
         self._check_body(body)
-        key = ("w", body.index)
+        if frame not in ("body", "global"):
+            raise ModelError(f"frame must be 'body' or 'global', got {frame!r}")
+        key = (frame, body.index, self.n)
         if key not in self._kin_cache:
-            W = self._Rdot(body) * body.orientation.T
-            self._kin_cache[key] = self._maybe_simplify(body, _vee(W))
+            G = angular_velocity_jacobian(body.orientation, list(self._coords), frame)
+            if G is None:
+                R = sp.Matrix(body.orientation)
+                cols = []
+                for q in self._coords:
+                    dR = R.diff(q)
+                    W = R.T * dR if frame == "body" else dR * R.T
+                    cols.append(list(_vee(W)))
+                G = sp.Matrix(3, self.n, lambda a, j: cols[j][a])
+            self._kin_cache[key] = G
         return self._kin_cache[key]
-
-    #: Orientation matrices with at most this many distinct sine/cosine atoms are simplified
-    #: with :func:`cheap_trig` in :meth:`angular_velocity` (three elemental rotations: 6).
-    #: Longer chains are returned unsimplified: exact, and expanding them costs seconds.
-    SIMPLIFY_MAX_TRIG_ATOMS = 6
-
-    def _maybe_simplify(self, body: Body, w: sp.Matrix) -> sp.Matrix:
-        atoms = body.orientation.atoms(sp.sin, sp.cos)
-        if len(atoms) <= self.SIMPLIFY_MAX_TRIG_ATOMS:
-            return sp.Matrix([cheap_trig(e) for e in w])
-        return sp.Matrix(w)
 
     def _point_jacobian(self, body: Body | None, point: sp.MatrixBase) -> sp.Matrix:
         """``∂v_P/∂ẋ`` of the material point of ``body`` at global position ``point`` (3, n)."""
@@ -510,8 +503,7 @@ class MultibodySystem:
         rho = sp.Matrix(point) - body.position
         if all(e == 0 for e in rho):
             return sp.Matrix(Jr)
-        G = self.angular_velocity(body).jacobian(sp.Matrix(self._vels))
-        return Jr - _skew(rho) * G
+        return Jr - _skew(rho) * self.rotation_jacobian(body, "global")
 
     def point_velocity(self, body: Body, point: Any) -> sp.Matrix:
         """Velocity ``v_G + ω × (P - r_G)`` (3, 1) of the material point of ``body`` at global ``point``."""
