@@ -116,3 +116,9 @@ def test_graph_total_derivatives_match_sympy():
     dt = g.diff(w, tdir)
     assert sp.simplify(g.expand(dt) - explicit.diff(x) * v) == 0
     assert g.diff(w, sp.Symbol("unrelated")) == 0
+
+
+def test_numeric_angles_in_orientation():
+    """Float angles (e.g. a fixed tilt 0.1 rad) become numeric coefficients; still exact to 1e-12."""
+    mb, q, b = _body(extra=lambda q: rot_y(0.1) * rot_z(q[3]) * rot_x(sp.Rational(1, 3)) * rot_y(q[4]))
+    _numeric_check(mb, b)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import sympy as sp
@@ -128,6 +128,7 @@ class MultibodySystem:
     Examples
     --------
     >>> import sympy as sp
+    >>> from nhcontrol.modeling import MultibodySystem, rot_z
     >>> mb = MultibodySystem("pendulum")
     >>> x, y, th = mb.add_coordinates("x y theta")
     >>> L, m, g = mb.add_parameters(L=1.0, m=1.0, g=9.81)
