@@ -152,3 +152,8 @@ def test_domain_errors_raise_instead_of_nan(tmp_path):
         warnings.simplefilter("error")
         with pytest.raises(ModelError, match=r"not finite at point 1 of 2"):
             cm.Q([[1.0, 1.0], [1.0, -1.0]], [0, 0])
+
+
+def test_compiled_model_is_immutable(sleigh):
+    with pytest.raises(AttributeError, match="CompiledModel is immutable; cannot set 'name'"):
+        sleigh.name = "other"

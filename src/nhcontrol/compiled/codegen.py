@@ -27,7 +27,7 @@ from ..modeling.graph import ExprGraph
 from .derivatives import ARG_PREFIX, FunctionSpec
 
 #: Bumped whenever the generated code changes (part of the cache key).
-GENERATOR_VERSION = "nhcontrol-codegen-3"
+GENERATOR_VERSION = "nhcontrol-codegen-5"
 
 
 class _NamedMixin:
@@ -70,6 +70,26 @@ class FastPrinter:
     def __call__(self, e: sp.Expr) -> str:
         return self.p(e)
 
+    def _signed(self, e: sp.Expr) -> tuple[bool, str]:
+        """``(negative, text of |e|)`` so that sums print ``a - b*c`` instead of ``a + (-1.0)*b*c``."""
+        if e.is_Mul:
+            coeff = sp.S.One
+            rest = []
+            for a in e.args:
+                if a.is_Number:
+                    coeff = coeff * a
+                else:
+                    rest.append(a)
+            neg = bool(coeff < 0)
+            c = -coeff if neg else coeff
+            parts = [self.p(a) for a in rest]
+            if c != 1 or not parts:
+                parts.insert(0, self.p(c))
+            return neg, "*".join(parts)
+        if e.is_Number and e < 0:
+            return True, self.p(-e)
+        return False, self.p(e)
+
     def p(self, e: sp.Expr) -> str:
         if e.is_Symbol:
             return self.names[e]
@@ -84,9 +104,14 @@ class FastPrinter:
         if e is sp.pi:
             return f"{self.mod}.pi"
         if e.is_Add:
-            return "(" + " + ".join(self.p(a) for a in e.args) + ")"
+            out = []
+            for i, a in enumerate(e.args):
+                neg, body = self._signed(a)
+                out.append(("-" if neg else "") + body if i == 0 else (" - " if neg else " + ") + body)
+            return "(" + "".join(out) + ")"
         if e.is_Mul:
-            return "*".join(self.p(a) for a in e.args)
+            neg, body = self._signed(e)
+            return f"(-{body})" if neg else body
         if e.is_Pow:
             b, x = e.args
             pb = self.p(b)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from ..modeling.equations import EquationsOfMotion
+from ..modeling.graph import Direction
 
 #: Argument groups and the prefix of their canonical names in generated code.
 ARG_PREFIX = {"x": "X", "xd": "XD", "xdd": "XDD", "a": "A", "lam": "L", "v": "V", "u": "U", "p": "P"}
@@ -104,9 +105,12 @@ def kernel_specs(eom: EquationsOfMotion) -> tuple[list[FunctionSpec], dict[str, 
         return sp.ImmutableMatrix(g.jacobian(exprs, zs))
 
     def with_vec(vec: list) -> dict[str, sp.ImmutableMatrix]:
-        Dv = mv(D, vec)
+        if vec is S["xd"]:
+            Dv = list(eom.Dxd_g)                       # D ẋ already in the graph (Eq. (2.117))
+        else:
+            Dv = eom.Dv_g(vec, Direction("v_x", dict(zip(X, vec))), Direction("v_xd", dict(zip(XD, vec))))
         return {"dDv_dx": jac(Dv, X), "dDv_du": jac(Dv, U),
-                "dCxv_dx": jac(mv(Cx, vec), X), "dBv_dx": jac(mv(B, vec), X)}
+                "dCxv_dx": jac(Dv[:m], X), "dBv_dx": jac(Dv[m:], X)}
 
     def with_a(vec: list) -> dict[str, sp.ImmutableMatrix]:
         Ma = eom.Ma_g(vec)

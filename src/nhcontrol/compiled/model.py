@@ -171,6 +171,13 @@ class CompiledModel:
             groups = _FUNC_ARGS[fn]
             pos = tuple(groups.index(amap[a]) if a in amap else groups.index(a) for a in sig)
             self._routes[name] = (fn, groups, pos, _FUNC_FIELDS[fn].index(field))
+        object.__setattr__(self, "_frozen", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if getattr(self, "_frozen", False):
+            raise AttributeError(f"CompiledModel is immutable; cannot set {name!r} (compile a new model "
+                                 f"or pass parameters with p=...)")
+        object.__setattr__(self, name, value)
 
     # ------------------------------------------------------------------ helpers
     def param_vector(self, **overrides: float) -> Array:

@@ -72,6 +72,18 @@ class EquationsOfMotion:
     holonomic_names: tuple = ()
     nonholonomic_names: tuple = ()
     body_terms: tuple = field(default=(), repr=False)
+    Dxd_g: sp.ImmutableMatrix = field(default=None, repr=False)
+    Bxd_g: sp.ImmutableMatrix = field(default=None, repr=False)
+
+    def Dv_g(self, v: list, vdir_x, vdir_xd) -> list:
+        """``D v`` (m + l expressions) in structured form for a vector ``v`` (graph level).
+
+        Holonomic rows ``∂C/∂x v`` are the directional derivative of ``C`` along ``vdir_x``
+        (``Direction({x_j: v_j})``); nonholonomic rows ``B v`` the directional derivative of the
+        constraint expressions ``B ẋ`` along ``vdir_xd`` (``Direction({ẋ_j: v_j})``).
+        """
+        g = self.graph
+        return ([g.diff(c, vdir_x) for c in self.C_g] + [g.diff(e, vdir_xd) for e in self.Bxd_g])
 
     def Ma_g(self, a: list) -> list:
         """``M a`` (n expressions) built per body, ``Σ m Jᵀ(J a) + G̅ᵀ Ī (G̅ a)`` (graph level).
@@ -278,16 +290,17 @@ def derive_equations(mb: "MultibodySystem") -> EquationsOfMotion:
     Bexpr = g.ingest([c.expr for c in nh])
     B = [g.define(g.diff(Bexpr[i], xd[j])) for i in range(l) for j in range(n)]
     D = Cx + B
-    Qd = []
-    for i in range(m + l):
-        Dxd = g.define(sum((D[i * n + j] * xd[j] for j in range(n)), sp.S.Zero))
-        Qd.append(g.define(-g.diff(Dxd, tdir)))                                  # Eq. (2.117)
+    # D ẋ in structured form: Ċ = ∂C/∂x ẋ (one directional derivative of C) and the
+    # nonholonomic expressions themselves (B ẋ, exact because they are linear in ẋ)
+    Dxd = [g.define(g.diff(C[i], tdir)) for i in range(m)] + [g.define(e) for e in Bexpr]
+    Qd = [g.define(-g.diff(Dxd[i], tdir)) for i in range(m + l)]                 # Eq. (2.117)
 
     return EquationsOfMotion(
         x=mb.coordinates, xd=mb.velocities, u=mb.inputs, p=mb.parameters, graph=g,
         M_g=_mat(n, n, M), Qa_g=_vec(Qa), Qv_g=_vec(Qv), Q_g=_vec(Q), C_g=_vec(C),
         Cx_g=_mat(m, n, Cx), B_g=_mat(l, n, B), D_g=_mat(m + l, n, D), Qd_g=_vec(Qd),
         holonomic_names=tuple(c.name for c in hol), nonholonomic_names=tuple(c.name for c in nh),
+        Dxd_g=_vec(Dxd), Bxd_g=_vec(Bexpr),
         body_terms=tuple((k.mass, sp.ImmutableMatrix(k.J), sp.ImmutableMatrix(k.Gb), sp.ImmutableMatrix(k.I))
                          for k in kin.values()))
 
