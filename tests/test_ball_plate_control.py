@@ -1,0 +1,140 @@
+"""Ball-plate closed loops (thesis Ch. 8, issue 5): example, invariants, and the reproduce target.
+
+Published numbers: Ω ≃ 10.0382 rad/s (φ0 = 5°) and 12.2077 rad/s (φ0 = 35°) (Sect. 8.4.5, four
+decimals → tolerance 5e-5); Gramian and Silverman–Meadows rank 7 of 8 for Eq. (8.74). The
+closed-loop targets (contact point within 5 mm of the circle after 20 s, |α|, |β| ≤ 10° for the
+MPC) are those of the issue; the thesis prints no closed-loop numbers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import math
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ball_plate_circle.py"
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bp_example")
+    buf = io.StringIO()
+    mod = runpy.run_path(str(EXAMPLE), run_name="example")
+    with contextlib.redirect_stdout(buf):
+        nums = mod["main"](out, 6.0)
+    return nums, buf.getvalue(), out
+
+
+def test_example_headlines(example):
+    """6 s of the example: both controllers pull C from 87.7 mm to < 15 mm of the circle.
+
+    (The 20 s target of 5 mm is checked on the reproduce target, marked slow.) The LQR tilts the
+    plate beyond 10°, so the MPC bound is active; the MPC respects it to the OSQP tolerance
+    (1e-4 deg).
+    """
+    nums, text, out = example
+    for name in ("LQR", "MPC"):
+        assert nums[name]["initial_error_m"] == pytest.approx(0.0877, abs=1e-4)
+        assert nums[name]["final_error_m"] < 0.015
+        assert f"{name}: contact point" in text
+    assert nums["LQR"]["peak_input_deg"] > 12.0
+    assert nums["MPC"]["peak_input_deg"] <= 10.0 + 1e-4
+    assert nums["MPC"]["peak_input_deg"] > 10.0 - 1e-3
+    for f in nums["figures"]:
+        assert Path(f).is_file() and Path(f).stat().st_size > 1000
+
+
+def _pieces(phi0=5.0, steps_per_period=63):
+    from nhcontrol.models import ball_plate as bp
+    from nhcontrol.reproduce import ball_plate as rb
+
+    st = dataclasses.replace(rb.QUICK, t_final=6.0, steps_per_period=steps_per_period)
+    cm = bp.model()
+    x0, xd0 = bp.initial_conditions(cm, phi0)
+    return bp, rb, st, cm, x0, xd0
+
+
+def test_mpc_with_inactive_bounds_equals_lqr_on_ball_plate():
+    """Unconstrained MPC with the Riccati terminal weight P_N = LQR on the 7-state model (1e-6).
+
+    OSQP at eps 1e-10; the first move and the whole predicted input sequence are compared with
+    the finite-horizon gains K_j of the same discrete LTV system.
+    """
+    from nhcontrol.design import LTVMPC, window
+
+    bp, rb, st, cm, x0, xd0 = _pieces()
+    f = rb._formulation(bp, cm, 5.0, st, reduced=True, ref=bp.spin_matched_motion(cm, x0, xd0))
+    N = 15
+    Z = f["reduce"](bp.deviation(f["ref"], 0.0, x0, xd0))
+    mpc = LTVMPC(N, f["Q"], f["R"], f["lqr"].P[N],
+                 solver_options=dict(eps_abs=1e-10, eps_rel=1e-10, max_iter=200000))
+    Ad, Bd = window(f["discrete"], 0, N)
+    step = mpc.step(Z, Ad, Bd)
+    z = Z.copy()
+    scale = np.max(np.abs(f["lqr"].control(0, Z)))
+    for j in range(N):
+        u = f["lqr"].control(j, z)
+        np.testing.assert_allclose(step.predicted_u[j], u, atol=1e-6 * scale)
+        z = Ad[j] @ z + Bd[j] @ u
+
+
+def test_eight_state_loop_conserves_spin_and_misses_lean_angle():
+    """8-state (uncontrollable) LQR at φ0 = 35°: the spin ω_n is conserved (1e-5 rad/s) and φ
+    stays > 4° away from φ0 after 6 s, as in Fig. 8.4 (b); C is not on the circle (> 1 cm)."""
+    bp, rb, st, cm, x0, xd0 = _pieces(35.0)
+    f = rb._formulation(bp, cm, 35.0, st, reduced=False)
+    run = rb.closed_loop_nonlinear(cm, f["ref"], x0, xd0, rb._lqr_law(bp, f), f["dt"], st)
+    wn = run.xd[:, 2] + run.xd[:, 4] * np.sin(run.x[:, 3])
+    assert np.max(np.abs(wn - wn[0])) < 1e-5
+    assert abs(math.degrees(run.x[-1, 3]) - 35.0) > 4.0
+    assert rb.contact_error(f["motion"], run.x)[-1] > 0.01
+    assert run.u.shape == (run.t_u.size, 2) and run.step_times.size == run.t_u.size
+
+
+@pytest.fixture(scope="module")
+def quick_result(tmp_path_factory):
+    from nhcontrol.cli import main
+
+    out = tmp_path_factory.mktemp("bp_reproduce")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["reproduce", "ball-plate", "--json", "--quick", "--out", str(out)]) == 0
+    return json.loads(buf.getvalue()), out
+
+
+@pytest.mark.slow
+def test_reproduce_quick_json_and_headlines(quick_result):
+    """`nhcontrol reproduce ball-plate --quick --json --out`: keys, ranks, Ω, closed-loop targets."""
+    r, out = quick_result
+    assert r["Omega"]["5"] == pytest.approx(10.0382, abs=5e-5)
+    assert r["Omega"]["35"] == pytest.approx(12.2077, abs=5e-5)
+    assert r["gramian_rank"] == 7 and r["silverman_meadows_rank"] == 7
+    sv = r["gramian_singular_values"]
+    assert len(sv) == 8 and sv[-1] < r["gramian_tol"] < sv[-2]
+    cf = r["controllable_formulation"]
+    assert cf == {**cf, "nstates": 7, "gramian_rank": 7, "silverman_meadows_rank": 7}
+    for key in ("5", "35"):
+        for ctrl in ("lqr", "mpc"):
+            b = r[ctrl][key]
+            assert b["final_error_m"] < 0.005 < b["max_error_m"]
+        assert r["mpc"][key]["peak_input_deg"] <= 10.0 + 1e-4
+        assert r["mpc"][key]["median_step_s"] > 0
+        assert set(r["mpc"][key]["statuses"]) == {"optimal"}
+        assert r["linear_vs_nonlinear"][key]["relative_difference"] < 0.05
+    unc = r["uncontrollable_lqr"]
+    assert unc["35"]["final_error_m"] > 0.01                      # Fig. 8.4 (a)
+    assert abs(unc["35"]["final_phi_deg"] - 35.0) > 4.0            # Fig. 8.4 (b)
+    assert abs(unc["5"]["final_phi_deg"] - 5.0) > 1.0              # Fig. 8.2 (b)
+    for name in r["figures"]:
+        assert (out / name).is_file()
+    assert (out / "ball-plate.json").is_file()
+    from nhcontrol.reproduce.ball_plate import summary
+
+    assert "Gramian rank 7/8" in summary(r)
