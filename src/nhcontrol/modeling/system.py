@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .equations import EquationsOfMotion
 
 #: Bumped whenever the derivation changes what it produces (part of the cache key).
-DERIVATION_VERSION = "nhcontrol-newton-euler-1"
+DERIVATION_VERSION = "nhcontrol-newton-euler-2"
 
 
 @dataclass(frozen=True, eq=False)
