@@ -157,3 +157,13 @@ def test_domain_errors_raise_instead_of_nan(tmp_path):
 def test_compiled_model_is_immutable(sleigh):
     with pytest.raises(AttributeError, match="CompiledModel is immutable; cannot set 'name'"):
         sleigh.name = "other"
+
+
+def test_stacked_parameters_and_empty_stack(sleigh):
+    """p may be stacked (N, P) for sweeps; N = 0 gives empty results with the right shape."""
+    X = np.tile([0.1, 0.2, 0.3], (3, 1))
+    Pm = np.array([sleigh.param_vector(m=v) for v in (1.0, 2.0, 3.0)])
+    M = sleigh.M(X, p=Pm)
+    np.testing.assert_allclose(M[:, 0, 0], [1.0, 2.0, 3.0])
+    assert sleigh.linearization_terms(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3)),
+                                      np.zeros((0, 1))).dQ_dx.shape == (0, 3, 3)

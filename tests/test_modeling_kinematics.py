@@ -122,3 +122,11 @@ def test_numeric_angles_in_orientation():
     """Float angles (e.g. a fixed tilt 0.1 rad) become numeric coefficients; still exact to 1e-12."""
     mb, q, b = _body(extra=lambda q: rot_y(0.1) * rot_z(q[3]) * rot_x(sp.Rational(1, 3)) * rot_y(q[4]))
     _numeric_check(mb, b)
+
+
+def test_cheap_trig_uses_pythagoras():
+    from nhcontrol.modeling import cheap_trig
+
+    a, b = sp.symbols("a b")
+    assert cheap_trig(sp.sin(a) ** 2 + sp.cos(a) ** 2) == 1
+    assert cheap_trig((sp.sin(a) ** 4 - sp.cos(a) ** 4) * sp.sin(b)) == sp.expand((1 - 2 * sp.cos(a) ** 2) * sp.sin(b))
