@@ -167,3 +167,29 @@ def test_stacked_parameters_and_empty_stack(sleigh):
     np.testing.assert_allclose(M[:, 0, 0], [1.0, 2.0, 3.0])
     assert sleigh.linearization_terms(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3)),
                                       np.zeros((0, 1))).dQ_dx.shape == (0, 3, 3)
+
+
+_BIKE = textwrap.dedent("""
+    import json, sys, time
+    from nhcontrol.models.benchmark_bicycle import build
+    t0 = time.perf_counter()
+    mb = build()
+    t1 = time.perf_counter()
+    cm = mb.compile(cache_dir=sys.argv[1])
+    t2 = time.perf_counter()
+    print(json.dumps({"build_s": t1 - t0, "compile_s": t2 - t1, "from_cache": cm.from_cache}))
+""")
+
+
+def test_bicycle_cold_build_and_warm_load_budgets(tmp_path):
+    """Requirements: cold build of the bicycle benchmark < 30 s, warm load < 1 s (typically
+    2-3 s and 0.15 s on 2 shared cores, so the bounds have a 10x margin for machine load)."""
+    def run():
+        out = subprocess.run([sys.executable, "-c", _BIKE, str(tmp_path)], capture_output=True, text=True,
+                             timeout=300, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    cold, warm = run(), run()
+    assert not cold["from_cache"] and warm["from_cache"]
+    assert cold["build_s"] + cold["compile_s"] < 30.0
+    assert warm["compile_s"] < 1.0
