@@ -226,6 +226,77 @@ class LTVSystem:
         sys._interp_kind = f"degree-{deg} interpolating spline of the samples"
         return sys
 
+    @classmethod
+    def from_linearization(cls, cm: Any, ref: Any, partition: Any = None, *,
+                           t_range: tuple[float, float] | None = None,
+                           period: float | None = None, check: bool = False,
+                           dA: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
+                           dB: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None
+                           ) -> "LTVSystem":
+        """LTV system ``A(t)``, ``B(t)`` of :func:`nhcontrol.linearize` along a reference.
+
+        Every evaluation of ``A(t)`` or ``B(t)`` runs the third numerical procedure (thesis
+        Sect. 4.2.3, Eq. (4.124); input matrix of Sect. 8.1) at ``t``, vectorised over arrays
+        of times; the pair for the most recent times is kept, so ``A(t)`` followed by ``B(t)``
+        costs one linearization.
+
+        Parameters
+        ----------
+        cm : CompiledModel
+        ref : Reference
+            Reference motion (``ref.t_range`` and ``ref.period`` are the defaults below).
+        partition : Partition or mapping, optional
+            ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)); ``None`` takes :func:`suggest_partition` at
+            the start of the range (once, so the state order is the same at every ``t``).
+        t_range : (float, float), optional
+            Default ``ref.t_range``.
+        period : float, optional
+            Default ``ref.period``.
+        check : bool, default False
+            Check the partition blocks at every evaluation (the partition is always checked
+            once, at the probe time, here).
+        dA, dB : optional
+            Exact time derivatives, as in :class:`LTVSystem` (otherwise spectral/Chebyshev
+            differentiation of ``A(t)``, ``B(t)`` is used where needed).
+
+        Returns
+        -------
+        LTVSystem
+            States ``[x_ai, ẋ_ai, x_ad]`` and the model's inputs, by name. For a steady
+            reference (``ref.steady``, e.g. a relative equilibrium) a constant system
+            (``is_constant``) with the matrices at the probe time.
+
+        Raises
+        ------
+        PartitionError, ReferenceMotionError
+            From :func:`nhcontrol.linearize` at the probe time.
+        """
+        from ..linearize import Partition, linearize, suggest_partition
+
+        rng = _check_t_range(t_range if t_range is not None else getattr(ref, "t_range", None))
+        per = _check_period(period if period is not None else getattr(ref, "period", None))
+        probe = 0.0 if rng is None else rng[0]
+        if partition is None:
+            partition = suggest_partition(cm, ref, t=probe)
+        elif not isinstance(partition, Partition):
+            partition = Partition.from_dict(partition)
+        first = linearize(cm, ref, partition, t=probe, check=True)
+        states, inputs = list(first.states), list(first.inputs)
+        if getattr(ref, "steady", False):
+            return cls(np.array(first.A), np.array(first.B), states=states, inputs=inputs,
+                       t_range=rng)
+        last: dict[str, Any] = {}
+
+        def pair(t: Any) -> Any:
+            key = np.asarray(t, dtype=float)
+            if "t" not in last or last["t"].shape != key.shape or not np.array_equal(last["t"], key):
+                res = linearize(cm, ref, partition, t=key, check=check)
+                last.update(t=key.copy(), A=res.A, B=res.B)
+            return last
+
+        return cls(lambda t: pair(t)["A"], lambda t: pair(t)["B"], states=states, inputs=inputs,
+                   t_range=rng, period=per, dA=dA, dB=dB, vectorized=True)
+
     # ------------------------------------------------------------------ properties
     @property
     def nstates(self) -> int:
