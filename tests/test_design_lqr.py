@@ -280,3 +280,15 @@ def test_real_discrete_ltv_from_systems():
     ref = lqr(control.c2d(sys, 0.1), np.eye(2), np.eye(1))
     assert res.dt == 0.1
     np.testing.assert_allclose(res.K[0], ref.K, atol=1e-10)
+
+
+def test_design_does_not_import_left_stages():
+    """nhcontrol.design is numbers in, numbers out: no modeling/compiled/reference/linearize."""
+    import subprocess
+    import sys
+
+    code = ("import sys, nhcontrol.design; "
+            "print([m for m in ('modeling', 'compiled', 'reference', 'linearize') "
+            "if 'nhcontrol.' + m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

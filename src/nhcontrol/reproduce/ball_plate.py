@@ -292,7 +292,9 @@ def _controllability(bp: Any, cm: Any, phi0: float) -> dict[str, Any]:
             "nstates": 7, "gramian_rank": int(g7.rank),
             "gramian_singular_values": g7.singular_values.tolist(),
             "gramian_tol": float(g7.rank_result.tol),
-            "silverman_meadows_rank": int(sm7.generic_rank)},
+            "silverman_meadows_rank": int(sm7.generic_rank),
+            "silverman_meadows_singular_values_t0": sm7.ranks[0].singular_values[:7].tolist(),
+            "silverman_meadows_tol_t0": float(sm7.ranks[0].tol)},
     }
 
 
