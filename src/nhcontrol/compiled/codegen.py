@@ -27,7 +27,7 @@ from ..modeling.graph import ExprGraph
 from .derivatives import ARG_PREFIX, FunctionSpec
 
 #: Bumped whenever the generated code changes (part of the cache key).
-GENERATOR_VERSION = "nhcontrol-codegen-5"
+GENERATOR_VERSION = "nhcontrol-codegen-6"
 
 
 class _NamedMixin:

@@ -83,6 +83,7 @@ class ExprGraph:
         self._d: dict[tuple[sp.Symbol, sp.Symbol], sp.Expr] = {}
         self._expanded: dict[sp.Symbol, sp.Expr] = {}
         self._atom_nodes: dict[sp.Expr, sp.Symbol] = {}
+        self._origin: dict[sp.Symbol, tuple[sp.Symbol, "Direction"]] = {}
 
     # ------------------------------------------------------------------ building
     def add_args(self, args: Iterable[sp.Symbol]) -> None:
@@ -227,20 +228,47 @@ class ExprGraph:
                     res += expr.diff(w) * dw
         return res
 
+    def _swap_rule(self, w: sp.Symbol, z) -> tuple | None:
+        """For ``w = D_d w0`` (a directional derivative along ``d = Σ c_i ∂/∂a_i``) and ``z`` one
+        of the coefficient symbols ``c_k``: ``∂w/∂c_k = ∂w0/∂a_k + D_d(∂w0/∂c_k)`` (partial
+        derivatives commute), which reuses the partials of ``w0`` instead of differentiating
+        the whole directional graph again.  Returns ``(w0, d, a_k)`` when it applies."""
+        if isinstance(z, Direction) or w not in self._origin:
+            return None
+        w0, d = self._origin[w]
+        for a, c in d.coeffs.items():
+            if c == z:
+                return w0, d, a
+        return w0, d, None    # z is not a coefficient: ∂(D_d w0)/∂z = D_d(∂w0/∂z)
+
     def _ensure(self, roots: Iterable[sp.Symbol], z: sp.Symbol) -> None:
         """Create ``dw/dz`` for every node in the cone of ``roots`` that depends on ``z``."""
         todo = []
         stack = [w for w in roots if w in self.defs and self._hits(self.deps[w], z) and (w, z) not in self._d]
         seen = set(stack)
+        swap: dict = {}
         while stack:
             w = stack.pop()
+            rule = self._swap_rule(w, z)
+            if rule is not None:
+                swap[w] = rule
+                continue
             todo.append(w)
             for c in self.nodes_in[w]:
                 if c not in seen and self._hits(self.deps[c], z) and (c, z) not in self._d:
                     seen.add(c)
                     stack.append(c)
+        for w, (w0, d, a) in swap.items():
+            if (w, z) not in self._d:
+                first = self.diff(w0, a) if a is not None else sp.S.Zero
+                self._d[(w, z)] = self.define(_add([t for t in (first, self.diff(self.diff(w0, z), d))
+                                                    if t is not sp.S.Zero]))
         for w in sorted(todo, key=self.index.__getitem__):
-            self._d[(w, z)] = self.define(self._partial_chain(self.defs[w], z))
+            dw = self.define(self._partial_chain(self.defs[w], z))
+            self._d[(w, z)] = dw
+            if isinstance(z, Direction) and dw in self.defs and dw not in self._origin and \
+                    all(c.is_Symbol and c in self.args and c not in z.support for c in z.coeffs.values()):
+                self._origin[dw] = (w, z)
 
     def diff(self, expr: sp.Expr, z: sp.Symbol) -> sp.Expr:
         """Exact total derivative ``d expr / d z`` (an expression in nodes and arguments)."""
