@@ -177,7 +177,8 @@ class LTVMPC:
 
     Notes
     -----
-    Every product ``A_j @ δx_j`` multiplies a Parameter by a Variable: it is parameter-affine
+    The window is two stacked Parameters ``A_window`` (N n, n), ``B_window`` (N n, k); every
+    product ``A_j @ δx_j`` multiplies a slice of a Parameter by a Variable: it is parameter-affine
     times parameter-free, hence DPP, and ``problem.is_dpp()`` is checked at construction; the
     canonicalisation is therefore done once and each step only re-evaluates the problem data
     and warm-starts the solver.
@@ -241,15 +242,18 @@ class LTVMPC:
         X = cp.Variable((N + 1, n), name="dx")
         U = cp.Variable((N, k), name="du")
         self._x0 = cp.Parameter(n, name="x0")
-        self._A = [cp.Parameter((n, n), name=f"A_{j}") for j in range(N)]
-        self._B = [cp.Parameter((n, k), name=f"B_{j}") for j in range(N)]
+        # the window of A_j, B_j as two stacked Parameters (one value assignment each per step;
+        # slicing a Parameter keeps the products A_j @ δx_j parameter-affine, hence DPP)
+        self._A = cp.Parameter((N * n, n), name="A_window")
+        self._B = cp.Parameter((N * n, k), name="B_window")
         self._Lf = cp.Parameter((n, n), name="Lf")
         self._Lf.value = psd_factor(Qf_)
         Lq, Lr = psd_factor(Q_), psd_factor(R_)
         cost = (cp.sum_squares(X[:N] @ Lq.T) + cp.sum_squares(U @ Lr.T)
                 + cp.sum_squares(self._Lf @ X[N]))
         cons = [X[0] == self._x0]
-        cons += [X[j + 1] == self._A[j] @ X[j] + self._B[j] @ U[j] for j in range(N)]
+        cons += [X[j + 1] == self._A[j * n:(j + 1) * n, :] @ X[j]
+                 + self._B[j * n:(j + 1) * n, :] @ U[j] for j in range(N)]
         self._bound_params: dict[str, tuple[Any, NDArray[np.intp]]] = {}
 
         def add(name: str, expr: Any, lim: NDArray[np.float64], rows: int, upper: bool) -> None:
@@ -356,9 +360,8 @@ class LTVMPC:
             self._Lf.value = psd_factor(Qf_)
 
         self._x0.value = x0v
-        for j in range(N):
-            self._A[j].value = A[j]
-            self._B[j].value = B[j]
+        self._A.value = A.reshape(N * n, n)
+        self._B.value = B.reshape(N * n, k)
         bd = self.bounds
         shift = {"u_lo": (bd["u_min"], -ur), "u_hi": (bd["u_max"], -ur),
                  "x_lo": (bd["x_min"], -xr[1:]), "x_hi": (bd["x_max"], -xr[1:])}
