@@ -115,6 +115,10 @@ def test_graph_total_derivatives_match_sympy():
     tdir = Direction("t", {x: v})
     dt = g.diff(w, tdir)
     assert sp.simplify(g.expand(dt) - explicit.diff(x) * v) == 0
+    # derivatives of a directional-derivative node (commuted partials, ExprGraph._swap_rule)
+    dt_node = g.define(dt)
+    for z in (v, x, y):
+        assert sp.simplify(g.expand(g.diff(dt_node, z)) - (explicit.diff(x) * v).diff(z)) == 0
     assert g.diff(w, sp.Symbol("unrelated")) == 0
 
 
