@@ -61,12 +61,14 @@ def test_baumgarte_holonomic_drift_follows_the_stabilised_ode():
     cm = pendulum()
     r0 = np.sqrt(L**2 + 2 * 2e-3)
     x0 = [r0 * np.sin(0.4), -r0 * np.cos(0.4)]
-    res = forward_dynamics(cm, (0.0, 3.0), x0, [0.0, 0.0], baumgarte=(5.0, 5.0),
-                           t_eval=np.linspace(0, 3, 61))
+    with pytest.warns(UserWarning, match=r"violate the constraints: max \|C\(x0\)\| = 0.002"):
+        res = forward_dynamics(cm, (0.0, 3.0), x0, [0.0, 0.0], baumgarte=(5.0, 5.0),
+                               t_eval=np.linspace(0, 3, 61))
     C = (np.sum(res.x**2, 1) - L**2) / 2
     np.testing.assert_allclose(C, 2e-3 * (1 + 5 * res.t) * np.exp(-5 * res.t), atol=1e-10)
     assert res.holonomic_drift[-1] < 1e-8
-    plain = forward_dynamics(cm, (0.0, 3.0), x0, [0.0, 0.0], baumgarte=(0.0, 0.0))
+    with pytest.warns(UserWarning, match="consistent_initial_conditions"):
+        plain = forward_dynamics(cm, (0.0, 3.0), x0, [0.0, 0.0], baumgarte=(0.0, 0.0))
     assert plain.holonomic_drift[-1] == pytest.approx(2e-3, rel=1e-6)
 
 
@@ -75,8 +77,9 @@ def test_baumgarte_nonholonomic_drift_decays_exponentially():
     B ẋ(t) = ε e^{-2α t}. α = 2: agreement to 1e-9 absolute (rtol 1e-10 on velocities ~1)."""
     cm = sleigh()
     eps = 1e-3
-    res = forward_dynamics(cm, (0.0, 2.0), [0, 0, 0], [1.0, eps, 0.3], baumgarte=(2.0, 2.0),
-                           t_eval=np.linspace(0, 2, 41))
+    with pytest.warns(UserWarning, match=r"max \|D\(x0\) xd0\| = 0.001"):
+        res = forward_dynamics(cm, (0.0, 2.0), [0, 0, 0], [1.0, eps, 0.3],
+                               baumgarte=(2.0, 2.0), t_eval=np.linspace(0, 2, 41))
     th = res.x[:, 2]
     Bxd = -np.sin(th) * res.xd[:, 0] + np.cos(th) * res.xd[:, 1]
     np.testing.assert_allclose(Bxd, eps * np.exp(-4.0 * res.t), atol=1e-9)
@@ -370,3 +373,17 @@ def test_consistent_initial_conditions_from_partition_dict():
         consistent_initial_conditions(cm, x, xd, partition=bb.PARTITION_4_172, independent=["x_b"])
     with pytest.raises(PartitionError, match=r"give the n - m - l = 3 independent coordinates"):
         consistent_initial_conditions(cm, x, xd)
+
+
+def test_consistent_start_gives_no_initial_conditions_warning():
+    """A start on the manifold (|C| ~ 1e-16) raises no warning at all; 1e-6 off does."""
+    import warnings
+
+    cm = pendulum()
+    x0 = [L * np.sin(0.4), -L * np.cos(0.4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        forward_dynamics(cm, (0.0, 0.5), x0, [0.0, 0.0])
+    r0 = np.sqrt(L**2 + 2e-6)
+    with pytest.warns(UserWarning, match=r"tolerance 1e-08"):
+        forward_dynamics(cm, (0.0, 0.5), [r0 * np.sin(0.4), -r0 * np.cos(0.4)], [0.0, 0.0])

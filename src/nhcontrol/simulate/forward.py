@@ -33,6 +33,10 @@ DEFAULT_BAUMGARTE = (5.0, 5.0)
 Method = Literal["DOP853", "RK45", "Radau", "LSODA", "BDF"]
 
 
+#: Largest constraint residual |C(x0)|, |D(x0) xd0| at the start accepted without a warning.
+INITIAL_TOL = 1e-8
+
+
 class ConditioningWarning(UserWarning):
     """The saddle-point matrix of Eq. (2.119) became ill conditioned during a simulation."""
 
@@ -232,6 +236,9 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     -----
     ConditioningWarning
         The saddle-point matrix had a condition number above ``COND_MAX`` at some output time.
+    UserWarning
+        The initial conditions violate the constraints by more than ``INITIAL_TOL`` (1e-8) in
+        ``|C(x0)|`` or ``|D(x0) xd0|`` (checked when the first output time is ``t0``).
 
     Notes
     -----
@@ -458,6 +465,17 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
 
     def rowmax(a: NDArray) -> NDArray:
         return np.max(np.abs(a), axis=1) if a.shape[1] else np.zeros(a.shape[0])
+
+    if T.size and abs(T[0] - t0) <= 1e-12 * max(1.0, abs(t0)):
+        c0 = float(rowmax(out["C"])[0])
+        v0 = float(rowmax(out["Dxd"])[0])
+        if c0 > INITIAL_TOL or v0 > INITIAL_TOL:
+            warnings.warn(f"the initial conditions violate the constraints: max |C(x0)| = {c0:.3g}, "
+                          f"max |D(x0) xd0| = {v0:.3g} (tolerance {INITIAL_TOL:g}); Baumgarte "
+                          "stabilisation pulls the motion back to the constraint manifold, so the "
+                          "start is not the motion you asked for. Make (x0, xd0) consistent with "
+                          "nhcontrol.simulate.consistent_initial_conditions(cm, x0, xd0, ...)",
+                          UserWarning, stacklevel=2)
 
     if not dense_output:
         segments = [(s[0], s[1], None, s[3]) for s in segments]
