@@ -67,3 +67,17 @@ def test_cli_json(target, key, tmp_path):
     else:
         assert data["jacobian_shape"] == [5, 5]
         assert (tmp_path / "skateboard_eigenvalues.png").exists()
+
+
+@pytest.mark.parametrize("a, direction", [(-0.2, "forward (v > 0)"), (0.15, "backward (v < 0)")])
+def test_skateboard_reports_lead_of_g_and_stable_direction(a, direction):
+    """The model's a is the blade position from G; the JSON reports the lead d = -a, and the
+    straight motion is stable in the direction in which G leads the blade (λ = -m d v/(I + m d²)
+    < 0 for d v > 0), checked on the computed yaw eigenvalues at |v| = 1.5 (not only the label)."""
+    res = skateboard.run(quick=True, a=a)
+    assert res["parameters"]["lead_of_G_over_blade"] == -a
+    assert res["stable_direction"] == direction
+    v = np.array(res["speeds"])
+    lam = np.array(res["yaw_eigenvalue"])
+    forward = lam[np.isclose(v, 1.5)][0]
+    assert (forward < 0) == (a < 0)

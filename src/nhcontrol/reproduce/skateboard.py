@@ -4,8 +4,9 @@ Thesis Sect. 5.2 (missing from our copy; derivation in ``docs/theory/classical.m
 absolute-coordinate model of :mod:`nhcontrol.models.sleigh` (n = 3, m = 0, l = 1) is
 linearized by the third numerical procedure along the straight motion at speed ``v``; the
 5-state Jacobian has one non-zero eigenvalue, ``λ(v) = -c1(v)`` (``c1 = -trace J``), compared
-with the closed form ``λ = -m a v / (I_G + m a^2)`` (``a``: distance of the centre of mass
-ahead of the skate). Straight motion is stable when the centre of mass leads the skate; the
+with the closed form ``λ = -m d v / (I_G + m d^2)`` (``d``: distance of the centre of mass
+ahead of the skate; the model's parameter ``a`` is the blade position measured from ``G``, so
+``d = -a``, reported as ``parameters["lead_of_G_over_blade"]``). Straight motion is stable when the centre of mass leads the skate; the
 speed at which stability changes (``v = 0``, the direction reversal) is found by root finding.
 """
 
@@ -58,7 +59,9 @@ def run(*, out: Path | None = None, quick: bool = False, m: float = 1.0, I_zz: f
         err_others = max(err_others, float(np.max(np.abs(cp[2:]))))
     v_change = float(brentq(lambda v: yaw_eigenvalue(cm, v), -1.0, 1.5, xtol=1e-14))
     result = {
-        "parameters": {"m": m, "I_zz": I_zz, "a": a},
+        # the model's a is the blade position measured from G (a < 0: blade behind G); the
+        # closed form of docs/theory/classical.md uses the lead of G over the blade, -a
+        "parameters": {"m": m, "I_zz": I_zz, "a": a, "lead_of_G_over_blade": -a},
         "jacobian_shape": list(jacobian(cm, 1.0).shape),
         "speeds": speeds.tolist(),
         "eigenvalues": eigs,
