@@ -1,7 +1,8 @@
 """Benchmark: LTV-MPC step time on the ball-plate linearization (thesis Ch. 8), compiled once vs
 rebuilt every step, and against python-control's MPC, all measured in the same run.
 
-Run ``python benchmarks/mpc_ball_plate.py [--steps S] [--peer-steps P]``; prints one JSON object:
+Run ``python benchmarks/mpc_ball_plate.py [--steps S] [--peer-steps P]`` (``S >= 2``; ``P = 0``
+skips python-control); prints one JSON object:
 
 * ``step_s_N20``, ``step_s_N50``: median wall time of one ``LTVMPC.step`` (cvxpy Parameters,
   DPP, OSQP warm start) for horizons N = 20 and 50, on a receding-horizon loop of the 7-state
@@ -29,6 +30,10 @@ import statistics
 import time
 
 import numpy as np
+
+
+class _Skipped(Exception):
+    """A peer deliberately not run (reported as ``{"skipped": reason}``)."""
 
 
 def _setup():
@@ -125,8 +130,13 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=60, help="receding-horizon steps per timing")
     parser.add_argument("--peer-steps", type=int, default=3,
-                        help="steps of python-control's MPC (slow: ~seconds each)")
+                        help="steps of python-control's MPC (slow: ~seconds each); 0 skips it")
     args = parser.parse_args(argv)
+    if args.steps < 2:
+        parser.error(f"--steps must be at least 2 (the first step, which canonicalises the "
+                     f"problem, is excluded from the medians), got {args.steps}")
+    if args.peer_steps < 0:
+        parser.error(f"--peer-steps must be >= 0 (0 skips python-control), got {args.peer_steps}")
 
     from nhcontrol.design import finite_horizon_lqr, window
 
@@ -153,6 +163,8 @@ def main(argv=None) -> dict:
     umax = float(np.max(np.abs(np.asarray(ref.u(np.linspace(0, 2 * np.pi, 200)), float))))
     lo, hi = [-(bound - umax)] * 2, [bound - umax] * 2
     try:
+        if args.peer_steps == 0:
+            raise _Skipped("--peer-steps 0")
         pt, pu = _python_control(A, B, Q, R, P[20], lo, hi, 20, dt, Z0, args.peer_steps)
         from nhcontrol.design import LTVMPC
 
@@ -171,6 +183,8 @@ def main(argv=None) -> dict:
             "ratio_over_ours": statistics.median(pt) / ours,
             "max_input_difference": float(np.max(np.abs(pu - np.array(ours_u[:len(pu)])))),
             "steps": args.peer_steps}
+    except _Skipped as exc:
+        peers["python-control"] = {"skipped": str(exc)}
     except Exception as exc:  # report, don't hide: the peer is optional
         peers["python-control"] = {"skipped": f"{type(exc).__name__}: {exc}"}
     try:

@@ -1,0 +1,76 @@
+"""Smoke tests of ``benchmarks/mpc_ball_plate.py`` (issue 5: MPC step time vs rebuild vs peers).
+
+The benchmark is run in-process through its ``main(argv)`` with reduced settings (few receding
+horizon steps), and the JSON keys named by the issue are checked together with the internal
+consistency of the numbers (ratio = rebuild / step, both QPs give the same input). Timings
+themselves are machine dependent and are only asked to be positive and finite.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "mpc_ball_plate.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("bench_mpc_ball_plate", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _positive(x) -> bool:
+    return isinstance(x, float) and math.isfinite(x) and x > 0
+
+
+def test_benchmark_keys_without_peer_steps(capsys):
+    """``--steps 3 --peer-steps 0`` (about 6 s): the keys of issue 5, ratio consistent to 1e-12
+    relative, the compiled and the rebuilt QP give the same first inputs (< 1e-5 rad: both are
+    OSQP solutions at its default tolerances, measured 1e-8), python-control reported as skipped."""
+    out = _load().main(["--steps", "3", "--peer-steps", "0"])
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(json.dumps(out))
+    for key in ("step_s_N20", "step_s_N50", "rebuild_step_s_N20", "ratio_rebuild_over_step_N20",
+                "first_step_s_N20", "first_step_s_N50"):
+        assert _positive(out[key]), (key, out[key])
+    assert out["ratio_rebuild_over_step_N20"] == pytest.approx(
+        out["rebuild_step_s_N20"] / out["step_s_N20"], rel=1e-12)
+    assert 0.0 <= out["rebuild_max_input_difference"] < 1e-5
+    assert out["problem"]["nstates"] == 7 and out["problem"]["steps"] == 3
+    assert out["peers"]["python-control"] == {"skipped": "--peer-steps 0"}
+    assert set(out["peers"]) == {"python-control", "do-mpc"}
+    assert "skipped" in out["peers"]["do-mpc"] or "ratio_over_ours" in out["peers"]["do-mpc"]
+
+
+@pytest.mark.slow
+def test_benchmark_python_control_peer_ratio(capsys):
+    """One python-control step (5-12 s: SLSQP on 40 stacked inputs; slow under load): the peer block has its
+    ratio to our step on the same LTI problem, consistent to 1e-12, and its first input agrees
+    with ours to 1e-2 rad (SLSQP's default tolerance; measured 5e-4)."""
+    out = _load().main(["--steps", "2", "--peer-steps", "1"])
+    capsys.readouterr()
+    pc = out["peers"]["python-control"]
+    assert "skipped" not in pc, pc
+    assert _positive(pc["step_s"]) and _positive(pc["ours_lti_step_s"])
+    assert pc["ratio_over_ours"] == pytest.approx(pc["step_s"] / pc["ours_lti_step_s"], rel=1e-12)
+    assert pc["max_input_difference"] < 1e-2
+    assert pc["steps"] == 1
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--steps", "1"], r"--steps must be at least 2 .*got 1"),
+    (["--steps", "3", "--peer-steps", "-1"], r"--peer-steps must be >= 0 .*got -1"),
+])
+def test_benchmark_bad_arguments(argv, match, capsys):
+    """Invalid settings stop with an argparse error (exit status 2) naming the option and value."""
+    with pytest.raises(SystemExit, match=r"^2$"):
+        _load().main(argv)
+    assert re.search(match, capsys.readouterr().err)
