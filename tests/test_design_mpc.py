@@ -6,6 +6,8 @@ problem; Clarabel (an interior-point solver, independent of OSQP) for the constr
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -88,6 +90,28 @@ def test_input_bounds_respected_and_match_clarabel():
     assert abs(sa.u[0]) > 0.5 - 1e-6  # the bound is active at the first move
     np.testing.assert_allclose(sa.predicted_u, sb.predicted_u, atol=1e-5)
     assert abs(sa.cost - sb.cost) <= 1e-6 * sb.cost
+
+
+def test_osqp_failure_falls_back_to_clarabel():
+    """OSQP stopped after one iteration (status ``user_limit``, not accepted) → the step is
+    re-solved by Clarabel in the same call: status ``optimal``, ``solver == "CLARABEL"``, both
+    attempts recorded, and the answer equals a Clarabel-first controller's (1e-8; both are the
+    same interior-point solve of the same QP)."""
+    A = np.array([[1.0, 0.1], [0.0, 1.0]])
+    B = np.array([[0.005], [0.1]])
+    kw = dict(u_min=-0.5, u_max=0.5)
+    a = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), solver_options=dict(max_iter=1), **kw)
+    b = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), solver="CLARABEL", **kw)
+    x0 = np.array([2.0, 0.0])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Solution may be inaccurate")  # cvxpy, OSQP try
+        sa = a.step(x0, A, B)
+    sb = b.step(x0, A, B)
+    assert sa.status == "optimal" and sa.solver == "CLARABEL" and not sa.held
+    assert sa.attempts[0][0] == "OSQP" and sa.attempts[0][1] not in ("optimal", "optimal_inaccurate")
+    assert sa.attempts[1] == ("CLARABEL", "optimal")
+    np.testing.assert_allclose(sa.predicted_u, sb.predicted_u, atol=1e-8)
+    assert abs(sa.u[0]) > 0.5 - 1e-6
 
 
 def test_bounds_are_absolute_with_reference_input():
