@@ -67,7 +67,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     module = load(args.target)
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+            probe = args.out / ".nhcontrol-write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as exc:
+            parser.exit(2, f"nhcontrol: cannot write figures to --out {str(args.out)!r}: "
+                           f"{exc.strerror or exc}; choose a writable folder\n")
     result = _to_jsonable(module.run(out=args.out, quick=args.quick))
     if args.out is not None:
         (args.out / f"{args.target}.json").write_text(json.dumps(result, indent=2))
