@@ -114,6 +114,48 @@ def test_osqp_failure_falls_back_to_clarabel():
     assert abs(sa.u[0]) > 0.5 - 1e-6
 
 
+def _inaccurate_osqp(**kw):
+    """OSQP stopped at 200 iterations without polishing: cvxpy status ``optimal_inaccurate``."""
+    A = np.array([[1.0, 0.1], [0.0, 1.0]])
+    B = np.array([[0.005], [0.1]])
+    mpc = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), u_min=-0.5, u_max=0.5,
+                 solver_options=dict(max_iter=200, eps_abs=1e-6, eps_rel=1e-6, polishing=False),
+                 **kw)
+    exact = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), u_min=-0.5, u_max=0.5,
+                   solver="CLARABEL").step(np.array([2.0, 0.0]), A, B)
+    return mpc, A, B, exact
+
+
+def test_inaccurate_osqp_answer_is_replaced_by_clarabel():
+    """OSQP ``optimal_inaccurate`` → Clarabel is tried and its ``optimal`` answer is used, with no
+    RuntimeWarning (equal to a Clarabel-first controller to 1e-8)."""
+    mpc, A, B, exact = _inaccurate_osqp()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Solution may be inaccurate")  # cvxpy's own
+        warnings.filterwarnings("error", category=RuntimeWarning)
+        st = mpc.step(np.array([2.0, 0.0]), A, B)
+    assert st.attempts == (("OSQP", "optimal_inaccurate"), ("CLARABEL", "optimal"))
+    assert st.status == "optimal" and st.solver == "CLARABEL"
+    np.testing.assert_allclose(st.predicted_u, exact.predicted_u, atol=1e-8)
+
+
+def test_inaccurate_answer_kept_with_warning_when_fallback_fails():
+    """OSQP ``optimal_inaccurate`` and Clarabel stopped after one iteration: the OSQP answer is
+    used, status ``optimal_inaccurate``, a RuntimeWarning names both attempts; the input is
+    close to the exact one (measured 8e-5, asked < 1e-3: OSQP's inaccurate tolerance) and
+    within the bounds."""
+    mpc, A, B, exact = _inaccurate_osqp(fallback_options=dict(max_iter=1))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+        with pytest.warns(RuntimeWarning, match=r"status 'optimal_inaccurate' \(attempts: OSQP: "
+                                                 r"optimal_inaccurate; CLARABEL: user_limit\)"):
+            st = mpc.step(np.array([2.0, 0.0]), A, B)
+    assert st.status == "optimal_inaccurate" and st.solver == "OSQP" and not st.held
+    assert np.max(np.abs(st.predicted_u - exact.predicted_u)) < 1e-3
+    assert np.max(np.abs(st.predicted_u)) <= 0.5 + 1e-3
+    assert np.isfinite(st.cost) and abs(st.cost - exact.cost) < 1e-3 * exact.cost
+
+
 def test_bounds_are_absolute_with_reference_input():
     """Tracking: bounds act on u = u_ref + δu; the reported u is absolute."""
     A = np.array([[1.0, 0.1], [0.0, 1.0]])

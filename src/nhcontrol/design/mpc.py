@@ -32,7 +32,8 @@ class MPCStep:
     Attributes
     ----------
     status : str
-        ``"optimal"``, ``"optimal_inaccurate"`` (accepted, with a warning), or
+        ``"optimal"``, ``"optimal_inaccurate"`` (used, with a RuntimeWarning, only when the other
+        solver did not reach ``"optimal"`` either), or
         ``"held: <why>"`` when the solvers failed and ``on_failure="hold"`` returned the previous
         input.
     u : (k,) ndarray
@@ -161,7 +162,8 @@ class LTVMPC:
     x_min, x_max : scalar or (n,) array_like, optional
         Bounds on the absolute predicted state ``x_ref,j + δx_j``, ``j = 1 … N``.
     solver : {"OSQP", "CLARABEL"}
-        First solver; the other is the fallback.
+        First solver; the other is the fallback, tried when the first fails or returns
+        ``"optimal_inaccurate"``.
     on_failure : {"raise", "hold"}
         After both solvers fail: raise :class:`SolverError` (default) or return the previous
         input with ``status = "held: ..."`` and ``held=True``.
@@ -374,6 +376,9 @@ class LTVMPC:
 
         attempts: list[tuple[str, str]] = []
         elapsed = 0.0
+        # an "optimal_inaccurate" answer is kept as a candidate while the other solver is tried;
+        # it is used (with a warning) only if that one does not reach "optimal"
+        candidate: tuple[str, str, NDArray, NDArray, float] | None = None
         for solver, opts in ((self.solver, self.solver_options),
                              (self.fallback, self.fallback_options)):
             t0 = time.perf_counter()
@@ -388,16 +393,25 @@ class LTVMPC:
                 du_pred = np.asarray(self._U.value, dtype=float)
                 x_pred = np.asarray(self._X.value, dtype=float)
                 if np.all(np.isfinite(du_pred)) and np.all(np.isfinite(x_pred)):
-                    if status != "optimal":
-                        warnings.warn(f"MPC step solved by {solver} with status {status!r}; the "
-                                      "input is used but may be inaccurate", RuntimeWarning,
-                                      stacklevel=2)
-                    u = ur[0] + du_pred[0]
-                    self._u_last = u.copy()
-                    return MPCStep(status=status, u=readonly(u), du=readonly(du_pred[0].copy()),
-                                   predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),
-                                   cost=float(self.problem.value), solve_time=elapsed,
-                                   solver=solver, held=False, attempts=tuple(attempts))
+                    if status == "optimal":
+                        candidate = (solver, status, du_pred, x_pred, float(self.problem.value))
+                        break
+                    if candidate is None:
+                        candidate = (solver, status, du_pred.copy(), x_pred.copy(),
+                                     float(self.problem.value))
+        if candidate is not None:
+            solver, status, du_pred, x_pred, cost = candidate
+            if status != "optimal":
+                warnings.warn(f"MPC step solved by {solver} with status {status!r} (attempts: "
+                              + "; ".join(f"{a}: {b}" for a, b in attempts)
+                              + "); the input is used but may be inaccurate", RuntimeWarning,
+                              stacklevel=2)
+            u = ur[0] + du_pred[0]
+            self._u_last = u.copy()
+            return MPCStep(status=status, u=readonly(u), du=readonly(du_pred[0].copy()),
+                           predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),
+                           cost=cost, solve_time=elapsed, solver=solver, held=False,
+                           attempts=tuple(attempts))
         why = "; ".join(f"{s}: {st}" for s, st in attempts)
         if self.on_failure == "raise":
             raise SolverError(
