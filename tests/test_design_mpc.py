@@ -156,6 +156,27 @@ def test_inaccurate_answer_kept_with_warning_when_fallback_fails():
     assert np.isfinite(st.cost) and abs(st.cost - exact.cost) < 1e-3 * exact.cost
 
 
+def test_first_move_is_inside_the_bounds_exactly():
+    """Saturated loop with a reference input (OSQP at default tolerances, 30 steps): every
+    returned ``u`` satisfies ``u_min <= u <= u_max`` with no tolerance; ``du = u − u_ref[0]``
+    exactly, and ``u`` differs from the solver's own first move by at most 1e-5 (the projection
+    only removes OSQP's primal residual)."""
+    A = np.array([[1.0, 0.1], [0.0, 1.0]])
+    B = np.array([[0.005], [0.1]])
+    mpc = LTVMPC(15, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), u_min=-0.3, u_max=0.4)
+    x = np.array([3.0, -1.0])
+    saturated = 0
+    for k in range(30):
+        ur = np.full((15, 1), 0.1 * np.sin(0.2 * k))
+        st = mpc.step(x, A, B, u_ref=ur)
+        assert -0.3 <= st.u[0] <= 0.4
+        assert st.du[0] == st.u[0] - ur[0, 0]
+        assert abs(st.u[0] - (ur[0, 0] + st.predicted_u[0, 0])) <= 1e-5
+        saturated += st.u[0] in (-0.3, 0.4)
+        x = A @ x + B @ st.du
+    assert saturated >= 3  # the bounds are active for several steps
+
+
 def test_bounds_are_absolute_with_reference_input():
     """Tracking: bounds act on u = u_ref + δu; the reported u is absolute."""
     A = np.array([[1.0, 0.1], [0.0, 1.0]])

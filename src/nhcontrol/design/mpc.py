@@ -37,9 +37,11 @@ class MPCStep:
         ``"held: <why>"`` when the solvers failed and ``on_failure="hold"`` returned the previous
         input.
     u : (k,) ndarray
-        Input to apply, absolute: ``u_ref[0] + du``.
+        Input to apply, absolute: ``u_ref[0] + du``, inside ``[u_min, u_max]`` exactly (the
+        solver's first move projected onto the bounds; the projection is of the order of the
+        solver tolerance).
     du : (k,) ndarray
-        Deviation input ``δu_0``.
+        Deviation input ``δu_0 = u − u_ref[0]`` (``predicted_u[0]`` is the unprojected one).
     predicted_x : (N+1, n) ndarray
         Predicted deviation states ``δx_0 … δx_N`` (for a held input: the model propagated with
         the held input).
@@ -406,9 +408,11 @@ class LTVMPC:
                               + "; ".join(f"{a}: {b}" for a, b in attempts)
                               + "); the input is used but may be inaccurate", RuntimeWarning,
                               stacklevel=2)
-            u = ur[0] + du_pred[0]
+            # hard input bounds: project the first move (moves it by at most the solver's
+            # primal tolerance, e.g. 3e-8 rad for OSQP's default on the ball-plate loop)
+            u = np.clip(ur[0] + du_pred[0], bd["u_min"], bd["u_max"])
             self._u_last = u.copy()
-            return MPCStep(status=status, u=readonly(u), du=readonly(du_pred[0].copy()),
+            return MPCStep(status=status, u=readonly(u), du=readonly(u - ur[0]),
                            predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),
                            cost=cost, solve_time=elapsed, solver=solver, held=False,
                            attempts=tuple(attempts))
