@@ -27,7 +27,7 @@ from ..modeling.graph import ExprGraph
 from .derivatives import ARG_PREFIX, FunctionSpec
 
 #: Bumped whenever the generated code changes (part of the cache key).
-GENERATOR_VERSION = "nhcontrol-codegen-6"
+GENERATOR_VERSION = "nhcontrol-codegen-7"
 
 
 class _NamedMixin:
@@ -61,17 +61,25 @@ class FastPrinter:
     producing a complex number), vector mode :mod:`numpy`.
     """
 
-    def __init__(self, names: dict, vector: bool, fallback) -> None:
+    def __init__(self, names: dict, vector: bool, fallback, subst: dict | None = None) -> None:
         self.names = names
         self.vector = vector
         self.mod = "numpy" if vector else "math"
         self.fallback = fallback
+        #: subexpression -> name of a local that already holds its value (common subexpressions)
+        self.subst: dict = {} if subst is None else subst
 
     def __call__(self, e: sp.Expr) -> str:
         return self.p(e)
 
-    def _signed(self, e: sp.Expr) -> tuple[bool, str]:
-        """``(negative, text of |e|)`` so that sums print ``a - b*c`` instead of ``a + (-1.0)*b*c``."""
+    def _signed(self, e: sp.Expr, sub: bool = True) -> tuple[bool, str]:
+        """``(negative, text of |e|)`` so that sums print ``a - b*c`` instead of ``a + (-1.0)*b*c``.
+
+        ``sub=False``: do not replace ``e`` itself by a temporary (factors of a product).
+        """
+        name = self.subst.get(e) if sub else None
+        if name is not None:
+            return False, name
         if e.is_Mul:
             coeff = sp.S.One
             rest = []
@@ -82,7 +90,9 @@ class FastPrinter:
                     rest.append(a)
             neg = bool(coeff < 0)
             c = -coeff if neg else coeff
-            parts = [self.p(a) for a in rest]
+            # a product inside a product prints without parentheses (left-to-right over all
+            # factors), so it is never replaced by a temporary: that would regroup the rounding
+            parts = [self.p(a, not a.is_Mul) for a in rest]
             if c != 1 or not parts:
                 parts.insert(0, self.p(c))
             return neg, "*".join(parts)
@@ -90,9 +100,12 @@ class FastPrinter:
             return True, self.p(-e)
         return False, self.p(e)
 
-    def p(self, e: sp.Expr) -> str:
+    def p(self, e: sp.Expr, sub: bool = True) -> str:
         if e.is_Symbol:
             return self.names[e]
+        name = self.subst.get(e) if sub else None
+        if name is not None:
+            return name
         if e.is_Integer:
             v = int(e)
             return f"{v}.0" if v >= 0 else f"({v}.0)"
@@ -110,7 +123,7 @@ class FastPrinter:
                 out.append(("-" if neg else "") + body if i == 0 else (" - " if neg else " + ") + body)
             return "(" + "".join(out) + ")"
         if e.is_Mul:
-            neg, body = self._signed(e)
+            neg, body = self._signed(e, False)
             return f"(-{body})" if neg else body
         if e.is_Pow:
             b, x = e.args
@@ -159,11 +172,44 @@ def symbol_names(graph: ExprGraph, symbols: dict[str, list[sp.Symbol]]) -> tuple
     return names, group_of
 
 
+def _operands(e: sp.Expr) -> list[sp.Expr]:
+    """The subtrees of ``e`` that may be replaced by temporaries (non-atomic arguments; the
+    arguments of a product are looked through to their own factors, see :class:`FastPrinter`)."""
+    out: list = []
+    stack = list(reversed(e.args))
+    while stack:
+        a = stack.pop()
+        if a.is_Atom:
+            continue
+        if e.is_Mul and a.is_Mul:
+            stack.extend(reversed(a.args))
+        else:
+            out.append(a)
+    return out
+
+
+def _subtree_counts(exprs: Iterable[sp.Expr]) -> dict:
+    """Occurrences of every replaceable subtree in ``exprs`` (a repeated subtree is not descended again)."""
+    counts: dict = {}
+    for e in exprs:
+        stack = [e]
+        while stack:
+            a = stack.pop()
+            c = counts.get(a, 0) + 1
+            counts[a] = c
+            if c == 1:
+                stack.extend(_operands(a))
+    return counts
+
+
+
 def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_of: dict,
-                      sizes: dict[str, int], printed: dict | None = None) -> str:
+                      sizes: dict[str, int], printed: dict | None = None, cse: bool = True) -> str:
     """Source of the scalar and vector variants of one function (see module docstring).
 
-    ``printed`` memoises the printed node lines across functions (node -> (scalar, vector)).
+    ``printed`` memoises the printed node lines across functions (node -> (scalar, vector));
+    only lines that use no temporary of the function are memoised.  ``cse=False`` prints
+    every node definition as it is (no temporaries; same values bit for bit, more operations).
     """
     sprint, vprint = _printers(names)
     printed = {} if printed is None else printed
@@ -191,13 +237,64 @@ def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_o
     for s in zero_fill:  # B(x) is exact at any ẋ (constraints linear in ẋ): evaluate nodes at ẋ = 0
         lines_s.append(f"    {names[s]} = 0.0")
         lines_v.append(f"    {names[s]} = 0.0")
+    # common subexpressions across the node definitions and outputs of this function: every
+    # repeated subtree (structurally equal, same argument order, so the printed arithmetic and
+    # its rounding are identical) is evaluated once into a local ``t<k>``; a subtree equal to
+    # the definition of an earlier node reuses that node
+    counts = _subtree_counts([graph.defs[w] for w in cone] + [e for _, _, e in entries]) if cse else {}
+    avail: dict = {}
+    sprint.subst = vprint.subst = avail
+    ntemp = 0
+
+    def emit_inside(e: sp.Expr) -> bool:
+        """Emit the temporaries of the repeated subtrees of ``e``'s arguments; True if any exist."""
+        nonlocal ntemp
+        found = False
+        stack = [(a, False) for a in reversed(_operands(e))]
+        while stack:
+            a, done = stack.pop()
+            if a in avail:
+                found = True
+                continue
+            if not done:
+                stack.append((a, True))
+                stack.extend((b, False) for b in reversed(_operands(a)))
+                continue
+            if counts.get(a, 0) > 1:
+                name = f"t{ntemp}"
+                ntemp += 1
+                lines_s.append(f"    {name} = {sprint(a)}")
+                lines_v.append(f"    {name} = {vprint(a)}")
+                avail[a] = name
+                found = True
+        return found
+
     for w in cone:
-        if w not in printed:
-            printed[w] = (f"    {names[w]} = {sprint(graph.defs[w])}",
-                          f"    {names[w]} = {vprint(graph.defs[w])}")
-        ls, lv = printed[w]
+        d = graph.defs[w]
+        if d in avail:
+            lines_s.append(f"    {names[w]} = {avail[d]}")
+            lines_v.append(f"    {names[w]} = {avail[d]}")
+            continue
+        if emit_inside(d):  # printed with temporaries: specific to this function
+            ls, lv = f"    {names[w]} = {sprint(d)}", f"    {names[w]} = {vprint(d)}"
+        else:
+            if w not in printed:
+                printed[w] = (f"    {names[w]} = {sprint(d)}", f"    {names[w]} = {vprint(d)}")
+            ls, lv = printed[w]
         lines_s.append(ls)
         lines_v.append(lv)
+        if counts.get(d, 0) > 1 and not d.is_Atom:
+            avail[d] = names[w]
+    for _, _, e in entries:
+        if e.is_Atom or e in avail:
+            continue
+        emit_inside(e)
+        if counts.get(e, 0) > 1:
+            name = f"t{ntemp}"
+            ntemp += 1
+            lines_s.append(f"    {name} = {sprint(e)}")
+            lines_v.append(f"    {name} = {vprint(e)}")
+            avail[e] = name
 
     per_out: dict[int, dict[int, sp.Expr]] = {oi: {} for oi in range(len(spec.outputs))}
     for oi, fi, e in entries:
@@ -225,8 +322,11 @@ def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_o
 
 
 def generate_module(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict[str, list[sp.Symbol]],
-                    meta: dict) -> str:
-    """Source of a complete kernel module (imports, ``META`` and all functions)."""
+                    meta: dict, cse: bool = True) -> str:
+    """Source of a complete kernel module (imports, ``META`` and all functions).
+
+    ``cse``: evaluate repeated subexpressions once (see :func:`generate_function`).
+    """
     names, group_of = symbol_names(graph, symbols)
     sizes = {g: len(s) for g, s in symbols.items()}
     head = [
@@ -242,7 +342,7 @@ def generate_module(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: di
         "",
     ]
     printed: dict = {}
-    body = [generate_function(spec, graph, names, group_of, sizes, printed) for spec in specs]
+    body = [generate_function(spec, graph, names, group_of, sizes, printed, cse) for spec in specs]
     return "\n".join(head) + "\n\n".join(body)
 
 

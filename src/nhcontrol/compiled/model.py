@@ -393,12 +393,16 @@ def _meta(mb: "MultibodySystem", key: str) -> dict:
             "generator": GENERATOR_VERSION}
 
 
-def generate_source(mb: "MultibodySystem", key: str | None = None) -> str:
-    """Derive the equations of ``mb`` and return the source of its kernel module."""
+def generate_source(mb: "MultibodySystem", key: str | None = None, cse: bool = True) -> str:
+    """Derive the equations of ``mb`` and return the source of its kernel module.
+
+    ``cse=False`` switches off the common-subexpression temporaries of the generated code
+    (the values are identical bit for bit; used to test exactly that).
+    """
     key = key or _cache.cache_key(mb.description())
     eom = mb.equations()
     specs, symbols = kernel_specs(eom)
-    return generate_module(specs, eom.graph, symbols, _meta(mb, key))
+    return generate_module(specs, eom.graph, symbols, _meta(mb, key), cse=cse)
 
 
 def compile_system(mb: "MultibodySystem", cache: bool = True,
