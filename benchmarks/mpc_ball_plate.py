@@ -38,6 +38,7 @@ class _Skipped(Exception):
 
 def _setup():
     from nhcontrol.models import ball_plate as bp
+    from nhcontrol.reproduce import ball_plate_ltv as bpl
     from nhcontrol.reproduce.ball_plate import Settings
     from nhcontrol.systems import discretize
 
@@ -46,11 +47,10 @@ def _setup():
     ref = bp.circular_motion(cm, 5.0)
     mo = bp.motion_from_reference(cm, ref)
     dt = mo.period / st.steps_per_period
-    d = discretize(bp.controllable_formulation(cm, ref), dt)
+    d = discretize(bpl.controllable_formulation(cm, ref), dt)
     red = bp.spin_reduction(cm, ref)
     x0, xd0 = bp.initial_conditions(cm, 5.0)
     Z0 = red.reduce(bp.deviation(ref, 0.0, x0, xd0))
-    n = 7
     Q = np.diag([st.q_angle] * 3 + [st.q_rate] * 2 + [st.q_contact] * 2)
     R = st.r_input * np.eye(2)
     return ref, d, dt, Z0, Q, R

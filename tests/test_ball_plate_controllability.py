@@ -22,6 +22,7 @@ from scipy.integrate import solve_ivp
 from nhcontrol._util.errors import LinearSystemError
 from nhcontrol.analysis import gramian, silverman_meadows
 from nhcontrol.models import ball_plate as bp
+from nhcontrol.reproduce import ball_plate_ltv as bpl
 
 PHI0 = (5.0, 35.0)
 
@@ -73,7 +74,7 @@ def test_spin_is_a_first_integral_of_the_nonlinear_model(cm):
 def test_w_is_left_null_vector_of_A_and_B(cm, case):
     """``wᵀ A(t) = 0`` and ``wᵀ B(t) = 0`` for the third-procedure matrices at 24 times (1e-12)."""
     _, ref, mo = case
-    sys = bp.ltv_system(cm, ref)
+    sys = bpl.ltv_system(cm, ref)
     ts = np.linspace(0.0, 2 * math.pi, 24, endpoint=False)
     A, B = sys.A(ts), sys.B(ts)
     w = bp.spin_reduction(cm, ref).w
@@ -90,7 +91,7 @@ def test_gramian_rank_7_of_8(cm, case, method):
     ``"closed_form"``: Eqs. (8.75)-(8.76). Measured σ_8/σ_1 ≈ 6e-18-4e-17, σ_7/σ_1 ≈ 7.7e-4
     (φ0 = 5°) and 9.7e-4 (35°). The kernel is ``w`` (|cos angle| > 1 - 1e-9)."""
     phi0, ref, mo = case
-    sys = bp.ltv_system(cm, ref, method=method)
+    sys = bpl.ltv_system(cm, ref, method=method)
     G = gramian(sys, 0.0, 2 * math.pi)
     sv = G.singular_values
     assert G.rank == 7 and not G.is_controllable
@@ -107,7 +108,7 @@ def test_silverman_meadows_rank_7(cm, case):
     Left null space = ``w`` (|cos angle| > 1 - 1e-8); the 8th singular value is below
     1e-16 · σ_1 while the 7th is above 1e3 · tol."""
     _, ref, mo = case
-    sys = bp.ltv_system(cm, ref)
+    sys = bpl.ltv_system(cm, ref)
     ts = np.linspace(0.1, 6.0, 7)
     sm = silverman_meadows(sys, ts, method="exact")
     assert sm.derivative_method == "exact"
@@ -123,7 +124,7 @@ def test_silverman_meadows_exact_equals_spectral(cm):
     """Cross-check of the exact derivatives (closed form) against spectral differentiation of the
     third-procedure A(t), B(t) (systems.LTVSystem): Q_7 agrees to 1e-11 relative (measured 7e-14)."""
     ref = bp.circular_motion(cm, 5.0)
-    sys = bp.ltv_system(cm, ref)
+    sys = bpl.ltv_system(cm, ref)
     ts = [1.0, 2.0]
     exact = silverman_meadows(sys, ts, method="exact")
     spectral = silverman_meadows(sys, ts, method="spectral")
@@ -148,7 +149,7 @@ def test_controllable_formulation_full_rank(cm, case):
     Measured σ_min/σ_max of the Gramian ≈ 7.7e-4 (5°), 9.4e-4 (35°); Silverman–Meadows
     σ_7 ≈ 6.15 at tol ≈ 5e-7 (5°)."""
     _, ref, _ = case
-    red = bp.controllable_formulation(cm, ref, method="closed_form")
+    red = bpl.controllable_formulation(cm, ref, method="closed_form")
     assert red.states == bp.REDUCED_STATES and red.nstates == 7
     G = gramian(red, 0.0, 2 * math.pi)
     assert G.rank == 7 and G.is_controllable
@@ -160,8 +161,8 @@ def test_controllable_formulation_full_rank(cm, case):
 
 def test_controllable_formulation_linearize_equals_closed_form(cm):
     ref = bp.circular_motion(cm, 35.0)
-    a = bp.controllable_formulation(cm, ref)
-    b = bp.controllable_formulation(cm, ref, method="closed_form")
+    a = bpl.controllable_formulation(cm, ref)
+    b = bpl.controllable_formulation(cm, ref, method="closed_form")
     ts = np.linspace(0.0, 6.0, 9)
     assert np.max(np.abs(a.A(ts) - b.A(ts))) < 1e-12 * np.abs(b.A(ts)).max()
     assert np.max(np.abs(a.B(ts) - b.B(ts))) < 1e-12 * np.abs(b.B(ts)).max()
@@ -172,8 +173,8 @@ def test_reduced_and_full_trajectories_agree(cm):
     (8.74) and the reduced one give ``Z(t) = S X̃(t)``, and ``c(t) = wᵀ X̃(t)`` stays 0 (1e-8 of
     the state size after 2 s, RK45 at rtol 1e-10)."""
     ref = bp.circular_motion(cm, 35.0)
-    full = bp.ltv_system(cm, ref, method="closed_form")
-    red_sys = bp.controllable_formulation(cm, ref, method="closed_form")
+    full = bpl.ltv_system(cm, ref, method="closed_form")
+    red_sys = bpl.controllable_formulation(cm, ref, method="closed_form")
     red = bp.spin_reduction(cm, ref)
     Z0 = np.array([0.01, -0.02, 0.03, 0.1, -0.2, 0.01, 0.02])
     X0 = red.expand(Z0)
@@ -192,7 +193,7 @@ def test_reduced_and_full_trajectories_agree(cm):
 def test_bad_method(cm):
     ref = bp.circular_motion(cm, 5.0)
     with pytest.raises(LinearSystemError, match="method must be 'linearize' or 'closed_form'"):
-        bp.ltv_system(cm, ref, method="spectral")
+        bpl.ltv_system(cm, ref, method="spectral")
 
 
 def _perturbed_state(ref, X0, R=0.05):
@@ -212,7 +213,7 @@ def test_linear_vs_nonlinear_simulation_is_second_order(cm):
     from nhcontrol.simulate import forward_dynamics
 
     ref = bp.circular_motion(cm, 35.0)
-    sys = bp.ltv_system(cm, ref, method="closed_form")
+    sys = bpl.ltv_system(cm, ref, method="closed_form")
     d = np.array([0.01, -0.02, 0.03, 0.05, -0.04, 0.2, 0.003, -0.002])
 
     def ut(t):

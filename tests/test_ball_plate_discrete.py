@@ -18,6 +18,7 @@ import pytest
 from nhcontrol.analysis import gramian
 from nhcontrol.design import finite_horizon_lqr, window
 from nhcontrol.models import ball_plate as bp
+from nhcontrol.reproduce import ball_plate_ltv as bpl
 from nhcontrol.reproduce.ball_plate import Settings
 from nhcontrol.systems import discretize
 
@@ -30,8 +31,8 @@ def setup():
     ref = bp.circular_motion(cm, 5.0)
     mo = bp.motion_from_reference(cm, ref)
     dt = mo.period / STEPS
-    d8 = discretize(bp.ltv_system(cm, ref, method="closed_form"), dt, steps=STEPS)
-    d7 = discretize(bp.controllable_formulation(cm, ref, method="closed_form"), dt,
+    d8 = discretize(bpl.ltv_system(cm, ref, method="closed_form"), dt, steps=STEPS)
+    d7 = discretize(bpl.controllable_formulation(cm, ref, method="closed_form"), dt,
                     steps=STEPS)
     red = bp.spin_reduction(cm, ref)
     st = Settings()

@@ -26,6 +26,7 @@ from nhcontrol.linearize import Partition, linearize
 from nhcontrol.modeling import MultibodySystem, rot_x, rot_y, rot_z
 from nhcontrol.modeling.contacts import sphere_on_moving_plane
 from nhcontrol.models import ball_plate as bp
+from nhcontrol.reproduce import ball_plate_ltv as bpl
 
 RNG = np.random.default_rng(20261201)
 
@@ -305,7 +306,7 @@ def test_closed_form_derivatives_vs_central_differences(ref5, cm):
 
 
 def test_ltv_system_object(cm, ref5):
-    sys = bp.ltv_system(cm, ref5)
+    sys = bpl.ltv_system(cm, ref5)
     assert (sys.nstates, sys.ninputs) == (8, 2)
     assert sys.states == bp.LTV_STATES and sys.inputs == bp.INPUTS
     assert sys.period == pytest.approx(2 * math.pi)
@@ -355,7 +356,7 @@ def test_not_a_circle(cm):
     with pytest.raises(ReferenceMotionError, match=r"not the circular steady motion.*u\(t\) differs"):
         bp.motion_from_reference(cm, Fake())
     with pytest.raises(ReferenceMotionError, match=r"not the circular steady motion"):
-        bp.ltv_system(cm, Fake())
+        bpl.ltv_system(cm, Fake())
 
 
 def test_deviation_shape_error(ref5):

@@ -16,7 +16,7 @@ Two formulations are run:
   ``ω_n = ψ̇ + θ̇ sin φ``, is a first integral; the initial deviation of Eq. (8.92) changes it, so the
   lean angle cannot return to φ0 and, at φ0 = 35°, the contact point misses the circle;
 * the **controllable formulation** (7 states, the spin direction removed,
-  ``ball_plate.controllable_formulation``). It regulates the motion on the manifold of the
+  ``ball_plate_ltv.controllable_formulation``). It regulates the motion on the manifold of the
   *measured* spin: since ``ω_n`` cannot be changed by any input, the reference is taken in the
   family of circular motions with the same circle, rate and plate angles, and the lean angle
   ``φ0*`` that has the measured spin (``ball_plate.spin_matched_motion``). The contact-point
@@ -41,6 +41,7 @@ from typing import Any, Callable
 
 import numpy as np
 from numpy.typing import NDArray
+from . import ball_plate_ltv as bpl
 
 __all__ = ["run", "summary", "Settings", "contact_error",
            "ClosedLoop", "closed_loop_nonlinear", "closed_loop_linear", "lqr_gains"]
@@ -222,13 +223,13 @@ def _formulation(bp: Any, cm: Any, phi0: float, st: Settings, *, reduced: bool,
     mo = bp.motion_from_reference(cm, ref)
     dt = mo.period / st.steps_per_period
     if reduced:
-        sysc = bp.controllable_formulation(cm, ref)
+        sysc = bpl.controllable_formulation(cm, ref)
         red = bp.spin_reduction(cm, ref)
         reduce: Callable[[NDArray], NDArray] = red.reduce
         expand: Callable[[NDArray], NDArray] = red.expand
         n = 7
     else:
-        sysc = bp.ltv_system(cm, ref)
+        sysc = bpl.ltv_system(cm, ref)
         red = None
         reduce = expand = (lambda X: np.asarray(X, float))
         n = 8
@@ -273,7 +274,7 @@ def _controllability(bp: Any, cm: Any, phi0: float) -> dict[str, Any]:
     """Gramian (8.85) over one period and Silverman–Meadows rank (8.86)–(8.87) of both formulations.
 
     The Gramian integrates the closed form of ``A(t), B(t)`` (Eqs. (8.75)–(8.76)), which
-    ``ball_plate.ltv_system`` checks against the third numerical procedure to ``AGREEMENT_TOL``;
+    ``ball_plate_ltv.ltv_system`` checks against the third numerical procedure to ``AGREEMENT_TOL``;
     integrating the product path itself gives the same singular values but takes minutes.
     Silverman–Meadows uses the product-path system with its exact derivatives.
     """
@@ -281,11 +282,11 @@ def _controllability(bp: Any, cm: Any, phi0: float) -> dict[str, Any]:
 
     ref = bp.circular_motion(cm, phi0)
     mo = bp.motion_from_reference(cm, ref)
-    g8 = gramian(bp.ltv_system(cm, ref, method="closed_form"), 0.0, mo.period)
-    g7 = gramian(bp.controllable_formulation(cm, ref, method="closed_form"), 0.0, mo.period)
+    g8 = gramian(bpl.ltv_system(cm, ref, method="closed_form"), 0.0, mo.period)
+    g7 = gramian(bpl.controllable_formulation(cm, ref, method="closed_form"), 0.0, mo.period)
     ts = np.linspace(0.05, 0.95, 7) * mo.period
-    sm8 = silverman_meadows(bp.ltv_system(cm, ref), ts)
-    sm7 = silverman_meadows(bp.controllable_formulation(cm, ref), ts)
+    sm8 = silverman_meadows(bpl.ltv_system(cm, ref), ts)
+    sm7 = silverman_meadows(bpl.controllable_formulation(cm, ref), ts)
     return {
         "gramian_rank": int(g8.rank), "gramian_singular_values": g8.singular_values.tolist(),
         "gramian_tol": float(g8.rank_result.tol),

@@ -1,0 +1,116 @@
+"""Imports point one way (../shared/ARCHITECTURE.md): each stage imports only stages to its left
+and ``nhcontrol._util``; ``models`` is built only from ``modeling``, ``compiled`` and ``reference``;
+nothing below the edge (``plotting``, ``cli``, ``reproduce``) imports the edge.
+
+The one sanctioned exception is ``MultibodySystem.compile()`` (the architecture's own
+``system.compile()``), which imports ``compiled`` lazily inside the method.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "nhcontrol"
+ORDER = ["_util", "modeling", "compiled", "reference", "linearize", "systems", "analysis",
+         "design", "simulate"]
+EDGE = {"plotting", "cli", "reproduce"}
+ALLOWED_FOR_MODELS = {"_util", "modeling", "compiled", "reference"}
+EXCEPTIONS = {("modeling", "compiled", "compile")}
+
+
+def _stage(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0].removesuffix(".py")
+
+
+def _imports(path: Path):
+    tree = ast.parse(path.read_text())
+    stage = _stage(path)
+    is_pkg_module = len(path.relative_to(SRC).parts) > 1
+
+    class Visitor(ast.NodeVisitor):
+        def __init__(self):
+            self.func: list[str] = []
+            self.found: list[tuple[str, str, int]] = []
+
+        def visit_FunctionDef(self, node):
+            self.func.append(node.name)
+            self.generic_visit(node)
+            self.func.pop()
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+        def visit_If(self, node):
+            test = node.test
+            name = getattr(test, "id", None) or getattr(test, "attr", None)
+            if name == "TYPE_CHECKING":  # type-only imports do not run
+                for child in node.orelse:
+                    self.visit(child)
+                return
+            self.generic_visit(node)
+
+        def _add(self, target: str, lineno: int):
+            self.found.append((target, self.func[-1] if self.func else "", lineno))
+
+        def visit_Import(self, node):
+            for alias in node.names:
+                if alias.name.startswith("nhcontrol."):
+                    self._add(alias.name.split(".")[1], node.lineno)
+
+        def visit_ImportFrom(self, node):
+            mod = node.module or ""
+            if node.level == 0:
+                if mod.startswith("nhcontrol."):
+                    self._add(mod.split(".")[1], node.lineno)
+                elif mod == "nhcontrol":
+                    for alias in node.names:
+                        self._add(alias.name, node.lineno)
+                return
+            up = node.level - (1 if is_pkg_module else 0)
+            if up <= 0 and is_pkg_module:
+                return  # inside the own subpackage
+            if up >= 1 or not is_pkg_module:
+                if mod:
+                    self._add(mod.split(".")[0], node.lineno)
+                else:
+                    for alias in node.names:
+                        self._add(alias.name, node.lineno)
+
+    v = Visitor()
+    v.visit(tree)
+    return stage, v.found
+
+
+def _violations():
+    out = []
+    for path in sorted(SRC.rglob("*.py")):
+        stage, found = _imports(path)
+        if stage in EDGE or stage == "__init__":
+            continue
+        for target, func, lineno in found:
+            if target == stage or target in ("__version__",):
+                continue
+            where = f"{path.relative_to(SRC)}:{lineno}"
+            if (stage, target, func) in EXCEPTIONS:
+                continue
+            if target in EDGE:
+                out.append(f"{where} imports the edge module {target!r}")
+            elif stage == "models":
+                if target not in ALLOWED_FOR_MODELS:
+                    out.append(f"{where}: models import {target!r} (allowed: {sorted(ALLOWED_FOR_MODELS)})")
+            elif stage in ORDER and target in ORDER and ORDER.index(target) > ORDER.index(stage):
+                out.append(f"{where}: stage {stage!r} imports {target!r}, which is to its right")
+    return out
+
+
+def test_imports_point_one_way():
+    bad = _violations()
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("stage", ORDER[1:])
+def test_every_stage_exists(stage):
+    assert (SRC / stage / "__init__.py").exists()
