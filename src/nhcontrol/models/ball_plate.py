@@ -56,7 +56,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import LinearSystemError, ModelError, ReferenceMotionError
 from nhcontrol._util.validation import as_float_array, readonly
-from nhcontrol.modeling import MultibodySystem, contacts, rot_x, rot_y, rot_z
+from nhcontrol.modeling import (MultibodySystem, check_parameters, contacts, override_parameters, rot_x,
+                                rot_y, rot_z)
 
 __all__ = [
     "COORDINATES", "INPUTS", "DEFAULTS", "PARTITION_8_72", "LTV_STATES", "REDUCED_STATES",
@@ -88,26 +89,15 @@ _SPIN = LTV_STATES.index("psi_d")
 
 # ---------------------------------------------------------------------------- model
 def _parameters(overrides: Mapping[str, Any]) -> dict[str, float]:
-    bad = sorted(set(overrides) - set(DEFAULTS))
-    if bad:
-        raise ModelError(f"unknown ball-plate parameter(s) {bad}; valid names are {list(DEFAULTS)} "
-                         "(mass m [kg], radius R [m], gravity g [m/s^2], central inertia I [kg m^2])")
-    vals = {k: float(v) for k, v in DEFAULTS.items() if k != "I"}
-    problems = []
-    for key, val in overrides.items():
-        try:
-            vals[key] = float(val)
-        except (TypeError, ValueError):
-            problems.append(f"{key}={val!r} is not a number")
-    if "I" not in overrides:
-        vals["I"] = 0.4 * vals["m"] * vals["R"] ** 2
-    for key in ("m", "R", "I"):
-        if key in vals and not (math.isfinite(vals[key]) and vals[key] > 0):
-            problems.append(f"{key}={vals[key]!r} must be positive and finite")
-    if not math.isfinite(vals.get("g", 0.0)):
-        problems.append(f"g={vals['g']!r} must be finite")
-    if problems:
-        raise ModelError("invalid ball-plate parameters: " + "; ".join(problems))
+    vals = override_parameters(
+        DEFAULTS, overrides, model="ball-plate", sort_names=False, positive=("m", "R", "I"),
+        names_note=" (mass m [kg], radius R [m], gravity g [m/s^2], central inertia I [kg m^2])",
+        requirement="invalid ball-plate parameters: m, R and I must be positive and finite, g finite")
+    if "I" not in overrides:  # solid ball of the given m and R
+        vals.update(check_parameters(
+            {"I": 0.4 * vals["m"] * vals["R"] ** 2}, positive=("I",),
+            requirement="invalid ball-plate parameters: the inertia I = 0.4 m R^2 of a solid ball of "
+                        f"m={vals['m']!r}, R={vals['R']!r} must be positive and finite (give I)"))
     return vals
 
 

@@ -47,7 +47,7 @@ import sympy as sp
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
-from nhcontrol.modeling import MultibodySystem, contacts, rot_x, rot_y, rot_z
+from nhcontrol.modeling import MultibodySystem, contacts, override_parameters, rot_x, rot_y, rot_z
 
 if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
@@ -111,23 +111,8 @@ PARTITION_4_208: dict[str, list[str]] = dict(
 
 
 def _check_overrides(overrides: Mapping[str, Any]) -> dict[str, float]:
-    unknown = sorted(set(overrides) - set(PARAMETERS))
-    if unknown:
-        raise ModelError(f"unknown bicycle parameter(s) {unknown}; valid names (Table 4.1) are "
-                         f"{sorted(PARAMETERS)}")
-    values = dict(PARAMETERS)
-    bad = []
-    for key, val in overrides.items():
-        try:
-            values[key] = float(val)
-        except (TypeError, ValueError):
-            bad.append(f"{key}={val!r}")
-            continue
-        if not math.isfinite(values[key]):
-            bad.append(f"{key}={val!r}")
-    if bad:
-        raise ModelError(f"bicycle parameters must be finite real numbers, got {bad}")
-    return values
+    return override_parameters(PARAMETERS, overrides, model="bicycle", names_note=" (Table 4.1)",
+                               requirement="bicycle parameters must be finite real numbers")
 
 
 def build(**parameter_overrides: float) -> MultibodySystem:

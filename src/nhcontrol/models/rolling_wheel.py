@@ -26,14 +26,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sympy as sp
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
-from nhcontrol.modeling import MultibodySystem, contacts, rot_x, rot_y, rot_z
+from nhcontrol.modeling import MultibodySystem, check_parameters, contacts, rot_x, rot_y, rot_z
 
 if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
@@ -62,20 +62,9 @@ _INERTIA_FACTORS = {"disc": (sp.Rational(1, 4), sp.Rational(1, 2)), "hoop": (sp.
 
 
 def _values(kind: str, r: float, m: float, g: float) -> dict[str, float]:
-    vals = {"r": r, "m": m, "g": g}
-    bad = []
-    for key, val in vals.items():
-        try:
-            vals[key] = float(val)
-        except (TypeError, ValueError):
-            bad.append(f"{key}={val!r}")
-            continue
-        if not math.isfinite(vals[key]) or (key in ("r", "m") and vals[key] <= 0):
-            bad.append(f"{key}={val!r}")
-    if bad:
-        raise ModelError(f"rolling {kind}: radius r and mass m must be positive finite numbers and g finite, "
-                         f"got {bad}")
-    return vals
+    return check_parameters({"r": r, "m": m, "g": g}, positive=("r", "m"),
+                            requirement=f"rolling {kind}: radius r and mass m must be positive finite "
+                                        "numbers and g finite")
 
 
 def _build(kind: str, r: float, m: float, g: float) -> MultibodySystem:

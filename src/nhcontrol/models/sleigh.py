@@ -40,7 +40,7 @@ import sympy as sp
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
-from nhcontrol.modeling import MultibodySystem, contacts, rot_z
+from nhcontrol.modeling import MultibodySystem, check_parameters, contacts, rot_z
 
 if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
@@ -62,19 +62,9 @@ PARTITION: dict[str, list[str]] = dict(independent=["x", "psi"], admissible_depe
 
 
 def _values(m: float, I_zz: float, a: float) -> dict[str, float]:
-    vals = {"m": m, "I_zz": I_zz, "a": a}
-    bad = []
-    for key, val in vals.items():
-        try:
-            vals[key] = float(val)
-        except (TypeError, ValueError):
-            bad.append(f"{key}={val!r}")
-            continue
-        if not math.isfinite(vals[key]) or (key != "a" and vals[key] <= 0):
-            bad.append(f"{key}={val!r}")
-    if bad:
-        raise ModelError(f"Chaplygin sleigh: m and I_zz must be positive finite numbers and a finite, got {bad}")
-    return vals
+    return check_parameters({"m": m, "I_zz": I_zz, "a": a}, positive=("m", "I_zz"),
+                            requirement="Chaplygin sleigh: m and I_zz must be positive finite numbers "
+                                        "and a finite")
 
 
 def build(m: float = 1.0, I_zz: float = 0.05, a: float = -0.2) -> MultibodySystem:
@@ -224,19 +214,9 @@ PARTITION_SKATEBOARD_TURN: dict[str, list[str]] = dict(
 
 
 def _skateboard_values(m: float, I_zz: float, r: float) -> dict[str, float]:
-    vals = {"m": m, "I_zz": I_zz, "r": r}
-    bad = []
-    for key, val in vals.items():
-        try:
-            vals[key] = float(val)
-        except (TypeError, ValueError):
-            bad.append(f"{key}={val!r}")
-            continue
-        if not math.isfinite(vals[key]) or vals[key] <= 0:
-            bad.append(f"{key}={val!r}")
-    if bad:
-        raise ModelError(f"skateboard: m, I_zz and the half wheelbase r must be positive finite numbers, got {bad}")
-    return vals
+    return check_parameters({"m": m, "I_zz": I_zz, "r": r}, positive=("m", "I_zz", "r"),
+                            requirement="skateboard: m, I_zz and the half wheelbase r must be positive "
+                                        "finite numbers")
 
 
 def build_skateboard(m: float = 5.0, I_zz: float = 0.4, r: float = 0.25) -> MultibodySystem:

@@ -26,7 +26,6 @@ Eqs. (4.189)-(4.190) (``wheel_inertia="torus"``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, Literal
@@ -36,7 +35,7 @@ import sympy as sp
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError
-from nhcontrol.modeling import MultibodySystem, contacts
+from nhcontrol.modeling import MultibodySystem, contacts, override_parameters
 
 from . import benchmark_bicycle as _bb
 
@@ -61,24 +60,10 @@ WheelInertia = Literal["benchmark", "torus"]
 
 
 def _check(overrides: Mapping[str, Any]) -> dict[str, float]:
-    unknown = sorted(set(overrides) - set(PARAMETERS))
-    if unknown:
-        raise ModelError(f"unknown toroidal-bicycle parameter(s) {unknown}; valid names are "
-                         f"{sorted(PARAMETERS)}")
-    values = dict(PARAMETERS)
-    bad = []
-    for key, val in overrides.items():
-        try:
-            values[key] = float(val)
-        except (TypeError, ValueError):
-            bad.append(f"{key}={val!r}")
-            continue
-        if not math.isfinite(values[key]) or (key.startswith(("mu_", "sigma_")) and values[key] < 0):
-            bad.append(f"{key}={val!r}")
-    if bad:
-        raise ModelError(f"toroidal-bicycle parameters must be finite reals, aspect ratios mu, sigma "
-                         f">= 0; got {bad}")
-    return values
+    return override_parameters(
+        PARAMETERS, overrides, model="toroidal-bicycle",
+        nonnegative=("mu_R", "mu_F", "sigma_R", "sigma_F"),
+        requirement="toroidal-bicycle parameters must be finite reals, aspect ratios mu, sigma >= 0")
 
 
 def torus_dimensions(R: Any, mu: Any, sigma: Any) -> tuple[Any, Any, Any]:
