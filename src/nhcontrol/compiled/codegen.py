@@ -27,7 +27,7 @@ from ..modeling.graph import ExprGraph
 from .derivatives import ARG_PREFIX, FunctionSpec
 
 #: Bumped whenever the generated code changes (part of the cache key).
-GENERATOR_VERSION = "nhcontrol-codegen-7"
+GENERATOR_VERSION = "nhcontrol-codegen-8"
 
 
 class _NamedMixin:
@@ -299,26 +299,58 @@ def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_o
     per_out: dict[int, dict[int, sp.Expr]] = {oi: {} for oi in range(len(spec.outputs))}
     for oi, fi, e in entries:
         per_out[oi][fi] = e
+    # scalar variant: all outputs are views of one flat buffer, filled by one indexed
+    # assignment of the non-zero entries; an output equal to a block of an earlier one (Cx and
+    # B are blocks of D) is a view of that block
     rets = []
+    out_s: list[str] = []
+    flat: list[str] = []          # printed entries of the buffer (zeros included)
+    starts: list[tuple[int, list[str]]] = []
     for oi, (oname, mat, shape) in enumerate(spec.outputs):
         size = mat.shape[0] * mat.shape[1]
         shp = "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
         vshp = "(N, " + ", ".join(str(s) for s in shape) + ")"
         var = f"o_{oname}"
-        if size == 0 or not per_out[oi]:
-            lines_s.append(f"    {var} = _zeros({shp})")
-            lines_v.append(f"    {var} = _zeros({vshp})")
-        else:
-            items = [sprint(per_out[oi][fi]) if fi in per_out[oi] else "0.0" for fi in range(size)]
-            lines_s.append(f"    {var} = _array([{', '.join(items)}], dtype=_f64).reshape({shp})")
-            lines_v.append(f"    {var} = _zeros((N, {size}))")
-            for fi, e in per_out[oi].items():
-                lines_v.append(f"    {var}[:, {fi}] = {vprint(e)}")
-            lines_v.append(f"    {var} = {var}.reshape({vshp})")
         rets.append(var)
+        if size == 0 or not per_out[oi]:
+            out_s.append(f"    {var} = _zeros({shp})")
+            lines_v.append(f"    {var} = _zeros({vshp})")
+            continue
+        items = [sprint(per_out[oi][fi]) if fi in per_out[oi] else "0.0" for fi in range(size)]
+        at = _find_block(starts, items)
+        if at is None:
+            at = len(flat)
+            flat.extend(items)
+            starts.append((at, items))
+        out_s.append(f"    {var} = _o[{at}:{at + size}].reshape({shp})")
+        lines_v.append(f"    {var} = _zeros((N, {size}))")
+        for fi, e in per_out[oi].items():
+            lines_v.append(f"    {var}[:, {fi}] = {vprint(e)}")
+        lines_v.append(f"    {var} = {var}.reshape({vshp})")
+    consts = ""
+    if flat:
+        nz = [i for i, it in enumerate(flat) if it != "0.0"]
+        if len(nz) == len(flat):
+            lines_s.append(f"    _o = _array([{', '.join(flat)}], dtype=_f64)")
+        else:
+            idx = f"_NZ_{spec.name}"
+            consts = f"{idx} = numpy.array([{', '.join(map(str, nz))}], dtype=numpy.intp)\n\n\n"
+            lines_s.append(f"    _o = _zeros({len(flat)})")
+            lines_s.append(f"    _o[{idx}] = ({', '.join(flat[i] for i in nz)},)")
+    lines_s += out_s
     lines_s.append(f"    return ({', '.join(rets)},)")
     lines_v.append(f"    return ({', '.join(rets)},)")
-    return "\n".join(lines_s) + "\n\n\n" + "\n".join(lines_v) + "\n"
+    return consts + "\n".join(lines_s) + "\n\n\n" + "\n".join(lines_v) + "\n"
+
+
+def _find_block(blocks: list[tuple[int, list[str]]], items: list[str]) -> int | None:
+    """Flat offset of ``items`` as a contiguous block of an earlier output, or None."""
+    k = len(items)
+    for start, prev in blocks:
+        for off in range(len(prev) - k + 1):
+            if prev[off] == items[0] and prev[off:off + k] == items:
+                return start + off
+    return None
 
 
 def generate_module(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict[str, list[sp.Symbol]],
