@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from .._util.errors import ConstraintError, LinearSystemError, PartitionError, SolverError
 from .._util.validation import readonly
+from ._jacobian import _JacobianMembers
 from .first import partition_indices, reference_point, velocity_names
 
 __all__ = [
@@ -46,7 +47,7 @@ DEFAULT_STEP = 1e-5
 
 
 @dataclass(frozen=True)
-class FiniteDifferenceResult:
+class FiniteDifferenceResult(_JacobianMembers):
     """A central-difference Jacobian (Eqs. (7.109)-(7.110)).
 
     Attributes
@@ -69,15 +70,6 @@ class FiniteDifferenceResult:
     h: float
     n_spurious: int
     t: float
-
-    @property
-    def nstates(self) -> int:
-        """Size of the Jacobian."""
-        return int(self.J.shape[0])
-
-    def eigenvalues(self) -> NDArray[np.complex128]:
-        """All eigenvalues of ``J``."""
-        return np.linalg.eigvals(self.J)
 
 
 def _stack(a: NDArray[np.float64] | None, N: int) -> NDArray[np.float64] | None:
@@ -148,6 +140,23 @@ def _central(F, X0: NDArray[np.float64], h: float) -> NDArray[np.float64]:
     return ((vals[:N] - vals[N:]) / (2.0 * h)).T
 
 
+def _central_inputs(F, X0: NDArray[np.float64], u0: NDArray[np.float64] | None,
+                    h: float) -> NDArray[np.float64]:
+    """Input matrix ``B`` by central differences in ``u`` at the state ``X0``, Eq. (7.110).
+
+    ``F((2k, N0), us=(2k, k)) -> (2k, M)`` is the stacked right-hand side; ``u0`` of shape
+    ``(k,)`` is the reference input (``None``: no inputs). Returns ``B`` of shape ``(M, k)``,
+    ``(X0.size, 0)`` without inputs.
+    """
+    k = 0 if u0 is None else u0.size
+    if not k:
+        return np.zeros((X0.size, 0))
+    Eu = h * np.eye(k)
+    us = np.concatenate([u0 + Eu, u0 - Eu], axis=0)
+    vals = F(np.broadcast_to(X0, (2 * k, X0.size)).copy(), us)
+    return ((vals[:k] - vals[k:]) / (2.0 * h)).T
+
+
 def _check_h(h: float) -> float:
     h = float(h)
     if not np.isfinite(h) or h <= 0:
@@ -195,15 +204,7 @@ def finite_difference_jacobian(cm: Any, ref: Any, t: float = 0.0, *, h: float = 
         return np.concatenate([Xs[:, n:], xdd], axis=1)
 
     J = _central(F, X0, h)
-    k = 0 if pt.u is None else pt.u.size
-    if k:
-        Eu = h * np.eye(k)
-        us = np.concatenate([pt.u + Eu, pt.u - Eu], axis=0)
-        Xs = np.broadcast_to(X0, (2 * k, 2 * n)).copy()
-        vals = F(Xs, us)
-        B = ((vals[:k] - vals[k:]) / (2.0 * h)).T
-    else:
-        B = np.zeros((2 * n, 0))
+    B = _central_inputs(F, X0, pt.u, h)
     states = tuple(cm.coordinates) + velocity_names(cm)
     return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states, h=h,
                                   n_spurious=2 * (int(cm.m) + int(cm.l)), t=pt.t)
@@ -303,14 +304,7 @@ def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *
 
     S0 = np.concatenate([pt.x[ai], pt.xd[ai], pt.x[pos[g:]]])
     J = _central(F, S0, h)
-    k = 0 if pt.u is None else pt.u.size
-    if k:
-        Eu = h * np.eye(k)
-        us = np.concatenate([pt.u + Eu, pt.u - Eu], axis=0)
-        vals = F(np.broadcast_to(S0, (2 * k, S0.size)).copy(), us)
-        B = ((vals[:k] - vals[k:]) / (2.0 * h)).T
-    else:
-        B = np.zeros((S0.size, 0))
+    B = _central_inputs(F, S0, pt.u, h)
     names = tuple(cm.coordinates)
     vel = velocity_names(cm)
     states = (tuple(names[i] for i in ai) + tuple(vel[i] for i in ai)

@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 
 from .._util.errors import ConstraintError, PartitionError, ReferenceMotionError
 from .._util.validation import COND_MAX, as_float_array, check_finite, readonly
+from ._jacobian import _JacobianMembers
 
 __all__ = [
     "ReferencePoint",
@@ -263,7 +264,7 @@ def solve_checked(A: NDArray[np.float64], B: NDArray[np.float64], what: str,
 # the first numerical procedure
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class FirstProcedureResult:
+class FirstProcedureResult(_JacobianMembers):
     """Linearization of the index-1 DAE in redundant coordinates (Sect. 4.2.1).
 
     Attributes
@@ -299,15 +300,6 @@ class FirstProcedureResult:
     states: tuple[str, ...]
     n_spurious: int
     t: float
-
-    @property
-    def nstates(self) -> int:
-        """Size ``2n`` of the Jacobian."""
-        return int(self.J.shape[0])
-
-    def eigenvalues(self) -> NDArray[np.complex128]:
-        """All ``2n`` eigenvalues of ``J`` (including the ``2(m+l)`` spurious ones)."""
-        return np.linalg.eigvals(self.J)
 
 
 def first_procedure(cm: Any, ref: Any, t: float = 0.0, *, p: Any = None) -> FirstProcedureResult:

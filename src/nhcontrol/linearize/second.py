@@ -42,13 +42,14 @@ from numpy.typing import NDArray
 
 from .._util.errors import PartitionError
 from .._util.validation import readonly
+from ._jacobian import _JacobianMembers
 from .first import evaluate_terms, partition_indices, reference_point, solve_checked, velocity_names
 
 __all__ = ["SecondProcedureResult", "second_procedure", "velocity_transformation"]
 
 
 @dataclass(frozen=True)
-class SecondProcedureResult:
+class SecondProcedureResult(_JacobianMembers):
     """Linearization with the two-set partition ``[x_ai, x_dd]`` (Sect. 4.2.2).
 
     Attributes
@@ -92,15 +93,6 @@ class SecondProcedureResult:
     dependent: tuple[str, ...]
     n_spurious: int
     t: float
-
-    @property
-    def nstates(self) -> int:
-        """Size ``2n-m-l`` of the Jacobian."""
-        return int(self.J.shape[0])
-
-    def eigenvalues(self) -> NDArray[np.complex128]:
-        """All ``2n-m-l`` eigenvalues of ``J`` (``m+l`` of them spurious)."""
-        return np.linalg.eigvals(self.J)
 
 
 def velocity_transformation(D: NDArray[np.float64], ai: list[int], dd: list[int], names: tuple,
