@@ -24,8 +24,10 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from _helpers import LambdifiedKernels
 
-class ToyModel:
+
+class ToyModel(LambdifiedKernels):
     """Duck-typed ``CompiledModel`` from sympy expressions (loops over points: tests only)."""
 
     def __init__(self, name, x, xd, u, p, defaults, M, Q, C, B):
@@ -66,33 +68,6 @@ class ToyModel:
         self._syms = [*x, *xd, *a, *lam, *v, *u, *p]
         self._fn = {k: (sp.lambdify(self._syms, e, "numpy"), e.shape) for k, e in exprs.items()}
         self._pdef = np.array(list(self.parameters.values()))
-
-    def param_vector(self, **over):
-        d = dict(self.parameters)
-        d.update(over)
-        return np.array(list(d.values()))
-
-    def _eval(self, key, x, xd=None, a=None, lam=None, v=None, u=None, p=None):
-        fn, shape = self._fn[key]
-        x = np.asarray(x, float)
-        single = x.ndim == 1
-        X = np.atleast_2d(x)
-        N = X.shape[0]
-
-        def rows(val, size):
-            if val is None:
-                return np.zeros((N, size))
-            val = np.asarray(val, float)
-            return np.broadcast_to(val, (N, size)) if val.ndim == 1 else val
-
-        n, c, k = self.n, self.m + self.l, self.ninputs
-        XD, A, L, V, U = rows(xd, n), rows(a, n), rows(lam, c), rows(v, n), rows(u, k)
-        P = self._pdef if p is None else np.asarray(p, float)
-        out = np.empty((N,) + shape)
-        for i in range(N):
-            out[i] = np.asarray(fn(*X[i], *XD[i], *A[i], *L[i], *V[i], *U[i], *P),
-                                float).reshape(shape)
-        return out[0] if single else out
 
     # kernels of contracts section 2 (the subset the tests need)
     def M(self, x, u=None, p=None):

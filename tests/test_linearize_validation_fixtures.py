@@ -11,8 +11,10 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from _helpers import LambdifiedKernels
 
-class SympyKernels:
+
+class SympyKernels(LambdifiedKernels):
     """Duck-typed ``CompiledModel`` built from ``EquationsOfMotion`` by plain sympy."""
 
     def __init__(self, eom, defaults, name="model", holonomic_names=(), nonholonomic_names=()):
@@ -44,34 +46,9 @@ class SympyKernels:
         self._fn = {k: (sp.lambdify(flat, e, "numpy", cse=True), e.shape) for k, e in exprs.items()}
         self._pdef = np.array(list(self.parameters.values()))
 
-    def param_vector(self, **overrides):
-        pv = dict(self.parameters)
-        pv.update(overrides)
-        return np.array(list(pv.values()))
-
     def _call(self, key, x, xd=None, a=None, lam=None, v=None, u=None, p=None):
-        fn, shape = self._fn[key]
-        x = np.asarray(x, float)
-        single = x.ndim == 1
-        X = np.atleast_2d(x)
-        N = X.shape[0]
-
-        def rows(val, size):
-            if val is None:
-                return np.zeros((N, size))
-            val = np.asarray(val, float)
-            return np.broadcast_to(val, (N, size)) if val.ndim == 1 else val
-
-        n, c, k = self.n, self.m + self.l, self.ninputs
-        XD, A, L, V, U = rows(xd, n), rows(a, n), rows(lam, c), rows(v, n), rows(u, k)
-        P = self._pdef if p is None else np.asarray(p, float)
-        out = np.empty((N,) + shape)
-        for i in range(N):
-            out[i] = np.asarray(fn(*X[i], *XD[i], *A[i], *L[i], *V[i], *U[i], *P),
-                                dtype=float).reshape(shape)
-        if key in ("Q", "C", "Qd"):
-            out = out[..., 0]
-        return out[0] if single else out
+        out = self._eval(key, x, xd, a, lam, v, u, p)
+        return out[..., 0] if key in ("Q", "C", "Qd") else out
 
     def M(self, x, u=None, p=None): return self._call("M", x, u=u, p=p)
     def Q(self, x, xd, u=None, p=None): return self._call("Q", x, xd, u=u, p=p)

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from _helpers import bicycle_lean_steer_matrix
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
 from nhcontrol.models import benchmark_bicycle as bb
 
@@ -48,50 +49,8 @@ def quartic(v: float) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- helpers (test-only)
-def project(cm, x, xd_ind, independent, hol_dependent, p=None):
-    """Solve C(x) = 0 for ``hol_dependent`` (Newton) and D xd = 0 for the dependent velocities."""
-    x = np.array(x, dtype=float)
-    for _ in range(50):
-        c = cm.C(x, p=p)
-        if np.max(np.abs(c)) < 1e-15:
-            break
-        x[hol_dependent] -= np.linalg.solve(cm.Cx(x, p=p)[:, hol_dependent], c)
-    D = cm.D(x, p=p)
-    dd = [i for i in range(cm.n) if i not in independent]
-    xd = np.zeros(cm.n)
-    xd[independent] = xd_ind
-    xd[dd] = -np.linalg.solve(D[:, dd], D[:, independent] @ xd[independent])
-    return x, xd
-
-
-def accelerations(cm, x, xd, p=None):
-    """Index-1 forward dynamics, Eq. (2.119) without Baumgarte terms: returns (xdd, lam)."""
-    M, D = cm.M(x, p=p), cm.D(x, p=p)
-    k = D.shape[0]
-    K = np.block([[M, D.T], [D, np.zeros((k, k))]])
-    sol = np.linalg.solve(K, np.concatenate([cm.Q(x, xd, p=p), cm.Qd(x, xd, p=p)]))
-    return sol[:cm.n], sol[cm.n:]
-
-
-def lean_steer_matrix(cm, v, h=1e-6):
-    """Central-difference 4x4 state matrix of (phi_b, delta, phi_b_d, delta_d) at speed v."""
-    x0, _, _ = bb.steady_forward_state(v, 0.0, bb.PARAMETERS)
-    ind = [IX["x_b"], IX["phi_b"], IX["delta"]]
-    hol = [IX[c] for c in bb.PARTITION_4_172["dependent"]]
-
-    def g(z):
-        x = x0.copy()
-        x[IX["phi_b"]], x[IX["delta"]] = z[0], z[1]
-        x, xd = project(cm, x, [v, z[2], z[3]], ind, hol)
-        a, _ = accelerations(cm, x, xd)
-        return np.array([z[2], z[3], a[IX["phi_b"]], a[IX["delta"]]])
-
-    A = np.zeros((4, 4))
-    for j in range(4):
-        e = np.zeros(4)
-        e[j] = h
-        A[:, j] = (g(e) - g(-e)) / (2 * h)
-    return A
+# project, accelerations and the central-difference lean/steer matrix live in tests/_helpers.py
+lean_steer_matrix = bicycle_lean_steer_matrix
 
 
 # --------------------------------------------------------------------------- structure

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
+from _helpers import bicycle_lean_steer_matrix
 from nhcontrol import simulate
 from nhcontrol.models import benchmark_bicycle as bb
 
@@ -47,36 +48,7 @@ def simulate_lean(cm, v, phi0, tf=5.0):
     return simulate.forward_dynamics(cm, (0.0, tf), ic.x, ic.xd, t_eval=np.linspace(0.0, tf, 251))
 
 
-def lean_steer_matrix(cm, v, h=1e-6):
-    """Central-difference state matrix of (phi_b, delta, phi_b_d, delta_d) (test-only)."""
-    x0, _, _ = bb.steady_forward_state(v, 0.0, bb.PARAMETERS)
-    ind = [IX[c] for c in PART["independent"]]
-    hol = [IX[c] for c in PART["dependent"]]
-    dd = [i for i in range(11) if i not in ind]
-
-    def g(z):
-        x = x0.copy()
-        x[IX["phi_b"]], x[IX["delta"]] = z[0], z[1]
-        for _ in range(50):
-            c = cm.C(x)
-            if np.max(np.abs(c)) < 1e-15:
-                break
-            x[hol] -= np.linalg.solve(cm.Cx(x)[:, hol], c)
-        D = cm.D(x)
-        xd = np.zeros(11)
-        xd[ind] = [v, z[2], z[3]]
-        xd[dd] = -np.linalg.solve(D[:, dd], D[:, ind] @ xd[ind])
-        M = cm.M(x)
-        sol = np.linalg.solve(np.block([[M, D.T], [D, np.zeros((8, 8))]]),
-                              np.concatenate([cm.Q(x, xd), cm.Qd(x, xd)]))
-        return np.array([z[2], z[3], sol[IX["phi_b"]], sol[IX["delta"]]])
-
-    A = np.zeros((4, 4))
-    for j in range(4):
-        e = np.zeros(4)
-        e[j] = h
-        A[:, j] = (g(e) - g(-e)) / (2 * h)
-    return A
+lean_steer_matrix = bicycle_lean_steer_matrix  # tests/_helpers.py
 
 
 def test_initial_condition_is_consistent(cm):

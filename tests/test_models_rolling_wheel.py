@@ -21,6 +21,7 @@ import math
 import numpy as np
 import pytest
 
+from _helpers import accelerations, central_jacobian, project
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
 from nhcontrol.models import rolling_wheel as rw
 
@@ -33,29 +34,6 @@ INERTIA = {"disc": (MASS * R**2 / 4, MASS * R**2 / 2), "hoop": (MASS * R**2 / 2,
 def wheel(request):
     cm = rw.model_disc() if request.param == "disc" else rw.model_hoop()
     return request.param, cm
-
-
-def project(cm, x, xd_ind, independent, hol_dependent):
-    x = np.array(x, dtype=float)
-    for _ in range(50):
-        c = cm.C(x)
-        if np.max(np.abs(c)) < 1e-15:
-            break
-        x[hol_dependent] -= np.linalg.solve(cm.Cx(x)[:, hol_dependent], c)
-    D = cm.D(x)
-    dd = [i for i in range(cm.n) if i not in independent]
-    xd = np.zeros(cm.n)
-    xd[independent] = xd_ind
-    xd[dd] = -np.linalg.solve(D[:, dd], D[:, independent] @ xd[independent])
-    return x, xd
-
-
-def accelerations(cm, x, xd):
-    M, D = cm.M(x), cm.D(x)
-    k = D.shape[0]
-    sol = np.linalg.solve(np.block([[M, D.T], [D, np.zeros((k, k))]]),
-                          np.concatenate([cm.Q(x, xd), cm.Qd(x, xd)]))
-    return sol[:cm.n]
 
 
 def lean_yaw_matrix(cm, v, h=1e-6):
@@ -72,15 +50,10 @@ def lean_yaw_matrix(cm, v, h=1e-6):
         vel[rw.PARTITION["independent"].index("phi")] = z[2]
         vel[rw.PARTITION["independent"].index("psi")] = z[3]
         x, xd = project(cm, x, vel, ind, hol)
-        a = accelerations(cm, x, xd)
+        a, _ = accelerations(cm, x, xd)
         return np.array([z[2], z[3], a[IX["phi"]], a[IX["psi"]]])
 
-    A = np.zeros((4, 4))
-    for j in range(4):
-        e = np.zeros(4)
-        e[j] = h
-        A[:, j] = (g(e) - g(-e)) / (2 * h)
-    return A
+    return central_jacobian(g, 4, h)
 
 
 def test_dimensions(wheel):
