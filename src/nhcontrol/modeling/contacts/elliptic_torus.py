@@ -46,10 +46,9 @@ from typing import Any
 
 import sympy as sp
 
-from nhcontrol._util.errors import ModelError
 from nhcontrol.modeling.rotations import rot_y
 
-from .rolling_hoop import _as_vec3, _is_coordinate
+from ._checks import as_vec3, check_coordinate, check_name, contact_error
 
 __all__ = ["EllipticTorusContact", "elliptic_torus"]
 
@@ -122,18 +121,15 @@ def elliptic_torus(mb: Any, wheel_body: Any, center: Any, orientation: Any, majo
         Wrong shapes, or ``xi``/``eta`` not coordinates of ``mb`` (all problems at once).
     """
     problems: list[str] = []
-    r_g = _as_vec3(center, f"elliptic_torus {name!r}: center", problems)
+    r_g = as_vec3(center, f"elliptic_torus {name!r}: center", problems)
     rot = sp.Matrix(orientation) if hasattr(orientation, "shape") else None
     if rot is None or rot.shape != (3, 3):
         problems.append(f"elliptic_torus {name!r}: orientation must be a 3x3 sympy Matrix")
     for label, sym in (("xi", xi), ("eta", eta)):
-        if not isinstance(sym, sp.Symbol) or not _is_coordinate(mb, sym):
-            problems.append(f"elliptic_torus {name!r}: {label} must be one of the system's "
-                            f"coordinates (add it with mb.add_coordinates), got {sym!r}")
-    if not isinstance(name, str) or not name:
-        problems.append(f"elliptic_torus: name must be a non-empty string, got {name!r}")
+        check_coordinate(mb, sym, f"elliptic_torus {name!r}: {label}", problems)
+    check_name(name, "elliptic_torus", problems)
     if problems:
-        raise ModelError("cannot add the elliptic torus contact:\n  - " + "\n  - ".join(problems))
+        raise contact_error("elliptic torus", problems)
 
     rho, a, sigma = (sp.sympify(v) for v in (major_radius, semi_axis_radial, axis_ratio))
     R_xi = rot_y(xi)

@@ -25,6 +25,8 @@ import sympy as sp
 
 from nhcontrol._util.errors import ModelError
 
+from ._checks import as_vec3, check_name, contact_error
+
 __all__ = ["KnifeEdgeContact", "knife_edge"]
 
 
@@ -57,18 +59,6 @@ class KnifeEdgeContact:
     direction: sp.ImmutableMatrix
     normal: sp.ImmutableMatrix
     contact_velocity: sp.ImmutableMatrix
-
-
-def _vec3(value: Any, what: str, problems: list[str]) -> sp.Matrix | None:
-    try:
-        vec = sp.Matrix(value)
-    except (TypeError, ValueError, sp.SympifyError) as exc:
-        problems.append(f"{what} must be a 3-vector, got {type(value).__name__}: {exc}")
-        return None
-    if vec.shape not in ((3, 1), (1, 3)):
-        problems.append(f"{what} must have 3 components, got shape {vec.shape}")
-        return None
-    return vec.reshape(3, 1)
 
 
 def knife_edge(mb: Any, body: Any, point: Any, direction: Any, *, name: str,
@@ -122,8 +112,8 @@ def knife_edge(mb: Any, body: Any, point: Any, direction: Any, *, name: str,
     ('blade_lateral',)
     """
     problems: list[str] = []
-    r_p = _vec3(point, f"knife_edge {name!r}: point", problems)
-    d_bar = _vec3(direction, f"knife_edge {name!r}: direction", problems)
+    r_p = as_vec3(point, f"knife_edge {name!r}: point", problems)
+    d_bar = as_vec3(direction, f"knife_edge {name!r}: direction", problems)
     if d_bar is not None and all(sp.sympify(c).is_zero for c in d_bar):
         problems.append(f"knife_edge {name!r}: direction must be a non-zero body-frame vector, got {list(d_bar)}")
     if orientation is None:
@@ -135,10 +125,9 @@ def knife_edge(mb: Any, body: Any, point: Any, direction: Any, *, name: str,
         rot = sp.Matrix(orientation)
         if rot.shape != (3, 3):
             problems.append(f"knife_edge {name!r}: orientation must be 3x3, got shape {rot.shape}")
-    if not isinstance(name, str) or not name:
-        problems.append(f"knife_edge: name must be a non-empty string, got {name!r}")
+    check_name(name, "knife_edge", problems)
     if problems or r_p is None or d_bar is None or rot is None:
-        raise ModelError("cannot add the knife-edge contact:\n  - " + "\n  - ".join(problems))
+        raise contact_error("knife-edge", problems)
 
     d = rot * d_bar                                   # blade direction, global frame
     e = sp.Matrix([-d[1], d[0], 0])                   # n × d with n = e_z

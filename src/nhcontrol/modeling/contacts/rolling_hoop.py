@@ -49,6 +49,8 @@ import sympy as sp
 from nhcontrol._util.errors import ModelError
 from nhcontrol.modeling.rotations import rot_x, rot_y, rot_z
 
+from ._checks import as_vec3, check_coordinate, check_name, contact_error
+
 __all__ = ["RollingHoopContact", "rolling_hoop", "wheel_frame_axes"]
 
 WheelAxis = Literal["x", "y", "z"]
@@ -121,25 +123,6 @@ def _elemental_rotation(axis: str, angle: sp.Expr) -> sp.Matrix:
     return {"x": rot_x, "y": rot_y, "z": rot_z}[axis](angle)
 
 
-def _as_vec3(value: Any, what: str, problems: list[str]) -> sp.Matrix | None:
-    try:
-        vec = sp.Matrix(value)
-    except (TypeError, ValueError, sp.SympifyError) as exc:
-        problems.append(f"{what} must be a 3-vector expression, got {type(value).__name__}: {exc}")
-        return None
-    if vec.shape not in ((3, 1), (1, 3)):
-        problems.append(f"{what} must have 3 components, got shape {vec.shape}")
-        return None
-    return vec.reshape(3, 1)
-
-
-def _is_coordinate(mb: Any, sym: Any) -> bool:
-    coords = getattr(mb, "coordinates", None)
-    if coords is None:
-        return True  # cannot check; MultibodySystem.validate() will
-    return any(sym == c for c in coords)
-
-
 def rolling_hoop(mb: Any, wheel_body: Any, center: Any, orientation: Any, radius: Any,
                  xi: sp.Symbol, *, name: str, axis: WheelAxis = "y") -> RollingHoopContact:
     """Add a hoop rolling without slipping on the ground plane ``z = 0`` to ``mb``.
@@ -193,7 +176,7 @@ def rolling_hoop(mb: Any, wheel_body: Any, center: Any, orientation: Any, radius
     if axis not in _RADIUS_AXIS:
         problems.append(f"wheel axis must be one of 'x', 'y', 'z', got {axis!r} "
                         "(the thesis' wheels spin about their body Y axis: axis='y')")
-    r_g = _as_vec3(center, f"rolling_hoop {name!r}: center", problems)
+    r_g = as_vec3(center, f"rolling_hoop {name!r}: center", problems)
     try:
         rot = sp.Matrix(orientation)
         if rot.shape != (3, 3):
@@ -201,13 +184,10 @@ def rolling_hoop(mb: Any, wheel_body: Any, center: Any, orientation: Any, radius
     except (TypeError, ValueError, sp.SympifyError) as exc:
         problems.append(f"rolling_hoop {name!r}: orientation must be a 3x3 matrix: {exc}")
         rot = None
-    if not isinstance(xi, sp.Symbol) or not _is_coordinate(mb, xi):
-        problems.append(f"rolling_hoop {name!r}: xi must be one of the system's coordinates "
-                        f"(add it with mb.add_coordinates), got {xi!r}")
-    if not isinstance(name, str) or not name:
-        problems.append(f"rolling_hoop: name must be a non-empty string, got {name!r}")
+    check_coordinate(mb, xi, f"rolling_hoop {name!r}: xi", problems)
+    check_name(name, "rolling_hoop", problems)
     if problems or r_g is None or rot is None:
-        raise ModelError("cannot add the rolling hoop contact:\n  - " + "\n  - ".join(problems))
+        raise contact_error("rolling hoop", problems)
 
     rho = sp.sympify(radius)
     _, k_rad = wheel_frame_axes(axis)

@@ -50,6 +50,8 @@ import sympy as sp
 from nhcontrol._util.errors import ModelError
 from nhcontrol.modeling.simplify import cheap_trig
 
+from ._checks import as_vec3, check_name, contact_error
+
 __all__ = ["SphereOnPlaneContact", "sphere_on_moving_plane"]
 
 #: Tolerance of the numeric consistency checks at random points (geometry, Z component).
@@ -82,18 +84,6 @@ class SphereOnPlaneContact:
     contact_point: sp.ImmutableMatrix
     relative_velocity: sp.ImmutableMatrix
     plate_orientation: sp.ImmutableMatrix
-
-
-def _vec3(value: Any, what: str, problems: list[str]) -> sp.Matrix | None:
-    try:
-        vec = sp.Matrix(value)
-    except (TypeError, ValueError, sp.SympifyError) as exc:
-        problems.append(f"{what} must be a 3-vector, got {type(value).__name__}: {exc}")
-        return None
-    if vec.shape not in ((3, 1), (1, 3)):
-        problems.append(f"{what} must have 3 components, got shape {vec.shape}")
-        return None
-    return vec.reshape(3, 1)
 
 
 def _random_values(symbols: set[sp.Symbol], seed: int) -> dict[sp.Symbol, sp.Float]:
@@ -180,11 +170,10 @@ def sphere_on_moving_plane(mb: Any, ball_body: Any, *, radius: Any, plate_orient
     :math:`\\dot y_C - R\\dot\\theta\\sin\\psi\\cos\\varphi + R\\dot\\varphi\\cos\\psi`.
     """
     problems: list[str] = []
-    if not isinstance(name, str) or not name:
-        problems.append(f"sphere_on_moving_plane: name must be a non-empty string, got {name!r}")
+    if not check_name(name, "sphere_on_moving_plane", problems):
         name = "roll"
-    r_c_bar = _vec3(contact_point_plate, f"sphere_on_moving_plane {name!r}: contact_point_plate", problems)
-    r_o = _vec3(plate_origin, f"sphere_on_moving_plane {name!r}: plate_origin", problems)
+    r_c_bar = as_vec3(contact_point_plate, f"sphere_on_moving_plane {name!r}: contact_point_plate", problems)
+    r_o = as_vec3(plate_origin, f"sphere_on_moving_plane {name!r}: plate_origin", problems)
     R2 = None
     try:
         R2 = sp.Matrix(plate_orientation)
@@ -218,7 +207,7 @@ def sphere_on_moving_plane(mb: Any, ball_body: Any, *, radius: Any, plate_orient
                 f"r_C + R_2 [0, 0, R]^T (Eq. (8.48)); it differs by up to {gap:.3g} at random points. "
                 f"Place the body at plate_origin + plate_orientation * (contact_point_plate + [0, 0, radius])")
     if problems:
-        raise ModelError("cannot add the sphere-on-moving-plane contact:\n  - " + "\n  - ".join(problems))
+        raise contact_error("sphere-on-moving-plane", problems)
 
     # Eq. (8.53): velocity of the material point of the sphere at C (global components)
     v_c31 = sp.Matrix(mb.point_velocity(ball_body, r_c))
