@@ -108,3 +108,15 @@ def test_cse_temporaries_defined_before_use(modules):
             if re.fullmatch(r"t\d+", m.group(1)):
                 assert m.group(1) not in seen
                 seen.add(m.group(1))
+
+
+def test_one_point_results_are_read_only(modules):
+    """Every output of every one-point function is read-only and cannot be made writeable."""
+    name, on, _, _, _ = modules
+    rng = np.random.default_rng(3)
+    for fname in FUNCS:
+        out = getattr(on, fname + "_s")(*[v.tolist() for v in _args(on.META, fname, rng)])
+        for o in out:
+            assert not o.flags.writeable
+            with pytest.raises(ValueError, match="WRITEABLE"):
+                o.flags.writeable = True

@@ -27,7 +27,7 @@ from ..modeling.graph import ExprGraph
 from .derivatives import ARG_PREFIX, FunctionSpec
 
 #: Bumped whenever the generated code changes (part of the cache key).
-GENERATOR_VERSION = "nhcontrol-codegen-8"
+GENERATOR_VERSION = "nhcontrol-codegen-9"
 
 
 class _NamedMixin:
@@ -300,8 +300,9 @@ def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_o
     for oi, fi, e in entries:
         per_out[oi][fi] = e
     # scalar variant: all outputs are views of one flat buffer, filled by one indexed
-    # assignment of the non-zero entries; an output equal to a block of an earlier one (Cx and
-    # B are blocks of D) is a view of that block
+    # assignment of the non-zero entries and then made read-only (so the views are read-only
+    # and cannot be made writeable); an output equal to a block of an earlier one (Cx and B
+    # are blocks of D) is a view of that block
     rets = []
     out_s: list[str] = []
     flat: list[str] = []          # printed entries of the buffer (zeros included)
@@ -312,31 +313,32 @@ def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_o
         vshp = "(N, " + ", ".join(str(s) for s in shape) + ")"
         var = f"o_{oname}"
         rets.append(var)
-        if size == 0 or not per_out[oi]:
-            out_s.append(f"    {var} = _zeros({shp})")
-            lines_v.append(f"    {var} = _zeros({vshp})")
-            continue
         items = [sprint(per_out[oi][fi]) if fi in per_out[oi] else "0.0" for fi in range(size)]
-        at = _find_block(starts, items)
+        at = _find_block(starts, items) if size else 0
+        if size == 0 or not per_out[oi]:
+            lines_v.append(f"    {var} = _zeros({vshp})")
         if at is None:
             at = len(flat)
             flat.extend(items)
             starts.append((at, items))
         out_s.append(f"    {var} = _o[{at}:{at + size}].reshape({shp})")
+        if size == 0 or not per_out[oi]:
+            continue
         lines_v.append(f"    {var} = _zeros((N, {size}))")
         for fi, e in per_out[oi].items():
             lines_v.append(f"    {var}[:, {fi}] = {vprint(e)}")
         lines_v.append(f"    {var} = {var}.reshape({vshp})")
     consts = ""
-    if flat:
-        nz = [i for i, it in enumerate(flat) if it != "0.0"]
-        if len(nz) == len(flat):
-            lines_s.append(f"    _o = _array([{', '.join(flat)}], dtype=_f64)")
-        else:
+    nz = [i for i, it in enumerate(flat) if it != "0.0"]
+    if flat and len(nz) == len(flat):
+        lines_s.append(f"    _o = _array([{', '.join(flat)}], dtype=_f64)")
+    else:
+        lines_s.append(f"    _o = _zeros({len(flat)})")
+        if nz:
             idx = f"_NZ_{spec.name}"
             consts = f"{idx} = numpy.array([{', '.join(map(str, nz))}], dtype=numpy.intp)\n\n\n"
-            lines_s.append(f"    _o = _zeros({len(flat)})")
             lines_s.append(f"    _o[{idx}] = ({', '.join(flat[i] for i in nz)},)")
+    lines_s.append("    _o.flags.writeable = False")
     lines_s += out_s
     lines_s.append(f"    return ({', '.join(rets)},)")
     lines_v.append(f"    return ({', '.join(rets)},)")

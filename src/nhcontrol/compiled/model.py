@@ -158,18 +158,22 @@ class CompiledModel:
         self._argnames = {"x": "x", "xd": "xd", "xdd": "xdd", "a": "a", "v": "v", "lam": "lam",
                           "u": "u", "p": "p"}
         self._zeros = {g: _ro(np.zeros(sz)) for g, sz in self._sizes.items()}
+        # defaults as Python lists for the one-point fast path (never mutated by the kernels)
+        self._lists0 = {g: (self._p0 if g == "p" else z).tolist() for g, z in self._zeros.items()}
         funcs = list(DIRECT_KERNELS) + list(_FUNC_ARGS)
         self._fs = {nm: getattr(module, nm + "_s") for nm in funcs}
         self._fv = {nm: getattr(module, nm + "_v") for nm in funcs}
         # kernel -> (function, argument groups, positions of the kernel's own arguments, output index)
-        self._routes: dict[str, tuple[str, tuple[str, ...], tuple[int, ...], int]] = {}
+        self._routes: dict[str, tuple[str, tuple[str, ...], tuple[int, ...] | None, int]] = {}
         for name, sig in KERNEL_SIGNATURES.items():
             if name in DIRECT_KERNELS:
-                self._routes[name] = (name, sig, tuple(range(len(sig))), 0)
+                self._routes[name] = (name, sig, None, 0)  # pos None: arguments in order
                 continue
             fn, amap, field = ROUTES[name]
             groups = _FUNC_ARGS[fn]
             pos = tuple(groups.index(amap[a]) if a in amap else groups.index(a) for a in sig)
+            if pos == tuple(range(len(groups))):
+                pos = None
             self._routes[name] = (fn, groups, pos, _FUNC_FIELDS[fn].index(field))
         object.__setattr__(self, "_frozen", True)
 
@@ -202,6 +206,20 @@ class CompiledModel:
     def _eval(self, fname: str, groups: tuple[str, ...], values: tuple,
               labels: tuple[str, ...] | None = None, display: str | None = None) -> tuple:
         shown = display or fname
+        # fast path for one point: every argument None or a float64 vector of the right length
+        lists: list | None = []
+        sizes, lists0 = self._sizes, self._lists0
+        for g, val in zip(groups, values):
+            if val is None:
+                lists.append(lists0[g])
+            elif type(val) is np.ndarray and val.ndim == 1 and val.dtype == np.float64 \
+                    and val.shape[0] == sizes[g]:
+                lists.append(val.tolist())
+            else:
+                lists = None
+                break
+        if lists is not None:
+            return self._call_scalar(fname, lists, shown)
         arrs = []
         N = -1
         for i, (g, val) in enumerate(zip(groups, values)):
@@ -226,15 +244,13 @@ class CompiledModel:
             arrs.append(a)
         try:
             if N < 0:
-                lists = [a.tolist() for a in arrs]
-                if not math.isfinite(sum(sum(li) for li in lists)):
-                    raise ModelError(f"{shown}: the arguments of model {self.name!r} contain NaN or inf")
-                out = self._fs[fname](*lists)
+                out = self._call_scalar(fname, [a.tolist() for a in arrs], shown)
             else:
                 arrs2 = [a if a.ndim == 2 else a[None, :] for a in arrs]
                 with np.errstate(all="ignore"):
                     out = self._fv[fname](*arrs2, N)
                 for o in out:
+                    o.flags.writeable = False
                     if not np.isfinite(o).all():
                         bad = np.argwhere(~np.isfinite(o))[0]
                         raise ModelError(f"{shown} of model {self.name!r} is not finite at point "
@@ -245,13 +261,27 @@ class CompiledModel:
                 raise
             raise ModelError(f"{shown} of model {self.name!r} cannot be evaluated at this point "
                              f"({type(exc).__name__}: {exc}); the point is outside the model's domain") from exc
-        for o in out:
-            o.flags.writeable = False
         return out
+
+    def _call_scalar(self, fname: str, lists: list, shown: str) -> tuple:
+        """The one-point function on argument lists (finiteness of the arguments checked).
+
+        The generated one-point functions return views of one buffer that they made
+        read-only (codegen), so the results need no further protection.
+        """
+        if not math.isfinite(sum(map(sum, lists))):
+            # a sum can overflow to inf with finite entries: decide entry by entry
+            if not all(math.isfinite(v) for li in lists for v in li):
+                raise ModelError(f"{shown}: the arguments of model {self.name!r} contain NaN or inf")
+        try:
+            return self._fs[fname](*lists)
+        except (ZeroDivisionError, ValueError, OverflowError) as exc:
+            raise ModelError(f"{shown} of model {self.name!r} cannot be evaluated at this point "
+                             f"({type(exc).__name__}: {exc}); the point is outside the model's domain") from exc
 
     def _kernel(self, name: str, *values: Any) -> Array:
         fn, groups, pos, out_index = self._routes[name]
-        if len(groups) == len(values) and pos == tuple(range(len(values))):
+        if pos is None:
             return self._eval(fn, groups, values, None, name)[out_index]
         lst: list = [None] * len(groups)
         labels = list(groups)
