@@ -2,10 +2,11 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from nhcontrol._util.errors import ModelError
-from nhcontrol.modeling import check_parameters, override_parameters
+from nhcontrol.modeling import check_parameters, override_parameters, parameter_values
 
 DEFAULTS = {"m": 1.0, "a": -0.2, "k": 0.0}
 
@@ -55,3 +56,40 @@ def test_override_parameters_checks_only_overrides():
     with pytest.raises(ModelError, match=r"^toy needs m > 0; got m=0 \(not positive\)$"):
         override_parameters(DEFAULTS, {"m": 0}, model="toy", requirement="toy needs m > 0",
                             positive=("m",))
+
+
+class _Model:
+    """Duck-typed compiled model: ``parameters`` and ``param_vector``."""
+
+    parameters = {"m": 1.0, "a": -0.2}
+
+    def param_vector(self, **overrides):
+        unknown = set(overrides) - set(self.parameters)
+        if unknown:
+            raise ModelError(f"unknown parameter(s) {sorted(unknown)}")
+        return np.array([float(overrides.get(k, v)) for k, v in self.parameters.items()])
+
+
+def test_parameter_values_defaults_overrides_vector():
+    model = _Model()
+    pvec, vals = parameter_values(model)
+    np.testing.assert_array_equal(pvec, [1.0, -0.2])
+    assert vals == {"m": 1.0, "a": -0.2} and list(vals) == ["m", "a"]
+    pvec, vals = parameter_values(model, {"a": 0.5})
+    np.testing.assert_array_equal(pvec, [1.0, 0.5])
+    assert vals == {"m": 1.0, "a": 0.5}
+    pvec, vals = parameter_values(model, [2, 3])
+    assert pvec.dtype == np.float64 and vals == {"m": 2.0, "a": 3.0}
+    with pytest.raises(ModelError, match=r"unknown parameter\(s\) \['q'\]"):
+        parameter_values(model, {"q": 1.0})
+
+
+@pytest.mark.parametrize("p, match", [
+    ([1.0], r"^parameter vector p must have shape \(2,\) \(order \['m', 'a'\]\), got \(1,\); build it with "
+            r"model.param_vector\(\*\*overrides\)$"),
+    ([[1.0, 2.0]], r"must have shape \(2,\).*got \(1, 2\)"),
+    (["x", 1.0], r"parameter vector p must be a real numeric array, got list"),
+])
+def test_parameter_values_bad_vector(p, match):
+    with pytest.raises(ModelError, match=match):
+        parameter_values(_Model(), p)

@@ -4,7 +4,7 @@ See ``docs/dev/contracts.md`` section 1 and ``docs/theory/newton_euler.md``.
 """
 
 from .equations import EquationsOfMotion, derive_equations
-from .parameters import check_parameters, override_parameters
+from .parameters import check_parameters, override_parameters, parameter_values
 from .rotations import (PROPER_EULER_SEQUENCES, SEQUENCES, TAIT_BRYAN_SEQUENCES, euler_rotation,
                         rot_x, rot_y, rot_z)
 from .simplify import cheap_trig
@@ -13,4 +13,5 @@ from . import contacts  # noqa: E402  (contact helpers, one module each)
 
 __all__ = ["MultibodySystem", "Body", "Constraint", "Load", "EquationsOfMotion", "derive_equations",
            "rot_x", "rot_y", "rot_z", "euler_rotation", "SEQUENCES", "PROPER_EULER_SEQUENCES",
-           "TAIT_BRYAN_SEQUENCES", "cheap_trig", "check_parameters", "override_parameters", "contacts"]
+           "TAIT_BRYAN_SEQUENCES", "cheap_trig", "check_parameters", "override_parameters",
+           "parameter_values", "contacts"]

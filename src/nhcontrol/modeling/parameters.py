@@ -5,7 +5,8 @@ Every builder of :mod:`nhcontrol.models` takes default values of its symbolic pa
 of overrides of a table of defaults (e.g. Table 4.1 of the thesis for the bicycle). The two
 functions here turn those values into floats and collect *all* problems into one
 :class:`~nhcontrol._util.errors.ModelError` whose message says which names are unknown
-(with the valid names), which values are bad and why.
+(with the valid names), which values are bad and why. :func:`parameter_values` resolves the
+``p`` argument (vector, overrides or defaults) of the models' reference-motion functions.
 """
 
 from __future__ import annotations
@@ -14,9 +15,13 @@ import math
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from nhcontrol._util.errors import ModelError
+import numpy as np
+from numpy.typing import NDArray
 
-__all__ = ["check_parameters", "override_parameters"]
+from nhcontrol._util.errors import ModelError
+from nhcontrol._util.validation import as_float_array
+
+__all__ = ["check_parameters", "override_parameters", "parameter_values"]
 
 
 def _problem(key: str, val: Any, *, positive: Collection[str],
@@ -119,3 +124,40 @@ def override_parameters(defaults: Mapping[str, float], overrides: Mapping[str, A
     values.update(check_parameters(overrides, requirement=requirement, positive=positive,
                                    nonnegative=nonnegative))
     return values
+
+
+def parameter_values(model: Any, p: Any = None) -> tuple[NDArray[np.float64], dict[str, float]]:
+    """Parameter vector and name -> value mapping of a compiled model for an argument ``p``.
+
+    Parameters
+    ----------
+    model : CompiledModel
+        Anything with ``parameters`` (name -> default, in the model's order) and
+        ``param_vector(**overrides)``.
+    p : (k,) array_like or Mapping[str, float] or None
+        Full parameter vector in the order of ``model.parameters``, or overrides of the
+        defaults (passed to ``model.param_vector``), or ``None`` for the defaults.
+
+    Returns
+    -------
+    pvec : (k,) ndarray
+        The parameter vector.
+    values : dict[str, float]
+        The same values by name, in the order of ``model.parameters``.
+
+    Raises
+    ------
+    ModelError
+        If a vector ``p`` is not numeric or has not the shape ``(k,)``.
+    """
+    names = list(model.parameters)
+    if p is None:
+        pvec = np.array([model.parameters[k] for k in names], dtype=float)
+    elif isinstance(p, Mapping):
+        pvec = np.asarray(model.param_vector(**p), dtype=float)
+    else:
+        pvec = as_float_array(p, "parameter vector p", error=ModelError)
+        if pvec.shape != (len(names),):
+            raise ModelError(f"parameter vector p must have shape ({len(names)},) (order {names}), got "
+                             f"{pvec.shape}; build it with model.param_vector(**overrides)")
+    return pvec, dict(zip(names, pvec.tolist()))

@@ -56,8 +56,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import LinearSystemError, ModelError, ReferenceMotionError
 from nhcontrol._util.validation import as_float_array, readonly
-from nhcontrol.modeling import (MultibodySystem, check_parameters, contacts, override_parameters, rot_x,
-                                rot_y, rot_z)
+from nhcontrol.modeling import (MultibodySystem, check_parameters, contacts, override_parameters,
+                                parameter_values, rot_x, rot_y, rot_z)
 
 __all__ = [
     "COORDINATES", "INPUTS", "DEFAULTS", "PARTITION_8_72", "LTV_STATES", "REDUCED_STATES",
@@ -157,14 +157,7 @@ def _param_values(cm: Any, p: ArrayLike | Mapping[str, float] | None) -> tuple[N
         raise ModelError(f"expected the ball-plate model (coordinates {list(COORDINATES)}, inputs "
                          f"{list(INPUTS)}), got {getattr(cm, 'name', '?')!r} with coordinates "
                          f"{list(getattr(cm, 'coordinates', ()))}; use nhcontrol.models.ball_plate.model()")
-    names = list(cm.parameters)
-    if p is None:
-        pvec = np.array([cm.parameters[k] for k in names], dtype=float)
-    elif isinstance(p, Mapping):
-        pvec = np.asarray(cm.param_vector(**p), dtype=float)
-    else:
-        pvec = as_float_array(p, "parameter vector p", shape=(len(names),), error=ModelError)
-    return pvec, dict(zip(names, pvec.tolist()))
+    return parameter_values(cm, p)
 
 
 # ---------------------------------------------------------------------------- reference

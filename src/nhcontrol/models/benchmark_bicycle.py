@@ -47,7 +47,8 @@ import sympy as sp
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
-from nhcontrol.modeling import MultibodySystem, contacts, override_parameters, rot_x, rot_y, rot_z
+from nhcontrol.modeling import (MultibodySystem, contacts, override_parameters, parameter_values, rot_x,
+                                rot_y, rot_z)
 
 if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
@@ -268,16 +269,7 @@ def model(**parameter_overrides: float) -> "CompiledModel":
 
 
 def _parameter_values(cm: Any, p: ArrayLike | Mapping[str, float] | None) -> dict[str, float]:
-    names = list(cm.parameters)
-    if p is None:
-        return {k: float(v) for k, v in cm.parameters.items()}
-    if isinstance(p, Mapping):
-        return {k: float(v) for k, v in zip(names, cm.param_vector(**p))}
-    vec = np.asarray(p, dtype=float)
-    if vec.shape != (len(names),):
-        raise ModelError(f"parameter vector p must have shape ({len(names)},) (order {names}), got {vec.shape}; "
-                         "build it with cm.param_vector(**overrides)")
-    return dict(zip(names, vec.tolist()))
+    return parameter_values(cm, p)[1]
 
 
 def _require_bicycle(cm: Any) -> None:

@@ -33,7 +33,8 @@ import sympy as sp
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
-from nhcontrol.modeling import MultibodySystem, check_parameters, contacts, rot_x, rot_y, rot_z
+from nhcontrol.modeling import (MultibodySystem, check_parameters, contacts, parameter_values, rot_x,
+                                rot_y, rot_z)
 
 if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
@@ -222,17 +223,7 @@ def upright_rolling(model: "CompiledModel", v: float,
         raise ReferenceMotionError(f"forward speed v must be a real number in m/s, got {v!r}") from exc
     if not math.isfinite(speed):
         raise ReferenceMotionError(f"forward speed v must be finite, got {v!r}")
-    names = list(model.parameters)
-    if p is None:
-        pvec = np.array([model.parameters[k] for k in names], dtype=float)
-    elif isinstance(p, Mapping):
-        pvec = np.asarray(model.param_vector(**p), dtype=float)
-    else:
-        pvec = np.asarray(p, dtype=float)
-        if pvec.shape != (len(names),):
-            raise ModelError(f"parameter vector p must have shape ({len(names)},) (order {names}), got "
-                             f"{pvec.shape}")
-    vals = dict(zip(names, pvec.tolist()))
+    pvec, vals = parameter_values(model, p)
     cnames = list(model.holonomic_names) + list(model.nonholonomic_names)
     lam0 = np.zeros(len(cnames))
     lam0[cnames.index("P_z")] = -vals["m"] * vals["g"]

@@ -40,7 +40,7 @@ import sympy as sp
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
-from nhcontrol.modeling import MultibodySystem, check_parameters, contacts, rot_z
+from nhcontrol.modeling import MultibodySystem, check_parameters, contacts, parameter_values, rot_z
 
 if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
@@ -114,16 +114,7 @@ def model(m: float = 1.0, I_zz: float = 0.05, a: float = -0.2) -> "CompiledModel
 
 
 def _pvec(model: "CompiledModel", p: ArrayLike | Mapping[str, float] | None) -> NDArray[np.float64]:
-    names = list(model.parameters)
-    if p is None:
-        return np.array([model.parameters[k] for k in names], dtype=float)
-    if isinstance(p, Mapping):
-        return np.asarray(model.param_vector(**p), dtype=float)
-    pvec = np.asarray(p, dtype=float)
-    if pvec.shape != (len(names),):
-        raise ModelError(f"parameter vector p must have shape ({len(names)},) (order {names}), got "
-                         f"{pvec.shape}")
-    return pvec
+    return parameter_values(model, p)[0]
 
 
 def _speed(v: Any) -> float:

@@ -35,7 +35,7 @@ import sympy as sp
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError
-from nhcontrol.modeling import MultibodySystem, contacts, override_parameters
+from nhcontrol.modeling import MultibodySystem, contacts, override_parameters, parameter_values
 
 from . import benchmark_bicycle as _bb
 
@@ -139,13 +139,7 @@ def steady_forward(model: Any, v: float, p: ArrayLike | Mapping[str, float] | No
     if tuple(model.coordinates) != COORDINATES:
         raise ModelError(f"expected the toroidal bicycle with coordinates {list(COORDINATES)}, got "
                          f"{list(model.coordinates)}; use nhcontrol.models.toroidal_bicycle.model()")
-    if isinstance(p, Mapping):
-        pvec = model.param_vector(**p)
-    elif p is None:
-        pvec = model.param_vector()
-    else:
-        pvec = np.asarray(p, dtype=float)
-    vals = dict(zip(model.parameters, pvec.tolist()))
+    pvec, vals = parameter_values(model, p)
     speed = float(v)
     return Reference.from_functions(
         model,
