@@ -178,9 +178,9 @@ def test_suggest_partition_unknown_prefer(slr, slr_ref):
         suggest_partition(slr, slr_ref, prefer=["q"])
 
 
-def test_suggest_partition_redundant_constraints():
-    """Two identical holonomic constraints: Cx has rank 1 < m = 2; the error gives the singular
-    values and the tolerance."""
+def _twice_constrained_point():
+    """Point mass on the unit circle given twice (C = [c, 2c], rank Cx = 1 < m = 2) and a
+    reference at rest at (0.6, -0.8)."""
     x, y = sp.symbols("x y")
     cm = ToyModel("twice", [x, y], list(sp.symbols("x_d y_d")), [], [sp.Symbol("L")],
                   {"L": 1.0}, sp.eye(2), [0, 0], [x**2 + y**2 - 1, 2 * (x**2 + y**2 - 1)], [])
@@ -188,6 +188,13 @@ def test_suggest_partition_redundant_constraints():
     ref = ToyReference(lambda t: np.array([0.6, -0.8]), lambda t: np.zeros(2),
                        lambda t: np.zeros(2), lambda t: np.zeros(2), lambda t: np.zeros(0),
                        True, np.array([1.0]))
+    return cm, ref
+
+
+def test_suggest_partition_redundant_constraints():
+    """Two identical holonomic constraints: Cx has rank 1 < m = 2; the error gives the singular
+    values and the tolerance."""
+    cm, ref = _twice_constrained_point()
     with pytest.raises(PartitionError, match=r"rank 1 < 2 .*singular values \[.*\], tolerance"):
         suggest_partition(cm, ref)
 
@@ -207,13 +214,7 @@ def test_names_must_be_a_sequence():
 def test_singular_with_no_valid_suggestion():
     """Redundant constraints: the check fails AND no partition can be suggested; the message
     says both."""
-    x, y = sp.symbols("x y")
-    cm = ToyModel("twice", [x, y], list(sp.symbols("x_d y_d")), [], [sp.Symbol("L")],
-                  {"L": 1.0}, sp.eye(2), [0, 0], [x**2 + y**2 - 1, 2 * (x**2 + y**2 - 1)], [])
-    from test_linearize_third_toys import ToyReference
-    ref = ToyReference(lambda t: np.array([0.6, -0.8]), lambda t: np.zeros(2),
-                       lambda t: np.zeros(2), lambda t: np.zeros(2), lambda t: np.zeros(0),
-                       True, np.array([1.0]))
+    cm, ref = _twice_constrained_point()
     with pytest.raises(PartitionError, match="(?s)D_dd.*no valid partition could be suggested"):
         Partition([], [], ["x", "y"]).check(cm, ref)
 

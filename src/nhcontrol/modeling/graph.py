@@ -290,15 +290,8 @@ class ExprGraph:
         nodes = [s for s in expr.free_symbols if s in self.defs]
         if not nodes:
             return expr
-        # collect the cone, then expand in definition order (memoised)
-        stack, cone = list(nodes), set(nodes)
-        while stack:
-            w = stack.pop()
-            for c in self.nodes_in[w]:
-                if c not in cone:
-                    cone.add(c)
-                    stack.append(c)
-        for w in sorted(cone, key=self.index.__getitem__):
+        # expand the cone in definition order (memoised)
+        for w in self.cone(nodes):
             if w not in self._expanded:
                 e = self.defs[w]
                 self._expanded[w] = e.xreplace({c: self._expanded[c] for c in self.nodes_in[w]})
