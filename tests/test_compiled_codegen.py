@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pytest
 
+from nhcontrol._util.errors import ModelError
 from nhcontrol.compiled import cache
 from nhcontrol.compiled.model import generate_source
 from nhcontrol.modeling import examples
@@ -120,3 +121,40 @@ def test_one_point_results_are_read_only(modules):
             assert not o.flags.writeable
             with pytest.raises(ValueError, match="WRITEABLE"):
                 o.flags.writeable = True
+
+
+@pytest.fixture(scope="module")
+def sleigh():
+    return examples.sleigh().compile(cache=False)
+
+
+def test_one_point_fast_path_equals_general_path(sleigh):
+    """float64 vectors (fast path) and lists / int arrays (general path): identical results."""
+    x = np.array([0.3, -0.2, 0.7])
+    xd = np.array([1.0, 0.5, -0.4])
+    for fast, general in ((sleigh.M(x), sleigh.M(x.tolist())),
+                          (sleigh.Q(x, xd), sleigh.Q(x.tolist(), xd.tolist())),
+                          (sleigh.D(np.array([1, 2, 3])), sleigh.D(np.array([1.0, 2.0, 3.0])))):
+        np.testing.assert_array_equal(fast, general)
+        assert not fast.flags.writeable and not general.flags.writeable
+    t_fast = sleigh.linearization_terms(x, xd, xd, np.ones(sleigh.m + sleigh.l))
+    t_gen = sleigh.linearization_terms(list(x), list(xd), list(xd), [1.0] * (sleigh.m + sleigh.l))
+    for a, b in zip(t_fast.__dict__.values(), t_gen.__dict__.values()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_one_point_fast_path_errors(sleigh):
+    """The fast path checks shapes and finiteness like the general path."""
+    with pytest.raises(ModelError, match=r"x of model 'sleigh' must have shape \(3,\) or \(N, 3\), got \(2,\)"):
+        sleigh.M(np.zeros(2))
+    with pytest.raises(ModelError, match=r"M: the arguments of model 'sleigh' contain NaN or inf"):
+        sleigh.M(np.array([np.nan, 0.0, 0.0]))
+    with pytest.raises(ModelError, match=r"contain NaN or inf"):
+        sleigh.Q(np.zeros(3), np.array([0.0, np.inf, 0.0]))
+
+
+def test_finite_check_does_not_trip_on_overflowing_sum(sleigh):
+    """Entries 1e308 are finite although their sum overflows: no false NaN/inf error."""
+    x = np.array([1e308, 1e308, 0.0])
+    M = sleigh.M(x)
+    np.testing.assert_array_equal(M, sleigh.M(np.zeros(3)))  # M depends on theta only (0 in both)
