@@ -27,7 +27,7 @@ from ..modeling.graph import ExprGraph
 from .derivatives import ARG_PREFIX, FunctionSpec
 
 #: Bumped whenever the generated code changes (part of the cache key).
-GENERATOR_VERSION = "nhcontrol-codegen-9"
+GENERATOR_VERSION = "nhcontrol-codegen-10"
 
 
 class _NamedMixin:
@@ -117,10 +117,13 @@ class FastPrinter:
         if e is sp.pi:
             return f"{self.mod}.pi"
         if e.is_Add:
-            out = []
-            for i, a in enumerate(e.args):
-                neg, body = self._signed(a)
-                out.append(("-" if neg else "") + body if i == 0 else (" - " if neg else " + ") + body)
+            terms = [self._signed(a) for a in e.args]
+            if terms[0][0] and not terms[1][0]:
+                # -a + b + ... printed as b - a + ...: the same IEEE sum (addition commutes,
+                # negation is exact), one unary minus less
+                terms[0], terms[1] = terms[1], terms[0]
+            out = [("-" if terms[0][0] else "") + terms[0][1]]
+            out += [(" - " if neg else " + ") + body for neg, body in terms[1:]]
             return "(" + "".join(out) + ")"
         if e.is_Mul:
             neg, body = self._signed(e, False)
