@@ -11,8 +11,9 @@ from .simplify import cheap_trig
 from .system import Body, Constraint, Load, MultibodySystem
 from . import contacts  # noqa: E402  (contact helpers, one module each)
 from . import hydraulics  # noqa: E402  (lumped-fluid components, thesis Sect. 7.1.1)
+from .joints import add_joint_spring_damper  # noqa: E402
 
 __all__ = ["MultibodySystem", "Body", "Constraint", "Load", "EquationsOfMotion", "derive_equations",
            "rot_x", "rot_y", "rot_z", "euler_rotation", "SEQUENCES", "PROPER_EULER_SEQUENCES",
            "TAIT_BRYAN_SEQUENCES", "cheap_trig", "check_parameters", "override_parameters",
-           "parameter_values", "contacts", "hydraulics"]
+           "parameter_values", "contacts", "hydraulics", "add_joint_spring_damper"]

@@ -175,7 +175,8 @@ def build(**parameter_overrides: float) -> MultibodySystem:
 
 
 def add_frame_and_wheels(mb: MultibodySystem, coords: tuple, p: Mapping[str, sp.Symbol],
-                         wheel_inertia: tuple[sp.Matrix, sp.Matrix] | None = None) -> dict[str, Any]:
+                         wheel_inertia: tuple[sp.Matrix, sp.Matrix] | None = None,
+                         suspension: tuple[Any, Any] = (0, 0)) -> dict[str, Any]:
     """Add the four bodies of the benchmark (B, H, R, F) and gravity to ``mb``.
 
     Shared by the hoop-wheel benchmark and the toroidal-wheel bicycle
@@ -191,6 +192,11 @@ def add_frame_and_wheels(mb: MultibodySystem, coords: tuple, p: Mapping[str, sp.
         Parameter symbols by name (:data:`PARAMETERS`; ``rho_R``, ``rho_F`` are the wheel radii).
     wheel_inertia : pair of (3, 3) sympy Matrix, optional
         Body-frame inertia tensors of the rear and front wheels; Table 4.1 values when None.
+    suspension : pair of sympy expressions, optional
+        Prismatic suspension travels ``(s_R, s_F)`` [m]: the rear wheel centre moves by
+        ``s_R`` along the frame's ``Z_B`` axis and the front one by ``s_F`` along the steer
+        axis ``Z_H`` (a telescopic fork); zero (rigid) by default
+        (:mod:`nhcontrol.models.escooter`).
 
     Returns
     -------
@@ -232,9 +238,10 @@ def add_frame_and_wheels(mb: MultibodySystem, coords: tuple, p: Mapping[str, sp.
     e = (2 * z_B - rho_F - c * sp.sin(2 * nu) - rho_F * sp.cos(2 * nu)) / (2 * cn)  # (4.138)
     r_GB = sp.Matrix([x_b, y_b, z_b])
     r_I = r_GB + R_B * sp.Matrix([x_I, 0, 0])
-    r_GR = r_GB + R_B * sp.Matrix([-x_B, 0, rho_R - z_B])
+    s_R, s_F = suspension
+    r_GR = r_GB + R_B * sp.Matrix([-x_B, 0, rho_R - z_B + s_R])
     r_GH = r_I + R_H * sp.Matrix([a, 0, -b])
-    r_GF = r_I + R_H * sp.Matrix([d, 0, -e])
+    r_GF = r_I + R_H * sp.Matrix([d, 0, -e + s_F])
 
     body_B = mb.add_body("B", mass=p["m_B"], inertia=I_B, position=r_GB, orientation=R_B)
     body_H = mb.add_body("H", mass=p["m_H"], inertia=I_H, position=r_GH, orientation=R_H)

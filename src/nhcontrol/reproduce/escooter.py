@@ -1,0 +1,248 @@
+"""``nhcontrol reproduce e-scooter``: the e-scooter with toroidal wheels and suspensions (Sect. 5.6).
+
+The minimal 14 × 14 Jacobian of the steady forward motion (third numerical procedure,
+partition :data:`nhcontrol.models.escooter.PARTITION`) is identified as
+``J(v) = J0 + v J1 + v² J2`` from three speeds (checked at a fourth, residual reported).
+Structurally zero eigenvalues are split off; the self-stable speed ranges are found by
+Brent's method on the spectral abscissa (:func:`nhcontrol.analysis.critical_points`).
+
+Reduction check: hoop wheels and Table 4.1 (``BENCHMARK_PARAMETERS``), suspensions present,
+against the benchmark bicycle (:mod:`nhcontrol.models.benchmark_bicycle`, an independent
+model) and Meijaard et al.'s ``v_w, v_c``. Trends of thesis Ch. 9 in ``"trends"``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import linearize as _lin
+from ..analysis import critical_points, structural_zeros
+from ..models import benchmark_bicycle as bb
+from ..models import escooter as es
+from .bicycle_benchmark import jacobian_polynomial
+from .toroidal_bicycle import MEIJAARD_VC, MEIJAARD_VW
+
+__all__ = ["run", "summary", "speed_polynomial", "stable_ranges", "spectrum"]
+
+V_MAX = 15.0
+SPEEDS = np.round(np.linspace(0.5, V_MAX, 30), 10)
+REDUCTION_SPEEDS = (1.0, 3.0, 5.0, 7.0)
+#: Suspension pairs: eigenvalues with |Im| above this [rad/s] (lean-steer modes stay below).
+SUSPENSION_IMAG = 15.0
+
+
+def speed_polynomial(cm: Any, p: np.ndarray, partition: dict) -> tuple[tuple[np.ndarray, ...], float]:
+    """``(J0, J1, J2)`` of ``J(v)`` and the relative residual of the fit at ``v = 7.3``."""
+    part = _lin.Partition.from_dict(partition)
+
+    def J(v: float) -> np.ndarray:
+        return np.asarray(_lin.linearize(cm, es.steady_forward(cm, v, p=p), part).A)
+
+    poly = jacobian_polynomial(J, speeds=(0.0, 2.0, 4.0))
+    Jt = J(7.3)
+    res = float(np.max(np.abs(poly[0] + 7.3 * poly[1] + 7.3**2 * poly[2] - Jt)) / np.max(np.abs(Jt)))
+    return poly, res
+
+
+def _block(poly: tuple[np.ndarray, ...]):
+    J0, J1, J2 = poly
+    keep = structural_zeros(J0 + 3.1 * J1 + 3.1**2 * J2).keep
+    return lambda v: (J0 + v * J1 + v * v * J2)[np.ix_(keep, keep)]
+
+
+def spectrum(poly: tuple[np.ndarray, ...], speeds: Any) -> np.ndarray:
+    """Non-trivial eigenvalues at each speed, sorted by real part: ``(len(speeds), k)``."""
+    block = _block(poly)
+    out = [np.linalg.eigvals(block(v)) for v in speeds]
+    return np.array([ev[np.lexsort((ev.imag, ev.real))] for ev in out])
+
+
+def stable_ranges(poly: tuple[np.ndarray, ...], v_max: float = V_MAX) -> list[list[float]]:
+    """Self-stable speed intervals ``[v_lo, v_hi]`` in ``(0, v_max]`` (Brent-refined ends)."""
+    block = _block(poly)
+    grid = np.linspace(0.05, v_max, 120)
+    cps = critical_points(block, grid, coalescences=False)
+    stable0 = np.max(np.linalg.eigvals(block(grid[0])).real) < 0
+    ranges, lo = [], (grid[0] if stable0 else None)
+    for c in cps:
+        if c.direction == "stabilizing":
+            lo = c.value
+        elif c.direction == "destabilizing" and lo is not None:
+            ranges.append([float(lo), float(c.value)])
+            lo = None
+    if lo is not None:
+        ranges.append([float(lo), float(v_max)])
+    return ranges
+
+
+def _case(cm: Any, partition: dict, **kw: float) -> dict[str, Any]:
+    poly, res = speed_polynomial(cm, cm.param_vector(**kw), partition)
+    ranges = stable_ranges(poly)
+    ev = spectrum(poly, SPEEDS)
+    return {"parameters": kw, "stable_speed_ranges": ranges,
+            "stable_width": float(sum(b - a for a, b in ranges)),
+            "max_real_part": float(np.max(ev.real)), "polynomial_residual": res,
+            "_poly": poly}
+
+
+def reduction(cm: Any) -> dict[str, Any]:
+    """Hoop wheels + Table 4.1 + suspensions vs the benchmark bicycle and Meijaard's speeds."""
+    p = cm.param_vector(**es.BENCHMARK_PARAMETERS)
+    poly, _ = speed_polynomial(cm, p, es.PARTITION)
+    bcm = bb.model()
+    part = _lin.Partition.from_dict(bb.PARTITION_4_172)
+    rows, worst = [], 0.0
+    for v in REDUCTION_SPEEDS:
+        ev = spectrum(poly, [v])[0]
+        lat = ev[np.abs(ev.imag) < SUSPENSION_IMAG]        # lean-steer modes
+        Jb = np.asarray(_lin.linearize(bcm, bb.steady_forward(bcm, v), part).A)
+        eb = np.linalg.eigvals(Jb)
+        eb = eb[np.abs(eb) > 1e-6 * np.max(np.abs(eb))]
+        lat, eb = np.sort_complex(lat), np.sort_complex(eb)
+        if lat.shape != eb.shape:
+            raise RuntimeError(f"reduction: {lat.size} lean-steer eigenvalues vs {eb.size} of the bicycle")
+        worst = max(worst, float(np.max(np.abs(lat - eb) / np.abs(eb))))
+        rows.append({"v": v, "eigenvalues": [[float(z.real), float(z.imag)] for z in lat],
+                     "benchmark_eigenvalues": [[float(z.real), float(z.imag)] for z in eb]})
+    ranges = stable_ranges(poly, v_max=10.0)
+    vw, vc = ranges[0]
+    names = [k for k in bb.PARAMETERS]
+    return {"parameters": {k: es.BENCHMARK_PARAMETERS[k] for k in names},
+            "suspension": {k: es.BENCHMARK_PARAMETERS[k] for k in ("k_R", "c_R", "k_F", "c_F")},
+            "wheels": "hoops (mu = sigma = 0)", "speeds": list(REDUCTION_SPEEDS), "eigenvalues": rows,
+            "v_w": vw, "v_c": vc,
+            "v_w_rel_error_vs_meijaard": abs(vw - MEIJAARD_VW) / MEIJAARD_VW,
+            "v_c_rel_error_vs_meijaard": abs(vc - MEIJAARD_VC) / MEIJAARD_VC,
+            "max_rel_diff_vs_benchmark_model": worst}
+
+
+def _handlebar(factor: float) -> dict[str, float]:
+    return {k: es.PARAMETERS[k] * factor for k in ("I_Hxx", "I_Hyy", "I_Hzz", "I_Hxz")}
+
+
+HOOPS = {"mu_R": 0.0, "mu_F": 0.0, "sigma_R": 0.0, "sigma_F": 0.0}
+#: Handlebar inertia scale of the "reduced" case (chosen).
+REDUCED_HANDLEBAR = 0.1
+
+
+def _abscissa_min(case: dict[str, Any]) -> float:
+    ev = spectrum(case["_poly"], np.linspace(0.05, V_MAX, 300))
+    return float(np.min(np.max(ev.real, axis=1)))
+
+
+def run(*, out: Path | None = None, quick: bool = False) -> dict:
+    """Reduction check, nominal spectrum vs speed, and the Ch. 9 trends."""
+    cm = es.model()
+    P = es.PARTITION
+    red = reduction(cm)
+    nominal = _case(cm, P)
+    ev = spectrum(nominal["_poly"], SPEEDS)
+    # suspension pairs: the eigenvalues with |Im| >= SUSPENSION_IMAG at every speed
+    pairs = [e[np.abs(e.imag) >= SUSPENSION_IMAG] for e in ev]
+    n_pairs = {p.size for p in pairs}
+    real_spread = (float(np.max(np.ptp(np.array([np.sort(p.real) for p in pairs]), axis=0)))
+                   if len(n_pairs) == 1 else float("inf"))
+    reduced_hoop = _case(cm, P, **_handlebar(REDUCED_HANDLEBAR), **HOOPS)
+    reduced_torus = _case(cm, P, **_handlebar(REDUCED_HANDLEBAR))
+    sigmas = [1.0, 0.7, 0.4] if quick else [1.0, 0.85, 0.7, 0.55, 0.4]
+    sig_cases = [_case(cm, P, sigma_R=s, sigma_F=s) for s in sigmas]
+    nus = [es.PARAMETERS["nu"], 0.32, 0.4] if quick else [es.PARAMETERS["nu"], 0.3, 0.34, 0.38, 0.42, 0.46]
+    nu_cases = [_case(cm, P, nu=n) for n in nus]
+    nu_low = [_case(cm, P, nu=n) for n in (0.1, 0.2)]
+    sig_abs = [_abscissa_min(c) for c in sig_cases]
+    trends = {
+        "nominal_completely_unstable": bool(not nominal["stable_speed_ranges"] and _abscissa_min(nominal) > 0),
+        "reduced_handlebar_inertia_opens_stable_range": bool(reduced_hoop["stable_width"] > 0),
+        "toroidal_wheels_close_it": bool(reduced_torus["stable_width"] == 0.0
+                                          and _abscissa_min(reduced_torus) > 0),
+        "smaller_ellipse_ratio_more_stable": bool(np.all(np.diff(sig_abs) < 0)),
+        "steer_axis_tilt_no_help": bool(all(c["stable_width"] == 0.0 for c in nu_cases)),
+        "suspension_real_parts_speed_independent": bool(real_spread < 1e-9),
+    }
+    def clean(c: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in c.items() if not k.startswith("_")}
+    result = {
+        "reduction_max_rel_diff": max(red["max_rel_diff_vs_benchmark_model"],
+                                      red["v_w_rel_error_vs_meijaard"], red["v_c_rel_error_vs_meijaard"]),
+        "reduction": red,
+        "parameters": dict(es.PARAMETERS),
+        "speeds": [float(v) for v in SPEEDS],
+        "eigenvalues": [[[float(z.real), float(z.imag)] for z in e] for e in ev],
+        "stable_speed_ranges": nominal["stable_speed_ranges"],
+        "polynomial_residual": nominal["polynomial_residual"],
+        "suspension_pairs_real_part_spread": real_spread,
+        "trends": trends,
+        "trend_cases": {
+            "reduced_handlebar_hoops": clean(reduced_hoop), "reduced_handlebar_toroidal": clean(reduced_torus),
+            "sigma": [clean(c) | {"min_spectral_abscissa": a} for c, a in zip(sig_cases, sig_abs)],
+            "steer_tilt_increased": [clean(c) for c in nu_cases],
+            "steer_tilt_decreased": [clean(c) for c in nu_low],
+        },
+    }
+    if out is not None:
+        _plot(result, {"nominal": nominal, "reduced_hoop": reduced_hoop, "reduced_torus": reduced_torus,
+                       "sigma": sig_cases}, Path(out))
+    return result
+
+
+def _plot(result: dict, cases: dict[str, Any], out: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    vs = np.linspace(0.05, V_MAX, 300)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, key, title in ((axes[0], "nominal", "nominal e-scooter (toroidal wheels)"),
+                           (axes[1], "reduced_hoop", f"handlebar inertia × {REDUCED_HANDLEBAR}, hoop wheels")):
+        ev = spectrum(cases[key]["_poly"], vs)
+        ax.plot(vs, ev.real, "k.", ms=1.5)
+        ax.plot(vs, np.abs(ev.imag), ".", color="tab:blue", ms=1.0)
+        ax.plot([], [], "k.", label="Re λ")
+        ax.plot([], [], ".", color="tab:blue", label="|Im λ|")
+        for a, b in cases[key]["stable_speed_ranges"]:
+            ax.axvspan(a, b, color="tab:green", alpha=0.2, label="self-stable")
+        ax.axhline(0.0, color="grey", lw=0.5)
+        ax.set_ylim(-15, 35)
+        ax.set_xlabel("forward speed v [m/s]")
+        ax.set_ylabel("eigenvalue [1/s]")
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "escooter_eigenvalues.png", dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, label in (("reduced_hoop", "hoops"), ("reduced_torus", "toroidal (nominal tyres)")):
+        ev = spectrum(cases[key]["_poly"], vs)
+        ax.plot(vs, np.max(ev.real, axis=1), label=f"handlebar × {REDUCED_HANDLEBAR}, {label}")
+    for c in cases["sigma"]:
+        ev = spectrum(c["_poly"], vs)
+        ax.plot(vs, np.max(ev.real, axis=1), "--", lw=1, label=f"nominal, σ = {c['parameters']['sigma_R']}")
+    ax.axhline(0.0, color="grey", lw=0.5)
+    ax.set_ylim(-3, 3)
+    ax.set_xlabel("forward speed v [m/s]")
+    ax.set_ylabel("spectral abscissa max Re λ [1/s]")
+    ax.set_title("e-scooter trends (thesis Ch. 9)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "escooter_trends.png", dpi=120)
+    plt.close(fig)
+
+
+def summary(result: dict) -> str:
+    """Human-readable report of :func:`run`."""
+    red = result["reduction"]
+    lines = [
+        "E-scooter with toroidal wheels and suspensions (Sect. 5.6, derived here)",
+        f"  reduction (hoops, Table 4.1, suspensions on): max rel. diff {result['reduction_max_rel_diff']:.2e}"
+        f"  v_w = {red['v_w']:.12f}, v_c = {red['v_c']:.12f} m/s",
+        f"  nominal stable speed ranges: {result['stable_speed_ranges'] or 'none (completely unstable)'}",
+        f"  suspension pairs: real-part spread over speed {result['suspension_pairs_real_part_spread']:.1e} 1/s",
+        "  Ch. 9 trends:",
+    ]
+    lines += [f"    {k}: {v}" for k, v in result["trends"].items()]
+    return "\n".join(lines)
