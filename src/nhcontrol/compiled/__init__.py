@@ -6,7 +6,7 @@ See ``docs/theory/newton_euler.md`` for the kernel table and the cache.
 from .cache import default_cache_dir
 from .codegen import GENERATOR_VERSION
 from .model import (KERNEL_ARGS, LINEARIZATION_FIELDS, CompiledModel, DynamicsTerms, LinearizationTerms,
-                    compile_system, generate_source)
+                    compile_system, generate_source, load_compiled)
 
-__all__ = ["CompiledModel", "LinearizationTerms", "DynamicsTerms", "compile_system", "generate_source",
+__all__ = ["CompiledModel", "LinearizationTerms", "DynamicsTerms", "compile_system", "generate_source", "load_compiled",
            "default_cache_dir", "KERNEL_ARGS", "LINEARIZATION_FIELDS", "GENERATOR_VERSION"]

@@ -91,6 +91,7 @@ def module_from_source(source: str, key: str) -> ModuleType:
     """Execute generated ``source`` in a fresh module (no disk)."""
     module = ModuleType(f"_nhcontrol_kernels_{key[:24]}_mem")
     exec(compile(source, f"<nhcontrol kernels {key[:12]}>", "exec"), module.__dict__)
+    module.__nhcontrol_source__ = source
     return module
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
 import time
+import weakref
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -407,9 +410,114 @@ class CompiledModel:
         """``∂C/∂u`` (m, k)."""
         return self._kernel("dC_du", x, u, p)
 
+    def kernel_source(self) -> str:
+        """The generated Python kernel module's source text (what the cache key stands for)."""
+        src = getattr(self._mod, "__nhcontrol_source__", None)
+        if src is None and self.source_path is not None:
+            try:
+                src = Path(self.source_path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise CacheError(f"cannot read the kernel module {self.source_path} of model "
+                                 f"{self.name!r} to pickle it ({exc}); recompile the model") from exc
+        if src is None:  # pragma: no cover - every module is created with its source
+            raise CacheError(f"the kernel source of model {self.name!r} is not available; recompile it")
+        return src
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # A model pickles by its cache key plus the generated *Python* kernel source and its
+        # sha256: the receiving process reuses the model it already has for that key, else the
+        # disk cache, else the carried source (hash-checked) - never a SymPy re-derivation.
+        src = self.kernel_source()
+        return (load_compiled, (self.model_hash, src, hashlib.sha256(src.encode("utf-8")).hexdigest()))
+
     def __repr__(self) -> str:
         return (f"CompiledModel({self.name!r}, n={self.n}, m={self.m}, l={self.l}, k={self.ninputs}, "
                 f"hash={self.model_hash[:12]}, from_cache={self.from_cache})")
+
+
+#: Per-process registry: cache key -> CompiledModel (weak, so unused models are freed).
+_REGISTRY: "weakref.WeakValueDictionary[str, CompiledModel]" = weakref.WeakValueDictionary()
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _register(cm: CompiledModel) -> CompiledModel:
+    with _REGISTRY_LOCK:
+        have = _REGISTRY.get(cm.model_hash)
+        if have is not None:
+            return have
+        _REGISTRY[cm.model_hash] = cm
+        return cm
+
+
+def _registered(cm: CompiledModel) -> CompiledModel:
+    """Record ``cm`` for unpickling in this process (unless a model with its key is alive); return ``cm``."""
+    _register(cm)
+    return cm
+
+
+def load_compiled(key: str, source: str | None = None, sha256: str | None = None, *,
+                  cache_dir: str | Path | None = None) -> CompiledModel:
+    """Reload a :class:`CompiledModel` from its cache key (the target of unpickling).
+
+    Parameters
+    ----------
+    key : str
+        :attr:`CompiledModel.model_hash`.
+    source, sha256 : str, optional
+        The generated Python kernel module and the sha256 hex digest of its UTF-8 text, as
+        a pickled model carries them.
+    cache_dir : path-like, optional
+        Kernel cache directory (default ``$NHCONTROL_CACHE_DIR`` or ``~/.cache/nhcontrol``).
+
+    Returns
+    -------
+    CompiledModel
+        In order of preference: the model with this key already alive in this process
+        (the same object), the disk cache, or ``source`` after its hash is checked (it is then
+        written to the cache for the next process).
+
+    Raises
+    ------
+    CacheError
+        When the source does not match its sha256 or its own key, or when neither the cache
+        nor a source is available.
+    """
+    with _REGISTRY_LOCK:
+        have = _REGISTRY.get(key)
+    if have is not None:
+        return have
+    t0 = time.perf_counter()
+    path = _cache.cache_path(key, cache_dir)
+    if path.exists():
+        try:
+            module = _cache.load_module(path, key)
+            if module.META.get("key") == key:
+                return _register(CompiledModel(module, module.META, from_cache=True, source_path=path,
+                                               build_time=time.perf_counter() - t0))
+        except (CacheError, AttributeError, KeyError):
+            pass  # fall through to the carried source
+    if source is None:
+        raise CacheError(f"no compiled model with key {key[:12]}... in this process or in the kernel "
+                         f"cache {path.parent}; compile the model again (system.compile())")
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
+    if sha256 is None or digest != sha256:
+        raise CacheError(f"the kernel source carried for model key {key[:12]}... fails its integrity "
+                         f"check (sha256 {digest[:12]}... != {str(sha256)[:12]}...); it is not executed. "
+                         "Recompile the model and pickle it again")
+    module = None
+    if _cache.write_atomic(path, source, quiet=True):
+        try:
+            module = _cache.load_module(path, key)
+        except CacheError:
+            module = None
+    if module is None:
+        module = _cache.module_from_source(source, key)
+        path = None
+    if module.META.get("key") != key:
+        raise CacheError(f"the kernel source carried for key {key[:12]}... belongs to key "
+                         f"{str(module.META.get('key'))[:12]}...; it is not used")
+    return _register(CompiledModel(module, module.META, from_cache=True, source_path=path,
+                                   build_time=time.perf_counter() - t0))
 
 
 def _meta(mb: "MultibodySystem", key: str) -> dict:
@@ -459,8 +567,8 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
             module = _cache.load_module(path, key)
             meta = module.META
             if meta.get("key") == key:
-                return CompiledModel(module, meta, from_cache=True, source_path=path,
-                                     build_time=time.perf_counter() - t0)
+                return _registered(CompiledModel(module, meta, from_cache=True, source_path=path,
+                                                 build_time=time.perf_counter() - t0))
             warnings.warn(f"kernel cache file {path} does not match its key; regenerating",
                           RuntimeWarning, stacklevel=2)
         except (CacheError, AttributeError, KeyError) as exc:
@@ -475,9 +583,9 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
     if module is None:
         module = _cache.module_from_source(source, key)
         path = None
-    return CompiledModel(module, module.META, from_cache=False, source_path=path,
-                         build_time=time.perf_counter() - t0)
+    return _registered(CompiledModel(module, module.META, from_cache=False, source_path=path,
+                                     build_time=time.perf_counter() - t0))
 
 
-__all__ = ["CompiledModel", "LinearizationTerms", "DynamicsTerms", "compile_system", "generate_source",
+__all__ = ["CompiledModel", "load_compiled", "LinearizationTerms", "DynamicsTerms", "compile_system", "generate_source",
            "KERNEL_ARGS", "LINEARIZATION_FIELDS"]

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -428,7 +428,7 @@ def steady_forward(model: "CompiledModel", v: float,
     >>> ref.check(cm, [0.0, 0.5, 1.0]).max_dynamics < 1e-12   # doctest: +SKIP
     True
     """
-    from nhcontrol.reference import Reference
+    from nhcontrol.reference import Reference, StateComponent
 
     _require_bicycle(model)
     try:
@@ -441,17 +441,6 @@ def steady_forward(model: "CompiledModel", v: float,
     pvec = np.array([vals[k] for k in model.parameters])
     lam0 = steady_forward_multipliers(model, pvec)
 
-    def x_fun(t):
-        return steady_forward_state(speed, t, vals)[0]
-
-    def xd_fun(t):
-        return steady_forward_state(speed, t, vals)[1]
-
-    def xdd_fun(t):
-        return steady_forward_state(speed, t, vals)[2]
-
-    def lam_fun(t):
-        tt = np.asarray(t, dtype=float)
-        return lam0.copy() if tt.ndim == 0 else np.tile(lam0, (tt.shape[0], 1))
-
-    return Reference.from_functions(model, x_fun, xd_fun, xdd_fun, lam=lam_fun, p=pvec, steady=True)
+    state = partial(steady_forward_state, speed, values=dict(vals))   # picklable (no closures)
+    return Reference.from_functions(model, StateComponent(state, 0), StateComponent(state, 1),
+                                    StateComponent(state, 2), lam=lam0, p=pvec, steady=True)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -211,7 +211,7 @@ def upright_rolling(model: "CompiledModel", v: float,
     ReferenceMotionError
         If ``v`` is not finite.
     """
-    from nhcontrol.reference import Reference
+    from nhcontrol.reference import Reference, StateComponent
 
     if tuple(model.coordinates) != COORDINATES:
         raise ModelError(f"expected a rolling-wheel model with coordinates {list(COORDINATES)}, got "
@@ -228,13 +228,7 @@ def upright_rolling(model: "CompiledModel", v: float,
     lam0 = np.zeros(len(cnames))
     lam0[cnames.index("P_z")] = -vals["m"] * vals["g"]
 
-    def lam_fun(t):
-        tt = np.asarray(t, dtype=float)
-        return lam0.copy() if tt.ndim == 0 else np.tile(lam0, (tt.shape[0], 1))
-
+    state = partial(upright_rolling_state, speed, r=vals["r"])   # picklable (no closures)
     return Reference.from_functions(
-        model,
-        lambda t: upright_rolling_state(speed, t, vals["r"])[0],
-        lambda t: upright_rolling_state(speed, t, vals["r"])[1],
-        lambda t: upright_rolling_state(speed, t, vals["r"])[2],
-        lam=lam_fun, p=pvec, steady=True)
+        model, StateComponent(state, 0), StateComponent(state, 1), StateComponent(state, 2),
+        lam=lam0, p=pvec, steady=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -168,7 +168,7 @@ def straight_motion(model: "CompiledModel", v: float,
     ReferenceMotionError
         If ``v`` is not finite.
     """
-    from nhcontrol.reference import Reference
+    from nhcontrol.reference import Reference, StateComponent
 
     if tuple(model.coordinates) != COORDINATES or getattr(model, "name", "") != "chaplygin_sleigh":
         raise ModelError(f"expected the Chaplygin sleigh with coordinates {list(COORDINATES)}, got "
@@ -177,16 +177,10 @@ def straight_motion(model: "CompiledModel", v: float,
     pvec = _pvec(model, p)
     nc = model.m + model.l
 
-    def lam_fun(t):
-        tt = np.asarray(t, dtype=float)
-        return np.zeros(nc) if tt.ndim == 0 else np.zeros((tt.shape[0], nc))
-
+    state = partial(straight_motion_state, speed)   # picklable (no closures)
     return Reference.from_functions(
-        model,
-        lambda t: straight_motion_state(speed, t)[0],
-        lambda t: straight_motion_state(speed, t)[1],
-        lambda t: straight_motion_state(speed, t)[2],
-        lam=lam_fun, p=pvec, steady=True)
+        model, StateComponent(state, 0), StateComponent(state, 1), StateComponent(state, 2),
+        lam=np.zeros(nc), p=pvec, steady=True)
 
 
 # =========================================================================== skateboard
@@ -347,7 +341,7 @@ def skateboard_turn(model: "CompiledModel", v: float, u0: float = 0.0,
     ReferenceMotionError
         If ``v`` or ``u0`` is not finite or ``|u0| >= pi/2``.
     """
-    from nhcontrol.reference import Reference
+    from nhcontrol.reference import Reference, StateComponent
 
     if getattr(model, "name", "") != "skateboard" or tuple(model.coordinates) != COORDINATES:
         raise ModelError(f"expected the skateboard model (coordinates {list(COORDINATES)}, input 'u'), got "
@@ -366,13 +360,7 @@ def skateboard_turn(model: "CompiledModel", v: float, u0: float = 0.0,
     w = speed * math.tan(steer) / vals["r"]
     period = None if w == 0 else 2 * math.pi / abs(w)
 
-    def lam_fun(t):
-        tt = np.asarray(t, dtype=float)
-        return lam0.copy() if tt.ndim == 0 else np.tile(lam0, (tt.shape[0], 1))
-
+    state = partial(skateboard_turn_state, speed, steer, r=vals["r"])   # picklable (no closures)
     return Reference.from_functions(
-        model,
-        lambda t: skateboard_turn_state(speed, steer, t, vals["r"])[0],
-        lambda t: skateboard_turn_state(speed, steer, t, vals["r"])[1],
-        lambda t: skateboard_turn_state(speed, steer, t, vals["r"])[2],
-        u=np.array([steer]), lam=lam_fun, p=pvec, steady=period is None, period=period)
+        model, StateComponent(state, 0), StateComponent(state, 1), StateComponent(state, 2),
+        u=np.array([steer]), lam=lam0, p=pvec, steady=period is None, period=period)

@@ -27,7 +27,7 @@ Eqs. (4.189)-(4.190) (``wheel_inertia="torus"``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, Literal
 
 import numpy as np
@@ -134,16 +134,14 @@ def steady_forward(model: Any, v: float, p: ArrayLike | Mapping[str, float] | No
     The multipliers come from inverse dynamics, Eq. (2.112), which also checks that the motion
     is dynamically admissible for the given aspect ratios.
     """
-    from nhcontrol.reference import Reference
+    from nhcontrol.reference import Reference, StateComponent
 
     if tuple(model.coordinates) != COORDINATES:
         raise ModelError(f"expected the toroidal bicycle with coordinates {list(COORDINATES)}, got "
                          f"{list(model.coordinates)}; use nhcontrol.models.toroidal_bicycle.model()")
     pvec, vals = parameter_values(model, p)
     speed = float(v)
+    state = partial(steady_forward_state, speed, values=dict(vals))   # picklable (no closures)
     return Reference.from_functions(
-        model,
-        lambda t: steady_forward_state(speed, t, vals)[0],
-        lambda t: steady_forward_state(speed, t, vals)[1],
-        lambda t: steady_forward_state(speed, t, vals)[2],
+        model, StateComponent(state, 0), StateComponent(state, 1), StateComponent(state, 2),
         p=pvec, steady=True)

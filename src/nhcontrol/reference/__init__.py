@@ -8,7 +8,7 @@ equations of motion as a :class:`ResidualReport`.
 
 from .inverse import (INVERSE_DYNAMICS_TOL, InverseDynamicsResult, RankDeficiencyWarning,
                       inverse_dynamics)
-from .reference import CHECK_TOL, Reference, ReferenceSamples
+from .reference import CHECK_TOL, Reference, ReferenceSamples, StateComponent
 from .residuals import ResidualReport
 
 __all__ = [
@@ -20,4 +20,5 @@ __all__ = [
     "inverse_dynamics",
     "INVERSE_DYNAMICS_TOL",
     "CHECK_TOL",
+    "StateComponent",
 ]

@@ -50,12 +50,68 @@ class ReferenceSamples:
     u: NDArray[np.float64]
 
 
-def _constant(value: NDArray[np.float64]) -> _TimeFn:
-    value = np.array(value, dtype=float)
+class StateComponent:
+    """``t -> fn(t)[index]``: one of the arrays of a closed-form motion, as a picklable function.
 
-    def f(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.broadcast_to(value, (tt.shape[0], value.shape[0])).copy()
-    return f
+    Closed-form references return ``(x, ẋ, ẍ)`` from one function of time; a
+    :class:`Reference` built from ``StateComponent(f, 0)``, ``StateComponent(f, 1)`` and
+    ``StateComponent(f, 2)`` pickles whenever ``f`` does (a module-level function or a
+    :func:`functools.partial` of one), unlike a lambda or a local function.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(t)`` returning a sequence of arrays.
+    index : int
+        Which of them.
+    """
+
+    def __init__(self, fn: Any, index: int) -> None:
+        self.fn, self.index = fn, int(index)
+
+    def __call__(self, t: Any) -> Any:
+        return self.fn(t)[self.index]
+
+    def __repr__(self) -> str:
+        return f"StateComponent({self.fn!r}, {self.index})"
+
+
+class _Constant:
+    """``t -> value`` for every time (picklable)."""
+
+    def __init__(self, value: NDArray[np.float64]) -> None:
+        self.value = np.array(value, dtype=float)
+
+    def __call__(self, tt: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.broadcast_to(self.value, (tt.shape[0], self.value.shape[0])).copy()
+
+
+def _constant(value: NDArray[np.float64]) -> _TimeFn:
+    return _Constant(value)
+
+
+class _Vectorized:
+    """A user function of time as ``(N,) -> (N, d)`` (picklable when the user function is)."""
+
+    def __init__(self, f: Any, d: int, what: str, vectorised: bool) -> None:
+        self.f, self.d, self.what, self.vectorised = f, d, what, vectorised
+
+    def scalar_call(self, ti: float) -> NDArray[np.float64]:
+        try:
+            val = np.asarray(self.f(float(ti)), dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ReferenceMotionError(f"{self.what}(t) failed at t = {ti:.6g}: {exc}") from exc
+        if val.size != self.d:
+            raise ReferenceMotionError(f"{self.what}(t) must return {self.d} values, got shape {val.shape} "
+                                       f"at t = {ti:.6g}")
+        return val.reshape(self.d)
+
+    def __call__(self, tt: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self.vectorised:
+            return np.asarray(self.f(tt), dtype=float).reshape(tt.shape[0], self.d)
+        if tt.shape[0] == 0:
+            return np.zeros((0, self.d))
+        return np.stack([self.scalar_call(ti) for ti in tt])
 
 
 def _vectorize(f: Any, d: int, what: str, probe: NDArray[np.float64]) -> _TimeFn:
@@ -72,34 +128,69 @@ def _vectorize(f: Any, d: int, what: str, probe: NDArray[np.float64]) -> _TimeFn
             raise ReferenceMotionError(f"{what} must be a callable of t or a constant array of "
                                        f"shape ({d},), got shape {arr.shape}")
         return _constant(check_finite(arr, what, error=ReferenceMotionError))
-
-    def scalar_call(ti: float) -> NDArray[np.float64]:
-        try:
-            val = np.asarray(f(float(ti)), dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise ReferenceMotionError(f"{what}(t) failed at t = {ti:.6g}: {exc}") from exc
-        if val.size != d:
-            raise ReferenceMotionError(f"{what}(t) must return {d} values, got shape {val.shape} "
-                                       f"at t = {ti:.6g}")
-        return val.reshape(d)
-
-    rows = np.stack([scalar_call(ti) for ti in probe])
+    g = _Vectorized(f, d, what, False)
+    rows = np.stack([g.scalar_call(ti) for ti in probe])
     vectorised = False
     try:
         out = np.asarray(f(probe.copy()), dtype=float)
         vectorised = out.shape == (probe.size, d) and np.allclose(out, rows, rtol=1e-12, atol=1e-14)
-    except Exception:  # noqa: BLE001 - a scalar-only user function, use the loop below
+    except Exception:  # noqa: BLE001 - a scalar-only user function, use the loop
         vectorised = False
-
-    if vectorised:
-        def g(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-            return np.asarray(f(tt), dtype=float).reshape(tt.shape[0], d)
-    else:
-        def g(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-            if tt.shape[0] == 0:
-                return np.zeros((0, d))
-            return np.stack([scalar_call(ti) for ti in tt])
+    g.vectorised = bool(vectorised)
     return g
+
+
+class _InverseLam:
+    """``Λ0(t)`` by inverse dynamics, Eq. (2.112), at the requested times (picklable)."""
+
+    def __init__(self, cm: Any, fx: _TimeFn, fxd: _TimeFn, fxdd: _TimeFn, fu: _TimeFn,
+                 p: NDArray[np.float64], k: int, ml: int, tol: float, check: bool) -> None:
+        self.cm, self.fx, self.fxd, self.fxdd, self.fu = cm, fx, fxd, fxdd, fu
+        self.p, self.k, self.ml, self.tol, self.check = p, k, ml, tol, check
+
+    def __call__(self, tt: NDArray[np.float64]) -> NDArray[np.float64]:
+        U = self.fu(tt) if self.k else None
+        res = inverse_dynamics(self.cm, self.fx(tt), self.fxd(tt), self.fxdd(tt), U, self.p,
+                               tol=self.tol, check=self.check, t=tt)
+        return np.asarray(res.lam).reshape(tt.shape[0], self.ml)
+
+
+class _Affine:
+    """``x0 + ẋ0 t`` (picklable)."""
+
+    def __init__(self, x0: NDArray[np.float64], xd0: NDArray[np.float64]) -> None:
+        self.x0, self.xd0 = np.array(x0, dtype=float), np.array(xd0, dtype=float)
+
+    def __call__(self, tt: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self.x0[None, :] + tt[:, None] * self.xd0[None, :]
+
+
+class _DenseSimulation:
+    """One dense evaluation of a simulation serves x, ẋ, ẍ, Λ and u at the same times."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        self._key: bytes | None = None
+        self._val: Any = None
+
+    def __call__(self, tt: NDArray[np.float64]) -> Any:
+        key = tt.tobytes()
+        if self._key != key:
+            self._key, self._val = key, self.result.evaluate(tt)
+        return self._val
+
+    def __getstate__(self) -> dict:
+        return {"result": self.result, "_key": None, "_val": None}
+
+
+class _Field:
+    """A named field of a :class:`_DenseSimulation` evaluation (picklable)."""
+
+    def __init__(self, dense: _DenseSimulation, name: str) -> None:
+        self.dense, self.name = dense, name
+
+    def __call__(self, tt: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.array(getattr(self.dense(tt), self.name))
 
 
 def _probe_times(t_range: tuple[float, float] | None, period: float | None) -> NDArray[np.float64]:
@@ -301,13 +392,7 @@ class Reference:
                check_dynamics: bool, wrap_t0: float | None = None) -> "Reference":
         ml = ev.m + ev.l
         if flam is None:
-            p = ev.p
-
-            def flam(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-                U = fu(tt) if ev.k else None
-                res = inverse_dynamics(cm, fx(tt), fxd(tt), fxdd(tt), U, p, tol=tol,
-                                       check=check_dynamics, t=tt)
-                return np.asarray(res.lam).reshape(tt.shape[0], ml)
+            flam = _InverseLam(cm, fx, fxd, fxdd, fu, ev.p, ev.k, ml, tol, check_dynamics)
         ref = cls(coordinates=ev.coordinates, inputs=ev.inputs, constraints=ev.constraints,
                   parameters=readonly(np.array(ev.p)), steady=bool(steady), period=period,
                   t_range=t_range, model_name=ev.name, source=source, _fx=fx, _fxd=fxd,
@@ -385,9 +470,7 @@ class Reference:
         X0 = ev.states(x0, "x0")[0]
         XD0 = ev.states(xd0, "xd0")[0]
         U = _constant(np.zeros(ev.k)) if u is None else _vectorize(u, ev.k, "u", np.zeros(3))
-
-        def fx(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-            return X0[None, :] + tt[:, None] * XD0[None, :]
+        fx = _Affine(X0, XD0)
         flam = None if lam is None else _vectorize(lam, ev.m + ev.l, "lam", np.zeros(3))
         return cls._build(cm, ev, fx, _constant(XD0), _constant(np.zeros(ev.n)), flam, U,
                           steady=True, period=None, t_range=_check_range(t_range),
@@ -484,18 +567,14 @@ class Reference:
                                            f"least 6 samples, got {N}; give xd (and xdd) as well")
             spl = make_interp_spline(tt, X, k=5, bc_type="periodic" if periodic else None)
             d1, d2 = spl.derivative(1), spl.derivative(2)
-            fx = lambda s: spl(s)        # noqa: E731
-            fxd = lambda s: d1(s)        # noqa: E731
-            fxdd = lambda s: d2(s)       # noqa: E731
+            fx, fxd, fxdd = spl, d1, d2
         else:
             if XDD is None:
                 XDD = CubicSpline(tt, XD, bc_type=bc if N > 3 or periodic else "natural"
                                   ).derivative()(tt)
             bp = BPoly.from_derivatives(tt, np.stack([X, XD, XDD], axis=1))   # quintic Hermite
             b1, b2 = bp.derivative(1), bp.derivative(2)
-            fx = lambda s: bp(s)         # noqa: E731
-            fxd = lambda s: b1(s)        # noqa: E731
-            fxdd = lambda s: b2(s)       # noqa: E731
+            fx, fxd, fxdd = bp, b1, b2
         fu = (_constant(np.zeros(ev.k)) if u is None or ev.k == 0 else
               _interp(tt, samples(u, ev.k, "u (samples)"), u_interpolation, periodic))
         flam = None
@@ -521,29 +600,8 @@ class Reference:
         ev = ModelEvaluator(cm, result.parameters)
         tr = (float(result.t[0]), float(result.t[-1]))
         if getattr(result, "has_dense_output", False):
-            last: dict[str, Any] = {}
-
-            def at(tt: NDArray[np.float64]) -> Any:
-                # one dense evaluation serves x, xd, xdd, lam and u at the same times
-                key = tt.tobytes()
-                if last.get("key") != key:
-                    last["key"], last["val"] = key, result.evaluate(tt)
-                return last["val"]
-
-            def fx(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-                return np.array(at(tt).x)
-
-            def fxd(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-                return np.array(at(tt).xd)
-
-            def fxdd(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-                return np.array(at(tt).xdd)
-
-            def flam(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-                return np.array(at(tt).lam)
-
-            def fu(tt: NDArray[np.float64]) -> NDArray[np.float64]:
-                return np.array(at(tt).u)
+            dense = _DenseSimulation(result)
+            fx, fxd, fxdd, flam, fu = (_Field(dense, nm) for nm in ("x", "xd", "xdd", "lam", "u"))
             return cls._build(cm, ev, fx, fxd, fxdd, flam, fu, steady=False, period=None,
                               t_range=tr, source="simulation", tol=INVERSE_DYNAMICS_TOL,
                               check_dynamics=False)
@@ -555,21 +613,29 @@ class Reference:
         return ref
 
 
+class _Linear:
+    def __init__(self, t: NDArray[np.float64], y: NDArray[np.float64]) -> None:
+        self.t, self.y = t, y
+
+    def __call__(self, s: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.stack([np.interp(s, self.t, self.y[:, j]) for j in range(self.y.shape[1])], axis=1)
+
+
+class _Previous(_Linear):
+    def __call__(self, s: NDArray[np.float64]) -> NDArray[np.float64]:
+        idx = np.clip(np.searchsorted(self.t, s, side="right") - 1, 0, self.t.shape[0] - 1)
+        return self.y[idx]
+
+
 def _interp(t: NDArray[np.float64], y: NDArray[np.float64], kind: str, periodic: bool) -> _TimeFn:
-    """Vectorised interpolant of samples ``y (N, d)`` at ``t (N,)``."""
+    """Vectorised interpolant of samples ``y (N, d)`` at ``t (N,)`` (picklable)."""
     if kind == "cubic":
         bc = "periodic" if periodic and np.allclose(y[-1], y[0]) else "not-a-knot"
         if t.shape[0] < 4 and bc != "periodic":
             bc = "natural"
-        cs = CubicSpline(t, y, bc_type=bc)
-        return lambda s: cs(s)   # noqa: E731
+        return CubicSpline(t, y, bc_type=bc)
     if kind == "linear":
-        def lin(s: NDArray[np.float64]) -> NDArray[np.float64]:
-            return np.stack([np.interp(s, t, y[:, j]) for j in range(y.shape[1])], axis=1)
-        return lin
+        return _Linear(t, y)
     if kind == "previous":
-        def zoh(s: NDArray[np.float64]) -> NDArray[np.float64]:
-            idx = np.clip(np.searchsorted(t, s, side="right") - 1, 0, t.shape[0] - 1)
-            return y[idx]
-        return zoh
+        return _Previous(t, y)
     raise ReferenceMotionError(f"u_interpolation must be 'cubic', 'linear' or 'previous', got {kind!r}")

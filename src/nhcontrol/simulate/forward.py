@@ -41,6 +41,26 @@ class ConditioningWarning(UserWarning):
     """The saddle-point matrix of Eq. (2.119) became ill conditioned during a simulation."""
 
 
+class _HeldInput:
+    """Input held constant over a segment, vectorised ``(t, X, Xd) -> (N, k)`` (picklable)."""
+
+    def __init__(self, u: NDArray, k: int) -> None:
+        self.u, self.k = np.array(u, dtype=float).reshape(k), k
+
+    def __call__(self, tt: NDArray, X: NDArray, XD: NDArray) -> NDArray:
+        return np.broadcast_to(self.u, (tt.size, self.k)).copy()
+
+
+class _OpenLoopInput:
+    """Open-loop input ``u(t)``, vectorised (picklable when ``u`` is)."""
+
+    def __init__(self, u_of_t: Callable[[float], NDArray], k: int) -> None:
+        self.u_of_t, self.k = u_of_t, k
+
+    def __call__(self, tt: NDArray, X: NDArray, XD: NDArray) -> NDArray:
+        return np.array([self.u_of_t(ti) for ti in tt]).reshape(tt.size, self.k)
+
+
 def _velocity_names(cm: Any) -> tuple[str, ...]:
     vel = tuple(getattr(cm, "velocities", ()) or ())
     if len(vel) != int(cm.n):
@@ -52,8 +72,7 @@ def _as_input_function(u: Any, ev: ModelEvaluator, t0: float) -> Callable[[float
     """Turn ``u`` (None, constant array, callable u(t), Reference) into ``t -> (k,)``."""
     k = ev.k
     if u is None:
-        zero = np.zeros(k)
-        return lambda t: zero
+        return _ConstantInput(np.zeros(k))
     if hasattr(u, "u") and hasattr(u, "sample") and callable(u.u):   # a Reference
         u = u.u
     if callable(u):
@@ -61,13 +80,28 @@ def _as_input_function(u: Any, ev: ModelEvaluator, t0: float) -> Callable[[float
         if probe.shape != (k,):
             raise SolverError(f"u(t) must return {k} inputs {list(ev.inputs)}, got shape "
                               f"{np.shape(u(t0))} at t = {t0:.6g}")
-        return lambda t: np.asarray(u(t), dtype=float).reshape(k)
+        return _UserInput(u, k)
     arr = as_float_array(u, "u (inputs)", error=SolverError).reshape(-1)
     if arr.shape != (k,):
         raise SolverError(f"u (inputs) must have {k} entries {list(ev.inputs)}, got "
                           f"{np.shape(u)}; pass a constant array, a callable u(t) or a Reference")
-    arr = check_finite(arr, "u (inputs)", error=SolverError)
-    return lambda t: arr
+    return _ConstantInput(check_finite(arr, "u (inputs)", error=SolverError))
+
+
+class _ConstantInput:
+    def __init__(self, u: NDArray) -> None:
+        self.u = u
+
+    def __call__(self, t: float) -> NDArray:
+        return self.u
+
+
+class _UserInput:
+    def __init__(self, u: Callable[[float], Any], k: int) -> None:
+        self.u, self.k = u, k
+
+    def __call__(self, t: float) -> NDArray:
+        return np.asarray(self.u(t), dtype=float).reshape(self.k)
 
 
 #: Solvers stepped by hand over the hold intervals (they expose the proposed step ``h_abs``).
@@ -374,9 +408,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         kind, law = seg_law[0]
         if kind == "open":
             ufun = (lambda t, x, xd: none) if k == 0 else (lambda t, x, xd: u_of_t(t))
-
-            def uvec(tt: NDArray, X: NDArray, XD: NDArray) -> NDArray:
-                return np.array([u_of_t(ti) for ti in tt]).reshape(tt.size, k)
+            uvec = _OpenLoopInput(u_of_t, k) if k else _HeldInput(np.zeros(0), 0)
         else:
             def ufun(t: float, x: NDArray, xd: NDArray) -> NDArray:
                 return check_u(law(t, x.copy(), xd.copy()), t)
@@ -421,8 +453,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                 first = sol.proposal if sol.proposal > 0 else None
             nfev += sol.nfev
 
-            def uvec(tt: NDArray, X: NDArray, XD: NDArray, _u: NDArray = uk) -> NDArray:
-                return np.broadcast_to(_u, (tt.size, k)).copy()
+            uvec = _HeldInput(uk, k)
             segments.append((a, float(sol.t[-1]), sol.sol if dense else None, uvec))
             last = j == nseg - 1 or sol.status == 1
             t_out.append(sol.t if last else sol.t[:-1])

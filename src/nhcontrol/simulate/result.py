@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,6 +134,33 @@ class SimulationResult:
         """State names ``coordinates + velocities`` (the order of ``to_response().states``)."""
         return self.coordinates + self.velocities
 
+    # ------------------------------------------------------------------ pickling
+    def __getstate__(self) -> dict[str, Any]:
+        # The fast evaluator is rebuilt from model, parameters and baumgarte on unpickling.
+        # The dense output travels with the input law of each segment (held values and
+        # module-level input functions pickle); a closed-loop law that cannot be pickled
+        # (a lambda, a local function) drops the dense output, and evaluate() says so.
+        state = dict(self.__dict__)
+        state["_dynamics"] = None
+        if self._segments:
+            try:
+                pickle.dumps([seg[3] for seg in self._segments])
+            except (pickle.PicklingError, AttributeError, TypeError) as exc:
+                state["_segments"] = tuple((a, b, None, None) for a, b, _, _ in self._segments)
+                state["_dense_note"] = (f"its dense output was not pickled because the input law "
+                                        f"(input function or controller) cannot be pickled ({exc})")
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+        if state.get("_dynamics") is None and self.model is not None:
+            from nhcontrol.reference._eval import ModelEvaluator
+
+            from ._dynamics import Dynamics
+            object.__setattr__(self, "_dynamics", Dynamics(ModelEvaluator(self.model, self.parameters),
+                                                           *self.baumgarte))
+
     @property
     def has_dense_output(self) -> bool:
         """True when the integrator's continuous extension was kept (see :meth:`evaluate`)."""
@@ -162,6 +190,10 @@ class SimulationResult:
             simulated interval.
         """
         if not self.has_dense_output:
+            note = self.__dict__.get("_dense_note")
+            if note:
+                raise SolverError(f"this simulation was unpickled without dense output: {note}; use a "
+                                  "module-level function or controller, or evaluate at the stored times t")
             raise SolverError("this simulation kept no dense output; rerun forward_dynamics with "
                               "dense_output=True (the default) to evaluate between samples")
         tt = np.atleast_1d(np.asarray(t, dtype=float))
