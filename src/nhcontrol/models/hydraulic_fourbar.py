@@ -1,0 +1,285 @@
+"""Hydraulically actuated three-dimensional four-bar mechanism (thesis Sect. 7.3).
+
+Mechanical subsystem
+--------------------
+``n = 10`` coordinates of Eq. (7.84), ``x = [x_G2, y_G2, z_G2, psi2, theta2, phi2, phi32, phi43,
+s, alpha]``; ``m = 9`` holonomic constraints of Eq. (7.74); ``l = 0``. Link 2 (input) has the
+orientation ``R2 = R_psi2 R_theta2 R_phi2`` (Z-Y-X, Eq. (7.73)), link 3 ``R3 = R2 R_phi32``,
+link 4 ``R4 = R3 R_phi43``; the links lie along their body ``Y`` axes and are slender rods
+(``I_xx = I_zz = m L^2 / 12``, ``I_yy = 0``) with the values of Table 7.1. Gravity acts along
+``-Z1``. The cylinder (orientation ``Rc = R_psi2 R_theta2 R_alpha``) is massless: its length
+``s`` and angle ``alpha`` enter only the cylinder loop (the last two rows of (7.74)), and its
+force acts on link 2 at ``G2`` along the cylinder axis.
+
+Sign of the cylinder loop (derived here). The text extraction prints the eighth constraint as
+``d1 + r^Y_OcG2 - r^Y_O1G2``; with ``r_O1Oc = [0, -d1, 0]`` (Eq. (7.78)) the loop
+``r_O1Oc + r_OcG2 = r_O1G2`` reads ``-d1 + r^Y_OcG2 - r^Y_O1G2 = 0``, the form that gives the
+printed closed forms ``s0^2 = d1^2 + L2^2/4 + d1 L2 cos phi2`` and
+``tan alpha0 = sin phi2 / (cos phi2 + 2 d1 / L2)`` (Eq. (7.85)); it is the one used here.
+
+Chamber pressures
+-----------------
+The cylinder force of Eq. (7.7) is ``F_cyl = A2 p2 - A3 p3 - F_mu(s_dot)`` with ``p2`` the
+piston-side and ``p3`` the rod-side chamber pressure (Sect. 7.3.2) and Brown–McPhee friction
+(Eq. (7.8)). The piston area is ``A2 = pi D2^2 / 4``; the rod-side area is the annulus
+``A3 = pi (D2^2 - D3^2) / 4`` (``D2`` piston, ``D3`` rod diameter, Table 7.2). This choice of
+annulus (derived here) is the one that reproduces the printed equilibrium
+``p1 = p2 ~ 2.82 MPa`` for ``p3 = 3.5 MPa`` (Eq. (7.99)); the rod cross-section
+``pi D3^2 / 4`` would give 0.66 MPa.
+
+In this model the three pressures ``p = [p1, p2, p3]`` are the inputs ``u`` of the mechanical
+subsystem. At an equilibrium of the hydraulic circuit (valve neutral, ``U = 0``) they are
+constant, so the statics and the multipliers below are exact.
+
+Equilibrium (Eqs. (7.84)–(7.99))
+--------------------------------
+For an input angle ``phi2`` the loop closes in closed form (derived here): with
+``C = L2 [cos phi2, sin phi2]`` and ``O4 = [L1, 0]`` in the ``Y1 Z1`` plane,
+``theta3 = atan2(O4 - C) + acos((L3^2 + c^2 - L4^2) / (2 L3 c))`` (``c = |O4 - C|``, the
+assembly branch of Eq. (7.98)), ``theta4 = atan2(O4 - D)``, ``phi32 = theta3 - phi2``,
+``phi43 = theta4 - theta3``. The valve is neutral, so no flow crosses the throttle:
+``p1 = p2``; ``p3`` is free (chosen), and ``p2`` follows from virtual work
+(the planar statics of Eq. (7.90)):
+
+.. math:: (A_2 p_2 - A_3 p_3)\\,\\frac{ds}{d\\phi_2}
+          = g \\sum_j m_j \\frac{d z_{Gj}}{d\\phi_2} .
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+import sympy as sp
+from numpy.typing import NDArray
+
+from nhcontrol._util.errors import ModelError, ReferenceMotionError
+from nhcontrol.modeling import MultibodySystem, check_parameters, hydraulics, rot_x, rot_y, rot_z
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nhcontrol.compiled import CompiledModel
+
+__all__ = ["COORDINATES", "INPUTS", "MECHANICAL_DEFAULTS", "HYDRAULIC_DEFAULTS", "DEFAULTS",
+           "PARTITION", "build", "model", "FourBarEquilibrium", "equilibrium", "piston_areas"]
+
+#: Coordinates of Eq. (7.84).
+COORDINATES: tuple[str, ...] = ("x_G2", "y_G2", "z_G2", "psi2", "theta2", "phi2", "phi32", "phi43",
+                                "s", "alpha")
+#: Chamber pressures (inputs of the mechanical subsystem) [Pa].
+INPUTS: tuple[str, ...] = ("p1", "p2", "p3")
+
+#: Table 7.1 (lengths [m], masses [kg]) and gravity [m/s^2].
+MECHANICAL_DEFAULTS: Mapping[str, float] = {"L1": 10.0, "L2": 2.0, "L3": 8.0, "L4": 5.0, "d1": 1.0,
+                                            "m2": 2.0, "m3": 8.0, "m4": 5.0, "g": 9.81}
+#: Table 7.2 (SI units: Pa, kg/m^3, m^3, m^2, m, N, m/s, N s/m, s).
+HYDRAULIC_DEFAULTS: Mapping[str, float] = {
+    "p_P": 7.6e6, "p_T": 0.1e6, "rho_oil": 850.0, "B_oil": 1.5e9, "B_h": 5.5e8, "B_c": 3.15e10,
+    "V_h1": 4.71e-5, "V_h2": 3.14e-5, "V_h3": 7.85e-5, "A_t": 2.83e-5, "Cv_d": 2.138e-8, "Cd": 0.8,
+    "D2": 0.080, "D3": 0.035, "l_cyl": 0.9, "c1": 0.43, "c2": 1.0, "F_c": 210.0, "F_s": 830.0,
+    "v_s": 1.25e-2, "sigma2": 330.0, "tau_v": 0.0045}
+#: Parameters of the mechanical model (the cylinder force needs D2, D3 and the friction data).
+DEFAULTS: Mapping[str, float] = {**MECHANICAL_DEFAULTS,
+                                 **{k: HYDRAULIC_DEFAULTS[k] for k in ("D2", "D3", "F_c", "F_s", "v_s",
+                                                                      "sigma2")}}
+
+#: Partition of Eq. (7.95): phi2 independent, the other nine dependent.
+PARTITION: dict[str, list[str]] = dict(independent=["phi2"], admissible_dependent=[],
+                                       dependent=[c for c in COORDINATES if c != "phi2"])
+
+
+def piston_areas(D2: float = 0.080, D3: float = 0.035) -> tuple[float, float]:
+    """Piston-side area ``A2 = pi D2^2/4`` and rod-side annulus ``A3 = pi (D2^2 - D3^2)/4`` [m^2]."""
+    if not (math.isfinite(D2) and math.isfinite(D3) and 0 < D3 < D2):
+        raise ModelError(f"cylinder diameters must satisfy 0 < D3 < D2 (rod inside the piston), "
+                         f"got D2 = {D2!r} m, D3 = {D3!r} m")
+    return math.pi * D2**2 / 4, math.pi * (D2**2 - D3**2) / 4
+
+
+def _values(overrides: Mapping[str, float]) -> dict[str, float]:
+    vals = {**DEFAULTS, **dict(overrides)}
+    bad = sorted(set(overrides) - set(DEFAULTS))
+    if bad:
+        raise ModelError(f"unknown parameter(s) {bad} of the hydraulic four-bar; valid names are "
+                         f"{list(DEFAULTS)}")
+    positive = tuple(k for k in DEFAULTS if k not in ("F_c", "F_s", "sigma2"))
+    out = check_parameters(vals, positive=positive,
+                           requirement="hydraulic four-bar: lengths, masses, g, diameters and v_s "
+                                       "must be positive finite numbers; friction data finite")
+    piston_areas(out["D2"], out["D3"])
+    return out
+
+
+def build(**overrides: float) -> MultibodySystem:
+    """Symbolic mechanical subsystem of the hydraulic four-bar, driven by the chamber pressures.
+
+    Parameters
+    ----------
+    **overrides : float
+        Values replacing :data:`DEFAULTS` (Table 7.1 and the cylinder data of Table 7.2).
+
+    Returns
+    -------
+    MultibodySystem
+        ``n = 10``, ``m = 9``, ``l = 0``; inputs ``[p1, p2, p3]`` [Pa].
+
+    Raises
+    ------
+    ModelError
+        On an unknown parameter name or a non-positive length, mass or diameter.
+    """
+    vals = _values(overrides)
+    mb = MultibodySystem("hydraulic_fourbar")
+    xG, yG, zG, psi2, th2, phi2, phi32, phi43, s, alpha = mb.add_coordinates(" ".join(COORDINATES))
+    syms = dict(zip(vals, mb.add_parameters(**vals)))
+    L1, L2, L3, L4, d1 = (syms[k] for k in ("L1", "L2", "L3", "L4", "d1"))
+    m2, m3, m4, g = (syms[k] for k in ("m2", "m3", "m4", "g"))
+    p1, p2, p3 = mb.add_inputs(" ".join(INPUTS))
+    R2 = rot_z(psi2) * rot_y(th2) * rot_x(phi2)
+    R3 = R2 * rot_x(phi32)
+    R4 = R3 * rot_x(phi43)
+    Rc = rot_z(psi2) * rot_y(th2) * rot_x(alpha)
+    ey = sp.Matrix([0, 1, 0])
+    rG2 = sp.Matrix([xG, yG, zG])
+    rC = rG2 + R2 * ey * L2 / 2
+    rD = rC + R3 * ey * L3
+    rO2 = rD + R4 * ey * L4  # the ground pivot of link 4 (r_O2 of Eq. (7.76))
+
+    def rod(mass: sp.Expr, length: sp.Expr) -> sp.Matrix:
+        return sp.diag(mass * length**2 / 12, 0, mass * length**2 / 12)
+
+    link2 = mb.add_body("link2", mass=m2, inertia=rod(m2, L2), position=rG2, orientation=R2)
+    mb.add_body("link3", mass=m3, inertia=rod(m3, L3), position=rC + R3 * ey * L3 / 2, orientation=R3)
+    mb.add_body("link4", mass=m4, inertia=rod(m4, L4), position=rD + R4 * ey * L4 / 2, orientation=R4)
+    mb.add_gravity(g, (0, 0, -1))
+    # Eq. (7.74)
+    rO1 = rG2 - R2 * ey * L2 / 2
+    v = R2 * sp.Matrix([1, 0, 0])
+    for i, name in enumerate(("O1_x", "O1_y", "O1_z")):
+        mb.add_holonomic(rO1[i], name)
+    mb.add_holonomic(v[1], "X2_perp_Y1")
+    mb.add_holonomic(v[2], "X2_perp_Z1")
+    mb.add_holonomic(rO2[1] - L1, "O4_y")
+    mb.add_holonomic(rO2[2], "O4_z")
+    rOcG2 = Rc * ey * s
+    rO1G2 = R2 * ey * L2 / 2
+    mb.add_holonomic(-d1 + rOcG2[1] - rO1G2[1], "cylinder_y")
+    mb.add_holonomic(rOcG2[2] - rO1G2[2], "cylinder_z")
+    # Eqs. (7.7)-(7.8): cylinder force on link 2 at G2 along the cylinder axis
+    A2 = sp.pi * syms["D2"] ** 2 / 4
+    A3 = sp.pi * (syms["D2"] ** 2 - syms["D3"] ** 2) / 4
+    s_dot = mb.velocities[COORDINATES.index("s")]
+    F_mu = hydraulics.brown_mcphee_friction(s_dot, syms["F_c"], syms["F_s"], syms["v_s"], syms["sigma2"])
+    F_cyl = hydraulics.cylinder_force(A2, p2, A3, p3, F_mu)
+    mb.add_force(link2, Rc * ey * F_cyl, rG2)
+    return mb
+
+
+@lru_cache(maxsize=4)
+def _compiled(items: tuple[tuple[str, float], ...]) -> "CompiledModel":
+    return build(**dict(items)).compile()
+
+
+def model(**overrides: float) -> "CompiledModel":
+    """Compiled :func:`build` (cached)."""
+    vals = _values(overrides)
+    return _compiled(tuple(sorted(vals.items())))
+
+
+@dataclass(frozen=True)
+class FourBarEquilibrium:
+    """Equilibrium of the hydraulic four-bar with the valve neutral (Eqs. (7.84)–(7.99)).
+
+    Attributes
+    ----------
+    x : (10,) ndarray
+        Coordinates in the order of :data:`COORDINATES` (angles in rad).
+    p : (3,) ndarray
+        Pressures ``[p1, p2, p3]`` [Pa] (``p1 = p2``).
+    U : float
+        Spool position (0, neutral).
+    cylinder_force : float
+        ``A2 p2 - A3 p3`` [N] (friction vanishes at rest).
+    """
+
+    x: NDArray[np.float64]
+    p: NDArray[np.float64]
+    U: float
+    cylinder_force: float
+
+
+def equilibrium(phi2_deg: float = 60.0, p3: float = 3.5e6, **overrides: float) -> FourBarEquilibrium:
+    """Equilibrium configuration and pressures for an input angle (Eqs. (7.84)–(7.90)).
+
+    Parameters
+    ----------
+    phi2_deg : float
+        Input-link angle ``phi2`` [deg].
+    p3 : float
+        Rod-side pressure [Pa] (free at the neutral valve; 3.5 MPa in Eq. (7.99)).
+    **overrides : float
+        Parameter values replacing :data:`DEFAULTS`.
+
+    Returns
+    -------
+    FourBarEquilibrium
+
+    Raises
+    ------
+    ReferenceMotionError
+        If the loop cannot close at ``phi2`` or the cylinder is at a dead point (``ds/dphi2 = 0``).
+
+    Examples
+    --------
+    >>> eq = equilibrium(60.0, 3.5e6)
+    >>> round(eq.p[1] / 1e6, 2)
+    2.82
+    """
+    v = _values(overrides)
+    if not (math.isfinite(phi2_deg) and math.isfinite(p3)):
+        raise ReferenceMotionError(f"phi2_deg and p3 must be finite, got {phi2_deg!r}, {p3!r}")
+    L1, L2, L3, L4, d1 = (v[k] for k in ("L1", "L2", "L3", "L4", "d1"))
+    phi2 = math.radians(phi2_deg)
+    C = L2 * np.array([math.cos(phi2), math.sin(phi2)])
+    CO4 = np.array([L1, 0.0]) - C
+    c = float(np.hypot(*CO4))
+    cos_beta = (L3**2 + c**2 - L4**2) / (2 * L3 * c)
+    if not -1.0 <= cos_beta <= 1.0:
+        raise ReferenceMotionError(f"the four-bar loop does not close at phi2 = {phi2_deg} deg: "
+                                   f"|C O4| = {c:.6g} m is outside [|L3 - L4|, L3 + L4] = "
+                                   f"[{abs(L3 - L4):.6g}, {L3 + L4:.6g}] m; choose another phi2")
+    th3 = math.atan2(CO4[1], CO4[0]) + math.acos(cos_beta)
+    D = C + L3 * np.array([math.cos(th3), math.sin(th3)])
+    DO4 = np.array([L1, 0.0]) - D
+    th4 = math.atan2(DO4[1], DO4[0])
+    yG, zG = C / 2
+    s = math.hypot(yG + d1, zG)
+    alpha = math.atan2(zG, yG + d1)
+    x = np.array([0.0, yG, zG, 0.0, 0.0, phi2, (th3 - phi2) % (2 * math.pi),
+                  (th4 - th3) % (2 * math.pi), s, alpha])
+    # velocity closure L2 e'(phi2) + L3 e'(th3) w3 + L4 e'(th4) w4 = 0, e'(t) = [-sin t, cos t]
+    ep = lambda t: np.array([-math.sin(t), math.cos(t)])  # noqa: E731
+    w3, w4 = np.linalg.solve(np.column_stack([L3 * ep(th3), L4 * ep(th4)]), -L2 * ep(phi2))
+    dz2 = L2 / 2 * math.cos(phi2)
+    dz3 = L2 * math.cos(phi2) + L3 / 2 * math.cos(th3) * w3
+    dz4 = L2 * math.cos(phi2) + L3 * math.cos(th3) * w3 + L4 / 2 * math.cos(th4) * w4
+    dV = v["g"] * (v["m2"] * dz2 + v["m3"] * dz3 + v["m4"] * dz4)
+    ds = -d1 * L2 * math.sin(phi2) / (2 * s)
+    if abs(ds) < 1e-12 * L2:
+        raise ReferenceMotionError(f"the cylinder is at a dead point at phi2 = {phi2_deg} deg "
+                                   f"(ds/dphi2 = {ds:.3g} m/rad): it cannot hold the mechanism; "
+                                   f"choose phi2 away from 0 and 180 deg")
+    F = dV / ds
+    A2, A3 = piston_areas(v["D2"], v["D3"])
+    p2 = (F + A3 * p3) / A2
+    return FourBarEquilibrium(x=_readonly(x), p=_readonly(np.array([p2, p2, p3])), U=0.0,
+                              cylinder_force=float(F))
+
+
+def _readonly(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    a = np.asarray(a, dtype=float)
+    a.flags.writeable = False
+    return a

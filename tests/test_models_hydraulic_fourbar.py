@@ -1,0 +1,109 @@
+"""Hydraulic four-bar of thesis Sect. 7.3: equilibrium (7.84)-(7.99) and multipliers (7.91)-(7.94).
+
+Published precision: Eq. (7.98) prints phi32 ~ 322.1 deg, phi43 ~ 266.4 deg (0.05 deg), s = sqrt(3),
+alpha = 30 deg; Eq. (7.99) prints p1 = p2 ~ 2.82 MPa (0.005 MPa). The closed forms (7.90)-(7.94)
+are checked to round-off against the toolbox's inverse dynamics (an independent computation).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from nhcontrol._util.errors import ModelError, ReferenceMotionError
+from nhcontrol.models import hydraulic_fourbar as hf
+from nhcontrol.reference.inverse import inverse_dynamics
+
+G, M2, M3, M4 = 9.81, 2.0, 8.0, 5.0
+
+
+@pytest.fixture(scope="module")
+def eq():
+    return hf.equilibrium(60.0, 3.5e6)
+
+
+@pytest.fixture(scope="module")
+def cm():
+    return hf.model()
+
+
+def test_equilibrium_coordinates_eq_7_98(eq):
+    x = eq.x
+    assert x[0] == 0.0 and x[3] == 0.0 and x[4] == 0.0
+    assert x[1] == pytest.approx(0.5, abs=1e-15)
+    assert x[2] == pytest.approx(math.sqrt(3) / 2, abs=1e-15)
+    assert math.degrees(x[5]) == pytest.approx(60.0, abs=1e-12)
+    assert math.degrees(x[6]) == pytest.approx(322.1, abs=0.05)
+    assert math.degrees(x[7]) == pytest.approx(266.4, abs=0.05)
+    assert x[8] == pytest.approx(math.sqrt(3), abs=1e-15)
+    assert math.degrees(x[9]) == pytest.approx(30.0, abs=1e-12)
+
+
+def test_equilibrium_satisfies_constraints(eq, cm):
+    """All nine holonomic constraints (7.74) of the symbolic model vanish at the closed-form x0."""
+    assert np.max(np.abs(cm.C(eq.x))) < 1e-13
+    assert cm.n == 10 and cm.m == 9 and cm.l == 0
+
+
+def test_pressures_eq_7_99(eq):
+    assert eq.p[0] == eq.p[1]
+    assert eq.p[1] / 1e6 == pytest.approx(2.82, abs=0.005)
+    assert eq.p[2] == 3.5e6
+
+
+def _angles(eq):
+    return eq.x[5], eq.x[6], eq.x[7], eq.x[9]
+
+
+def test_pressure_closed_form_eq_7_90(eq):
+    """Eq. (7.90) with the sign of the first gravity term read as '+' (the extracted text prints '-',
+    which gives 2.87 MPa; this reading gives the printed 2.82 MPa and the virtual-work value)."""
+    p2, p32, p43, al = _angles(eq)
+    A2, A3 = hf.piston_areas()
+    num = (M2 + 2 * M3 + M4) * math.sin(p2 + p43) - (M2 + M3) * math.sin(p2 - p43) \
+        - (M3 + M4) * math.sin(p2 + 2 * p32 + p43)
+    g_7_90 = A3 / A2 * 3.5e6 + G * num / (2 * A2 * math.sin(al - p2) * math.sin(p43))
+    assert eq.p[1] == pytest.approx(g_7_90, rel=1e-12)
+
+
+def test_multipliers_by_inverse_dynamics_eq_7_91_7_94(eq, cm):
+    """Inverse dynamics (Eq. (2.112)) at rest with p0: admissible, zero pattern of (7.91), values of (7.92)."""
+    r = inverse_dynamics(cm, eq.x, np.zeros(10), np.zeros(10), u=eq.p)
+    assert r.admissible and r.max_residual < 1e-9
+    lam = r.lam
+    for i in (0, 3, 4, 7, 8):
+        assert abs(lam[i]) < 1e-10
+    p2, p32, p43, al = _angles(eq)
+    lam6 = -G * (M3 + M4) / (4 * math.sin(p43)) * (math.cos(2 * p2 + 2 * p32 + p43) + math.cos(p43))
+    lam7 = -G / (4 * math.sin(p43)) * ((M3 + M4) * math.sin(2 * p2 + 2 * p32 + p43)
+                                       + (M3 + 3 * M4) * math.sin(p43))
+    mu1 = (-(M3 + M4) * (math.sin(al + p2 + 2 * p32 + p43) + math.sin(3 * p2 - al + 2 * p32 + p43))
+           + (2 * M2 + 4 * M3 + 2 * M4) * math.sin(al + p2 + p43)
+           + (2 * M2 + 3 * M3 + M4) * math.sin(p2 - al + p43)
+           + (2 * M2 + 3 * M3 + M4) * math.sin(al - p2 + p43)
+           - 2 * (M2 + M3) * math.sin(p2 + al - p43) - 2 * (M3 + M4) * math.sin(p2 - al + 2 * p32 + p43))
+    mu2 = ((M3 + M4) * (math.cos(al + p2 + 2 * p32 + p43) + math.cos(3 * p2 - al + 2 * p32 + p43))
+           - (2 * M2 + 4 * M3 + 2 * M4) * math.cos(al + p2 + p43)
+           + (M3 + M4 - 2 * M2) * math.cos(p2 - al + p43)
+           + (2 * M2 + M3 + M4) * math.cos(al - p2 + p43)
+           + 2 * (M2 + M3) * math.cos(p2 + al - p43) - 2 * (M3 + M4) * math.cos(p2 - al + 2 * p32 + p43))
+    k = G / (8 * math.sin(al - p2) * math.sin(p43))
+    np.testing.assert_allclose(lam[[1, 2, 5, 6]], [k * mu1, k * mu2, lam6, lam7], rtol=1e-10)
+
+
+def test_wrong_pressure_is_not_admissible(eq, cm):
+    """A pressure 1 % off leaves an unbalanced generalized force (the check can fail)."""
+    p = np.array(eq.p) * np.array([1.0, 1.01, 1.0])
+    r = inverse_dynamics(cm, eq.x, np.zeros(10), np.zeros(10), u=p, check=False)
+    assert not r.admissible and r.max_residual > 1.0
+
+
+def test_errors():
+    with pytest.raises(ReferenceMotionError, match="does not close"):
+        hf.equilibrium(60.0, L3=1.0)
+    with pytest.raises(ReferenceMotionError, match="dead point"):
+        hf.equilibrium(0.0)
+    with pytest.raises(ModelError, match="unknown parameter"):
+        hf.equilibrium(60.0, L9=1.0)
+    with pytest.raises(ModelError, match="0 < D3 < D2"):
+        hf.piston_areas(0.03, 0.035)
