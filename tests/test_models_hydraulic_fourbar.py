@@ -107,3 +107,29 @@ def test_errors():
         hf.equilibrium(60.0, L9=1.0)
     with pytest.raises(ModelError, match="0 < D3 < D2"):
         hf.piston_areas(0.03, 0.035)
+
+
+def test_docstring_example():
+    import doctest
+    assert doctest.testmod(hf).failed == 0
+
+
+def test_circuit_equations_at_equilibrium_and_signs(eq):
+    """Eqs. (7.79)-(7.82): the neutral valve with p1 = p2 and s' = 0 is an equilibrium of the
+    circuit; opening P->A raises p1 and lowers p3; extending the cylinder lowers p2, raises p3."""
+    import sympy as sp
+    s, sd, p1, p2, p3, U, Ur = sp.symbols("s sd p1 p2 p3 U U_ref")
+    H, W = hf.circuit_equations(s, sd, (p1, p2, p3), U, Ur)
+    at = {s: eq.x[8], sd: 0.0, p1: eq.p[0], p2: eq.p[1], p3: eq.p[2], U: 0.0, Ur: 0.0}
+    assert [float(e) for e in H.subs(at)] == [0.0, 0.0, 0.0]
+    assert float(W.subs(at)[0]) == 0.0
+    Hu = [float(e) for e in H.subs({**at, U: 0.1})]
+    assert Hu[0] > 0 and Hu[1] == 0.0 and Hu[2] < 0
+    Hs = [float(e) for e in H.subs({**at, sd: 0.01})]
+    assert Hs[0] == 0.0 and Hs[1] < 0 and Hs[2] > 0
+    # continuity in U at the neutral position, one-sided U-slopes differ (documented)
+    dR = float(sp.diff(H[0], U).subs(at))
+    Hm = float(H[0].subs({**at, U: -1e-9}))
+    assert Hm == pytest.approx(-1e-9 * float(H[0].subs({**at, U: 1.0})) *
+                               math.sqrt((eq.p[0] - 0.1e6) / (7.6e6 - eq.p[0])), rel=1e-9)
+    assert dR > 0

@@ -64,7 +64,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
 
 __all__ = ["COORDINATES", "INPUTS", "MECHANICAL_DEFAULTS", "HYDRAULIC_DEFAULTS", "DEFAULTS",
-           "PARTITION", "build", "model", "FourBarEquilibrium", "equilibrium", "piston_areas"]
+           "PARTITION", "build", "model", "FourBarEquilibrium", "equilibrium", "piston_areas",
+           "circuit_equations"]
 
 #: Coordinates of Eq. (7.84).
 COORDINATES: tuple[str, ...] = ("x_G2", "y_G2", "z_G2", "psi2", "theta2", "phi2", "phi32", "phi43",
@@ -235,8 +236,8 @@ def equilibrium(phi2_deg: float = 60.0, p3: float = 3.5e6, **overrides: float) -
     Examples
     --------
     >>> eq = equilibrium(60.0, 3.5e6)
-    >>> round(eq.p[1] / 1e6, 2)
-    2.82
+    >>> print(f"{eq.p[1] / 1e6:.4f} MPa")
+    2.8205 MPa
     """
     v = _values(overrides)
     if not (math.isfinite(phi2_deg) and math.isfinite(p3)):
@@ -283,3 +284,77 @@ def _readonly(a: NDArray[np.float64]) -> NDArray[np.float64]:
     a = np.asarray(a, dtype=float)
     a.flags.writeable = False
     return a
+
+
+def circuit_equations(s: sp.Expr, s_dot: sp.Expr, p: sp.MatrixBase | tuple[sp.Expr, ...], U: sp.Expr,
+                      U_ref: sp.Expr, **overrides: float) -> tuple[sp.Matrix, sp.Matrix]:
+    r"""Pressure and spool equations of the four-bar circuit, Eqs. (7.79)–(7.82) and (7.4).
+
+    Valve wiring (Fig. 7.5 is missing; the standard closed-centre 4/3 valve is used, derived
+    here): port A feeds control volume 1 (hose between valve and throttle), the throttle joins
+    volume 1 to the piston chamber (volume 2), port B is the rod chamber (volume 3). For
+    ``U >= 0`` the valve connects P->A and B->T, for ``U < 0`` A->T and P->B; each open path
+    carries ``Cv_d |U|`` times the blended orifice law of Eq. (7.6):
+
+    .. math::
+        Q_{A1} = \begin{cases} C_{vd} U\,\phi(p_P - p_1) & U \ge 0 \
+                               C_{vd} U\,\phi(p_1 - p_T) & U < 0 \end{cases},\quad
+        Q_{B1} = \begin{cases} C_{vd} U\,\phi(p_3 - p_T) & U \ge 0 \
+                               C_{vd} U\,\phi(p_P - p_3) & U < 0 \end{cases},\quad
+        Q_{A2} = C_{vt}\,\phi(p_1 - p_2),
+
+    with ``phi`` the laminar/turbulent law with unit coefficient. Then (Eq. (7.81))
+    ``p1' = Be1/V1 (Q_A1 - Q_A2)``, ``p2' = Be2/V2 (Q_A2 - A2 s')``,
+    ``p3' = Be3/V3 (A3 s' - Q_B1)`` with ``V2 = V_h2 + A2 l2(s)``, ``V3 = V_h3 + A3 (l - l2(s))``,
+    ``l2 = s - c1 - c2`` (Eq. (7.80)) and the moduli of Eq. (7.82).
+
+    At ``U = 0`` the flows are continuous but their ``U``-derivative jumps (``C_vd phi(p_P - p1)``
+    from the right, ``C_vd phi(p1 - p_T)`` from the left). Differentiating these expressions
+    with SymPy takes the ``U >= 0`` branch, i.e. the right derivative (opening towards P->A).
+
+    Parameters
+    ----------
+    s, s_dot : sympy expressions
+        Cylinder length [m] and its rate [m/s].
+    p : three sympy expressions
+        Pressures ``p1, p2, p3`` [Pa].
+    U, U_ref : sympy expressions
+        Normalized spool position and its reference.
+    **overrides : float
+        Values replacing :data:`HYDRAULIC_DEFAULTS`.
+
+    Returns
+    -------
+    H : (3, 1) sympy Matrix
+        Pressure rates ``p' = H(x, x', p, U)`` (Eq. (7.12)).
+    W : (1, 1) sympy Matrix
+        Spool rate ``U' = W(U, U_ref)`` (Eq. (7.13)).
+    """
+    bad = sorted(set(overrides) - set(HYDRAULIC_DEFAULTS))
+    if bad:
+        raise ModelError(f"unknown hydraulic parameter(s) {bad}; valid names are {list(HYDRAULIC_DEFAULTS)}")
+    h = {**HYDRAULIC_DEFAULTS, **overrides}
+    p1, p2, p3 = (sp.sympify(q) for q in p)
+    A2, A3 = piston_areas(h["D2"], h["D3"])
+    Cvt = hydraulics.throttle_coefficient(h["Cd"], h["A_t"], h["rho_oil"])
+
+    def phi(dp: sp.Expr) -> sp.Expr:
+        return hydraulics.turbulent_laminar_flow(1, dp)
+
+    Cvd, pP, pT = h["Cv_d"], h["p_P"], h["p_T"]
+    QA1 = sp.Piecewise((Cvd * U * phi(pP - p1), U >= 0), (Cvd * U * phi(p1 - pT), True))
+    QB1 = sp.Piecewise((Cvd * U * phi(p3 - pT), U >= 0), (Cvd * U * phi(pP - p3), True))
+    QA2 = hydraulics.throttle_flow(Cvt, p1 - p2)
+    l2 = s - h["c1"] - h["c2"]
+    l3 = h["l_cyl"] - l2
+    V1 = sp.sympify(h["V_h1"])
+    V2 = h["V_h2"] + A2 * l2
+    V3 = h["V_h3"] + A3 * l3
+    Be1 = hydraulics.effective_bulk_modulus(h["B_oil"], [(h["V_h1"], h["B_h"])])
+    Be2 = hydraulics.effective_bulk_modulus(h["B_oil"], [(h["V_h2"], h["B_h"]), (A2 * l2, h["B_c"])])
+    Be3 = hydraulics.effective_bulk_modulus(h["B_oil"], [(h["V_h3"], h["B_h"]), (A3 * l3, h["B_c"])])
+    H = sp.Matrix([hydraulics.pressure_rate(Be1, V1, [QA1, -QA2]),
+                   hydraulics.pressure_rate(Be2, V2, [QA2], A2 * s_dot),
+                   hydraulics.pressure_rate(Be3, V3, [-QB1], -A3 * s_dot)])
+    W = sp.Matrix([hydraulics.spool_rate(U, U_ref, h["tau_v"])])
+    return H, W
