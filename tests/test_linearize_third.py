@@ -52,7 +52,7 @@ def test_pendulum_holonomic_only_form(pend):
     np.testing.assert_allclose(res.B, [[0], [1 / mass]], atol=1e-12)
     assert res.states == ("x", "x_d") and res.inputs == ("F",)
     assert res.n_spurious == 0 and res.spurious_eigenvalues.shape == (0,)
-    np.testing.assert_allclose(np.sort(res.eigenvalues().imag), [-np.sqrt(g / L), np.sqrt(g / L)],
+    np.testing.assert_allclose(np.sort(res.eigenvalues.imag), [-np.sqrt(g / L), np.sqrt(g / L)],
                                rtol=1e-12)
 
 
@@ -111,8 +111,8 @@ def test_redundant_sleigh_same_spectrum_and_singular_mass(sl, slr):
     res = linearize(slr, constant_reference(slr, x0, xd0), P_REDUNDANT)
     assert res.A.shape == (5, 5)
     k = MASS * A_CM * v / (I_G + MASS * A_CM**2)
-    np.testing.assert_allclose(np.sort(res.eigenvalues().real), [-k, 0, 0, 0, 0], atol=1e-12)
-    np.testing.assert_allclose(res.eigenvalues().imag, 0, atol=1e-12)
+    np.testing.assert_allclose(np.sort(res.eigenvalues.real), [-k, 0, 0, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(res.eigenvalues.imag, 0, atol=1e-12)
 
 
 # ----------------------------------------------------------------- finite-difference checks
@@ -223,7 +223,7 @@ def test_vectorised_equals_pointwise(sl):
         np.testing.assert_allclose(res.A[i], one.A, atol=1e-13)
         np.testing.assert_allclose(res.B[i], one.B, atol=1e-13)
     assert np.ptp(res.A[:, 3, 3]) > 1e-2                  # A(t) is not constant
-    assert res.eigenvalues().shape == (7, 5)
+    assert res.eigenvalues.shape == (7, 5)
     assert res.spurious_eigenvalues.shape == (7, 1)
     np.testing.assert_array_equal(res.t, ts)
 

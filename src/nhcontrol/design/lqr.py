@@ -97,8 +97,21 @@ def _riccati_rhs(A: NDArray, B: NDArray, Q: NDArray, R: NDArray, S: NDArray,
     return Q + A.T @ P @ A - N_ @ np.linalg.solve(Rbar, N_.T)
 
 
+def _from_statespace(dsys: Any, N: int | None, what: str) -> Any:
+    import control
+
+    from ..systems import DiscreteLTV
+
+    if isinstance(dsys, control.StateSpace):
+        return DiscreteLTV.from_statespace(dsys, N, error=DesignError, what=what)
+    if N is not None:
+        raise DesignError(f"{what}: N= is the horizon of a discrete control.StateSpace; a "
+                          f"{type(dsys).__name__} carries its own horizon (omit N)")
+    return dsys
+
+
 def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
-                       S: ArrayLike | None = None) -> LQRResult:
+                       S: ArrayLike | None = None, N: int | None = None) -> LQRResult:
     r"""Finite-horizon discrete LQR by the backward Riccati recursion (time-varying gains).
 
     Minimises
@@ -111,8 +124,10 @@ def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
 
     Parameters
     ----------
-    dsys : DiscreteLTV or (Ad, Bd)
-        Discrete system with ``Ad`` (N, n, n), ``Bd`` (N, n, k); the horizon is ``N``.
+    dsys : DiscreteLTV, (Ad, Bd) or discrete control.StateSpace
+        Discrete system with ``Ad`` (N, n, n), ``Bd`` (N, n, k); the horizon is ``N``. A
+        discrete python-control ``StateSpace`` is held constant over a horizon of ``N`` steps
+        (give ``N=``); a continuous one is rejected ("discretize first").
     Q : (n, n) or (N, n, n) array_like
         State weights, symmetric positive semi-definite.
     R : (k, k) or (N, k, k) array_like
@@ -121,6 +136,8 @@ def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
         Terminal weight, symmetric positive semi-definite.
     S : (n, k) or (N, n, k) array_like, optional
         Cross weights; ``[[Q_k, S_k], [S_kᵀ, R_k]]`` must be positive semi-definite.
+    N : int, optional
+        Horizon, required (only) for a ``control.StateSpace``.
 
     Returns
     -------
@@ -158,6 +175,7 @@ def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
     >>> res.K.shape, res.P.shape
     ((50, 1, 2), (51, 2, 2))
     """
+    dsys = _from_statespace(dsys, N, "finite_horizon_lqr")
     Ad, Bd, dt = system_arrays(dsys)
     N, n, k = Bd.shape
     Qs = per_step(Q, "Q", N, n, n)
@@ -205,6 +223,46 @@ def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
     return LQRResult(K=readonly(K), P=readonly(P), horizon=N, dt=dt,
                      riccati_residual=readonly(resid), min_eig_Rbar=readonly(mineig), E=None,
                      method="riccati-recursion")
+
+
+#: Relative tolerance of the PBH rank test in :func:`_unstabilisable_report`.
+PBH_RTOL = 1e-9
+
+
+def _labels(sys: Any, n: int) -> list[str]:
+    labels = list(getattr(sys, "state_labels", []) or [])
+    return labels if len(labels) == n else [f"x[{i}]" for i in range(n)]
+
+
+def _unstabilisable_report(A: NDArray[np.float64], B: NDArray[np.float64], discrete: bool,
+                           names: list[str]) -> str:
+    """Name the modes that fail the PBH stabilisability test and the states that carry them.
+
+    A mode ``λ`` of ``A`` with ``Re λ >= 0`` (``|λ| >= 1`` in discrete time) is unstabilisable
+    when ``rank [A - λI, B] < n`` (Popov-Belevitch-Hautus); the states that carry it are the
+    largest entries of its eigenvector.
+    """
+    n = A.shape[0]
+    lam, V = np.linalg.eig(A)
+    scale = max(1.0, float(np.linalg.norm(np.hstack([A, B]), 2)))
+    bad = []
+    for i, li in enumerate(lam):
+        if (abs(li) < 1.0 - 1e-9) if discrete else (li.real < -1e-9 * scale):
+            continue
+        sv = np.linalg.svd(np.hstack([A - li * np.eye(n), B]), compute_uv=False)
+        if sv[-1] <= PBH_RTOL * scale:
+            v = np.abs(V[:, i])
+            carried = [names[j] for j in np.argsort(-v) if v[j] > 0.1 * v.max()][:6]
+            bad.append(f"eigenvalue {complex(np.round(li, 9))} (smallest singular value of [A - λI, B] "
+                       f"{sv[-1]:.1e}) carried by {carried}")
+    boundary = "|λ| >= 1" if discrete else "Re λ >= 0"
+    if not bad:
+        return (f"Every mode with {boundary} passes the PBH test (tolerance {PBH_RTOL:g} x {scale:.3g}); "
+                "check that (Q, A) has no unobservable mode on the stability boundary")
+    return (f"(A, B) is not stabilisable: {len(bad)} mode(s) with {boundary} cannot be moved by the "
+            f"inputs: " + "; ".join(bad) + ". Remove the states that carry them (cyclic coordinates and "
+            "spurious directions of a linearization are typical) and design on the rest, e.g. with "
+            "control.ss(A[keep][:, keep], B[keep], ...) or a controllable formulation of the model")
 
 
 def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, *, S: ArrayLike | None = None) -> LQRResult:
@@ -264,10 +322,9 @@ def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, *, S: ArrayLike | None = None) -> 
             K, P, E = control.lqr(*args)
     except Exception as exc:  # python-control raises ControlArgument / ValueError / slycot errors
         raise DesignError(
-            f"python-control could not solve the {'DARE' if discrete else 'CARE'}: {exc}. "
-            "Check that (A, B) is stabilisable and (Q, A) has no unobservable mode on the "
-            "stability boundary (the uncontrollable formulation of the ball-plate system is not "
-            "stabilisable: use the controllable one)") from exc
+            f"python-control could not solve the {'DARE' if discrete else 'CARE'} "
+            f"({type(exc).__name__}: {exc}). " + _unstabilisable_report(A, B, discrete, _labels(sys, n))
+        ) from exc
     K = np.asarray(K, dtype=float)
     P = np.asarray(P, dtype=float)
     Sz = np.zeros((n, k)) if S_ is None else S_

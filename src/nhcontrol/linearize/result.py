@@ -167,6 +167,15 @@ def _adopt(own: SpuriousIdentification, alt: SpuriousIdentification,
                                   alt.residual, alt.tol, via)
 
 
+class _EigenvalueArray(np.ndarray):
+    """The eigenvalue array; calling it (the former method form) returns the same array."""
+
+    def __call__(self) -> NDArray[np.complex128]:
+        warnings.warn("LinearizationResult.eigenvalues is a property now; write lin.eigenvalues "
+                      "without parentheses", DeprecationWarning, stacklevel=2)
+        return self
+
+
 @dataclass(frozen=True)
 class LinearizationResult:
     """Linearized equations ``dX̃/dt = A X̃ + B ũ`` of the third procedure.
@@ -248,10 +257,12 @@ class LinearizationResult:
             self._cache["ident"] = ids
         return self._cache["ident"]
 
+    @property
     def eigenvalues(self) -> NDArray[np.complex128]:
-        """All ``2(n-m)-l`` eigenvalues, shape ``(ns,)`` or ``(N, ns)``."""
+        """All ``2(n-m)-l`` eigenvalues, shape ``(ns,)`` or ``(N, ns)`` (a property, like
+        :attr:`spurious_eigenvalues`; the former call ``lin.eigenvalues()`` still works)."""
         ev = np.array([i.eigenvalues for i in self._identifications()])
-        return readonly(ev if self.stacked else ev[0])
+        return readonly(ev if self.stacked else ev[0]).view(_EigenvalueArray)
 
     @property
     def spurious_identification(self) -> SpuriousIdentification | list[SpuriousIdentification]:

@@ -113,7 +113,7 @@ def _open_loop(u: Any, k: int, steps: int | None, times: NDArray | None) -> Call
 
 
 def simulate_discrete(dsys: Any, x0: ArrayLike, controller: Any = None, u: Any = None,
-                      steps: int | None = None) -> LinearSimulationResult:
+                      steps: int | None = None, *, N: int | None = None) -> LinearSimulationResult:
     """Simulate ``x_{j+1} = Ad_j x_j + Bd_j u_j`` (discrete LTV, or LTI when ``Ad`` is 2-D).
 
     Parameters
@@ -128,6 +128,10 @@ def simulate_discrete(dsys: Any, x0: ArrayLike, controller: Any = None, u: Any =
         Open-loop inputs (zeros when omitted). Not together with ``controller``.
     steps : int, optional
         Number of steps (default ``N`` for an LTV sequence; required for LTI).
+    N : int, optional
+        Same as ``steps`` (the horizon, as in ``finite_horizon_lqr(..., N=)``). A discrete
+        python-control ``StateSpace`` is accepted as ``dsys`` with ``steps`` or ``N``; a
+        continuous one is rejected ("discretize first").
 
     Returns
     -------
@@ -139,6 +143,14 @@ def simulate_discrete(dsys: Any, x0: ArrayLike, controller: Any = None, u: Any =
     LinearSystemError
         Bad shapes, too many steps for the sequence, bad controller output.
     """
+    if N is not None:
+        if steps is not None and int(steps) != int(N):
+            raise LinearSystemError(f"steps={steps} and N={N} disagree; give one of them")
+        steps = N
+    if isinstance(dsys, control.StateSpace):
+        from nhcontrol.systems import DiscreteLTV
+
+        dsys = DiscreteLTV.from_statespace(dsys, steps, what="simulate_discrete")
     Ad = as_float_array(getattr(dsys, "Ad", None), "dsys.Ad")
     Bd = as_float_array(getattr(dsys, "Bd", None), "dsys.Bd")
     dt = float(getattr(dsys, "dt"))

@@ -13,7 +13,7 @@ on the grid ``t_k = t0 + k dt``. It is what :func:`nhcontrol.systems.discretize`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import control
 import numpy as np
@@ -142,6 +142,44 @@ class DiscreteLTV:
                    dt, t0, None if states is None else tuple(states),
                    None if inputs is None else tuple(inputs), period_steps=1)
 
+    @classmethod
+    def from_statespace(cls, sys: Any, N: int | None, *, error: type[Exception] = LinearSystemError,
+                        what: str = "this function") -> "DiscreteLTV":
+        """A discrete python-control ``StateSpace`` held constant over a horizon of ``N`` steps.
+
+        Parameters
+        ----------
+        sys : control.StateSpace
+            Discrete time (``sys.dt > 0``); its state and input labels are kept.
+        N : int
+            Horizon (number of steps).
+        error : exception class
+            Raised for a continuous system, an unspecified sampling time or a missing ``N``.
+        what : str
+            The caller's name for the messages.
+
+        Returns
+        -------
+        DiscreteLTV
+            ``Ad = sys.A``, ``Bd = sys.B`` at every step, ``dt = sys.dt``.
+        """
+        import control
+
+        if not isinstance(sys, control.StateSpace):
+            raise error(f"{what} needs a discrete control.StateSpace here, got {type(sys).__name__}")
+        if not control.isdtime(sys, strict=True):
+            raise error(f"{what} works in discrete time but got a continuous control.StateSpace "
+                        f"(dt = {sys.dt}); discretize first, e.g. control.c2d(sys, dt) or "
+                        "nhcontrol.systems.discretize(sys, dt)")
+        if isinstance(sys.dt, bool) or sys.dt is None:
+            raise error(f"{what} needs the sampling time of the discrete system, got dt = {sys.dt!r}; "
+                        "create it with a numeric dt")
+        if N is None:
+            raise error(f"{what} got a time-invariant discrete control.StateSpace: give the horizon "
+                        "N=... (number of steps)")
+        return cls.from_lti(np.asarray(sys.A, dtype=float), np.asarray(sys.B, dtype=float), float(sys.dt),
+                            N, states=list(sys.state_labels), inputs=list(sys.input_labels))
+
     # ------------------------------------------------------------------ dimensions
     @property
     def nstates(self) -> int:
@@ -152,6 +190,35 @@ class DiscreteLTV:
     def ninputs(self) -> int:
         """Number of inputs ``k``."""
         return int(self.Bd.shape[2])
+
+    # python-control conventions (``StateSpace`` names): C = I, the outputs are the states
+    @property
+    def state_labels(self) -> list[str]:
+        """State names (``x[i]`` when none were given, as python-control)."""
+        return list(self.states) if self.states else [f"x[{i}]" for i in range(self.nstates)]
+
+    @property
+    def input_labels(self) -> list[str]:
+        """Input names (``u[j]`` when none were given, as python-control)."""
+        return list(self.inputs) if self.inputs else [f"u[{j}]" for j in range(self.ninputs)]
+
+    @property
+    def output_labels(self) -> list[str]:
+        """Output names: the outputs are the states (``C = I``, ``D = 0``)."""
+        return self.state_labels
+
+    @property
+    def noutputs(self) -> int:
+        """Number of outputs (``= nstates``: ``C = I``)."""
+        return self.nstates
+
+    def isdtime(self, strict: bool = False) -> bool:
+        """True: a discrete-time system with sampling time :attr:`dt` (python-control's ``isdtime``)."""
+        return True
+
+    def isctime(self, strict: bool = False) -> bool:
+        """False: a discrete-time system (python-control's ``isctime``)."""
+        return False
 
     @property
     def nsteps(self) -> int:

@@ -318,6 +318,40 @@ class LTVSystem:
         """Input names."""
         return self._inputs
 
+    # python-control conventions (``StateSpace`` names): C = I, the outputs are the states
+    @property
+    def state_labels(self) -> list[str]:
+        """State names, as python-control's ``state_labels`` (same as :attr:`states`)."""
+        return list(self._states)
+
+    @property
+    def input_labels(self) -> list[str]:
+        """Input names, as python-control's ``input_labels`` (same as :attr:`inputs`)."""
+        return list(self._inputs)
+
+    @property
+    def output_labels(self) -> list[str]:
+        """Output names: the outputs are the states (``C = I``, ``D = 0``)."""
+        return list(self._states)
+
+    @property
+    def noutputs(self) -> int:
+        """Number of outputs (``= nstates``: ``C = I``)."""
+        return self._n
+
+    @property
+    def dt(self) -> float:
+        """Sampling time: ``0`` (continuous time), as python-control."""
+        return 0
+
+    def isdtime(self, strict: bool = False) -> bool:
+        """False: a continuous-time system (python-control's ``isdtime``)."""
+        return False
+
+    def isctime(self, strict: bool = False) -> bool:
+        """True: a continuous-time system (python-control's ``isctime``)."""
+        return True
+
     @property
     def t_range(self) -> tuple[float, float] | None:
         """Interval of definition or ``None`` (all ``t``)."""

@@ -1,0 +1,77 @@
+"""python-control conventions of the linear systems and the design errors (issue 9, point 7)."""
+
+from __future__ import annotations
+
+import control
+import numpy as np
+import pytest
+
+from nhcontrol._util.errors import DesignError, LinearSystemError
+from nhcontrol.design import finite_horizon_lqr, lqr
+from nhcontrol.linearize import linearize
+from nhcontrol.models import benchmark_bicycle as bb
+from nhcontrol.simulate import simulate_discrete
+from nhcontrol.systems import DiscreteLTV, LTVSystem
+
+A2 = np.array([[1.0, 0.1], [0.0, 1.0]])
+B2 = np.array([[0.005], [0.1]])
+
+
+def test_ltv_system_labels_and_time_domain():
+    sys = LTVSystem.constant(np.array([[0.0, 1.0], [-1.0, 0.0]]), np.array([[0.0], [1.0]]),
+                             states=["q", "q_d"], inputs=["F"])
+    assert sys.state_labels == ["q", "q_d"] and sys.input_labels == ["F"]
+    assert sys.output_labels == ["q", "q_d"] and sys.noutputs == 2
+    assert sys.dt == 0 and not sys.isdtime() and sys.isctime()
+    assert sys.states == ("q", "q_d")   # the former names stay
+
+
+def test_discrete_ltv_labels_and_time_domain():
+    d = DiscreteLTV.from_lti(A2, B2, 0.1, 4)
+    assert d.state_labels == ["x[0]", "x[1]"] and d.input_labels == ["u[0]"]
+    assert d.noutputs == 2 and d.output_labels == d.state_labels
+    assert d.dt == 0.1 and d.isdtime() and not d.isctime()
+
+
+def test_finite_horizon_lqr_accepts_discrete_statespace():
+    dss = control.ss(A2, B2, np.eye(2), 0, dt=0.1, states=["p", "v"], inputs=["a"])
+    res = finite_horizon_lqr(dss, np.eye(2), np.eye(1), np.eye(2), N=30)
+    ref = finite_horizon_lqr((np.tile(A2, (30, 1, 1)), np.tile(B2, (30, 1, 1))), np.eye(2), np.eye(1),
+                             np.eye(2))
+    np.testing.assert_array_equal(res.K, ref.K)
+    assert res.dt == 0.1
+    with pytest.raises(DesignError, match="horizon N="):
+        finite_horizon_lqr(dss, np.eye(2), np.eye(1), np.eye(2))
+    with pytest.raises(DesignError, match="discretize first"):
+        finite_horizon_lqr(control.ss(A2, B2, np.eye(2), 0), np.eye(2), np.eye(1), np.eye(2), N=5)
+    with pytest.raises(DesignError, match="carries its own horizon"):
+        finite_horizon_lqr(DiscreteLTV.from_lti(A2, B2, 0.1, 4), np.eye(2), np.eye(1), np.eye(2), N=5)
+
+
+def test_simulate_discrete_accepts_discrete_statespace():
+    dss = control.ss(A2, B2, np.eye(2), 0, dt=0.1, states=["p", "v"], inputs=["a"])
+    r = simulate_discrete(dss, [1.0, 0.0], u=np.array([0.5]), N=5)
+    r_ref = simulate_discrete(DiscreteLTV.from_lti(A2, B2, 0.1, 5), [1.0, 0.0], u=np.array([0.5]))
+    np.testing.assert_array_equal(r.x, r_ref.x)
+    with pytest.raises(LinearSystemError, match="discretize first"):
+        simulate_discrete(control.ss(A2, B2, np.eye(2), 0), [1.0, 0.0], N=5)
+
+
+def test_lqr_error_names_unstabilisable_modes_and_states():
+    sys = control.ss(np.diag([1.0, -1.0, 0.0]), [[1.0], [0.0], [0.0]], np.eye(3), 0,
+                     states=["a", "b", "cyclic"])
+    with pytest.raises(DesignError, match=r"not stabilisable.*eigenvalue 0j.*\['cyclic'\]") as err:
+        lqr(sys, np.eye(3), np.eye(1))
+    assert "ball-plate" not in str(err.value)
+
+
+def test_linearization_eigenvalues_is_a_property():
+    cm = bb.model()
+    lin = linearize(cm, bb.steady_forward(cm, 2.0), bb.PARTITION_4_172)
+    ev = lin.eigenvalues
+    assert ev.shape == (10,)
+    np.testing.assert_allclose(np.sort_complex(np.asarray(ev)),
+                               np.sort_complex(np.linalg.eigvals(lin.A)), atol=1e-12)
+    with pytest.warns(DeprecationWarning, match="property"):
+        old = lin.eigenvalues()
+    np.testing.assert_array_equal(old, ev)
