@@ -297,9 +297,9 @@ def circuit_equations(s: sp.Expr, s_dot: sp.Expr, p: sp.MatrixBase | tuple[sp.Ex
     carries ``Cv_d |U|`` times the blended orifice law of Eq. (7.6):
 
     .. math::
-        Q_{A1} = \begin{cases} C_{vd} U\,\phi(p_P - p_1) & U \ge 0 \
+        Q_{A1} = \begin{cases} C_{vd} U\,\phi(p_P - p_1) & U \ge 0 \\
                                C_{vd} U\,\phi(p_1 - p_T) & U < 0 \end{cases},\quad
-        Q_{B1} = \begin{cases} C_{vd} U\,\phi(p_3 - p_T) & U \ge 0 \
+        Q_{B1} = \begin{cases} C_{vd} U\,\phi(p_3 - p_T) & U \ge 0 \\
                                C_{vd} U\,\phi(p_P - p_3) & U < 0 \end{cases},\quad
         Q_{A2} = C_{vt}\,\phi(p_1 - p_2),
 
