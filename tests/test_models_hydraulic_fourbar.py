@@ -133,3 +133,82 @@ def test_circuit_equations_at_equilibrium_and_signs(eq):
     assert Hm == pytest.approx(-1e-9 * float(H[0].subs({**at, U: 1.0})) *
                                math.sqrt((eq.p[0] - 0.1e6) / (7.6e6 - eq.p[0])), rel=1e-9)
     assert dR > 0
+
+
+@pytest.fixture(scope="module")
+def jac():
+    return hf.jacobian(60.0, 3.5e6)
+
+
+def _central(X0, **kw):
+    Jn = np.zeros((6, 6))
+    for j in range(6):
+        h = 1e-6 * max(1.0, abs(X0[j]))
+        e = np.zeros(6)
+        e[j] = h
+        Jn[:, j] = (hf.reduced_rhs(X0 + e, **kw) - hf.reduced_rhs(X0 - e, **kw)) / (2 * h)
+    return Jn
+
+
+def test_jacobian_zero_pattern_eq_7_96(jac):
+    """Structure of (7.96), except the U column: we keep the right derivative of the valve flow
+    (the thesis drops it), so dp1/dU and dp3/dU are non-zero."""
+    A = jac.A
+    assert A.shape == (6, 6) and jac.B.shape == (6, 1)
+    nz = A != 0
+    expected = np.array([[0, 1, 0, 0, 0, 0],
+                         [1, 1, 0, 1, 1, 0],
+                         [0, 0, 1, 1, 0, 1],
+                         [0, 1, 1, 1, 0, 0],
+                         [0, 1, 0, 0, 0, 1],
+                         [0, 0, 0, 0, 0, 1]], dtype=bool)
+    np.testing.assert_array_equal(nz, expected)
+    assert A[2, 2] == -A[2, 3] and A[3, 2] == -A[3, 3]       # nu5, nu7 of (7.96)
+    assert A[5, 5] == pytest.approx(-1 / 0.0045) and jac.B[5, 0] == pytest.approx(1 / 0.0045)
+
+
+def test_jacobian_matches_central_differences_of_nonlinear_equations(jac):
+    """Independent check: central differences of the reduced nonlinear equations (Newton on C(x),
+    index-1 accelerations, circuit equations) agree to 1e-7 with the third-procedure Jacobian.
+    The U column is the exception: central differences average the left and right derivatives."""
+    eq = jac.equilibrium
+    X0 = np.array([eq.x[5], 0.0, *eq.p, 0.0])
+    assert np.max(np.abs(hf.reduced_rhs(X0)[[0, 2, 3, 4, 5]])) == 0.0
+    assert abs(hf.reduced_rhs(X0)[1]) < 1e-10
+    Jn = _central(X0)
+    scale = np.maximum(np.abs(jac.A), 1e-300)
+    rel = np.abs(Jn - jac.A) / scale
+    rel[:, 5] = 0.0
+    assert np.max(rel[jac.A != 0]) < 1e-7
+    assert np.max(np.abs(Jn[jac.A == 0])) < 1e-6 * np.max(np.abs(jac.A))
+    # U column: mean of the right and left slopes of the valve (documented choice)
+    p1, p3 = eq.p[0], eq.p[2]
+    ratio_p1 = Jn[2, 5] / jac.A[2, 5]
+    assert ratio_p1 == pytest.approx(0.5 * (1 + math.sqrt((p1 - 0.1e6) / (7.6e6 - p1))), rel=1e-6)
+    ratio_p3 = Jn[4, 5] / jac.A[4, 5]
+    assert ratio_p3 == pytest.approx(0.5 * (1 + math.sqrt((7.6e6 - p3) / (p3 - 0.1e6))), rel=1e-6)
+
+
+def test_eigenvalues_structure(jac):
+    """Two zero eigenvalues (oil volumes conserved behind the closed valve), the valve pole
+    -1/tau, the rest stable; fastest mode about -2e4 1/s (the issue's estimate)."""
+    ev = jac.eigenvalues
+    scale = np.max(np.abs(ev))
+    assert np.sum(np.abs(ev) < 1e-10 * scale) == 2
+    assert np.min(np.abs(ev + 1 / 0.0045)) < 1e-6 * scale
+    assert np.all(ev.real <= 1e-10 * scale)
+    assert -3e4 < ev.real.min() < -1.5e4
+
+
+@pytest.mark.parametrize("factor, damped", [(1.0, False), (0.1, True), (0.01, True), (0.0, True)])
+def test_friction_scenarios(factor, damped):
+    """Nominal friction: all real (overdamped); friction/10, /100 and none: a complex pair whose
+    damping falls with the friction while the structural eigenvalues (-2.3e4, -1/tau, 0, 0) stay."""
+    J = hf.jacobian(F_c=210.0 * factor, F_s=830.0 * factor, sigma2=330.0 * factor)
+    ev = J.eigenvalues
+    complex_pair = ev[np.abs(ev.imag) > 0]
+    assert (len(complex_pair) == 2) == damped
+    assert ev.real.min() == pytest.approx(-23138.1, rel=1e-4)
+    if damped:
+        assert 530 < abs(complex_pair[0].imag) < 560
+        assert complex_pair[0].real < 0

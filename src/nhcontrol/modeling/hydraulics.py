@@ -106,8 +106,9 @@ def turbulent_laminar_flow(gamma2: Any, dp: Any, dp_lim: Any = DP_LIM) -> sp.Exp
     """
     gamma2, dp, dp_lim = _s(gamma2), _s(dp), _s(dp_lim)
     gamma1 = gamma2 / sp.sqrt(dp_lim)
-    turbulent = gamma2 * sp.sqrt(sp.Abs(dp)) * sp.sign(dp)
-    return sp.Piecewise((gamma1 * dp, sp.Abs(dp) <= dp_lim), (turbulent, True))
+    # three branches without Abs/sign so that symbolic derivatives stay plain expressions
+    return sp.Piecewise((gamma1 * dp, sp.And(dp <= dp_lim, dp >= -dp_lim)),
+                        (gamma2 * sp.sqrt(dp), dp > dp_lim), (-gamma2 * sp.sqrt(-dp), True))
 
 
 def valve_flow(Cv_d: Any, U: Any, dp: Any, dp_lim: Any = DP_LIM) -> sp.Expr:

@@ -51,7 +51,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
@@ -65,7 +65,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["COORDINATES", "INPUTS", "MECHANICAL_DEFAULTS", "HYDRAULIC_DEFAULTS", "DEFAULTS",
            "PARTITION", "build", "model", "FourBarEquilibrium", "equilibrium", "piston_areas",
-           "circuit_equations"]
+           "circuit_equations", "HydraulicJacobian", "jacobian", "reduced_rhs", "STATES"]
+
+#: State of the 6x6 Jacobian of Eq. (7.96).
+STATES: tuple[str, ...] = ("phi2", "phi2_dot", "p1", "p2", "p3", "U")
 
 #: Coordinates of Eq. (7.84).
 COORDINATES: tuple[str, ...] = ("x_G2", "y_G2", "z_G2", "psi2", "theta2", "phi2", "phi32", "phi43",
@@ -358,3 +361,153 @@ def circuit_equations(s: sp.Expr, s_dot: sp.Expr, p: sp.MatrixBase | tuple[sp.Ex
                    hydraulics.pressure_rate(Be3, V3, [-QB1], -A3 * s_dot)])
     W = sp.Matrix([hydraulics.spool_rate(U, U_ref, h["tau_v"])])
     return H, W
+
+
+def _split(overrides: Mapping[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    mech = {k: v for k, v in overrides.items() if k in DEFAULTS}
+    hyd = {k: v for k, v in overrides.items() if k in HYDRAULIC_DEFAULTS and k not in DEFAULTS}
+    bad = sorted(set(overrides) - set(DEFAULTS) - set(HYDRAULIC_DEFAULTS))
+    if bad:
+        raise ModelError(f"unknown parameter(s) {bad} of the hydraulic four-bar; valid names are "
+                         f"{list(DEFAULTS) + [k for k in HYDRAULIC_DEFAULTS if k not in DEFAULTS]}")
+    return mech, hyd
+
+
+@lru_cache(maxsize=8)
+def _circuit_functions(hyd_items: tuple[tuple[str, float], ...]) -> tuple[Any, Any, Any]:
+    xs = sp.symbols("x0:10")
+    xds = sp.symbols("xd0:10")
+    ps = sp.symbols("p0:3")
+    U, Ur = sp.symbols("U U_ref")
+    i_s = COORDINATES.index("s")
+    H, W = circuit_equations(xs[i_s], xds[i_s], ps, U, Ur, **dict(hyd_items))
+    args = (xs, xds, ps, U, Ur)
+    jac = sp.Matrix.hstack(H.jacobian(sp.Matrix(xs)), H.jacobian(sp.Matrix(xds)),
+                           H.jacobian(sp.Matrix(ps)), H.jacobian(sp.Matrix([U])))
+    wjac = sp.Matrix.hstack(W.jacobian(sp.Matrix([U])), W.jacobian(sp.Matrix([Ur])))
+    return (sp.lambdify(args, H, "numpy"), sp.lambdify(args, jac, "numpy"),
+            sp.lambdify(args, wjac, "numpy"))
+
+
+@dataclass(frozen=True)
+class HydraulicJacobian:
+    """Linearization of the hydraulic four-bar about its equilibrium (Eq. (7.96)).
+
+    Attributes
+    ----------
+    A : (6, 6) ndarray
+        Jacobian in the state :data:`STATES` ``[phi2, phi2_dot, p1, p2, p3, U]``.
+    B : (6, 1) ndarray
+        Input matrix of ``U_ref``.
+    equilibrium : FourBarEquilibrium
+    states : tuple of str
+    """
+
+    A: NDArray[np.float64]
+    B: NDArray[np.float64]
+    equilibrium: FourBarEquilibrium
+    states: tuple[str, ...] = STATES
+
+    @property
+    def eigenvalues(self) -> NDArray[np.complex128]:
+        """Eigenvalues of ``A`` sorted by real part."""
+        ev = np.linalg.eigvals(self.A)
+        return ev[np.argsort(ev.real, kind="stable")]
+
+
+def jacobian(phi2_deg: float = 60.0, p3: float = 3.5e6, **overrides: float) -> HydraulicJacobian:
+    """6x6 Jacobian of the hydraulic four-bar at its equilibrium (Eq. (7.96)).
+
+    The mechanical rows come from the third numerical procedure (:func:`nhcontrol.linearize.linearize`
+    with the pressures as inputs: the input matrix of Sect. 8.1 is ``∂(φ̈2)/∂p``). The pressure rows
+    (derived here, valid at an equilibrium where ``ẋ0 = 0``) are ``[H_x T0, H_ẋ T0, H_p, H_U]``
+    with the velocity transformation ``T0 = [1; -Cx_dd^{-1} Cx_ai]`` of the holonomic
+    constraints (``x̃ = T0 φ̃2`` and ``ẋ̃ = T0 φ̃̇2`` to first order at rest); the spool row is
+    ``[0, ..., W_U]`` and ``B = [0, ..., W_Uref]``. ``H_U`` is the right derivative at ``U = 0``
+    (see :func:`circuit_equations`). The partial derivatives of ``H`` are exact (SymPy).
+
+    Parameters
+    ----------
+    phi2_deg, p3 : float
+        Equilibrium input angle [deg] and rod-side pressure [Pa] (:func:`equilibrium`).
+    **overrides : float
+        Mechanical (:data:`DEFAULTS`) or hydraulic (:data:`HYDRAULIC_DEFAULTS`) parameters.
+    """
+    from nhcontrol.linearize import linearize
+    from nhcontrol.reference import Reference
+
+    mech, hyd = _split(overrides)
+    eq = equilibrium(phi2_deg, p3, **mech)
+    cm = model(**mech)
+    ref = Reference.equilibrium(cm, eq.x, u=eq.p)
+    lin = linearize(cm, ref, PARTITION)
+    Am, Bm = np.asarray(lin.A), np.asarray(lin.B)
+    T0 = _velocity_transformation(cm, eq.x, eq.p)
+    _, jac, wjac = _circuit_functions(tuple(sorted(hyd.items())))
+    with np.errstate(invalid="ignore", divide="ignore"):  # numpy evaluates every Piecewise branch
+        J = np.asarray(jac(eq.x, np.zeros(10), eq.p, 0.0, 0.0), dtype=float)
+    Hx, Hxd, Hp, HU = J[:, :10], J[:, 10:20], J[:, 20:23], J[:, 23:24]
+    Wj = np.asarray(wjac(eq.x, np.zeros(10), eq.p, 0.0, 0.0), dtype=float)
+    if not (np.all(np.isfinite(J)) and np.all(np.isfinite(Am)) and np.all(np.isfinite(Bm))):
+        raise ReferenceMotionError(f"the hydraulic four-bar Jacobian is not finite at phi2 = {phi2_deg} deg, "
+                                   f"p = {list(eq.p)} Pa (a chamber volume or pressure out of range?)")
+    A = np.zeros((6, 6))
+    A[:2, :2] = Am
+    A[:2, 2:5] = Bm
+    A[2:5, 0:1] = Hx @ T0
+    A[2:5, 1:2] = Hxd @ T0
+    A[2:5, 2:5] = Hp
+    A[2:5, 5:6] = HU
+    A[5, 5] = Wj[0, 0]
+    B = np.zeros((6, 1))
+    B[5, 0] = Wj[0, 1]
+    return HydraulicJacobian(A=_readonly(A), B=_readonly(B), equilibrium=eq)
+
+
+def _velocity_transformation(cm: "CompiledModel", x: NDArray[np.float64], p: NDArray[np.float64]
+                             ) -> NDArray[np.float64]:
+    ai = COORDINATES.index("phi2")
+    dd = [i for i in range(10) if i != ai]
+    Cx = np.asarray(cm.Cx(x, u=p))
+    T0 = np.zeros((10, 1))
+    T0[ai, 0] = 1.0
+    T0[dd, 0] = -np.linalg.solve(Cx[:, dd], Cx[:, ai])
+    return T0
+
+
+def reduced_rhs(X: NDArray[np.float64], U_ref: float = 0.0, *, phi2_deg: float = 60.0,
+                p3: float = 3.5e6, **overrides: float) -> NDArray[np.float64]:
+    """Right-hand side of the reduced nonlinear equations in the state :data:`STATES`.
+
+    For validation (central differences of this function give the Jacobian independently of the
+    third procedure): the dependent coordinates are solved from ``C(x) = 0`` by Newton's method
+    (started at the equilibrium of ``phi2_deg``), the dependent velocities from ``Cx ẋ = 0``, and
+    the accelerations and multipliers from the index-1 system ``[M Cxᵀ; Cx 0][ẍ; Λ] = [Q; Qd]``.
+    """
+    mech, hyd = _split(overrides)
+    X = np.asarray(X, dtype=float)
+    eq = equilibrium(phi2_deg, p3, **mech)
+    cm = model(**mech)
+    ai = COORDINATES.index("phi2")
+    dd = [i for i in range(10) if i != ai]
+    p = X[2:5]
+    x = np.array(eq.x, dtype=float)
+    x[ai] = X[0]
+    for _ in range(50):
+        c = np.asarray(cm.C(x, u=p))
+        if np.max(np.abs(c)) < 1e-14:
+            break
+        x[dd] -= np.linalg.solve(np.asarray(cm.Cx(x, u=p))[:, dd], c)
+    Cx = np.asarray(cm.Cx(x, u=p))
+    xd = np.zeros(10)
+    xd[ai] = X[1]
+    xd[dd] = -np.linalg.solve(Cx[:, dd], Cx[:, ai] * X[1])
+    M = np.asarray(cm.M(x, u=p))
+    K = np.block([[M, Cx.T], [Cx, np.zeros((9, 9))]])
+    rhs = np.concatenate([np.asarray(cm.Q(x, xd, u=p)), np.asarray(cm.Qd(x, xd, u=p))])
+    xdd = np.linalg.solve(K, rhs)[:10]
+    H, _, _ = _circuit_functions(tuple(sorted(hyd.items())))
+    with np.errstate(invalid="ignore", divide="ignore"):  # numpy evaluates every Piecewise branch
+        h = np.asarray(H(x, xd, p, X[5], U_ref), dtype=float).ravel()
+    tau = {**HYDRAULIC_DEFAULTS, **hyd}["tau_v"]
+    return np.concatenate([[X[1], xdd[ai]], h, [(U_ref - X[5]) / tau]])
