@@ -1,5 +1,5 @@
 """Imports point one way (../shared/ARCHITECTURE.md): each stage imports only stages to its left
-and ``nhcontrol._util``; ``models`` is built only from ``modeling``, ``compiled`` and ``reference``;
+and ``nhcontrol._util``; ``models`` is built only from ``modeling``, ``compiled``, ``reference`` and ``linearize``;
 nothing below the edge (``plotting``, ``cli``, ``reproduce``) imports the edge.
 
 The one sanctioned exception is ``MultibodySystem.compile()`` (the architecture's own
@@ -17,7 +17,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "nhcontrol"
 ORDER = ["_util", "modeling", "compiled", "reference", "linearize", "systems", "analysis",
          "design", "simulate"]
 EDGE = {"plotting", "cli", "reproduce"}
-ALLOWED_FOR_MODELS = {"_util", "modeling", "compiled", "reference"}
+# models may also use linearize (e.g. the bicycle's canonical matrices, Meijaard et al. 2007);
+# never analysis or design (ARCHITECTURE.md).
+ALLOWED_FOR_MODELS = {"_util", "modeling", "compiled", "reference", "linearize"}
 EXCEPTIONS = {("modeling", "compiled", "compile")}
 
 

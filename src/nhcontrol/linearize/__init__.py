@@ -57,3 +57,7 @@ __all__ += [
     "SecondProcedureResult", "finite_difference_jacobian", "reduced_ode_jacobian_fd",
     "index1_accelerations", "FiniteDifferenceResult",
 ]
+
+from .second_order import SECOND_ORDER_RTOL, second_order_matrices  # noqa: E402
+
+__all__ += ["second_order_matrices", "SECOND_ORDER_RTOL"]

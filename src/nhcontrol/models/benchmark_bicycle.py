@@ -116,11 +116,67 @@ def _check_overrides(overrides: Mapping[str, Any]) -> dict[str, float]:
                                requirement="bicycle parameters must be finite real numbers")
 
 
-def build(**parameter_overrides: float) -> MultibodySystem:
+#: The benchmark's actuators (Meijaard et al. 2007, Eq. (A1)): lean torque and steer torque.
+INPUTS = ("T_phi", "T_delta")
+
+
+def check_inputs(inputs: Any) -> tuple[str, ...]:
+    """Validate a choice of the benchmark's torques ``inputs`` (any subset of :data:`INPUTS`)."""
+    names = (inputs,) if isinstance(inputs, str) else tuple(inputs or ())
+    bad = [nm for nm in names if nm not in INPUTS]
+    if bad or len(set(names)) != len(names):
+        raise ModelError(f"inputs must be distinct names among {list(INPUTS)} (lean torque T_phi, steer "
+                         f"torque T_delta of Meijaard et al. 2007), got {list(names)}")
+    return names
+
+
+def add_benchmark_torques(mb: MultibodySystem, inputs: Any) -> tuple[str, ...]:
+    """Add the benchmark's lean and/or steer torque as inputs of ``mb`` (Meijaard's convention).
+
+    The lean torque ``T_phi`` does the virtual work ``T_phi δφ`` and the steer torque
+    ``T_delta`` (between rear frame and front assembly, about the steer axis) the virtual work
+    ``T_delta δδ_M`` of Meijaard et al. (2007). The lean ``phi_b`` of the thesis has
+    Meijaard's sign (right lean positive) but the steer ``delta`` is measured about the
+    upward steer axis ``Z_H`` (Eq. (4.129)), the opposite of Meijaard's downward axis:
+    ``δ_M = -delta``. Hence the generalized forces (added to ``Qa``) are ``+T_phi`` on
+    ``phi_b`` and ``-T_delta`` on ``delta`` (derived here).
+
+    Parameters
+    ----------
+    mb : MultibodySystem
+        A bicycle with the coordinates ``phi_b`` and ``delta``.
+    inputs : sequence of str
+        Any subset of :data:`INPUTS`, in the order wanted for ``u``.
+
+    Returns
+    -------
+    tuple of str
+        The input names added.
+    """
+    names = check_inputs(inputs)
+    if not names:
+        return names
+    syms = mb.add_inputs(list(names))
+    syms = (syms,) if len(names) == 1 else syms
+    coords = [c.name for c in mb.coordinates]
+    Q = [0] * mb.n
+    for nm, u in zip(names, syms):
+        if nm == "T_phi":
+            Q[coords.index("phi_b")] += u
+        else:
+            Q[coords.index("delta")] -= u
+    mb.add_generalized_force(Q)
+    return names
+
+
+def build(inputs: Any = (), **parameter_overrides: float) -> MultibodySystem:
     """Build the symbolic bicycle benchmark model (thesis Sect. 4.3.1).
 
     Parameters
     ----------
+    inputs : sequence of str, optional
+        Actuators, any subset of :data:`INPUTS` (``"T_phi"`` lean torque, ``"T_delta"`` steer
+        torque, Meijaard's sign convention; see :func:`add_benchmark_torques`). None by default.
     **parameter_overrides : float
         New default values for parameters of :data:`PARAMETERS` (Table 4.1), e.g.
         ``build(m_B=90.0)``.
@@ -159,6 +215,7 @@ def build(**parameter_overrides: float) -> MultibodySystem:
     :math:`\\bar I_H = R_\\nu^T R_\\pi^T I_H R_\\pi R_\\nu`; the wheels have
     :math:`\\bar I = \\mathrm{diag}(I_{xx}, I_{yy}, I_{xx})` about their ``Y`` (spin) axis.
     """
+    check_inputs(inputs)
     values = _check_overrides(parameter_overrides)
     mb = MultibodySystem("benchmark_bicycle")
     coords = mb.add_coordinates(" ".join(COORDINATES))
@@ -171,6 +228,7 @@ def build(**parameter_overrides: float) -> MultibodySystem:
                           name="P", axis="y")
     contacts.rolling_hoop(mb, bodies["F"], bodies["r_GF"], bodies["R_F"], p["rho_F"], xi_F,
                           name="Q", axis="y")
+    add_benchmark_torques(mb, inputs)
     return mb
 
 
@@ -253,15 +311,18 @@ def add_frame_and_wheels(mb: MultibodySystem, coords: tuple, p: Mapping[str, sp.
 
 
 @lru_cache(maxsize=8)
-def _model_cached(items: tuple[tuple[str, float], ...]) -> "CompiledModel":
-    return build(**dict(items)).compile()
+def _model_cached(items: tuple[tuple[str, float], ...], inputs: tuple[str, ...] = ()) -> "CompiledModel":
+    return build(inputs, **dict(items)).compile()
 
 
-def model(**parameter_overrides: float) -> "CompiledModel":
+def model(inputs: Any = (), **parameter_overrides: float) -> "CompiledModel":
     """Compiled bicycle benchmark (cached in memory and on disk).
 
     Parameters
     ----------
+    inputs : sequence of str, optional
+        Actuators, any subset of :data:`INPUTS`, e.g. ``model(inputs=("T_phi", "T_delta"))``
+        or ``model(inputs=("T_delta",))`` (see :func:`build`).
     **parameter_overrides : float
         As for :func:`build`. Parameters can also be changed per call of every kernel
         through ``p = cm.param_vector(...)``, which needs no recompilation.
@@ -270,9 +331,10 @@ def model(**parameter_overrides: float) -> "CompiledModel":
     -------
     CompiledModel
     """
+    names = check_inputs(inputs)
     values = _check_overrides(parameter_overrides)
     changed = tuple(sorted((k, v) for k, v in values.items() if v != PARAMETERS[k]))
-    return _model_cached(changed)
+    return _model_cached(changed, names)
 
 
 def _parameter_values(cm: Any, p: ArrayLike | Mapping[str, float] | None) -> dict[str, float]:
@@ -444,3 +506,55 @@ def steady_forward(model: "CompiledModel", v: float,
     state = partial(steady_forward_state, speed, values=dict(vals))   # picklable (no closures)
     return Reference.from_functions(model, StateComponent(state, 0), StateComponent(state, 1),
                                     StateComponent(state, 2), lam=lam0, p=pvec, steady=True)
+
+
+def canonical_matrices(cm: "CompiledModel", p: ArrayLike | Mapping[str, float] | None = None
+                       ) -> dict[str, NDArray[np.float64]]:
+    """Meijaard's lean-steer matrices ``M, C1, K0, K2`` (and ``H``) from the third procedure.
+
+    ``M q̈ + v C1 q̇ + (g K0 + v² K2) q = H u`` with ``q = [φ, δ_M]`` in Meijaard's sign
+    convention (Meijaard et al. 2007, Eq. (A1)): the thesis lean ``phi_b`` is Meijaard's
+    ``φ``, but the thesis steer ``delta`` turns about the upward steer axis (Eq. (4.129)), so
+    ``δ_M = -delta``. The matrices come from the exact linearizations (Eq. (4.125)) of
+    :func:`steady_forward` at ``v = 0, 1, 2`` m/s (``J(v) = J0 + v J1 + v² J2`` in the rows of
+    ``φ̈, δ̈``), checked at ``v = 3`` m/s; ``M`` needs the generalized forces of the torques,
+    so the actuated model (:func:`model` with ``inputs=INPUTS``) is used for it when ``cm``
+    has no inputs (same parameters).
+
+    Parameters
+    ----------
+    cm : CompiledModel
+        The bicycle (:func:`model`, with or without inputs).
+    p : (p,) array_like or mapping, optional
+        Parameter vector or overrides of ``cm`` (defaults when None).
+
+    Returns
+    -------
+    dict
+        ``M, C1, K0, K2`` (2, 2) and, when ``cm`` has inputs, ``H`` (2, k): the generalized
+        forces on ``[φ, δ_M]`` per unit input (the identity columns for ``T_phi``, ``T_delta``).
+
+    Examples
+    --------
+    >>> from nhcontrol.models import benchmark_bicycle as bb
+    >>> mats = bb.canonical_matrices(bb.model())          # doctest: +SKIP
+    >>> round(mats["M"][0, 0], 5)                          # doctest: +SKIP
+    80.81722
+    """
+    from nhcontrol.linearize import linearize, second_order_matrices
+
+    _require_bicycle(cm)
+    vals = _parameter_values(cm, p)
+    act = cm if tuple(cm.inputs) == INPUTS else model(inputs=INPUTS)
+    pvec = np.array([vals[k] for k in act.parameters])
+    signs = (1.0, -1.0)   # [phi_b, delta] -> [φ, δ_M]
+    mats = second_order_matrices(lambda v: linearize(act, steady_forward(act, v, pvec), PARTITION_4_172),
+                                 ("phi_b", "delta"), np.eye(2), signs=signs)
+    out = {"M": mats["M"], "C1": mats["C1"], "K0": mats["K0g"] / vals["g"], "K2": mats["K2"]}
+    if cm.inputs:
+        pv = np.array([vals[k] for k in cm.parameters])
+        lin = linearize(cm, steady_forward(cm, 0.0, pv), PARTITION_4_172)
+        st = list(lin.states)
+        Bq = np.diag(signs) @ lin.B[[st.index("phi_b_d"), st.index("delta_d")]]
+        out["H"] = out["M"] @ Bq
+    return {k: np.array(v) for k, v in out.items()}

@@ -73,11 +73,15 @@ def torus_dimensions(R: Any, mu: Any, sigma: Any) -> tuple[Any, Any, Any]:
     return rho, a, sigma * a
 
 
-def build(*, wheel_inertia: WheelInertia = "benchmark", **parameter_overrides: float) -> MultibodySystem:
+def build(inputs: Any = (), *, wheel_inertia: WheelInertia = "benchmark",
+          **parameter_overrides: float) -> MultibodySystem:
     """Symbolic bicycle with elliptic toroidal wheels.
 
     Parameters
     ----------
+    inputs : sequence of str, optional
+        Any subset of ``("T_phi", "T_delta")``: the benchmark's lean and steer torques
+        (Meijaard's signs, :func:`nhcontrol.models.benchmark_bicycle.add_benchmark_torques`).
     wheel_inertia : {"benchmark", "torus"}
         Table 4.1 wheel inertias, or those of a homogeneous elliptic torus (Eqs. (4.189)-(4.190)).
     **parameter_overrides : float
@@ -90,6 +94,7 @@ def build(*, wheel_inertia: WheelInertia = "benchmark", **parameter_overrides: f
     """
     if wheel_inertia not in ("benchmark", "torus"):
         raise ModelError(f"wheel_inertia must be 'benchmark' or 'torus', got {wheel_inertia!r}")
+    _bb.check_inputs(inputs)
     values = _check(parameter_overrides)
     mb = MultibodySystem(f"toroidal_bicycle_{wheel_inertia}")
     coords = mb.add_coordinates(" ".join(COORDINATES))
@@ -107,17 +112,21 @@ def build(*, wheel_inertia: WheelInertia = "benchmark", **parameter_overrides: f
         rho, a, _ = dims[w]
         contacts.elliptic_torus(mb, bodies[w], bodies[f"r_G{w}"], bodies[f"R_{w}"], rho, a,
                                 p[f"sigma_{w}"], xi, eta, name=name)
+    _bb.add_benchmark_torques(mb, inputs)
     return mb
 
 
 @lru_cache(maxsize=4)
-def _compiled(wheel_inertia: str):
-    return build(wheel_inertia=wheel_inertia).compile()  # type: ignore[arg-type]
+def _compiled(wheel_inertia: str, inputs: tuple[str, ...] = ()):
+    return build(inputs, wheel_inertia=wheel_inertia).compile()  # type: ignore[arg-type]
 
 
-def model(*, wheel_inertia: WheelInertia = "benchmark"):
-    """Compiled :func:`build` (cached). Change ``mu``/``sigma`` per call with ``cm.param_vector``."""
-    return _compiled(wheel_inertia)
+def model(inputs: Any = (), *, wheel_inertia: WheelInertia = "benchmark"):
+    """Compiled :func:`build` (cached). Change ``mu``/``sigma`` per call with ``cm.param_vector``.
+
+    ``inputs``: any subset of ``("T_phi", "T_delta")`` (lean and steer torque, see :func:`build`).
+    """
+    return _compiled(wheel_inertia, _bb.check_inputs(inputs))
 
 
 def steady_forward_state(v: float, t: ArrayLike, values: Mapping[str, float]
