@@ -135,9 +135,21 @@ def test_circuit_equations_at_equilibrium_and_signs(eq):
     assert dR > 0
 
 
+def _jacobian(phi2_deg=60.0, p3=3.5e6, **kw):
+    from nhcontrol.linearize import linearize_with_first_order_states
+    from nhcontrol.reference import Reference
+    mech = {k: v for k, v in kw.items() if k in hf.DEFAULTS}
+    eq = hf.equilibrium(phi2_deg, p3, **mech)
+    cm = hf.model(**mech)
+    ref = Reference.equilibrium(cm, eq.x, u=eq.p)
+    res = linearize_with_first_order_states(cm, ref, hf.PARTITION,
+                                            **hf.circuit_jacobians(eq).as_kwargs())
+    return res, eq
+
+
 @pytest.fixture(scope="module")
 def jac():
-    return hf.jacobian(60.0, 3.5e6)
+    return _jacobian()
 
 
 def _central(X0, **kw):
@@ -151,6 +163,7 @@ def _central(X0, **kw):
 
 
 def test_jacobian_zero_pattern_eq_7_96(jac):
+    jac, _ = jac
     """Structure of (7.96), except the U column: we keep the right derivative of the valve flow
     (the thesis drops it), so dp1/dU and dp3/dU are non-zero."""
     A = jac.A
@@ -171,7 +184,7 @@ def test_jacobian_matches_central_differences_of_nonlinear_equations(jac):
     """Independent check: central differences of the reduced nonlinear equations (Newton on C(x),
     index-1 accelerations, circuit equations) agree to 1e-7 with the third-procedure Jacobian.
     The U column is the exception: central differences average the left and right derivatives."""
-    eq = jac.equilibrium
+    jac, eq = jac
     X0 = np.array([eq.x[5], 0.0, *eq.p, 0.0])
     assert np.max(np.abs(hf.reduced_rhs(X0)[[0, 2, 3, 4, 5]])) == 0.0
     assert abs(hf.reduced_rhs(X0)[1]) < 1e-10
@@ -190,6 +203,7 @@ def test_jacobian_matches_central_differences_of_nonlinear_equations(jac):
 
 
 def test_eigenvalues_structure(jac):
+    jac, _ = jac
     """Two zero eigenvalues (oil volumes conserved behind the closed valve), the valve pole
     -1/tau, the rest stable; fastest mode about -2e4 1/s (the issue's estimate)."""
     ev = jac.eigenvalues
@@ -204,7 +218,7 @@ def test_eigenvalues_structure(jac):
 def test_friction_scenarios(factor, damped):
     """Nominal friction: all real (overdamped); friction/10, /100 and none: a complex pair whose
     damping falls with the friction while the structural eigenvalues (-2.3e4, -1/tau, 0, 0) stay."""
-    J = hf.jacobian(F_c=210.0 * factor, F_s=830.0 * factor, sigma2=330.0 * factor)
+    J, _ = _jacobian(F_c=210.0 * factor, F_s=830.0 * factor, sigma2=330.0 * factor)
     ev = J.eigenvalues
     complex_pair = ev[np.abs(ev.imag) > 0]
     assert (len(complex_pair) == 2) == damped
@@ -212,3 +226,22 @@ def test_friction_scenarios(factor, damped):
     if damped:
         assert 530 < abs(complex_pair[0].imag) < 560
         assert complex_pair[0].real < 0
+
+
+def test_first_order_linearization_states_and_errors(jac):
+    from nhcontrol._util.errors import LinearSystemError
+    from nhcontrol.linearize import linearize_with_first_order_states
+    from nhcontrol.reference import Reference
+    res, eq = jac
+    assert res.states[2:] == ("p1", "p2", "p3", "U") and len(res.states) == 6
+    assert res.T0.shape == (10, 1) and res.T0[5, 0] == 1.0
+    assert res.inputs == ("U_ref",)
+    cm = hf.model()
+    from types import SimpleNamespace
+    moving = SimpleNamespace(xd=lambda t: np.full(10, 0.1))  # only xd is consulted before the check
+    with pytest.raises(ReferenceMotionError, match="at rest"):
+        linearize_with_first_order_states(cm, moving, hf.PARTITION, **hf.circuit_jacobians(eq).as_kwargs())
+    kw = hf.circuit_jacobians(eq).as_kwargs()
+    kw["H_z"] = np.zeros((2, 2))
+    with pytest.raises(LinearSystemError, match="H_z must have shape"):
+        linearize_with_first_order_states(cm, Reference.equilibrium(cm, eq.x, u=eq.p), hf.PARTITION, **kw)

@@ -21,9 +21,12 @@ from .partition import (BlockCondition, Partition, PartitionIndices, PartitionRe
                         suggest_partition)
 from .result import LinearizationResult, SpuriousIdentification, identify_spurious
 from .third import linearize, third_procedure
+from .first_order import FirstOrderLinearization, linearize_with_first_order_states
 
 __all__ = [
     "linearize",
+    "linearize_with_first_order_states",
+    "FirstOrderLinearization",
     "third_procedure",
     "Partition",
     "PartitionIndices",

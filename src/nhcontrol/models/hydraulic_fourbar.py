@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["COORDINATES", "INPUTS", "MECHANICAL_DEFAULTS", "HYDRAULIC_DEFAULTS", "DEFAULTS",
            "PARTITION", "build", "model", "FourBarEquilibrium", "equilibrium", "piston_areas",
-           "circuit_equations", "HydraulicJacobian", "jacobian", "reduced_rhs", "STATES"]
+           "circuit_equations", "CircuitJacobians", "circuit_jacobians", "reduced_rhs", "STATES"]
 
 #: State of the 6x6 Jacobian of Eq. (7.96).
 STATES: tuple[str, ...] = ("phi2", "phi2_dot", "p1", "p2", "p3", "U")
@@ -390,89 +390,55 @@ def _circuit_functions(hyd_items: tuple[tuple[str, float], ...]) -> tuple[Any, A
 
 
 @dataclass(frozen=True)
-class HydraulicJacobian:
-    """Linearization of the hydraulic four-bar about its equilibrium (Eq. (7.96)).
+class CircuitJacobians:
+    """Exact partial derivatives of the circuit equations at the equilibrium (Eqs. (7.26), (7.28)).
 
     Attributes
     ----------
-    A : (6, 6) ndarray
-        Jacobian in the state :data:`STATES` ``[phi2, phi2_dot, p1, p2, p3, U]``.
-    B : (6, 1) ndarray
-        Input matrix of ``U_ref``.
-    equilibrium : FourBarEquilibrium
-    states : tuple of str
+    H_x, H_xd : (3, 10) ndarray
+        ``∂H/∂x``, ``∂H/∂ẋ``.
+    H_p : (3, 3) ndarray
+        ``∂H/∂p``.
+    H_U : (3, 1) ndarray
+        ``∂H/∂U``: the right derivative at ``U = 0`` (see :func:`circuit_equations`).
+    W_U, W_Uref : (1, 1) ndarray
+        ``∂W/∂U = -1/tau_v``, ``∂W/∂U_ref = 1/tau_v``.
     """
 
-    A: NDArray[np.float64]
-    B: NDArray[np.float64]
-    equilibrium: FourBarEquilibrium
-    states: tuple[str, ...] = STATES
+    H_x: NDArray[np.float64]
+    H_xd: NDArray[np.float64]
+    H_p: NDArray[np.float64]
+    H_U: NDArray[np.float64]
+    W_U: NDArray[np.float64]
+    W_Uref: NDArray[np.float64]
 
-    @property
-    def eigenvalues(self) -> NDArray[np.complex128]:
-        """Eigenvalues of ``A`` sorted by real part."""
-        ev = np.linalg.eigvals(self.A)
-        return ev[np.argsort(ev.real, kind="stable")]
+    def as_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`nhcontrol.linearize.linearize_with_first_order_states`."""
+        return dict(H_x=self.H_x, H_xd=self.H_xd, H_z=self.H_p, H_w=self.H_U, W_w=self.W_U,
+                    W_r=self.W_Uref, z_names=INPUTS, w_names=("U",), r_names=("U_ref",))
 
 
-def jacobian(phi2_deg: float = 60.0, p3: float = 3.5e6, **overrides: float) -> HydraulicJacobian:
-    """6x6 Jacobian of the hydraulic four-bar at its equilibrium (Eq. (7.96)).
+def circuit_jacobians(eq: FourBarEquilibrium, **hydraulic_overrides: float) -> CircuitJacobians:
+    """Partial derivatives of :func:`circuit_equations` at an equilibrium (exact, SymPy).
 
-    The mechanical rows come from the third numerical procedure (:func:`nhcontrol.linearize.linearize`
-    with the pressures as inputs: the input matrix of Sect. 8.1 is ``∂(φ̈2)/∂p``). The pressure rows
-    (derived here, valid at an equilibrium where ``ẋ0 = 0``) are ``[H_x T0, H_ẋ T0, H_p, H_U]``
-    with the velocity transformation ``T0 = [1; -Cx_dd^{-1} Cx_ai]`` of the holonomic
-    constraints (``x̃ = T0 φ̃2`` and ``ẋ̃ = T0 φ̃̇2`` to first order at rest); the spool row is
-    ``[0, ..., W_U]`` and ``B = [0, ..., W_Uref]``. ``H_U`` is the right derivative at ``U = 0``
-    (see :func:`circuit_equations`). The partial derivatives of ``H`` are exact (SymPy).
+    Use with :func:`nhcontrol.linearize.linearize_with_first_order_states` for the 6x6
+    Jacobian of Eq. (7.96)::
 
-    Parameters
-    ----------
-    phi2_deg, p3 : float
-        Equilibrium input angle [deg] and rod-side pressure [Pa] (:func:`equilibrium`).
-    **overrides : float
-        Mechanical (:data:`DEFAULTS`) or hydraulic (:data:`HYDRAULIC_DEFAULTS`) parameters.
+        cm = model(); eq = equilibrium(60.0)
+        ref = Reference.equilibrium(cm, eq.x, u=eq.p)
+        res = linearize_with_first_order_states(cm, ref, PARTITION, **circuit_jacobians(eq).as_kwargs())
     """
-    from nhcontrol.linearize import linearize
-    from nhcontrol.reference import Reference
-
-    mech, hyd = _split(overrides)
-    eq = equilibrium(phi2_deg, p3, **mech)
-    cm = model(**mech)
-    ref = Reference.equilibrium(cm, eq.x, u=eq.p)
-    lin = linearize(cm, ref, PARTITION)
-    Am, Bm = np.asarray(lin.A), np.asarray(lin.B)
-    T0 = _velocity_transformation(cm, eq.x, eq.p)
+    _, hyd = _split(hydraulic_overrides)
     _, jac, wjac = _circuit_functions(tuple(sorted(hyd.items())))
     with np.errstate(invalid="ignore", divide="ignore"):  # numpy evaluates every Piecewise branch
-        J = np.asarray(jac(eq.x, np.zeros(10), eq.p, 0.0, 0.0), dtype=float)
-    Hx, Hxd, Hp, HU = J[:, :10], J[:, 10:20], J[:, 20:23], J[:, 23:24]
-    Wj = np.asarray(wjac(eq.x, np.zeros(10), eq.p, 0.0, 0.0), dtype=float)
-    if not (np.all(np.isfinite(J)) and np.all(np.isfinite(Am)) and np.all(np.isfinite(Bm))):
-        raise ReferenceMotionError(f"the hydraulic four-bar Jacobian is not finite at phi2 = {phi2_deg} deg, "
-                                   f"p = {list(eq.p)} Pa (a chamber volume or pressure out of range?)")
-    A = np.zeros((6, 6))
-    A[:2, :2] = Am
-    A[:2, 2:5] = Bm
-    A[2:5, 0:1] = Hx @ T0
-    A[2:5, 1:2] = Hxd @ T0
-    A[2:5, 2:5] = Hp
-    A[2:5, 5:6] = HU
-    A[5, 5] = Wj[0, 0]
-    B = np.zeros((6, 1))
-    B[5, 0] = Wj[0, 1]
-    return HydraulicJacobian(A=_readonly(A), B=_readonly(B), equilibrium=eq)
-
-
-def _velocity_transformation(cm: "CompiledModel", x: NDArray[np.float64], p: NDArray[np.float64]
-                             ) -> NDArray[np.float64]:
-    ai = COORDINATES.index("phi2")
-    dd = [i for i in range(10) if i != ai]
-    Cx = np.asarray(cm.Cx(x, u=p))
-    T0 = np.zeros((10, 1))
-    T0[ai, 0] = 1.0
-    T0[dd, 0] = -np.linalg.solve(Cx[:, dd], Cx[:, ai])
-    return T0
+        J = np.asarray(jac(eq.x, np.zeros(10), eq.p, eq.U, 0.0), dtype=float)
+        Wj = np.asarray(wjac(eq.x, np.zeros(10), eq.p, eq.U, 0.0), dtype=float)
+    if not (np.all(np.isfinite(J)) and np.all(np.isfinite(Wj))):
+        raise ReferenceMotionError(f"the circuit Jacobian is not finite at p = {list(eq.p)} Pa, "
+                                   f"s = {eq.x[8]} m (a chamber volume or pressure out of range?)")
+    return CircuitJacobians(H_x=_readonly(J[:, :10]), H_xd=_readonly(J[:, 10:20]),
+                            H_p=_readonly(J[:, 20:23]), H_U=_readonly(J[:, 23:24]),
+                            W_U=_readonly(Wj[:, :1]), W_Uref=_readonly(Wj[:, 1:2]))
 
 
 def reduced_rhs(X: NDArray[np.float64], U_ref: float = 0.0, *, phi2_deg: float = 60.0,
