@@ -75,3 +75,39 @@ def test_linearization_eigenvalues_is_a_property():
     with pytest.warns(DeprecationWarning, match="property"):
         old = lin.eigenvalues()
     np.testing.assert_array_equal(old, ev)
+
+
+@pytest.fixture(scope="module")
+def bicycle_steer_lin():
+    cm = bb.model(inputs=("T_delta",))
+    return linearize(cm, bb.steady_forward(cm, 2.0), bb.PARTITION_4_172)
+
+
+def test_reduced_statespace_of_the_bicycle(bicycle_steer_lin):
+    lin = bicycle_steer_lin
+    full = lin.to_statespace()
+    with pytest.raises(DesignError, match=r"not stabilisable.*to_statespace\(states=\"reduced\"\)"):
+        lqr(full, np.eye(10), np.eye(1))
+    red = lin.to_statespace(states="reduced")
+    assert red.state_labels == ["phi_b", "delta", "phi_b_d", "delta_d"]
+    assert red.input_labels == ["T_delta"] and red.output_labels[0] == "y_phi_b"
+    res = lqr(red, np.eye(4), np.eye(1))
+    assert np.all(res.E.real < 0)
+    K, _, _ = control.lqr(red, np.eye(4), np.eye(1))   # python-control directly
+    np.testing.assert_allclose(K, res.K, rtol=1e-9)
+    # the kept block reproduces the non-spurious, non-zero eigenvalues of the full system
+    ev = np.asarray(lin.eigenvalues)
+    np.testing.assert_allclose(np.sort_complex(np.linalg.eigvals(red.A)),
+                               np.sort_complex(ev[np.abs(ev) > 1e-9]), atol=1e-9)
+
+
+def test_statespace_with_named_states(bicycle_steer_lin):
+    lin = bicycle_steer_lin
+    sys = lin.to_statespace(states=["delta", "phi_b", "delta_d", "phi_b_d"])
+    assert sys.state_labels == ["delta", "phi_b", "delta_d", "phi_b_d"]
+    i = [list(lin.states).index(s) for s in sys.state_labels]
+    np.testing.assert_array_equal(sys.A, lin.A[np.ix_(i, i)])
+    with pytest.raises(LinearSystemError, match=r"cannot drop \['delta_d'\].*d\(phi_b_d\)/dt depends on"):
+        lin.to_statespace(states=["phi_b", "delta", "phi_b_d"])
+    with pytest.raises(LinearSystemError, match="valid names"):
+        lin.to_statespace(states=["lean"])

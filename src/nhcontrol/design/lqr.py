@@ -261,8 +261,9 @@ def _unstabilisable_report(A: NDArray[np.float64], B: NDArray[np.float64], discr
                 "check that (Q, A) has no unobservable mode on the stability boundary")
     return (f"(A, B) is not stabilisable: {len(bad)} mode(s) with {boundary} cannot be moved by the "
             f"inputs: " + "; ".join(bad) + ". Remove the states that carry them (cyclic coordinates and "
-            "spurious directions of a linearization are typical) and design on the rest, e.g. with "
-            "control.ss(A[keep][:, keep], B[keep], ...) or a controllable formulation of the model")
+            "spurious directions of a linearization are typical) and design on the rest: for a "
+            "linearization use lin.to_statespace(states=\"reduced\") (or a list of state names); "
+            "otherwise control.ss(A[keep][:, keep], B[keep], ...) or a controllable formulation")
 
 
 def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, *, S: ArrayLike | None = None) -> LQRResult:

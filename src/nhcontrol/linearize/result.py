@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -167,6 +168,10 @@ def _adopt(own: SpuriousIdentification, alt: SpuriousIdentification,
                                   alt.residual, alt.tol, via)
 
 
+#: Relative size below which an entry of ``A`` counts as zero in :meth:`LinearizationResult.to_statespace`.
+REDUCE_RTOL = 1e-10
+
+
 class _EigenvalueArray(np.ndarray):
     """The eigenvalue array; calling it (the former method form) returns the same array."""
 
@@ -295,19 +300,35 @@ class LinearizationResult:
                        J32=A[..., 2 * n1:, n1:2 * n1], J33=A[..., 2 * n1:, 2 * n1:])
         return out
 
-    def to_statespace(self) -> Any:
+    def to_statespace(self, states: Sequence[str] | Literal["reduced"] | None = None, *,
+                      rtol: float = REDUCE_RTOL) -> Any:
         """python-control ``StateSpace`` with named states and inputs (steady references).
 
         The outputs are the states (``C = I``, ``D = 0``), named ``y_<state>``. For a stacked
         result of a steady reference (all points equal) the first point is used.
 
+        Parameters
+        ----------
+        states : None, sequence of str or "reduced"
+            ``None``: all :attr:`states`. A list of state names: those states, in that order,
+            after checking that none of them depends on a dropped state (``A[kept, dropped]``
+            must vanish). ``"reduced"``: drop, repeatedly, every state whose column of ``A``
+            vanishes among the remaining states — a cyclic coordinate (its position enters
+            nothing), then the velocity that only fed it, and spurious directions that do not
+            enter the dynamics (``J23 = 0``, Sect. 4.3.4). Each dropped state carries a zero
+            eigenvalue that no input can move, so ``control.lqr`` needs them gone; the bicycle
+            gives ``phi_b, delta, phi_b_d, delta_d``.
+        rtol : float
+            Entries below ``rtol · max|A|`` count as zero (:data:`REDUCE_RTOL`).
+
         Raises
         ------
         LinearSystemError
-            If the reference is not steady. Use the LTV route instead: evaluate
+            If the reference is not steady (use the LTV route: evaluate
             ``res = linearize(cm, ref, partition, t=ts)`` and build
             ``nhcontrol.systems.LTVSystem.from_samples(ts, res.A, res.B, states=res.states,
-            inputs=res.inputs)``.
+            inputs=res.inputs)``), for unknown state names, or when a kept state depends on a
+            dropped one (the coupling is named).
         """
         import control
 
@@ -319,8 +340,52 @@ class LinearizationResult:
                 "(nhcontrol.systems.LTVSystem)")
         A = self.A[0] if self.stacked else self.A
         B = self.B[0] if self.stacked else self.B
+        keep = self._kept_states(A, states, rtol)
+        A, B = A[np.ix_(keep, keep)], B[keep]
+        names = [self.states[i] for i in keep]
         ns = A.shape[0]
         return control.ss(A, B, np.eye(ns), np.zeros((ns, B.shape[1])),
-                          states=list(self.states), inputs=list(self.inputs),
-                          outputs=[f"y_{s}" for s in self.states],
+                          states=names, inputs=list(self.inputs),
+                          outputs=[f"y_{s}" for s in names],
                           name=self.model_name or None)
+
+    def reduced_states(self, rtol: float = REDUCE_RTOL) -> tuple[str, ...]:
+        """The states ``to_statespace(states="reduced")`` keeps (see there)."""
+        A = self.A[0] if self.stacked else self.A
+        return tuple(self.states[i] for i in self._kept_states(A, "reduced", rtol))
+
+    def _kept_states(self, A: NDArray[np.float64], states: Any, rtol: float) -> list[int]:
+        all_names = list(self.states)
+        tol = rtol * max(1.0, float(np.abs(A).max()))
+        if states is None:
+            return list(range(len(all_names)))
+        if isinstance(states, str):
+            if states != "reduced":
+                raise LinearSystemError(f"states must be None, 'reduced' or a list of state names, "
+                                        f"got {states!r}")
+            keep = list(range(len(all_names)))
+            changed = True
+            while changed:
+                changed = False
+                for j in list(keep):
+                    if np.all(np.abs(A[keep, j]) <= tol):
+                        keep.remove(j)
+                        changed = True
+            return keep
+        names = list(states)
+        bad = [s for s in names if s not in all_names]
+        if bad or len(set(names)) != len(names):
+            raise LinearSystemError(f"states {bad or names} are not distinct states of this "
+                                    f"linearization; valid names are {all_names}")
+        keep = [all_names.index(s) for s in names]
+        drop = [j for j in range(len(all_names)) if j not in keep]
+        if drop:
+            C = np.abs(A[np.ix_(keep, drop)])
+            if np.any(C > tol):
+                pairs = [(all_names[keep[i]], all_names[drop[j]], float(A[keep[i], drop[j]]))
+                         for i, j in zip(*np.nonzero(C > tol))]
+                txt = ", ".join(f"d({a})/dt depends on {b!r} (A = {v:.3g})" for a, b, v in pairs[:6])
+                raise LinearSystemError(
+                    f"cannot drop {sorted({b for _, b, _ in pairs})}: {txt}; keep them, or use "
+                    f"states='reduced' (which keeps {list(self.reduced_states(rtol))})")
+        return keep
