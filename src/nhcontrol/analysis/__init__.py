@@ -27,3 +27,7 @@ __all__ += [
     "CriticalPoint", "EigenvalueSweep", "StructuralZeros", "charpoly", "critical_points",
     "eigenvalues_vs_parameter", "match_spectra", "spectral_abscissa", "structural_zeros",
 ]
+from .relative_equilibrium import (MARGINAL_RTOL, RelativeEquilibriumLinearization,  # noqa: E402
+                                   charpoly_root, linearize_relative_equilibrium, stability_threshold)
+__all__ += ["MARGINAL_RTOL", "RelativeEquilibriumLinearization", "charpoly_root",
+            "linearize_relative_equilibrium", "stability_threshold"]

@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["COORDINATES", "PARTITION", "Kind", "build", "model", "torus_inertia", "torus_parameters",
            "SteadyMotion", "circular_motion", "circular_heading_rates", "circular_spin_rate",
-           "circular_state", "straight_rolling", "vertical_spin"]
+           "circular_state", "heading_frame", "straight_rolling", "vertical_spin"]
 
 #: Coordinates of the rolling torus.
 COORDINATES: tuple[str, ...] = ("x_C", "y_C", "z_C", "psi", "phi", "theta", "xi", "eta")
@@ -291,13 +291,14 @@ def _check_model(cm: "CompiledModel") -> None:
 
 
 def _reference(cm: "CompiledModel", motion: SteadyMotion, pvec: NDArray[np.float64]) -> "Reference":
-    from nhcontrol.reference import Reference
+    from functools import partial
+
+    from nhcontrol.reference import Reference, StateComponent
 
     steady = motion.Omega == 0.0
     period = None if steady else 2 * math.pi / abs(motion.Omega)
-    return Reference.from_functions(cm, lambda t: circular_state(motion, t)[0],
-                                    lambda t: circular_state(motion, t)[1],
-                                    lambda t: circular_state(motion, t)[2],
+    f = partial(circular_state, motion)
+    return Reference.from_functions(cm, StateComponent(f, 0), StateComponent(f, 1), StateComponent(f, 2),
                                     p=pvec, steady=steady, period=period)
 
 
@@ -411,85 +412,3 @@ def heading_frame(states: "list[str] | tuple[str, ...]", Omega: float
         return out
 
     return T, T_dot
-
-
-def circular_linearization(cm: "CompiledModel", ref: "Reference", motion: SteadyMotion):
-    """Periodic LTV linearization along a steady motion and its constant form.
-
-    The third numerical procedure (Sect. 4.2.3, Eq. (4.124)) with :data:`PARTITION` gives the
-    periodic ``A(t)`` (states ``[psi, phi, theta, psi_d, phi_d, theta_d, x_C, y_C]``, period
-    ``2 pi / |Omega|``); :func:`heading_frame` maps it to a constant system (Eq. (6.76)).
-
-    Returns
-    -------
-    periodic : LTVSystem
-    constant : LTVSystem
-        The same motion in the heading-frame variables (``x_C, y_C`` renamed ``u_C, v_C``).
-    J : (8, 8) ndarray
-        The constant Jacobian ``A_z(0)``.
-    """
-    from nhcontrol.linearize import Partition
-    from nhcontrol.systems import LTVSystem, change_of_variables
-
-    periodic = LTVSystem.from_linearization(cm, ref, Partition.from_dict(PARTITION))
-    if motion.Omega == 0.0:
-        return periodic, periodic, np.asarray(periodic.A(0.0))
-    T, T_dot = heading_frame(periodic.states, motion.Omega)
-    names = [{"x_C": "u_C", "y_C": "v_C"}.get(s, s) for s in periodic.states]
-    constant = change_of_variables(periodic, T, T_dot, states=names)
-    return periodic, constant, np.asarray(constant.A(0.0))
-
-
-# ----------------------------------------------------------------------------- thresholds
-def _jacobian(cm: "CompiledModel", ref: "Reference", motion: SteadyMotion) -> NDArray[np.float64]:
-    return circular_linearization(cm, ref, motion)[2]
-
-
-def straight_jacobian(cm: "CompiledModel", v: float, p: ArrayLike | Mapping[str, float] | None = None
-                      ) -> NDArray[np.float64]:
-    """8x8 Jacobian (Eq. (4.124)) of upright straight rolling with centre speed ``v`` [m/s]."""
-    _, vals = parameter_values(cm, p)
-    ref, mo = straight_rolling(cm, float(v) / (vals["rho"] + vals["a"]), p=p)
-    return _jacobian(cm, ref, mo)
-
-
-def straight_critical_speed(cm: "CompiledModel", p: ArrayLike | Mapping[str, float] | None = None,
-                            bracket: tuple[float, float] = (1e-3, 50.0)) -> float:
-    """Critical speed [m/s] above which upright straight rolling is (marginally) stable.
-
-    The lean/heading pair of the Jacobian has ``det(λI - J) = λ^6 (λ^2 + c(v))``; ``v_c`` is the
-    root of ``c(v)`` (Brent, ``xtol = 1e-14``). For the hoop (``a = 0``) ``v_c = sqrt(g rho)/2``.
-    """
-    from scipy.optimize import brentq
-
-    def c(v: float) -> float:
-        return float(np.real(np.poly(straight_jacobian(cm, v, p))[2]))
-
-    return float(brentq(c, *bracket, xtol=1e-14, rtol=1e-15))
-
-
-def vertical_spin_jacobian(cm: "CompiledModel", Omega: float,
-                           p: ArrayLike | Mapping[str, float] | None = None) -> NDArray[np.float64]:
-    """Constant (heading-frame) Jacobian of the spin about a vertical diameter at rate ``Omega``."""
-    ref, mo = vertical_spin(cm, Omega, p=p)
-    return _jacobian(cm, ref, mo)
-
-
-def vertical_spin_threshold(cm: "CompiledModel", p: ArrayLike | Mapping[str, float] | None = None,
-                            bracket: tuple[float, float] = (1e-2, 200.0), rtol: float = 1e-10) -> float:
-    """Spin rate [rad/s] above which spinning about a vertical diameter is (marginally) stable.
-
-    Bisection on the largest real part of the constant Jacobian's eigenvalues (relative tolerance
-    ``1e-7`` of the spectral scale for "zero"), to ``rtol`` in ``Omega``.
-    """
-    def unstable(Om: float) -> bool:
-        lam = np.linalg.eigvals(vertical_spin_jacobian(cm, Om, p))
-        return float(lam.real.max()) > 1e-7 * max(1.0, float(np.abs(lam).max()))
-
-    lo, hi = bracket
-    if not unstable(lo) or unstable(hi):
-        raise ReferenceMotionError(f"vertical_spin_threshold: no change of stability in Omega in {bracket} rad/s")
-    while hi - lo > rtol * hi:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if unstable(mid) else (lo, mid)
-    return 0.5 * (lo + hi)

@@ -19,6 +19,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "toroidal-bicycle": ("toroidal_bicycle", "Bicycle with elliptic toroidal wheels (Sect. 4.5.1)"),
     "ball-plate": ("ball_plate", "Ball on a tilting plate tracking a circle (Ch. 8)"),
     "waveboard": ("waveboard", "Waveboard: torsion bar, two casters, toroidal wheels (Sect. 5.5)"),
+    "rolling-torus": ("rolling_torus", "Rolling elliptic torus: circular motion, Floquet validation (Sect. 6.3)"),
     "e-scooter": ("escooter", "E-scooter with toroidal wheels and suspensions (Sect. 5.6, Ch. 9 trends)"),
 }
 

@@ -1,0 +1,247 @@
+"""``nhcontrol reproduce rolling-torus``: steady motions of the rolling elliptic torus (Sect. 6.3).
+
+The pages of Sects. 6.3.1-6.3.7 are missing from our copy; the steady-motion relations, the
+change of variables that makes the circular-motion linearization constant and the
+nondimensionalization are derived in ``docs/theory/rolling_torus.md``. Rates are reported in
+rad/s and nondimensional, ``ω̄ = ω sqrt(R/g)``, ``Ω̄ = Ω sqrt(R/g)`` with the outer radius
+``R = rho + a`` (our own scaling: the thesis' one is on missing pages, its ω̄, Ω̄ are not
+comparable). Headline numbers:
+
+* ``floquet_vs_constant_max_diff``: the monodromy matrix of the periodic LTV linearization
+  (integrated over one heading period) against ``T(0)^{-1} exp(T_h J) T(0)``, relative, and
+  the nontrivial multipliers against ``exp(T_h eig(J))``;
+* ``hoop_limit``: the straight-rolling critical speed as the cross-section shrinks to zero,
+  against ``sqrt(g r)/2``;
+* ``thresholds``: critical speed of straight rolling and critical spin rate about a vertical
+  diameter, solid and hollow torus;
+* ``circular``: Floquet multipliers of circular motions.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sl
+
+from ..analysis import (MARGINAL_RTOL, charpoly_root, floquet, linearize_relative_equilibrium,
+                        stability_threshold)
+from ..models import rolling_torus as rt
+
+__all__ = ["run", "summary", "circular_linearization", "straight_jacobian", "straight_critical_speed",
+           "vertical_spin_jacobian", "vertical_spin_threshold", "circular_stability"]
+
+GEOMETRY = {"rho": 0.3, "mu": 0.2, "sigma": 1.0, "m": 2.0, "g": 9.81}
+#: (phi0 [deg], nondimensional spin ω̄) of the circular motions validated by Floquet theory.
+CASES = [(-5.0, 0.75), (-5.0, 0.5), (-20.0, 1.5), (10.0, 2.0)]
+MUS = [0.2, 0.1, 0.05, 0.02, 0.01, 0.001, 0.0]
+
+
+def circular_linearization(cm: Any, ref: Any, mo: "rt.SteadyMotion"):
+    """Periodic LTV linearization (thesis partition) and its heading-frame constant form."""
+    return linearize_relative_equilibrium(cm, ref, rt.PARTITION, lambda st: rt.heading_frame(st, mo.Omega),
+                                          rename={"x_C": "u_C", "y_C": "v_C"})
+
+
+def straight_jacobian(cm: Any, v: float, p: Any = None) -> np.ndarray:
+    """Jacobian of upright straight rolling with centre speed ``v`` [m/s]."""
+    vals = p if isinstance(p, dict) else dict(zip(cm.parameters, np.asarray(p if p is not None else cm.defaults)))
+    ref, mo = rt.straight_rolling(cm, float(v) / (vals["rho"] + vals["a"]), p=p)
+    return circular_linearization(cm, ref, mo).J
+
+
+def straight_critical_speed(cm: Any, p: Any = None, bracket: tuple[float, float] = (1e-3, 50.0)) -> float:
+    """Root of the pair coefficient: ``det(λI - J) = λ^6 (λ^2 + c(v))`` (hoop: ``sqrt(g rho)/2``)."""
+    return charpoly_root(lambda v: straight_jacobian(cm, v, p), 2, bracket)
+
+
+def vertical_spin_jacobian(cm: Any, Omega: float, p: Any = None) -> np.ndarray:
+    """Constant (heading-frame) Jacobian of the spin about a vertical diameter."""
+    ref, mo = rt.vertical_spin(cm, Omega, p=p)
+    return circular_linearization(cm, ref, mo).J
+
+
+def vertical_spin_threshold(cm: Any, p: Any = None, bracket: tuple[float, float] = (1e-2, 200.0)) -> float:
+    """Spin rate [rad/s] above which the spin about a vertical diameter is (marginally) stable."""
+    return stability_threshold(lambda Om: vertical_spin_jacobian(cm, Om, p), bracket)
+
+
+def circular_stability(cm: Any, phi0: float, omega: float, p: Any = None, *, branch: int = 0):
+    """``(motion, eig(J), stable)`` of a circular motion (stable: no ``Re λ > 0`` beyond round-off)."""
+    ref, mo = rt.circular_motion(cm, phi0, omega=omega, p=p, branch=branch)
+    lam = np.linalg.eigvals(circular_linearization(cm, ref, mo).J)
+    return mo, lam, bool(lam.real.max() <= MARGINAL_RTOL * max(1.0, float(np.abs(lam).max())))
+
+
+def _scale(vals: dict) -> float:
+    return math.sqrt((vals["rho"] + vals["a"]) / vals["g"])
+
+
+def _pairs(z: np.ndarray) -> list[list[float]]:
+    return [[float(v.real), float(v.imag)] for v in z]
+
+
+def _nontrivial(mu: np.ndarray, tol: float = 1e-4) -> np.ndarray:
+    return mu[np.abs(mu - 1.0) > tol]
+
+
+def circular_case(cm: Any, vals: dict, phi0_deg: float, omega_bar: float) -> dict:
+    """Floquet validation of one circular motion."""
+    sc = _scale(vals)
+    ref, mo = rt.circular_motion(cm, math.radians(phi0_deg), omega=omega_bar / sc, p=vals)
+    lin = circular_linearization(cm, ref, mo)
+    periodic, J = lin.periodic, lin.J
+    Th = periodic.period
+    fr = floquet(periodic)
+    T, _ = rt.heading_frame(periodic.states, mo.Omega)
+    T0 = T(0.0)
+    X_const = np.linalg.solve(T0, sl.expm(Th * J) @ T0)
+    mono_diff = float(np.abs(fr.monodromy - X_const).max() / np.abs(X_const).max())
+    rho_const = np.exp(Th * np.linalg.eigvals(J))
+    a, b = _nontrivial(fr.multipliers), _nontrivial(rho_const)
+    if len(a) != len(b):
+        raise RuntimeError(f"nontrivial multipliers differ in number: {a} vs {b}")
+    mult_diff = float(max((np.min(np.abs(z - b)) / abs(z) for z in a), default=0.0))
+    triv = np.sort(np.abs(fr.multipliers[np.abs(fr.multipliers - 1.0) <= 1e-4] - 1.0))
+    lam = np.linalg.eigvals(J)
+    stable = bool(lam.real.max() <= MARGINAL_RTOL * max(1.0, float(np.abs(lam).max())))
+    return {"phi0_deg": phi0_deg, "omega_bar": omega_bar, "Omega_bar": mo.Omega * sc,
+            "omega": mo.omega, "Omega": mo.Omega, "period": Th, "radius_contact": mo.radius_contact,
+            "multipliers": _pairs(fr.multipliers), "nontrivial_multipliers": _pairs(a),
+            "multipliers_constant": _pairs(rho_const), "monodromy_rel_diff": mono_diff,
+            "multiplier_rel_diff": mult_diff,
+            "trivial_multiplier_max_dev": float(triv.max()) if triv.size else 0.0,
+            "stable": stable}
+
+
+def stability_map(cm: Any, vals: dict, phis_deg: np.ndarray, omega_bars: np.ndarray) -> np.ndarray:
+    """1 stable, 0 unstable, -1 no circular motion, over (phi0, ω̄) (slow branch)."""
+    sc = _scale(vals)
+    out = np.empty((len(phis_deg), len(omega_bars)))
+    for i, ph in enumerate(phis_deg):
+        for j, wb in enumerate(omega_bars):
+            try:
+                out[i, j] = float(circular_stability(cm, math.radians(ph), wb / sc, vals)[2])
+            except Exception:  # no real heading rate: no circular motion there
+                out[i, j] = -1.0
+    return out
+
+
+def run(*, out: Path | None = None, quick: bool = False) -> dict:
+    cm = rt.model()
+    g = GEOMETRY
+    res: dict[str, Any] = {"nondimensionalization": "omega_bar = omega*sqrt(R/g), Omega_bar = Omega*sqrt(R/g), R = rho + a"}
+    # Floquet validation
+    vals = rt.torus_parameters("solid", **g)
+    cases = [circular_case(cm, vals, ph, wb) for ph, wb in (CASES[:2] if quick else CASES)]
+    res["circular"] = cases
+    res["floquet_vs_constant_max_diff"] = {
+        "monodromy_rel": max(c["monodromy_rel_diff"] for c in cases),
+        "nontrivial_multipliers_rel": max(c["multiplier_rel_diff"] for c in cases),
+        "trivial_multipliers_abs_dev_from_1": max(c["trivial_multiplier_max_dev"] for c in cases)}
+    # hoop limit
+    r = g["rho"]
+    vcs = [straight_critical_speed(cm, rt.torus_parameters("solid", **{**g, "mu": mu})) for mu in MUS]
+    exact = math.sqrt(g["g"] * r) / 2
+    res["hoop_limit"] = {"r": r, "mu": MUS, "v_c": vcs, "rel_diff": [abs(v - exact) / exact for v in vcs],
+                         "analytic": exact}
+    # thresholds
+    th: dict[str, Any] = {"geometry": {"rho": g["rho"], "a": g["mu"] * g["rho"], "b": g["sigma"] * g["mu"] * g["rho"],
+                                       "m": g["m"], "g": g["g"]}}
+    for kind in ("solid", "hollow"):
+        v = rt.torus_parameters(kind, **g)
+        th[kind] = {"straight_v_c": straight_critical_speed(cm, v),
+                    "vertical_spin_omega_c": vertical_spin_threshold(cm, v), "A": v["A"], "C": v["C"]}
+    res["thresholds"] = th
+    # stability maps
+    phis = np.linspace(-30, 30, 7 if quick else 25)
+    wbs = np.linspace(0.05, 3.0, 7 if quick else 30)
+    maps = {}
+    for kind in ("solid", "hollow"):
+        for mu in ((0.2,) if quick else (0.05, 0.2, 0.5)):
+            v = rt.torus_parameters(kind, **{**g, "mu": mu})
+            maps[f"{kind}_mu{mu}"] = stability_map(cm, v, phis, wbs)
+    res["stability_maps"] = {"phi0_deg": phis.tolist(), "omega_bar": wbs.tolist(),
+                             "maps": {k: m.tolist() for k, m in maps.items()}}
+    if out is not None:
+        _plot(res, out)
+    return res
+
+
+def _plot(res: dict, out: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    hl = res["hoop_limit"]
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    mu = np.asarray(hl["mu"])
+    ax.plot(mu, hl["v_c"], "o-", label="torus (third procedure)")
+    ax.axhline(hl["analytic"], color="k", ls="--", label=r"hoop $\sqrt{g r}/2$")
+    ax.set_xlabel(r"cross-section ratio $\mu = a/\rho$ [-]")
+    ax.set_ylabel(r"critical speed $v_c$ [m/s]")
+    ax.set_title("Straight rolling: hoop limit (solid torus)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "rolling_torus_hoop_limit.png", dpi=120)
+    plt.close(fig)
+
+    sm = res["stability_maps"]
+    keys = list(sm["maps"])
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3.4), squeeze=False)
+    cmap = ListedColormap(["0.85", "tab:red", "tab:green"])
+    for ax, k in zip(axes[0], keys):
+        ax.pcolormesh(sm["omega_bar"], sm["phi0_deg"], np.asarray(sm["maps"][k]), cmap=cmap, vmin=-1, vmax=1,
+                      shading="nearest")
+        ax.set_title(k.replace("_mu", r", $\mu$="))
+        ax.set_xlabel(r"spin $\bar\omega$ [-]")
+    axes[0][0].set_ylabel(r"lean $\varphi_0$ [deg]")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in ("tab:green", "tab:red", "0.85")]
+    axes[0][-1].legend(handles, ["stable", "unstable", "no motion"], fontsize=7, loc="upper right")
+    fig.suptitle("Circular steady motion: linear stability (constant Jacobian)")
+    fig.tight_layout()
+    fig.savefig(out / "rolling_torus_stability_maps.png", dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(4.2, 4.2))
+    th = np.linspace(0, 2 * np.pi, 400)
+    ax.plot(np.cos(th), np.sin(th), "k-", lw=0.6, label="unit circle")
+    for c in res["circular"]:
+        z = np.asarray(c["multipliers"])
+        ax.plot(z[:, 0], z[:, 1], "o", mfc="none",
+                label=rf"$\varphi_0$={c['phi0_deg']}°, $\bar\omega$={c['omega_bar']}")
+        zc = np.asarray(c["multipliers_constant"])
+        ax.plot(zc[:, 0], zc[:, 1], "k.", ms=3)
+    ax.set_xlabel(r"Re $\rho$ [-]")
+    ax.set_ylabel(r"Im $\rho$ [-]")
+    ax.set_title("Floquet multipliers (circles) vs exp(T eig J) (dots)")
+    ax.set_aspect("equal")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "rolling_torus_multipliers.png", dpi=120)
+    plt.close(fig)
+
+
+def summary(res: dict) -> str:
+    f = res["floquet_vs_constant_max_diff"]
+    lines = ["Rolling elliptic torus (Sect. 6.3), " + res["nondimensionalization"],
+             f"  Floquet vs constant Jacobian: monodromy rel. diff {f['monodromy_rel']:.1e}, nontrivial "
+             f"multipliers {f['nontrivial_multipliers_rel']:.1e}, trivial multipliers |rho-1| <= "
+             f"{f['trivial_multipliers_abs_dev_from_1']:.1e} (Jordan blocks)"]
+    hl = res["hoop_limit"]
+    lines.append(f"  hoop limit: v_c(mu=0) = {hl['v_c'][-1]:.12f} m/s vs sqrt(g r)/2 = {hl['analytic']:.12f} "
+                 f"(rel {hl['rel_diff'][-1]:.1e}); v_c(mu={hl['mu'][0]}) = {hl['v_c'][0]:.6f}")
+    for kind in ("solid", "hollow"):
+        t = res["thresholds"][kind]
+        lines.append(f"  {kind:6s}: straight v_c = {t['straight_v_c']:.6f} m/s, vertical spin Omega_c = "
+                     f"{t['vertical_spin_omega_c']:.6f} rad/s")
+    for c in res["circular"]:
+        nz = ", ".join(f"{a:+.6f}{b:+.6f}i" for a, b in c["nontrivial_multipliers"])
+        lines.append(f"  phi0 = {c['phi0_deg']:+.1f} deg, omega_bar = {c['omega_bar']}, Omega_bar = "
+                     f"{c['Omega_bar']:.6f}: multipliers {nz} -> {'stable' if c['stable'] else 'unstable'}")
+    return "\n".join(lines)
