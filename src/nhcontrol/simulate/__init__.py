@@ -9,6 +9,7 @@ projects initial conditions on the constraints; :func:`simulate_discrete` and
 from .forward import DEFAULT_BAUMGARTE, ConditioningWarning, forward_dynamics
 from .initial import InitialConditions, consistent_initial_conditions
 from .linear import LinearSimulationResult, simulate_discrete, simulate_ltv
+from .nlsys import ConstraintDrift, constraint_drift, to_nlsys
 from .result import SimulationResult, SimulationSamples
 
 __all__ = [
@@ -22,4 +23,7 @@ __all__ = [
     "LinearSimulationResult",
     "ConditioningWarning",
     "DEFAULT_BAUMGARTE",
+    "to_nlsys",
+    "constraint_drift",
+    "ConstraintDrift",
 ]
