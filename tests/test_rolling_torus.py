@@ -158,3 +158,8 @@ def test_reproduce_quick_json_keys(tmp_path):
     c = res["circular"][0]
     assert {"phi0_deg", "multipliers", "stable", "omega", "Omega"} <= set(c)
     assert (tmp_path / "rolling_torus_stability_maps.png").exists()
+    for kind in ("solid", "hollow"):
+        g = res["gyroscopic_stabilization"][kind]
+        assert g["straight_unstable_below_stable_above"] and g["vertical_spin_unstable_below_stable_above"]
+        vc = res["thresholds_vs_mu"][kind]["straight_v_c"]
+        assert vc[0] == pytest.approx(hl["analytic"], rel=1e-12)

@@ -75,6 +75,16 @@ def circular_stability(cm: Any, phi0: float, omega: float, p: Any = None, *, bra
     return mo, lam, bool(lam.real.max() <= MARGINAL_RTOL * max(1.0, float(np.abs(lam).max())))
 
 
+def _stable(J: np.ndarray) -> bool:
+    lam = np.linalg.eigvals(J)
+    return bool(lam.real.max() <= MARGINAL_RTOL * max(1.0, float(np.abs(lam).max())))
+
+
+def circular_stability_straight(cm: Any, v: float, p: Any) -> bool:
+    """Linear (marginal) stability of upright straight rolling at centre speed ``v``."""
+    return _stable(straight_jacobian(cm, v, p))
+
+
 def _scale(vals: dict) -> float:
     return math.sqrt((vals["rho"] + vals["a"]) / vals["g"])
 
@@ -155,6 +165,13 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
         th[kind] = {"straight_v_c": straight_critical_speed(cm, v),
                     "vertical_spin_omega_c": vertical_spin_threshold(cm, v), "A": v["A"], "C": v["C"]}
     res["thresholds"] = th
+    # thresholds as functions of the cross-section ratio (both mass distributions)
+    mus = [0.0, 0.1, 0.3, 0.5] if quick else [0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7]
+    res["thresholds_vs_mu"] = {"mu": mus}
+    for kind in ("solid", "hollow"):
+        ps = [rt.torus_parameters(kind, **{**g, "mu": mu}) for mu in mus]
+        res["thresholds_vs_mu"][kind] = {"straight_v_c": [straight_critical_speed(cm, v) for v in ps],
+                                         "vertical_spin_omega_c": [vertical_spin_threshold(cm, v) for v in ps]}
     # stability maps
     phis = np.linspace(-30, 30, 7 if quick else 25)
     wbs = np.linspace(0.05, 3.0, 7 if quick else 30)
@@ -163,6 +180,20 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
         for mu in ((0.2,) if quick else (0.05, 0.2, 0.5)):
             v = rt.torus_parameters(kind, **{**g, "mu": mu})
             maps[f"{kind}_mu{mu}"] = stability_map(cm, v, phis, wbs)
+    # gyroscopic stabilization (Ch. 9): enough spin stabilizes each steady motion
+    gyro = {}
+    for kind in ("solid", "hollow"):
+        v = rt.torus_parameters(kind, **g)
+        vc, oc = th[kind]["straight_v_c"], th[kind]["vertical_spin_omega_c"]
+        st = [bool(circular_stability_straight(cm, x, v)) for x in (0.9 * vc, 1.1 * vc)]
+        sp = [bool(_stable(vertical_spin_jacobian(cm, x, v))) for x in (0.9 * oc, 1.1 * oc)]
+        gyro[kind] = {"straight_unstable_below_stable_above": (not st[0]) and st[1],
+                      "vertical_spin_unstable_below_stable_above": (not sp[0]) and sp[1]}
+    for k, m in maps.items():
+        col_lo, col_hi = m[:, 0], m[:, -1]
+        gyro.setdefault("maps", {})[k] = {"stable_fraction_lowest_spin": float(np.mean(col_lo == 1)),
+                                          "stable_fraction_highest_spin": float(np.mean(col_hi == 1))}
+    res["gyroscopic_stabilization"] = gyro
     res["stability_maps"] = {"phi0_deg": phis.tolist(), "omega_bar": wbs.tolist(),
                              "maps": {k: m.tolist() for k, m in maps.items()}}
     if out is not None:
@@ -240,6 +271,11 @@ def summary(res: dict) -> str:
         t = res["thresholds"][kind]
         lines.append(f"  {kind:6s}: straight v_c = {t['straight_v_c']:.6f} m/s, vertical spin Omega_c = "
                      f"{t['vertical_spin_omega_c']:.6f} rad/s")
+    for kind in ("solid", "hollow"):
+        g = res["gyroscopic_stabilization"][kind]
+        lines.append(f"  {kind:6s}: straight rolling unstable below / stable above v_c: "
+                     f"{g['straight_unstable_below_stable_above']}; vertical spin likewise: "
+                     f"{g['vertical_spin_unstable_below_stable_above']}")
     for c in res["circular"]:
         nz = ", ".join(f"{a:+.6f}{b:+.6f}i" for a, b in c["nontrivial_multipliers"])
         lines.append(f"  phi0 = {c['phi0_deg']:+.1f} deg, omega_bar = {c['omega_bar']}, Omega_bar = "
