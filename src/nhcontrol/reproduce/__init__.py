@@ -21,6 +21,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "waveboard": ("waveboard", "Waveboard: torsion bar, two casters, toroidal wheels (Sect. 5.5)"),
     "rolling-torus": ("rolling_torus", "Rolling elliptic torus: circular motion, Floquet validation (Sect. 6.3)"),
     "e-scooter": ("escooter", "E-scooter with toroidal wheels and suspensions (Sect. 5.6, Ch. 9 trends)"),
+    "hydraulic-fourbar": ("hydraulic_fourbar", "Hydraulically actuated four-bar: equilibrium, 6x6 Jacobian (Sect. 7.3)"),
 }
 
 
