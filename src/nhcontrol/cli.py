@@ -1,4 +1,4 @@
-"""Command line interface: ``nhcontrol reproduce <target> [--json] [--out DIR]``."""
+"""Command line interface: ``nhcontrol reproduce <target> [--json] [--out DIR] [--format FMT]``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,25 @@ from pathlib import Path
 from typing import Sequence
 
 from . import __version__
+from .plotting.style import FORMATS, REFERENCES, figure_format
 from .reproduce import TARGETS, load
+
+_SOURCES_EPILOG = (
+    "Sources: 'the thesis' (equation, section and figure numbers) is\n  "
+    + REFERENCES["thesis"] + ";\n  the benchmark bicycle is "
+    + REFERENCES["meijaard2007"] + ".\n"
+    "Full bibliography: docs/references.md.")
+
+
+def _end_of_run(args: argparse.Namespace, result: dict) -> str:
+    """Where the figures are, or how to get them."""
+    if args.out is None:
+        return (f"No figures written; add --out DIR (and --format png|svg|pdf) to save them, "
+                f"e.g. nhcontrol reproduce {args.target} --out figures/")
+    figs = result.get("figures") or []
+    names = ", ".join(Path(str(f)).name for f in figs)
+    what = f"Figures ({args.fmt}): {names}" if figs else "Figures"
+    return f"{what} and {args.target}.json written to {args.out}"
 
 
 def _to_jsonable(obj):
@@ -44,12 +62,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="reproduce a published result of the thesis",
         description="Reproduce a published result. Targets:\n" + "\n".join(
             f"  {name:20s} {desc}" for name, (_, desc) in TARGETS.items()),
+        epilog=_SOURCES_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     rep.add_argument("target", choices=sorted(TARGETS), metavar="TARGET",
                      help="one of: " + ", ".join(sorted(TARGETS)))
     rep.add_argument("--json", action="store_true", help="print one JSON object to stdout")
-    rep.add_argument("--out", type=Path, default=None, help="folder for figures (PNG) and JSON")
+    rep.add_argument("--out", type=Path, default=None,
+                     help="folder for the figures and <target>.json (without it no figure is "
+                          "written)")
+    rep.add_argument("--format", choices=FORMATS, default="png", dest="fmt",
+                     help="figure format with --out: png (300 dpi), svg or pdf (default png)")
     rep.add_argument("--quick", action="store_true", help="coarser grids, for smoke tests")
     sub.add_parser("targets", help="list the reproduce targets")
     return parser
@@ -75,14 +98,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:
             parser.exit(2, f"nhcontrol: cannot write figures to --out {str(args.out)!r}: "
                            f"{exc.strerror or exc}; choose a writable folder\n")
-    result = _to_jsonable(module.run(out=args.out, quick=args.quick))
+    with figure_format(args.fmt):
+        result = _to_jsonable(module.run(out=args.out, quick=args.quick))
     if args.out is not None:
         (args.out / f"{args.target}.json").write_text(json.dumps(result, indent=2))
-    if args.json:
+    if not args.json:
+        print(module.summary(result))
+        print(_end_of_run(args, result))
+    else:
         json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")
-    else:
-        print(module.summary(result))
+        sys.stderr.write(_end_of_run(args, result) + "\n")
     return 0
 
 

@@ -79,27 +79,31 @@ def run(*, out: Path | None = None, quick: bool = False, m: float = 1.0, I_zz: f
 
 
 def _plot(result: dict, out: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from nhcontrol.plotting.style import cite, new_figure, savefig
 
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.plot(result["speeds"], result["yaw_eigenvalue"], "b.-", label="third procedure")
+    fig, ax = new_figure(title="Chaplygin sleigh / skateboard: yaw eigenvalue vs speed")
     v = np.asarray(result["speeds"])
     p = result["parameters"]
-    ax.plot(v, [analytic_yaw_eigenvalue(s, p["m"], p["I_zz"], p["a"]) for s in v], "k--",
-            label="closed form")
+    vf = np.linspace(v.min(), v.max(), 201)
+    # closed-form line drawn on top of the markers so both stay visible
+    ax.plot(v, result["yaw_eigenvalue"], "o", mfc="none", color="C0", label="third procedure")
+    ax.plot(vf, [analytic_yaw_eigenvalue(s, p["m"], p["I_zz"], p["a"]) for s in vf], "-",
+            color="k", lw=1.0, label=r"closed form $\lambda = m a v/(I_G + m a^2)$", zorder=3)
     ax.axhline(0, color="0.6", lw=0.6)
-    ax.set_xlabel("v [m/s]")
-    ax.set_ylabel("yaw eigenvalue λ [1/s]")
+    ax.set_xlabel("forward speed v (m/s)")
+    ax.set_ylabel(r"yaw eigenvalue $\lambda$ (1/s)")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "skateboard_eigenvalues.png", dpi=120)
-    plt.close(fig)
+    cite(fig, "thesis", "Sect. 5.2")
+    result["figures"] = [savefig(fig, out, "skateboard_eigenvalues").name]
 
 
 def summary(result: dict) -> str:
     return (f"Chaplygin sleigh / skateboard, straight motion: Jacobian {result['jacobian_shape']}, "
             f"yaw eigenvalue λ = {result['yaw_eigenvalue_slope']:.12f} · v 1/s "
             f"(max error vs closed form {result['max_error_vs_analytic']:.1e}); stable direction "
-            f"{result['stable_direction']}; stability changes at v = {result['critical_speed']:.1e} m/s")
+            f"{result['stable_direction']}; stability changes at v = {_zero(result['critical_speed'])} m/s")
+
+
+def _zero(x: float, tol: float = 1e-12) -> str:
+    """Print round-off zeros as 0."""
+    return "0" if abs(x) < tol else f"{x:.3g}"

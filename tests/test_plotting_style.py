@@ -1,0 +1,65 @@
+"""Shared figure style: formats, 300 dpi PNG, citation line, CLI --format and end-of-run message."""
+
+from __future__ import annotations
+
+import pytest
+
+from nhcontrol.cli import main
+from nhcontrol.plotting.style import (DPI, FORMATS, REFERENCES, cite, current_format,
+                                      figure_format, new_figure, savefig)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_savefig_writes_each_format(tmp_path, fmt):
+    fig, ax = new_figure(title="t")
+    ax.plot([0, 1], [0, 1])
+    path = savefig(fig, tmp_path, "f", fmt=fmt)
+    assert path == tmp_path / f"f.{fmt}" and path.stat().st_size > 0
+
+
+def test_png_is_300_dpi(tmp_path):
+    from matplotlib.image import imread
+
+    fig, ax = new_figure(figsize=(2.0, 1.0))
+    ax.set_axis_off()
+    ax.grid(False)
+    path = savefig(fig, tmp_path, "f", fmt="png")
+    assert DPI == 300
+    h, w = imread(path).shape[:2]
+    assert w > 1.5 * 300  # 2 in wide at 300 dpi (tight bbox trims a little)
+
+
+def test_figure_format_context_and_bad_format(tmp_path):
+    assert current_format() == "png"
+    with figure_format("svg"):
+        fig, _ = new_figure()
+        assert savefig(fig, tmp_path, "g").suffix == ".svg"
+    assert current_format() == "png"
+    with pytest.raises(ValueError, match="choose one of"):
+        with figure_format("jpg"):
+            pass
+
+
+def test_cite_names_the_thesis():
+    fig, _ = new_figure()
+    t = cite(fig, "thesis", "Fig. 4.5")
+    assert "García-Agúndez" in t.get_text() and "Fig. 4.5" in t.get_text()
+    assert "Universidad de Sevilla, 2023" in REFERENCES["thesis"]
+
+
+def test_cli_format_and_end_of_run_message(tmp_path, capsys):
+    assert main(["reproduce", "skateboard", "--quick", "--out", str(tmp_path),
+                 "--format", "svg"]) == 0
+    out = capsys.readouterr().out
+    assert (tmp_path / "skateboard_eigenvalues.svg").exists()
+    assert f"written to {tmp_path}" in out
+    assert "v = 0 m/s" in out  # round-off zero printed as 0
+    assert main(["reproduce", "skateboard", "--quick"]) == 0
+    assert "add --out DIR" in capsys.readouterr().out
+
+
+def test_reproduce_help_cites_the_thesis(capsys):
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    out = capsys.readouterr().out
+    assert "García-Agúndez" in out and "Meijaard" in out
