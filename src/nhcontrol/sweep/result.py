@@ -1,0 +1,364 @@
+"""The result of a sweep, in grid order, as a table (pandas), an array set (xarray) or a file
+(Parquet)."""
+
+from __future__ import annotations
+
+import json
+import numbers
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from ._grid import SweepError
+
+__all__ = ["SweepResult", "load_sweep"]
+
+_META_KEY = b"nhcontrol.sweep"
+_FORMAT_VERSION = 1
+
+
+def _leaves(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Flatten nested mappings into ``(column name, leaf)`` pairs; a plain value is ``value``."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _leaves(v, f"{prefix}.{k}" if prefix else str(k))
+    else:
+        yield (prefix or "value"), value
+
+
+def _is_scalar(x: Any) -> bool:
+    return x is None or isinstance(x, (numbers.Number, str, bytes, np.generic)) or (
+        isinstance(x, np.ndarray) and x.ndim == 0)
+
+
+def _as_python(x: Any) -> Any:
+    if isinstance(x, np.ndarray) and x.ndim == 0:
+        x = x[()]
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _jsonable_axis(vals: list[Any]) -> list[Any] | None:
+    out = [_as_python(v) for v in vals]
+    try:
+        json.dumps(out)
+    except TypeError:
+        return None
+    return out
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Results of :func:`nhcontrol.sweep.sweep`, in grid order.
+
+    Attributes
+    ----------
+    points : tuple of dict
+        The keyword arguments of every call.
+    values : tuple
+        What the function returned for each point (``None`` where it failed and errors were
+        captured).
+    backend : str
+        Back-end actually used.
+    names : tuple of str
+        Parameter names of the grid.
+    errors : tuple of (str or None)
+        ``"ExceptionType: message"`` of the points that failed, ``None`` elsewhere
+        (all ``None`` unless the sweep ran with ``errors="capture"``).
+    axes : dict or None
+        The axes of a Cartesian grid (``None`` for an explicit list of points); needed by
+        :meth:`to_xarray`.
+    cluster : str
+        For ``backend="dask"``: which cluster ran it (``"client"``, ``"address"``,
+        ``"current"``, ``"local"``); ``""`` otherwise.
+    """
+
+    points: tuple[dict[str, Any], ...]
+    values: tuple[Any, ...]
+    backend: str
+    names: tuple[str, ...]
+    errors: tuple[str | None, ...] = ()
+    axes: dict[str, list[Any]] | None = field(default=None, compare=False)
+    cluster: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.errors:
+            object.__setattr__(self, "errors", (None,) * len(self.values))
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @property
+    def ok(self) -> np.ndarray:
+        """Boolean mask of the points that succeeded."""
+        return np.array([e is None for e in self.errors], dtype=bool)
+
+    @property
+    def failures(self) -> list[tuple[int, dict[str, Any], str]]:
+        """``(index, point, error)`` of every failed point."""
+        return [(i, self.points[i], e) for i, e in enumerate(self.errors) if e is not None]
+
+    def column(self, name: str) -> tuple[Any, ...]:
+        """Values of parameter ``name`` over the grid.
+
+        Raises
+        ------
+        SweepError
+            If ``name`` is not a grid parameter.
+        """
+        if name not in self.names:
+            raise SweepError(f"{name!r} is not a parameter of this sweep; parameters are "
+                             f"{list(self.names)}")
+        return tuple(pt[name] for pt in self.points)
+
+    # ------------------------------------------------------------------ tables
+    def _leaf_columns(self) -> dict[str, list[Any]]:
+        cols: dict[str, list[Any]] = {}
+        for i, v in enumerate(self.values):
+            if v is None and self.errors[i] is not None:
+                continue
+            for name, leaf in _leaves(v):
+                cols.setdefault(name, [None] * len(self.values))[i] = leaf
+        clash = sorted(set(cols) & (set(self.names) | {"error"}))
+        if clash:
+            raise SweepError(f"result keys {clash} have the names of grid parameters (or 'error'); "
+                             f"rename them in the function's returned mapping")
+        return cols
+
+    def to_dataframe(self, *, expand: bool = False) -> Any:
+        """One row per grid point: the grid's columns, the results, and ``error``.
+
+        A function that returns a mapping gives one column per key (nested mappings as
+        ``"outer.inner"``); any other return value is the column ``value``. Arrays stay as
+        objects in one column, or, with ``expand=True``, become one column per entry
+        (``"eig[0]"``, ``"A[1,2]"``). Failed points have ``None``/NaN results and their message
+        in ``error``.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        pd = _import("pandas", "to_dataframe")
+        data: dict[str, Any] = {n: [p[n] for p in self.points] for n in self.names}
+        for name, col in self._leaf_columns().items():
+            if expand and any(isinstance(c, (np.ndarray, list, tuple)) and not _is_scalar(c)
+                              for c in col):
+                data.update(_expanded(name, col))
+            else:
+                data[name] = [_as_python(c) if _is_scalar(c) else c for c in col]
+        data["error"] = list(self.errors)
+        return pd.DataFrame(data)
+
+    def to_xarray(self) -> Any:
+        """The results on the grid's axes as an ``xarray.Dataset`` (Cartesian grids only).
+
+        Scalars become variables over the grid's dimensions; an array result adds dimensions
+        ``<name>_dim0, ...``. Failed points are NaN, and ``error`` holds their messages.
+
+        Raises
+        ------
+        SweepError
+            The sweep ran over an explicit list of points, or results differ in shape.
+        ImportError
+            xarray is not installed.
+        """
+        xr = _import("xarray", "to_xarray")
+        if self.axes is None:
+            raise SweepError("to_xarray needs a Cartesian grid (a mapping name -> values); this "
+                             "sweep ran over an explicit list of points: use to_dataframe()")
+        dims = tuple(self.axes)
+        shape = tuple(len(v) for v in self.axes.values())
+        coords = {k: np.asarray(v) for k, v in self.axes.items()}
+        data_vars: dict[str, Any] = {}
+        for name, col in self._leaf_columns().items():
+            present = [np.asarray(c) for c in col if c is not None]
+            shapes = {a.shape for a in present}
+            if len(shapes) != 1:
+                raise SweepError(f"results {name!r} have different shapes {sorted(shapes)}; "
+                                 f"to_xarray needs one shape per result")
+            (leaf_shape,) = shapes
+            dtype = np.result_type(*present) if present else np.dtype(np.float64)
+            if dtype.kind in "biu":
+                dtype = np.dtype(np.float64)  # room for NaN at failed points
+            if dtype.kind not in "fc":
+                dtype = np.dtype(object)
+            arr = np.full((len(col),) + leaf_shape, np.nan, dtype=dtype)
+            for i, c in enumerate(col):
+                if c is not None:
+                    arr[i] = np.asarray(c)
+            extra = tuple(f"{name}_dim{k}" for k in range(len(leaf_shape)))
+            data_vars[name] = (dims + extra, arr.reshape(shape + leaf_shape))
+        errs = np.array([e if e is not None else "" for e in self.errors], dtype=object)
+        data_vars["error"] = (dims, errs.reshape(shape))
+        return xr.Dataset(data_vars, coords=coords, attrs={"backend": self.backend})
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: str | Path) -> Path:
+        """Write the sweep to a Parquet file (needs pyarrow); :func:`load_sweep` reads it back.
+
+        Grid values must be scalars; results may be scalars (real or complex), strings, arrays
+        of numbers of any shape, or mappings of those.
+
+        Raises
+        ------
+        SweepError
+            A grid value or a result cannot be stored (its name, type and what to return instead).
+        """
+        pa = _import("pyarrow", "save")
+        import pyarrow.parquet as pq
+
+        path = Path(path)
+        arrays: dict[str, Any] = {}
+        kinds: dict[str, dict[str, Any]] = {}
+        for n in self.names:
+            col = [p[n] for p in self.points]
+            if not all(_is_scalar(c) for c in col):
+                raise SweepError(f"grid parameter {n!r} has non-scalar values (e.g. "
+                                 f"{type(next(c for c in col if not _is_scalar(c))).__name__}); "
+                                 f"save() stores scalar grids only")
+            arrays[f"grid.{n}"] = pa.array([_as_python(c) for c in col])
+        for name, col in self._leaf_columns().items():
+            kinds[name] = _store_leaf(pa, name, col, arrays)
+        arrays["error"] = pa.array(list(self.errors), type=pa.string())
+        meta = {"version": _FORMAT_VERSION, "names": list(self.names), "backend": self.backend,
+                "cluster": self.cluster, "leaves": kinds,
+                "mapping": any(isinstance(v, Mapping) for v in self.values),
+                "axes": None if self.axes is None else
+                {k: _jsonable_axis(v) for k, v in self.axes.items()}}
+        if meta["axes"] is not None and any(v is None for v in meta["axes"].values()):
+            meta["axes"] = None
+        table = pa.table(arrays).replace_schema_metadata({_META_KEY: json.dumps(meta).encode()})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        pq.write_table(table, tmp)
+        tmp.replace(path)
+        return path
+
+
+def _expanded(name: str, col: list[Any]) -> dict[str, list[Any]]:
+    present = [np.asarray(c) for c in col if c is not None]
+    shape = present[0].shape
+    if any(a.shape != shape for a in present):
+        raise SweepError(f"results {name!r} have different shapes; expand=True needs one shape")
+    out: dict[str, list[Any]] = {}
+    for idx in np.ndindex(*shape):
+        key = f"{name}[{','.join(map(str, idx))}]"
+        out[key] = [np.nan if c is None else _as_python(np.asarray(c)[idx]) for c in col]
+    return out
+
+
+def _store_leaf(pa: Any, name: str, col: list[Any], arrays: dict[str, Any]) -> dict[str, Any]:
+    present = [c for c in col if c is not None]
+    if all(_is_scalar(c) for c in present):
+        vals = [_as_python(c) for c in col]
+        if any(isinstance(v, complex) for v in vals):
+            arrays[f"value.{name}.real"] = pa.array([None if v is None else complex(v).real for v in vals])
+            arrays[f"value.{name}.imag"] = pa.array([None if v is None else complex(v).imag for v in vals])
+            return {"kind": "complex"}
+        try:
+            arrays[f"value.{name}"] = pa.array(vals)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise SweepError(f"result {name!r} mixes types that cannot share a column ({exc}); "
+                             f"return one type per key") from exc
+        return {"kind": "scalar"}
+    arrs = []
+    for c in col:
+        a = None if c is None else np.asarray(c)
+        if a is not None and a.dtype.kind not in "biufc":
+            raise SweepError(f"result {name!r} holds {type(c).__name__} values of dtype {a.dtype}; "
+                             f"save() stores numbers, strings and arrays of numbers: return those "
+                             f"(e.g. a dict of floats) from the sweep function")
+        arrs.append(a)
+    is_complex = any(a is not None and a.dtype.kind == "c" for a in arrs)
+    flat = [None if a is None else a.ravel() for a in arrs]
+    arrays[f"value.{name}.shape"] = pa.array([None if a is None else list(a.shape) for a in arrs],
+                                             type=pa.list_(pa.int64()))
+    if is_complex:
+        arrays[f"value.{name}.real"] = pa.array([None if f is None else f.real.astype(float)
+                                                 for f in flat], type=pa.list_(pa.float64()))
+        arrays[f"value.{name}.imag"] = pa.array([None if f is None else f.imag.astype(float)
+                                                 for f in flat], type=pa.list_(pa.float64()))
+        return {"kind": "complex_array"}
+    arrays[f"value.{name}"] = pa.array([None if f is None else f.astype(float) for f in flat],
+                                       type=pa.list_(pa.float64()))
+    dt = np.result_type(*[a for a in arrs if a is not None]).str
+    return {"kind": "array", "dtype": dt}
+
+
+def _rebuild(meta: dict[str, Any], table: Any) -> list[Any]:
+    n = table.num_rows
+    cols: dict[str, list[Any]] = {}
+    for name, kind in meta["leaves"].items():
+        k = kind["kind"]
+        if k == "scalar":
+            cols[name] = table.column(f"value.{name}").to_pylist()
+        elif k == "complex":
+            re = table.column(f"value.{name}.real").to_pylist()
+            im = table.column(f"value.{name}.imag").to_pylist()
+            cols[name] = [None if a is None else complex(a, b) for a, b in zip(re, im)]
+        else:
+            shapes = table.column(f"value.{name}.shape").to_pylist()
+            if k == "complex_array":
+                re = table.column(f"value.{name}.real").to_pylist()
+                im = table.column(f"value.{name}.imag").to_pylist()
+                flat = [None if a is None else np.asarray(a) + 1j * np.asarray(b)
+                        for a, b in zip(re, im)]
+            else:
+                flat = [None if a is None else np.asarray(a).astype(kind["dtype"])
+                        for a in table.column(f"value.{name}").to_pylist()]
+            cols[name] = [None if f is None else f.reshape(s) for f, s in zip(flat, shapes)]
+    values: list[Any] = []
+    for i in range(n):
+        if not meta["mapping"]:
+            values.append(cols["value"][i] if "value" in cols else None)
+            continue
+        row: dict[str, Any] = {}
+        for name, col in cols.items():
+            parts = name.split(".")
+            d = row
+            for p in parts[:-1]:
+                d = d.setdefault(p, {})
+            d[parts[-1]] = col[i]
+        values.append(row)
+    return values
+
+
+def load_sweep(path: str | Path) -> SweepResult:
+    """Read a sweep written by :meth:`SweepResult.save`.
+
+    Raises
+    ------
+    SweepError
+        The file was not written by :meth:`SweepResult.save` (or by a newer format).
+    """
+    _import("pyarrow", "load_sweep")
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(Path(path))
+    raw = (table.schema.metadata or {}).get(_META_KEY)
+    if raw is None:
+        raise SweepError(f"{str(path)!r} is a Parquet file without nhcontrol sweep metadata; "
+                         f"it was not written by SweepResult.save")
+    meta = json.loads(raw)
+    if meta.get("version", 0) > _FORMAT_VERSION:
+        raise SweepError(f"{str(path)!r} was written by a newer nhcontrol (format "
+                         f"{meta['version']} > {_FORMAT_VERSION}); upgrade nhcontrol to read it")
+    names = tuple(meta["names"])
+    grid = {n: table.column(f"grid.{n}").to_pylist() for n in names}
+    points = tuple({n: grid[n][i] for n in names} for i in range(table.num_rows))
+    errors = tuple(table.column("error").to_pylist())
+    values = _rebuild(meta, table)
+    values = [None if e is not None else v for v, e in zip(values, errors)]
+    return SweepResult(points, tuple(values), meta["backend"], names, errors,
+                       meta["axes"], meta.get("cluster", ""))
+
+
+def _import(module: str, what: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"SweepResult.{what} needs {module}; install it with "
+                          f"pip install {module}") from exc

@@ -1,0 +1,50 @@
+"""Module-level (picklable) functions for the sweep tests, importable by worker processes."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+_LOADS = {"n": 0}
+
+
+class Heavy:
+    """Stands in for a compiled model: counts how often a process unpickles it."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        _LOADS["n"] += 1
+
+
+def f(a, b):
+    return a * 10 + b + math.sin(a)
+
+
+def with_model(a, model):
+    return {"pid": os.getpid(), "loads": _LOADS["n"], "y": model.scale * a}
+
+
+def noisy(a, rng):
+    return float(a + rng.standard_normal())
+
+
+def fails_at_zero(a):
+    return {"inv": 1.0 / a, "eig": np.array([a, -a], dtype=float)}
+
+
+def eig_stacked(v):
+    """Vectorized: eigenvalues of [[0, 1], [-v, -0.1]] for a chunk of v at once."""
+    A = np.zeros((len(v), 2, 2))
+    A[:, 0, 1] = 1.0
+    A[:, 1, 0] = -v
+    A[:, 1, 1] = -0.1
+    return list(np.linalg.eigvals(A))
+
+
+def eig_one(v):
+    return np.linalg.eigvals(np.array([[0.0, 1.0], [-v, -0.1]]))
