@@ -111,3 +111,22 @@ def test_statespace_with_named_states(bicycle_steer_lin):
         lin.to_statespace(states=["phi_b", "delta", "phi_b_d"])
     with pytest.raises(LinearSystemError, match="valid names"):
         lin.to_statespace(states=["lean"])
+
+
+def test_deviation_in_the_order_of_the_states(bicycle_steer_lin):
+    lin = bicycle_steer_lin
+    cm = bb.model(inputs=("T_delta",))
+    ref = bb.steady_forward(cm, 2.0)
+    ts = np.array([0.0, 0.7])
+    x, xd = ref.x(ts).copy(), ref.xd(ts).copy()
+    x[:, cm.coordinates.index("phi_b")] += 0.01
+    xd[:, cm.coordinates.index("delta")] -= 0.02
+    dX = lin.deviation(ref, ts, x, xd)
+    assert dX.shape == (2, len(lin.states))
+    expect = np.zeros(len(lin.states))
+    expect[list(lin.states).index("phi_b")] = 0.01
+    expect[list(lin.states).index("delta_d")] = -0.02
+    np.testing.assert_allclose(dX, np.tile(expect, (2, 1)), atol=1e-12)
+    np.testing.assert_allclose(lin.deviation(ref, 0.7, x[1], xd[1]), expect, atol=1e-12)
+    with pytest.raises(LinearSystemError, match="must both be"):
+        lin.deviation(ref, 0.0, x[0], xd[0, :3])

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError
 from .._util.validation import readonly
@@ -348,6 +348,43 @@ class LinearizationResult:
                           states=names, inputs=list(self.inputs),
                           outputs=[f"y_{s}" for s in names],
                           name=self.model_name or None)
+
+    def deviation(self, ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
+        """The linear state of this linearization for the motion ``(x, ẋ)`` at ``t``.
+
+        Entry ``i`` is ``x_q − x0_q(t)`` for a state named after a coordinate ``q`` and
+        ``ẋ_q − ẋ0_q(t)`` for ``<q>_d``, in the order of :attr:`states` — the deviation
+        ``X̃`` of Eq. (4.96) for any model and partition.
+
+        Parameters
+        ----------
+        ref : Reference
+            The reference this result linearizes about.
+        t : float or (N,) array_like
+        x, xd : (n,) or (N, n) array_like
+
+        Returns
+        -------
+        (ns,) or (N, ns) ndarray
+        """
+        coords = list(ref.coordinates)
+        cols = []
+        for s in self.states:
+            if s in coords:
+                cols.append((0, coords.index(s)))
+            elif s.endswith("_d") and s[:-2] in coords:
+                cols.append((1, coords.index(s[:-2])))
+            else:
+                raise LinearSystemError(f"state {s!r} of this linearization is neither a coordinate "
+                                        f"of the reference {coords} nor '<coordinate>_d'")
+        X = np.asarray(x, dtype=float)
+        XD = np.asarray(xd, dtype=float)
+        if X.shape != XD.shape or X.shape[-1] != len(coords) or X.ndim > 2:
+            raise LinearSystemError(f"x and xd must both be (n,) or (N, n) with n = {len(coords)}, got "
+                                    f"{X.shape} and {XD.shape}")
+        dx = X - ref.x(t)
+        dxd = XD - ref.xd(t)
+        return np.stack([(dxd if lvl else dx)[..., j] for lvl, j in cols], axis=-1)
 
     def reduced_states(self, rtol: float = REDUCE_RTOL) -> tuple[str, ...]:
         """The states ``to_statespace(states="reduced")`` keeps (see there)."""
