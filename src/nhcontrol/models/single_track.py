@@ -1,0 +1,193 @@
+"""Single-track (bicycle) road-vehicle models with skates, after the road-vehicle review.
+
+The four skate models of Table 1 of the review (kinematic bicycle and the force-,
+torque- and steering-angle-driven variants); derived here from the text (the displayed
+equations are missing from our source, see docs/theory/road_vehicles.md).
+
+The chassis is one rigid body (mass ``m``, yaw inertia ``J`` about the centre of mass
+``G``) on the horizontal plane, coordinates ``x, y`` (``G``) and yaw ``psi``. Skates at
+the rear point ``R = G - b i_1`` and the front point ``F = G + a i_1`` (``L = a + b``)
+allow no lateral velocity (review Eq. (51)):
+
+.. math::  -\\sin\\psi\\,\\dot x + \\cos\\psi\\,\\dot y - b\\dot\\psi = 0,\\qquad
+           -\\sin(\\psi+\\gamma)\\,\\dot x + \\cos(\\psi+\\gamma)\\,\\dot y + a\\cos\\gamma\\,\\dot\\psi = 0 .
+
+With the longitudinal speed ``u_1 = v_G · i_1`` they give ``ψ̇ = u_1 tan γ / L`` and
+``v_G = u_1 i_1 + b ψ̇ j_1``. Variants (``n`` coordinates, ``l`` kinematic constraints,
+``n - l/2`` degrees of freedom, ``2n - l`` first-order equations):
+
+=====================  ===========================  ==========  ===  ===  =====
+variant                inputs                       pseudo vel. n    l    dof
+=====================  ===========================  ==========  ===  ===  =====
+``kinematic``          steer ``gamma`` (+ rate)     --          3    3    1.5
+``force``              ``F_R, F_F``, ``gamma``      ``v``       3    2    2
+``torque``             steering torque ``T``        ``gamma_d`` 4    3    2.5
+``force_torque``       ``F_R, F_F, T``              ``v, gamma_d`` 4 2    3
+=====================  ===========================  ==========  ===  ===  =====
+
+``kinematic`` and ``torque`` keep the longitudinal speed at the parameter ``V``: the
+affine constraint ``cos ψ ẋ + sin ψ ẏ - V = 0``. An assigned steering angle ``gamma``
+is rheonomic: its rate ``gamma_rate`` is a declared input (it enters ``ψ̈``). In the
+torque-steered variants ``gamma`` is a coordinate and the front skate a body with yaw
+inertia ``J_F`` about the vertical steering axis through ``F`` and mass ``m_F`` at ``F``.
+
+Parameters of a typical passenger car: ``m = 1573 kg``, ``J = 2873 kg m^2``,
+``a = l_f = 1.1 m``, ``b = l_r = 1.58 m`` as used in R. Rajamani, *Vehicle Dynamics and
+Control*, 2nd ed., Springer, 2012 (lateral-dynamics examples of Ch. 2--3); ``J_F =
+1 kg m^2`` and ``m_F = 20 kg`` (steering assembly at ``F``, torque-steered variants only)
+are our choice.
+
+Only the skate variants are implemented here; the rigid-wheel variants of Table 1
+(2.5--4 degrees of freedom) are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import math
+
+import sympy as sp
+
+from nhcontrol._util.errors import ModelError
+from nhcontrol.modeling import MultibodySystem, rot_z
+from nhcontrol.modeling.appell import AppellEquations, appell_equations
+
+__all__ = ["DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "build", "kinematic_steady_turn"]
+
+Variant = Literal["kinematic", "force", "torque", "force_torque"]
+
+#: The skate variants of Table 1 of the review.
+VARIANTS: tuple[str, ...] = ("kinematic", "force", "torque", "force_torque")
+
+#: Passenger car (Rajamani 2012): mass [kg], yaw inertia [kg m^2], G to front / rear axle [m],
+#: steering yaw inertia [kg m^2] and mass [kg] (torque-steered variants), prescribed speed [m/s].
+DEFAULTS: Mapping[str, float] = {"m": 1573.0, "J": 2873.0, "a": 1.1, "b": 1.58, "J_F": 1.0, "m_F": 20.0, "V": 20.0}
+
+
+@dataclass(frozen=True, eq=False)
+class SingleTrackModel:
+    """A skate single-track model: the multibody system and its Appell's equations.
+
+    Attributes
+    ----------
+    variant : str
+    system : MultibodySystem
+        Bodies, loads and the *homogeneous* skate constraints (the Newton--Euler route);
+        the affine speed constraint and the steering-rate input live in the velocity map.
+    appell : AppellEquations
+    l : int
+        Number of kinematic constraints of Table 1 (``n - nw``).
+    """
+
+    variant: str
+    system: MultibodySystem
+    appell: AppellEquations
+
+    @property
+    def n(self) -> int:
+        return self.appell.n
+
+    @property
+    def l(self) -> int:  # noqa: E743 -- thesis symbol
+        return self.appell.n - self.appell.nw
+
+    @property
+    def dof(self) -> float:
+        """Degrees of freedom ``n - l/2`` (review: ``3N - g - h/2``)."""
+        return self.n - self.l / 2
+
+    @property
+    def first_order_odes(self) -> int:
+        """``2n - l`` first-order equations."""
+        return 2 * self.n - self.l
+
+
+def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
+    """Build one skate single-track model of Table 1.
+
+    Parameters
+    ----------
+    variant : {'kinematic', 'force', 'torque', 'force_torque'}
+    **overrides : float
+        Parameter defaults to change (names of :data:`DEFAULTS`).
+
+    Returns
+    -------
+    SingleTrackModel
+    """
+    if variant not in VARIANTS:
+        raise ModelError(f"single-track variant {variant!r} is unknown; choose one of {list(VARIANTS)}")
+    bad = sorted(set(overrides) - set(DEFAULTS))
+    if bad:
+        raise ModelError(f"unknown single-track parameters {bad}; valid names: {sorted(DEFAULTS)}")
+    vals = {**DEFAULTS, **overrides}
+    for k, v in vals.items():
+        if not math.isfinite(v) or (k != "V" and v <= 0):
+            raise ModelError(f"single-track parameter {k} = {v!r} must be a positive finite number")
+    steered = variant in ("torque", "force_torque")
+    mb = MultibodySystem(f"single_track_{variant}")
+    if steered:
+        x, y, psi, gam = mb.add_coordinates("x y psi gamma")
+    else:
+        x, y, psi = mb.add_coordinates("x y psi")
+    m, J, a, b, J_F, m_F, V = mb.add_parameters(**vals)
+    if steered:
+        ins = mb.add_inputs("F_R F_F T" if variant == "force_torque" else "T")
+        ins = ins if isinstance(ins, tuple) else (ins,)
+        rate = None
+    else:
+        ins = mb.add_inputs("F_R F_F gamma gamma_rate" if variant == "force" else "gamma gamma_rate")
+        gam, rate = ins[-2], ins[-1]
+    c, s = sp.cos(psi), sp.sin(psi)
+    i1 = sp.Matrix([c, s, 0])
+    G = sp.Matrix([x, y, 0])
+    chassis = mb.add_body("chassis", mass=m, inertia=sp.diag(0, 0, J), position=G, orientation=rot_z(psi))
+    P_F = G + a * i1
+    P_R = G - b * i1
+    e_F = sp.Matrix([sp.cos(psi + gam), sp.sin(psi + gam), 0])
+    front = None
+    if steered:
+        front = mb.add_body("front_skate", mass=m_F, inertia=sp.diag(0, 0, J_F), position=P_F,
+                            orientation=rot_z(psi + gam))
+        T = ins[-1]
+        mb.add_torque(front, [0, 0, T])
+        mb.add_torque(chassis, [0, 0, -T])
+    if variant in ("force", "force_torque"):
+        F_R, F_F = ins[0], ins[1]
+        mb.add_force(chassis, F_R * i1, point=P_R)
+        mb.add_force(front if front is not None else chassis, F_F * e_F, point=P_F)
+    xd, yd, psid = mb.velocities[:3]
+    mb.add_nonholonomic(-s * xd + c * yd - b * psid, name="rear_skate")
+    mb.add_nonholonomic(-sp.sin(psi + gam) * xd + sp.cos(psi + gam) * yd + a * sp.cos(gam) * psid,
+                        name="front_skate")
+    # velocity map x_dot = Phi w + phi (derived in docs/theory/road_vehicles.md)
+    w: list[sp.Symbol] = []
+    if variant in ("force", "force_torque"):
+        u1 = sp.Symbol("v", real=True)
+        w.append(u1)
+    else:
+        u1 = V
+    wg = None
+    if steered:
+        wg = sp.Symbol("gamma_d", real=True)
+        w.append(wg)
+    L = a + b
+    r = u1 * sp.tan(gam) / L
+    xdot = [u1 * c - b * r * s, u1 * s + b * r * c, r]
+    if steered:
+        xdot.append(wg)
+    ae = appell_equations(mb, xdot, w, input_rates=None if rate is None else {gam: rate})
+    return SingleTrackModel(variant=variant, system=mb, appell=ae)
+
+
+def kinematic_steady_turn(V: float, gamma: float, a: float = DEFAULTS["a"],
+                          b: float = DEFAULTS["b"]) -> tuple[float, float]:
+    """Steady turning of the kinematic bicycle: ``(R, ψ̇) = (L / tan γ, V tan γ / L)``.
+
+    ``R`` is the radius of the path of the rear point ``R`` (rear axle centre).
+    """
+    L = a + b
+    return L / math.tan(gamma), V * math.tan(gamma) / L
