@@ -62,3 +62,20 @@ def test_locked_builds_drop_coordinates_and_errors():
     from nhcontrol.models import benchmark_bicycle as bb
     with pytest.raises(ModelError, match="waveboard"):
         wb.steady_forward(bb.model(), 1.0)
+
+
+@pytest.mark.slow  # compiles the actuated model (~15 s cold)
+def test_rider_torques_enter_as_platform_torques():
+    """tau_B is a roll torque on the board (generalized force on phi_b only through B's roll),
+    tau_P twists the front platform against the rear one: Q_alpha = tau_P, no net roll torque."""
+    cm = wb.model(actuated=True)
+    x, xd, _ = wb.steady_forward_state(2.0, 0.0, wb.PARAMETERS)
+    p = cm.param_vector()
+    q0 = np.asarray(cm.Q(x[None], xd[None], np.zeros((1, 2)), p)).reshape(-1)
+    qB = np.asarray(cm.Q(x[None], xd[None], np.array([[1.0, 0.0]]), p)).reshape(-1) - q0
+    qP = np.asarray(cm.Q(x[None], xd[None], np.array([[0.0, 1.0]]), p)).reshape(-1) - q0
+    i = wb.COORDINATES.index
+    assert qB[i("phi_b")] == pytest.approx(1.0, abs=1e-12)
+    assert qB[i("alpha")] == pytest.approx(0.0, abs=1e-12)
+    assert qP[i("alpha")] == pytest.approx(1.0, abs=1e-12)
+    assert qP[i("phi_b")] == pytest.approx(0.0, abs=1e-12)
