@@ -154,3 +154,18 @@ def test_simulation_with_local_input_law_drops_dense_output_loudly():
     assert not r2.has_dense_output
     with pytest.raises(SolverError, match="cannot be pickled"):
         r2.evaluate([0.1])
+
+
+def test_to_response_selects_outputs(tmp_path):
+    cm = sleigh.model()
+    ref = sleigh.straight_motion(cm, 1.0)
+    res = forward_dynamics(cm, (0.0, 0.5), ref.x(0.0), 1.1 * ref.xd(0.0))
+    r = res.to_response(outputs=["psi", "x_d"])
+    assert r.output_labels == ["psi", "x_d"] and r.outputs.shape == (2, res.t.size)
+    np.testing.assert_array_equal(r.outputs[1], res.xd[:, 0])
+    assert len(r.state_labels) == 6
+    with pytest.raises(SolverError, match="not states"):
+        res.to_response(outputs=["heading"])
+    import matplotlib.pyplot as plt
+    r.plot()
+    plt.close("all")

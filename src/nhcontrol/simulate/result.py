@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,18 +221,31 @@ class SimulationResult:
                                  u=readonly(U))
 
     # ------------------------------------------------------------------ python-control
-    def to_response(self) -> control.TimeResponseData:
+    def to_response(self, outputs: Sequence[str] | None = None) -> control.TimeResponseData:
         """The trajectory as a python-control ``TimeResponseData``.
 
-        States are ``[x; ẋ]`` named after the coordinates and velocities; the outputs equal the
-        states and carry the same labels; inputs are named after the model's inputs (no input
-        signal for a model without inputs).
+        States are ``[x; ẋ]`` named after the coordinates and velocities; the outputs are the
+        states named in ``outputs`` (default: all) and carry the same labels; inputs are named
+        after the model's inputs (no input signal for a model without inputs). Select a few
+        outputs for a readable ``.plot()``.
+
+        Raises
+        ------
+        SolverError
+            For names that are not states.
         """
         states = np.vstack([self.x.T, self.xd.T])
+        names = list(self.states)
+        outs = names if outputs is None else list(outputs)
+        bad = [o for o in outs if o not in names]
+        if bad or not outs:
+            raise SolverError(f"outputs {bad or outs} are not states of {self.model_name!r}; valid names "
+                              f"are {names}")
+        idx = [names.index(o) for o in outs]
         has_u = bool(self.inputs)
         return control.TimeResponseData(
-            self.t, states, states, self.u.T if has_u else None, issiso=False,
-            output_labels=list(self.states), state_labels=list(self.states),
+            self.t, states[idx], states, self.u.T if has_u else None, issiso=False,
+            output_labels=outs, state_labels=names,
             input_labels=list(self.inputs) if has_u else None,
             title=f"forward dynamics of {self.model_name}",
             sysname=self.model_name, success=self.status >= 0, message=self.message,
