@@ -22,6 +22,7 @@ from nhcontrol._util.validation import COND_MAX, as_float_array, check_finite, r
 from nhcontrol.reference._eval import ModelEvaluator
 
 from ._dynamics import Dynamics
+from .controllers import as_controller
 from .result import SimulationResult
 
 __all__ = ["forward_dynamics", "DEFAULT_BAUMGARTE", "ConditioningWarning"]
@@ -195,7 +196,8 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                      controller: Callable[[float, NDArray, NDArray], ArrayLike] | None = None,
                      sample_time: float | None = None, events: Any = None,
                      dense_output: bool = True, max_step: float = math.inf,
-                     check_initial: bool = True, exact_jacobian: bool = True) -> SimulationResult:
+                     check_initial: bool = True, exact_jacobian: bool = True,
+                     linearization: Any = None, reference: Any = None) -> SimulationResult:
     r"""Integrate the equations of motion (index-1 DAE with Baumgarte stabilisation).
 
     At every right-hand-side evaluation the saddle-point system of Eq. (2.119) is solved
@@ -240,6 +242,12 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         continuously in the right-hand side. Cannot be combined with ``u``.
     sample_time : float, optional
         Period ``h`` of the discrete controller.
+    linearization, reference : LinearizationResult, Reference, optional
+        For a python-control ``controller`` (``StateSpace`` or ``NonlinearIOSystem``, static or
+        discrete): its inputs are the states of ``linearization`` it names, read from
+        ``linearization.deviation(reference, t, x, ẋ)``, and ``u = u0(t) + y_c``; a discrete
+        one runs with zero-order hold at its ``dt``. Continuous dynamic controllers: close the
+        loop with :func:`to_nlsys` and ``control.interconnect``.
     events : callable ``event(t, x, xd) -> float`` or list of them, optional
         Like ``solve_ivp`` events (attributes ``terminal``, ``direction`` are honoured).
     dense_output : bool
@@ -314,9 +322,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     if controller is not None and u is not None:
         raise SolverError("give either open-loop inputs u or a controller, not both; put a "
                           "feed-forward inside the controller (u_k = u_ref(t_k) + δu_k)")
-    if controller is not None and not callable(controller):
-        raise SolverError(f"controller must be a callable controller(t, x, xd) -> u, got "
-                          f"{type(controller).__name__}")
+    controller, sample_time = as_controller(controller, cm, sample_time, linearization, reference)
     if sample_time is not None:
         h = float(sample_time)
         if controller is None:

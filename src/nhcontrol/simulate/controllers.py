@@ -1,0 +1,89 @@
+"""python-control controllers in :func:`~nhcontrol.simulate.forward_dynamics` (issue 9, point 6)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+import control
+import numpy as np
+from numpy.typing import NDArray
+
+from nhcontrol._util.errors import SolverError
+
+__all__ = ["as_controller"]
+
+
+class _IOController:
+    """``u = u0(t) + y_c`` with ``y_c`` the output of a python-control system driven by the
+    deviation ``lin.deviation(ref, t, x, ẋ)`` (its inputs picked by name)."""
+
+    def __init__(self, sys: Any, lin: Any, ref: Any, idx: list[int], order: list[int], k: int) -> None:
+        self.sys, self.lin, self.ref, self.idx, self.order, self.k = sys, lin, ref, idx, order, k
+        self.xc = np.zeros(sys.nstates)
+
+    def __call__(self, t: float, x: NDArray, xd: NDArray) -> NDArray:
+        y = np.asarray(self.lin.deviation(self.ref, t, x, xd))[self.idx]
+        out = np.asarray(self.sys.output(t, self.xc, y), dtype=float).reshape(-1)[self.order]
+        if self.sys.nstates:
+            self.xc = np.asarray(self.sys.dynamics(t, self.xc, y), dtype=float).reshape(-1)
+        u0 = np.asarray(self.ref.u(t), dtype=float).reshape(-1) if self.k else np.zeros(0)
+        return u0 + out
+
+
+def as_controller(controller: Any, cm: Any, sample_time: float | None, linearization: Any,
+                  reference: Any) -> tuple[Callable[[float, NDArray, NDArray], NDArray] | None, float | None]:
+    """Turn ``controller`` into ``(controller(t, x, ẋ), sample_time)`` for ``forward_dynamics``."""
+    if controller is None:
+        return None, sample_time
+    if isinstance(controller, control.InputOutputSystem):
+        return _from_iosystem(controller, cm, sample_time, linearization, reference)
+    if not callable(controller):
+        raise SolverError(f"controller must be a callable controller(t, x, xd) -> u or a python-control "
+                          f"system, got {type(controller).__name__}")
+    try:
+        inspect.signature(controller).bind(0.0, np.zeros(1), np.zeros(1))
+    except TypeError as exc:
+        raise SolverError(f"controller must accept (t, x, xd) and return the {cm.ninputs} inputs "
+                          f"{list(cm.inputs)}; {controller!r} cannot be called that way ({exc}). A "
+                          "python-control system is accepted too (with linearization= and reference=)"
+                          ) from exc
+    except ValueError:
+        pass   # no signature available (builtins): trust it
+    return controller, sample_time
+
+
+def _from_iosystem(sys: Any, cm: Any, sample_time: float | None, lin: Any, ref: Any
+                   ) -> tuple[Callable[[float, NDArray, NDArray], NDArray], float | None]:
+    name = getattr(sys, "name", type(sys).__name__)
+    if lin is None or ref is None:
+        raise SolverError(f"a python-control controller ({name!r}) acts on the deviation from a reference: "
+                          "pass linearization=lin (its states name the controller inputs) and "
+                          "reference=ref (x0, ẋ0 and the feed-forward u0)")
+    states = list(lin.states)
+    ins = list(sys.input_labels)
+    bad = [s for s in ins if s not in states]
+    if bad:
+        raise SolverError(f"controller {name!r} has inputs {bad} that are not states of the linearization "
+                          f"{states}; name its inputs after the states it reads (e.g. "
+                          "lin.to_statespace(states='reduced').state_labels)")
+    k = int(cm.ninputs)
+    outs = list(sys.output_labels)
+    if len(outs) != k:
+        raise SolverError(f"controller {name!r} has {len(outs)} outputs {outs}, the model {k} inputs "
+                          f"{list(cm.inputs)}")
+    order = [outs.index(u) for u in cm.inputs] if set(outs) == set(cm.inputs) else list(range(k))
+    discrete = control.isdtime(sys, strict=True)
+    if sys.nstates and not discrete:
+        raise SolverError(f"controller {name!r} is continuous with {sys.nstates} states: forward_dynamics "
+                          "holds inputs between samples; discretize it (control.c2d(sys, dt)) or close "
+                          "the loop with nhcontrol.simulate.to_nlsys + control.interconnect")
+    if discrete:
+        dt = sys.dt
+        if isinstance(dt, bool) or dt is None:
+            raise SolverError(f"controller {name!r} is discrete with unspecified dt = {dt!r}; give it a "
+                              "numeric sampling time")
+        if sample_time is not None and abs(float(sample_time) - float(dt)) > 1e-12 * float(dt):
+            raise SolverError(f"sample_time={sample_time} disagrees with the controller's dt = {dt}")
+        sample_time = float(dt)
+    return _IOController(sys, lin, ref, [states.index(s) for s in ins], order, k), sample_time
