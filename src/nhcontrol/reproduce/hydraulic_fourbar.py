@@ -71,35 +71,30 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
                             "singular_values": [float(s) for s in ctrb.kalman.singular_values]},
     }
     if out is not None:
-        _plot(out)
+        result["figures"] = _plot(Path(out))
     return result
 
 
-def _plot(out: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
+def _plot(out: Path) -> list[str]:
     import matplotlib.pyplot as plt
 
+    from ..plotting.style import cite, new_figure, savefig
+
     factors = np.logspace(-3, 0, 7)
-    pairs = []
+    fig, ax = new_figure(title="Hydraulic four-bar: mechanical eigenvalues vs seal friction")
     for f in factors:
         ev = _linearization(float(f)).eigenvalues
         mid = ev[(np.abs(ev) > 1.0) & (np.abs(ev) < 5e3) & (np.abs(ev + 1 / 0.0045) > 1e-6 * 222)]
-        pairs.append(mid)
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    for f, mid in zip(factors, pairs):
-        ax.plot(mid.real, mid.imag, "b.", ms=4)
-    ax.plot([], [], "b.", label="friction-sensitive eigenvalues, friction × 1e-3 … 1")
+        ax.plot(mid.real, mid.imag, "b.", ms=5)
+    ax.plot([], [], "b.", label="friction-sensitive eigenvalues, friction x 1e-3 ... 1")
     ax.axvline(0, color="0.6", lw=0.6)
     ax.set_xlabel("Re λ [1/s]")
     ax.set_ylabel("Im λ [1/s]")
-    ax.set_title("Hydraulic four-bar: mechanical eigenvalues vs seal friction")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "hydraulic_fourbar_eigenvalues.png", dpi=120)
+    cite(fig, "thesis", "Sect. 7.3")
+    path = savefig(fig, out, "hydraulic_fourbar_eigenvalues")
     plt.close(fig)
+    return [Path(path).name]
 
 
 def summary(result: dict[str, Any]) -> str:
