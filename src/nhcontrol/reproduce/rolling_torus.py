@@ -224,14 +224,17 @@ def _plot(res: dict, out: Path) -> None:
 
     sm = res["stability_maps"]
     keys = list(sm["maps"])
-    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3.4), squeeze=False)
+    ncol = max(1, len(keys) // 2)
+    fig, axes = plt.subplots(len(keys) // ncol, ncol, figsize=(3.2 * ncol, 3.0 * (len(keys) // ncol)),
+                             squeeze=False)
     cmap = ListedColormap(["0.85", "tab:red", "tab:green"])
-    for ax, k in zip(axes[0], keys):
+    for ax, k in zip(axes.ravel(), keys):
         ax.pcolormesh(sm["omega_bar"], sm["phi0_deg"], np.asarray(sm["maps"][k]), cmap=cmap, vmin=-1, vmax=1,
                       shading="nearest")
         ax.set_title(k.replace("_mu", r", $\mu$="))
         ax.set_xlabel(r"spin $\bar\omega$ [-]")
-    axes[0][0].set_ylabel(r"lean $\varphi_0$ [deg]")
+    for row in axes:
+        row[0].set_ylabel(r"lean $\varphi_0$ [deg]")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in ("tab:green", "tab:red", "0.85")]
     axes[0][-1].legend(handles, ["stable", "unstable", "no motion"], fontsize=7, loc="upper right")
     fig.suptitle("Circular steady motion: linear stability (constant Jacobian)")
