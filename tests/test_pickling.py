@@ -169,3 +169,34 @@ def test_to_response_selects_outputs(tmp_path):
     import matplotlib.pyplot as plt
     r.plot()
     plt.close("all")
+
+
+def test_save_load_results(tmp_path):
+    from nhcontrol._util.storage import StorageError
+    from nhcontrol.linearize import LinearizationResult
+    from nhcontrol.simulate import SimulationResult
+
+    cm = bb.model()
+    lin = linearize(cm, bb.steady_forward(cm, 2.0), bb.PARTITION_4_172)
+    p = lin.save(tmp_path / "lin")
+    l2 = LinearizationResult.load(p)
+    np.testing.assert_array_equal(l2.A, lin.A)
+    assert l2.states == lin.states and l2.partition["independent"] == ["x_b", "phi_b", "delta"]
+    np.testing.assert_allclose(np.sort_complex(np.asarray(l2.eigenvalues)),
+                               np.sort_complex(np.asarray(lin.eigenvalues)))
+    d = DiscreteLTV.from_lti(np.eye(2), np.ones((2, 1)), 0.1, 5)
+    d2 = DiscreteLTV.load(d.save(tmp_path / "d.npz"))
+    np.testing.assert_array_equal(d2.Ad, d.Ad)
+    assert d2.dt == 0.1 and d2.period_steps == d.period_steps
+    sm = sleigh.model()
+    ref = sleigh.straight_motion(sm, 1.0)
+    res = forward_dynamics(sm, (0.0, 0.5), ref.x(0.0), 1.1 * ref.xd(0.0))
+    r2 = SimulationResult.load(res.save(tmp_path / "sim"), model=sm)
+    np.testing.assert_array_equal(r2.x, res.x)
+    assert r2.model is sm and r2.message == res.message
+    with pytest.raises(SolverError, match="loaded from"):
+        r2.evaluate([0.1])
+    with pytest.raises(StorageError, match="not a 'DiscreteLTV'"):
+        DiscreteLTV.load(tmp_path / "sim.npz")
+    with pytest.raises(StorageError, match="was simulated with model"):
+        SimulationResult.load(tmp_path / "sim.npz", model=cm)

@@ -349,6 +349,31 @@ class LinearizationResult:
                           outputs=[f"y_{s}" for s in names],
                           name=self.model_name or None)
 
+    def save(self, path: Any) -> Any:
+        """Save to ``path`` (``.npz``: ``A``, ``B``, ``t`` and JSON metadata); see :meth:`load`."""
+        from .._util.storage import save_npz
+
+        part = self.partition
+        pmeta = None if part is None else {k: list(getattr(part, k, None) or (part.get(k, []) if isinstance(
+            part, dict) else [])) for k in ("independent", "admissible_dependent", "dependent")}
+        return save_npz(path, "LinearizationResult", {"A": self.A, "B": self.B, "t": np.asarray(self.t)},
+                        {"states": list(self.states), "inputs": list(self.inputs), "partition": pmeta,
+                         "n_spurious": int(self.n_spurious), "steady": bool(self.steady),
+                         "n_independent": int(self.n_independent), "model_name": self.model_name,
+                         "t_is_scalar": bool(np.ndim(self.t) == 0)})
+
+    @classmethod
+    def load(cls, path: Any) -> "LinearizationResult":
+        """Read a file written by :meth:`save` (the partition comes back as a dict of names)."""
+        from .._util.storage import load_npz
+
+        arr, meta = load_npz(path, "LinearizationResult")
+        t = float(arr["t"]) if meta["t_is_scalar"] else readonly(np.array(arr["t"]))
+        return cls(A=readonly(np.array(arr["A"])), B=readonly(np.array(arr["B"])), states=tuple(meta["states"]),
+                   inputs=tuple(meta["inputs"]), partition=meta["partition"], n_spurious=meta["n_spurious"],
+                   t=t, steady=meta["steady"], n_independent=meta["n_independent"],
+                   model_name=meta["model_name"])
+
     def deviation(self, ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
         """The linear state of this linearization for the motion ``(x, ẋ)`` at ``t``.
 

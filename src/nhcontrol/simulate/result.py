@@ -135,6 +135,45 @@ class SimulationResult:
         """State names ``coordinates + velocities`` (the order of ``to_response().states``)."""
         return self.coordinates + self.velocities
 
+    # ------------------------------------------------------------------ files
+    _ARRAYS = ("t", "x", "xd", "xdd", "lam", "u", "holonomic_drift", "nonholonomic_drift", "velocity_drift",
+               "condition", "parameters", "control_times", "control_inputs")
+
+    def save(self, path: Any) -> Any:
+        """Save the samples to ``path`` (``.npz`` + JSON metadata; the model by name and hash).
+
+        The dense output is not stored: a loaded result evaluates only at its samples.
+        """
+        from nhcontrol._util.storage import save_npz
+
+        arrays = {k: getattr(self, k) for k in self._ARRAYS}
+        arrays.update({f"t_events_{i}": e for i, e in enumerate(self.t_events)})
+        meta = {"coordinates": list(self.coordinates), "velocities": list(self.velocities),
+                "inputs": list(self.inputs), "constraints": list(self.constraints),
+                "baumgarte": list(self.baumgarte), "method": self.method, "sample_time": self.sample_time,
+                "status": int(self.status), "message": self.message, "nfev": int(self.nfev),
+                "n_events": len(self.t_events), "model_name": self.model_name,
+                "model_hash": getattr(self.model, "model_hash", None)}
+        return save_npz(path, "SimulationResult", arrays, meta)
+
+    @classmethod
+    def load(cls, path: Any, model: Any = None) -> "SimulationResult":
+        """Read a file of :meth:`save`. ``model`` (optional) is attached after its hash is checked."""
+        from nhcontrol._util.storage import StorageError, load_npz
+
+        arr, m = load_npz(path, "SimulationResult")
+        if model is not None and m["model_hash"] and getattr(model, "model_hash", None) != m["model_hash"]:
+            raise StorageError(f"{path} was simulated with model {m['model_name']!r} (hash "
+                               f"{str(m['model_hash'])[:12]}...), not with {getattr(model, 'name', model)!r}")
+        res = cls(**{k: readonly(np.array(arr[k])) for k in cls._ARRAYS},
+                  coordinates=tuple(m["coordinates"]), velocities=tuple(m["velocities"]),
+                  inputs=tuple(m["inputs"]), constraints=tuple(m["constraints"]), model=model,
+                  baumgarte=tuple(m["baumgarte"]), method=m["method"], sample_time=m["sample_time"],
+                  t_events=tuple(readonly(np.array(arr[f"t_events_{i}"])) for i in range(m["n_events"])),
+                  status=m["status"], message=m["message"], nfev=m["nfev"])
+        object.__setattr__(res, "_dense_note", f"it was loaded from {path} (samples only)")
+        return res
+
     # ------------------------------------------------------------------ pickling
     def __getstate__(self) -> dict[str, Any]:
         # The fast evaluator is rebuilt from model, parameters and baumgarte on unpickling.
@@ -148,7 +187,7 @@ class SimulationResult:
                 pickle.dumps([seg[3] for seg in self._segments])
             except (pickle.PicklingError, AttributeError, TypeError) as exc:
                 state["_segments"] = tuple((a, b, None, None) for a, b, _, _ in self._segments)
-                state["_dense_note"] = (f"its dense output was not pickled because the input law "
+                state["_dense_note"] = (f"it was unpickled; its dense output was not pickled because the input law "
                                         f"(input function or controller) cannot be pickled ({exc})")
         return state
 
@@ -193,8 +232,8 @@ class SimulationResult:
         if not self.has_dense_output:
             note = self.__dict__.get("_dense_note")
             if note:
-                raise SolverError(f"this simulation was unpickled without dense output: {note}; use a "
-                                  "module-level function or controller, or evaluate at the stored times t")
+                raise SolverError(f"this simulation has no dense output: {note}; evaluate at the "
+                                  "stored times t (or keep the input law picklable)")
             raise SolverError("this simulation kept no dense output; rerun forward_dynamics with "
                               "dense_output=True (the default) to evaluate between samples")
         tt = np.atleast_1d(np.asarray(t, dtype=float))

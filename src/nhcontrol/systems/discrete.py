@@ -191,6 +191,24 @@ class DiscreteLTV:
         """Number of inputs ``k``."""
         return int(self.Bd.shape[2])
 
+    def save(self, path: Any) -> Any:
+        """Save to ``path`` (``.npz``: ``Ad``, ``Bd`` and JSON metadata); see :meth:`load`."""
+        from .._util.storage import save_npz
+
+        return save_npz(path, "DiscreteLTV", {"Ad": self.Ad, "Bd": self.Bd},
+                        {"dt": float(self.dt), "t0": float(self.t0), "period_steps": self.period_steps,
+                         "states": None if self.states is None else list(self.states),
+                         "inputs": None if self.inputs is None else list(self.inputs)})
+
+    @classmethod
+    def load(cls, path: Any) -> "DiscreteLTV":
+        """Read a file written by :meth:`save`."""
+        from .._util.storage import load_npz
+
+        arr, m = load_npz(path, "DiscreteLTV")
+        return cls(arr["Ad"], arr["Bd"], m["dt"], m["t0"], None if m["states"] is None else tuple(m["states"]),
+                   None if m["inputs"] is None else tuple(m["inputs"]), period_steps=m["period_steps"])
+
     # python-control conventions (``StateSpace`` names): C = I, the outputs are the states
     @property
     def state_labels(self) -> list[str]:
