@@ -233,7 +233,7 @@ def test_first_order_linearization_states_and_errors(jac):
     from nhcontrol.linearize import linearize_with_first_order_states
     from nhcontrol.reference import Reference
     res, eq = jac
-    assert res.states[2:] == ("p1", "p2", "p3", "U") and len(res.states) == 6
+    assert res.states == hf.STATES
     assert res.T0.shape == (10, 1) and res.T0[5, 0] == 1.0
     assert res.inputs == ("U_ref",)
     cm = hf.model()

@@ -68,7 +68,7 @@ __all__ = ["COORDINATES", "INPUTS", "MECHANICAL_DEFAULTS", "HYDRAULIC_DEFAULTS",
            "circuit_equations", "CircuitJacobians", "circuit_jacobians", "reduced_rhs", "STATES"]
 
 #: State of the 6x6 Jacobian of Eq. (7.96).
-STATES: tuple[str, ...] = ("phi2", "phi2_dot", "p1", "p2", "p3", "U")
+STATES: tuple[str, ...] = ("phi2", "phi2_d", "p1", "p2", "p3", "U")
 
 #: Coordinates of Eq. (7.84).
 COORDINATES: tuple[str, ...] = ("x_G2", "y_G2", "z_G2", "psi2", "theta2", "phi2", "phi32", "phi43",
