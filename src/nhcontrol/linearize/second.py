@@ -27,8 +27,8 @@ and (4.169) for ``X~ = [x~_ai, xd~_ai, x~_dd]``:
         \\bar V_0 E_{ai} & T^{dd}_0 & \\bar V_0 E_{dd}
     \\end{pmatrix}.
 
-It has ``m+l`` spurious eigenvalues (Sect. 4.3.4). The thesis pages with Eqs. (4.66)-(4.95) are
-missing from our copy; the derivation is written out in ``docs/guide/bicycle_benchmark.md``.
+It has ``m+l`` spurious eigenvalues (Sect. 4.3.4). Its relations (thesis Eqs. (4.66)-(4.95)) are
+derived here from first principles, in ``docs/guide/bicycle_benchmark.md``.
 Validation only; the product path is :func:`nhcontrol.linearize.linearize`.
 """
 

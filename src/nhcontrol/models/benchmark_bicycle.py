@@ -20,7 +20,7 @@ Frames (Fig. 4.2): global ``Z`` up, ``X`` forward. Orientation matrices (Eq. (4.
 
 where :math:`R_\\nu = R_y(-\\nu)` tilts the steer axis (the handlebar ``Z_H`` axis)
 *backwards* by the steer axis tilt :math:`\\nu` (Meijaard's :math:`\\lambda`). The sign is
-not printed in our copy of the thesis; it is the one for which Eqs. (4.135)-(4.138) and
+derived here: it is the one for which Eqs. (4.135)-(4.138) and
 (4.131) and the front contact coordinate :math:`\\xi_F^0 = \\nu + \\pi/2 - \\theta_F^0`
 (Eq. (4.175)) are consistent (checked in ``tests/test_models_bicycle.py``).
 

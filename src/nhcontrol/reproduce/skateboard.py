@@ -1,6 +1,6 @@
 """``nhcontrol reproduce skateboard``: straight motion of the Chaplygin sleigh (skateboard on a skate).
 
-Thesis Sect. 5.2 (missing from our copy; derivation in ``docs/theory/classical.md``). The
+Thesis Sect. 5.2 (closed form derived here, in ``docs/theory/classical.md``). The
 absolute-coordinate model of :mod:`nhcontrol.models.sleigh` (n = 3, m = 0, l = 1) is
 linearized by the third numerical procedure along the straight motion at speed ``v``; the
 5-state Jacobian has one non-zero eigenvalue, ``λ(v) = -c1(v)`` (``c1 = -trace J``), compared

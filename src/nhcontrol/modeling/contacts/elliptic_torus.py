@@ -1,7 +1,7 @@
 """Elliptic toroidal wheel rolling without slipping on the ground plane ``z = 0``.
 
-Thesis Sect. 4.5.1, Eqs. (4.191)-(4.195) (the page with the torus parameterization is
-missing from our copy; the derivation is in ``docs/theory/toroidal_wheel.md``).
+Thesis Sect. 4.5.1, Eqs. (4.191)-(4.195) (the torus parameterization is derived
+here, in ``docs/theory/toroidal_wheel.md``).
 
 Geometry
 --------
