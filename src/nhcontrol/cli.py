@@ -15,7 +15,8 @@ from .reproduce import TARGETS, load
 _SOURCES_EPILOG = (
     "Sources: 'the thesis' (equation, section and figure numbers) is\n  "
     + REFERENCES["thesis"] + ";\n  the benchmark bicycle is "
-    + REFERENCES["meijaard2007"] + ".\n"
+    + REFERENCES["meijaard2007"] + ";\n  the road-vehicle models follow the review "
+    + REFERENCES["road_review"] + ".\n"
     "Full bibliography: docs/references.md.")
 
 

@@ -45,6 +45,8 @@ REFERENCES: dict[str, str] = {
                "Nonholonomic Multibody Systems, PhD thesis, Universidad de Sevilla, 2023"),
     "meijaard2007": ("J. P. Meijaard, J. M. Papadopoulos, A. Ruina, A. L. Schwab, Proc. R. Soc. A "
                      "463 (2007) 1955–1982"),
+    "road_review": ("Nonholonomic dynamics and control of road vehicles: moving toward automation "
+                    "(review, first part)"),
 }
 
 _FORMAT: contextvars.ContextVar[str] = contextvars.ContextVar("nhcontrol_figure_format",
