@@ -20,7 +20,7 @@ import numpy as np
 
 from nhcontrol.linearize import linearize
 from nhcontrol.models import benchmark_bicycle as bb
-from nhcontrol.simulate import consistent_initial_conditions, constraint_drift, to_nlsys
+from nhcontrol.simulate import constraint_drift, to_nlsys
 
 V = 2.0                                   # forward speed [m/s]
 T_FINAL = 5.0                             # [s]
@@ -36,12 +36,12 @@ def closed_loop(cm, ref, K, reduced):
                                 name="bicycle_lqr")
 
 
-def initial_state(cm, ref, lean_deg):
-    """Consistent (x, ẋ) of the straight run at t = 0 with the rear frame leaned by lean_deg."""
-    x, xd = ref.x(0.0).copy(), ref.xd(0.0).copy()
-    x[cm.coordinates.index("phi_b")] = math.radians(lean_deg)
-    ic = consistent_initial_conditions(cm, x, xd, partition=bb.PARTITION_4_172)
-    return np.asarray(ic.x), np.asarray(ic.xd)
+def initial_state(lin, ref, lean_deg):
+    """Consistent (x, ẋ) of the straight run at t = 0 with the rear frame leaned by lean_deg:
+    the linear state with only phi_b nonzero, made consistent with the constraints."""
+    dX = np.zeros(lin.nstates)
+    dX[lin.states.index("phi_b")] = math.radians(lean_deg)
+    return lin.from_deviation(ref, 0.0, dX)
 
 
 def main(outdir: str | Path = ".") -> dict:
@@ -58,15 +58,14 @@ def main(outdir: str | Path = ".") -> dict:
     iphi = cm.coordinates.index("phi_b")
     rows = []
     for lean in LEANS_DEG:
-        x0, xd0 = initial_state(cm, ref, lean)
+        x0, xd0 = initial_state(lin, ref, lean)
         resp = control.input_output_response(clsys, t, 0, np.concatenate([x0, xd0]),
                                              solve_ivp_method="LSODA",
                                              solve_ivp_kwargs={"rtol": 1e-10, "atol": 1e-12})
         phi = resp.outputs[0]
         # linear prediction from the same initial deviation (reduced states)
-        full = np.concatenate([x0, xd0]) - np.concatenate([ref.x(0.0), ref.xd(0.0)])
-        names = list(cm.coordinates) + [f"{c}_d" for c in cm.coordinates]
-        dX0 = np.array([full[names.index(s)] for s in reduced])
+        dX = lin.deviation(ref, 0.0, x0, xd0)
+        dX0 = dX[[lin.states.index(s) for s in reduced]]
         phi_lin = control.initial_response(lin_cl, t, dX0).outputs[0]
         rel = float(np.max(np.abs(phi - phi_lin)) / np.max(np.abs(phi_lin)))
         drift = constraint_drift(cm, resp.states).max

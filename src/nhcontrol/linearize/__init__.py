@@ -19,7 +19,7 @@ from typing import Any
 
 from .partition import (BlockCondition, Partition, PartitionIndices, PartitionReport,
                         suggest_partition)
-from .result import LinearizationResult, SpuriousIdentification, identify_spurious
+from .result import LinearizationResult, SpuriousIdentification, identify_spurious, state_deviation
 from .third import linearize, third_procedure
 from .first_order import FirstOrderLinearization, linearize_with_first_order_states
 
@@ -36,6 +36,7 @@ __all__ = [
     "LinearizationResult",
     "SpuriousIdentification",
     "identify_spurious",
+    "state_deviation",
 ]
 
 

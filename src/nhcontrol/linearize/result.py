@@ -14,7 +14,7 @@ from .._util.errors import LinearSystemError
 from .._util.validation import readonly
 
 __all__ = ["LinearizationResult", "SpuriousIdentification", "SPURIOUS_RTOL", "ZERO_RTOL",
-           "identify_spurious"]
+           "identify_spurious", "state_deviation"]
 
 #: Relative tolerance (w.r.t. ``max(1, ‖A‖)``) under which a coupling block is called zero
 #: when the spurious eigenvalues are identified.
@@ -166,6 +166,55 @@ def _adopt(own: SpuriousIdentification, alt: SpuriousIdentification,
     spur, non = _remove_matched(own.eigenvalues, alt.spurious)
     return SpuriousIdentification(own.eigenvalues, alt.spurious, non, alt.method, True,
                                   alt.residual, alt.tol, via)
+
+
+def _state_columns(states: Sequence[str], coords: Sequence[str],
+                   error: type[Exception] = LinearSystemError) -> list[tuple[int, int]]:
+    """``(level, j)`` per state: level 0 for coordinate ``j``, 1 for its velocity ``<q>_d``."""
+    coords = list(coords)
+    cols = []
+    for s in states:
+        if s in coords:
+            cols.append((0, coords.index(s)))
+        elif s.endswith("_d") and s[:-2] in coords:
+            cols.append((1, coords.index(s[:-2])))
+        else:
+            raise error(f"state {s!r} is neither a coordinate of the reference {coords} nor "
+                        "'<coordinate>_d'")
+    return cols
+
+
+def state_deviation(states: Sequence[str], ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike, *,
+                    error: type[Exception] = LinearSystemError) -> NDArray[np.float64]:
+    """Deviation of ``(x, ẋ)`` from ``ref`` at ``t`` in the named linear states.
+
+    Entry ``i`` is ``x_q − x0_q(t)`` for ``states[i] = q`` (a coordinate) and ``ẋ_q − ẋ0_q(t)``
+    for ``states[i] = "<q>_d"`` — the deviation ``X̃`` of Eq. (4.96) in any order;
+    :meth:`LinearizationResult.deviation` is this with the result's own states.
+
+    Parameters
+    ----------
+    states : sequence of str
+    ref : Reference
+    t : float or (N,) array_like
+    x, xd : (n,) or (N, n) array_like
+    error : exception class
+        Raised (with the shapes) for wrong shapes or unknown state names.
+
+    Returns
+    -------
+    (len(states),) or (N, len(states)) ndarray
+    """
+    coords = list(ref.coordinates)
+    cols = _state_columns(states, coords, error)
+    X = np.asarray(x, dtype=float)
+    XD = np.asarray(xd, dtype=float)
+    if X.shape != XD.shape or X.shape[-1] != len(coords) or X.ndim > 2:
+        raise error(f"x and xd must both be of shape ({len(coords)},) or (N, {len(coords)}) (coordinates "
+                    f"{coords}), got {X.shape} and {XD.shape}")
+    dx = X - ref.x(t)
+    dxd = XD - ref.xd(t)
+    return np.stack([(dxd if lvl else dx)[..., j] for lvl, j in cols], axis=-1)
 
 
 #: Relative size below which an entry of ``A`` counts as zero in :meth:`LinearizationResult.to_statespace`.
@@ -379,7 +428,7 @@ class LinearizationResult:
 
         Entry ``i`` is ``x_q − x0_q(t)`` for a state named after a coordinate ``q`` and
         ``ẋ_q − ẋ0_q(t)`` for ``<q>_d``, in the order of :attr:`states` — the deviation
-        ``X̃`` of Eq. (4.96) for any model and partition.
+        ``X̃`` of Eq. (4.96) for any model and partition. :meth:`from_deviation` is the inverse.
 
         Parameters
         ----------
@@ -392,24 +441,87 @@ class LinearizationResult:
         -------
         (ns,) or (N, ns) ndarray
         """
+        return state_deviation(self.states, ref, t, x, xd)
+
+    def from_deviation(self, ref: Any, t: ArrayLike, dX: ArrayLike, *, cm: Any = None,
+                       tol: float = 1e-12, max_iter: int = 50
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Consistent coordinates and velocities ``(x, ẋ)`` with the linear state ``dX`` at ``t``.
+
+        The inverse of :meth:`deviation`, for initial conditions of nonlinear simulations. The
+        entries of ``dX`` fix ``x_ai = x_ai0(t) + x̃_ai``, ``ẋ_ai = ẋ_ai0(t) + ẋ̃_ai`` and
+        ``x_ad = x_ad0(t) + x̃_ad`` (Eq. (4.123)); the dependent coordinates ``x_d`` are then
+        solved from the holonomic constraints ``C(x) = 0`` (Eq. (2.109), Newton from
+        ``x_d0(t)``) and the ``m + l`` dependent velocities from ``D(x) ẋ = 0`` (Eq. (2.76)), by
+        :func:`nhcontrol.reference.consistent_initial_conditions` with this result's partition.
+        So ``deviation(ref, t, *from_deviation(ref, t, dX)) == dX`` and the constraints hold to
+        ``tol``; the solved entries agree with the linearized constraints to second order in
+        ``dX``.
+
+        Parameters
+        ----------
+        ref : Reference
+            The reference this result linearizes about (its parameters and inputs ``u0(t)`` are
+            used in the constraints).
+        t : float or (N,) array_like
+        dX : (ns,) or (N, ns) array_like
+            Linear state(s) in the order of :attr:`states`.
+        cm : CompiledModel, optional
+            The model; default the one :func:`nhcontrol.linearize` was called with (not kept by
+            pickling or :meth:`load`: pass it then).
+        tol, max_iter
+            Absolute tolerance on ``max |C|`` and Newton iteration limit.
+
+        Returns
+        -------
+        x, xd : (n,) or (N, n) ndarray
+
+        Raises
+        ------
+        LinearSystemError
+            Wrong shapes, a state that is not a coordinate or its rate, or no model.
+        PartitionError, SolverError
+            From the constraint solve (singular blocks, no convergence).
+        """
+        from ..reference import consistent_initial_conditions
+
+        model = cm if cm is not None else self._cache.get("model")
+        if model is None:
+            raise LinearSystemError("from_deviation needs the compiled model (this result was loaded or "
+                                    "unpickled): pass cm=<the CompiledModel used by linearize>")
+        if self.partition is None:
+            raise LinearSystemError("from_deviation needs the partition of this linearization; it has none")
         coords = list(ref.coordinates)
-        cols = []
-        for s in self.states:
-            if s in coords:
-                cols.append((0, coords.index(s)))
-            elif s.endswith("_d") and s[:-2] in coords:
-                cols.append((1, coords.index(s[:-2])))
-            else:
-                raise LinearSystemError(f"state {s!r} of this linearization is neither a coordinate "
-                                        f"of the reference {coords} nor '<coordinate>_d'")
-        X = np.asarray(x, dtype=float)
-        XD = np.asarray(xd, dtype=float)
-        if X.shape != XD.shape or X.shape[-1] != len(coords) or X.ndim > 2:
-            raise LinearSystemError(f"x and xd must both be (n,) or (N, n) with n = {len(coords)}, got "
-                                    f"{X.shape} and {XD.shape}")
-        dx = X - ref.x(t)
-        dxd = XD - ref.xd(t)
-        return np.stack([(dxd if lvl else dx)[..., j] for lvl, j in cols], axis=-1)
+        cols = _state_columns(self.states, coords)
+        T = np.asarray(t, dtype=float)
+        D = np.asarray(dX, dtype=float)
+        ns = self.nstates
+        if T.ndim > 1 or D.ndim != T.ndim + 1 or D.shape[-1] != ns or (T.ndim and D.shape[0] != T.size):
+            raise LinearSystemError(f"dX must be ({ns},) for a scalar t or (N, {ns}) for t of shape (N,) "
+                                    f"(states {list(self.states)}), got dX {D.shape} and t {T.shape}")
+        if not np.all(np.isfinite(D)):
+            raise LinearSystemError(f"dX must be finite, got {D.tolist()}")
+        ts = np.atleast_1d(T)
+        Ds = D.reshape(-1, ns)
+        x0, xd0, u0 = (np.atleast_2d(f(ts)) for f in (ref.x, ref.xd, ref.u))
+        xs, xds = np.empty_like(x0), np.empty_like(xd0)
+        for k in range(ts.size):
+            x, xd = x0[k].copy(), xd0[k].copy()
+            for i, (lvl, j) in enumerate(cols):
+                (xd if lvl else x)[j] += Ds[k, i]
+            ic = consistent_initial_conditions(model, x, xd, partition=self.partition,
+                                               u=u0[k] if u0.shape[-1] else None, p=ref.parameters,
+                                               tol=tol, max_iter=max_iter)
+            xs[k], xds[k] = ic.x, ic.xd
+        if T.ndim == 0:
+            return xs[0], xds[0]
+        return xs, xds
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the compiled model behind from_deviation is not pickled (pass cm= after unpickling)
+        state = dict(self.__dict__)
+        state["_cache"] = {k: v for k, v in self._cache.items() if k != "model"}
+        return state
 
     def reduced_states(self, rtol: float = REDUCE_RTOL) -> tuple[str, ...]:
         """The states ``to_statespace(states="reduced")`` keeps (see there)."""

@@ -403,6 +403,7 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
         n_spurious=l, t=float(t_arr) if scalar else ts.copy(),
         steady=steady, n_independent=idx.n_ai,
         model_name=str(getattr(cm, "name", "")))
+    res._cache["model"] = cm          # for res.from_deviation (not pickled)
     if l and steady:
         # lazily used by res.spurious_eigenvalues when this partition has no exact structure
         tv0 = {key: val[:1] for key, val in tv.items()}

@@ -58,6 +58,8 @@ from nhcontrol._util.errors import LinearSystemError, ModelError, ReferenceMotio
 from nhcontrol._util.validation import as_float_array, readonly
 from nhcontrol.modeling import (MultibodySystem, check_parameters, contacts, override_parameters,
                                 parameter_values, rot_x, rot_y, rot_z)
+from nhcontrol.linearize import state_deviation
+from nhcontrol.reference import consistent_initial_conditions
 
 __all__ = [
     "COORDINATES", "INPUTS", "DEFAULTS", "PARTITION_8_72", "LTV_STATES", "REDUCED_STATES",
@@ -399,15 +401,13 @@ def initial_conditions(cm: Any, phi0_deg: float, *, eps_x: float = -0.1, eps_y: 
         Read-only.
     """
     mo = circular_parameters(cm, phi0_deg, rho=rho, omega=omega, p=p)
-    R = mo.R
     psi = 0.5 * math.pi + math.radians(eps_psi_deg)
-    phi = mo.phi0 + math.radians(eps_phi_deg)
-    x = np.array([mo.x_A + mo.rho + eps_x, mo.y_A + eps_y, psi, phi, math.radians(eps_theta_deg)])
-    vx, vy = float(eps_vx), mo.rho * mo.omega + float(eps_vy)
-    phid = (vx * math.sin(psi) - vy * math.cos(psi)) / R                      # Eq. (8.58)
-    thetad = (vx * math.cos(psi) + vy * math.sin(psi)) / (R * math.cos(phi))  # Eq. (8.59)
-    xd = np.array([vx, vy, mo.omega + eps_wpsi, phid, thetad])
-    return readonly(x), readonly(xd)
+    x = np.array([mo.x_A + mo.rho + eps_x, mo.y_A + eps_y, psi, mo.phi0 + math.radians(eps_phi_deg),
+                  math.radians(eps_theta_deg)])
+    xd = np.array([float(eps_vx), mo.rho * mo.omega + float(eps_vy), mo.omega + eps_wpsi, 0.0, 0.0])
+    # φ̇, θ̇ from D(x) ẋ = 0, i.e. Eqs. (8.58)-(8.59) (m = 0: the coordinates stay as given)
+    ic = consistent_initial_conditions(cm, x, xd, independent=("x_C", "y_C", "psi"), p=p)
+    return ic.x, ic.xd
 
 
 def spin_matched_motion(cm: Any, x: ArrayLike, xd: ArrayLike, *, rho: float = 0.5, omega: float = 1.0,
@@ -458,15 +458,14 @@ def deviation(ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np
     (8,) or (N, 8) ndarray
         In the order :data:`LTV_STATES`. For the controllable formulation multiply by
         ``spin_reduction(...).S`` (drops ``psi_d``).
+
+    Notes
+    -----
+    :func:`nhcontrol.linearize.state_deviation` with :data:`LTV_STATES`; the same as
+    ``lin.deviation`` of a linearization with :data:`PARTITION_8_72`, whose
+    ``lin.from_deviation`` is the inverse.
     """
-    X = as_float_array(x, "x", error=ReferenceMotionError)
-    XD = as_float_array(xd, "xd", error=ReferenceMotionError)
-    if X.shape[-1] != 5 or XD.shape != X.shape:
-        raise ReferenceMotionError(f"x and xd must both have shape (5,) or (N, 5), got {X.shape} and {XD.shape}")
-    dx = X - np.asarray(ref.x(t), float)
-    dxd = XD - np.asarray(ref.xd(t), float)
-    ai, ad = [2, 3, 4], [0, 1]
-    return np.concatenate([dx[..., ai], dxd[..., ai], dx[..., ad]], axis=-1)
+    return state_deviation(LTV_STATES, ref, t, x, xd, error=ReferenceMotionError)
 
 
 # ---------------------------------------------------------------------------- closed form

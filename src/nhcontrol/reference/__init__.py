@@ -2,10 +2,12 @@
 
 A :class:`Reference` carries ``x0(t), ẋ0(t), ẍ0(t), Λ0(t), u0(t)`` (contract section 3);
 :func:`inverse_dynamics` gives the multipliers (and actuations) of a prescribed motion,
-Eq. (2.112); :meth:`Reference.check` reports the residuals in the constraints and the
+Eq. (2.112); :func:`consistent_initial_conditions` makes ``(x, ẋ)`` satisfy the constraints;
+:meth:`Reference.check` reports the residuals in the constraints and the
 equations of motion as a :class:`ResidualReport`.
 """
 
+from .consistent import InitialConditions, consistent_initial_conditions
 from .inverse import (INVERSE_DYNAMICS_TOL, InverseDynamicsResult, RankDeficiencyWarning,
                       inverse_dynamics)
 from .reference import CHECK_TOL, Reference, ReferenceSamples, StateComponent
@@ -21,4 +23,6 @@ __all__ = [
     "INVERSE_DYNAMICS_TOL",
     "CHECK_TOL",
     "StateComponent",
+    "InitialConditions",
+    "consistent_initial_conditions",
 ]
