@@ -18,7 +18,7 @@ from .._util.validation import readonly
 from ..linearize import Partition, linearize
 from ..models.ball_plate import (INPUTS, LTV_STATES, PARTITION_8_72, REDUCED_STATES, CircularMotion,
                                  closed_form_matrices, motion_from_reference, spin_reduction)
-from ..systems import LTVSystem
+from ..systems import LTVSystem, restrict
 
 __all__ = ["AGREEMENT_TOL", "closed_form_ltv", "ltv_system", "controllable_formulation"]
 
@@ -141,12 +141,13 @@ def controllable_formulation(cm: Any, ref: Any, *,
         States :data:`REDUCED_STATES`, inputs ``alpha, beta``, ``period = 2π/|ω|``; derivatives
         exact (from :func:`closed_form_matrices`). Map to/from the 8-state deviation with
         :func:`spin_reduction` (``Z = S X̃``, ``X̃ = P Z + e_spin c``).
+
+    Notes
+    -----
+    Library route (no ``reproduce``): ``red = ball_plate.spin_reduction(cm, ref)`` and
+    ``nhcontrol.systems.restrict(LTVSystem.from_linearization(cm, ref, ball_plate.PARTITION_8_72),
+    red.S, red.P, states=red.states)``; this function is that with the exact derivatives of the
+    closed form.
     """
-    full = ltv_system(cm, ref, method=method)
     red = spin_reduction(cm, ref)
-    mo = motion_from_reference(cm, ref)
-    S, P = red.S, red.P
-    return LTVSystem(lambda t: S @ full.A(t) @ P, lambda t: S @ full.B(t),
-                     states=REDUCED_STATES, inputs=INPUTS, period=mo.period,
-                     dA=lambda t, k: S @ closed_form_matrices(mo, t, k)[0] @ P,
-                     dB=lambda t, k: S @ closed_form_matrices(mo, t, k)[1], vectorized=True)
+    return restrict(ltv_system(cm, ref, method=method), red.S, red.P, states=REDUCED_STATES)

@@ -6,6 +6,8 @@ See ``docs/dev/contracts.md`` (section 5) and ``docs/guide/ltv.md``.
 from .discrete import DiscreteLTV
 from .discretize import DISCRETIZE_RTOL, discretize
 from .ltv import LTVSystem, as_ltv
+from .reduction import RESTRICT_RTOL, restrict
 from .transform import change_of_variables
 
-__all__ = ["DiscreteLTV", "LTVSystem", "as_ltv", "discretize", "DISCRETIZE_RTOL", "change_of_variables"]
+__all__ = ["DiscreteLTV", "LTVSystem", "as_ltv", "discretize", "DISCRETIZE_RTOL", "change_of_variables",
+           "restrict", "RESTRICT_RTOL"]
