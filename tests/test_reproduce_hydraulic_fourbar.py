@@ -26,6 +26,29 @@ def test_run_keys_and_numbers(tmp_path):
     assert all(abs(re) < 1e-9 for re, _ in c["uncontrollable_modes"])
     assert (tmp_path / "hydraulic_fourbar_eigenvalues.png").exists()
     assert "2.82" in hydraulic_fourbar.summary(res)
+    cp = res["counterpart"]
+    assert cp["shape"] == [24, 24] and cp["n_spurious_zero"] == 18 == cp["n_spurious_expected"]
+    assert cp["eigenvalue_max_rel_diff"] < 1e-4
+    fd = res["fd_error_vs_h"]
+    assert len(fd["h"]) == len(fd["rel_error"]) and 1e-6 <= fd["best_h"] <= 1e-4
+    assert fd["rel_error"][0] > 100 * min(fd["rel_error"]) < fd["rel_error"][-1] / 100
+    tm = res["timing"]
+    assert tm["third_s"] > 0 and tm["ratio"] == tm["counterpart_s"] / tm["third_s"]
+    assert (tmp_path / "hydraulic_fourbar_fd_error_vs_h.png").exists()
+
+
+def test_benchmark_script_keys():
+    """benchmarks/hydraulic_fourbar.py prints the timing keys (timings themselves are not tested)."""
+    import contextlib
+    import io
+    import runpy
+    from pathlib import Path
+    mod = runpy.run_path(str(Path(__file__).parents[1] / "benchmarks" / "hydraulic_fourbar.py"))
+    with contextlib.redirect_stdout(io.StringIO()) as buf:
+        out = mod["main"](["--repeat", "2"])
+    assert json.loads(buf.getvalue()) == out
+    assert {"third_s", "counterpart_s", "ratio", "ratio_cpu"} <= set(out)
+    assert out["shapes"] == [[6, 6], [24, 24]] and out["eigenvalue_max_rel_diff"] < 1e-4
 
 
 def test_registered():

@@ -52,13 +52,15 @@ sys.modules[__name__].__class__ = _CallableModule
 # Validation procedures (first/second numerical procedures, finite differences) are added
 # below by their owner.
 from .finite_difference import (FiniteDifferenceResult, finite_difference_jacobian,  # noqa: E402
-                                index1_accelerations, reduced_ode_jacobian_fd)
+                                finite_difference_jacobian_first_order, index1_accelerations,
+                                reduced_ode_jacobian_fd)
 from .first import FirstProcedureResult, ReferencePoint, first_procedure  # noqa: E402
 from .second import SecondProcedureResult, second_procedure  # noqa: E402
 
 __all__ += [
     "first_procedure", "FirstProcedureResult", "ReferencePoint", "second_procedure",
     "SecondProcedureResult", "finite_difference_jacobian", "reduced_ode_jacobian_fd",
+    "finite_difference_jacobian_first_order",
     "index1_accelerations", "FiniteDifferenceResult",
 ]
 

@@ -12,6 +12,10 @@ Two things live here:
 
   Its error depends on ``h`` (truncation ``O(h^2)``, round-off ``O(eps/h)``; Fig. 7.14), unlike
   the exact procedures.
+* :func:`finite_difference_jacobian_first_order` -- the same counterpart with the first-order
+  states of Ch. 7 (pressures ``z = p`` as the model's inputs, spool positions ``w = U``),
+  Eqs. (7.103)-(7.110) in full: ``X = [x, v, z, w]`` of size ``2n + r + u``, driven by the
+  references ``r`` (``U_ref``).
 * :func:`reduced_ode_jacobian_fd` -- central differences of the *nonlinear reduced ODE* whose exact
   linearization is the third numerical procedure (Eqs. (4.118)-(4.119), state
   ``[x_ai, xd_ai, x_ad]``: ``x_d`` from ``C(x) = 0`` by Newton's method, the dependent velocities
@@ -38,6 +42,7 @@ __all__ = [
     "FiniteDifferenceResult",
     "index1_accelerations",
     "finite_difference_jacobian",
+    "finite_difference_jacobian_first_order",
     "reduced_ode_jacobian_fd",
     "DEFAULT_STEP",
 ]
@@ -206,6 +211,96 @@ def finite_difference_jacobian(cm: Any, ref: Any, t: float = 0.0, *, h: float = 
     J = _central(F, X0, h)
     B = _central_inputs(F, X0, pt.u, h)
     states = tuple(cm.coordinates) + velocity_names(cm)
+    return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states, h=h,
+                                  n_spurious=2 * (int(cm.m) + int(cm.l)), t=pt.t)
+
+
+def finite_difference_jacobian_first_order(
+        cm: Any, ref: Any, *, z_rate: Any, w_rate: Any, w0: Any, r0: Any, t: float = 0.0,
+        h: float = DEFAULT_STEP, z_names: Any = None, w_names: Any = None,
+        p: Any = None) -> FiniteDifferenceResult:
+    """Conventional counterpart with first-order states, Eqs. (7.103)-(7.110), by central differences.
+
+    The index-1 DAE (7.103) is solved for the accelerations (Eq. (7.107)), giving the ODE
+    (7.108) in ``X = [x, v, z, w]``:
+
+    .. math:: \\dot X = F(X, r) = [v;\\ \\ddot x(x, v, z);\\ H(x, v, z, w, r);\\ W(w, r)],
+
+    whose ``(2n + r + u)``-square Jacobian is approximated column by column with the absolute
+    step ``h`` (Eq. (7.110)); all ``2N`` perturbed points are evaluated in one stacked call.
+
+    Parameters
+    ----------
+    cm : CompiledModel
+        Mechanical model whose inputs ``u`` are the states ``z`` (same order).
+    ref : Reference or ReferencePoint
+        Gives ``x0(t), xd0(t)`` and ``z0 = u0(t)``.
+    z_rate : callable
+        ``z_rate(x, v, z, w, r) -> (N, r)`` for stacked ``(N, n), (N, n), (N, r), (N, u), (N, k)``
+        arrays: the rates ``H`` (Eq. (7.12)).
+    w_rate : callable
+        ``w_rate(w, r) -> (N, u)``: the rates ``W`` (Eq. (7.13)).
+    w0, r0 : array_like
+        ``w`` and the references ``r`` at the linearization point.
+    t : float
+    h : float
+        Step of the central differences (absolute, the same for every component).
+    z_names, w_names : sequence of str, optional
+        Names of the states (default ``z0, z1, ...``, ``w0, ...``).
+    p : (p,) array_like, optional
+
+    Returns
+    -------
+    FiniteDifferenceResult
+        ``J`` of size ``2n + r + u``, ``B`` ``(2n + r + u, k)`` (columns of ``r``),
+        ``n_spurious = 2(m + l)``.
+
+    Raises
+    ------
+    LinearSystemError
+        If ``h`` is not positive, the model has no inputs ``z``, or a rate function returns the
+        wrong shape or non-finite values.
+    ConstraintError
+        If the saddle-point matrix is singular at a perturbed point.
+    """
+    h = _check_h(h)
+    pt = reference_point(cm, ref, t, p=p)
+    if pt.u is None or pt.u.size == 0:
+        raise LinearSystemError(f"model {getattr(cm, 'name', '?')!r} has no inputs: the states z "
+                                f"(pressures) must be the model's inputs u")
+    n, r = int(cm.n), int(pt.u.size)
+    w0 = np.atleast_1d(np.asarray(w0, dtype=float)).ravel()
+    r0 = np.atleast_1d(np.asarray(r0, dtype=float)).ravel()
+    nu, k = w0.size, r0.size
+    N0 = 2 * n + r + nu
+
+    def _rates(f: Any, args: tuple, shape: tuple[int, int], what: str) -> NDArray[np.float64]:
+        out = np.asarray(f(*args), dtype=float)
+        if out.shape != shape:
+            raise LinearSystemError(f"{what} must return shape {shape} for {shape[0]} stacked "
+                                    f"points, got {out.shape}")
+        if not np.all(np.isfinite(out)):
+            raise LinearSystemError(f"{what} returned non-finite values; is the step h = {h} "
+                                    f"leaving the domain of the rate equations?")
+        return out
+
+    def F(Xs: NDArray[np.float64], rs: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+        Ns = Xs.shape[0]
+        R = np.broadcast_to(r0, (Ns, k)).copy() if rs is None else rs
+        x, v, z, w = (Xs[:, :n], Xs[:, n:2 * n], Xs[:, 2 * n:2 * n + r], Xs[:, 2 * n + r:])
+        xdd, _ = index1_accelerations(cm, x, v, z, pt.p)
+        zd = _rates(z_rate, (x, v, z, w, R), (Ns, r), "z_rate")
+        wd = _rates(w_rate, (w, R), (Ns, nu), "w_rate")
+        return np.concatenate([v, xdd, zd, wd], axis=1)
+
+    X0 = np.concatenate([pt.x, pt.xd, pt.u, w0])
+    J = _central(F, X0, h)
+    B = _central_inputs(F, X0, r0, h)
+    zn = tuple(z_names) if z_names is not None else tuple(f"z{i}" for i in range(r))
+    wn = tuple(w_names) if w_names is not None else tuple(f"w{i}" for i in range(nu))
+    states = tuple(cm.coordinates) + velocity_names(cm) + zn + wn
+    if len(states) != N0:
+        raise LinearSystemError(f"z_names/w_names must name {r} and {nu} states, got {zn}, {wn}")
     return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states, h=h,
                                   n_spurious=2 * (int(cm.m) + int(cm.l)), t=pt.t)
 

@@ -65,7 +65,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["COORDINATES", "INPUTS", "MECHANICAL_DEFAULTS", "HYDRAULIC_DEFAULTS", "DEFAULTS",
            "PARTITION", "build", "model", "FourBarEquilibrium", "equilibrium", "piston_areas",
-           "circuit_equations", "CircuitJacobians", "circuit_jacobians", "reduced_rhs", "STATES"]
+           "circuit_equations", "CircuitJacobians", "circuit_jacobians", "reduced_rhs", "STATES",
+           "circuit_rates", "spool_rates", "linearization", "counterpart_jacobian"]
 
 #: State of the 6x6 Jacobian of Eq. (7.96).
 STATES: tuple[str, ...] = ("phi2", "phi2_d", "p1", "p2", "p3", "U")
@@ -476,3 +477,111 @@ def reduced_rhs(X: NDArray[np.float64], U_ref: float = 0.0, *, phi2_deg: float =
         h = np.asarray(H(x, xd, p, X[5], U_ref), dtype=float).ravel()
     tau = {**HYDRAULIC_DEFAULTS, **hyd}["tau_v"]
     return np.concatenate([[X[1], xdd[ai]], h, [(U_ref - X[5]) / tau]])
+
+
+def circuit_rates(x: NDArray[np.float64], xd: NDArray[np.float64], p: NDArray[np.float64],
+                  U: NDArray[np.float64], U_ref: Any = 0.0, **hydraulic_overrides: float
+                  ) -> NDArray[np.float64]:
+    """Pressure rates ``H(x, ẋ, p, U)`` of :func:`circuit_equations`, evaluated for stacked points.
+
+    Parameters
+    ----------
+    x, xd : (N, 10) or (10,) array_like
+    p : (N, 3) or (3,) array_like
+        Pressures [Pa].
+    U : (N, 1), (N,) or scalar
+        Spool positions.
+    U_ref : ignored by ``H`` (accepted so the signature matches ``z_rate`` of
+        :func:`nhcontrol.linearize.finite_difference_jacobian_first_order`).
+    **hydraulic_overrides : float
+        Values replacing :data:`HYDRAULIC_DEFAULTS`.
+
+    Returns
+    -------
+    (N, 3) or (3,) ndarray
+        ``[p1', p2', p3']`` [Pa/s].
+    """
+    _, hyd = _split(hydraulic_overrides)
+    H, _, _ = _circuit_functions(tuple(sorted(hyd.items())))
+    X = np.atleast_2d(np.asarray(x, dtype=float))
+    single = np.ndim(x) == 1
+    N = X.shape[0]
+    XD = np.broadcast_to(np.atleast_2d(np.asarray(xd, dtype=float)), (N, 10))
+    P = np.broadcast_to(np.atleast_2d(np.asarray(p, dtype=float)), (N, 3))
+    Us = np.broadcast_to(np.asarray(U, dtype=float).reshape(-1), (N,))
+    with np.errstate(invalid="ignore", divide="ignore"):  # numpy evaluates every Piecewise branch
+        out = np.asarray(H(X.T, XD.T, P.T, Us, 0.0), dtype=float).reshape(3, N).T
+    return out[0] if single else out
+
+
+def spool_rates(U: Any, U_ref: Any, tau_v: float = HYDRAULIC_DEFAULTS["tau_v"]) -> NDArray[np.float64]:
+    """Spool rates ``W = (U_ref - U) / tau_v`` (Eq. (7.4)) for stacked points (any matching shapes)."""
+    return (np.asarray(U_ref, dtype=float) - np.asarray(U, dtype=float)) / tau_v
+
+
+def linearization(phi2_deg: float = 60.0, p3: float = 3.5e6, **overrides: float) -> Any:
+    """The 6x6 Jacobian of Eq. (7.96) by the third procedure with first-order states.
+
+    Parameters
+    ----------
+    phi2_deg, p3 : float
+        Equilibrium (see :func:`equilibrium`).
+    **overrides : float
+        Mechanical (:data:`DEFAULTS`) or hydraulic (:data:`HYDRAULIC_DEFAULTS`) parameters,
+        e.g. ``F_c=2.1, F_s=8.3, sigma2=3.3`` for friction / 100.
+
+    Returns
+    -------
+    nhcontrol.linearize.FirstOrderLinearization
+        ``A`` (6, 6) in :data:`STATES`, ``B`` (6, 1) for ``U_ref``.
+    """
+    from nhcontrol.linearize import linearize_with_first_order_states
+    from nhcontrol.reference import Reference
+
+    mech, hyd = _split(overrides)
+    eq = equilibrium(phi2_deg, p3, **mech)
+    cm = model(**mech)
+    ref = Reference.equilibrium(cm, eq.x, u=eq.p)
+    return linearize_with_first_order_states(cm, ref, PARTITION,
+                                             **circuit_jacobians(eq, **hyd).as_kwargs())
+
+
+def counterpart_jacobian(h: float = 1e-5, phi2_deg: float = 60.0, p3: float = 3.5e6,
+                         **overrides: float) -> Any:
+    """Conventional counterpart of Sect. 7.3.5: the 24x24 Jacobian (7.109) by central differences.
+
+    State ``X = [x (10), ẋ (10), p1, p2, p3, U]`` (Eq. (7.104)), size ``2n + r + u = 24``,
+    absolute step ``h`` in every component (Eq. (7.110)), SI units (Pa for the pressures).
+    Its spectrum is the six eigenvalues of :func:`linearization` plus ``2(m + l) = 18``
+    spurious zeros.
+
+    Parameters
+    ----------
+    h : float
+        Central-difference step.
+    phi2_deg, p3 : float
+        Equilibrium (see :func:`equilibrium`).
+    **overrides : float
+        Mechanical or hydraulic parameters.
+
+    Returns
+    -------
+    nhcontrol.linearize.FiniteDifferenceResult
+    """
+    from nhcontrol.linearize import finite_difference_jacobian_first_order
+    from nhcontrol.reference import Reference
+
+    mech, hyd = _split(overrides)
+    eq = equilibrium(phi2_deg, p3, **mech)
+    cm = model(**mech)
+    ref = Reference.equilibrium(cm, eq.x, u=eq.p)
+    tau = {**HYDRAULIC_DEFAULTS, **hyd}["tau_v"]
+
+    def z_rate(x: Any, v: Any, z: Any, w: Any, r: Any) -> NDArray[np.float64]:
+        return circuit_rates(x, v, z, w[:, 0], **hyd)
+
+    def w_rate(w: Any, r: Any) -> NDArray[np.float64]:
+        return spool_rates(w, r, tau)
+
+    return finite_difference_jacobian_first_order(cm, ref, z_rate=z_rate, w_rate=w_rate, w0=[eq.U],
+                                                  r0=[0.0], h=h, z_names=INPUTS, w_names=("U",))

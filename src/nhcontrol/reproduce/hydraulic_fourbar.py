@@ -3,13 +3,18 @@
 Arranges library calls: the equilibrium at phi2 = 60 deg with p3 = 3.5 MPa (Eqs. (7.84)-(7.99)),
 the multipliers by inverse dynamics (Eqs. (7.91)-(7.94)), the 6x6 Jacobian of Eq. (7.96) from
 :func:`nhcontrol.linearize.linearize_with_first_order_states` for four friction scenarios
-(nominal, friction/10, friction/100, frictionless), and the controllability with ``U_ref`` as
-input. Derivations and choices: ``docs/theory/hydraulics.md``.
+(nominal, friction/10, friction/100, frictionless), the controllability with ``U_ref`` as
+input, and the conventional counterpart of Sect. 7.3.5 (Eqs. (7.103)-(7.110)): its 24x24
+Jacobian, the relative error of the friction-sensitive eigenvalues against the step ``h``
+(Fig. 7.14) and the timing ratio counterpart/third. Derivations and choices:
+``docs/theory/hydraulics.md``.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +39,91 @@ def _friction(factor: float) -> dict[str, float]:
 
 
 def _linearization(factor: float) -> Any:
-    over = _friction(factor)
+    return hf.linearization(60.0, 3.5e6, **_friction(factor))
+
+
+def _sensitive_pair(ev6: np.ndarray) -> np.ndarray:
+    """The friction-sensitive eigenvalues lambda3, lambda4 of the nominal scenario: the two
+    non-zero ones other than the fastest (throttle) and -1/tau_v (spool)."""
+    tau = hf.HYDRAULIC_DEFAULTS["tau_v"]
+    scale = np.abs(ev6).max()
+    keep = [e for e in ev6 if abs(e) > 1e-9 * scale and abs(e + 1 / tau) > 1e-9 * scale
+            and abs(e) < 0.5 * scale]
+    return np.array(keep)
+
+
+def _match(exact: np.ndarray, approx: np.ndarray) -> np.ndarray:
+    """Relative distance of each exact eigenvalue to the nearest approximate one."""
+    return np.array([np.min(np.abs(approx - e)) / abs(e) for e in exact])
+
+
+def counterpart_comparison(h: float = 1e-5) -> dict[str, Any]:
+    """The 24x24 counterpart (7.109) vs the 6x6 Jacobian (7.96), nominal friction.
+
+    ``n_spurious_zero``: eigenvalues of the 24x24 within ``1e-3 min|λ≠0|`` of zero, minus the
+    zero eigenvalues of the 6x6 (the two conserved oil volumes); ``eigenvalue_max_rel_diff``:
+    largest relative distance of a non-zero eigenvalue of the 6x6 to the nearest of the 24x24.
+    """
+    ev6 = _linearization(1.0).eigenvalues
+    fd = hf.counterpart_jacobian(h)
+    ev24 = np.linalg.eigvals(np.asarray(fd.J))
+    scale = np.abs(ev6).max()
+    nonzero = ev6[np.abs(ev6) > 1e-9 * scale]
+    tol = 1e-3 * np.abs(nonzero).min()
+    zeros6 = int(np.sum(np.abs(ev6) <= 1e-9 * scale))
+    near0 = int(np.sum(np.abs(ev24) < tol))
+    return {"shape": list(fd.J.shape), "h": h, "n_spurious_expected": fd.n_spurious,
+            "n_spurious_zero": near0 - zeros6, "zero_tolerance": float(tol),
+            "zero_cluster_max_abs": float(np.sort(np.abs(ev24))[near0 - 1]) if near0 else 0.0,
+            "eigenvalue_max_rel_diff": float(_match(nonzero, ev24).max())}
+
+
+def fd_error_vs_h(hs: np.ndarray) -> dict[str, Any]:
+    """Relative errors of lambda3, lambda4 (nominal friction) of the counterpart vs the step h."""
+    pair = _sensitive_pair(_linearization(1.0).eigenvalues)
+    errs = np.array([_match(pair, np.linalg.eigvals(np.asarray(hf.counterpart_jacobian(float(h)).J)))
+                     for h in hs])
+    return {"h": [float(h) for h in hs], "lambda_exact": [float(e.real) for e in pair],
+            "rel_error_lambda3": [float(v) for v in errs[:, 0]],
+            "rel_error_lambda4": [float(v) for v in errs[:, 1]],
+            "rel_error": [float(v) for v in errs.max(axis=1)],
+            "best_h": float(hs[int(np.argmin(errs.max(axis=1)))])}
+
+
+def timing(repeat: int = 20, h: float = 1e-5) -> dict[str, float]:
+    """Median wall times of the 6x6 (third procedure) and 24x24 (counterpart) Jacobians.
+
+    Both start from the compiled model and a reference that stores ``Λ0``; the same
+    measurement, with more repeats and CPU times, is ``benchmarks/hydraulic_fourbar.py``.
+    """
+    from ..linearize import finite_difference_jacobian_first_order
+
     eq = hf.equilibrium(60.0, 3.5e6)
-    cm = hf.model(**over)
-    ref = Reference.equilibrium(cm, eq.x, u=eq.p)
-    return linearize_with_first_order_states(cm, ref, hf.PARTITION, **hf.circuit_jacobians(eq).as_kwargs())
+    cm = hf.model()
+    lam0 = Reference.equilibrium(cm, eq.x, u=eq.p).lam(0.0)
+    ref = Reference.constant_velocity(cm, eq.x, np.zeros(10), u=eq.p, lam=lam0)
+    tau = hf.HYDRAULIC_DEFAULTS["tau_v"]
+
+    def third() -> Any:
+        return linearize_with_first_order_states(cm, ref, hf.PARTITION,
+                                                 **hf.circuit_jacobians(eq).as_kwargs())
+
+    def counterpart() -> Any:
+        return finite_difference_jacobian_first_order(
+            cm, ref, z_rate=lambda x, v, z, w, r: hf.circuit_rates(x, v, z, w[:, 0]),
+            w_rate=lambda w, r: hf.spool_rates(w, r, tau), w0=[0.0], r0=[0.0], h=h)
+
+    def med(fn: Any) -> float:
+        fn()
+        ts = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts)
+
+    t3, tc = med(third), med(counterpart)
+    return {"third_s": t3, "counterpart_s": tc, "ratio": tc / t3, "repeat": repeat}
 
 
 def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
@@ -70,8 +155,12 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
                                                      for e in ctrb.uncontrollable_modes],
                             "singular_values": [float(s) for s in ctrb.kalman.singular_values]},
     }
+    result["counterpart"] = counterpart_comparison(1e-5)
+    hs = np.logspace(-10, -1, 10 if quick else 28)
+    result["fd_error_vs_h"] = fd_error_vs_h(hs)
+    result["timing"] = timing(5 if quick else 30)
     if out is not None:
-        result["figures"] = _plot(Path(out))
+        result["figures"] = _plot(Path(out)) + _plot_fd_error(result["fd_error_vs_h"], Path(out))
     return result
 
 
@@ -97,6 +186,21 @@ def _plot(out: Path) -> list[str]:
     return [Path(path).name]
 
 
+def _plot_fd_error(fd: dict[str, Any], out: Path) -> list[str]:
+    from ..plotting.style import cite, new_figure, savefig
+
+    fig, ax = new_figure(title="Counterpart (7.109): error of the friction-sensitive eigenvalues vs h")
+    for key, lam, mk in (("rel_error_lambda3", fd["lambda_exact"][0], "o-"),
+                         ("rel_error_lambda4", fd["lambda_exact"][1], "s--")):
+        ax.semilogy(np.log10(fd["h"]), np.maximum(fd[key], 1e-17), mk, ms=4,
+                    label=f"ε for λ = {lam:.2f} 1/s")
+    ax.set_xlabel("log10(h)  (h: absolute central-difference step, SI units)")
+    ax.set_ylabel("relative error ε [-]")
+    ax.legend(fontsize=8)
+    cite(fig, "thesis", "Fig. 7.14", extra="exact values: third procedure (6x6); nominal friction")
+    return [Path(savefig(fig, out, "hydraulic_fourbar_fd_error_vs_h")).name]
+
+
 def summary(result: dict[str, Any]) -> str:
     e = result["equilibrium"]
     lines = [f"Hydraulic four-bar (Sect. 7.3): phi32 = {e['phi32_deg']:.4f} deg, phi43 = "
@@ -109,4 +213,13 @@ def summary(result: dict[str, Any]) -> str:
     c = result["controllability"]
     lines.append(f"controllable from U_ref: {c['is_controllable']} (Kalman rank {c['kalman_rank']}, "
                  f"uncontrollable modes (PBH) {c['uncontrollable_modes']})")
+    if "counterpart" in result:
+        cp, fd, tm = result["counterpart"], result["fd_error_vs_h"], result["timing"]
+        lines.append(f"counterpart (7.109): {cp['shape']}, {cp['n_spurious_zero']} spurious zeros "
+                     f"(expected {cp['n_spurious_expected']}), max rel. eigenvalue diff "
+                     f"{cp['eigenvalue_max_rel_diff']:.2e} at h = {cp['h']:g}")
+        lines.append(f"best step h = {fd['best_h']:.1e} (thesis ~1e-5), min error "
+                     f"{min(fd['rel_error']):.1e}")
+        lines.append(f"timing: third {tm['third_s'] * 1e3:.2f} ms, counterpart "
+                     f"{tm['counterpart_s'] * 1e3:.2f} ms, ratio {tm['ratio']:.1f} (thesis 3.2)")
     return "\n".join(lines)
