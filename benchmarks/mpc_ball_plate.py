@@ -12,6 +12,13 @@ skips python-control); prints one JSON object:
   of Parameters: construction + canonicalisation + cold OSQP solve), and
   ``ratio_rebuild_over_step_N20``; ``rebuild_max_input_difference`` checks both give the same
   input;
+* ``osqp_direct_step_s_N20``: a hand-built OSQP problem of the same QP (sparse standard form
+  written here, ``A_j``, ``B_j`` and the bounds overwritten in place each step, warm-started,
+  the same OSQP settings), timed interleaved with ``LTVMPC.step`` on the same states;
+  ``ratio_step_over_osqp_direct_N20`` (goal ≤ 1.5) and ``osqp_direct_max_input_difference``
+  (the two first inputs, goal ≤ 1e-6); ``cvxpy_step_s_N20``: ``LTVMPC(...,
+  osqp_interface="cvxpy")`` (cvxpy's parameter path) in the same interleaved loop, with
+  ``ratio_cvxpy_over_step_N20``;
 * ``peers``: ``python-control`` — ``control.optimal.create_mpc_iosystem`` on the LTI snapshot
   ``(Ad_0, Bd_0)`` (it only accepts a fixed system; scipy SLSQP on the stacked inputs), timed per
   output evaluation over ``--peer-steps`` steps, with our ``LTVMPC`` on the same LTI problem and
@@ -73,14 +80,92 @@ def _loop(step_fn, d, ref, dt, Z0, N, steps):
     return times, np.array(inputs)
 
 
-def _ours(N, Q, R, Qf, bound):
+def _ours(N, Q, R, Qf, bound, interface="direct"):
     from nhcontrol.design import LTVMPC
 
-    mpc = LTVMPC(N, Q, R, Qf, u_min=-bound, u_max=bound)
+    mpc = LTVMPC(N, Q, R, Qf, u_min=-bound, u_max=bound, osqp_interface=interface)
 
     def step(Z, Ad, Bd, u_ref):
         return mpc.step(Z, Ad, Bd, u_ref=u_ref).du
     return step
+
+
+def _osqp_direct(N, Q, R, Qf, bound):
+    """A hand-built OSQP problem: z = (x_0..x_N, u_0..u_{N-1}), equality rows x_0 = Z and
+    A_j x_j + B_j u_j - x_{j+1} = 0, box rows on u; A_j, B_j, l, u overwritten in place."""
+    import osqp
+    import scipy.sparse as sp
+
+    from nhcontrol.design._osqp import OSQP_DEFAULTS
+
+    n, k = Q.shape[0], R.shape[0]
+    nx, nz = (N + 1) * n, (N + 1) * n + N * k
+    P = sp.block_diag([sp.kron(sp.eye(N), 2 * Q), 2 * Qf, sp.kron(sp.eye(N), 2 * R)],
+                      format="csc")
+    # pattern with entry ids: dense A_j, B_j blocks (ids 1 …), identities and -I (id 0 → value)
+    ids = np.arange(1, N * n * (n + k) + 1, dtype=float)
+    idA = ids[:N * n * n].reshape(N, n, n)
+    idB = ids[N * n * n:].reshape(N, n, k)
+    rows = [[None] * (2 * N + 1) for _ in range(N + 1 + N)]
+    rows[0][0] = sp.eye(n) * -1e9  # marker values, replaced below
+    for j in range(N):
+        rows[j + 1][j] = sp.csc_matrix(idA[j])
+        rows[j + 1][j + 1] = sp.eye(n) * -2e9
+        rows[j + 1][N + 1 + j] = sp.csc_matrix(idB[j])
+        rows[N + 1 + j][N + 1 + j] = sp.eye(k) * -1e9
+    for j in range(N + 1):  # keep every column block sized
+        rows[0][j] = rows[0][j] if j == 0 else sp.csc_matrix((n, n))
+    for j in range(N):
+        rows[0][N + 1 + j] = sp.csc_matrix((n, k))
+    Aid = sp.bmat(rows, format="csc")
+    data = Aid.data.copy()
+    marker = data < 0
+    data[marker] = np.where(data[marker] == -1e9, 1.0, -1.0)
+    pos = np.flatnonzero(~marker)
+    order = Aid.data[pos].astype(np.int64) - 1  # which A/B entry sits at each position
+    nrow = (N + 1) * n + N * k
+    lo, hi = np.zeros(nrow), np.zeros(nrow)
+    prob = osqp.OSQP()
+    prob.setup(P, np.zeros(nz), sp.csc_matrix((data, Aid.indices, Aid.indptr), shape=Aid.shape),
+               lo, hi, **OSQP_DEFAULTS)
+    last = {}
+
+    def step(Z, Ad, Bd, u_ref):
+        AB = np.concatenate([Ad.ravel(), Bd.ravel()])
+        if not np.array_equal(AB, last.get("AB")):
+            data[pos] = AB[order]
+            prob.update(Ax=data)
+            last["AB"] = AB
+        lo[:n] = hi[:n] = Z
+        lo[nx:] = (-bound - u_ref).ravel()
+        hi[nx:] = (bound - u_ref).ravel()
+        prob.update(l=lo, u=hi)
+        res = prob.solve(raise_error=False)
+        if res.info.status_val != 1:
+            raise RuntimeError(f"hand-built OSQP: {res.info.status}")
+        return np.array(res.x[nx:nx + k])
+    return step
+
+
+def _interleaved(steppers, d, ref, dt, Z0, N, steps):
+    """Run several step functions on the same states (those of the first), alternating them
+    within each receding-horizon step; per-function times and inputs."""
+    from nhcontrol.design import window
+
+    Z = Z0.copy()
+    times = {name: [] for name in steppers}
+    inputs = {name: [] for name in steppers}
+    names = list(steppers)
+    for kk in range(steps):
+        Ad, Bd = window(d, kk, N)
+        u_ref = np.asarray(ref.u(dt * (kk + np.arange(N))), float)
+        for name in (names if kk % 2 == 0 else names[::-1]):
+            t0 = time.perf_counter()
+            du = steppers[name](Z, Ad, Bd, u_ref)
+            times[name].append(time.perf_counter() - t0)
+            inputs[name].append(du)
+        Z = Ad[0] @ Z + Bd[0] @ inputs[names[0]][-1]
+    return times, {name: np.array(v) for name, v in inputs.items()}
 
 
 def _rebuild(N, Q, R, Qf, bound):
@@ -152,6 +237,18 @@ def main(argv=None) -> dict:
         out[f"first_step_s_N{N}"] = times[0]
         out[f"step_s_N{N}"] = statistics.median(times[1:])
         inputs[N] = u
+    it, iu = _interleaved({"ours": _ours(20, Q, R, P[20], bound),
+                           "osqp": _osqp_direct(20, Q, R, P[20], bound),
+                           "cvxpy": _ours(20, Q, R, P[20], bound, "cvxpy")},
+                          d, ref, dt, Z0, 20, args.steps)
+    ours_med = statistics.median(it["ours"][1:])
+    out["osqp_direct_step_s_N20"] = statistics.median(it["osqp"][1:])
+    out["ratio_step_over_osqp_direct_N20"] = ours_med / out["osqp_direct_step_s_N20"]
+    out["osqp_direct_max_input_difference"] = float(np.max(np.abs(iu["osqp"] - iu["ours"])))
+    out["interleaved_step_s_N20"] = ours_med
+    out["cvxpy_step_s_N20"] = statistics.median(it["cvxpy"][1:])
+    out["ratio_cvxpy_over_step_N20"] = out["cvxpy_step_s_N20"] / ours_med
+    out["cvxpy_max_input_difference"] = float(np.max(np.abs(iu["cvxpy"] - iu["ours"])))
     rt, ru = _loop(_rebuild(20, Q, R, P[20], bound), d, ref, dt, Z0, 20, args.steps)
     out["rebuild_step_s_N20"] = statistics.median(rt)
     out["ratio_rebuild_over_step_N20"] = out["rebuild_step_s_N20"] / out["step_s_N20"]

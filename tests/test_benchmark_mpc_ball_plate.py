@@ -44,6 +44,16 @@ def test_benchmark_keys_without_peer_steps(capsys):
     assert out["ratio_rebuild_over_step_N20"] == pytest.approx(
         out["rebuild_step_s_N20"] / out["step_s_N20"], rel=1e-12)
     assert 0.0 <= out["rebuild_max_input_difference"] < 1e-5
+    # issue 10: the hand-built OSQP problem, interleaved; same inputs (goal 1e-6, measured 1e-16:
+    # the same QP in the same standard form); cvxpy's parameter path agrees to OSQP's tolerance
+    for key in ("osqp_direct_step_s_N20", "interleaved_step_s_N20", "cvxpy_step_s_N20"):
+        assert _positive(out[key]), (key, out[key])
+    assert out["ratio_step_over_osqp_direct_N20"] == pytest.approx(
+        out["interleaved_step_s_N20"] / out["osqp_direct_step_s_N20"], rel=1e-12)
+    assert out["ratio_cvxpy_over_step_N20"] == pytest.approx(
+        out["cvxpy_step_s_N20"] / out["interleaved_step_s_N20"], rel=1e-12)
+    assert 0.0 <= out["osqp_direct_max_input_difference"] <= 1e-6
+    assert 0.0 <= out["cvxpy_max_input_difference"] < 1e-5
     assert out["problem"]["nstates"] == 7 and out["problem"]["steps"] == 3
     assert out["peers"]["python-control"] == {"skipped": "--peer-steps 0"}
     assert set(out["peers"]) == {"python-control", "do-mpc"}

@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array, check_finite, readonly
+from ._osqp import WindowQP
 from ._weights import check_psd, psd_factor
 
 __all__ = ["LTVMPC", "MPCStep", "window"]
@@ -173,15 +174,27 @@ class LTVMPC:
         Extra keyword arguments for the first solver (e.g. ``{"eps_abs": 1e-9}`` for OSQP).
     fallback_options : mapping, optional
         Extra keyword arguments for the fallback solver.
+    osqp_interface : {"direct", "cvxpy"}
+        How OSQP is called. ``"direct"`` (default): the QP is written once in OSQP's standard
+        form and only the changing numbers are overwritten at each step (no cvxpy work per
+        step; about the cost of a hand-written OSQP loop). ``"cvxpy"``: through the
+        parametrised cvxpy problem :attr:`problem`. Clarabel always goes through cvxpy. Both
+        give the same QP; unset OSQP settings are cvxpy's defaults (``eps_abs = eps_rel =
+        1e-5``, ``max_iter = 10000``) with polishing.
 
     Raises
     ------
     DesignError
-        Bad horizon, weights or bounds (``u_min > u_max`` …).
+        Bad horizon, weights or bounds (``u_min > u_max`` …), or OSQP settings OSQP refuses.
 
     Notes
     -----
-    The window is two stacked Parameters ``A_window`` (N n, n), ``B_window`` (N n, k); every
+    With ``osqp_interface="direct"`` the OSQP problem (``nhcontrol.design._osqp.WindowQP``) has
+    a fixed sparsity pattern; a step overwrites the entries of ``A_j``, ``B_j`` (only when they
+    changed: an LTI model keeps OSQP's factorisation), the terminal block when ``Qf`` is
+    given, and the bound vectors, then warm-starts from the previous solution.
+
+    For the cvxpy path and for Clarabel, the window is two stacked Parameters ``A_window`` (N n, n), ``B_window`` (N n, k); every
     product ``A_j @ δx_j`` multiplies a slice of a Parameter by a Variable: it is parameter-affine
     times parameter-free, hence DPP, and ``problem.is_dpp()`` is checked at construction; the
     canonicalisation is therefore done once and each step only re-evaluates the problem data
@@ -195,9 +208,8 @@ class LTVMPC:
                  solver: Literal["OSQP", "CLARABEL"] = "OSQP",
                  on_failure: Literal["raise", "hold"] = "raise",
                  solver_options: Mapping[str, Any] | None = None,
-                 fallback_options: Mapping[str, Any] | None = None) -> None:
-        import cvxpy as cp
-
+                 fallback_options: Mapping[str, Any] | None = None,
+                 osqp_interface: Literal["direct", "cvxpy"] = "direct") -> None:
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise DesignError(f"horizon must be a positive integer number of steps, got {horizon!r}")
         N = int(horizon)
@@ -232,17 +244,48 @@ class LTVMPC:
                                   f"{bad.tolist()}: {lo_a[bad].tolist()} > {hi_a[bad].tolist()}")
             bounds[lo_name], bounds[hi_name] = lo_a, hi_a
 
+        if osqp_interface not in ("direct", "cvxpy"):
+            raise DesignError(f"osqp_interface must be 'direct' or 'cvxpy', got {osqp_interface!r}")
+
         self.horizon, self.nstates, self.ninputs = N, n, k
         self.Q, self.R = readonly(Q_.copy()), readonly(R_.copy())
         self.bounds = {key: readonly(v) for key, v in bounds.items()}
         self.solver = solver
         self.fallback = "CLARABEL" if solver == "OSQP" else "OSQP"
         self.on_failure = on_failure
+        self.osqp_interface = osqp_interface
         self.solver_options = dict(solver_options or {})
         self.fallback_options = dict(fallback_options or {})
         self._u_last: NDArray[np.float64] | None = None
+        self._Lf_value = psd_factor(Qf_)
+        self._problem: Any = None
+        self._loaded: dict[str, Any] | None = None
+        # components with at least one finite bound, per group (input, rate, state)
+        self._idx = {g: np.flatnonzero(np.isfinite(bounds[lo]) | np.isfinite(bounds[hi]))
+                     for g, lo, hi in (("u", "u_min", "u_max"), ("r", "du_min", "du_max"),
+                                       ("x", "x_min", "x_max"))}
+        self._qp: WindowQP | None = None
+        if osqp_interface == "direct":
+            self._qp = WindowQP(N, n, k, Q_, R_, Qf_, self._idx["u"], self._idx["r"],
+                                self._idx["x"], self.solver_options if solver == "OSQP"
+                                else self.fallback_options)
 
-        # ---- the parametrised QP, built once -------------------------------------------
+    @property
+    def problem(self) -> Any:
+        """The parametrised cvxpy problem (DPP), built on first use.
+
+        It is solved when the solver is Clarabel (first or as fallback) or with
+        ``osqp_interface="cvxpy"``; the direct OSQP path does not need it.
+        """
+        if self._problem is None:
+            self._build_problem()
+        return self._problem
+
+    def _build_problem(self) -> None:
+        import cvxpy as cp
+
+        N, n, k = self.horizon, self.nstates, self.ninputs
+        bounds = self.bounds
         X = cp.Variable((N + 1, n), name="dx")
         U = cp.Variable((N, k), name="du")
         self._x0 = cp.Parameter(n, name="x0")
@@ -251,8 +294,8 @@ class LTVMPC:
         self._A = cp.Parameter((N * n, n), name="A_window")
         self._B = cp.Parameter((N * n, k), name="B_window")
         self._Lf = cp.Parameter((n, n), name="Lf")
-        self._Lf.value = psd_factor(Qf_)
-        Lq, Lr = psd_factor(Q_), psd_factor(R_)
+        self._Lf.value = self._Lf_value
+        Lq, Lr = psd_factor(self.Q), psd_factor(self.R)
         cost = (cp.sum_squares(X[:N] @ Lq.T) + cp.sum_squares(U @ Lr.T)
                 + cp.sum_squares(self._Lf @ X[N]))
         cons = [X[0] == self._x0]
@@ -278,10 +321,11 @@ class LTVMPC:
         add("x_lo", X[1:], bounds["x_min"], N, False)
         add("x_hi", X[1:], bounds["x_max"], N, True)
         self._X, self._U = X, U
-        self.problem = cp.Problem(cp.Minimize(cost), cons)
-        if not self.problem.is_dpp():  # pragma: no cover - guards future edits of the QP
+        problem = cp.Problem(cp.Minimize(cost), cons)
+        if not problem.is_dpp():  # pragma: no cover - guards future edits of the QP
             raise DesignError("internal: the MPC problem is not DPP; it would be recompiled "
                               "at every step")
+        self._problem = problem
 
     # ------------------------------------------------------------------------------------
     def _window(self, M: ArrayLike, name: str, shape: tuple[int, int]) -> NDArray[np.float64]:
@@ -304,6 +348,34 @@ class LTVMPC:
         if arr.shape != (rows, size):
             raise DesignError(f"{name} must have shape ({size},) or ({rows}, {size}), got {arr.shape}")
         return check_finite(np.asarray(arr, dtype=float), name, error=DesignError)
+
+    def _solve_direct(self, qp: WindowQP, data: dict[str, Any]) -> tuple[str, Any, Any, float]:
+        """OSQP on the in-place QP: ``(status, δx, δu, cost)`` (arrays are fresh copies)."""
+        qp.set_window(data["A"], data["B"])
+        sh = data["shift"]
+        qp.set_bounds(data["x0"], {g: (lo[:, self._idx[g]], hi[:, self._idx[g]])
+                                   for g, (lo, hi) in sh.items()})
+        return qp.solve()
+
+    def _solve_cvxpy(self, solver: str, opts: Mapping[str, Any],
+                     data: dict[str, Any]) -> tuple[str, Any, Any, float]:
+        """The parametrised cvxpy problem: load this step's data (once), solve, read."""
+        problem = self.problem
+        if self._loaded is not data:
+            N, n, k = self.horizon, self.nstates, self.ninputs
+            self._x0.value = data["x0"]
+            self._A.value = data["A"].reshape(N * n, n)
+            self._B.value = data["B"].reshape(N * n, k)
+            for name, (par, idx) in self._bound_params.items():
+                lo, hi = data["shift"][name[0]]
+                par.value = (hi if name.endswith("_hi") else lo)[:, idx]
+            self._loaded = data
+        problem.solve(solver=solver, warm_start=True, **opts)
+        status = str(problem.status)
+        if status not in _ACCEPTED or self._U.value is None or self._X.value is None:
+            return status, None, None, float("nan")
+        return (status, np.array(self._X.value, dtype=float), np.array(self._U.value, dtype=float),
+                float(problem.value))
 
     def reset(self) -> None:
         """Forget the last applied input (the default ``u_prev`` of the next step)."""
@@ -361,20 +433,19 @@ class LTVMPC:
             Qf_ = as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)
             check_finite(Qf_, "Qf", error=DesignError)
             check_psd(Qf_, "Qf")
-            self._Lf.value = psd_factor(Qf_)
+            self._Lf_value = psd_factor(Qf_)
+            if self._qp is not None:
+                self._qp.set_terminal(Qf_)
+            if self._problem is not None:
+                self._Lf.value = self._Lf_value
 
-        self._x0.value = x0v
-        self._A.value = A.reshape(N * n, n)
-        self._B.value = B.reshape(N * n, k)
         bd = self.bounds
-        shift = {"u_lo": (bd["u_min"], -ur), "u_hi": (bd["u_max"], -ur),
-                 "x_lo": (bd["x_min"], -xr[1:]), "x_hi": (bd["x_max"], -xr[1:])}
         dref = np.vstack([ur[0:1] - up, ur[1:] - ur[:-1]])
-        shift["r_lo"] = (bd["du_min"], -dref)
-        shift["r_hi"] = (bd["du_max"], -dref)
-        for name, (par, idx) in self._bound_params.items():
-            lim, off = shift[name]
-            par.value = lim[idx][None, :] + off[:, idx]
+        # shifted absolute bounds on δu_j, on the rates, on δx_j (j = 1 … N): (lower, upper)
+        shift = {"u": (bd["u_min"] - ur, bd["u_max"] - ur),
+                 "r": (bd["du_min"] - dref, bd["du_max"] - dref),
+                 "x": (bd["x_min"] - xr[1:], bd["x_max"] - xr[1:])}
+        data = {"x0": x0v, "A": A, "B": B, "shift": shift}
 
         attempts: list[tuple[str, str]] = []
         elapsed = 0.0
@@ -385,22 +456,22 @@ class LTVMPC:
                              (self.fallback, self.fallback_options)):
             t0 = time.perf_counter()
             try:
-                self.problem.solve(solver=solver, warm_start=True, **opts)
-                status = str(self.problem.status)
+                if solver == "OSQP" and self._qp is not None:
+                    status, x_pred, du_pred, cost = self._solve_direct(self._qp, data)
+                else:
+                    status, x_pred, du_pred, cost = self._solve_cvxpy(solver, opts, data)
             except Exception as exc:  # cvxpy.error.SolverError and solver-specific errors
                 status = f"solver_error ({type(exc).__name__}: {exc})"
+                x_pred = du_pred = None
             elapsed += time.perf_counter() - t0
             attempts.append((solver, status))
-            if status in _ACCEPTED and self._U.value is not None:
-                du_pred = np.asarray(self._U.value, dtype=float)
-                x_pred = np.asarray(self._X.value, dtype=float)
+            if status in _ACCEPTED and du_pred is not None and x_pred is not None:
                 if np.all(np.isfinite(du_pred)) and np.all(np.isfinite(x_pred)):
                     if status == "optimal":
-                        candidate = (solver, status, du_pred, x_pred, float(self.problem.value))
+                        candidate = (solver, status, du_pred, x_pred, cost)
                         break
                     if candidate is None:
-                        candidate = (solver, status, du_pred.copy(), x_pred.copy(),
-                                     float(self.problem.value))
+                        candidate = (solver, status, du_pred, x_pred, cost)
         if candidate is not None:
             solver, status, du_pred, x_pred, cost = candidate
             if status != "optimal":
@@ -428,7 +499,7 @@ class LTVMPC:
         du_pred = np.tile(up, (N, 1)) - ur
         for j in range(N):
             x_pred[j + 1] = A[j] @ x_pred[j] + B[j] @ du_pred[j]
-        Lq, Lr, Lf = psd_factor(self.Q), psd_factor(self.R), np.asarray(self._Lf.value)
+        Lq, Lr, Lf = psd_factor(self.Q), psd_factor(self.R), self._Lf_value
         cost = float(np.sum((x_pred[:N] @ Lq.T) ** 2) + np.sum((du_pred @ Lr.T) ** 2)
                      + np.sum((Lf @ x_pred[N]) ** 2))
         warnings.warn(f"MPC step failed ({why}); holding the previous input "

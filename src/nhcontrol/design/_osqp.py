@@ -1,0 +1,216 @@
+"""The LTV-MPC quadratic programme handed to OSQP directly (built once, updated in place).
+
+cvxpy's parameter path re-evaluates its reduction tensors and copies the problem data at every
+step; for the small, structured QP of :class:`nhcontrol.design.LTVMPC` that costs several times
+the solve itself. This module writes the same QP in OSQP's standard form
+
+.. math::
+    \\min_z \\tfrac12 z^T P z \\quad \\text{s.t.} \\quad l \\le A_c z \\le u,
+    \\qquad z = (δx_0, …, δx_N, δu_0, …, δu_{N-1}),
+
+once, with a fixed sparsity pattern, and at each step overwrites only the numbers that change:
+the entries of ``A_j``, ``B_j`` in ``A_c`` (skipped when unchanged, e.g. for an LTI model, so
+OSQP keeps its factorisation), the terminal block of ``P`` when ``Q_f`` changes, and the
+bound vectors ``l``, ``u``. OSQP warm-starts from the previous solution.
+
+Rows of ``A_c`` (derived here, the same constraints as the cvxpy formulation):
+
+* ``δx_0 = x_0`` (n rows, ``l = u = x_0``);
+* ``A_j δx_j + B_j δu_j − δx_{j+1} = 0``, ``j = 0 … N−1`` (N n rows);
+* ``δu_j[i]`` for the input components with a finite bound (two-sided rows);
+* ``δu_0[i]`` and ``δu_j[i] − δu_{j−1}[i]`` for the components with a finite rate bound;
+* ``δx_j[i]``, ``j = 1 … N``, for the state components with a finite bound.
+
+``P = 2 blkdiag(Q, …, Q, Q_f, R, …, R)`` (upper triangle, every entry of each block kept in
+the pattern so ``Q_f`` can be replaced), so that ``½ zᵀPz`` is the MPC cost itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from .._util.errors import DesignError
+
+__all__ = ["OSQP_DEFAULTS", "OSQP_STATUS", "WindowQP"]
+
+#: Settings used unless the caller overrides them: cvxpy's defaults for OSQP (tolerances 1e-5,
+#: 10,000 iterations) with solution polishing, so answers match the cvxpy formulation.
+OSQP_DEFAULTS: dict[str, Any] = {"eps_abs": 1e-5, "eps_rel": 1e-5, "max_iter": 10000,
+                                 "polishing": True, "verbose": False, "warm_starting": True}
+
+#: OSQP (>= 1.0) ``info.status_val`` → the status words cvxpy reports for the same outcome.
+OSQP_STATUS: dict[int, str] = {1: "optimal", 2: "optimal_inaccurate", 3: "infeasible",
+                               4: "infeasible_inaccurate", 5: "unbounded",
+                               6: "unbounded_inaccurate", 7: "user_limit", 8: "user_limit",
+                               9: "solver_error", 10: "solver_error", 11: "solver_error"}
+
+
+class _Pattern:
+    """COO triplets collected block by block, with the slice each block occupies."""
+
+    def __init__(self) -> None:
+        self.rows: list[NDArray[np.intp]] = []
+        self.cols: list[NDArray[np.intp]] = []
+        self.vals: list[NDArray[np.float64]] = []
+        self.count = 0
+
+    def add(self, r: NDArray[np.intp], c: NDArray[np.intp], v: NDArray[np.float64]) -> slice:
+        self.rows.append(np.asarray(r, np.intp).ravel())
+        self.cols.append(np.asarray(c, np.intp).ravel())
+        self.vals.append(np.asarray(v, float).ravel())
+        start = self.count
+        self.count += self.rows[-1].size
+        return slice(start, self.count)
+
+    def csc(self, shape: tuple[int, int]) -> tuple[sp.csc_matrix, NDArray[np.float64],
+                                                   NDArray[np.intp]]:
+        """The CSC matrix, the COO values and ``pos`` with ``csc.data[pos[i]] = coo value i``.
+
+        Explicit zeros stay in the pattern (the values are placed by position, not by a
+        conversion that would drop them).
+        """
+        r, c = np.concatenate(self.rows), np.concatenate(self.cols)
+        vals = np.concatenate(self.vals)
+        order = np.lexsort((r, c))  # column-major, rows ascending within a column
+        if np.any((np.diff(c[order]) == 0) & (np.diff(r[order]) == 0)):  # pragma: no cover
+            raise DesignError("internal: duplicate entries in the MPC QP pattern")
+        pos = np.empty(order.size, np.intp)
+        pos[order] = np.arange(order.size)
+        indptr = np.zeros(shape[1] + 1, np.int64)
+        np.add.at(indptr, c + 1, 1)
+        mat = sp.csc_matrix((vals[order], r[order], np.cumsum(indptr)), shape=shape)
+        return mat, vals, pos
+
+
+class WindowQP:
+    """The MPC window QP as an OSQP problem set up once and updated in place.
+
+    Parameters
+    ----------
+    N, n, k : int
+        Horizon, states, inputs.
+    Q, R, Qf : ndarray
+        Weights (validated by the caller).
+    iu, ir, ix : (p,) int arrays
+        Input, rate and state components that have at least one finite bound.
+    options : mapping
+        OSQP settings overriding :data:`OSQP_DEFAULTS`.
+
+    Raises
+    ------
+    DesignError
+        OSQP refuses a setting (unknown name or bad value).
+    """
+
+    def __init__(self, N: int, n: int, k: int, Q: NDArray[np.float64], R: NDArray[np.float64],
+                 Qf: NDArray[np.float64], iu: NDArray[np.intp], ir: NDArray[np.intp],
+                 ix: NDArray[np.intp], options: Mapping[str, Any]) -> None:
+        import osqp
+
+        self.N, self.n, self.k = N, n, k
+        nx, nz = (N + 1) * n, (N + 1) * n + N * k
+        self._xu = nx  # first column of the inputs
+
+        # ---- P: upper triangles of 2Q (N times), 2Qf, 2R (N times) -------------------------
+        Pp = _Pattern()
+        tri_n, tri_k = np.triu_indices(n), np.triu_indices(k)
+        for j in range(N):
+            Pp.add(j * n + tri_n[0], j * n + tri_n[1], 2.0 * Q[tri_n])
+        self._Pf = Pp.add(N * n + tri_n[0], N * n + tri_n[1], 2.0 * Qf[tri_n])
+        self._tri_n = tri_n
+        for j in range(N):
+            Pp.add(nx + j * k + tri_k[0], nx + j * k + tri_k[1], 2.0 * R[tri_k])
+        P, self._Pvals, self._Ppos = Pp.csc((nz, nz))
+        self._Pdata = P.data.copy()
+
+        # ---- A_c ---------------------------------------------------------------------------
+        Ap = _Pattern()
+        eye_n = np.arange(n)
+        Ap.add(eye_n, eye_n, np.ones(n))                                   # δx_0 = x_0
+        rr, cc = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+        rb, cb = np.meshgrid(np.arange(n), np.arange(k), indexing="ij")
+        a_sl, b_sl = [], []
+        for j in range(N):
+            row0 = n + j * n
+            a_sl.append(Ap.add(row0 + rr, j * n + cc, np.zeros(n * n)))   # A_j δx_j
+            b_sl.append(Ap.add(row0 + rb, nx + j * k + cb, np.zeros(n * k)))  # B_j δu_j
+            Ap.add(row0 + eye_n, (j + 1) * n + eye_n, -np.ones(n))        # − δx_{j+1}
+        row = n + N * n
+        self._rows_dyn = row
+        rows_u = row
+        for j in range(N):                                                  # δu_j[iu]
+            Ap.add(row + np.arange(iu.size), nx + j * k + iu, np.ones(iu.size))
+            row += iu.size
+        rows_r = row
+        for j in range(N):                                                  # δu_j − δu_{j−1}
+            Ap.add(row + np.arange(ir.size), nx + j * k + ir, np.ones(ir.size))
+            if j:
+                Ap.add(row + np.arange(ir.size), nx + (j - 1) * k + ir, -np.ones(ir.size))
+            row += ir.size
+        rows_x = row
+        for j in range(1, N + 1):                                           # δx_j[ix]
+            Ap.add(row + np.arange(ix.size), j * n + ix, np.ones(ix.size))
+            row += ix.size
+        A, _, Apos = Ap.csc((row, nz))
+        self._Adata = A.data.copy()
+        self._posA = np.concatenate([Apos[s] for s in a_sl])  # (j, r, c) order
+        self._posB = np.concatenate([Apos[s] for s in b_sl])
+        self._rows = {"u": (rows_u, iu), "r": (rows_r, ir), "x": (rows_x, ix)}
+        self.l = np.zeros(row)
+        self.u = np.zeros(row)
+        self._last_AB: NDArray[np.float64] | None = None
+
+        settings = dict(OSQP_DEFAULTS)
+        settings.update(options)
+        self.solver = osqp.OSQP()
+        try:
+            self.solver.setup(P, np.zeros(nz), A, self.l, self.u, **settings)
+        except (ValueError, TypeError) as exc:
+            raise DesignError(f"OSQP refused the solver options {dict(options)!r}: {exc}; see "
+                              "https://osqp.org/docs/interfaces/solver_settings.html for the "
+                              "setting names and ranges") from exc
+
+    def set_terminal(self, Qf: NDArray[np.float64]) -> None:
+        """Replace the terminal weight block of ``P`` (OSQP refactorises)."""
+        self._Pdata[self._Ppos[self._Pf]] = 2.0 * Qf[self._tri_n]
+        self.solver.update(Px=self._Pdata)
+
+    def set_window(self, A: NDArray[np.float64], B: NDArray[np.float64]) -> None:
+        """Write ``A_j``, ``B_j`` into ``A_c`` (no update when they equal the previous ones)."""
+        AB = np.concatenate([A.ravel(), B.ravel()])
+        if self._last_AB is not None and np.array_equal(AB, self._last_AB):
+            return
+        self._last_AB = AB
+        self._Adata[self._posA] = A.ravel()
+        self._Adata[self._posB] = B.ravel()
+        self.solver.update(Ax=self._Adata)
+
+    def set_bounds(self, x0: NDArray[np.float64], shifts: Mapping[str, tuple[
+            NDArray[np.float64], NDArray[np.float64]]]) -> None:
+        """Set ``l``, ``u``: the initial state and the shifted bounds ``(lo, hi)`` (N, p) per
+        group ``"u"``, ``"r"``, ``"x"``."""
+        n = self.n
+        self.l[:n] = x0
+        self.u[:n] = x0
+        for key, (lo, hi) in shifts.items():
+            start, idx = self._rows[key]
+            if idx.size:
+                stop = start + lo.size
+                self.l[start:stop] = lo.ravel()
+                self.u[start:stop] = hi.ravel()
+        self.solver.update(l=self.l, u=self.u)
+
+    def solve(self) -> tuple[str, NDArray[np.float64] | None, NDArray[np.float64] | None, float]:
+        """Solve; return ``(status, δx (N+1, n), δu (N, k), cost)`` (arrays None on failure)."""
+        res = self.solver.solve(raise_error=False)
+        status = OSQP_STATUS.get(int(res.info.status_val), "solver_error")
+        if status not in ("optimal", "optimal_inaccurate") or res.x is None:
+            return status, None, None, float("nan")
+        z = np.array(res.x, dtype=float)  # a copy: OSQP reuses its buffers
+        nx = self._xu
+        return (status, z[:nx].reshape(self.N + 1, self.n), z[nx:].reshape(self.N, self.k),
+                float(res.info.obj_val))
