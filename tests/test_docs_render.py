@@ -1,0 +1,147 @@
+"""The documentation site as a reader gets it: built with ``mkdocs build --strict`` into a temporary
+directory, then read as HTML.
+
+* every formula is typeset by the MathJax the site serves (no CDN: the site works offline), with
+  no MathJax error (``Multiple \\tag``, undefined control sequences, unbalanced braces), checked by
+  running that MathJax under node on every formula;
+* no stray ``$`` is left in the text (a formula the Markdown did not recognise), no display block
+  carries two ``\\tag``s in one row, no raw reST role (``:func:`` ...), ``.. math::`` or ``::``
+  literal marker is printed, and no page loads a script from another host;
+* the references page names the sources; README and the CLI help point to it.
+
+Needs the ``docs`` extra (mkdocs, mkdocstrings, django-static-mathjax); the MathJax check also
+needs ``node``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytest.importorskip("mkdocs")
+pytest.importorskip("mkdocstrings")
+mathjax = pytest.importorskip("mathjax", reason="docs extra (django-static-mathjax) not installed")
+
+MATH = re.compile(r'<(div|span) class="arithmatex">(.*?)</\1>', re.S)
+ROLE = re.compile(r"(?<![\w:]):(func|class|meth|mod|attr|data|math|exc|obj|ref|py:\w+):(`|(?=\S))")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d",
+                           str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out
+
+
+def _pages(site: Path) -> dict[str, str]:
+    return {str(p.relative_to(site)): p.read_text(encoding="utf-8")
+            for p in sorted(site.rglob("index.html")) if "404" not in str(p)}
+
+
+def _formulas(page: str) -> list[tuple[str, bool]]:
+    """(TeX, display) of every arithmatex element, delimiters removed, entities decoded."""
+    out = []
+    for tag, body in MATH.findall(page):
+        tex = html.unescape(re.sub(r"<[^>]+>", "", body)).strip()
+        display = tex.startswith("\\[")
+        tex = tex[2:-2] if tex[:2] in ("\\[", "\\(") else tex
+        out.append((tex, display))
+    return out
+
+
+def _text(page: str) -> str:
+    """Visible text of the article, without formulas, code and scripts."""
+    body = page[page.find("<article"):page.rfind("</article>")] if "<article" in page else page
+    body = MATH.sub(" ", body)
+    body = re.sub(r"<(code|pre|script|style)\b.*?</\1>", " ", body, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+def test_no_stray_dollar(site):
+    bad = {}
+    for name, page in _pages(site).items():
+        text = _text(page)
+        hits = [text[max(0, m.start() - 60):m.start() + 40].replace("\n", " ")
+                for m in re.finditer(r"\$", text)]
+        if hits:
+            bad[name] = hits[:3]
+    assert not bad, f"unrendered $...$ (formula not recognised by arithmatex): {bad}"
+
+
+def test_one_tag_per_row(site):
+    bad = []
+    for name, page in _pages(site).items():
+        for tex, _ in _formulas(page):
+            if any(row.count("\\tag") > 1 for row in re.split(r"\\\\", tex)):
+                bad.append((name, tex[:120]))
+    assert not bad, f"several \\tag in one row of a display (MathJax 'Multiple \\tag'): {bad}"
+
+
+def test_mathjax_served_by_the_site(site):
+    js = site / "javascripts" / "mathjax" / "tex-svg.js"
+    assert js.is_file() and js.stat().st_size > 100_000
+    assert (site / "javascripts" / "mathjax" / "LICENSE").is_file()
+    for name, page in _pages(site).items():
+        remote = re.findall(r'<script[^>]+src="(https?:[^"]+)"', page)
+        assert not remote, f"{name} loads scripts from another host: {remote}"
+    page = (site / "theory" / "ltv" / "index.html").read_text()
+    assert "javascripts/mathjax/tex-svg.js" in page
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is needed to run MathJax")
+def test_every_formula_typesets(site):
+    items = [{"tex": tex, "display": display, "where": name}
+             for name, page in _pages(site).items() for tex, display in _formulas(page)]
+    assert len(items) > 500          # the theory pages hold several hundred formulas
+    mj = Path(mathjax.__file__).resolve().parent / "static" / "mathjax"
+    proc = subprocess.run(["node", str(ROOT / "tests" / "mathjax_check.js"), str(mj)],
+                          input=json.dumps(items), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    errors = json.loads(proc.stdout)
+    assert not errors, f"{len(errors)} formulas fail in MathJax: {errors[:5]}"
+
+
+def test_mathjax_check_detects_errors():
+    """The node check itself reports a duplicate tag and an undefined macro."""
+    if shutil.which("node") is None:
+        pytest.skip("node is needed to run MathJax")
+    mj = Path(mathjax.__file__).resolve().parent / "static" / "mathjax"
+    items = [{"tex": r"x \tag{1} \tag{2}", "display": True, "where": "a"},
+             {"tex": r"\notamacro{x}", "display": False, "where": "b"},
+             {"tex": r"\frac{a}{b} \tag{8.86}", "display": True, "where": "c"}]
+    proc = subprocess.run(["node", str(ROOT / "tests" / "mathjax_check.js"), str(mj)],
+                          input=json.dumps(items), capture_output=True, text=True, timeout=60)
+    assert [e["where"] for e in json.loads(proc.stdout)] == ["a", "b"]
+
+
+def test_references_named(site):
+    refs = " ".join((site / "references" / "index.html").read_text().split())
+    for needle in ("García-Agúndez", "Modelling and Linear Stability Analysis of Highly Mobile "
+                   "Nonholonomic Multibody Systems", "Universidad de Sevilla", "2023",
+                   "Meijaard", "Proceedings of the Royal Society A", "463",
+                   "Nonholonomic dynamics and control of road vehicles"):
+        assert needle in refs, needle
+    readme = (ROOT / "README.md").read_text()
+    assert "García-Agúndez" in readme and "docs/references.md" in readme
+
+
+def test_no_talk_of_copies():
+    """Docs and docstrings say 'derived here', never what a copy of the thesis holds."""
+    pattern = re.compile(r"our copy|missing from (?:our|the thesis)|our source text|missing pages",
+                         re.I)
+    hits = [f"{p.relative_to(ROOT)}" for p in [*ROOT.joinpath("docs").rglob("*.md"),
+                                              *ROOT.joinpath("src").rglob("*.py"),
+                                              ROOT / "README.md"]
+            if pattern.search(p.read_text(encoding="utf-8"))]
+    assert not hits, hits
