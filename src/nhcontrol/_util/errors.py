@@ -50,6 +50,10 @@ class CacheError(NhcontrolError, OSError):
     """The on-disk kernel cache could not be read or written."""
 
 
+class CacheIntegrityError(CacheError):
+    """A cached artefact is untrusted (ownership, permissions) or fails its sha256 check."""
+
+
 __all__ = [
     "NhcontrolError",
     "ModelError",
@@ -61,4 +65,5 @@ __all__ = [
     "DesignError",
     "SolverError",
     "CacheError",
+    "CacheIntegrityError",
 ]

@@ -1,30 +1,62 @@
-"""On-disk cache of generated kernel modules.
+"""On-disk cache of generated kernel modules: private, and every artefact hash-checked.
 
 Key: ``sha256(model description + generator version)`` where the description is the
 ``srepr`` of every expression of the model plus names and parameter defaults
 (:meth:`~nhcontrol.modeling.MultibodySystem.description`).  One file per model,
-``<cache_dir>/nhc_<key>.py``, written atomically (temporary file in the same
-directory, then :func:`os.replace`), so parallel processes either see the complete
-file or none.  The compiled code object is stored next to it
-(``nhc_<key>.<cache_tag>.marshal``, stamped with the source's mtime and size), so the
-second load neither derives nor parses anything.
+``<cache_dir>/nhc_<key>.py``; its compiled code object is kept next to it
+(``nhc_<key>.<cache_tag>.marshal``), so the second load neither derives nor parses
+anything.
+
+Integrity and trust (threat model: ``docs/dev/kernel_cache.md``):
+
+* the cache directory is created private (mode 0700); a directory that is writable by
+  group/others, owned by another user, or below a directory that others can write
+  (without the sticky bit) is not used - a warning names it and the kernels are built in
+  a private per-process directory instead (:func:`trusted_cache_dir`);
+* every artefact is written atomically (temporary file in the same directory, then
+  :func:`os.replace`) together with a record ``<artefact>.sha256`` holding the sha256 of
+  the bytes written (:func:`write_artefact`, :func:`record_artefact`);
+* before an artefact is executed or loaded, :func:`verify_artefact` checks that it and its
+  record are regular files owned by the user and not writable by group/others, and that
+  the sha256 of the bytes read matches the record; it returns exactly those bytes, so what
+  is executed is what was checked.  Any failure discards the artefact
+  (:func:`discard_artefact`), the model is rebuilt and one warning is given.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import marshal
 import os
+import shutil
+import stat
 import sys
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 from types import ModuleType
+from typing import Iterator
 
-from .._util.errors import CacheError
+from .._util.errors import CacheError, CacheIntegrityError
 from .codegen import GENERATOR_VERSION
 
+try:  # POSIX advisory locks keep an artefact and its record consistent between processes
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 ENV_VAR = "NHCONTROL_CACHE_DIR"
+#: Suffix of the record file written next to every artefact.
+RECORD_SUFFIX = ".sha256"
+_RECORD_TAG = "nhcontrol-artefact-sha256"
+_MARSHAL_MAGIC = b"nhc-marshal-2 "
+
+
+def _euid() -> int | None:
+    return os.geteuid() if hasattr(os, "geteuid") else None
 
 
 def default_cache_dir() -> Path:
@@ -38,9 +70,135 @@ def cache_key(description: str) -> str:
     return hashlib.sha256((GENERATOR_VERSION + "\n" + description).encode()).hexdigest()
 
 
-def cache_path(key: str, cache_dir: str | os.PathLike | None = None) -> Path:
+# ---------------------------------------------------------------------------------- trust
+_WARNED: set[tuple[str, str]] = set()
+_WARN_LOCK = threading.Lock()
+
+
+def warn_once(kind: str, subject: str | os.PathLike, message: str, stacklevel: int = 3) -> None:
+    """Emit ``message`` as a :class:`RuntimeWarning` once per process for ``(kind, subject)``."""
+    token = (kind, str(subject))
+    with _WARN_LOCK:
+        if token in _WARNED:
+            return
+        _WARNED.add(token)
+    warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
+
+
+def _mode(st: os.stat_result) -> str:
+    return oct(stat.S_IMODE(st.st_mode))
+
+
+def directory_problem(path: str | os.PathLike) -> str | None:
+    """Why the existing directory ``path`` cannot hold trusted kernels, or None if it can.
+
+    Untrusted: not a directory; owned by another user; writable by group or others; or one
+    of its ancestors (after resolving symlinks) is owned by another non-root user or is
+    writable by group/others without the sticky bit (then others could replace the
+    directory itself).
+    """
+    p = Path(path)
+    try:
+        real = p.resolve(strict=True)
+        st = os.stat(real)
+    except OSError as exc:
+        return f"it cannot be inspected ({exc})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a directory"
+    euid = _euid()
+    if euid is not None and st.st_uid != euid:
+        return f"it is owned by uid {st.st_uid}, not by you (uid {euid})"
+    if st.st_mode & 0o022:
+        return f"it is writable by group/others (mode {_mode(st)})"
+    if euid is None:  # pragma: no cover - no ownership model (Windows)
+        return None
+    for parent in real.parents:
+        try:
+            pst = os.stat(parent)
+        except OSError as exc:  # pragma: no cover
+            return f"its parent {parent} cannot be inspected ({exc})"
+        if pst.st_uid not in (0, euid):
+            return f"its parent {parent} is owned by uid {pst.st_uid} (who could replace it)"
+        if pst.st_mode & 0o022 and not pst.st_mode & stat.S_ISVTX:
+            return (f"its parent {parent} is writable by group/others without the sticky bit "
+                    f"(mode {_mode(pst)}), so others could replace it")
+    return None
+
+
+def file_problem(path: str | os.PathLike) -> str | None:
+    """Why the file ``path`` cannot be trusted, or None (it is a regular file - not a symlink -
+    owned by the user and not writable by group/others)."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    if not stat.S_ISREG(st.st_mode):
+        return "it is not a regular file (a symlink or a special file)"
+    euid = _euid()
+    if euid is not None and st.st_uid != euid:
+        return f"it is owned by uid {st.st_uid}, not by you (uid {euid})"
+    if st.st_mode & 0o022:
+        return f"it is writable by group/others (mode {_mode(st)})"
+    return None
+
+
+_PRIVATE: list[Path] = []
+_PRIVATE_LOCK = threading.Lock()
+
+
+def private_fallback_dir() -> Path:
+    """A private directory (0700, removed at exit) for this process's kernels."""
+    with _PRIVATE_LOCK:
+        if not _PRIVATE:
+            d = Path(tempfile.mkdtemp(prefix="nhcontrol-kernels-"))
+            atexit.register(shutil.rmtree, str(d), True)
+            _PRIVATE.append(d)
+        return _PRIVATE[0]
+
+
+def ensure_private_dir(path: str | os.PathLike) -> Path:
+    """Create ``path`` with mode 0700 if missing and check that it can be trusted.
+
+    Raises
+    ------
+    CacheIntegrityError
+        When it exists but cannot be trusted (see :func:`directory_problem`), or cannot be created.
+    """
+    p = Path(path).expanduser()
+    try:
+        if not p.exists():
+            p.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                p.mkdir(mode=0o700)
+            except FileExistsError:
+                pass  # another process was first: checked below like any existing directory
+    except OSError as exc:
+        raise CacheIntegrityError(f"could not create the kernel cache directory {p} ({exc})") from exc
+    problem = directory_problem(p)
+    if problem:
+        raise CacheIntegrityError(f"the kernel cache directory {p} is not trusted: {problem}")
+    return p
+
+
+def trusted_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
+    """The directory to use for kernels: ``cache_dir`` (default :func:`default_cache_dir`)
+    created private, or - when it cannot be created or trusted - a private per-process
+    directory, with one warning that names the directory, the reason and the fix."""
     base = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    return base / f"nhc_{key}.py"
+    try:
+        return ensure_private_dir(base)
+    except CacheIntegrityError as exc:
+        fallback = private_fallback_dir()
+        warn_once("dir", base, f"nhcontrol could not write the kernel cache in {base}: {exc}. Kernels are "
+                               f"built in the private directory {fallback} for this process (and rebuilt "
+                               f"next time). Fix: point {ENV_VAR} to a directory that only you can write "
+                               f"(mode 0700, owned by you), or remove the group/other write bits.")
+        return fallback
+
+
+def cache_path(key: str, cache_dir: str | os.PathLike | None = None) -> Path:
+    """``<trusted cache dir>/nhc_<key>.py`` (see :func:`trusted_cache_dir`)."""
+    return trusted_cache_dir(cache_dir) / f"nhc_{key}.py"
 
 
 def code_path(path: Path) -> Path:
@@ -48,43 +206,223 @@ def code_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}.{sys.implementation.cache_tag}.marshal")
 
 
-def load_module(path: Path, key: str) -> ModuleType:
-    """Import a generated module from ``path`` (raises :class:`CacheError` if unreadable).
+# ---------------------------------------------------------------------------------- records
+def record_path(path: str | os.PathLike) -> Path:
+    """Where the sha256 record of artefact ``path`` lives: ``<path>.sha256`` in the same
+    (private) directory."""
+    p = Path(path)
+    return p.with_name(p.name + RECORD_SUFFIX)
 
-    The compiled code object is kept in a ``.marshal`` file (written atomically), so a
-    warm load only unmarshals and executes the module body.
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """Exclusive advisory lock of ``directory`` (artefact + record are written as a pair)."""
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fd = os.open(directory / ".nhc_lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _replace_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _record_text(path: Path, digest: str, size: int) -> bytes:
+    return f"{_RECORD_TAG} {digest} {size} {path.name}\n".encode()
+
+
+def write_artefact(path: str | os.PathLike, data: str | bytes) -> str:
+    """Write ``data`` to ``path`` atomically (mode 0600) and record its sha256 next to it.
+
+    The digest is computed from ``data`` in memory (not re-read from disk).  ``path`` must
+    be in a directory returned by :func:`trusted_cache_dir`.
+
+    Returns
+    -------
+    str
+        The sha256 hex digest recorded.
+
+    Raises
+    ------
+    CacheError
+        When the directory cannot be written.
     """
-    modname = f"_nhcontrol_kernels_{key[:24]}"
+    p = Path(path)
+    blob = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    digest = hashlib.sha256(blob).hexdigest()
     try:
-        st = path.stat()
+        with _locked(p.parent):
+            _replace_atomic(p, blob)
+            _replace_atomic(record_path(p), _record_text(p, digest, len(blob)))
     except OSError as exc:
-        raise CacheError(f"cannot read the kernel cache file {path}: {exc}") from exc
-    stamp = (str(path), st.st_mtime_ns, st.st_size)
-    cached = sys.modules.get(modname)
-    if cached is not None and getattr(cached, "__nhcontrol_stamp__", None) == stamp:
-        return cached  # same file, already imported in this process
-    cpath = code_path(path)
-    header = f"{st.st_mtime_ns}:{st.st_size}\n".encode()
-    code = None
+        raise CacheError(f"could not write the kernel cache artefact {p} ({exc})") from exc
+    return digest
+
+
+def record_artefact(path: str | os.PathLike) -> str:
+    """Record the sha256 of an artefact that another tool wrote to ``path`` (e.g. a shared
+    library from the C compiler), after checking that the file is trusted.
+
+    Call it right after the tool finished, in a directory from :func:`trusted_cache_dir`
+    (nobody else can write there, so the bytes hashed are the bytes the tool produced).
+
+    Returns
+    -------
+    str
+        The sha256 hex digest recorded.
+    """
+    p = Path(path)
+    problem = file_problem(p)
+    if problem:
+        raise CacheIntegrityError(f"cannot record the kernel cache artefact {p}: {problem}")
     try:
-        blob = cpath.read_bytes()
-        if blob.startswith(header):
-            code = marshal.loads(blob[len(header):])
-    except (OSError, EOFError, ValueError, TypeError):
-        code = None
+        with _locked(p.parent):
+            blob = p.read_bytes()
+            digest = hashlib.sha256(blob).hexdigest()
+            _replace_atomic(record_path(p), _record_text(p, digest, len(blob)))
+    except OSError as exc:
+        raise CacheError(f"could not record the kernel cache artefact {p} ({exc})") from exc
+    return digest
+
+
+def _verify_once(p: Path) -> bytes:
+    for f in (p, record_path(p)):
+        problem = file_problem(f)
+        if problem:
+            raise CacheIntegrityError(f"the kernel cache file {f} is not trusted: {problem}")
+    try:
+        rec = record_path(p).read_bytes().decode("ascii").split()
+        blob = p.read_bytes()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CacheIntegrityError(f"cannot read the kernel cache artefact {p} or its record ({exc})") from exc
+    if len(rec) != 4 or rec[0] != _RECORD_TAG or rec[3] != p.name:
+        raise CacheIntegrityError(f"the sha256 record {record_path(p)} of {p} is malformed")
+    digest = hashlib.sha256(blob).hexdigest()
+    if digest != rec[1] or str(len(blob)) != rec[2]:
+        raise CacheIntegrityError(f"the kernel cache artefact {p} fails its integrity check (sha256 "
+                                  f"{digest[:12]}..., {len(blob)} bytes; recorded {rec[1][:12]}..., "
+                                  f"{rec[2]} bytes): it was modified or truncated after it was written")
+    return blob
+
+
+def verify_artefact(path: str | os.PathLike) -> bytes:
+    """Check the artefact ``path`` against its record and return its verified bytes.
+
+    Execute or load only the bytes returned (for a shared library that must be opened by
+    path, verify immediately before opening: the directory is private, so nobody else can
+    swap the file in between).
+
+    Raises
+    ------
+    CacheIntegrityError
+        When the artefact or its record is missing, not a regular file owned by the user,
+        writable by group/others, or when the sha256 or size of the bytes read differs from
+        the record.
+    """
+    p = Path(path)
+    try:
+        return _verify_once(p)
+    except CacheIntegrityError:
+        if not p.parent.is_dir():
+            raise
+        with _locked(p.parent):  # a writer may have been between the artefact and its record
+            return _verify_once(p)
+
+
+def discard_artefact(path: str | os.PathLike) -> None:
+    """Remove the artefact ``path`` and its record (missing files are ignored)."""
+    for f in (Path(path), record_path(path)):
+        with contextlib.suppress(OSError):
+            f.unlink()
+
+
+def write_atomic(path: Path, data: str | bytes, quiet: bool = False) -> bool:
+    """:func:`write_artefact` that warns (unless ``quiet``) and returns False on failure."""
+    try:
+        write_artefact(path, data)
+    except CacheError as exc:
+        if not quiet:
+            warnings.warn(f"nhcontrol could not write the kernel cache {path} ({exc}); the model works "
+                          f"but will be regenerated next time. Set {ENV_VAR} to a writable directory.",
+                          RuntimeWarning, stacklevel=3)
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------------- modules
+def _modname(key: str) -> str:
+    return f"_nhcontrol_kernels_{key[:24]}"
+
+
+def load_module(path: Path, key: str) -> ModuleType:
+    """Import a generated module from ``path`` after its integrity check.
+
+    The source and its compiled code object (``.marshal``, which names the sha256 of the
+    source it was compiled from) are both verified against their records before use.
+
+    Raises
+    ------
+    CacheError
+        When an artefact is untrusted, fails its check, or the module cannot be executed
+        (any exception at import, :class:`SystemExit` included).  The caller discards the
+        artefacts and rebuilds.
+    """
+    path = Path(path)
+    source = verify_artefact(path)
+    digest = hashlib.sha256(source).hexdigest()
+    modname = _modname(key)
+    cached = sys.modules.get(modname)
+    if cached is not None and getattr(cached, "__nhcontrol_stamp__", None) == (str(path), digest):
+        return cached  # same verified bytes, already imported in this process
+    cpath = code_path(path)
+    header = _MARSHAL_MAGIC + digest.encode() + b"\n"
+    code = None
+    if cpath.exists() and not record_path(cpath).exists() and file_problem(cpath) is None:
+        discard_artefact(cpath)  # written by a version without records: rebuilt quietly
+    if cpath.exists() or record_path(cpath).exists():
+        try:
+            blob = verify_artefact(cpath)
+            if blob.startswith(header):  # else compiled from another source: rebuilt below
+                code = marshal.loads(blob[len(header):])
+        except (CacheError, EOFError, ValueError, TypeError) as exc:
+            discard_artefact(cpath)
+            warn_once("artefact", cpath, f"discarded the unusable compiled kernel cache file {cpath} ({exc}); "
+                                         f"it is rebuilt from the verified source")
+            code = None
     try:
         if code is None:
-            code = compile(path.read_text(encoding="utf-8"), str(path), "exec")
-            write_atomic(cpath, header + marshal.dumps(code), quiet=True)
+            code = compile(source.decode("utf-8"), str(path), "exec")
+            with contextlib.suppress(CacheError):
+                write_artefact(cpath, header + marshal.dumps(code))
         module = ModuleType(modname)
         module.__file__ = str(path)
         exec(code, module.__dict__)
-    except (OSError, SyntaxError, ValueError, NameError, AttributeError, TypeError) as exc:
-        raise CacheError(f"the cached kernel module {path} is unreadable or corrupt ({exc}); "
-                         f"delete it or compile with cache=False") from exc
-    module.__nhcontrol_stamp__ = stamp
+    except (Exception, SystemExit) as exc:
+        raise CacheError(f"the cached kernel module {path} is unreadable or corrupt "
+                         f"({type(exc).__name__}: {exc})") from exc
+    module.__nhcontrol_stamp__ = (str(path), digest)
     sys.modules[modname] = module
     return module
+
+
+def discard_module(path: Path, key: str) -> None:
+    """Forget the kernel module of ``key`` and remove its artefacts (source, code, records)."""
+    sys.modules.pop(_modname(key), None)
+    discard_artefact(path)
+    discard_artefact(code_path(Path(path)))
 
 
 def module_from_source(source: str, key: str) -> ModuleType:
@@ -95,28 +433,8 @@ def module_from_source(source: str, key: str) -> ModuleType:
     return module
 
 
-def write_atomic(path: Path, data: str | bytes, quiet: bool = False) -> bool:
-    """Write ``data`` to ``path`` atomically; warn (unless ``quiet``) and return False on failure."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=str(path.parent))
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-    except OSError as exc:
-        if quiet:
-            return False
-        warnings.warn(f"nhcontrol could not write the kernel cache {path} ({exc}); the model works "
-                      f"but will be regenerated next time. Set {ENV_VAR} to a writable directory.",
-                      RuntimeWarning, stacklevel=3)
-        return False
-    return True
-
-
 __all__ = ["default_cache_dir", "cache_key", "cache_path", "code_path", "load_module", "module_from_source",
-           "write_atomic", "ENV_VAR"]
+           "write_atomic", "ENV_VAR", "CacheIntegrityError", "trusted_cache_dir", "ensure_private_dir",
+           "directory_problem", "file_problem", "write_artefact", "record_artefact", "verify_artefact",
+           "discard_artefact", "discard_module", "record_path", "private_fallback_dir", "warn_once",
+           "RECORD_SUFFIX"]

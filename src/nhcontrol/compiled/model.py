@@ -7,7 +7,6 @@ import math
 import threading
 import time
 import weakref
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, ModuleType
@@ -415,8 +414,8 @@ class CompiledModel:
         src = getattr(self._mod, "__nhcontrol_source__", None)
         if src is None and self.source_path is not None:
             try:
-                src = Path(self.source_path).read_text(encoding="utf-8")
-            except OSError as exc:
+                src = _cache.verify_artefact(self.source_path).decode("utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
                 raise CacheError(f"cannot read the kernel module {self.source_path} of model "
                                  f"{self.name!r} to pickle it ({exc}); recompile the model") from exc
         if src is None:  # pragma: no cover - every module is created with its source
@@ -488,14 +487,9 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
         return have
     t0 = time.perf_counter()
     path = _cache.cache_path(key, cache_dir)
-    if path.exists():
-        try:
-            module = _cache.load_module(path, key)
-            if module.META.get("key") == key:
-                return _register(CompiledModel(module, module.META, from_cache=True, source_path=path,
-                                               build_time=time.perf_counter() - t0))
-        except (CacheError, AttributeError, KeyError):
-            pass  # fall through to the carried source
+    cm = _load_cached(path, key, t0)
+    if cm is not None:
+        return _register(cm)
     if source is None:
         raise CacheError(f"no compiled model with key {key[:12]}... in this process or in the kernel "
                          f"cache {path.parent}; compile the model again (system.compile())")
@@ -504,20 +498,56 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
         raise CacheError(f"the kernel source carried for model key {key[:12]}... fails its integrity "
                          f"check (sha256 {digest[:12]}... != {str(sha256)[:12]}...); it is not executed. "
                          "Recompile the model and pickle it again")
-    module = None
-    if _cache.write_atomic(path, source, quiet=True):
-        try:
-            module = _cache.load_module(path, key)
-        except CacheError:
-            module = None
-    if module is None:
-        module = _cache.module_from_source(source, key)
-        path = None
+    module, spath = _store_and_load(path, key, source, warn=False)
     if module.META.get("key") != key:
         raise CacheError(f"the kernel source carried for key {key[:12]}... belongs to key "
                          f"{str(module.META.get('key'))[:12]}...; it is not used")
-    return _register(CompiledModel(module, module.META, from_cache=True, source_path=path,
+    return _register(CompiledModel(module, module.META, from_cache=True, source_path=spath,
                                    build_time=time.perf_counter() - t0))
+
+
+def _first_call(cm: CompiledModel) -> None:
+    """Call the one-point dynamics kernel once at the defaults: a module that imports but
+    cannot run (e.g. a damaged function body) fails here, not at the user's first call.
+    Domain errors of the model itself (a division by zero at x = 0) are not failures."""
+    try:
+        cm._fs["dynamics_terms"](*(cm._lists0[g] for g in _FUNC_ARGS["dynamics_terms"]))
+    except (ArithmeticError, ValueError):
+        pass
+
+
+def _load_cached(path: Path, key: str, t0: float) -> CompiledModel | None:
+    """The model from the cached artefacts of ``key``, or None when there are none or they are
+    unusable (then they are discarded, with one warning, and the caller rebuilds)."""
+    if not (path.exists() or _cache.record_path(path).exists()):
+        return None
+    if not _cache.record_path(path).exists() and _cache.file_problem(path) is None:
+        _cache.discard_module(path, key)  # written by a version without records: rebuilt quietly
+        return None
+    try:
+        module = _cache.load_module(path, key)
+        meta = module.META
+        if meta.get("key") != key:
+            raise CacheError(f"it belongs to key {str(meta.get('key'))[:12]}..., not {key[:12]}...")
+        cm = CompiledModel(module, meta, from_cache=True, source_path=path, build_time=time.perf_counter() - t0)
+        _first_call(cm)
+        return cm
+    except (Exception, SystemExit) as exc:
+        _cache.discard_module(path, key)
+        _cache.warn_once("artefact", path, f"ignoring unusable kernel cache file {path}: {exc}; it was "
+                                           f"discarded and the kernels are rebuilt", stacklevel=4)
+        return None
+
+
+def _store_and_load(path: Path | None, key: str, source: str, warn: bool) -> tuple[ModuleType, Path | None]:
+    """Write ``source`` to the cache (with its sha256 record) and import it from there; if that
+    fails, execute it from memory (``path`` None)."""
+    if path is not None and _cache.write_atomic(path, source, quiet=not warn):
+        try:
+            return _cache.load_module(path, key), path
+        except CacheError:
+            _cache.discard_module(path, key)
+    return _cache.module_from_source(source, key), None
 
 
 def _meta(mb: "MultibodySystem", key: str) -> dict:
@@ -562,28 +592,13 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
     t0 = time.perf_counter()
     key = _cache.cache_key(mb.description())
     path = _cache.cache_path(key, cache_dir) if cache else None
-    if path is not None and path.exists():
-        try:
-            module = _cache.load_module(path, key)
-            meta = module.META
-            if meta.get("key") == key:
-                return _registered(CompiledModel(module, meta, from_cache=True, source_path=path,
-                                                 build_time=time.perf_counter() - t0))
-            warnings.warn(f"kernel cache file {path} does not match its key; regenerating",
-                          RuntimeWarning, stacklevel=2)
-        except (CacheError, AttributeError, KeyError) as exc:
-            warnings.warn(f"ignoring unusable kernel cache file {path}: {exc}", RuntimeWarning, stacklevel=2)
+    if path is not None:
+        cm = _load_cached(path, key, t0)
+        if cm is not None:
+            return _registered(cm)
     source = generate_source(mb, key)
-    module = None
-    if path is not None and _cache.write_atomic(path, source):
-        try:
-            module = _cache.load_module(path, key)
-        except CacheError:
-            module = None
-    if module is None:
-        module = _cache.module_from_source(source, key)
-        path = None
-    return _registered(CompiledModel(module, module.META, from_cache=False, source_path=path,
+    module, spath = _store_and_load(path, key, source, warn=True)
+    return _registered(CompiledModel(module, module.META, from_cache=False, source_path=spath,
                                      build_time=time.perf_counter() - t0))
 
 
