@@ -48,3 +48,10 @@ def eig_stacked(v):
 
 def eig_one(v):
     return np.linalg.eigvals(np.array([[0.0, 1.0], [-v, -0.1]]))
+
+
+def settle(gain, x0, t=1.0):
+    """A first-order loop x' = -gain x from x0: metrics for nhcontrol.verify tests."""
+    if gain <= 0:
+        raise ValueError(f"gain must be positive, got {gain}")
+    return {"final": abs(x0) * math.exp(-gain * t), "peak": abs(x0)}

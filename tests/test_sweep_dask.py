@@ -180,3 +180,15 @@ def test_save_refuses_what_it_cannot_store(tmp_path):
     pd.DataFrame({"x": [1]}).to_parquet(tmp_path / "plain.parquet")
     with pytest.raises(SweepError, match="without nhcontrol sweep metadata"):
         load_sweep(tmp_path / "plain.parquet")
+
+
+def test_monte_carlo_on_the_cluster_equals_serial(cluster):
+    from nhcontrol.verify import monte_carlo, uniform
+
+    samplers = {"gain": uniform(-0.5, 3.0), "x0": uniform(-1.0, 1.0)}
+    serial = monte_carlo(sf.settle, samplers, 24, success={"final": 0.2}, seed=4)
+    res = monte_carlo(sf.settle, samplers, 24, success={"final": 0.2}, seed=4, backend="dask",
+                      address=cluster.scheduler_address)
+    assert res.samples == serial.samples and res.metrics == serial.metrics
+    assert res.errors == serial.errors and res.n_errors > 0          # failures come back too
+    assert res.sweep.backend == "dask" and res.sweep.cluster == "address"

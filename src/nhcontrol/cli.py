@@ -51,6 +51,23 @@ def _to_jsonable(obj):
     return obj
 
 
+def _target_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                    module) -> dict:
+    """The target-specific options given on the command line, refused where they do not apply."""
+    import inspect
+
+    given = {k: getattr(args, k) for k in ("n", "address", "backend")
+             if getattr(args, k) is not None}
+    accepted = inspect.signature(module.run).parameters
+    wrong = [f"--{k}" for k in given if k not in accepted]
+    if wrong:
+        parser.error(f"{', '.join(wrong)} do(es) not apply to target {args.target!r} (only to "
+                     f"the Monte-Carlo target monte-carlo-ball-plate)")
+    if "n" in given and given["n"] < 1:
+        parser.error(f"--n must be a positive number of runs, got {given['n']}")
+    return given
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nhcontrol",
@@ -75,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--format", choices=FORMATS, default="png", dest="fmt",
                      help="figure format with --out: png (300 dpi), svg or pdf (default png)")
     rep.add_argument("--quick", action="store_true", help="coarser grids, for smoke tests")
+    mc = rep.add_argument_group("Monte-Carlo targets (monte-carlo-ball-plate)")
+    mc.add_argument("--n", type=int, default=None, metavar="N",
+                    help="number of runs per controller (default 1000; 8 with --quick)")
+    mc.add_argument("--address", default=None, metavar="ADDR",
+                    help="Dask scheduler address (tcp://host:8786): run on that cluster")
+    mc.add_argument("--backend", choices=("serial", "processes", "dask"), default=None,
+                    help="where the runs go (default: dask with --address, else processes "
+                         "for 32 runs or more, else serial)")
     sub.add_parser("targets", help="list the reproduce targets")
     return parser
 
@@ -90,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name:20s} {desc}")
         return 0
     module = load(args.target)
+    options = _target_options(parser, args, module)
     if args.out is not None:
         try:
             args.out.mkdir(parents=True, exist_ok=True)
@@ -100,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.exit(2, f"nhcontrol: cannot write figures to --out {str(args.out)!r}: "
                            f"{exc.strerror or exc}; choose a writable folder\n")
     with figure_format(args.fmt):
-        result = _to_jsonable(module.run(out=args.out, quick=args.quick))
+        result = _to_jsonable(module.run(out=args.out, quick=args.quick, **options))
     if args.out is not None:
         (args.out / f"{args.target}.json").write_text(json.dumps(result, indent=2))
     if not args.json:

@@ -22,6 +22,8 @@ TARGETS: dict[str, tuple[str, str]] = {
     "rolling-torus": ("rolling_torus", "Rolling elliptic torus: circular motion, Floquet validation (Sect. 6.3)"),
     "e-scooter": ("escooter", "E-scooter with toroidal wheels and suspensions (Sect. 5.6, Ch. 9 trends)"),
     "hydraulic-fourbar": ("hydraulic_fourbar", "Hydraulically actuated four-bar: equilibrium, 6x6 Jacobian (Sect. 7.3)"),
+    "monte-carlo-ball-plate": ("monte_carlo_ball_plate",
+                               "Ball-plate LQR/MPC under mass/radius uncertainty, Monte Carlo (Ch. 8)"),
 }
 
 

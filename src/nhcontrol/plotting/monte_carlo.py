@@ -1,0 +1,79 @@
+"""Figures of a Monte-Carlo verification (:mod:`nhcontrol.verify`): histograms and scatter.
+
+Numbers in, figures out: the functions take :class:`~nhcontrol.verify.MonteCarloResult` objects
+keyed by controller name and draw them in the house style (:mod:`nhcontrol.plotting.style`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+__all__ = ["plot_histograms"]
+
+
+def plot_histograms(results: Mapping[str, Any], out: Path, success_limit_m: float) -> list[Path]:
+    """Histograms of the final contact error and the peak plate angle, and the error vs radius.
+
+    Parameters
+    ----------
+    results : mapping controller name -> MonteCarloResult
+        Runs with metrics ``final_error_m``, ``peak_input_deg`` and samples ``radius_factor``.
+    out : Path
+        Folder; files ``mc_final_error``, ``mc_peak_input``, ``mc_error_vs_radius``.
+    success_limit_m : float
+        The success threshold, drawn as a vertical line.
+
+    Returns
+    -------
+    list of Path
+    """
+    from .style import cite, new_figure, savefig
+
+    out = Path(out)
+    note = ("Ball-plate LQR and MPC designed on the nominal model, run on nonlinear plants with "
+            "mass and radius x U(0.9, 1.1) and random initial deviations (study derived here).")
+    paths = []
+    fig, ax = new_figure(title="Monte Carlo: contact-point error at the end of the run")
+    finite = [r.values("final_error_m") for r in results.values()]
+    allv = np.concatenate([1e3 * v[np.isfinite(v)] for v in finite]) if finite else np.zeros(1)
+    hi = max(float(allv.max()) if allv.size else 1.0, 1e3 * success_limit_m) * 1.05
+    bins = np.linspace(0.0, hi, 41)
+    for name, r in results.items():
+        v = r.values("final_error_m")
+        ax.hist(1e3 * v[np.isfinite(v)], bins=bins, alpha=0.55,
+                label=f"{name.upper()} ({100 * r.success_rate:.1f} % succeed, n = {r.n})")
+    ax.axvline(1e3 * success_limit_m, color="k", ls="--", lw=1.2,
+               label=f"success limit {1e3 * success_limit_m:g} mm")
+    ax.set_xlabel("distance of the contact point to the circle at t_final (mm)")
+    ax.set_ylabel("number of runs")
+    ax.legend()
+    cite(fig, "thesis", "the controllers of Ch. 8", extra=note)
+    paths.append(savefig(fig, out, "mc_final_error"))
+
+    fig, ax = new_figure(title="Monte Carlo: largest plate angle |α|, |β| per run")
+    for name, r in results.items():
+        v = r.values("peak_input_deg")
+        ax.hist(v[np.isfinite(v)], bins=30, alpha=0.55, label=name.upper())
+    ax.set_xlabel("peak plate angle (deg)")
+    ax.set_ylabel("number of runs")
+    ax.legend()
+    cite(fig, "thesis", "the controllers of Ch. 8", extra=note)
+    paths.append(savefig(fig, out, "mc_peak_input"))
+
+    fig, ax = new_figure(title="Monte Carlo: final error vs radius error of the plant")
+    markers = iter(["o", "x", "+", "^"])
+    for name, r in results.items():
+        v = r.values("final_error_m")
+        rf = np.array([s["radius_factor"] for s in r.samples])
+        ax.plot(100 * (rf - 1.0), 1e3 * v, next(markers, "."), ms=4, alpha=0.7,
+                mfc="none", label=name.upper())
+    ax.axhline(1e3 * success_limit_m, color="k", ls="--", lw=1.2, label="success limit")
+    ax.set_xlabel("plant radius error (R / R_nominal − 1) (%)")
+    ax.set_ylabel("final contact-point error (mm)")
+    ax.legend()
+    cite(fig, "thesis", "the controllers of Ch. 8", extra=note)
+    paths.append(savefig(fig, out, "mc_error_vs_radius"))
+    return paths

@@ -1,0 +1,66 @@
+"""reproduce monte-carlo-ball-plate: the nominal plant is regulated to the circle, a radius error
+leaves a small steady offset that the study measures, the quick run reports its blocks, and the
+command-line options are checked."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from nhcontrol.cli import main
+from nhcontrol.reproduce import monte_carlo_ball_plate as mc
+
+STUDY = mc.Study(n=2, t_final=10.0, mpc_horizon=10, rtol=1e-6, atol=1e-8)
+
+
+def test_nominal_plant_converges_and_keeps_its_spin():
+    r = mc.closed_loop_run("lqr", 1.0, 1.0, mc.THESIS_DEVIATION, STUDY)
+    assert r["initial_error_m"] > 0.05                     # the 10 cm deviation of Eq. (8.92)
+    assert r["final_error_m"] < 1e-3
+    assert r["spin_drift"] < 1e-4      # first integral of the plant (to the rtol of 1e-6)
+
+
+def test_radius_error_leaves_a_bounded_offset_mass_does_not_matter():
+    a = mc.closed_loop_run("lqr", 1.0, 0.92, mc.THESIS_DEVIATION, STUDY)
+    b = mc.closed_loop_run("lqr", 1.08, 0.92, mc.THESIS_DEVIATION, STUDY)
+    assert 1e-3 < a["final_error_m"] < mc.SUCCESS_FINAL_ERROR_M < a["initial_error_m"]
+    # a solid ball's motion does not depend on its mass (I = 2/5 m R^2): same run
+    assert b["final_error_m"] == pytest.approx(a["final_error_m"], rel=1e-4)
+
+
+def test_mpc_respects_its_bound():
+    r = mc.closed_loop_run("mpc", 1.0, 1.05, -mc.THESIS_DEVIATION, STUDY)
+    assert r["peak_input_deg"] <= 10.0 + 1e-6
+    assert r["final_error_m"] < mc.SUCCESS_FINAL_ERROR_M
+
+
+def test_bad_deviation_shape():
+    with pytest.raises(ValueError, match="6 factors"):
+        mc.closed_loop_run("lqr", 1.0, 1.0, np.zeros(5), STUDY)
+
+
+def test_quick_run_blocks(tmp_path):
+    res = mc.run(quick=True, n=2, out=tmp_path)
+    for ctrl in ("lqr", "mpc"):
+        b = res[ctrl]
+        assert b["n"] == 2 and 0.0 <= b["success_rate"] <= 1.0 and b["n_errors"] == 0
+        assert set(b["statistics"]) >= {"final_error_m", "peak_input_deg", "max_input_step_deg"}
+        assert b["worst"][0]["final_error_m"] == b["statistics"]["final_error_m"]["max"]
+        assert res["nominal"][ctrl]["final_error_m"] < 1e-3
+    assert res["mpc"]["statistics"]["peak_input_deg"]["max"] <= 10.0 + 1e-6
+    assert sorted(res["figures"]) == sorted(f"{n}.png" for n in
+                                            ("mc_final_error", "mc_peak_input",
+                                             "mc_error_vs_radius"))
+    assert all((tmp_path / f).stat().st_size > 0 for f in res["figures"])
+    json.dumps(res)
+
+
+def test_cli_options_are_checked(capsys):
+    with pytest.raises(SystemExit):
+        main(["reproduce", "skateboard", "--n", "5"])
+    assert "--n" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["reproduce", "monte-carlo-ball-plate", "--n", "0"])
+    assert "positive" in capsys.readouterr().err
