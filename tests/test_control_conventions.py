@@ -130,3 +130,39 @@ def test_deviation_in_the_order_of_the_states(bicycle_steer_lin):
     np.testing.assert_allclose(lin.deviation(ref, 0.7, x[1], xd[1]), expect, atol=1e-12)
     with pytest.raises(LinearSystemError, match="must both be"):
         lin.deviation(ref, 0.0, x[0], xd[0, :3])
+
+
+def test_output_matrix_on_ltv_and_discrete_ltv(tmp_path):
+    """C = I unless given; names, python-control views, discretization, save/load carry it."""
+    import control
+
+    from nhcontrol.systems import DiscreteLTV, LTVSystem, discretize
+
+    sys = LTVSystem(lambda t: [[0.0, 1.0], [-1.0 - 0.1 * np.cos(t), 0.0]], lambda t: [[0.0], [1.0]],
+                    period=2 * np.pi, states=["q", "v"], inputs=["f"])
+    assert sys.noutputs == 2 and sys.output_labels == ["q", "v"] and sys.has_identity_output
+    meas = sys.with_outputs([[1.0, 0.0]], outputs=["q_meas"])
+    assert meas.noutputs == 1 and meas.output_labels == ["q_meas"] and not meas.has_identity_output
+    ss = meas.at(0.3)
+    np.testing.assert_array_equal(ss.C, [[1.0, 0.0]])
+    assert ss.output_labels == ["q_meas"] and ss.noutputs == 1
+    assert sys.noutputs == 2                                       # the original is unchanged
+    d = discretize(meas, 2 * np.pi / 20)
+    assert d.output_labels == ["q_meas"] and d.at(3).output_labels == ["q_meas"]
+    X = d.simulate([1.0, 0.0], np.zeros((d.nsteps, 1)))
+    np.testing.assert_array_equal(d.output(X), X[:, :1])
+    d2 = DiscreteLTV.load(d.save(tmp_path / "d"))
+    np.testing.assert_array_equal(d2.C, d.C)
+    assert d2.output_labels == ["q_meas"]
+    assert LTVSystem.constant(np.eye(2), np.ones((2, 1)), C=[1.0, 1.0]).output_labels == ["y[0]"]
+    with pytest.raises(LinearSystemError, match=r"C must have shape \(p, n\) = \(p, 2\)"):
+        sys.with_outputs(np.ones((1, 3)))
+    with pytest.raises(LinearSystemError, match="outputs must list 1 names"):
+        sys.with_outputs([[1.0, 0.0]], outputs=["a", "b"])
+    # a discrete python-control system keeps its C and output labels; a nonzero D is refused
+    pc = control.ss(np.eye(2) * 0.9, [[0.0], [1.0]], [[0.0, 2.0]], 0, 0.1, states=["a", "b"],
+                    outputs=["y2"])
+    dd = DiscreteLTV.from_statespace(pc, 4)
+    assert dd.output_labels == ["y2"] and dd.C.tolist() == [[0.0, 2.0]]
+    with pytest.raises(LinearSystemError, match="nonzero feedthrough"):
+        DiscreteLTV.from_statespace(control.ss(pc.A, pc.B, pc.C, 1.0, 0.1), 4)

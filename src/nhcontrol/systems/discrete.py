@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError
 from .._util.validation import as_float_array, check_finite, check_names, readonly
+from .ltv import _output_map
 
 __all__ = ["DiscreteLTV"]
 
@@ -44,6 +45,11 @@ class DiscreteLTV:
     period_steps : int, optional
         Number of steps per period when the sequences are periodic (``Ad[k + p] = Ad[k]``),
         ``None`` otherwise. Informational.
+    C : (p, n) array_like, optional
+        Constant output matrix of ``y[k] = C x[k]`` (``D = 0``); default the identity (the
+        outputs are the states).
+    outputs : sequence of str, optional
+        Output names (default: the state names for ``C = I``, else ``y[i]``).
 
     Attributes
     ----------
@@ -72,6 +78,8 @@ class DiscreteLTV:
     states: tuple[str, ...] | None = None
     inputs: tuple[str, ...] | None = None
     period_steps: int | None = None
+    C: NDArray[np.float64] | None = field(default=None, repr=False)
+    outputs: tuple[str, ...] | None = None
     times: NDArray[np.float64] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -103,6 +111,9 @@ class DiscreteLTV:
         object.__setattr__(self, "t0", t0)
         object.__setattr__(self, "states", states)
         object.__setattr__(self, "inputs", inputs)
+        Cm, outs = _output_map(self.C, self.outputs, states)
+        object.__setattr__(self, "C", Cm)
+        object.__setattr__(self, "outputs", outs)
         if self.period_steps is not None:
             object.__setattr__(self, "period_steps", int(self.period_steps))
         object.__setattr__(self, "times", readonly(t0 + dt * np.arange(N + 1, dtype=float)))
@@ -111,7 +122,8 @@ class DiscreteLTV:
     @classmethod
     def from_lti(cls, Ad: ArrayLike, Bd: ArrayLike, dt: float, steps: int, *, t0: float = 0.0,
                  states: Sequence[str] | None = None,
-                 inputs: Sequence[str] | None = None) -> "DiscreteLTV":
+                 inputs: Sequence[str] | None = None, C: ArrayLike | None = None,
+                 outputs: Sequence[str] | None = None) -> "DiscreteLTV":
         """Repeat a constant discrete pair ``(Ad, Bd)`` over ``steps`` steps.
 
         Parameters
@@ -123,6 +135,8 @@ class DiscreteLTV:
             Number of steps ``N`` (>= 1).
         t0 : float, default 0.0
         states, inputs : sequence of str, optional
+        C, outputs : optional
+            Output matrix and names (default: the states).
 
         Returns
         -------
@@ -140,7 +154,8 @@ class DiscreteLTV:
         steps_i = _check_steps(steps)
         return cls(np.broadcast_to(A, (steps_i, *A.shape)), np.broadcast_to(B, (steps_i, *B.shape)),
                    dt, t0, None if states is None else tuple(states),
-                   None if inputs is None else tuple(inputs), period_steps=1)
+                   None if inputs is None else tuple(inputs), period_steps=1, C=C,
+                   outputs=None if outputs is None else tuple(outputs))
 
     @classmethod
     def from_statespace(cls, sys: Any, N: int | None, *, error: type[Exception] = LinearSystemError,
@@ -161,7 +176,8 @@ class DiscreteLTV:
         Returns
         -------
         DiscreteLTV
-            ``Ad = sys.A``, ``Bd = sys.B`` at every step, ``dt = sys.dt``.
+            ``Ad = sys.A``, ``Bd = sys.B`` at every step, ``dt = sys.dt``; ``C = sys.C`` and the
+            output labels (a nonzero ``sys.D`` is refused: a ``DiscreteLTV`` has ``D = 0``).
         """
         import control
 
@@ -177,8 +193,12 @@ class DiscreteLTV:
         if N is None:
             raise error(f"{what} got a time-invariant discrete control.StateSpace: give the horizon "
                         "N=... (number of steps)")
+        if np.any(np.asarray(sys.D) != 0):
+            raise error(f"{what}: the discrete control.StateSpace has a nonzero feedthrough D; a "
+                        "DiscreteLTV has y = C x (D = 0): pass control.ss(sys.A, sys.B, sys.C, 0, sys.dt)")
         return cls.from_lti(np.asarray(sys.A, dtype=float), np.asarray(sys.B, dtype=float), float(sys.dt),
-                            N, states=list(sys.state_labels), inputs=list(sys.input_labels))
+                            N, states=list(sys.state_labels), inputs=list(sys.input_labels),
+                            C=np.asarray(sys.C, dtype=float), outputs=list(sys.output_labels))
 
     # ------------------------------------------------------------------ dimensions
     @property
@@ -195,10 +215,11 @@ class DiscreteLTV:
         """Save to ``path`` (``.npz``: ``Ad``, ``Bd`` and JSON metadata); see :meth:`load`."""
         from .._util.storage import save_npz
 
-        return save_npz(path, "DiscreteLTV", {"Ad": self.Ad, "Bd": self.Bd},
+        return save_npz(path, "DiscreteLTV", {"Ad": self.Ad, "Bd": self.Bd, "C": self.C},
                         {"dt": float(self.dt), "t0": float(self.t0), "period_steps": self.period_steps,
                          "states": None if self.states is None else list(self.states),
-                         "inputs": None if self.inputs is None else list(self.inputs)})
+                         "inputs": None if self.inputs is None else list(self.inputs),
+                         "outputs": list(self.outputs)})
 
     @classmethod
     def load(cls, path: Any) -> "DiscreteLTV":
@@ -207,7 +228,8 @@ class DiscreteLTV:
 
         arr, m = load_npz(path, "DiscreteLTV")
         return cls(arr["Ad"], arr["Bd"], m["dt"], m["t0"], None if m["states"] is None else tuple(m["states"]),
-                   None if m["inputs"] is None else tuple(m["inputs"]), period_steps=m["period_steps"])
+                   None if m["inputs"] is None else tuple(m["inputs"]), period_steps=m["period_steps"],
+                   C=arr.get("C"), outputs=None if m.get("outputs") is None else tuple(m["outputs"]))
 
     # python-control conventions (``StateSpace`` names): C = I, the outputs are the states
     @property
@@ -222,13 +244,17 @@ class DiscreteLTV:
 
     @property
     def output_labels(self) -> list[str]:
-        """Output names: the outputs are the states (``C = I``, ``D = 0``)."""
-        return self.state_labels
+        """Output names (the state names when ``C = I``, the default)."""
+        return list(self.outputs)
 
     @property
     def noutputs(self) -> int:
-        """Number of outputs (``= nstates``: ``C = I``)."""
-        return self.nstates
+        """Number of outputs ``p`` (``= nstates`` when ``C = I``)."""
+        return int(self.C.shape[0])
+
+    def output(self, X: ArrayLike) -> NDArray[np.float64]:
+        """``y = C x`` for states ``X`` of shape (n,) or (N, n) (e.g. from :meth:`simulate`)."""
+        return np.asarray(X, dtype=float) @ self.C.T
 
     def isdtime(self, strict: bool = False) -> bool:
         """True: a discrete-time system with sampling time :attr:`dt` (python-control's ``isdtime``)."""
@@ -245,7 +271,7 @@ class DiscreteLTV:
 
     # ------------------------------------------------------------------ views
     def at(self, k: int) -> control.StateSpace:
-        """Discrete python-control system of step ``k`` (outputs = states, ``D = 0``).
+        """Discrete python-control system of step ``k`` (``C``, ``D = 0``; outputs = states by default).
 
         Parameters
         ----------
@@ -258,10 +284,9 @@ class DiscreteLTV:
             With ``dt`` set and the state/input names.
         """
         kk = self._index(k)
-        n = self.nstates
-        return control.ss(self.Ad[kk], self.Bd[kk], np.eye(n), np.zeros((n, self.ninputs)), self.dt,
+        return control.ss(self.Ad[kk], self.Bd[kk], self.C, np.zeros((self.noutputs, self.ninputs)), self.dt,
                           states=list(self.states), inputs=list(self.inputs),
-                          outputs=list(self.states))
+                          outputs=list(self.outputs))
 
     def transition(self, k1: int, k0: int) -> NDArray[np.float64]:
         """Discrete transition matrix ``Φ_{k1,k0} = Ad[k1-1] ⋯ Ad[k0]`` (identity if ``k1 == k0``).

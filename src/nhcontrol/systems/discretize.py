@@ -133,7 +133,8 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
     s.check_time(np.array([t0f, t0f + N * dtf]), "discretization grid")
     if s.is_constant:
         Ad, Bd = _zoh_lti(s.A(t0f), s.B(t0f), dtf)
-        return DiscreteLTV.from_lti(Ad, Bd, dtf, N, t0=t0f, states=s.states, inputs=s.inputs)
+        return DiscreteLTV.from_lti(Ad, Bd, dtf, N, t0=t0f, states=s.states, inputs=s.inputs,
+                                    C=s.C, outputs=s.outputs)
     nint = N if (p_steps is None or p_steps >= N) else p_steps
     tk = t0f + dtf * np.arange(nint)
     if integrator == "magnus":
@@ -146,7 +147,8 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
         Ad = np.tile(Ad, (reps, 1, 1))[:N]
         Bd = np.tile(Bd, (reps, 1, 1))[:N]
     return DiscreteLTV(Ad, Bd, dtf, t0f, s.states, s.inputs,
-                       period_steps=p_steps if p_steps is not None and p_steps <= N else None)
+                       period_steps=p_steps if p_steps is not None and p_steps <= N else None,
+                       C=s.C, outputs=s.outputs)
 
 
 def _zoh_lti(A: NDArray[np.float64], B: NDArray[np.float64], dt: float) -> tuple[NDArray, NDArray]:

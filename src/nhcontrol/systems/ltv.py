@@ -64,6 +64,11 @@ class LTVSystem:
     vectorized : bool, default False
         ``True`` when ``A(ts)``/``B(ts)`` (and ``dA``, ``dB``) accept an array ``ts`` of shape
         (N,) and return (N, n, n)/(N, n, k); speeds up discretization and derivatives.
+    C : (p, n) array_like, optional
+        Constant output matrix of ``y = C x`` (``D = 0``); default the identity (the outputs are
+        the states), as python-control's ``ss(A, B, I, 0)``.
+    outputs : sequence of str, optional
+        Output names (default: the state names when ``C`` is the identity, else ``y[i]``).
 
     Attributes
     ----------
@@ -94,7 +99,8 @@ class LTVSystem:
                  t_range: tuple[float, float] | None = None, period: float | None = None,
                  dA: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
                  dB: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
-                 vectorized: bool = False) -> None:
+                 vectorized: bool = False, C: ArrayLike | None = None,
+                 outputs: Sequence[str] | None = None) -> None:
         self._t_range = _check_t_range(t_range)
         self._period = _check_period(period)
         const_A = not callable(A)
@@ -119,6 +125,7 @@ class LTVSystem:
         self._n, self._k = n, B0.shape[1]
         self._states = check_names(states, n, "states", "x")
         self._inputs = check_names(inputs, self._k, "inputs", "u")
+        self._C, self._outputs = _output_map(C, outputs, self._states)
         if const_A:
             A0 = readonly(np.array(A0))
         if const_B:
@@ -139,10 +146,11 @@ class LTVSystem:
     @classmethod
     def constant(cls, A: ArrayLike, B: ArrayLike, *, states: Sequence[str] | None = None,
                  inputs: Sequence[str] | None = None,
-                 t_range: tuple[float, float] | None = None) -> "LTVSystem":
+                 t_range: tuple[float, float] | None = None, C: ArrayLike | None = None,
+                 outputs: Sequence[str] | None = None) -> "LTVSystem":
         """Time-invariant pair ``(A, B)`` as an LTV system (``is_constant`` is True)."""
         return cls(np.asarray(A, dtype=float), np.asarray(B, dtype=float), states=states,
-                   inputs=inputs, t_range=t_range)
+                   inputs=inputs, t_range=t_range, C=C, outputs=outputs)
 
     @classmethod
     def from_samples(cls, t: ArrayLike, A_samples: ArrayLike, B_samples: ArrayLike, *,
@@ -331,13 +339,41 @@ class LTVSystem:
 
     @property
     def output_labels(self) -> list[str]:
-        """Output names: the outputs are the states (``C = I``, ``D = 0``)."""
-        return list(self._states)
+        """Output names (the state names when ``C = I``, the default)."""
+        return list(self._outputs)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """Output names (same as :attr:`output_labels`)."""
+        return self._outputs
 
     @property
     def noutputs(self) -> int:
-        """Number of outputs (``= nstates``: ``C = I``)."""
-        return self._n
+        """Number of outputs ``p`` (``= nstates`` when ``C = I``)."""
+        return int(self._C.shape[0])
+
+    @property
+    def C(self) -> NDArray[np.float64]:
+        """Constant output matrix ``(p, n)`` of ``y = C x`` (``D = 0``); the identity by default."""
+        return self._C
+
+    @property
+    def has_identity_output(self) -> bool:
+        """True when the outputs are the states (``C = I``, output names = state names)."""
+        return (self._C.shape[0] == self._n and bool(np.array_equal(self._C, np.eye(self._n)))
+                and self._outputs == self._states)
+
+    def with_outputs(self, C: ArrayLike | None = None, outputs: Sequence[str] | None = None) -> "LTVSystem":
+        """The same system with the output map ``y = C x`` (``D = 0``) and output names.
+
+        ``C=None`` restores the identity. Useful after :meth:`from_linearization`, e.g.
+        ``sys.with_outputs(C, outputs=["phi_b"])`` to measure the lean only.
+        """
+        import copy
+
+        new = copy.copy(self)
+        new._C, new._outputs = _output_map(C, outputs, self._states)
+        return new
 
     @property
     def dt(self) -> float:
@@ -386,16 +422,15 @@ class LTVSystem:
         return np.concatenate([self.A(t), self.B(t)], axis=-1)
 
     def at(self, t: float) -> control.StateSpace:
-        """Frozen-time python-control ``StateSpace`` ``(A(t), B(t), I, 0)`` with signal names.
+        """Frozen-time python-control ``StateSpace`` ``(A(t), B(t), C, 0)`` with signal names.
 
-        The outputs are the states. A frozen-time pair says nothing about the controllability or
+        The outputs are :attr:`output_labels` (the states unless ``C`` was given). A frozen-time pair says nothing about the controllability or
         stability of the LTV system (see ``docs/theory/ltv.md``).
         """
         tt = float(t)
-        n = self._n
-        return control.ss(self.A(tt), self.B(tt), np.eye(n), np.zeros((n, self._k)),
+        return control.ss(self.A(tt), self.B(tt), self._C, np.zeros((self.noutputs, self._k)),
                           states=list(self._states), inputs=list(self._inputs),
-                          outputs=list(self._states))
+                          outputs=list(self._outputs))
 
     def check_time(self, t: ArrayLike, what: str = "t") -> NDArray[np.float64]:
         """Return ``t`` as a float array, raising ``TimeRangeError`` if outside ``t_range``."""
@@ -705,6 +740,26 @@ class _TrigInterp:
         return out.real.reshape((*ta.shape, *self.shape))
 
 
+def _output_map(C: ArrayLike | None, outputs: Sequence[str] | None, states: tuple[str, ...]
+                ) -> tuple[NDArray[np.float64], tuple[str, ...]]:
+    """Validated output matrix (identity by default) and output names."""
+    n = len(states)
+    if C is None:
+        Cm = np.eye(n)
+        default = states
+    else:
+        Cm = as_float_array(C, "C")
+        if Cm.ndim == 1:
+            Cm = Cm.reshape(1, -1)
+        if Cm.ndim != 2 or Cm.shape[1] != n:
+            raise LinearSystemError(f"C must have shape (p, n) = (p, {n}) to map the states {list(states)} "
+                                    f"to the outputs, got {Cm.shape}")
+        check_finite(Cm, "C")
+        default = None
+    names = check_names(outputs if outputs is not None else default, Cm.shape[0], "outputs", "y")
+    return readonly(np.array(Cm)), names
+
+
 def _check_order(order: Any) -> int:
     try:
         o = int(order)
@@ -761,7 +816,7 @@ def as_ltv(sys: Any) -> LTVSystem:
     ----------
     sys : LTVSystem, control.StateSpace or (A, B) tuple
         A continuous-time python-control ``StateSpace`` becomes a constant LTV system with its
-        state and input labels.
+        state, input and output labels and its ``C`` (a nonzero ``D`` is dropped with a warning).
 
     Returns
     -------
@@ -779,7 +834,11 @@ def as_ltv(sys: Any) -> LTVSystem:
             raise LinearSystemError(
                 f"expected a continuous-time system, got a discrete StateSpace with dt = {sys.dt}; "
                 "use nhcontrol.systems.DiscreteLTV.from_lti for discrete data")
-        return LTVSystem.constant(sys.A, sys.B, states=list(sys.state_labels), inputs=list(sys.input_labels))
+        if np.any(np.asarray(sys.D) != 0):
+            warnings.warn("the control.StateSpace has a nonzero feedthrough D, which an LTVSystem does not "
+                          "hold (y = C x): D is dropped (A, B and C are kept)", UserWarning, stacklevel=2)
+        return LTVSystem.constant(sys.A, sys.B, states=list(sys.state_labels), inputs=list(sys.input_labels),
+                                  C=np.asarray(sys.C, dtype=float), outputs=list(sys.output_labels))
     if isinstance(sys, tuple) and len(sys) == 2:
         return LTVSystem.constant(sys[0], sys[1])
     raise LinearSystemError(

@@ -55,7 +55,8 @@ def restrict(sys: Any, S: ArrayLike, P: ArrayLike, *, states: Sequence[str] | No
     LTVSystem
         ``A_r(t) = S A(t) P``, ``B_r(t) = S B(t)``, same inputs, ``t_range``, ``period`` and
         vectorization; exact time derivatives ``S A^{(j)} P``, ``S B^{(j)}`` wherever ``sys`` has
-        exact ones (otherwise computed on demand like any callable system).
+        exact ones (otherwise computed on demand like any callable system). An output map
+        ``y = C x`` other than the identity becomes ``y = C P z`` (same output names).
 
     Raises
     ------
@@ -95,9 +96,10 @@ def restrict(sys: Any, S: ArrayLike, P: ArrayLike, *, states: Sequence[str] | No
         return Sm @ s.derivative("B", t, k, method="exact")
 
     exact_A, exact_B = s.max_exact_order("A"), s.max_exact_order("B")
+    out = {} if s.has_identity_output else {"C": s.C @ Pm, "outputs": s.outputs}
     if s.is_constant:
         return LTVSystem(Sm @ s.A(0.0) @ Pm, Sm @ s.B(0.0), states=states, inputs=list(s.inputs),
-                         t_range=s.t_range, period=s.period)
+                         t_range=s.t_range, period=s.period, **out)
     derivs: dict[str, Any] = {}
     for key, ex, f, which in (("dA", exact_A, dA, "A"), ("dB", exact_B, dB, "B")):
         if ex is None:
@@ -106,4 +108,4 @@ def restrict(sys: Any, S: ArrayLike, P: ArrayLike, *, states: Sequence[str] | No
             derivs[key] = [(lambda t, _k=j, _f=f: _f(t, _k)) for j in range(1, ex + 1)]
     return LTVSystem(lambda t: Sm @ s.A(t) @ Pm, lambda t: Sm @ s.B(t), states=states,
                      inputs=list(s.inputs), t_range=s.t_range, period=s.period,
-                     vectorized=s.vectorized, **derivs)
+                     vectorized=s.vectorized, **derivs, **out)
