@@ -200,3 +200,30 @@ def test_save_load_results(tmp_path):
         DiscreteLTV.load(tmp_path / "sim.npz")
     with pytest.raises(StorageError, match="was simulated with model"):
         SimulationResult.load(tmp_path / "sim.npz", model=cm)
+
+
+def test_reference_save_load(tmp_path):
+    """A reference saved as samples and loaded again interpolates them (exact at the samples)."""
+    from nhcontrol._util.errors import ReferenceMotionError
+    from nhcontrol.models import ball_plate as bp
+
+    cm = bp.model()
+    ref = bp.circular_motion(cm, 5.0)
+    path = ref.save(tmp_path / "ref")                    # one period, 201 samples
+    r2 = Reference.load(path, cm)
+    ts = ref.default_times(201)
+    for f in ("x", "xd", "xdd", "lam", "u"):
+        want = getattr(ref, f)(ts)
+        np.testing.assert_allclose(getattr(r2, f)(ts), want, rtol=0, atol=1e-10 * max(1.0, np.abs(want).max()))
+    tm = 0.5 * (ts[:-1] + ts[1:])                        # between samples: the interpolation error
+    assert np.max(np.abs(r2.x(tm) - ref.x(tm))) < 1e-8
+    rep = r2.check(cm, tm)
+    assert np.max(rep.velocity) < 1e-7
+    bcm = bb.model()
+    with pytest.raises(ReferenceMotionError, match="pass ts="):
+        bb.steady_forward(bcm, 2.0).save(tmp_path / "b")
+    p2 = bb.steady_forward(bcm, 2.0).save(tmp_path / "b", np.linspace(0.0, 1.0, 11))
+    rb = Reference.load(p2, bcm)
+    assert rb.steady and rb.t_range == (0.0, 1.0)
+    with pytest.raises(ReferenceMotionError, match="load it with the model"):
+        Reference.load(p2, cm)

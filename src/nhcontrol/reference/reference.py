@@ -384,6 +384,64 @@ class Reference:
         return (f"Reference({self.model_name!r}, source={self.source!r}, n={self.n}, "
                 f"steady={self.steady}, period={self.period}, t_range={self.t_range})")
 
+    def save(self, path: Any, ts: ArrayLike | None = None, *, num: int = 201) -> Any:
+        """Save the motion sampled at ``ts`` to ``path`` (``.npz`` with JSON metadata).
+
+        A reference is made of functions of time; what is stored is ``x0, ẋ0, ẍ0, Λ0, u0`` at
+        the times ``ts`` (default :meth:`default_times` with ``num`` points: ``t_range`` or one
+        period) with the names, parameters and flags. :meth:`load` interpolates them again
+        (:meth:`from_samples`: quintic Hermite in ``x``, exact at the samples), so save at times
+        dense enough for the motion.
+
+        Raises
+        ------
+        ReferenceMotionError
+            Fewer than 6 times (a steady reference defined for all ``t`` has no default: give
+            ``ts``).
+        """
+        from .._util.storage import save_npz
+
+        tt = self.default_times(num) if ts is None else as_float_array(ts, "ts", ndim=1,
+                                                                       error=ReferenceMotionError)
+        if tt.size < 6:
+            raise ReferenceMotionError(
+                f"Reference.save needs at least 6 sample times, got {tt.size}; this reference "
+                f"(source {self.source!r}, t_range {self.t_range}, period {self.period}) has no finite "
+                "time range: pass ts=np.linspace(t0, t1, N)")
+        smp = self.sample(tt)
+        return save_npz(path, "Reference", {"t": smp.t, "x": smp.x, "xd": smp.xd, "xdd": smp.xdd,
+                                            "lam": smp.lam, "u": smp.u, "parameters": self.parameters},
+                        {"coordinates": list(self.coordinates), "inputs": list(self.inputs),
+                         "constraints": list(self.constraints), "steady": bool(self.steady),
+                         "period": self.period, "model_name": self.model_name, "source": self.source})
+
+    @classmethod
+    def load(cls, path: Any, cm: Any) -> "Reference":
+        """Read a file of :meth:`save` for the model ``cm`` (its coordinates, inputs and
+        constraints must match). The motion is periodic (``period`` kept) when the samples span
+        one period and the last equals the first; otherwise it is defined on the sampled range.
+        """
+        from .._util.storage import load_npz
+
+        from ._eval import constraint_names
+
+        arr, meta = load_npz(path, "Reference")
+        for key, have in (("coordinates", tuple(cm.coordinates)), ("inputs", tuple(cm.inputs)),
+                          ("constraints", constraint_names(cm))):
+            if list(have) != meta[key]:
+                raise ReferenceMotionError(f"{path}: the saved reference has {key} {meta[key]}, the model "
+                                           f"{getattr(cm, 'name', '?')!r} has {list(have)}; load it with "
+                                           "the model it was saved from")
+        ev = ModelEvaluator(cm, arr["parameters"])
+        t = arr["t"]
+        per = meta["period"]
+        periodic = bool(per is not None and abs(t[-1] - t[0] - per) <= 1e-9 * per
+                        and all(np.allclose(arr[k][-1], arr[k][0], rtol=1e-10, atol=1e-12)
+                                for k in ("x", "xd", "xdd", "lam", "u")))
+        return cls.from_samples(cm, t, arr["x"], arr["xd"], arr["xdd"], u=arr["u"] if ev.k else None,
+                                p=arr["parameters"], lam=arr["lam"], periodic=periodic,
+                                steady=meta["steady"])
+
     # ------------------------------------------------------------------ constructors
     @classmethod
     def _build(cls, cm: Any, ev: ModelEvaluator, fx: _TimeFn, fxd: _TimeFn, fxdd: _TimeFn,
