@@ -292,3 +292,78 @@ def test_design_does_not_import_left_stages():
             "if 'nhcontrol.' + m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ------------------------------------------------- issue 10: the recursion without overhead ---
+
+def _reference_recursion(Ad, Bd, Qs, Rs, Ss, Qf):
+    """The per-step recursion with its checks inside the loop (the implementation before issue
+    10, kept here as the reference): Joseph form, ``numpy.linalg.solve``, ``eigvalsh`` of every
+    R̄_k, the plain-formula residual of every step."""
+    N, n, k = Bd.shape
+    K, P = np.empty((N, k, n)), np.empty((N + 1, n, n))
+    resid, mineig = np.empty(N), np.empty(N)
+    P[N] = 0.5 * (Qf + Qf.T)
+    for i in range(N - 1, -1, -1):
+        A, B, Qi, Ri, Si, Pn = Ad[i], Bd[i], Qs[i], Rs[i], Ss[i], P[i + 1]
+        Rbar = Ri + B.T @ Pn @ B
+        Rbar = 0.5 * (Rbar + Rbar.T)
+        mineig[i] = np.linalg.eigvalsh(Rbar)[0]
+        Ki = np.linalg.solve(Rbar, B.T @ Pn @ A + Si.T)
+        Acl = A - B @ Ki
+        Pi = Acl.T @ Pn @ Acl + Ki.T @ Ri @ Ki + Qi - Si @ Ki - Ki.T @ Si.T
+        K[i], P[i] = Ki, 0.5 * (Pi + Pi.T)
+        Nn = A.T @ Pn @ B + Si
+        plain = Qi + A.T @ Pn @ A - Nn @ np.linalg.solve(Ri + B.T @ Pn @ B, Nn.T)
+        resid[i] = np.linalg.norm(P[i] - plain) / max(1.0, float(np.linalg.norm(P[i])))
+    return K, P, resid, mineig
+
+
+@pytest.mark.parametrize("n,k,varying,cross", [(7, 2, False, False), (5, 3, True, False),
+                                               (12, 5, False, True), (20, 6, True, True)])
+def test_recursion_bit_identical_to_per_step_reference(n, k, varying, cross):
+    """K, P, the smallest eigenvalues of R̄_k and the (lazy) residuals equal the per-step
+    reference exactly (the same floating-point operations in the same order), constant or
+    time-varying weights, with and without a cross weight."""
+    N = 30
+    Ad, Bd = random_ltv(N, n, k, seed=n + k)
+    rng = np.random.default_rng(n * k)
+    if varying:
+        Q = np.stack([random_spd(n, rng) for _ in range(N)])
+        R = np.stack([random_spd(k, rng) for _ in range(N)])
+    else:
+        Q, R = random_spd(n, rng), random_spd(k, rng)
+    S = 0.01 * rng.standard_normal((N, n, k)) if cross else None
+    Qf = random_spd(n, rng)
+    res = finite_horizon_lqr((Ad, Bd), Q, R, Qf, S=S)
+    ref = _reference_recursion(Ad, Bd, np.broadcast_to(Q, (N, n, n)),
+                               np.broadcast_to(R, (N, k, k)),
+                               np.zeros((N, n, k)) if S is None else S, Qf)
+    np.testing.assert_array_equal(res.K, ref[0])
+    np.testing.assert_array_equal(res.P, ref[1])
+    np.testing.assert_array_equal(res.min_eig_Rbar, ref[3])
+    np.testing.assert_array_equal(res.riccati_residual, ref[2])
+    assert not res.riccati_residual.flags.writeable
+
+
+def test_lazy_residual_survives_pickling():
+    """The result pickles before the residuals were computed; they are computed after loading."""
+    import pickle
+
+    Ad, Bd = random_ltv(12, 3, 1, seed=4)
+    res = finite_horizon_lqr((Ad, Bd), np.eye(3), np.eye(1), np.eye(3))
+    back = pickle.loads(pickle.dumps(res))
+    np.testing.assert_array_equal(back.K, res.K)
+    np.testing.assert_array_equal(back.riccati_residual, res.riccati_residual)
+    assert np.max(back.riccati_residual) < 1e-12
+
+
+def test_loss_of_positive_definiteness_names_the_first_step():
+    """R̄ = R + BᵀPB with a tiny weight on an input that does not act (zero column of B) and a
+    large one that does: λ_min/λ_max = 2e-13/1e3 < PD_RTOL at the last step of the horizon,
+    the first one the recursion meets."""
+    Ad = np.tile(np.eye(2), (4, 1, 1))
+    Bd = np.tile(np.array([[30.0, 0.0], [0.0, 0.0]]), (4, 1, 1))
+    with pytest.raises(SolverError, match=r"R \+ BᵀPB lost positive definiteness at step 3 of the "
+                                          r"Riccati recursion \(smallest eigenvalue 2e-12"):
+        finite_horizon_lqr((Ad, Bd), np.eye(2), np.diag([1.0, 2e-12]), np.eye(2))

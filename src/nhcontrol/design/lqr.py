@@ -8,7 +8,8 @@ deviation ``δx_k = x(t_k) − x_ref(t_k)`` and commands ``u_k = u_ref(t_k) + δ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,9 @@ class LQRResult:
         Relative residual ``‖P_k − Ric(P_{k+1})‖ / max(1, ‖P_k‖)`` of each step of the
         recursion (Frobenius norms), evaluated with the un-stabilised formula; it measures
         the round-off of the Joseph form. For an infinite horizon: the residual of the
-        algebraic Riccati equation relative to ``max(1, ‖P‖)``.
+        algebraic Riccati equation relative to ``max(1, ‖P‖)``. A property: for the
+        finite-horizon recursion it is computed on first access (it costs as much as the
+        recursion itself), then kept.
     min_eig_Rbar : (N,) ndarray, or (1,) for an infinite horizon
         Smallest eigenvalue of ``R̄_k = R_k + B_kᵀ P_{k+1} B_k`` (the matrix that is inverted).
     E : (n,) complex ndarray or None
@@ -53,10 +56,18 @@ class LQRResult:
     P: NDArray[np.float64]
     horizon: int | None
     dt: float | None
-    riccati_residual: NDArray[np.float64]
     min_eig_Rbar: NDArray[np.float64]
     E: NDArray[np.complex128] | None
     method: str
+    #: the residuals, or a picklable callable that computes them (evaluated once, on access)
+    _residual: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def riccati_residual(self) -> NDArray[np.float64]:
+        """Relative Riccati residual of each step (see the class docstring)."""
+        if callable(self._residual):
+            object.__setattr__(self, "_residual", readonly(self._residual()))
+        return self._residual
 
     @property
     def nstates(self) -> int:
@@ -87,6 +98,30 @@ class LQRResult:
         xv = as_float_array(x0, "x0", shape=(self.nstates,), error=DesignError)
         P0 = self.P if self.horizon is None else self.P[0]
         return float(xv @ P0 @ xv)
+
+
+def _gufunc_solve() -> Any:
+    """numpy.linalg.solve's own LAPACK gufunc, without its per-call Python wrapper.
+
+    ``numpy.linalg.solve(a, b)`` for real 2-D operands is ``_umath_linalg.solve(a, b,
+    signature="dd->d")`` inside an ``errstate`` that turns a singular matrix into
+    ``LinAlgError``; calling the gufunc directly gives bit-identical results for a quarter of
+    the overhead (a singular matrix then gives inf/NaN, which the recursion checks). Falls back
+    to the public function if a numpy release moves the private module.
+    """
+    try:
+        from numpy.linalg import _umath_linalg
+
+        gufunc = _umath_linalg.solve
+        probe = gufunc(np.array([[2.0, 0.0], [0.0, 4.0]]), np.ones((2, 1)), signature="dd->d")
+        if not np.array_equal(probe, [[0.5], [0.25]]):  # pragma: no cover - defensive
+            raise ValueError("unexpected result")
+        return partial(gufunc, signature="dd->d")
+    except Exception:  # pragma: no cover - depends on the numpy release
+        return np.linalg.solve
+
+
+_solve = _gufunc_solve()
 
 
 def _riccati_rhs(A: NDArray, B: NDArray, Q: NDArray, R: NDArray, S: NDArray,
@@ -184,45 +219,84 @@ def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
     check_finite(Qf_, "Qf", error=DesignError)
     Ss = None if S is None else per_step(S, "S", N, n, k)
     check_weights(Qs, Rs, Ss, Qf_)
-    Sz = np.zeros((N, n, k)) if Ss is None else Ss
 
     K = np.empty((N, k, n))
     P = np.empty((N + 1, n, n))
-    resid = np.empty(N)
-    mineig = np.empty(N)
+    Rbars = np.empty((N, k, k))
     P[N] = 0.5 * (Qf_ + Qf_.T)
-    with np.errstate(over="ignore", invalid="ignore"):
+    # The loop does only the arithmetic of the recursion (Joseph form, the operations in the
+    # order of the docstring's formulas); the checks run afterwards on the whole stacks: a
+    # non-finite or indefinite step poisons every earlier one (NaN/inf propagate), so the first
+    # bad step in recursion order is the largest index that fails.
+    Q_const, R_const = Qs.strides[0] == 0, Rs.strides[0] == 0
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for i in range(N - 1, -1, -1):
-            A, B, Qi, Ri, Si, Pn = Ad[i], Bd[i], Qs[i], Rs[i], Sz[i], P[i + 1]
-            Rbar = Ri + B.T @ Pn @ B
-            Rbar = 0.5 * (Rbar + Rbar.T)
-            if not np.all(np.isfinite(Rbar)):
-                raise SolverError(f"the Riccati recursion overflowed (non-finite R + BᵀPB) at step "
-                                  f"{i}; the system blows up over the horizon: shorten it or rescale")
-            lam = np.linalg.eigvalsh(Rbar)
-            mineig[i] = lam[0]
-            if lam[0] <= PD_RTOL * max(1.0, abs(lam[-1])):
-                raise SolverError(
-                    f"R + BᵀPB lost positive definiteness at step {i} of the Riccati recursion "
-                    f"(smallest eigenvalue {lam[0]:.3g}, tolerance {PD_RTOL * max(1.0, abs(lam[-1])):.3g}); "
-                    "increase R or check Bd for blow-up")
-            Ki = np.linalg.solve(Rbar, B.T @ Pn @ A + Si.T)
+            A, B, Pn = Ad[i], Bd[i], P[i + 1]
+            Ri = Rs[0] if R_const else Rs[i]
+            BtP = B.T @ Pn
+            Rbar = Ri + BtP @ B
+            Rbar = np.add(Rbar, Rbar.T, out=Rbars[i])
+            Rbar *= 0.5
+            rhs = BtP @ A if Ss is None else BtP @ A + Ss[i].T
+            Ki = _solve(Rbar, rhs)  # a singular R̄ gives inf/NaN: checked below
             Acl = A - B @ Ki
-            Pi = Acl.T @ Pn @ Acl + Ki.T @ Ri @ Ki + Qi - Si @ Ki - Ki.T @ Si.T
-            Pi = 0.5 * (Pi + Pi.T)
-            if not np.all(np.isfinite(Pi)):
-                raise SolverError(f"the Riccati recursion overflowed (non-finite P) at step {i}; "
-                                  "the system blows up over the horizon: shorten it or rescale")
+            Pi = Acl.T @ Pn @ Acl
+            Pi += Ki.T @ Ri @ Ki
+            Pi += Qs[0] if Q_const else Qs[i]
+            if Ss is not None:
+                Pi = Pi - Ss[i] @ Ki - Ki.T @ Ss[i].T
             K[i] = Ki
-            P[i] = Pi
-            plain = _riccati_rhs(A, B, Qi, Ri, Si, Pn)
-            resid[i] = np.linalg.norm(Pi - plain) / max(1.0, float(np.linalg.norm(Pi)))
-            if not np.isfinite(resid[i]):
-                raise SolverError(f"the Riccati recursion overflowed (‖P‖ not representable) at step "
-                                  f"{i}; the system blows up over the horizon: shorten it or rescale")
+            Pi = np.add(Pi, Pi.T, out=P[i])
+            Pi *= 0.5
+        mineig = _check_recursion(Rbars, P)
+    resid = partial(_recursion_residuals, Ad, Bd, Qs, Rs, Ss, P)
     return LQRResult(K=readonly(K), P=readonly(P), horizon=N, dt=dt,
-                     riccati_residual=readonly(resid), min_eig_Rbar=readonly(mineig), E=None,
-                     method="riccati-recursion")
+                     min_eig_Rbar=readonly(mineig), E=None, method="riccati-recursion",
+                     _residual=resid)
+
+
+def _check_recursion(Rbars: NDArray[np.float64], P: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Raise :class:`SolverError` at the first bad step (in recursion order, from ``N − 1``
+    down) of a finished recursion; return the smallest eigenvalues of the ``R̄_k``."""
+    N = Rbars.shape[0]
+    fin_R = np.isfinite(Rbars).all(axis=(1, 2))
+    mineig = np.full(N, np.nan)
+    lam = np.linalg.eigvalsh(np.where(fin_R[:, None, None], Rbars, 0.0)) if N else np.empty((0, 0))
+    if lam.size:
+        mineig = np.where(fin_R, lam[:, 0], np.nan)
+    with np.errstate(over="ignore"):
+        normP = np.sqrt(np.sum(np.square(P[:N]), axis=(1, 2)))
+    fin_P = np.isfinite(P[:N]).all(axis=(1, 2))
+    for i in range(N - 1, -1, -1):
+        if not fin_R[i]:
+            raise SolverError(f"the Riccati recursion overflowed (non-finite R + BᵀPB) at step "
+                              f"{i}; the system blows up over the horizon: shorten it or rescale")
+        scale = max(1.0, abs(float(lam[i, -1]))) if lam.size else 1.0
+        if lam.size and lam[i, 0] <= PD_RTOL * scale:
+            raise SolverError(
+                f"R + BᵀPB lost positive definiteness at step {i} of the Riccati recursion "
+                f"(smallest eigenvalue {lam[i, 0]:.3g}, tolerance {PD_RTOL * scale:.3g}); "
+                "increase R or check Bd for blow-up")
+        if not fin_P[i]:
+            raise SolverError(f"the Riccati recursion overflowed (non-finite P) at step {i}; "
+                              "the system blows up over the horizon: shorten it or rescale")
+        if not np.isfinite(normP[i]):
+            raise SolverError(f"the Riccati recursion overflowed (‖P‖ not representable) at step "
+                              f"{i}; the system blows up over the horizon: shorten it or rescale")
+    return mineig
+
+
+def _recursion_residuals(Ad: NDArray, Bd: NDArray, Qs: NDArray, Rs: NDArray,
+                         Ss: NDArray | None, P: NDArray) -> NDArray[np.float64]:
+    """``‖P_k − Ric(P_{k+1})‖_F / max(1, ‖P_k‖_F)`` per step, with the plain formula."""
+    N, n, k = Bd.shape
+    Sz = np.zeros((N, n, k)) if Ss is None else Ss
+    resid = np.empty(N)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(N):
+            plain = _riccati_rhs(Ad[i], Bd[i], Qs[i], Rs[i], Sz[i], P[i + 1])
+            resid[i] = np.linalg.norm(P[i] - plain) / max(1.0, float(np.linalg.norm(P[i])))
+    return resid
 
 
 #: Relative tolerance of the PBH rank test in :func:`_unstabilisable_report`.
@@ -339,7 +413,6 @@ def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, *, S: ArrayLike | None = None) -> 
     resid = np.array([np.linalg.norm(res) / max(1.0, float(np.linalg.norm(P)))])
     dt = float(sys.dt) if discrete and not isinstance(sys.dt, bool) else (None if discrete else 0.0)
     return LQRResult(K=readonly(K), P=readonly(0.5 * (P + P.T)), horizon=None, dt=dt,
-                     riccati_residual=readonly(resid),
                      min_eig_Rbar=readonly(np.array([np.linalg.eigvalsh(0.5 * (rbar + rbar.T))[0]])),
                      E=readonly(np.asarray(E, dtype=complex)),
-                     method="dare" if discrete else "care")
+                     method="dare" if discrete else "care", _residual=readonly(resid))

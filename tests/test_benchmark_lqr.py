@@ -1,0 +1,43 @@
+"""Smoke test of ``benchmarks/lqr.py`` (issue 10, part 4): keys and internal consistency.
+
+Timings are machine dependent and only asked to be positive; the two recursions (Joseph form
+with checks, and the textbook loop) must agree to round-off.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "lqr.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("bench_lqr", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_benchmark_lqr_keys(capsys):
+    out = _load().main(["--horizon", "60", "--repeats", "3"])
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(out))
+    for key in ("finite_horizon_lqr_s", "numpy_loop_s", "residual_access_s"):
+        assert isinstance(out[key], float) and math.isfinite(out[key]) and out[key] >= 0, key
+    assert out["ratio_over_numpy"] == pytest.approx(
+        out["finite_horizon_lqr_s"] / out["numpy_loop_s"], rel=1e-12)
+    assert out["max_rel_difference_K"] < 1e-12 and out["max_rel_difference_P"] < 1e-12
+    assert out["max_riccati_residual"] < 1e-12
+    assert out["problem"] == {"horizon": 60, "nstates": 7, "ninputs": 2, "repeats": 3,
+                              "clock": "process_time"}
+
+
+def test_benchmark_lqr_bad_argument(capsys):
+    with pytest.raises(SystemExit, match=r"^2$"):
+        _load().main(["--horizon", "0"])
+    assert "--horizon must be a positive integer, got 0" in capsys.readouterr().err
