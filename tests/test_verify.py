@@ -108,3 +108,10 @@ def test_relative_and_vector_samplers():
     assert 0.045 <= min(r) and max(r) <= 0.055
     v = uniform(-np.ones(3), np.ones(3))(rng)
     assert v.shape == (3,) and np.all(np.abs(v) <= 1)
+
+
+def test_draw_samples_are_the_study_samples():
+    from nhcontrol.verify import draw_samples
+
+    res = monte_carlo(sf.settle, SAMPLERS, 10, success={"final": 0.2}, seed=9)
+    assert draw_samples(SAMPLERS, 10, seed=9) == list(res.samples)

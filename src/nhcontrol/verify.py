@@ -37,8 +37,8 @@ from numpy.typing import ArrayLike, NDArray
 from nhcontrol._util.errors import NhcontrolError
 from nhcontrol.sweep import SweepResult, sweep
 
-__all__ = ["MonteCarloError", "MonteCarloResult", "monte_carlo", "uniform", "normal",
-           "relative", "Sampler"]
+__all__ = ["MonteCarloError", "MonteCarloResult", "monte_carlo", "draw_samples", "uniform",
+           "normal", "relative", "Sampler"]
 
 #: A sampler draws one value from a generator.
 Sampler = Callable[[np.random.Generator], Any]
@@ -117,6 +117,15 @@ def relative(nominal: float, spread: float,
     if distribution == "normal":
         return normal(nom, abs(nom) * sp)
     raise MonteCarloError(f"distribution must be 'uniform' or 'normal', got {distribution!r}")
+
+
+def draw_samples(samplers: Mapping[str, Any], n: int, seed: Any = 0) -> list[dict[str, Any]]:
+    """The ``n`` samples :func:`monte_carlo` draws for ``samplers`` and ``seed`` (sample ``i`` from
+    child ``i`` of ``SeedSequence(seed)``), e.g. to rerun one case or time the runs elsewhere."""
+    if not isinstance(samplers, Mapping) or not samplers:
+        raise MonteCarloError("samplers must be a non-empty mapping name -> sampler (or value), "
+                              f"got {samplers!r}")
+    return _draw(samplers, seed, int(n))
 
 
 def _draw(samplers: Mapping[str, Any], seed: Any, n: int) -> list[dict[str, Any]]:

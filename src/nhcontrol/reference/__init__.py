@@ -10,11 +10,13 @@ equations of motion as a :class:`ResidualReport`.
 from .consistent import InitialConditions, consistent_initial_conditions
 from .inverse import (INVERSE_DYNAMICS_TOL, InverseDynamicsResult, RankDeficiencyWarning,
                       inverse_dynamics)
+from .family import reference_family
 from .reference import CHECK_TOL, Reference, ReferenceSamples, StateComponent
 from .residuals import ResidualReport
 
 __all__ = [
     "Reference",
+    "reference_family",
     "ReferenceSamples",
     "ResidualReport",
     "InverseDynamicsResult",
