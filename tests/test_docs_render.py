@@ -88,6 +88,19 @@ def test_one_tag_per_row(site):
     assert not bad, f"several \\tag in one row of a display (MathJax 'Multiple \\tag'): {bad}"
 
 
+def test_no_rest_markup(site):
+    bad = {}
+    for name, page in _pages(site).items():
+        text = _text(page) + " ".join(re.findall(r"<code>([^<]*)</code>", page))
+        hits = [m.group(0) for m in ROLE.finditer(text)]
+        hits += re.findall(r"\.\. (?:math|code-block|note|warning)::", text)
+        hits += [line.strip()[-40:] for line in _text(page).splitlines()
+                 if re.search(r"\w::\s*$", line)]
+        if hits:
+            bad[name] = hits[:5]
+    assert not bad, f"raw reST roles or literal markers in the HTML: {bad}"
+
+
 def test_mathjax_served_by_the_site(site):
     js = site / "javascripts" / "mathjax" / "tex-svg.js"
     assert js.is_file() and js.stat().st_size > 100_000
@@ -145,3 +158,62 @@ def test_no_talk_of_copies():
                                               ROOT / "README.md"]
             if pattern.search(p.read_text(encoding="utf-8"))]
     assert not hits, hits
+
+
+def _api_modules() -> dict[str, list[str]]:
+    """Module documented by each ``::: module`` line of docs/api/*.md -> its page names."""
+    out: dict[str, list[str]] = {}
+    for page in sorted((ROOT / "docs" / "api").glob("*.md")):
+        for mod in re.findall(r"^::: (\S+)", page.read_text(), re.M):
+            out.setdefault(mod, []).append(page.stem)
+    return out
+
+
+def test_every_public_name_documented(site):
+    """Every name of ``__all__`` of a documented module has an entry (anchor) on its API page,
+    and every public subpackage of nhcontrol has an API page."""
+    import importlib
+
+    import nhcontrol
+
+    api = _api_modules()
+    subpackages = [n for n in nhcontrol.__all__ if not n.startswith("_") and n != "cli"]
+    undocumented_pkgs = [n for n in subpackages
+                         if not any(m == f"nhcontrol.{n}" or m.startswith(f"nhcontrol.{n}.")
+                                    for m in api)]
+    assert not undocumented_pkgs, f"subpackages without an API page: {undocumented_pkgs}"
+    html_text = "".join(p.read_text() for p in (site / "api").rglob("index.html"))
+    missing = {}
+    for mod in api:
+        try:
+            names = getattr(importlib.import_module(mod), "__all__", [])
+        except ImportError:   # a ::: line naming a function, not a module
+            continue
+        # a function named like its submodule (analysis.gramian.gramian) is rendered from the
+        # submodule; a subpackage in __all__ has ::: entries of its own modules
+        gone = [n for n in names if f'id="{mod}.{n}"' not in html_text
+                and f'id="{mod}.{n}.{n}"' not in html_text
+                and not any(m.startswith(f"{mod}.{n}.") for m in api)]
+        if gone:
+            missing[mod] = gone
+    assert not missing, f"public names (__all__) without an API entry: {missing}"
+
+
+@pytest.mark.parametrize("mod, first", [("nhcontrol.linearize", "linearize"),
+                                        ("nhcontrol.analysis", "controllability"),
+                                        ("nhcontrol.design", "finite_horizon_lqr"),
+                                        ("nhcontrol.simulate", "forward_dynamics"),
+                                        ("nhcontrol.models.benchmark_bicycle", "build")])
+def test_entry_points_first(site, mod, first):
+    """The main entry point is the first member rendered for its module."""
+    page = next(p for m, ps in _api_modules().items() if m == mod for p in ps)
+    text = (site / "api" / page / "index.html").read_text()
+    body = text[text.find("<article"):]
+    ids = re.findall(rf'id="{re.escape(mod)}\.(\w+)(?:\.\1)?"', body)
+    assert ids and ids[0] == first, ids[:5]
+
+
+def test_cross_references_link(site):
+    """Docstring cross-references are resolved links, e.g. the linearize page links Partition."""
+    text = (site / "api" / "linearize" / "index.html").read_text()
+    assert re.search(r'<a class="autorefs[^"]*"[^>]*href="[^"]*#nhcontrol\.linearize\.Partition"', text)

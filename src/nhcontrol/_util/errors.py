@@ -1,7 +1,7 @@
 """Exception hierarchy of nhcontrol.
 
-Every exception raised for bad user input subclasses :class:`NhcontrolError`
-*and* the builtin that describes it best (mostly :class:`ValueError`), so
+Every exception raised for bad user input subclasses `NhcontrolError`
+*and* the builtin that describes it best (mostly `ValueError`), so
 ``except ValueError`` keeps working for callers that do not know nhcontrol.
 Messages say what is wrong, what was expected and what to do, in the user's
 coordinate names and the thesis' terms.

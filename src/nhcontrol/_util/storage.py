@@ -32,7 +32,7 @@ def save_npz(path: str | os.PathLike, kind: str, arrays: dict[str, Any], meta: d
 
 
 def load_npz(path: str | os.PathLike, kind: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Read a file of :func:`save_npz`; check that it holds a ``kind``."""
+    """Read a file of `save_npz()`; check that it holds a ``kind``."""
     p = Path(path)
     try:
         with np.load(p, allow_pickle=False) as data:

@@ -14,12 +14,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from .errors import LinearSystemError
 
-#: Default relative tolerance for rank decisions: ``tol = RANK_RTOL * s_max * max(shape)``
-#: unless a caller overrides it (same convention as ``numpy.linalg.matrix_rank``).
 RANK_RTOL = float(np.finfo(float).eps)
+"""Default relative tolerance for rank decisions: ``tol = RANK_RTOL * s_max * max(shape)`` unless a
+caller overrides it (same convention as ``numpy.linalg.matrix_rank``).
+"""
 
-#: Condition number above which a block that must be inverted is called singular.
 COND_MAX = 1e10
+"""Condition number above which a block that must be inverted is called singular."""
 
 
 def as_float_array(value: ArrayLike, name: str, *, ndim: int | None = None,

@@ -13,9 +13,9 @@ from .silverman_meadows import SilvermanMeadowsResult, silverman_meadows
 from .transition import transition_matrix
 
 __all__ = [
-    "RankResult", "rank_decision", "ctrb_matrix", "controllability", "ControllabilityResult",
-    "PBHMode", "transition_matrix", "gramian", "GramianResult", "silverman_meadows",
-    "SilvermanMeadowsResult", "floquet", "FloquetResult",
+    "controllability", "gramian", "silverman_meadows", "floquet", "RankResult", "rank_decision",
+    "ctrb_matrix", "ControllabilityResult", "PBHMode", "transition_matrix", "GramianResult",
+    "SilvermanMeadowsResult", "FloquetResult"
 ]
 
 # Other analysis modules append their imports below (e.g. stability sweeps).

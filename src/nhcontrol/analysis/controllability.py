@@ -1,6 +1,7 @@
 """Rank decisions and LTI controllability tests (Kalman rank, Popov–Belevitch–Hautus).
 
-Every rank decision in nhcontrol returns a :class:`RankResult` carrying its evidence: the
+Every rank decision in nhcontrol returns a [`RankResult`][nhcontrol.analysis.RankResult] carrying
+its evidence: the
 singular values, the tolerance used and an orthonormal basis of the left null space (the
 directions of the state space that cannot be reached). The default tolerance is that of
 ``numpy.linalg.matrix_rank``: ``tol = s_max · max(shape) · eps``.
@@ -197,11 +198,12 @@ def controllability(sys: control.StateSpace | LTVSystem | tuple[ArrayLike, Array
     sys : control.StateSpace, (A, B) tuple or LTVSystem
         An LTV system is accepted only when constant, or with ``t`` given (then the *frozen*
         pair ``(A(t), B(t))`` is tested — which says nothing about the LTV system itself; use
-        :func:`gramian` or :func:`silverman_meadows` for that).
+        `gramian()` or `silverman_meadows()` for that).
     t : float, optional
         Freezing time for a time-varying ``LTVSystem``.
     tol, rtol : float, optional
-        Rank thresholds, see :func:`rank_decision`; for PBH they apply to each
+        Rank thresholds, see [`rank_decision()`][nhcontrol.analysis.rank_decision]; for PBH they
+        apply to each
         ``[λI − A, B]``.
     method : {"both", "kalman"}
         ``"kalman"`` skips the per-eigenvalue PBH tests.

@@ -23,8 +23,8 @@ from .transition import TRANSITION_RTOL, transition_matrix
 
 __all__ = ["floquet", "FloquetResult", "FLOQUET_TOL"]
 
-#: Default tolerance on ``|μ| − 1`` for the "marginal" classification.
 FLOQUET_TOL = 1e-8
+"""Default tolerance on ``|μ| − 1`` for the "marginal" classification."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,7 +89,8 @@ def floquet(sys: LTVSystem | control.StateSpace, period: float | None = None, *,
     rtol : float, default 1e-12
         Integration tolerance of the transition matrix.
     method : {"ode", "magnus"}, default "ode"
-        Integrator of the monodromy matrix, see :func:`transition_matrix`.
+        Integrator of the monodromy matrix, see
+        [`transition_matrix()`][nhcontrol.analysis.transition_matrix].
 
     Returns
     -------

@@ -2,10 +2,10 @@
 
 The thesis (Sect. 8.4.4) uses
 
-.. math::
-
-    W_c(t_0, t_1) = \\int_{t_0}^{t_1} \\Phi(t_1, \\tau) B(\\tau) B^T(\\tau) \\Phi^T(t_1, \\tau)\\, d\\tau
-    \\qquad (8.85)
+$$
+W_c(t_0, t_1) = \\int_{t_0}^{t_1} \\Phi(t_1, \\tau) B(\\tau) B^T(\\tau) \\Phi^T(t_1, \\tau)\\, d\\tau
+\\qquad (8.85)
+$$
 
 (the *reachability* form, ``frame="t1"``, default). The other common convention,
 ``W_0 = ∫ Φ(t0, τ) B Bᵀ Φ(t0, τ)ᵀ dτ = Φ(t0, t1) W_c Φ(t0, t1)ᵀ`` (``frame="t0"``), has the same
@@ -32,8 +32,8 @@ from .controllability import RankResult, rank_decision
 
 __all__ = ["gramian", "GramianResult", "GRAMIAN_RTOL"]
 
-#: Default relative tolerance of the Lyapunov-ODE integration for LTV Gramians.
 GRAMIAN_RTOL = 1e-11
+"""Default relative tolerance of the Lyapunov-ODE integration for LTV Gramians."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,7 +49,7 @@ class GramianResult:
     frame : {"t1", "t0"}
         ``"t1"``: Eq. (8.85), ``Φ(t1, τ)``; ``"t0"``: ``Φ(t0, τ)``.
     discrete : bool
-        ``True`` for the sum over the steps of a :class:`DiscreteLTV`.
+        ``True`` for the sum over the steps of a [`DiscreteLTV`][nhcontrol.systems.DiscreteLTV].
     rank_result : RankResult
         Rank decision on ``W`` (singular values = eigenvalues of ``W``).
     states : tuple of str
@@ -99,7 +99,7 @@ def gramian(sys: LTVSystem | control.StateSpace | DiscreteLTV, t0: float | None 
     frame : {"t1", "t0"}, default "t1"
         ``"t1"``: ``W = ∫ Φ(t1, τ) B Bᵀ Φ(t1, τ)ᵀ dτ`` (Eq. (8.85)); ``"t0"``: ``Φ(t0, τ)`` instead.
     tol, rtol : float, optional
-        Rank threshold on ``W`` (see :func:`rank_decision`); default
+        Rank threshold on ``W`` (see [`rank_decision()`][nhcontrol.analysis.rank_decision]); default
         ``s_max(W) · n · eps``. Since ``W`` squares the singular values of the reachability map, this
         corresponds to a relative threshold of about ``sqrt(n · eps)`` on that map.
     ode_rtol : float, default 1e-11
@@ -112,7 +112,7 @@ def gramian(sys: LTVSystem | control.StateSpace | DiscreteLTV, t0: float | None 
         ``max|W|``. ``"ode"``: DOP853 on the differential Lyapunov equation (one call of ``A``,
         ``B`` per stage; an independent check).
     max_steps : int, default 65536
-        Largest ``N`` of the Magnus scheme before :class:`SolverError`.
+        Largest ``N`` of the Magnus scheme before `SolverError`.
 
     Returns
     -------

@@ -23,8 +23,8 @@ from ..systems import LTVSystem, change_of_variables
 __all__ = ["RelativeEquilibriumLinearization", "linearize_relative_equilibrium", "charpoly_root",
            "stability_threshold", "MARGINAL_RTOL"]
 
-#: Real parts below ``MARGINAL_RTOL * max(1, max|λ|)`` count as zero (marginal stability).
 MARGINAL_RTOL = 1e-7
+"""Real parts below ``MARGINAL_RTOL * max(1, max|λ|)`` count as zero (marginal stability)."""
 
 Frame = Callable[[tuple[str, ...]], tuple[Callable[[float], Any], Callable[[float], Any]]]
 

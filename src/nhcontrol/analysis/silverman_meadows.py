@@ -1,19 +1,20 @@
 """Silverman–Meadows controllability test of LTV systems (Eqs. (8.86)–(8.87)).
 
-.. math::
-
-    Q_{N-1}(t) = [P_0(t)\\; P_1(t)\\; \\dots\\; P_{N-1}(t)], \\qquad (8.86)
-
-    P_k(t) = -A(t) P_{k-1}(t) + \\dot P_{k-1}(t), \\quad P_0 = B(t). \\qquad (8.87)
+$$
+\\begin{gathered}
+Q_{N-1}(t) = [P_0(t)\\; P_1(t)\\; \\dots\\; P_{N-1}(t)], \\qquad (8.86) \\\\
+P_k(t) = -A(t) P_{k-1}(t) + \\dot P_{k-1}(t), \\quad P_0 = B(t). \\qquad (8.87)
+\\end{gathered}
+$$
 
 The system is completely controllable at ``t0`` if ``rank Q_{N−1}(t) = N`` for almost all ``t`` of
 some interval after ``t0`` (Silverman & Meadows 1967). The derivatives of ``P_{k−1}`` are
 expanded with Leibniz' rule, so only ``A^{(j)}`` (``j ≤ N−2``) and ``B^{(j)}`` (``j ≤ N−1``) are
 needed:
 
-.. math::
-
-    P_k^{(j)} = -\\sum_{i=0}^{j} \\binom{j}{i} A^{(i)} P_{k-1}^{(j-i)} + P_{k-1}^{(j+1)}.
+$$
+P_k^{(j)} = -\\sum_{i=0}^{j} \\binom{j}{i} A^{(i)} P_{k-1}^{(j-i)} + P_{k-1}^{(j+1)}.
+$$
 """
 
 from __future__ import annotations
@@ -94,10 +95,12 @@ def silverman_meadows(sys: LTVSystem | control.StateSpace, t: ArrayLike, *, orde
         Index of the last block, default ``N − 1`` with ``N = n`` (Eq. (8.86)).
     method : {"auto", "exact", "spectral", "chebyshev"}
         Source of the derivatives ``A^{(j)}``, ``B^{(j)}``, see
-        :meth:`nhcontrol.systems.LTVSystem.derivative`. ``"exact"`` refuses numerical
+        [`nhcontrol.systems.LTVSystem.derivative()`][nhcontrol.systems.LTVSystem.derivative].
+        ``"exact"`` refuses numerical
         differentiation.
     tol, rtol : float, optional
-        Rank thresholds applied at each time (see :func:`rank_decision`).
+        Rank thresholds applied at each time (see
+        [`rank_decision()`][nhcontrol.analysis.rank_decision]).
 
     Returns
     -------

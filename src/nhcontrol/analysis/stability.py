@@ -4,13 +4,17 @@ Numbers in, numbers out: every function takes a callable ``matrix_fn(value) -> (
 (e.g. the Jacobian of a linearization as a function of the forward speed), so it serves any
 linear system.
 
-* :func:`structural_zeros` removes states whose row or column of ``J`` vanishes (each gives one
+* [`structural_zeros()`][nhcontrol.analysis.structural_zeros] removes states whose row or column
+  of ``J`` vanishes (each gives one
   *exact* zero eigenvalue: ``det(λI - J) = λ det(λI - J')`` expanding along that row/column) --
   the forward motion and the spurious eigenvalues of the bicycle (Eq. (4.181)).
-* :func:`charpoly` computes characteristic-polynomial coefficients from sums of principal minors
+* [`charpoly()`][nhcontrol.analysis.charpoly] computes characteristic-polynomial coefficients
+  from sums of principal minors
   (no eigenvalues involved, accurate to rounding in the entries).
-* :func:`eigenvalues_vs_parameter` tracks eigenvalue branches continuously over a grid.
-* :func:`critical_points` finds, by bracketing on a grid and Brent's method, where the spectral
+* [`eigenvalues_vs_parameter()`][nhcontrol.analysis.eigenvalues_vs_parameter] tracks eigenvalue
+  branches continuously over a grid.
+* [`critical_points()`][nhcontrol.analysis.critical_points] finds, by bracketing on a grid and
+  Brent's method, where the spectral
   abscissa crosses zero (oscillatory: a complex pair crosses the imaginary axis, e.g. the weave
   speed ``v_w``; real: an eigenvalue crosses the origin, e.g. the capsize speed ``v_c``) and where
   two real eigenvalues merge into a complex pair (sign change of the discriminant
@@ -43,8 +47,8 @@ __all__ = [
     "match_spectra",
 ]
 
-#: Entries with ``|J_ij| <= STRUCTURAL_ZERO_RTOL * max|J|`` count as structural zeros.
 STRUCTURAL_ZERO_RTOL = 1e-12
+"""Entries with ``|J_ij| <= STRUCTURAL_ZERO_RTOL * max|J|`` count as structural zeros."""
 
 MatrixFn = Callable[[float], ArrayLike]
 
@@ -58,7 +62,7 @@ def _square(J: ArrayLike, name: str = "J") -> NDArray[np.float64]:
 
 @dataclass(frozen=True)
 class StructuralZeros:
-    """Result of :func:`structural_zeros`.
+    """Result of [`structural_zeros()`][nhcontrol.analysis.structural_zeros].
 
     Attributes
     ----------
@@ -288,12 +292,13 @@ def critical_points(matrix_fn: MatrixFn, values: ArrayLike, *, xtol: float = 1e-
     Parameters
     ----------
     matrix_fn : callable
-        ``v -> (k, k)`` array; pass the non-trivial block (see :func:`structural_zeros`):
+        ``v -> (k, k)`` array; pass the non-trivial block (see
+        [`structural_zeros()`][nhcontrol.analysis.structural_zeros]):
         structurally zero eigenvalues would pin the spectral abscissa at zero.
     values : (N,) array_like
         Increasing grid used for bracketing (sign changes between neighbours).
     xtol, rtol : float
-        Tolerances of :func:`scipy.optimize.brentq`.
+        Tolerances of `scipy.optimize.brentq()`.
     imag_tol : float
         ``|Im λ| <= imag_tol * max(1, |λ|)`` counts as real when classifying.
     coalescences : bool

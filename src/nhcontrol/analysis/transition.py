@@ -21,8 +21,8 @@ from ..systems.ltv import LTVSystem, as_ltv
 
 __all__ = ["transition_matrix", "TRANSITION_RTOL"]
 
-#: Default relative tolerance of the transition-matrix integration (DOP853).
 TRANSITION_RTOL = 1e-12
+"""Default relative tolerance of the transition-matrix integration (DOP853)."""
 
 
 def transition_matrix(sys: LTVSystem | control.StateSpace, t1: ArrayLike, t0: float, *,
@@ -43,7 +43,7 @@ def transition_matrix(sys: LTVSystem | control.StateSpace, t1: ArrayLike, t0: fl
         Absolute tolerance, default ``rtol * 1e-3`` (``method="ode"``).
     method : {"ode", "magnus"}, default "ode"
         ``"ode"``: DOP853 on ``Φ̇ = A Φ`` (one call of ``A`` per stage). ``"magnus"``: the
-        sixth-order Magnus scheme of :func:`nhcontrol.systems.discretize` over ``[t0, t1]``
+        sixth-order Magnus scheme of `nhcontrol.systems.discretize()` over ``[t0, t1]``
         (substeps doubled until two levels agree to ``rtol``; all Gauss nodes of a level in one
         vectorised call of ``A`` — much faster when ``A(t)`` is expensive and vectorized).
 

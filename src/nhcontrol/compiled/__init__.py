@@ -8,5 +8,8 @@ from .codegen import GENERATOR_VERSION
 from .model import (KERNEL_ARGS, LINEARIZATION_FIELDS, CompiledModel, DynamicsTerms, LinearizationTerms,
                     compile_system, generate_source, load_compiled)
 
-__all__ = ["CompiledModel", "LinearizationTerms", "DynamicsTerms", "compile_system", "generate_source", "load_compiled",
-           "default_cache_dir", "KERNEL_ARGS", "LINEARIZATION_FIELDS", "GENERATOR_VERSION"]
+__all__ = [
+    "compile_system", "CompiledModel", "LinearizationTerms", "DynamicsTerms", "generate_source",
+    "load_compiled", "default_cache_dir", "KERNEL_ARGS", "LINEARIZATION_FIELDS",
+    "GENERATOR_VERSION"
+]

@@ -2,7 +2,7 @@
 
 Key: ``sha256(model description + generator version)`` where the description is the
 ``srepr`` of every expression of the model plus names and parameter defaults
-(:meth:`~nhcontrol.modeling.MultibodySystem.description`).  One file per model,
+([`description()`][nhcontrol.modeling.MultibodySystem.description]).  One file per model,
 ``<cache_dir>/nhc_<key>.py``; its compiled code object is kept next to it
 (``nhc_<key>.<cache_tag>.marshal``), so the second load neither derives nor parses
 anything.
@@ -12,15 +12,15 @@ Integrity and trust (threat model: ``docs/dev/kernel_cache.md``):
 * the cache directory is created private (mode 0700); a directory that is writable by
   group/others, owned by another user, or below a directory that others can write
   (without the sticky bit) is not used - a warning names it and the kernels are built in
-  a private per-process directory instead (:func:`trusted_cache_dir`);
+  a private per-process directory instead (`trusted_cache_dir()`);
 * every artefact is written atomically (temporary file in the same directory, then
-  :func:`os.replace`) together with a record ``<artefact>.sha256`` holding the sha256 of
-  the bytes written (:func:`write_artefact`, :func:`record_artefact`);
-* before an artefact is executed or loaded, :func:`verify_artefact` checks that it and its
+  `os.replace()`) together with a record ``<artefact>.sha256`` holding the sha256 of
+  the bytes written (`write_artefact()`, `record_artefact()`);
+* before an artefact is executed or loaded, `verify_artefact()` checks that it and its
   record are regular files owned by the user and not writable by group/others, and that
   the sha256 of the bytes read matches the record; it returns exactly those bytes, so what
   is executed is what was checked.  Any failure discards the artefact
-  (:func:`discard_artefact`), the model is rebuilt and one warning is given.
+  (`discard_artefact()`), the model is rebuilt and one warning is given.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 ENV_VAR = "NHCONTROL_CACHE_DIR"
-#: Suffix of the record file written next to every artefact.
 RECORD_SUFFIX = ".sha256"
+"""Suffix of the record file written next to every artefact."""
 _RECORD_TAG = "nhcontrol-artefact-sha256"
 _MARSHAL_MAGIC = b"nhc-marshal-2 "
 
@@ -66,7 +66,7 @@ def default_cache_dir() -> Path:
 
 
 def cache_key(description: str) -> str:
-    """sha256 hex digest of ``description`` and :data:`GENERATOR_VERSION`."""
+    """sha256 hex digest of ``description`` and [`GENERATOR_VERSION`][nhcontrol.compiled.GENERATOR_VERSION]."""
     return hashlib.sha256((GENERATOR_VERSION + "\n" + description).encode()).hexdigest()
 
 
@@ -76,7 +76,7 @@ _WARN_LOCK = threading.Lock()
 
 
 def warn_once(kind: str, subject: str | os.PathLike, message: str, stacklevel: int = 3) -> None:
-    """Emit ``message`` as a :class:`RuntimeWarning` once per process for ``(kind, subject)``."""
+    """Emit ``message`` as a `RuntimeWarning` once per process for ``(kind, subject)``."""
     token = (kind, str(subject))
     with _WARN_LOCK:
         if token in _WARNED:
@@ -162,7 +162,7 @@ def ensure_private_dir(path: str | os.PathLike) -> Path:
     Raises
     ------
     CacheIntegrityError
-        When it exists but cannot be trusted (see :func:`directory_problem`), or cannot be created.
+        When it exists but cannot be trusted (see `directory_problem()`), or cannot be created.
     """
     p = Path(path).expanduser()
     try:
@@ -181,7 +181,7 @@ def ensure_private_dir(path: str | os.PathLike) -> Path:
 
 
 def trusted_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
-    """The directory to use for kernels: ``cache_dir`` (default :func:`default_cache_dir`)
+    """The directory to use for kernels: ``cache_dir`` (default [`default_cache_dir()`][nhcontrol.compiled.default_cache_dir])
     created private, or - when it cannot be created or trusted - a private per-process
     directory, with one warning that names the directory, the reason and the fix."""
     base = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
@@ -197,7 +197,7 @@ def trusted_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
 
 
 def cache_path(key: str, cache_dir: str | os.PathLike | None = None) -> Path:
-    """``<trusted cache dir>/nhc_<key>.py`` (see :func:`trusted_cache_dir`)."""
+    """``<trusted cache dir>/nhc_<key>.py`` (see `trusted_cache_dir()`)."""
     return trusted_cache_dir(cache_dir) / f"nhc_{key}.py"
 
 
@@ -248,7 +248,7 @@ def write_artefact(path: str | os.PathLike, data: str | bytes) -> str:
     """Write ``data`` to ``path`` atomically (mode 0600) and record its sha256 next to it.
 
     The digest is computed from ``data`` in memory (not re-read from disk).  ``path`` must
-    be in a directory returned by :func:`trusted_cache_dir`.
+    be in a directory returned by `trusted_cache_dir()`.
 
     Returns
     -------
@@ -276,7 +276,7 @@ def record_artefact(path: str | os.PathLike) -> str:
     """Record the sha256 of an artefact that another tool wrote to ``path`` (e.g. a shared
     library from the C compiler), after checking that the file is trusted.
 
-    Call it right after the tool finished, in a directory from :func:`trusted_cache_dir`
+    Call it right after the tool finished, in a directory from `trusted_cache_dir()`
     (nobody else can write there, so the bytes hashed are the bytes the tool produced).
 
     Returns
@@ -350,7 +350,7 @@ def discard_artefact(path: str | os.PathLike) -> None:
 
 
 def write_atomic(path: Path, data: str | bytes, quiet: bool = False) -> bool:
-    """:func:`write_artefact` that warns (unless ``quiet``) and returns False on failure."""
+    """`write_artefact()` that warns (unless ``quiet``) and returns False on failure."""
     try:
         write_artefact(path, data)
     except CacheError as exc:
@@ -377,7 +377,7 @@ def load_module(path: Path, key: str) -> ModuleType:
     ------
     CacheError
         When an artefact is untrusted, fails its check, or the module cannot be executed
-        (any exception at import, :class:`SystemExit` included).  The caller discards the
+        (any exception at import, `SystemExit` included).  The caller discards the
         artefacts and rebuilds.
     """
     path = Path(path)

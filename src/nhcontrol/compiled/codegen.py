@@ -1,12 +1,12 @@
 """Python source generation for the kernels, two variants per function.
 
-For every :class:`~nhcontrol.compiled.derivatives.FunctionSpec` two functions are written:
+For every `FunctionSpec` two functions are written:
 
 * ``<name>_s(x, ..., p)`` -- one point; the arguments are Python lists of floats, the code
-  uses :mod:`math` (a domain error raises instead of producing NaN) and each output is built
+  uses `math` (a domain error raises instead of producing NaN) and each output is built
   with one ``numpy.array(flat_list).reshape(shape)``;
 * ``<name>_v(x, ..., p, N)`` -- ``N`` points; the arguments are 2-D arrays ``(N or 1, len)``,
-  the code uses :mod:`numpy` and writes only the non-zero entries into preallocated zeros
+  the code uses `numpy` and writes only the non-zero entries into preallocated zeros
   ``(N, rows*cols)`` (constants broadcast to ``N``).
 
 The body of a function is the cone of expression-graph nodes its outputs need, printed in
@@ -26,8 +26,8 @@ from sympy.printing.pycode import PythonCodePrinter
 from ..modeling.graph import ExprGraph
 from .derivatives import ARG_PREFIX, FunctionSpec
 
-#: Bumped whenever the generated code changes (part of the cache key).
 GENERATOR_VERSION = "nhcontrol-codegen-10"
+"""Bumped whenever the generated code changes (part of the cache key)."""
 
 
 class _NamedMixin:
@@ -56,9 +56,9 @@ class FastPrinter:
     """Printer for the node expressions (sums, products, powers, elementary functions).
 
     Much faster than SymPy's printers on the many short expressions of the graph; anything
-    unusual is delegated to the SymPy printer ``fallback``.  Scalar mode uses :mod:`math`
+    unusual is delegated to the SymPy printer ``fallback``.  Scalar mode uses `math`
     (``math.pow`` for non-integer powers, so a negative base raises instead of silently
-    producing a complex number), vector mode :mod:`numpy`.
+    producing a complex number), vector mode `numpy`.
     """
 
     def __init__(self, names: dict, vector: bool, fallback, subst: dict | None = None) -> None:
@@ -177,7 +177,7 @@ def symbol_names(graph: ExprGraph, symbols: dict[str, list[sp.Symbol]]) -> tuple
 
 def _operands(e: sp.Expr) -> list[sp.Expr]:
     """The subtrees of ``e`` that may be replaced by temporaries (non-atomic arguments; the
-    arguments of a product are looked through to their own factors, see :class:`FastPrinter`)."""
+    arguments of a product are looked through to their own factors, see `FastPrinter`)."""
     out: list = []
     stack = list(reversed(e.args))
     while stack:
@@ -362,7 +362,7 @@ def generate_module(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: di
                     meta: dict, cse: bool = True) -> str:
     """Source of a complete kernel module (imports, ``META`` and all functions).
 
-    ``cse``: evaluate repeated subexpressions once (see :func:`generate_function`).
+    ``cse``: evaluate repeated subexpressions once (see `generate_function()`).
     """
     names, group_of = symbol_names(graph, symbols)
     sizes = {g: len(s) for g, s in symbols.items()}

@@ -4,7 +4,7 @@ numerical procedure (Sect. 4.2.3, Eqs. (4.96)--(4.125)) and Sect. 8.1 need.
 Derivatives of products with a vector, e.g. ``∂(M a)/∂x``, are formed with an auxiliary
 symbol vector ``a`` that becomes a kernel argument.  All derivatives are exact total
 derivatives in the expression graph of the equations
-(:class:`~nhcontrol.modeling.graph.ExprGraph`).
+(`ExprGraph`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ import sympy as sp
 from ..modeling.equations import EquationsOfMotion
 from ..modeling.graph import Direction
 
-#: Argument groups and the prefix of their canonical names in generated code.
 ARG_PREFIX = {"x": "X", "xd": "XD", "xdd": "XDD", "a": "A", "lam": "L", "v": "V", "u": "U", "p": "P"}
+"""Argument groups and the prefix of their canonical names in generated code."""
 
-#: Kernel name -> argument groups (the table of contracts section 2).
 KERNEL_SIGNATURES: dict[str, tuple[str, ...]] = {
     "M": ("x", "u", "p"), "Q": ("x", "xd", "u", "p"), "C": ("x", "u", "p"),
     "Cx": ("x", "u", "p"), "B": ("x", "u", "p"), "D": ("x", "u", "p"), "Qd": ("x", "xd", "u", "p"),
@@ -30,23 +29,21 @@ KERNEL_SIGNATURES: dict[str, tuple[str, ...]] = {
     "dQd_dx": ("x", "xd", "u", "p"), "dQd_dxd": ("x", "xd", "u", "p"), "dQd_du": ("x", "xd", "u", "p"),
     "dCxv_dx": ("x", "v", "u", "p"), "dBv_dx": ("x", "v", "u", "p"), "dC_du": ("x", "u", "p"),
 }
+"""Kernel name -> argument groups (the table of contracts section 2)."""
 
-#: Field order of :class:`~nhcontrol.compiled.LinearizationTerms`.
 LINEARIZATION_FIELDS = ("M", "Q", "D", "Cx", "B", "Qd", "dMa_dx", "dMa_du", "dDTlam_dx", "dQ_dx",
                         "dQ_dxd", "dQ_du", "dDv_dx", "dDa_dx", "dQd_dx", "dQd_dxd", "dCxv_dx",
                         "dBv_dx", "dQd_du", "dDa_du", "dC_du")
+"""Field order of [`LinearizationTerms`][nhcontrol.compiled.LinearizationTerms]."""
 
 _VECTOR_OUTPUTS = {"Q", "C", "Qd"}
 
-#: Fields of :class:`~nhcontrol.compiled.DynamicsTerms`.
 DYNAMICS_FIELDS = ("M", "Q", "D", "Qd")
+"""Fields of [`DynamicsTerms`][nhcontrol.compiled.DynamicsTerms]."""
 
-#: Kernels generated as functions of their own (small cones, used in inner loops).
 DIRECT_KERNELS = ("M", "C", "Cx", "B", "D")
+"""Kernels generated as functions of their own (small cones, used in inner loops)."""
 
-#: Every other kernel of the contract table is one output of a fused function, called with
-#: its arguments placed into the fused argument list (missing ones are zero):
-#: kernel -> (function, {kernel argument: fused argument}, output field).
 ROUTES: dict[str, tuple[str, dict[str, str], str]] = {
     "Q": ("dynamics_terms", {"x": "x", "xd": "xd"}, "Q"),
     "Qd": ("dynamics_terms", {"x": "x", "xd": "xd"}, "Qd"),
@@ -65,6 +62,10 @@ ROUTES: dict[str, tuple[str, dict[str, str], str]] = {
     "dBv_dx": ("linearization_terms", {"x": "x", "v": "xd"}, "dBv_dx"),
     "dC_du": ("linearization_terms", {"x": "x"}, "dC_du"),
 }
+"""Every other kernel of the contract table is one output of a fused function, called with its
+arguments placed into the fused argument list (missing ones are zero): kernel -> (function, {kernel
+argument: fused argument}, output field).
+"""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The numeric model :class:`CompiledModel` (contracts section 2) and :func:`compile_system`."""
+"""The numeric model [`CompiledModel`][nhcontrol.compiled.CompiledModel] (contracts section 2) and [`compile_system()`][nhcontrol.compiled.compile_system]."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 Array = NDArray[np.float64]
 
-#: Kernel name -> argument groups (the table of contracts section 2).
 KERNEL_ARGS: dict[str, tuple[str, ...]] = {k: v[:-2] for k, v in KERNEL_SIGNATURES.items()}
+"""Kernel name -> argument groups (the table of contracts section 2)."""
 
 _FUNC_ARGS = {"linearization_terms": ("x", "xd", "xdd", "lam", "u", "p"),
               "dynamics_terms": ("x", "xd", "u", "p")}
@@ -107,9 +107,9 @@ class DynamicsTerms:
 
 
 class CompiledModel:
-    """Exact numeric kernels of a :class:`~nhcontrol.modeling.MultibodySystem`.
+    """Exact numeric kernels of a [`MultibodySystem`][nhcontrol.modeling.MultibodySystem].
 
-    Created by :meth:`MultibodySystem.compile`; immutable.  Every kernel accepts one
+    Created by `MultibodySystem.compile()`; immutable.  Every kernel accepts one
     point (``x`` of shape ``(n,)``) or ``N`` stacked points (``(N, n)``; 1-D arguments
     are then broadcast); ``u=None`` means zeros, ``p=None`` the parameter defaults.
     The results are read-only arrays.
@@ -434,8 +434,8 @@ class CompiledModel:
                 f"hash={self.model_hash[:12]}, from_cache={self.from_cache})")
 
 
-#: Per-process registry: cache key -> CompiledModel (weak, so unused models are freed).
 _REGISTRY: "weakref.WeakValueDictionary[str, CompiledModel]" = weakref.WeakValueDictionary()
+"""Per-process registry: cache key -> CompiledModel (weak, so unused models are freed)."""
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -456,12 +456,12 @@ def _registered(cm: CompiledModel) -> CompiledModel:
 
 def load_compiled(key: str, source: str | None = None, sha256: str | None = None, *,
                   cache_dir: str | Path | None = None) -> CompiledModel:
-    """Reload a :class:`CompiledModel` from its cache key (the target of unpickling).
+    """Reload a [`CompiledModel`][nhcontrol.compiled.CompiledModel] from its cache key (the target of unpickling).
 
     Parameters
     ----------
     key : str
-        :attr:`CompiledModel.model_hash`.
+        `CompiledModel.model_hash`.
     source, sha256 : str, optional
         The generated Python kernel module and the sha256 hex digest of its UTF-8 text, as
         a pickled model carries them.
@@ -575,7 +575,7 @@ def generate_source(mb: "MultibodySystem", key: str | None = None, cse: bool = T
 
 def compile_system(mb: "MultibodySystem", cache: bool = True,
                    cache_dir: str | Path | None = None) -> CompiledModel:
-    """Compile ``mb`` into a :class:`CompiledModel` (load from / store to the disk cache).
+    """Compile ``mb`` into a [`CompiledModel`][nhcontrol.compiled.CompiledModel] (load from / store to the disk cache).
 
     Parameters
     ----------

@@ -4,13 +4,17 @@ Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``refe
 ``linearize``. Tracking a reference motion is regulation of the deviation
 ``δx = x − x_ref(t_k)`` with ``u = u_ref(t_k) + δu`` (``docs/theory/lqr_mpc.md``).
 
-- :func:`finite_horizon_lqr` — backward Riccati recursion for a discrete LTV system.
-- :func:`lqr` — infinite-horizon LQR of an LTI ``control.StateSpace`` (python-control/slycot).
-- :class:`LTVMPC` — cvxpy MPC with input, input-rate and state bounds, compiled once (DPP);
-  :func:`window` cuts its prediction window out of a ``DiscreteLTV``.
+- [`finite_horizon_lqr()`][nhcontrol.design.finite_horizon_lqr] — backward Riccati recursion for
+  a discrete LTV system.
+- [`lqr()`][nhcontrol.design.lqr] — infinite-horizon LQR of an LTI ``control.StateSpace`` (python-control/slycot).
+- [`LTVMPC`][nhcontrol.design.LTVMPC] — cvxpy MPC with input, input-rate and state bounds,
+  compiled once (DPP);
+  [`window()`][nhcontrol.design.window] cuts its prediction window out of a ``DiscreteLTV``.
 """
 
 from .lqr import LQRResult, finite_horizon_lqr, lqr
 from .mpc import LTVMPC, MPCStep, window
 
-__all__ = ["LQRResult", "finite_horizon_lqr", "lqr", "LTVMPC", "MPCStep", "window"]
+__all__ = [
+    "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window"
+]

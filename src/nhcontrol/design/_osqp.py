@@ -1,12 +1,14 @@
 """The LTV-MPC quadratic programme handed to OSQP directly (built once, updated in place).
 
 cvxpy's parameter path re-evaluates its reduction tensors and copies the problem data at every
-step; for the small, structured QP of :class:`nhcontrol.design.LTVMPC` that costs several times
+step; for the small, structured QP of [`nhcontrol.design.LTVMPC`][nhcontrol.design.LTVMPC] that
+costs several times
 the solve itself. This module writes the same QP in OSQP's standard form
 
-.. math::
-    \\min_z \\tfrac12 z^T P z \\quad \\text{s.t.} \\quad l \\le A_c z \\le u,
-    \\qquad z = (δx_0, …, δx_N, δu_0, …, δu_{N-1}),
+$$
+\\min_z \\tfrac12 z^T P z \\quad \\text{s.t.} \\quad l \\le A_c z \\le u,
+\\qquad z = (δx_0, …, δx_N, δu_0, …, δu_{N-1}),
+$$
 
 once, with a fixed sparsity pattern, and at each step overwrites only the numbers that change:
 the entries of ``A_j``, ``B_j`` in ``A_c`` (skipped when unchanged, e.g. for an LTI model, so
@@ -37,16 +39,17 @@ from .._util.errors import DesignError
 
 __all__ = ["OSQP_DEFAULTS", "OSQP_STATUS", "WindowQP"]
 
-#: Settings used unless the caller overrides them: cvxpy's defaults for OSQP (tolerances 1e-5,
-#: 10,000 iterations) with solution polishing, so answers match the cvxpy formulation.
 OSQP_DEFAULTS: dict[str, Any] = {"eps_abs": 1e-5, "eps_rel": 1e-5, "max_iter": 10000,
                                  "polishing": True, "verbose": False, "warm_starting": True}
+"""Settings used unless the caller overrides them: cvxpy's defaults for OSQP (tolerances 1e-5, 10,000
+iterations) with solution polishing, so answers match the cvxpy formulation.
+"""
 
-#: OSQP (>= 1.0) ``info.status_val`` → the status words cvxpy reports for the same outcome.
 OSQP_STATUS: dict[int, str] = {1: "optimal", 2: "optimal_inaccurate", 3: "infeasible",
                                4: "infeasible_inaccurate", 5: "unbounded",
                                6: "unbounded_inaccurate", 7: "user_limit", 8: "user_limit",
                                9: "solver_error", 10: "solver_error", 11: "solver_error"}
+"""OSQP (>= 1.0) ``info.status_val`` → the status words cvxpy reports for the same outcome."""
 
 
 class _Pattern:
@@ -98,7 +101,7 @@ class WindowQP:
     iu, ir, ix : (p,) int arrays
         Input, rate and state components that have at least one finite bound.
     options : mapping
-        OSQP settings overriding :data:`OSQP_DEFAULTS`.
+        OSQP settings overriding `OSQP_DEFAULTS`.
 
     Raises
     ------

@@ -1,9 +1,10 @@
 """Validation of the pieces of a design problem: systems, weights, horizons.
 
 Design works on numbers only (``docs/dev/contracts.md``): a discrete LTV system is any object
-with ``Ad`` (N, n, n) and ``Bd`` (N, n, k) attributes (:class:`nhcontrol.systems.DiscreteLTV`
+with ``Ad`` (N, n, n) and ``Bd`` (N, n, k) attributes
+([`nhcontrol.systems.DiscreteLTV`][nhcontrol.systems.DiscreteLTV]
 is one), or a plain pair ``(Ad, Bd)``. Every problem is reported as a
-:class:`~nhcontrol._util.errors.DesignError` that states the expected and received shape or
+`DesignError` that states the expected and received shape or
 the offending eigenvalue.
 """
 
@@ -17,13 +18,15 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.errors import DesignError
 from .._util.validation import as_float_array, check_finite
 
-#: Relative tolerance for symmetry and semi-definiteness checks of weights:
-#: an eigenvalue ``>= -PSD_RTOL * max(1, |λ|max)`` counts as non-negative.
 PSD_RTOL = 1e-10
+"""Relative tolerance for symmetry and semi-definiteness checks of weights: an eigenvalue ``>=
+-PSD_RTOL * max(1, |λ|max)`` counts as non-negative.
+"""
 
-#: An input weight ``R`` (or ``R + Bᵀ P B``) is called positive definite when its smallest
-#: eigenvalue exceeds ``PD_RTOL * max(1, |λ|max)``.
 PD_RTOL = 1e-12
+"""An input weight ``R`` (or ``R + Bᵀ P B``) is called positive definite when its smallest eigenvalue
+exceeds ``PD_RTOL * max(1, |λ|max)``.
+"""
 
 
 def system_arrays(dsys: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], float | None]:
@@ -94,7 +97,7 @@ def check_symmetric(W: NDArray[np.float64], name: str) -> None:
 
 
 def check_psd(W: NDArray[np.float64], name: str, *, definite: bool = False) -> None:
-    """Raise :class:`DesignError` if a symmetric weight (or each of a stack) is not PSD / PD.
+    """Raise `DesignError` if a symmetric weight (or each of a stack) is not PSD / PD.
 
     The message reports the offending eigenvalue, the step and the tolerance.
     """

@@ -151,10 +151,11 @@ def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
 
     Minimises
 
-    .. math::
-        J = x_N^T Q_f x_N + \sum_{k=0}^{N-1} x_k^T Q_k x_k + u_k^T R_k u_k + 2 x_k^T S_k u_k
+    $$
+    J = x_N^T Q_f x_N + \sum_{k=0}^{N-1} x_k^T Q_k x_k + u_k^T R_k u_k + 2 x_k^T S_k u_k
+    $$
 
-    subject to :math:`x_{k+1} = A_k x_k + B_k u_k` (the zero-order-hold discretisation of the
+    subject to $x_{k+1} = A_k x_k + B_k u_k$ (the zero-order-hold discretisation of the
     linearized system, e.g. of Eq. (8.74) along the ball-plate circle).
 
     Parameters
@@ -188,17 +189,20 @@ def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
 
     Notes
     -----
-    With :math:`\bar R_k = R_k + B_k^T P_{k+1} B_k`, the recursion from :math:`P_N = Q_f` is
+    With $\bar R_k = R_k + B_k^T P_{k+1} B_k$, the recursion from $P_N = Q_f$ is
 
-    .. math::
-        K_k &= \bar R_k^{-1} (B_k^T P_{k+1} A_k + S_k^T), \\
-        P_k &= (A_k - B_k K_k)^T P_{k+1} (A_k - B_k K_k) + K_k^T R_k K_k
-               + Q_k - S_k K_k - K_k^T S_k^T ,
+    $$
+    \begin{aligned}
+    K_k &= \bar R_k^{-1} (B_k^T P_{k+1} A_k + S_k^T), \\
+    P_k &= (A_k - B_k K_k)^T P_{k+1} (A_k - B_k K_k) + K_k^T R_k K_k
+           + Q_k - S_k K_k - K_k^T S_k^T ,
+    \end{aligned}
+    $$
 
     the Joseph (stabilised) form of
-    :math:`P_k = Q_k + A_k^T P_{k+1} A_k - (A_k^T P_{k+1} B_k + S_k) K_k`, followed by
-    symmetrisation :math:`P_k \leftarrow (P_k + P_k^T)/2`. The Joseph form is a sum of PSD terms
-    when :math:`S = 0`, so round-off cannot drive :math:`P_k` indefinite.
+    $P_k = Q_k + A_k^T P_{k+1} A_k - (A_k^T P_{k+1} B_k + S_k) K_k$, followed by
+    symmetrisation $P_k \leftarrow (P_k + P_k^T)/2$. The Joseph form is a sum of PSD terms
+    when $S = 0$, so round-off cannot drive $P_k$ indefinite.
 
     Examples
     --------
@@ -299,8 +303,8 @@ def _recursion_residuals(Ad: NDArray, Bd: NDArray, Qs: NDArray, Rs: NDArray,
     return resid
 
 
-#: Relative tolerance of the PBH rank test in :func:`_unstabilisable_report`.
 PBH_RTOL = 1e-9
+"""Relative tolerance of the PBH rank test in `_unstabilisable_report()`."""
 
 
 def _labels(sys: Any, n: int) -> list[str]:
@@ -369,10 +373,10 @@ def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, *, S: ArrayLike | None = None) -> 
 
     Notes
     -----
-    Continuous: :math:`A^T P + P A - (P B + S) R^{-1} (B^T P + S^T) + Q = 0`,
-    :math:`K = R^{-1}(B^T P + S^T)` (``control.lqr``). Discrete:
-    :math:`P = A^T P A - (A^T P B + S)(R + B^T P B)^{-1}(B^T P A + S^T) + Q`,
-    :math:`K = (R + B^T P B)^{-1}(B^T P A + S^T)` (``control.dlqr``).
+    Continuous: $A^T P + P A - (P B + S) R^{-1} (B^T P + S^T) + Q = 0$,
+    $K = R^{-1}(B^T P + S^T)$ (``control.lqr``). Discrete:
+    $P = A^T P A - (A^T P B + S)(R + B^T P B)^{-1}(B^T P A + S^T) + Q$,
+    $K = (R + B^T P B)^{-1}(B^T P A + S^T)$ (``control.dlqr``).
     """
     import control
 

@@ -139,13 +139,14 @@ class LTVMPC:
 
     The quadratic programme (built once, with cvxpy Parameters for everything that changes)
 
-    .. math::
-        \min_{δx, δu} \; \sum_{j=0}^{N-1} δx_j^T Q δx_j + δu_j^T R δu_j + δx_N^T Q_f δx_N
+    $$
+    \min_{δx, δu} \; \sum_{j=0}^{N-1} δx_j^T Q δx_j + δu_j^T R δu_j + δx_N^T Q_f δx_N
+    $$
 
-    subject to :math:`δx_0 = x_0`, :math:`δx_{j+1} = A_j δx_j + B_j δu_j`,
-    :math:`u_{min} \le u_{ref,j} + δu_j \le u_{max}`,
-    :math:`Δu_{min} \le u_j - u_{j-1} \le Δu_{max}` (with :math:`u_{-1}` the previous input),
-    :math:`x_{min} \le x_{ref,j} + δx_j \le x_{max}` for :math:`j = 1 … N`.
+    subject to $δx_0 = x_0$, $δx_{j+1} = A_j δx_j + B_j δu_j$,
+    $u_{min} \le u_{ref,j} + δu_j \le u_{max}$,
+    $Δu_{min} \le u_j - u_{j-1} \le Δu_{max}$ (with $u_{-1}$ the previous input),
+    $x_{min} \le x_{ref,j} + δx_j \le x_{max}$ for $j = 1 … N$.
 
     Parameters
     ----------
@@ -168,7 +169,7 @@ class LTVMPC:
         First solver; the other is the fallback, tried when the first fails or returns
         ``"optimal_inaccurate"``.
     on_failure : {"raise", "hold"}
-        After both solvers fail: raise :class:`SolverError` (default) or return the previous
+        After both solvers fail: raise `SolverError` (default) or return the previous
         input with ``status = "held: ..."`` and ``held=True``.
     solver_options : mapping, optional
         Extra keyword arguments for the first solver (e.g. ``{"eps_abs": 1e-9}`` for OSQP).
@@ -178,7 +179,7 @@ class LTVMPC:
         How OSQP is called. ``"direct"`` (default): the QP is written once in OSQP's standard
         form and only the changing numbers are overwritten at each step (no cvxpy work per
         step; about the cost of a hand-written OSQP loop). ``"cvxpy"``: through the
-        parametrised cvxpy problem :attr:`problem`. Clarabel always goes through cvxpy. Both
+        parametrised cvxpy problem `problem`. Clarabel always goes through cvxpy. Both
         give the same QP; unset OSQP settings are cvxpy's defaults (``eps_abs = eps_rel =
         1e-5``, ``max_iter = 10000``) with polishing.
 

@@ -1,14 +1,18 @@
 """Exact linearization of constrained multibody systems (thesis Ch. 4, Sect. 8.1).
 
 The product path is the third numerical procedure (Sect. 4.2.3, Eqs. (4.96)-(4.127)):
-:func:`linearize` with a :class:`Partition` ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)), validated by
-:meth:`Partition.check` or proposed by :func:`suggest_partition`.
+[`linearize()`][nhcontrol.linearize.linearize] with a [`Partition`][nhcontrol.linearize.Partition]
+``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)), validated by
+[`Partition.check()`][nhcontrol.linearize.Partition.check] or proposed by
+[`suggest_partition()`][nhcontrol.linearize.suggest_partition].
 
-The module itself is callable::
+The module itself is callable:
 
-    import nhcontrol
-    res = nhcontrol.linearize(model, reference, partition)      # same as linearize.linearize
-    from nhcontrol.linearize import Partition, suggest_partition, linearize
+```python
+import nhcontrol
+res = nhcontrol.linearize(model, reference, partition)      # same as linearize.linearize
+from nhcontrol.linearize import Partition, suggest_partition, linearize
+```
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ __all__ = [
 
 
 class _CallableModule(types.ModuleType):
-    """Module type whose instances delegate ``__call__`` to :func:`linearize`."""
+    """Module type whose instances delegate ``__call__`` to [`linearize()`][nhcontrol.linearize.linearize]."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> LinearizationResult:
         return linearize(*args, **kwargs)

@@ -2,25 +2,32 @@
 
 Two things live here:
 
-* :func:`finite_difference_jacobian` -- the *conventional counterpart* of thesis Sect. 7.3.5,
+* [`finite_difference_jacobian()`][nhcontrol.linearize.finite_difference_jacobian] -- the
+  *conventional counterpart* of thesis Sect. 7.3.5,
   Eqs. (7.103)-(7.110) without the hydraulic states (``r = u = 0``): the index-1 DAE is solved for
   the accelerations, ``[xdd; Λ] = A_h(x)^{-1} f_h(X)`` (Eq. (7.107)), giving the ODE
   ``dX/dt = F(X)``, ``X = [x, v]`` (Eq. (7.108)), whose ``2n x 2n`` Jacobian is approximated by
   central differences with step ``h`` (Eqs. (7.109)-(7.110)):
 
-  .. math:: J_j \\simeq \\frac{F(X_0 + h e_j) - F(X_0 - h e_j)}{2h}.
+  $$
+  J_j \\simeq \\frac{F(X_0 + h e_j) - F(X_0 - h e_j)}{2h}.
+  $$
 
   Its error depends on ``h`` (truncation ``O(h^2)``, round-off ``O(eps/h)``; Fig. 7.14), unlike
   the exact procedures.
-* :func:`finite_difference_jacobian_first_order` -- the same counterpart with the first-order
+*
+  [`finite_difference_jacobian_first_order()`][nhcontrol.linearize.finite_difference_jacobian_first_order]
+  -- the same counterpart with the first-order
   states of Ch. 7 (pressures ``z = p`` as the model's inputs, spool positions ``w = U``),
   Eqs. (7.103)-(7.110) in full: ``X = [x, v, z, w]`` of size ``2n + r + u``, driven by the
   references ``r`` (``U_ref``).
-* :func:`reduced_ode_jacobian_fd` -- central differences of the *nonlinear reduced ODE* whose exact
+* [`reduced_ode_jacobian_fd()`][nhcontrol.linearize.reduced_ode_jacobian_fd] -- central
+  differences of the *nonlinear reduced ODE* whose exact
   linearization is the third numerical procedure (Eqs. (4.118)-(4.119), state
   ``[x_ai, xd_ai, x_ad]``: ``x_d`` from ``C(x) = 0`` by Newton's method, the dependent velocities
   from ``D(x) xd = 0``) or the second one (Eqs. (2.134)-(2.135), state ``[x_ai, xd_ai, x_dd]``).
-  It validates :func:`nhcontrol.linearize.linearize` along non-steady references.
+  It validates [`nhcontrol.linearize.linearize()`][nhcontrol.linearize.linearize] along non-steady
+  references.
 
 All perturbed points are evaluated in one stacked kernel call.
 """
@@ -47,8 +54,8 @@ __all__ = [
     "DEFAULT_STEP",
 ]
 
-#: Default central-difference step (the thesis finds h ≈ 1e-5 best for its example, Fig. 7.14).
 DEFAULT_STEP = 1e-5
+"""Default central-difference step (the thesis finds h ≈ 1e-5 best for its example, Fig. 7.14)."""
 
 
 @dataclass(frozen=True)
@@ -224,7 +231,9 @@ def finite_difference_jacobian_first_order(
     The index-1 DAE (7.103) is solved for the accelerations (Eq. (7.107)), giving the ODE
     (7.108) in ``X = [x, v, z, w]``:
 
-    .. math:: \\dot X = F(X, r) = [v;\\ \\ddot x(x, v, z);\\ H(x, v, z, w, r);\\ W(w, r)],
+    $$
+    \\dot X = F(X, r) = [v;\\ \\ddot x(x, v, z);\\ H(x, v, z, w, r);\\ W(w, r)],
+    $$
 
     whose ``(2n + r + u)``-square Jacobian is approximated column by column with the absolute
     step ``h`` (Eq. (7.110)); all ``2N`` perturbed points are evaluated in one stacked call.

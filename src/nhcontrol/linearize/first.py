@@ -2,25 +2,26 @@
 
 The index-1 DAE (Eqs. (2.125)-(2.126))
 
-.. math::
-
-    M(x)\\ddot x + D^T(x)\\Lambda = Q(x, \\dot x), \\qquad D(x)\\ddot x = Q_d(x, \\dot x)
+$$
+M(x)\\ddot x + D^T(x)\\Lambda = Q(x, \\dot x), \\qquad D(x)\\ddot x = Q_d(x, \\dot x)
+$$
 
 is linearized directly about a reference ``x0(t), xd0(t), xdd0(t), Λ0(t)`` in the redundant
 coordinates ``x`` (no partition). With the variations of Eq. (4.50),
 ``x~ = x - x0``, ``Λ~ = Λ - Λ0``, the linearized dynamic equations and acceleration constraints are
 
-.. math::
-
-    M_0 \\ddot{\\tilde x} + D_0^T \\tilde\\Lambda
-        = K_x \\tilde x + K_v \\dot{\\tilde x}, \\qquad
-    D_0 \\ddot{\\tilde x} = K_{dx} \\tilde x + K_{dv} \\dot{\\tilde x},
-
-    K_x = \\frac{\\partial Q}{\\partial x} - \\frac{\\partial (M \\ddot x_0)}{\\partial x}
-          - \\frac{\\partial (D^T \\Lambda_0)}{\\partial x},\\quad
-    K_v = \\frac{\\partial Q}{\\partial \\dot x},\\quad
-    K_{dx} = \\frac{\\partial Q_d}{\\partial x} - \\frac{\\partial (D \\ddot x_0)}{\\partial x},\\quad
-    K_{dv} = \\frac{\\partial Q_d}{\\partial \\dot x},
+$$
+\\begin{gathered}
+M_0 \\ddot{\\tilde x} + D_0^T \\tilde\\Lambda
+    = K_x \\tilde x + K_v \\dot{\\tilde x}, \\qquad
+D_0 \\ddot{\\tilde x} = K_{dx} \\tilde x + K_{dv} \\dot{\\tilde x}, \\\\
+K_x = \\frac{\\partial Q}{\\partial x} - \\frac{\\partial (M \\ddot x_0)}{\\partial x}
+      - \\frac{\\partial (D^T \\Lambda_0)}{\\partial x},\\quad
+K_v = \\frac{\\partial Q}{\\partial \\dot x},\\quad
+K_{dx} = \\frac{\\partial Q_d}{\\partial x} - \\frac{\\partial (D \\ddot x_0)}{\\partial x},\\quad
+K_{dv} = \\frac{\\partial Q_d}{\\partial \\dot x},
+\\end{gathered}
+$$
 
 all evaluated on the reference. The relations (thesis Eqs. (4.51)-(4.65)) are derived
 here from first principles, in
@@ -30,7 +31,8 @@ conventional Eq. (3.39) and of the finite-difference Eq. (7.109)); its spectrum 
 ``2(n-m-l)`` eigenvalues of the constrained system and ``2(m+l)`` spurious ones
 (Sect. 4.3.4).
 
-This module exists to validate :func:`nhcontrol.linearize.linearize` (third procedure); it is
+This module exists to validate [`nhcontrol.linearize.linearize()`][nhcontrol.linearize.linearize]
+(third procedure); it is
 not the product path.
 """
 
@@ -99,7 +101,8 @@ def reference_point(cm: Any, ref: Any, t: float = 0.0, *, p: Any = None) -> Refe
         Gives ``n``, ``m``, ``l``, ``ninputs``.
     ref : Reference or ReferencePoint
         Anything with methods ``x(t), xd(t), xdd(t), lam(t), u(t)`` (the contract of
-        ``nhcontrol.reference.Reference``), or an already evaluated :class:`ReferencePoint`.
+        ``nhcontrol.reference.Reference``), or an already evaluated
+        [`ReferencePoint`][nhcontrol.linearize.ReferencePoint].
     t : float
         Time of evaluation.
     p : (p,) array_like, optional
@@ -143,7 +146,8 @@ def velocity_names(cm: Any) -> tuple[str, ...]:
 def partition_indices(cm: Any, partition: Any) -> tuple[list[int], list[int], list[int]]:
     """Resolve a coordinate partition (Eq. (2.137)) to index lists ``(ai, ad, d)``.
 
-    ``partition`` may be a :class:`nhcontrol.linearize.Partition`, any object with attributes
+    ``partition`` may be a [`nhcontrol.linearize.Partition`][nhcontrol.linearize.Partition], any
+    object with attributes
     ``independent``, ``admissible_dependent``, ``dependent``, or a mapping with those keys (the
     ``PARTITION_4_172``-style dicts of the model catalogue). A two-set partition of Eq. (2.129)
     (``independent`` and ``dependent`` only) is accepted: then ``ad`` is empty and ``d`` holds
@@ -329,13 +333,14 @@ def first_procedure(cm: Any, ref: Any, t: float = 0.0, *, p: Any = None) -> Firs
 
     Notes
     -----
-    .. math::
 
-        \\begin{pmatrix} M_0 & D_0^T \\\\ D_0 & 0 \\end{pmatrix}
-        \\begin{pmatrix} \\ddot{\\tilde x} \\\\ \\tilde\\Lambda \\end{pmatrix} =
-        \\begin{pmatrix} K_x & K_v \\\\ K_{dx} & K_{dv} \\end{pmatrix}
-        \\begin{pmatrix} \\tilde x \\\\ \\dot{\\tilde x} \\end{pmatrix},\\qquad
-        J = \\begin{pmatrix} 0 & I_n \\\\ J_{21} & J_{22} \\end{pmatrix}.
+    $$
+    \\begin{pmatrix} M_0 & D_0^T \\\\ D_0 & 0 \\end{pmatrix}
+    \\begin{pmatrix} \\ddot{\\tilde x} \\\\ \\tilde\\Lambda \\end{pmatrix} =
+    \\begin{pmatrix} K_x & K_v \\\\ K_{dx} & K_{dv} \\end{pmatrix}
+    \\begin{pmatrix} \\tilde x \\\\ \\dot{\\tilde x} \\end{pmatrix},\\qquad
+    J = \\begin{pmatrix} 0 & I_n \\\\ J_{21} & J_{22} \\end{pmatrix}.
+    $$
     """
     pt = reference_point(cm, ref, t, p=p)
     T = evaluate_terms(cm, pt)

@@ -9,10 +9,11 @@ at rest (``ẋ0 = 0``) with ``l = 0`` the variations of all coordinates and velo
 independent ones through the velocity transformation ``T0 = [I; -D_dd^{-1} D_ai]`` (the terms
 with ``ẋ0`` of Eqs. (7.24), (7.26) vanish), so Eqs. (7.26) and (7.28) give the extra rows
 
-.. math::
-    \\dot{\\tilde z} = H_x T_0 \\tilde x_{ai} + H_{\\dot x} T_0 \\dot{\\tilde x}_{ai}
-                     + H_z \\tilde z + H_w \\tilde w, \\qquad
-    \\dot{\\tilde w} = W_w \\tilde w + W_r \\tilde r .
+$$
+\\dot{\\tilde z} = H_x T_0 \\tilde x_{ai} + H_{\\dot x} T_0 \\dot{\\tilde x}_{ai}
+                 + H_z \\tilde z + H_w \\tilde w, \\qquad
+\\dot{\\tilde w} = W_w \\tilde w + W_r \\tilde r .
+$$
 
 The Jacobian has size ``2(n - m) + r + u`` in the state ``[x̃_ai, ẋ̃_ai, z̃, w̃]``.
 """

@@ -16,7 +16,8 @@ procedure inverts are well conditioned there:
 
 Because ``D_dd = [[Cx_ad, Cx_d], [B_ad, B_d]]`` has the Schur complement
 ``B_ad - B_d Cx_d⁻¹ Cx_ad = B̄_ad``, ``det D_dd = det(∂C/∂x_d) det(B̄_ad)``: the automatic
-choice (:func:`suggest_partition`) first pivots on ``Cx`` for ``x_d`` and then on ``B̄`` for
+choice ([`suggest_partition()`][nhcontrol.linearize.suggest_partition]) first pivots on ``Cx`` for
+``x_d`` and then on ``B̄`` for
 ``x_ad``.
 """
 
@@ -41,10 +42,11 @@ __all__ = [
     "suggest_partition",
 ]
 
-#: Weight applied to the columns of coordinates listed in ``prefer`` before the
-#: column-pivoted QR of :func:`suggest_partition`: such columns are only pivoted (made
-#: dependent) when the others are (numerically) exhausted.
 PREFER_WEIGHT = 1e-6
+"""Weight applied to the columns of coordinates listed in ``prefer`` before the column-pivoted QR of
+[`suggest_partition()`][nhcontrol.linearize.suggest_partition]: such columns are only pivoted (made
+dependent) when the others are (numerically) exhausted.
+"""
 
 _KEY_ALIASES = {
     "independent": "independent", "x_ai": "independent", "ai": "independent",
@@ -141,7 +143,7 @@ class BlockCondition:
 
 @dataclass(frozen=True)
 class PartitionReport:
-    """Result of :meth:`Partition.check`: conditioning of every inverted block.
+    """Result of [`Partition.check()`][nhcontrol.linearize.Partition.check]: conditioning of every inverted block.
 
     Attributes
     ----------
@@ -203,9 +205,10 @@ class Partition:
 
     Notes
     -----
-    The names are only checked against a model by :meth:`indices` / :meth:`check`
+    The names are only checked against a model by `indices()` / `check()`
     (a partition does not store a model). ``report`` is filled by
-    :func:`suggest_partition` and does not take part in equality.
+    [`suggest_partition()`][nhcontrol.linearize.suggest_partition] and does not take part in
+    equality.
 
     Examples
     --------
@@ -314,9 +317,10 @@ class Partition:
         Raises
         ------
         PartitionError
-            Structural problems (see :meth:`indices`), or an ill-conditioned block: the
+            Structural problems (see `indices()`), or an ill-conditioned block: the
             message names the block and its coordinates, the condition number, and
-            suggests a valid partition (from :func:`suggest_partition`).
+            suggests a valid partition (from
+            [`suggest_partition()`][nhcontrol.linearize.suggest_partition]).
         """
         report = self.conditioning(cm, ref, t, cond_max=cond_max)
         if not report.ok:
@@ -442,7 +446,7 @@ def suggest_partition(cm: Any, ref: Any, *, prefer: Sequence[str] = (), t: float
        ``B̄ = B T^h`` (Eqs. (4.112), (4.116)) restricted to the remaining columns.
     3. ``x_ai``: the rest, in model order.
 
-    Columns of coordinates in ``prefer`` are down-weighted by :data:`PREFER_WEIGHT` before
+    Columns of coordinates in ``prefer`` are down-weighted by `PREFER_WEIGHT` before
     pivoting, so they stay independent whenever the other columns allow it.
 
     Parameters

@@ -16,14 +16,16 @@ from .._util.validation import readonly
 __all__ = ["LinearizationResult", "SpuriousIdentification", "SPURIOUS_RTOL", "ZERO_RTOL",
            "identify_spurious", "state_deviation"]
 
-#: Relative tolerance (w.r.t. ``max(1, ‖A‖)``) under which a coupling block is called zero
-#: when the spurious eigenvalues are identified.
 SPURIOUS_RTOL = 1e-9
+"""Relative tolerance (w.r.t. ``max(1, ‖A‖)``) under which a coupling block is called zero when the
+spurious eigenvalues are identified.
+"""
 
-#: Relative tolerance (w.r.t. ``max(1, ‖A‖)``) under which an eigenvalue counts as zero in the
-#: ``"zero"`` identification; loose because zero eigenvalues of Jordan blocks of size k are
-#: perturbed by round-off to about ``eps**(1/k)``.
 ZERO_RTOL = 1e-5
+"""Relative tolerance (w.r.t. ``max(1, ‖A‖)``) under which an eigenvalue counts as zero in the
+``"zero"`` identification; loose because zero eigenvalues of Jordan blocks of size k are perturbed
+by round-off to about ``eps**(1/k)``.
+"""
 
 SpuriousMethod = Literal["none", "decoupled", "conserved", "zero", "nearest"]
 
@@ -61,7 +63,8 @@ class SpuriousIdentification:
     via : tuple of str
         Empty when the structure was found in the result's own partition. Otherwise the
         ``x_ad`` names of the alternative partition (same ``x_d``, another split of
-        ``[x_ai, x_ad]``) in which :func:`linearize` found the exact structure for a steady
+        ``[x_ai, x_ad]``) in which [`linearize()`][nhcontrol.linearize.linearize] found the exact
+        structure for a steady
         reference, whose spectrum equals this one (see docs/theory/linearization.md).
     """
 
@@ -190,7 +193,8 @@ def state_deviation(states: Sequence[str], ref: Any, t: ArrayLike, x: ArrayLike,
 
     Entry ``i`` is ``x_q − x0_q(t)`` for ``states[i] = q`` (a coordinate) and ``ẋ_q − ẋ0_q(t)``
     for ``states[i] = "<q>_d"`` — the deviation ``X̃`` of Eq. (4.96) in any order;
-    :meth:`LinearizationResult.deviation` is this with the result's own states.
+    [`LinearizationResult.deviation()`][nhcontrol.linearize.LinearizationResult.deviation] is this
+    with the result's own states.
 
     Parameters
     ----------
@@ -217,8 +221,10 @@ def state_deviation(states: Sequence[str], ref: Any, t: ArrayLike, x: ArrayLike,
     return np.stack([(dxd if lvl else dx)[..., j] for lvl, j in cols], axis=-1)
 
 
-#: Relative size below which an entry of ``A`` counts as zero in :meth:`LinearizationResult.to_statespace`.
 REDUCE_RTOL = 1e-10
+"""Relative size below which an entry of ``A`` counts as zero in
+[`LinearizationResult.to_statespace()`][nhcontrol.linearize.LinearizationResult.to_statespace].
+"""
 
 
 class _EigenvalueArray(np.ndarray):
@@ -314,20 +320,20 @@ class LinearizationResult:
     @property
     def eigenvalues(self) -> NDArray[np.complex128]:
         """All ``2(n-m)-l`` eigenvalues, shape ``(ns,)`` or ``(N, ns)`` (a property, like
-        :attr:`spurious_eigenvalues`; the former call ``lin.eigenvalues()`` still works)."""
+        `spurious_eigenvalues`; the former call ``lin.eigenvalues()`` still works)."""
         ev = np.array([i.eigenvalues for i in self._identifications()])
         return readonly(ev if self.stacked else ev[0]).view(_EigenvalueArray)
 
     @property
     def spurious_identification(self) -> SpuriousIdentification | list[SpuriousIdentification]:
-        """The evidence behind :attr:`spurious_eigenvalues` (one per point when stacked)."""
+        """The evidence behind `spurious_eigenvalues` (one per point when stacked)."""
         ids = self._identifications()
         return ids if self.stacked else ids[0]
 
     @property
     def spurious_eigenvalues(self) -> NDArray[np.complex128]:
         """The ``l`` spurious eigenvalues, shape ``(l,)`` or ``(N, l)`` (see
-        :func:`identify_spurious`)."""
+        [`identify_spurious()`][nhcontrol.linearize.identify_spurious])."""
         ids = self._identifications()
         ev = np.array([i.spurious for i in ids], dtype=complex).reshape(len(ids),
                                                                          self.n_spurious)
@@ -359,7 +365,7 @@ class LinearizationResult:
         Parameters
         ----------
         states : None, sequence of str or "reduced"
-            ``None``: all :attr:`states`. A list of state names: those states, in that order,
+            ``None``: all `states`. A list of state names: those states, in that order,
             after checking that none of them depends on a dropped state (``A[kept, dropped]``
             must vanish). ``"reduced"``: drop, repeatedly, every state whose column of ``A``
             vanishes among the remaining states — a cyclic coordinate (its position enters
@@ -368,7 +374,7 @@ class LinearizationResult:
             eigenvalue that no input can move, so ``control.lqr`` needs them gone; the bicycle
             gives ``phi_b, delta, phi_b_d, delta_d``.
         rtol : float
-            Entries below ``rtol · max|A|`` count as zero (:data:`REDUCE_RTOL`).
+            Entries below ``rtol · max|A|`` count as zero (`REDUCE_RTOL`).
 
         Raises
         ------
@@ -399,7 +405,7 @@ class LinearizationResult:
                           name=self.model_name or None)
 
     def save(self, path: Any) -> Any:
-        """Save to ``path`` (``.npz``: ``A``, ``B``, ``t`` and JSON metadata); see :meth:`load`."""
+        """Save to ``path`` (``.npz``: ``A``, ``B``, ``t`` and JSON metadata); see `load()`."""
         from .._util.storage import save_npz
 
         part = self.partition
@@ -413,7 +419,7 @@ class LinearizationResult:
 
     @classmethod
     def load(cls, path: Any) -> "LinearizationResult":
-        """Read a file written by :meth:`save` (the partition comes back as a dict of names)."""
+        """Read a file written by `save()` (the partition comes back as a dict of names)."""
         from .._util.storage import load_npz
 
         arr, meta = load_npz(path, "LinearizationResult")
@@ -427,8 +433,8 @@ class LinearizationResult:
         """The linear state of this linearization for the motion ``(x, ẋ)`` at ``t``.
 
         Entry ``i`` is ``x_q − x0_q(t)`` for a state named after a coordinate ``q`` and
-        ``ẋ_q − ẋ0_q(t)`` for ``<q>_d``, in the order of :attr:`states` — the deviation
-        ``X̃`` of Eq. (4.96) for any model and partition. :meth:`from_deviation` is the inverse.
+        ``ẋ_q − ẋ0_q(t)`` for ``<q>_d``, in the order of `states` — the deviation
+        ``X̃`` of Eq. (4.96) for any model and partition. `from_deviation()` is the inverse.
 
         Parameters
         ----------
@@ -448,12 +454,13 @@ class LinearizationResult:
                        ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Consistent coordinates and velocities ``(x, ẋ)`` with the linear state ``dX`` at ``t``.
 
-        The inverse of :meth:`deviation`, for initial conditions of nonlinear simulations. The
+        The inverse of `deviation()`, for initial conditions of nonlinear simulations. The
         entries of ``dX`` fix ``x_ai = x_ai0(t) + x̃_ai``, ``ẋ_ai = ẋ_ai0(t) + ẋ̃_ai`` and
         ``x_ad = x_ad0(t) + x̃_ad`` (Eq. (4.123)); the dependent coordinates ``x_d`` are then
         solved from the holonomic constraints ``C(x) = 0`` (Eq. (2.109), Newton from
         ``x_d0(t)``) and the ``m + l`` dependent velocities from ``D(x) ẋ = 0`` (Eq. (2.76)), by
-        :func:`nhcontrol.reference.consistent_initial_conditions` with this result's partition.
+        [`nhcontrol.reference.consistent_initial_conditions()`][nhcontrol.reference.consistent_initial_conditions]
+        with this result's partition.
         So ``deviation(ref, t, *from_deviation(ref, t, dX)) == dX`` and the constraints hold to
         ``tol``; the solved entries agree with the linearized constraints to second order in
         ``dX``.
@@ -465,10 +472,11 @@ class LinearizationResult:
             used in the constraints).
         t : float or (N,) array_like
         dX : (ns,) or (N, ns) array_like
-            Linear state(s) in the order of :attr:`states`.
+            Linear state(s) in the order of `states`.
         cm : CompiledModel, optional
-            The model; default the one :func:`nhcontrol.linearize` was called with (not kept by
-            pickling or :meth:`load`: pass it then).
+            The model; default the one [`nhcontrol.linearize()`][nhcontrol.linearize] was called
+            with (not kept by
+            pickling or `load()`: pass it then).
         tol, max_iter
             Absolute tolerance on ``max |C|`` and Newton iteration limit.
 

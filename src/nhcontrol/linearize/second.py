@@ -10,26 +10,27 @@ that the third procedure repeats (Sect. 4.2.3):
 
 Substituting them into Eq. (4.97) gives the linear ODE of Eqs. (4.89)-(4.90)
 
-.. math::
-
-    m_0 \\ddot{\\tilde x}_{ai} = (R_0 \\bar{\\bar V}_0 + S_0)\\,\\tilde x + R_0 T_0 \\dot{\\tilde x}_{ai},
-    \\qquad
-    \\dot{\\tilde x}_{dd} = T^{dd}_0 \\dot{\\tilde x}_{ai} + \\bar V_0 \\tilde x,
+$$
+m_0 \\ddot{\\tilde x}_{ai} = (R_0 \\bar{\\bar V}_0 + S_0)\\,\\tilde x + R_0 T_0 \\dot{\\tilde x}_{ai},
+\\qquad
+\\dot{\\tilde x}_{dd} = T^{dd}_0 \\dot{\\tilde x}_{ai} + \\bar V_0 \\tilde x,
+$$
 
 with ``m0, R0, S0`` of Eqs. (4.120)-(4.122), and the ``(2n-m-l)``-square Jacobian of Eqs. (4.95)
 and (4.169) for ``X~ = [x~_ai, xd~_ai, x~_dd]``:
 
-.. math::
-
-    J = \\begin{pmatrix}
-        0 & I & 0 \\\\
-        m_0^{-1}(R_0\\bar{\\bar V}_0 + S_0)E_{ai} & m_0^{-1}R_0T_0 & m_0^{-1}(R_0\\bar{\\bar V}_0+S_0)E_{dd} \\\\
-        \\bar V_0 E_{ai} & T^{dd}_0 & \\bar V_0 E_{dd}
-    \\end{pmatrix}.
+$$
+J = \\begin{pmatrix}
+    0 & I & 0 \\\\
+    m_0^{-1}(R_0\\bar{\\bar V}_0 + S_0)E_{ai} & m_0^{-1}R_0T_0 & m_0^{-1}(R_0\\bar{\\bar V}_0+S_0)E_{dd} \\\\
+    \\bar V_0 E_{ai} & T^{dd}_0 & \\bar V_0 E_{dd}
+\\end{pmatrix}.
+$$
 
 It has ``m+l`` spurious eigenvalues (Sect. 4.3.4). Its relations (thesis Eqs. (4.66)-(4.95)) are
 derived here from first principles, in ``docs/guide/bicycle_benchmark.md``.
-Validation only; the product path is :func:`nhcontrol.linearize.linearize`.
+Validation only; the product path is
+[`nhcontrol.linearize.linearize()`][nhcontrol.linearize.linearize].
 """
 
 from __future__ import annotations

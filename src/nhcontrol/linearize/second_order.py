@@ -4,8 +4,9 @@ For a family of steady motions parametrised by a speed ``v`` (relative equilibri
 bicycle's straight running, Eq. (4.148)), the rows of the third-procedure Jacobian
 (Eq. (4.125)) that give the accelerations of ``r`` chosen independent coordinates ``q`` read
 
-.. math::
-    \\ddot q = J_{q}(v)\\, q + J_{\\dot q}(v)\\, \\dot q + B_q(v)\\, u .
+$$
+\\ddot q = J_{q}(v)\\, q + J_{\\dot q}(v)\\, \\dot q + B_q(v)\\, u .
+$$
 
 When the dynamics of ``q`` closes on ``q`` (the other columns of those rows vanish — cyclic
 coordinates and spurious directions do not enter) and the model has ``r`` inputs whose
@@ -29,9 +30,11 @@ from .result import LinearizationResult
 
 __all__ = ["SECOND_ORDER_RTOL", "second_order_matrices"]
 
-#: Relative tolerance of the checks in :func:`second_order_matrices` (closure of the rows on
-#: ``q`` and the polynomial dependence on ``v``).
 SECOND_ORDER_RTOL = 1e-8
+"""Relative tolerance of the checks in
+[`second_order_matrices()`][nhcontrol.linearize.second_order_matrices] (closure of the rows on ``q``
+and the polynomial dependence on ``v``).
+"""
 
 
 def _rows(lin: LinearizationResult, coordinates: Sequence[str]) -> tuple[NDArray, NDArray, NDArray]:
@@ -86,7 +89,7 @@ def second_order_matrices(linearization_at: Callable[[float], LinearizationResul
     ------
     LinearSystemError
         When the rows of ``q`` involve other states, ``B_q`` is singular, or ``C``/``K`` are not
-        linear/quadratic in ``v`` to :data:`SECOND_ORDER_RTOL`.
+        linear/quadratic in ``v`` to [`SECOND_ORDER_RTOL`][nhcontrol.linearize.SECOND_ORDER_RTOL].
     """
     v = [float(s) for s in speeds]
     if len(v) != 4 or v[0] != 0.0 or len(set(v)) != 4:

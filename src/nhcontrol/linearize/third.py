@@ -5,10 +5,10 @@ The index-3 DAE ``M(x,u) ẍ + Dᵀ(x) Λ = Q(x, ẋ, u)``, ``C(x) = 0``, ``B(x)
 reduced, with the partition ``x̃ = [x̃_ai, x̃_ad, x̃_d]`` of Eq. (4.96), to the first-order
 system of minimal size ``2(n-m)-l``
 
-.. math::
-
-    \\dot{\\tilde X} = J \\tilde X + B \\tilde u, \\qquad
-    \\tilde X = [\\tilde x_{ai}, \\dot{\\tilde x}_{ai}, \\tilde x_{ad}]
+$$
+\\dot{\\tilde X} = J \\tilde X + B \\tilde u, \\qquad
+\\tilde X = [\\tilde x_{ai}, \\dot{\\tilde x}_{ai}, \\tilde x_{ad}]
+$$
 
 (Eqs. (4.123)-(4.125), input matrix of Sect. 8.1). The seven steps are implemented literally,
 with the thesis names; the blocks ``J21 … J33`` are those of Eq. (4.125). Every matrix carries a
@@ -37,14 +37,16 @@ from .result import LinearizationResult, SpuriousIdentification, identify_spurio
 
 __all__ = ["linearize", "third_procedure", "INPUT_CONSTRAINT_ATOL", "MAX_PARTITION_SEARCH"]
 
-#: Largest number of alternative partitions tried when looking for an exact identification of
-#: the spurious eigenvalues of a steady linearization (single swaps first, then double swaps).
 MAX_PARTITION_SEARCH = 400
+"""Largest number of alternative partitions tried when looking for an exact identification of the
+spurious eigenvalues of a steady linearization (single swaps first, then double swaps).
+"""
 
-#: Absolute tolerance above which inputs are said to enter the constraints at the reference
-#: (``∂C/∂u``, ``∂(D ẍ0)/∂u`` or ``∂Q_d/∂u`` non-zero). Sect. 8.1 assumes ``C(x)`` and
-#: ``B(x)`` independent of ``u`` (Eqs. (8.2)-(8.3)); the input matrix then misses terms.
 INPUT_CONSTRAINT_ATOL = 1e-12
+"""Absolute tolerance above which inputs are said to enter the constraints at the reference (``∂C/∂u``,
+``∂(D ẍ0)/∂u`` or ``∂Q_d/∂u`` non-zero). Sect. 8.1 assumes ``C(x)`` and ``B(x)`` independent of
+``u`` (Eqs. (8.2)-(8.3)); the input matrix then misses terms.
+"""
 
 
 @lru_cache(maxsize=64)
@@ -65,7 +67,7 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
     Parameters
     ----------
     terms : LinearizationTerms or mapping
-        Fields of :meth:`CompiledModel.linearization_terms` with a leading ``N`` axis:
+        Fields of `CompiledModel.linearization_terms()` with a leading ``N`` axis:
         ``M (N,n,n)``, ``D (N,m+l,n)``, ``Cx (N,m,n)``, ``B (N,l,n)``, ``dMa_dx``,
         ``dDTlam_dx``, ``dQ_dx``, ``dQ_dxd`` ``(N,n,n)``, ``dDv_dx``, ``dDa_dx``,
         ``dQd_dx``, ``dQd_dxd`` ``(N,m+l,n)``, ``dCxv_dx (N,m,n)``, ``dBv_dx (N,l,n)``,
@@ -250,10 +252,10 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
     (``(2(n-m)-l)``-square; Eq. (4.127), ``2(n-m)``-square, when ``l = 0``) in the state
     ``X̃ = [x̃_ai, ẋ̃_ai, x̃_ad]`` (Eq. (4.123)), and the input matrix of Sect. 8.1,
 
-    .. math::
-
-        B = \\begin{bmatrix} 0 \\\\ m_0^{-1} T_0^T\\left(\\frac{\\partial Q}{\\partial u}
-            - \\frac{\\partial (M \\ddot x_0)}{\\partial u}\\right) \\\\ 0 \\end{bmatrix}.
+    $$
+    B = \\begin{bmatrix} 0 \\\\ m_0^{-1} T_0^T\\left(\\frac{\\partial Q}{\\partial u}
+        - \\frac{\\partial (M \\ddot x_0)}{\\partial u}\\right) \\\\ 0 \\end{bmatrix}.
+    $$
 
     Parameters
     ----------
@@ -264,7 +266,8 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
         ``parameters``.
     partition : Partition or mapping, optional
         ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)); a mapping goes through
-        :meth:`Partition.from_dict`; ``None`` uses :func:`suggest_partition` at the first time.
+        [`Partition.from_dict()`][nhcontrol.linearize.Partition.from_dict]; ``None`` uses
+        [`suggest_partition()`][nhcontrol.linearize.suggest_partition] at the first time.
     t : float or (N,) array_like
         Time(s) on the reference. An array is evaluated vectorised (one stacked kernel call).
     check : bool
@@ -299,7 +302,9 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
     Notes
     -----
     For a steady reference with ``l > 0`` the result keeps the terms of its first point, so
-    that :attr:`LinearizationResult.spurious_eigenvalues` can, if this partition has no exact
+    that
+    [`LinearizationResult.spurious_eigenvalues`][nhcontrol.linearize.LinearizationResult.spurious_eigenvalues]
+    can, if this partition has no exact
     structure, look for another split of ``[x_ai, x_ad]`` that has one (no new kernel call;
     docs/theory/linearization.md, Sect. 6).
 
@@ -431,7 +436,8 @@ def _search_exact_partition(tv0: dict[str, NDArray[np.float64]], idx: PartitionI
 
     For a steady reference all valid partitions give the same spectrum, so the spurious
     eigenvalues found there are those of the original Jacobian. Re-uses the terms of the first
-    point (no kernel call); each candidate costs one run of :func:`third_procedure`.
+    point (no kernel call); each candidate costs one run of
+    [`third_procedure()`][nhcontrol.linearize.third_procedure].
     """
     n1, l, na = idx.n_ai, idx.l, idx.n - idx.m
     for ad in _swap_candidates(list(idx.ai), list(idx.ad), MAX_PARTITION_SEARCH):

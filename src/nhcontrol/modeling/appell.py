@@ -1,9 +1,11 @@
 """Appell's equations with pseudo velocities: an independent formulation for cross-checks.
 
-For a :class:`~nhcontrol.modeling.MultibodySystem` with coordinates ``x`` (n) and a
+For a [`MultibodySystem`][nhcontrol.modeling.MultibodySystem] with coordinates ``x`` (n) and a
 *velocity map* chosen by the user,
 
-.. math::  \\dot x = \\Phi(x, u, t)\\, w + \\varphi(x, u, t),
+$$
+\\dot x = \\Phi(x, u, t)\\, w + \\varphi(x, u, t),
+$$
 
 with ``w`` the pseudo velocities (``n - m - l`` of them), the map encodes every kinematic
 constraint, including affine and rheonomic ones ``B(x, u, t) ẋ + b(x, u, t) = 0`` (the
@@ -11,22 +13,26 @@ affine part is ``φ``; e.g. a prescribed speed ``v_G · i_1 = V`` or a steering 
 driven by a rate input ``γ̇ = r``). The Gibbs--Appell function (acceleration energy,
 derived here from the Newton--Euler equations of each body)
 
-.. math::  S = \\sum_i \\tfrac12 m_i\\, a_{G_i}\\cdot a_{G_i}
-           + \\tfrac12 \\bar\\alpha_i\\cdot \\bar I_i \\bar\\alpha_i
-           + \\bar\\alpha_i\\cdot(\\bar\\omega_i \\times \\bar I_i \\bar\\omega_i)
+$$
+S = \\sum_i \\tfrac12 m_i\\, a_{G_i}\\cdot a_{G_i}
++ \\tfrac12 \\bar\\alpha_i\\cdot \\bar I_i \\bar\\alpha_i
++ \\bar\\alpha_i\\cdot(\\bar\\omega_i \\times \\bar I_i \\bar\\omega_i)
+$$
 
 is generated symbolically as a function of ``(x, w, ẇ, u, t)`` (the accelerations
 ``a_Gi``, ``ᾱ_i`` are total time derivatives along the velocity map), and Appell's
 equations
 
-.. math::  \\frac{\\partial S}{\\partial \\dot w_k} = \\Pi_k, \\qquad
-           \\Pi_k = \\sum_{\\text{loads}} \\frac{\\partial v_P}{\\partial w_k}\\cdot F
-                  + \\frac{\\partial \\omega}{\\partial w_k}\\cdot T
+$$
+\\frac{\\partial S}{\\partial \\dot w_k} = \\Pi_k, \\qquad
+\\Pi_k = \\sum_{\\text{loads}} \\frac{\\partial v_P}{\\partial w_k}\\cdot F
++ \\frac{\\partial \\omega}{\\partial w_k}\\cdot T
+$$
 
 are linear in ``ẇ``: ``M_w ẇ = F_w`` with ``M_w = ∂²S/∂ẇ²`` and
 ``F_w = Π - ∂S/∂ẇ |_{ẇ = 0}``. No multiplier appears; the constraint forces do no work on
 the admissible motions. Nothing here uses the Newton--Euler derivation
-(:mod:`nhcontrol.modeling.equations`), so the two can check each other.
+(`nhcontrol.modeling.equations`), so the two can check each other.
 
 Inputs ``u`` are held constant by the time derivative (quasi-static, as in the rest of
 the toolbox); an input whose rate matters is modelled as a coordinate driven by a rate

@@ -18,7 +18,7 @@ and with ``D = [C_x; B]`` (Eq. (2.82)) and ``Qd = -∂(D ẋ)/∂x ẋ`` (Eq. (2
 index-1 form (2.115)--(2.116).  Inputs are quasi-static: every time derivative is
 ``∂(·)/∂x ẋ`` (Sect. 8.1).
 
-Everything is built in an :class:`~nhcontrol.modeling.graph.ExprGraph`, so that the
+Everything is built in an `ExprGraph`, so that the
 expressions stay short and their exact partial derivatives are cheap.
 """
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class EquationsOfMotion:
     """Symbolic equations ``M ẍ + Dᵀ Λ = Q``, ``C = 0``, ``B ẋ = 0``, ``D ẍ = Qd``.
 
-    The ``*_g`` fields are expressed in the nodes of :attr:`graph` (short expressions,
+    The ``*_g`` fields are expressed in the nodes of `graph` (short expressions,
     used by the code generator); the properties ``M, Q, ...`` give the explicit SymPy
     matrices in the model's symbols (computed on first access; large for big models).
 
@@ -214,7 +214,7 @@ class _BodyKin:
 
 
 def derive_equations(mb: "MultibodySystem") -> EquationsOfMotion:
-    """Derive the :class:`EquationsOfMotion` of a validated model (see module docstring)."""
+    """Derive the [`EquationsOfMotion`][nhcontrol.modeling.EquationsOfMotion] of a validated model (see module docstring)."""
     n = mb.n
     x, xd = list(mb.coordinates), list(mb.velocities)
     g = ExprGraph(list(mb.coordinates) + list(mb.velocities) + list(mb.inputs) + list(mb.parameters))

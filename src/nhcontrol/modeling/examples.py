@@ -1,10 +1,10 @@
 """Small example models used in tests, docs and benchmarks.
 
-* :func:`pendulum` -- planar physical pendulum in absolute coordinates (n=3, m=2, l=0),
+* `pendulum()` -- planar physical pendulum in absolute coordinates (n=3, m=2, l=0),
   optionally with its pivot moved by an input (Sect. 8.1) and a torque input;
-* :func:`sleigh` -- Chaplygin knife-edge sleigh (n=3, m=0, l=1);
-* :func:`rolling_disc` -- thin disc rolling on the ground (n=6, m=1, l=2);
-* :func:`spatial_body` -- free rigid body with every load type (spring, damper, force at a
+* `sleigh()` -- Chaplygin knife-edge sleigh (n=3, m=0, l=1);
+* `rolling_disc()` -- thin disc rolling on the ground (n=6, m=1, l=2);
+* `spatial_body()` -- free rigid body with every load type (spring, damper, force at a
   point, torque, gravity) and inputs in its kinematics (n=6, m=0, l=0 ... plus one
   holonomic constraint to exercise ``C(x, u)``).
 """

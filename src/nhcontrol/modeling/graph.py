@@ -7,10 +7,10 @@ intermediate quantity (entries of ``R``, ``J``, ``G̅``, ``M``, ...) is a *node*
 symbol ``w`` with a short defining expression in the arguments (``x, ẋ, u, p``) and
 earlier nodes.  The total derivative of an expression is obtained by the chain rule,
 
-.. math::
-
-    \\frac{d e}{d z} = \\frac{\\partial e}{\\partial z}
-        + \\sum_{w} \\frac{\\partial e}{\\partial w} \\frac{d w}{d z},
+$$
+\\frac{d e}{d z} = \\frac{\\partial e}{\\partial z}
+    + \\sum_{w} \\frac{\\partial e}{\\partial w} \\frac{d w}{d z},
+$$
 
 where ``dw/dz`` is itself a memoised node (only for nodes that depend on ``z``).  All
 expressions stay short, the derivatives are exact (no finite differences), and the
@@ -48,7 +48,7 @@ def _mul(factors: tuple, extra: sp.Expr) -> sp.Expr:
 class Direction:
     """A directional derivative ``Σ_s c_s ∂/∂s`` over arguments (e.g. ``d/dt`` along ``ẋ``).
 
-    Used as the ``z`` of :meth:`ExprGraph.diff`: with ``Direction({x_i: ẋ_i})`` the result
+    Used as the ``z`` of `ExprGraph.diff()`: with ``Direction({x_i: ẋ_i})`` the result
     is ``∂e/∂x ẋ`` in one pass instead of ``n`` partial derivatives (``J̇ ẋ``, ``Ġ̅ ẋ``,
     ``Qd`` of Eq. (2.117)).
     """

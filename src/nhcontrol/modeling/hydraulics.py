@@ -11,7 +11,9 @@ laminar, ``gamma1 dp``. The printed relation between the coefficients is garbled
 extraction; continuity of the flow at ``|dp| = dp_lim`` (``gamma1 dp_lim = gamma2
 sqrt(dp_lim)``) fixes it (derived here):
 
-.. math::  \\gamma_1 = \\gamma_2 / \\sqrt{\\Delta p_{lim}} .
+$$
+\\gamma_1 = \\gamma_2 / \\sqrt{\\Delta p_{lim}} .
+$$
 
 The blend is continuous but not differentiable at ``|dp| = dp_lim`` (the slope jumps from
 ``gamma1`` to ``gamma1 / 2``); it is smooth at ``dp = 0`` where linearizations are taken.
@@ -30,8 +32,8 @@ __all__ = ["DP_LIM", "effective_bulk_modulus", "pressure_rate", "turbulent_lamin
            "valve_flow", "throttle_coefficient", "throttle_flow", "spool_rate", "cylinder_force",
            "brown_mcphee_friction"]
 
-#: Laminar/turbulent transition pressure drop of Eq. (7.6): 2 bar [Pa].
 DP_LIM: float = 2.0e5
+"""Laminar/turbulent transition pressure drop of Eq. (7.6): 2 bar [Pa]."""
 
 
 def _s(value: Any) -> sp.Expr:
@@ -41,8 +43,10 @@ def _s(value: Any) -> sp.Expr:
 def effective_bulk_modulus(B_oil: Any, subvolumes: Sequence[tuple[Any, Any]]) -> sp.Expr:
     """Effective bulk modulus of a control volume, Eq. (7.2).
 
-    .. math::  \\frac{1}{B_e} = \\frac{1}{B_{oil}} + \\sum_k \\frac{1}{B_k}\\frac{V_k}{V},
-               \\quad V = \\sum_k V_k .
+    $$
+    \\frac{1}{B_e} = \\frac{1}{B_{oil}} + \\sum_k \\frac{1}{B_k}\\frac{V_k}{V},
+    \\quad V = \\sum_k V_k .
+    $$
 
     Parameters
     ----------
@@ -72,12 +76,15 @@ def effective_bulk_modulus(B_oil: Any, subvolumes: Sequence[tuple[Any, Any]]) ->
 def pressure_rate(B_e: Any, V: Any, flows: Sequence[Any], dV_dt: Any = 0) -> sp.Expr:
     """Pressure rate of a control volume, Eq. (7.1).
 
-    .. math::  \\dot p = \\frac{B_e}{V}\\Big(\\sum_k Q_k - \\frac{dV}{dt}\\Big)
+    $$
+    \\dot p = \\frac{B_e}{V}\\Big(\\sum_k Q_k - \\frac{dV}{dt}\\Big)
+    $$
 
     Parameters
     ----------
     B_e : scalar or sympy expression
-        Effective bulk modulus [Pa] (:func:`effective_bulk_modulus`).
+        Effective bulk modulus [Pa]
+        ([`effective_bulk_modulus()`][nhcontrol.modeling.hydraulics.effective_bulk_modulus]).
     V : scalar or sympy expression
         Volume [m^3] (may depend on coordinates, e.g. ``V_h + A l(s)``).
     flows : sequence
@@ -91,9 +98,11 @@ def pressure_rate(B_e: Any, V: Any, flows: Sequence[Any], dV_dt: Any = 0) -> sp.
 def turbulent_laminar_flow(gamma2: Any, dp: Any, dp_lim: Any = DP_LIM) -> sp.Expr:
     """Volume flow through an orifice with the laminar/turbulent blend of Eq. (7.6).
 
-    .. math::  Q = \\begin{cases} \\gamma_1\\,\\Delta p & |\\Delta p| \\le \\Delta p_{lim} \\\\
-               \\gamma_2 \\sqrt{|\\Delta p|}\\,\\operatorname{sign}\\Delta p & |\\Delta p| > \\Delta p_{lim}
-               \\end{cases}, \\qquad \\gamma_1 = \\gamma_2/\\sqrt{\\Delta p_{lim}} .
+    $$
+    Q = \\begin{cases} \\gamma_1\\,\\Delta p & |\\Delta p| \\le \\Delta p_{lim} \\\\
+    \\gamma_2 \\sqrt{|\\Delta p|}\\,\\operatorname{sign}\\Delta p & |\\Delta p| > \\Delta p_{lim}
+    \\end{cases}, \\qquad \\gamma_1 = \\gamma_2/\\sqrt{\\Delta p_{lim}} .
+    $$
 
     Parameters
     ----------
@@ -143,9 +152,11 @@ def cylinder_force(A_piston: Any, p_piston: Any, A_rod: Any, p_rod: Any, F_mu: A
 def brown_mcphee_friction(s_dot: Any, F_c: Any, F_s: Any, v_s: Any, sigma2: Any) -> sp.Expr:
     """Brown–McPhee seal friction, Eq. (7.8).
 
-    .. math::  F_\\mu = F_c \\tanh\\frac{4\\dot s}{v_s}
-               + (F_s - F_c)\\,\\frac{\\dot s / v_s}{\\big(\\tfrac14 (\\dot s/v_s)^2 + \\tfrac34\\big)^2}
-               + \\sigma_2 \\dot s
+    $$
+    F_\\mu = F_c \\tanh\\frac{4\\dot s}{v_s}
+    + (F_s - F_c)\\,\\frac{\\dot s / v_s}{\\big(\\tfrac14 (\\dot s/v_s)^2 + \\tfrac34\\big)^2}
+    + \\sigma_2 \\dot s
+    $$
 
     Odd in ``s_dot`` and smooth; the Stribeck term peaks at ``s_dot = v_s`` with value
     ``F_s - F_c``, so the friction there is ``F_c tanh 4 + F_s - F_c + sigma2 v_s``.

@@ -5,9 +5,11 @@ coordinates carries the internal force (torque) pair of a linear spring--damper.
 work is ``f δs`` exactly (the pair acts along the joint axis, which is fixed in the body that
 carries it), so it enters ``Q`` (Eq. (2.108)) as one generalized force on ``s``:
 
-.. math::  Q_s = -(f_0 + k\\,s + c\\,\\dot s),
+$$
+Q_s = -(f_0 + k\\,s + c\\,\\dot s),
+$$
 
-with the preload :math:`f_0` (the force that the compressed element transmits at ``s = 0``,
+with the preload $f_0$ (the force that the compressed element transmits at ``s = 0``,
 chosen so that ``s = 0`` is the static equilibrium). Derived here.
 """
 
@@ -40,7 +42,7 @@ def add_joint_spring_damper(mb: MultibodySystem, coordinate: sp.Symbol, stiffnes
     Returns
     -------
     sympy.Expr
-        The generalized force :math:`Q_s = -(f_0 + k s + c \\dot s)` that was added.
+        The generalized force $Q_s = -(f_0 + k s + c \\dot s)$ that was added.
     """
     coords = list(mb.coordinates)
     if coordinate not in coords:

@@ -1,11 +1,12 @@
 """Checks of numerical parameter values given to the model builders (``nhcontrol.models``).
 
-Every builder of :mod:`nhcontrol.models` takes default values of its symbolic parameters
+Every builder of `nhcontrol.models` takes default values of its symbolic parameters
 (masses, lengths, gravity, ...) from the user, either as keyword arguments or as a mapping
 of overrides of a table of defaults (e.g. Table 4.1 of the thesis for the bicycle). The two
 functions here turn those values into floats and collect *all* problems into one
-:class:`~nhcontrol._util.errors.ModelError` whose message says which names are unknown
-(with the valid names), which values are bad and why. :func:`parameter_values` resolves the
+`ModelError` whose message says which names are unknown
+(with the valid names), which values are bad and why.
+[`parameter_values()`][nhcontrol.modeling.parameter_values] resolves the
 ``p`` argument (vector, overrides or defaults) of the models' reference-motion functions.
 """
 
@@ -48,7 +49,7 @@ def check_parameters(values: Mapping[str, Any], *, requirement: str,
     Parameters
     ----------
     values : Mapping[str, Any]
-        Parameter name -> value (anything :class:`float` accepts). The order is kept.
+        Parameter name -> value (anything `float` accepts). The order is kept.
     requirement : str
         Start of the error message in the model's terms, e.g. ``"Chaplygin sleigh: m and I_zz
         must be positive finite numbers and a finite"``; the bad values are appended.
@@ -92,11 +93,12 @@ def override_parameters(defaults: Mapping[str, float], overrides: Mapping[str, A
         checked); its keys are the only valid names.
     overrides : Mapping[str, Any]
         Parameter name -> new value given by the user (checked as in
-        :func:`check_parameters`).
+        [`check_parameters()`][nhcontrol.modeling.check_parameters]).
     model : str
         Name of the model in messages, e.g. ``"bicycle"`` -> ``"unknown bicycle parameter(s)"``.
     requirement : str
-        Start of the message for bad values (see :func:`check_parameters`).
+        Start of the message for bad values (see
+        [`check_parameters()`][nhcontrol.modeling.check_parameters]).
     names_note : str
         Text appended to the list of valid names in the message for unknown names, e.g.
         ``" (Table 4.1)"``.

@@ -14,8 +14,8 @@ import sympy as sp
 
 from .._util.errors import ModelError
 
-#: The twelve valid rotation sequences: six proper Euler, six Tait--Bryan (Sect. 2.1).
 PROPER_EULER_SEQUENCES: tuple[str, ...] = ("xyx", "xzx", "yxy", "yzy", "zxz", "zyz")
+"""The twelve valid rotation sequences: six proper Euler, six Tait--Bryan (Sect. 2.1)."""
 TAIT_BRYAN_SEQUENCES: tuple[str, ...] = ("xyz", "yzx", "zxy", "xzy", "zyx", "yxz")
 SEQUENCES: tuple[str, ...] = PROPER_EULER_SEQUENCES + TAIT_BRYAN_SEQUENCES
 
@@ -73,7 +73,8 @@ def euler_rotation(seq: str, angles: Sequence[sp.Expr]) -> sp.Matrix:
     Parameters
     ----------
     seq : str
-        One of the 12 sequences in :data:`SEQUENCES` (case-insensitive, e.g. ``"ZXY"``).
+        One of the 12 sequences in [`SEQUENCES`][nhcontrol.modeling.SEQUENCES] (case-insensitive,
+        e.g. ``"ZXY"``).
     angles : sequence of 3 sympy expressions
         The three angles in sequence order.
 

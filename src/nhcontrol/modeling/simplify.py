@@ -3,7 +3,7 @@
 ``trigsimp`` is far too slow for models such as the bicycle benchmark (n = 11,
 orientation matrices that are products of four or five elemental rotations).
 The angular velocity ``ω̄ = vee(Rᵀ Ṙ)`` however collapses only through
-``sin² + cos² = 1``.  :func:`cheap_trig` expands an expression (without trig
+``sin² + cos² = 1``.  [`cheap_trig()`][nhcontrol.modeling.cheap_trig] expands an expression (without trig
 expansion, so ``sin(a + b)`` stays as it is), replaces every even power of a
 sine ``sin(a)**(2k)`` by ``(1 - cos(a)**2)**k`` and expands again.  The result
 is a polynomial in sines and cosines in which the Pythagorean identity has been
@@ -46,7 +46,7 @@ def cheap_trig(expr: sp.Expr) -> sp.Expr:
 
 
 def cheap_trig_matrix(mat: sp.MatrixBase) -> sp.Matrix:
-    """Apply :func:`cheap_trig` entrywise."""
+    """Apply [`cheap_trig()`][nhcontrol.modeling.cheap_trig] entrywise."""
     return sp.Matrix(mat.shape[0], mat.shape[1], [cheap_trig(e) for e in mat])
 
 

@@ -1,11 +1,12 @@
-"""The symbolic model builder :class:`MultibodySystem` (thesis Ch. 2, absolute coordinates).
+"""The symbolic model builder [`MultibodySystem`][nhcontrol.modeling.MultibodySystem] (thesis Ch. 2, absolute coordinates).
 
 A model is described by coordinates ``x`` (n) and their velocity symbols,
 parameters (symbols with default values), inputs ``u`` (k), rigid bodies
 (mass, inertia tensor in the body frame at the centre of mass ``G``,
 position ``r_G(x, u)`` and orientation ``R(x, u)``), holonomic constraints
 ``C(x, u) = 0`` (m), nonholonomic constraints ``B(x, u) ẋ = 0`` (l) and applied
-loads.  :meth:`MultibodySystem.equations` derives the Newton--Euler form
+loads.  [`MultibodySystem.equations()`][nhcontrol.modeling.MultibodySystem.equations] derives the
+Newton--Euler form
 ``M(x,u) ẍ + Dᵀ(x,u) Λ = Q(x, ẋ, u)`` of Eqs. (2.98)--(2.110) and (8.1).
 """
 
@@ -25,13 +26,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..compiled import CompiledModel
     from .equations import EquationsOfMotion
 
-#: Bumped whenever the derivation changes what it produces (part of the cache key).
 DERIVATION_VERSION = "nhcontrol-newton-euler-2"
+"""Bumped whenever the derivation changes what it produces (part of the cache key)."""
 
 
 @dataclass(frozen=True, eq=False)
 class Body:
-    """A rigid body of a :class:`MultibodySystem` (created by :meth:`MultibodySystem.add_body`).
+    """A rigid body of a [`MultibodySystem`][nhcontrol.modeling.MultibodySystem] (created by [`MultibodySystem.add_body()`][nhcontrol.modeling.MultibodySystem.add_body]).
 
     Attributes
     ----------
@@ -105,7 +106,7 @@ def _skew(v: sp.MatrixBase) -> sp.Matrix:
 
 
 def _vee(W: sp.MatrixBase) -> sp.Matrix:
-    """Inverse of :func:`_skew` applied to a skew-symmetric matrix."""
+    """Inverse of `_skew()` applied to a skew-symmetric matrix."""
     return sp.Matrix([W[2, 1], W[0, 2], W[1, 0]])
 
 
@@ -119,8 +120,8 @@ class MultibodySystem:
 
     Notes
     -----
-    The builder is the only mutable object of the pipeline; :meth:`compile`
-    turns it into an immutable :class:`~nhcontrol.compiled.CompiledModel`.
+    The builder is the only mutable object of the pipeline; `compile()`
+    turns it into an immutable [`CompiledModel`][nhcontrol.compiled.CompiledModel].
     Inputs ``u`` may enter positions and orientations; velocities are obtained
     by differentiating with respect to ``x`` only, ``d(·)/dt = ∂(·)/∂x ẋ``
     (quasi-static inputs, Sect. 8.1).
@@ -323,7 +324,8 @@ class MultibodySystem:
         position : (3,) sequence or (3, 1) Matrix
             ``r_Gi(x, u)`` in the global frame.
         orientation : (3, 3) sympy Matrix, optional
-            ``R_i(x, u)`` (body to global, e.g. from :func:`euler_rotation`);
+            ``R_i(x, u)`` (body to global, e.g. from
+            [`euler_rotation()`][nhcontrol.modeling.euler_rotation]);
             identity when omitted (a particle or a translating body).
 
         Returns
@@ -375,9 +377,9 @@ class MultibodySystem:
         Parameters
         ----------
         expr : sympy expression
-            Linear and homogeneous in the velocity symbols :attr:`velocities`;
+            Linear and homogeneous in the velocity symbols `velocities`;
             ``B_i`` is extracted by differentiation, linearity is checked by
-            :meth:`validate`.
+            `validate()`.
         name : str, optional
             Defaults to ``"B<i>"``.
         """
@@ -475,7 +477,7 @@ class MultibodySystem:
         """``G̅`` (``frame='body'``, ``ω̄ = G̅ ẋ``) or ``G`` (``'global'``, ``ω = G ẋ``), shape (3, n).
 
         Column ``j`` is ``vee(Rᵀ ∂R/∂x_j)`` resp. ``vee(∂R/∂x_j Rᵀ)``, simplified exactly with
-        :func:`~nhcontrol.modeling.simplify.angular_velocity_jacobian` (polynomial reduction
+        `angular_velocity_jacobian()` (polynomial reduction
         modulo ``sin² + cos² = 1``); unsimplified if ``R`` is not polynomial in sines and cosines.
         """
         self._check_body(body)
@@ -514,7 +516,7 @@ class MultibodySystem:
 
     # ------------------------------------------------------------------ results
     def validate(self) -> None:
-        """Check the model and raise one :class:`ModelError` listing every problem.
+        """Check the model and raise one `ModelError` listing every problem.
 
         Raises
         ------
@@ -565,7 +567,7 @@ class MultibodySystem:
         return "\n".join(parts)
 
     def model_hash(self) -> str:
-        """sha256 of :meth:`description` (hex)."""
+        """sha256 of `description()` (hex)."""
         return hashlib.sha256(self.description().encode()).hexdigest()
 
     def compile(self, cache: bool = True, cache_dir: str | None = None) -> "CompiledModel":

@@ -1,4 +1,4 @@
-"""Model checks behind :meth:`MultibodySystem.validate` (all problems collected at once)."""
+"""Model checks behind [`MultibodySystem.validate()`][nhcontrol.modeling.MultibodySystem.validate] (all problems collected at once)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import sympy as sp
 if TYPE_CHECKING:  # pragma: no cover
     from .system import MultibodySystem
 
-#: Tolerance of the numeric checks (orthogonality, symmetry, semidefiniteness, linearity).
 CHECK_TOL = 1e-9
+"""Tolerance of the numeric checks (orthogonality, symmetry, semidefiniteness, linearity)."""
 
 
 def _numeric(expr_or_mat, values: dict) -> np.ndarray | None:

@@ -5,23 +5,26 @@ Model (Sect. 8.4.1, Fig. 8.1, Eqs. (8.44)--(8.61))
 ``n = 5`` coordinates, ``m = 0`` holonomic and ``l = 2`` nonholonomic constraints, ``k = 2``
 inputs (the plate angles, Eq. (8.44)):
 
-.. code-block:: text
 
-    x = [x_C, y_C, psi, phi, theta]        u = [alpha, beta]
+```text
+x = [x_C, y_C, psi, phi, theta]        u = [alpha, beta]
+```
 
 ``(x_C, y_C)`` locate the contact point ``C`` in the plate frame (body 2), ``psi, phi, theta``
 (yaw, lean, roll) the orientation of the sphere (body 3) relative to the plate,
 
-.. math::
-
-    R_2 = R_x(\\alpha) R_y(\\beta), \\qquad R_3 = R_2 R_z(\\psi) R_x(\\varphi) R_y(\\theta)
-    \\qquad \\text{(Eq. (8.46))}
-
-    r_C = R_2 [x_C, y_C, 0]^T, \\qquad r_{G3} = r_C + R_2 [0, 0, R]^T
-    \\qquad \\text{(Eqs. (8.47), (8.48))}
+$$
+\\begin{gathered}
+R_2 = R_x(\\alpha) R_y(\\beta), \\qquad R_3 = R_2 R_z(\\psi) R_x(\\varphi) R_y(\\theta)
+\\qquad \\text{(Eq. (8.46))} \\\\
+r_C = R_2 [x_C, y_C, 0]^T, \\qquad r_{G3} = r_C + R_2 [0, 0, R]^T
+\\qquad \\text{(Eqs. (8.47), (8.48))}
+\\end{gathered}
+$$
 
 and the rolling constraints are those of
-:func:`~nhcontrol.modeling.contacts.sphere_on_moving_plane` (Eqs. (8.49)--(8.57)).
+[`sphere_on_moving_plane()`][nhcontrol.modeling.contacts.sphere_on_moving_plane] (Eqs.
+(8.49)--(8.57)).
 Parameters (Eq. (8.88)): mass ``m = 0.1`` kg, radius ``R = 0.05`` m, ``g = 9.81`` m/s², central
 moment of inertia ``I = 2/5 m R²`` (isotropic).
 
@@ -34,11 +37,15 @@ the rotating plate that those equations do not contain (``docs/theory/ball_plate
 
 Reference, linearization, controllability
 -----------------------------------------
-:func:`circular_motion` is the circular steady motion of Eqs. (8.62)--(8.71); :func:`ltv_system`
-the 8-state LTV system of Eq. (8.74) from :func:`nhcontrol.linearize` with the partition
-:data:`PARTITION_8_72`; :func:`closed_form_ltv` its closed form (Eqs. (8.75)--(8.76), with exact
-time derivatives for Silverman--Meadows); :func:`spin_reduction` and
-:func:`controllable_formulation` remove the one uncontrollable direction, the conserved spin of
+[`circular_motion()`][nhcontrol.models.ball_plate.circular_motion] is the circular steady motion of
+Eqs. (8.62)--(8.71); `ltv_system()`
+the 8-state LTV system of Eq. (8.74) from [`nhcontrol.linearize()`][nhcontrol.linearize] with the
+partition
+[`PARTITION_8_72`][nhcontrol.models.ball_plate.PARTITION_8_72]; `closed_form_ltv()` its closed form
+(Eqs. (8.75)--(8.76), with exact
+time derivatives for Silverman--Meadows);
+[`spin_reduction()`][nhcontrol.models.ball_plate.spin_reduction] and
+`controllable_formulation()` remove the one uncontrollable direction, the conserved spin of
 the ball about the plate normal ``ω_n = ψ̇ + θ̇ sin φ`` (Sect. 8.4.4--8.4.5).
 """
 
@@ -62,29 +69,29 @@ from nhcontrol.linearize import state_deviation
 from nhcontrol.reference import consistent_initial_conditions
 
 __all__ = [
-    "COORDINATES", "INPUTS", "DEFAULTS", "PARTITION_8_72", "LTV_STATES", "REDUCED_STATES",
-    "build", "model", "CircularMotion", "circular_parameters", "circular_motion",
+    "build", "model", "circular_motion", "COORDINATES", "INPUTS", "DEFAULTS", "PARTITION_8_72",
+    "LTV_STATES", "REDUCED_STATES", "CircularMotion", "circular_parameters",
     "motion_from_reference", "initial_conditions", "spin_matched_motion", "deviation",
-    "closed_form_matrices",
-    "SpinReduction", "spin_reduction",
+    "closed_form_matrices", "SpinReduction", "spin_reduction"
 ]
 
-#: Generalized coordinates, Eq. (8.45) / Fig. 8.1.
 COORDINATES: tuple[str, ...] = ("x_C", "y_C", "psi", "phi", "theta")
-#: Inputs: plate angles about the global X and the plate Y axis, Eq. (8.44).
+"""Generalized coordinates, Eq. (8.45) / Fig. 8.1."""
 INPUTS: tuple[str, ...] = ("alpha", "beta")
-#: Default parameters, Eq. (8.88) (``I = 2/5 m R²``, the solid sphere).
+"""Inputs: plate angles about the global X and the plate Y axis, Eq. (8.44)."""
 DEFAULTS: Mapping[str, float] = {"m": 0.1, "R": 0.05, "g": 9.81, "I": 0.4 * 0.1 * 0.05 ** 2}
-#: Coordinate partition of Eqs. (8.72)-(8.73): the three angles independent, the contact point
-#: admissible dependent (``D_dd = I_2``, regular everywhere).
+"""Default parameters, Eq. (8.88) (``I = 2/5 m R²``, the solid sphere)."""
 PARTITION_8_72: dict[str, tuple[str, ...]] = dict(
     independent=("psi", "phi", "theta"), admissible_dependent=("x_C", "y_C"), dependent=())
-#: State of the LTV system (8.74), ``X̃ = [x̃_ai, ẋ̃_ai, x̃_ad]``.
+"""Coordinate partition of Eqs. (8.72)-(8.73): the three angles independent, the contact point
+admissible dependent (``D_dd = I_2``, regular everywhere).
+"""
 LTV_STATES: tuple[str, ...] = ("psi", "phi", "theta", "psi_d", "phi_d", "theta_d", "x_C", "y_C")
-#: State of the controllable formulation (``psi_d`` eliminated through the spin, Sect. 8.4.5).
+"""State of the LTV system (8.74), ``X̃ = [x̃_ai, ẋ̃_ai, x̃_ad]``."""
 REDUCED_STATES: tuple[str, ...] = ("psi", "phi", "theta", "phi_d", "theta_d", "x_C", "y_C")
-#: |cos(phi0)| below which the yaw-lean-roll angles are singular (det G = cos phi, Eq. (8.59)).
+"""State of the controllable formulation (``psi_d`` eliminated through the spin, Sect. 8.4.5)."""
 COS_PHI_MIN = 1e-6
+"""|cos(phi0)| below which the yaw-lean-roll angles are singular (det G = cos phi, Eq. (8.59))."""
 
 _SPIN = LTV_STATES.index("psi_d")
 
@@ -149,7 +156,7 @@ def _compiled(items: tuple[tuple[str, float], ...]):
 
 
 def model(**overrides: float):
-    """Compiled :func:`build` (kernels cached on disk and in memory). Returns a ``CompiledModel``."""
+    """Compiled [`build()`][nhcontrol.models.ball_plate.build] (kernels cached on disk and in memory). Returns a ``CompiledModel``."""
     vals = _parameters(overrides)
     return _compiled(tuple(sorted(vals.items())))
 
@@ -247,7 +254,7 @@ def circular_parameters(cm: Any, phi0_deg: float, *, rho: float = 0.5, omega: fl
     Parameters
     ----------
     cm : CompiledModel
-        :func:`model`.
+        [`model()`][nhcontrol.models.ball_plate.model].
     phi0_deg : float
         Lean angle φ0 in degrees (5 and 35 in the thesis).
     rho, omega : float
@@ -297,7 +304,7 @@ def circular_parameters(cm: Any, phi0_deg: float, *, rho: float = 0.5, omega: fl
 def circular_motion(cm: Any, phi0_deg: float, *, rho: float = 0.5, omega: float = 1.0,
                     x_A: float = 0.0, y_A: float = 0.0,
                     p: ArrayLike | Mapping[str, float] | None = None):
-    """Circular steady motion of the ball as a :class:`~nhcontrol.reference.Reference`.
+    """Circular steady motion of the ball as a [`Reference`][nhcontrol.reference.Reference].
 
     ``x0(t)`` of Eqs. (8.62)--(8.63) with Ω of Eq. (8.64), multipliers Λ0 of
     Eqs. (8.67)--(8.68) and plate angles u0 of Eqs. (8.69)--(8.71). The reference constructor
@@ -307,7 +314,7 @@ def circular_motion(cm: Any, phi0_deg: float, *, rho: float = 0.5, omega: float 
     ----------
     cm : CompiledModel
     phi0_deg, rho, omega, x_A, y_A, p
-        See :func:`circular_parameters`.
+        See [`circular_parameters()`][nhcontrol.models.ball_plate.circular_parameters].
 
     Returns
     -------
@@ -317,7 +324,8 @@ def circular_motion(cm: Any, phi0_deg: float, *, rho: float = 0.5, omega: float 
     Raises
     ------
     ReferenceMotionError
-        See :func:`circular_parameters`; also if the model does not satisfy Eq. (8.65).
+        See [`circular_parameters()`][nhcontrol.models.ball_plate.circular_parameters]; also if the
+        model does not satisfy Eq. (8.65).
 
     Examples
     --------
@@ -335,7 +343,7 @@ def circular_motion(cm: Any, phi0_deg: float, *, rho: float = 0.5, omega: float 
 
 
 def motion_from_reference(cm: Any, ref: Any, *, rtol: float = 1e-9) -> CircularMotion:
-    """Recover the :class:`CircularMotion` behind a reference made by :func:`circular_motion`.
+    """Recover the [`CircularMotion`][nhcontrol.models.ball_plate.CircularMotion] behind a reference made by [`circular_motion()`][nhcontrol.models.ball_plate.circular_motion].
 
     Reads ``ω = ψ̇0``, ``ρ = ẏ_C0(0)/ω``, ``φ0``, ``A`` at ``t = 0`` and checks ``x0, ẋ0, u0`` at
     three times against Eqs. (8.63), (8.70)--(8.71).
@@ -425,14 +433,15 @@ def spin_matched_motion(cm: Any, x: ArrayLike, xd: ArrayLike, *, rho: float = 0.
     ----------
     cm : CompiledModel
     x, xd : (5,) array_like
-        State (e.g. :func:`initial_conditions`).
+        State (e.g. [`initial_conditions()`][nhcontrol.models.ball_plate.initial_conditions]).
     rho, omega, x_A, y_A, p
-        See :func:`circular_parameters`.
+        See [`circular_parameters()`][nhcontrol.models.ball_plate.circular_parameters].
 
     Returns
     -------
     Reference
-        :func:`circular_motion` with ``phi0_deg = degrees(φ0*)``.
+        [`circular_motion()`][nhcontrol.models.ball_plate.circular_motion] with ``phi0_deg =
+        degrees(φ0*)``.
     """
     X = as_float_array(x, "x", shape=(5,), error=ReferenceMotionError)
     XD = as_float_array(xd, "xd", shape=(5,), error=ReferenceMotionError)
@@ -451,18 +460,22 @@ def deviation(ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np
         The circular reference.
     t : float or (N,) array_like
     x, xd : (5,) or (N, 5) array_like
-        Nonlinear coordinates and velocities (order :data:`COORDINATES`).
+        Nonlinear coordinates and velocities (order
+        [`COORDINATES`][nhcontrol.models.ball_plate.COORDINATES]).
 
     Returns
     -------
     (8,) or (N, 8) ndarray
-        In the order :data:`LTV_STATES`. For the controllable formulation multiply by
+        In the order [`LTV_STATES`][nhcontrol.models.ball_plate.LTV_STATES]. For the controllable
+        formulation multiply by
         ``spin_reduction(...).S`` (drops ``psi_d``).
 
     Notes
     -----
-    :func:`nhcontrol.linearize.state_deviation` with :data:`LTV_STATES`; the same as
-    ``lin.deviation`` of a linearization with :data:`PARTITION_8_72`, whose
+    [`nhcontrol.linearize.state_deviation()`][nhcontrol.linearize.state_deviation] with
+    [`LTV_STATES`][nhcontrol.models.ball_plate.LTV_STATES]; the same as
+    ``lin.deviation`` of a linearization with
+    [`PARTITION_8_72`][nhcontrol.models.ball_plate.PARTITION_8_72], whose
     ``lin.from_deviation`` is the inverse.
     """
     return state_deviation(LTV_STATES, ref, t, x, xd, error=ReferenceMotionError)
@@ -497,13 +510,15 @@ def closed_form_matrices(motion: CircularMotion, t: ArrayLike, order: int = 0
     Derived in ``docs/theory/ball_plate.md`` from the angular-velocity form of the dynamics
     ``ω̇_x = κ sin α``, ``ω̇_y = κ cos α sin β``, ``ω̇_n = 0``, ``κ = m g R / (I + m R²)``. With
     ``c = cos φ0``, ``s = sin φ0``, ``τ = tan φ0``, ``C = cos ωt``, ``S = sin ωt``
-    (state order :data:`LTV_STATES`)::
+    (state order [`LTV_STATES`][nhcontrol.models.ball_plate.LTV_STATES]):
 
-        a1 = a3 = -ω² ρ τ / R,  a2 = ω (R s c - ρ) / (R c²),  a4 = ω ρ / R,  a5 = ω c,
-        a6 = ω² ρ / (R c),      a7 = ω (ρ τ - R) / (R c),
-        a8 = a12 = -ω ρ,  a9 = a13 = ω ρ τ,  a10 = a14 = R,  a11 = a15 = -R c,
+    ```python
+    a1 = a3 = -ω² ρ τ / R,  a2 = ω (R s c - ρ) / (R c²),  a4 = ω ρ / R,  a5 = ω c,
+    a6 = ω² ρ / (R c),      a7 = ω (ρ τ - R) / (R c),
+    a8 = a12 = -ω ρ,  a9 = a13 = ω ρ τ,  a10 = a14 = R,  a11 = a15 = -R c,
 
-        [b1 b2; b3 b4; b5 b6] = [[τC, τS], [-S, C], [-C/c, -S/c]] · κ [[h, 0], [-h'/ω, √(1-K²)]],
+    [b1 b2; b3 b4; b5 b6] = [[τC, τS], [-S, C], [-C/c, -S/c]] · κ [[h, 0], [-h'/ω, √(1-K²)]],
+    ```
 
     ``h = cos α0 = sqrt(1 - K² S²)``.
 
@@ -575,7 +590,7 @@ class SpinReduction:
     The spin of the ball about the plate normal, ``ω_n = ψ̇ + θ̇ sin φ``, is a first integral
     of the model for every input; linearized, ``c = wᵀ X̃`` is constant with
 
-    ``w = [0, Ω cos φ0, 0, 1, 0, sin φ0, 0, 0]`` (order :data:`LTV_STATES`),
+    ``w = [0, Ω cos φ0, 0, 1, 0, sin φ0, 0, 0]`` (order [`LTV_STATES`][nhcontrol.models.ball_plate.LTV_STATES]),
 
     so ``wᵀ A(t) = 0``, ``wᵀ B(t) = 0``: ``w`` spans the uncontrollable direction. With
     ``Z = S X̃`` (drop ``ψ̇``) and ``X̃ = P Z + e_ψ̇ c`` (``P S + e_ψ̇ wᵀ = I``),
@@ -593,7 +608,7 @@ class SpinReduction:
     e_spin : (8,) ndarray
         ``X̃ = P Z + e_spin c``.
     states : tuple of str
-        :data:`REDUCED_STATES`.
+        [`REDUCED_STATES`][nhcontrol.models.ball_plate.REDUCED_STATES].
     """
 
     w: NDArray[np.float64]

@@ -4,24 +4,25 @@ Thesis Sect. 4.3.1: five bodies (ground, rear body and frame with rider ``B``, h
 and fork ``H``, rear wheel ``R``, front wheel ``F``), hoop wheels rolling without slipping,
 ``n = 11`` coordinates (Eq. (4.128))
 
-.. code-block:: text
 
-    x = [x_b, y_b, z_b, psi_b, phi_b, theta_b, delta, theta_R, theta_F, xi_R, xi_F]
+```text
+x = [x_b, y_b, z_b, psi_b, phi_b, theta_b, delta, theta_R, theta_F, xi_R, xi_F]
+```
 
 ``m = 4`` holonomic constraints (Eq. (4.139)) and ``l = 4`` nonholonomic ones (rolling
 without slipping, Eq. (4.145)); ``n - m - l = 3`` degrees of freedom.
 
 Frames (Fig. 4.2): global ``Z`` up, ``X`` forward. Orientation matrices (Eq. (4.129))
 
-.. math::
+$$
+R_B = R_z(\\psi_b) R_x(\\phi_b) R_y(\\theta_b), \\quad R_R = R_B R_y(\\theta_R), \\quad
+R_H = R_B R_\\nu R_z(\\delta), \\quad R_F = R_H R_y(\\theta_F),
+$$
 
-    R_B = R_z(\\psi_b) R_x(\\phi_b) R_y(\\theta_b), \\quad R_R = R_B R_y(\\theta_R), \\quad
-    R_H = R_B R_\\nu R_z(\\delta), \\quad R_F = R_H R_y(\\theta_F),
-
-where :math:`R_\\nu = R_y(-\\nu)` tilts the steer axis (the handlebar ``Z_H`` axis)
-*backwards* by the steer axis tilt :math:`\\nu` (Meijaard's :math:`\\lambda`). The sign is
+where $R_\\nu = R_y(-\\nu)$ tilts the steer axis (the handlebar ``Z_H`` axis)
+*backwards* by the steer axis tilt $\\nu$ (Meijaard's $\\lambda$). The sign is
 derived here: it is the one for which Eqs. (4.135)-(4.138) and
-(4.131) and the front contact coordinate :math:`\\xi_F^0 = \\nu + \\pi/2 - \\theta_F^0`
+(4.131) and the front contact coordinate $\\xi_F^0 = \\nu + \\pi/2 - \\theta_F^0$
 (Eq. (4.175)) are consistent (checked in ``tests/test_models_bicycle.py``).
 
 Parameters are those of Table 4.1 with the thesis signs (``z_B``, ``z_H`` positive
@@ -55,26 +56,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.reference import Reference
 
 __all__ = [
-    "COORDINATES",
-    "PARAMETERS",
-    "PARTITION_4_172",
-    "PARTITION_4_203",
-    "PARTITION_4_208",
-    "build",
-    "model",
-    "steady_forward",
-    "steady_forward_state",
-    "steady_forward_multipliers",
-    "static_wheel_loads",
+    "build", "model", "steady_forward", "COORDINATES", "PARAMETERS", "PARTITION_4_172",
+    "PARTITION_4_203", "PARTITION_4_208", "steady_forward_state", "steady_forward_multipliers",
+    "static_wheel_loads"
 ]
 
-#: Generalized coordinates, Eq. (4.128).
 COORDINATES: tuple[str, ...] = ("x_b", "y_b", "z_b", "psi_b", "phi_b", "theta_b", "delta",
                                 "theta_R", "theta_F", "xi_R", "xi_F")
+"""Generalized coordinates, Eq. (4.128)."""
 
-#: Table 4.1 (Meijaard et al. 2007) with the thesis sign conventions: ``z_B``, ``z_H`` are
-#: positive heights; ``nu`` is the steer axis tilt (Meijaard's lambda). Inertias in
-#: Meijaard's frame (Z down): ``I_Bxz = 2.4`` gives Ī_Bxz = -2.4 (Eq. (4.131)).
 PARAMETERS: Mapping[str, float] = {
     "w": 1.02, "c": 0.08, "nu": math.pi / 10, "g": 9.81,
     "x_B": 0.3, "z_B": 0.9, "x_H": 0.9, "z_H": 0.7,
@@ -83,32 +73,38 @@ PARAMETERS: Mapping[str, float] = {
     "rho_R": 0.3, "m_R": 2.0, "I_Rxx": 0.0603, "I_Ryy": 0.12,
     "rho_F": 0.35, "m_F": 3.0, "I_Fxx": 0.1405, "I_Fyy": 0.28,
 }
+"""Table 4.1 (Meijaard et al. 2007) with the thesis sign conventions: ``z_B``, ``z_H`` are positive
+heights; ``nu`` is the steer axis tilt (Meijaard's lambda). Inertias in Meijaard's frame (Z down):
+``I_Bxz = 2.4`` gives Ī_Bxz = -2.4 (Eq. (4.131)).
+"""
 
-#: Eq. (4.172): forward motion, lean and steer independent (third numerical procedure).
 PARTITION_4_172: dict[str, list[str]] = dict(
     independent=["x_b", "phi_b", "delta"],
     admissible_dependent=["y_b", "psi_b", "theta_R", "theta_F"],
     dependent=["z_b", "theta_b", "xi_R", "xi_F"],
 )
+"""Eq. (4.172): forward motion, lean and steer independent (third numerical procedure)."""
 
-#: Eq. (4.203) (written there for the toroidal model; the ``eta`` coordinates do not exist
-#: for hoops): forward motion, yaw and lean independent. The thesis gives only the union
-#: x_dd = [y_b, z_b, theta_b, delta, theta_R, theta_F, xi_R, xi_F]; it is split here into
-#: admissible dependent / dependent as in Eq. (4.208), the only split with this
-#: independent set that the thesis uses, so both dicts hold the same sets.
 PARTITION_4_203: dict[str, list[str]] = dict(
     independent=["x_b", "psi_b", "phi_b"],
     admissible_dependent=["y_b", "delta", "theta_R", "theta_F"],
     dependent=["z_b", "theta_b", "xi_R", "xi_F"],
 )
+"""Eq. (4.203) (written there for the toroidal model; the ``eta`` coordinates do not exist for hoops):
+forward motion, yaw and lean independent. The thesis gives only the union x_dd = [y_b, z_b, theta_b,
+delta, theta_R, theta_F, xi_R, xi_F]; it is split here into admissible dependent / dependent as in
+Eq. (4.208), the only split with this independent set that the thesis uses, so both dicts hold the
+same sets.
+"""
 
-#: Eq. (4.208) (without ``eta_R``, ``eta_F``): forward motion, yaw and lean independent;
-#: the J23 block is not null (Eq. (4.209)).
 PARTITION_4_208: dict[str, list[str]] = dict(
     independent=["x_b", "psi_b", "phi_b"],
     admissible_dependent=["y_b", "delta", "theta_R", "theta_F"],
     dependent=["z_b", "theta_b", "xi_R", "xi_F"],
 )
+"""Eq. (4.208) (without ``eta_R``, ``eta_F``): forward motion, yaw and lean independent; the J23 block
+is not null (Eq. (4.209)).
+"""
 
 
 def _check_overrides(overrides: Mapping[str, Any]) -> dict[str, float]:
@@ -116,12 +112,12 @@ def _check_overrides(overrides: Mapping[str, Any]) -> dict[str, float]:
                                requirement="bicycle parameters must be finite real numbers")
 
 
-#: The benchmark's actuators (Meijaard et al. 2007, Eq. (A1)): lean torque and steer torque.
 INPUTS = ("T_phi", "T_delta")
+"""The benchmark's actuators (Meijaard et al. 2007, Eq. (A1)): lean torque and steer torque."""
 
 
 def check_inputs(inputs: Any) -> tuple[str, ...]:
-    """Validate a choice of the benchmark's torques ``inputs`` (any subset of :data:`INPUTS`)."""
+    """Validate a choice of the benchmark's torques ``inputs`` (any subset of `INPUTS`)."""
     names = (inputs,) if isinstance(inputs, str) else tuple(inputs or ())
     bad = [nm for nm in names if nm not in INPUTS]
     if bad or len(set(names)) != len(names):
@@ -146,7 +142,7 @@ def add_benchmark_torques(mb: MultibodySystem, inputs: Any) -> tuple[str, ...]:
     mb : MultibodySystem
         A bicycle with the coordinates ``phi_b`` and ``delta``.
     inputs : sequence of str
-        Any subset of :data:`INPUTS`, in the order wanted for ``u``.
+        Any subset of `INPUTS`, in the order wanted for ``u``.
 
     Returns
     -------
@@ -175,16 +171,17 @@ def build(inputs: Any = (), **parameter_overrides: float) -> MultibodySystem:
     Parameters
     ----------
     inputs : sequence of str, optional
-        Actuators, any subset of :data:`INPUTS` (``"T_phi"`` lean torque, ``"T_delta"`` steer
-        torque, Meijaard's sign convention; see :func:`add_benchmark_torques`). None by default.
+        Actuators, any subset of `INPUTS` (``"T_phi"`` lean torque, ``"T_delta"`` steer
+        torque, Meijaard's sign convention; see `add_benchmark_torques()`). None by default.
     **parameter_overrides : float
-        New default values for parameters of :data:`PARAMETERS` (Table 4.1), e.g.
+        New default values for parameters of
+        [`PARAMETERS`][nhcontrol.models.benchmark_bicycle.PARAMETERS] (Table 4.1), e.g.
         ``build(m_B=90.0)``.
 
     Returns
     -------
     MultibodySystem
-        ``n = 11`` coordinates :data:`COORDINATES` (Eq. (4.128)), bodies ``B, H, R, F``,
+        ``n = 11`` coordinates [`COORDINATES`][nhcontrol.models.benchmark_bicycle.COORDINATES] (Eq. (4.128)), bodies ``B, H, R, F``,
         gravity, hoop contacts ``P`` (rear) and ``Q`` (front): holonomic constraints
         ``P_z, P_tangent, Q_z, Q_tangent`` (Eq. (4.139), in this order) and nonholonomic
         ``P_vx, P_vy, Q_vx, Q_vy`` (Eq. (4.145)).
@@ -198,22 +195,23 @@ def build(inputs: Any = (), **parameter_overrides: float) -> MultibodySystem:
     -----
     Positions, Eqs. (4.132)-(4.138):
 
-    .. math::
+    $$
+    \\begin{gathered}
+    r_{G_B} = [x_b, y_b, z_b]^T, \\quad r_I = r_{G_B} + R_B [x_I, 0, 0]^T, \\quad
+    r_{G_R} = r_{G_B} + R_B [-x_B, 0, \\rho_R - z_B]^T, \\\\
+    r_{G_H} = r_I + R_H [a, 0, -b]^T, \\quad r_{G_F} = r_I + R_H [d, 0, -e]^T,
+    \\end{gathered}
+    $$
 
-        r_{G_B} = [x_b, y_b, z_b]^T, \\quad r_I = r_{G_B} + R_B [x_I, 0, 0]^T, \\quad
-        r_{G_R} = r_{G_B} + R_B [-x_B, 0, \\rho_R - z_B]^T,
-
-        r_{G_H} = r_I + R_H [a, 0, -b]^T, \\quad r_{G_F} = r_I + R_H [d, 0, -e]^T,
-
-    with :math:`x_I = w + c - x_B - z_B\\tan\\nu`,
-    :math:`a = (x_H - w - c)\\cos\\nu + z_H\\sin\\nu`,
-    :math:`b = ((x_H - w - c)\\sin 2\\nu - z_H\\cos 2\\nu + 2 z_B - z_H)/(2\\cos\\nu)`,
-    :math:`d = \\rho_F\\sin\\nu - c\\cos\\nu`,
-    :math:`e = (2 z_B - \\rho_F - c\\sin 2\\nu - \\rho_F\\cos 2\\nu)/(2\\cos\\nu)`.
+    with $x_I = w + c - x_B - z_B\\tan\\nu$,
+    $a = (x_H - w - c)\\cos\\nu + z_H\\sin\\nu$,
+    $b = ((x_H - w - c)\\sin 2\\nu - z_H\\cos 2\\nu + 2 z_B - z_H)/(2\\cos\\nu)$,
+    $d = \\rho_F\\sin\\nu - c\\cos\\nu$,
+    $e = (2 z_B - \\rho_F - c\\sin 2\\nu - \\rho_F\\cos 2\\nu)/(2\\cos\\nu)$.
     Inertia tensors in the body frames, Eqs. (4.130)-(4.131):
-    :math:`\\bar I_B = R_\\pi^T I_B R_\\pi` (so :math:`\\bar I_{Bxz} = -I_{Bxz}`) and
-    :math:`\\bar I_H = R_\\nu^T R_\\pi^T I_H R_\\pi R_\\nu`; the wheels have
-    :math:`\\bar I = \\mathrm{diag}(I_{xx}, I_{yy}, I_{xx})` about their ``Y`` (spin) axis.
+    $\\bar I_B = R_\\pi^T I_B R_\\pi$ (so $\\bar I_{Bxz} = -I_{Bxz}$) and
+    $\\bar I_H = R_\\nu^T R_\\pi^T I_H R_\\pi R_\\nu$; the wheels have
+    $\\bar I = \\mathrm{diag}(I_{xx}, I_{yy}, I_{xx})$ about their ``Y`` (spin) axis.
     """
     check_inputs(inputs)
     values = _check_overrides(parameter_overrides)
@@ -238,7 +236,8 @@ def add_frame_and_wheels(mb: MultibodySystem, coords: tuple, p: Mapping[str, sp.
     """Add the four bodies of the benchmark (B, H, R, F) and gravity to ``mb``.
 
     Shared by the hoop-wheel benchmark and the toroidal-wheel bicycle
-    (:mod:`nhcontrol.models.toroidal_bicycle`); only the wheel-ground contacts differ.
+    ([`nhcontrol.models.toroidal_bicycle`][nhcontrol.models.toroidal_bicycle]); only the
+    wheel-ground contacts differ.
 
     Parameters
     ----------
@@ -247,14 +246,15 @@ def add_frame_and_wheels(mb: MultibodySystem, coords: tuple, p: Mapping[str, sp.
     coords : tuple of sympy.Symbol
         ``x_b, y_b, z_b, psi_b, phi_b, theta_b, delta, theta_R, theta_F``.
     p : mapping
-        Parameter symbols by name (:data:`PARAMETERS`; ``rho_R``, ``rho_F`` are the wheel radii).
+        Parameter symbols by name ([`PARAMETERS`][nhcontrol.models.benchmark_bicycle.PARAMETERS];
+        ``rho_R``, ``rho_F`` are the wheel radii).
     wheel_inertia : pair of (3, 3) sympy Matrix, optional
         Body-frame inertia tensors of the rear and front wheels; Table 4.1 values when None.
     suspension : pair of sympy expressions, optional
         Prismatic suspension travels ``(s_R, s_F)`` [m]: the rear wheel centre moves by
         ``s_R`` along the frame's ``Z_B`` axis and the front one by ``s_F`` along the steer
         axis ``Z_H`` (a telescopic fork); zero (rigid) by default
-        (:mod:`nhcontrol.models.escooter`).
+        ([`nhcontrol.models.escooter`][nhcontrol.models.escooter]).
 
     Returns
     -------
@@ -321,10 +321,11 @@ def model(inputs: Any = (), **parameter_overrides: float) -> "CompiledModel":
     Parameters
     ----------
     inputs : sequence of str, optional
-        Actuators, any subset of :data:`INPUTS`, e.g. ``model(inputs=("T_phi", "T_delta"))``
-        or ``model(inputs=("T_delta",))`` (see :func:`build`).
+        Actuators, any subset of `INPUTS`, e.g. ``model(inputs=("T_phi", "T_delta"))``
+        or ``model(inputs=("T_delta",))`` (see [`build()`][nhcontrol.models.benchmark_bicycle.build]).
     **parameter_overrides : float
-        As for :func:`build`. Parameters can also be changed per call of every kernel
+        As for [`build()`][nhcontrol.models.benchmark_bicycle.build]. Parameters can also be
+        changed per call of every kernel
         through ``p = cm.param_vector(...)``, which needs no recompilation.
 
     Returns
@@ -352,10 +353,10 @@ def steady_forward_state(v: float, t: ArrayLike, values: Mapping[str, float]
                          ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Coordinates, velocities and accelerations of the steady forward motion.
 
-    Eqs. (4.148), (4.174)-(4.175): :math:`x_b = v t`, :math:`z_b = z_B`,
-    :math:`\\theta_R = v t/\\rho_R`, :math:`\\theta_F = v t/\\rho_F`,
-    :math:`\\xi_R = \\pi/2 - v t/\\rho_R`, :math:`\\xi_F = \\nu + \\pi/2 - v t/\\rho_F`,
-    all other coordinates zero; :math:`\\ddot x = 0`.
+    Eqs. (4.148), (4.174)-(4.175): $x_b = v t$, $z_b = z_B$,
+    $\\theta_R = v t/\\rho_R$, $\\theta_F = v t/\\rho_F$,
+    $\\xi_R = \\pi/2 - v t/\\rho_R$, $\\xi_F = \\nu + \\pi/2 - v t/\\rho_F$,
+    all other coordinates zero; $\\ddot x = 0$.
 
     Parameters
     ----------
@@ -397,15 +398,15 @@ def static_wheel_loads(values: Mapping[str, float] | None = None) -> tuple[float
     Moment balance about the rear contact ``P`` in the symmetry plane: the centres of
     mass lie at horizontal distances ``0, x_B, x_H, w`` from ``P`` (Table 4.1), so
 
-    .. math::
-
-        N_Q = g\\,(m_B x_B + m_H x_H + m_F w)/w, \\qquad
-        N_P = g\\,(m_R + m_B + m_H + m_F) - N_Q.
+    $$
+    N_Q = g\\,(m_B x_B + m_H x_H + m_F w)/w, \\qquad
+    N_P = g\\,(m_R + m_B + m_H + m_F) - N_Q.
+    $$
 
     Parameters
     ----------
     values : mapping, optional
-        Parameter values; defaults to :data:`PARAMETERS`.
+        Parameter values; defaults to [`PARAMETERS`][nhcontrol.models.benchmark_bicycle.PARAMETERS].
 
     Returns
     -------
@@ -419,25 +420,28 @@ def static_wheel_loads(values: Mapping[str, float] | None = None) -> tuple[float
 
 def steady_forward_multipliers(cm: Any, p: ArrayLike | Mapping[str, float] | None = None
                                ) -> NDArray[np.float64]:
-    """Exact Lagrange multipliers :math:`\\Lambda^0` of the steady forward motion.
+    """Exact Lagrange multipliers $\\Lambda^0$ of the steady forward motion.
 
-    Closed form. Along Eq. (4.174) :math:`\\ddot x^0 = 0` and :math:`Q_v = 0` (the
+    Closed form. Along Eq. (4.174) $\\ddot x^0 = 0$ and $Q_v = 0$ (the
     wheels spin about a principal axis and every centre of mass moves on a straight line
-    at constant speed), so Eq. (2.108) reduces to :math:`D^T \\Lambda^0 = Q_a`, the
+    at constant speed), so Eq. (2.108) reduces to $D^T \\Lambda^0 = Q_a$, the
     statics of the upright bicycle: the ground pushes up at ``P`` and ``Q`` with the
-    wheel loads of :func:`static_wheel_loads`, there are no horizontal contact forces
+    wheel loads of [`static_wheel_loads()`][nhcontrol.models.benchmark_bicycle.static_wheel_loads],
+    there are no horizontal contact forces
     (no rolling resistance, constant speed), and the tangency constraints carry no load
-    (the ``xi`` rows of Eq. (2.108) read :math:`\\Lambda_{t}\\, n\\cdot\\partial t/\\partial\\xi = 0`).
-    Since the reaction is :math:`-D^T\\Lambda` (Eq. (2.106)) and :math:`\\partial r_{P,z}/\\partial z_b = 1`,
+    (the ``xi`` rows of Eq. (2.108) read $\\Lambda_{t}\\, n\\cdot\\partial t/\\partial\\xi = 0$).
+    Since the reaction is $-D^T\\Lambda$ (Eq. (2.106)) and $\\partial r_{P,z}/\\partial z_b = 1$,
 
-    .. math::  \\Lambda_{P_z} = -N_P, \\quad \\Lambda_{Q_z} = -N_Q, \\quad \\text{others } 0.
+    $$
+    \\Lambda_{P_z} = -N_P, \\quad \\Lambda_{Q_z} = -N_Q, \\quad \\text{others } 0.
+    $$
 
     The tests check this against the inverse dynamics of Eq. (2.112).
 
     Parameters
     ----------
     cm : CompiledModel
-        The compiled bicycle (:func:`model`).
+        The compiled bicycle ([`model()`][nhcontrol.models.benchmark_bicycle.model]).
     p : (p,) array_like or mapping, optional
         Parameter vector (``cm.param_vector(...)``) or overrides; defaults when None.
 
@@ -463,7 +467,7 @@ def steady_forward(model: "CompiledModel", v: float,
     Parameters
     ----------
     model : CompiledModel
-        The compiled bicycle (:func:`model`).
+        The compiled bicycle ([`model()`][nhcontrol.models.benchmark_bicycle.model]).
     v : float
         Forward speed [m/s] (any real value; ``v = 0`` is the upright equilibrium).
     p : (p,) array_like or mapping, optional
@@ -473,7 +477,8 @@ def steady_forward(model: "CompiledModel", v: float,
     -------
     Reference
         ``steady=True`` (a relative equilibrium: the linearization is time invariant),
-        with the exact multipliers of :func:`steady_forward_multipliers`.
+        with the exact multipliers of
+        [`steady_forward_multipliers()`][nhcontrol.models.benchmark_bicycle.steady_forward_multipliers].
 
     Raises
     ------
@@ -516,15 +521,17 @@ def canonical_matrices(cm: "CompiledModel", p: ArrayLike | Mapping[str, float] |
     convention (Meijaard et al. 2007, Eq. (A1)): the thesis lean ``phi_b`` is Meijaard's
     ``φ``, but the thesis steer ``delta`` turns about the upward steer axis (Eq. (4.129)), so
     ``δ_M = -delta``. The matrices come from the exact linearizations (Eq. (4.125)) of
-    :func:`steady_forward` at ``v = 0, 1, 2`` m/s (``J(v) = J0 + v J1 + v² J2`` in the rows of
+    [`steady_forward()`][nhcontrol.models.benchmark_bicycle.steady_forward] at ``v = 0, 1, 2`` m/s
+    (``J(v) = J0 + v J1 + v² J2`` in the rows of
     ``φ̈, δ̈``), checked at ``v = 3`` m/s; ``M`` needs the generalized forces of the torques,
-    so the actuated model (:func:`model` with ``inputs=INPUTS``) is used for it when ``cm``
+    so the actuated model ([`model()`][nhcontrol.models.benchmark_bicycle.model] with
+    ``inputs=INPUTS``) is used for it when ``cm``
     has no inputs (same parameters).
 
     Parameters
     ----------
     cm : CompiledModel
-        The bicycle (:func:`model`, with or without inputs).
+        The bicycle ([`model()`][nhcontrol.models.benchmark_bicycle.model], with or without inputs).
     p : (p,) array_like or mapping, optional
         Parameter vector or overrides of ``cm`` (defaults when None).
 

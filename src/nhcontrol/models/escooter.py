@@ -1,28 +1,33 @@
 """Electric kick-scooter with toroidal wheels and front/rear suspensions (thesis Sect. 5.6).
 
 Derived here from first principles (thesis Sect. 5.6; Ch. 9 summarises its conclusions). The
-scooter is the bicycle of :mod:`nhcontrol.models.toroidal_bicycle` (frame + standing rider
+scooter is the bicycle of [`nhcontrol.models.toroidal_bicycle`][nhcontrol.models.toroidal_bicycle]
+(frame + standing rider
 ``B``, handlebar/column/fork ``H``, rear wheel ``R``, front wheel ``F``, elliptic toroidal
 wheels, Eqs. (4.185)-(4.197)) with two prismatic suspensions, ``n = 15`` coordinates
 
-.. code-block:: text
 
-    x = [x_b, y_b, z_b, psi_b, phi_b, theta_b, delta, theta_R, theta_F, xi_R, xi_F,
-         eta_R, eta_F, s_R, s_F]
+```text
+x = [x_b, y_b, z_b, psi_b, phi_b, theta_b, delta, theta_R, theta_F, xi_R, xi_F,
+     eta_R, eta_F, s_R, s_F]
+```
 
 * rear: the rear wheel centre slides by ``s_R`` along the frame axis ``Z_B`` (swing arm
   replaced by a slider, small-travel equivalent);
 * front: the front wheel centre slides by ``s_F`` along the steer axis ``Z_H`` (telescopic fork);
 
-each with a linear spring--damper (:func:`nhcontrol.modeling.add_joint_spring_damper`) whose
+each with a linear spring--damper
+([`nhcontrol.modeling.add_joint_spring_damper()`][nhcontrol.modeling.add_joint_spring_damper])
+whose
 preload makes ``s = 0`` the static equilibrium:
 
-.. math::
+$$
+f_{0R} = N_P - m_R g, \\qquad f_{0F} = (N_Q - m_F g)\\cos\\nu,
+$$
 
-    f_{0R} = N_P - m_R g, \\qquad f_{0F} = (N_Q - m_F g)\\cos\\nu,
-
-with the static wheel loads :math:`N_P, N_Q` of
-:func:`nhcontrol.models.benchmark_bicycle.static_wheel_loads` (the unsprung wheel is in
+with the static wheel loads $N_P, N_Q$ of
+[`nhcontrol.models.benchmark_bicycle.static_wheel_loads()`][nhcontrol.models.benchmark_bicycle.static_wheel_loads]
+(the unsprung wheel is in
 equilibrium under its weight, the ground load and the spring force along the joint axis; the
 fork's transverse reaction takes the rest). The steady forward motion is the toroidal bicycle's
 (Eq. (4.197)) with ``s_R = s_F = 0``. ``m = 6``, ``l = 4``: the minimal Jacobian is 14 × 14.
@@ -31,7 +36,8 @@ In the upright steady motion the in-plane (bounce/pitch: ``s_R, s_F``) and out-o
 (lean/steer) linear dynamics decouple by symmetry, so with hoop wheels and Table 4.1 the lean-steer
 eigenvalues are Meijaard's for any suspension stiffness -- the reduction check of the tests.
 
-Parameters (:data:`PARAMETERS`, all **chosen**, see ``docs/models/escooter.md``): a kick-scooter
+Parameters ([`PARAMETERS`][nhcontrol.models.escooter.PARAMETERS], all **chosen**, see
+``docs/models/escooter.md``): a kick-scooter
 of the SEAT eXS / Segway-Ninebot ES class (8-inch tyres, ~0.8 m wheelbase) with a 75 kg
 standing rider; the geometric and inertial data of the thesis' SEAT eXS set are not reproduced.
 """
@@ -53,14 +59,14 @@ from nhcontrol.modeling import (MultibodySystem, add_joint_spring_damper, contac
 from . import benchmark_bicycle as _bb
 from . import toroidal_bicycle as _tb
 
-__all__ = ["COORDINATES", "PARAMETERS", "BENCHMARK_PARAMETERS", "PARTITION", "build", "model",
-           "steady_forward", "steady_forward_state", "preloads"]
+__all__ = [
+    "build", "model", "steady_forward", "COORDINATES", "PARAMETERS", "BENCHMARK_PARAMETERS",
+    "PARTITION", "steady_forward_state", "preloads"
+]
 
-#: Generalized coordinates (Eq. (4.196) plus the two suspension travels).
 COORDINATES: tuple[str, ...] = _tb.COORDINATES + ("s_R", "s_F")
+"""Generalized coordinates (Eq. (4.196) plus the two suspension travels)."""
 
-#: Chosen e-scooter parameter set (Meijaard's names, thesis signs; SI units). Inertias of ``B``
-#: and ``H`` in Meijaard's frame (Z down), wheel inertias about the centre.
 PARAMETERS: Mapping[str, float] = {
     "w": 0.84, "c": 0.06, "nu": 0.26, "g": 9.81,                  # wheelbase, trail, 15 deg tilt
     "x_B": 0.40, "z_B": 1.05, "x_H": 0.78, "z_H": 0.60,           # rider over the deck; column
@@ -71,19 +77,23 @@ PARAMETERS: Mapping[str, float] = {
     "mu_R": 0.35, "mu_F": 0.35, "sigma_R": 1.0, "sigma_F": 1.0,   # 52 mm tyre section
     "k_R": 4.0e4, "c_R": 400.0, "k_F": 3.0e4, "c_F": 300.0,
 }
+"""Chosen e-scooter parameter set (Meijaard's names, thesis signs; SI units). Inertias of ``B`` and
+``H`` in Meijaard's frame (Z down), wheel inertias about the centre.
+"""
 
-#: Table 4.1 with hoop wheels (``mu = sigma = 0``) and the chosen suspensions: the reduction case.
 BENCHMARK_PARAMETERS: Mapping[str, float] = {
     **_bb.PARAMETERS, "mu_R": 0.0, "mu_F": 0.0, "sigma_R": 0.0, "sigma_F": 0.0,
     "k_R": 4.0e4, "c_R": 400.0, "k_F": 3.0e4, "c_F": 300.0,
 }
+"""Table 4.1 with hoop wheels (``mu = sigma = 0``) and the chosen suspensions: the reduction case.
+"""
 
-#: The toroidal bicycle's partition with the suspension travels independent.
 PARTITION: dict[str, list[str]] = dict(
     independent=["x_b", "phi_b", "delta", "s_R", "s_F"],
     admissible_dependent=["y_b", "psi_b", "theta_R", "theta_F"],
     dependent=["z_b", "theta_b", "xi_R", "xi_F", "eta_R", "eta_F"],
 )
+"""The toroidal bicycle's partition with the suspension travels independent."""
 
 
 def _check(overrides: Mapping[str, Any]) -> dict[str, float]:
@@ -112,7 +122,7 @@ def build(*, suspension: bool = True, **parameter_overrides: float) -> Multibody
         Include the two suspension travels ``s_R, s_F`` (``n = 15``); ``False`` gives the
         rigid scooter (``n = 13``, the toroidal bicycle's coordinates).
     **parameter_overrides : float
-        New defaults for :data:`PARAMETERS`.
+        New defaults for [`PARAMETERS`][nhcontrol.models.escooter.PARAMETERS].
 
     Returns
     -------
@@ -143,7 +153,7 @@ def _compiled(suspension: bool):
 
 
 def model(*, suspension: bool = True):
-    """Compiled :func:`build` (cached); change parameters per call with ``cm.param_vector(...)``."""
+    """Compiled [`build()`][nhcontrol.models.escooter.build] (cached); change parameters per call with ``cm.param_vector(...)``."""
     return _compiled(bool(suspension))
 
 
@@ -158,7 +168,8 @@ def steady_forward_state(v: float, t: ArrayLike, values: Mapping[str, float], n:
 def steady_forward(model: Any, v: float, p: ArrayLike | Mapping[str, float] | None = None):
     """Reference of the steady forward motion at speed ``v`` [m/s].
 
-    The multipliers come from inverse dynamics, Eq. (2.112); the preloads of :func:`preloads`
+    The multipliers come from inverse dynamics, Eq. (2.112); the preloads of
+    [`preloads()`][nhcontrol.models.escooter.preloads]
     make the motion dynamically admissible (checked by ``Reference.check``).
 
     Raises

@@ -41,8 +41,11 @@ assembly branch of Eq. (7.98)), ``theta4 = atan2(O4 - D)``, ``phi32 = theta3 - p
 ``p1 = p2``; ``p3`` is free (chosen), and ``p2`` follows from virtual work
 (the planar statics of Eq. (7.90)):
 
-.. math:: (A_2 p_2 - A_3 p_3)\\,\\frac{ds}{d\\phi_2}
-          = g \\sum_j m_j \\frac{d z_{Gj}}{d\\phi_2} .
+$$
+(A_2 p_2 - A_3 p_3)\\,\\frac{ds}{d\\phi_2}
+= g \\sum_j m_j \\frac{d z_{Gj}}{d\\phi_2} .
+$$
+
 """
 
 from __future__ import annotations
@@ -63,37 +66,39 @@ from nhcontrol.modeling import MultibodySystem, check_parameters, hydraulics, ro
 if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
 
-__all__ = ["COORDINATES", "INPUTS", "MECHANICAL_DEFAULTS", "HYDRAULIC_DEFAULTS", "DEFAULTS",
-           "PARTITION", "build", "model", "FourBarEquilibrium", "equilibrium", "piston_areas",
-           "circuit_equations", "CircuitJacobians", "circuit_jacobians", "reduced_rhs", "STATES",
-           "circuit_rates", "spool_rates", "linearization", "counterpart_jacobian"]
+__all__ = [
+    "build", "model", "equilibrium", "linearization", "COORDINATES", "INPUTS",
+    "MECHANICAL_DEFAULTS", "HYDRAULIC_DEFAULTS", "DEFAULTS", "PARTITION", "FourBarEquilibrium",
+    "piston_areas", "circuit_equations", "CircuitJacobians", "circuit_jacobians", "reduced_rhs",
+    "STATES", "circuit_rates", "spool_rates", "counterpart_jacobian"
+]
 
-#: State of the 6x6 Jacobian of Eq. (7.96).
 STATES: tuple[str, ...] = ("phi2", "phi2_d", "p1", "p2", "p3", "U")
+"""State of the 6x6 Jacobian of Eq. (7.96)."""
 
-#: Coordinates of Eq. (7.84).
 COORDINATES: tuple[str, ...] = ("x_G2", "y_G2", "z_G2", "psi2", "theta2", "phi2", "phi32", "phi43",
                                 "s", "alpha")
-#: Chamber pressures (inputs of the mechanical subsystem) [Pa].
+"""Coordinates of Eq. (7.84)."""
 INPUTS: tuple[str, ...] = ("p1", "p2", "p3")
+"""Chamber pressures (inputs of the mechanical subsystem) [Pa]."""
 
-#: Table 7.1 (lengths [m], masses [kg]) and gravity [m/s^2].
 MECHANICAL_DEFAULTS: Mapping[str, float] = {"L1": 10.0, "L2": 2.0, "L3": 8.0, "L4": 5.0, "d1": 1.0,
                                             "m2": 2.0, "m3": 8.0, "m4": 5.0, "g": 9.81}
-#: Table 7.2 (SI units: Pa, kg/m^3, m^3, m^2, m, N, m/s, N s/m, s).
+"""Table 7.1 (lengths [m], masses [kg]) and gravity [m/s^2]."""
 HYDRAULIC_DEFAULTS: Mapping[str, float] = {
     "p_P": 7.6e6, "p_T": 0.1e6, "rho_oil": 850.0, "B_oil": 1.5e9, "B_h": 5.5e8, "B_c": 3.15e10,
     "V_h1": 4.71e-5, "V_h2": 3.14e-5, "V_h3": 7.85e-5, "A_t": 2.83e-5, "Cv_d": 2.138e-8, "Cd": 0.8,
     "D2": 0.080, "D3": 0.035, "l_cyl": 0.9, "c1": 0.43, "c2": 1.0, "F_c": 210.0, "F_s": 830.0,
     "v_s": 1.25e-2, "sigma2": 330.0, "tau_v": 0.0045}
-#: Parameters of the mechanical model (the cylinder force needs D2, D3 and the friction data).
+"""Table 7.2 (SI units: Pa, kg/m^3, m^3, m^2, m, N, m/s, N s/m, s)."""
 DEFAULTS: Mapping[str, float] = {**MECHANICAL_DEFAULTS,
                                  **{k: HYDRAULIC_DEFAULTS[k] for k in ("D2", "D3", "F_c", "F_s", "v_s",
                                                                       "sigma2")}}
+"""Parameters of the mechanical model (the cylinder force needs D2, D3 and the friction data)."""
 
-#: Partition of Eq. (7.95): phi2 independent, the other nine dependent.
 PARTITION: dict[str, list[str]] = dict(independent=["phi2"], admissible_dependent=[],
                                        dependent=[c for c in COORDINATES if c != "phi2"])
+"""Partition of Eq. (7.95): phi2 independent, the other nine dependent."""
 
 
 def piston_areas(D2: float = 0.080, D3: float = 0.035) -> tuple[float, float]:
@@ -124,7 +129,8 @@ def build(**overrides: float) -> MultibodySystem:
     Parameters
     ----------
     **overrides : float
-        Values replacing :data:`DEFAULTS` (Table 7.1 and the cylinder data of Table 7.2).
+        Values replacing [`DEFAULTS`][nhcontrol.models.hydraulic_fourbar.DEFAULTS] (Table 7.1 and
+        the cylinder data of Table 7.2).
 
     Returns
     -------
@@ -189,7 +195,7 @@ def _compiled(items: tuple[tuple[str, float], ...]) -> "CompiledModel":
 
 
 def model(**overrides: float) -> "CompiledModel":
-    """Compiled :func:`build` (cached)."""
+    """Compiled [`build()`][nhcontrol.models.hydraulic_fourbar.build] (cached)."""
     vals = _values(overrides)
     return _compiled(tuple(sorted(vals.items())))
 
@@ -201,7 +207,8 @@ class FourBarEquilibrium:
     Attributes
     ----------
     x : (10,) ndarray
-        Coordinates in the order of :data:`COORDINATES` (angles in rad).
+        Coordinates in the order of [`COORDINATES`][nhcontrol.models.hydraulic_fourbar.COORDINATES]
+        (angles in rad).
     p : (3,) ndarray
         Pressures ``[p1, p2, p3]`` [Pa] (``p1 = p2``).
     U : float
@@ -226,7 +233,7 @@ def equilibrium(phi2_deg: float = 60.0, p3: float = 3.5e6, **overrides: float) -
     p3 : float
         Rod-side pressure [Pa] (free at the neutral valve; 3.5 MPa in Eq. (7.99)).
     **overrides : float
-        Parameter values replacing :data:`DEFAULTS`.
+        Parameter values replacing [`DEFAULTS`][nhcontrol.models.hydraulic_fourbar.DEFAULTS].
 
     Returns
     -------
@@ -299,12 +306,13 @@ def circuit_equations(s: sp.Expr, s_dot: sp.Expr, p: sp.MatrixBase | tuple[sp.Ex
     ``U >= 0`` the valve connects P->A and B->T, for ``U < 0`` A->T and P->B; each open path
     carries ``Cv_d |U|`` times the blended orifice law of Eq. (7.6):
 
-    .. math::
-        Q_{A1} = \begin{cases} C_{vd} U\,\phi(p_P - p_1) & U \ge 0 \\
-                               C_{vd} U\,\phi(p_1 - p_T) & U < 0 \end{cases},\quad
-        Q_{B1} = \begin{cases} C_{vd} U\,\phi(p_3 - p_T) & U \ge 0 \\
-                               C_{vd} U\,\phi(p_P - p_3) & U < 0 \end{cases},\quad
-        Q_{A2} = C_{vt}\,\phi(p_1 - p_2),
+    $$
+    Q_{A1} = \begin{cases} C_{vd} U\,\phi(p_P - p_1) & U \ge 0 \\
+                           C_{vd} U\,\phi(p_1 - p_T) & U < 0 \end{cases},\quad
+    Q_{B1} = \begin{cases} C_{vd} U\,\phi(p_3 - p_T) & U \ge 0 \\
+                           C_{vd} U\,\phi(p_P - p_3) & U < 0 \end{cases},\quad
+    Q_{A2} = C_{vt}\,\phi(p_1 - p_2),
+    $$
 
     with ``phi`` the laminar/turbulent law with unit coefficient. Then (Eq. (7.81))
     ``p1' = Be1/V1 (Q_A1 - Q_A2)``, ``p2' = Be2/V2 (Q_A2 - A2 s')``,
@@ -324,7 +332,8 @@ def circuit_equations(s: sp.Expr, s_dot: sp.Expr, p: sp.MatrixBase | tuple[sp.Ex
     U, U_ref : sympy expressions
         Normalized spool position and its reference.
     **overrides : float
-        Values replacing :data:`HYDRAULIC_DEFAULTS`.
+        Values replacing
+        [`HYDRAULIC_DEFAULTS`][nhcontrol.models.hydraulic_fourbar.HYDRAULIC_DEFAULTS].
 
     Returns
     -------
@@ -400,7 +409,7 @@ class CircuitJacobians:
     H_p : (3, 3) ndarray
         ``∂H/∂p``.
     H_U : (3, 1) ndarray
-        ``∂H/∂U``: the right derivative at ``U = 0`` (see :func:`circuit_equations`).
+        ``∂H/∂U``: the right derivative at ``U = 0`` (see [`circuit_equations()`][nhcontrol.models.hydraulic_fourbar.circuit_equations]).
     W_U, W_Uref : (1, 1) ndarray
         ``∂W/∂U = -1/tau_v``, ``∂W/∂U_ref = 1/tau_v``.
     """
@@ -413,20 +422,24 @@ class CircuitJacobians:
     W_Uref: NDArray[np.float64]
 
     def as_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`nhcontrol.linearize.linearize_with_first_order_states`."""
+        """Keyword arguments of [`nhcontrol.linearize.linearize_with_first_order_states()`][nhcontrol.linearize.linearize_with_first_order_states]."""
         return dict(H_x=self.H_x, H_xd=self.H_xd, H_z=self.H_p, H_w=self.H_U, W_w=self.W_U,
                     W_r=self.W_Uref, z_names=INPUTS, w_names=("U",), r_names=("U_ref",))
 
 
 def circuit_jacobians(eq: FourBarEquilibrium, **hydraulic_overrides: float) -> CircuitJacobians:
-    """Partial derivatives of :func:`circuit_equations` at an equilibrium (exact, SymPy).
+    """Partial derivatives of [`circuit_equations()`][nhcontrol.models.hydraulic_fourbar.circuit_equations] at an equilibrium (exact, SymPy).
 
-    Use with :func:`nhcontrol.linearize.linearize_with_first_order_states` for the 6x6
-    Jacobian of Eq. (7.96)::
+    Use with
+    [`nhcontrol.linearize.linearize_with_first_order_states()`][nhcontrol.linearize.linearize_with_first_order_states]
+    for the 6x6
+    Jacobian of Eq. (7.96):
 
-        cm = model(); eq = equilibrium(60.0)
-        ref = Reference.equilibrium(cm, eq.x, u=eq.p)
-        res = linearize_with_first_order_states(cm, ref, PARTITION, **circuit_jacobians(eq).as_kwargs())
+    ```python
+    cm = model(); eq = equilibrium(60.0)
+    ref = Reference.equilibrium(cm, eq.x, u=eq.p)
+    res = linearize_with_first_order_states(cm, ref, PARTITION, **circuit_jacobians(eq).as_kwargs())
+    ```
     """
     _, hyd = _split(hydraulic_overrides)
     _, jac, wjac = _circuit_functions(tuple(sorted(hyd.items())))
@@ -443,7 +456,7 @@ def circuit_jacobians(eq: FourBarEquilibrium, **hydraulic_overrides: float) -> C
 
 def reduced_rhs(X: NDArray[np.float64], U_ref: float = 0.0, *, phi2_deg: float = 60.0,
                 p3: float = 3.5e6, **overrides: float) -> NDArray[np.float64]:
-    """Right-hand side of the reduced nonlinear equations in the state :data:`STATES`.
+    """Right-hand side of the reduced nonlinear equations in the state [`STATES`][nhcontrol.models.hydraulic_fourbar.STATES].
 
     For validation (central differences of this function give the Jacobian independently of the
     third procedure): the dependent coordinates are solved from ``C(x) = 0`` by Newton's method
@@ -482,7 +495,7 @@ def reduced_rhs(X: NDArray[np.float64], U_ref: float = 0.0, *, phi2_deg: float =
 def circuit_rates(x: NDArray[np.float64], xd: NDArray[np.float64], p: NDArray[np.float64],
                   U: NDArray[np.float64], U_ref: Any = 0.0, **hydraulic_overrides: float
                   ) -> NDArray[np.float64]:
-    """Pressure rates ``H(x, ẋ, p, U)`` of :func:`circuit_equations`, evaluated for stacked points.
+    """Pressure rates ``H(x, ẋ, p, U)`` of [`circuit_equations()`][nhcontrol.models.hydraulic_fourbar.circuit_equations], evaluated for stacked points.
 
     Parameters
     ----------
@@ -492,9 +505,10 @@ def circuit_rates(x: NDArray[np.float64], xd: NDArray[np.float64], p: NDArray[np
     U : (N, 1), (N,) or scalar
         Spool positions.
     U_ref : ignored by ``H`` (accepted so the signature matches ``z_rate`` of
-        :func:`nhcontrol.linearize.finite_difference_jacobian_first_order`).
+        [`nhcontrol.linearize.finite_difference_jacobian_first_order()`][nhcontrol.linearize.finite_difference_jacobian_first_order]).
     **hydraulic_overrides : float
-        Values replacing :data:`HYDRAULIC_DEFAULTS`.
+        Values replacing
+        [`HYDRAULIC_DEFAULTS`][nhcontrol.models.hydraulic_fourbar.HYDRAULIC_DEFAULTS].
 
     Returns
     -------
@@ -525,15 +539,17 @@ def linearization(phi2_deg: float = 60.0, p3: float = 3.5e6, **overrides: float)
     Parameters
     ----------
     phi2_deg, p3 : float
-        Equilibrium (see :func:`equilibrium`).
+        Equilibrium (see [`equilibrium()`][nhcontrol.models.hydraulic_fourbar.equilibrium]).
     **overrides : float
-        Mechanical (:data:`DEFAULTS`) or hydraulic (:data:`HYDRAULIC_DEFAULTS`) parameters,
+        Mechanical ([`DEFAULTS`][nhcontrol.models.hydraulic_fourbar.DEFAULTS]) or hydraulic
+        ([`HYDRAULIC_DEFAULTS`][nhcontrol.models.hydraulic_fourbar.HYDRAULIC_DEFAULTS]) parameters,
         e.g. ``F_c=2.1, F_s=8.3, sigma2=3.3`` for friction / 100.
 
     Returns
     -------
     nhcontrol.linearize.FirstOrderLinearization
-        ``A`` (6, 6) in :data:`STATES`, ``B`` (6, 1) for ``U_ref``.
+        ``A`` (6, 6) in [`STATES`][nhcontrol.models.hydraulic_fourbar.STATES], ``B`` (6, 1) for
+        ``U_ref``.
     """
     from nhcontrol.linearize import linearize_with_first_order_states
     from nhcontrol.reference import Reference
@@ -552,7 +568,8 @@ def counterpart_jacobian(h: float = 1e-5, phi2_deg: float = 60.0, p3: float = 3.
 
     State ``X = [x (10), ẋ (10), p1, p2, p3, U]`` (Eq. (7.104)), size ``2n + r + u = 24``,
     absolute step ``h`` in every component (Eq. (7.110)), SI units (Pa for the pressures).
-    Its spectrum is the six eigenvalues of :func:`linearization` plus ``2(m + l) = 18``
+    Its spectrum is the six eigenvalues of
+    [`linearization()`][nhcontrol.models.hydraulic_fourbar.linearization] plus ``2(m + l) = 18``
     spurious zeros.
 
     Parameters
@@ -560,7 +577,7 @@ def counterpart_jacobian(h: float = 1e-5, phi2_deg: float = 60.0, p3: float = 3.
     h : float
         Central-difference step.
     phi2_deg, p3 : float
-        Equilibrium (see :func:`equilibrium`).
+        Equilibrium (see [`equilibrium()`][nhcontrol.models.hydraulic_fourbar.equilibrium]).
     **overrides : float
         Mechanical or hydraulic parameters.
 

@@ -4,19 +4,23 @@ Thesis Sect. 6.3 (derived here from first principles; contact of Sect. 4.5.1,
 Eqs. (4.189)-(4.197); derivation of the steady motions in ``docs/theory/rolling_torus.md``,
 derived here). Absolute coordinates (``n = 8``):
 
-.. code-block:: text
 
-    x = [x_C, y_C, z_C, psi, phi, theta, xi, eta]
+```text
+x = [x_C, y_C, z_C, psi, phi, theta, xi, eta]
+```
 
 ``(x_C, y_C, z_C)`` is the centre of the wheel, ``R = R_z(psi) R_x(phi) R_y(theta)`` (heading,
 lean, spin; wheel axis = body ``Y``), ``xi, eta`` the contact coordinates of
-:func:`~nhcontrol.modeling.contacts.elliptic_torus` (major radius ``rho``, radial semi-axis ``a``
+[`elliptic_torus()`][nhcontrol.modeling.contacts.elliptic_torus] (major radius ``rho``, radial
+semi-axis ``a``
 of the cross-section, axial semi-axis ``b = sigma a``): ``m = 3`` holonomic and ``l = 2``
 nonholonomic constraints, three degrees of freedom. The partition of the thesis
-(Sect. 8.4.3) is :data:`PARTITION`: ``x_ai = [psi, phi, theta]``, ``x_ad = [x_C, y_C]``.
+(Sect. 8.4.3) is [`PARTITION`][nhcontrol.models.rolling_torus.PARTITION]: ``x_ai = [psi, phi,
+theta]``, ``x_ad = [x_C, y_C]``.
 
 Inertia about the centre, body frame, ``diag(A, C, A)`` with the parameters ``A`` (about a
-diameter) and ``C`` (about the axis); :func:`torus_inertia` gives them for a solid torus
+diameter) and ``C`` (about the axis);
+[`torus_inertia()`][nhcontrol.models.rolling_torus.torus_inertia] gives them for a solid torus
 (Eqs. (4.189)-(4.190)) and a thin-walled (hollow) one, so one compiled model serves every
 geometry and mass distribution.
 """
@@ -40,19 +44,21 @@ if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
     from nhcontrol.reference import Reference
 
-__all__ = ["COORDINATES", "PARTITION", "Kind", "build", "model", "torus_inertia", "torus_parameters",
-           "SteadyMotion", "circular_motion", "circular_heading_rates", "circular_spin_rate",
-           "circular_state", "heading_frame", "straight_rolling", "vertical_spin"]
+__all__ = [
+    "build", "model", "circular_motion", "COORDINATES", "PARTITION", "Kind", "torus_inertia",
+    "torus_parameters", "SteadyMotion", "circular_heading_rates", "circular_spin_rate",
+    "circular_state", "heading_frame", "straight_rolling", "vertical_spin"
+]
 
-#: Coordinates of the rolling torus.
 COORDINATES: tuple[str, ...] = ("x_C", "y_C", "z_C", "psi", "phi", "theta", "xi", "eta")
+"""Coordinates of the rolling torus."""
 
-#: Partition of thesis Sect. 8.4.3 (Eqs. (5.38), (6.54)).
 PARTITION: dict[str, list[str]] = dict(
     independent=["psi", "phi", "theta"],
     admissible_dependent=["x_C", "y_C"],
     dependent=["z_C", "xi", "eta"],
 )
+"""Partition of thesis Sect. 8.4.3 (Eqs. (5.38), (6.54))."""
 
 Kind = Literal["solid", "hollow"]
 
@@ -61,11 +67,11 @@ def torus_inertia(kind: Kind, rho: float, a: float, sigma: float, m: float) -> t
     """Moments of inertia ``(A, C)`` of a torus about a diameter and about its axis.
 
     Solid (homogeneous), Eqs. (4.189)-(4.190):
-    :math:`C = m(\\rho^2 + \\tfrac34 a^2)`, :math:`A = m(\\tfrac12\\rho^2 + \\tfrac38 a^2 + \\tfrac14 b^2)`.
+    $C = m(\\rho^2 + \\tfrac34 a^2)$, $A = m(\\tfrac12\\rho^2 + \\tfrac38 a^2 + \\tfrac14 b^2)$.
     Hollow (uniform thin wall, derived here): the surface element of the elliptic torus is
-    :math:`(\\rho + a\\cos\\eta)\\,\\ell(\\eta)\\,d\\eta\\,d\\xi`, :math:`\\ell = \\sqrt{a^2\\sin^2\\eta + b^2\\cos^2\\eta}`;
+    $(\\rho + a\\cos\\eta)\\,\\ell(\\eta)\\,d\\eta\\,d\\xi$, $\\ell = \\sqrt{a^2\\sin^2\\eta + b^2\\cos^2\\eta}$;
     the moments are quadratures over ``eta`` (for ``sigma = 1``:
-    :math:`C = m(\\rho^2 + \\tfrac32 a^2)`, :math:`A = m(\\tfrac12\\rho^2 + \\tfrac54 a^2)`).
+    $C = m(\\rho^2 + \\tfrac32 a^2)$, $A = m(\\tfrac12\\rho^2 + \\tfrac54 a^2)$).
     Both tend to the hoop's ``(m rho^2 / 2, m rho^2)`` as ``a -> 0``.
 
     Raises
@@ -123,13 +129,14 @@ def build(**parameter_overrides: float) -> MultibodySystem:
     Parameters
     ----------
     **parameter_overrides : float
-        Defaults of ``rho, a, sigma, m, g, A, C`` (default: :func:`torus_parameters`
+        Defaults of ``rho, a, sigma, m, g, A, C`` (default:
+        [`torus_parameters()`][nhcontrol.models.rolling_torus.torus_parameters]
         ``("solid")``).
 
     Returns
     -------
     MultibodySystem
-        ``n = 8`` (:data:`COORDINATES`), ``m = 3``, ``l = 2``.
+        ``n = 8`` ([`COORDINATES`][nhcontrol.models.rolling_torus.COORDINATES]), ``m = 3``, ``l = 2``.
     """
     vals = dict(torus_parameters("solid"))
     unknown = sorted(set(parameter_overrides) - set(vals))
@@ -155,7 +162,7 @@ def _compiled() -> "CompiledModel":
 
 
 def model() -> "CompiledModel":
-    """Compiled :func:`build` (cached; parameters travel with each reference)."""
+    """Compiled [`build()`][nhcontrol.models.rolling_torus.build] (cached; parameters travel with each reference)."""
     return _compiled()
 
 
@@ -217,7 +224,7 @@ def _check_phi(phi0: float) -> float:
 def circular_heading_rates(phi0: float, omega: float, vals: Mapping[str, float]) -> tuple[float, ...]:
     """Heading rates ``Omega`` of the circular motions with lean ``phi0`` and spin ``omega``.
 
-    Real roots of :math:`a_2\\Omega^2 + a_1\\Omega + a_0 = 0` (docs/theory/rolling_torus.md), sorted by
+    Real roots of $a_2\\Omega^2 + a_1\\Omega + a_0 = 0$ (docs/theory/rolling_torus.md), sorted by
     ``|Omega|`` (the first is the slow branch that tends to straight rolling as ``phi0 -> 0``).
     Empty when there is none.
     """
@@ -237,7 +244,7 @@ def circular_heading_rates(phi0: float, omega: float, vals: Mapping[str, float])
 def circular_spin_rate(phi0: float, Omega: float, vals: Mapping[str, float]) -> float:
     """Spin rate ``omega`` of the circular motion with lean ``phi0`` and heading rate ``Omega``.
 
-    :math:`\\omega = (a_2\\Omega^2 + a_0) / (-k_1\\Omega)` (linear in ``omega``).
+    $\\omega = (a_2\\Omega^2 + a_0) / (-k_1\\Omega)$ (linear in ``omega``).
 
     Raises
     ------
@@ -318,7 +325,9 @@ def circular_motion(cm: "CompiledModel", phi0: float, *, omega: float | None = N
     """Circular steady motion with lean ``phi0`` and spin rate ``omega`` or heading rate ``Omega``.
 
     Give exactly one of ``omega`` (then ``Omega`` is root ``branch`` of
-    :func:`circular_heading_rates`) or ``Omega`` (then ``omega`` from :func:`circular_spin_rate`).
+    [`circular_heading_rates()`][nhcontrol.models.rolling_torus.circular_heading_rates]) or
+    ``Omega`` (then ``omega`` from
+    [`circular_spin_rate()`][nhcontrol.models.rolling_torus.circular_spin_rate]).
     The multipliers come from inverse dynamics (Eq. (2.112)), which also checks that the motion
     is dynamically admissible; the reference is periodic with the period of the heading
     ``2 pi / |Omega|``.

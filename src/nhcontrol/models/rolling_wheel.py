@@ -2,21 +2,23 @@
 
 The wheel of the bicycle benchmark on its own, in absolute coordinates (``n = 7``):
 
-.. code-block:: text
 
-    x = [x, y, z, psi, phi, theta, xi]
+```text
+x = [x, y, z, psi, phi, theta, xi]
+```
 
 ``(x, y, z)`` is the centre of the wheel, ``R = R_z(psi) R_x(phi) R_y(theta)``
 (yaw, lean, spin; Eq. (2.26)) its orientation with the spin axis along the body ``Y``
 axis as in the thesis (Fig. 4.2), and ``xi`` the contact coordinate of the
-:func:`~nhcontrol.modeling.contacts.rolling_hoop` contact (Eqs. (4.132), (4.139)-(4.140)):
+[`rolling_hoop()`][nhcontrol.modeling.contacts.rolling_hoop] contact (Eqs. (4.132),
+(4.139)-(4.140)):
 ``m = 2`` holonomic constraints ``P_z, P_tangent`` and ``l = 2`` nonholonomic ones
 ``P_vx, P_vy`` (Eq. (4.145)), three degrees of freedom.
 
 Inertia tensors about the centre in the body frame (spin axis ``Y``):
 
-* uniform thin disc: :math:`\\bar I = \\mathrm{diag}(m r^2/4,\\; m r^2/2,\\; m r^2/4)`;
-* hoop (all mass on the rim): :math:`\\bar I = \\mathrm{diag}(m r^2/2,\\; m r^2,\\; m r^2/2)`.
+* uniform thin disc: $\\bar I = \\mathrm{diag}(m r^2/4,\\; m r^2/2,\\; m r^2/4)$;
+* hoop (all mass on the rim): $\\bar I = \\mathrm{diag}(m r^2/2,\\; m r^2,\\; m r^2/2)$.
 
 A disc and a hoop roll on the same knife-edge rim; only the mass distribution differs.
 """
@@ -40,24 +42,27 @@ if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
     from nhcontrol.reference import Reference
 
-__all__ = ["COORDINATES", "DEFAULTS", "PARTITION", "build_disc", "build_hoop", "model_disc",
-           "model_hoop", "upright_rolling", "upright_rolling_state"]
+__all__ = [
+    "model_disc", "model_hoop", "upright_rolling", "build_disc", "build_hoop", "COORDINATES",
+    "DEFAULTS", "PARTITION", "upright_rolling_state"
+]
 
-#: Coordinates of the rolling wheel (absolute coordinates).
 COORDINATES: tuple[str, ...] = ("x", "y", "z", "psi", "phi", "theta", "xi")
+"""Coordinates of the rolling wheel (absolute coordinates)."""
 
-#: Default parameters: radius r [m], mass m [kg], gravity g [m/s^2].
 DEFAULTS: Mapping[str, float] = {"r": 0.3, "m": 2.0, "g": 9.81}
+"""Default parameters: radius r [m], mass m [kg], gravity g [m/s^2]."""
 
-#: Suggested partition (the analogue of Eq. (4.172) for the bicycle): forward position,
-#: yaw and lean independent; the spin ``theta`` and ``y`` follow from the rolling
-#: constraints, ``z`` and ``xi`` from the holonomic ones. ``D_dd`` is regular along
-#: :func:`upright_rolling`.
 PARTITION: dict[str, list[str]] = dict(
     independent=["x", "psi", "phi"],
     admissible_dependent=["y", "theta"],
     dependent=["z", "xi"],
 )
+"""Suggested partition (the analogue of Eq. (4.172) for the bicycle): forward position, yaw and lean
+independent; the spin ``theta`` and ``y`` follow from the rolling constraints, ``z`` and ``xi`` from
+the holonomic ones. ``D_dd`` is regular along
+[`upright_rolling()`][nhcontrol.models.rolling_wheel.upright_rolling].
+"""
 
 _INERTIA_FACTORS = {"disc": (sp.Rational(1, 4), sp.Rational(1, 2)), "hoop": (sp.Rational(1, 2), sp.Integer(1))}
 
@@ -98,7 +103,7 @@ def build_disc(r: float = 0.3, m: float = 2.0, g: float = 9.81) -> MultibodySyst
     Returns
     -------
     MultibodySystem
-        ``n = 7`` (:data:`COORDINATES`), ``m = 2``, ``l = 2``; inertia
+        ``n = 7`` ([`COORDINATES`][nhcontrol.models.rolling_wheel.COORDINATES]), ``m = 2``, ``l = 2``; inertia
         ``diag(m r^2/4, m r^2/2, m r^2/4)``.
 
     Raises
@@ -120,7 +125,8 @@ def build_hoop(r: float = 0.3, m: float = 2.0, g: float = 9.81) -> MultibodySyst
     Returns
     -------
     MultibodySystem
-        As :func:`build_disc` with inertia ``diag(m r^2/2, m r^2, m r^2/2)``.
+        As [`build_disc()`][nhcontrol.models.rolling_wheel.build_disc] with inertia ``diag(m r^2/2,
+        m r^2, m r^2/2)``.
 
     Raises
     ------
@@ -136,13 +142,13 @@ def _compiled(kind: str, r: float, m: float, g: float) -> "CompiledModel":
 
 
 def model_disc(r: float = 0.3, m: float = 2.0, g: float = 9.81) -> "CompiledModel":
-    """Compiled :func:`build_disc` (cached). Returns a ``CompiledModel``."""
+    """Compiled [`build_disc()`][nhcontrol.models.rolling_wheel.build_disc] (cached). Returns a ``CompiledModel``."""
     vals = _values("disc", r, m, g)
     return _compiled("disc", vals["r"], vals["m"], vals["g"])
 
 
 def model_hoop(r: float = 0.3, m: float = 2.0, g: float = 9.81) -> "CompiledModel":
-    """Compiled :func:`build_hoop` (cached). Returns a ``CompiledModel``."""
+    """Compiled [`build_hoop()`][nhcontrol.models.rolling_wheel.build_hoop] (cached). Returns a ``CompiledModel``."""
     vals = _values("hoop", r, m, g)
     return _compiled("hoop", vals["r"], vals["m"], vals["g"])
 
@@ -151,9 +157,9 @@ def upright_rolling_state(v: float, t: ArrayLike, r: float
                           ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Coordinates, velocities, accelerations of the upright wheel rolling straight.
 
-    :math:`x = v t`, :math:`z = r`, :math:`\\theta = v t / r`,
-    :math:`\\xi = \\pi/2 - v t/r` (the contact radius points down, as in Eq. (4.175)),
-    all others zero; :math:`\\ddot x = 0`.
+    $x = v t$, $z = r$, $\\theta = v t / r$,
+    $\\xi = \\pi/2 - v t/r$ (the contact radius points down, as in Eq. (4.175)),
+    all others zero; $\\ddot x = 0$.
 
     Parameters
     ----------
@@ -187,13 +193,14 @@ def upright_rolling(model: "CompiledModel", v: float,
 
     A relative equilibrium of the disc and the hoop for every ``v``. Multipliers in closed
     form: the only reaction is the weight carried at the contact point, so (reaction
-    :math:`-D^T\\Lambda`, Eq. (2.106)) :math:`\\Lambda_{P_z} = -m g` and all others zero;
+    $-D^T\\Lambda$, Eq. (2.106)) $\\Lambda_{P_z} = -m g$ and all others zero;
     the tests check this against the inverse dynamics of Eq. (2.112).
 
     Parameters
     ----------
     model : CompiledModel
-        :func:`model_disc` or :func:`model_hoop`.
+        [`model_disc()`][nhcontrol.models.rolling_wheel.model_disc] or
+        [`model_hoop()`][nhcontrol.models.rolling_wheel.model_hoop].
     v : float
         Forward speed [m/s].
     p : (p,) array_like or mapping, optional

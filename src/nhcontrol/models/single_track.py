@@ -9,8 +9,10 @@ The chassis is one rigid body (mass ``m``, yaw inertia ``J`` about the centre of
 the rear point ``R = G - b i_1`` and the front point ``F = G + a i_1`` (``L = a + b``)
 allow no lateral velocity (review Eq. (51)):
 
-.. math::  -\\sin\\psi\\,\\dot x + \\cos\\psi\\,\\dot y - b\\dot\\psi = 0,\\qquad
-           -\\sin(\\psi+\\gamma)\\,\\dot x + \\cos(\\psi+\\gamma)\\,\\dot y + a\\cos\\gamma\\,\\dot\\psi = 0 .
+$$
+-\\sin\\psi\\,\\dot x + \\cos\\psi\\,\\dot y - b\\dot\\psi = 0,\\qquad
+-\\sin(\\psi+\\gamma)\\,\\dot x + \\cos(\\psi+\\gamma)\\,\\dot y + a\\cos\\gamma\\,\\dot\\psi = 0 .
+$$
 
 With the longitudinal speed ``u_1 = v_G · i_1`` they give ``ψ̇ = u_1 tan γ / L`` and
 ``v_G = u_1 i_1 + b ψ̇ j_1``. Variants (``n`` coordinates, ``l`` kinematic constraints,
@@ -55,16 +57,19 @@ from nhcontrol._util.errors import ModelError
 from nhcontrol.modeling import MultibodySystem, rot_z
 from nhcontrol.modeling.appell import AppellEquations, appell_equations
 
-__all__ = ["DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "build", "kinematic_steady_turn"]
+__all__ = [
+    "build", "DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "kinematic_steady_turn"
+]
 
 Variant = Literal["kinematic", "force", "torque", "force_torque"]
 
-#: The skate variants of Table 1 of the review.
 VARIANTS: tuple[str, ...] = ("kinematic", "force", "torque", "force_torque")
+"""The skate variants of Table 1 of the review."""
 
-#: Passenger car (Rajamani 2012): mass [kg], yaw inertia [kg m^2], G to front / rear axle [m],
-#: steering yaw inertia [kg m^2] and mass [kg] (torque-steered variants), prescribed speed [m/s].
 DEFAULTS: Mapping[str, float] = {"m": 1573.0, "J": 2873.0, "a": 1.1, "b": 1.58, "J_F": 1.0, "m_F": 20.0, "V": 20.0}
+"""Passenger car (Rajamani 2012): mass [kg], yaw inertia [kg m^2], G to front / rear axle [m], steering
+yaw inertia [kg m^2] and mass [kg] (torque-steered variants), prescribed speed [m/s].
+"""
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,7 +117,7 @@ def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
     ----------
     variant : {'kinematic', 'force', 'torque', 'force_torque'}
     **overrides : float
-        Parameter defaults to change (names of :data:`DEFAULTS`).
+        Parameter defaults to change (names of `DEFAULTS`).
 
     Returns
     -------

@@ -1,11 +1,15 @@
 """The Chaplygin sleigh and a planar skateboard: rigid boards on knife edges.
 
-Two models built with :func:`~nhcontrol.modeling.contacts.knife_edge`:
+Two models built with [`knife_edge()`][nhcontrol.modeling.contacts.knife_edge]:
 
-* the Chaplygin sleigh (:func:`build`, :func:`model`, :func:`straight_motion`): one blade,
+* the Chaplygin sleigh ([`build()`][nhcontrol.models.sleigh.build],
+  [`model()`][nhcontrol.models.sleigh.model],
+  [`straight_motion()`][nhcontrol.models.sleigh.straight_motion]): one blade,
   two degrees of freedom;
-* a planar skateboard (:func:`build_skateboard`, :func:`model_skateboard`,
-  :func:`skateboard_turn`): two steerable trucks whose steer angle is the input ``u``,
+* a planar skateboard ([`build_skateboard()`][nhcontrol.models.sleigh.build_skateboard],
+  [`model_skateboard()`][nhcontrol.models.sleigh.model_skateboard],
+  [`skateboard_turn()`][nhcontrol.models.sleigh.skateboard_turn]): two steerable trucks whose steer
+  angle is the input ``u``,
   one degree of freedom.
 
 Chaplygin sleigh
@@ -13,16 +17,18 @@ Chaplygin sleigh
 
 A rigid body moving on the horizontal plane, ``n = 3`` absolute coordinates
 ``x = [x, y, psi]`` (centre of mass ``G`` and yaw), with a knife edge
-(:func:`~nhcontrol.modeling.contacts.knife_edge`) at the body point
+([`knife_edge()`][nhcontrol.modeling.contacts.knife_edge]) at the body point
 ``P = G + R_z(psi) [a, 0, 0]^T`` whose blade runs along the body ``X`` axis:
 ``m = 0``, ``l = 1``, two degrees of freedom. The nonholonomic constraint is
 
-.. math::  -\\sin\\psi\\,\\dot x + \\cos\\psi\\,\\dot y + a\\,\\dot\\psi = 0 .
+$$
+-\\sin\\psi\\,\\dot x + \\cos\\psi\\,\\dot y + a\\,\\dot\\psi = 0 .
+$$
 
-Straight motion along the blade, :math:`x = v t`, :math:`y = \\psi = 0`, is a relative
+Straight motion along the blade, $x = v t$, $y = \\psi = 0$, is a relative
 equilibrium with zero multiplier. Linearizing (lateral reaction ``F`` at ``P``:
-:math:`m\\ddot y = F`, :math:`I_{zz}\\ddot\\psi = a F`, :math:`\\dot y = v\\psi - a\\dot\\psi`)
-gives :math:`(I_{zz} + m a^2)\\ddot\\psi = m a v\\,\\dot\\psi`: the yaw rate decays when
+$m\\ddot y = F$, $I_{zz}\\ddot\\psi = a F$, $\\dot y = v\\psi - a\\dot\\psi$)
+gives $(I_{zz} + m a^2)\\ddot\\psi = m a v\\,\\dot\\psi$: the yaw rate decays when
 ``a v < 0`` (the blade trails behind the centre of mass, like the feathers of an arrow)
 and grows when ``a v > 0``; for ``a = 0`` it is conserved. The default ``a = -0.2`` puts
 the blade 0.2 m behind ``G``, so forward motion (``v > 0``) is the stable one.
@@ -46,19 +52,21 @@ if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
     from nhcontrol.reference import Reference
 
-__all__ = ["COORDINATES", "DEFAULTS", "PARTITION", "build", "model", "straight_motion",
-           "straight_motion_state", "SKATEBOARD_DEFAULTS", "PARTITION_SKATEBOARD_STRAIGHT",
-           "PARTITION_SKATEBOARD_TURN", "build_skateboard", "model_skateboard", "skateboard_turn",
-           "skateboard_turn_state", "skateboard_turn_multipliers"]
+__all__ = [
+    "build", "model", "straight_motion", "COORDINATES", "DEFAULTS", "PARTITION",
+    "straight_motion_state", "SKATEBOARD_DEFAULTS", "PARTITION_SKATEBOARD_STRAIGHT",
+    "PARTITION_SKATEBOARD_TURN", "build_skateboard", "model_skateboard", "skateboard_turn",
+    "skateboard_turn_state", "skateboard_turn_multipliers"
+]
 
-#: Coordinates: centre of mass (x, y) and yaw psi.
 COORDINATES: tuple[str, ...] = ("x", "y", "psi")
+"""Coordinates: centre of mass (x, y) and yaw psi."""
 
-#: Mass m [kg], yaw inertia about G I_zz [kg m^2], blade offset a [m] along the body X axis.
 DEFAULTS: Mapping[str, float] = {"m": 1.0, "I_zz": 0.05, "a": -0.2}
+"""Mass m [kg], yaw inertia about G I_zz [kg m^2], blade offset a [m] along the body X axis."""
 
-#: Suggested partition: forward position and yaw independent, ``y`` admissible dependent.
 PARTITION: dict[str, list[str]] = dict(independent=["x", "psi"], admissible_dependent=["y"], dependent=[])
+"""Suggested partition: forward position and yaw independent, ``y`` admissible dependent."""
 
 
 def _values(m: float, I_zz: float, a: float) -> dict[str, float]:
@@ -108,7 +116,7 @@ def _compiled(m: float, I_zz: float, a: float) -> "CompiledModel":
 
 
 def model(m: float = 1.0, I_zz: float = 0.05, a: float = -0.2) -> "CompiledModel":
-    """Compiled :func:`build` (cached). Returns a ``CompiledModel``."""
+    """Compiled [`build()`][nhcontrol.models.sleigh.build] (cached). Returns a ``CompiledModel``."""
     vals = _values(m, I_zz, a)
     return _compiled(vals["m"], vals["I_zz"], vals["a"])
 
@@ -150,7 +158,7 @@ def straight_motion(model: "CompiledModel", v: float,
     Parameters
     ----------
     model : CompiledModel
-        :func:`model`.
+        [`model()`][nhcontrol.models.sleigh.model].
     v : float
         Speed [m/s] along the blade.
     p : (p,) array_like or mapping, optional
@@ -184,18 +192,20 @@ def straight_motion(model: "CompiledModel", v: float,
 
 
 # =========================================================================== skateboard
-#: Skateboard: mass m [kg], yaw inertia I_zz about G [kg m^2], half wheelbase r [m].
 SKATEBOARD_DEFAULTS: Mapping[str, float] = {"m": 5.0, "I_zz": 0.4, "r": 0.25}
+"""Skateboard: mass m [kg], yaw inertia I_zz about G [kg m^2], half wheelbase r [m]."""
 
-#: Straight motion (``u = 0``): forward position independent, ``y`` and ``psi`` follow from the
-#: two parallel blades (``D_dd`` regular while ``cos psi != 0``).
 PARTITION_SKATEBOARD_STRAIGHT: dict[str, list[str]] = dict(
     independent=["x"], admissible_dependent=["y", "psi"], dependent=[])
+"""Straight motion (``u = 0``): forward position independent, ``y`` and ``psi`` follow from the two
+parallel blades (``D_dd`` regular while ``cos psi != 0``).
+"""
 
-#: Turning (``u != 0``): yaw independent, ``x, y`` from the two blades; ``D_dd`` (the two blade
-#: normals) is regular for every heading when ``sin u != 0``.
 PARTITION_SKATEBOARD_TURN: dict[str, list[str]] = dict(
     independent=["psi"], admissible_dependent=["x", "y"], dependent=[])
+"""Turning (``u != 0``): yaw independent, ``x, y`` from the two blades; ``D_dd`` (the two blade
+normals) is regular for every heading when ``sin u != 0``.
+"""
 
 
 def _skateboard_values(m: float, I_zz: float, r: float) -> dict[str, float]:
@@ -209,7 +219,7 @@ def build_skateboard(m: float = 5.0, I_zz: float = 0.4, r: float = 0.25) -> Mult
 
     The board (centre of mass ``G``, yaw ``psi``; coordinates ``x = [x, y, psi]``) carries
     two massless trucks at the body points ``G ± R_z(psi) [r, 0, 0]^T``. Their blades (wheel
-    pairs modelled as knife edges, :func:`~nhcontrol.modeling.contacts.knife_edge`) point
+    pairs modelled as knife edges, [`knife_edge()`][nhcontrol.modeling.contacts.knife_edge]) point
     along ``[cos u, +sin u, 0]`` (front) and ``[cos u, -sin u, 0]`` (rear) in the board frame:
     the steer angle ``u`` is an **input** (the rider tilts the deck; the trucks turn opposite
     ways, as in the snakeboard of Lewis et al. 1994 without rotor). Inputs are
@@ -259,7 +269,7 @@ def _compiled_skateboard(m: float, I_zz: float, r: float) -> "CompiledModel":
 
 
 def model_skateboard(m: float = 5.0, I_zz: float = 0.4, r: float = 0.25) -> "CompiledModel":
-    """Compiled :func:`build_skateboard` (cached). Returns a ``CompiledModel`` with one input ``u``."""
+    """Compiled [`build_skateboard()`][nhcontrol.models.sleigh.build_skateboard] (cached). Returns a ``CompiledModel`` with one input ``u``."""
     vals = _skateboard_values(m, I_zz, r)
     return _compiled_skateboard(vals["m"], vals["I_zz"], vals["r"])
 
@@ -268,9 +278,9 @@ def skateboard_turn_state(v: float, u0: float, t: ArrayLike, r: float
                           ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Steady turn at speed ``v`` with constant steer ``u0`` (straight line for ``u0 = 0``).
 
-    Turning radius of ``G`` :math:`\\rho = r/\\tan u_0`, yaw rate :math:`\\omega = v/\\rho`:
-    :math:`x = \\rho\\sin\\omega t`, :math:`y = \\rho(1 - \\cos\\omega t)`,
-    :math:`\\psi = \\omega t` (centre of the circle at ``(0, rho)``).
+    Turning radius of ``G`` $\\rho = r/\\tan u_0$, yaw rate $\\omega = v/\\rho$:
+    $x = \\rho\\sin\\omega t$, $y = \\rho(1 - \\cos\\omega t)$,
+    $\\psi = \\omega t$ (centre of the circle at ``(0, rho)``).
 
     Returns
     -------
@@ -302,10 +312,10 @@ def skateboard_turn_multipliers(v: float, u0: float, values: Mapping[str, float]
     """Exact multipliers of the steady turn, ``[front, rear]``.
 
     Both trucks carry the same lateral force ``F``: the resultant ``2 F cos u0`` along the
-    board ``y`` axis is the centripetal force :math:`m v^2/\\rho` and the torques about ``G``
-    cancel. The blade normal :math:`e = n \\times d` has unit length, the reaction is
-    :math:`-B^T\\Lambda` (Eq. (2.106)), so
-    :math:`\\Lambda = -F = -m v^2 \\sin u_0 / (2 r \\cos^2 u_0)`.
+    board ``y`` axis is the centripetal force $m v^2/\\rho$ and the torques about ``G``
+    cancel. The blade normal $e = n \\times d$ has unit length, the reaction is
+    $-B^T\\Lambda$ (Eq. (2.106)), so
+    $\\Lambda = -F = -m v^2 \\sin u_0 / (2 r \\cos^2 u_0)$.
     """
     lam = -values["m"] * v**2 * math.sin(u0) / (2 * values["r"] * math.cos(u0) ** 2)
     return np.array([lam, lam])
@@ -318,7 +328,7 @@ def skateboard_turn(model: "CompiledModel", v: float, u0: float = 0.0,
     Parameters
     ----------
     model : CompiledModel
-        :func:`model_skateboard`.
+        [`model_skateboard()`][nhcontrol.models.sleigh.model_skateboard].
     v : float
         Speed of ``G`` [m/s].
     u0 : float
@@ -329,9 +339,9 @@ def skateboard_turn(model: "CompiledModel", v: float, u0: float = 0.0,
     Returns
     -------
     Reference
-        With ``u(t) = u0`` and the multipliers of :func:`skateboard_turn_multipliers`.
+        With ``u(t) = u0`` and the multipliers of [`skateboard_turn_multipliers()`][nhcontrol.models.sleigh.skateboard_turn_multipliers].
         ``steady=True`` for the straight motion; a turn is periodic (period
-        :math:`2\\pi/|\\omega|`) and, in the absolute coordinates ``x, y``, gives a periodic
+        $2\\pi/|\\omega|$) and, in the absolute coordinates ``x, y``, gives a periodic
         linearization (``steady=False``).
 
     Raises

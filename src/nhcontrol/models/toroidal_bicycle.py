@@ -1,24 +1,30 @@
 """Bicycle with elliptic toroidal wheels (thesis Sect. 4.5.1, Eqs. (4.185)-(4.197)).
 
-The benchmark bicycle (:mod:`nhcontrol.models.benchmark_bicycle`) with both hoops replaced by
-elliptic tori (:func:`nhcontrol.modeling.contacts.elliptic_torus`): ``n = 13`` coordinates
+The benchmark bicycle ([`nhcontrol.models.benchmark_bicycle`][nhcontrol.models.benchmark_bicycle])
+with both hoops replaced by
+elliptic tori
+([`nhcontrol.modeling.contacts.elliptic_torus()`][nhcontrol.modeling.contacts.elliptic_torus]): ``n
+= 13`` coordinates
 
-.. code-block:: text
 
-    x = [x_b, y_b, z_b, psi_b, phi_b, theta_b, delta, theta_R, theta_F, xi_R, xi_F, eta_R, eta_F]
+```text
+x = [x_b, y_b, z_b, psi_b, phi_b, theta_b, delta, theta_R, theta_F, xi_R, xi_F, eta_R, eta_F]
+```
 
 (Eq. (4.196)), ``m = 6`` holonomic (Eq. (4.191)) and ``l = 4`` nonholonomic constraints
 (Eq. (4.194)); the minimal Jacobian is again ``2(n - m) - l = 10`` square.
 
 Wheel geometry (derived here, see ``docs/theory/toroidal_wheel.md``):
-each wheel keeps its overall radius :math:`R_i` (Table 4.1, parameters ``rho_R``, ``rho_F``), the
-torus aspect ratio :math:`\\mu_i = a_i/\\rho_i` is the ratio of the minor (radial semi-axis of the
-cross-section) to the major radius and :math:`\\sigma_i = b_i/a_i` is the aspect ratio of the
+each wheel keeps its overall radius $R_i$ (Table 4.1, parameters ``rho_R``, ``rho_F``), the
+torus aspect ratio $\\mu_i = a_i/\\rho_i$ is the ratio of the minor (radial semi-axis of the
+cross-section) to the major radius and $\\sigma_i = b_i/a_i$ is the aspect ratio of the
 elliptic cross-section (axial over radial semi-axis), so
 
-.. math::  \\rho_i = \\frac{R_i}{1 + \\mu_i}, \\qquad a_i = \\mu_i \\rho_i, \\qquad b_i = \\sigma_i a_i .
+$$
+\\rho_i = \\frac{R_i}{1 + \\mu_i}, \\qquad a_i = \\mu_i \\rho_i, \\qquad b_i = \\sigma_i a_i .
+$$
 
-``mu = sigma = 0`` is the hoop of radius :math:`R_i` (Meijaard et al.'s benchmark). The wheel
+``mu = sigma = 0`` is the hoop of radius $R_i$ (Meijaard et al.'s benchmark). The wheel
 inertia is either the benchmark's (Table 4.1, ``wheel_inertia="benchmark"``, default, so that
 only the contact geometry changes) or that of a homogeneous elliptic torus of the wheel's mass,
 Eqs. (4.189)-(4.190) (``wheel_inertia="torus"``).
@@ -39,22 +45,24 @@ from nhcontrol.modeling import MultibodySystem, contacts, override_parameters, p
 
 from . import benchmark_bicycle as _bb
 
-__all__ = ["COORDINATES", "PARAMETERS", "PARTITION", "build", "model", "steady_forward",
-           "steady_forward_state", "torus_dimensions"]
+__all__ = [
+    "build", "model", "steady_forward", "COORDINATES", "PARAMETERS", "PARTITION",
+    "steady_forward_state", "torus_dimensions"
+]
 
-#: Generalized coordinates, Eq. (4.196).
 COORDINATES: tuple[str, ...] = _bb.COORDINATES + ("eta_R", "eta_F")
+"""Generalized coordinates, Eq. (4.196)."""
 
-#: Table 4.1 plus the torus aspect ratios (hoops by default).
 PARAMETERS: Mapping[str, float] = {**_bb.PARAMETERS, "mu_R": 0.0, "mu_F": 0.0, "sigma_R": 0.0,
                                    "sigma_F": 0.0}
+"""Table 4.1 plus the torus aspect ratios (hoops by default)."""
 
-#: Partition of Eq. (4.172) extended with the cross-section coordinates as dependent ones.
 PARTITION: dict[str, list[str]] = dict(
     independent=["x_b", "phi_b", "delta"],
     admissible_dependent=["y_b", "psi_b", "theta_R", "theta_F"],
     dependent=["z_b", "theta_b", "xi_R", "xi_F", "eta_R", "eta_F"],
 )
+"""Partition of Eq. (4.172) extended with the cross-section coordinates as dependent ones."""
 
 WheelInertia = Literal["benchmark", "torus"]
 
@@ -81,11 +89,12 @@ def build(inputs: Any = (), *, wheel_inertia: WheelInertia = "benchmark",
     ----------
     inputs : sequence of str, optional
         Any subset of ``("T_phi", "T_delta")``: the benchmark's lean and steer torques
-        (Meijaard's signs, :func:`nhcontrol.models.benchmark_bicycle.add_benchmark_torques`).
+        (Meijaard's signs, `nhcontrol.models.benchmark_bicycle.add_benchmark_torques()`).
     wheel_inertia : {"benchmark", "torus"}
         Table 4.1 wheel inertias, or those of a homogeneous elliptic torus (Eqs. (4.189)-(4.190)).
     **parameter_overrides : float
-        New defaults for :data:`PARAMETERS` (e.g. ``mu_R=0.2``).
+        New defaults for [`PARAMETERS`][nhcontrol.models.toroidal_bicycle.PARAMETERS] (e.g.
+        ``mu_R=0.2``).
 
     Returns
     -------
@@ -122,9 +131,10 @@ def _compiled(wheel_inertia: str, inputs: tuple[str, ...] = ()):
 
 
 def model(inputs: Any = (), *, wheel_inertia: WheelInertia = "benchmark"):
-    """Compiled :func:`build` (cached). Change ``mu``/``sigma`` per call with ``cm.param_vector``.
+    """Compiled [`build()`][nhcontrol.models.toroidal_bicycle.build] (cached). Change ``mu``/``sigma`` per call with ``cm.param_vector``.
 
-    ``inputs``: any subset of ``("T_phi", "T_delta")`` (lean and steer torque, see :func:`build`).
+    ``inputs``: any subset of ``("T_phi", "T_delta")`` (lean and steer torque, see
+    [`build()`][nhcontrol.models.toroidal_bicycle.build]).
     """
     return _compiled(wheel_inertia, _bb.check_inputs(inputs))
 

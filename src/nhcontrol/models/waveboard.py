@@ -3,31 +3,37 @@
 Derived here (the thesis pages of Ch. 5 are missing). Bodies: rear platform + the rider's rear
 half ``B``, front platform + front half ``P`` (the rider is rigid and split between the
 platforms), rear caster fork ``K`` (on ``B``), front caster fork ``H`` (on ``P``), wheels ``R``,
-``F`` (elliptic tori, :func:`nhcontrol.modeling.contacts.elliptic_torus`). ``n = 15``:
+``F`` (elliptic tori,
+[`nhcontrol.modeling.contacts.elliptic_torus()`][nhcontrol.modeling.contacts.elliptic_torus]). ``n
+= 15``:
 
-.. code-block:: text
 
-    x = [x_b, y_b, z_b, psi_b, phi_b, theta_b, alpha, delta_R, delta_F,
-         theta_R, theta_F, xi_R, xi_F, eta_R, eta_F]
+```text
+x = [x_b, y_b, z_b, psi_b, phi_b, theta_b, alpha, delta_R, delta_F,
+     theta_R, theta_F, xi_R, xi_F, eta_R, eta_F]
+```
 
-Orientations: :math:`R_B = R_z(\\psi_b)R_x(\\phi_b)R_y(\\theta_b)`, :math:`R_P = R_B R_x(\\alpha)`
+Orientations: $R_B = R_z(\\psi_b)R_x(\\phi_b)R_y(\\theta_b)$, $R_P = R_B R_x(\\alpha)$
 (torsion about the horizontal bar through ``(x_B, h_T)``),
-:math:`R_K = R_B R_y(-\\nu_R) R_z(\\delta_R)`, :math:`R_H = R_P R_y(-\\nu_F) R_z(\\delta_F)`,
-:math:`R_R = R_K R_y(\\theta_R)`, :math:`R_F = R_H R_y(\\theta_F)`.
+$R_K = R_B R_y(-\\nu_R) R_z(\\delta_R)$, $R_H = R_P R_y(-\\nu_F) R_z(\\delta_F)$,
+$R_R = R_K R_y(\\theta_R)$, $R_F = R_H R_y(\\theta_F)$.
 
 Geometry is given in the upright side view (``X`` forward from the rear contact, ``Z`` up), as
 in Table 4.1: each caster axis meets the ground at ``c_i`` ahead of its wheel's contact and leans
 back by ``nu_i``; a point fixed in a body whose upright position is ``(X, Z)`` has body-frame
 coordinates obtained by undoing the upright rotation (``R_y(nu)`` for a fork), which generalizes
 Eqs. (4.134)-(4.138). The torsion bar has a linear spring--damper ``k_T, c_T``
-(:func:`nhcontrol.modeling.add_joint_spring_damper`); the casters are free (optional return
+([`nhcontrol.modeling.add_joint_spring_damper()`][nhcontrol.modeling.add_joint_spring_damper]); the
+casters are free (optional return
 spring ``k_K`` on ``delta_R``, zero by default).
 
 Reduction: ``torsion=False, rear_caster=False`` removes ``alpha`` and ``delta_R``; the board is
-then a bicycle whose body ``B`` is the composite of ``B, P, K``: :func:`benchmark_equivalent`
+then a bicycle whose body ``B`` is the composite of ``B, P, K``:
+[`benchmark_equivalent()`][nhcontrol.models.waveboard.benchmark_equivalent]
 gives its Table 4.1 parameters, and the benchmark bicycle model reproduces its eigenvalues.
 
-Parameters (:data:`PARAMETERS`) are **chosen** (a 0.8 m board with 76 mm wheels and a 70 kg
+Parameters ([`PARAMETERS`][nhcontrol.models.waveboard.PARAMETERS]) are **chosen** (a 0.8 m board
+with 76 mm wheels and a 70 kg
 rider); see ``docs/theory/waveboard.md``.
 """
 
@@ -48,18 +54,19 @@ from nhcontrol.modeling import (MultibodySystem, add_joint_spring_damper, contac
 
 from .toroidal_bicycle import torus_dimensions
 
-__all__ = ["COORDINATES", "PARAMETERS", "PARTITION", "build", "model", "steady_forward",
-           "steady_forward_state", "benchmark_equivalent", "INPUTS"]
+__all__ = [
+    "build", "model", "steady_forward", "COORDINATES", "PARAMETERS", "PARTITION",
+    "steady_forward_state", "benchmark_equivalent", "INPUTS"
+]
 
 COORDINATES: tuple[str, ...] = ("x_b", "y_b", "z_b", "psi_b", "phi_b", "theta_b", "alpha", "delta_R",
                                 "delta_F", "theta_R", "theta_F", "xi_R", "xi_F", "eta_R", "eta_F")
-#: Rider actuations (``build(actuated=True)``): ``tau_B`` a roll torque on the rear platform about
-#: ``X_B`` (an external torque: the rider's balancing is not modelled), ``tau_P`` the torque of the
-#: rider's feet twisting the front platform about the bar relative to the rear one (action/reaction).
 INPUTS: tuple[str, ...] = ("tau_B", "tau_P")
+"""Rider actuations (``build(actuated=True)``): ``tau_B`` a roll torque on the rear platform about
+``X_B`` (an external torque: the rider's balancing is not modelled), ``tau_P`` the torque of the
+rider's feet twisting the front platform about the bar relative to the rear one (action/reaction).
+"""
 
-#: Chosen waveboard + rider (SI units; upright side view, heights positive; inertias about the
-#: body's centre of mass in the upright frame, Z up).
 PARAMETERS: Mapping[str, float] = {
     "w": 0.60, "g": 9.81, "h_T": 0.12,                          # contact distance, bar height
     "nu_R": 0.35, "c_R": 0.03, "nu_F": 0.35, "c_F": 0.03,       # caster tilts (20 deg), trails
@@ -74,6 +81,9 @@ PARAMETERS: Mapping[str, float] = {
     "mu_R": 0.3, "mu_F": 0.3, "sigma_R": 1.0, "sigma_F": 1.0,
     "k_T": 60.0, "c_T": 0.5, "k_K": 0.0,
 }
+"""Chosen waveboard + rider (SI units; upright side view, heights positive; inertias about the body's
+centre of mass in the upright frame, Z up).
+"""
 
 PARTITION: dict[str, list[str]] = dict(
     independent=["x_b", "phi_b", "alpha", "delta_R", "delta_F"],
@@ -104,9 +114,10 @@ def build(*, torsion: bool = True, rear_caster: bool = True, actuated: bool = Fa
         Keep the torsion angle ``alpha`` / the rear caster steer ``delta_R`` as coordinates;
         ``False`` locks them (the coordinate is removed).
     actuated : bool
-        Add the rider's torques :data:`INPUTS` as inputs (for inverse dynamics).
+        Add the rider's torques [`INPUTS`][nhcontrol.models.waveboard.INPUTS] as inputs (for
+        inverse dynamics).
     **parameter_overrides : float
-        New defaults for :data:`PARAMETERS`.
+        New defaults for [`PARAMETERS`][nhcontrol.models.waveboard.PARAMETERS].
     """
     values = _check(parameter_overrides)
     names = [c for c in COORDINATES if (torsion or c != "alpha") and (rear_caster or c != "delta_R")]
@@ -176,7 +187,7 @@ def _compiled(torsion: bool, rear_caster: bool, actuated: bool):
 
 
 def model(*, torsion: bool = True, rear_caster: bool = True, actuated: bool = False):
-    """Compiled :func:`build` (cached); parameters per call with ``cm.param_vector(...)``."""
+    """Compiled [`build()`][nhcontrol.models.waveboard.build] (cached); parameters per call with ``cm.param_vector(...)``."""
     return _compiled(bool(torsion), bool(rear_caster), bool(actuated))
 
 

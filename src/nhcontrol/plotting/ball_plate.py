@@ -1,7 +1,7 @@
 """Figures of the ball-plate closed loops (thesis Figs. 8.2–8.5).
 
 Numbers in, figures out: every function takes plain arrays (what
-:func:`nhcontrol.reproduce.ball_plate.run` computes) and returns a matplotlib ``Figure``; nothing
+`nhcontrol.reproduce.ball_plate.run()` computes) and returns a matplotlib ``Figure``; nothing
 here runs a simulation. Curves are passed as a mapping ``label -> (t, values)`` (or
 ``label -> (x_C, y_C)`` for the path on the plate) so any set of runs (reference, open loop,
 LQR linear/nonlinear, MPC) can be compared.

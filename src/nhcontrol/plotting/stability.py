@@ -27,7 +27,8 @@ def plot_eigenvalues_vs_parameter(sweep: Any, *, ax: Any = None, critical: Seque
     Parameters
     ----------
     sweep : EigenvalueSweep
-        From :func:`nhcontrol.analysis.eigenvalues_vs_parameter`.
+        From
+        [`nhcontrol.analysis.eigenvalues_vs_parameter()`][nhcontrol.analysis.eigenvalues_vs_parameter].
     ax : matplotlib Axes, optional
     critical : sequence of CriticalPoint, optional
         Drawn as vertical dotted lines, labelled with ``labels[kind]`` or the kind.

@@ -4,18 +4,22 @@ Every reproduce target draws through this module so that all figures share fonts
 grid, a title, a source line naming the publication they reproduce, and the output format chosen on
 the command line (``nhcontrol reproduce TARGET --out DIR --format png|svg|pdf``; PNG at 300 dpi).
 
-Typical use inside a reproduce target::
+Typical use inside a reproduce target:
 
-    from nhcontrol.plotting.style import new_figure, cite, savefig
+```python
+from nhcontrol.plotting.style import new_figure, cite, savefig
 
-    fig, ax = new_figure(title="Benchmark bicycle: eigenvalues vs speed")
-    ax.plot(v, re)
-    ax.set_xlabel("forward speed v (m/s)")
-    cite(fig, "thesis", "Fig. 4.5")
-    path = savefig(fig, out, "fig_4_5_eigenvalues_vs_speed")   # out/<name>.<format>
+fig, ax = new_figure(title="Benchmark bicycle: eigenvalues vs speed")
+ax.plot(v, re)
+ax.set_xlabel("forward speed v (m/s)")
+cite(fig, "thesis", "Fig. 4.5")
+path = savefig(fig, out, "fig_4_5_eigenvalues_vs_speed")   # out/<name>.<format>
+```
 
-The format is a keyword of :func:`savefig`; when omitted it is the one selected by the innermost
-:func:`figure_format` context (the CLI enters ``figure_format(args.format)`` around ``run``), else
+The format is a keyword of [`savefig()`][nhcontrol.plotting.style.savefig]; when omitted it is the
+one selected by the innermost
+[`figure_format()`][nhcontrol.plotting.style.figure_format] context (the CLI enters
+``figure_format(args.format)`` around ``run``), else
 ``"png"``.
 """
 
@@ -31,15 +35,13 @@ __all__ = [
     "savefig", "figure_format", "current_format",
 ]
 
-#: Output formats accepted by :func:`savefig` and ``--format``.
 FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
-#: Resolution of raster (PNG) output, dots per inch.
+"""Output formats accepted by [`savefig()`][nhcontrol.plotting.style.savefig] and ``--format``."""
 DPI: int = 300
+"""Resolution of raster (PNG) output, dots per inch."""
 
 Format = Literal["png", "svg", "pdf"]
 
-#: Short citation strings by key, used in figure captions and the CLI help; the full
-#: bibliography is docs/references.md.
 REFERENCES: dict[str, str] = {
     "thesis": ("A. García-Agúndez, Modelling and Linear Stability Analysis of Highly Mobile "
                "Nonholonomic Multibody Systems, PhD thesis, Universidad de Sevilla, 2023"),
@@ -48,6 +50,9 @@ REFERENCES: dict[str, str] = {
     "road_review": ("Nonholonomic dynamics and control of road vehicles: moving toward automation "
                     "(review, first part)"),
 }
+"""Short citation strings by key, used in figure captions and the CLI help; the full bibliography is
+docs/references.md.
+"""
 
 _FORMAT: contextvars.ContextVar[str] = contextvars.ContextVar("nhcontrol_figure_format",
                                                               default="png")
@@ -63,7 +68,7 @@ def _check_format(fmt: str) -> str:
 
 @contextlib.contextmanager
 def figure_format(fmt: str) -> Iterator[str]:
-    """Context in which :func:`savefig` writes ``fmt`` (``"png"``, ``"svg"`` or ``"pdf"``)."""
+    """Context in which [`savefig()`][nhcontrol.plotting.style.savefig] writes ``fmt`` (``"png"``, ``"svg"`` or ``"pdf"``)."""
     token = _FORMAT.set(_check_format(fmt))
     try:
         yield _FORMAT.get()
@@ -72,7 +77,7 @@ def figure_format(fmt: str) -> Iterator[str]:
 
 
 def current_format() -> str:
-    """Format :func:`savefig` uses when none is given (``"png"`` outside :func:`figure_format`)."""
+    """Format [`savefig()`][nhcontrol.plotting.style.savefig] uses when none is given (``"png"`` outside [`figure_format()`][nhcontrol.plotting.style.figure_format])."""
     return _FORMAT.get()
 
 
@@ -98,7 +103,7 @@ def rc_params() -> dict[str, Any]:
 
 def new_figure(nrows: int = 1, ncols: int = 1, *, title: str = "",
                figsize: tuple[float, float] | None = None, **subplots_kw: Any):
-    """A figure in the house style: ``(fig, ax)`` as :func:`matplotlib.pyplot.subplots` returns.
+    """A figure in the house style: ``(fig, ax)`` as `matplotlib.pyplot.subplots()` returns.
 
     Parameters
     ----------
@@ -128,7 +133,7 @@ def citation(key: str = "thesis", where: str = "") -> str:
     """Source line, e.g. ``citation("thesis", "Fig. 4.5")``.
 
     Returns ``"Reproduces Fig. 4.5 of <reference>"``; with ``where=""`` ``"Source: <reference>"``.
-    ``key`` is one of :data:`REFERENCES` or a free citation text.
+    ``key`` is one of [`REFERENCES`][nhcontrol.plotting.style.REFERENCES] or a free citation text.
     """
     ref = REFERENCES.get(key, key)
     return f"Reproduces {where} of {ref}" if where else f"Source: {ref}"
@@ -141,7 +146,8 @@ def cite(fig: Any, key: str = "thesis", where: str = "", *, extra: str = "") -> 
     ----------
     fig : matplotlib.figure.Figure
     key : str
-        Reference key of :data:`REFERENCES` (``"thesis"``, ``"meijaard2007"``) or free text.
+        Reference key of [`REFERENCES`][nhcontrol.plotting.style.REFERENCES] (``"thesis"``,
+        ``"meijaard2007"``) or free text.
     where : str
         Figure / equation reproduced, e.g. ``"Fig. 4.5"``.
     extra : str
@@ -160,7 +166,7 @@ def cite(fig: Any, key: str = "thesis", where: str = "", *, extra: str = "") -> 
 
 def savefig(fig: Any, out: str | Path, name: str, *, fmt: str | None = None,
             close: bool = True) -> Path:
-    """Save ``fig`` as ``out/<name>.<fmt>`` (PNG at :data:`DPI`) and close it.
+    """Save ``fig`` as ``out/<name>.<fmt>`` (PNG at [`DPI`][nhcontrol.plotting.style.DPI]) and close it.
 
     Parameters
     ----------
@@ -170,7 +176,8 @@ def savefig(fig: Any, out: str | Path, name: str, *, fmt: str | None = None,
     name : str
         File stem without extension.
     fmt : {"png", "svg", "pdf"}, optional
-        Default: :func:`current_format` (the CLI's ``--format``).
+        Default: [`current_format()`][nhcontrol.plotting.style.current_format] (the CLI's
+        ``--format``).
     close : bool
         Close the figure after saving (default True).
 

@@ -1,10 +1,14 @@
 """nhcontrol.reference — reference motions, inverse dynamics and residual checks.
 
-A :class:`Reference` carries ``x0(t), ẋ0(t), ẍ0(t), Λ0(t), u0(t)`` (contract section 3);
-:func:`inverse_dynamics` gives the multipliers (and actuations) of a prescribed motion,
-Eq. (2.112); :func:`consistent_initial_conditions` makes ``(x, ẋ)`` satisfy the constraints;
-:meth:`Reference.check` reports the residuals in the constraints and the
-equations of motion as a :class:`ResidualReport`.
+A [`Reference`][nhcontrol.reference.Reference] carries ``x0(t), ẋ0(t), ẍ0(t), Λ0(t), u0(t)``
+(contract section 3);
+[`inverse_dynamics()`][nhcontrol.reference.inverse_dynamics] gives the multipliers (and actuations)
+of a prescribed motion,
+Eq. (2.112); [`consistent_initial_conditions()`][nhcontrol.reference.consistent_initial_conditions]
+makes ``(x, ẋ)`` satisfy the constraints;
+[`Reference.check()`][nhcontrol.reference.Reference.check] reports the residuals in the constraints
+and the
+equations of motion as a [`ResidualReport`][nhcontrol.reference.ResidualReport].
 """
 
 from .consistent import InitialConditions, consistent_initial_conditions

@@ -69,7 +69,7 @@ class ModelEvaluator:
     cm : CompiledModel
         Model exposing ``M, Q, C, Cx, B, D, Qd`` (contract section 2).
     p : (np,) array_like, mapping or None
-        Parameters (see :func:`param_vector`).
+        Parameters (see `param_vector()`).
 
     Notes
     -----

@@ -19,9 +19,10 @@ from ._linalg import column_rank, format_sv
 __all__ = ["InverseDynamicsResult", "inverse_dynamics", "RankDeficiencyWarning",
            "INVERSE_DYNAMICS_TOL"]
 
-#: Default relative tolerance of the admissibility check of Eq. (2.112):
-#: ``|A_a X_a - b_a|_inf <= tol * max(1, |M xdd|_inf, |Q|_inf)`` per sample.
 INVERSE_DYNAMICS_TOL = 1e-8
+"""Default relative tolerance of the admissibility check of Eq. (2.112): ``|A_a X_a - b_a|_inf <= tol *
+max(1, |M xdd|_inf, |Q|_inf)`` per sample.
+"""
 
 
 class RankDeficiencyWarning(UserWarning):
@@ -104,11 +105,11 @@ def inverse_dynamics(cm: Any, x: ArrayLike, xd: ArrayLike, xdd: ArrayLike,
 
     Solves, at every sample, in least squares (batched SVD)
 
-    .. math::
-
-        \underbrace{\begin{bmatrix} -D^T(x) & A_\tau(x) \end{bmatrix}}_{A_a}
-        \underbrace{\begin{bmatrix} \Lambda \\ \tau \end{bmatrix}}_{X_a}
-        = \underbrace{M(x, u)\,\ddot x - Q(x, \dot x, u)}_{b_a},
+    $$
+    \underbrace{\begin{bmatrix} -D^T(x) & A_\tau(x) \end{bmatrix}}_{A_a}
+    \underbrace{\begin{bmatrix} \Lambda \\ \tau \end{bmatrix}}_{X_a}
+    = \underbrace{M(x, u)\,\ddot x - Q(x, \dot x, u)}_{b_a},
+    $$
 
     which is the dynamic equation (2.111) ``M xdd + Dᵀ Λ = Q + A_τ τ`` solved for the unknown
     forces. The motion is dynamically admissible when the residual ``A_a X_a - b_a`` vanishes.
@@ -129,7 +130,7 @@ def inverse_dynamics(cm: Any, x: ArrayLike, xd: ArrayLike, xdd: ArrayLike,
         Relative tolerance: sample ``i`` is admissible when
         ``residual[i] <= tol * max(1, |M xdd|_inf, |Q|_inf)``.
     check : bool
-        Raise :class:`ReferenceMotionError` when a sample is not admissible (default). With
+        Raise `ReferenceMotionError` when a sample is not admissible (default). With
         ``check=False`` the least-squares solution is returned with its residual.
     t : (N,) array_like, optional
         Times of the samples, only used in messages.

@@ -19,11 +19,11 @@ from .residuals import ResidualReport, compute_residuals
 
 __all__ = ["Reference", "ReferenceSamples", "CHECK_TOL"]
 
-#: Default absolute tolerance of :meth:`Reference.check`.
 CHECK_TOL = 1e-9
+"""Default absolute tolerance of [`Reference.check()`][nhcontrol.reference.Reference.check]."""
 
-#: A vectorised time function: ``(N,)`` times -> ``(N, d)`` values.
 _TimeFn = Callable[[NDArray[np.float64]], NDArray[np.float64]]
+"""A vectorised time function: ``(N,)`` times -> ``(N, d)`` values."""
 UInterpolation = Literal["cubic", "linear", "previous"]
 
 
@@ -54,9 +54,10 @@ class StateComponent:
     """``t -> fn(t)[index]``: one of the arrays of a closed-form motion, as a picklable function.
 
     Closed-form references return ``(x, ẋ, ẍ)`` from one function of time; a
-    :class:`Reference` built from ``StateComponent(f, 0)``, ``StateComponent(f, 1)`` and
+    [`Reference`][nhcontrol.reference.Reference] built from ``StateComponent(f, 0)``,
+    ``StateComponent(f, 1)`` and
     ``StateComponent(f, 2)`` pickles whenever ``f`` does (a module-level function or a
-    :func:`functools.partial` of one), unlike a lambda or a local function.
+    `functools.partial()` of one), unlike a lambda or a local function.
 
     Parameters
     ----------
@@ -184,7 +185,7 @@ class _DenseSimulation:
 
 
 class _Field:
-    """A named field of a :class:`_DenseSimulation` evaluation (picklable)."""
+    """A named field of a `_DenseSimulation` evaluation (picklable)."""
 
     def __init__(self, dense: _DenseSimulation, name: str) -> None:
         self.dense, self.name = dense, name
@@ -224,8 +225,8 @@ def _check_period(period: Any) -> float | None:
 class Reference:
     """A reference motion ``x0(t), ẋ0(t), ẍ0(t), Λ0(t), u0(t)`` of a model.
 
-    Build it with :meth:`from_functions`, :meth:`constant_velocity`, :meth:`equilibrium`,
-    :meth:`from_samples` or :meth:`from_simulation`, not with the constructor.
+    Build it with `from_functions()`, `constant_velocity()`, `equilibrium()`,
+    `from_samples()` or `from_simulation()`, not with the constructor.
 
     Attributes
     ----------
@@ -325,7 +326,7 @@ class Reference:
         return self._ev(self._fu, t)
 
     def sample(self, ts: ArrayLike) -> ReferenceSamples:
-        """All quantities at times ``ts`` (``(N,)``) as a :class:`ReferenceSamples`."""
+        """All quantities at times ``ts`` (``(N,)``) as a [`ReferenceSamples`][nhcontrol.reference.ReferenceSamples]."""
         tt = np.atleast_1d(np.asarray(ts, dtype=float))
         return ReferenceSamples(t=readonly(np.array(tt)), x=readonly(np.array(self.x(tt))),
                                 xd=readonly(np.array(self.xd(tt))),
@@ -334,7 +335,7 @@ class Reference:
                                 u=readonly(np.array(self.u(tt))))
 
     def default_times(self, num: int = 101) -> NDArray[np.float64]:
-        """Times used by :meth:`check` when none are given.
+        """Times used by `check()` when none are given.
 
         ``num`` points over ``t_range``, else over one period, else ``[0.0]``.
         """
@@ -354,11 +355,11 @@ class Reference:
         cm : CompiledModel
             The model the reference belongs to (same coordinates).
         ts : (N,) array_like, optional
-            Sample times (default :meth:`default_times`).
+            Sample times (default `default_times()`).
         tol : float
             Absolute tolerance for every residual.
         raise_on_error : bool
-            Raise :class:`ReferenceMotionError` with the numbers when a residual exceeds ``tol``.
+            Raise `ReferenceMotionError` with the numbers when a residual exceeds ``tol``.
 
         Returns
         -------
@@ -491,7 +492,7 @@ class Reference:
             Time-invariant linearization (relative equilibrium).
         period : float, optional
         t_range : (t_start, t_end), optional
-            Outside it, evaluation raises :class:`TimeRangeError` (unless ``period`` is given).
+            Outside it, evaluation raises `TimeRangeError` (unless ``period`` is given).
         tol : float
             Relative tolerance of the inverse-dynamics admissibility check.
 
@@ -569,7 +570,7 @@ class Reference:
         lam : (N, m + l) array_like, optional
             Multiplier samples (cubic spline). When omitted, ``Λ0`` comes from inverse dynamics
             Eq. (2.112) in least squares (``check=False``): interpolated data are not exactly
-            admissible; :meth:`check` reports how far they are.
+            admissible; `check()` reports how far they are.
         periodic : bool
             The samples cover exactly one period (the last sample equals the first); the
             interpolant is periodic and times are wrapped.
@@ -646,13 +647,13 @@ class Reference:
     @classmethod
     def from_simulation(cls, result: Any, *, u_interpolation: UInterpolation | None = None
                         ) -> "Reference":
-        """Reference from a :class:`nhcontrol.simulate.SimulationResult`.
+        """Reference from a [`nhcontrol.simulate.SimulationResult`][nhcontrol.simulate.SimulationResult].
 
         With the integrator's dense output (``forward_dynamics(..., dense_output=True)``, the
         default) ``x0, ẋ0`` are the continuous extension of the integrator and ``ẍ0, Λ0`` solve
         the same saddle-point system (2.119) at any time, with the simulation's inputs (so a
         zero-order-hold input stays piecewise constant). Without dense output the samples are
-        interpolated by :meth:`from_samples` (quintic Hermite).
+        interpolated by `from_samples()` (quintic Hermite).
         """
         cm = result.model
         ev = ModelEvaluator(cm, result.parameters)

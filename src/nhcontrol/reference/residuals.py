@@ -16,13 +16,13 @@ from ._eval import ModelEvaluator
 
 __all__ = ["ResidualReport", "compute_residuals", "RESIDUAL_KINDS"]
 
-#: The four residuals, their formula and thesis equation.
 RESIDUAL_KINDS = {
     "holonomic": ("|C(x)|", "Eq. (2.109)"),
     "velocity": ("|D xd|", "Eq. (2.114)"),
     "acceleration": ("|D xdd - Qd|", "Eq. (2.116)"),
     "dynamics": ("|M xdd + Dᵀλ - Q|", "Eq. (2.108)"),
 }
+"""The four residuals, their formula and thesis equation."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class ResidualReport:
         return "\n".join(lines)
 
     def raise_if_failed(self, what: str = "the reference motion") -> None:
-        """Raise :class:`ReferenceMotionError` listing every residual above ``tol``."""
+        """Raise `ReferenceMotionError` listing every residual above ``tol``."""
         if self.ok:
             return
         parts = []
@@ -137,7 +137,7 @@ def compute_residuals(ev: ModelEvaluator, t: NDArray[np.float64], x: NDArray[np.
                       xd: NDArray[np.float64], xdd: NDArray[np.float64],
                       lam: NDArray[np.float64], u: NDArray[np.float64] | None,
                       tol: float) -> ResidualReport:
-    """Evaluate the four residuals at stacked samples (see :class:`ResidualReport`).
+    """Evaluate the four residuals at stacked samples (see [`ResidualReport`][nhcontrol.reference.ResidualReport]).
 
     Parameters
     ----------

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-#: command-line name -> (module, one-line description)
 TARGETS: dict[str, tuple[str, str]] = {
     "bicycle-benchmark": ("bicycle_benchmark",
                           "Benchmark bicycle (thesis Sect. 4.3): Jacobian, quartic, critical speeds"),
@@ -25,6 +24,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "monte-carlo-ball-plate": ("monte_carlo_ball_plate",
                                "Ball-plate LQR/MPC under mass/radius uncertainty, Monte Carlo (Ch. 8)"),
 }
+"""command-line name -> (module, one-line description)"""
 
 
 def load(target: str) -> ModuleType:

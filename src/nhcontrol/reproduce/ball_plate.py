@@ -46,10 +46,10 @@ from . import ball_plate_ltv as bpl
 __all__ = ["run", "summary", "Settings", "contact_error",
            "ClosedLoop", "closed_loop_nonlinear", "closed_loop_linear", "lqr_gains"]
 
-#: Lean angles of the thesis (degrees), Sect. 8.4.5.
 PHI0_DEG = (5.0, 35.0)
-#: Input bound of the MPC (degrees) on |α| and |β|.
+"""Lean angles of the thesis (degrees), Sect. 8.4.5."""
 MPC_BOUND_DEG = 10.0
+"""Input bound of the MPC (degrees) on |α| and |β|."""
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,11 @@ class Settings:
     linear_check_scale: float = 0.05
 
 
-#: ``--quick``: shorter MPC horizon and looser integration tolerances, but the published
-#: sampling period (a coarser one makes the LQR plate angles peak near 90 deg).
 QUICK = Settings(t_final=20.0, steps_per_period=125, mpc_horizon=10, rtol=1e-6, atol=1e-8,
                  output_points=201, tail_periods=2)
+"""``--quick``: shorter MPC horizon and looser integration tolerances, but the published sampling
+period (a coarser one makes the LQR plate angles peak near 90 deg).
+"""
 
 
 @dataclass(frozen=True)
@@ -460,7 +461,7 @@ def _figures(key: str, mo: Any, f8: dict[str, Any], nl8: ClosedLoop, ol: ClosedL
 
 
 def summary(result: dict[str, Any]) -> str:
-    """Human-readable report of :func:`run`."""
+    """Human-readable report of `run()`."""
     lines = ["Ball-plate system tracking a circle (thesis Ch. 8)"]
     lines.append("  Omega (Eq. (8.64)): " + ", ".join(
         f"phi0 = {k} deg: {v:.4f} rad/s" for k, v in result["Omega"].items()))

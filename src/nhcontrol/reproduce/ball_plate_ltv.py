@@ -1,7 +1,9 @@
 """Linear time-varying systems of the ball-plate case (thesis Sect. 8.4.2–8.4.5).
 
-These assemble :class:`nhcontrol.systems.LTVSystem` objects from the model of
-:mod:`nhcontrol.models.ball_plate` (which, like every model, is built only from ``modeling``
+These assemble [`nhcontrol.systems.LTVSystem`][nhcontrol.systems.LTVSystem] objects from the model
+of
+[`nhcontrol.models.ball_plate`][nhcontrol.models.ball_plate] (which, like every model, is built
+only from ``modeling``
 and ``reference``): the 8-state system of Eq. (8.74) from the third numerical procedure or in
 closed form (Eqs. (8.75)-(8.76)), and the 7-state controllable formulation of Sect. 8.4.5.
 """
@@ -22,8 +24,8 @@ from ..systems import LTVSystem, restrict
 
 __all__ = ["AGREEMENT_TOL", "closed_form_ltv", "ltv_system", "controllable_formulation"]
 
-#: Largest relative difference accepted between nhcontrol.linearize and the closed form.
 AGREEMENT_TOL = 1e-8
+"""Largest relative difference accepted between nhcontrol.linearize and the closed form."""
 
 
 def closed_form_ltv(motion: CircularMotion):
@@ -32,7 +34,8 @@ def closed_form_ltv(motion: CircularMotion):
     Returns
     -------
     LTVSystem
-        States :data:`LTV_STATES`, inputs :data:`INPUTS`, ``period = 2π/|ω|``, vectorized.
+        States [`LTV_STATES`][nhcontrol.models.ball_plate.LTV_STATES], inputs
+        [`INPUTS`][nhcontrol.models.ball_plate.INPUTS], ``period = 2π/|ω|``, vectorized.
     """
     last: dict[str, Any] = {}
 
@@ -56,27 +59,32 @@ def closed_form_ltv(motion: CircularMotion):
 def ltv_system(cm: Any, ref: Any, *, method: Literal["linearize", "closed_form"] = "linearize"):
     """8-state LTV system of Eq. (8.74) from the third numerical procedure (Sect. 4.2.3, 8.1).
 
-    ``A(t)``, ``B(t)`` are :func:`nhcontrol.linearize` with :data:`PARTITION_8_72` evaluated at
+    ``A(t)``, ``B(t)`` are [`nhcontrol.linearize()`][nhcontrol.linearize] with
+    [`PARTITION_8_72`][nhcontrol.models.ball_plate.PARTITION_8_72] evaluated at
     ``t`` (vectorized). Their time derivatives (for Silverman--Meadows, Eq. (8.87)) are the exact
-    ones of :func:`closed_form_matrices`; before returning, ``A``, ``B`` are compared with the
-    closed form at three times (relative tolerance :data:`AGREEMENT_TOL`) so both describe the
+    ones of [`closed_form_matrices()`][nhcontrol.models.ball_plate.closed_form_matrices]; before
+    returning, ``A``, ``B`` are compared with the
+    closed form at three times (relative tolerance
+    [`AGREEMENT_TOL`][nhcontrol.reproduce.ball_plate_ltv.AGREEMENT_TOL]) so both describe the
     same system.
 
     Parameters
     ----------
     cm : CompiledModel
     ref : Reference
-        From :func:`circular_motion`.
+        From `circular_motion()`.
     method : {"linearize", "closed_form"}, default "linearize"
         ``"linearize"``: every evaluation of ``A(t)``, ``B(t)`` calls the third procedure (about
         5 ms per call). ``"closed_form"``: after the agreement check, evaluate
-        :func:`closed_form_matrices` instead (about 100 times faster; use it for Gramians,
+        [`closed_form_matrices()`][nhcontrol.models.ball_plate.closed_form_matrices] instead (about
+        100 times faster; use it for Gramians,
         discretization over long horizons and MPC).
 
     Returns
     -------
     LTVSystem
-        States :data:`LTV_STATES` (``X̃ = [ψ̃, φ̃, θ̃, ω̃_ψ, ω̃_φ, ω̃_θ, x̃_C, ỹ_C]``), inputs
+        States [`LTV_STATES`][nhcontrol.models.ball_plate.LTV_STATES] (``X̃ = [ψ̃, φ̃, θ̃, ω̃_ψ,
+        ω̃_φ, ω̃_θ, x̃_C, ỹ_C]``), inputs
         ``alpha, beta``, ``period = 2π/|ω|``.
 
     Raises
@@ -122,7 +130,7 @@ def controllable_formulation(cm: Any, ref: Any, *,
                              method: Literal["linearize", "closed_form"] = "linearize"):
     """7-state LTV system without the conserved spin: controllable (Sect. 8.4.5).
 
-    ``Ż = A_r(t) Z + B_r(t) ũ`` with ``A_r = S A P``, ``B_r = S B`` (see :class:`SpinReduction`),
+    ``Ż = A_r(t) Z + B_r(t) ũ`` with ``A_r = S A P``, ``B_r = S B`` (see `SpinReduction`),
     ``Z = [ψ̃, φ̃, θ̃, ω̃_φ, ω̃_θ, x̃_C, ỹ_C]``: the restriction of Eq. (8.74) to the
     perturbations that keep the spin of the reference (``c = 0``). A perturbation with
     ``c ≠ 0`` enters as the known drift ``S A e_spin c`` and cannot be removed by any input.
@@ -131,16 +139,20 @@ def controllable_formulation(cm: Any, ref: Any, *,
     ----------
     cm : CompiledModel
     ref : Reference
-        From :func:`circular_motion`.
+        From `circular_motion()`.
     method : {"linearize", "closed_form"}
-        Source of ``A(t)``, ``B(t)``, see :func:`ltv_system`.
+        Source of ``A(t)``, ``B(t)``, see
+        [`ltv_system()`][nhcontrol.reproduce.ball_plate_ltv.ltv_system].
 
     Returns
     -------
     LTVSystem
-        States :data:`REDUCED_STATES`, inputs ``alpha, beta``, ``period = 2π/|ω|``; derivatives
-        exact (from :func:`closed_form_matrices`). Map to/from the 8-state deviation with
-        :func:`spin_reduction` (``Z = S X̃``, ``X̃ = P Z + e_spin c``).
+        States [`REDUCED_STATES`][nhcontrol.models.ball_plate.REDUCED_STATES], inputs ``alpha,
+        beta``, ``period = 2π/|ω|``; derivatives
+        exact (from [`closed_form_matrices()`][nhcontrol.models.ball_plate.closed_form_matrices]).
+        Map to/from the 8-state deviation with
+        [`spin_reduction()`][nhcontrol.models.ball_plate.spin_reduction] (``Z = S X̃``, ``X̃ = P Z
+        + e_spin c``).
 
     Notes
     -----

@@ -1,7 +1,8 @@
 """Reproduce the bicycle benchmark of thesis Sect. 4.3 (``nhcontrol reproduce bicycle-benchmark``).
 
 What is computed, all from the linearization of the Newton--Euler model
-(:mod:`nhcontrol.models.benchmark_bicycle`) about the steady forward motion:
+([`nhcontrol.models.benchmark_bicycle`][nhcontrol.models.benchmark_bicycle]) about the steady
+forward motion:
 
 * the ``10 x 10`` Jacobian of the third procedure for partition (4.172) (Eq. (4.180)), shown to be
   exactly ``J(v) = J0 + v J1 + v^2 J2`` (fit from 3 speeds, prediction error at others);
@@ -37,14 +38,14 @@ from nhcontrol._util.errors import LinearSystemError
 __all__ = ["run", "summary", "reference_data", "jacobian_polynomial", "jacobian_4_180",
            "zeta_from_jacobian", "ZETA_NAMES"]
 
-#: JSON keys of the coefficients ζ1..ζ7 of Eq. (4.184).
 ZETA_NAMES = tuple(f"z{k}" for k in range(1, 8))
+"""JSON keys of the coefficients ζ1..ζ7 of Eq. (4.184)."""
 
-#: Speeds (m/s) used to identify J0, J1, J2 and those used to check the prediction.
 _FIT_SPEEDS = (0.0, 1.0, 2.0)
+"""Speeds (m/s) used to identify J0, J1, J2 and those used to check the prediction."""
 _CHECK_SPEEDS = (-1.5, 3.7, 7.3, 10.0)
-#: Speeds used for the least-squares fit of the ζ's (symmetric, moderate: well conditioned).
 _ZETA_SPEEDS = (-2.0, -1.5, -1.0, -0.5, 0.5, 1.0, 1.5, 2.0)
+"""Speeds used for the least-squares fit of the ζ's (symmetric, moderate: well conditioned)."""
 
 
 def reference_data() -> dict[str, Any]:
@@ -412,7 +413,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
 
 
 def summary(result: dict[str, Any]) -> str:
-    """Human-readable report of :func:`run`."""
+    """Human-readable report of `run()`."""
     L = []
     L.append("Benchmark bicycle (thesis Sect. 4.3), third numerical procedure, partition (4.172)")
     L.append(f"  Jacobian {result['jacobian_shape'][0]} x {result['jacobian_shape'][1]}; "

@@ -1,13 +1,16 @@
 """``nhcontrol reproduce e-scooter``: the e-scooter with toroidal wheels and suspensions (Sect. 5.6).
 
 The minimal 14 × 14 Jacobian of the steady forward motion (third numerical procedure,
-partition :data:`nhcontrol.models.escooter.PARTITION`) is identified as
+partition [`nhcontrol.models.escooter.PARTITION`][nhcontrol.models.escooter.PARTITION]) is
+identified as
 ``J(v) = J0 + v J1 + v² J2`` from three speeds (checked at a fourth, residual reported).
 Structurally zero eigenvalues are split off; the self-stable speed ranges are found by
-Brent's method on the spectral abscissa (:func:`nhcontrol.analysis.critical_points`).
+Brent's method on the spectral abscissa
+([`nhcontrol.analysis.critical_points()`][nhcontrol.analysis.critical_points]).
 
 Reduction check: hoop wheels and Table 4.1 (``BENCHMARK_PARAMETERS``), suspensions present,
-against the benchmark bicycle (:mod:`nhcontrol.models.benchmark_bicycle`, an independent
+against the benchmark bicycle
+([`nhcontrol.models.benchmark_bicycle`][nhcontrol.models.benchmark_bicycle], an independent
 model) and Meijaard et al.'s ``v_w, v_c``. Trends of thesis Ch. 9 in ``"trends"``.
 """
 
@@ -30,8 +33,8 @@ __all__ = ["run", "summary", "speed_polynomial", "stable_ranges", "spectrum"]
 V_MAX = 15.0
 SPEEDS = np.round(np.linspace(0.5, V_MAX, 30), 10)
 REDUCTION_SPEEDS = (1.0, 3.0, 5.0, 7.0)
-#: Suspension pairs: eigenvalues with |Im| above this [rad/s] (lean-steer modes stay below).
 SUSPENSION_IMAG = 15.0
+"""Suspension pairs: eigenvalues with |Im| above this [rad/s] (lean-steer modes stay below)."""
 
 
 def speed_polynomial(cm: Any, p: np.ndarray, partition: dict) -> tuple[tuple[np.ndarray, ...], float]:
@@ -124,8 +127,8 @@ def _handlebar(factor: float) -> dict[str, float]:
 
 
 HOOPS = {"mu_R": 0.0, "mu_F": 0.0, "sigma_R": 0.0, "sigma_F": 0.0}
-#: Handlebar inertia scale of the "reduced" case (chosen).
 REDUCED_HANDLEBAR = 0.1
+"""Handlebar inertia scale of the "reduced" case (chosen)."""
 
 
 def _abscissa_min(case: dict[str, Any]) -> float:
@@ -234,7 +237,7 @@ def _plot(result: dict, cases: dict[str, Any], out: Path) -> None:
 
 
 def summary(result: dict) -> str:
-    """Human-readable report of :func:`run`."""
+    """Human-readable report of [`run()`][nhcontrol.reproduce.escooter.run]."""
     red = result["reduction"]
     lines = [
         "E-scooter with toroidal wheels and suspensions (Sect. 5.6, derived here)",

@@ -2,7 +2,8 @@
 
 Arranges library calls: the equilibrium at phi2 = 60 deg with p3 = 3.5 MPa (Eqs. (7.84)-(7.99)),
 the multipliers by inverse dynamics (Eqs. (7.91)-(7.94)), the 6x6 Jacobian of Eq. (7.96) from
-:func:`nhcontrol.linearize.linearize_with_first_order_states` for four friction scenarios
+[`nhcontrol.linearize.linearize_with_first_order_states()`][nhcontrol.linearize.linearize_with_first_order_states]
+for four friction scenarios
 (nominal, friction/10, friction/100, frictionless), the controllability with ``U_ref`` as
 input, and the conventional counterpart of Sect. 7.3.5 (Eqs. (7.103)-(7.110)): its 24x24
 Jacobian, the relative error of the friction-sensitive eigenvalues against the step ``h``
@@ -28,9 +29,9 @@ from ..reference.inverse import inverse_dynamics
 
 __all__ = ["run", "summary", "SCENARIOS"]
 
-#: Friction scale factors of the scenarios (F_c, F_s, sigma2 multiplied together).
 SCENARIOS: dict[str, float] = {"nominal": 1.0, "friction_div10": 0.1, "friction_div100": 0.01,
                                "frictionless": 0.0}
+"""Friction scale factors of the scenarios (F_c, F_s, sigma2 multiplied together)."""
 
 
 def _friction(factor: float) -> dict[str, float]:

@@ -1,7 +1,8 @@
 """``nhcontrol reproduce rolling-hoop``: upright straight rolling of a hoop and a uniform disc.
 
 Thesis Sect. 5.3 (closed form derived here, in ``docs/theory/classical.md``). The
-absolute-coordinate Newton–Euler models of :mod:`nhcontrol.models.rolling_wheel` (n = 7,
+absolute-coordinate Newton–Euler models of
+[`nhcontrol.models.rolling_wheel`][nhcontrol.models.rolling_wheel] (n = 7,
 m = 2, l = 2) are linearized by the third numerical procedure along upright straight rolling
 at speed ``v``; the 8-state Jacobian has the characteristic polynomial
 ``λ^6 (λ^2 + c(v))`` with ``c(v) = -λ^2`` the sum of its principal 2×2 minors. The critical
@@ -25,8 +26,8 @@ from ..models import rolling_wheel
 __all__ = ["run", "summary", "jacobian", "pair_coefficient", "critical_speed",
            "analytic_critical_speed"]
 
-#: Inertia factors (A, C) / (m r^2) of the two bodies of revolution.
 _FACTORS = {"hoop": (0.5, 1.0), "disc": (0.25, 0.5)}
+"""Inertia factors (A, C) / (m r^2) of the two bodies of revolution."""
 
 
 def _model(kind: str, r: float, m: float, g: float):
@@ -49,7 +50,7 @@ def pair_coefficient(cm: Any, v: float) -> float:
 def critical_speed(cm: Any, bracket: tuple[float, float] = (0.05, 5.0)) -> float:
     """Speed at which the lean pair turns from real (capsize) to imaginary (wobble).
 
-    Root of :func:`pair_coefficient` by Brent's method, ``xtol = 1e-14``.
+    Root of `pair_coefficient()` by Brent's method, ``xtol = 1e-14``.
     """
     lo, hi = bracket
     return float(brentq(lambda v: pair_coefficient(cm, v), lo, hi, xtol=1e-14, rtol=1e-15))

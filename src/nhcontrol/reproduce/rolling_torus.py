@@ -34,8 +34,8 @@ __all__ = ["run", "summary", "circular_linearization", "straight_jacobian", "str
            "vertical_spin_jacobian", "vertical_spin_threshold", "circular_stability"]
 
 GEOMETRY = {"rho": 0.3, "mu": 0.2, "sigma": 1.0, "m": 2.0, "g": 9.81}
-#: (phi0 [deg], nondimensional spin ω̄) of the circular motions validated by Floquet theory.
 CASES = [(-5.0, 0.75), (-5.0, 0.5), (-20.0, 1.5), (10.0, 2.0)]
+"""(phi0 [deg], nondimensional spin ω̄) of the circular motions validated by Floquet theory."""
 MUS = [0.2, 0.1, 0.05, 0.02, 0.01, 0.001, 0.0]
 
 

@@ -1,7 +1,8 @@
 """``nhcontrol reproduce skateboard``: straight motion of the Chaplygin sleigh (skateboard on a skate).
 
 Thesis Sect. 5.2 (closed form derived here, in ``docs/theory/classical.md``). The
-absolute-coordinate model of :mod:`nhcontrol.models.sleigh` (n = 3, m = 0, l = 1) is
+absolute-coordinate model of [`nhcontrol.models.sleigh`][nhcontrol.models.sleigh] (n = 3, m = 0, l
+= 1) is
 linearized by the third numerical procedure along the straight motion at speed ``v``; the
 5-state Jacobian has one non-zero eigenvalue, ``λ(v) = -c1(v)`` (``c1 = -trace J``), compared
 with the closed form ``λ = -m d v / (I_G + m d^2)`` (``d``: distance of the centre of mass

@@ -1,7 +1,8 @@
 """``nhcontrol reproduce toroidal-bicycle``: the bicycle with elliptic toroidal wheels (Sect. 4.5.1).
 
 For every wheel geometry the minimal 10×10 Jacobian of the steady forward motion (third
-numerical procedure, partition :data:`nhcontrol.models.toroidal_bicycle.PARTITION`) is
+numerical procedure, partition
+[`nhcontrol.models.toroidal_bicycle.PARTITION`][nhcontrol.models.toroidal_bicycle.PARTITION]) is
 identified exactly as ``J(v) = J0 + v J1 + v² J2`` from three speeds (the Jacobian is a
 quadratic polynomial in the speed; the identification is checked at a fourth speed and the
 residual reported). The self-stable speed range ``[v_w, v_c]`` (weave and capsize speeds) is
@@ -26,8 +27,8 @@ from .bicycle_benchmark import jacobian_polynomial
 
 __all__ = ["run", "summary", "speed_polynomial", "stable_range"]
 
-#: Meijaard et al. (2007), Table 2: weave and capsize speeds of the benchmark [m/s].
 MEIJAARD_VW = 4.292382536341
+"""Meijaard et al. (2007), Table 2: weave and capsize speeds of the benchmark [m/s]."""
 MEIJAARD_VC = 6.024262015388
 
 V_MAX = 20.0
@@ -51,7 +52,7 @@ def speed_polynomial(cm: Any, p: np.ndarray) -> tuple[tuple[np.ndarray, ...], fl
 def stable_range(poly: tuple[np.ndarray, ...]) -> dict[str, Any]:
     """Weave speed ``vw``, capsize speed ``vc`` and the width of the self-stable range.
 
-    ``vc`` is None when the bicycle stays stable up to :data:`V_MAX` (width measured to
+    ``vc`` is None when the bicycle stays stable up to `V_MAX` (width measured to
     ``V_MAX``, flagged ``"open": True``); both are None when no speed in ``(0, V_MAX]`` is
     self-stable (width 0).
     """

@@ -2,7 +2,8 @@
 
 Reduction check: rigid torsion bar, locked rear caster, hoop wheels against the benchmark bicycle
 model (an independent model) with the composite parameters of
-:func:`nhcontrol.models.waveboard.benchmark_equivalent`. Then the 14 × 14 Jacobian of the
+[`nhcontrol.models.waveboard.benchmark_equivalent()`][nhcontrol.models.waveboard.benchmark_equivalent].
+Then the 14 × 14 Jacobian of the
 steady forward motion (third procedure, ``J(v) = J0 + v J1 + v² J2`` identified from three speeds and
 checked at a fourth), its eigenvalues vs speed and the self-stable speed ranges.
 """
@@ -50,7 +51,7 @@ def _nontrivial(ev: np.ndarray) -> np.ndarray:
 
 
 def reduction() -> dict[str, Any]:
-    """Locked board (hoops) vs the benchmark bicycle with :func:`waveboard.benchmark_equivalent`."""
+    """Locked board (hoops) vs the benchmark bicycle with `waveboard.benchmark_equivalent()`."""
     cr = wb.model(torsion=False, rear_caster=False)
     pv = cr.param_vector(**HOOPS)
     eq = wb.benchmark_equivalent()
@@ -128,7 +129,7 @@ def _plot(poly: tuple[np.ndarray, ...], ranges: list, out: Path) -> None:
 
 
 def summary(result: dict) -> str:
-    """Human-readable report of :func:`run`."""
+    """Human-readable report of [`run()`][nhcontrol.reproduce.waveboard.run]."""
     red = result["reduction"]
     return "\n".join([
         "Waveboard with toroidal wheels (Sect. 5.5, derived here)",

@@ -1,9 +1,13 @@
 """nhcontrol.simulate — forward dynamics of the nonlinear model and of linear systems.
 
-:func:`forward_dynamics` integrates the index-1 DAE with Baumgarte stabilisation, Eq. (2.119),
-open or closed loop (a discrete controller with zero-order hold); :func:`consistent_initial_conditions`
-projects initial conditions on the constraints; :func:`simulate_discrete` and
-:func:`simulate_ltv` simulate linear (LTV/LTI, discrete/continuous) systems.
+[`forward_dynamics()`][nhcontrol.simulate.forward_dynamics] integrates the index-1 DAE with
+Baumgarte stabilisation, Eq. (2.119),
+open or closed loop (a discrete controller with zero-order hold);
+[`consistent_initial_conditions()`][nhcontrol.simulate.consistent_initial_conditions]
+projects initial conditions on the constraints;
+[`simulate_discrete()`][nhcontrol.simulate.simulate_discrete] and
+[`simulate_ltv()`][nhcontrol.simulate.simulate_ltv] simulate linear (LTV/LTI, discrete/continuous)
+systems.
 """
 
 from .forward import DEFAULT_BAUMGARTE, ConditioningWarning, forward_dynamics

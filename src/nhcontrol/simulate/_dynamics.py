@@ -1,10 +1,10 @@
 """The index-1 equations of motion with Baumgarte stabilisation, Eq. (2.119).
 
-.. math::
-
-    \\begin{bmatrix} M & D^T \\\\ D & 0 \\end{bmatrix}
-    \\begin{bmatrix} \\ddot x \\\\ \\Lambda \\end{bmatrix} =
-    \\begin{bmatrix} Q \\\\ Q_d - 2\\alpha\\, D\\dot x - \\beta^2 [C; 0] \\end{bmatrix}
+$$
+\\begin{bmatrix} M & D^T \\\\ D & 0 \\end{bmatrix}
+\\begin{bmatrix} \\ddot x \\\\ \\Lambda \\end{bmatrix} =
+\\begin{bmatrix} Q \\\\ Q_d - 2\\alpha\\, D\\dot x - \\beta^2 [C; 0] \\end{bmatrix}
+$$
 
 with ``D ẋ = [Ċ; C_nh] = Q1`` and ``[C; 0] = Q2`` of Eq. (2.118); ``(α, β)`` are the thesis'
 ``(β_e, γ_e)``.
@@ -96,11 +96,11 @@ class Dynamics:
         Differentiating Eq. (2.119), ``K [ẍ; Λ] = [Q; g]`` with
         ``g = Qd − 2α D ẋ − β² [C; 0]``, at fixed input:
 
-        .. math::
-
-            K \\frac{∂[ẍ; Λ]}{∂x} = \\begin{bmatrix} ∂Q/∂x − ∂(Mẍ)/∂x − ∂(DᵀΛ)/∂x \\\\
-            ∂Qd/∂x − 2α ∂(Dẋ)/∂x − β² [Cx; 0] − ∂(Dẍ)/∂x \\end{bmatrix}, \\quad
-            K \\frac{∂[ẍ; Λ]}{∂ẋ} = \\begin{bmatrix} ∂Q/∂ẋ \\\\ ∂Qd/∂ẋ − 2α D \\end{bmatrix},
+        $$
+        K \\frac{∂[ẍ; Λ]}{∂x} = \\begin{bmatrix} ∂Q/∂x − ∂(Mẍ)/∂x − ∂(DᵀΛ)/∂x \\\\
+        ∂Qd/∂x − 2α ∂(Dẋ)/∂x − β² [Cx; 0] − ∂(Dẍ)/∂x \\end{bmatrix}, \\quad
+        K \\frac{∂[ẍ; Λ]}{∂ẋ} = \\begin{bmatrix} ∂Q/∂ẋ \\\\ ∂Qd/∂ẋ − 2α D \\end{bmatrix},
+        $$
 
         all terms from one call of the generated ``linearization_terms`` kernel (exact symbolic
         derivatives, the same as in the linearization, Eqs. (4.99)-(4.103)). Returns ``(2n, 2n)``.
@@ -178,7 +178,7 @@ class Dynamics:
 
     def diagnose(self, t: float, x: NDArray[np.float64], u: NDArray[np.float64] | None,
                  cond: float | None = None, sv: NDArray | None = None) -> None:
-        """Raise :class:`SolverError` explaining why the saddle-point matrix is singular."""
+        """Raise `SolverError` explaining why the saddle-point matrix is singular."""
         ev, n, ml = self.ev, self.n, self.ml
         K = self._assemble(x, u)
         if sv is None:

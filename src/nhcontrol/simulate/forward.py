@@ -27,15 +27,16 @@ from .result import SimulationResult
 
 __all__ = ["forward_dynamics", "DEFAULT_BAUMGARTE", "ConditioningWarning"]
 
-#: Default Baumgarte constants ``(α, β)`` in 1/s: ``C̈ + 2α Ċ + β² C = 0`` is critically
-#: damped with a double pole at ``-5`` 1/s, and ``d(B ẋ)/dt + 2α B ẋ = 0`` decays at 10 1/s.
 DEFAULT_BAUMGARTE = (5.0, 5.0)
+"""Default Baumgarte constants ``(α, β)`` in 1/s: ``C̈ + 2α Ċ + β² C = 0`` is critically damped with a
+double pole at ``-5`` 1/s, and ``d(B ẋ)/dt + 2α B ẋ = 0`` decays at 10 1/s.
+"""
 
 Method = Literal["DOP853", "RK45", "Radau", "LSODA", "BDF"]
 
 
-#: Largest constraint residual |C(x0)|, |D(x0) xd0| at the start accepted without a warning.
 INITIAL_TOL = 1e-8
+"""Largest constraint residual |C(x0)|, |D(x0) xd0| at the start accepted without a warning."""
 
 
 class ConditioningWarning(UserWarning):
@@ -105,11 +106,11 @@ class _UserInput:
         return np.asarray(self.u(t), dtype=float).reshape(self.k)
 
 
-#: Solvers stepped by hand over the hold intervals (they expose the proposed step ``h_abs``).
 _STEPPERS = {"DOP853": DOP853, "RK45": RK45, "Radau": Radau, "BDF": BDF}
+"""Solvers stepped by hand over the hold intervals (they expose the proposed step ``h_abs``)."""
 
-#: Methods that use a Jacobian of the right-hand side (given exactly when the model can).
 _IMPLICIT = ("Radau", "BDF", "LSODA")
+"""Methods that use a Jacobian of the right-hand side (given exactly when the model can)."""
 
 
 class _Interval:
@@ -202,13 +203,13 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
 
     At every right-hand-side evaluation the saddle-point system of Eq. (2.119) is solved
 
-    .. math::
-
-        \begin{bmatrix} M(x,u) & D^T(x,u) \\ D(x,u) & 0 \end{bmatrix}
-        \begin{bmatrix} \ddot x \\ \Lambda \end{bmatrix} =
-        \begin{bmatrix} Q(x,\dot x,u) \\
-        Q_d(x,\dot x) - 2\alpha\,D(x)\dot x - \beta^2 \begin{bmatrix} C(x) \\ 0 \end{bmatrix}
-        \end{bmatrix},
+    $$
+    \begin{bmatrix} M(x,u) & D^T(x,u) \\ D(x,u) & 0 \end{bmatrix}
+    \begin{bmatrix} \ddot x \\ \Lambda \end{bmatrix} =
+    \begin{bmatrix} Q(x,\dot x,u) \\
+    Q_d(x,\dot x) - 2\alpha\,D(x)\dot x - \beta^2 \begin{bmatrix} C(x) \\ 0 \end{bmatrix}
+    \end{bmatrix},
+    $$
 
     which is Eq. (2.119) with ``D ẋ = [Ċ; C_nh] = Q1`` and ``[C; 0] = Q2`` (Eq. (2.118));
     ``(α, β)`` are the thesis' ``(β_e, γ_e)``. The holonomic constraints then obey
@@ -222,7 +223,8 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         Integration interval.
     x0, xd0 : (n,) array_like
         Initial coordinates and velocities (make them consistent with
-        :func:`consistent_initial_conditions`; Baumgarte pulls inconsistent ones back).
+        [`consistent_initial_conditions()`][nhcontrol.simulate.consistent_initial_conditions];
+        Baumgarte pulls inconsistent ones back).
     u : (k,) array_like, callable ``u(t) -> (k,)`` or Reference, optional
         Open-loop inputs (zeros when omitted). A ``Reference`` contributes its ``u0(t)``.
     p : (np,) array_like or mapping, optional
@@ -247,11 +249,12 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         discrete): its inputs are the states of ``linearization`` it names, read from
         ``linearization.deviation(reference, t, x, ẋ)``, and ``u = u0(t) + y_c``; a discrete
         one runs with zero-order hold at its ``dt``. Continuous dynamic controllers: close the
-        loop with :func:`to_nlsys` and ``control.interconnect``.
+        loop with [`to_nlsys()`][nhcontrol.simulate.to_nlsys] and ``control.interconnect``.
     events : callable ``event(t, x, xd) -> float`` or list of them, optional
         Like ``solve_ivp`` events (attributes ``terminal``, ``direction`` are honoured).
     dense_output : bool
-        Keep the integrator's continuous extension (for :meth:`SimulationResult.evaluate` and
+        Keep the integrator's continuous extension (for
+        [`SimulationResult.evaluate()`][nhcontrol.simulate.SimulationResult.evaluate] and
         ``Reference.from_simulation``).
     max_step : float
         Largest integrator step.
@@ -259,7 +262,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         Check the conditioning of the saddle-point matrix at ``x0`` (raises if singular).
     exact_jacobian : bool
         For the implicit methods ("Radau", "BDF", "LSODA"), give the integrator the exact
-        Jacobian of ``[ẋ; ẍ]`` (:meth:`Dynamics.jacobian`, from the generated
+        Jacobian of ``[ẋ; ẍ]`` (`Dynamics.jacobian()`, from the generated
         ``linearization_terms`` kernel) instead of letting scipy difference the right-hand
         side. Not used with a continuous ``controller`` (its ``∂u/∂x`` is unknown).
 

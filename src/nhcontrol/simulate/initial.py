@@ -1,4 +1,4 @@
-"""Consistent initial conditions (re-exported from :mod:`nhcontrol.reference.consistent`).
+"""Consistent initial conditions (re-exported from `nhcontrol.reference.consistent`).
 
 The implementation lives in ``reference`` so that ``linearize`` (``lin.from_deviation``) can use it
 too; ``nhcontrol.simulate.consistent_initial_conditions`` stays the usual entry point.

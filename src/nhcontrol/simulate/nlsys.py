@@ -1,4 +1,4 @@
-"""The nonlinear plant as a python-control ``NonlinearIOSystem`` (:func:`to_nlsys`)."""
+"""The nonlinear plant as a python-control ``NonlinearIOSystem`` ([`to_nlsys()`][nhcontrol.simulate.to_nlsys])."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def to_nlsys(cm: Any, *, p: ArrayLike | Mapping[str, float] | None = None,
     """The nonlinear model as a python-control ``NonlinearIOSystem``.
 
     The states are ``[x; ẋ]`` named after the coordinates and their velocities
-    (``<coordinate>_d``, as :attr:`LinearizationResult.states`); the inputs are ``cm.inputs``;
+    (``<coordinate>_d``, as `LinearizationResult.states`); the inputs are ``cm.inputs``;
     the update function solves the index-1 equations with Baumgarte stabilisation,
     Eq. (2.119), ``[[M, Dᵀ], [D, 0]] [ẍ; Λ] = [Q; Qd − 2α D ẋ − β² C]``.
 
@@ -66,7 +66,8 @@ def to_nlsys(cm: Any, *, p: ArrayLike | Mapping[str, float] | None = None,
     -------
     control.NonlinearIOSystem
         Usable in ``control.interconnect`` and ``control.input_output_response``; check the
-        constraint drift of a response with :func:`constraint_drift`.
+        constraint drift of a response with
+        [`constraint_drift()`][nhcontrol.simulate.constraint_drift].
 
     Raises
     ------
@@ -109,7 +110,7 @@ class ConstraintDrift:
 
 def constraint_drift(cm: Any, states: ArrayLike, u: ArrayLike | None = None,
                      p: ArrayLike | Mapping[str, float] | None = None) -> ConstraintDrift:
-    """Drift of a trajectory of :func:`to_nlsys` off the constraints (Eqs. (2.109), (2.114)).
+    """Drift of a trajectory of [`to_nlsys()`][nhcontrol.simulate.to_nlsys] off the constraints (Eqs. (2.109), (2.114)).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Results of the nonlinear forward simulation (:func:`forward_dynamics`)."""
+"""Results of the nonlinear forward simulation ([`forward_dynamics()`][nhcontrol.simulate.forward_dynamics])."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class SimulationResult:
         Condition number of ``[[M, Dᵀ], [D, 0]]`` at each output time.
     coordinates, velocities, inputs, constraints : tuple of str
     model : CompiledModel
-        The model simulated (kept for :meth:`evaluate` and ``Reference.from_simulation``).
+        The model simulated (kept for `evaluate()` and ``Reference.from_simulation``).
     parameters : (np,) ndarray
     baumgarte : (float, float)
         ``(α, β)`` (thesis ``β_e``, ``γ_e``).
@@ -158,7 +158,7 @@ class SimulationResult:
 
     @classmethod
     def load(cls, path: Any, model: Any = None) -> "SimulationResult":
-        """Read a file of :meth:`save`. ``model`` (optional) is attached after its hash is checked."""
+        """Read a file of `save()`. ``model`` (optional) is attached after its hash is checked."""
         from nhcontrol._util.storage import StorageError, load_npz
 
         arr, m = load_npz(path, "SimulationResult")
@@ -203,7 +203,7 @@ class SimulationResult:
 
     @property
     def has_dense_output(self) -> bool:
-        """True when the integrator's continuous extension was kept (see :meth:`evaluate`)."""
+        """True when the integrator's continuous extension was kept (see `evaluate()`)."""
         return bool(self._segments) and all(s[2] is not None for s in self._segments)
 
     def __str__(self) -> str:

@@ -31,14 +31,15 @@ from ._grid import SweepError, grid_axes, grid_points
 from ._tasks import Outcome, init_worker, run_chunk, run_chunk_in_worker, run_chunk_with_payload
 from .result import SweepResult, load_sweep
 
-__all__ = ["SweepError", "SweepResult", "SweepWarning", "grid_points", "load_sweep", "sweep",
-           "BACKENDS"]
+__all__ = [
+    "sweep", "SweepResult", "SweepError", "SweepWarning", "grid_points", "load_sweep", "BACKENDS"
+]
 
-#: Back-end names accepted by :func:`sweep`.
 BACKENDS = ("serial", "threads", "processes", "dask")
+"""Back-end names accepted by [`sweep()`][nhcontrol.sweep.sweep]."""
 
-#: Largest number of points in one chunk when no ``chunk_size`` is given.
 MAX_DEFAULT_CHUNK = 1024
+"""Largest number of points in one chunk when no ``chunk_size`` is given."""
 
 
 class SweepWarning(UserWarning):
@@ -203,9 +204,9 @@ def sweep(fn: Callable[..., Any], grid: Mapping[str, Iterable[Any]] | Sequence[M
         Called with the grid parameters (and ``constants``, and ``rng`` when ``seed`` is given)
         as keyword arguments.
     grid : mapping name -> sequence, or sequence of mappings
-        See :func:`grid_points`.
+        See [`grid_points()`][nhcontrol.sweep.grid_points].
     backend : {"serial", "threads", "processes", "dask"}
-        ``"processes"``: a :class:`~concurrent.futures.ProcessPoolExecutor` (``fn`` and
+        ``"processes"``: a `ProcessPoolExecutor` (``fn`` and
         ``constants`` must pickle). ``"dask"``: a ``dask.distributed`` cluster — ``client`` if
         given, else a new connection to ``address``, else the current default ``Client``, else a
         ``LocalCluster`` of ``max_workers`` single-threaded worker processes, started and closed
@@ -216,7 +217,7 @@ def sweep(fn: Callable[..., Any], grid: Mapping[str, Iterable[Any]] | Sequence[M
         A tqdm progress bar (stderr) that advances as chunks complete.
     chunk_size : int, optional
         Grid points per task. Default: one point per call serially, about four chunks per
-        worker in parallel (at most :data:`MAX_DEFAULT_CHUNK`).
+        worker in parallel (at most `MAX_DEFAULT_CHUNK`).
     vectorized : bool
         ``fn`` takes a whole chunk at once: every grid parameter arrives as a 1-D array (and
         ``rng`` as a list of generators) and it returns one result per point — e.g. one stacked

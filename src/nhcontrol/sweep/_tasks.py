@@ -15,8 +15,8 @@ from ._grid import SweepError
 
 __all__ = ["Outcome", "run_chunk", "run_chunk_in_worker", "init_worker", "picklable_error"]
 
-#: (grid index, succeeded, value or exception)
 Outcome = tuple[int, bool, Any]
+"""(grid index, succeeded, value or exception)"""
 
 # Per-process state of a process-pool worker, set once by ``init_worker`` (the function and the
 # constants are unpickled once per process, not once per task).
@@ -105,7 +105,7 @@ def init_worker(fn: Callable[..., Any], constants: dict[str, Any]) -> None:
 
 def run_chunk_in_worker(indices: Sequence[int], points: Sequence[dict[str, Any]],
                         seeds: Sequence[Any] | None, vectorized: bool) -> list[Outcome]:
-    """Process-pool task: the function and constants come from :func:`init_worker`."""
+    """Process-pool task: the function and constants come from `init_worker()`."""
     return run_chunk(_WORKER["fn"], indices, points, _WORKER["constants"], seeds, vectorized)
 
 

@@ -50,7 +50,7 @@ def _jsonable_axis(vals: list[Any]) -> list[Any] | None:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """Results of :func:`nhcontrol.sweep.sweep`, in grid order.
+    """Results of [`nhcontrol.sweep.sweep()`][nhcontrol.sweep.sweep], in grid order.
 
     Attributes
     ----------
@@ -68,7 +68,7 @@ class SweepResult:
         (all ``None`` unless the sweep ran with ``errors="capture"``).
     axes : dict or None
         The axes of a Cartesian grid (``None`` for an explicit list of points); needed by
-        :meth:`to_xarray`.
+        `to_xarray()`.
     cluster : str
         For ``backend="dask"``: which cluster ran it (``"client"``, ``"address"``,
         ``"current"``, ``"local"``); ``""`` otherwise.
@@ -195,7 +195,7 @@ class SweepResult:
 
     # ------------------------------------------------------------------ files
     def save(self, path: str | Path) -> Path:
-        """Write the sweep to a Parquet file (needs pyarrow); :func:`load_sweep` reads it back.
+        """Write the sweep to a Parquet file (needs pyarrow); [`load_sweep()`][nhcontrol.sweep.load_sweep] reads it back.
 
         Grid values must be scalars; results may be scalars (real or complex), strings, arrays
         of numbers of any shape, or mappings of those.
@@ -325,12 +325,13 @@ def _rebuild(meta: dict[str, Any], table: Any) -> list[Any]:
 
 
 def load_sweep(path: str | Path) -> SweepResult:
-    """Read a sweep written by :meth:`SweepResult.save`.
+    """Read a sweep written by [`SweepResult.save()`][nhcontrol.sweep.SweepResult.save].
 
     Raises
     ------
     SweepError
-        The file was not written by :meth:`SweepResult.save` (or by a newer format).
+        The file was not written by [`SweepResult.save()`][nhcontrol.sweep.SweepResult.save] (or by
+        a newer format).
     """
     _import("pyarrow", "load_sweep")
     import pyarrow.parquet as pq

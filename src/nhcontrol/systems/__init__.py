@@ -9,5 +9,7 @@ from .ltv import LTVSystem, as_ltv
 from .reduction import RESTRICT_RTOL, restrict
 from .transform import change_of_variables
 
-__all__ = ["DiscreteLTV", "LTVSystem", "as_ltv", "discretize", "DISCRETIZE_RTOL", "change_of_variables",
-           "restrict", "RESTRICT_RTOL"]
+__all__ = [
+    "LTVSystem", "discretize", "DiscreteLTV", "as_ltv", "DISCRETIZE_RTOL", "change_of_variables",
+    "restrict", "RESTRICT_RTOL"
+]

@@ -1,13 +1,13 @@
 """Discrete-time linear time-varying systems (zero-order-hold sequences).
 
-A :class:`DiscreteLTV` holds the matrices of
+A [`DiscreteLTV`][nhcontrol.systems.DiscreteLTV] holds the matrices of
 
-.. math::
+$$
+x_{k+1} = A_{d,k}\\, x_k + B_{d,k}\\, u_k, \\qquad k = 0, \\dots, N-1,
+$$
 
-    x_{k+1} = A_{d,k}\\, x_k + B_{d,k}\\, u_k, \\qquad k = 0, \\dots, N-1,
-
-on the grid ``t_k = t0 + k dt``. It is what :func:`nhcontrol.systems.discretize` returns and what
-:mod:`nhcontrol.design` (finite-horizon LQR, LTV-MPC) consumes.
+on the grid ``t_k = t0 + k dt``. It is what `nhcontrol.systems.discretize()` returns and what
+[`nhcontrol.design`][nhcontrol.design] (finite-horizon LQR, LTV-MPC) consumes.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class DiscreteLTV:
 
     Notes
     -----
-    Instances are immutable: arrays are stored read-only. Use :meth:`from_lti` for a constant
+    Instances are immutable: arrays are stored read-only. Use `from_lti()` for a constant
     pair repeated over ``steps`` steps.
 
     Examples
@@ -212,7 +212,7 @@ class DiscreteLTV:
         return int(self.Bd.shape[2])
 
     def save(self, path: Any) -> Any:
-        """Save to ``path`` (``.npz``: ``Ad``, ``Bd`` and JSON metadata); see :meth:`load`."""
+        """Save to ``path`` (``.npz``: ``Ad``, ``Bd`` and JSON metadata); see `load()`."""
         from .._util.storage import save_npz
 
         return save_npz(path, "DiscreteLTV", {"Ad": self.Ad, "Bd": self.Bd, "C": self.C},
@@ -223,7 +223,7 @@ class DiscreteLTV:
 
     @classmethod
     def load(cls, path: Any) -> "DiscreteLTV":
-        """Read a file written by :meth:`save`."""
+        """Read a file written by `save()`."""
         from .._util.storage import load_npz
 
         arr, m = load_npz(path, "DiscreteLTV")
@@ -257,7 +257,7 @@ class DiscreteLTV:
         return np.asarray(X, dtype=float) @ self.C.T
 
     def isdtime(self, strict: bool = False) -> bool:
-        """True: a discrete-time system with sampling time :attr:`dt` (python-control's ``isdtime``)."""
+        """True: a discrete-time system with sampling time `dt` (python-control's ``isdtime``)."""
         return True
 
     def isctime(self, strict: bool = False) -> bool:

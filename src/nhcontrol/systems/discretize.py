@@ -3,10 +3,10 @@
 For piecewise-constant inputs ``u(t) = u_k`` on ``[t_k, t_{k+1})`` the solution of
 ``ẋ = A(t) x + B(t) u`` is, exactly,
 
-.. math::
-
-    x_{k+1} = \\Phi(t_{k+1}, t_k)\\, x_k + \\Big(\\int_{t_k}^{t_{k+1}} \\Phi(t_{k+1}, \\tau) B(\\tau)\\,
-    d\\tau\\Big)\\, u_k ,
+$$
+x_{k+1} = \\Phi(t_{k+1}, t_k)\\, x_k + \\Big(\\int_{t_k}^{t_{k+1}} \\Phi(t_{k+1}, \\tau) B(\\tau)\\,
+d\\tau\\Big)\\, u_k ,
+$$
 
 with the state transition matrix ``Φ`` of Sect. 6.1 (Eq. (8.85) uses the same ``Φ``). Both blocks
 are the transition matrix of the augmented system ``d/dt [x; u] = [[A, B], [0, 0]] [x; u]`` over
@@ -29,8 +29,8 @@ from .ltv import LTVSystem, as_ltv
 
 __all__ = ["discretize", "DISCRETIZE_RTOL"]
 
-#: Default relative accuracy of the LTV discretization.
 DISCRETIZE_RTOL = 1e-11
+"""Default relative accuracy of the LTV discretization."""
 
 # Gauss–Legendre nodes of order 6 (3 points) on [0, 1].
 _GL3 = np.array([0.5 - np.sqrt(15.0) / 10.0, 0.5, 0.5 + np.sqrt(15.0) / 10.0])
@@ -64,7 +64,7 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
         step by construction), ``rtol`` and ``atol = rtol * 1e-3``.
     rtol : float, default 1e-11
     max_substeps : int, default 1024
-        Largest ``m`` for the Magnus scheme before :class:`SolverError`.
+        Largest ``m`` for the Magnus scheme before `SolverError`.
 
     Returns
     -------
@@ -185,11 +185,13 @@ def _comm(X: NDArray, Y: NDArray) -> NDArray:
 def _magnus6(s: LTVSystem, ta: NDArray[np.float64], h: float) -> NDArray[np.float64]:
     """One sixth-order Magnus step from each ``ta[i]`` over ``h`` (augmented), (M, n+k, n+k).
 
-    Blanes, Casas & Ros (2000); Blanes, Casas, Oteo & Ros, Phys. Rep. 470 (2009), Eq. (253)::
+    Blanes, Casas & Ros (2000); Blanes, Casas, Oteo & Ros, Phys. Rep. 470 (2009), Eq. (253):
 
-        α1 = h A2,  α2 = √15 h/3 (A3 − A1),  α3 = 10 h/3 (A3 − 2 A2 + A1)
-        C1 = [α1, α2],  C2 = −1/60 [α1, 2 α3 + C1]
-        Ω  = α1 + α3/12 + 1/240 [−20 α1 − α3 + C1, α2 + C2]
+    ```python
+    α1 = h A2,  α2 = √15 h/3 (A3 − A1),  α3 = 10 h/3 (A3 − 2 A2 + A1)
+    C1 = [α1, α2],  C2 = −1/60 [α1, 2 α3 + C1]
+    Ω  = α1 + α3/12 + 1/240 [−20 α1 − α3 + C1, α2 + C2]
+    ```
     """
     nodes = (ta[:, None] + h * _GL3[None, :]).reshape(-1)
     Z = _augmented(s, nodes).reshape(ta.size, 3, *(_augmented_shape(s)))

@@ -1,11 +1,14 @@
 """Continuous-time linear time-varying systems ``ẋ = A(t) x + B(t) u``.
 
-:class:`LTVSystem` wraps the matrices ``A(t)``, ``B(t)`` of a linearization along a reference
+[`LTVSystem`][nhcontrol.systems.LTVSystem] wraps the matrices ``A(t)``, ``B(t)`` of a linearization
+along a reference
 motion (thesis Eq. (8.74), Sect. 6.1) given as callables, as samples on a time grid, or as a
 constant pair (a python-control ``StateSpace`` is accepted everywhere an LTV system is, through
-:func:`as_ltv`). It also gives the time derivatives ``A^{(j)}(t)``, ``B^{(j)}(t)`` needed by the
+[`as_ltv()`][nhcontrol.systems.as_ltv]). It also gives the time derivatives ``A^{(j)}(t)``,
+``B^{(j)}(t)`` needed by the
 Silverman–Meadows test (Eqs. (8.86)–(8.87)): exact ones when supplied, otherwise spectral
-(periodic systems) or local Chebyshev differentiation, see :meth:`LTVSystem.derivative`.
+(periodic systems) or local Chebyshev differentiation, see
+[`LTVSystem.derivative()`][nhcontrol.systems.LTVSystem.derivative].
 """
 
 from __future__ import annotations
@@ -28,16 +31,17 @@ __all__ = ["LTVSystem", "as_ltv", "DerivativeMethod"]
 DerivativeMethod = Literal["auto", "exact", "spectral", "chebyshev"]
 MatrixFunction = Callable[[float], ArrayLike]
 
-#: Degrees tried (in order) for the local Chebyshev interpolant of non-periodic callables.
 CHEB_DEGREES = (16, 24, 32, 48, 64)
-#: A Chebyshev fit is accepted when its last 4 coefficients are below this fraction of the largest.
+"""Degrees tried (in order) for the local Chebyshev interpolant of non-periodic callables."""
 CHEB_TAIL_RTOL = 1e-13
-#: Chebyshev coefficients below this fraction of the largest are dropped before differentiating.
+"""A Chebyshev fit is accepted when its last 4 coefficients are below this fraction of the largest.
+"""
 CHEB_CHOP_RTOL = 1e-15
-#: Largest number of samples per period used for spectral differentiation.
+"""Chebyshev coefficients below this fraction of the largest are dropped before differentiating."""
 SPECTRAL_MAX_SAMPLES = 4096
-#: Relative size of the discarded Fourier tail accepted by spectral differentiation.
+"""Largest number of samples per period used for spectral differentiation."""
 SPECTRAL_TAIL_RTOL = 1e-13
+"""Relative size of the discarded Fourier tail accepted by spectral differentiation."""
 
 
 class LTVSystem:
@@ -53,7 +57,7 @@ class LTVSystem:
         Signal names (default ``x[i]``, ``u[i]``).
     t_range : (float, float), optional
         Interval on which ``A``, ``B`` are defined; evaluating outside raises
-        :class:`~nhcontrol._util.errors.TimeRangeError`. ``None`` means all real ``t``.
+        `TimeRangeError`. ``None`` means all real ``t``.
     period : float, optional
         Period ``T > 0`` when ``A(t + T) = A(t)``, ``B(t + T) = B(t)`` (Floquet theory, Sect. 6.3;
         spectral derivatives; reuse of discretized steps).
@@ -172,7 +176,7 @@ class LTVSystem:
             smooth periodic data). Otherwise an interpolating B-spline of odd ``degree``.
         degree : int, default 5
             Spline degree for non-periodic data; derivatives up to order ``degree - 1`` are
-            supported (continuous), higher orders raise :class:`LinearSystemError`.
+            supported (continuous), higher orders raise `LinearSystemError`.
 
         Returns
         -------
@@ -241,7 +245,7 @@ class LTVSystem:
                            dA: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
                            dB: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None
                            ) -> "LTVSystem":
-        """LTV system ``A(t)``, ``B(t)`` of :func:`nhcontrol.linearize` along a reference.
+        """LTV system ``A(t)``, ``B(t)`` of [`nhcontrol.linearize()`][nhcontrol.linearize] along a reference.
 
         Every evaluation of ``A(t)`` or ``B(t)`` runs the third numerical procedure (thesis
         Sect. 4.2.3, Eq. (4.124); input matrix of Sect. 8.1) at ``t``, vectorised over arrays
@@ -254,7 +258,7 @@ class LTVSystem:
         ref : Reference
             Reference motion (``ref.t_range`` and ``ref.period`` are the defaults below).
         partition : Partition or mapping, optional
-            ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)); ``None`` takes :func:`suggest_partition` at
+            ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)); ``None`` takes `suggest_partition()` at
             the start of the range (once, so the state order is the same at every ``t``).
         t_range : (float, float), optional
             Default ``ref.t_range``.
@@ -264,7 +268,8 @@ class LTVSystem:
             Check the partition blocks at every evaluation (the partition is always checked
             once, at the probe time, here).
         dA, dB : optional
-            Exact time derivatives, as in :class:`LTVSystem` (otherwise spectral/Chebyshev
+            Exact time derivatives, as in [`LTVSystem`][nhcontrol.systems.LTVSystem] (otherwise
+            spectral/Chebyshev
             differentiation of ``A(t)``, ``B(t)`` is used where needed).
 
         Returns
@@ -277,7 +282,7 @@ class LTVSystem:
         Raises
         ------
         PartitionError, ReferenceMotionError
-            From :func:`nhcontrol.linearize` at the probe time.
+            From [`nhcontrol.linearize()`][nhcontrol.linearize] at the probe time.
         """
         from ..linearize import Partition, linearize, suggest_partition
 
@@ -329,12 +334,12 @@ class LTVSystem:
     # python-control conventions (``StateSpace`` names): C = I, the outputs are the states
     @property
     def state_labels(self) -> list[str]:
-        """State names, as python-control's ``state_labels`` (same as :attr:`states`)."""
+        """State names, as python-control's ``state_labels`` (same as `states`)."""
         return list(self._states)
 
     @property
     def input_labels(self) -> list[str]:
-        """Input names, as python-control's ``input_labels`` (same as :attr:`inputs`)."""
+        """Input names, as python-control's ``input_labels`` (same as `inputs`)."""
         return list(self._inputs)
 
     @property
@@ -479,7 +484,7 @@ class LTVSystem:
             Derivative order ``>= 0``.
         method : {"auto", "exact", "spectral", "chebyshev"}
             ``"exact"``: only supplied/intrinsic derivatives (``dA``/``dB``, a constant system, the
-            interpolant of :meth:`from_samples`); raises when the order is not available.
+            interpolant of `from_samples()`); raises when the order is not available.
             ``"spectral"``: FFT differentiation of one period of the callable (needs ``period``;
             the number of samples is doubled until the Fourier tail is below 1e-13 of the largest
             coefficient, coefficients at the round-off floor are dropped). ``"chebyshev"``:
@@ -512,7 +517,7 @@ class LTVSystem:
                     orders: Sequence[int] | None = None) -> NDArray[np.float64]:
         """All derivatives ``A^{(0)} … A^{(max_order)}`` (or of ``B``) at ``t`` in one call.
 
-        Same sources and rules as :meth:`derivative`; numerical fits are computed once and
+        Same sources and rules as `derivative()`; numerical fits are computed once and
         differentiated for every order.
 
         Returns
@@ -810,7 +815,7 @@ def _check_period(period: Any) -> float | None:
 
 
 def as_ltv(sys: Any) -> LTVSystem:
-    """Return ``sys`` as an :class:`LTVSystem`.
+    """Return ``sys`` as an [`LTVSystem`][nhcontrol.systems.LTVSystem].
 
     Parameters
     ----------

@@ -4,9 +4,9 @@ For ``ẋ = A(t) x + B(t) u`` and a subspace ``x = P z`` (``P`` of full column r
 motion never leaves, whatever the input — ``(I − P S) A(t) P = 0`` and ``(I − P S) B(t) = 0``
 with a left inverse ``S`` (``S P = I``) — the coordinates ``z = S x`` obey
 
-.. math::
-
-    \\dot z = S A(t) P\\, z + S B(t)\\, u .
+$$
+\\dot z = S A(t) P\\, z + S B(t)\\, u .
+$$
 
 Derived here. The typical case is a first integral ``c = wᵀ x`` with ``wᵀ A = 0``, ``wᵀ B = 0``
 (the conserved spin of the ball on the plate, thesis Sect. 8.4.5): no input can change ``c``, so
@@ -26,9 +26,10 @@ from .ltv import LTVSystem, as_ltv
 
 __all__ = ["restrict", "RESTRICT_RTOL"]
 
-#: Relative size (w.r.t. ``max(1, ‖A‖)``) accepted for ``S P − I`` and for the part of ``A P``,
-#: ``B`` that leaves ``range P`` at the probe times.
 RESTRICT_RTOL = 1e-9
+"""Relative size (w.r.t. ``max(1, ‖A‖)``) accepted for ``S P − I`` and for the part of ``A P``, ``B``
+that leaves ``range P`` at the probe times.
+"""
 
 
 def restrict(sys: Any, S: ArrayLike, P: ArrayLike, *, states: Sequence[str] | None = None,

@@ -2,9 +2,9 @@
 
 For ``ẋ = A(t) x + B(t) u`` and ``z = T(t) x`` with ``T(t)`` invertible,
 
-.. math::
-
-    \\dot z = \\big(T A T^{-1} + \\dot T T^{-1}\\big) z + T B\\, u .
+$$
+\\dot z = \\big(T A T^{-1} + \\dot T T^{-1}\\big) z + T B\\, u .
+$$
 
 When a steady motion has a continuous symmetry (the circular motion of a rolling body of
 revolution, thesis Sect. 6.3.4, Eq. (6.76)) a ``T(t)`` built from that symmetry makes the

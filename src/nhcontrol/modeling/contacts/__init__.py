@@ -1,6 +1,6 @@
 """Contact helpers, one module each (docs/dev/contracts.md section 1).
 
-Each function adds constraints to a :class:`~nhcontrol.modeling.MultibodySystem` and
+Each function adds constraints to a [`MultibodySystem`][nhcontrol.modeling.MultibodySystem] and
 returns a small frozen record of what it added.
 """
 

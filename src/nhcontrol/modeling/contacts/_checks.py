@@ -1,7 +1,7 @@
-"""Argument checks shared by the contact helpers of :mod:`nhcontrol.modeling.contacts`.
+"""Argument checks shared by the contact helpers of [`nhcontrol.modeling.contacts`][nhcontrol.modeling.contacts].
 
 Each contact function collects *all* problems with its arguments in a list of messages and
-raises one :class:`~nhcontrol._util.errors.ModelError` listing them (:func:`contact_error`).
+raises one `ModelError` listing them (`contact_error()`).
 """
 
 from __future__ import annotations

@@ -5,38 +5,38 @@ here, in ``docs/theory/toroidal_wheel.md``).
 
 Geometry
 --------
-The wheel surface is swept by an ellipse (semi-axes :math:`a` in the wheel plane, radially,
-and :math:`b` along the wheel axis) whose centre runs on a circle of radius :math:`\\rho`
-(the major radius). With the contact coordinates :math:`\\xi` (around the wheel) and
-:math:`\\eta` (around the cross-section, eccentric anomaly), in the wheel body frame with
-the wheel axis :math:`Y` (Fig. 4.9),
+The wheel surface is swept by an ellipse (semi-axes $a$ in the wheel plane, radially,
+and $b$ along the wheel axis) whose centre runs on a circle of radius $\\rho$
+(the major radius). With the contact coordinates $\\xi$ (around the wheel) and
+$\\eta$ (around the cross-section, eccentric anomaly), in the wheel body frame with
+the wheel axis $Y$ (Fig. 4.9),
 
-.. math::
+$$
+\\bar r_{GP}(\\xi, \\eta) = R_y(\\xi)\\,\\big(\\bar\\rho + \\bar e(\\eta)\\big), \\qquad
+\\bar\\rho = [\\rho, 0, 0]^T, \\qquad \\bar e(\\eta) = [a\\cos\\eta,\\ b\\sin\\eta,\\ 0]^T,
+$$
 
-    \\bar r_{GP}(\\xi, \\eta) = R_y(\\xi)\\,\\big(\\bar\\rho + \\bar e(\\eta)\\big), \\qquad
-    \\bar\\rho = [\\rho, 0, 0]^T, \\qquad \\bar e(\\eta) = [a\\cos\\eta,\\ b\\sin\\eta,\\ 0]^T,
-
-which is Eq. (4.193) for the circular cross-section (:math:`b = a`,
-:math:`\\bar e = R_z(\\eta) [a, 0, 0]^T`).
+which is Eq. (4.193) for the circular cross-section ($b = a$,
+$\\bar e = R_z(\\eta) [a, 0, 0]^T$).
 
 Constraints
 -----------
 Holonomic, Eq. (4.191): the contact point is on the ground and the surface is tangent to it
 along both surface directions,
 
-.. math::
+$$
+r_{P,z} = 0, \\qquad n\\cdot t_L = 0, \\qquad n\\cdot \\hat t_T = 0,
+\\qquad t_L = R\\,\\partial_\\xi \\bar r_{GP}, \\qquad
+\\hat t_T = R\\,R_y(\\xi)\\,[-\\sin\\eta,\\ \\sigma\\cos\\eta,\\ 0]^T,
+$$
 
-    r_{P,z} = 0, \\qquad n\\cdot t_L = 0, \\qquad n\\cdot \\hat t_T = 0,
-    \\qquad t_L = R\\,\\partial_\\xi \\bar r_{GP}, \\qquad
-    \\hat t_T = R\\,R_y(\\xi)\\,[-\\sin\\eta,\\ \\sigma\\cos\\eta,\\ 0]^T,
-
-where :math:`\\hat t_T = t_T / a` (Eq. (4.192) divided by the semi-axis, :math:`\\sigma = b/a`).
-Dividing by :math:`a` leaves the constraint manifold unchanged for :math:`a > 0` and keeps the
-constraint regular in the hoop limit :math:`a = b = 0`, where :math:`\\eta` no longer moves the
+where $\\hat t_T = t_T / a$ (Eq. (4.192) divided by the semi-axis, $\\sigma = b/a$).
+Dividing by $a$ leaves the constraint manifold unchanged for $a > 0$ and keeps the
+constraint regular in the hoop limit $a = b = 0$, where $\\eta$ no longer moves the
 contact point but stays defined, so the model degenerates smoothly to the hoop bicycle.
 
 Nonholonomic, Eqs. (4.194)-(4.195): the horizontal velocity of the material contact point
-vanishes, :math:`v_P = \\dot r_G + \\omega\\times(r_P - r_G)`, :math:`v_{P,x} = v_{P,y} = 0`.
+vanishes, $v_P = \\dot r_G + \\omega\\times(r_P - r_G)$, $v_{P,x} = v_{P,y} = 0$.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ __all__ = ["EllipticTorusContact", "elliptic_torus"]
 
 @dataclass(frozen=True)
 class EllipticTorusContact:
-    """What :func:`elliptic_torus` added to a :class:`~nhcontrol.modeling.MultibodySystem`.
+    """What [`elliptic_torus()`][nhcontrol.modeling.contacts.elliptic_torus.elliptic_torus] added to a [`MultibodySystem`][nhcontrol.modeling.MultibodySystem].
 
     Attributes
     ----------
@@ -66,7 +66,7 @@ class EllipticTorusContact:
     nonholonomic_names : tuple of str
         ``("<name>_vx", "<name>_vy")`` (Eq. (4.194)).
     contact_point : (3, 1) sympy.ImmutableMatrix
-        :math:`r_P(x)`.
+        $r_P(x)$.
     contact_velocity : (3, 1) sympy.ImmutableMatrix
         Velocity of the material contact point (Eq. (4.195)).
     xi, eta : sympy.Symbol
@@ -100,11 +100,11 @@ def elliptic_torus(mb: Any, wheel_body: Any, center: Any, orientation: Any, majo
     orientation : (3, 3) sympy Matrix
         Orientation of the wheel frame (wheel axis = body ``Y``).
     major_radius : sympy expression
-        :math:`\\rho`, radius of the circle of cross-section centres.
+        $\\rho$, radius of the circle of cross-section centres.
     semi_axis_radial : sympy expression
-        :math:`a`, semi-axis of the cross-section in the wheel plane.
+        $a$, semi-axis of the cross-section in the wheel plane.
     axis_ratio : sympy expression
-        :math:`\\sigma = b/a`, ratio of the axial to the radial semi-axis.
+        $\\sigma = b/a$, ratio of the axial to the radial semi-axis.
     xi, eta : sympy.Symbol
         Contact coordinates (must be coordinates of ``mb``).
     name : str

@@ -1,17 +1,17 @@
 """Knife edge (skate, Chaplygin sleigh blade) on the ground plane.
 
-A body point :math:`P` carries a blade along the body-fixed direction :math:`\\bar d`.
+A body point $P$ carries a blade along the body-fixed direction $\\bar d$.
 The blade may slide along its own direction but not sideways: the velocity of the
-material point :math:`P` has no component along the horizontal normal of the blade,
+material point $P$ has no component along the horizontal normal of the blade,
 
-.. math::
+$$
+d = R\\,\\bar d, \\qquad e = n \\times d, \\qquad v_P \\cdot e = 0,
+\\qquad n = [0, 0, 1]^T,
+$$
 
-    d = R\\,\\bar d, \\qquad e = n \\times d, \\qquad v_P \\cdot e = 0,
-    \\qquad n = [0, 0, 1]^T,
-
-one nonholonomic constraint :math:`B(x)\\dot x = 0` (Eq. (2.110)), linear in the
-velocities. For a blade that stays horizontal (:math:`d \\perp n`) the constraint is
-the classical Chaplygin sleigh condition :math:`-\\sin\\psi\\,\\dot x_P + \\cos\\psi\\,\\dot y_P = 0`.
+one nonholonomic constraint $B(x)\\dot x = 0$ (Eq. (2.110)), linear in the
+velocities. For a blade that stays horizontal ($d \\perp n$) the constraint is
+the classical Chaplygin sleigh condition $-\\sin\\psi\\,\\dot x_P + \\cos\\psi\\,\\dot y_P = 0$.
 The contact point is *not* forced onto the ground here: planar models keep their
 height constant by construction, spatial ones add the holonomic contact separately.
 """
@@ -32,7 +32,7 @@ __all__ = ["KnifeEdgeContact", "knife_edge"]
 
 @dataclass(frozen=True)
 class KnifeEdgeContact:
-    """What :func:`knife_edge` added to a :class:`~nhcontrol.modeling.MultibodySystem`.
+    """What [`knife_edge()`][nhcontrol.modeling.contacts.knife_edge.knife_edge] added to a [`MultibodySystem`][nhcontrol.modeling.MultibodySystem].
 
     Attributes
     ----------
@@ -43,13 +43,13 @@ class KnifeEdgeContact:
     holonomic_names : tuple of str
         Always empty (kept for a uniform record interface).
     contact_point : (3, 1) sympy.ImmutableMatrix
-        Global position of the blade point :math:`r_P(x)`.
+        Global position of the blade point $r_P(x)$.
     direction : (3, 1) sympy.ImmutableMatrix
-        Blade direction in the global frame :math:`d = R \\bar d`.
+        Blade direction in the global frame $d = R \\bar d$.
     normal : (3, 1) sympy.ImmutableMatrix
-        Horizontal blade normal :math:`e = n \\times d`.
+        Horizontal blade normal $e = n \\times d$.
     contact_velocity : (3, 1) sympy.ImmutableMatrix
-        Velocity of the material point :math:`v_P(x, \\dot x)`.
+        Velocity of the material point $v_P(x, \\dot x)$.
     """
 
     name: str
@@ -72,14 +72,14 @@ def knife_edge(mb: Any, body: Any, point: Any, direction: Any, *, name: str,
     body : Body
         The body carrying the blade (returned by ``mb.add_body``).
     point : (3,) or (3, 1) sympy expression
-        Global position :math:`r_P(x)` of the blade point (a point fixed to ``body``).
+        Global position $r_P(x)$ of the blade point (a point fixed to ``body``).
     direction : (3,) sequence or sympy Matrix
-        Blade direction :math:`\\bar d` in the **body frame** (e.g. ``(1, 0, 0)``: the
+        Blade direction $\\bar d$ in the **body frame** (e.g. ``(1, 0, 0)``: the
         blade runs along the body X axis). Need not be normalised.
     name : str
         Contact name; the constraint is called ``<name>_lateral``.
     orientation : (3, 3) sympy Matrix, optional
-        Orientation :math:`R(x)` of ``body``; by default the one given to ``add_body``.
+        Orientation $R(x)$ of ``body``; by default the one given to ``add_body``.
 
     Returns
     -------
@@ -93,10 +93,10 @@ def knife_edge(mb: Any, body: Any, point: Any, direction: Any, *, name: str,
 
     Notes
     -----
-    Constraint: :math:`v_P \\cdot (n \\times R \\bar d) = 0`, with
-    :math:`v_P` = ``mb.point_velocity(body, point)`` (velocity of the material point).
-    The normal :math:`e = n \\times d` is not normalised, so the multiplier of the constraint
-    is the lateral reaction force divided by :math:`|e|` (equal to it for a horizontal unit
+    Constraint: $v_P \\cdot (n \\times R \\bar d) = 0$, with
+    $v_P$ = ``mb.point_velocity(body, point)`` (velocity of the material point).
+    The normal $e = n \\times d$ is not normalised, so the multiplier of the constraint
+    is the lateral reaction force divided by $|e|$ (equal to it for a horizontal unit
     blade direction). A direction that can become vertical during the motion makes the
     constraint degenerate there.
 

@@ -6,36 +6,40 @@ same construction as Eqs. (4.194)-(4.195) for the toroidal wheel).
 
 Geometry
 --------
-The wheel is a circle of radius :math:`\\rho` in the wheel body frame, centred at the
-body point :math:`G` (the centre of the wheel), lying in the plane perpendicular to the
+The wheel is a circle of radius $\\rho$ in the wheel body frame, centred at the
+body point $G$ (the centre of the wheel), lying in the plane perpendicular to the
 wheel axis. The radius that contains the contact point is located by the *contact
-coordinate* :math:`\\xi` (an extra generalized coordinate of the model):
+coordinate* $\\xi$ (an extra generalized coordinate of the model):
 
-.. math::
+$$
+\\bar r_{GP}(\\xi) = R_\\xi\\, \\bar\\rho, \\qquad
+r_P = r_G + R\\, R_\\xi\\, \\bar\\rho, \\qquad
+t_P = R\\, \\frac{\\partial \\bar r_{GP}}{\\partial \\xi}
+$$
 
-    \\bar r_{GP}(\\xi) = R_\\xi\\, \\bar\\rho, \\qquad
-    r_P = r_G + R\\, R_\\xi\\, \\bar\\rho, \\qquad
-    t_P = R\\, \\frac{\\partial \\bar r_{GP}}{\\partial \\xi}
-
-with :math:`R_\\xi` the elemental rotation about the wheel axis and :math:`\\bar\\rho` a
+with $R_\\xi$ the elemental rotation about the wheel axis and $\\bar\\rho$ a
 radius vector perpendicular to it. In the thesis frames (Fig. 4.2) the wheel axis is the
-body :math:`Y` axis, :math:`R_\\xi = R_y(\\xi)` and :math:`\\bar\\rho = [\\rho, 0, 0]^T`
+body $Y$ axis, $R_\\xi = R_y(\\xi)$ and $\\bar\\rho = [\\rho, 0, 0]^T$
 (Eq. (4.133)); with this choice the contact point is the lowest point of the rim when
-:math:`\\theta + \\xi = \\pi/2` for an upright wheel (Eq. (4.175)).
+$\\theta + \\xi = \\pi/2$ for an upright wheel (Eq. (4.175)).
 
 Constraints
 -----------
 Holonomic (Eq. (4.139)): the contact point lies on the ground and the rim is tangent to it,
 
-.. math::  r_{P,z} = 0, \\qquad n \\cdot t_P = 0, \\qquad n = [0, 0, 1]^T.
+$$
+r_{P,z} = 0, \\qquad n \\cdot t_P = 0, \\qquad n = [0, 0, 1]^T.
+$$
 
 Nonholonomic (rolling without slipping, Eq. (4.145)): the horizontal components of the
 velocity of the *material* point of the wheel that is in contact are zero,
 
-.. math::  v_P = \\dot r_G + \\omega \\times (r_P - r_G), \\qquad v_{P,x} = v_{P,y} = 0,
+$$
+v_P = \\dot r_G + \\omega \\times (r_P - r_G), \\qquad v_{P,x} = v_{P,y} = 0,
+$$
 
-which is linear in the velocities and free of :math:`\\dot\\xi` (the material point, not the
-geometric contact point, is used). The vertical component of :math:`v_P` vanishes on the
+which is linear in the velocities and free of $\\dot\\xi$ (the material point, not the
+geometric contact point, is used). The vertical component of $v_P$ vanishes on the
 constraint manifold because of the two holonomic constraints, so it is not imposed again.
 """
 
@@ -55,36 +59,37 @@ __all__ = ["RollingHoopContact", "rolling_hoop", "wheel_frame_axes"]
 
 WheelAxis = Literal["x", "y", "z"]
 
-#: For each wheel axis, the body axis along which the contact radius rho-bar points
-#: when xi = 0 (cyclic predecessor: y -> x as in the thesis, z -> y, x -> z).
 _RADIUS_AXIS = {"x": 2, "y": 0, "z": 1}
+"""For each wheel axis, the body axis along which the contact radius rho-bar points when xi = 0 (cyclic
+predecessor: y -> x as in the thesis, z -> y, x -> z).
+"""
 
 
 @dataclass(frozen=True)
 class RollingHoopContact:
-    """What :func:`rolling_hoop` added to a :class:`~nhcontrol.modeling.MultibodySystem`.
+    """What [`rolling_hoop()`][nhcontrol.modeling.contacts.rolling_hoop.rolling_hoop] added to a [`MultibodySystem`][nhcontrol.modeling.MultibodySystem].
 
     Attributes
     ----------
     name : str
         Contact name (prefix of the constraint names).
     holonomic_names : tuple of str
-        ``("<name>_z", "<name>_tangent")``: :math:`r_{P,z}` and :math:`n \\cdot t_P`
+        ``("<name>_z", "<name>_tangent")``: $r_{P,z}$ and $n \\cdot t_P$
         (Eq. (4.139)).
     nonholonomic_names : tuple of str
         ``("<name>_vx", "<name>_vy")``: horizontal velocity of the material contact point.
     contact_point : (3, 1) sympy.ImmutableMatrix
-        :math:`r_P(x)` in the global frame (Eq. (4.132)).
+        $r_P(x)$ in the global frame (Eq. (4.132)).
     tangent : (3, 1) sympy.ImmutableMatrix
-        :math:`t_P(x)` (Eq. (4.140)).
+        $t_P(x)$ (Eq. (4.140)).
     contact_velocity : (3, 1) sympy.ImmutableMatrix
-        Velocity of the material contact point :math:`v_P(x, \\dot x)`.
+        Velocity of the material contact point $v_P(x, \\dot x)$.
     axis : {"x", "y", "z"}
         Wheel axis in the wheel body frame.
     radius : sympy.Expr
-        Hoop radius :math:`\\rho`.
+        Hoop radius $\\rho$.
     xi : sympy.Symbol
-        Contact coordinate :math:`\\xi`.
+        Contact coordinate $\\xi$.
     """
 
     name: str
@@ -110,7 +115,7 @@ def wheel_frame_axes(axis: WheelAxis) -> tuple[int, int]:
     -------
     tuple of int
         Index (0, 1, 2) of the wheel axis and of the body axis along which
-        :math:`\\bar\\rho` points at :math:`\\xi = 0`.
+        $\\bar\\rho$ points at $\\xi = 0$.
     """
     if axis not in _RADIUS_AXIS:
         raise ModelError(f"wheel axis must be one of 'x', 'y', 'z' (body frame of the wheel), got {axis!r}; "
@@ -139,20 +144,20 @@ def rolling_hoop(mb: Any, wheel_body: Any, center: Any, orientation: Any, radius
         The wheel body (returned by ``mb.add_body``); its angular velocity gives the
         velocity of the material contact point.
     center : (3,) or (3, 1) sympy expression
-        Global position :math:`r_G(x)` of the wheel centre (a point fixed to the wheel,
+        Global position $r_G(x)$ of the wheel centre (a point fixed to the wheel,
         normally its centre of mass).
     orientation : (3, 3) sympy Matrix
-        Orientation :math:`R(x)` of the wheel body frame (the one given to ``add_body``).
+        Orientation $R(x)$ of the wheel body frame (the one given to ``add_body``).
     radius : sympy expression or float
-        Hoop radius :math:`\\rho` (usually a parameter symbol).
+        Hoop radius $\\rho$ (usually a parameter symbol).
     xi : sympy.Symbol
-        The contact coordinate :math:`\\xi` (must be one of ``mb``'s coordinates).
+        The contact coordinate $\\xi$ (must be one of ``mb``'s coordinates).
     name : str
         Contact name; constraint names are ``<name>_z``, ``<name>_tangent``,
         ``<name>_vx``, ``<name>_vy``.
     axis : {"x", "y", "z"}, default "y"
         Wheel (spin) axis in the wheel body frame. ``"y"`` is the thesis convention
-        (Fig. 4.2): :math:`R_\\xi = R_y(\\xi)`, :math:`\\bar\\rho = [\\rho, 0, 0]^T`. For
+        (Fig. 4.2): $R_\\xi = R_y(\\xi)$, $\\bar\\rho = [\\rho, 0, 0]^T$. For
         ``"z"`` the radius starts along body ``y`` and for ``"x"`` along body ``z``.
 
     Returns
@@ -168,9 +173,9 @@ def rolling_hoop(mb: Any, wheel_body: Any, center: Any, orientation: Any, radius
 
     Notes
     -----
-    The material velocity is :math:`v_P = \\dot r_G + \\omega \\times (r_P - r_G)`
+    The material velocity is $v_P = \\dot r_G + \\omega \\times (r_P - r_G)$
     (``mb.velocity_of(center)`` and ``mb.angular_velocity(wheel_body)``), i.e.
-    :math:`v_{G} + R(\\bar\\omega \\times \\bar r_{GP})` of Eq. (4.195).
+    $v_{G} + R(\\bar\\omega \\times \\bar r_{GP})$ of Eq. (4.195).
     """
     problems: list[str] = []
     if axis not in _RADIUS_AXIS:

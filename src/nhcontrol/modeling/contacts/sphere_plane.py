@@ -5,37 +5,38 @@ This is the ball-plate contact of thesis Sect. 8.4.1, Eqs. (8.46)--(8.55).
 Geometry
 --------
 The plate (body 2) has its frame at ``r_O`` (default: the global origin) with orientation
-:math:`R_2(x, u)` (for the ball-plate system :math:`R_2 = R_\\alpha R_\\beta`, Eq. (8.46),
-a function of the inputs only). The plane is the plate's :math:`XY` plane, with unit normal
-:math:`\\bar n = [0, 0, 1]^T` in the plate frame. The contact point :math:`C` is given by
-its plate-frame coordinates :math:`\\bar r_C = [x_C, y_C, 0]^T` (Eq. (8.47)) and the centre
-of the sphere (body 3) lies at :math:`r_{G3} = r_C + R_2 \\bar r_{CG3}`,
-:math:`\\bar r_{CG3} = [0, 0, R]^T` (Eq. (8.48)).
+$R_2(x, u)$ (for the ball-plate system $R_2 = R_\\alpha R_\\beta$, Eq. (8.46),
+a function of the inputs only). The plane is the plate's $XY$ plane, with unit normal
+$\\bar n = [0, 0, 1]^T$ in the plate frame. The contact point $C$ is given by
+its plate-frame coordinates $\\bar r_C = [x_C, y_C, 0]^T$ (Eq. (8.47)) and the centre
+of the sphere (body 3) lies at $r_{G3} = r_C + R_2 \\bar r_{CG3}$,
+$\\bar r_{CG3} = [0, 0, R]^T$ (Eq. (8.48)).
 
 Constraints
 -----------
 Rolling without slipping (Eq. (8.49)): the velocity of the material point of the sphere at
-:math:`C` relative to the material point of the plate at :math:`C`, in the plate frame,
+$C$ relative to the material point of the plate at $C$, in the plate frame,
 vanishes,
 
-.. math::
+$$
+\\begin{gathered}
+\\bar v^2_{C32} = R_2^T v_{C32}, \\qquad v_{C32} = v_{C31} - v_{C21}
+\\qquad \\text{(Eqs. (8.51), (8.52))} \\\\
+v_{C31} = v_{G31} + \\omega_3 \\times (r_C - r_{G3}), \\qquad
+v_{C21} = v_{O21} + \\omega_2 \\times (r_C - r_O)
+\\qquad \\text{(Eqs. (8.53), (8.54))}
+\\end{gathered}
+$$
 
-    \\bar v^2_{C32} = R_2^T v_{C32}, \\qquad v_{C32} = v_{C31} - v_{C21}
-    \\qquad \\text{(Eqs. (8.51), (8.52))}
-
-    v_{C31} = v_{G31} + \\omega_3 \\times (r_C - r_{G3}), \\qquad
-    v_{C21} = v_{O21} + \\omega_2 \\times (r_C - r_O)
-    \\qquad \\text{(Eqs. (8.53), (8.54))}
-
-(the body-frame forms :math:`R_3 (\\bar\\omega_3 \\times \\bar r_{G3C})` of Eqs. (8.53)--(8.54)
-are the same vectors written in global components). The :math:`X` and :math:`Y`
-components are the :math:`l = 2` nonholonomic constraints (Eq. (8.50)); the :math:`Z`
-component vanishes identically because the centre stays at height :math:`R` above the
+(the body-frame forms $R_3 (\\bar\\omega_3 \\times \\bar r_{G3C})$ of Eqs. (8.53)--(8.54)
+are the same vectors written in global components). The $X$ and $Y$
+components are the $l = 2$ nonholonomic constraints (Eq. (8.50)); the $Z$
+component vanishes identically because the centre stays at height $R$ above the
 contact point (Eq. (8.55)), and the helper checks that it does.
 
 Velocities follow the builder's convention (``∂/∂x · ẋ``, inputs quasi-static, Sect. 8.1):
-a plate whose orientation depends on the inputs only has :math:`\\omega_2 = 0`. Even for a
-plate that moves with the coordinates, :math:`\\omega_2` cancels from :math:`v_{C32}` (the
+a plate whose orientation depends on the inputs only has $\\omega_2 = 0$. Even for a
+plate that moves with the coordinates, $\\omega_2$ cancels from $v_{C32}$ (the
 constraint is the kinematics *relative* to the plate), see ``docs/theory/ball_plate.md``.
 """
 
@@ -54,28 +55,28 @@ from ._checks import as_vec3, check_name, contact_error
 
 __all__ = ["SphereOnPlaneContact", "sphere_on_moving_plane"]
 
-#: Tolerance of the numeric consistency checks at random points (geometry, Z component).
 GEOMETRY_TOL = 1e-9
+"""Tolerance of the numeric consistency checks at random points (geometry, Z component)."""
 
 
 @dataclass(frozen=True)
 class SphereOnPlaneContact:
-    """What :func:`sphere_on_moving_plane` added to a :class:`~nhcontrol.modeling.MultibodySystem`.
+    """What [`sphere_on_moving_plane()`][nhcontrol.modeling.contacts.sphere_plane.sphere_on_moving_plane] added to a [`MultibodySystem`][nhcontrol.modeling.MultibodySystem].
 
     Attributes
     ----------
     name : str
         Contact name.
     nonholonomic_names : tuple of str
-        ``("<name>_x", "<name>_y")``, the :math:`X`, :math:`Y` components of Eq. (8.50).
+        ``("<name>_x", "<name>_y")``, the $X$, $Y$ components of Eq. (8.50).
     holonomic_names : tuple of str
         Always empty: the sphere is kept on the plane by the choice of coordinates.
     contact_point : (3, 1) sympy.ImmutableMatrix
-        Global position :math:`r_C = r_O + R_2 \\bar r_C` (Eq. (8.47)).
+        Global position $r_C = r_O + R_2 \\bar r_C$ (Eq. (8.47)).
     relative_velocity : (3, 1) sympy.ImmutableMatrix
-        :math:`\\bar v^2_{C32}` (Eq. (8.55)), plate-frame components, linear in ``ẋ``.
+        $\\bar v^2_{C32}$ (Eq. (8.55)), plate-frame components, linear in ``ẋ``.
     plate_orientation : (3, 3) sympy.ImmutableMatrix
-        :math:`R_2`.
+        $R_2$.
     """
 
     name: str
@@ -109,7 +110,7 @@ def _simplify_relative_velocity(v_bar: sp.Matrix, inputs: tuple[sp.Symbol, ...])
     that cancellation symbolically is slow. If the expression evaluated with the inputs set to
     zero equals the full one at random points (it must, for an exact identity of analytic
     functions), the ``u = 0`` form is used; otherwise the full expression is simplified with
-    :func:`cheap_trig` and :func:`sympy.trigsimp`.
+    [`cheap_trig()`][nhcontrol.modeling.cheap_trig] and `sympy.trigsimp()`.
     """
     if inputs:
         at_zero = v_bar.xreplace({u: sp.S.Zero for u in inputs})
@@ -129,17 +130,17 @@ def sphere_on_moving_plane(mb: Any, ball_body: Any, *, radius: Any, plate_orient
         The system being built; two nonholonomic constraints are added (Eq. (8.50)).
     ball_body : Body
         The sphere (body 3), returned by ``mb.add_body``; its centre of mass is the centre of
-        the sphere and must be at :math:`r_C + R_2 [0, 0, R]^T` (Eq. (8.48)).
+        the sphere and must be at $r_C + R_2 [0, 0, R]^T$ (Eq. (8.48)).
     radius : sympy expression
-        Radius :math:`R` of the sphere.
+        Radius $R$ of the sphere.
     plate_orientation : (3, 3) sympy Matrix
-        :math:`R_2(x, u)`, plate frame to global (Eq. (8.46)); the plane is the plate's
-        :math:`XY` plane and the sphere lies on its :math:`+Z` side.
+        $R_2(x, u)$, plate frame to global (Eq. (8.46)); the plane is the plate's
+        $XY$ plane and the sphere lies on its $+Z$ side.
     contact_point_plate : (3,) sequence or (3, 1) sympy Matrix
-        :math:`\\bar r_C` in the plate frame, with zero :math:`Z` component, e.g.
+        $\\bar r_C$ in the plate frame, with zero $Z$ component, e.g.
         ``(x_C, y_C, 0)`` (Eq. (8.47)).
     plate_origin : (3,) sequence, default (0, 0, 0)
-        Global position :math:`r_O(x, u)` of the plate frame origin.
+        Global position $r_O(x, u)$ of the plate frame origin.
     plate_body : Body, optional
         The plate as a body of ``mb`` (when it has mass and coordinates of its own). Its
         ``orientation`` must equal ``plate_orientation``. When omitted the plate is a
@@ -160,14 +161,14 @@ def sphere_on_moving_plane(mb: Any, ball_body: Any, *, radius: Any, plate_orient
 
     Notes
     -----
-    Computes :math:`\\bar v^2_{C32} = R_2^T (v_{C31} - v_{C21})` (Eqs. (8.51)--(8.54)) with
+    Computes $\\bar v^2_{C32} = R_2^T (v_{C31} - v_{C21})$ (Eqs. (8.51)--(8.54)) with
     ``mb.point_velocity`` for the sphere and the plate. When the result does not depend on the
     inputs (checked at random points; it never does for a plate moved by the inputs only) the
-    ``u = 0`` form is kept, then :func:`~nhcontrol.modeling.simplify.cheap_trig` and
-    :func:`sympy.trigsimp` shorten it. For
-    :math:`R_3 = R_2 R_\\psi R_\\varphi R_\\theta` this gives Eq. (8.55):
-    :math:`\\dot x_C - R\\dot\\theta\\cos\\psi\\cos\\varphi - R\\dot\\varphi\\sin\\psi` and
-    :math:`\\dot y_C - R\\dot\\theta\\sin\\psi\\cos\\varphi + R\\dot\\varphi\\cos\\psi`.
+    ``u = 0`` form is kept, then [`cheap_trig()`][nhcontrol.modeling.cheap_trig] and
+    `sympy.trigsimp()` shorten it. For
+    $R_3 = R_2 R_\\psi R_\\varphi R_\\theta$ this gives Eq. (8.55):
+    $\\dot x_C - R\\dot\\theta\\cos\\psi\\cos\\varphi - R\\dot\\varphi\\sin\\psi$ and
+    $\\dot y_C - R\\dot\\theta\\sin\\psi\\cos\\varphi + R\\dot\\varphi\\cos\\psi$.
     """
     problems: list[str] = []
     if not check_name(name, "sphere_on_moving_plane", problems):
