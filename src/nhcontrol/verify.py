@@ -1,9 +1,11 @@
 """Monte-Carlo verification: run a closed loop for sampled parameters and initial deviations.
 
 A controller designed on a nominal linearization is only trusted once it has been run on the
-*nonlinear* plant over the uncertainty it must tolerate. :func:`monte_carlo` draws ``n`` samples
+*nonlinear* plant over the uncertainty it must tolerate.
+[`monte_carlo()`][nhcontrol.verify.monte_carlo] draws ``n`` samples
 (model parameters, initial deviations, anything the run takes), calls the run for each of them
-through :func:`nhcontrol.sweep.sweep` (serially, in processes, or on a Dask cluster: the same
+through [`nhcontrol.sweep.sweep()`][nhcontrol.sweep.sweep] (serially, in processes, or on a Dask
+cluster: the same
 call), and reports the success rate, statistics of every metric and the worst cases with the
 samples that produced them.
 
@@ -40,8 +42,8 @@ from nhcontrol.sweep import SweepResult, sweep
 __all__ = ["MonteCarloError", "MonteCarloResult", "monte_carlo", "draw_samples", "uniform",
            "normal", "relative", "Sampler"]
 
-#: A sampler draws one value from a generator.
 Sampler = Callable[[np.random.Generator], Any]
+"""A sampler draws one value from a generator."""
 
 
 class MonteCarloError(NhcontrolError, ValueError):
@@ -120,7 +122,7 @@ def relative(nominal: float, spread: float,
 
 
 def draw_samples(samplers: Mapping[str, Any], n: int, seed: Any = 0) -> list[dict[str, Any]]:
-    """The ``n`` samples :func:`monte_carlo` draws for ``samplers`` and ``seed`` (sample ``i`` from
+    """The ``n`` samples [`monte_carlo()`][nhcontrol.verify.monte_carlo] draws for ``samplers`` and ``seed`` (sample ``i`` from
     child ``i`` of ``SeedSequence(seed)``), e.g. to rerun one case or time the runs elsewhere."""
     if not isinstance(samplers, Mapping) or not samplers:
         raise MonteCarloError("samplers must be a non-empty mapping name -> sampler (or value), "
@@ -156,7 +158,7 @@ def _scalar_metrics(value: Any) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class MonteCarloResult:
-    """Outcome of :func:`monte_carlo`.
+    """Outcome of [`monte_carlo()`][nhcontrol.verify.monte_carlo].
 
     Attributes
     ----------
@@ -193,7 +195,7 @@ class MonteCarloResult:
 
     @property
     def n_errors(self) -> int:
-        """Runs that raised (the exception is in :attr:`errors`)."""
+        """Runs that raised (the exception is in `errors`)."""
         return sum(e is not None for e in self.errors)
 
     @property
@@ -333,8 +335,10 @@ def monte_carlo(run: Callable[..., Any], samplers: Mapping[str, Any], n: int, *,
         and returns a mapping of scalar metrics (e.g. ``{"final_error_m": ..., "peak_input":
         ...}``) or one number (metric ``"value"``). An exception is recorded as a failed run.
     samplers : mapping name -> sampler or value
-        A sampler is any callable ``f(rng) -> value`` (:func:`uniform`, :func:`normal`,
-        :func:`relative`, or your own); a plain value is passed unchanged to every run.
+        A sampler is any callable ``f(rng) -> value`` ([`uniform()`][nhcontrol.verify.uniform],
+        [`normal()`][nhcontrol.verify.normal],
+        [`relative()`][nhcontrol.verify.relative], or your own); a plain value is passed unchanged
+        to every run.
     n : int
         Number of runs (``>= 1``).
     success : callable or mapping
@@ -344,7 +348,8 @@ def monte_carlo(run: Callable[..., Any], samplers: Mapping[str, Any], n: int, *,
     constants : mapping, optional
         Keyword arguments shared by every run (shipped once per worker).
     backend, progress, **sweep_options
-        Passed to :func:`nhcontrol.sweep.sweep` (``max_workers``, ``chunk_size``, ``client``,
+        Passed to [`nhcontrol.sweep.sweep()`][nhcontrol.sweep.sweep] (``max_workers``,
+        ``chunk_size``, ``client``,
         ``address``, ...): the same study runs serially, in processes or on a Dask cluster.
 
     Returns

@@ -59,8 +59,8 @@ class LQRResult:
     min_eig_Rbar: NDArray[np.float64]
     E: NDArray[np.complex128] | None
     method: str
-    #: the residuals, or a picklable callable that computes them (evaluated once, on access)
     _residual: Any = field(default=None, repr=False, compare=False)
+    """the residuals, or a picklable callable that computes them (evaluated once, on access)"""
 
     @property
     def riccati_residual(self) -> NDArray[np.float64]:
@@ -260,7 +260,7 @@ def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
 
 
 def _check_recursion(Rbars: NDArray[np.float64], P: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Raise :class:`SolverError` at the first bad step (in recursion order, from ``N − 1``
+    """Raise `SolverError` at the first bad step (in recursion order, from ``N − 1``
     down) of a finished recursion; return the smallest eigenvalues of the ``R̄_k``."""
     N = Rbars.shape[0]
     fin_R = np.isfinite(Rbars).all(axis=(1, 2))

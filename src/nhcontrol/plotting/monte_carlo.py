@@ -1,7 +1,9 @@
-"""Figures of a Monte-Carlo verification (:mod:`nhcontrol.verify`): histograms and scatter.
+"""Figures of a Monte-Carlo verification ([`nhcontrol.verify`][nhcontrol.verify]): histograms and scatter.
 
-Numbers in, figures out: the functions take :class:`~nhcontrol.verify.MonteCarloResult` objects
-keyed by controller name and draw them in the house style (:mod:`nhcontrol.plotting.style`).
+Numbers in, figures out: the functions take [`MonteCarloResult`][nhcontrol.verify.MonteCarloResult]
+objects
+keyed by controller name and draw them in the house style
+([`nhcontrol.plotting.style`][nhcontrol.plotting.style]).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""A family of reference motions as one :class:`Reference`, for one stacked linearization.
+"""A family of reference motions as one [`Reference`][nhcontrol.reference.Reference], for one stacked linearization.
 
 A design sweep linearizes many references of the same model — the steady forward motion at 40
-speeds, the circular motion at several lean angles. :func:`reference_family` takes each member at
+speeds, the circular motion at several lean angles.
+[`reference_family()`][nhcontrol.reference.reference_family] takes each member at
 one time and indexes them by ``t = 0, 1, ..., N-1``, so that
 ``linearize(cm, family, partition, t=np.arange(N))`` evaluates all of them with **one** stacked
 kernel call and returns the ``N`` Jacobians at once, equal to the one-by-one linearizations.

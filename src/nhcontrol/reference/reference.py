@@ -389,9 +389,9 @@ class Reference:
         """Save the motion sampled at ``ts`` to ``path`` (``.npz`` with JSON metadata).
 
         A reference is made of functions of time; what is stored is ``x0, ẋ0, ẍ0, Λ0, u0`` at
-        the times ``ts`` (default :meth:`default_times` with ``num`` points: ``t_range`` or one
-        period) with the names, parameters and flags. :meth:`load` interpolates them again
-        (:meth:`from_samples`: quintic Hermite in ``x``, exact at the samples), so save at times
+        the times ``ts`` (default `default_times()` with ``num`` points: ``t_range`` or one
+        period) with the names, parameters and flags. `load()` interpolates them again
+        (`from_samples()`: quintic Hermite in ``x``, exact at the samples), so save at times
         dense enough for the motion.
 
         Raises
@@ -418,7 +418,7 @@ class Reference:
 
     @classmethod
     def load(cls, path: Any, cm: Any) -> "Reference":
-        """Read a file of :meth:`save` for the model ``cm`` (its coordinates, inputs and
+        """Read a file of `save()` for the model ``cm`` (its coordinates, inputs and
         constraints must match). The motion is periodic (``period`` kept) when the samples span
         one period and the last equals the first; otherwise it is defined on the sampled range.
         """

@@ -15,7 +15,9 @@ loop on a **perturbed nonlinear plant**:
   plate motion changes (Sect. 8.4.4), so a deviation in it is not a control task (the
   ``ball-plate`` target treats it by re-planning the reference).
 
-A run succeeds when the contact point is within :data:`SUCCESS_FINAL_ERROR_M` of the circle at
+A run succeeds when the contact point is within
+[`SUCCESS_FINAL_ERROR_M`][nhcontrol.reproduce.monte_carlo_ball_plate.SUCCESS_FINAL_ERROR_M] of the
+circle at
 the end. Reported: success rates, statistics of the final and peak errors, the peak plate angle
 and the largest input step per sample, the worst runs with their samples, and histograms.
 
@@ -42,17 +44,17 @@ from numpy.typing import NDArray
 __all__ = ["Study", "QUICK", "FULL", "SUCCESS_FINAL_ERROR_M", "SPREAD", "DEVIATION_SCALE",
            "closed_loop_run", "run", "summary"]
 
-#: Lean angle of the reference circle (degrees).
 PHI0_DEG = 5.0
-#: Relative half-width of the mass and radius uncertainty.
+"""Lean angle of the reference circle (degrees)."""
 SPREAD = 0.10
-#: Largest initial deviations, those of Eqs. (8.89)--(8.92) (each scaled by U(-1, 1)).
+"""Relative half-width of the mass and radius uncertainty."""
 DEVIATION_SCALE: dict[str, float] = {"eps_x": 0.1, "eps_y": 0.1, "eps_psi_deg": 5.0,
                                      "eps_theta_deg": 10.0, "eps_vx": 0.1, "eps_vy": 0.1}
-#: The factors that give the deviations of Eq. (8.92) (``ε_x = −0.1 m``, the others positive).
+"""Largest initial deviations, those of Eqs. (8.89)--(8.92) (each scaled by U(-1, 1))."""
 THESIS_DEVIATION = np.array([-1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
-#: Success: contact point within this distance of the circle at ``t_final`` [m].
+"""The factors that give the deviations of Eq. (8.92) (``ε_x = −0.1 m``, the others positive)."""
 SUCCESS_FINAL_ERROR_M = 0.010
+"""Success: contact point within this distance of the circle at ``t_final`` [m]."""
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,8 @@ class Study:
 
 
 FULL = Study()
-#: ``--quick``: 8 runs per controller, MPC horizon 10, looser tolerances.
 QUICK = Study(n=8, mpc_horizon=10, rtol=1e-6, atol=1e-8)
+"""``--quick``: 8 runs per controller, MPC horizon 10, looser tolerances."""
 
 
 @lru_cache(maxsize=4)
@@ -121,7 +123,8 @@ def closed_loop_run(controller: str, mass_factor: float, radius_factor: float,
     mass_factor, radius_factor : float
         Plant mass and radius relative to the nominal ones.
     deviation : (6,) array_like
-        Factors in ``[-1, 1]`` of the initial deviations :data:`DEVIATION_SCALE`.
+        Factors in ``[-1, 1]`` of the initial deviations
+        [`DEVIATION_SCALE`][nhcontrol.reproduce.monte_carlo_ball_plate.DEVIATION_SCALE].
     study : Study
 
     Returns
@@ -176,7 +179,8 @@ def run(*, out: Path | None = None, quick: bool = False, n: int | None = None,
     out : Path, optional
         Folder for the histograms.
     quick : bool
-        :data:`QUICK` (8 runs each) instead of :data:`FULL` (1,000 runs each).
+        [`QUICK`][nhcontrol.reproduce.monte_carlo_ball_plate.QUICK] (8 runs each) instead of
+        [`FULL`][nhcontrol.reproduce.monte_carlo_ball_plate.FULL] (1,000 runs each).
     n : int, optional
         Runs per controller (overrides the study's).
     address : str, optional
@@ -246,7 +250,7 @@ def run(*, out: Path | None = None, quick: bool = False, n: int | None = None,
 
 
 def summary(result: dict[str, Any]) -> str:
-    """Human-readable report of :func:`run`."""
+    """Human-readable report of [`run()`][nhcontrol.reproduce.monte_carlo_ball_plate.run]."""
     st = result["study"]
     lines = [f"Ball-plate LQR and MPC under ±{100 * st['spread']:g} % mass/radius uncertainty and "
              f"random initial deviations (phi0 = {st['phi0_deg']:g} deg, {st['t_final']:g} s, "

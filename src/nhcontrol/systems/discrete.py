@@ -253,7 +253,7 @@ class DiscreteLTV:
         return int(self.C.shape[0])
 
     def output(self, X: ArrayLike) -> NDArray[np.float64]:
-        """``y = C x`` for states ``X`` of shape (n,) or (N, n) (e.g. from :meth:`simulate`)."""
+        """``y = C x`` for states ``X`` of shape (n,) or (N, n) (e.g. from [`simulate()`][nhcontrol.simulate])."""
         return np.asarray(X, dtype=float) @ self.C.T
 
     def isdtime(self, strict: bool = False) -> bool:

@@ -349,7 +349,7 @@ class LTVSystem:
 
     @property
     def outputs(self) -> tuple[str, ...]:
-        """Output names (same as :attr:`output_labels`)."""
+        """Output names (same as `output_labels`)."""
         return self._outputs
 
     @property
@@ -371,7 +371,7 @@ class LTVSystem:
     def with_outputs(self, C: ArrayLike | None = None, outputs: Sequence[str] | None = None) -> "LTVSystem":
         """The same system with the output map ``y = C x`` (``D = 0``) and output names.
 
-        ``C=None`` restores the identity. Useful after :meth:`from_linearization`, e.g.
+        ``C=None`` restores the identity. Useful after `from_linearization()`, e.g.
         ``sys.with_outputs(C, outputs=["phi_b"])`` to measure the lean only.
         """
         import copy
@@ -429,7 +429,7 @@ class LTVSystem:
     def at(self, t: float) -> control.StateSpace:
         """Frozen-time python-control ``StateSpace`` ``(A(t), B(t), C, 0)`` with signal names.
 
-        The outputs are :attr:`output_labels` (the states unless ``C`` was given). A frozen-time pair says nothing about the controllability or
+        The outputs are `output_labels` (the states unless ``C`` was given). A frozen-time pair says nothing about the controllability or
         stability of the LTV system (see ``docs/theory/ltv.md``).
         """
         tt = float(t)
