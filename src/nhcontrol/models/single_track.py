@@ -37,7 +37,7 @@ Parameters of a typical passenger car: ``m = 1573 kg``, ``J = 2873 kg m^2``,
 ``a = l_f = 1.1 m``, ``b = l_r = 1.58 m`` as used in R. Rajamani, *Vehicle Dynamics and
 Control*, 2nd ed., Springer, 2012 (lateral-dynamics examples of Ch. 2--3); ``J_F =
 1 kg m^2`` and ``m_F = 20 kg`` (steering assembly at ``F``, torque-steered variants only)
-are our choice.
+are chosen here.
 
 Only the skate variants are implemented here; the rigid-wheel variants of Table 1
 (2.5--4 degrees of freedom) are not.
@@ -51,14 +51,18 @@ from typing import Literal
 
 import math
 
+import numpy as np
 import sympy as sp
+from numpy.typing import ArrayLike, NDArray
+from scipy.integrate import solve_ivp
 
 from nhcontrol._util.errors import ModelError
 from nhcontrol.modeling import MultibodySystem, rot_z
 from nhcontrol.modeling.appell import AppellEquations, appell_equations
 
 __all__ = [
-    "build", "DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "kinematic_steady_turn"
+    "build", "DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "kinematic_steady_turn",
+    "appell_vs_newton_euler", "newton_euler_wdot", "kinematic_turn_error", "APPELL_CHECKS",
 ]
 
 Variant = Literal["kinematic", "force", "torque", "force_torque"]
@@ -196,3 +200,91 @@ def kinematic_steady_turn(V: float, gamma: float, a: float = DEFAULTS["a"],
     """
     L = a + b
     return L / math.tan(gamma), V * math.tan(gamma) / L
+
+
+def newton_euler_wdot(mdl: SingleTrackModel, cm: object, s: ArrayLike, u: ArrayLike,
+                      t: float = 0.0) -> NDArray[np.float64]:
+    """``ẇ`` from Newton--Euler with multipliers (index-1 form, Eq. (2.119)) at ``s = [x, w]``.
+
+    The velocities come from the velocity map, the accelerations from the saddle-point system
+    ``[[M, Dᵀ], [D, 0]] [ẍ; Λ] = [Q; Q_d]`` of the compiled model ``cm``; for the constant-speed
+    variants the affine constraint ``cos ψ ẋ + sin ψ ẏ − V = 0`` is appended as a row
+    (``V`` constant, so its ``Q_d`` entry is ``−ψ̇ (−sin ψ ẋ + cos ψ ẏ)``). The pseudo
+    velocities' rates follow from ``ẍ``: ``v̇ = d(v_G · i_1)/dt``, ``γ̈``.
+    """
+    n = mdl.n
+    s = np.asarray(s, dtype=float)
+    u = np.asarray(u, dtype=float)
+    xd = mdl.appell.rhs()(t, s, u)[:n]
+    x = s[:n]
+    M, D = np.asarray(cm.M(x, u)), np.asarray(cm.D(x, u))
+    Q, Qd = np.asarray(cm.Q(x, xd, u)), np.asarray(cm.Qd(x, xd, u))
+    psi, psid = x[2], xd[2]
+    if mdl.variant in ("kinematic", "torque"):
+        row = np.zeros(n)
+        row[:2] = math.cos(psi), math.sin(psi)
+        D = np.vstack([D, row])
+        Qd = np.append(Qd, -psid * (-math.sin(psi) * xd[0] + math.cos(psi) * xd[1]))
+    k = D.shape[0]
+    K = np.block([[M, D.T], [D, np.zeros((k, k))]])
+    xdd = np.linalg.solve(K, np.concatenate([Q, Qd]))[:n]
+    out = []
+    if mdl.variant in ("force", "force_torque"):
+        out.append(math.cos(psi) * xdd[0] + math.sin(psi) * xdd[1]
+                   + psid * (-math.sin(psi) * xd[0] + math.cos(psi) * xd[1]))
+    if n == 4:
+        out.append(xdd[3])
+    return np.array(out)
+
+
+#: Inputs ``u(t)`` and initial states ``[x, w]`` of the Appell vs Newton--Euler checks.
+APPELL_CHECKS: dict[str, tuple] = {
+    "force": (lambda t: [800.0 * math.sin(t), 300.0, 0.05 * math.cos(0.7 * t), 0.0],
+              [0, 0, 0.1, 15.0]),
+    "torque": (lambda t: [20.0 * math.sin(2 * t)], [0, 0, 0, 0.02, 0.0]),
+    "force_torque": (lambda t: [500.0, -200.0 * math.cos(t), 15.0 * math.sin(3 * t)],
+                     [1, 2, 0.3, -0.01, 12.0, 0.0]),
+}
+
+
+def appell_vs_newton_euler(mdl: SingleTrackModel, u: object = None, s0: ArrayLike | None = None,
+                           *, t_final: float = 2.0, samples: int = 20,
+                           cm: object = None) -> float:
+    """Largest ``|ẇ_Appell − ẇ_Newton–Euler|`` at ``samples`` points of an Appell trajectory.
+
+    Both formulations are exact, so the difference is round-off (``≲ 1e-10``). ``u(t)`` and
+    ``s0`` default to [`APPELL_CHECKS`][nhcontrol.models.single_track.APPELL_CHECKS] of the variant.
+    """
+    if mdl.appell.nw == 0:
+        raise ModelError(f"variant {mdl.variant!r} has no pseudo velocities (ẋ is prescribed): "
+                         "there is no dynamic equation to compare")
+    if u is None or s0 is None:
+        u, s0 = APPELL_CHECKS[mdl.variant]
+    cm = mdl.system.compile() if cm is None else cm
+    f = mdl.appell.rhs()
+    n = mdl.n
+    sol = solve_ivp(lambda t, s: f(t, s, u(t)), (0, t_final), s0, rtol=1e-9, atol=1e-9,
+                    dense_output=True)
+    worst = 0.0
+    for t in np.linspace(0, t_final, samples):
+        s = sol.sol(t)
+        ut = np.asarray(u(t), dtype=float)
+        worst = max(worst, float(np.max(np.abs(f(t, s, ut)[n:] - newton_euler_wdot(mdl, cm, s, ut, t)))))
+    return worst
+
+
+def kinematic_turn_error(V: float = 20.0, gamma: float = math.radians(3.0), *,
+                         t_final: float = 5.0, mdl: SingleTrackModel | None = None) -> float:
+    """Largest relative error of the rear-axle path radius of the integrated kinematic bicycle
+    against ``L / tan γ`` ([`kinematic_steady_turn`][nhcontrol.models.single_track.kinematic_steady_turn]), over ``[0, t_final]``."""
+    mdl = build("kinematic", V=V) if mdl is None else mdl
+    f = mdl.appell.rhs()
+    p = dict(mdl.appell.defaults)
+    a, b = p["a"], p["b"]
+    R_ex, _ = kinematic_steady_turn(V, gamma, a, b)
+    sol = solve_ivp(lambda t, s: f(t, s, [gamma, 0.0]), (0, t_final), [0, 0, 0], rtol=1e-12,
+                    atol=1e-12, dense_output=True)
+    X, Y, PSI = sol.sol(np.linspace(0, t_final, 50))
+    xr, yr = X - b * np.cos(PSI), Y - b * np.sin(PSI)
+    radius = np.hypot(xr - xr[0], yr - (yr[0] + R_ex))
+    return float(np.max(np.abs(radius / R_ex - 1)))

@@ -1,0 +1,235 @@
+"""ISO 3888-1 double lane change for the single-track skate models: path and reference motion.
+
+The track of ISO 3888-1 (*Passenger cars — Test track for a severe lane-change manoeuvre —
+Part 1: Double lane-change*) has six sections of lengths 15, 30, 25, 25, 15 and 15 m; the
+lane of section 3 is offset laterally by 3.5 m (taken here between lane centre lines). The
+reference path of the rear-axle centre ``R`` is straight in sections 1, 3, 5 and 6 and changes
+lane in sections 2 and 4 along the degree-9 smoothstep
+
+$$
+Y(X) = Y_a + h\\,s(\\tau),\\quad \\tau = (X - X_a)/\\ell,\\quad
+s(\\tau) = 126\\tau^5 - 420\\tau^6 + 540\\tau^7 - 315\\tau^8 + 70\\tau^9,
+$$
+
+whose first four derivatives vanish at both ends (curvature, its rate and its second rate are
+continuous, so are the steering angle, rate and torque of the reference).
+
+**Flatness (derived here).** For the skate single-track models the rear-axle centre is a flat
+output: its velocity is ``v_R = u_1 i_1`` (rear skate), so the yaw is the heading of its path and
+the front skate gives ``tan γ = L κ``. With ``X_R = X_0 + V t`` (constant longitudinal speed
+``V`` along the road) and ``Y_R = Y(X_R)``:
+
+$$
+\\psi = \\arctan Y', \\qquad \\kappa = \\frac{Y''}{(1 + Y'^2)^{3/2}},\\qquad
+\\gamma = \\arctan(L\\kappa),\\qquad
+x_G = X_R + b\\cos\\psi,\\quad y_G = Y_R + b\\sin\\psi,
+$$
+
+and their first and second time derivatives follow from ``d/dt = V d/dX`` (up to ``Y''''``).
+The inputs ``F_R`` (rear driving force) and ``T`` (steering torque) then come from inverse
+dynamics, Eq. (2.112), with the actuation matrix ``A_τ = ∂Q/∂u`` of those two inputs
+(``F_F = 0``); the reference is exact (no integration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import sympy as sp
+from numpy.polynomial import Polynomial
+from numpy.typing import ArrayLike, NDArray
+
+from nhcontrol._util.errors import ModelError, ReferenceMotionError
+from nhcontrol.reference import Reference, inverse_dynamics
+
+__all__ = ["lane_change_reference", "iso_3888_1_path", "lateral_error", "flat_states",
+           "LaneChangePath", "ISO_3888_1_SECTIONS", "ISO_3888_1_OFFSET", "DRIVE_INPUTS"]
+
+#: Section lengths of the ISO 3888-1 track [m].
+ISO_3888_1_SECTIONS: tuple[float, ...] = (15.0, 30.0, 25.0, 25.0, 15.0, 15.0)
+#: Lateral offset of the lane of section 3 [m].
+ISO_3888_1_OFFSET: float = 3.5
+#: Inputs of ``single_track.build("force_torque")`` that drive the lane change (``F_F = 0``).
+DRIVE_INPUTS: tuple[str, ...] = ("F_R", "T")
+
+_SMOOTHSTEP = Polynomial([0, 0, 0, 0, 0, 126, -420, 540, -315, 70])
+_DERIVS = [_SMOOTHSTEP.deriv(k) for k in range(5)]
+
+
+@dataclass(frozen=True)
+class LaneChangePath:
+    """A straight road with smooth lane changes: ``Y(X)`` of the rear-axle centre.
+
+    Attributes
+    ----------
+    starts, lengths, heights : tuple of float
+        Start ``X_a`` [m], length ``ℓ`` [m] and lateral change ``h`` [m] of each transition.
+    """
+
+    starts: tuple[float, ...]
+    lengths: tuple[float, ...]
+    heights: tuple[float, ...]
+
+    def __call__(self, X: ArrayLike, order: int = 0) -> NDArray[np.float64]:
+        """``d^order Y / dX^order`` at ``X`` (``order`` 0 … 4)."""
+        Xa = np.asarray(X, dtype=float)
+        out = np.zeros_like(Xa)
+        for Xs, ell, h in zip(self.starts, self.lengths, self.heights):
+            tau = np.clip((Xa - Xs) / ell, 0.0, 1.0)
+            inside = (Xa > Xs) & (Xa < Xs + ell)
+            if order == 0:
+                out = out + h * _SMOOTHSTEP(tau)
+            else:
+                out = out + np.where(inside, h * _DERIVS[order](tau) / ell ** order, 0.0)
+        return out
+
+    @property
+    def end(self) -> float:
+        """``X`` where the last transition ends."""
+        return max(s + ell for s, ell in zip(self.starts, self.lengths))
+
+
+def iso_3888_1_path(offset: float = ISO_3888_1_OFFSET, x_start: float = 0.0) -> LaneChangePath:
+    """Centre-line path of the ISO 3888-1 double lane change, section 1 starting at ``x_start``.
+
+    Lane changes of ``+offset`` over section 2 (30 m) and ``-offset`` over section 4 (25 m).
+    """
+    if not np.isfinite(offset) or not np.isfinite(x_start):
+        raise ModelError(f"offset and x_start must be finite numbers, got {offset!r}, {x_start!r}")
+    s = np.concatenate([[0.0], np.cumsum(ISO_3888_1_SECTIONS)]) + x_start
+    return LaneChangePath(starts=(float(s[1]), float(s[3])),
+                          lengths=(ISO_3888_1_SECTIONS[1], ISO_3888_1_SECTIONS[3]),
+                          heights=(float(offset), -float(offset)))
+
+
+@lru_cache(maxsize=1)
+def _flat_map() -> Any:
+    """Symbolic flatness map (derived here): ``(XR, Y, Y1..Y4, V, a, b) -> x, ẋ, ẍ``."""
+    t, V, a, b, X0 = sp.symbols("t V a b X0", real=True)
+    Ys = sp.symbols("Y0:5", real=True)
+    Yt = sp.Function("Y")(t)
+    XR = X0 + V * t
+    psi = sp.atan(Yt.diff(t) / V)
+    kappa = V * Yt.diff(t, 2) / (V ** 2 + Yt.diff(t) ** 2) ** sp.Rational(3, 2)
+    gam = sp.atan((a + b) * kappa)
+    q = sp.Matrix([XR + b * sp.cos(psi), Yt + b * sp.sin(psi), psi, gam])
+    qd = q.diff(t)
+    qdd = qd.diff(t)
+    sub = {Yt.diff(t, k): V ** k * Ys[k] for k in range(4, 0, -1)}
+    sub[Yt] = Ys[0]
+    exprs = [[e.subs(sub) for e in m] for m in (q, qd, qdd)]
+    args = [X0, t, *Ys, V, a, b]
+    return sp.lambdify(args, exprs, "numpy", cse=True)
+
+
+def flat_states(path: LaneChangePath, t: ArrayLike, V: float, a: float, b: float,
+                x_start: float = 0.0) -> tuple[NDArray[np.float64], ...]:
+    """Coordinates ``[x, y, ψ, γ]`` of ``G`` and their rates from the flat output (derived here).
+
+    Parameters
+    ----------
+    path : LaneChangePath
+    t : (N,) array_like
+        Times [s]; the rear axle is at ``X_R = x_start + V t``.
+    V : float
+        Longitudinal speed of the rear-axle centre along the road [m/s].
+    a, b : float
+        Distances from ``G`` to the front and rear axles [m].
+
+    Returns
+    -------
+    x, xd, xdd : (N, 4) ndarray
+    """
+    tt = np.atleast_1d(np.asarray(t, dtype=float))
+    X = x_start + V * tt
+    Y = [path(X, k) for k in range(5)]
+    f = _flat_map()
+    q, qd, qdd = f(x_start, tt, *Y, V, a, b)
+
+    def stack(m: Any) -> NDArray[np.float64]:
+        return np.column_stack([np.broadcast_to(np.asarray(e, dtype=float), tt.shape) for e in m])
+
+    return stack(q), stack(qd), stack(qdd)
+
+
+class _FlatInputs:
+    """``u0(t)`` of the lane change by inverse dynamics, Eq. (2.112) (``F_F = 0``)."""
+
+    def __init__(self, cm: Any, path: LaneChangePath, V: float, a: float, b: float,
+                 x_start: float) -> None:
+        self.cm, self.path, self.V, self.a, self.b, self.x_start = cm, path, V, a, b, x_start
+        self.cols = [list(cm.inputs).index(s) for s in DRIVE_INPUTS]
+
+    def __call__(self, t: ArrayLike) -> NDArray[np.float64]:
+        tt = np.atleast_1d(np.asarray(t, dtype=float))
+        x, xd, xdd = flat_states(self.path, tt, self.V, self.a, self.b, self.x_start)
+        k = len(self.cm.inputs)
+        At = np.stack([np.asarray(self.cm.dQ_du(x[i], xd[i], np.zeros(k)))[:, self.cols]
+                       for i in range(tt.size)])
+        res = inverse_dynamics(self.cm, x, xd, xdd, np.zeros((tt.size, k)), actuation=At, t=tt)
+        u = np.zeros((tt.size, k))
+        u[:, self.cols] = res.tau
+        return u
+
+
+def lane_change_reference(cm: Any, V: float = 20.0, *, path: LaneChangePath | None = None,
+                          t_final: float | None = None, x_start: float = 0.0) -> Reference:
+    """Reference motion of the double lane change for ``single_track.build("force_torque")``.
+
+    Parameters
+    ----------
+    cm : CompiledModel
+        The compiled ``force_torque`` skate model (coordinates ``x, y, psi, gamma``, inputs
+        ``F_R, F_F, T``).
+    V : float, default 20
+        Longitudinal speed of the rear-axle centre [m/s].
+    path : LaneChangePath, optional
+        Default [`iso_3888_1_path`][nhcontrol.models.lane_change.iso_3888_1_path] starting at ``x_start``.
+    t_final : float, optional
+        End of ``t_range``; default the time to cover the whole track plus 2 s.
+    x_start : float
+        ``X_R`` at ``t = 0``.
+
+    Returns
+    -------
+    Reference
+        ``x0, ẋ0, ẍ0`` exact from flatness; ``u0`` by inverse dynamics with the actuation of
+        ``F_R`` and ``T``; ``Λ0`` by inverse dynamics (admissibility checked).
+
+    Raises
+    ------
+    ReferenceMotionError
+        Wrong model, or a speed that is not positive and finite.
+    """
+    if tuple(cm.coordinates) != ("x", "y", "psi", "gamma") or tuple(cm.inputs) != ("F_R", "F_F", "T"):
+        raise ReferenceMotionError(
+            f"lane_change_reference needs the compiled single_track 'force_torque' model "
+            f"(coordinates x, y, psi, gamma; inputs F_R, F_F, T), got coordinates "
+            f"{list(cm.coordinates)} and inputs {list(cm.inputs)}")
+    if not (np.isfinite(V) and V > 0):
+        raise ReferenceMotionError(f"V must be a positive finite speed [m/s], got {V!r}")
+    path = iso_3888_1_path(x_start=x_start) if path is None else path
+    p = dict(zip(cm.parameters, cm.param_vector()))
+    a, b = float(p["a"]), float(p["b"])
+    if t_final is None:
+        t_final = sum(ISO_3888_1_SECTIONS) / V + 2.0
+    f = _FlatInputs(cm, path, float(V), a, b, x_start)
+
+    def fx(k: int) -> Any:
+        return lambda t: flat_states(path, t, float(V), a, b, x_start)[k]
+
+    return Reference.from_functions(cm, fx(0), fx(1), fx(2), u=f, t_range=(0.0, float(t_final)))
+
+
+def lateral_error(ref: Reference, t: ArrayLike, x: ArrayLike) -> NDArray[np.float64]:
+    """Lateral deviation of ``G`` from its reference position, normal to the reference heading.
+
+    ``e = -(x - x0) sin ψ0 + (y - y0) cos ψ0`` [m] at each time (positive to the left).
+    """
+    X = np.atleast_2d(np.asarray(x, dtype=float))
+    X0 = np.atleast_2d(ref.x(t))
+    psi0 = X0[:, 2]
+    return -(X[:, 0] - X0[:, 0]) * np.sin(psi0) + (X[:, 1] - X0[:, 1]) * np.cos(psi0)

@@ -1,0 +1,143 @@
+"""ISO 3888-1 double lane change on the single-track skate model (issue 12, showcase).
+
+Checks: the path geometry and its smoothness; the flat reference is exact (its rates are the
+derivatives of its coordinates, constraints and dynamics hold); the third-procedure
+linearization along the (non-steady) trajectory agrees with central differences of the
+nonlinear reduced ODE; the reproduce target (quick) meets its targets (max lateral deviation
+<= 0.15 m, MPC respects the steering bounds, the LQR does not); the example runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nhcontrol._util.errors import ModelError, ReferenceMotionError
+from nhcontrol.linearize import Partition, linearize, reduced_ode_jacobian_fd
+from nhcontrol.models import lane_change as lc
+from nhcontrol.models import single_track as st
+from nhcontrol.reproduce import TARGETS
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "road_vehicle_lane_change.py"
+
+
+@pytest.fixture(scope="module")
+def cm():
+    return st.build("force_torque").system.compile()
+
+
+@pytest.fixture(scope="module")
+def ref(cm):
+    return lc.lane_change_reference(cm, 20.0)
+
+
+def test_iso_path_geometry():
+    path = lc.iso_3888_1_path()
+    assert path.starts == (15.0, 70.0) and path.lengths == (30.0, 25.0)
+    X = np.array([0.0, 15.0, 45.0, 57.5, 70.0, 95.0, 125.0])
+    assert np.allclose(path(X), [0, 0, 3.5, 3.5, 3.5, 0, 0], atol=1e-12)
+    # derivatives 1..4 vanish at both ends of each transition (C4 path): one-sided limits
+    for Xb in (15.0, 45.0, 70.0, 95.0):
+        for k in range(1, 5):
+            assert abs(path(Xb - 1e-9, k)) < 1e-6 and abs(path(Xb + 1e-9, k)) < 1e-6
+    # central differences of the analytic derivatives
+    Xs = np.linspace(16.05, 94.05, 40)      # no point within h of a section boundary
+    h = 1e-4
+    for k in range(4):
+        fd = (path(Xs + h, k) - path(Xs - h, k)) / (2 * h)
+        assert np.allclose(fd, path(Xs, k + 1), rtol=1e-6, atol=1e-8)
+    with pytest.raises(ModelError, match="finite"):
+        lc.iso_3888_1_path(offset=float("nan"))
+
+
+def test_flat_reference_is_exact(cm, ref):
+    """ẋ0, ẍ0 of the flatness map equal central differences of x0, ẋ0 (h = 1e-5 s, error
+    O(h²) ~ 1e-8 relative); the skate constraints hold to round-off, the dynamics with the
+    inverse-dynamics inputs (F_F = 0) to 1e-8 relative; tan γ = L κ of the rear-axle path."""
+    t = np.linspace(0.3, 6.0, 60)
+    h = 1e-5
+    for f, df in ((ref.x, ref.xd), (ref.xd, ref.xdd)):
+        fd = (f(t + h) - f(t - h)) / (2 * h)
+        assert np.allclose(fd, df(t), rtol=1e-6, atol=1e-7)
+    rep = ref.check(cm, t)
+    assert rep.ok and rep.max_velocity < 1e-12 and rep.max_acceleration < 1e-11
+    assert np.all(ref.u(t)[:, 1] == 0.0)
+    x = ref.x(t)
+    a, b = st.DEFAULTS["a"], st.DEFAULTS["b"]
+    path = lc.iso_3888_1_path()
+    X_R = x[:, 0] - b * np.cos(x[:, 2])
+    assert np.allclose(X_R, 20.0 * t, atol=1e-12)
+    kappa = path(X_R, 2) / (1 + path(X_R, 1) ** 2) ** 1.5
+    assert np.allclose(np.tan(x[:, 3]), (a + b) * kappa, atol=1e-14)
+
+
+def test_reference_errors(cm):
+    with pytest.raises(ReferenceMotionError, match="force_torque"):
+        lc.lane_change_reference(st.build("force").system.compile(), 20.0)
+    with pytest.raises(ReferenceMotionError, match="positive finite speed"):
+        lc.lane_change_reference(cm, -1.0)
+
+
+@pytest.mark.parametrize("t", [1.3, 4.2])
+def test_ltv_along_lane_change_matches_finite_differences(cm, ref, t):
+    """A(t), B(t) of the third procedure (exact) vs central differences of the nonlinear
+    reduced ODE (h = 1e-6: agreement ~1e-6 relative) at two instants of the lane change."""
+    part = Partition.from_dict({"x_ai": ["x", "gamma"], "x_ad": ["y", "psi"]})
+    lin = linearize(cm, ref, part, t=t)
+    fd = reduced_ode_jacobian_fd(cm, ref, part, t=t)
+    assert tuple(lin.states) == tuple(fd.states) == ("x", "gamma", "x_d", "gamma_d", "y", "psi")
+    scale = 1.0 + np.max(np.abs(lin.A))
+    assert np.max(np.abs(lin.A - fd.J)) < 1e-5 * scale
+    assert np.max(np.abs(lin.B - fd.B)) < 1e-5 * (1.0 + np.max(np.abs(lin.B)))
+
+
+def test_registered():
+    assert TARGETS["road-vehicles"][0] == "road_vehicles"
+
+
+def test_reproduce_quick(tmp_path):
+    """The whole target in quick mode (~10 s of CPU): keys, model table, cross-checks, and the
+    lane-change targets (timings are reported, not asserted)."""
+    from nhcontrol.reproduce import road_vehicles as rv
+
+    res = rv.run(out=tmp_path, quick=True)
+    json.dumps(res)
+    assert res["models"]["kinematic"]["dof"] == 1.5 and res["models"]["force_torque"]["dof"] == 3.0
+    assert {m["first_order_odes"] for m in res["models"].values()} == {3, 4, 5, 6}
+    assert res["appell_vs_newton_euler_max_diff"] < 1e-10
+    assert res["kinematic_turning_radius_rel_error"] < 1e-8
+    mpc, lqr = res["lane_change"], res["lane_change_lqr"]
+    for b in (mpc, lqr):
+        assert set(b) >= {"max_lateral_error_m", "rms_lateral_error_m", "peak_steer_deg",
+                          "peak_steer_rate_deg_s", "median_step_s"}
+        assert b["max_lateral_error_m"] <= 0.15
+    s = res["settings"]
+    assert mpc["bounds_respected"] and mpc["peak_steer_rate_deg_s"] <= s["steer_rate_max_deg_s"]
+    assert mpc["peak_steer_deg"] <= s["steer_max_deg"]
+    assert set(mpc["statuses"]) == {"optimal"}
+    # the reference needs more steering rate than allowed: the LQR follows it past the limit
+    assert res["reference"]["peak_steer_rate_deg_s"] > s["steer_rate_max_deg_s"]
+    assert not lqr["bounds_respected"]
+    assert res["reference"]["max_residual"] < 1e-8
+    assert sorted(res["figures"]) == sorted(["road_vehicles_path.png",
+                                             "road_vehicles_lateral_error.png",
+                                             "road_vehicles_inputs.png"])
+    assert "LTV-MPC" in rv.summary(res)
+
+
+def test_example(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("road_vehicle_lane_change", EXAMPLE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.main(tmp_path)
+    assert out["states"] == ("x", "gamma", "x_d", "gamma_d", "y", "psi")
+    assert out["max_lateral_error_m"] <= 0.15
+    assert out["peak_steer_deg"] <= 8.0 and out["peak_steer_rate_deg_s"] <= 40.0
+    assert math.isfinite(out["median_step_s"])
+    assert "max lateral deviation" in capsys.readouterr().out
+    assert (tmp_path / "road_vehicle_lane_change.png").exists()
