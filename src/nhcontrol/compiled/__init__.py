@@ -4,12 +4,14 @@ See ``docs/theory/newton_euler.md`` for the kernel table and the cache.
 """
 
 from .cache import default_cache_dir
+from .cbackend import ENV_BACKEND
+from .ccodegen import C_GENERATOR_VERSION
 from .codegen import GENERATOR_VERSION
 from .model import (KERNEL_ARGS, LINEARIZATION_FIELDS, CompiledModel, DynamicsTerms, LinearizationTerms,
-                    compile_system, generate_source, load_compiled)
+                    compile_system, generate_c_source, generate_source, load_compiled)
 
 __all__ = [
     "compile_system", "CompiledModel", "LinearizationTerms", "DynamicsTerms", "generate_source",
     "load_compiled", "default_cache_dir", "KERNEL_ARGS", "LINEARIZATION_FIELDS",
-    "GENERATOR_VERSION"
+    "GENERATOR_VERSION", "generate_c_source", "C_GENERATOR_VERSION", "ENV_BACKEND",
 ]

@@ -206,16 +206,47 @@ def _subtree_counts(exprs: Iterable[sp.Expr]) -> dict:
 
 
 
-def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_of: dict,
-                      sizes: dict[str, int], printed: dict | None = None, cse: bool = True) -> str:
-    """Source of the scalar and vector variants of one function (see module docstring).
+class FunctionPlan:
+    """What one generated function computes, independent of the target language.
 
-    ``printed`` memoises the printed node lines across functions (node -> (scalar, vector));
-    only lines that use no temporary of the function are memoised.  ``cse=False`` prints
-    every node definition as it is (no temporaries; same values bit for bit, more operations).
+    Attributes
+    ----------
+    zero_fill : list of sympy.Symbol
+        Arguments the cone needs but the function does not take (``ẋ`` of ``B(x)``): 0.
+    ops : list of (name, expr, avail_key, memo_node)
+        Assignments in order.  ``expr`` is printed with the substitutions made available
+        by the earlier assignments (``avail_key`` of an op is added *after* it is printed);
+        ``memo_node`` is the node whose printed line does not depend on any substitution
+        (so it may be shared across functions), else None.
+    entries : list of (output index, flat index, expr)
+        The non-zero output entries (printed with all substitutions available).
     """
-    sprint, vprint = _printers(names)
-    printed = {} if printed is None else printed
+
+    __slots__ = ("zero_fill", "ops", "entries")
+
+    def __init__(self, zero_fill: list, ops: list, entries: list) -> None:
+        self.zero_fill = zero_fill
+        self.ops = ops
+        self.entries = entries
+
+    def replay(self):
+        """Yield ``(name, expr, memo_node, avail)`` in order, ``avail`` the substitutions to print with."""
+        avail: dict = {}
+        for name, expr, key, memo in self.ops:
+            yield name, expr, memo, avail
+            if key is not None:
+                avail[key] = name
+
+
+def plan_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_of: dict,
+                  cse: bool = True) -> tuple[FunctionPlan, dict]:
+    """The assignments of one function and the final substitutions (expr -> local name).
+
+    Common subexpressions across the node definitions and outputs of the function: every
+    repeated subtree (structurally equal, same argument order, so the printed arithmetic and
+    its rounding are identical) is evaluated once into a local ``t<k>``; a subtree equal to
+    the definition of an earlier node reuses that node.  ``cse=False``: no temporaries.
+    """
     entries: list[tuple[int, int, sp.Expr]] = []   # (output index, flat index, expr)
     for oi, (_, mat, _) in enumerate(spec.outputs):
         for fi, e in enumerate(mat):
@@ -229,29 +260,20 @@ def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_o
     for s in zero_fill:
         if group_of[s] != "xd":  # pragma: no cover - internal consistency
             raise RuntimeError(f"internal: {spec.name} needs argument {names[s]} it does not take")
-
-    args = ", ".join(spec.args)
-    lines_s = [f"def {spec.name}_s({args}):"]
-    lines_v = [f"def {spec.name}_v({args}, N):"]
-    for a in spec.args:
-        if sizes[a]:
-            lines_s.append(f"    {', '.join(f'{ARG_PREFIX[a]}{i}' for i in range(sizes[a]))}, = {a}")
-            lines_v += [f"    {ARG_PREFIX[a]}{i} = {a}[:, {i}]" for i in range(sizes[a])]
-    for s in zero_fill:  # B(x) is exact at any ẋ (constraints linear in ẋ): evaluate nodes at ẋ = 0
-        lines_s.append(f"    {names[s]} = 0.0")
-        lines_v.append(f"    {names[s]} = 0.0")
-    # common subexpressions across the node definitions and outputs of this function: every
-    # repeated subtree (structurally equal, same argument order, so the printed arithmetic and
-    # its rounding are identical) is evaluated once into a local ``t<k>``; a subtree equal to
-    # the definition of an earlier node reuses that node
     counts = _subtree_counts([graph.defs[w] for w in cone] + [e for _, _, e in entries]) if cse else {}
     avail: dict = {}
-    sprint.subst = vprint.subst = avail
+    ops: list = []
     ntemp = 0
+
+    def temp(e: sp.Expr) -> None:
+        nonlocal ntemp
+        name = f"t{ntemp}"
+        ntemp += 1
+        ops.append((name, e, e, None))
+        avail[e] = name
 
     def emit_inside(e: sp.Expr) -> bool:
         """Emit the temporaries of the repeated subtrees of ``e``'s arguments; True if any exist."""
-        nonlocal ntemp
         found = False
         stack = [(a, False) for a in reversed(_operands(e))]
         while stack:
@@ -264,40 +286,63 @@ def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_o
                 stack.extend((b, False) for b in reversed(_operands(a)))
                 continue
             if counts.get(a, 0) > 1:
-                name = f"t{ntemp}"
-                ntemp += 1
-                lines_s.append(f"    {name} = {sprint(a)}")
-                lines_v.append(f"    {name} = {vprint(a)}")
-                avail[a] = name
+                temp(a)
                 found = True
         return found
 
     for w in cone:
         d = graph.defs[w]
         if d in avail:
-            lines_s.append(f"    {names[w]} = {avail[d]}")
-            lines_v.append(f"    {names[w]} = {avail[d]}")
+            ops.append((names[w], d, None, None))   # prints as the local that holds d
             continue
-        if emit_inside(d):  # printed with temporaries: specific to this function
-            ls, lv = f"    {names[w]} = {sprint(d)}", f"    {names[w]} = {vprint(d)}"
-        else:
-            if w not in printed:
-                printed[w] = (f"    {names[w]} = {sprint(d)}", f"    {names[w]} = {vprint(d)}")
-            ls, lv = printed[w]
-        lines_s.append(ls)
-        lines_v.append(lv)
-        if counts.get(d, 0) > 1 and not d.is_Atom:
+        memo = None if emit_inside(d) else w        # printed with temporaries: specific to this function
+        key = d if counts.get(d, 0) > 1 and not d.is_Atom else None
+        ops.append((names[w], d, key, memo))
+        if key is not None:
             avail[d] = names[w]
     for _, _, e in entries:
         if e.is_Atom or e in avail:
             continue
         emit_inside(e)
         if counts.get(e, 0) > 1:
-            name = f"t{ntemp}"
-            ntemp += 1
-            lines_s.append(f"    {name} = {sprint(e)}")
-            lines_v.append(f"    {name} = {vprint(e)}")
-            avail[e] = name
+            temp(e)
+    return FunctionPlan(zero_fill, ops, entries), avail
+
+
+def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_of: dict,
+                      sizes: dict[str, int], printed: dict | None = None, cse: bool = True) -> str:
+    """Source of the scalar and vector variants of one function (see module docstring).
+
+    ``printed`` memoises the printed node lines across functions (node -> (scalar, vector));
+    only lines that use no temporary of the function are memoised.  ``cse=False`` prints
+    every node definition as it is (no temporaries; same values bit for bit, more operations).
+    """
+    sprint, vprint = _printers(names)
+    printed = {} if printed is None else printed
+    plan, avail_final = plan_function(spec, graph, names, group_of, cse)
+    entries = plan.entries
+
+    args = ", ".join(spec.args)
+    lines_s = [f"def {spec.name}_s({args}):"]
+    lines_v = [f"def {spec.name}_v({args}, N):"]
+    for a in spec.args:
+        if sizes[a]:
+            lines_s.append(f"    {', '.join(f'{ARG_PREFIX[a]}{i}' for i in range(sizes[a]))}, = {a}")
+            lines_v += [f"    {ARG_PREFIX[a]}{i} = {a}[:, {i}]" for i in range(sizes[a])]
+    for s in plan.zero_fill:  # B(x) is exact at any ẋ (constraints linear in ẋ): evaluate nodes at ẋ = 0
+        lines_s.append(f"    {names[s]} = 0.0")
+        lines_v.append(f"    {names[s]} = 0.0")
+    for name, expr, memo, avail in plan.replay():
+        sprint.subst = vprint.subst = avail
+        if memo is not None:
+            if memo not in printed:
+                printed[memo] = (f"    {name} = {sprint(expr)}", f"    {name} = {vprint(expr)}")
+            ls, lv = printed[memo]
+        else:
+            ls, lv = f"    {name} = {sprint(expr)}", f"    {name} = {vprint(expr)}"
+        lines_s.append(ls)
+        lines_v.append(lv)
+    sprint.subst = vprint.subst = avail_final
 
     per_out: dict[int, dict[int, sp.Expr]] = {oi: {} for oi in range(len(spec.outputs))}
     for oi, fi, e in entries:

@@ -10,13 +10,15 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, ModuleType
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import CacheError, ModelError
 from . import cache as _cache
+from . import cbackend as _cb
+from .ccodegen import CCodegenError, generate_c
 from .codegen import GENERATOR_VERSION, generate_module
 from .derivatives import (DIRECT_KERNELS, DYNAMICS_FIELDS, KERNEL_SIGNATURES, LINEARIZATION_FIELDS, ROUTES,
                           kernel_specs)
@@ -131,12 +133,20 @@ class CompiledModel:
     source_path : pathlib.Path or None
         The generated module file (None for ``cache=False``).
     build_time : float
-        Seconds spent deriving/generating (or loading) the kernels.
+        Seconds spent deriving/generating (or loading) the kernels, including the C compile.
+    backend : str
+        ``"c"`` (compiled C kernels) or ``"python"`` (generated Python kernels); both give the
+        same numbers (to 1e-15 relative; in practice bit for bit).  See [`compile_system`][nhcontrol.compiled.compile_system].
+    library_path : pathlib.Path or None
+        The shared library of the C kernels (None for the Python back-end).
     """
 
     def __init__(self, module: ModuleType, meta: Mapping[str, Any], *, from_cache: bool,
-                 source_path: Path | None, build_time: float) -> None:
+                 source_path: Path | None, build_time: float, ckernels: "_cb.CKernels | None" = None) -> None:
         self._mod = module
+        self.backend: str = "c" if ckernels is not None else "python"
+        self.library_path: Path | None = ckernels.path if ckernels is not None else None
+        self._ck = ckernels
         self.name: str = meta["name"]
         self.coordinates: tuple[str, ...] = tuple(meta["coordinates"])
         self.velocities: tuple[str, ...] = tuple(meta["velocities"])
@@ -163,8 +173,13 @@ class CompiledModel:
         # defaults as Python lists for the one-point fast path (never mutated by the kernels)
         self._lists0 = {g: (self._p0 if g == "p" else z).tolist() for g, z in self._zeros.items()}
         funcs = list(DIRECT_KERNELS) + list(_FUNC_ARGS)
-        self._fs = {nm: getattr(module, nm + "_s") for nm in funcs}
-        self._fv = {nm: getattr(module, nm + "_v") for nm in funcs}
+        if ckernels is not None:
+            # one point: float64 contiguous 1-D arrays (finiteness checked in C); N points: as Python
+            self._fs = {nm: ckernels.one[nm] for nm in funcs}
+            self._fv = {nm: ckernels.many[nm] for nm in funcs}
+        else:
+            self._fs = {nm: getattr(module, nm + "_s") for nm in funcs}
+            self._fv = {nm: getattr(module, nm + "_v") for nm in funcs}
         # kernel -> (function, argument groups, positions of the kernel's own arguments, output index)
         self._routes: dict[str, tuple[str, tuple[str, ...], tuple[int, ...] | None, int]] = {}
         for name, sig in KERNEL_SIGNATURES.items():
@@ -210,18 +225,33 @@ class CompiledModel:
         shown = display or fname
         # fast path for one point: every argument None or a float64 vector of the right length
         lists: list | None = []
-        sizes, lists0 = self._sizes, self._lists0
-        for g, val in zip(groups, values):
-            if val is None:
-                lists.append(lists0[g])
-            elif type(val) is np.ndarray and val.ndim == 1 and val.dtype == np.float64 \
-                    and val.shape[0] == sizes[g]:
-                lists.append(val.tolist())
-            else:
-                lists = None
-                break
-        if lists is not None:
-            return self._call_scalar(fname, lists, shown)
+        sizes = self._sizes
+        if self._ck is not None:
+            arrays0 = self._zeros
+            for g, val in zip(groups, values):
+                if val is None:
+                    lists.append(self._p0 if g == "p" else arrays0[g])
+                elif type(val) is np.ndarray and val.ndim == 1 and val.dtype == np.float64 \
+                        and val.shape[0] == sizes[g] and val.flags.c_contiguous:
+                    lists.append(val)
+                else:
+                    lists = None
+                    break
+            if lists is not None:
+                return self._call_c(fname, lists, shown)
+        else:
+            lists0 = self._lists0
+            for g, val in zip(groups, values):
+                if val is None:
+                    lists.append(lists0[g])
+                elif type(val) is np.ndarray and val.ndim == 1 and val.dtype == np.float64 \
+                        and val.shape[0] == sizes[g]:
+                    lists.append(val.tolist())
+                else:
+                    lists = None
+                    break
+            if lists is not None:
+                return self._call_scalar(fname, lists, shown)
         arrs = []
         N = -1
         for i, (g, val) in enumerate(zip(groups, values)):
@@ -246,7 +276,10 @@ class CompiledModel:
             arrs.append(a)
         try:
             if N < 0:
-                out = self._call_scalar(fname, [a.tolist() for a in arrs], shown)
+                if self._ck is not None:
+                    out = self._call_c(fname, [np.ascontiguousarray(a) for a in arrs], shown)
+                else:
+                    out = self._call_scalar(fname, [a.tolist() for a in arrs], shown)
             else:
                 arrs2 = [a if a.ndim == 2 else a[None, :] for a in arrs]
                 with np.errstate(all="ignore"):
@@ -280,6 +313,20 @@ class CompiledModel:
         except (ZeroDivisionError, ValueError, OverflowError) as exc:
             raise ModelError(f"{shown} of model {self.name!r} cannot be evaluated at this point "
                              f"({type(exc).__name__}: {exc}); the point is outside the model's domain") from exc
+
+    def _call_c(self, fname: str, arrays: list, shown: str) -> tuple:
+        """The one-point C function on contiguous float64 arrays (the C code checks finiteness
+        of the arguments and the floating-point exception flags of the evaluation)."""
+        try:
+            return self._fs[fname](*arrays)
+        except _cb.FloatingPointFlags as exc:
+            if exc.flags & 16:
+                raise ModelError(f"{shown}: the arguments of model {self.name!r} contain NaN or inf") from None
+            if exc.flags & 8:
+                raise MemoryError(f"{shown} of model {self.name!r}: the C kernel could not allocate "
+                                  f"its work array") from None
+            raise ModelError(f"{shown} of model {self.name!r} cannot be evaluated at this point ({exc}); "
+                             f"the point is outside the model's domain") from None
 
     def _kernel(self, name: str, *values: Any) -> Array:
         fn, groups, pos, out_index = self._routes[name]
@@ -431,7 +478,7 @@ class CompiledModel:
 
     def __repr__(self) -> str:
         return (f"CompiledModel({self.name!r}, n={self.n}, m={self.m}, l={self.l}, k={self.ninputs}, "
-                f"hash={self.model_hash[:12]}, from_cache={self.from_cache})")
+                f"hash={self.model_hash[:12]}, from_cache={self.from_cache}, backend={self.backend!r})")
 
 
 _REGISTRY: "weakref.WeakValueDictionary[str, CompiledModel]" = weakref.WeakValueDictionary()
@@ -454,6 +501,54 @@ def _registered(cm: CompiledModel) -> CompiledModel:
     return cm
 
 
+def _c_kernels(key: str, directory: Path | None, backend: str, model_name: str,
+               units: "Callable[[], list[str]] | None") -> "_cb.CKernels | None":
+    """The C kernels for ``key``: the library cached in ``directory`` (hash-checked) or, when
+    ``units`` can print the C source, a fresh build; None means the Python kernels.
+
+    ``backend="auto"``: a missing compiler (or a model the C printer cannot translate) gives
+    one warning and the Python kernels; ``backend="c"`` raises instead.
+    """
+    if backend == "python":
+        return None
+    if directory is not None:
+        path = _cb.library_path(key, directory)
+        if path.exists():
+            try:
+                return _cb.CKernels(path, key)
+            except (CacheError, OSError, KeyError, ValueError) as exc:
+                warnings.warn(f"ignoring unusable C kernel library {path} of model {model_name!r} ({exc}); "
+                              f"rebuilding it", RuntimeWarning, stacklevel=3)
+                _cache.discard_artefact(path)
+    if units is None:
+        return None   # unpickled where the library is not cached: the (identical) Python kernels
+    try:
+        problem = _cb.cffi_problem()
+        if problem:
+            raise _cb.CompilerUnavailable(problem)
+        text = units()
+        try:
+            path = _cb.library_path(key, directory if directory is not None else _cache.private_fallback_dir())
+            _cb.compile_library(text, path)
+        except OSError:
+            if directory is None:
+                raise
+            path = _cb.library_path(key, _cache.private_fallback_dir())   # cache not writable
+            _cb.compile_library(text, path)
+        return _cb.CKernels(path, key, built=True)
+    except (_cb.CompilerUnavailable, CCodegenError, CacheError, OSError) as exc:
+        if backend == "c":
+            raise ModelError(f"the C kernels of model {model_name!r} cannot be built ({exc}); install a C "
+                             f"compiler, or use the Python kernels with {_cb.ENV_BACKEND}=python or "
+                             f"compile(backend='python')") from exc
+        kind = "compiler" if isinstance(exc, _cb.CompilerUnavailable) else f"model:{key}"
+        _cache.warn_once("backend", kind,
+                         f"nhcontrol uses the Python kernels for model {model_name!r} (same results, slower): "
+                         f"the C kernels cannot be built ({exc}). Set {_cb.ENV_BACKEND}=python to choose the "
+                         f"Python kernels without this warning", stacklevel=5)
+        return None
+
+
 def load_compiled(key: str, source: str | None = None, sha256: str | None = None, *,
                   cache_dir: str | Path | None = None) -> CompiledModel:
     """Reload a [`CompiledModel`][nhcontrol.compiled.CompiledModel] from its cache key (the target of unpickling).
@@ -473,7 +568,9 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
     CompiledModel
         In order of preference: the model with this key already alive in this process
         (the same object), the disk cache, or ``source`` after its hash is checked (it is then
-        written to the cache for the next process).
+        written to the cache for the next process).  The C kernels are used when the back-end
+        (``$NHCONTROL_BACKEND``) allows it and their library is in the cache (hash-checked);
+        otherwise the Python kernels, which give the same numbers.
 
     Raises
     ------
@@ -486,10 +583,11 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
     if have is not None:
         return have
     t0 = time.perf_counter()
+    backend = _cb.requested_backend(None)
     path = _cache.cache_path(key, cache_dir)
     cm = _load_cached(path, key, t0)
     if cm is not None:
-        return _register(cm)
+        return _register(_with_c(cm, backend, None, t0))
     if source is None:
         raise CacheError(f"no compiled model with key {key[:12]}... in this process or in the kernel "
                          f"cache {path.parent}; compile the model again (system.compile())")
@@ -502,8 +600,19 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
     if module.META.get("key") != key:
         raise CacheError(f"the kernel source carried for key {key[:12]}... belongs to key "
                          f"{str(module.META.get('key'))[:12]}...; it is not used")
-    return _register(CompiledModel(module, module.META, from_cache=True, source_path=spath,
-                                   build_time=time.perf_counter() - t0))
+    cm = CompiledModel(module, module.META, from_cache=True, source_path=spath, build_time=time.perf_counter() - t0)
+    return _register(_with_c(cm, backend, None, t0))
+
+
+def _with_c(cm: CompiledModel, backend: str, units: "Callable[[], list[str]] | None", t0: float) -> CompiledModel:
+    """``cm`` (Python kernels) with the C kernels attached when the back-end and the cache
+    (or a build from ``units``) allow it."""
+    directory = cm.source_path.parent if cm.source_path is not None else None
+    ck = _c_kernels(cm.model_hash, directory, backend, cm.name, units)
+    if ck is None:
+        return cm
+    return CompiledModel(cm._mod, cm._mod.META, from_cache=cm.from_cache and ck.loaded_from_cache,
+                         source_path=cm.source_path, build_time=time.perf_counter() - t0, ckernels=ck)
 
 
 def _first_call(cm: CompiledModel) -> None:
@@ -573,6 +682,21 @@ def generate_source(mb: "MultibodySystem", key: str | None = None, cse: bool = T
     return generate_module(specs, eom.graph, symbols, _meta(mb, key), cse=cse)
 
 
+def generate_c_source(mb: "MultibodySystem", key: str | None = None) -> list[str]:
+    """Derive the equations of ``mb`` and return the C translation units of its kernel library
+    (``[entry points and layout, chunk units...]``, see ``nhcontrol.compiled.ccodegen``).
+
+    Raises
+    ------
+    ModelError
+        When an expression of the model has no C translation.
+    """
+    key = key or _cache.cache_key(mb.description())
+    eom = mb.equations()
+    specs, symbols = kernel_specs(eom)
+    return generate_c(specs, eom.graph, symbols, _meta(mb, key))[0]
+
+
 def compile_system(mb: "MultibodySystem", cache: bool = True,
                    cache_dir: str | Path | None = None) -> CompiledModel:
     """Compile ``mb`` into a [`CompiledModel`][nhcontrol.compiled.CompiledModel] (load from / store to the disk cache).
@@ -584,23 +708,33 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
         Use the disk cache.
     cache_dir : path-like, optional
         Cache directory (default ``$NHCONTROL_CACHE_DIR`` or ``~/.cache/nhcontrol``).
+    backend : {"c", "python"}, optional
+        Kernel back-end; default ``$NHCONTROL_BACKEND``, and when that is unset the C kernels
+        if a C compiler works, else the Python kernels with one warning.  ``"c"`` raises
+        `ModelError` when the C kernels cannot be built.
 
     Returns
     -------
     CompiledModel
     """
     t0 = time.perf_counter()
+    which = _cb.requested_backend(backend)
     key = _cache.cache_key(mb.description())
     path = _cache.cache_path(key, cache_dir) if cache else None
+
+    def c_units() -> list[str]:
+        return generate_c_source(mb, key)
+
     if path is not None:
         cm = _load_cached(path, key, t0)
         if cm is not None:
-            return _registered(cm)
+            return _registered(_with_c(cm, which, c_units, t0))
     source = generate_source(mb, key)
     module, spath = _store_and_load(path, key, source, warn=True)
-    return _registered(CompiledModel(module, module.META, from_cache=False, source_path=spath,
-                                     build_time=time.perf_counter() - t0))
+    cm = CompiledModel(module, module.META, from_cache=False, source_path=spath, build_time=time.perf_counter() - t0)
+    return _registered(_with_c(cm, which, c_units, t0))
 
 
 __all__ = ["CompiledModel", "load_compiled", "LinearizationTerms", "DynamicsTerms", "compile_system", "generate_source",
+           "generate_c_source",
            "KERNEL_ARGS", "LINEARIZATION_FIELDS"]

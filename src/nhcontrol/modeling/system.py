@@ -570,7 +570,8 @@ class MultibodySystem:
         """sha256 of `description()` (hex)."""
         return hashlib.sha256(self.description().encode()).hexdigest()
 
-    def compile(self, cache: bool = True, cache_dir: str | None = None) -> "CompiledModel":
+    def compile(self, cache: bool = True, cache_dir: str | None = None,
+                backend: str | None = None) -> "CompiledModel":
         """Generate (or load from the disk cache) the numeric kernels.
 
         Parameters
@@ -579,6 +580,9 @@ class MultibodySystem:
             Use the on-disk cache (``$NHCONTROL_CACHE_DIR`` or ``~/.cache/nhcontrol``).
         cache_dir : path-like, optional
             Override the cache directory.
+        backend : {"c", "python"}, optional
+            Kernel back-end (default ``$NHCONTROL_BACKEND``, else C when a compiler works);
+            see [`compile_system`][nhcontrol.compiled.compile_system].
 
         Returns
         -------
@@ -586,7 +590,7 @@ class MultibodySystem:
         """
         from ..compiled import compile_system
 
-        return compile_system(self, cache=cache, cache_dir=cache_dir)
+        return compile_system(self, cache=cache, cache_dir=cache_dir, backend=backend)
 
     def __repr__(self) -> str:
         return (f"MultibodySystem({self.name!r}, n={self.n}, m={self.m}, l={self.l}, "

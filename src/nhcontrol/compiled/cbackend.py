@@ -1,0 +1,252 @@
+"""The C kernel back-end: build (system C compiler), cache (hash-checked) and call.
+
+* **Build.**  `nhcontrol.compiled.ccodegen.generate_c` prints the translation units;
+  they are compiled *in parallel* (one compiler process per core) with setuptools' compiler
+  machinery (``distutils.ccompiler`` as shipped by setuptools: it finds the compiler Python
+  was built with, or ``$CC``, and knows how to make a shared library on every platform) and
+  linked into one shared library.  Flags: ``-O1 -std=c99 -ffp-contract=off -fno-fast-math``
+  (``-O1``: as fast as ``-O2`` on these straight-line kernels and half the compile time; no
+  fast-math, no fused multiply-add contraction: the C kernels equal the Python kernels
+  to the last bit).
+* **Load and call.**  cffi in ABI mode (``ffi.dlopen`` of the library, declarations from
+  the library's own layout string): no Python extension module has to be built, so the
+  chunks can be compiled in parallel by ourselves, and the library does not depend on the
+  Python version.  Arguments are passed with ``ffi.from_buffer`` (no copies), the GIL is
+  released during a call.
+* **Cache.**  ``nhc_<key>.<C_GENERATOR_VERSION>.<platform>.so`` next to the Python kernels,
+  with a sha256 record ``<library>.sha256`` written together with it and checked before
+  every ``dlopen``; a library that fails the check is removed and rebuilt (one warning).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .._util.errors import CacheError, ModelError
+from . import cache as _cache
+from .ccodegen import C_GENERATOR_VERSION
+
+ENV_BACKEND = "NHCONTROL_BACKEND"
+"""Environment variable choosing the kernel back-end: ``c`` or ``python`` (unset: ``c`` when a
+C compiler works, else ``python`` with one warning)."""
+BACKENDS = ("c", "python")
+
+_UNIX_FLAGS = ["-O1", "-g0", "-std=c99", "-ffp-contract=off", "-fno-fast-math", "-fno-lto", "-w"]
+_MSVC_FLAGS = ["/O2", "/fp:precise", "/w"]
+
+def requested_backend(backend: str | None = None) -> str:
+    """``"c"``, ``"python"`` or ``"auto"`` from ``backend`` or ``$NHCONTROL_BACKEND``.
+
+    Raises
+    ------
+    ModelError
+        For any other value.
+    """
+    src = "backend" if backend is not None else ENV_BACKEND
+    value = backend if backend is not None else os.environ.get(ENV_BACKEND, "")
+    v = str(value).strip().lower()
+    if v in ("", "auto"):
+        return "auto"
+    if v not in BACKENDS:
+        raise ModelError(f"{src}={value!r} is not a kernel back-end; use 'c' (compiled C kernels), "
+                         f"'python' (generated Python kernels) or leave it unset (C when a compiler works)")
+    return v
+
+
+def library_path(key: str, directory: Path) -> Path:
+    """``<directory>/nhc_<key>.<C generator version>.<platform>.so`` (``.dll`` on Windows)."""
+    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    ext = ".dll" if sys.platform == "win32" else ".so"
+    return directory / f"nhc_{key}.{C_GENERATOR_VERSION}.{plat}{ext}"
+
+
+# ----------------------------------------------------------------------- compiling
+_NO_COMPILER: list[str] = []   # the reason, once a build found no working compiler
+
+
+class CompilerUnavailable(ModelError):
+    """No working C compiler (the Python kernels are used)."""
+
+
+def cffi_problem() -> str | None:
+    """Why cffi (which loads the C kernels) is unusable, or None."""
+    try:
+        import cffi  # noqa: F401
+    except ImportError as exc:
+        return f"cffi is not installed ({exc})"
+    return None
+
+
+def _workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def compile_library(units: list[str], out: Path, workers: int | None = None) -> None:
+    """Compile the translation units ``units`` in parallel and link them into ``out``.
+
+    Raises
+    ------
+    CompilerUnavailable
+        When no compiler can be run or compiling fails.
+    """
+    if _NO_COMPILER:
+        raise CompilerUnavailable(_NO_COMPILER[0])
+    try:
+        import setuptools  # noqa: F401  (provides ``distutils`` on Python >= 3.12)
+        from distutils.ccompiler import new_compiler
+        from distutils.errors import CCompilerError, DistutilsError
+        from distutils.sysconfig import customize_compiler
+    except ImportError as exc:  # pragma: no cover - setuptools is a build requirement
+        _NO_COMPILER.append(f"setuptools' compiler machinery is not importable ({exc})")
+        raise CompilerUnavailable(_NO_COMPILER[0]) from exc
+
+    def compiler():
+        cc = new_compiler()
+        customize_compiler(cc)
+        return cc
+
+    build = Path(tempfile.mkdtemp(prefix="nhc_build_", dir=str(out.parent)))
+    try:
+        sources = []
+        for i, text in enumerate(units):
+            src = build / f"u{i}.c"
+            src.write_text(text, encoding="ascii")
+            sources.append(str(src))
+        cc0 = compiler()
+        flags = _MSVC_FLAGS if cc0.compiler_type == "msvc" else _UNIX_FLAGS
+        order = sorted(range(len(sources)), key=lambda i: -len(units[i]))   # largest first
+
+        def one(i: int) -> list[str]:
+            return compiler().compile([sources[i]], output_dir=str(build / "obj"), extra_postargs=flags)
+
+        try:
+            with ThreadPoolExecutor(max_workers=workers or _workers()) as pool:
+                objs = {i: o for i, o in zip(order, pool.map(one, order))}
+            libs = [] if cc0.compiler_type == "msvc" else ["m"]
+            tmp = build / ("lib" + out.suffix)
+            cc0.link_shared_object([o for i in range(len(sources)) for o in objs[i]], str(tmp), libraries=libs)
+        except (DistutilsError, CCompilerError, OSError) as exc:
+            reason = f"the C compiler failed ({type(exc).__name__}: {exc})"
+            if not shutil.which(str(cc0.compiler_so[0] if getattr(cc0, "compiler_so", None) else "cc")):
+                reason = f"no C compiler found ({cc0.compiler_so[0] if cc0.compiler_so else 'cc'}: {exc})"
+                _NO_COMPILER.append(reason)
+            raise CompilerUnavailable(reason) from exc
+        blob = tmp.read_bytes()
+        _cache.write_artefact(out, blob)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------- loading and calling
+_FFI_LOCK = threading.Lock()
+
+
+class CKernels:
+    """The functions of a loaded kernel library, with the calling conventions of the Python
+    kernels: ``one[name](*arrays) -> tuple`` of read-only outputs (arrays: float64, 1-D,
+    contiguous, finite-checked in C) and ``many[name](*arrays2d, N) -> tuple`` of ``(N, ...)``
+    outputs (views of one ``(N, size)`` buffer).
+    """
+
+    def __init__(self, path: Path, key: str, built: bool = False) -> None:
+        import cffi
+
+        _cache.verify_artefact(path)   # immediately before dlopen; the cache directory is private
+        ffi = cffi.FFI()
+        probe = cffi.FFI()
+        probe.cdef("extern const char nhc_layout[];")
+        import json
+
+        with _FFI_LOCK:
+            raw = probe.dlopen(str(path))
+            try:
+                layout = json.loads(probe.string(raw.nhc_layout).decode("ascii"))
+            except (AttributeError, ValueError, UnicodeDecodeError) as exc:
+                raise CacheError(f"the kernel library {path} has no readable layout ({exc})") from exc
+            if layout.get("key") != key or layout.get("generator") != C_GENERATOR_VERSION:
+                raise CacheError(f"the kernel library {path} belongs to key {str(layout.get('key'))[:12]}... "
+                                 f"(generator {layout.get('generator')}), not to {key[:12]}...")
+            ffi.cdef(layout["cdef"])
+            lib = ffi.dlopen(str(path))
+        self.path = path
+        self.layout = layout
+        #: False when the library was built by this call's caller, True when found in the cache
+        self.loaded_from_cache = not built
+        self._ffi, self._lib, self._raw = ffi, lib, raw
+        self.one: dict[str, Callable[..., tuple]] = {}
+        self.many: dict[str, Callable[..., tuple]] = {}
+        for name, spec in layout["functions"].items():
+            self.one[name] = self._make_one(getattr(lib, f"nhc_{name}"), spec)
+            self.many[name] = self._make_many(getattr(lib, f"nhc_{name}_n"), spec)
+
+    def _make_one(self, fn: Any, spec: dict) -> Callable[..., tuple]:
+        fb = self._ffi.from_buffer
+        size = spec["size"]
+        outs = [(at, at + sz, tuple(shape)) for at, sz, shape in spec["outputs"]]
+        zeros = np.zeros
+
+        def one(*arrays: np.ndarray) -> tuple:
+            o = zeros(size)
+            rc = fn(*[fb("double[]", a) for a in arrays], fb("double[]", o))
+            if rc:
+                raise FloatingPointFlags(rc)
+            o.flags.writeable = False
+            return tuple([o[a:b].reshape(shape) for a, b, shape in outs])
+
+        return one
+
+    def _make_many(self, fn: Any, spec: dict) -> Callable[..., tuple]:
+        fb = self._ffi.from_buffer
+        size = spec["size"]
+        outs = [(at, at + sz, tuple(shape)) for at, sz, shape in spec["outputs"]]
+
+        def many(*args: Any) -> tuple:
+            *arrays, N = args
+            o = np.zeros((N, size))
+            call: list = [N]
+            for a in arrays:
+                a = np.ascontiguousarray(a, dtype=np.float64)
+                call += [fb("double[]", a), a.shape[1] if a.shape[0] > 1 else 0]
+            call.append(fb("double[]", o))
+            if N:
+                rc = fn(*call)
+                if rc:
+                    raise MemoryError("the C kernel could not allocate its work array")
+            return tuple([o[:, a:b].reshape((N,) + shape) for a, b, shape in outs])
+
+        return many
+
+
+class FloatingPointFlags(ArithmeticError):
+    """Floating-point exception flags of a one-point C kernel call (translated by the model)."""
+
+    def __init__(self, flags: int) -> None:
+        self.flags = flags
+        if flags & 16:
+            text = "the arguments contain NaN or inf"
+        elif flags & 8:
+            text = "out of memory"
+        elif flags & 2:
+            text = "ZeroDivisionError: division by zero (floating-point divide-by-zero flag)"
+        elif flags & 1:
+            text = "ValueError: math domain error (floating-point invalid-operation flag)"
+        else:
+            text = "OverflowError: math range error (floating-point overflow flag)"
+        super().__init__(text)
+
+
+__all__ = ["ENV_BACKEND", "BACKENDS", "requested_backend", "library_path", "compile_library", "CKernels",
+           "CompilerUnavailable", "FloatingPointFlags", "cffi_problem"]

@@ -1,0 +1,302 @@
+"""C source generation for the kernels: the same expression graph and the same assignments as
+the Python kernels (`nhcontrol.compiled.codegen.plan_function`), printed as C99.
+
+For every `FunctionSpec` ``f`` the library exports
+
+* ``int nhc_f(const double *x, ..., const double *p, double *o)`` -- one point: ``o`` is the
+  flat output buffer (zeros preset by the caller; only non-zero entries are written); the
+  return value holds the floating-point exception flags raised during the evaluation
+  (``1`` invalid operation, ``2`` division by zero, ``4`` overflow; ``8`` out of memory), so a
+  domain error raises in Python like the ``math``-based Python kernel does;
+* ``int nhc_f_n(long N, const double *x, long sx, ..., double *o)`` -- ``N`` points; the row
+  stride of every argument is given (0 broadcasts one row to all points), ``o`` is ``(N, F)``.
+
+The arithmetic is printed in exactly the order of the Python one-point kernel (left-to-right
+sums and products, ``pow`` where Python calls ``float.__pow__``, the C library's ``sin``,
+``sqrt``, ... where Python calls `math`), and the code is compiled without fast-math
+and without floating-point contraction, so both kernels agree to the last bit (tested to
+1e-15 relative).
+
+The statements of a function are split into chunk functions of about
+`CHUNK_STATEMENTS` statements (one large function makes the optimiser superlinear);
+values used by a later chunk live in a work array, the others are locals.  Chunks are
+grouped into translation units of about `UNIT_STATEMENTS` statements that are
+compiled in parallel; the entry points and the JSON layout (``nhc_layout``) form one more unit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Iterable
+
+import sympy as sp
+
+from .._util.errors import ModelError
+from ..modeling.graph import ExprGraph
+from .codegen import FastPrinter, _find_block, plan_function, symbol_names
+from .derivatives import FunctionSpec
+
+C_GENERATOR_VERSION = "c1"
+"""Bumped whenever the generated C code changes (part of the shared library's file name)."""
+#: Statements per chunk function and per translation unit.
+CHUNK_STATEMENTS = 150
+UNIT_STATEMENTS = 1200
+
+_CFUNCS = {sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.exp: "exp", sp.log: "log", sp.asin: "asin",
+           sp.acos: "acos", sp.atan: "atan", sp.sinh: "sinh", sp.cosh: "cosh", sp.tanh: "tanh"}
+_IDENT = re.compile(r"\b[wt]\d+\b")
+
+
+class CCodegenError(ModelError):
+    """An expression of the model has no C translation here (the Python kernels are used)."""
+
+
+def _cfloat(v: float) -> str:
+    if not math.isfinite(v):
+        raise CCodegenError(f"the constant {v!r} has no finite C literal")
+    return repr(v) if v >= 0 else f"({v!r})"
+
+
+class CPrinter(FastPrinter):
+    """C99 printer of node expressions, operation for operation the Python scalar printer.
+
+    Python evaluates ``(a)**k`` as ``pow(a, k)`` of the C library (``float.__pow__``), a
+    Rational ``p/q`` as the correctly rounded quotient (printed here as that double), and
+    `math` functions as the C library's; the printed text keeps the same association.
+    """
+
+    def __init__(self, names: dict) -> None:
+        super().__init__(names, False, None)
+
+    def p(self, e: sp.Expr, sub: bool = True) -> str:
+        if e.is_Symbol:
+            return self.names[e]
+        name = self.subst.get(e) if sub else None
+        if name is not None:
+            return name
+        if e.is_Integer:
+            v = int(e)
+            if abs(v) >= 2 ** 53:
+                return _cfloat(float(v))
+            return f"{v}.0" if v >= 0 else f"({v}.0)"
+        if e.is_Rational:
+            return _cfloat(e.p / e.q)  # Python's int/int true division: correctly rounded
+        if e.is_Float:
+            return _cfloat(float(e))
+        if e is sp.pi:
+            return repr(math.pi)
+        if e.is_Add or e.is_Mul:
+            return super().p(e, sub)
+        if e.is_Pow:
+            b, x = e.args
+            pb = self.p(b)
+            if x.is_Integer:
+                k = int(x)
+                if k == 2 and b.is_Symbol:
+                    return f"({pb}*{pb})"
+                return f"pow({pb}, {k}.0)"
+            if x == sp.S.Half:
+                return f"sqrt({pb})"
+            if x == -sp.S.Half:
+                return f"(1.0/sqrt({pb}))"
+            return f"pow({pb}, {self.p(x)})"
+        f = _CFUNCS.get(type(e))
+        if f is not None:
+            return f"{f}({self.p(e.args[0])})"
+        if isinstance(e, sp.Abs):
+            return f"fabs({self.p(e.args[0])})"
+        if isinstance(e, sp.atan2):
+            return f"atan2({self.p(e.args[0])}, {self.p(e.args[1])})"
+        raise CCodegenError(f"no C translation for {type(e).__name__} in {str(e)[:80]!r}")
+
+
+_ARG_C = {"x": "x", "xd": "xd", "xdd": "xdd", "a": "a", "lam": "lam", "v": "v", "u": "u", "p": "p"}
+
+
+def _signature(args: Iterable[str], const: bool = True) -> str:
+    q = "const double *restrict " if const else "double *"
+    return ", ".join(f"{q}{_ARG_C[a]}" for a in args)
+
+
+class _Function:
+    """Printed statements of one function, chunked, plus its output layout."""
+
+    def __init__(self, spec: FunctionSpec, graph: ExprGraph, names: dict, group_of: dict, sizes: dict,
+                 cse: bool) -> None:
+        self.name = spec.name
+        self.args = tuple(spec.args)
+        self.sizes = {a: int(sizes[a]) for a in self.args}
+        plan, avail_final = plan_function(spec, graph, names, group_of, cse)
+        cnames = dict(names)
+        for s, grp in group_of.items():
+            cnames[s] = f"{_ARG_C[grp]}[{names[s][len(_prefix(names[s])):]}]"
+        for s in plan.zero_fill:  # B(x) does not take ẋ: nodes evaluated at ẋ = 0 as in Python
+            cnames[s] = "0.0"
+        pr = CPrinter(cnames)
+        stmts: list[tuple[str | None, str]] = []       # (defined name or None, expression or store)
+        for name, expr, _, avail in plan.replay():
+            pr.subst = avail
+            stmts.append((name, pr(expr)))
+        pr.subst = avail_final
+        per_out: dict[int, dict[int, sp.Expr]] = {oi: {} for oi in range(len(spec.outputs))}
+        for oi, fi, e in plan.entries:
+            per_out[oi][fi] = e
+        flat: list[str] = []
+        starts: list[tuple[int, list[str]]] = []
+        self.outputs: list[tuple[int, int, list[int]]] = []    # (offset, size, shape)
+        for oi, (_, mat, shape) in enumerate(spec.outputs):
+            size = mat.shape[0] * mat.shape[1]
+            items = [pr(per_out[oi][fi]) if fi in per_out[oi] else "0.0" for fi in range(size)]
+            at = _find_block(starts, items) if size else 0
+            if at is None:
+                at = len(flat)
+                flat.extend(items)
+                starts.append((at, items))
+            self.outputs.append((at, size, [int(s) for s in shape]))
+        self.size = len(flat)
+        stmts += [(None, f"o[{k}] = {it};") for k, it in enumerate(flat) if it != "0.0"]
+        # chunks, and the names that cross a chunk boundary (work array slots)
+        self.chunks = [stmts[i:i + CHUNK_STATEMENTS] for i in range(0, len(stmts), CHUNK_STATEMENTS)] or [[]]
+        home: dict[str, int] = {}
+        slots: dict[str, int] = {}
+        for ci, chunk in enumerate(self.chunks):
+            for name, text in chunk:
+                for ident in _IDENT.findall(text):
+                    if home[ident] != ci and ident not in slots:
+                        slots[ident] = len(slots)
+                if name is not None:
+                    home[name] = ci
+        self.slots = slots
+        self.nwork = max(len(slots), 1)
+
+    def chunk_source(self, ci: int) -> str:
+        slots = self.slots
+        local: set = set()
+
+        def ref(m: re.Match) -> str:
+            ident = m.group(0)
+            return ident if ident in local else f"W[{slots[ident]}]"
+
+        lines = [f"void nhc_{self.name}_{ci}({_signature(self.args)}, double *restrict W, "
+                 f"double *restrict o)", "{"]
+        for name, text in self.chunks[ci]:
+            body = _IDENT.sub(ref, text)
+            if name is None:
+                lines.append(f"    {body}")
+                continue
+            lines.append(f"    const double {name} = {body};")
+            local.add(name)
+            if name in slots:
+                lines.append(f"    W[{slots[name]}] = {name};")
+        lines.append("}")
+        return "\n".join(lines)
+
+    def prototypes(self) -> list[str]:
+        return [f"void nhc_{self.name}_{ci}({_signature(self.args)}, double *restrict W, double *restrict o);"
+                for ci in range(len(self.chunks))]
+
+    def entries_source(self) -> str:
+        sig = _signature(self.args)
+        call = ", ".join(_ARG_C[a] for a in self.args)
+        calls = "\n".join(f"    nhc_{self.name}_{ci}({call}, W, o);" for ci in range(len(self.chunks)))
+        nsig = ", ".join(f"const double *{_ARG_C[a]}, long s_{_ARG_C[a]}" for a in self.args)
+        pcall = ", ".join(f"{_ARG_C[a]} + i*s_{_ARG_C[a]}" for a in self.args)
+        pcalls = "\n".join(f"        nhc_{self.name}_{ci}({pcall}, W, o + i*{self.size});"
+                           for ci in range(len(self.chunks)))
+        checks = "\n".join(f"    for (k = 0; k < {n}; k++) if (!isfinite({_ARG_C[a]}[k])) return 16;"
+                           for a, n in self.sizes.items() if n)
+        return f"""NHC_API int nhc_{self.name}({sig}, double *o)
+{{
+    double *W;
+    int flags, k;
+{checks}
+    (void)k;
+    W = (double *)malloc({self.nwork} * sizeof(double));
+    if (W == NULL) return 8;
+    feclearexcept(FE_ALL_EXCEPT);
+{calls}
+    flags = fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW);
+    free(W);
+    return ((flags & FE_INVALID) ? 1 : 0) | ((flags & FE_DIVBYZERO) ? 2 : 0) | ((flags & FE_OVERFLOW) ? 4 : 0);
+}}
+
+NHC_API int nhc_{self.name}_n(long N, {nsig}, double *o)
+{{
+    long i;
+    double *W = (double *)malloc({self.nwork} * sizeof(double));
+    if (W == NULL) return 8;
+    for (i = 0; i < N; i++) {{
+{pcalls}
+    }}
+    free(W);
+    return 0;
+}}"""
+
+    def cdefs(self) -> list[str]:
+        sig = ", ".join("const double *" for _ in self.args)
+        nsig = ", ".join("const double *, long" for _ in self.args)
+        return [f"int nhc_{self.name}({sig}, double *);", f"int nhc_{self.name}_n(long, {nsig}, double *);"]
+
+    def layout(self) -> dict:
+        return {"args": list(self.args), "size": self.size, "outputs": self.outputs}
+
+
+def _prefix(name: str) -> str:
+    return name.rstrip("0123456789")
+
+
+_HEAD = ("/* Generated by nhcontrol.compiled ({ver}); do not edit. */\n#include <math.h>\n"
+         "#if defined(_MSC_VER)\n#define restrict __restrict\n#define NHC_API __declspec(dllexport)\n"
+         "#else\n#define NHC_API\n#endif\n")
+
+
+def generate_c(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict, meta: dict,
+               cse: bool = True) -> tuple[list[str], dict]:
+    """C translation units of a kernel library and its layout.
+
+    Returns
+    -------
+    units : list of str
+        ``units[0]`` holds the exported entry points and ``nhc_layout`` (the JSON layout as a
+        C string); the others hold the chunk functions.
+    layout : dict
+        ``{"key", "generator", "functions": {name: {"args", "size", "outputs"}}, "cdef"}``;
+        ``outputs`` are ``(offset, size, shape)`` into the flat buffer of ``size`` doubles.
+
+    Raises
+    ------
+    CCodegenError
+        When an expression has no C translation.
+    """
+    names, group_of = symbol_names(graph, symbols)
+    sizes = {g: len(s) for g, s in symbols.items()}
+    funcs = [_Function(spec, graph, names, group_of, sizes, cse) for spec in specs]
+    head = _HEAD.format(ver=C_GENERATOR_VERSION)
+    units: list[str] = []
+    cur: list[str] = []
+    count = 0
+    for f in funcs:
+        for ci, chunk in enumerate(f.chunks):
+            cur.append(f.chunk_source(ci))
+            count += len(chunk)
+            if count >= UNIT_STATEMENTS:
+                units.append(head + "\n\n".join(cur) + "\n")
+                cur, count = [], 0
+    if cur:
+        units.append(head + "\n\n".join(cur) + "\n")
+    cdef = [d for f in funcs for d in f.cdefs()] + ["extern const char nhc_layout[];"]
+    layout = {"key": meta["key"], "generator": C_GENERATOR_VERSION,
+              "functions": {f.name: f.layout() for f in funcs}, "cdef": "\n".join(cdef)}
+    text = json.dumps(layout, sort_keys=True)
+    literal = json.dumps(text)  # a valid C string literal: JSON escapes are a subset of C's
+    protos = "\n".join(p for f in funcs for p in f.prototypes())
+    entry = (head + "#include <fenv.h>\n#include <stdlib.h>\n\n" + protos + "\n\n"
+             + "\n\n".join(f.entries_source() for f in funcs)
+             + f"\n\nNHC_API const char nhc_layout[] = {literal};\n")
+    return [entry] + units, layout
+
+
+__all__ = ["generate_c", "CPrinter", "CCodegenError", "C_GENERATOR_VERSION", "CHUNK_STATEMENTS",
+           "UNIT_STATEMENTS"]

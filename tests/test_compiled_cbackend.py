@@ -1,0 +1,255 @@
+"""The C kernel back-end (nhcontrol.compiled.ccodegen / cbackend): the same numbers as the
+Python kernels for every shipped model, the back-end choice, the missing-compiler fallback,
+the hash-checked library cache and pickling.
+
+The default suite compiles the sleigh, the rolling disc and the bicycle benchmark; every
+other shipped model is compared under ``-m slow``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nhcontrol._util.errors import ModelError
+from nhcontrol.compiled import CompiledModel
+from nhcontrol.compiled.cbackend import requested_backend
+from nhcontrol.compiled.derivatives import DIRECT_KERNELS
+from nhcontrol.modeling import examples
+
+RTOL = 1e-15
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _builders():
+    from nhcontrol.models import (ball_plate, benchmark_bicycle, escooter, hydraulic_fourbar, rolling_torus,
+                                  rolling_wheel, single_track, sleigh, toroidal_bicycle, waveboard)
+    return {
+        "ball_plate": ball_plate.build, "escooter": escooter.build, "hydraulic_fourbar": hydraulic_fourbar.build,
+        "rolling_torus": rolling_torus.build, "rolling_wheel_disc": rolling_wheel.build_disc,
+        "rolling_wheel_hoop": rolling_wheel.build_hoop, "single_track": lambda: single_track.build().system,
+        "sleigh_model": sleigh.build, "skateboard": sleigh.build_skateboard,
+        "toroidal_bicycle": toroidal_bicycle.build, "waveboard": waveboard.build,
+        "bicycle_actuated": lambda: benchmark_bicycle.build(inputs=("T_phi", "T_delta")),
+        "pendulum_inputs": lambda: examples.pendulum(with_inputs=True), "spatial_body": examples.spatial_body,
+    }
+
+
+DEFAULT = {"sleigh": examples.sleigh, "rolling_disc": examples.rolling_disc,
+           "bicycle": lambda: __import__("nhcontrol.models.benchmark_bicycle", fromlist=["build"]).build()}
+
+
+def _points(cm: CompiledModel, rng: np.random.Generator, N: int) -> dict:
+    n, ml, k = cm.n, cm.m + cm.l, cm.ninputs
+    p0 = np.array(list(cm.parameters.values()))
+    return {"x": rng.uniform(-1, 1, (N, n)), "xd": rng.uniform(-1, 1, (N, n)), "xdd": rng.uniform(-1, 1, (N, n)),
+            "lam": rng.uniform(-1, 1, (N, ml)), "u": rng.uniform(-1, 1, (N, k)),
+            "p": p0 * rng.uniform(0.9, 1.1, (N, len(p0)))}
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> None:
+    """Entry-wise relative difference <= 1e-15 (in practice the two are equal bit for bit)."""
+    assert a.shape == b.shape
+    assert np.all(np.isfinite(a)) and np.all(np.isfinite(b))
+    assert np.all(np.abs(a - b) <= RTOL * np.abs(b)), float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-300)))
+
+
+def _compare(c: CompiledModel, py: CompiledModel, seed: int = 0, N: int = 6) -> None:
+    assert c.backend == "c" and py.backend == "python" and c.model_hash == py.model_hash
+    rng = np.random.default_rng(seed)
+    P = _points(c, rng, N)
+    lin = ("x", "xd", "xdd", "lam", "u", "p")
+    for i in range(3):                          # one point
+        a = {g: v[i] for g, v in P.items()}
+        for f1, f2 in zip(c.linearization_terms(*[a[g] for g in lin]).__dict__.values(),
+                          py.linearization_terms(*[a[g] for g in lin]).__dict__.values()):
+            _close(f1, f2)
+        for f1, f2 in zip(c.dynamics_terms(a["x"], a["xd"], a["u"], a["p"]).__dict__.values(),
+                          py.dynamics_terms(a["x"], a["xd"], a["u"], a["p"]).__dict__.values()):
+            _close(f1, f2)
+        for name in DIRECT_KERNELS:
+            _close(getattr(c, name)(a["x"], a["u"], a["p"]), getattr(py, name)(a["x"], a["u"], a["p"]))
+    # N points (the Python N-point kernel is numpy-vectorised: compare with its one-point kernel)
+    Lc = c.linearization_terms(*[P[g] for g in lin])
+    Dc = c.dynamics_terms(P["x"], P["xd"], P["u"], P["p"])
+    Mc = c.M(P["x"], P["u"], P["p"][0])          # a 1-D argument broadcast to all points
+    for i in range(N):
+        Lp = py.linearization_terms(*[P[g][i] for g in lin])
+        for f1, f2 in zip(Lc.__dict__.values(), Lp.__dict__.values()):
+            _close(f1[i], f2)
+        for f1, f2 in zip(Dc.__dict__.values(), py.dynamics_terms(P["x"][i], P["xd"][i], P["u"][i],
+                                                                    P["p"][i]).__dict__.values()):
+            _close(f1[i], f2)
+        _close(Mc[i], py.M(P["x"][i], P["u"][i], P["p"][0]))
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("ckernels")
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULT))
+def test_c_kernels_equal_python_kernels(name):
+    mb = DEFAULT[name]()   # the default kernel cache: shared with the other tests of these models
+    _compare(mb.compile(backend="c"), mb.compile(backend="python"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(_builders()))
+def test_c_kernels_equal_python_kernels_every_model(name, cache):
+    mb = _builders()[name]()
+    _compare(mb.compile(cache_dir=cache, backend="c"), mb.compile(cache_dir=cache, backend="python"), seed=1)
+
+
+def test_c_library_is_cached_with_a_sha256_record(cache):
+    mb = examples.sleigh()
+    c = mb.compile(cache_dir=cache, backend="c")
+    lib = c.library_path
+    assert lib is not None and lib.parent == cache and lib.exists()
+    record = lib.with_name(lib.name + ".sha256").read_text().split()
+    import hashlib
+    assert record[1] == hashlib.sha256(lib.read_bytes()).hexdigest() and record[3] == lib.name
+    again = mb.compile(cache_dir=cache, backend="c")
+    assert again.from_cache and again.backend == "c"
+
+
+def test_tampered_library_is_rebuilt_not_loaded(tmp_path):
+    mb = examples.sleigh()
+    lib = mb.compile(cache_dir=tmp_path, backend="c").library_path
+    blob = bytearray(lib.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF
+    tampered = tmp_path / "tampered"
+    tampered.write_bytes(bytes(blob))
+    os.replace(tampered, lib)   # a new file (the loaded library must not change under its mapping)
+    with pytest.warns(RuntimeWarning, match="unusable C kernel library.*integrity"):
+        cm = mb.compile(cache_dir=tmp_path, backend="c")
+    assert cm.backend == "c" and not cm.from_cache
+    x = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_array_equal(cm.Q(x, x), mb.compile(cache_dir=tmp_path, backend="python").Q(x, x))
+
+
+def test_backend_choice_and_bad_values(cache, monkeypatch):
+    mb = examples.sleigh()
+    monkeypatch.setenv("NHCONTROL_BACKEND", "python")
+    assert mb.compile(cache_dir=cache).backend == "python"
+    assert mb.compile(cache_dir=cache, backend="c").backend == "c"   # the argument wins
+    monkeypatch.setenv("NHCONTROL_BACKEND", "fortran")
+    with pytest.raises(ModelError, match=r"NHCONTROL_BACKEND='fortran' is not a kernel back-end"):
+        mb.compile(cache_dir=cache)
+    with pytest.raises(ModelError, match=r"backend='cuda' is not a kernel back-end"):
+        mb.compile(cache_dir=cache, backend="cuda")
+    monkeypatch.delenv("NHCONTROL_BACKEND")
+    assert requested_backend() == "auto"
+    assert mb.compile(cache_dir=cache).backend == "c"                # default: C when a compiler works
+
+
+def test_domain_errors_and_nan_arguments_raise_in_c(tmp_path):
+    import sympy as sp
+
+    from nhcontrol.modeling import MultibodySystem
+
+    mb = MultibodySystem("domain_c")
+    x, y = mb.add_coordinates("x y")
+    mb.add_body("b", mass=1, inertia=sp.eye(3), position=[x, y, 0])
+    mb.add_generalized_force([sp.log(x), sp.exp(y)])
+    cm = mb.compile(cache_dir=tmp_path, backend="c")
+    assert cm.Q(np.array([1.0, 0.0]), np.zeros(2)) == pytest.approx([0.0, 1.0])
+    with pytest.raises(ModelError, match=r"Q of model 'domain_c' cannot be evaluated.*ZeroDivisionError"):
+        cm.Q(np.array([0.0, 0.0]), np.zeros(2))      # log(0): divide-by-zero flag
+    with pytest.raises(ModelError, match=r"cannot be evaluated.*ValueError"):
+        cm.Q(np.array([-1.0, 0.0]), np.zeros(2))     # log(-1): invalid-operation flag
+    with pytest.raises(ModelError, match=r"cannot be evaluated.*OverflowError"):
+        cm.Q(np.array([1.0, 1000.0]), np.zeros(2))   # exp(1000)
+    with pytest.raises(ModelError, match=r"contain NaN or inf"):
+        cm.Q(np.array([1.0, np.inf]), np.zeros(2))
+    with pytest.raises(ModelError, match=r"not finite at point 1 of 2"):
+        cm.Q(np.array([[1.0, 0.0], [-1.0, 0.0]]), np.zeros(2))
+
+
+def test_non_contiguous_and_list_arguments(cache):
+    c = examples.rolling_disc().compile(cache_dir=cache, backend="c")
+    py = examples.rolling_disc().compile(cache_dir=cache, backend="python")
+    X = np.random.default_rng(3).uniform(-1, 1, (c.n, 4)).T      # rows are non-contiguous
+    np.testing.assert_array_equal(c.M(X[1]), py.M(X[1]))
+    np.testing.assert_array_equal(c.M(list(X[2])), py.M(X[2]))
+    np.testing.assert_array_equal(c.Q(X, X[::-1]), py.Q(X, X[::-1]))
+    assert not c.M(X[1]).flags.writeable and not c.Q(X, X).flags.writeable
+
+
+def test_calls_from_threads_agree(cache):
+    c = examples.rolling_disc().compile(cache_dir=cache, backend="c")
+    X = np.random.default_rng(4).uniform(-1, 1, (64, c.n))
+    ref = [c.Q(x, x) for x in X]
+    out: dict = {}
+
+    def work(k):
+        out[k] = [c.Q(x, x) for x in X]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(4):
+        for a, b in zip(out[k], ref):
+            np.testing.assert_array_equal(a, b)
+
+
+_NO_CC = textwrap.dedent("""
+    import json, sys, warnings
+    from nhcontrol.modeling import examples
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        a = examples.sleigh().compile(cache_dir=sys.argv[1])
+        b = examples.rolling_disc().compile(cache_dir=sys.argv[1])
+    try:
+        examples.pendulum().compile(cache_dir=sys.argv[1], backend="c")
+        strict = "no error"
+    except Exception as exc:
+        strict = f"{type(exc).__name__}: {exc}"
+    print(json.dumps({"backends": [a.backend, b.backend], "warnings": [str(x.message) for x in w],
+                      "strict": strict}))
+""")
+
+
+def test_no_compiler_falls_back_to_python_with_one_warning(tmp_path):
+    env = dict(os.environ, CC=str(tmp_path / "no-such-cc"), PYTHONPATH=SRC)
+    env.pop("NHCONTROL_BACKEND", None)
+    out = subprocess.run([sys.executable, "-c", _NO_CC, str(tmp_path)], env=env, capture_output=True,
+                         text=True, timeout=300, check=True)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["backends"] == ["python", "python"]
+    assert len(res["warnings"]) == 1 and "uses the Python kernels" in res["warnings"][0]
+    assert "NHCONTROL_BACKEND=python" in res["warnings"][0]
+    assert res["strict"].startswith("ModelError: the C kernels of model 'pendulum' cannot be built")
+
+
+_UNPICKLE = textwrap.dedent("""
+    import pickle, sys, numpy as np
+    cm = pickle.loads(open(sys.argv[1], "rb").read())
+    print(cm.backend, cm.M(np.array([0.1, 0.2, 0.3])).tolist())
+""")
+
+
+@pytest.mark.parametrize("same_cache", [True, False])
+def test_pickled_c_model_unpickles_in_another_process(tmp_path, same_cache):
+    c = examples.sleigh().compile(cache_dir=tmp_path / "a", backend="c")
+    blob = tmp_path / "cm.pkl"
+    blob.write_bytes(pickle.dumps(c))
+    env = dict(os.environ, PYTHONPATH=SRC, NHCONTROL_CACHE_DIR=str(tmp_path / ("a" if same_cache else "b")))
+    env.pop("NHCONTROL_BACKEND", None)
+    out = subprocess.run([sys.executable, "-c", _UNPICKLE, str(blob)], env=env, capture_output=True, text=True,
+                         timeout=300, check=True)
+    backend, M = out.stdout.split(" ", 1)
+    # the library travels through the cache only; without it the (identical) Python kernels are used
+    assert backend == ("c" if same_cache else "python")
+    np.testing.assert_array_equal(json.loads(M), c.M(np.array([0.1, 0.2, 0.3])))
