@@ -517,8 +517,9 @@ def _c_kernels(key: str, directory: Path | None, backend: str, model_name: str,
             try:
                 return _cb.CKernels(path, key)
             except (CacheError, OSError, KeyError, ValueError) as exc:
-                warnings.warn(f"ignoring unusable C kernel library {path} of model {model_name!r} ({exc}); "
-                              f"rebuilding it", RuntimeWarning, stacklevel=3)
+                _cache.warn_once("artefact", path, f"ignoring unusable C kernel library {path} of model "
+                                                   f"{model_name!r} ({exc}); it was discarded and is rebuilt",
+                                 stacklevel=5)
                 _cache.discard_artefact(path)
     if units is None:
         return None   # unpickled where the library is not cached: the (identical) Python kernels
@@ -698,7 +699,7 @@ def generate_c_source(mb: "MultibodySystem", key: str | None = None) -> list[str
 
 
 def compile_system(mb: "MultibodySystem", cache: bool = True,
-                   cache_dir: str | Path | None = None) -> CompiledModel:
+                   cache_dir: str | Path | None = None, backend: str | None = None) -> CompiledModel:
     """Compile ``mb`` into a [`CompiledModel`][nhcontrol.compiled.CompiledModel] (load from / store to the disk cache).
 
     Parameters
