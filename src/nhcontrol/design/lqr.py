@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import DesignError, SolverError
+from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array, check_finite, readonly
 from ._weights import PD_RTOL, check_weights, per_step, system_arrays
 
@@ -100,28 +101,6 @@ class LQRResult:
         return float(xv @ P0 @ xv)
 
 
-def _gufunc_solve() -> Any:
-    """numpy.linalg.solve's own LAPACK gufunc, without its per-call Python wrapper.
-
-    ``numpy.linalg.solve(a, b)`` for real 2-D operands is ``_umath_linalg.solve(a, b,
-    signature="dd->d")`` inside an ``errstate`` that turns a singular matrix into
-    ``LinAlgError``; calling the gufunc directly gives bit-identical results for a quarter of
-    the overhead (a singular matrix then gives inf/NaN, which the recursion checks). Falls back
-    to the public function if a numpy release moves the private module.
-    """
-    try:
-        from numpy.linalg import _umath_linalg
-
-        gufunc = _umath_linalg.solve
-        probe = gufunc(np.array([[2.0, 0.0], [0.0, 4.0]]), np.ones((2, 1)), signature="dd->d")
-        if not np.array_equal(probe, [[0.5], [0.25]]):  # pragma: no cover - defensive
-            raise ValueError("unexpected result")
-        return partial(gufunc, signature="dd->d")
-    except Exception:  # pragma: no cover - depends on the numpy release
-        return np.linalg.solve
-
-
-_solve = _gufunc_solve()
 
 
 def _riccati_rhs(A: NDArray, B: NDArray, Q: NDArray, R: NDArray, S: NDArray,

@@ -31,6 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError, PartitionError, ReferenceMotionError
 from .._util.validation import COND_MAX
+from ._point import point_procedure, point_suspect
 from .partition import (Partition, PartitionIndices, _block_condition, _report,
                         _singular_message, suggest_partition)
 from .result import LinearizationResult, SpuriousIdentification, identify_spurious
@@ -330,33 +331,23 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
     n, m, l, k = idx.n, idx.m, idx.l, int(cm.ninputs)
     N = ts.shape[0]
 
-    x = _stack(ref.x(ts), N, (n,))
-    xd = _stack(ref.xd(ts), N, (n,))
-    xdd = _stack(ref.xdd(ts), N, (n,))
-    lam = _stack(ref.lam(ts), N, (m + l,))
-    u = None
-    if k:
-        u_val = ref.u(ts)
-        u = np.zeros((N, k)) if u_val is None else _stack(u_val, N, (k,))
+    x, xd, xdd, lam, u = _reference_values(ref, ts, N, n, m + l, k)
     p = getattr(ref, "parameters", None)
-    for name, val in (("x0", x), ("xd0", xd), ("xdd0", xdd), ("lam0", lam)):
-        if not np.all(np.isfinite(val)):
-            bad = int(np.argwhere(~np.all(np.isfinite(val), axis=-1))[0, 0])
-            raise ReferenceMotionError(f"the reference {name}(t) is not finite at t = "
-                                       f"{ts[bad]:g}; check the reference motion")
+    if not (np.isfinite(x).all() and np.isfinite(xd).all() and np.isfinite(xdd).all()
+            and np.isfinite(lam).all()):
+        for name, val in (("x0", x), ("xd0", xd), ("xdd0", xdd), ("lam0", lam)):
+            if not np.all(np.isfinite(val)):
+                bad = int(np.argwhere(~np.all(np.isfinite(val), axis=-1))[0, 0])
+                raise ReferenceMotionError(f"the reference {name}(t) is not finite at t = "
+                                           f"{ts[bad]:g}; check the reference motion")
     if N == 1:
-        # one point: the scalar kernel path (no per-operation numpy overhead of the stacked
-        # kernel, ~30x faster for the bicycle); _stack below restores the leading N axis
+        # one point: the scalar kernel and the single-point Steps 1-7 (linearize/_point.py),
+        # free of the per-operation numpy overhead of the stacked path
         terms = cm.linearization_terms(x[0], xd[0], xdd[0], lam[0],
                                        None if u is None else u[0], p)
-    else:
-        terms = cm.linearization_terms(x, xd, xdd, lam, u, p)
-    shapes = {"M": (n, n), "D": (m + l, n), "Cx": (m, n), "B": (l, n), "dMa_dx": (n, n),
-              "dDTlam_dx": (n, n), "dQ_dx": (n, n), "dQ_dxd": (n, n), "dDv_dx": (m + l, n),
-              "dDa_dx": (m + l, n), "dQd_dx": (m + l, n), "dQd_dxd": (m + l, n),
-              "dCxv_dx": (m, n), "dBv_dx": (l, n), "dQ_du": (n, k), "dMa_du": (n, k),
-              "dC_du": (m, k), "dDa_du": (m + l, k), "dQd_du": (m + l, k)}
-    tv = {key: _stack(getattr(terms, key), N, shp) for key, shp in shapes.items()}
+        return _linearize_point(cm, ref, partition, idx, terms, ts, scalar, check, cond_max)
+    terms = cm.linearization_terms(x, xd, xdd, lam, u, p)
+    tv = _stacked_terms(terms, N, n, m, l, k)
 
     if k:
         _check_inputs_in_constraints(tv, ts, cm)
@@ -370,50 +361,149 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
             "the reduced mass matrix m0 = T0ᵀ M T0 (Eq. (4.120)) is singular on the reference; "
             "check the mass and inertia parameters") from None
     if check:
-        # Cheap 1-norm estimates of the relative condition numbers ‖R⁻¹F‖ ‖F_blk⁻¹ R‖ (R: row
-        # norms of the full matrix F) from the inverses the solves returned anyway. As
-        # ‖X‖₂ <= sqrt(cols) ‖X‖₁, only points above COND_MAX / sqrt(cols_F · size) can fail
-        # and they go to the exact (SVD) decision.
-        suspect = np.zeros(N, bool)
-        D_full = out.get("D_perm")
-        for blk, full in (("D_dd", D_full), ("Cx_d", None if D_full is None else D_full[:, :m]),
-                          ("Bbar_ad", out.get("Bbar"))):
-            if blk not in out or out[blk].shape[-1] == 0:
-                continue
-            rn = np.sqrt(np.einsum("nij,nij->ni", full, full))
-            rn = np.where(rn > 0, rn, np.inf)
-            c1 = _norm1(full / rn[:, :, None]) * _norm1(out[blk + "_inv"] * rn[:, None, :])
-            bound = cond_max / np.sqrt(full.shape[-1] * out[blk].shape[-1])
-            suspect |= ~(c1 < bound)
-        if np.any(suspect):
-            _check_blocks(partition, idx, tv, ts, cm, ref, cond_max, np.flatnonzero(suspect))
+        _check_stacked(out, partition, idx, tv, ts, cm, ref, cond_max, m)
     A, B = out["A"], out["B"]
-    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
-        bad = int(np.argwhere(~(np.all(np.isfinite(A), axis=(1, 2))
-                                & np.all(np.isfinite(B), axis=(1, 2))))[0, 0])
-        cond_m0 = _batched_cond(out["m0"][bad:bad + 1])[0]
-        raise ReferenceMotionError(
-            f"the linearization is not finite at t = {ts[bad]:g} (cond of the reduced mass "
-            f"matrix m0 = T0ᵀ M T0, Eq. (4.120), is {cond_m0:.3g}); check the reference motion, "
-            f"the parameters and the partition")
+    _check_finite_result(A[None] if A.ndim == 2 else A, B[None] if B.ndim == 2 else B,
+                         out["m0"], ts)
     if scalar:
         A, B = A[0], B[0]
-    coords = tuple(cm.coordinates)
-    ai_names = tuple(coords[i] for i in idx.ai)
-    ad_names = tuple(coords[i] for i in idx.ad)
-    states = ai_names + tuple(f"{s}_d" for s in ai_names) + ad_names
-    steady = bool(getattr(ref, "steady", False))
-    res = LinearizationResult(
-        A=A, B=B, states=states, inputs=tuple(cm.inputs), partition=partition,
-        n_spurious=l, t=float(t_arr) if scalar else ts.copy(),
-        steady=steady, n_independent=idx.n_ai,
-        model_name=str(getattr(cm, "name", "")))
-    res._cache["model"] = cm          # for res.from_deviation (not pickled)
-    if l and steady:
+    res = _result(cm, ref, partition, idx, A, B, t_arr if scalar else ts.copy(), scalar)
+    if l and res.steady:
         # lazily used by res.spurious_eigenvalues when this partition has no exact structure
         tv0 = {key: val[:1] for key, val in tv.items()}
-        res._cache["search"] = partial(_search_exact_partition, tv0, idx, k, coords, cond_max)
+        res._cache["search"] = partial(_search_exact_partition, tv0, idx, k,
+                                       tuple(cm.coordinates), cond_max)
     return res
+
+
+def _reference_values(ref: Any, ts: NDArray[np.float64], N: int, n: int, ml: int, k: int
+                      ) -> tuple[NDArray[np.float64], ...]:
+    """``x0, ẋ0, ẍ0, Λ0`` (N, ·) and ``u0`` (N, k) or None at the times ``ts``.
+
+    A :class:`~nhcontrol.reference.Reference` evaluates all five with one time check
+    (``Reference.values``); any other object with the callables ``x, xd, xdd, lam, u`` works.
+    """
+    values = getattr(ref, "values", None)
+    if values is not None:
+        x, xd, xdd, lam, u_val = values(ts)
+    else:
+        x, xd, xdd, lam = ref.x(ts), ref.xd(ts), ref.xdd(ts), ref.lam(ts)
+        u_val = ref.u(ts) if k else None
+    u = None
+    if k:
+        u = np.zeros((N, k)) if u_val is None else _stack(u_val, N, (k,))
+    return (_stack(x, N, (n,)), _stack(xd, N, (n,)), _stack(xdd, N, (n,)),
+            _stack(lam, N, (ml,)), u)
+
+
+def _stacked_terms(terms: Any, N: int, n: int, m: int, l: int,  # noqa: E741
+                   k: int) -> dict[str, NDArray[np.float64]]:
+    """The fields of the kernel's LinearizationTerms with explicit stacked shapes."""
+    shapes = {"M": (n, n), "D": (m + l, n), "Cx": (m, n), "B": (l, n), "dMa_dx": (n, n),
+              "dDTlam_dx": (n, n), "dQ_dx": (n, n), "dQ_dxd": (n, n), "dDv_dx": (m + l, n),
+              "dDa_dx": (m + l, n), "dQd_dx": (m + l, n), "dQd_dxd": (m + l, n),
+              "dCxv_dx": (m, n), "dBv_dx": (l, n), "dQ_du": (n, k), "dMa_du": (n, k),
+              "dC_du": (m, k), "dDa_du": (m + l, k), "dQd_du": (m + l, k)}
+    return {key: _stack(getattr(terms, key), N, shp) for key, shp in shapes.items()}
+
+
+def _check_stacked(out: dict[str, NDArray[np.float64]], partition: Partition,
+                   idx: PartitionIndices, tv: dict[str, NDArray[np.float64]],
+                   ts: NDArray[np.float64], cm: Any, ref: Any, cond_max: float, m: int) -> None:
+    """Conditioning of the inverted blocks at every point of a stacked linearization.
+
+    Cheap 1-norm estimates of the relative condition numbers ‖R⁻¹F‖ ‖F_blk⁻¹ R‖ (R: row norms
+    of the full matrix F) from the inverses the solves returned anyway. As
+    ‖X‖₂ <= sqrt(cols) ‖X‖₁, only points above COND_MAX / sqrt(cols_F · size) can fail and
+    they go to the exact (SVD) decision.
+    """
+    suspect = np.zeros(ts.shape[0], bool)
+    D_full = out.get("D_perm")
+    for blk, full in (("D_dd", D_full), ("Cx_d", None if D_full is None else D_full[:, :m]),
+                      ("Bbar_ad", out.get("Bbar"))):
+        if blk not in out or out[blk].shape[-1] == 0:
+            continue
+        rn = np.sqrt(np.einsum("nij,nij->ni", full, full))
+        rn = np.where(rn > 0, rn, np.inf)
+        c1 = _norm1(full / rn[:, :, None]) * _norm1(out[blk + "_inv"] * rn[:, None, :])
+        bound = cond_max / np.sqrt(full.shape[-1] * out[blk].shape[-1])
+        suspect |= ~(c1 < bound)
+    if np.any(suspect):
+        _check_blocks(partition, idx, tv, ts, cm, ref, cond_max, np.flatnonzero(suspect))
+
+
+def _check_finite_result(A: NDArray[np.float64], B: NDArray[np.float64],
+                         m0: NDArray[np.float64], ts: NDArray[np.float64]) -> None:
+    """Raise ReferenceMotionError at the first point where ``A`` or ``B`` is not finite."""
+    if np.isfinite(A).all() and np.isfinite(B).all():
+        return
+    bad = int(np.argwhere(~(np.all(np.isfinite(A), axis=(1, 2))
+                            & np.all(np.isfinite(B), axis=(1, 2))))[0, 0])
+    m0 = m0.reshape(ts.shape[0], *m0.shape[-2:])
+    cond_m0 = _batched_cond(m0[bad:bad + 1])[0]
+    raise ReferenceMotionError(
+        f"the linearization is not finite at t = {ts[bad]:g} (cond of the reduced mass "
+        f"matrix m0 = T0ᵀ M T0, Eq. (4.120), is {cond_m0:.3g}); check the reference motion, "
+        f"the parameters and the partition")
+
+
+@lru_cache(maxsize=256)
+def _state_names(coords: tuple[str, ...], ai: tuple[int, ...],
+                 ad: tuple[int, ...]) -> tuple[str, ...]:
+    ai_names = tuple(coords[i] for i in ai)
+    return ai_names + tuple(f"{s}_d" for s in ai_names) + tuple(coords[i] for i in ad)
+
+
+def _result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
+            A: NDArray[np.float64], B: NDArray[np.float64], t: Any,
+            scalar: bool) -> LinearizationResult:
+    res = LinearizationResult(
+        A=A, B=B, states=_state_names(tuple(cm.coordinates), tuple(idx.ai.tolist()),
+                                      tuple(idx.ad.tolist())),
+        inputs=tuple(cm.inputs), partition=partition, n_spurious=idx.l,
+        t=float(t) if scalar else t, steady=bool(getattr(ref, "steady", False)),
+        n_independent=idx.n_ai, model_name=str(getattr(cm, "name", "")))
+    res._cache["model"] = cm          # for res.from_deviation (not pickled)
+    return res
+
+
+def _linearize_point(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
+                     terms: Any, ts: NDArray[np.float64], scalar: bool, check: bool,
+                     cond_max: float) -> LinearizationResult:
+    """``linearize`` at one time from the one-point kernel terms (Steps 1-7 in 2-D)."""
+    n, m, l, k = idx.n, idx.m, idx.l, int(cm.ninputs)
+    if k:
+        worst = 0.0
+        for key in ("dC_du", "dDa_du", "dQd_du"):
+            arr = np.asarray(getattr(terms, key))
+            if arr.size:
+                worst = max(worst, float(np.abs(arr).max()))
+        if worst > INPUT_CONSTRAINT_ATOL:
+            _check_inputs_in_constraints(_stacked_terms(terms, 1, n, m, l, k), ts, cm, 4)
+    with np.errstate(all="ignore"):
+        out = point_procedure(terms, idx, k)
+    A, B = out["A"], out["B"]
+    finite = np.isfinite(A).all() and np.isfinite(B).all()
+    if (check or not finite) and (m + l) and (not finite or point_suspect(out, cond_max)):
+        _check_blocks(partition, idx, {"Cx": np.asarray(terms.Cx).reshape(1, m, n),
+                                       "B": np.asarray(terms.B).reshape(1, l, n)},
+                      ts, cm, ref, cond_max, np.arange(1))
+    if not finite:
+        _check_finite_result(A[None], B[None], out["m0"], ts)
+    if not scalar:
+        A, B = A[None], B[None]
+    res = _result(cm, ref, partition, idx, A, B, ts[0] if scalar else ts.copy(), scalar)
+    if l and res.steady:
+        # lazily used by res.spurious_eigenvalues when this partition has no exact structure
+        res._cache["search"] = partial(_search_from_terms, terms, idx, k,
+                                       tuple(cm.coordinates), cond_max)
+    return res
+
+
+def _search_from_terms(terms: Any, idx: PartitionIndices, k: int, coords: tuple[str, ...],
+                       cond_max: float) -> tuple[SpuriousIdentification, tuple[str, ...]] | None:
+    tv0 = _stacked_terms(terms, 1, idx.n, idx.m, idx.l, k)
+    return _search_exact_partition(tv0, idx, k, coords, cond_max)
 
 
 def _swap_candidates(ai: list[int], ad: list[int], limit: int) -> list[tuple[int, ...]]:
@@ -486,7 +576,7 @@ def _check_blocks(partition: Partition, idx: PartitionIndices, tv: dict[str, NDA
 
 
 def _check_inputs_in_constraints(tv: dict[str, NDArray[np.float64]], ts: NDArray[np.float64],
-                                 cm: Any) -> None:
+                                 cm: Any, stacklevel: int = 3) -> None:
     """Warn when inputs enter the constraints (outside the assumptions of Sect. 8.1)."""
     worst = 0.0
     for key in ("dC_du", "dDa_du", "dQd_du"):
@@ -500,4 +590,4 @@ def _check_inputs_in_constraints(tv: dict[str, NDArray[np.float64]], ts: NDArray
             f"|∂Q_d/∂u| = {worst:.3g} > {INPUT_CONSTRAINT_ATOL:g}). The input matrix of "
             f"Sect. 8.1 assumes C(x), B(x) independent of u (Eqs. (8.2)-(8.3)) and only "
             f"contains m0⁻¹ T0ᵀ (∂Q/∂u - ∂(M ẍ0)/∂u); terms from the constraints are missing. "
-            f"A is unaffected.", UserWarning, stacklevel=3)
+            f"A is unaffected.", UserWarning, stacklevel=stacklevel)

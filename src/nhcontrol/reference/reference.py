@@ -325,6 +325,14 @@ class Reference:
         """Inputs ``u0(t)`` (``(k,)``)."""
         return self._ev(self._fu, t)
 
+    def values(self, t: ArrayLike) -> tuple[NDArray[np.float64], ...]:
+        """``(x0, ẋ0, ẍ0, Λ0, u0)`` at ``t`` with one check of the times (what ``linearize``
+        needs; the same numbers as the five methods)."""
+        tt, scalar = self._times(t)
+        vals = tuple(np.asarray(f(tt), dtype=float)
+                     for f in (self._fx, self._fxd, self._fxdd, self._flam, self._fu))
+        return tuple(v[0] for v in vals) if scalar else vals
+
     def sample(self, ts: ArrayLike) -> ReferenceSamples:
         """All quantities at times ``ts`` (``(N,)``) as a [`ReferenceSamples`][nhcontrol.reference.ReferenceSamples]."""
         tt = np.atleast_1d(np.asarray(ts, dtype=float))

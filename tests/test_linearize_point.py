@@ -1,0 +1,121 @@
+"""The single-point path of ``linearize`` (issue 10, part 2) against the stacked path.
+
+``linearize(cm, ref, part, t=ti)`` runs Steps 1-7 on 2-D arrays in the model's coordinate order
+(``nhcontrol/linearize/_point.py``); ``t=[ti, ti]`` runs the stacked, permuted implementation
+(``third_procedure``) that all other tests validate against closed forms, finite differences and
+published eigenvalues. The two are the same sums in another order, so they agree to round-off:
+the tolerance is 1e-14 relative to the largest entry (measured: up to a few 1e-16).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from nhcontrol._util.errors import PartitionError
+from nhcontrol.linearize import Partition, linearize
+from nhcontrol.linearize._point import point_procedure
+from test_linearize_third_toys import (constant_reference, pendulum, sleigh, sleigh_redundant,
+                                       sleigh_state)
+
+
+def _cases():
+    """(name, cm, ref, partition, times): toys with m only / l only / both, the skateboard with
+    an input, the benchmark bicycle (m = 1, l = 2), the ball-plate circle (inputs, time-varying
+    reference)."""
+    from nhcontrol.models import ball_plate as bp
+    from nhcontrol.models import benchmark_bicycle as bb
+    from nhcontrol.models import sleigh as sl
+
+    out = []
+    pend = pendulum()
+    out.append(("pendulum", pend, constant_reference(pend, np.array([0.3, 0.0]),
+                                                    np.array([0.5, 0.0])), None, [0.0]))
+    sle = sleigh()
+    x, xd = sleigh_state(0.4, 1.2, 0.7)
+    out.append(("toy sleigh", sle, constant_reference(sle, x, xd),
+                Partition(["x", "theta"], ["y"], []), [0.0, 0.5]))
+    red = sleigh_redundant()
+    xr, xdr = sleigh_state(0.4, 1.2, 0.7, redundant=True)
+    out.append(("redundant sleigh", red, constant_reference(red, xr, xdr),
+                Partition(["xp", "theta"], ["yp"], ["xg", "yg"]), [0.0, 0.3]))
+    sk = sl.model_skateboard()
+    out.append(("skateboard", sk, sl.skateboard_turn(sk, 2.0, 0.1),
+                Partition.from_dict(sl.PARTITION_SKATEBOARD_TURN), [0.0, 0.7]))
+    bic = bb.model()
+    out.append(("bicycle", bic, bb.steady_forward(bic, 4.0), Partition.from_dict(bb.PARTITION_4_172),
+                [0.0, 1.3]))
+    ball = bp.model()
+    out.append(("ball-plate", ball, bp.circular_motion(ball, 5.0),
+                Partition.from_dict(bp.PARTITION_8_72), [0.0, 0.9, 2.6]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return _cases()
+
+
+def test_point_path_equals_stacked_path(cases):
+    for name, cm, ref, part, ts in cases:
+        for ti in ts:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # inputs in constraints (skateboard)
+                one = linearize(cm, ref, part, t=ti)
+                two = linearize(cm, ref, part, t=[ti, ti])
+                arr = linearize(cm, ref, part, t=[ti])
+                unchecked = linearize(cm, ref, part, t=ti, check=False)
+            assert one.A.shape == two.A.shape[1:] and one.B.shape == two.B.shape[1:], name
+            scale = max(1.0, float(np.max(np.abs(two.A[0]))))
+            assert np.max(np.abs(one.A - two.A[0])) <= 1e-14 * scale, (name, ti)
+            if one.B.size:
+                bscale = max(1.0, float(np.max(np.abs(two.B[0]))))
+                assert np.max(np.abs(one.B - two.B[0])) <= 1e-14 * bscale, (name, ti)
+            assert one.states == two.states and one.t == ti and not one.stacked
+            # a one-element array of times keeps the leading axis (same numbers)
+            assert arr.A.shape == (1,) + one.A.shape
+            np.testing.assert_array_equal(arr.A[0], one.A)
+            np.testing.assert_array_equal(unchecked.A, one.A)
+
+
+def test_inputs_in_constraints_warning_points_at_the_caller(cases):
+    """The point path warns like the stacked one, attributed to the caller's line."""
+    name, cm, ref, part, _ = next(c for c in cases if c[0] == "skateboard")
+    with pytest.warns(UserWarning, match=r"the inputs \['u'\] enter the constraints") as rec:
+        linearize(cm, ref, part, t=0.0)
+    assert rec[0].filename == __file__
+
+
+def test_point_procedure_singular_block_gives_nan_not_exception(cases):
+    """An exactly singular block makes non-finite entries (the caller's checks name it)."""
+    name, cm, ref, part, _ = next(c for c in cases if c[0] == "bicycle")
+    idx = part.indices(cm)
+    x, xd, xdd, lam, u = ref.values(0.0)
+    terms = cm.linearization_terms(x, xd, xdd, lam, u if u.size else None, ref.parameters)
+
+    class Zeroed:
+        def __getattr__(self, key):
+            val = np.asarray(getattr(terms, key))
+            return np.zeros_like(val) if key == "D" else val
+
+    with np.errstate(all="ignore"):
+        out = point_procedure(Zeroed(), idx, 0)
+    assert not np.all(np.isfinite(out["A"]))
+
+
+def test_point_path_singular_partition_message_equals_stacked():
+    """The toy sleigh heading along y (theta = pi/2): its blade constraint has no y component,
+    so ``x_ad = [y]`` is singular; both paths raise the same PartitionError."""
+    cm = sleigh()
+    x, xd = sleigh_state(0.4, np.pi / 2, 0.0)
+    ref = constant_reference(cm, x, xd)
+    bad = Partition(["x", "theta"], ["y"], [])
+    msgs = []
+    for t in (0.0, [0.0, 0.0]):
+        with pytest.raises(PartitionError, match=r"the partition is singular at the reference "
+                                                 r"\(t = 0\):\n  - the block D_dd") as err:
+            linearize(cm, ref, bad, t=t)
+        msgs.append(str(err.value).split("\n(")[0])
+    assert msgs[0] == msgs[1]
