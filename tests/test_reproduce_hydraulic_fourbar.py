@@ -9,8 +9,9 @@ from nhcontrol.reproduce import TARGETS, hydraulic_fourbar
 
 @pytest.mark.slow
 def test_run_keys_and_numbers(tmp_path):
-    """Four model compilations (one per friction scenario) and the figure: ~15 s."""
-    res = hydraulic_fourbar.run(out=tmp_path)
+    """Four model compilations (one per friction scenario), the responses (quick: two pulse
+    sizes over 40 ms) and the figures: ~40 s."""
+    res = hydraulic_fourbar.run(out=tmp_path, quick=True)
     json.dumps(res)
     e = res["equilibrium"]
     assert e["p1_Pa"] == e["p2_Pa"] and abs(e["p2_Pa"] / 1e6 - 2.82) < 0.005
@@ -35,6 +36,15 @@ def test_run_keys_and_numbers(tmp_path):
     tm = res["timing"]
     assert tm["third_s"] > 0 and tm["ratio"] == tm["counterpart_s"] / tm["third_s"]
     assert (tmp_path / "hydraulic_fourbar_fd_error_vs_h.png").exists()
+    lv = res["linear_vs_nonlinear"]
+    for sc in ("nominal", "friction_div100", "frictionless"):
+        runs = lv[sc]["runs"]
+        assert [q["M0_Nm"] for q in runs] == [300.0, 100.0]
+        assert runs[1]["phi2_max_abs_diff_deg"] < runs[0]["phi2_max_abs_diff_deg"] / 3 ** 1.8
+        assert lv[sc]["abs_diff_order_in_M0"] > 1.8
+    for name in ("linear_vs_nonlinear", "linear_error_vs_M0"):
+        assert (tmp_path / f"hydraulic_fourbar_{name}.png").exists()
+    assert "order in M0" in hydraulic_fourbar.summary(res)
 
 
 def test_benchmark_script_keys():

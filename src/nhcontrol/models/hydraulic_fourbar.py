@@ -70,7 +70,8 @@ __all__ = [
     "build", "model", "equilibrium", "linearization", "COORDINATES", "INPUTS",
     "MECHANICAL_DEFAULTS", "HYDRAULIC_DEFAULTS", "DEFAULTS", "PARTITION", "FourBarEquilibrium",
     "piston_areas", "circuit_equations", "CircuitJacobians", "circuit_jacobians", "reduced_rhs",
-    "STATES", "circuit_rates", "spool_rates", "counterpart_jacobian"
+    "STATES", "circuit_rates", "spool_rates", "counterpart_jacobian", "TorquePulse",
+    "torque_generalized_force", "torque_input_column"
 ]
 
 STATES: tuple[str, ...] = ("phi2", "phi2_d", "p1", "p2", "p3", "U")
@@ -398,6 +399,16 @@ def _circuit_functions(hyd_items: tuple[tuple[str, float], ...]) -> tuple[Any, A
             sp.lambdify(args, wjac, "numpy"))
 
 
+@lru_cache(maxsize=8)
+def _circuit_scalar(hyd_items: tuple[tuple[str, float], ...]) -> Any:
+    """``H`` for one point with the ``math`` module: Piecewise becomes if/else (fast, no NaN branches)."""
+    s, sd = sp.symbols("s s_d")
+    ps = sp.symbols("p0:3")
+    U = sp.Symbol("U")
+    H, _ = circuit_equations(s, sd, ps, U, sp.Symbol("U_ref"), **dict(hyd_items))
+    return sp.lambdify((s, sd, *ps, U), list(H), "math")
+
+
 @dataclass(frozen=True)
 class CircuitJacobians:
     """Exact partial derivatives of the circuit equations at the equilibrium (Eqs. (7.26), (7.28)).
@@ -516,9 +527,15 @@ def circuit_rates(x: NDArray[np.float64], xd: NDArray[np.float64], p: NDArray[np
         ``[p1', p2', p3']`` [Pa/s].
     """
     _, hyd = _split(hydraulic_overrides)
-    H, _, _ = _circuit_functions(tuple(sorted(hyd.items())))
-    X = np.atleast_2d(np.asarray(x, dtype=float))
+    key = tuple(sorted(hyd.items()))
     single = np.ndim(x) == 1
+    if single:
+        i_s = COORDINATES.index("s")
+        pp = np.asarray(p, dtype=float).ravel()
+        return np.array(_circuit_scalar(key)(float(x[i_s]), float(xd[i_s]), float(pp[0]), float(pp[1]),
+                                             float(pp[2]), float(np.asarray(U).ravel()[0])))
+    H, _, _ = _circuit_functions(key)
+    X = np.atleast_2d(np.asarray(x, dtype=float))
     N = X.shape[0]
     XD = np.broadcast_to(np.atleast_2d(np.asarray(xd, dtype=float)), (N, 10))
     P = np.broadcast_to(np.atleast_2d(np.asarray(p, dtype=float)), (N, 3))
@@ -602,3 +619,62 @@ def counterpart_jacobian(h: float = 1e-5, phi2_deg: float = 60.0, p3: float = 3.
 
     return finite_difference_jacobian_first_order(cm, ref, z_rate=z_rate, w_rate=w_rate, w0=[eq.U],
                                                   r0=[0.0], h=h, z_names=INPUTS, w_names=("U",))
+
+
+@dataclass(frozen=True)
+class TorquePulse:
+    r"""External torque on link 2 about ``X1``, ``M(t)``, the ``Q_M`` of Eq. (7.97) (derived here).
+
+    The profile of Eq. (7.100) is not in the available text; a smooth half-sine pulse is used:
+
+    .. math:: M(t) = M_0 \sin(\pi t / T_p) \quad (0 \le t \le T_p), \qquad 0 \text{ otherwise},
+
+    with amplitude ``M0`` [N m] and duration ``T_p`` [s]. Its impulse is ``2 M0 T_p / pi``.
+    """
+
+    M0: float
+    duration: float = 0.02
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.M0) and math.isfinite(self.duration) and self.duration > 0):
+            raise ModelError(f"TorquePulse needs a finite amplitude M0 [N m] and a positive duration "
+                             f"[s], got M0 = {self.M0!r}, duration = {self.duration!r}")
+
+    def __call__(self, t: Any) -> Any:
+        t = np.asarray(t, dtype=float)
+        on = (t >= 0) & (t <= self.duration)
+        out = np.where(on, self.M0 * np.sin(np.pi * np.clip(t, 0, self.duration) / self.duration), 0.0)
+        return float(out) if out.ndim == 0 else out
+
+
+def torque_generalized_force(x: NDArray[np.float64], M: float) -> NDArray[np.float64]:
+    """Generalized force of a torque ``M`` about ``X1`` on link 2 (derived here).
+
+    With ``R2 = R_z(psi2) R_y(theta2) R_x(phi2)`` the angular velocity of link 2 is
+    ``psi2' Z1 + theta2' R_z Y1 + phi2' R_z R_y X1``, so the virtual power of ``M X1`` gives
+    ``Q_psi2 = 0``, ``Q_theta2 = -M sin psi2``, ``Q_phi2 = M cos psi2 cos theta2``.
+    """
+    x = np.asarray(x, dtype=float)
+    Q = np.zeros(10)
+    Q[4] = -M * math.sin(x[3])
+    Q[5] = M * math.cos(x[3]) * math.cos(x[4])
+    return Q
+
+
+def torque_input_column(lin: Any, phi2_deg: float = 60.0, p3: float = 3.5e6,
+                        **overrides: float) -> NDArray[np.float64]:
+    """Input column of the torque ``M`` in the 6-state linear system of :func:`linearization`.
+
+    The mechanical row of the third procedure is ``m0 x_ai'' = T0^T (...)`` with the reduced mass
+    ``m0 = T0^T M(x0) T0`` (Sect. 4.2.3); a generalized force ``Q_M = M q`` adds
+    ``T0^T q / m0`` to the ``phi2_d`` row (``q = e_phi2`` at the equilibrium, where
+    ``psi2 = theta2 = 0``).
+    """
+    mech, _ = _split(overrides)
+    eq = equilibrium(phi2_deg, p3, **mech)
+    cm = model(**mech)
+    T0 = np.asarray(lin.T0, dtype=float)
+    m0 = T0.T @ np.asarray(cm.M(eq.x, u=eq.p)).reshape(10, 10) @ T0
+    b = np.zeros(6)
+    b[1] = float(np.linalg.solve(m0, T0.T @ torque_generalized_force(eq.x, 1.0))[0])
+    return b

@@ -7,7 +7,9 @@ for four friction scenarios
 (nominal, friction/10, friction/100, frictionless), the controllability with ``U_ref`` as
 input, and the conventional counterpart of Sect. 7.3.5 (Eqs. (7.103)-(7.110)): its 24x24
 Jacobian, the relative error of the friction-sensitive eigenvalues against the step ``h``
-(Fig. 7.14) and the timing ratio counterpart/third. Derivations and choices:
+(Fig. 7.14) and the timing ratio counterpart/third; and the nonlinear DAE (7.97) under a torque
+pulse on link 2 beside the linear response of the 6x6 system (Sect. 7.3.4), for three friction
+scenarios and several pulse sizes. Derivations and choices:
 ``docs/theory/hydraulics.md``.
 """
 
@@ -21,11 +23,14 @@ from typing import Any
 
 import numpy as np
 
+import control as ct
+
 from ..analysis.controllability import controllability
 from ..linearize import linearize_with_first_order_states
 from ..models import hydraulic_fourbar as hf
 from ..reference import Reference
 from ..reference.inverse import inverse_dynamics
+from ..simulate import forward_dynamics_first_order
 
 __all__ = ["run", "summary", "SCENARIOS"]
 
@@ -127,6 +132,81 @@ def timing(repeat: int = 20, h: float = 1e-5) -> dict[str, float]:
     return {"third_s": t3, "counterpart_s": tc, "ratio": tc / t3, "repeat": repeat}
 
 
+#: Scenarios of the time responses (Sect. 7.3.4) and the torque pulse (derived here).
+RESPONSE_SCENARIOS: tuple[str, ...] = ("nominal", "friction_div100", "frictionless")
+PULSE_SIZES_NM: tuple[float, ...] = (1000.0, 300.0, 100.0)
+PULSE_DURATION_S: float = 0.02
+
+
+def responses(scenario: str, M0: float, *, t_end: float = 0.1, dt: float = 2e-5,
+              duration: float = PULSE_DURATION_S) -> dict[str, Any]:
+    """Nonlinear DAE (7.97) and linear 6x6 response to a half-sine torque pulse on link 2.
+
+    The nonlinear model starts at the equilibrium (7.98)-(7.99) with ``U_ref = 0`` and is
+    integrated by Radau (Baumgarte ``beta_e = gamma_e = 50``); the linear one is the 6x6 system
+    with the torque column :func:`hydraulic_fourbar.torque_input_column` (exact discretisation of
+    python-control's ``forced_response`` on the same grid).
+    """
+    over = _friction(SCENARIOS[scenario])
+    eq = hf.equilibrium(60.0, 3.5e6)
+    cm = hf.model(**over)
+    lin = hf.linearization(60.0, 3.5e6, **over)
+    b = hf.torque_input_column(lin)
+    pulse = hf.TorquePulse(M0, duration)
+    tau = hf.HYDRAULIC_DEFAULTS["tau_v"]
+    T = np.linspace(0.0, t_end, int(round(t_end / dt)) + 1)
+    sim = forward_dynamics_first_order(
+        cm, (0.0, t_end), eq.x, np.zeros(10), eq.p, [eq.U],
+        z_rate=lambda x, xd, z, w: hf.circuit_rates(x, xd, z, w[0]),
+        w_rate=lambda w, r: hf.spool_rates(w, r, tau), r=0.0,
+        generalized_force=lambda t, x, xd: hf.torque_generalized_force(x, pulse(t)),
+        t_eval=T, max_step=duration / 10, rtol=1e-9)
+    lr = ct.forced_response(ct.ss(lin.A, b[:, None], np.eye(6), 0), T, pulse(T))
+    X_lin = np.asarray(lr.states).T
+    X_nl = np.column_stack([sim.x[:, 5] - eq.x[5], sim.xd[:, 5], sim.z - eq.p, sim.w])
+    return {"t": T, "linear": X_lin, "nonlinear": X_nl, "constraint_residual": sim.constraint_residual}
+
+
+def linear_vs_nonlinear(sizes: tuple[float, ...] = PULSE_SIZES_NM, *, t_end: float = 0.1,
+                        scenarios: tuple[str, ...] = RESPONSE_SCENARIOS,
+                        keep: bool = False) -> dict[str, Any]:
+    """Agreement of the linear and nonlinear responses per scenario and pulse size.
+
+    Per run: peak ``|Δphi2|`` of both, the largest difference (deg), the same relative to the
+    linear peak, and the same for ``p2``; per scenario the log-log slope of the absolute
+    ``phi2`` difference against ``M0`` (2 for a quadratic remainder, 3 when the odd friction
+    law dominates it).
+    """
+    out: dict[str, Any] = {"pulse": {"profile": "half-sine M0 sin(pi t / T_p), 0 <= t <= T_p",
+                                     "T_p_s": PULSE_DURATION_S, "t_end_s": t_end,
+                                     "link": "link 2, about X1"}}
+    raw: dict[str, Any] = {}
+    for sc in scenarios:
+        runs = []
+        for M0 in sizes:
+            r = responses(sc, M0, t_end=t_end)
+            lin, nl = r["linear"], r["nonlinear"]
+            dphi = np.degrees(np.abs(lin[:, 0] - nl[:, 0])).max()
+            peak = np.degrees(np.abs(lin[:, 0])).max()
+            dp2 = np.abs(lin[:, 3] - nl[:, 3]).max()
+            runs.append({"M0_Nm": M0, "phi2_peak_linear_deg": float(peak),
+                         "phi2_peak_nonlinear_deg": float(np.degrees(np.abs(nl[:, 0])).max()),
+                         "phi2_max_abs_diff_deg": float(dphi), "phi2_rel_diff": float(dphi / peak),
+                         "p2_peak_linear_Pa": float(np.abs(lin[:, 3]).max()),
+                         "p2_max_abs_diff_Pa": float(dp2),
+                         "p2_rel_diff": float(dp2 / np.abs(lin[:, 3]).max()),
+                         "constraint_residual": r["constraint_residual"]})
+            if keep:
+                raw[(sc, M0)] = r
+        M = np.log([q["M0_Nm"] for q in runs])
+        E = np.log([q["phi2_max_abs_diff_deg"] for q in runs])
+        slope = float(np.polyfit(M, E, 1)[0]) if len(runs) > 1 else float("nan")
+        out[sc] = {"runs": runs, "abs_diff_order_in_M0": slope}
+    if keep:
+        out["_raw"] = raw
+    return out
+
+
 def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     """Headline numbers (JSON-serialisable); with ``out`` also the eigenvalue figure."""
     eq = hf.equilibrium(60.0, 3.5e6)
@@ -160,8 +240,13 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     hs = np.logspace(-10, -1, 10 if quick else 28)
     result["fd_error_vs_h"] = fd_error_vs_h(hs)
     result["timing"] = timing(5 if quick else 30)
+    sizes = PULSE_SIZES_NM[1:] if quick else PULSE_SIZES_NM
+    lvn = linear_vs_nonlinear(sizes, t_end=0.04 if quick else 0.1, keep=out is not None)
+    raw = lvn.pop("_raw", None)
+    result["linear_vs_nonlinear"] = lvn
     if out is not None:
-        result["figures"] = _plot(Path(out)) + _plot_fd_error(result["fd_error_vs_h"], Path(out))
+        result["figures"] = (_plot(Path(out)) + _plot_fd_error(result["fd_error_vs_h"], Path(out))
+                             + _plot_responses(raw, lvn, Path(out)))
     return result
 
 
@@ -202,6 +287,48 @@ def _plot_fd_error(fd: dict[str, Any], out: Path) -> list[str]:
     return [Path(savefig(fig, out, "hydraulic_fourbar_fd_error_vs_h")).name]
 
 
+def _plot_responses(raw: dict[Any, Any], lvn: dict[str, Any], out: Path) -> list[str]:
+    from ..plotting.style import cite, new_figure, savefig
+
+    sizes = sorted({M0 for _, M0 in raw}, reverse=True)
+    fig, ax = new_figure(len(RESPONSE_SCENARIOS), 2, sharex=True,
+                         title="Hydraulic four-bar: nonlinear DAE (7.97) vs linear 6x6, torque pulse "
+                               "on link 2 (responses per unit torque)")
+    for i, sc in enumerate(RESPONSE_SCENARIOS):
+        for j, (col, scale, unit) in enumerate(((0, 180 / math.pi * 1e3, "Δφ2 / M0 [mdeg/(kN m)]"),
+                                                 (3, 1e-6 * 1e3, "Δp2 / M0 [MPa/(kN m)]"))):
+            a = ax[i, j]
+            for M0 in sizes:
+                r = raw[(sc, M0)]
+                a.plot(r["t"] * 1e3, r["nonlinear"][:, col] * scale / M0, lw=1.0,
+                       label=f"nonlinear, M0 = {M0:g} N m")
+            r = raw[(sc, sizes[-1])]
+            a.plot(r["t"] * 1e3, r["linear"][:, col] * scale / sizes[-1], "k--", lw=1.0,
+                   label="linear (any M0)")
+            a.set_ylabel(unit, fontsize=8)
+            a.set_title(sc.replace("_", " "), fontsize=9)
+            if i == len(RESPONSE_SCENARIOS) - 1:
+                a.set_xlabel("t [ms]")
+        ax[i, 0].legend(fontsize=7)
+    cite(fig, "thesis", "Sect. 7.3.4", extra="half-sine pulse of 20 ms (profile derived here); "
+                                                "φ2 = 60°, p3 = 3.5 MPa, valve neutral")
+    names = [Path(savefig(fig, out, "hydraulic_fourbar_linear_vs_nonlinear")).name]
+    fig, a = new_figure(title="Linear vs nonlinear: largest Δφ2 difference vs pulse amplitude")
+    for sc in RESPONSE_SCENARIOS:
+        runs = lvn[sc]["runs"]
+        M = np.array([q["M0_Nm"] for q in runs])
+        E = np.array([q["phi2_max_abs_diff_deg"] for q in runs])
+        a.loglog(M, E, "o-", label=f"{sc.replace('_', ' ')} (slope {lvn[sc]['abs_diff_order_in_M0']:.2f})")
+        a.loglog(M, E[-1] * (M / M[-1]) ** 2, "k:", lw=0.8)
+    a.plot([], [], "k:", lw=0.8, label="∝ M0² (second-order remainder)")
+    a.set_xlabel("pulse amplitude M0 [N m]")
+    a.set_ylabel("max |Δφ2 nonlinear − Δφ2 linear| [deg]")
+    a.legend(fontsize=8)
+    cite(fig, "thesis", "Sect. 7.3.4")
+    names.append(Path(savefig(fig, out, "hydraulic_fourbar_linear_error_vs_M0")).name)
+    return names
+
+
 def summary(result: dict[str, Any]) -> str:
     e = result["equilibrium"]
     lines = [f"Hydraulic four-bar (Sect. 7.3): phi32 = {e['phi32_deg']:.4f} deg, phi43 = "
@@ -223,4 +350,12 @@ def summary(result: dict[str, Any]) -> str:
                      f"{min(fd['rel_error']):.1e}")
         lines.append(f"timing: third {tm['third_s'] * 1e3:.2f} ms, counterpart "
                      f"{tm['counterpart_s'] * 1e3:.2f} ms, ratio {tm['ratio']:.1f} (thesis 3.2)")
+    if "linear_vs_nonlinear" in result:
+        lv = result["linear_vs_nonlinear"]
+        lines.append(f"linear vs nonlinear, torque pulse ({lv['pulse']['profile']}, T_p = "
+                     f"{lv['pulse']['T_p_s']} s):")
+        for sc in RESPONSE_SCENARIOS:
+            runs = ", ".join(f"M0 {q['M0_Nm']:g}: peak {q['phi2_peak_linear_deg']:.3g} deg, rel. diff "
+                             f"{q['phi2_rel_diff']:.1e}" for q in lv[sc]["runs"])
+            lines.append(f"  {sc:16s} {runs}; order in M0 {lv[sc]['abs_diff_order_in_M0']:.2f}")
     return "\n".join(lines)

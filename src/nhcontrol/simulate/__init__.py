@@ -7,10 +7,14 @@ open or closed loop (a discrete controller with zero-order hold);
 projects initial conditions on the constraints;
 [`simulate_discrete()`][nhcontrol.simulate.simulate_discrete] and
 [`simulate_ltv()`][nhcontrol.simulate.simulate_ltv] simulate linear (LTV/LTI, discrete/continuous)
-systems.
+systems;
+[`forward_dynamics_first_order()`][nhcontrol.simulate.forward_dynamics_first_order] integrates
+models with first-order auxiliary states (hydraulic pressures and spools, Eq. (7.97)) with a
+stiff integrator.
 """
 
 from .forward import DEFAULT_BAUMGARTE, ConditioningWarning, forward_dynamics
+from .first_order import THESIS_BAUMGARTE, FirstOrderSimulation, forward_dynamics_first_order
 from .initial import InitialConditions, consistent_initial_conditions
 from .linear import LinearSimulationResult, simulate_discrete, simulate_ltv
 from .nlsys import ConstraintDrift, constraint_drift, to_nlsys
@@ -30,4 +34,7 @@ __all__ = [
     "to_nlsys",
     "constraint_drift",
     "ConstraintDrift",
+    "forward_dynamics_first_order",
+    "FirstOrderSimulation",
+    "THESIS_BAUMGARTE",
 ]
