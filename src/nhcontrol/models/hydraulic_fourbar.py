@@ -623,11 +623,13 @@ def counterpart_jacobian(h: float = 1e-5, phi2_deg: float = 60.0, p3: float = 3.
 
 @dataclass(frozen=True)
 class TorquePulse:
-    r"""External torque on link 2 about ``X1``, ``M(t)``, the ``Q_M`` of Eq. (7.97) (derived here).
+    """External torque on link 2 about ``X1``, ``M(t)``, the ``Q_M`` of Eq. (7.97) (derived here).
 
     The profile of Eq. (7.100) is not in the available text; a smooth half-sine pulse is used:
 
-    .. math:: M(t) = M_0 \sin(\pi t / T_p) \quad (0 \le t \le T_p), \qquad 0 \text{ otherwise},
+    $$
+    M(t) = M_0 \\sin(\\pi t / T_p) \\quad (0 \\le t \\le T_p), \\qquad 0 \\text{ otherwise},
+    $$
 
     with amplitude ``M0`` [N m] and duration ``T_p`` [s]. Its impulse is ``2 M0 T_p / pi``.
     """
@@ -663,7 +665,8 @@ def torque_generalized_force(x: NDArray[np.float64], M: float) -> NDArray[np.flo
 
 def torque_input_column(lin: Any, phi2_deg: float = 60.0, p3: float = 3.5e6,
                         **overrides: float) -> NDArray[np.float64]:
-    """Input column of the torque ``M`` in the 6-state linear system of :func:`linearization`.
+    """Input column of the torque ``M`` in the 6-state linear system of
+    [`linearization()`][nhcontrol.models.hydraulic_fourbar.linearization].
 
     The mechanical row of the third procedure is ``m0 x_ai'' = T0^T (...)`` with the reduced mass
     ``m0 = T0^T M(x0) T0`` (Sect. 4.2.3); a generalized force ``Q_M = M q`` adds

@@ -144,7 +144,7 @@ def responses(scenario: str, M0: float, *, t_end: float = 0.1, dt: float = 2e-5,
 
     The nonlinear model starts at the equilibrium (7.98)-(7.99) with ``U_ref = 0`` and is
     integrated by Radau (Baumgarte ``beta_e = gamma_e = 50``); the linear one is the 6x6 system
-    with the torque column :func:`hydraulic_fourbar.torque_input_column` (exact discretisation of
+    with the torque column ``hydraulic_fourbar.torque_input_column`` (exact discretisation of
     python-control's ``forced_response`` on the same grid).
     """
     over = _friction(SCENARIOS[scenario])

@@ -5,13 +5,13 @@ obeying ``ż = H(x, ẋ, z, w)``, with further states ``w`` (spool positions ``U
 ``ẇ = W(w, r)`` driven by references ``r`` (``U_ref``), is integrated as the index-1 DAE with
 Baumgarte stabilisation of Eq. (7.97):
 
-.. math::
-
-    \\begin{bmatrix} M & D^T \\\\ D & 0 \\end{bmatrix}
-    \\begin{bmatrix} \\ddot x \\\\ \\Lambda \\end{bmatrix} =
-    \\begin{bmatrix} Q(x, \\dot x, z) + Q_{ext}(t, x, \\dot x) \\\\
-                     Q_d - 2\\beta_e D\\dot x - \\gamma_e^2 [C; 0] \\end{bmatrix},\\qquad
-    \\dot z = H,\\quad \\dot w = W,
+$$
+\\begin{bmatrix} M & D^T \\\\ D & 0 \\end{bmatrix}
+\\begin{bmatrix} \\ddot x \\\\ \\Lambda \\end{bmatrix} =
+\\begin{bmatrix} Q(x, \\dot x, z) + Q_{ext}(t, x, \\dot x) \\\\
+                 Q_d - 2\\beta_e D\\dot x - \\gamma_e^2 [C; 0] \\end{bmatrix},\\qquad
+\\dot z = H,\\quad \\dot w = W,
+$$
 
 in the state ``y = [x, ẋ, z, w]`` with a stiff integrator (``Radau`` or ``BDF`` of
 ``scipy.integrate.solve_ivp``): the hydraulic modes are fast (about ``-2e4`` 1/s for the
