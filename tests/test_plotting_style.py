@@ -63,3 +63,21 @@ def test_reproduce_help_cites_the_thesis(capsys):
         main(["reproduce", "--help"])
     out = capsys.readouterr().out
     assert "García-Agúndez" in out and "Meijaard" in out
+
+
+def test_every_figure_goes_through_the_style_module():
+    """Reproduce targets and plotting helpers create figures with ``new_figure`` and save them
+    with ``savefig`` of nhcontrol.plotting.style (300 dpi PNG, --format), never directly."""
+    import re
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src" / "nhcontrol"
+    offenders = []
+    for path in [*(src / "reproduce").glob("*.py"), *(src / "plotting").glob("*.py")]:
+        if path.name == "style.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        for pattern in (r"\bplt\.subplots\(", r"\bplt\.figure\(", r"\.savefig\([^)]*dpi"):
+            if re.search(pattern, text):
+                offenders.append(f"{path.name}: {pattern}")
+    assert not offenders, offenders

@@ -23,10 +23,9 @@ _STYLE = {"Reference": dict(color="k", ls="--", lw=1.2)}
 
 
 def _figure(figsize: tuple[float, float] = (5.5, 4.0)):
-    import matplotlib.pyplot as plt  # the user's backend is respected (tests use MPLBACKEND=Agg)
+    from .style import new_figure  # the user's backend is respected (tests use MPLBACKEND=Agg)
 
-    fig, ax = plt.subplots(figsize=figsize, constrained_layout=True)
-    return fig, ax
+    return new_figure(figsize=figsize)
 
 
 def plot_contact_path(curves: Curves, *, title: str = "") -> "object":
@@ -48,10 +47,9 @@ def plot_contact_path(curves: Curves, *, title: str = "") -> "object":
     ax.set_xlabel(r"$x_C$ (m)")
     ax.set_ylabel(r"$y_C$ (m)")
     ax.set_aspect("equal", adjustable="datalim")
-    ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title)
     return fig
 
 
@@ -75,10 +73,9 @@ def plot_signal(curves: Curves, *, ylabel: str, title: str = "") -> "object":
         ax.plot(np.asarray(t), np.asarray(v), label=label, **_STYLE.get(label, {}))
     ax.set_xlabel("time t (s)")
     ax.set_ylabel(ylabel)
-    ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title)
     return fig
 
 
@@ -111,36 +108,32 @@ def plot_inputs(t: ArrayLike, u: ArrayLike, t_ref: ArrayLike, u_ref: ArrayLike, 
     u_ref = np.asarray(u_ref, dtype=float)
     colors = ("C0", "C1")
     for i, nm in enumerate(names):
-        ax.plot(np.asarray(t_ref), u_ref[:, i], ls="--", color=colors[i], label=f"{nm}0")
-        ax.step(np.asarray(t), u[:, i], where="post", color=colors[i], label=f"{nm} {label}")
+        ax.plot(np.asarray(t_ref), u_ref[:, i], ls="--", color=colors[i],
+                label=f"{nm}0 (reference)")
+        ax.step(np.asarray(t), u[:, i], where="post", color=colors[i], label=f"{nm}, {label}")
     if bound_deg is not None:
         for s in (-1, 1):
-            ax.axhline(s * bound_deg, color="0.5", lw=0.8, ls=":")
+            ax.axhline(s * bound_deg, color="0.5", lw=0.8, ls=":",
+                       label=f"bound ±{bound_deg:g}°" if s > 0 else None)
     ax.set_xlabel("time t (s)")
     ax.set_ylabel("plate angles (deg)")
-    ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, ncol=2)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title)
     return fig
 
 
 def save_figures(figures: Mapping[str, object], out: Path) -> list[Path]:
-    """Save ``name -> Figure`` as ``out/<name>.png`` (150 dpi) and close them.
+    """Save ``name -> Figure`` as ``out/<name>.<format>`` and close them.
+
+    The format is the one of the command line (``--format``; PNG at 300 dpi), through
+    [`savefig()`][nhcontrol.plotting.style.savefig].
 
     Returns
     -------
     list of Path
         The files written.
     """
-    import matplotlib.pyplot as plt
+    from .style import savefig
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, fig in figures.items():
-        path = out / f"{name}.png"
-        fig.savefig(path, dpi=150)
-        plt.close(fig)
-        paths.append(path)
-    return paths
+    return [savefig(fig, Path(out), name) for name, fig in figures.items()]

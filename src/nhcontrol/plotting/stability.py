@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 import numpy as np
@@ -12,10 +13,9 @@ __all__ = ["plot_eigenvalues_vs_parameter", "plot_root_locus"]
 def _axes(ax: Any):
     if ax is not None:
         return ax.figure, ax
-    import matplotlib.pyplot as plt
+    from .style import new_figure
 
-    fig, ax = plt.subplots(figsize=(7.0, 4.5), constrained_layout=True)
-    return fig, ax
+    return new_figure(figsize=(7.0, 4.5))
 
 
 def plot_eigenvalues_vs_parameter(sweep: Any, *, ax: Any = None, critical: Sequence[Any] = (),
@@ -58,10 +58,12 @@ def plot_eigenvalues_vs_parameter(sweep: Any, *, ax: Any = None, critical: Seque
     for i, cp in enumerate(critical):
         text = labels.get(str(i), labels.get(cp.kind, cp.kind))
         ax.axvline(cp.value, color="0.4", ls=":", lw=1.0)
-        ax.annotate(f"{text} = {cp.value:.4f}", (cp.value, ax.get_ylim()[1]), rotation=90,
+        m = re.match(r"^.*?\s*[(\[](.*)[)\]]\s*$", str(sweep.parameter))
+        unit = f" {m.group(1)}" if m else ""
+        ax.annotate(f"{text} = {cp.value:.4f}{unit}", (cp.value, ax.get_ylim()[1]), rotation=90,
                     va="top", ha="right", fontsize=8, color="0.3")
     ax.set_xlabel(xlabel or f"{sweep.parameter}")
-    ax.set_ylabel("eigenvalue λ [1/s]")
+    ax.set_ylabel("eigenvalue λ (1/s)")
     if title:
         ax.set_title(title)
     ax.legend(loc="lower left", fontsize=8)
@@ -94,10 +96,11 @@ def plot_root_locus(sweep: Any, *, ax: Any = None, critical: Sequence[Any] = (),
     v = np.asarray(sweep.values)
     for j in range(lam.shape[1]):
         ax.plot(lam[:, j].real, lam[:, j].imag, "-", color="C0", lw=1.3)
-    ax.plot(lam[0].real, lam[0].imag, "x", color="C3", ms=8,
-            label=f"{sweep.parameter} = {v[0]:g}")
+    m = re.match(r"^(.*?)\s*[(\[](.*)[)\]]\s*$", str(sweep.parameter))
+    name, unit = (m.group(1), " " + m.group(2)) if m else (str(sweep.parameter), "")
+    ax.plot(lam[0].real, lam[0].imag, "x", color="C3", ms=8, label=f"{name} = {v[0]:g}{unit}")
     ax.plot(lam[-1].real, lam[-1].imag, "s", mfc="none", color="C2", ms=7,
-            label=f"{sweep.parameter} = {v[-1]:g}")
+            label=f"{name} = {v[-1]:g}{unit}")
     for i, cp in enumerate(critical):
         e = complex(cp.eigenvalue)
         ax.plot([e.real, e.real], [e.imag, -e.imag], "o", mfc="none", color="k", ms=7)
@@ -106,8 +109,8 @@ def plot_root_locus(sweep: Any, *, ax: Any = None, critical: Sequence[Any] = (),
                     xytext=(4, 4), textcoords="offset points")
     ax.axhline(0.0, color="k", lw=0.6)
     ax.axvline(0.0, color="k", lw=0.6)
-    ax.set_xlabel("Re λ [1/s]")
-    ax.set_ylabel("Im λ [1/s]")
+    ax.set_xlabel("Re λ (1/s)")
+    ax.set_ylabel("Im λ (1/s)")
     if title:
         ax.set_title(title)
     ax.legend(fontsize=8)

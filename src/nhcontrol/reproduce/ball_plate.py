@@ -50,6 +50,12 @@ PHI0_DEG = (5.0, 35.0)
 """Lean angles of the thesis (degrees), Sect. 8.4.5."""
 MPC_BOUND_DEG = 10.0
 """Input bound of the MPC (degrees) on |α| and |β|."""
+MPC_RATE_BOUND_DEG = 0.5
+"""Bound of the MPC on the input step per sample, |u_k − u_{k−1}| (degrees; ≈ 10°/s at the
+published sampling period). Without it the optimal inputs of the first seconds jump between
+the ±10° bounds from one sample to the next; with it they are smooth and the tracking error after
+20 s is smaller (0.17 mm instead of 0.51 mm for φ0 = 5°). A bound of 0.25° is too slow for the
+10 cm initial error (the loop loses the circle)."""
 
 
 @dataclass(frozen=True)
@@ -260,7 +266,9 @@ def _mpc_law(bp: Any, f: dict[str, Any], st: Settings, statuses: list[str]) -> C
 
     N = st.mpc_horizon
     bound = math.radians(MPC_BOUND_DEG)
-    mpc = LTVMPC(N, f["Q"], f["R"], f["lqr"].P[N], u_min=-bound, u_max=bound)
+    rate = math.radians(MPC_RATE_BOUND_DEG)
+    mpc = LTVMPC(N, f["Q"], f["R"], f["lqr"].P[N], u_min=-bound, u_max=bound,
+                 du_min=-rate, du_max=rate)
     ref, reduce, dt, d, P = f["ref"], f["reduce"], f["dt"], f["discrete"], f["lqr"].P
 
     def law(k: int, t: float, x: NDArray, xd: NDArray) -> NDArray:
@@ -366,11 +374,13 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         wn = nl7.xd[:, 2] + nl7.xd[:, 4] * np.sin(nl7.x[:, 3])
         b = _summarise(mo, nl7)
         b["spin_drift"] = float(np.max(np.abs(wn - wn[0])))
+        b["max_input_step_deg"] = float(np.degrees(np.max(np.abs(np.diff(nl7.u, axis=0)))))
         result["lqr"][key] = b
         m = _summarise(mo, mp7)
         m["median_step_s"] = float(np.median(mp7.step_times))
         m["max_step_s"] = float(np.max(mp7.step_times))
         m["statuses"] = {s: statuses.count(s) for s in sorted(set(statuses))}
+        m["max_input_step_deg"] = float(np.degrees(np.max(np.abs(np.diff(mp7.u, axis=0)))))
         result["mpc"][key] = m
         # ---- linear vs nonlinear near the reference (scaled initial deviations)
         result["linear_vs_nonlinear"][key] = _linear_check(bp, cm, phi0, st)
@@ -379,6 +389,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     result["settings"] = {k: getattr(st, k) for k in Settings.__dataclass_fields__}
     result["settings"]["dt_s"] = float(f8["dt"])
     result["settings"]["mpc_bound_deg"] = MPC_BOUND_DEG
+    result["settings"]["mpc_rate_bound_deg"] = MPC_RATE_BOUND_DEG
     result["timing_s"] = float(time.perf_counter() - t_start)
     if out is not None:
         from nhcontrol.plotting.ball_plate import save_figures
@@ -423,40 +434,61 @@ def _linear_check(bp: Any, cm: Any, phi0: float, st: Settings) -> dict[str, floa
 def _figures(key: str, mo: Any, f8: dict[str, Any], nl8: ClosedLoop, ol: ClosedLoop,
              lin8: ClosedLoop, nl7: ClosedLoop, mp7: ClosedLoop, st: Settings) -> dict[str, Any]:
     from nhcontrol.plotting.ball_plate import plot_contact_path, plot_inputs, plot_signal
+    from nhcontrol.plotting.style import cite
 
     ref = f8["ref"]
     tr = np.linspace(0.0, st.t_final, 801)
     xr = np.asarray(ref.x(tr), float)
     deg = np.degrees
-    runs = {"LQR; L case": lin8, "LQR; NL case": nl8, "Open loop; NL case": ol}
+    runs = {"LQR, linear model": lin8, "LQR, nonlinear model": nl8,
+            "open loop, nonlinear model": ol}
+    models = ("Linear model: the discrete LTV system of Eq. (8.74) (8 states) in closed loop; "
+              "nonlinear model: the ball-plate DAE integrated with the same sampled controller.")
     fig_no = "8_2" if key == "5" else "8_4"
+    thesis_fig = "Fig. 8.2" if key == "5" else "Fig. 8.4"
     figs: dict[str, Any] = {}
-    figs[f"fig{fig_no}a_path_phi{key}"] = plot_contact_path(
+
+    def add(name: str, fig: Any, where: str, extra: str = models) -> None:
+        cite(fig, "thesis", where, extra=extra)
+        figs[name] = fig
+
+    add(f"fig{fig_no}a_path_phi{key}", plot_contact_path(
         {"Reference": (xr[:, 0], xr[:, 1]), **{k: (r.x[:, 0], r.x[:, 1]) for k, r in runs.items()}},
-        title=f"Contact point, 8-state formulation, φ0 = {key}°")
-    figs[f"fig{fig_no}b_phi_phi{key}"] = plot_signal(
+        title=f"Contact point on the plate, 8-state formulation, φ0 = {key}°"), f"{thesis_fig} (a)")
+    add(f"fig{fig_no}b_phi_phi{key}", plot_signal(
         {"Reference": (tr, deg(xr[:, 3])), **{k: (r.t, deg(r.x[:, 3])) for k, r in runs.items()}},
-        ylabel="φ (deg)", title=f"Lean angle, φ0 = {key}°")
-    figs[f"fig8_3a_psi_phi{key}"] = plot_signal(
-        {"Reference": (tr, xr[:, 2]), **{k: (r.t, r.x[:, 2]) for k, r in runs.items()}},
-        ylabel="ψ (rad)", title=f"Yaw angle, φ0 = {key}°")
-    figs[f"fig8_3b_theta_phi{key}"] = plot_signal(
-        {"Reference": (tr, xr[:, 4]), **{k: (r.t, r.x[:, 4]) for k, r in runs.items()}},
-        ylabel="θ (rad)", title=f"Roll angle, φ0 = {key}°")
+        ylabel="lean angle φ (deg)", title=f"Lean angle of the ball, φ0 = {key}°"),
+        f"{thesis_fig} (b)")
+    add(f"fig8_3a_psi_phi{key}", plot_signal(
+        {"Reference": (tr, deg(xr[:, 2])), **{k: (r.t, deg(r.x[:, 2])) for k, r in runs.items()}},
+        ylabel="yaw angle ψ (deg)", title=f"Yaw angle of the ball, φ0 = {key}°"), "Fig. 8.3 (a)")
+    add(f"fig8_3b_theta_phi{key}", plot_signal(
+        {"Reference": (tr, deg(xr[:, 4])), **{k: (r.t, deg(r.x[:, 4])) for k, r in runs.items()}},
+        ylabel="roll angle θ (deg)", title=f"Roll angle of the ball, φ0 = {key}°"), "Fig. 8.3 (b)")
     ur = deg(np.asarray(ref.u(tr), float))
-    figs[f"fig8_5_inputs_phi{key}"] = plot_inputs(nl8.t_u, deg(nl8.u), tr, ur, label="LQR",
-                                                  title=f"Plate angles, 8-state LQR, φ0 = {key}°")
-    figs[f"controllable_path_phi{key}"] = plot_contact_path(
-        {"Reference": (xr[:, 0], xr[:, 1]), "LQR; NL case": (nl7.x[:, 0], nl7.x[:, 1]),
-         "MPC; NL case": (mp7.x[:, 0], mp7.x[:, 1])},
-        title=f"Contact point, controllable formulation, φ0 = {key}°")
-    figs[f"controllable_error_phi{key}"] = plot_signal(
-        {"LQR; NL case": (nl7.t, 1e3 * contact_error(mo, nl7.x)),
-         "MPC; NL case": (mp7.t, 1e3 * contact_error(mo, mp7.x))},
-        ylabel="distance of C to the circle (mm)", title=f"Controllable formulation, φ0 = {key}°")
-    figs[f"controllable_mpc_inputs_phi{key}"] = plot_inputs(
+    add(f"fig8_5_inputs_phi{key}", plot_inputs(
+        nl8.t_u, deg(nl8.u), tr, ur, label="LQR",
+        title=f"Plate angles α, β, 8-state LQR, φ0 = {key}°"), "Fig. 8.5",
+        extra="Applied plate angles (held over each sample) and those of the reference motion, "
+              "Eqs. (8.70)–(8.71).")
+    ctrl = ("Controllable formulation (7 states, spin removed; derived here, "
+            "docs/theory/ball_plate.md) on the spin-matched circle; both loops on the nonlinear "
+            "model.")
+    add(f"controllable_path_phi{key}", plot_contact_path(
+        {"Reference": (xr[:, 0], xr[:, 1]), "LQR, nonlinear model": (nl7.x[:, 0], nl7.x[:, 1]),
+         "MPC, nonlinear model": (mp7.x[:, 0], mp7.x[:, 1])},
+        title=f"Contact point, controllable formulation, φ0 = {key}°"), "Sect. 8.4.5", ctrl)
+    add(f"controllable_error_phi{key}", plot_signal(
+        {"LQR, nonlinear model": (nl7.t, 1e3 * contact_error(mo, nl7.x)),
+         "MPC, nonlinear model": (mp7.t, 1e3 * contact_error(mo, mp7.x))},
+        ylabel="distance of C to the circle (mm)",
+        title=f"Tracking error, controllable formulation, φ0 = {key}°"), "Sect. 8.4.5", ctrl)
+    add(f"controllable_mpc_inputs_phi{key}", plot_inputs(
         mp7.t_u, deg(mp7.u), tr, ur, label="MPC", bound_deg=MPC_BOUND_DEG,
-        title=f"Plate angles, MPC (|α|, |β| ≤ {MPC_BOUND_DEG:g}°), φ0 = {key}°")
+        title=(f"Plate angles, MPC (|α|, |β| ≤ {MPC_BOUND_DEG:g}°, "
+               f"steps ≤ {MPC_RATE_BOUND_DEG:g}° per sample), φ0 = {key}°")), "Sect. 8.4.5",
+        "Applied plate angles (held over each sample, dt ≈ 0.05 s) and those of the reference "
+        "motion, Eqs. (8.70)–(8.71).")
     return figs
 
 
@@ -481,7 +513,8 @@ def summary(result: dict[str, Any]) -> str:
             extra = (f", median step {1e3 * b['median_step_s']:.2f} ms" if ctrl == "mpc" else "")
             lines.append(f"  phi0 = {key} deg, controllable {ctrl.upper()}: final error "
                          f"{1e3 * b['final_error_m']:.3f} mm, max {1e3 * b['max_error_m']:.1f} mm, "
-                         f"peak |alpha|,|beta| {b['peak_input_deg']:.2f} deg{extra}")
+                         f"peak |alpha|,|beta| {b['peak_input_deg']:.2f} deg, largest step per "
+                         f"sample {b['max_input_step_deg']:.2f} deg{extra}")
     for key, b in result["linear_vs_nonlinear"].items():
         lines.append(f"  phi0 = {key} deg, linear vs nonlinear (deviations x{b['scale']:g}): max "
                      f"contact difference {1e3 * b['max_contact_difference_m']:.4f} mm = "

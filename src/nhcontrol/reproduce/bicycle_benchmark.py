@@ -382,32 +382,28 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     }
 
     if out is not None:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
         from nhcontrol.plotting.stability import plot_eigenvalues_vs_parameter, plot_root_locus
+        from nhcontrol.plotting.style import cite, savefig
 
         out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
         vgrid = np.linspace(0.0, 10.0, 101 if quick else 1001)
-        sw = eigenvalues_vs_parameter(block, vgrid, parameter="v [m/s]")
+        sw = eigenvalues_vs_parameter(block, vgrid, parameter="v (m/s)")
         shown = [c for c in (coal[:1] + hopf[:1] + caps[:1])]
         names = {"0": "v_d", "1": "v_w", "2": "v_c"}
         fig = plot_eigenvalues_vs_parameter(
-            sw, critical=shown, labels=names, xlabel="forward speed v [m/s]",
-            title="Benchmark bicycle: eigenvalues vs speed (thesis Fig. 4.5)", ylim=(-10.0, 10.0))
-        p1 = out / "fig_4_5_eigenvalues_vs_speed.png"
-        fig.savefig(p1, dpi=120)
-        plt.close(fig)
+            sw, critical=shown, labels=names, xlabel="forward speed v (m/s)",
+            title="Benchmark bicycle: eigenvalues vs speed", ylim=(-10.0, 10.0))
+        cite(fig, "thesis", "Fig. 4.5",
+             extra="Lean-steer eigenvalues of the minimal Jacobian (third procedure); v_d, v_w, "
+                   "v_c: real pair merging, weave and capsize speeds (Meijaard et al. 2007).")
+        p1 = savefig(fig, out, "fig_4_5_eigenvalues_vs_speed")
         crossing = [c for c in shown if c.kind != "coalescence"]
         fig = plot_root_locus(sw, critical=crossing,
                               labels=["v_w" if c.kind == "oscillatory" else "v_c" for c in crossing],
-                              title="Benchmark bicycle: root locus 0 < v < 10 m/s (Fig. 4.4)")
-        p2 = out / "fig_4_4_root_locus.png"
-        fig.savefig(p2, dpi=120)
-        plt.close(fig)
+                              title="Benchmark bicycle: root locus, 0 < v < 10 m/s")
+        cite(fig, "thesis", "Fig. 4.4",
+             extra="Eigenvalues in the complex plane as the speed v grows from 0 to 10 m/s.")
+        p2 = savefig(fig, out, "fig_4_4_root_locus")
         result["figures"] = [str(p1), str(p2)]
     return result
 

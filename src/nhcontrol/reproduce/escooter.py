@@ -192,48 +192,50 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
 
 
 def _plot(result: dict, cases: dict[str, Any], out: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from nhcontrol.plotting.style import cite, new_figure, savefig
 
-    out.mkdir(parents=True, exist_ok=True)
     vs = np.linspace(0.05, V_MAX, 300)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = new_figure(1, 2, figsize=(11, 4),
+                           title="E-scooter, steady forward motion: eigenvalues vs speed")
     for ax, key, title in ((axes[0], "nominal", "nominal e-scooter (toroidal wheels)"),
-                           (axes[1], "reduced_hoop", f"handlebar inertia × {REDUCED_HANDLEBAR}, hoop wheels")):
+                           (axes[1], "reduced_hoop",
+                            f"handlebar inertia × {REDUCED_HANDLEBAR}, hoop wheels")):
         ev = spectrum(cases[key]["_poly"], vs)
         ax.plot(vs, ev.real, "k.", ms=1.5)
-        ax.plot(vs, np.abs(ev.imag), ".", color="tab:blue", ms=1.0)
+        ax.plot(vs, np.abs(ev.imag), ".", color="C0", ms=1.0)
         ax.plot([], [], "k.", label="Re λ")
-        ax.plot([], [], ".", color="tab:blue", label="|Im λ|")
-        for a, b in cases[key]["stable_speed_ranges"]:
-            ax.axvspan(a, b, color="tab:green", alpha=0.2, label="self-stable")
-        ax.axhline(0.0, color="grey", lw=0.5)
+        ax.plot([], [], ".", color="C0", label="|Im λ|")
+        for i, (a, b) in enumerate(cases[key]["stable_speed_ranges"]):
+            ax.axvspan(a, b, color="C2", alpha=0.2, label="self-stable" if i == 0 else None)
+        ax.axhline(0.0, color="0.6", lw=0.6)
         ax.set_ylim(-15, 35)
-        ax.set_xlabel("forward speed v [m/s]")
-        ax.set_ylabel("eigenvalue [1/s]")
-        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("forward speed v (m/s)")
+        ax.set_ylabel("eigenvalue λ (1/s)")
+        ax.set_title(title)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "escooter_eigenvalues.png", dpi=120)
-    plt.close(fig)
+    cite(fig, "thesis", "Sect. 5.6 (model derived here, parameters chosen)",
+         extra="Eigenvalues of the minimal Jacobian (third procedure) of the steady forward "
+               "motion; shaded: self-stable speeds.")
+    names = [savefig(fig, out, "escooter_eigenvalues").name]
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = new_figure(figsize=(6, 4), title="E-scooter trends: spectral abscissa vs speed")
     for key, label in (("reduced_hoop", "hoops"), ("reduced_torus", "toroidal (nominal tyres)")):
         ev = spectrum(cases[key]["_poly"], vs)
         ax.plot(vs, np.max(ev.real, axis=1), label=f"handlebar × {REDUCED_HANDLEBAR}, {label}")
     for c in cases["sigma"]:
         ev = spectrum(c["_poly"], vs)
-        ax.plot(vs, np.max(ev.real, axis=1), "--", lw=1, label=f"nominal, σ = {c['parameters']['sigma_R']}")
-    ax.axhline(0.0, color="grey", lw=0.5)
+        ax.plot(vs, np.max(ev.real, axis=1), "--", lw=1,
+                label=f"nominal, cross-section ratio σ = {c['parameters']['sigma_R']}")
+    ax.axhline(0.0, color="0.6", lw=0.6)
     ax.set_ylim(-3, 3)
-    ax.set_xlabel("forward speed v [m/s]")
-    ax.set_ylabel("spectral abscissa max Re λ [1/s]")
-    ax.set_title("e-scooter trends (thesis Ch. 9)")
+    ax.set_xlabel("forward speed v (m/s)")
+    ax.set_ylabel("spectral abscissa max Re λ (1/s)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "escooter_trends.png", dpi=120)
-    plt.close(fig)
+    cite(fig, "thesis", "the trends of Ch. 9",
+         extra="Below zero: asymptotically stable. σ: aspect ratio of the tyre's elliptic "
+               "cross-section (docs/theory/toroidal_wheel.md).")
+    names.append(savefig(fig, out, "escooter_trends").name)
+    result["figures"] = names
 
 
 def summary(result: dict) -> str:

@@ -101,24 +101,37 @@ def run(*, out: Path | None = None, quick: bool = False, r: float = 0.3, m: floa
 
 
 def _plot(result: dict, out: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from nhcontrol.plotting.style import cite, new_figure, savefig
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
+    fig, axes = new_figure(1, 2, sharey=True,
+                           title="Upright rolling of a hoop and a disc: lean/wobble eigenvalues "
+                                 "vs speed")
     v = np.asarray(result["speeds"])
+    p = result["parameters"]
+    vf = np.linspace(v.min(), v.max(), 301)
     for ax, kind in zip(axes, ("hoop", "disc")):
-        eig = np.asarray(result[kind]["eigenvalues"])  # (N, 8, 2)
-        for j in range(eig.shape[1]):
-            ax.plot(v, eig[:, j, 0], "b.", ms=3)
-            ax.plot(v, np.abs(eig[:, j, 1]), "r.", ms=3)
-        ax.axvline(result[kind]["critical_speed"], color="k", ls="--", lw=0.8)
-        ax.set_title(f"{kind}: v_c = {result[kind]['critical_speed']:.6f} m/s")
-        ax.set_xlabel("v [m/s]")
-    axes[0].set_ylabel("Re λ (blue), |Im λ| (red) [1/s]")
-    fig.tight_layout()
-    fig.savefig(out / "rolling_hoop_eigenvalues.png", dpi=120)
-    plt.close(fig)
+        eig = np.asarray(result[kind]["eigenvalues"])  # (N, 8, 2), nontrivial pair first
+        ax.plot(np.r_[v, v], np.r_[eig[:, 0, 0], eig[:, 1, 0]], "o", mfc="none", color="C0",
+                label=r"Re $\lambda$, third procedure")
+        ax.plot(v, np.abs(eig[:, 0, 1]), "s", mfc="none", color="C3",
+                label=r"|Im $\lambda$|, third procedure")
+        pair = np.array([_analytic_pair(kind, s, p["r"], p["m"], p["g"]) for s in vf])
+        ax.plot(vf, pair.real, "-", color="k", lw=1.0, zorder=3,
+                label=r"closed form $\lambda^2 = (mgr - C(C+mr^2)\,\Omega^2/A)/(A+mr^2)$")
+        ax.plot(vf, -pair.real, "-", color="k", lw=1.0, zorder=3)
+        ax.plot(vf, np.abs(pair.imag), "--", color="k", lw=1.0, zorder=3)
+        ax.axvline(result[kind]["critical_speed"], color="0.4", ls=":", lw=1.0,
+                   label=f"critical speed $v_c$ = {result[kind]['critical_speed']:.4f} m/s")
+        ax.axhline(0, color="0.6", lw=0.6)
+        ax.set_title(f"{kind} (A, C = {_FACTORS[kind][0]:g}, {_FACTORS[kind][1]:g} m r²)")
+        ax.set_xlabel("forward speed v (m/s)")
+        if kind == "hoop":
+            ax.legend(loc="upper left", fontsize=6.5)
+    axes[0].set_ylabel(r"eigenvalue of the lean pair $\pm\lambda$ (1/s)")
+    cite(fig, "thesis", "Sect. 5.3",
+         extra=(f"r = {p['r']:g} m, m = {p['m']:g} kg, g = {p['g']:g} m/s², Ω = v/r; the six "
+                "other eigenvalues are zero. Solid/dashed: closed form (real/imaginary part)."))
+    result["figures"] = [savefig(fig, out, "rolling_hoop_eigenvalues").name]
 
 
 def summary(result: dict) -> str:

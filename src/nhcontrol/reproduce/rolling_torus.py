@@ -202,47 +202,47 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
 
 
 def _plot(res: dict, out: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    from nhcontrol.plotting.style import cite, new_figure, savefig
+
+    names = []
     hl = res["hoop_limit"]
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = new_figure(figsize=(5.5, 3.8), title="Rolling torus, straight rolling: hoop limit")
     mu = np.asarray(hl["mu"])
-    ax.plot(mu, hl["v_c"], "o-", label="torus (third procedure)")
-    ax.axhline(hl["analytic"], color="k", ls="--", label=r"hoop $\sqrt{g r}/2$")
-    ax.set_xlabel(r"cross-section ratio $\mu = a/\rho$ [-]")
-    ax.set_ylabel(r"critical speed $v_c$ [m/s]")
-    ax.set_title("Straight rolling: hoop limit (solid torus)")
+    ax.plot(mu, hl["v_c"], "o-", label="solid torus (third procedure)")
+    ax.axhline(hl["analytic"], color="k", ls="--", label=r"hoop, closed form $\sqrt{g r}/2$")
+    ax.set_xlabel(r"cross-section ratio $\mu = a/\rho$ (-)")
+    ax.set_ylabel(r"critical speed $v_c$ (m/s)")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "rolling_torus_hoop_limit.png", dpi=120)
-    plt.close(fig)
+    cite(fig, "thesis", "Sect. 6.3 (derived here)",
+         extra="Critical speed of straight rolling as the torus cross-section shrinks to the hoop.")
+    names.append(savefig(fig, out, "rolling_torus_hoop_limit").name)
 
     sm = res["stability_maps"]
     keys = list(sm["maps"])
     ncol = max(1, len(keys) // 2)
-    fig, axes = plt.subplots(len(keys) // ncol, ncol, figsize=(3.2 * ncol, 3.0 * (len(keys) // ncol)),
-                             squeeze=False)
+    nrow = len(keys) // ncol
+    fig, axes = new_figure(nrow, ncol, figsize=(3.2 * ncol, 3.0 * nrow), squeeze=False,
+                           title="Rolling torus, circular steady motion: linear stability "
+                                 "(constant Jacobian)")
     cmap = ListedColormap(["0.85", "tab:red", "tab:green"])
     for ax, k in zip(axes.ravel(), keys):
-        ax.pcolormesh(sm["omega_bar"], sm["phi0_deg"], np.asarray(sm["maps"][k]), cmap=cmap, vmin=-1, vmax=1,
-                      shading="nearest")
+        ax.pcolormesh(sm["omega_bar"], sm["phi0_deg"], np.asarray(sm["maps"][k]), cmap=cmap,
+                      vmin=-1, vmax=1, shading="nearest")
         ax.set_title(k.replace("_mu", r", $\mu$="))
-        ax.set_xlabel(r"spin $\bar\omega$ [-]")
+        ax.set_xlabel(r"spin $\bar\omega = \omega\sqrt{R/g}$ (-)")
     for row in axes:
-        row[0].set_ylabel(r"lean $\varphi_0$ [deg]")
+        row[0].set_ylabel(r"lean $\varphi_0$ (deg)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in ("tab:green", "tab:red", "0.85")]
     axes[0][-1].legend(handles, ["stable", "unstable", "no motion"], fontsize=7, loc="upper right")
-    fig.suptitle("Circular steady motion: linear stability (constant Jacobian)")
-    fig.tight_layout()
-    fig.savefig(out / "rolling_torus_stability_maps.png", dpi=120)
-    plt.close(fig)
+    cite(fig, "thesis", "Sect. 6.3 (derived here)",
+         extra=r"R = outer radius; $\mu$ = cross-section ratio a/ρ; grey: no circular motion "
+               "with this lean and spin.")
+    names.append(savefig(fig, out, "rolling_torus_stability_maps").name)
 
-    fig, ax = plt.subplots(figsize=(4.2, 4.2))
+    fig, ax = new_figure(figsize=(4.6, 4.6), title="Rolling torus: Floquet multipliers")
     th = np.linspace(0, 2 * np.pi, 400)
     ax.plot(np.cos(th), np.sin(th), "k-", lw=0.6, label="unit circle")
     for c in res["circular"]:
@@ -251,14 +251,16 @@ def _plot(res: dict, out: Path) -> None:
                 label=rf"$\varphi_0$={c['phi0_deg']}°, $\bar\omega$={c['omega_bar']}")
         zc = np.asarray(c["multipliers_constant"])
         ax.plot(zc[:, 0], zc[:, 1], "k.", ms=3)
-    ax.set_xlabel(r"Re $\rho$ [-]")
-    ax.set_ylabel(r"Im $\rho$ [-]")
-    ax.set_title("Floquet multipliers (circles) vs exp(T eig J) (dots)")
+    ax.plot([], [], "k.", ms=3, label=r"$\exp(T\,\mathrm{eig}\,J)$, constant Jacobian")
+    ax.set_xlabel(r"Re $\rho$ (-)")
+    ax.set_ylabel(r"Im $\rho$ (-)")
     ax.set_aspect("equal")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "rolling_torus_multipliers.png", dpi=120)
-    plt.close(fig)
+    cite(fig, "thesis", "Sect. 6.3.8",
+         extra="Circles: multipliers of the periodic LTV linearization (monodromy matrix); "
+               "dots: from the constant Jacobian after the change of variables (6.76).")
+    names.append(savefig(fig, out, "rolling_torus_multipliers").name)
+    res["figures"] = names
 
 
 def summary(res: dict) -> str:

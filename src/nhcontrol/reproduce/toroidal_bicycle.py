@@ -124,31 +124,39 @@ def _trends(sw: dict[str, list[dict[str, Any]]]) -> dict[str, bool]:
 
 
 def _plot(result: dict, out: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from nhcontrol.plotting.style import cite, new_figure, savefig
 
     sw = result["benchmark"]["sweeps"]
-    fig, axes = plt.subplots(1, 4, figsize=(14, 3.4))
-    specs = [("rear_mu", "mu_R", "rear torus ratio (σ_R = 1)"),
-             ("front_mu", "mu_F", "front torus ratio (σ_F = 1)"),
-             ("both_mu", "mu_R", "both (μ_R = μ_F)"),
-             ("sigma", "sigma_R", "cross-section ratio σ (μ = 0.2)")]
-    for ax, (key, par, title) in zip(axes, specs):
+    fig, axes = new_figure(1, 4, sharey=True, figsize=(13.0, 3.6),
+                           title="Benchmark bicycle with elliptic toroidal wheels: self-stable "
+                                 "speed range vs wheel shape")
+    specs = [("rear_mu", "mu_R", r"rear wheel, circular section ($\sigma_R = 1$)",
+              r"rear torus ratio $\mu_R = a_R/\rho_R$"),
+             ("front_mu", "mu_F", r"front wheel, circular section ($\sigma_F = 1$)",
+              r"front torus ratio $\mu_F = a_F/\rho_F$"),
+             ("both_mu", "mu_R", r"both wheels ($\mu_R = \mu_F$, $\sigma = 1$)",
+              r"torus ratio $\mu_R = \mu_F$"),
+             ("sigma", "sigma_R", r"both wheels, $\mu_R = \mu_F = 0.2$",
+              r"cross-section ratio $\sigma_R = \sigma_F = b/a$")]
+    for ax, (key, par, title, xlabel) in zip(axes, specs):
         xs = [c["parameters"][par] if par in c["parameters"] else 0.0 for c in sw[key]]
         vw = [np.nan if c["vw"] is None else c["vw"] for c in sw[key]]
         vc = [np.nan if c["vc"] is None else (c["vc"]) for c in sw[key]]
         vc = [V_MAX if (c["open"]) else v for c, v in zip(sw[key], vc)]
-        ax.plot(xs, vw, "o-", label="v_w (weave)")
-        ax.plot(xs, vc, "s-", label="v_c (capsize)")
-        ax.fill_between(xs, vw, vc, alpha=0.2, label="self-stable")
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel(par)
-    axes[0].set_ylabel("speed [m/s]")
+        ax.plot(xs, vw, "o-", label=r"weave speed $v_w$")
+        ax.plot(xs, vc, "s-", label=r"capsize speed $v_c$")
+        ax.fill_between(xs, vw, vc, alpha=0.2, label=r"self-stable ($v_w < v < v_c$)")
+        ax.set_title(title, fontsize=8.5)
+        ax.set_xlabel(xlabel)
+    axes[0].set_ylabel("forward speed v (m/s)")
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "toroidal_bicycle_sweeps.png", dpi=120)
-    plt.close(fig)
+    cite(fig, "thesis", "the trends of Ch. 9 (wheels of Sect. 4.5.1)",
+         extra=(r"Torus of each wheel: overall radius $R$ (Table 4.1) kept, centre circle "
+                r"$\rho = R/(1+\mu)$, elliptic cross-section with semi-axes $a = \mu\rho$ "
+                r"(radial) and $b = \sigma a$ (along the axle); $\mu = \sigma = 0$ is the hoop "
+                f"benchmark (Meijaard et al. 2007). Capsize speeds above {V_MAX:g} m/s are drawn "
+                f"at {V_MAX:g} m/s."))
+    result["figures"] = [savefig(fig, out, "toroidal_bicycle_sweeps").name]
 
 
 def summary(result: dict) -> str:

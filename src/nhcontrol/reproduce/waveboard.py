@@ -98,34 +98,31 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
         "polynomial_residual": res,
     }
     if out is not None:
-        _plot(poly, ranges, Path(out))
+        result["figures"] = _plot(poly, ranges, Path(out))
     return result
 
 
-def _plot(poly: tuple[np.ndarray, ...], ranges: list, out: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _plot(poly: tuple[np.ndarray, ...], ranges: list, out: Path) -> list[str]:
+    from nhcontrol.plotting.style import cite, new_figure, savefig
 
-    out.mkdir(parents=True, exist_ok=True)
     vs = np.linspace(0.05, V_MAX, 300)
     ev = spectrum(poly, vs)
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = new_figure(title="Waveboard with toroidal wheels: eigenvalues vs speed")
     ax.plot(vs, ev.real, "k.", ms=1.5)
-    ax.plot(vs, np.abs(ev.imag), ".", color="tab:blue", ms=1.0)
+    ax.plot(vs, np.abs(ev.imag), ".", color="C0", ms=1.0)
     ax.plot([], [], "k.", label="Re λ")
-    ax.plot([], [], ".", color="tab:blue", label="|Im λ|")
-    for a, b in ranges:
-        ax.axvspan(a, b, color="tab:green", alpha=0.2, label="self-stable")
-    ax.axhline(0.0, color="grey", lw=0.5)
+    ax.plot([], [], ".", color="C0", label="|Im λ|")
+    for i, (a, b) in enumerate(ranges):
+        ax.axvspan(a, b, color="C2", alpha=0.2, label="self-stable" if i == 0 else None)
+    ax.axhline(0.0, color="0.6", lw=0.6)
     ax.set_ylim(-20, 20)
-    ax.set_xlabel("forward speed v [m/s]")
-    ax.set_ylabel("eigenvalue [1/s]")
-    ax.set_title("waveboard, steady forward motion (toroidal wheels)")
+    ax.set_xlabel("forward speed v (m/s)")
+    ax.set_ylabel("eigenvalue λ (1/s)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "waveboard_eigenvalues.png", dpi=120)
-    plt.close(fig)
+    cite(fig, "thesis", "Sect. 5.5 (model derived here, parameters chosen)",
+         extra="Steady forward motion; eigenvalues of the minimal Jacobian (third procedure). "
+               "No speed is self-stable (Ch. 9) unless a band is shaded.")
+    return [savefig(fig, out, "waveboard_eigenvalues").name]
 
 
 def summary(result: dict) -> str:
