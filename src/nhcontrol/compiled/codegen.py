@@ -23,10 +23,11 @@ import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
+from .._util.errors import ModelError
 from ..modeling.graph import ExprGraph
 from .derivatives import ARG_PREFIX, FunctionSpec
 
-GENERATOR_VERSION = "nhcontrol-codegen-10"
+GENERATOR_VERSION = "nhcontrol-codegen-11"
 """Bumped whenever the generated code changes (part of the cache key)."""
 
 
@@ -151,7 +152,19 @@ class FastPrinter:
             return f"{'numpy.abs' if self.vector else 'abs'}({self.p(e.args[0])})"
         if isinstance(e, sp.atan2):
             return f"{self.mod}.{'arctan2' if self.vector else 'atan2'}({self.p(e.args[0])}, {self.p(e.args[1])})"
-        return "(" + self.fallback.doprint(e) + ")"
+        try:
+            return "(" + self.fallback.doprint(e) + ")"
+        except Exception as exc:  # sympy printers raise PrintMethodNotImplementedError, TypeError, ...
+            raise ModelError(f"the code generator cannot print {_short(e)} ({type(exc).__name__}); it "
+                             f"comes from the model or its derivatives (the linearization needs exact "
+                             f"derivatives: a non-smooth function such as sign or Abs, or an unevaluated "
+                             f"Derivative, has none that can be printed). Replace it by a smooth function, "
+                             f"e.g. tanh(v/eps) for sign(v) or sqrt(v**2 + eps**2) for Abs(v)") from exc
+
+
+def _short(e: sp.Expr, limit: int = 160) -> str:
+    text = str(e)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _printers(names: dict) -> tuple[PythonCodePrinter, NumPyPrinter]:

@@ -172,6 +172,12 @@ class CompiledModel:
         self._zeros = {g: _ro(np.zeros(sz)) for g, sz in self._sizes.items()}
         # defaults as Python lists for the one-point fast path (never mutated by the kernels)
         self._lists0 = {g: (self._p0 if g == "p" else z).tolist() for g, z in self._zeros.items()}
+        self._body_specs = [b for b in meta.get("bodies", ()) if b.get("mass") is not None]
+        self._bodies_fn = None
+        if self._body_specs:  # expressions from the verified kernel module (same trust as its code)
+            args = ", ".join(f"_p{i}" for i in range(len(self._p0))) or "*_"
+            body = ", ".join(f"({b['mass']}, {b['inertia']})" for b in self._body_specs)
+            self._bodies_fn = eval(f"lambda {args}: ({body},)", {"math": math})  # noqa: S307
         funcs = list(DIRECT_KERNELS) + list(_FUNC_ARGS)
         if ckernels is not None:
             # one point: float64 contiguous 1-D arrays (finiteness checked in C); N points: as Python
@@ -213,7 +219,70 @@ class CompiledModel:
         if bad:
             raise ModelError(f"unknown parameter(s) {bad} for model {self.name!r}; valid names are "
                              f"{list(self.parameters)}")
-        return np.array([float(overrides.get(k, v)) for k, v in self.parameters.items()])
+        vals = []
+        for k, v in self.parameters.items():
+            val = overrides.get(k, v)
+            try:
+                vals.append(float(val))
+            except (TypeError, ValueError) as exc:
+                raise ModelError(f"parameter {k}={val!r} of model {self.name!r} is not a real number") from exc
+        return self.check_parameters(vals, changed=overrides)
+
+    def check_parameters(self, p: ArrayLike, changed: Any = None) -> Array:
+        """Check a parameter vector against what the bodies of the model can be.
+
+        Every value must be finite; every body whose mass and inertia depend on parameters
+        only must get a positive mass and an inertia tensor that is symmetric, positive
+        semidefinite and (for a body turning about more than one axis) satisfies the triangle
+        inequalities of its principal moments.
+
+        Parameters
+        ----------
+        p : (P,) array_like
+            Parameter vector in kernel order.
+        changed : iterable of str, optional
+            Names of the parameters the user set (named in the messages); all when omitted.
+
+        Returns
+        -------
+        (P,) ndarray
+            ``p`` as floats.
+
+        Raises
+        ------
+        ModelError
+            Naming the parameters, their values and the body they make impossible.
+        """
+        pv = np.asarray(p, dtype=float)
+        names = list(self.parameters)
+        if pv.shape != (len(names),):
+            raise ModelError(f"parameter vector p of model {self.name!r} must have shape ({len(names)},) "
+                             f"(order {names}), got {pv.shape}")
+        changed = set(names if changed is None else changed)
+        bad = [f"{k}={v!r}" for k, v in zip(names, pv.tolist()) if not math.isfinite(v)]
+        if bad:
+            raise ModelError(f"parameter value(s) {', '.join(bad)} of model {self.name!r} are not finite; "
+                             f"give finite numbers")
+        if self._bodies_fn is None:
+            return pv
+        from ..modeling.validation import inertia_problem
+
+        problems = []
+        for spec, (mass, inertia) in zip(self._body_specs, self._bodies_fn(*pv.tolist())):
+            if mass is None:
+                continue
+            shown = [k for k in spec["params"] if k in changed] or spec["params"]
+            given = ", ".join(f"{k}={float(pv[names.index(k)])!r}" for k in shown)
+            if not mass > 0:
+                problems.append(f"body {spec['name']!r} gets the mass {mass!r} from {given}; a mass must "
+                                f"be positive")
+            why = inertia_problem(np.array(inertia, dtype=float), spatial=spec["spatial"])
+            if why:
+                problems.append(f"the inertia tensor of body {spec['name']!r} {why} (from {given})")
+        if problems:
+            raise ModelError(f"parameter values of model {self.name!r} describe bodies that cannot exist: "
+                             + "; ".join(problems))
+        return pv
 
     def _bad_shape(self, arg: str, a: np.ndarray, label: str | None = None) -> ModelError:
         size = self._sizes[arg]
@@ -660,9 +729,38 @@ def _store_and_load(path: Path | None, key: str, source: str, warn: bool) -> tup
     return _cache.module_from_source(source, key), None
 
 
+def _body_meta(mb: "MultibodySystem") -> list[dict]:
+    """Mass and inertia of every body as Python expressions of the parameters ``_p0, _p1, ...``
+    (None when they depend on coordinates or inputs), for the call-time checks of parameter
+    values (:meth:`CompiledModel.check_parameters`)."""
+    import numpy as _np
+    import sympy as sp
+    from sympy.printing.pycode import pycode
+
+    from ..modeling.validation import rotation_axes
+
+    params = list(mb.parameters)
+    sub = {s: sp.Symbol(f"_p{i}") for i, s in enumerate(params)}
+    values = {s: sp.Float(mb.defaults[s.name]) for s in params}
+    rng = _np.random.default_rng(7)
+    values.update({s: sp.Float(float(v)) for s in list(mb.coordinates) + list(mb.inputs)
+                   for v in rng.uniform(-1.0, 1.0, 1)})
+    out = []
+    for b in mb.bodies:
+        free = b.mass.free_symbols | b.inertia.free_symbols
+        ok = free <= set(params)
+        used = [s.name for s in params if s in free]
+        out.append({"name": b.name, "params": used,
+                    "mass": pycode(b.mass.xreplace(sub), fully_qualified_modules=True) if ok else None,
+                    "inertia": pycode(sp.Matrix(b.inertia).xreplace(sub).tolist(),
+                                      fully_qualified_modules=True) if ok else None,
+                    "spatial": rotation_axes(b.orientation, list(mb.coordinates) + list(mb.inputs), values) > 1})
+    return out
+
+
 def _meta(mb: "MultibodySystem", key: str) -> dict:
     defaults = mb.defaults
-    return {"name": mb.name, "key": key,
+    return {"bodies": _body_meta(mb),"name": mb.name, "key": key,
             "coordinates": [s.name for s in mb.coordinates], "velocities": [s.name for s in mb.velocities],
             "inputs": [s.name for s in mb.inputs], "parameter_names": [s.name for s in mb.parameters],
             "parameter_defaults": [defaults[s.name] for s in mb.parameters],

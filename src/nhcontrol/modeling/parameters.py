@@ -162,4 +162,7 @@ def parameter_values(model: Any, p: Any = None) -> tuple[NDArray[np.float64], di
         if pvec.shape != (len(names),):
             raise ModelError(f"parameter vector p must have shape ({len(names)},) (order {names}), got "
                              f"{pvec.shape}; build it with model.param_vector(**overrides)")
+        check = getattr(model, "check_parameters", None)  # finite, bodies that can exist
+        if check is not None:
+            pvec = np.asarray(check(pvec), dtype=float)
     return pvec, dict(zip(names, pvec.tolist()))

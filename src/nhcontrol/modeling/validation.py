@@ -46,6 +46,68 @@ class _Shared:
                 fs |= self._free[a] if a in self._free else {a}
             self._free[sym] = frozenset(fs)
 
+    def marks(self, find) -> list[frozenset]:
+        """For every expression, the set ``find(e)`` collected over its whole tree (through the
+        common subexpressions): e.g. the non-smooth function nodes it contains."""
+        own: dict = {}
+        for sym, e in self.repl:
+            ms = set(find(e))
+            for a in e.free_symbols:
+                if a in own:
+                    ms |= own[a]
+            own[sym] = frozenset(ms)
+        out = []
+        for e in self.reduced:
+            ms = set(find(e))
+            for a in e.free_symbols:
+                if a in own:
+                    ms |= own[a]
+            out.append(frozenset(ms))
+        return out
+
+    def velocity_degrees(self, velocities: set) -> list[float]:
+        """Upper bound of the polynomial degree of every expression in ``velocities`` (``inf``
+        when a velocity enters a non-polynomial function): degree <= 1 proves linearity."""
+        inf = float("inf")
+        deg: dict = {}
+
+        def d(e: sp.Basic) -> float:
+            if e in deg:
+                return deg[e]
+            if e.is_Symbol:
+                r = 1.0 if e in velocities else 0.0
+            elif e.is_Number or not e.args:
+                r = 0.0
+            elif e.is_Add:
+                r = max(d(a) for a in e.args)
+            elif e.is_Mul:
+                r = sum(d(a) for a in e.args)
+            elif e.is_Pow:
+                b, k = e.args
+                db = d(b)
+                if db == 0 and d(k) == 0:
+                    r = 0.0
+                elif k.is_Integer and int(k) >= 0:
+                    r = db * int(k)
+                else:
+                    r = inf
+            else:
+                r = inf if any(d(a) > 0 for a in e.args) else 0.0
+            deg[e] = r
+            return r
+
+        for sym, e in self.repl:
+            deg[sym] = d(e)
+        return [d(e) for e in self.reduced]
+
+    def full(self, e: sp.Expr) -> sp.Expr:
+        """``e`` (in terms of the common subexpressions) written out in the model's symbols."""
+        subs = dict(self.repl)
+        prev = None
+        while prev is not e:
+            prev, e = e, e.xreplace(subs)
+        return e
+
     def free(self, i: int) -> frozenset:
         fs = set()
         for a in self.reduced[i].free_symbols:
@@ -64,6 +126,85 @@ class _Shared:
         if any(abs(v.imag) > 1e-12 or not np.isfinite(v.real) for v in out):
             return None
         return [v.real for v in out]
+
+
+#: Functions without derivatives at some point (kinks, jumps): not allowed of x, ẋ, u in
+#: kinematics, inertias and constraints.
+_NONSMOOTH = (sp.Abs, sp.sign, sp.Heaviside, sp.DiracDelta, sp.Piecewise, sp.Max, sp.Min, sp.floor,
+              sp.ceiling, sp.frac, sp.Mod)
+_NONFINITE = (sp.S.NaN, sp.S.ComplexInfinity, sp.S.Infinity, sp.S.NegativeInfinity)
+
+
+def _short(e: sp.Expr, limit: int = 120) -> str:
+    text = str(e)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def inertia_problem(inertia: np.ndarray, tol: float = CHECK_TOL, spatial: bool = True,
+                    context: str = "") -> str | None:
+    """Why the numeric ``(3, 3)`` inertia tensor at the centre of mass cannot exist, or None.
+
+    It must be finite, symmetric and positive semidefinite, and (``spatial``) its principal
+    moments must satisfy the triangle inequalities ``I1 + I2 >= I3`` (each principal moment is
+    an integral of the squared distance to an axis, ``I1 + I2 - I3 = 2 ∫ z^2 dm >= 0`` in
+    principal axes; derived here). Equality is allowed: a plane lamina, and a slender rod with
+    one zero moment. ``spatial=False`` (a body that turns about one fixed body axis only -
+    a planar model - whose other moments never enter the equations and are often given as
+    0) skips the triangle inequalities.
+    """
+    J = np.asarray(inertia, dtype=float)
+    if not np.all(np.isfinite(J)):
+        return f"has non-finite entries{context}: {np.array2string(J, precision=4)}"
+    scale = max(float(np.max(np.abs(J))), np.finfo(float).tiny)
+    asym = float(np.max(np.abs(J - J.T)))
+    if asym > tol * scale:
+        return (f"is not symmetric (max |I - I^T| = {asym:.3g}{context}); give a symmetric tensor at "
+                f"the centre of mass G")
+    eig = np.linalg.eigvalsh(0.5 * (J + J.T))
+    if eig[0] < -tol * scale:
+        return (f"is not positive semidefinite{context}: principal moments {np.array2string(eig, precision=4)}; "
+                f"check the signs of the moments and products of inertia")
+    if spatial and eig[0] + eig[1] < eig[2] - tol * scale:
+        return (f"violates the triangle inequality of the principal moments{context}: {eig[0]:.6g} + {eig[1]:.6g} "
+                f"< {eig[2]:.6g} (I1 + I2 >= I3 holds for every body: I1 + I2 - I3 = 2 ∫ z² dm); "
+                f"check the moments of inertia")
+    return None
+
+
+def rotation_axes(R: sp.MatrixBase, coords: list[sp.Symbol], values: dict) -> int:
+    """Number of body axes about which the orientation ``R(x, u)`` can turn (0 to 3): the rank
+    of the body-frame angular velocity Jacobian ``vee(Rᵀ ∂R/∂q)`` at the point ``values``."""
+    Rv = _numeric(R, values)
+    if Rv is None:
+        return 3
+    cols = []
+    for q in (q for q in coords if R.has(q)):
+        dR = _numeric(R.diff(q), values)
+        if dR is None:
+            return 3
+        W = Rv.T @ dR
+        cols.append([W[2, 1], W[0, 2], W[1, 0]])
+    if not cols:
+        return 0
+    return int(np.linalg.matrix_rank(np.array(cols), tol=1e-9))
+
+
+def _nonlinear_in_velocities(expr: sp.Expr, velocities: list[sp.Symbol], values: dict) -> str | None:
+    """Decide symbolically that ``expr`` has no terms of degree > 1 in ``velocities``
+    (every second derivative identically zero); the reason if it has, else None."""
+    vs = [v for v in velocities if expr.has(v)]
+    for v in vs:
+        g = sp.diff(expr, v)
+        for w in (w for w in vs if g.has(w)):
+            h = sp.diff(g, w)
+            if h == 0:
+                continue
+            num = _numeric(h, values)
+            if num is None or abs(float(num)) > CHECK_TOL * max(1.0, abs(float(num))) \
+                    or sp.simplify(h) != 0:
+                return (f"it contains terms of degree > 1 in the velocities: d²/d{v.name} d{w.name} = "
+                        f"{_short(h)} is not identically zero")
+    return None
 
 
 def collect_problems(mb: "MultibodySystem") -> list[str]:
@@ -125,6 +266,36 @@ def collect_problems(mb: "MultibodySystem") -> list[str]:
             problems.append(f"{where} contains unknown symbol(s) {_names(other)} that are neither "
                             f"coordinates, velocities, parameters nor inputs; declare them with "
                             f"mb.add_parameters({hint}) (or add_inputs/add_coordinates)")
+    # non-finite numbers and non-smooth functions of the state -----------------
+    state = x | xd | u
+
+    def find(e: sp.Expr) -> set:
+        found = {("nonfinite", a) for a in e.atoms(*_NONFINITE)} if e.has(*_NONFINITE) else set()
+        for node in e.atoms(*_NONSMOOTH):
+            fs = set()
+            for a in node.free_symbols:
+                fs |= shared._free.get(a, {a})
+            if fs & state:
+                found.add(("nonsmooth", node))
+        return found
+
+    nonsmooth_in: set[str] = set()
+    for i, ((_, where, _a, _v), marks) in enumerate(zip(entries, shared.marks(find))):
+        if (where, "marks") in reported or not marks:
+            continue
+        reported.add((where, "marks"))
+        bad_nums = sorted({str(a) for kind, a in marks if kind == "nonfinite"})
+        if bad_nums:
+            problems.append(f"{where} contains the non-finite number(s) {bad_nums} (e.g. a NaN or inf "
+                            f"passed as a value); give finite values")
+        nodes = sorted({_short(shared.full(a)) for kind, a in marks if kind == "nonsmooth"})
+        if nodes and not where.endswith(("load #", "load")) and " load #" not in where:
+            nonsmooth_in.add(where)
+            problems.append(f"{where} contains the non-smooth function(s) {nodes} of the coordinates, "
+                            f"velocities or inputs; the equations and their linearization need exact "
+                            f"derivatives, which do not exist at its kink. Replace it by a smooth "
+                            f"function, e.g. sqrt(v**2 + eps**2) for Abs(v) or tanh(v/eps) for sign(v)")
+
     nh_index = {id(c): i for i, (e, where, *_r) in enumerate(entries) for c in nh_list
                 if where == f"nonholonomic constraint {c.name!r}" and e is c.expr}
 
@@ -155,28 +326,26 @@ def collect_problems(mb: "MultibodySystem") -> list[str]:
     base = {k: v for k, v in values.items() if k not in xd}
     v1 = dict(zip(mb.velocities, rng.uniform(-1.0, 1.0, n)))
     v2 = dict(zip(mb.velocities, rng.uniform(-1.0, 1.0, n)))
-    vel_sets = {"v1": v1, "v2": v2, "v12": {k: v1[k] + v2[k] for k in v1}, "2v1": {k: 2 * v1[k] for k in v1},
-                "0": {k: 0.0 for k in v1}}
+    vel_sets = {"v1": v1, "v2": v2, "0": {k: 0.0 for k in v1}}
+    vel_degree = shared.velocity_degrees(xd) if nh_list else []
     for c in nh_list:
         i = nh_index[id(c)]
         if not (free_of[i] & xd):
             problems.append(f"nonholonomic constraint {c.name!r} = {c.expr} depends on positions only; "
                             f"it is holonomic: use mb.add_holonomic(...) instead")
             continue
-        if free_of[i] - vel_ok:
-            continue  # unknown symbols already reported
-        f = {}
-        for key, vs in vel_sets.items():
-            r = shared.evaluate([i], {**base, **{k: sp.Float(float(v)) for k, v in vs.items()}})
-            f[key] = None if r is None else r[0]
-        if any(v is None for v in f.values()):
-            continue
-        scale = max(1.0, abs(f["v1"]), abs(f["v2"]))
-        why = None
-        if abs(f["0"]) > CHECK_TOL * scale:
-            why = f"it has a velocity-free term (value {f['0']:.3g} at zero velocity)"
-        elif abs(f["v12"] - f["v1"] - f["v2"]) > 1e-8 * scale or abs(f["2v1"] - 2 * f["v1"]) > 1e-8 * scale:
-            why = "it contains terms of degree > 1 in the velocities"
+        if free_of[i] - vel_ok or f"nonholonomic constraint {c.name!r}" in nonsmooth_in:
+            continue  # unknown symbols / non-smooth functions already reported
+        why = None if vel_degree[i] <= 1 else _nonlinear_in_velocities(c.expr, list(mb.velocities), values)
+        if why is None:
+            f = {}
+            for key, vs in vel_sets.items():
+                r = shared.evaluate([i], {**base, **{k: sp.Float(float(v)) for k, v in vs.items()}})
+                f[key] = None if r is None else r[0]
+            if all(v is not None for v in f.values()):
+                scale = max(1.0, abs(f["v1"]), abs(f["v2"]))
+                if abs(f["0"]) > CHECK_TOL * scale:
+                    why = f"it has a velocity-free term (value {f['0']:.3g} at zero velocity)"
         if why:
             problems.append(f"nonholonomic constraint {c.name!r} is not linear and homogeneous in the "
                             f"velocities ({why}); expected B(x) · xd with xd = {[s.name for s in mb.velocities]}")
@@ -189,17 +358,12 @@ def collect_problems(mb: "MultibodySystem") -> list[str]:
                             f"expected a positive mass")
         Ival = _numeric(b.inertia, values)
         if Ival is not None:
-            scale = max(1.0, float(np.max(np.abs(Ival))))
-            asym = float(np.max(np.abs(Ival - Ival.T)))
-            if asym > CHECK_TOL * scale:
-                problems.append(f"inertia tensor of body {b.name!r} is not symmetric (max |I - I^T| = "
-                                f"{asym:.3g} with the default parameters); give a symmetric tensor at G")
-            else:
-                eig = np.linalg.eigvalsh(0.5 * (Ival + Ival.T))
-                if eig[0] < -CHECK_TOL * scale:
-                    problems.append(f"inertia tensor of body {b.name!r} is not positive semidefinite: "
-                                    f"eigenvalues {np.array2string(eig, precision=4)} with the default "
-                                    f"parameters; check the signs of the products of inertia")
+            why = inertia_problem(Ival, context=" with the default parameters")
+            if why and "triangle" in why and rotation_axes(
+                    b.orientation, list(mb.coordinates) + list(mb.inputs), values) <= 1:
+                why = None  # turns about one body axis only: the other moments never enter
+            if why:
+                problems.append(f"inertia tensor of body {b.name!r} {why}")
         Rval = _numeric(b.orientation, values)
         if Rval is not None:
             err = float(np.max(np.abs(Rval @ Rval.T - np.eye(3))))
@@ -211,4 +375,4 @@ def collect_problems(mb: "MultibodySystem") -> list[str]:
     return problems
 
 
-__all__ = ["collect_problems", "CHECK_TOL"]
+__all__ = ["collect_problems", "CHECK_TOL", "inertia_problem", "rotation_axes"]

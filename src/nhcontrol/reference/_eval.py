@@ -47,7 +47,9 @@ def param_vector(cm: Any, p: ArrayLike | Mapping[str, float] | None) -> NDArray[
         raise ModelError(f"p (parameter vector) of model {getattr(cm, 'name', '?')!r} must have "
                          f"{len(names)} entries in the order {list(names)}, got {arr.shape[0]}; "
                          "pass p=None for the defaults or a dict of overrides")
-    return check_finite(arr, "p (parameter vector)", error=ModelError)
+    arr = check_finite(arr, "p (parameter vector)", error=ModelError)
+    check = getattr(cm, "check_parameters", None)  # masses and inertias the values give the bodies
+    return check(arr) if check is not None else arr
 
 
 def constraint_names(cm: Any) -> tuple[str, ...]:
