@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -68,6 +71,27 @@ def _target_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
     return given
 
 
+def _relocate(obj, old: str, new: str):
+    """``obj`` with every string that starts with the path ``old`` rewritten to start with ``new``."""
+    if isinstance(obj, str):
+        return new + obj[len(old):] if obj.startswith(old) else obj
+    if isinstance(obj, dict):
+        return {k: _relocate(v, old, new) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_relocate(v, old, new) for v in obj]
+    return obj
+
+
+def _move_into_place(staging: Path, out: Path, last: str) -> None:
+    """Move every file of ``staging`` to the same place under ``out`` (``os.replace``, atomic per
+    file, same file system), the file ``last`` at the end."""
+    files = sorted((p for p in staging.rglob("*") if p.is_file()), key=lambda p: p.name == last)
+    for src in files:
+        dst = out / src.relative_to(staging)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(src, dst)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nhcontrol",
@@ -125,10 +149,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:
             parser.exit(2, f"nhcontrol: cannot write figures to --out {str(args.out)!r}: "
                            f"{exc.strerror or exc}; choose a writable folder\n")
-    with figure_format(args.fmt):
-        result = _to_jsonable(module.run(out=args.out, quick=args.quick, **options))
-    if args.out is not None:
-        (args.out / f"{args.target}.json").write_text(json.dumps(result, indent=2))
+    if args.out is None:
+        with figure_format(args.fmt):
+            result = _to_jsonable(module.run(out=None, quick=args.quick, **options))
+    else:
+        # everything is written to a staging folder next to --out and moved into place at the
+        # end (the JSON last): an interrupted or failed run leaves --out as it was
+        staging = Path(tempfile.mkdtemp(prefix=f".{args.out.resolve().name}.nhcontrol-",
+                                        dir=args.out.resolve().parent))
+        try:
+            with figure_format(args.fmt):
+                result = _to_jsonable(module.run(out=staging, quick=args.quick, **options))
+            result = _relocate(result, str(staging), str(args.out))
+            (staging / f"{args.target}.json").write_text(json.dumps(result, indent=2))
+            _move_into_place(staging, args.out, last=f"{args.target}.json")
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     if not args.json:
         print(module.summary(result))
         print(_end_of_run(args, result))

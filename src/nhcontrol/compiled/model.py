@@ -732,7 +732,7 @@ def _store_and_load(path: Path | None, key: str, source: str, warn: bool) -> tup
 def _body_meta(mb: "MultibodySystem") -> list[dict]:
     """Mass and inertia of every body as Python expressions of the parameters ``_p0, _p1, ...``
     (None when they depend on coordinates or inputs), for the call-time checks of parameter
-    values (:meth:`CompiledModel.check_parameters`)."""
+    values ([`check_parameters`][nhcontrol.compiled.CompiledModel.check_parameters])."""
     import numpy as _np
     import sympy as sp
     from sympy.printing.pycode import pycode

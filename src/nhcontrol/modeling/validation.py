@@ -128,8 +128,8 @@ class _Shared:
         return [v.real for v in out]
 
 
-#: Functions without derivatives at some point (kinks, jumps): not allowed of x, ẋ, u in
-#: kinematics, inertias and constraints.
+# Functions without derivatives at some point (kinks, jumps): not allowed of x, ẋ, u in
+# kinematics, inertias and constraints.
 _NONSMOOTH = (sp.Abs, sp.sign, sp.Heaviside, sp.DiracDelta, sp.Piecewise, sp.Max, sp.Min, sp.floor,
               sp.ceiling, sp.frac, sp.Mod)
 _NONFINITE = (sp.S.NaN, sp.S.ComplexInfinity, sp.S.Infinity, sp.S.NegativeInfinity)

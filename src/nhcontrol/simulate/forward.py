@@ -9,6 +9,7 @@ constant input, so the right-hand side is smooth on every piece.
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -25,7 +26,7 @@ from ._dynamics import Dynamics
 from .controllers import as_controller
 from .result import SimulationResult
 
-__all__ = ["forward_dynamics", "DEFAULT_BAUMGARTE", "ConditioningWarning"]
+__all__ = ["forward_dynamics", "DEFAULT_BAUMGARTE", "DEFAULT_MAX_EVALUATIONS", "ConditioningWarning"]
 
 DEFAULT_BAUMGARTE = (5.0, 5.0)
 """Default Baumgarte constants ``(α, β)`` in 1/s: ``C̈ + 2α Ċ + β² C = 0`` is critically damped with a
@@ -37,6 +38,72 @@ Method = Literal["DOP853", "RK45", "Radau", "LSODA", "BDF"]
 
 INITIAL_TOL = 1e-8
 """Largest constraint residual |C(x0)|, |D(x0) xd0| at the start accepted without a warning."""
+
+
+DEFAULT_MAX_EVALUATIONS = 2_000_000
+"""Default work budget of `forward_dynamics`: right-hand-side evaluations (each one kernel call
+and one linear solve; a few minutes on one core for a bicycle-size model)."""
+
+
+class _WorkBudget:
+    """Counts right-hand-side evaluations and stops a run that cannot finish within its budget.
+
+    Every ``CHECK_EVERY`` evaluations: the evaluation budget, the wall-time limit, and (after
+    ``WINDOW`` evaluations) a projection: at the rate simulated time advanced over the last
+    ``WINDOW``-``2 WINDOW`` evaluations, would reaching ``tf`` need more than twice the budget?
+    A stiff model integrated with an explicit method fails that projection within the first
+    few thousand evaluations instead of running for hours.
+    """
+
+    CHECK_EVERY = 500
+    WINDOW = 5000
+
+    def __init__(self, t0: float, tf: float, max_evaluations: int | None, time_limit: float | None,
+                 method: str, name: str) -> None:
+        self.t0, self.tf, self.max, self.time_limit = t0, tf, max_evaluations, time_limit
+        self.method, self.name = method, name
+        self.count = 0
+        self.t_reached = t0
+        self.start = time.perf_counter()
+        self.mark = (0, t0)
+
+    def tick(self, t: float) -> None:
+        self.count += 1
+        if t > self.t_reached:
+            self.t_reached = t
+        if self.count % self.CHECK_EVERY:
+            return
+        elapsed = time.perf_counter() - self.start
+        if self.max is not None and self.count >= self.max:
+            self.fail(f"the work budget max_evaluations={self.max} is used up")
+        if self.time_limit is not None and elapsed > self.time_limit:
+            self.fail(f"the wall-time limit time_limit={self.time_limit:g} s is reached")
+        c0, tm0 = self.mark
+        if self.max is not None and self.count - c0 >= self.WINDOW:
+            rate = (self.t_reached - tm0) / (self.count - c0)     # simulated s per evaluation
+            need = (self.tf - self.t_reached) / rate if rate > 0 else math.inf
+            if self.count + need > 2 * self.max:
+                self.fail(f"at the rate of the last {self.count - c0} evaluations ({rate:.3g} s of "
+                          f"simulated time per evaluation) reaching tf = {self.tf:.6g} needs about "
+                          f"{need:.3g} more, over the work budget max_evaluations={self.max}")
+            if self.count - c0 >= 2 * self.WINDOW:
+                self.mark = (self.count, self.t_reached)
+
+    def fail(self, why: str) -> None:
+        span = self.tf - self.t0
+        done = 100.0 * (self.t_reached - self.t0) / span
+        if self.method in ("DOP853", "RK45"):
+            hint = (f"steps this small for method={self.method!r} (explicit) mean the model is most likely "
+                    "stiff (a fast mode such as a very stiff spring on a small mass): use method='Radau' "
+                    "or method='BDF' (implicit, with the exact Jacobian)")
+        else:
+            hint = ("the model has a very fast mode or a near-singular configuration: check its "
+                    "parameters, loosen rtol/atol")
+        raise SolverError(f"forward_dynamics of model {self.name!r} stopped at t = {self.t_reached:.6g} "
+                          f"({done:.3g} % of t_span [{self.t0:.6g}, {self.tf:.6g}]) after {self.count} "
+                          f"right-hand-side evaluations in {time.perf_counter() - self.start:.3g} s: "
+                          f"{why}. {hint[0].upper() + hint[1:]}; or raise max_evaluations / time_limit "
+                          f"if a run this long is intended")
 
 
 class ConditioningWarning(UserWarning):
@@ -198,7 +265,9 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                      sample_time: float | None = None, events: Any = None,
                      dense_output: bool = True, max_step: float = math.inf,
                      check_initial: bool = True, exact_jacobian: bool = True,
-                     linearization: Any = None, reference: Any = None) -> SimulationResult:
+                     linearization: Any = None, reference: Any = None,
+                     max_evaluations: int | None = DEFAULT_MAX_EVALUATIONS,
+                     time_limit: float | None = None) -> SimulationResult:
     r"""Integrate the equations of motion (index-1 DAE with Baumgarte stabilisation).
 
     At every right-hand-side evaluation the saddle-point system of Eq. (2.119) is solved
@@ -265,6 +334,13 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         Jacobian of ``[ẋ; ẍ]`` (`Dynamics.jacobian()`, from the generated
         ``linearization_terms`` kernel) instead of letting scipy difference the right-hand
         side. Not used with a continuous ``controller`` (its ``∂u/∂x`` is unknown).
+    max_evaluations : int or None, default `DEFAULT_MAX_EVALUATIONS`
+        Work budget: right-hand-side evaluations (one kernel call and one linear solve each).
+        The run stops with a `SolverError` when it is used up, or as soon as the rate of
+        progress over the last few thousand evaluations shows that ``tf`` cannot be reached
+        within twice the budget (a stiff model under an explicit method). ``None``: no limit.
+    time_limit : float or None
+        Wall-time limit in seconds (none by default).
 
     Returns
     -------
@@ -275,7 +351,8 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     SolverError
         Bad arguments; a singular saddle-point matrix (the message names the redundant
         constraints, or reports that ``M`` is singular on the admissible motions); a failed
-        integration.
+        integration; the work budget or time limit exceeded (the message says how far the
+        run got and, for an explicit method, suggests ``method='Radau'`` or ``'BDF'``).
 
     Warns
     -----
@@ -342,6 +419,20 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                               f"{tf:g}], got {te.size} times in [{te.min() if te.size else 0:g}, "
                               f"{te.max() if te.size else 0:g}]")
         te = np.clip(te, t0, tf)
+    if max_evaluations is not None:
+        try:
+            max_ev = int(max_evaluations)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise SolverError(f"max_evaluations must be a positive integer or None, got {max_evaluations!r}"
+                              ) from exc
+        if max_ev != max_evaluations or max_ev < 1:
+            raise SolverError(f"max_evaluations must be a positive integer or None, got {max_evaluations!r}")
+    else:
+        max_ev = None
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0
+                                       and math.isfinite(time_limit)):
+        raise SolverError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
+    budget = _WorkBudget(t0, tf, max_ev, None if time_limit is None else float(time_limit), method, ev.name)
     dyn = Dynamics(ev, alpha, beta)
     y0 = np.concatenate([X0[0], XD0[0]])
 
@@ -407,6 +498,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
 
     def make_rhs(ufun: Callable[[float, NDArray, NDArray], NDArray | None]) -> Callable:
         def rhs(t: float, y: NDArray) -> NDArray:
+            budget.tick(t)
             x, xd = y[:n], y[n:]
             sol = dyn.accel(t, x, xd, ufun(t, x, xd))
             return np.concatenate([xd, sol[:n]])

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError
+from .._util.memory import check_allocation
 from .._util.validation import as_float_array, check_finite, check_names, readonly
 from .ltv import _output_map
 
@@ -152,6 +153,10 @@ class DiscreteLTV:
         if B.ndim != 2 or B.shape[0] != A.shape[0]:
             raise LinearSystemError(f"Bd must have shape (n, k) = ({A.shape[0]}, k), got {B.shape}")
         steps_i = _check_steps(steps)
+        n_, k_ = B.shape
+        check_allocation(8.0 * 2 * steps_i * n_ * (n_ + k_),
+                         f"DiscreteLTV.from_lti(..., steps={steps_i}) with n = {n_} states and k = {k_} "
+                         f"inputs", error=LinearSystemError, hint="use fewer steps")
         return cls(np.broadcast_to(A, (steps_i, *A.shape)), np.broadcast_to(B, (steps_i, *B.shape)),
                    dt, t0, None if states is None else tuple(states),
                    None if inputs is None else tuple(inputs), period_steps=1, C=C,

@@ -24,6 +24,7 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 
 from .._util.errors import LinearSystemError, SolverError
+from .._util.memory import check_allocation
 from .discrete import DiscreteLTV, _check_steps
 from .ltv import LTVSystem, as_ltv
 
@@ -131,6 +132,12 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
     else:
         N = _check_steps(steps)
     s.check_time(np.array([t0f, t0f + N * dtf]), "discretization grid")
+    nint_est = 1 if s.is_constant else (N if (p_steps is None or p_steps >= N) else p_steps)
+    # A_k, B_k (N of each, plus the finiteness checks) and the augmented exponentials integrated
+    check_allocation(8.0 * (2 * N * n * (n + k) + 3 * nint_est * (n + k) ** 2),
+                     f"discretize(..., steps={N}) of a system with n = {n} states and k = {k} inputs "
+                     f"({N} matrices A_k ({n}, {n}) and B_k ({n}, {k}))", error=LinearSystemError,
+                     hint="use fewer steps or a larger dt (a periodic system needs one period only)")
     if s.is_constant:
         Ad, Bd = _zoh_lti(s.A(t0f), s.B(t0f), dtf)
         return DiscreteLTV.from_lti(Ad, Bd, dtf, N, t0=t0f, states=s.states, inputs=s.inputs,
