@@ -99,6 +99,7 @@ def test_sign_of_a_velocity_in_a_force_names_the_expression_it_cannot_print():
                                 dict(inertia=sp.diag(0, 0, 0.3)),                     # planar body: Izz only
                                 dict(force=lambda mb: [-0.3 * sp.Abs(_v(mb, "x_d")) * _v(mb, "x_d"), 0, 0])],
                          ids=["linear_after_cancellation", "slender_rod", "lamina", "planar_body", "drag_abs"])
+@pytest.mark.filterwarnings("ignore:nhcontrol uses the Python kernels")  # sign() has no C translation
 def test_possible_models_are_accepted(kw):
     cm = _model(**kw).compile(cache=False)
     assert np.all(np.isfinite(cm.M(np.full(5, 0.2))))
