@@ -177,7 +177,7 @@ _BIKE = textwrap.dedent("""
     t0 = time.perf_counter()
     mb = build()
     t1 = time.perf_counter()
-    cm = mb.compile(cache_dir=sys.argv[1])
+    cm = mb.compile(cache_dir=sys.argv[1], backend="python")
     t2 = time.perf_counter()
     print(json.dumps({"build_s": t1 - t0, "compile_s": t2 - t1, "from_cache": cm.from_cache}))
 """)
@@ -185,7 +185,8 @@ _BIKE = textwrap.dedent("""
 
 def test_bicycle_cold_build_and_warm_load_budgets(tmp_path):
     """Requirements: cold build of the bicycle benchmark < 30 s, warm load < 1 s (typically
-    2-3 s and 0.15 s on 2 shared cores, so the bounds have a 10x margin for machine load)."""
+    2-3 s and 0.15 s on 2 shared cores, so the bounds have a 10x margin for machine load).
+    Python kernels: the C back-end's compile is measured by benchmarks/kernels.py."""
     def run():
         out = subprocess.run([sys.executable, "-c", _BIKE, str(tmp_path)], capture_output=True, text=True,
                              timeout=300, check=True)

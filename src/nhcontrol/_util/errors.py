@@ -54,8 +54,13 @@ class CacheIntegrityError(CacheError):
     """A cached artefact is untrusted (ownership, permissions) or fails its sha256 check."""
 
 
+class ConfigurationError(NhcontrolError, ValueError):
+    """An environment setting (``NHCONTROL_*``) has a value that is not valid."""
+
+
 __all__ = [
     "NhcontrolError",
+    "ConfigurationError",
     "ModelError",
     "ConstraintError",
     "PartitionError",

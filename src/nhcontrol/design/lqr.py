@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._util.blas import limit_blas_threads
 from .._util.errors import DesignError, SolverError
 from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array, check_finite, readonly
@@ -124,6 +125,7 @@ def _from_statespace(dsys: Any, N: int | None, what: str) -> Any:
     return dsys
 
 
+@limit_blas_threads(lambda dsys, Q, R, Qf, **kwargs: np.shape(Qf)[-1])   # one BLAS thread for n >= 64
 def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
                        S: ArrayLike | None = None, N: int | None = None) -> LQRResult:
     r"""Finite-horizon discrete LQR by the backward Riccati recursion (time-varying gains).

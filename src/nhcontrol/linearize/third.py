@@ -29,6 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._util.blas import limit_blas_threads
 from .._util.errors import LinearSystemError, PartitionError, ReferenceMotionError
 from .._util.validation import COND_MAX
 from ._point import point_procedure, point_suspect
@@ -244,6 +245,7 @@ def _batched_cond(mats: NDArray[np.float64]) -> NDArray[np.float64]:
                         np.inf)
 
 
+@limit_blas_threads(lambda cm, *args, **kwargs: cm.n)   # one BLAS thread for n >= 64 (_util/blas.py)
 def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None = None,
               t: ArrayLike = 0.0, *, check: bool = True,
               cond_max: float = COND_MAX) -> LinearizationResult:

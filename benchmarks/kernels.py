@@ -1,0 +1,145 @@
+"""Benchmark of the two kernel back-ends, C and Python, on one model (prints JSON).
+
+Run ``python benchmarks/kernels.py [--model bicycle|sleigh|rolling_disc] [--repeats 3]``.
+
+Keys (times in seconds, medians of repeated runs; every C number has its Python peer from the
+same run, and the ratios are Python over C):
+
+* ``cold_build_c_s`` / ``cold_build_python_s``: ``build()`` + ``compile()`` into an empty cache
+  in a fresh process (C: derivation, Python and C generation, the parallel C compile and the
+  load); ``c_compile_overhead_s`` their difference;
+* ``warm_load_c_s`` / ``warm_load_python_s``: ``compile()`` that finds the cached kernels (fresh
+  process; C: the Python module, the sha256 check of the library and ``dlopen``);
+* ``one_point_c_s`` / ``one_point_python_s``: fused ``linearization_terms`` at one point
+  (through ``CompiledModel``: argument checks and result views included), ``ratio_one_point``;
+* ``dynamics_one_point_c_s`` / ``dynamics_one_point_python_s``, ``ratio_dynamics_one_point``;
+* ``n_point_c_s`` / ``n_point_python_s``: ``linearization_terms`` at ``N = 1000`` stacked points
+  (Python: the numpy-vectorised kernel), ``per_point_c_s``, ``ratio_n_point``;
+* ``max_rel_diff_c_python``: largest entry-wise relative difference of all one-point outputs
+  at the sampled points (0.0: the two back-ends agree bit for bit);
+* ``cpu_count``: usable cores (the C compile runs one compiler per core).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import timeit
+
+import numpy as np
+
+_CHILD = textwrap.dedent("""
+    import json, sys, time
+    t0 = time.perf_counter()
+    name, backend = sys.argv[2], sys.argv[3]
+    if name == "bicycle":
+        from nhcontrol.models.benchmark_bicycle import build
+    else:
+        from nhcontrol.modeling import examples
+        build = getattr(examples, name)
+    t1 = time.perf_counter()
+    mb = build()
+    t2 = time.perf_counter()
+    cm = mb.compile(cache_dir=sys.argv[1], backend=backend)
+    t3 = time.perf_counter()
+    assert cm.backend == backend
+    print(json.dumps({"import_s": t1 - t0, "build_s": t2 - t1, "compile_s": t3 - t2,
+                      "from_cache": cm.from_cache}))
+""")
+
+
+def _child(cache_dir: str, model: str, backend: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", _CHILD, cache_dir, model, backend], check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _build(model: str):
+    if model == "bicycle":
+        from nhcontrol.models.benchmark_bicycle import build
+    else:
+        from nhcontrol.modeling import examples
+        build = getattr(examples, model)
+    return build()
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        return os.cpu_count() or 1
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="bicycle", choices=["bicycle", "sleigh", "rolling_disc", "spatial_body"])
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    med = statistics.median
+
+    cold: dict = {"c": [], "python": []}
+    warm: dict = {"c": [], "python": []}
+    for _ in range(args.repeats):
+        for backend in ("python", "c"):          # interleaved, so machine load hits both alike
+            with tempfile.TemporaryDirectory() as d:
+                c = _child(d, args.model, backend)
+                assert not c["from_cache"]
+                cold[backend].append(c["build_s"] + c["compile_s"])
+                w = _child(d, args.model, backend)
+                assert w["from_cache"]
+                warm[backend].append(w["compile_s"])
+
+    with tempfile.TemporaryDirectory() as d:
+        mb = _build(args.model)
+        cms = {b: mb.compile(cache_dir=d, backend=b) for b in ("python", "c")}
+        cm = cms["c"]
+        rng = np.random.default_rng(0)
+        n, r, k = cm.n, cm.m + cm.l, cm.ninputs
+        p0 = np.array(list(cm.parameters.values()))
+        x, xd, xdd = rng.uniform(-1, 1, (3, n))
+        lam, u = rng.uniform(-1, 1, r), rng.uniform(-1, 1, k)
+        X, XD, XDD = rng.uniform(-1, 1, (3, 1000, n))
+        LAM = rng.uniform(-1, 1, (1000, r))
+        worst = 0.0
+        for _ in range(20):
+            pt = (*rng.uniform(-1, 1, (3, n)), rng.uniform(-1, 1, r), rng.uniform(-1, 1, k),
+                  p0 * rng.uniform(0.9, 1.1, p0.size))
+            for a, b in zip(cms["c"].linearization_terms(*pt).__dict__.values(),
+                            cms["python"].linearization_terms(*pt).__dict__.values()):
+                if a.size:
+                    worst = max(worst, float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-300))))
+        t: dict = {}
+        for b, c in cms.items():
+            num = 2000 if b == "c" else 100
+            t[b] = {
+                "one": med(timeit.repeat(lambda: c.linearization_terms(x, xd, xdd, lam, u), number=num,
+                                         repeat=7)) / num,
+                "dyn": med(timeit.repeat(lambda: c.dynamics_terms(x, xd, u), number=num, repeat=7)) / num,
+                "many": med(timeit.repeat(lambda: c.linearization_terms(X, XD, XDD, LAM, u), number=1, repeat=5)),
+            }
+    result = {
+        "model": args.model, "n": cm.n, "m": cm.m, "l": cm.l, "k": cm.ninputs, "repeats": args.repeats,
+        "cpu_count": _cores(),
+        "cold_build_c_s": med(cold["c"]), "cold_build_python_s": med(cold["python"]),
+        "c_compile_overhead_s": med(cold["c"]) - med(cold["python"]),
+        "warm_load_c_s": med(warm["c"]), "warm_load_python_s": med(warm["python"]),
+        "one_point_c_s": t["c"]["one"], "one_point_python_s": t["python"]["one"],
+        "ratio_one_point": t["python"]["one"] / t["c"]["one"],
+        "dynamics_one_point_c_s": t["c"]["dyn"], "dynamics_one_point_python_s": t["python"]["dyn"],
+        "ratio_dynamics_one_point": t["python"]["dyn"] / t["c"]["dyn"],
+        "n_point_c_s": t["c"]["many"], "n_point_python_s": t["python"]["many"],
+        "per_point_c_s": t["c"]["many"] / 1000, "ratio_n_point": t["python"]["many"] / t["c"]["many"],
+        "max_rel_diff_c_python": worst,
+    }
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
