@@ -20,7 +20,10 @@ from nhcontrol.modeling.appell import appell_equations
 from _helpers import accelerations
 
 EXPECTED = {"kinematic": (3, 3, 1.5, 3), "force": (3, 2, 2.0, 4), "torque": (4, 3, 2.5, 5),
-            "force_torque": (4, 2, 3.0, 6)}
+            "force_torque": (4, 2, 3.0, 6),
+            # rigid wheels (Table 1, last rows): two spin angles, two rolling constraints, +1 dof
+            "rigid_kinematic": (5, 5, 2.5, 5), "rigid_force": (5, 4, 3.0, 6),
+            "rigid_torque": (6, 5, 3.5, 7), "rigid_force_torque": (6, 4, 4.0, 8)}
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +44,7 @@ def test_velocity_map_satisfies_skate_constraints(models, variant):
     sub = dict(zip(mb.velocities, ae.xdot))
     for c in mb.nonholonomic:
         assert sp.simplify(c.expr.subs(sub)) == 0, c.name
-    if variant in ("kinematic", "torque"):  # affine speed constraint v_G . i1 = V
+    if variant.removeprefix("rigid_") in ("kinematic", "torque"):  # affine: v_G . i1 = V
         x, y, psi = mb.coordinates[:3]
         V = [p for p in mb.parameters if str(p) == "V"][0]
         assert sp.simplify(sp.cos(psi) * ae.xdot[0] + sp.sin(psi) * ae.xdot[1] - V) == 0
@@ -138,6 +141,8 @@ def test_errors():
         st.build("rigid_wheel")
     with pytest.raises(ModelError, match="valid names"):
         st.build("force", mass=3.0)
+    with pytest.raises(ModelError, match="r_w.*valid names"):   # wheel radius: rigid wheels only
+        st.build("force", r_w=0.3)
     with pytest.raises(ModelError, match="positive"):
         st.build("force", m=-1.0)
     mdl = st.build("force")
@@ -158,3 +163,38 @@ def test_force_skate_closed_form():
         mu = p["m"] + k * math.tan(g) ** 2 / L ** 2
         vd = (F_R + F_F / math.cos(g) - k * math.tan(g) / (L * math.cos(g)) ** 2 * r * v) / mu
         assert f(0, [1.0, 2.0, 0.4, v], [F_R, F_F, g, r])[3] == pytest.approx(vd, rel=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["rigid_force", "rigid_torque", "rigid_force_torque"])
+def test_rigid_wheel_appell_equals_newton_euler(models, variant):
+    """Rigid-wheel variants: Appell's ẇ equals Newton--Euler with the four constraints (two
+    lateral, two rolling, review Eq. (50)) at 20 points of an Appell trajectory to 1e-10."""
+    assert st.appell_vs_newton_euler(models[variant]) < 1e-10
+
+
+def test_rigid_wheel_straight_run_closed_form(models):
+    """Rigid-wheel force model going straight (γ = 0): the wheels add their mass and spin
+    inertia, (m + 2 m_w + 2 J_w / r²) v̇ = (M_R + M_F) / r (derived here from the kinetic
+    energy; Appell's equation to 1e-12 relative)."""
+    f = models["rigid_force"].appell.rhs()
+    p = {**st.DEFAULTS, **st.WHEEL_DEFAULTS}
+    mu = p["m"] + 2 * p["m_w"] + 2 * p["J_w"] / p["r_w"] ** 2
+    M_R, M_F, v = 300.0, -120.0, 14.0
+    vd = f(0, [1.0, 2.0, 0.4, 0, 0, v], [M_R, M_F, 0.0, 0.0])[5]
+    assert vd == pytest.approx((M_R + M_F) / p["r_w"] / mu, rel=1e-12)
+
+
+def test_rigid_wheel_tends_to_skate():
+    """With wheel mass and spin inertia -> 0 the rigid-wheel force model is the force skate
+    driven by F = M / r (force/torque equivalence of the review, Sect. 5): ẋ and v̇ agree to
+    O(m_w, J_w) = 1e-9 relative while steering with a rate."""
+    rigid = st.build("rigid_force", m_w=1e-9, J_w=1e-9).appell.rhs()
+    skate = st.build("force").appell.rhs()
+    r = st.WHEEL_DEFAULTS["r_w"]
+    for M_R, M_F, g, rate, v in [(300.0, -120.0, 0.1, 0.3, 14.0), (-50.0, 270.0, -0.2, -0.5, 25.0)]:
+        a = rigid(0, [1.0, 2.0, 0.4, 0.0, 0.0, v], [M_R, M_F, g, rate])
+        b = skate(0, [1.0, 2.0, 0.4, v], [M_R / r, M_F / r, g, rate])
+        assert a[:3] == pytest.approx(b[:3], rel=1e-12)
+        assert a[5] == pytest.approx(b[3], rel=1e-8)
+        assert a[3] == pytest.approx(v / r, rel=1e-14) and a[4] == pytest.approx(v / (r * math.cos(g)), rel=1e-14)

@@ -108,7 +108,10 @@ def test_reproduce_quick(tmp_path):
     res = rv.run(out=tmp_path, quick=True)
     json.dumps(res)
     assert res["models"]["kinematic"]["dof"] == 1.5 and res["models"]["force_torque"]["dof"] == 3.0
-    assert {m["first_order_odes"] for m in res["models"].values()} == {3, 4, 5, 6}
+    assert {m["first_order_odes"] for m in res["models"].values()} == {3, 4, 5, 6, 7, 8}
+    assert [res["models"][f"rigid_{v}"]["dof"] for v in ("kinematic", "force", "torque",
+                                                         "force_torque")] == [2.5, 3.0, 3.5, 4.0]
+    assert set(res["appell_vs_newton_euler"]) == {"force", "torque", "force_torque"}  # quick
     assert res["appell_vs_newton_euler_max_diff"] < 1e-10
     assert res["kinematic_turning_radius_rel_error"] < 1e-8
     mpc, lqr = res["lane_change"], res["lane_change_lqr"]

@@ -48,12 +48,14 @@ from nhcontrol.reference import Reference, inverse_dynamics
 __all__ = ["lane_change_reference", "iso_3888_1_path", "lateral_error", "flat_states",
            "LaneChangePath", "ISO_3888_1_SECTIONS", "ISO_3888_1_OFFSET", "DRIVE_INPUTS"]
 
-#: Section lengths of the ISO 3888-1 track [m].
 ISO_3888_1_SECTIONS: tuple[float, ...] = (15.0, 30.0, 25.0, 25.0, 15.0, 15.0)
-#: Lateral offset of the lane of section 3 [m].
+"""Section lengths of the ISO 3888-1 track [m]."""
+
 ISO_3888_1_OFFSET: float = 3.5
-#: Inputs of ``single_track.build("force_torque")`` that drive the lane change (``F_F = 0``).
+"""Lateral offset of the lane of section 3 [m]."""
+
 DRIVE_INPUTS: tuple[str, ...] = ("F_R", "T")
+"""Inputs of ``single_track.build("force_torque")`` that drive the lane change (``F_F = 0``)."""
 
 _SMOOTHSTEP = Polynomial([0, 0, 0, 0, 0, 126, -420, 540, -315, 70])
 _DERIVS = [_SMOOTHSTEP.deriv(k) for k in range(5)]

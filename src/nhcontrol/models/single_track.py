@@ -39,8 +39,12 @@ Control*, 2nd ed., Springer, 2012 (lateral-dynamics examples of Ch. 2--3); ``J_F
 1 kg m^2`` and ``m_F = 20 kg`` (steering assembly at ``F``, torque-steered variants only)
 are chosen here.
 
-Only the skate variants are implemented here; the rigid-wheel variants of Table 1
-(2.5--4 degrees of freedom) are not.
+The rigid-wheel variants (``rigid_kinematic``, ``rigid_force``, ``rigid_torque``,
+``rigid_force_torque``: 2.5, 3, 3.5 and 4 degrees of freedom) add the wheel spin angles
+``phi_R, phi_F`` and the rolling constraints ``v_R · i_1 = r_w φ̇_R``,
+``v_F · e_F = r_w φ̇_F`` (review Eq. (50)); each axle's wheels are a body of mass ``m_w`` and
+spin inertia ``J_w`` driven by the axle torque ``M_R`` or ``M_F``
+(docs/theory/road_vehicles.md).
 """
 
 from __future__ import annotations
@@ -57,18 +61,25 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.integrate import solve_ivp
 
 from nhcontrol._util.errors import ModelError
-from nhcontrol.modeling import MultibodySystem, rot_z
+from nhcontrol.modeling import MultibodySystem, rot_y, rot_z
 from nhcontrol.modeling.appell import AppellEquations, appell_equations
 
 __all__ = [
-    "build", "DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "kinematic_steady_turn",
+    "build", "DEFAULTS", "WHEEL_DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "kinematic_steady_turn",
     "appell_vs_newton_euler", "newton_euler_wdot", "kinematic_turn_error", "APPELL_CHECKS",
 ]
 
-Variant = Literal["kinematic", "force", "torque", "force_torque"]
+Variant = Literal["kinematic", "force", "torque", "force_torque", "rigid_kinematic", "rigid_force",
+                  "rigid_torque", "rigid_force_torque"]
 
-VARIANTS: tuple[str, ...] = ("kinematic", "force", "torque", "force_torque")
-"""The skate variants of Table 1 of the review."""
+VARIANTS: tuple[str, ...] = ("kinematic", "force", "torque", "force_torque", "rigid_kinematic",
+                             "rigid_force", "rigid_torque", "rigid_force_torque")
+"""The variants of Table 1 of the review: four skate models, then their rigid-wheel counterparts."""
+
+WHEEL_DEFAULTS: Mapping[str, float] = {"r_w": 0.3, "m_w": 40.0, "J_w": 1.8}
+"""Rigid-wheel variants, per axle (the two wheels of an axle lumped into one): wheel radius [m],
+mass [kg] and spin inertia [kg m^2] (``J_w = m_w r_w² / 2``, uniform discs of 20 kg; chosen here
+as typical passenger-car values). The wheels are added to the chassis ``m, J``."""
 
 DEFAULTS: Mapping[str, float] = {"m": 1573.0, "J": 2873.0, "a": 1.1, "b": 1.58, "J_F": 1.0, "m_F": 20.0, "V": 20.0}
 """Passenger car (Rajamani 2012): mass [kg], yaw inertia [kg m^2], G to front / rear axle [m], steering
@@ -78,7 +89,7 @@ yaw inertia [kg m^2] and mass [kg] (torque-steered variants), prescribed speed [
 
 @dataclass(frozen=True, eq=False)
 class SingleTrackModel:
-    """A skate single-track model: the multibody system and its Appell's equations.
+    """A single-track model: the multibody system and its Appell's equations.
 
     Attributes
     ----------
@@ -115,40 +126,59 @@ class SingleTrackModel:
 
 
 def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
-    """Build one skate single-track model of Table 1.
+    """Build one single-track model of Table 1 (skate or rigid-wheel).
 
     Parameters
     ----------
-    variant : {'kinematic', 'force', 'torque', 'force_torque'}
+    variant : str
+        One of `VARIANTS`: the skate models ``'kinematic', 'force', 'torque',
+        'force_torque'`` and their rigid-wheel counterparts ``'rigid_kinematic',
+        'rigid_force', 'rigid_torque', 'rigid_force_torque'`` (wheel spin angles
+        ``phi_R, phi_F`` added as coordinates, rolling constraints added, driven by axle
+        torques ``M_R, M_F`` instead of forces).
     **overrides : float
-        Parameter defaults to change (names of `DEFAULTS`).
+        Parameter defaults to change (names of `DEFAULTS`; ``r_w``, ``J_w`` of
+        `WHEEL_DEFAULTS` for the rigid-wheel variants).
 
     Returns
     -------
     SingleTrackModel
+
+    Raises
+    ------
+    ModelError
+        Unknown variant or parameter, or a parameter that is not positive and finite.
     """
     if variant not in VARIANTS:
         raise ModelError(f"single-track variant {variant!r} is unknown; choose one of {list(VARIANTS)}")
-    bad = sorted(set(overrides) - set(DEFAULTS))
+    rigid = variant.startswith("rigid_")
+    base = variant[len("rigid_"):] if rigid else variant
+    allowed = {**DEFAULTS, **(WHEEL_DEFAULTS if rigid else {})}
+    bad = sorted(set(overrides) - set(allowed))
     if bad:
-        raise ModelError(f"unknown single-track parameters {bad}; valid names: {sorted(DEFAULTS)}")
-    vals = {**DEFAULTS, **overrides}
+        raise ModelError(f"unknown single-track parameters {bad} for variant {variant!r}; valid "
+                         f"names: {sorted(allowed)}")
+    vals = {**allowed, **overrides}
     for k, v in vals.items():
         if not math.isfinite(v) or (k != "V" and v <= 0):
             raise ModelError(f"single-track parameter {k} = {v!r} must be a positive finite number")
-    steered = variant in ("torque", "force_torque")
+    steered = base in ("torque", "force_torque")
+    driven = base in ("force", "force_torque")
     mb = MultibodySystem(f"single_track_{variant}")
+    names = "x y psi" + (" gamma" if steered else "") + (" phi_R phi_F" if rigid else "")
+    q = mb.add_coordinates(names)
+    x, y, psi = q[:3]
+    gam = q[3] if steered else None
+    par = mb.add_parameters(**vals)
+    m, J, a, b, J_F, m_F, V = par[:7]
+    r_w, m_w, J_w = (par[7], par[8], par[9]) if rigid else (None, None, None)
+    drive = ("M_R M_F" if rigid else "F_R F_F") if driven else ""
     if steered:
-        x, y, psi, gam = mb.add_coordinates("x y psi gamma")
-    else:
-        x, y, psi = mb.add_coordinates("x y psi")
-    m, J, a, b, J_F, m_F, V = mb.add_parameters(**vals)
-    if steered:
-        ins = mb.add_inputs("F_R F_F T" if variant == "force_torque" else "T")
+        ins = mb.add_inputs((drive + " T").strip())
         ins = ins if isinstance(ins, tuple) else (ins,)
         rate = None
     else:
-        ins = mb.add_inputs("F_R F_F gamma gamma_rate" if variant == "force" else "gamma gamma_rate")
+        ins = mb.add_inputs((drive + " gamma gamma_rate").strip())
         gam, rate = ins[-2], ins[-1]
     c, s = sp.cos(psi), sp.sin(psi)
     i1 = sp.Matrix([c, s, 0])
@@ -164,17 +194,39 @@ def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
         T = ins[-1]
         mb.add_torque(front, [0, 0, T])
         mb.add_torque(chassis, [0, 0, -T])
-    if variant in ("force", "force_torque"):
+    if rigid:
+        # wheels (thin discs at the axle centres): spin inertia J_w, diametral J_w / 2
+        phi_R, phi_F = q[-2], q[-1]
+        I_w = sp.diag(J_w / 2, J_w, J_w / 2)
+        wheel_R = mb.add_body("rear_wheel", mass=m_w, inertia=I_w, position=P_R,
+                              orientation=rot_z(psi) * rot_y(phi_R))
+        wheel_F = mb.add_body("front_wheel", mass=m_w, inertia=I_w, position=P_F,
+                              orientation=rot_z(psi + gam) * rot_y(phi_F))
+        if driven:
+            M_R, M_F = ins[0], ins[1]
+            j_R = sp.Matrix([-s, c, 0])
+            j_F = sp.Matrix([-sp.sin(psi + gam), sp.cos(psi + gam), 0])
+            mb.add_torque(wheel_R, M_R * j_R)
+            mb.add_torque(chassis, -M_R * j_R)
+            mb.add_torque(wheel_F, M_F * j_F)
+            mb.add_torque(front if front is not None else chassis, -M_F * j_F)
+    elif driven:
         F_R, F_F = ins[0], ins[1]
         mb.add_force(chassis, F_R * i1, point=P_R)
         mb.add_force(front if front is not None else chassis, F_F * e_F, point=P_F)
-    xd, yd, psid = mb.velocities[:3]
-    mb.add_nonholonomic(-s * xd + c * yd - b * psid, name="rear_skate")
+    vel = mb.velocities
+    xd, yd, psid = vel[:3]
+    mb.add_nonholonomic(-s * xd + c * yd - b * psid, name="rear_skate" if not rigid else "rear_lateral")
     mb.add_nonholonomic(-sp.sin(psi + gam) * xd + sp.cos(psi + gam) * yd + a * sp.cos(gam) * psid,
-                        name="front_skate")
+                        name="front_skate" if not rigid else "front_lateral")
+    if rigid:
+        # rolling (review Eq. (50)): longitudinal speed of the wheel centre = r_w * spin rate
+        mb.add_nonholonomic(c * xd + s * yd - r_w * vel[-2], name="rear_rolling")
+        mb.add_nonholonomic(sp.cos(psi + gam) * xd + sp.sin(psi + gam) * yd
+                            + a * sp.sin(gam) * psid - r_w * vel[-1], name="front_rolling")
     # velocity map x_dot = Phi w + phi (derived in docs/theory/road_vehicles.md)
     w: list[sp.Symbol] = []
-    if variant in ("force", "force_torque"):
+    if driven:
         u1 = sp.Symbol("v", real=True)
         w.append(u1)
     else:
@@ -184,10 +236,12 @@ def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
         wg = sp.Symbol("gamma_d", real=True)
         w.append(wg)
     L = a + b
-    r = u1 * sp.tan(gam) / L
-    xdot = [u1 * c - b * r * s, u1 * s + b * r * c, r]
+    yaw = u1 * sp.tan(gam) / L
+    xdot = [u1 * c - b * yaw * s, u1 * s + b * yaw * c, yaw]
     if steered:
         xdot.append(wg)
+    if rigid:
+        xdot += [u1 / r_w, u1 / (r_w * sp.cos(gam))]
     ae = appell_equations(mb, xdot, w, input_rates=None if rate is None else {gam: rate})
     return SingleTrackModel(variant=variant, system=mb, appell=ae)
 
@@ -220,7 +274,8 @@ def newton_euler_wdot(mdl: SingleTrackModel, cm: object, s: ArrayLike, u: ArrayL
     M, D = np.asarray(cm.M(x, u)), np.asarray(cm.D(x, u))
     Q, Qd = np.asarray(cm.Q(x, xd, u)), np.asarray(cm.Qd(x, xd, u))
     psi, psid = x[2], xd[2]
-    if mdl.variant in ("kinematic", "torque"):
+    base = mdl.variant.removeprefix("rigid_")
+    if base in ("kinematic", "torque"):
         row = np.zeros(n)
         row[:2] = math.cos(psi), math.sin(psi)
         D = np.vstack([D, row])
@@ -229,22 +284,27 @@ def newton_euler_wdot(mdl: SingleTrackModel, cm: object, s: ArrayLike, u: ArrayL
     K = np.block([[M, D.T], [D, np.zeros((k, k))]])
     xdd = np.linalg.solve(K, np.concatenate([Q, Qd]))[:n]
     out = []
-    if mdl.variant in ("force", "force_torque"):
+    if base in ("force", "force_torque"):
         out.append(math.cos(psi) * xdd[0] + math.sin(psi) * xdd[1]
                    + psid * (-math.sin(psi) * xd[0] + math.cos(psi) * xd[1]))
-    if n == 4:
+    if base in ("torque", "force_torque"):
         out.append(xdd[3])
     return np.array(out)
 
 
-#: Inputs ``u(t)`` and initial states ``[x, w]`` of the Appell vs Newton--Euler checks.
 APPELL_CHECKS: dict[str, tuple] = {
     "force": (lambda t: [800.0 * math.sin(t), 300.0, 0.05 * math.cos(0.7 * t), 0.0],
               [0, 0, 0.1, 15.0]),
     "torque": (lambda t: [20.0 * math.sin(2 * t)], [0, 0, 0, 0.02, 0.0]),
     "force_torque": (lambda t: [500.0, -200.0 * math.cos(t), 15.0 * math.sin(3 * t)],
                      [1, 2, 0.3, -0.01, 12.0, 0.0]),
+    "rigid_force": (lambda t: [240.0 * math.sin(t), 90.0, 0.05 * math.cos(0.7 * t), 0.0],
+                    [0, 0, 0.1, 0, 0, 15.0]),
+    "rigid_torque": (lambda t: [20.0 * math.sin(2 * t)], [0, 0, 0, 0.02, 0, 0, 0.0]),
+    "rigid_force_torque": (lambda t: [150.0, -60.0 * math.cos(t), 15.0 * math.sin(3 * t)],
+                           [1, 2, 0.3, -0.01, 0, 0, 12.0, 0.0]),
 }
+"""Inputs ``u(t)`` and initial states ``[x, w]`` of the Appell vs Newton--Euler checks."""
 
 
 def appell_vs_newton_euler(mdl: SingleTrackModel, u: object = None, s0: ArrayLike | None = None,
