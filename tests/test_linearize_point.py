@@ -1,10 +1,11 @@
-"""The single-point path of ``linearize`` (issue 10, part 2) against the stacked path.
+"""The fast Steps 1-7 of ``linearize`` (issue 10, part 2) against the reference implementation.
 
-``linearize(cm, ref, part, t=ti)`` runs Steps 1-7 on 2-D arrays in the model's coordinate order
-(``nhcontrol/linearize/_point.py``); ``t=[ti, ti]`` runs the stacked, permuted implementation
-(``third_procedure``) that all other tests validate against closed forms, finite differences and
-published eigenvalues. The two are the same sums in another order, so they agree to round-off:
-the tolerance is 1e-14 relative to the largest entry (measured: up to a few 1e-16).
+``linearize`` runs ``nhcontrol/linearize/_point.py`` (model coordinate order, signed right-hand
+sides, one product for R0, S0, m0) at one point (2-D arrays) and on stacks; ``third_procedure``
+is the implementation in the thesis order that reads like Sect. 4.2.3 (the one the other tests
+validated against closed forms, finite differences and published eigenvalues before issue 10).
+They are the same sums in another order, so they agree to round-off: the tolerance is 1e-14
+relative to the largest entry (measured: up to a few 1e-16).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 from nhcontrol._util.errors import PartitionError
 from nhcontrol.linearize import Partition, linearize
 from nhcontrol.linearize._point import point_procedure
+from nhcontrol.linearize.third import _stacked_terms, third_procedure
 from test_linearize_third_toys import (constant_reference, pendulum, sleigh, sleigh_redundant,
                                        sleigh_state)
 
@@ -31,8 +33,9 @@ def _cases():
 
     out = []
     pend = pendulum()
-    out.append(("pendulum", pend, constant_reference(pend, np.array([0.3, 0.0]),
-                                                    np.array([0.5, 0.0])), None, [0.0]))
+    out.append(("pendulum", pend, constant_reference(pend, np.array([0.0, -1.5]),
+                                                    np.array([0.5, 0.0])), Partition(["x"], [], ["y"]),
+                [0.0]))
     sle = sleigh()
     x, xd = sleigh_state(0.4, 1.2, 0.7)
     out.append(("toy sleigh", sle, constant_reference(sle, x, xd),
@@ -58,21 +61,34 @@ def cases():
     return _cases()
 
 
-def test_point_path_equals_stacked_path(cases):
+def _reference_A_B(cm, ref, part, ti):
+    """A, B of ``third_procedure`` (thesis order) at one time."""
+    idx = part.indices(cm)
+    x, xd, xdd, lam, u = ref.x(ti), ref.xd(ti), ref.xdd(ti), ref.lam(ti), ref.u(ti)
+    k = int(cm.ninputs)
+    terms = cm.linearization_terms(x, xd, xdd, lam, u if k else None, ref.parameters)
+    with np.errstate(all="ignore"):
+        out = third_procedure(_stacked_terms(terms, 1, idx.n, idx.m, idx.l, k), idx, k)
+    return out["A"][0], out["B"][0]
+
+
+def test_fast_paths_equal_the_thesis_order_reference(cases):
     for name, cm, ref, part, ts in cases:
         for ti in ts:
+            A_ref, B_ref = _reference_A_B(cm, ref, part, ti)
+            scale = max(1.0, float(np.max(np.abs(A_ref))))
+            bscale = max(1.0, float(np.max(np.abs(B_ref)))) if B_ref.size else 1.0
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # inputs in constraints (skateboard)
                 one = linearize(cm, ref, part, t=ti)
                 two = linearize(cm, ref, part, t=[ti, ti])
                 arr = linearize(cm, ref, part, t=[ti])
                 unchecked = linearize(cm, ref, part, t=ti, check=False)
-            assert one.A.shape == two.A.shape[1:] and one.B.shape == two.B.shape[1:], name
-            scale = max(1.0, float(np.max(np.abs(two.A[0]))))
-            assert np.max(np.abs(one.A - two.A[0])) <= 1e-14 * scale, (name, ti)
-            if one.B.size:
-                bscale = max(1.0, float(np.max(np.abs(two.B[0]))))
-                assert np.max(np.abs(one.B - two.B[0])) <= 1e-14 * bscale, (name, ti)
+            assert one.A.shape == A_ref.shape and two.A.shape == (2,) + A_ref.shape, name
+            for A, B in ((one.A, one.B), (two.A[0], two.B[0]), (two.A[1], two.B[1])):
+                assert np.max(np.abs(A - A_ref)) <= 1e-14 * scale, (name, ti)
+                if B.size:
+                    assert np.max(np.abs(B - B_ref)) <= 1e-14 * bscale, (name, ti)
             assert one.states == two.states and one.t == ti and not one.stacked
             # a one-element array of times keeps the leading axis (same numbers)
             assert arr.A.shape == (1,) + one.A.shape

@@ -21,6 +21,7 @@ path does.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -50,117 +51,127 @@ def _layout(idx: PartitionIndices, k: int) -> dict[str, Any]:
     Th0 = np.zeros((n, na))
     Th0[lay["a"], np.arange(na)] = 1.0
     lay["T0"], lay["Th0"] = T0, Th0
+    lay["perm"] = idx.perm
     for r in {m + l, m, l, n1}:
         lay[f"I{r}"] = np.eye(r)
+        lay[f"-I{r}"] = -np.eye(r)
     if len(_LAYOUT) > 256:
         _LAYOUT.clear()
     _LAYOUT[id(idx)] = (idx, lay)
     return lay
 
 
-def point_procedure(terms: Any, idx: PartitionIndices, k: int) -> dict[str, NDArray[np.float64]]:
-    """``A (ns, ns)``, ``B (ns, k)`` of Eqs. (4.124)/(4.127) and Sect. 8.1 at one point.
+def point_procedure(terms: Any, idx: PartitionIndices, k: int,
+                    N: int | None = None) -> dict[str, NDArray[np.float64]]:
+    """``A``, ``B`` of Eqs. (4.124)/(4.127) and Sect. 8.1 at one point or ``N`` stacked points.
 
     Parameters
     ----------
-    terms : LinearizationTerms
-        One point (no leading axis).
+    terms : LinearizationTerms or mapping
+        The kernel's terms: one point (no leading axis) when ``N`` is None, else a leading
+        axis of length ``N``.
     idx : PartitionIndices
     k : int
         Number of inputs.
+    N : int, optional
+        Number of stacked points (None: one point, results without a leading axis).
 
     Returns
     -------
     dict
-        ``A``, ``B``, ``m0`` and, for the conditioning checks, ``D`` with ``D_dd_inv``,
-        ``Cx`` with ``Cx_d_inv``, ``Bbar`` with ``Bbar_ad_inv`` (those present). A singular
-        block gives inf/NaN entries (no exception); the caller checks ``A`` and ``B``.
+        ``A (…, ns, ns)``, ``B (…, ns, k)``, ``m0`` and, for the conditioning checks, ``D`` with
+        ``D_dd_inv``, ``Cx`` with ``Cx_d_inv``, ``Bbar`` with ``Bbar_ad_inv`` (those present).
+        A singular block gives inf/NaN entries (no exception); the caller checks ``A``, ``B``.
+
+    Notes
+    -----
+    The right-hand sides are signed so that each solve returns the thesis matrices directly:
+    ``−D_dd⁻¹ [D_ai, ∂(Dẋ0)/∂x, −∂Q_d/∂ẋ, ∂(Dẍ0)/∂x − ∂Q_d/∂x, −I]`` is
+    ``[T_dd, V̄̄0_dd, U0_dd, V0_dd, D_dd⁻¹]`` (Eqs. (4.99), (4.102), (4.103)). Then one product
+    ``T0ᵀ [∂Q/∂ẋ − M U0, ∂Q/∂x − M V0 − ∂(Mẍ0)/∂x − ∂(DᵀΛ0)/∂x, M T0, ∂Q/∂u − ∂(Mẍ0)/∂u]``
+    gives ``[R0, S0, m0, ·]`` (Eqs. (4.120)-(4.122)).
     """
+    get = ((lambda key: terms[key]) if isinstance(terms, Mapping)
+           else (lambda key: getattr(terms, key)))
     L = _layout(idx, k)
     n, m, l, n1, na = L["n"], L["m"], L["l"], L["n1"], L["na"]
     c = m + l
     ns = 2 * n1 + l
-    ai, d, a, dd = L["ai"], L["d"], L["a"], L["dd"]
-    M = np.asarray(terms.M).reshape(n, n)
+    d, a, dd = L["d"], L["a"], L["dd"]
+    lead: tuple[int, ...] = () if N is None else (int(N),)
+
+    def f(key: str, r: int, cols: int) -> NDArray[np.float64]:
+        return np.asarray(get(key)).reshape(lead + (r, cols))
+
+    M = f("M", n, n)
     out: dict[str, NDArray[np.float64]] = {}
 
     # ---- Steps 1-3: T0, V̄̄0, U0, V0 (Eqs. (2.131), (4.99)-(4.103)) from one LU of D_dd -----
-    T0 = L["T0"].copy()
-    dQ_dx = np.asarray(terms.dQ_dx).reshape(n, n)
-    dQ_dxd = np.asarray(terms.dQ_dxd).reshape(n, n)
-    G = dQ_dx - np.asarray(terms.dMa_dx).reshape(n, n) - np.asarray(terms.dDTlam_dx).reshape(n, n)
+    T0 = np.empty(lead + (n, n1))
+    T0[...] = L["T0"]
+    W7 = np.empty(lead + (n, 2 * n + n1 + k))  # [∂Q/∂ẋ − M U0, G − M V0, M T0, ∂Q/∂u − ∂(Mẍ0)/∂u]
+    W7[..., :n] = f("dQ_dxd", n, n)
+    np.subtract(f("dQ_dx", n, n), f("dMa_dx", n, n), out=W7[..., n:2 * n])
+    W7[..., n:2 * n] -= f("dDTlam_dx", n, n)
     if c:
-        D = np.asarray(terms.D).reshape(c, n)
-        rhs = np.empty((c, n1 + 3 * n + c))
-        rhs[:, :n1] = D[:, ai]
-        rhs[:, n1:n1 + n] = np.asarray(terms.dDv_dx).reshape(c, n)
-        rhs[:, n1 + n:n1 + 2 * n] = np.asarray(terms.dQd_dxd).reshape(c, n)
-        np.subtract(np.asarray(terms.dDa_dx).reshape(c, n),
-                    np.asarray(terms.dQd_dx).reshape(c, n), out=rhs[:, n1 + 2 * n:n1 + 3 * n])
-        rhs[:, n1 + 3 * n:] = L[f"I{c}"]
-        sol = solve(D[:, dd], rhs)
-        out["D"], out["D_dd_inv"] = D, sol[:, n1 + 3 * n:]
-        T0[dd] = -sol[:, :n1]                                   # T_dd, Eq. (4.99)
-        Vbar = -sol[:, n1:n1 + n]                               # V̄̄0 rows dd, Eq. (4.99)
-        Mdd = M[:, dd]
-        # R0 = T0ᵀ (∂Q/∂ẋ − M U0) (4.121); S0 = T0ᵀ (∂Q/∂x − M V0 − ∂(Mẍ0)/∂x − ∂(DᵀΛ0)/∂x) (4.122)
-        R0 = T0.T @ (dQ_dxd - Mdd @ sol[:, n1 + n:n1 + 2 * n])
-        S0 = T0.T @ (G + Mdd @ sol[:, n1 + 2 * n:n1 + 3 * n])
-        RVS = R0[:, dd] @ Vbar + S0                             # R0 V̄̄0 + S0
-    else:
-        R0 = T0.T @ dQ_dxd
-        RVS = T0.T @ G
+        D = f("D", c, n)
+        Dp = D[..., L["perm"]]
+        rhs = np.concatenate((Dp[..., :n1], f("dDv_dx", c, n), -f("dQd_dxd", c, n),
+                              f("dDa_dx", c, n) - f("dQd_dx", c, n),
+                              np.broadcast_to(L[f"-I{c}"], lead + (c, c))), axis=-1)
+        sol = solve(Dp[..., n1:], rhs)
+        np.negative(sol, out=sol)          # [T_dd, V̄̄0_dd, U0_dd, V0_dd, D_dd⁻¹]
+        out["D"], out["D_dd_inv"] = D, sol[..., n1 + 3 * n:]
+        T0[..., dd, :] = sol[..., :n1]                          # Eq. (2.131)
+        W7[..., :2 * n] -= M[..., dd] @ sol[..., n1 + n:n1 + 3 * n]   # − M [U0, V0]
+    np.matmul(M, T0, out=W7[..., 2 * n:2 * n + n1])
+    if k:
+        np.subtract(f("dQ_du", n, k), f("dMa_du", n, k), out=W7[..., 2 * n + n1:])
+    RS = np.swapaxes(T0, -1, -2) @ W7    # [R0, S0, m0, T0ᵀ(∂Q/∂u − ∂(Mẍ0)/∂u)]
+    R0, m0 = RS[..., :n], RS[..., 2 * n:2 * n + n1]
+    RVS = RS[..., n:2 * n]               # R0 V̄̄0 + S0
+    if c:
+        RVS = R0[..., dd] @ sol[..., n1:n1 + n] + RVS
 
     # ---- Steps 4-5: Th0 = [Vh_ai, Vh_ad] and Vh0 (Eqs. (4.105)-(4.113)) ----------------------
     Th0 = L["Th0"]
-    Vh_d = None
     if m:
-        Cx = np.asarray(terms.Cx).reshape(m, n)
-        rhs = np.empty((m, na + n + m))
-        rhs[:, :na] = Cx[:, a]
-        rhs[:, na:na + n] = np.asarray(terms.dCxv_dx).reshape(m, n)
-        rhs[:, na + n:] = L[f"I{m}"]
-        sol = solve(Cx[:, d], rhs)
-        out["Cx"], out["Cx_d_inv"] = Cx, sol[:, na + n:]
-        Th0 = Th0.copy()
-        Th0[d] = -sol[:, :na]                                   # Eq. (4.112)
-        Vh_d = -sol[:, na:na + n]                               # Vh0 rows d, Eq. (4.113)
+        Cx = f("Cx", m, n)
+        rhs = np.concatenate((Cx[..., a], f("dCxv_dx", m, n),
+                              np.broadcast_to(L[f"-I{m}"], lead + (m, m))), axis=-1)
+        solh = solve(Cx[..., d], rhs)
+        np.negative(solh, out=solh)        # [Th0_d, Vh0_d, Cx_d⁻¹] (Eqs. (4.112), (4.113))
+        out["Cx"], out["Cx_d_inv"] = Cx, solh[..., na + n:]
+        Th0 = np.empty(lead + (n, na))
+        Th0[...] = L["Th0"]
+        Th0[..., d, :] = solh[..., :na]
 
-    A = np.zeros((ns, ns))
-    A[:n1, n1:2 * n1] = L[f"I{n1}"]
+    A = np.zeros(lead + (ns, ns))
+    A[..., :n1, n1:2 * n1] = L[f"I{n1}"]
     # ---- Step 6: ẋ̃_ad = U_nh_ai ẋ̃_ai + V_nh_ai x̃_ai + V_nh_ad x̃_ad (Eqs. (4.114)-(4.117)) ---
     if l:
-        Bm = np.asarray(terms.B).reshape(l, n)
+        Bm = f("B", l, n)
         Bbar = Bm @ Th0                                         # B̄ = B Th0, Eq. (4.115)
-        W = np.asarray(terms.dBv_dx).reshape(l, n)
+        W = f("dBv_dx", l, n)
         if m:
-            W = Bm[:, d] @ Vh_d + W                             # B Vh0 + ∂(B ẋ0)/∂x
+            W = Bm[..., d] @ solh[..., na:na + n] + W           # B Vh0 + ∂(B ẋ0)/∂x
         WT = W @ Th0
         # columns ordered as the last block row of A: [V_nh_ai, U_nh_ai, V_nh_ad], then B̄_ad⁻¹
-        rhs = np.empty((l, ns + l))
-        rhs[:, :n1] = WT[:, :n1]
-        rhs[:, n1:2 * n1] = Bbar[:, :n1]
-        rhs[:, 2 * n1:ns] = WT[:, n1:]
-        rhs[:, ns:] = L[f"I{l}"]
-        sol = solve(Bbar[:, n1:], rhs)
-        out["Bbar"], out["Bbar_ad_inv"] = Bbar, sol[:, ns:]
-        np.negative(sol[:, :ns], out=A[2 * n1:])                # J31, J32, J33 (Eq. (4.117))
+        rhs = np.concatenate((WT[..., :n1], Bbar[..., :n1], WT[..., n1:],
+                              np.broadcast_to(L[f"-I{l}"], lead + (l, l))), axis=-1)
+        soln = solve(Bbar[..., n1:], rhs)
+        np.negative(soln, out=soln)
+        out["Bbar"], out["Bbar_ad_inv"] = Bbar, soln[..., ns:]
+        A[..., 2 * n1:, :] = soln[..., :ns]                     # J31, J32, J33 (Eq. (4.117))
 
-    # ---- Step 7: m0, and [J21, J22, J23 | B_u] from one solve (Eqs. (4.120)-(4.125)) -------
-    m0 = T0.T @ M @ T0                                          # Eq. (4.120)
+    # ---- Step 7: [J21, J22, J23 | B_u] from one solve with m0 (Eqs. (4.118)-(4.125)) -------
     RVST = RVS @ Th0
-    rhs = np.empty((n1, ns + k))
-    rhs[:, :n1] = RVST[:, :n1]                                  # → J21
-    np.matmul(R0, T0, out=rhs[:, n1:2 * n1])                    # → J22
-    rhs[:, 2 * n1:ns] = RVST[:, n1:]                            # → J23
-    if k:
-        # input matrix, Sect. 8.1: m0⁻¹ T0ᵀ (∂Q/∂u − ∂(M ẍ0)/∂u)
-        np.matmul(T0.T, np.asarray(terms.dQ_du).reshape(n, k)
-                  - np.asarray(terms.dMa_du).reshape(n, k), out=rhs[:, ns:])
-    sol = solve(m0, rhs)
-    A[n1:2 * n1] = sol[:, :ns]
-    Bin = np.zeros((ns, k))
-    Bin[n1:2 * n1] = sol[:, ns:]
+    rhs = np.concatenate((RVST[..., :n1], R0 @ T0, RVST[..., n1:], RS[..., 2 * n + n1:]),
+                         axis=-1)
+    sol7 = solve(m0, rhs)
+    A[..., n1:2 * n1, :] = sol7[..., :ns]
+    Bin = np.zeros(lead + (ns, k))
+    Bin[..., n1:2 * n1, :] = sol7[..., ns:]
     out.update(A=A, B=Bin, m0=m0)
     return out
 
@@ -170,19 +181,34 @@ def point_suspect(out: dict[str, NDArray[np.float64]], cond_max: float) -> bool:
 
     ``‖R⁻¹F‖₁ ‖F_blk⁻¹ R‖₁`` (``R``: row norms of the full matrix ``F``) from the inverses the
     solves returned; True when a block may reach ``cond_max`` and needs the exact (SVD)
-    decision (the same bound, ``cond_max / sqrt(cols_F · size)``, as the stacked path).
-    Call it with finite ``out`` (a non-finite one goes to the exact decision directly).
+    decision (the same bound, ``cond_max / sqrt(cols_F · size)``, as the stacked path). ``∂C/∂x``
+    is the first ``m`` rows of ``D``: its row norms and scaled rows are shared. Call it with a
+    finite ``out`` (a non-finite one goes to the exact decision directly).
     """
-    for full_key, inv_key in (("D", "D_dd_inv"), ("Cx", "Cx_d_inv"), ("Bbar", "Bbar_ad_inv")):
-        inv = out.get(inv_key)
-        if inv is None or inv.shape[-1] == 0:
-            continue
-        full = out[full_key]
-        rn = np.sqrt(np.square(full).sum(axis=1))
+    D = out.get("D")
+    if D is not None:
+        rn = np.sqrt(np.square(D).sum(axis=1))
         if not rn.all():  # a vanishing constraint row: infinitely ill conditioned
             return True
-        c1 = (np.abs(full / rn[:, None]).sum(axis=0).max()
-              * np.abs(inv * rn).sum(axis=0).max())
-        if not c1 < cond_max / np.sqrt(full.shape[-1] * inv.shape[-1]):
+        Fs = np.abs(D / rn[:, None])
+        ncols = D.shape[1]
+        inv = out["D_dd_inv"]
+        if not (Fs.sum(axis=0).max() * np.abs(inv * rn).sum(axis=0).max()
+                < cond_max / np.sqrt(ncols * inv.shape[1])):
+            return True
+        inv = out.get("Cx_d_inv")
+        if inv is not None and inv.shape[1]:
+            m = inv.shape[1]
+            if not (Fs[:m].sum(axis=0).max() * np.abs(inv * rn[:m]).sum(axis=0).max()
+                    < cond_max / np.sqrt(ncols * m)):
+                return True
+    inv = out.get("Bbar_ad_inv")
+    if inv is not None and inv.shape[1]:
+        full = out["Bbar"]
+        rn = np.sqrt(np.square(full).sum(axis=1))
+        if not rn.all():
+            return True
+        if not (np.abs(full / rn[:, None]).sum(axis=0).max() * np.abs(inv * rn).sum(axis=0).max()
+                < cond_max / np.sqrt(full.shape[1] * inv.shape[1])):
             return True
     return False

@@ -22,6 +22,7 @@ Internally the coordinates are permuted once to the thesis order ``[x_ai, x_ad, 
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 from functools import lru_cache, partial
 from typing import Any, Mapping
@@ -231,6 +232,9 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
     return out
 
 
+_add_reduce = np.add.reduce
+
+
 def _stack(a: Any, N: int, shape: tuple[int, ...]) -> NDArray[np.float64]:
     arr = np.asarray(a, dtype=float)
     return arr.reshape((N,) + shape)
@@ -335,8 +339,7 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
 
     x, xd, xdd, lam, u = _reference_values(ref, ts, N, n, m + l, k)
     p = getattr(ref, "parameters", None)
-    if not (np.isfinite(x).all() and np.isfinite(xd).all() and np.isfinite(xdd).all()
-            and np.isfinite(lam).all()):
+    if not np.isfinite(np.concatenate((x, xd, xdd, lam), axis=1)).all():
         for name, val in (("x0", x), ("xd0", xd), ("xdd0", xdd), ("lam0", lam)):
             if not np.all(np.isfinite(val)):
                 bad = int(np.argwhere(~np.all(np.isfinite(val), axis=-1))[0, 0])
@@ -353,17 +356,16 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
 
     if k:
         _check_inputs_in_constraints(tv, ts, cm)
-    try:
-        with np.errstate(all="ignore"):
-            out = third_procedure(tv, idx, k)
-    except np.linalg.LinAlgError:
-        # an exactly singular block somewhere: the SVD check names it (and raises)
-        _check_blocks(partition, idx, tv, ts, cm, ref, cond_max, np.arange(N))
-        raise ReferenceMotionError(
-            "the reduced mass matrix m0 = T0ᵀ M T0 (Eq. (4.120)) is singular on the reference; "
-            "check the mass and inertia parameters") from None
+    with np.errstate(all="ignore"):
+        # Steps 1-7 on the stack (linearize/_point.py; third_procedure is the same in the
+        # thesis order, kept as the readable reference); a singular block gives NaN entries
+        out = point_procedure(tv, idx, k, N)
     if check:
-        _check_stacked(out, partition, idx, tv, ts, cm, ref, cond_max, m)
+        _check_stacked(out, partition, idx, tv, ts, cm, ref, cond_max)
+    else:
+        bad = ~(np.isfinite(out["A"]).all(axis=(1, 2)) & np.isfinite(out["B"]).all(axis=(1, 2)))
+        if (m + l) and bad.any():
+            _check_blocks(partition, idx, tv, ts, cm, ref, cond_max, np.flatnonzero(bad))
     A, B = out["A"], out["B"]
     _check_finite_result(A[None] if A.ndim == 2 else A, B[None] if B.ndim == 2 else B,
                          out["m0"], ts)
@@ -411,24 +413,24 @@ def _stacked_terms(terms: Any, N: int, n: int, m: int, l: int,  # noqa: E741
 
 def _check_stacked(out: dict[str, NDArray[np.float64]], partition: Partition,
                    idx: PartitionIndices, tv: dict[str, NDArray[np.float64]],
-                   ts: NDArray[np.float64], cm: Any, ref: Any, cond_max: float, m: int) -> None:
+                   ts: NDArray[np.float64], cm: Any, ref: Any, cond_max: float) -> None:
     """Conditioning of the inverted blocks at every point of a stacked linearization.
 
     Cheap 1-norm estimates of the relative condition numbers ‖R⁻¹F‖ ‖F_blk⁻¹ R‖ (R: row norms
     of the full matrix F) from the inverses the solves returned anyway. As
     ‖X‖₂ <= sqrt(cols) ‖X‖₁, only points above COND_MAX / sqrt(cols_F · size) can fail and
-    they go to the exact (SVD) decision.
+    they go to the exact (SVD) decision, as do points where a solve gave NaN (singular block).
     """
     suspect = np.zeros(ts.shape[0], bool)
-    D_full = out.get("D_perm")
-    for blk, full in (("D_dd", D_full), ("Cx_d", None if D_full is None else D_full[:, :m]),
-                      ("Bbar_ad", out.get("Bbar"))):
-        if blk not in out or out[blk].shape[-1] == 0:
+    for full_key, inv_key in (("D", "D_dd_inv"), ("Cx", "Cx_d_inv"), ("Bbar", "Bbar_ad_inv")):
+        inv = out.get(inv_key)
+        if inv is None or inv.shape[-1] == 0:
             continue
+        full = out[full_key]
         rn = np.sqrt(np.einsum("nij,nij->ni", full, full))
         rn = np.where(rn > 0, rn, np.inf)
-        c1 = _norm1(full / rn[:, :, None]) * _norm1(out[blk + "_inv"] * rn[:, None, :])
-        bound = cond_max / np.sqrt(full.shape[-1] * out[blk].shape[-1])
+        c1 = _norm1(full / rn[:, :, None]) * _norm1(inv * rn[:, None, :])
+        bound = cond_max / np.sqrt(full.shape[-1] * inv.shape[-1])
         suspect |= ~(c1 < bound)
     if np.any(suspect):
         _check_blocks(partition, idx, tv, ts, cm, ref, cond_max, np.flatnonzero(suspect))
@@ -484,8 +486,11 @@ def _linearize_point(cm: Any, ref: Any, partition: Partition, idx: PartitionIndi
             _check_inputs_in_constraints(_stacked_terms(terms, 1, n, m, l, k), ts, cm, 4)
     with np.errstate(all="ignore"):
         out = point_procedure(terms, idx, k)
-    A, B = out["A"], out["B"]
-    finite = np.isfinite(A).all() and np.isfinite(B).all()
+        A, B = out["A"], out["B"]
+        # one sum decides when it is finite (a NaN/inf entry makes it non-finite; an overflow
+        # of finite entries falls back to the entrywise test)
+        finite = (math.isfinite(_add_reduce(A, axis=None) + _add_reduce(B, axis=None))
+                  or bool(np.isfinite(A).all() and np.isfinite(B).all()))
     if (check or not finite) and (m + l) and (not finite or point_suspect(out, cond_max)):
         _check_blocks(partition, idx, {"Cx": np.asarray(terms.Cx).reshape(1, m, n),
                                        "B": np.asarray(terms.B).reshape(1, l, n)},

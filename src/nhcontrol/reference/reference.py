@@ -84,7 +84,9 @@ class _Constant:
         self.value = np.array(value, dtype=float)
 
     def __call__(self, tt: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.broadcast_to(self.value, (tt.shape[0], self.value.shape[0])).copy()
+        out = np.empty((tt.shape[0], self.value.shape[0]))
+        out[...] = self.value
+        return out
 
 
 def _constant(value: NDArray[np.float64]) -> _TimeFn:
@@ -329,8 +331,20 @@ class Reference:
         """``(x0, ẋ0, ẍ0, Λ0, u0)`` at ``t`` with one check of the times (what ``linearize``
         needs; the same numbers as the five methods)."""
         tt, scalar = self._times(t)
-        vals = tuple(np.asarray(f(tt), dtype=float)
-                     for f in (self._fx, self._fxd, self._fxdd, self._flam, self._fu))
+        shared: dict[int, Any] = {}
+
+        def call(f: _TimeFn) -> NDArray[np.float64]:
+            # x, ẋ, ẍ given as StateComponent(fn, i) of one vectorised fn: call fn once
+            inner = getattr(f, "f", None)
+            if isinstance(inner, StateComponent) and getattr(f, "vectorised", False):
+                key = id(inner.fn)
+                if key not in shared:
+                    shared[key] = inner.fn(tt)
+                return np.asarray(shared[key][inner.index], dtype=float).reshape(
+                    tt.shape[0], f.d)
+            return np.asarray(f(tt), dtype=float)
+
+        vals = tuple(call(f) for f in (self._fx, self._fxd, self._fxdd, self._flam, self._fu))
         return tuple(v[0] for v in vals) if scalar else vals
 
     def sample(self, ts: ArrayLike) -> ReferenceSamples:
