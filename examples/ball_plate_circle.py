@@ -2,7 +2,7 @@
 
 Run ``python examples/ball_plate_circle.py [OUTDIR] [T_FINAL]``. Uses only the public API:
 model → circular reference → exact linearization (controllable formulation) → ZOH discretization
-→ finite-horizon LQR and LTV-MPC (|α|, |β| ≤ 10°) → closed loop on the nonlinear model from the
+→ finite-horizon LQR and LTV-MPC (|α|, |β| ≤ 10°, steps ≤ 0.5° per sample) → closed loop on the nonlinear model from the
 initial deviations of Eqs. (8.89)–(8.92).
 """
 
@@ -35,8 +35,8 @@ def main(outdir: str | Path = ".", t_final: float = 20.0, phi0_deg: float = 5.0)
     R = 1e3 * np.eye(2)
     steps = int(math.ceil(t_final / dt)) + 3 * 125
     lqr = finite_horizon_lqr(window(dsys, 0, steps), Q, R, Q)
-    N, bound = 20, math.radians(10.0)
-    mpc = LTVMPC(N, Q, R, lqr.P[N], u_min=-bound, u_max=bound)
+    N, bound, rate = 20, math.radians(10.0), math.radians(0.5)   # rate: no bang-bang inputs
+    mpc = LTVMPC(N, Q, R, lqr.P[N], u_min=-bound, u_max=bound, du_min=-rate, du_max=rate)
 
     def lqr_law(t, x, xd):                     # u = u0(t_k + dt/2) + δu_k, held on the sample
         k = int(round(t / dt))
@@ -58,12 +58,15 @@ def main(outdir: str | Path = ".", t_final: float = 20.0, phi0_deg: float = 5.0)
         return np.abs(np.hypot(sim.x[:, 0] - mo.x_A, sim.x[:, 1] - mo.y_A) - mo.rho)
 
     nums = {name: {"final_error_m": float(error(s)[-1]), "initial_error_m": float(error(s)[0]),
-                   "peak_input_deg": float(np.degrees(np.max(np.abs(s.control_inputs))))}
+                   "peak_input_deg": float(np.degrees(np.max(np.abs(s.control_inputs)))),
+                   "max_input_step_deg": float(np.degrees(np.max(np.abs(
+                       np.diff(s.control_inputs, axis=0)))))}
             for name, s in runs.items()}
     for name, v in nums.items():
         print(f"{name}: contact point {1e3 * v['final_error_m']:.3f} mm from the circle after "
               f"{t_final:g} s (initially {1e3 * v['initial_error_m']:.1f} mm), "
-              f"peak plate angle {v['peak_input_deg']:.2f} deg")
+              f"peak plate angle {v['peak_input_deg']:.2f} deg, largest step per sample "
+              f"{v['max_input_step_deg']:.2f} deg")
     tr = np.linspace(0.0, t_final, 400)
     xr = ref.x(tr)
     figs = {"ball_plate_circle_path": plot_contact_path(
