@@ -338,7 +338,7 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
 def summary(result: dict[str, Any]) -> str:
     lines = ["Single-track models of the road-vehicle review (Table 1):"]
     for v, m in result["models"].items():
-        lines.append(f"  {v:14s} n = {m['n']}, l = {m['l']}, dof = {m['dof']:g}, "
+        lines.append(f"  {v:18s} n = {m['n']}, l = {m['l']}, dof = {m['dof']:g}, "
                      f"first-order ODEs = {m['first_order_odes']}")
     lines.append(f"Appell vs Newton–Euler (multipliers), max |Δẇ| = "
                  f"{result['appell_vs_newton_euler_max_diff']:.2e} over "
