@@ -15,6 +15,9 @@ same run, and the ratios are Python over C):
 * ``dynamics_one_point_c_s`` / ``dynamics_one_point_python_s``, ``ratio_dynamics_one_point``;
 * ``n_point_c_s`` / ``n_point_python_s``: ``linearization_terms`` at ``N = 1000`` stacked points
   (Python: the numpy-vectorised kernel), ``per_point_c_s``, ``ratio_n_point``;
+* ``*_cpu_s``: the same in CPU time (``thread_time`` for the kernels; for the builds the CPU of
+  the child and of its compiler processes), steadier than wall time on a loaded machine; the
+  ``ratio_*`` keys use the CPU times;
 * ``max_rel_diff_c_python``: largest entry-wise relative difference of all one-point outputs
   at the sampled points (0.0: the two back-ends agree bit for bit);
 * ``cpu_count``: usable cores (the C compile runs one compiler per core).
@@ -30,12 +33,14 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import timeit
 
 import numpy as np
 
 _CHILD = textwrap.dedent("""
-    import json, sys, time
+    import json, resource, sys, time
+    c0 = time.process_time()
     t0 = time.perf_counter()
     name, backend = sys.argv[2], sys.argv[3]
     if name == "bicycle":
@@ -49,7 +54,9 @@ _CHILD = textwrap.dedent("""
     cm = mb.compile(cache_dir=sys.argv[1], backend=backend)
     t3 = time.perf_counter()
     assert cm.backend == backend
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)   # the compiler processes
     print(json.dumps({"import_s": t1 - t0, "build_s": t2 - t1, "compile_s": t3 - t2,
+                      "cpu_s": time.process_time() - c0 + ch.ru_utime + ch.ru_stime,
                       "from_cache": cm.from_cache}))
 """)
 
@@ -85,12 +92,14 @@ def main(argv: list[str] | None = None) -> dict:
 
     cold: dict = {"c": [], "python": []}
     warm: dict = {"c": [], "python": []}
+    cold_cpu: dict = {"c": [], "python": []}
     for _ in range(args.repeats):
         for backend in ("python", "c"):          # interleaved, so machine load hits both alike
             with tempfile.TemporaryDirectory() as d:
                 c = _child(d, args.model, backend)
                 assert not c["from_cache"]
                 cold[backend].append(c["build_s"] + c["compile_s"])
+                cold_cpu[backend].append(c["cpu_s"])
                 w = _child(d, args.model, backend)
                 assert w["from_cache"]
                 warm[backend].append(w["compile_s"])
@@ -115,28 +124,41 @@ def main(argv: list[str] | None = None) -> dict:
                 if a.size:
                     worst = max(worst, float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-300))))
         t: dict = {}
-        for b, c in cms.items():
-            num = 2000 if b == "c" else 100
-            t[b] = {
-                "one": med(timeit.repeat(lambda: c.linearization_terms(x, xd, xdd, lam, u), number=num,
-                                         repeat=7)) / num,
-                "dyn": med(timeit.repeat(lambda: c.dynamics_terms(x, xd, u), number=num, repeat=7)) / num,
-                "many": med(timeit.repeat(lambda: c.linearization_terms(X, XD, XDD, LAM, u), number=1, repeat=5)),
-            }
+        for clock in ("wall", "cpu"):
+            timer = time.perf_counter if clock == "wall" else time.thread_time
+            for b, c in cms.items():
+                num = 2000 if b == "c" else 100
+                t[b, clock] = {
+                    "one": med(timeit.repeat(lambda: c.linearization_terms(x, xd, xdd, lam, u), number=num,
+                                             repeat=7, timer=timer)) / num,
+                    "dyn": med(timeit.repeat(lambda: c.dynamics_terms(x, xd, u), number=num, repeat=7,
+                                             timer=timer)) / num,
+                    "many": med(timeit.repeat(lambda: c.linearization_terms(X, XD, XDD, LAM, u), number=1,
+                                              repeat=5, timer=timer)),
+                }
     result = {
         "model": args.model, "n": cm.n, "m": cm.m, "l": cm.l, "k": cm.ninputs, "repeats": args.repeats,
         "cpu_count": _cores(),
         "cold_build_c_s": med(cold["c"]), "cold_build_python_s": med(cold["python"]),
         "c_compile_overhead_s": med(cold["c"]) - med(cold["python"]),
+        "cold_build_c_cpu_s": med(cold_cpu["c"]), "cold_build_python_cpu_s": med(cold_cpu["python"]),
         "warm_load_c_s": med(warm["c"]), "warm_load_python_s": med(warm["python"]),
-        "one_point_c_s": t["c"]["one"], "one_point_python_s": t["python"]["one"],
-        "ratio_one_point": t["python"]["one"] / t["c"]["one"],
-        "dynamics_one_point_c_s": t["c"]["dyn"], "dynamics_one_point_python_s": t["python"]["dyn"],
-        "ratio_dynamics_one_point": t["python"]["dyn"] / t["c"]["dyn"],
-        "n_point_c_s": t["c"]["many"], "n_point_python_s": t["python"]["many"],
-        "per_point_c_s": t["c"]["many"] / 1000, "ratio_n_point": t["python"]["many"] / t["c"]["many"],
-        "max_rel_diff_c_python": worst,
     }
+    for clock, suffix in (("wall", "s"), ("cpu", "cpu_s")):
+        tc, tp = t["c", clock], t["python", clock]
+        result.update({
+            f"one_point_c_{suffix}": tc["one"], f"one_point_python_{suffix}": tp["one"],
+            f"dynamics_one_point_c_{suffix}": tc["dyn"], f"dynamics_one_point_python_{suffix}": tp["dyn"],
+            f"n_point_c_{suffix}": tc["many"], f"n_point_python_{suffix}": tp["many"],
+            f"per_point_c_{suffix}": tc["many"] / 1000,
+        })
+    ratio_clock = "cpu"
+    tc, tp = t["c", ratio_clock], t["python", ratio_clock]
+    result.update({
+        "ratio_one_point": tp["one"] / tc["one"], "ratio_dynamics_one_point": tp["dyn"] / tc["dyn"],
+        "ratio_n_point": tp["many"] / tc["many"],
+        "max_rel_diff_c_python": worst,
+    })
     print(json.dumps(result, indent=2))
     return result
 

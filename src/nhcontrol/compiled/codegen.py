@@ -322,8 +322,20 @@ def plan_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_of: d
     return FunctionPlan(zero_fill, ops, entries), avail
 
 
+def cached_plan(plans: dict | None, spec: FunctionSpec, graph: ExprGraph, names: dict, group_of: dict,
+                cse: bool) -> tuple[FunctionPlan, dict]:
+    """`plan_function`, memoised in ``plans`` (shared by the Python and the C printer of one build)."""
+    if plans is None:
+        return plan_function(spec, graph, names, group_of, cse)
+    key = (spec.name, cse)
+    if key not in plans:
+        plans[key] = plan_function(spec, graph, names, group_of, cse)
+    return plans[key]
+
+
 def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_of: dict,
-                      sizes: dict[str, int], printed: dict | None = None, cse: bool = True) -> str:
+                      sizes: dict[str, int], printed: dict | None = None, cse: bool = True,
+                      plans: dict | None = None) -> str:
     """Source of the scalar and vector variants of one function (see module docstring).
 
     ``printed`` memoises the printed node lines across functions (node -> (scalar, vector));
@@ -332,7 +344,7 @@ def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_o
     """
     sprint, vprint = _printers(names)
     printed = {} if printed is None else printed
-    plan, avail_final = plan_function(spec, graph, names, group_of, cse)
+    plan, avail_final = cached_plan(plans, spec, graph, names, group_of, cse)
     entries = plan.entries
 
     args = ", ".join(spec.args)
@@ -417,7 +429,7 @@ def _find_block(blocks: list[tuple[int, list[str]]], items: list[str]) -> int | 
 
 
 def generate_module(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict[str, list[sp.Symbol]],
-                    meta: dict, cse: bool = True) -> str:
+                    meta: dict, cse: bool = True, plans: dict | None = None) -> str:
     """Source of a complete kernel module (imports, ``META`` and all functions).
 
     ``cse``: evaluate repeated subexpressions once (see `generate_function()`).
@@ -437,7 +449,7 @@ def generate_module(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: di
         "",
     ]
     printed: dict = {}
-    body = [generate_function(spec, graph, names, group_of, sizes, printed, cse) for spec in specs]
+    body = [generate_function(spec, graph, names, group_of, sizes, printed, cse, plans) for spec in specs]
     return "\n".join(head) + "\n\n".join(body)
 
 

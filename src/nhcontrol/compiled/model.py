@@ -769,19 +769,39 @@ def _meta(mb: "MultibodySystem", key: str) -> dict:
             "generator": GENERATOR_VERSION}
 
 
-def generate_source(mb: "MultibodySystem", key: str | None = None, cse: bool = True) -> str:
+class _Derivation:
+    """The kernel specifications of one model, derived once and shared by the Python and the C
+    printers of one build (with the per-function plans both print)."""
+
+    def __init__(self, mb: "MultibodySystem") -> None:
+        self.mb = mb
+        self._specs: tuple | None = None
+        self.plans: dict = {}
+
+    @property
+    def specs(self) -> tuple:
+        if self._specs is None:
+            eom = self.mb.equations()
+            specs, symbols = kernel_specs(eom)
+            self._specs = (specs, eom.graph, symbols)
+        return self._specs
+
+
+def generate_source(mb: "MultibodySystem", key: str | None = None, cse: bool = True,
+                    _derived: _Derivation | None = None) -> str:
     """Derive the equations of ``mb`` and return the source of its kernel module.
 
     ``cse=False`` switches off the common-subexpression temporaries of the generated code
     (the values are identical bit for bit; used to test exactly that).
     """
     key = key or _cache.cache_key(mb.description())
-    eom = mb.equations()
-    specs, symbols = kernel_specs(eom)
-    return generate_module(specs, eom.graph, symbols, _meta(mb, key), cse=cse)
+    d = _derived or _Derivation(mb)
+    specs, graph, symbols = d.specs
+    return generate_module(specs, graph, symbols, _meta(mb, key), cse=cse, plans=d.plans)
 
 
-def generate_c_source(mb: "MultibodySystem", key: str | None = None) -> list[str]:
+def generate_c_source(mb: "MultibodySystem", key: str | None = None,
+                      _derived: _Derivation | None = None) -> list[str]:
     """Derive the equations of ``mb`` and return the C translation units of its kernel library
     (``[entry points and layout, chunk units...]``, see ``nhcontrol.compiled.ccodegen``).
 
@@ -791,9 +811,9 @@ def generate_c_source(mb: "MultibodySystem", key: str | None = None) -> list[str
         When an expression of the model has no C translation.
     """
     key = key or _cache.cache_key(mb.description())
-    eom = mb.equations()
-    specs, symbols = kernel_specs(eom)
-    return generate_c(specs, eom.graph, symbols, _meta(mb, key))[0]
+    d = _derived or _Derivation(mb)
+    specs, graph, symbols = d.specs
+    return generate_c(specs, graph, symbols, {"name": mb.name, "key": key}, plans=d.plans)[0]
 
 
 def compile_system(mb: "MultibodySystem", cache: bool = True,
@@ -821,14 +841,16 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
     key = _cache.cache_key(mb.description())
     path = _cache.cache_path(key, cache_dir) if cache else None
 
+    derived = _Derivation(mb)
+
     def c_units() -> list[str]:
-        return generate_c_source(mb, key)
+        return generate_c_source(mb, key, derived)
 
     if path is not None:
         cm = _load_cached(path, key, t0)
         if cm is not None:
             return _registered(_with_c(cm, which, c_units, t0))
-    source = generate_source(mb, key)
+    source = generate_source(mb, key, _derived=derived)
     module, spath = _store_and_load(path, key, source, warn=True)
     cm = CompiledModel(module, module.META, from_cache=False, source_path=spath, build_time=time.perf_counter() - t0)
     return _registered(_with_c(cm, which, c_units, t0))
