@@ -128,3 +128,18 @@ def test_completed_reproduce_moves_everything_into_place(tmp_path, monkeypatch, 
     assert result["figures"] == [str(out / f"fig{i}.png") for i in range(3)]  # paths of the final folder
     assert sorted(p.name for p in tmp_path.iterdir()) == ["figures"]
     assert "written to" in capsys.readouterr().out
+
+
+def test_stacked_kernel_call_estimates_its_outputs_first(monkeypatch):
+    """Stacked evaluations (linearize over many times, sweeps) refuse before allocating outputs
+    that cannot fit; the inputs themselves are small here thanks to broadcasting."""
+    from nhcontrol._util.errors import ModelError
+    from nhcontrol.modeling import examples
+
+    cm = examples.sleigh().compile(cache=False)
+    monkeypatch.setenv("NHCONTROL_MAX_BYTES", str(10**6))
+    X = np.broadcast_to(np.zeros(3), (10**5, 3))
+    with pytest.raises(ModelError, match=r"linearization_terms of model 'sleigh' at N = 100000 stacked points "
+                                         r"\(its 21 output array\(s\) alone\) needs about 151 MB.*chunks"):
+        cm.linearization_terms(X, X, X, np.zeros(1))
+    assert cm.M(X[:100]).shape == (100, 3, 3)

@@ -12,6 +12,7 @@ import os
 ENV_VAR = "NHCONTROL_MAX_BYTES"
 FRACTION = 0.5
 """Share of the available memory one allocation may take."""
+_SMALL = 64e6
 
 
 def available_bytes() -> int:
@@ -64,6 +65,8 @@ def check_allocation(nbytes: float, what: str, *, error: type[Exception], hint: 
     hint : str
         What to do instead.
     """
+    if nbytes < _SMALL and ENV_VAR not in os.environ:
+        return  # fast path: no system call for the everyday sizes
     limit = allocation_limit()
     if nbytes > limit:
         raise error(f"{what} needs about {format_bytes(nbytes)} of memory, more than the "

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import CacheError, ModelError
+from .._util.memory import check_allocation
 from . import cache as _cache
 from . import cbackend as _cb
 from .ccodegen import CCodegenError, generate_c
@@ -343,6 +344,12 @@ class CompiledModel:
             else:
                 raise self._bad_shape(g, a, labels and labels[i])
             arrs.append(a)
+        if N > 0:
+            nfields = len(_FUNC_FIELDS.get(fname, ("out",)))
+            check_allocation(8.0 * N * nfields * max(self.n, self.m + self.l, self.ninputs, 1) ** 2,
+                             f"{shown} of model {self.name!r} at N = {N} stacked points (its {nfields} "
+                             f"output array(s) alone)", error=ModelError,
+                             hint="evaluate the points in chunks (e.g. np.array_split) or fewer points")
         try:
             if N < 0:
                 if self._ck is not None:
