@@ -99,9 +99,10 @@ def test_fast_paths_equal_the_thesis_order_reference(cases):
 def test_inputs_in_constraints_warning_points_at_the_caller(cases):
     """The point path warns like the stacked one, attributed to the caller's line."""
     name, cm, ref, part, _ = next(c for c in cases if c[0] == "skateboard")
-    with pytest.warns(UserWarning, match=r"the inputs \['u'\] enter the constraints") as rec:
-        linearize(cm, ref, part, t=0.0)
-    assert rec[0].filename == __file__
+    for t in (0.0, [0.0, 0.5]):
+        with pytest.warns(UserWarning, match=r"the inputs \['u'\] enter the constraints") as rec:
+            linearize(cm, ref, part, t=t)
+        assert rec[0].filename == __file__
 
 
 def test_point_procedure_singular_block_gives_nan_not_exception(cases):

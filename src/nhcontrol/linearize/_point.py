@@ -21,7 +21,6 @@ path does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -91,8 +90,8 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
     ``T0ᵀ [∂Q/∂ẋ − M U0, ∂Q/∂x − M V0 − ∂(Mẍ0)/∂x − ∂(DᵀΛ0)/∂x, M T0, ∂Q/∂u − ∂(Mẍ0)/∂u]``
     gives ``[R0, S0, m0, ·]`` (Eqs. (4.120)-(4.122)).
     """
-    get = ((lambda key: terms[key]) if isinstance(terms, Mapping)
-           else (lambda key: getattr(terms, key)))
+    get = ((lambda key: getattr(terms, key)) if hasattr(terms, "M")
+           else (lambda key: terms[key]))
     L = _layout(idx, k)
     n, m, l, n1, na = L["n"], L["m"], L["l"], L["n1"], L["na"]
     c = m + l
@@ -102,6 +101,9 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
 
     def f(key: str, r: int, cols: int) -> NDArray[np.float64]:
         return np.asarray(get(key)).reshape(lead + (r, cols))
+
+    def negeye(r: int) -> NDArray[np.float64]:
+        return L[f"-I{r}"] if N is None else np.broadcast_to(L[f"-I{r}"], lead + (r, r))
 
     M = f("M", n, n)
     out: dict[str, NDArray[np.float64]] = {}
@@ -118,7 +120,7 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
         Dp = D[..., L["perm"]]
         rhs = np.concatenate((Dp[..., :n1], f("dDv_dx", c, n), -f("dQd_dxd", c, n),
                               f("dDa_dx", c, n) - f("dQd_dx", c, n),
-                              np.broadcast_to(L[f"-I{c}"], lead + (c, c))), axis=-1)
+                              negeye(c)), axis=-1)
         sol = solve(Dp[..., n1:], rhs)
         np.negative(sol, out=sol)          # [T_dd, V̄̄0_dd, U0_dd, V0_dd, D_dd⁻¹]
         out["D"], out["D_dd_inv"] = D, sol[..., n1 + 3 * n:]
@@ -138,7 +140,7 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
     if m:
         Cx = f("Cx", m, n)
         rhs = np.concatenate((Cx[..., a], f("dCxv_dx", m, n),
-                              np.broadcast_to(L[f"-I{m}"], lead + (m, m))), axis=-1)
+                              negeye(m)), axis=-1)
         solh = solve(Cx[..., d], rhs)
         np.negative(solh, out=solh)        # [Th0_d, Vh0_d, Cx_d⁻¹] (Eqs. (4.112), (4.113))
         out["Cx"], out["Cx_d_inv"] = Cx, solh[..., na + n:]
@@ -158,7 +160,7 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
         WT = W @ Th0
         # columns ordered as the last block row of A: [V_nh_ai, U_nh_ai, V_nh_ad], then B̄_ad⁻¹
         rhs = np.concatenate((WT[..., :n1], Bbar[..., :n1], WT[..., n1:],
-                              np.broadcast_to(L[f"-I{l}"], lead + (l, l))), axis=-1)
+                              negeye(l)), axis=-1)
         soln = solve(Bbar[..., n1:], rhs)
         np.negative(soln, out=soln)
         out["Bbar"], out["Bbar_ad_inv"] = Bbar, soln[..., ns:]

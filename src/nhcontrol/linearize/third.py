@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import sys
 import warnings
 from functools import lru_cache, partial
 from typing import Any, Mapping
@@ -483,7 +485,7 @@ def _linearize_point(cm: Any, ref: Any, partition: Partition, idx: PartitionIndi
             if arr.size:
                 worst = max(worst, float(np.abs(arr).max()))
         if worst > INPUT_CONSTRAINT_ATOL:
-            _check_inputs_in_constraints(_stacked_terms(terms, 1, n, m, l, k), ts, cm, 4)
+            _check_inputs_in_constraints(_stacked_terms(terms, 1, n, m, l, k), ts, cm)
     with np.errstate(all="ignore"):
         out = point_procedure(terms, idx, k)
         A, B = out["A"], out["B"]
@@ -582,8 +584,18 @@ def _check_blocks(partition: Partition, idx: PartitionIndices, tv: dict[str, NDA
         raise PartitionError(msg)
 
 
+def _caller_stacklevel() -> int:
+    """``stacklevel`` for ``warnings.warn`` that names the first frame outside nhcontrol (the
+    user's call, whatever wrappers and helpers lie between)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _check_inputs_in_constraints(tv: dict[str, NDArray[np.float64]], ts: NDArray[np.float64],
-                                 cm: Any, stacklevel: int = 3) -> None:
+                                 cm: Any) -> None:
     """Warn when inputs enter the constraints (outside the assumptions of Sect. 8.1)."""
     worst = 0.0
     for key in ("dC_du", "dDa_du", "dQd_du"):
@@ -597,4 +609,4 @@ def _check_inputs_in_constraints(tv: dict[str, NDArray[np.float64]], ts: NDArray
             f"|∂Q_d/∂u| = {worst:.3g} > {INPUT_CONSTRAINT_ATOL:g}). The input matrix of "
             f"Sect. 8.1 assumes C(x), B(x) independent of u (Eqs. (8.2)-(8.3)) and only "
             f"contains m0⁻¹ T0ᵀ (∂Q/∂u - ∂(M ẍ0)/∂u); terms from the constraints are missing. "
-            f"A is unaffected.", UserWarning, stacklevel=stacklevel)
+            f"A is unaffected.", UserWarning, stacklevel=_caller_stacklevel())
