@@ -66,6 +66,20 @@ def test_cache_directory_is_created_private_and_every_artefact_recorded(tmp_path
     _warm_is_clean(d, reference_M)
 
 
+def test_missing_parents_are_created_private_even_with_a_permissive_umask(tmp_path, reference_M):
+    old = os.umask(0o002)  # a user-private-group umask: mkdir would give group write
+    try:
+        d = tmp_path / "p1" / "p2" / "cache"
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            cm = _compile(d)
+    finally:
+        os.umask(old)
+    assert cm.source_path.parent == d
+    for q in (d, d.parent, d.parent.parent):
+        assert stat.S_IMODE(q.stat().st_mode) == 0o700
+
+
 def test_one_digit_changed_in_the_cached_kernel_is_refused(tmp_path, reference_M):
     cm = _compile(tmp_path)
     src = cm.source_path.read_text()

@@ -157,7 +157,9 @@ def private_fallback_dir() -> Path:
 
 
 def ensure_private_dir(path: str | os.PathLike) -> Path:
-    """Create ``path`` with mode 0700 if missing and check that it can be trusted.
+    """Create ``path`` (and any missing parent) with mode 0700 if missing and check that it can
+    be trusted (a parent created with the default umask could be group-writable, which would
+    make the directory untrusted).
 
     Raises
     ------
@@ -166,10 +168,14 @@ def ensure_private_dir(path: str | os.PathLike) -> Path:
     """
     p = Path(path).expanduser()
     try:
-        if not p.exists():
-            p.parent.mkdir(parents=True, exist_ok=True)
+        missing = []
+        q = p
+        while not q.exists() and q != q.parent:
+            missing.append(q)
+            q = q.parent
+        for d in reversed(missing):
             try:
-                p.mkdir(mode=0o700)
+                d.mkdir(mode=0o700)
             except FileExistsError:
                 pass  # another process was first: checked below like any existing directory
     except OSError as exc:
