@@ -178,6 +178,10 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
     return out
 
 
+#: ufunc reductions without the ndarray-method wrappers (one-point hot path)
+_sum, _max = np.add.reduce, np.maximum.reduce
+
+
 def point_suspect(out: dict[str, NDArray[np.float64]], cond_max: float) -> bool:
     """The 1-norm pre-check of :func:`~nhcontrol.linearize.third.linearize` at one point.
 
@@ -189,28 +193,28 @@ def point_suspect(out: dict[str, NDArray[np.float64]], cond_max: float) -> bool:
     """
     D = out.get("D")
     if D is not None:
-        rn = np.sqrt(np.square(D).sum(axis=1))
+        rn = np.sqrt(_sum(np.square(D), 1))
         if not rn.all():  # a vanishing constraint row: infinitely ill conditioned
             return True
         Fs = np.abs(D / rn[:, None])
         ncols = D.shape[1]
         inv = out["D_dd_inv"]
-        if not (Fs.sum(axis=0).max() * np.abs(inv * rn).sum(axis=0).max()
+        if not (_max(_sum(Fs, 0), None) * _max(_sum(np.abs(inv * rn), 0), None)
                 < cond_max / np.sqrt(ncols * inv.shape[1])):
             return True
         inv = out.get("Cx_d_inv")
         if inv is not None and inv.shape[1]:
             m = inv.shape[1]
-            if not (Fs[:m].sum(axis=0).max() * np.abs(inv * rn[:m]).sum(axis=0).max()
+            if not (_max(_sum(Fs[:m], 0), None) * _max(_sum(np.abs(inv * rn[:m]), 0), None)
                     < cond_max / np.sqrt(ncols * m)):
                 return True
     inv = out.get("Bbar_ad_inv")
     if inv is not None and inv.shape[1]:
         full = out["Bbar"]
-        rn = np.sqrt(np.square(full).sum(axis=1))
+        rn = np.sqrt(_sum(np.square(full), 1))
         if not rn.all():
             return True
-        if not (np.abs(full / rn[:, None]).sum(axis=0).max() * np.abs(inv * rn).sum(axis=0).max()
+        if not (_max(_sum(np.abs(full / rn[:, None]), 0), None) * _max(_sum(np.abs(inv * rn), 0), None)
                 < cond_max / np.sqrt(full.shape[1] * inv.shape[1])):
             return True
     return False
