@@ -198,3 +198,18 @@ def test_rigid_wheel_tends_to_skate():
         assert a[:3] == pytest.approx(b[:3], rel=1e-12)
         assert a[5] == pytest.approx(b[3], rel=1e-8)
         assert a[3] == pytest.approx(v / r, rel=1e-14) and a[4] == pytest.approx(v / (r * math.cos(g)), rel=1e-14)
+
+
+@pytest.mark.parametrize("variant", st.VARIANTS)
+def test_multibody_system_reports_dof(models, variant):
+    """MultibodySystem.dof = n − m − l/2 (review: 3N − g − h/2) and first_order_odes =
+    2(n − m) − l. The Newton–Euler systems hold the homogeneous constraints only; the affine
+    speed constraint of the constant-speed variants lives in the velocity map, so there the
+    system has half a degree of freedom (one first-order equation) more than Table 1."""
+    mdl = models[variant]
+    mb = mdl.system
+    assert mb.dof == mb.n - mb.m - mb.l / 2
+    assert mb.first_order_odes == 2 * (mb.n - mb.m) - mb.l
+    speed = 1 if variant.removeprefix("rigid_") in ("kinematic", "torque") else 0
+    assert mb.dof == mdl.dof + speed / 2
+    assert mb.first_order_odes == mdl.first_order_odes + speed

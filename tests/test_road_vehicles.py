@@ -91,6 +91,7 @@ def test_ltv_along_lane_change_matches_finite_differences(cm, ref, t):
     lin = linearize(cm, ref, part, t=t)
     fd = reduced_ode_jacobian_fd(cm, ref, part, t=t)
     assert tuple(lin.states) == tuple(fd.states) == ("x", "gamma", "x_d", "gamma_d", "y", "psi")
+    assert lin.A.shape == (cm.first_order_odes,) * 2 and cm.dof == 3.0     # Table 1: 4 − 2/2
     scale = 1.0 + np.max(np.abs(lin.A))
     assert np.max(np.abs(lin.A - fd.J)) < 1e-5 * scale
     assert np.max(np.abs(lin.B - fd.B)) < 1e-5 * (1.0 + np.max(np.abs(lin.B)))

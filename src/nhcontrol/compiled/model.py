@@ -208,6 +208,16 @@ class CompiledModel:
         object.__setattr__(self, name, value)
 
     # ------------------------------------------------------------------ helpers
+    @property
+    def dof(self) -> float:
+        """Degrees of freedom ``n − m − l/2`` (see `MultibodySystem.dof`)."""
+        return self.n - self.m - self.l / 2
+
+    @property
+    def first_order_odes(self) -> int:
+        """``2(n − m) − l``: the size of the minimal state ``[x_ai, ẋ_ai, x_ad]`` (Eq. (4.123))."""
+        return 2 * (self.n - self.m) - self.l
+
     def param_vector(self, **overrides: float) -> Array:
         """Parameter vector ``p`` (in kernel order) from the defaults and ``overrides``.
 

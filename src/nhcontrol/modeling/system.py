@@ -309,6 +309,22 @@ class MultibodySystem:
     def ninputs(self) -> int:
         return len(self._inputs)
 
+    @property
+    def dof(self) -> float:
+        """Degrees of freedom ``n − m − l/2``.
+
+        Each holonomic constraint removes a coordinate, each nonholonomic one half a degree of
+        freedom (a velocity, not a position): the count of the road-vehicle review,
+        ``3N − g − h/2`` for ``N`` planar bodies with ``g`` geometric and ``h`` kinematic
+        constraints, here with ``n`` absolute coordinates.
+        """
+        return self.n - self.m - self.l / 2
+
+    @property
+    def first_order_odes(self) -> int:
+        """Number of first-order equations of the minimal state, ``2(n − m) − l`` (Eq. (4.123))."""
+        return 2 * (self.n - self.m) - self.l
+
     # ------------------------------------------------------------------ bodies
     def add_body(self, name: str, *, mass: Any, inertia: Any, position: Any,
                  orientation: Any | None = None) -> Body:
