@@ -175,6 +175,7 @@ class CompiledModel:
         self._lists0 = {g: (self._p0 if g == "p" else z).tolist() for g, z in self._zeros.items()}
         self._body_specs = [b for b in meta.get("bodies", ()) if b.get("mass") is not None]
         self._bodies_fn = None
+        self._checked: set[bytes] = set()   # parameter vectors already checked (bounded)
         if self._body_specs:  # expressions from the verified kernel module (same trust as its code)
             args = ", ".join(f"_p{i}" for i in range(len(self._p0))) or "*_"
             body = ", ".join(f"({b['mass']}, {b['inertia']})" for b in self._body_specs)
@@ -276,6 +277,9 @@ class CompiledModel:
                              f"give finite numbers")
         if self._bodies_fn is None:
             return pv
+        token = pv.tobytes()
+        if token in self._checked:  # the same values were found possible before
+            return pv
         from ..modeling.validation import inertia_problem
 
         problems = []
@@ -293,6 +297,9 @@ class CompiledModel:
         if problems:
             raise ModelError(f"parameter values of model {self.name!r} describe bodies that cannot exist: "
                              + "; ".join(problems))
+        if len(self._checked) >= 256:
+            self._checked.clear()
+        self._checked.add(token)
         return pv
 
     def _bad_shape(self, arg: str, a: np.ndarray, label: str | None = None) -> ModelError:

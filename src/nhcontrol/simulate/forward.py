@@ -82,6 +82,8 @@ class _WorkBudget:
         if self.max is not None and self.count - c0 >= self.WINDOW:
             rate = (self.t_reached - tm0) / (self.count - c0)     # simulated s per evaluation
             need = (self.tf - self.t_reached) / rate if rate > 0 else math.inf
+            if rate <= 0:
+                self.fail(f"simulated time has not advanced over the last {self.count - c0} evaluations")
             if self.count + need > 2 * self.max:
                 self.fail(f"at the rate of the last {self.count - c0} evaluations ({rate:.3g} s of "
                           f"simulated time per evaluation) reaching tf = {self.tf:.6g} needs about "
