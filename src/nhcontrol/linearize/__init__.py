@@ -25,11 +25,13 @@ from .partition import (BlockCondition, Partition, PartitionIndices, PartitionRe
                         suggest_partition)
 from .result import LinearizationResult, SpuriousIdentification, identify_spurious, state_deviation
 from .third import linearize, third_procedure
-from .first_order import FirstOrderLinearization, linearize_with_first_order_states
+from .first_order import (FirstOrderLinearization, linearize_first_order_system,
+                          linearize_with_first_order_states)
 
 __all__ = [
     "linearize",
     "linearize_with_first_order_states",
+    "linearize_first_order_system",
     "FirstOrderLinearization",
     "third_procedure",
     "Partition",

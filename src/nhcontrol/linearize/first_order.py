@@ -31,7 +31,8 @@ from .._util.errors import LinearSystemError, ReferenceMotionError
 from .partition import Partition
 from .third import linearize
 
-__all__ = ["FirstOrderLinearization", "linearize_with_first_order_states"]
+__all__ = ["FirstOrderLinearization", "linearize_with_first_order_states",
+           "linearize_first_order_system"]
 
 
 @dataclass(frozen=True)
@@ -145,3 +146,89 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
         a.flags.writeable = False
     states = tuple(lin.states[:2 * k_ai]) + tuple(z_names) + tuple(w_names)
     return FirstOrderLinearization(A=A, B=B, states=states, inputs=tuple(r_names), T0=T0)
+
+
+def linearize_first_order_system(cm: Any, rates: Any, ref: Any,
+                                 partition: Partition | Mapping[str, Any], *,
+                                 t: float = 0.0) -> FirstOrderLinearization:
+    """Third procedure for a model with first-order states built in ``MultibodySystem`` (Sect. 7.2).
+
+    The model's inputs are ``[z, u]`` in declaration order (first-order states ``z`` with
+    ``ż = H(x, ẋ, z, u)``, other inputs ``u``); the mechanical rows come from the third
+    procedure with its exact input matrix (``∂Q/∂z`` and ``∂Q/∂u`` columns), the rows of ``z``
+    from the exact rate Jacobians ([`compile_rates()`][nhcontrol.compiled.compile_rates]). At a
+    reference at rest with ``l = 0`` (derived here, see ``docs/theory/hydraulics.md``):
+
+    $$
+    \\dot{\\tilde z} = H_x T_0 \\tilde x_{ai} + H_{\\dot x} T_0 \\dot{\\tilde x}_{ai} + H_z \\tilde z
+                      + H_u \\tilde u .
+    $$
+
+    Parameters
+    ----------
+    cm : CompiledModel
+        The compiled system (``system.compile()``).
+    rates : RateKernels
+        ``compile_rates(system)`` of the same system.
+    ref : Reference
+        Reference at rest; ``u0(t)`` gives the model's full input vector ``[z0, u0]``.
+    partition : Partition or mapping
+        ``x = [x_ai, x_ad, x_d]`` with ``x_ad`` empty.
+    t : float
+
+    Returns
+    -------
+    FirstOrderLinearization
+        ``A`` of size ``2(n - m) + r`` in ``[x̃_ai, ẋ̃_ai, z̃]``, ``B`` for the other inputs ``u``.
+
+    Raises
+    ------
+    ReferenceMotionError
+        If the reference is not at rest or the model has nonholonomic constraints.
+    LinearSystemError
+        If ``rates`` does not belong to the model (input names differ).
+    """
+    if cm.l != 0:
+        raise ReferenceMotionError(f"linearize_first_order_system handles l = 0 only; model "
+                                   f"{cm.name!r} has l = {cm.l} nonholonomic constraints")
+    names = list(cm.inputs)
+    if (sorted(rates.states + rates.inputs) != sorted(names)
+            or [names[i] for i in rates.state_index] != list(rates.states)):
+        raise LinearSystemError(f"the rate kernels (states {list(rates.states)}, inputs "
+                                f"{list(rates.inputs)}) do not belong to model {cm.name!r} with "
+                                f"inputs {names}")
+    xd0 = np.asarray(ref.xd(t), dtype=float)
+    if np.max(np.abs(xd0)) > 0:
+        raise ReferenceMotionError(f"linearize_first_order_system needs a reference at rest "
+                                   f"(xd0 = 0); got |xd0|_inf = {np.max(np.abs(xd0)):.3g} at t = {t}")
+    part = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
+    lin = linearize(cm, ref, part, t)
+    coords = list(cm.coordinates)
+    ai = [coords.index(c) for c in part.independent]
+    dd = [i for i in range(cm.n) if i not in ai]
+    n, k_ai = cm.n, len(ai)
+    x0 = np.asarray(ref.x(t), dtype=float)
+    u_all = np.asarray(ref.u(t), dtype=float)
+    z0, u0 = rates.split_inputs(u_all)
+    D = np.asarray(cm.D(x0, u=u_all))
+    T0 = np.zeros((n, k_ai))
+    T0[ai, :] = np.eye(k_ai)
+    T0[dd, :] = -np.linalg.solve(D[:, dd], D[:, ai])
+    J = rates.jacobians(x0, np.zeros(n), z0, u0)
+    Am, Bm = np.asarray(lin.A), np.asarray(lin.B)
+    zi, ui = list(rates.state_index), list(rates.input_index)
+    r = len(zi)
+    ns = 2 * k_ai + r
+    A = np.zeros((ns, ns))
+    A[:2 * k_ai, :2 * k_ai] = Am
+    A[:2 * k_ai, 2 * k_ai:] = Bm[:, zi]
+    A[2 * k_ai:, :k_ai] = J.H_x @ T0
+    A[2 * k_ai:, k_ai:2 * k_ai] = J.H_xd @ T0
+    A[2 * k_ai:, 2 * k_ai:] = J.H_z
+    B = np.zeros((ns, len(ui)))
+    B[:2 * k_ai, :] = Bm[:, ui]
+    B[2 * k_ai:, :] = J.H_u
+    for a in (A, B, T0):
+        a.flags.writeable = False
+    states = tuple(lin.states[:2 * k_ai]) + tuple(rates.states)
+    return FirstOrderLinearization(A=A, B=B, states=states, inputs=tuple(rates.inputs), T0=T0)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import sympy as sp
@@ -150,6 +150,8 @@ class MultibodySystem:
         self._params: list[sp.Symbol] = []
         self._defaults: dict[str, float] = {}
         self._inputs: list[sp.Symbol] = []
+        self._states: list[sp.Symbol] = []
+        self._rates: dict[sp.Symbol, sp.Expr] = {}
         self._bodies: list[Body] = []
         self._constraints: list[Constraint] = []
         self._loads: list[Load] = []
@@ -245,6 +247,82 @@ class MultibodySystem:
         self._inputs.extend(new)
         self._changed()
         return new[0] if len(new) == 1 else tuple(new)
+
+    def add_first_order_states(self, names: str | Sequence[str]) -> sp.Symbol | tuple[sp.Symbol, ...]:
+        """Add first-order auxiliary states ``z`` (pressures, spool positions, motor currents ...).
+
+        A state obeys ``ż = H(x, ẋ, z, u)`` (Eqs. (7.12)-(7.13), set with
+        [`set_rates()`][nhcontrol.modeling.MultibodySystem.set_rates]) and may enter the loads
+        like an input (Eq. (7.11), ``Q(x, ẋ, z)``): the mechanical kernels treat it as one of the
+        model's inputs, so ``∂Q/∂z`` is the exact ``dQ_du`` column of the compiled model; the
+        rates and their partial derivatives are compiled by
+        [`compile_rates()`][nhcontrol.compiled.compile_rates].
+
+        Returns
+        -------
+        sympy.Symbol or tuple of sympy.Symbol
+        """
+        new = [sp.Symbol(nm) for nm in self._split_names(names)]
+        if not new:
+            raise ModelError(f"add_first_order_states needs at least one name, got {names!r}")
+        taken = {str(v) for v in (*self._coords, *self._vels, *self._params, *self._inputs)}
+        dup = [str(v) for v in new if str(v) in taken]
+        if dup:
+            raise ModelError(f"first-order state name(s) {dup} already used in model {self.name!r}; "
+                             f"choose new names")
+        self._inputs.extend(new)
+        self._states.extend(new)
+        self._changed()
+        return new[0] if len(new) == 1 else tuple(new)
+
+    def set_rates(self, rates: Mapping[sp.Symbol, Any]) -> None:
+        """Set the rate equations ``ż = H(x, ẋ, z, u)`` of first-order states.
+
+        Parameters
+        ----------
+        rates : mapping
+            ``{state symbol: expression}``; expressions may use coordinates, velocities, the
+            first-order states, the other inputs and the parameters.
+
+        Raises
+        ------
+        ModelError
+            A key that is not a first-order state, or an expression with unknown symbols or
+            accelerations.
+        """
+        allowed = {*self._coords, *self._vels, *self._params, *self._inputs}
+        for z, expr in rates.items():
+            if z not in self._states:
+                raise ModelError(f"set_rates: {z!r} is not a first-order state of model "
+                                 f"{self.name!r} (states: {[str(v) for v in self._states]}); add it "
+                                 f"with add_first_order_states")
+            e = sp.sympify(expr)
+            bad = sorted(str(a) for a in e.free_symbols - allowed)
+            if bad:
+                raise ModelError(f"the rate of {z} contains unknown symbol(s) {bad}; rates may use "
+                                 f"coordinates, velocities, states, inputs and parameters")
+            self._rates[z] = e
+        self._changed()
+
+    @property
+    def first_order_states(self) -> tuple[sp.Symbol, ...]:
+        """First-order states ``z`` (a subset of [`inputs`][nhcontrol.modeling.MultibodySystem.inputs], in order)."""
+        return tuple(self._states)
+
+    @property
+    def rates(self) -> tuple[sp.Expr, ...]:
+        """Rate expressions ``H`` in the order of the first-order states.
+
+        Raises
+        ------
+        ModelError
+            If a state has no rate.
+        """
+        missing = [str(z) for z in self._states if z not in self._rates]
+        if missing:
+            raise ModelError(f"first-order state(s) {missing} of model {self.name!r} have no rate "
+                             f"equation; call set_rates({{state: expression}})")
+        return tuple(self._rates[z] for z in self._states)
 
     @property
     def coordinates(self) -> tuple[sp.Symbol, ...]:
@@ -575,6 +653,10 @@ class MultibodySystem:
                                              sp.srepr(b.position), sp.srepr(b.orientation)]))
         for c in self._constraints:
             parts.append(f"{c.kind}={c.name}|{sp.srepr(c.expr)}")
+        if self._states:   # only models with first-order states: other hashes are unchanged
+            parts.append("z=" + ",".join(s.name for s in self._states))
+            parts.extend(f"rate={z.name}|{sp.srepr(self._rates[z])}" for z in self._states
+                         if z in self._rates)
         for ld in self._loads:
             items = []
             for d in ld.data:

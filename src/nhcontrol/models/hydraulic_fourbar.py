@@ -67,7 +67,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
 
 __all__ = [
-    "build", "model", "equilibrium", "linearization", "COORDINATES", "INPUTS",
+    "build", "model", "equilibrium", "linearization", "build_with_circuit", "COORDINATES", "INPUTS",
     "MECHANICAL_DEFAULTS", "HYDRAULIC_DEFAULTS", "DEFAULTS", "PARTITION", "FourBarEquilibrium",
     "piston_areas", "circuit_equations", "CircuitJacobians", "circuit_jacobians", "reduced_rhs",
     "STATES", "circuit_rates", "spool_rates", "counterpart_jacobian", "TorquePulse",
@@ -143,13 +143,45 @@ def build(**overrides: float) -> MultibodySystem:
     ModelError
         On an unknown parameter name or a non-positive length, mass or diameter.
     """
-    vals = _values(overrides)
-    mb = MultibodySystem("hydraulic_fourbar")
+    return _build(False, _values(overrides), {})
+
+
+def build_with_circuit(**overrides: float) -> MultibodySystem:
+    """The four-bar with its circuit inside the model: first-order states ``p1, p2, p3, U``.
+
+    The pressures and the spool position are first-order states of the
+    [`MultibodySystem`][nhcontrol.modeling.MultibodySystem] (``add_first_order_states``) with
+    the rates of [`circuit_equations()`][nhcontrol.models.hydraulic_fourbar.circuit_equations]
+    (``set_rates``); ``U_ref`` is the model's one other input. Compile the mechanics with
+    ``.compile()`` and the rates with ``nhcontrol.compiled.compile_rates``; then
+    ``nhcontrol.linearize.linearize_first_order_system`` gives the 6x6 Jacobian (7.96).
+
+    Parameters
+    ----------
+    **overrides : float
+        Mechanical or hydraulic parameters.
+
+    Returns
+    -------
+    MultibodySystem
+        Inputs ``[p1, p2, p3, U, U_ref]``; first-order states ``[p1, p2, p3, U]``.
+    """
+    mech, hyd = _split(overrides)
+    return _build(True, _values(mech), hyd)
+
+
+def _build(with_circuit: bool, vals: dict[str, float], hyd: dict[str, float]) -> MultibodySystem:
+    mb = MultibodySystem("hydraulic_fourbar_circuit" if with_circuit else "hydraulic_fourbar")
     xG, yG, zG, psi2, th2, phi2, phi32, phi43, s, alpha = mb.add_coordinates(" ".join(COORDINATES))
     syms = dict(zip(vals, mb.add_parameters(**vals)))
     L1, L2, L3, L4, d1 = (syms[k] for k in ("L1", "L2", "L3", "L4", "d1"))
     m2, m3, m4, g = (syms[k] for k in ("m2", "m3", "m4", "g"))
-    p1, p2, p3 = mb.add_inputs(" ".join(INPUTS))
+    if with_circuit:
+        p1, p2, p3 = mb.add_first_order_states(" ".join(INPUTS))
+        U = mb.add_first_order_states("U")
+        U_ref = mb.add_inputs("U_ref")
+    else:
+        p1, p2, p3 = mb.add_inputs(" ".join(INPUTS))
     R2 = rot_z(psi2) * rot_y(th2) * rot_x(phi2)
     R3 = R2 * rot_x(phi32)
     R4 = R3 * rot_x(phi43)
@@ -187,6 +219,9 @@ def build(**overrides: float) -> MultibodySystem:
     F_mu = hydraulics.brown_mcphee_friction(s_dot, syms["F_c"], syms["F_s"], syms["v_s"], syms["sigma2"])
     F_cyl = hydraulics.cylinder_force(A2, p2, A3, p3, F_mu)
     mb.add_force(link2, Rc * ey * F_cyl, rG2)
+    if with_circuit:
+        H, W = circuit_equations(s, s_dot, (p1, p2, p3), U, U_ref, **hyd)
+        mb.set_rates({p1: H[0], p2: H[1], p3: H[2], U: W[0]})
     return mb
 
 
