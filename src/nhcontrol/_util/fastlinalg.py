@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["solve", "DIRECT"]
+__all__ = ["solve", "inv", "DIRECT"]
 
 
 def _gufunc_solve() -> tuple[Callable[..., Any], bool]:
@@ -34,3 +34,21 @@ def _gufunc_solve() -> tuple[Callable[..., Any], bool]:
 
 #: ``solve(a, b)`` for float64 ``a (..., r, r)``, ``b (..., r, c)``.
 solve, DIRECT = _gufunc_solve()
+
+
+def _gufunc_inv() -> Callable[..., Any]:
+    try:
+        from numpy.linalg import _umath_linalg
+
+        gufunc = _umath_linalg.inv
+        probe = gufunc(np.array([[2.0, 0.0], [0.0, 4.0]]), signature="d->d")
+        if not np.array_equal(probe, [[0.5, 0.0], [0.0, 0.25]]):  # pragma: no cover
+            raise ValueError("unexpected result")
+        return partial(gufunc, signature="d->d")
+    except Exception:  # pragma: no cover - depends on the numpy release
+        return np.linalg.inv
+
+
+#: ``inv(a)`` for float64 ``a (..., r, r)`` (LAPACK ``gesv`` against the identity, as
+#: ``numpy.linalg.inv``; a singular matrix gives inf/NaN instead of ``LinAlgError``).
+inv = _gufunc_inv()
