@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import control
 import numpy as np
@@ -253,9 +252,9 @@ def test_forward_dynamics_errors(kwargs, match):
         forward_dynamics(cm, t_span, x0, xd0, **args)
 
 
-def test_bicycle_lean_perturbation_stays_on_manifold_fast():
+def test_bicycle_lean_perturbation_stays_on_manifold():
     """Compiled benchmark bicycle (n = 11, m = l = 4) at 5 m/s with 0.05 rad lean: 3 s of
-    simulation stay on the manifold (|C|, |D ẋ| < 1e-8) and take well under 20 s."""
+    simulation stay on the manifold (|C|, |D ẋ| < 1e-8) and the lean decays (self-stable)."""
     bb = pytest.importorskip("nhcontrol.models.benchmark_bicycle")
     cm = bb.model()
     x, xd, _ = bb.steady_forward_state(5.0, 0.0, dict(cm.parameters))
@@ -263,11 +262,8 @@ def test_bicycle_lean_perturbation_stays_on_manifold_fast():
     x[4] = 0.05
     ic = consistent_initial_conditions(cm, x, xd, independent=bb.PARTITION_4_172["independent"],
                                        dependent=bb.PARTITION_4_172["dependent"])
-    t0 = time.perf_counter()
     res = forward_dynamics(cm, (0.0, 3.0), ic.x, ic.xd)
-    elapsed = time.perf_counter() - t0
     assert res.max_holonomic_drift < 1e-8 and res.max_velocity_drift < 1e-8
-    assert elapsed < 20.0
     assert np.max(np.abs(res.x[res.t > 2.0, 4])) < 0.05
 
 
