@@ -444,6 +444,17 @@ def _circuit_scalar(hyd_items: tuple[tuple[str, float], ...]) -> Any:
     return sp.lambdify((s, sd, *ps, U), list(H), "math")
 
 
+@lru_cache(maxsize=8)
+def _circuit_scalar_jacobian(hyd_items: tuple[tuple[str, float], ...]) -> Any:
+    """``∂H/∂[s, s_d, p1, p2, p3, U]`` for one point (``math`` module, no branch hoisting)."""
+    s, sd = sp.symbols("s s_d")
+    ps = sp.symbols("p0:3")
+    U = sp.Symbol("U")
+    H, _ = circuit_equations(s, sd, ps, U, sp.Symbol("U_ref"), **dict(hyd_items))
+    J = H.jacobian(sp.Matrix([s, sd, *ps, U]))
+    return sp.lambdify((s, sd, *ps, U), list(J), "math")
+
+
 @dataclass(frozen=True)
 class CircuitJacobians:
     """Exact partial derivatives of the circuit equations at the equilibrium (Eqs. (7.26), (7.28)).
@@ -488,10 +499,17 @@ def circuit_jacobians(eq: FourBarEquilibrium, **hydraulic_overrides: float) -> C
     ```
     """
     _, hyd = _split(hydraulic_overrides)
-    _, jac, wjac = _circuit_functions(tuple(sorted(hyd.items())))
-    with np.errstate(invalid="ignore", divide="ignore"):  # numpy evaluates every Piecewise branch
-        J = np.asarray(jac(eq.x, np.zeros(10), eq.p, eq.U, 0.0), dtype=float)
-        Wj = np.asarray(wjac(eq.x, np.zeros(10), eq.p, eq.U, 0.0), dtype=float)
+    key = tuple(sorted(hyd.items()))
+    _, _, wjac = _circuit_functions(key)
+    i_s = COORDINATES.index("s")
+    try:   # H depends on x, xd only through s, s_d; one point, active Piecewise branches only
+        Js = np.array(_circuit_scalar_jacobian(key)(float(eq.x[i_s]), 0.0, *map(float, eq.p),
+                                                    float(eq.U)), dtype=float).reshape(3, 6)
+    except (ZeroDivisionError, ValueError):
+        Js = np.full((3, 6), np.nan)
+    J = np.zeros((3, 24))
+    J[:, i_s], J[:, 10 + i_s], J[:, 20:24] = Js[:, 0], Js[:, 1], Js[:, 2:]
+    Wj = np.asarray(wjac(eq.x, np.zeros(10), eq.p, eq.U, 0.0), dtype=float)
     if not (np.all(np.isfinite(J)) and np.all(np.isfinite(Wj))):
         raise ReferenceMotionError(f"the circuit Jacobian is not finite at p = {list(eq.p)} Pa, "
                                    f"s = {eq.x[8]} m (a chamber volume or pressure out of range?)")
