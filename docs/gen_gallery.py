@@ -41,6 +41,8 @@ def shrink(src: Path, dst: Path, width: int) -> None:
 
     with Image.open(src) as im:
         im = im.convert("RGB")
+        if im.width > 2 * im.height:      # wide multi-panel figures keep legible text
+            width = int(width * 1.5)
         if im.width > width:
             im = im.resize((width, round(im.height * width / im.width)), Image.LANCZOS)
         im.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(dst, optimize=True)

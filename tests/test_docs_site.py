@@ -47,3 +47,17 @@ def test_mkdocs_build_strict(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_gallery_images_exist():
+    """docs/gallery.md (written by docs/gen_gallery.py) shows reproduce targets' figures; every
+    image it references is committed and every section names a reproduce target."""
+    from nhcontrol.reproduce import TARGETS
+
+    page = (DOCS / "gallery.md").read_text()
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", page)
+    assert images, "the gallery shows no figure"
+    missing = [i for i in images if not (DOCS / i).is_file()]
+    assert not missing, f"gallery images missing (run python docs/gen_gallery.py): {missing}"
+    sections = re.findall(r"^## `([\w-]+)`", page, flags=re.M)
+    assert sections and set(sections) <= set(TARGETS), sorted(set(sections) - set(TARGETS))

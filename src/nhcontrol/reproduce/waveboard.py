@@ -121,7 +121,9 @@ def _plot(poly: tuple[np.ndarray, ...], ranges: list, out: Path) -> list[str]:
     ax.legend(fontsize=8)
     cite(fig, "thesis", "Sect. 5.5 (model derived here, parameters chosen)",
          extra="Steady forward motion; eigenvalues of the minimal Jacobian (third procedure). "
-               "No speed is self-stable (Ch. 9) unless a band is shaded.")
+               + ("Shaded: self-stable speeds." if ranges else
+                  "No speed is self-stable: an eigenvalue has a positive real part at every "
+                  "speed, the 'completely unstable' waveboard of Ch. 9."))
     return [savefig(fig, out, "waveboard_eigenvalues").name]
 
 
