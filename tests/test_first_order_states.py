@@ -127,3 +127,45 @@ def test_hydraulic_fourbar_built_with_states_gives_the_same_jacobian():
     with pytest.raises(LinearSystemError, match="do not belong"):
         linearize_first_order_system(hf.model(), rk, Reference.equilibrium(hf.model(), eq.x, u=eq.p),
                                      hf.PARTITION)
+    # the same torque-pulse simulation through both model forms
+    from nhcontrol.simulate import forward_dynamics_first_order
+    pulse = hf.TorquePulse(300.0, 0.02)
+    tau = hf.HYDRAULIC_DEFAULTS["tau_v"]
+    T = np.linspace(0.0, 0.02, 21)
+    Q = dict(generalized_force=lambda t, x, xd: hf.torque_generalized_force(x, pulse(t)), t_eval=T,
+             max_step=0.002, rtol=1e-10)
+    a = forward_dynamics_first_order(cm, (0.0, 0.02), eq.x, np.zeros(10), np.r_[eq.p, 0.0], rates=rk,
+                                     r=[0.0], **Q)
+    b = forward_dynamics_first_order(hf.model(), (0.0, 0.02), eq.x, np.zeros(10), eq.p, [0.0],
+                                     z_rate=lambda x, xd, z, w: hf.circuit_rates(x, xd, z, w[0]),
+                                     w_rate=lambda w, r: hf.spool_rates(w, r, tau), r=0.0, **Q)
+    dphi = np.max(np.abs(b.x[:, 5] - eq.x[5]))
+    assert dphi > 1e-6 and np.max(np.abs(a.x[:, 5] - b.x[:, 5])) < 1e-6 * dphi
+    np.testing.assert_allclose(a.z[:, :3], b.z, rtol=1e-7)
+
+
+def test_simulation_of_a_model_with_states(toy):
+    """forward_dynamics_first_order with the compiled rates: the equilibrium is kept, and a small
+    step of the motor voltage agrees with the linearization to second order (halving the step
+    quarters the difference)."""
+    import control as ct
+    from nhcontrol.simulate import forward_dynamics_first_order
+    mb, cm, rk = toy
+    L, R = P["L"], P["R"]
+    th0 = math.radians(135.0)
+    i0 = -P["m"] * P["g"] * math.cos(th0) / (P["kt"] * math.sin(th0))
+    x0 = [th0, L * math.sin(th0)]
+    ref = Reference.equilibrium(cm, x0, u=[i0, R * i0])
+    lin = linearize_first_order_system(cm, rk, ref, dict(independent=["th"], admissible_dependent=[],
+                                                         dependent=["y"]))
+    T = np.linspace(0.0, 0.05, 51)
+    diffs = []
+    for du in (0.2, 0.1):
+        sim = forward_dynamics_first_order(cm, (0.0, 0.05), x0, [0.0, 0.0], [i0], rates=rk,
+                                           r=[R * i0 + du], t_eval=T, rtol=1e-10)
+        lr = ct.forced_response(ct.ss(lin.A, lin.B, np.eye(3), 0), T, np.full(T.size, du))
+        diffs.append(np.max(np.abs(sim.x[:, 0] - th0 - lr.states[0])))
+        assert sim.constraint_residual < 1e-10 and sim.r.shape == (51, 1)
+    assert diffs[0] / diffs[1] == pytest.approx(4.0, rel=0.1)
+    with pytest.raises(Exception, match="not both"):
+        forward_dynamics_first_order(cm, (0.0, 0.01), x0, [0.0, 0.0], [i0], [0.0], rates=rk)

@@ -76,8 +76,10 @@ def _as_reference(r: Any, k_hint: int | None) -> tuple[Callable[..., NDArray[np.
 
 
 def forward_dynamics_first_order(cm: Any, t_span: tuple[float, float], x0: ArrayLike, xd0: ArrayLike,
-                                 z0: ArrayLike, w0: ArrayLike, *, z_rate: Callable[..., Any],
-                                 w_rate: Callable[..., Any], r: Any = 0.0,
+                                 z0: ArrayLike, w0: ArrayLike = (), *,
+                                 z_rate: Callable[..., Any] | None = None,
+                                 w_rate: Callable[..., Any] | None = None, r: Any = 0.0,
+                                 rates: Any = None,
                                  generalized_force: Callable[..., Any] | None = None,
                                  baumgarte: tuple[float, float] = THESIS_BAUMGARTE,
                                  method: Literal["Radau", "BDF", "LSODA"] = "Radau",
@@ -95,13 +97,18 @@ def forward_dynamics_first_order(cm: Any, t_span: tuple[float, float], x0: Array
     x0, xd0 : (n,) array_like
         Initial coordinates and velocities (should satisfy the constraints).
     z0, w0 : array_like
-        Initial auxiliary states.
+        Initial auxiliary states (``w0`` empty with ``rates``).
     z_rate : callable
         ``z_rate(x, xd, z, w) -> (r,)`` (single point): ``H`` of Eq. (7.12).
     w_rate : callable
         ``w_rate(w, r) -> (u,)``: ``W`` of Eq. (7.13).
     r : array_like or callable
-        References: a constant, or ``r(t, x, xd, z, w) -> (k,)`` (open loop or feedback).
+        References: a constant, or ``r(t, x, xd, z, w) -> (k,)`` (open loop or feedback). With
+        ``rates``: the model's inputs that are not first-order states.
+    rates : RateKernels, optional
+        Instead of ``z_rate``/``w_rate``: the compiled rates of a model built with first-order
+        states ([`compile_rates()`][nhcontrol.compiled.compile_rates]); ``z`` are then all its
+        first-order states, the model's input vector is assembled from ``z`` and ``r``.
     generalized_force : callable, optional
         ``Q_ext(t, x, xd) -> (n,)``, added to ``Q`` (e.g. the torque pulse ``Q_M`` of Eq. (7.97)).
     baumgarte : (float, float)
@@ -149,8 +156,26 @@ def forward_dynamics_first_order(cm: Any, t_span: tuple[float, float], x0: Array
     if x0.size != n or xd0.size != n:
         raise SolverError(f"x0 and xd0 must have {n} entries for model {cm.name!r}, got "
                           f"{x0.size} and {xd0.size}")
-    if z0.size != int(cm.ninputs):
-        raise SolverError(f"z0 must have one entry per model input {list(cm.inputs)}, got {z0.size}")
+    k_all = int(cm.ninputs)
+    if rates is not None:
+        if z_rate is not None or w_rate is not None or w0.size:
+            raise SolverError("give either rates (a model built with first-order states) or "
+                              "z_rate/w_rate/w0, not both")
+        if z0.size != len(rates.states) or len(rates.states) + len(rates.inputs) != k_all:
+            raise SolverError(f"z0 must have one entry per first-order state {list(rates.states)} "
+                              f"of model {cm.name!r}, got {z0.size}")
+        zi, ui = list(rates.state_index), list(rates.input_index)
+
+        def z_rate(x: Any, xd: Any, z: Any, w: Any, rr: Any = None) -> Any:  # noqa: F811
+            return rates.rates(x, xd, z, rr, pv)
+
+        def w_rate(w: Any, rr: Any) -> Any:  # noqa: F811
+            return np.zeros(0)
+    else:
+        if z_rate is None or w_rate is None:
+            raise SolverError("z_rate and w_rate are required without rates")
+        if z0.size != k_all:
+            raise SolverError(f"z0 must have one entry per model input {list(cm.inputs)}, got {z0.size}")
     nz, nw = z0.size, w0.size
     pv = param_vector(cm, p)
     ref, _ = _as_reference(r, None)
@@ -159,11 +184,17 @@ def forward_dynamics_first_order(cm: Any, t_span: tuple[float, float], x0: Array
 
     def rhs(t: float, y: NDArray[np.float64]) -> NDArray[np.float64]:
         x, xd, z, w = y[:n], y[n:2 * n], y[2 * n:2 * n + nz], y[2 * n + nz:]
+        rr = np.atleast_1d(np.asarray(ref(t, x, xd, z, w), dtype=float))
+        if rates is not None:
+            u = np.empty(k_all)
+            u[zi], u[ui] = z, rr
+        else:
+            u = z
         if fused is not None:
-            T = fused(x, xd, z, pv)
+            T = fused(x, xd, u, pv)
             M, Q, D, Qd = T.M, T.Q, T.D, T.Qd
         else:
-            M, Q, D, Qd = cm.M(x, z, pv), cm.Q(x, xd, z, pv), cm.D(x, z, pv), cm.Qd(x, xd, z, pv)
+            M, Q, D, Qd = cm.M(x, u, pv), cm.Q(x, xd, u, pv), cm.D(x, u, pv), cm.Qd(x, xd, u, pv)
         Q = np.array(Q, dtype=float).reshape(n)
         if generalized_force is not None:
             Q = Q + np.asarray(generalized_force(t, x, xd), dtype=float).reshape(n)
@@ -175,14 +206,14 @@ def forward_dynamics_first_order(cm: Any, t_span: tuple[float, float], x0: Array
             K[n:, :n] = D
             g = np.reshape(Qd, (ml,)) - 2.0 * be * (D @ xd)
             if m:
-                g[:m] -= ge ** 2 * np.reshape(cm.C(x, z, pv), (m,))
+                g[:m] -= ge ** 2 * np.reshape(cm.C(x, u, pv), (m,))
         try:
             xdd = np.linalg.solve(K, np.concatenate([Q, g]))[:n]
         except np.linalg.LinAlgError as exc:
             raise SolverError(f"the saddle-point matrix of Eq. (7.97) of model {cm.name!r} is "
                               f"singular at t = {t:.6g}") from exc
-        rr = np.atleast_1d(np.asarray(ref(t, x, xd, z, w), dtype=float))
-        zd = np.asarray(z_rate(x, xd, z, w), dtype=float).reshape(nz)
+        zd = np.asarray(z_rate(x, xd, z, w, rr) if rates is not None else z_rate(x, xd, z, w),
+                        dtype=float).reshape(nz)
         wd = np.asarray(w_rate(w, rr), dtype=float).reshape(nw)
         out = np.concatenate([xd, xdd, zd, wd])
         if not np.all(np.isfinite(out)):
@@ -217,7 +248,12 @@ def forward_dynamics_first_order(cm: Any, t_span: tuple[float, float], x0: Array
     Z, Wst = Y[:, 2 * n:2 * n + nz], Y[:, 2 * n + nz:]
     R = np.array([np.atleast_1d(ref(ti, X[i], XD[i], Z[i], Wst[i])) for i, ti in enumerate(sol.t)],
                  dtype=float)
-    C = np.asarray(cm.C(X, Z, pv), dtype=float).reshape(len(sol.t), -1) if m else np.zeros((1, 1))
+    if rates is not None:
+        Uall = np.empty((len(sol.t), k_all))
+        Uall[:, zi], Uall[:, ui] = Z, R
+    else:
+        Uall = Z
+    C = np.asarray(cm.C(X, Uall, pv), dtype=float).reshape(len(sol.t), -1) if m else np.zeros((1, 1))
     return FirstOrderSimulation(t=readonly(sol.t), x=readonly(X), xd=readonly(XD), z=readonly(Z),
                                 w=readonly(Wst), r=readonly(R),
                                 constraint_residual=float(np.max(np.abs(C))), nfev=int(sol.nfev))
