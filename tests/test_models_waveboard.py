@@ -52,6 +52,37 @@ def test_reproduce_json_and_figure(tmp_path):
     assert result["completely_unstable"] and result["stable_speed_ranges"] == []
     assert len(result["eigenvalues"]) == len(result["speeds"])
     assert (tmp_path / "waveboard_eigenvalues.png").exists()
+    assert "skipped" in result["inverse_dynamics"]           # quick: no actuated model compiled
+
+
+@pytest.mark.slow  # compiles the actuated model and runs the nonlinear check (~1 min)
+def test_inverse_dynamics_study_json_figures_and_trends(tmp_path):
+    """Sect. 5.5.4 (derived here): rider torques along the meander, two design parameters."""
+    result = rep.run(out=tmp_path, quick=False)
+    json.dumps(result)
+    study = result["inverse_dynamics"]
+    rows = {(r["parameter"], r["value"]): r for r in study["variants"]}
+    assert len(rows) == 6
+    for r in rows.values():
+        assert r["phi_b_amplitude_deg"] == pytest.approx(r["alpha_amplitude_deg"], rel=1e-12)   # shape
+        assert r["tau_B_rms"] == pytest.approx(r["tau_B_peak"] / np.sqrt(2), rel=1e-12)
+        assert 1.0 < r["tau_B_peak"] < 500.0 and 1.0 < r["tau_P_peak"] < 500.0
+    kT = [rows[("k_T", v)] for v in rep.ID_VARIANTS["k_T"]]
+    nu = [rows[("nu", v)] for v in rep.ID_VARIANTS["nu"]]
+    # the torsion bar is internal: the external roll torque does not depend on its stiffness
+    assert max(abs(r["tau_B_peak"] - kT[0]["tau_B_peak"]) for r in kT) < 1e-9 * kT[0]["tau_B_peak"]
+    assert abs(study["relative_change_over_k_T"]["tau_P_peak"]) > 1e-3
+    # a more tilted caster steers less per roll: more roll, larger torques for the same meander
+    assert nu[0]["tau_B_peak"] < nu[1]["tau_B_peak"] < nu[2]["tau_B_peak"]
+    assert nu[0]["tau_P_peak"] < nu[1]["tau_P_peak"] < nu[2]["tau_P_peak"]
+    # the nominal case on the nonlinear model: same torques up to terms cubic in the amplitude
+    chk = study["nonlinear_check"]
+    small = chk["runs"][1]
+    assert small["max_rel_torque_diff"] < 1e-2 and small["prescription_error_rad"] < 1e-8
+    assert small["constraint_drift"] < 1e-9
+    assert chk["ratio"] > 8.0                                   # 4x amplitude: >= quadratic in relative terms
+    assert (tmp_path / "waveboard_inverse_dynamics.png").exists()
+    assert "inverse dynamics" in rep.summary(result)
 
 
 def test_locked_builds_drop_coordinates_and_errors():

@@ -5,7 +5,10 @@ model (an independent model) with the composite parameters of
 [`nhcontrol.models.waveboard.benchmark_equivalent()`][nhcontrol.models.waveboard.benchmark_equivalent].
 Then the 14 × 14 Jacobian of the
 steady forward motion (third procedure, ``J(v) = J0 + v J1 + v² J2`` identified from three speeds and
-checked at a fourth), its eigenvalues vs speed and the self-stable speed ranges.
+checked at a fourth), its eigenvalues vs speed and the self-stable speed ranges. Then the
+inverse-dynamics study of Sect. 5.5.4 (derived here, [`inverse_dynamics_study()`][nhcontrol.reproduce.waveboard.inverse_dynamics_study]): the rider's
+torques ``tau_B``, ``tau_P`` along a meandering path and how the torsion-bar stiffness ``k_T`` and
+the caster tilt ``nu`` change them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from ..models import waveboard as wb
 from .bicycle_benchmark import jacobian_polynomial
 from .escooter import spectrum, stable_ranges
 
-__all__ = ["run", "summary", "reduction", "speed_polynomial"]
+__all__ = ["run", "summary", "reduction", "speed_polynomial", "inverse_dynamics_study", "harmonic_inverse"]
 
 V_MAX = 8.0
 SPEEDS = np.round(np.linspace(0.25, V_MAX, 32), 10)
@@ -78,8 +81,147 @@ def reduction() -> dict[str, Any]:
             "stable_speed_ranges": ranges, "max_rel_diff_vs_benchmark_model": worst}
 
 
+# ---------------------------------------------------------------- inverse dynamics (Sect. 5.5.4)
+#: Chosen meander: forward speed [m/s], period [s] (wavelength v T = 3.75 m), lateral amplitude [m].
+ID_SPEED, ID_PERIOD, ID_AMPLITUDE = 2.5, 1.5, 0.05
+#: Chosen shape of the rider's motion: complex amplitudes of (phi_b, alpha) up to a common factor
+#: (rear-platform roll and twist in phase and equal, i.e. the front platform rolls twice as much).
+ID_SHAPE = {"phi_b": 1.0 + 0.0j, "alpha": 1.0 + 0.0j}
+#: Design variants: torsion-bar stiffness [N m/rad] and caster tilt of both casters [rad].
+ID_VARIANTS: dict[str, tuple[float, ...]] = {"k_T": (30.0, 60.0, 120.0), "nu": (0.26, 0.35, 0.44)}
+#: Nonlinear check: simulated time [s] and the path amplitudes [m] compared.
+ID_CHECK_TIME, ID_CHECK_AMPLITUDES = 0.3, (0.05, 0.0125)
+
+
+def harmonic_inverse(lin: Any, omega: float, shape: dict[str, complex]) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs and state of the periodic motion in which the named states move as ``shape e^{jΩt}``.
+
+    For ``Ẋ = A X + B u`` (a linearization about a steady motion) and ``u = Re(û e^{jΩt})``, the
+    bounded periodic response is ``X̂ = (jΩ I − A)⁻¹ B û`` (``jΩ`` is not an eigenvalue); with as
+    many prescribed states ``C X̂ = ŷ`` as inputs, ``û = (C (jΩ I − A)⁻¹ B)⁻¹ ŷ``. This is the
+    inverse dynamics of the prescribed periodic motion in the linear approximation; it exists
+    although the unprescribed part of the motion (the zero dynamics) is unstable, which defeats
+    forward-in-time computed-torque simulation over long times (derived here).
+
+    Returns
+    -------
+    u_hat : (k,) complex ndarray
+    X_hat : (ns,) complex ndarray
+    """
+    states = list(lin.states)
+    A, B = np.asarray(lin.A, dtype=float), np.asarray(lin.B, dtype=float)
+    R = np.linalg.solve(1j * omega * np.eye(A.shape[0]) - A, B)
+    C = np.zeros((len(shape), A.shape[0]))
+    for r, name in enumerate(shape):
+        C[r, states.index(name)] = 1.0
+    G = C @ R
+    if G.shape[0] != G.shape[1]:
+        raise ValueError(f"harmonic_inverse needs as many prescribed states as inputs: {list(shape)} vs {lin.inputs}")
+    u = np.linalg.solve(G, np.array(list(shape.values()), dtype=complex))
+    return u, R @ u
+
+
+def _sinusoid(c: complex, om: float):
+    """``t -> (Re(c e^{jΩt}), its rate, its acceleration)``."""
+    def f(t: float) -> tuple[float, float, float]:
+        z = c * np.exp(1j * om * t)
+        return float(z.real), float((1j * om * z).real), float((-(om ** 2) * z).real)
+    return f
+
+
+def _variant_parameters(name: str, value: float) -> dict[str, float]:
+    return {"nu_R": value, "nu_F": value} if name == "nu" else {name: value}
+
+
+def inverse_dynamics_study(*, nonlinear_check: bool = True) -> dict[str, Any]:
+    """Rider torques along a meandering path and their dependence on ``k_T`` and ``nu``.
+
+    The rider rolls the rear platform and twists the front one sinusoidally (:data:`ID_SHAPE`),
+    scaled so that the board's lateral position ``y_b`` meanders with amplitude
+    :data:`ID_AMPLITUDE` at speed :data:`ID_SPEED` and period :data:`ID_PERIOD`. The torques
+    follow from :func:`harmonic_inverse` on the linearization of the actuated model
+    (``waveboard.model(actuated=True)``) about the steady forward motion, for each design variant
+    of :data:`ID_VARIANTS` (one parameter changed at a time). With ``nonlinear_check`` the nominal
+    case is also run on the nonlinear model: :func:`nhcontrol.simulate.prescribed_motion` imposes
+    the same ``phi_b(t)``, ``alpha(t)`` from the periodic state (``lin.from_deviation``) and its
+    torques are compared with the linear ones over :data:`ID_CHECK_TIME` for two amplitudes.
+    """
+    cm = wb.model(actuated=True)
+    om = 2.0 * np.pi / ID_PERIOD
+    rows, curves = [], {}
+    tt = np.linspace(0.0, ID_PERIOD, 121)
+    nominal: dict[str, Any] = {}
+    for name, values in ID_VARIANTS.items():
+        for val in values:
+            over = _variant_parameters(name, val)
+            p = cm.param_vector(**over)
+            lin = _lin.linearize(cm, wb.steady_forward(cm, ID_SPEED, p=p), wb.PARTITION)
+            u, X = harmonic_inverse(lin, om, ID_SHAPE)
+            S = list(lin.states)
+            scale = ID_AMPLITUDE / abs(X[S.index("y_b")])
+            u, X = u * scale, X * scale
+            amp = {s: float(abs(X[S.index(s)])) for s in ("phi_b", "alpha", "delta_R", "delta_F", "psi_b")}
+            row = {"parameter": name, "value": float(val),
+                   "phi_b_amplitude_deg": float(np.degrees(amp["phi_b"])),
+                   "alpha_amplitude_deg": float(np.degrees(amp["alpha"])),
+                   "delta_R_amplitude_deg": float(np.degrees(amp["delta_R"])),
+                   "delta_F_amplitude_deg": float(np.degrees(amp["delta_F"])),
+                   "psi_b_amplitude_deg": float(np.degrees(amp["psi_b"]))}
+            for j, inp in enumerate(lin.inputs):
+                row[f"{inp}_peak"] = float(abs(u[j]))                 # N m, amplitude of the sinusoid
+                row[f"{inp}_rms"] = float(abs(u[j]) / np.sqrt(2.0))
+                row[f"{inp}_phase_deg"] = float(np.degrees(np.angle(u[j])))
+            rows.append(row)
+            curves[(name, float(val))] = np.real(np.multiply.outer(np.exp(1j * om * tt), u))
+            if over == {"k_T": wb.PARAMETERS["k_T"]}:
+                nominal = {"cm": cm, "p": p, "lin": lin, "u": u / scale, "X": X / scale,
+                           "scale": scale}
+    result: dict[str, Any] = {
+        "speed": ID_SPEED, "period": ID_PERIOD, "wavelength": ID_SPEED * ID_PERIOD,
+        "lateral_amplitude": ID_AMPLITUDE,
+        "shape": {k: [float(v.real), float(v.imag)] for k, v in ID_SHAPE.items()},
+        "units": {"peak": "N m (amplitude)", "rms": "N m", "k_T": "N m/rad", "nu": "rad"},
+        "variants": rows,
+    }
+    for name in ID_VARIANTS:
+        sel = [r for r in rows if r["parameter"] == name]
+        result[f"relative_change_over_{name}"] = {
+            f"{inp}_peak": float((sel[-1][f"{inp}_peak"] - sel[0][f"{inp}_peak"]) / sel[1][f"{inp}_peak"])
+            for inp in wb.INPUTS}
+    if nonlinear_check and nominal:
+        result["nonlinear_check"] = _nonlinear_check(nominal, om)
+    result["_curves"] = (tt, curves)
+    return result
+
+
+def _nonlinear_check(nom: dict[str, Any], om: float) -> dict[str, Any]:
+    from ..simulate import prescribed_motion
+
+    cm, p, lin = nom["cm"], nom["p"], nom["lin"]
+    ref = wb.steady_forward(cm, ID_SPEED, p=p)
+    S = list(lin.states)
+    ts = np.linspace(0.0, ID_CHECK_TIME, 31)
+    out = []
+    for Y in ID_CHECK_AMPLITUDES:
+        k = Y / abs(nom["X"][S.index("y_b")])
+        u, X = nom["u"] * k, nom["X"] * k
+        x0, xd0 = lin.from_deviation(ref, 0.0, X.real)
+        pres = {s: _sinusoid(X[S.index(s)], om) for s in ID_SHAPE}
+        res = prescribed_motion(cm, (0.0, ID_CHECK_TIME), x0, xd0, pres, p=p, t_eval=ts, rtol=1e-9, atol=1e-11)
+        u_lin = np.real(np.multiply.outer(np.exp(1j * om * ts), u))
+        diff = float(np.max(np.abs(res.u - u_lin)) / np.max(np.abs(u_lin)))
+        track = float(max(np.max(np.abs(res.x[:, cm.coordinates.index(s)] - (ref.x(ts)[:, cm.coordinates.index(s)]
+                                                                            + np.real(X[S.index(s)] * np.exp(1j * om * ts)))))
+                          for s in ID_SHAPE))
+        out.append({"lateral_amplitude": Y, "max_rel_torque_diff": diff, "prescription_error_rad": track,
+                    "constraint_drift": float(max(np.max(res.holonomic_drift), np.max(res.velocity_drift)))})
+    return {"time": ID_CHECK_TIME, "runs": out,
+            "ratio": out[0]["max_rel_torque_diff"] / out[1]["max_rel_torque_diff"]}
+
+
 def run(*, out: Path | None = None, quick: bool = False) -> dict:
-    """Reduction check and the steady-forward-motion spectrum vs speed."""
+    """Reduction check, the steady-forward-motion spectrum vs speed and (not with ``quick``, which
+    skips compiling the actuated model) the inverse-dynamics study."""
     red = reduction()
     cm = wb.model()
     poly, res = speed_polynomial(cm, cm.param_vector(), wb.PARTITION)
@@ -97,8 +239,16 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
         "completely_unstable": bool(not ranges and np.min(np.max(fine.real, axis=1)) > 0),
         "polynomial_residual": res,
     }
+    study = None
+    if quick:
+        result["inverse_dynamics"] = "skipped in a quick run (it compiles the actuated model)"
+    else:
+        study = inverse_dynamics_study()
+        result["inverse_dynamics"] = {k: v for k, v in study.items() if not k.startswith("_")}
     if out is not None:
         result["figures"] = _plot(poly, ranges, Path(out))
+        if study is not None:
+            result["figures"].append(_plot_inverse_dynamics(study, Path(out)))
     return result
 
 
@@ -127,6 +277,32 @@ def _plot(poly: tuple[np.ndarray, ...], ranges: list, out: Path) -> list[str]:
     return [savefig(fig, out, "waveboard_eigenvalues").name]
 
 
+def _plot_inverse_dynamics(study: dict[str, Any], out: Path) -> str:
+    from nhcontrol.plotting.style import cite, new_figure, savefig
+
+    tt, curves = study["_curves"]
+    labels = {"k_T": lambda v: f"k_T = {v:g} N m/rad", "nu": lambda v: f"ν = {np.degrees(v):.0f}°"}
+    fig, axes = new_figure(2, 2, sharex=True, title=(
+        f"Waveboard: rider torques along a meander (v = {study['speed']} m/s, λ = {study['wavelength']:g} m, "
+        f"lateral amplitude {100 * study['lateral_amplitude']:g} cm)"))
+    for col, name in enumerate(ID_VARIANTS):
+        for (pname, val), tau in curves.items():
+            if pname != name:
+                continue
+            for row, inp in enumerate(wb.INPUTS):
+                axes[row, col].plot(tt, tau[:, row], label=labels[name](val))
+        for row, inp in enumerate(wb.INPUTS):
+            axes[row, col].set_ylabel(f"{'τ_B (roll, rear platform)' if row == 0 else 'τ_P (twist)'} (N m)")
+            axes[row, col].legend(fontsize=7)
+        axes[1, col].set_xlabel("time over one period t (s)")
+        axes[0, col].set_title("torsion-bar stiffness (τ_B: the three curves coincide)" if name == "k_T"
+                               else "caster tilt (both casters)")
+    cite(fig, "thesis", "Sect. 5.5.4 (inverse dynamics derived here: periodic linear inverse)",
+         extra="Torques that roll the rear platform and twist the front one (in phase, equal amplitudes) "
+               "so that the board meanders with the same path for every design variant.")
+    return savefig(fig, out, "waveboard_inverse_dynamics").name
+
+
 def summary(result: dict) -> str:
     """Human-readable report of [`run()`][nhcontrol.reproduce.waveboard.run]."""
     red = result["reduction"]
@@ -138,4 +314,19 @@ def summary(result: dict) -> str:
         f"  stable speed ranges in (0, {V_MAX}] m/s: {result['stable_speed_ranges'] or 'none'}",
         f"  completely unstable: {result['completely_unstable']} "
         f"(min over speed of max Re λ = {result['min_spectral_abscissa']:.3f} 1/s)",
-    ])
+    ] + _inverse_dynamics_lines(result.get("inverse_dynamics")))
+
+
+def _inverse_dynamics_lines(study: Any) -> list[str]:
+    if not isinstance(study, dict):
+        return [f"  inverse dynamics: {study}"] if study else []
+    lines = [f"  inverse dynamics (Sect. 5.5.4): meander λ = {study['wavelength']:g} m, lateral amplitude "
+             f"{study['lateral_amplitude']} m at {study['speed']} m/s; torque amplitudes [N m]:"]
+    for r in study["variants"]:
+        lines.append(f"    {r['parameter']} = {r['value']:g}: tau_B {r['tau_B_peak']:.2f}, tau_P {r['tau_P_peak']:.2f} "
+                     f"(roll {r['phi_b_amplitude_deg']:.2f} deg, twist {r['alpha_amplitude_deg']:.2f} deg)")
+    chk = study.get("nonlinear_check")
+    if chk:
+        lines.append("    nonlinear check (prescribed_motion): max rel. torque diff "
+                     + ", ".join(f"{c['max_rel_torque_diff']:.2e} at {c['lateral_amplitude']} m" for c in chk["runs"]))
+    return lines

@@ -10,7 +10,8 @@ projects initial conditions on the constraints;
 systems;
 [`forward_dynamics_first_order()`][nhcontrol.simulate.forward_dynamics_first_order] integrates
 models with first-order auxiliary states (hydraulic pressures and spools, Eq. (7.97)) with a
-stiff integrator.
+stiff integrator; [`prescribed_motion()`][nhcontrol.simulate.prescribed_motion] finds the inputs
+that realise prescribed coordinates (inverse dynamics of a partly prescribed motion).
 """
 
 from .forward import DEFAULT_BAUMGARTE, ConditioningWarning, forward_dynamics
@@ -18,6 +19,7 @@ from .first_order import THESIS_BAUMGARTE, FirstOrderSimulation, forward_dynamic
 from .initial import InitialConditions, consistent_initial_conditions
 from .linear import LinearSimulationResult, simulate_discrete, simulate_ltv
 from .nlsys import ConstraintDrift, constraint_drift, to_nlsys
+from .prescribed import prescribed_motion
 from .result import SimulationResult, SimulationSamples
 
 __all__ = [
@@ -37,4 +39,5 @@ __all__ = [
     "forward_dynamics_first_order",
     "FirstOrderSimulation",
     "THESIS_BAUMGARTE",
+    "prescribed_motion",
 ]
