@@ -82,15 +82,15 @@ def reduction() -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- inverse dynamics (Sect. 5.5.4)
-#: Chosen meander: forward speed [m/s], period [s] (wavelength v T = 3.75 m), lateral amplitude [m].
 ID_SPEED, ID_PERIOD, ID_AMPLITUDE = 2.5, 1.5, 0.05
-#: Chosen shape of the rider's motion: complex amplitudes of (phi_b, alpha) up to a common factor
-#: (rear-platform roll and twist in phase and equal, i.e. the front platform rolls twice as much).
+"""Chosen meander: forward speed [m/s], period [s] (wavelength v T = 3.75 m), lateral amplitude [m]."""
 ID_SHAPE = {"phi_b": 1.0 + 0.0j, "alpha": 1.0 + 0.0j}
-#: Design variants: torsion-bar stiffness [N m/rad] and caster tilt of both casters [rad].
+"""Chosen shape of the rider's motion: complex amplitudes of (phi_b, alpha) up to a common factor
+(rear-platform roll and twist in phase and equal, i.e. the front platform rolls twice as much)."""
 ID_VARIANTS: dict[str, tuple[float, ...]] = {"k_T": (30.0, 60.0, 120.0), "nu": (0.26, 0.35, 0.44)}
-#: Nonlinear check: simulated time [s] and the path amplitudes [m] compared.
+"""Design variants: torsion-bar stiffness [N m/rad] and caster tilt of both casters [rad]."""
 ID_CHECK_TIME, ID_CHECK_AMPLITUDES = 0.3, (0.05, 0.0125)
+"""Nonlinear check: simulated time [s] and the path amplitudes [m] compared."""
 
 
 def harmonic_inverse(lin: Any, omega: float, shape: dict[str, complex]) -> tuple[np.ndarray, np.ndarray]:
@@ -136,15 +136,15 @@ def _variant_parameters(name: str, value: float) -> dict[str, float]:
 def inverse_dynamics_study(*, nonlinear_check: bool = True) -> dict[str, Any]:
     """Rider torques along a meandering path and their dependence on ``k_T`` and ``nu``.
 
-    The rider rolls the rear platform and twists the front one sinusoidally (:data:`ID_SHAPE`),
+    The rider rolls the rear platform and twists the front one sinusoidally (`ID_SHAPE`),
     scaled so that the board's lateral position ``y_b`` meanders with amplitude
-    :data:`ID_AMPLITUDE` at speed :data:`ID_SPEED` and period :data:`ID_PERIOD`. The torques
-    follow from :func:`harmonic_inverse` on the linearization of the actuated model
+    `ID_AMPLITUDE` at speed `ID_SPEED` and period `ID_PERIOD`. The torques
+    follow from [`harmonic_inverse()`][nhcontrol.reproduce.waveboard.harmonic_inverse] on the linearization of the actuated model
     (``waveboard.model(actuated=True)``) about the steady forward motion, for each design variant
-    of :data:`ID_VARIANTS` (one parameter changed at a time). With ``nonlinear_check`` the nominal
-    case is also run on the nonlinear model: :func:`nhcontrol.simulate.prescribed_motion` imposes
+    of `ID_VARIANTS` (one parameter changed at a time). With ``nonlinear_check`` the nominal
+    case is also run on the nonlinear model: [`prescribed_motion()`][nhcontrol.simulate.prescribed_motion] imposes
     the same ``phi_b(t)``, ``alpha(t)`` from the periodic state (``lin.from_deviation``) and its
-    torques are compared with the linear ones over :data:`ID_CHECK_TIME` for two amplitudes.
+    torques are compared with the linear ones over `ID_CHECK_TIME` for two amplitudes.
     """
     cm = wb.model(actuated=True)
     om = 2.0 * np.pi / ID_PERIOD

@@ -5,13 +5,14 @@ coordinates ``q_p`` are prescribed — as many as there are inputs, e.g. the lea
 imposes on a board — the others follow from the dynamics, and the inputs that realise the
 prescription are unknowns of the same saddle-point system (2.119):
 
-.. math::
+$$
+\\begin{bmatrix} M & D^T & -A_u \\\\ D & 0 & 0 \\\\ S_p & 0 & 0 \\end{bmatrix}
+\\begin{bmatrix} \\ddot x \\\\ \\Lambda \\\\ u \\end{bmatrix} =
+\\begin{bmatrix} Q_0 \\\\ g \\\\ \\ddot q_p^* \\end{bmatrix},
+$$
 
-    \\begin{bmatrix} M & D^T & -A_u \\\\ D & 0 & 0 \\\\ S_p & 0 & 0 \\end{bmatrix}
-    \\begin{bmatrix} \\ddot x \\\\ \\Lambda \\\\ u \\end{bmatrix} =
-    \\begin{bmatrix} Q_0 \\\\ Q_d - \\dots \\\\ \\ddot q_p^* \\end{bmatrix},
-
-with ``Q = Q_0 + A_u u`` and ``S_p`` selecting ``q_p``. Because the accelerations of (2.119) are
+with ``Q = Q_0 + A_u u``, ``g`` the constraint rows of (2.119) (Baumgarte terms included) and
+``S_p`` selecting ``q_p``. Because the accelerations of (2.119) are
 affine in ``u`` when the inputs enter ``Q`` linearly and ``M``, ``D`` do not depend on them,
 ``ẍ(u) = a_0 + G u`` exactly, with ``a_0 = ẍ(0)`` and column ``j`` of ``G`` equal to
 ``ẍ(e_j) − a_0``; ``u`` solves ``S_p G u = q̈_p^* − S_p a_0`` (square, ``k`` prescribed coordinates
@@ -36,9 +37,9 @@ from .forward import DEFAULT_BAUMGARTE, forward_dynamics
 
 __all__ = ["prescribed_motion", "AFFINE_RTOL"]
 
-#: Relative size (w.r.t. ``max(1, |ẍ|)``) accepted for the miss of the prescribed accelerations
-#: after the affine solve and one refinement step (round-off of the saddle-point solves).
 AFFINE_RTOL = 1e-7
+"""Relative size (w.r.t. ``max(1, |ẍ|)``) accepted for the miss of the prescribed accelerations
+after the affine solve and one refinement step (round-off of the saddle-point solves)."""
 
 Prescription = Callable[[float], Sequence[float]]
 
@@ -113,9 +114,9 @@ def prescribed_motion(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Arra
     gains : (k_p, k_d)
         Drift correction in 1/s² and 1/s (default a critically damped 20 rad/s).
     baumgarte : (α, β)
-        As :func:`forward_dynamics`.
+        As [`forward_dynamics()`][nhcontrol.simulate.forward_dynamics].
     **kwargs
-        Passed to :func:`forward_dynamics` (``t_eval``, ``rtol``, ``atol``, ``method``, ...).
+        Passed to [`forward_dynamics()`][nhcontrol.simulate.forward_dynamics] (``t_eval``, ``rtol``, ``atol``, ``method``, ...).
 
     Returns
     -------
