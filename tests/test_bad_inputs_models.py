@@ -59,6 +59,9 @@ MODEL_CASES = {
                             [r"'blade' is not linear", r"degree > 1"]),
     "nh_sqrt_velocity": (dict(nh=lambda mb: sp.sqrt(_v(mb, "x_d") ** 2 + 1) - 1),
                          [r"'blade' is not linear", r"x_d"]),
+    "nh_velocity_free_term": (dict(nh=lambda mb: _v(mb, "x_d") + sp.sin(_v(mb, "theta")) ** 2),
+                              [r"'blade' is not linear and homogeneous", r"velocity-free term",
+                               r"sin\(theta\)\*\*2"]),
     "hol_abs": (dict(hol=lambda mb: sp.Abs(_v(mb, "x")) - 1), [r"holonomic constraint 'guide'", r"Abs\(x\)"]),
     "hol_sign": (dict(hol=lambda mb: sp.sign(_v(mb, "x")) - _v(mb, "y")), [r"'guide'", r"sign\(x\)"]),
     "position_floor": (dict(position=lambda mb: [sp.floor(_v(mb, "x")), _v(mb, "y"), 0]),
@@ -94,11 +97,13 @@ def test_sign_of_a_velocity_in_a_force_names_the_expression_it_cannot_print():
 
 @pytest.mark.parametrize("kw", [dict(nh=lambda mb: (_v(mb, "x_d") + _v(mb, "y_d")) ** 2 - _v(mb, "x_d") ** 2
                                      - _v(mb, "y_d") ** 2 - 2 * _v(mb, "x_d") * _v(mb, "y_d") + _v(mb, "y_d")),
+                                dict(nh=lambda mb: _v(mb, "x_d") + sp.sin(_v(mb, "theta")) ** 2
+                                     + sp.cos(_v(mb, "theta")) ** 2 - 1),             # hidden zero
                                 dict(inertia=sp.diag(0, 0.3, 0.3), spatial=True),     # slender rod
                                 dict(inertia=sp.diag(0.1, 0.2, 0.3), spatial=True),   # plane lamina: equality
                                 dict(inertia=sp.diag(0, 0, 0.3)),                     # planar body: Izz only
                                 dict(force=lambda mb: [-0.3 * sp.Abs(_v(mb, "x_d")) * _v(mb, "x_d"), 0, 0])],
-                         ids=["linear_after_cancellation", "slender_rod", "lamina", "planar_body", "drag_abs"])
+                         ids=["linear_after_cancellation", "homogeneous_after_simplification", "slender_rod", "lamina", "planar_body", "drag_abs"])
 @pytest.mark.filterwarnings("ignore:nhcontrol uses the Python kernels")  # sign() has no C translation
 def test_possible_models_are_accepted(kw):
     cm = _model(**kw).compile(cache=False)

@@ -65,34 +65,38 @@ class _Shared:
             out.append(frozenset(ms))
         return out
 
-    def velocity_degrees(self, velocities: set) -> list[float]:
-        """Upper bound of the polynomial degree of every expression in ``velocities`` (``inf``
-        when a velocity enters a non-polynomial function): degree <= 1 proves linearity."""
+    def velocity_degrees(self, velocities: set) -> list[tuple[float, float]]:
+        """Bounds ``(highest, lowest)`` of the polynomial degrees of the terms of every expression
+        in ``velocities``: ``highest <= 1`` proves linearity (``inf`` when a velocity enters a
+        non-polynomial function), ``lowest >= 1`` proves that no term is free of velocities
+        (``inf`` for an expression that is identically 0)."""
         inf = float("inf")
         deg: dict = {}
 
-        def d(e: sp.Basic) -> float:
+        def d(e: sp.Basic) -> tuple[float, float]:
             if e in deg:
                 return deg[e]
             if e.is_Symbol:
-                r = 1.0 if e in velocities else 0.0
+                r = (1.0, 1.0) if e in velocities else (0.0, 0.0)
             elif e.is_Number or not e.args:
-                r = 0.0
+                r = (0.0, inf) if e == 0 else (0.0, 0.0)
             elif e.is_Add:
-                r = max(d(a) for a in e.args)
+                ds = [d(a) for a in e.args]
+                r = (max(h for h, _ in ds), min(lo for _, lo in ds))
             elif e.is_Mul:
-                r = sum(d(a) for a in e.args)
+                ds = [d(a) for a in e.args]
+                r = (sum(h for h, _ in ds), sum(lo for _, lo in ds))
             elif e.is_Pow:
                 b, k = e.args
-                db = d(b)
-                if db == 0 and d(k) == 0:
-                    r = 0.0
+                hb, lb = d(b)
+                if hb == 0 and d(k)[0] == 0:
+                    r = (0.0, 0.0)
                 elif k.is_Integer and int(k) >= 0:
-                    r = db * int(k)
+                    r = (hb * int(k), lb * int(k))
                 else:
-                    r = inf
+                    r = (inf, 0.0)
             else:
-                r = inf if any(d(a) > 0 for a in e.args) else 0.0
+                r = (inf, 0.0) if any(d(a)[0] > 0 for a in e.args) else (0.0, 0.0)
             deg[e] = r
             return r
 
@@ -171,22 +175,47 @@ def inertia_problem(inertia: np.ndarray, tol: float = CHECK_TOL, spatial: bool =
     return None
 
 
-def rotation_axes(R: sp.MatrixBase, coords: list[sp.Symbol], values: dict) -> int:
-    """Number of body axes about which the orientation ``R(x, u)`` can turn (0 to 3): the rank
-    of the body-frame angular velocity Jacobian ``vee(Rᵀ ∂R/∂q)`` at the point ``values``."""
-    Rv = _numeric(R, values)
-    if Rv is None:
-        return 3
-    cols = []
-    for q in (q for q in coords if R.has(q)):
-        dR = _numeric(R.diff(q), values)
-        if dR is None:
-            return 3
-        W = Rv.T @ dR
-        cols.append([W[2, 1], W[0, 2], W[1, 0]])
-    if not cols:
+def rotation_axes(R: sp.MatrixBase, coords: list[sp.Symbol], values: dict, samples: int = 4) -> int:
+    """How many body axes the orientation ``R(x, u)`` turns about: 0 (it never turns), 1 (it
+    turns about one fixed axis only, ``R = R0 · rot_a(θ(x, u))``: a planar body) or 3 (any other).
+
+    Decided without derivatives: for a one-axis rotation every relative rotation
+    ``R(q0)ᵀ R(qj)`` between random configurations turns about the same body axis ``a``.
+    ``samples`` configurations are drawn around ``values`` (coordinates and inputs only; every
+    symbol of ``R`` needs a value). An orientation that depends on one coordinate counts as
+    one axis.
+    """
+    qs = [q for q in coords if R.has(q)]
+    if not qs:
         return 0
-    return int(np.linalg.matrix_rank(np.array(cols), tol=1e-9))
+    if len(qs) == 1:
+        return 1  # one coordinate: one angle (a rotation about a varying axis would be exotic)
+    syms = sorted(R.free_symbols, key=lambda s: s.name)
+    try:
+        f = sp.lambdify(syms, R.tolist(), modules="math")
+        base = [float(values[s]) for s in syms]
+        R0 = np.array(f(*base), dtype=float)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError):
+        return 3
+    rng = np.random.default_rng(11)
+    axes = []
+    for _ in range(samples):
+        pt = [v + float(rng.uniform(-1.0, 1.0)) if s in qs else v for s, v in zip(syms, base)]
+        try:
+            Rj = np.array(f(*pt), dtype=float)
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+            return 3
+        W = R0.T @ Rj                                  # relative rotation, body frame
+        w = np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]])
+        if np.linalg.norm(w) < 1e-9 and np.trace(W) > 3 - 1e-9:
+            continue                                   # no rotation between these two points
+        if np.linalg.norm(w) < 1e-9:
+            return 3                                   # a half turn: axis ambiguous here, be safe
+        axes.append(w / np.linalg.norm(w))
+    if not axes:
+        return 0
+    A = np.array(axes)
+    return 1 if np.linalg.matrix_rank(A, tol=1e-7) == 1 else 3
 
 
 def _nonlinear_in_velocities(expr: sp.Expr, velocities: list[sp.Symbol], values: dict) -> str | None:
@@ -336,7 +365,12 @@ def collect_problems(mb: "MultibodySystem") -> list[str]:
             continue
         if free_of[i] - vel_ok or f"nonholonomic constraint {c.name!r}" in nonsmooth_in:
             continue  # unknown symbols / non-smooth functions already reported
-        why = None if vel_degree[i] <= 1 else _nonlinear_in_velocities(c.expr, list(mb.velocities), values)
+        hi, lo = vel_degree[i]
+        why = None if hi <= 1 else _nonlinear_in_velocities(c.expr, list(mb.velocities), values)
+        if why is None and lo < 1:  # not proven homogeneous by its structure: f(x, 0) must vanish
+            f0 = c.expr.xreplace({v: sp.S.Zero for v in mb.velocities})
+            if f0 != 0 and sp.simplify(f0) != 0:
+                why = f"it has a velocity-free term: at zero velocity it is {_short(f0)}, not identically 0"
         if why is None:
             f = {}
             for key, vs in vel_sets.items():
