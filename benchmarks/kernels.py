@@ -15,6 +15,8 @@ same run, and the ratios are Python over C):
 * ``dynamics_one_point_c_s`` / ``dynamics_one_point_python_s``, ``ratio_dynamics_one_point``;
 * ``n_point_c_s`` / ``n_point_python_s``: ``linearization_terms`` at ``N = 1000`` stacked points
   (Python: the numpy-vectorised kernel), ``per_point_c_s``, ``ratio_n_point``;
+* ``warm_process_*_cpu_s``: CPU time of the whole warm child (imports, ``build()`` and the
+  load), an upper bound of the warm load's CPU time;
 * ``*_cpu_s``: the same in CPU time (``thread_time`` for the kernels; for the builds the CPU of
   the child and of its compiler processes), steadier than wall time on a loaded machine; the
   ``ratio_*`` keys use the CPU times;
@@ -93,6 +95,7 @@ def main(argv: list[str] | None = None) -> dict:
     cold: dict = {"c": [], "python": []}
     warm: dict = {"c": [], "python": []}
     cold_cpu: dict = {"c": [], "python": []}
+    warm_cpu: dict = {"c": [], "python": []}
     for _ in range(args.repeats):
         for backend in ("python", "c"):          # interleaved, so machine load hits both alike
             with tempfile.TemporaryDirectory() as d:
@@ -103,6 +106,7 @@ def main(argv: list[str] | None = None) -> dict:
                 w = _child(d, args.model, backend)
                 assert w["from_cache"]
                 warm[backend].append(w["compile_s"])
+                warm_cpu[backend].append(w["cpu_s"])
 
     with tempfile.TemporaryDirectory() as d:
         mb = _build(args.model)
@@ -143,6 +147,7 @@ def main(argv: list[str] | None = None) -> dict:
         "c_compile_overhead_s": med(cold["c"]) - med(cold["python"]),
         "cold_build_c_cpu_s": med(cold_cpu["c"]), "cold_build_python_cpu_s": med(cold_cpu["python"]),
         "warm_load_c_s": med(warm["c"]), "warm_load_python_s": med(warm["python"]),
+        "warm_process_c_cpu_s": med(warm_cpu["c"]), "warm_process_python_cpu_s": med(warm_cpu["python"]),
     }
     for clock, suffix in (("wall", "s"), ("cpu", "cpu_s")):
         tc, tp = t["c", clock], t["python", clock]

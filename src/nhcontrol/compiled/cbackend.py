@@ -195,7 +195,15 @@ class CKernels:
     def _make_one(self, fn: Any, spec: dict) -> Callable[..., tuple]:
         fb = self._ffi.from_buffer
         size = spec["size"]
-        outs = [(at, at + sz, tuple(shape)) for at, sz, shape in spec["outputs"]]
+        # per output: a shared read-only empty array, a slice (1-D) or a reshaped slice
+        outs: list = []
+        for at, sz, shape in spec["outputs"]:
+            if sz == 0:
+                empty = np.zeros(tuple(shape))
+                empty.flags.writeable = False
+                outs.append((empty, 0, None))
+            else:
+                outs.append((at, at + sz, tuple(shape) if len(shape) > 1 else None))
         zeros = np.zeros
 
         def one(*arrays: np.ndarray) -> tuple:
@@ -204,7 +212,8 @@ class CKernels:
             if rc:
                 raise FloatingPointFlags(rc)
             o.flags.writeable = False
-            return tuple([o[a:b].reshape(shape) for a, b, shape in outs])
+            return tuple([a if b == 0 else (o[a:b] if shape is None else o[a:b].reshape(shape))
+                          for a, b, shape in outs])
 
         return one
 
