@@ -264,3 +264,12 @@ def test_unpickling_never_executes_a_tampered_cache(tmp_path, reference_M):
     np.testing.assert_array_equal(cm2.M(X), reference_M)
     C.verify_artefact(d / f"nhc_{key}.py")  # rewritten from the carried source, recorded
     assert blob
+
+
+def test_pickling_uses_the_verified_bytes_not_the_file_on_disk(tmp_path, reference_M):
+    """A cached kernel modified after it was loaded does not leak into a pickle."""
+    cm = _compile(tmp_path)
+    good = cm.source_path.read_text()
+    cm.source_path.write_text(good.replace("META", "META_", 1))
+    key, src, _sha = cm.__reduce__()[1]
+    assert src == good

@@ -420,6 +420,7 @@ def load_module(path: Path, key: str) -> ModuleType:
         raise CacheError(f"the cached kernel module {path} is unreadable or corrupt "
                          f"({type(exc).__name__}: {exc})") from exc
     module.__nhcontrol_stamp__ = (str(path), digest)
+    module.__nhcontrol_source_bytes__ = source  # the verified bytes (pickling never re-reads the disk)
     sys.modules[modname] = module
     return module
 

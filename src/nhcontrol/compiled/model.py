@@ -552,6 +552,9 @@ class CompiledModel:
     def kernel_source(self) -> str:
         """The generated Python kernel module's source text (what the cache key stands for)."""
         src = getattr(self._mod, "__nhcontrol_source__", None)
+        raw = getattr(self._mod, "__nhcontrol_source_bytes__", None)
+        if src is None and raw is not None:   # the bytes verified and executed at load time
+            src = raw.decode("utf-8")
         if src is None and self.source_path is not None:
             try:
                 src = _cache.verify_artefact(self.source_path).decode("utf-8")
