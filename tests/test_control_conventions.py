@@ -166,3 +166,39 @@ def test_output_matrix_on_ltv_and_discrete_ltv(tmp_path):
     assert dd.output_labels == ["y2"] and dd.C.tolist() == [[0.0, 2.0]]
     with pytest.raises(LinearSystemError, match="nonzero feedthrough"):
         DiscreteLTV.from_statespace(control.ss(pc.A, pc.B, pc.C, 1.0, 0.1), 4)
+
+
+def test_linear_simulations_report_the_outputs():
+    """simulate_discrete / simulate_ltv give y = C x (+ D u) under the system's output names."""
+    import control
+
+    from nhcontrol.simulate import simulate_ltv
+    from nhcontrol.systems import DiscreteLTV, LTVSystem
+
+    d = DiscreteLTV.from_lti(0.9 * np.eye(2), [[0.0], [1.0]], 0.1, 5, states=["a", "b"], inputs=["f"],
+                             C=[[1.0, 2.0]], outputs=["s"])
+    r = simulate_discrete(d, [1.0, 1.0], u=np.ones((5, 1)))
+    np.testing.assert_allclose(r.y[:, 0], r.x[:, 0] + 2 * r.x[:, 1])
+    resp = r.to_response()
+    assert resp.output_labels == ["s"] and resp.state_labels == ["a", "b"]
+    np.testing.assert_allclose(np.asarray(resp.outputs).reshape(-1), r.y[:, 0])
+    plain = simulate_discrete(DiscreteLTV.from_lti(0.9 * np.eye(2), [[0.0], [1.0]], 0.1, 5), [1.0, 1.0])
+    assert plain.output_labels == ["x[0]", "x[1]"] and plain.y is plain.x
+    sys = LTVSystem.constant(-np.eye(2), [[0.0], [1.0]], states=["a", "b"], inputs=["f"], C=[[0.0, 1.0]],
+                             outputs=["b_meas"])
+    rc = simulate_ltv(sys, (0.0, 1.0), [1.0, 0.0], u=lambda t: [1.0], t_eval=np.linspace(0, 1, 11))
+    np.testing.assert_allclose(rc.y[:, 0], 1.0 - np.exp(-rc.t), atol=1e-6)
+    ss = control.ss(-np.eye(2), [[0.0], [1.0]], [[1.0, 0.0]], [[0.5]], inputs=["f"], outputs=["q"])
+    rs = simulate_ltv(ss, (0.0, 1.0), [1.0, 0.0], u=lambda t: [2.0], t_eval=np.linspace(0, 1, 5))
+    np.testing.assert_allclose(rs.y[:, 0], rs.x[:, 0] + 1.0, atol=1e-12)
+    assert rs.output_labels == ["q"]
+
+
+def test_change_of_variables_refuses_an_output_map():
+    from nhcontrol.systems import LTVSystem, change_of_variables
+
+    sys = LTVSystem.constant(-np.eye(2), [[0.0], [1.0]], C=[[1.0, 0.0]])
+    with pytest.raises(LinearSystemError, match="time-varying"):
+        change_of_variables(sys, lambda t: np.eye(2), lambda t: np.zeros((2, 2)))
+    z = change_of_variables(sys.with_outputs(), lambda t: 2 * np.eye(2), lambda t: np.zeros((2, 2)))
+    assert z.noutputs == 2

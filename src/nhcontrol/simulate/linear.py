@@ -42,6 +42,10 @@ class LinearSimulationResult:
     states, inputs : tuple of str
     dt : float or None
         Sample time (discrete or zero-order-hold simulations).
+    C, D : ndarray or None
+        Output map ``y = C x + D u`` of the simulated system (``None``: the outputs are the states).
+    outputs : tuple of str or None
+        Output names (the state names when ``C`` is ``None``).
     """
 
     t: NDArray[np.float64]
@@ -50,14 +54,52 @@ class LinearSimulationResult:
     states: tuple[str, ...]
     inputs: tuple[str, ...]
     dt: float | None
+    C: NDArray[np.float64] | None = None
+    D: NDArray[np.float64] | None = None
+    outputs: tuple[str, ...] | None = None
+
+    @property
+    def y(self) -> NDArray[np.float64]:
+        """Outputs ``y = C x + D u`` at ``t``, shape ``(len(t), p)`` (the states when no ``C``)."""
+        if self.C is None:
+            return self.x
+        y = self.x @ self.C.T
+        if self.D is not None and self.D.size:
+            y = y + self.u @ self.D.T
+        return y
+
+    @property
+    def output_labels(self) -> list[str]:
+        """Output names (python-control's ``output_labels``)."""
+        return list(self.outputs) if self.outputs is not None else list(self.states)
 
     def to_response(self) -> control.TimeResponseData:
-        """The trajectory as a python-control ``TimeResponseData`` (outputs = states)."""
+        """The trajectory as a python-control ``TimeResponseData`` (outputs ``y``, states ``x``)."""
         has_u = bool(self.inputs)
         return control.TimeResponseData(
-            self.t, self.x.T, self.x.T, self.u.T if has_u else None, issiso=False,
-            output_labels=list(self.states), state_labels=list(self.states),
+            self.t, self.y.T, self.x.T, self.u.T if has_u else None, issiso=False,
+            output_labels=self.output_labels, state_labels=list(self.states),
             input_labels=list(self.inputs) if has_u else None, plot_inputs=has_u)
+
+
+def _output_map(sys: Any, n: int, k: int) -> dict[str, Any]:
+    """``C``, ``D``, output names of a system with an output map (LTVSystem, DiscreteLTV,
+    control.StateSpace); empty when it has none or it is the identity with the state names."""
+    C = getattr(sys, "C", None)
+    if C is None or callable(C):
+        return {}
+    C = np.asarray(C, dtype=float)
+    D = getattr(sys, "D", None)
+    D = None if D is None or callable(D) else np.asarray(D, dtype=float).reshape(C.shape[0], k)
+    names = getattr(sys, "output_labels", None)
+    if C.ndim != 2 or C.shape[1] != n:
+        raise LinearSystemError(f"the output matrix C of the system must be (p, {n}), got {C.shape}")
+    outs = check_names(list(names) if names is not None else None, C.shape[0], "outputs", "y")
+    states = getattr(sys, "state_labels", None)
+    if (C.shape[0] == n and np.array_equal(C, np.eye(n)) and (D is None or not D.any())
+            and states is not None and list(outs) == list(states)):
+        return {}
+    return {"C": readonly(C), "D": None if D is None or not D.any() else readonly(D), "outputs": outs}
 
 
 def _controller_fn(controller: Any, k: int, n: int) -> Callable[[int, float, NDArray], NDArray]:
@@ -192,7 +234,7 @@ def simulate_discrete(dsys: Any, x0: ArrayLike, controller: Any = None, u: Any =
         Uo[steps] = Uo[steps - 1]
     t = t0 + dt * np.arange(steps + 1)
     return LinearSimulationResult(t=readonly(t), x=readonly(X), u=readonly(Uo), states=states,
-                                  inputs=inputs, dt=dt)
+                                  inputs=inputs, dt=dt, **_output_map(dsys, n, k))
 
 
 def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None,
@@ -297,4 +339,5 @@ def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None
             U[i] = segs[j][3](T[i], X[i])
     return LinearSimulationResult(t=readonly(np.array(T)), x=readonly(X), u=readonly(U),
                                   states=states, inputs=inputs,
-                                  dt=None if sample_time is None else float(sample_time))
+                                  dt=None if sample_time is None else float(sample_time),
+                                  **_output_map(sys, n, k))

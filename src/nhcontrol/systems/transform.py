@@ -52,6 +52,11 @@ def change_of_variables(sys: LTVSystem, T: Matrix, T_dot: Matrix, *,
     """
     s = as_ltv(sys)
     n = s.nstates
+    if not s.has_identity_output:
+        raise LinearSystemError(
+            f"change_of_variables: the system has the output map y = C x with outputs {list(s.outputs)}; in "
+            "z = T(t) x it becomes y = C T(t)^-1 z, time-varying, which an LTVSystem (constant C) does not "
+            "hold: transform sys.with_outputs() (outputs = states) and apply C T(t)^-1 yourself")
 
     def mats(t: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         Tm = np.asarray(T(t), dtype=float)
