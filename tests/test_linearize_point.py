@@ -136,3 +136,21 @@ def test_point_path_singular_partition_message_equals_stacked():
             linearize(cm, ref, bad, t=t)
         msgs.append(str(err.value).split("\n(")[0])
     assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("name", ["bicycle", "redundant sleigh", "ball-plate"])
+def test_precheck_bound_is_above_the_exact_condition_number(cases, name):
+    """The pre-check flags a point whenever cond_max is below the exact relative condition
+    number of a block (its bound sqrt(rows) ‖F_blk⁻¹R‖_F is an upper bound), and passes it
+    with cond_max a little above the bound's slack (1e3 x the exact value here)."""
+    from nhcontrol.linearize._point import point_suspect
+
+    _, cm, ref, part, _ = next(c for c in cases if c[0] == name)
+    worst = max(part.conditioning(cm, ref, 0.0).conditions.values())
+    idx = part.indices(cm)
+    x, xd, xdd, lam, u = ref.x(0.0), ref.xd(0.0), ref.xdd(0.0), ref.lam(0.0), ref.u(0.0)
+    k = int(cm.ninputs)
+    terms = cm.linearization_terms(x, xd, xdd, lam, u if k else None, ref.parameters)
+    out = point_procedure(terms, idx, k)
+    assert point_suspect(out, 0.999 * worst)
+    assert not point_suspect(out, 1e3 * worst)

@@ -20,6 +20,7 @@ and serves the conditioning pre-check.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -173,35 +174,28 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
     return out
 
 
-#: ufunc reductions without the ndarray-method wrappers (one-point hot path)
-_sum, _max = np.add.reduce, np.maximum.reduce
-
-
 def point_suspect(out: dict[str, NDArray[np.float64]], cond_max: float) -> bool:
-    """The 1-norm pre-check of :func:`~nhcontrol.linearize.third.linearize` at one point.
+    """The conditioning pre-check of :func:`~nhcontrol.linearize.third.linearize` at one point.
 
-    ``‖R⁻¹F‖₁ ‖F_blk⁻¹ R‖₁`` (``R``: row norms of the full matrix ``F``) from the inverses the
-    solves returned; True when a block may reach ``cond_max`` and needs the exact (SVD)
-    decision (the same bound, ``cond_max / sqrt(cols_F · size)``, as the stacked path). ``∂C/∂x``
-    is the first ``m`` rows of ``D``: its row norms and scaled rows are shared. Call it with a
-    finite ``out`` (a non-finite one goes to the exact decision directly).
+    With ``R`` the row norms of the full matrix ``F`` (``D``, ``∂C/∂x`` = its first ``m`` rows, or
+    ``B̄``) and ``F_s = R⁻¹F`` (unit rows), the relative condition number of a block
+    (:class:`~nhcontrol.linearize.partition.BlockCondition`) is bounded by
+    ``‖F_s‖₂ ‖F_blk⁻¹ R‖₂ <= sqrt(rows) ‖F_blk⁻¹ R‖_F`` (``‖F_s‖₂ <= ‖F_s‖_F = sqrt(rows)``), from
+    the inverse the procedure computed anyway. True when that bound reaches ``cond_max`` (or is
+    not finite): the exact (SVD) decision is then needed.
     """
     D = out.get("D")
     if D is not None:
         rn = np.sqrt(_sum(np.square(D), 1))
         if not rn.all():  # a vanishing constraint row: infinitely ill conditioned
             return True
-        Fs = np.abs(D / rn[:, None])
-        ncols = D.shape[1]
-        inv = out["D_dd_inv"]
-        if not (_max(_sum(Fs, 0), None) * _max(_sum(np.abs(inv * rn), 0), None)
-                < cond_max / np.sqrt(ncols * inv.shape[1])):
-            return True
-        inv = out.get("Cx_d_inv")
-        if inv is not None and inv.shape[1]:
-            m = inv.shape[1]
-            if not (_max(_sum(Fs[:m], 0), None) * _max(_sum(np.abs(inv * rn[:m]), 0), None)
-                    < cond_max / np.sqrt(ncols * m)):
+        for key, rows in (("D_dd_inv", D.shape[0]), ("Cx_d_inv", None)):
+            inv = out.get(key)
+            if inv is None or inv.shape[1] == 0:
+                continue
+            rows = inv.shape[1] if rows is None else rows
+            v = (inv * rn[:inv.shape[1]]).ravel()
+            if not math.sqrt(rows) * math.sqrt(v @ v) < cond_max:
                 return True
     inv = out.get("Bbar_ad_inv")
     if inv is not None and inv.shape[1]:
@@ -209,7 +203,11 @@ def point_suspect(out: dict[str, NDArray[np.float64]], cond_max: float) -> bool:
         rn = np.sqrt(_sum(np.square(full), 1))
         if not rn.all():
             return True
-        if not (_max(_sum(np.abs(full / rn[:, None]), 0), None) * _max(_sum(np.abs(inv * rn), 0), None)
-                < cond_max / np.sqrt(full.shape[1] * inv.shape[1])):
+        v = (inv * rn).ravel()
+        if not math.sqrt(full.shape[0]) * math.sqrt(v @ v) < cond_max:
             return True
     return False
+
+
+#: ufunc reduction without the ndarray-method wrapper (one-point hot path)
+_sum = np.add.reduce

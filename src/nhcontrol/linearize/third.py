@@ -418,22 +418,26 @@ def _check_stacked(out: dict[str, NDArray[np.float64]], partition: Partition,
                    ts: NDArray[np.float64], cm: Any, ref: Any, cond_max: float) -> None:
     """Conditioning of the inverted blocks at every point of a stacked linearization.
 
-    Cheap 1-norm estimates of the relative condition numbers ‖R⁻¹F‖ ‖F_blk⁻¹ R‖ (R: row norms
-    of the full matrix F) from the inverses the solves returned anyway. As
-    ‖X‖₂ <= sqrt(cols) ‖X‖₁, only points above COND_MAX / sqrt(cols_F · size) can fail and
-    they go to the exact (SVD) decision, as do points where a solve gave NaN (singular block).
+    With ``R`` the row norms of the full matrix ``F`` and ``F_s = R⁻¹F`` (unit rows), the
+    relative condition number of a block is at most ``sqrt(rows) ‖F_blk⁻¹ R‖_F``
+    (``‖F_s‖₂ <= ‖F_s‖_F = sqrt(rows)``), from the inverses the procedure computed anyway;
+    only points where that bound reaches ``cond_max`` (or is not finite: a singular block) go to
+    the exact (SVD) decision.
     """
     suspect = np.zeros(ts.shape[0], bool)
-    for full_key, inv_key in (("D", "D_dd_inv"), ("Cx", "Cx_d_inv"), ("Bbar", "Bbar_ad_inv")):
-        inv = out.get(inv_key)
-        if inv is None or inv.shape[-1] == 0:
-            continue
-        full = out[full_key]
-        rn = np.sqrt(np.einsum("nij,nij->ni", full, full))
-        rn = np.where(rn > 0, rn, np.inf)
-        c1 = _norm1(full / rn[:, :, None]) * _norm1(inv * rn[:, None, :])
-        bound = cond_max / np.sqrt(full.shape[-1] * inv.shape[-1])
-        suspect |= ~(c1 < bound)
+    D = out.get("D")
+    blocks = []
+    if D is not None:
+        blocks += [(D, out["D_dd_inv"]), (D[:, :idx.m], out.get("Cx_d_inv"))]
+    blocks.append((out.get("Bbar"), out.get("Bbar_ad_inv")))
+    with np.errstate(all="ignore"):
+        for full, inv in blocks:
+            if inv is None or inv.shape[-1] == 0:
+                continue
+            rn = np.sqrt(np.einsum("nij,nij->ni", full, full))
+            invR = inv * rn[:, None, :]
+            bound = np.sqrt(full.shape[1] * np.einsum("nij,nij->n", invR, invR))
+            suspect |= ~((bound < cond_max) & np.all(rn > 0, axis=1))
     if np.any(suspect):
         _check_blocks(partition, idx, tv, ts, cm, ref, cond_max, np.flatnonzero(suspect))
 
@@ -560,11 +564,6 @@ def _search_exact_partition(tv0: dict[str, NDArray[np.float64]], idx: PartitionI
         if ident.exact:
             return ident, tuple(coords[j] for j in ad_arr)
     return None
-
-
-def _norm1(a: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Matrix 1-norms of a stack ``(N, r, c)`` → ``(N,)``."""
-    return np.max(np.sum(np.abs(a), axis=-2), axis=-1)
 
 
 def _check_blocks(partition: Partition, idx: PartitionIndices, tv: dict[str, NDArray[np.float64]],
