@@ -143,3 +143,20 @@ def test_stacked_kernel_call_estimates_its_outputs_first(monkeypatch):
                                          r"\(its 21 output array\(s\) alone\) needs about 151 MB.*chunks"):
         cm.linearization_terms(X, X, X, np.zeros(1))
     assert cm.M(X[:100]).shape == (100, 3, 3)
+
+
+def test_first_order_simulation_has_the_same_budget():
+    """forward_dynamics_first_order (mechanics with first-order states) is bounded the same way."""
+    from nhcontrol.simulate import forward_dynamics_first_order
+
+    mb = MultibodySystem("stiff_actuated")
+    x = mb.add_coordinates("x")
+    k, m = mb.add_parameters(k=1e12, m=1e-6)
+    f = mb.add_inputs("f")
+    bead = mb.add_body("bead", mass=m, inertia=sp.zeros(3), position=[x, 0, 0])
+    mb.add_spring(None, [0, 0, 0], bead, [x, 0, 0], k)
+    mb.add_force(bead, [f, 0, 0])
+    cm = mb.compile(cache=False)
+    with pytest.raises(SolverError, match=r"model 'stiff_actuated' stopped at t = .*max_evaluations=2000 is used up"):
+        forward_dynamics_first_order(cm, (0.0, 1.0), [1e-3], [0.0], [0.0], z_rate=lambda x, xd, z, w: -z,
+                                     w_rate=lambda w, r: np.zeros(0), max_evaluations=2000)

@@ -32,6 +32,8 @@ from nhcontrol._util.errors import SolverError
 from nhcontrol._util.validation import readonly
 from nhcontrol.reference._eval import param_vector
 
+from .forward import DEFAULT_MAX_EVALUATIONS, work_budget
+
 __all__ = ["FirstOrderSimulation", "forward_dynamics_first_order", "THESIS_BAUMGARTE"]
 
 #: Baumgarte constants ``(β_e, γ_e)`` of Sect. 7.3.4 (1/s).
@@ -86,7 +88,8 @@ def forward_dynamics_first_order(cm: Any, t_span: tuple[float, float], x0: Array
                                  rtol: float = 1e-8, atol: ArrayLike | None = None,
                                  t_eval: ArrayLike | None = None, max_step: float = np.inf,
                                  jacobian: Literal["initial", "update"] = "initial",
-                                 p: Any = None) -> FirstOrderSimulation:
+                                 p: Any = None, max_evaluations: int | None = DEFAULT_MAX_EVALUATIONS,
+                                 time_limit: float | None = None) -> FirstOrderSimulation:
     """Integrate Eq. (7.97): mechanics with auxiliary first-order states ``z`` and ``w``.
 
     Parameters
@@ -129,6 +132,10 @@ def forward_dynamics_first_order(cm: Any, t_span: tuple[float, float], x0: Array
         and it suits motions near an equilibrium at a fraction of the cost. ``"update"``: the
         integrator re-evaluates it by finite differences when its Newton iterations slow down.
     p : parameters, optional
+    max_evaluations, time_limit : int or None, float or None
+        Work budget in right-hand-side evaluations and wall-time limit in seconds, as in
+        [`forward_dynamics`][nhcontrol.simulate.forward_dynamics]: a run that cannot finish
+        within them stops with a `SolverError` saying how far it got.
 
     Returns
     -------
@@ -182,7 +189,10 @@ def forward_dynamics_first_order(cm: Any, t_span: tuple[float, float], x0: Array
     fused = getattr(cm, "dynamics_terms", None)
     K = np.zeros((n + ml, n + ml))
 
+    budget = work_budget(float(t_span[0]), float(t_span[1]), max_evaluations, time_limit, method, cm.name)
+
     def rhs(t: float, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        budget.tick(t)
         x, xd, z, w = y[:n], y[n:2 * n], y[2 * n:2 * n + nz], y[2 * n + nz:]
         rr = np.atleast_1d(np.asarray(ref(t, x, xd, z, w), dtype=float))
         if rates is not None:

@@ -108,6 +108,25 @@ class _WorkBudget:
                           f"if a run this long is intended")
 
 
+def work_budget(t0: float, tf: float, max_evaluations: Any, time_limit: Any, method: str,
+                name: str) -> _WorkBudget:
+    """A checked work budget (`_WorkBudget`) for a run of model ``name`` over ``[t0, tf]``."""
+    if max_evaluations is not None:
+        try:
+            max_ev = int(max_evaluations)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise SolverError(f"max_evaluations must be a positive integer or None, got {max_evaluations!r}"
+                              ) from exc
+        if max_ev != max_evaluations or max_ev < 1:
+            raise SolverError(f"max_evaluations must be a positive integer or None, got {max_evaluations!r}")
+    else:
+        max_ev = None
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0
+                                       and math.isfinite(time_limit)):
+        raise SolverError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
+    return _WorkBudget(t0, tf, max_ev, None if time_limit is None else float(time_limit), method, name)
+
+
 class ConditioningWarning(UserWarning):
     """The saddle-point matrix of Eq. (2.119) became ill conditioned during a simulation."""
 
@@ -421,20 +440,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                               f"{tf:g}], got {te.size} times in [{te.min() if te.size else 0:g}, "
                               f"{te.max() if te.size else 0:g}]")
         te = np.clip(te, t0, tf)
-    if max_evaluations is not None:
-        try:
-            max_ev = int(max_evaluations)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise SolverError(f"max_evaluations must be a positive integer or None, got {max_evaluations!r}"
-                              ) from exc
-        if max_ev != max_evaluations or max_ev < 1:
-            raise SolverError(f"max_evaluations must be a positive integer or None, got {max_evaluations!r}")
-    else:
-        max_ev = None
-    if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0
-                                       and math.isfinite(time_limit)):
-        raise SolverError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
-    budget = _WorkBudget(t0, tf, max_ev, None if time_limit is None else float(time_limit), method, ev.name)
+    budget = work_budget(t0, tf, max_evaluations, time_limit, method, ev.name)
     dyn = Dynamics(ev, alpha, beta)
     y0 = np.concatenate([X0[0], XD0[0]])
 
