@@ -280,6 +280,15 @@ def _plot_fd_error(fd: dict[str, Any], out: Path) -> list[str]:
                          ("rel_error_lambda4", fd["lambda_exact"][1], "s--")):
         ax.semilogy(np.log10(fd["h"]), np.maximum(fd[key], 1e-17), mk, ms=4,
                     label=f"ε for λ = {lam:.2f} 1/s")
+    h = np.asarray(fd["h"])
+    e = np.asarray(fd["rel_error"])
+    i_small, i_large = 0, int(np.searchsorted(h, 1e-3))
+    if i_large < h.size:   # error models through one point each: round-off ~ 1/h, truncation ~ h^2
+        ax.semilogy(np.log10(h), e[i_small] * h[i_small] / h, ":", color="0.5", lw=0.8,
+                    label="∝ 1/h (round-off)")
+        ax.semilogy(np.log10(h), e[i_large] * (h / h[i_large]) ** 2, "-.", color="0.5", lw=0.8,
+                    label="∝ h² (truncation)")
+        ax.set_ylim(max(1e-9, 0.1 * e.min()), 10.0)
     ax.set_xlabel("log10(h)  (h: absolute central-difference step, SI units)")
     ax.set_ylabel("relative error ε [-]")
     ax.legend(fontsize=8)
