@@ -15,7 +15,9 @@ Cases (``n`` = state dimension):
 * ``lqr_n{11,33,99}``: ``nhcontrol.design.finite_horizon_lqr`` over 50 steps with ``k = n/3``
   inputs;
 * ``linearize_bicycle_1`` / ``linearize_bicycle_1000``: ``nhcontrol.linearize`` of the benchmark
-  bicycle at one instant / 1,000 stacked instants of its steady forward motion.
+  bicycle at one instant / 1,000 stacked instants of its steady forward motion;
+* ``linearize_trailers_n99``: ``nhcontrol.linearize`` at one instant of the sleigh with 32
+  trailers of ``benchmarks/scaling.py`` (``n = 99``; ``--trailers`` chooses another size).
 
 Keys per case: ``wall_default_s``, ``wall_single_s``, ``cpu_default_s``, ``cpu_single_s``,
 ``cpu_ratio_default_over_single``, ``wall_ratio_default_over_single``; top level:
@@ -84,6 +86,29 @@ def _bicycle(N: int) -> Callable[[], None]:
     return work
 
 
+def _trailers(N: int) -> Callable[[], None]:
+    """``linearize`` of the sleigh with ``N`` trailers (benchmarks/scaling.py) on its straight motion."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import scaling
+
+    from nhcontrol.linearize import linearize, suggest_partition
+    from nhcontrol.reference import Reference
+
+    cm = scaling.build(N).compile()
+    x0, xd0 = scaling.straight_state(N)
+    ref = Reference.constant_velocity(cm, x0, xd0)
+    ref = Reference.constant_velocity(cm, x0, xd0, lam=ref.lam(0.0))
+    part = suggest_partition(cm, ref)
+
+    def work() -> None:
+        linearize(cm, ref, part)
+
+    return work
+
+
 def _measure(work: Callable[[], None], limit: int | None) -> tuple[float, float]:
     """(wall, CPU) of ``work``: ``limit=None`` BLAS at its default threads (the library's own
     limiting switched off), ``limit=1`` inside ``blas_threads(1)`` (what the hot paths do)."""
@@ -106,6 +131,8 @@ def _measure(work: Callable[[], None], limit: int | None) -> tuple[float, float]
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--trailers", type=int, default=32,
+                    help="also linearize the sleigh with this many trailers (n = 3 (N + 1)); 0: skip")
     args = ap.parse_args(argv)
     from threadpoolctl import threadpool_info
 
@@ -119,6 +146,8 @@ def main(argv: list[str] | None = None) -> dict:
         cases[f"lqr_n{n}"] = _lqr(n, rng)
     cases["linearize_bicycle_1"] = _bicycle(1)
     cases["linearize_bicycle_1000"] = _bicycle(1000)
+    if args.trailers:
+        cases[f"linearize_trailers_n{3 * (args.trailers + 1)}"] = _trailers(args.trailers)
     out: dict = {}
     med = statistics.median
     for name, work in cases.items():

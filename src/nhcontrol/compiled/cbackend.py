@@ -140,9 +140,10 @@ def compile_library(units: list[str], out: Path, workers: int | None = None) -> 
             cc0.link_shared_object([o for i in range(len(sources)) for o in objs[i]], str(tmp), libraries=libs)
         except (DistutilsError, CCompilerError, OSError) as exc:
             reason = f"the C compiler failed ({type(exc).__name__}: {exc})"
-            if not shutil.which(str(cc0.compiler_so[0] if getattr(cc0, "compiler_so", None) else "cc")):
-                reason = f"no C compiler found ({cc0.compiler_so[0] if cc0.compiler_so else 'cc'}: {exc})"
-                _NO_COMPILER.append(reason)
+            exe = (getattr(cc0, "compiler_so", None) or [None])[0]
+            if exe is not None and not shutil.which(str(exe)):
+                reason = f"no C compiler found ({exe}: {exc})"
+                _NO_COMPILER.append(reason)   # do not try again in this process
             raise CompilerUnavailable(reason) from exc
         blob = tmp.read_bytes()
         _cache.write_artefact(out, blob)
