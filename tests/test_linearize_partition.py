@@ -104,7 +104,7 @@ def test_singular_point_inside_trajectory_reported_with_time():
     """Vectorised linearize checks every point: the sleigh turning through θ = 0 makes the
     partition (y, θ | x) singular exactly at the time the heading crosses zero."""
     cm = sleigh()
-    from test_linearize_third_toys import ToyReference
+    from test_linearize_third_toys import ToyReference, inverse_dynamics
     w = 0.5
 
     def x(t):
@@ -114,8 +114,15 @@ def test_singular_point_inside_trajectory_reported_with_time():
         th = w * (t - 1.0)
         return np.array([np.cos(th), np.sin(th), w])
 
-    ref = ToyReference(x, xd, lambda t: np.zeros(3), lambda t: np.zeros(1),
-                       lambda t: np.zeros(2), False, cm._pdef.copy())
+    def xdd(t):
+        th = w * (t - 1.0)
+        return np.array([-w * np.sin(th), w * np.cos(th), 0.0])
+
+    def forces(t):   # Λ0 and the inputs (F, tau) that drive this turn (inverse dynamics)
+        return inverse_dynamics(cm, x(t), xd(t), xdd(t), actuated=True)
+
+    ref = ToyReference(x, xd, xdd, lambda t: forces(t)[0], lambda t: forces(t)[1], False,
+                       cm._pdef.copy())
     with pytest.raises(PartitionError, match=r"t = 1\b"):
         linearize(cm, ref, Partition(["y", "theta"], ["x"], []), t=np.array([0.0, 0.5, 1.0, 2.0]))
     # without the singular time the same call works

@@ -34,7 +34,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.blas import limit_blas_threads
 from .._util.errors import LinearSystemError, PartitionError, ReferenceMotionError
-from .._util.validation import COND_MAX
+from .._util.validation import COND_MAX, as_times, require_model, require_reference
+from ..reference._eval import constraint_names
+from ..reference.admissibility import ADMISSIBILITY_TOL, check_admissible
 from ._point import point_procedure, point_suspect
 from .partition import (Partition, PartitionIndices, _block_condition, _report,
                         _singular_message, suggest_partition)
@@ -280,8 +282,15 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
     t : float or (N,) array_like
         Time(s) on the reference. An array is evaluated vectorised (one stacked kernel call).
     check : bool
-        Check that ``D_dd``, ``∂C/∂x_d``, ``B̄_ad`` are well conditioned at every point (batched
-        SVD) and that the result is finite.
+        Check, at every time in ``t``, that the reference is a motion of the model: ``C(x0) = 0``
+        (Eq. (2.109)), ``D(x0) ẋ0 = 0`` (Eq. (2.114)), ``D ẍ0 = Qd`` (Eq. (2.116)) and
+        ``M ẍ0 + Dᵀ Λ0 = Q(x0, ẋ0, u0)`` (Eq. (2.108), input forces at ``u0`` included), each
+        relative to the size of its terms with the reference's ``check_tol`` (default ``1e-8``;
+        `nhcontrol.reference.admissibility`). It reuses ``M, Q, D, Qd`` of the
+        linearization terms (only ``C(x0)`` is evaluated in addition). Also check that
+        ``D_dd``, ``∂C/∂x_d``, ``B̄_ad`` are well conditioned at every point (batched SVD).
+        ``check=False`` skips both (e.g. in a loop over times already checked); the
+        finiteness of the result is always checked.
     cond_max : float
         Condition-number tolerance.
 
@@ -297,10 +306,13 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
         Invalid or singular partition (names the block, the coordinates, the condition number
         and suggests a valid partition).
     ReferenceMotionError
-        Non-finite reference values or linearization, or a singular reduced mass matrix
-        ``m0`` (Eq. (4.120)).
+        A reference that is not a motion of the model (``check=True``; the message names the
+        constraint or coordinate, the residual, the time and the fix), non-finite reference
+        values or linearization, or a singular reduced mass matrix ``m0`` (Eq. (4.120)).
     LinearSystemError
-        ``t`` is not a scalar or a 1-D array.
+        ``t`` is not a real scalar or a 1-D array of finite times.
+    ArgumentTypeError
+        ``cm`` is not a compiled model or ``ref`` not a reference (a ``TypeError``).
 
     Warns
     -----
@@ -325,12 +337,11 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
     >>> res.A.shape                                                     # doctest: +SKIP
     (10, 10)
     """
-    t_arr = np.asarray(t, dtype=float)
+    require_model(cm, "cm", "linearize", needs=("linearization_terms",))
+    require_reference(ref, "ref", "linearize")
+    t_arr = as_times(t, "t", error=LinearSystemError)
     scalar = t_arr.ndim == 0
     ts = np.atleast_1d(t_arr)
-    if ts.ndim != 1:
-        raise LinearSystemError(f"t must be a scalar or a 1-D array of times, got shape "
-                                f"{t_arr.shape}")
     if partition is None:
         partition = suggest_partition(cm, ref, t=float(ts[0]), cond_max=cond_max)
     elif not isinstance(partition, Partition):
@@ -352,8 +363,12 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
         # free of the per-operation numpy overhead of the stacked path
         terms = cm.linearization_terms(x[0], xd[0], xdd[0], lam[0],
                                        None if u is None else u[0], p)
+        if check:
+            _check_reference(cm, ref, ts, x, xd, xdd, lam, u, p, terms)
         return _linearize_point(cm, ref, partition, idx, terms, ts, scalar, check, cond_max)
     terms = cm.linearization_terms(x, xd, xdd, lam, u, p)
+    if check:
+        _check_reference(cm, ref, ts, x, xd, xdd, lam, u, p, terms)
     tv = _stacked_terms(terms, N, n, m, l, k)
 
     if k:
@@ -380,6 +395,27 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
         res._cache["search"] = partial(_search_exact_partition, tv0, idx, k,
                                        tuple(cm.coordinates), cond_max)
     return res
+
+
+def _check_reference(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.float64],
+                     xd: NDArray[np.float64], xdd: NDArray[np.float64], lam: NDArray[np.float64],
+                     u: NDArray[np.float64] | None, p: Any, terms: Any) -> None:
+    """Admissibility of the reference at ``ts`` from the linearization terms (no extra kernel
+    call but ``C(x0)``); raises `ReferenceMotionError`."""
+    N, n, m, ml = x.shape[0], x.shape[1], int(cm.m), lam.shape[1]
+    if m:
+        C = np.asarray(cm.C(x[0], None if u is None else u[0], p) if N == 1
+                       else cm.C(x, u, p), dtype=float).reshape(N, m)
+    else:
+        C = np.zeros((N, 0))
+    check_admissible(ts, x, xd, xdd, lam, u, M=_stack(terms.M, N, (n, n)),
+                     Q=_stack(terms.Q, N, (n,)), D=_stack(terms.D, N, (ml, n)),
+                     Qd=_stack(terms.Qd, N, (ml,)), C=C, coordinates=tuple(cm.coordinates),
+                     constraints=constraint_names(cm), inputs=tuple(cm.inputs),
+                     lam_given=getattr(ref, "lam_source", "given") == "given",
+                     tol=float(getattr(ref, "check_tol", ADMISSIBILITY_TOL)),
+                     what=f"the reference of {getattr(cm, 'name', 'the model')!r} passed to "
+                          "linearize")
 
 
 def _reference_values(ref: Any, ts: NDArray[np.float64], N: int, n: int, ml: int, k: int

@@ -14,6 +14,7 @@ from nhcontrol._util.errors import ReferenceMotionError, TimeRangeError
 from nhcontrol._util.validation import as_float_array, check_finite, readonly
 
 from ._eval import ModelEvaluator
+from .admissibility import ADMISSIBILITY_TOL, SAMPLED_ADMISSIBILITY_TOL, check_admissible
 from .inverse import INVERSE_DYNAMICS_TOL, inverse_dynamics
 from .residuals import ResidualReport, compute_residuals
 
@@ -251,12 +252,25 @@ class Reference:
     source : str
         How it was built (``"functions"``, ``"constant_velocity"``, ``"samples"``,
         ``"simulation"``).
+    check_tol : float
+        Relative tolerance of the admissibility check (:mod:`nhcontrol.reference.admissibility`)
+        run when the reference is built and by :func:`nhcontrol.linearize`.
+    lam_source : str
+        ``"given"`` (by the user), ``"inverse_dynamics"`` (Eq. (2.112)) or ``"simulation"``.
 
     Notes
     -----
     ``x(t)`` etc. accept a scalar ``t`` (result ``(n,)``) or an array ``(N,)`` (result
     ``(N, n)``). When ``Λ0`` is not given, it is obtained by inverse dynamics, Eq. (2.112),
     at the requested times.
+
+    Every constructor checks, at three probe times (the ends and the middle of ``t_range``, or
+    of one period, else ``t = 0, 0.5, 1``), that the motion satisfies ``C(x0) = 0``,
+    ``D(x0) ẋ0 = 0``, ``D ẍ0 = Qd`` and ``M ẍ0 + Dᵀ Λ0 = Q(x0, ẋ0, u0)`` relative to the size of
+    their terms (:mod:`nhcontrol.reference.admissibility`; tolerance ``check_tol``), and raises
+    :class:`ReferenceMotionError` naming the constraint or coordinate, the residual, the time and
+    the fix. ``check=False`` skips it (e.g. to build a deliberately inconsistent motion for a
+    test); :func:`nhcontrol.linearize` checks again at the times it uses.
     """
 
     coordinates: tuple[str, ...]
@@ -274,6 +288,8 @@ class Reference:
     _flam: _TimeFn = field(repr=False)
     _fu: _TimeFn = field(repr=False)
     _wrap_t0: float | None = field(default=None, repr=False)
+    check_tol: float = ADMISSIBILITY_TOL
+    lam_source: str = "given"
 
     # ------------------------------------------------------------------ evaluation
     @property
@@ -470,31 +486,45 @@ class Reference:
     def _build(cls, cm: Any, ev: ModelEvaluator, fx: _TimeFn, fxd: _TimeFn, fxdd: _TimeFn,
                flam: _TimeFn | None, fu: _TimeFn, *, steady: bool, period: float | None,
                t_range: tuple[float, float] | None, source: str, tol: float,
-               check_dynamics: bool, wrap_t0: float | None = None) -> "Reference":
+               check_dynamics: bool, check: bool = True, check_tol: float = ADMISSIBILITY_TOL,
+               lam_source: str = "given", wrap_t0: float | None = None) -> "Reference":
         ml = ev.m + ev.l
-        if flam is None:
-            flam = _InverseLam(cm, fx, fxd, fxdd, fu, ev.p, ev.k, ml, tol, check_dynamics)
-        ref = cls(coordinates=ev.coordinates, inputs=ev.inputs, constraints=ev.constraints,
-                  parameters=readonly(np.array(ev.p)), steady=bool(steady), period=period,
-                  t_range=t_range, model_name=ev.name, source=source, _fx=fx, _fxd=fxd,
-                  _fxdd=fxdd, _flam=flam, _fu=fu, _wrap_t0=wrap_t0)
-        # evaluate once at probe times: shapes, finiteness and (when requested) admissibility
+        if not (isinstance(check_tol, (int, float)) and np.isfinite(check_tol) and check_tol > 0):
+            raise ReferenceMotionError(f"tol must be a positive number, got {check_tol!r}")
+        # evaluate once at probe times: shapes, finiteness and admissibility
         probe = _probe_times(t_range, period)
+        vals: dict[str, NDArray[np.float64]] = {}
         for name, f, d in (("x", fx, ev.n), ("xd", fxd, ev.n), ("xdd", fxdd, ev.n),
-                           ("lam", flam, ml), ("u", fu, ev.k)):
+                           ("u", fu, ev.k), ("lam", flam, ml)):
+            if f is None:          # Λ0 by inverse dynamics: least squares here, checked below
+                f = _InverseLam(cm, fx, fxd, fxdd, fu, ev.p, ev.k, ml, tol, False)
             val = np.asarray(f(probe), dtype=float)
             if val.shape != (probe.size, d):
                 raise ReferenceMotionError(f"{name}(t) must give shape ({d},) per time, got "
                                            f"{val.shape[1:]} (for {probe.size} times: {val.shape})")
-            check_finite(val, f"{name}(t)", error=ReferenceMotionError,
-                         where=f"at t in {probe.tolist()}")
-        return ref
+            vals[name] = check_finite(val, f"{name}(t)", error=ReferenceMotionError,
+                                      where=f"at t in {probe.tolist()}")
+        if check:
+            U = vals["u"] if ev.k else None
+            X, XD = vals["x"], vals["xd"]
+            check_admissible(probe, X, XD, vals["xdd"], vals["lam"], U,
+                             M=ev.M(X, U), Q=ev.Q(X, XD, U), D=ev.D(X, U), Qd=ev.Qd(X, XD, U),
+                             C=ev.C(X, U), coordinates=ev.coordinates, constraints=ev.constraints,
+                             inputs=ev.inputs, lam_given=flam is not None and lam_source == "given",
+                             tol=check_tol, what=f"the reference motion of {ev.name!r}")
+        if flam is None:
+            flam = _InverseLam(cm, fx, fxd, fxdd, fu, ev.p, ev.k, ml, tol, check_dynamics and check)
+        return cls(coordinates=ev.coordinates, inputs=ev.inputs, constraints=ev.constraints,
+                   parameters=readonly(np.array(ev.p)), steady=bool(steady), period=period,
+                   t_range=t_range, model_name=ev.name, source=source, _fx=fx, _fxd=fxd,
+                   _fxdd=fxdd, _flam=flam, _fu=fu, _wrap_t0=wrap_t0, check_tol=float(check_tol),
+                   lam_source=lam_source)
 
     @classmethod
     def from_functions(cls, cm: Any, x: Any, xd: Any, xdd: Any, u: Any = None, lam: Any = None,
                        p: ArrayLike | Mapping[str, float] | None = None, steady: bool = False,
                        period: float | None = None, t_range: ArrayLike | None = None, *,
-                       tol: float = INVERSE_DYNAMICS_TOL) -> "Reference":
+                       tol: float = INVERSE_DYNAMICS_TOL, check: bool = True) -> "Reference":
         """Reference from functions of time.
 
         Parameters
@@ -516,13 +546,20 @@ class Reference:
         t_range : (t_start, t_end), optional
             Outside it, evaluation raises `TimeRangeError` (unless ``period`` is given).
         tol : float
-            Relative tolerance of the inverse-dynamics admissibility check.
+            Relative tolerance of the admissibility check (constraints, their velocity and
+            acceleration levels, and the dynamic equations, each relative to the size of its
+            terms; :mod:`nhcontrol.reference.admissibility`) and of inverse dynamics.
+        check : bool
+            Check admissibility at three probe times (default). ``False`` skips it; the
+            reference then keeps ``check_tol = tol`` for :func:`nhcontrol.linearize`, which
+            checks again unless called with ``check=False``.
 
         Raises
         ------
         ReferenceMotionError
-            Wrong shapes, non-finite values, or a motion that is not dynamically admissible
-            (when ``lam`` is omitted).
+            Wrong shapes, non-finite values, or (``check=True``) a motion that violates the
+            constraints or the equations of motion: the message names the constraint or
+            coordinate, the residual, the time and the fix.
         """
         ev = ModelEvaluator(cm, p)
         tr = _check_range(t_range)
@@ -534,18 +571,23 @@ class Reference:
         fu = _constant(np.zeros(ev.k)) if u is None else _vectorize(u, ev.k, "u", probe)
         flam = None if lam is None else _vectorize(lam, ev.m + ev.l, "lam", probe)
         return cls._build(cm, ev, fx, fxd, fxdd, flam, fu, steady=steady, period=T, t_range=tr,
-                          source="functions", tol=tol, check_dynamics=True)
+                          source="functions", tol=tol, check_dynamics=True, check=check,
+                          check_tol=tol,
+                          lam_source="inverse_dynamics" if flam is None else "given")
 
     @classmethod
     def constant_velocity(cls, cm: Any, x0: ArrayLike, xd0: ArrayLike, u: ArrayLike | None = None,
                           p: ArrayLike | Mapping[str, float] | None = None,
                           lam: ArrayLike | None = None, t_range: ArrayLike | None = None, *,
-                          tol: float = INVERSE_DYNAMICS_TOL) -> "Reference":
+                          tol: float = INVERSE_DYNAMICS_TOL, check: bool = True) -> "Reference":
         """Steady motion ``x0(t) = x0 + ẋ0 t``, ``ẋ0`` constant, ``ẍ0 = 0`` (``steady=True``).
 
         This is the form of the relative equilibria of the thesis (e.g. the bicycle's steady
         forward motion, Eq. (4.148)), where the coordinates that grow are cyclic.
         The multipliers come from inverse dynamics, Eq. (2.112), unless given.
+        ``tol`` and ``check`` are those of :meth:`from_functions`: the motion must satisfy
+        ``C(x0) = 0``, ``D(x0) ẋ0 = 0``, ``D ẍ0 = Qd`` and ``M ẍ0 + Dᵀ Λ0 = Q(x0, ẋ0, u0)``
+        (``ReferenceMotionError`` otherwise).
         """
         ev = ModelEvaluator(cm, p)
         X0 = ev.states(x0, "x0")[0]
@@ -555,14 +597,19 @@ class Reference:
         flam = None if lam is None else _vectorize(lam, ev.m + ev.l, "lam", np.zeros(3))
         return cls._build(cm, ev, fx, _constant(XD0), _constant(np.zeros(ev.n)), flam, U,
                           steady=True, period=None, t_range=_check_range(t_range),
-                          source="constant_velocity", tol=tol, check_dynamics=True)
+                          source="constant_velocity", tol=tol, check_dynamics=True, check=check,
+                          check_tol=tol,
+                          lam_source="inverse_dynamics" if flam is None else "given")
 
     @classmethod
     def equilibrium(cls, cm: Any, x0: ArrayLike, u: ArrayLike | None = None,
                     p: ArrayLike | Mapping[str, float] | None = None, *,
-                    tol: float = INVERSE_DYNAMICS_TOL) -> "Reference":
-        """Static equilibrium ``x0`` (constant, zero velocity), ``steady=True``."""
-        return cls.constant_velocity(cm, x0, np.zeros(int(cm.n)), u=u, p=p, tol=tol)
+                    tol: float = INVERSE_DYNAMICS_TOL, check: bool = True) -> "Reference":
+        """Static equilibrium ``x0`` (constant, zero velocity), ``steady=True``.
+
+        ``tol`` and ``check`` as in :meth:`from_functions`.
+        """
+        return cls.constant_velocity(cm, x0, np.zeros(int(cm.n)), u=u, p=p, tol=tol, check=check)
 
     @classmethod
     def from_samples(cls, cm: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike | None = None,
@@ -570,7 +617,8 @@ class Reference:
                      p: ArrayLike | Mapping[str, float] | None = None, *,
                      lam: ArrayLike | None = None, periodic: bool = False,
                      u_interpolation: UInterpolation = "cubic",
-                     steady: bool = False) -> "Reference":
+                     steady: bool = False, check: bool = True,
+                     tol: float = SAMPLED_ADMISSIBILITY_TOL) -> "Reference":
         """Reference interpolated from samples, with consistent derivatives.
 
         Parameters
@@ -597,6 +645,15 @@ class Reference:
             The samples cover exactly one period (the last sample equals the first); the
             interpolant is periodic and times are wrapped.
         steady : bool
+        check : bool
+            Check admissibility at three probe times (:meth:`from_functions`); ``False`` skips
+            it.
+        tol : float
+            Relative tolerance of that check, default
+            :data:`~nhcontrol.reference.admissibility.SAMPLED_ADMISSIBILITY_TOL` (``1e-3``):
+            between the samples the interpolant satisfies the constraints only to its
+            interpolation error; a wrong or missing velocity still fails (relative residual of
+            order 1).
 
         Raises
         ------
@@ -663,11 +720,14 @@ class Reference:
             flam = _interp(tt, samples(lam, ev.m + ev.l, "lam (samples)"), "cubic", periodic)
         return cls._build(cm, ev, fx, fxd, fxdd, flam, fu, steady=steady, period=period,
                           t_range=(float(tt[0]), float(tt[-1])), source="samples",
-                          tol=INVERSE_DYNAMICS_TOL, check_dynamics=False,
+                          tol=INVERSE_DYNAMICS_TOL, check_dynamics=False, check=check,
+                          check_tol=tol,
+                          lam_source="inverse_dynamics" if flam is None else "given",
                           wrap_t0=float(tt[0]) if periodic else None)
 
     @classmethod
-    def from_simulation(cls, result: Any, *, u_interpolation: UInterpolation | None = None
+    def from_simulation(cls, result: Any, *, u_interpolation: UInterpolation | None = None,
+                        check: bool = True, tol: float = SAMPLED_ADMISSIBILITY_TOL
                         ) -> "Reference":
         """Reference from a [`nhcontrol.simulate.SimulationResult`][nhcontrol.simulate.SimulationResult].
 
@@ -675,7 +735,9 @@ class Reference:
         default) ``x0, ẋ0`` are the continuous extension of the integrator and ``ẍ0, Λ0`` solve
         the same saddle-point system (2.119) at any time, with the simulation's inputs (so a
         zero-order-hold input stays piecewise constant). Without dense output the samples are
-        interpolated by `from_samples()` (quintic Hermite).
+        interpolated by `from_samples()` (quintic Hermite). ``check`` and ``tol`` are those
+        of `from_samples()` (the integrated motion satisfies the constraints to the
+        integration tolerance).
         """
         cm = result.model
         ev = ModelEvaluator(cm, result.parameters)
@@ -685,12 +747,13 @@ class Reference:
             fx, fxd, fxdd, flam, fu = (_Field(dense, nm) for nm in ("x", "xd", "xdd", "lam", "u"))
             return cls._build(cm, ev, fx, fxd, fxdd, flam, fu, steady=False, period=None,
                               t_range=tr, source="simulation", tol=INVERSE_DYNAMICS_TOL,
-                              check_dynamics=False)
+                              check_dynamics=False, check=check, check_tol=tol,
+                              lam_source="simulation")
         kind = u_interpolation or ("previous" if getattr(result, "sample_time", None) else "cubic")
         t, keep = np.unique(np.asarray(result.t), return_index=True)
         ref = cls.from_samples(cm, t, result.x[keep], result.xd[keep], result.xdd[keep],
                                u=result.u[keep] if ev.k else None, p=result.parameters,
-                               lam=result.lam[keep], u_interpolation=kind)
+                               lam=result.lam[keep], u_interpolation=kind, check=check, tol=tol)
         return ref
 
 

@@ -1,0 +1,306 @@
+"""Is a reference motion a motion of the model? Scaled residuals of the constraints and the
+equations of motion, checked when a :class:`~nhcontrol.reference.Reference` is built and when
+:func:`nhcontrol.linearize` uses it.
+
+A reference ``x0, ẋ0, ẍ0, Λ0, u0`` must satisfy, at every time used,
+
+* the holonomic constraints ``C(x0) = 0`` (Eq. (2.109)),
+* the velocity constraints ``D(x0) ẋ0 = 0`` (holonomic rows ``Cx ẋ0`` and nonholonomic rows
+  ``B ẋ0``, Eq. (2.114)),
+* their acceleration level ``D(x0) ẍ0 - Qd(x0, ẋ0) = 0`` (Eq. (2.116)),
+* the dynamic equations ``M(x0, u0) ẍ0 + Dᵀ(x0) Λ0 - Q(x0, ẋ0, u0) = 0`` (Eq. (2.108)), with the
+  input forces at the reference inputs ``u0`` inside ``Q``.
+
+Each residual is compared with ``tol`` times the size of the terms that cancel in it (so the
+test is independent of units and of the size of the problem), with lengths and angles measured
+against 1 (m, rad) where a term can vanish:
+
+============  =============================================  =======================================
+residual      row ``i`` at one time                          scale
+============  =============================================  =======================================
+holonomic     ``C_i(x0)``                                    ``Σ_j |Cx_ij| max(1, |x0_j|)``
+velocity      ``(D ẋ0)_i``                                   ``‖D_i‖₁ ‖ẋ0‖∞``
+acceleration  ``(D ẍ0 - Qd)_i``                              ``‖D_i‖₁ (‖ẍ0‖∞ + ‖ẋ0‖∞²) + |Qd_i|``
+dynamics      ``(M ẍ0 + Dᵀ Λ0 - Q)_i``                       ``max(max_i (Σ_j |M_ij ẍ0_j| +``
+                                                             ``Σ_j |D_ji Λ0_j| + |Q_i|),``
+                                                             ``max|M| (1 + ‖ẋ0‖∞² + ‖ẍ0‖∞))``
+============  =============================================  =======================================
+
+A row fails when ``|residual| > tol · scale``; the default ``tol`` is
+:data:`ADMISSIBILITY_TOL` (closed-form motions are exact to round-off, ~1e-15 relative).
+Derived here (the thesis assumes admissible references, Sect. 4.2.3).
+
+The check costs no extra kernel call in :func:`nhcontrol.linearize`: ``M, Q, D, Qd`` are fields
+of the linearization terms it evaluates anyway; only ``C(x0)`` (a small direct kernel) is added
+when ``m > 0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+from numpy.typing import NDArray
+
+from nhcontrol._util.errors import ReferenceMotionError
+from nhcontrol._util.validation import readonly
+
+__all__ = ["ADMISSIBILITY_TOL", "SAMPLED_ADMISSIBILITY_TOL", "AdmissibilityReport",
+           "admissibility", "check_admissible", "ADMISSIBILITY_KINDS"]
+
+#: Default relative tolerance of the admissibility check (closed-form references).
+ADMISSIBILITY_TOL = 1e-8
+
+#: Default relative tolerance for references interpolated from samples
+#: (:meth:`Reference.from_samples`, :meth:`Reference.from_simulation` without dense output):
+#: between the samples the interpolant satisfies the constraints only to its interpolation
+#: error, which this bound admits while still catching a left-out velocity or a wrong offset
+#: (relative residual of order 1).
+SAMPLED_ADMISSIBILITY_TOL = 1e-3
+
+#: The four levels, their formula and thesis equation (checked in this order).
+ADMISSIBILITY_KINDS = {
+    "holonomic": ("C(x0)", "Eq. (2.109)"),
+    "velocity": ("D(x0) ẋ0", "Eq. (2.114)"),
+    "acceleration": ("D(x0) ẍ0 - Qd", "Eq. (2.116)"),
+    "dynamics": ("M ẍ0 + Dᵀ Λ0 - Q", "Eq. (2.108)"),
+}
+
+
+@dataclass(frozen=True)
+class AdmissibilityReport:
+    """Scaled residuals of a reference motion at ``N`` times.
+
+    Attributes
+    ----------
+    t : (N,) ndarray
+        Times.
+    residual : mapping kind -> (N, rows) ndarray
+        Signed residuals (rows: the ``m`` holonomic constraints; the ``m + l`` constraints; the
+        ``m + l`` constraints; the ``n`` coordinates).
+    scale : mapping kind -> (N, rows) ndarray
+        Size of the terms each residual is compared with (module table).
+    tol : float
+        Relative tolerance.
+    """
+
+    t: NDArray[np.float64]
+    residual: Mapping[str, NDArray[np.float64]]
+    scale: Mapping[str, NDArray[np.float64]]
+    tol: float
+
+    def ratio(self, kind: str) -> NDArray[np.float64]:
+        """``|residual| / scale`` for ``kind`` (``(N, rows)``; 0 where both vanish)."""
+        r, s = np.abs(self.residual[kind]), self.scale[kind]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(r > 0, r / np.where(s > 0, s, np.finfo(float).tiny), 0.0)
+        return np.where(np.isfinite(out), out, np.inf)
+
+    def worst(self, kind: str) -> tuple[int, int, float]:
+        """``(sample, row, ratio)`` of the largest scaled residual of ``kind``."""
+        q = self.ratio(kind)
+        if q.size == 0:
+            return 0, 0, 0.0
+        i, j = np.unravel_index(int(np.argmax(q)), q.shape)
+        return int(i), int(j), float(q[i, j])
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """Kinds whose largest scaled residual exceeds ``tol`` (in checking order)."""
+        return tuple(k for k in ADMISSIBILITY_KINDS if not self.worst(k)[2] <= self.tol)
+
+    @property
+    def ok(self) -> bool:
+        """True when every residual is within ``tol`` of its scale."""
+        return not self.failures
+
+    @property
+    def maxima(self) -> dict[str, float]:
+        """``{kind: largest relative residual}``."""
+        return {k: self.worst(k)[2] for k in ADMISSIBILITY_KINDS}
+
+
+def _rowsum(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.sum(np.abs(a), axis=-1)
+
+
+def admissibility(t: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray[np.float64],
+                  xdd: NDArray[np.float64], lam: NDArray[np.float64], *,
+                  M: NDArray[np.float64], Q: NDArray[np.float64], D: NDArray[np.float64],
+                  Qd: NDArray[np.float64], C: NDArray[np.float64],
+                  tol: float = ADMISSIBILITY_TOL) -> AdmissibilityReport:
+    """Scaled residuals of a motion (see the module table) from stacked kernel values.
+
+    Parameters
+    ----------
+    t : (N,) ndarray
+    x, xd, xdd : (N, n) ndarray
+    lam : (N, m + l) ndarray
+    M : (N, n, n) ndarray
+        ``M(x0, u0)``.
+    Q : (N, n) ndarray
+        ``Q(x0, ẋ0, u0)`` (input forces at ``u0`` included).
+    D : (N, m + l, n) ndarray
+    Qd : (N, m + l) ndarray
+    C : (N, m) ndarray
+    tol : float
+        Relative tolerance.
+
+    Returns
+    -------
+    AdmissibilityReport
+    """
+    if not (np.isfinite(tol) and tol > 0):
+        raise ReferenceMotionError(f"the admissibility tolerance must be a positive number, got {tol!r}")
+    m = C.shape[1]
+    Cx = D[:, :m, :]
+    vx = np.max(np.abs(xd), axis=1, initial=0.0)
+    ax = np.max(np.abs(xdd), axis=1, initial=0.0)
+    rowD = _rowsum(D)
+    res = {
+        "holonomic": C,
+        "velocity": np.einsum("nij,nj->ni", D, xd),
+        "acceleration": np.einsum("nij,nj->ni", D, xdd) - Qd,
+    }
+    scale = {
+        "holonomic": np.einsum("nij,nj->ni", np.abs(Cx), np.maximum(1.0, np.abs(x))),
+        "velocity": rowD * vx[:, None],
+        "acceleration": rowD * (ax + vx**2)[:, None] + np.abs(Qd),
+    }
+    Ma = np.einsum("nij,nj->ni", M, xdd)
+    DTl = np.einsum("nji,nj->ni", D, lam)
+    res["dynamics"] = Ma + DTl - Q
+    terms = (np.einsum("nij,nj->ni", np.abs(M), np.abs(xdd))
+             + np.einsum("nji,nj->ni", np.abs(D), np.abs(lam)) + np.abs(Q))
+    floor = np.max(np.abs(M), axis=(1, 2), initial=0.0) * (1.0 + vx**2 + ax)
+    S = np.maximum(np.max(terms, axis=1, initial=0.0), floor)
+    scale["dynamics"] = np.broadcast_to(S[:, None], res["dynamics"].shape)
+    return AdmissibilityReport(
+        t=readonly(np.array(t, dtype=float)),
+        residual=MappingProxyType({k: readonly(np.array(v)) for k, v in res.items()}),
+        scale=MappingProxyType({k: readonly(np.array(v)) for k, v in scale.items()}),
+        tol=float(tol))
+
+
+def _fmt(v: NDArray[np.float64]) -> str:
+    return "[" + ", ".join(f"{a + 0.0:.6g}" for a in v) + "]"
+
+
+def _largest(names: Sequence[str], v: NDArray[np.float64], k: int = 2) -> str:
+    order = np.argsort(-np.abs(v), kind="stable")[:k]
+    return ", ".join(f"{names[j]!r} by {v[j]:+.4g}" for j in order if abs(v[j]) > 0)
+
+
+def _diagnose(rep: AdmissibilityReport, kind: str, i: int, j: int, *, x: NDArray, xd: NDArray,
+              xdd: NDArray, lam: NDArray, u: NDArray | None, M: NDArray, Q: NDArray, D: NDArray,
+              coordinates: Sequence[str], constraints: Sequence[str], inputs: Sequence[str],
+              lam_given: bool) -> str:
+    """The part of the message that says what is wrong and how to fix it."""
+    Di = D[i]
+    if kind == "holonomic":
+        row = Di[j]
+        big = [coordinates[c] for c in np.argsort(-np.abs(row), kind="stable")[:3] if row[c] != 0]
+        return (f"The coordinates x0 are not a configuration of the model: constraint {constraints[j]!r} "
+                f"(it involves {big}) is not satisfied. Solve C(x0) = 0 for the dependent "
+                "coordinates, e.g. nhcontrol.simulate.consistent_initial_conditions(cm, x0, xd0, "
+                "independent=[...]), or correct x0")
+    if kind == "velocity":
+        row = Di[j]
+        missing = [coordinates[c] for c in range(len(coordinates))
+                   if row[c] != 0 and xd[i, c] == 0]
+        corr = -np.linalg.pinv(Di) @ (Di @ xd[i])
+        hint = (f" The velocities of {missing} enter this constraint but are 0: left out?"
+                if missing else "")
+        return (f"The velocities ẋ0 violate constraint {constraints[j]!r}.{hint} The least-norm correction of "
+                f"ẋ0 changes {_largest(coordinates, corr)}; solve D(x0) ẋ0 = 0 for the dependent "
+                "velocities (e.g. nhcontrol.simulate.consistent_initial_conditions) or give the "
+                "missing velocity")
+    if kind == "acceleration":
+        corr = -np.linalg.pinv(Di) @ rep.residual["acceleration"][i]
+        return (f"The accelerations ẍ0 violate the differentiated constraint {constraints[j]!r} (Eq. (2.116)): ẍ0 "
+                f"must be the time derivative of ẋ0 on the constraints. The least-norm correction "
+                f"of ẍ0 changes {_largest(coordinates, corr)}")
+    # dynamics: which part can a multiplier remove?
+    b = np.einsum("ij,j->i", M[i], xdd[i]) - Q[i]
+    if Di.shape[0]:
+        lam_ls = np.linalg.lstsq(-Di.T, b, rcond=None)[0]
+    else:
+        lam_ls = np.zeros(0)
+    r_ls = b + Di.T @ lam_ls
+    S = float(rep.scale["dynamics"][i, 0])
+    irreducible = float(np.max(np.abs(r_ls), initial=0.0))
+    u_txt = ("" if u is None or not len(inputs)
+             else f" and the input forces at u0 = {_fmt(u[i])} {list(inputs)}")
+    if lam_given and irreducible <= rep.tol * S:
+        return (f"The multipliers lam0 = {_fmt(lam[i])} are not those of this motion: inverse "
+                f"dynamics (Eq. (2.112)) gives Λ0 = {_fmt(lam_ls)} for {list(constraints)}. Omit "
+                "lam to have them computed, or correct it")
+    jj = int(np.argmax(np.abs(r_ls))) if r_ls.size else j
+    return (f"No multiplier can remove it: the residual that remains with the least-squares "
+            f"multipliers of Eq. (2.112) is {irreducible:.3e} in the equation of "
+            f"{coordinates[jj]!r}. The motion needs a force there that the constraint "
+            f"reactions{u_txt} do not provide: check that ẍ0 is the acceleration of x0, give the inputs "
+            "u that drive it, or check the parameters")
+
+
+def check_admissible(t: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray[np.float64],
+                     xdd: NDArray[np.float64], lam: NDArray[np.float64],
+                     u: NDArray[np.float64] | None, *, M: NDArray[np.float64],
+                     Q: NDArray[np.float64], D: NDArray[np.float64], Qd: NDArray[np.float64],
+                     C: NDArray[np.float64], coordinates: Sequence[str],
+                     constraints: Sequence[str], inputs: Sequence[str] = (),
+                     lam_given: bool = True, tol: float = ADMISSIBILITY_TOL,
+                     what: str = "the reference motion") -> AdmissibilityReport:
+    """Raise :class:`ReferenceMotionError` unless the motion is admissible (module table).
+
+    Parameters are those of :func:`admissibility` plus the names used in the message,
+    ``u (N, k)`` (or ``None``), whether ``lam`` was given by the user (then a dynamic residual
+    that other multipliers remove is reported as wrong multipliers) and ``what`` (the subject
+    of the message).
+
+    Returns
+    -------
+    AdmissibilityReport
+        When every level passes.
+
+    Raises
+    ------
+    ReferenceMotionError
+        At the first failing level (holonomic, velocity, acceleration, dynamics): the
+        constraint or coordinate, the residual and its scale, the time, and the fix.
+    """
+    rep = admissibility(t, x, xd, xdd, lam, M=M, Q=Q, D=D, Qd=Qd, C=C, tol=tol)
+    fails = rep.failures
+    if not fails:
+        return rep
+    # the earliest failing time, and there the lowest level: a wrong velocity of a motion
+    # x0 + ẋ0 t shows first as a velocity residual at t0, later as a drift of C(x0)
+    bad = {k: np.max(rep.ratio(k), axis=1, initial=0.0) > tol for k in fails}
+    order = np.argsort(np.asarray(t, dtype=float), kind="stable")
+    i = next(int(s) for s in order if any(bad[k][s] for k in fails))
+    kind = next(k for k in fails if bad[k][i])
+    qrow = rep.ratio(kind)[i]
+    j = int(np.argmax(qrow))
+    q = float(qrow[j])
+    formula, eq = ADMISSIBILITY_KINDS[kind]
+    r = float(rep.residual[kind][i, j])
+    s = float(rep.scale[kind][i, j])
+    m = rep.residual["holonomic"].shape[1]
+    if kind == "dynamics":
+        where = f"in the equation of coordinate {coordinates[j]!r}"
+    else:
+        cname = constraints[j]
+        level = ("holonomic" if kind == "holonomic" or j < m else "nonholonomic")
+        where = f"in the {level} constraint {cname!r}"
+    fix = _diagnose(rep, kind, i, j, x=x, xd=xd, xdd=xdd, lam=lam, u=u, M=M, Q=Q, D=D,
+                    coordinates=coordinates, constraints=constraints, inputs=inputs,
+                    lam_given=lam_given)
+    others = [k for k in fails if k != kind]
+    raise ReferenceMotionError(
+        f"{what} is not a motion of the model at t = {float(t[i]):.6g}: the {kind} residual "
+        f"{formula} ({eq}) is {r:.3e} {where}, {q:.2e} times its scale {s:.3e} "
+        f"(tolerance {tol:.0e} relative). {fix}."
+        + (f" (Also failing: {', '.join(others)}.)" if others else "")
+        + " Pass check=False to skip this check.")
