@@ -139,7 +139,10 @@ def test_simulation_result_roundtrip_with_dense_output(closed_loop):
     e1, e2 = res.evaluate([0.13, 0.41]), r2.evaluate([0.13, 0.41])
     np.testing.assert_array_equal(e2.x, e1.x)
     np.testing.assert_array_equal(e2.lam, e1.lam)
-    ref2 = Reference.from_simulation(res)
+    # check=False: each zero-order-hold jump of the steer input (which enters the skateboard's
+    # constraints) leaves D ẋ ≠ 0 (1.6 % at t = 0.1+) until the Baumgarte terms recover, and
+    # the admissibility check rightly reports it; here only the pickling is tested
+    ref2 = Reference.from_simulation(res, check=False)
     np.testing.assert_array_equal(_roundtrip(ref2).x([0.2]), ref2.x([0.2]))
 
 

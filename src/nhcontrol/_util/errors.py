@@ -14,6 +14,10 @@ class NhcontrolError(Exception):
     """Base class of every nhcontrol exception."""
 
 
+class ArgumentTypeError(NhcontrolError, TypeError):
+    """An argument has the wrong type (the message names the argument and the expected type)."""
+
+
 class ModelError(NhcontrolError, ValueError):
     """A symbolic model is inconsistent (collects all problems in one message)."""
 
@@ -61,6 +65,7 @@ class ConfigurationError(NhcontrolError, ValueError):
 __all__ = [
     "NhcontrolError",
     "ConfigurationError",
+    "ArgumentTypeError",
     "ModelError",
     "ConstraintError",
     "PartitionError",

@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import LinearSystemError
+from .errors import ArgumentTypeError, LinearSystemError
 
 RANK_RTOL = float(np.finfo(float).eps)
 """Default relative tolerance for rank decisions: ``tol = RANK_RTOL * s_max * max(shape)`` unless a
@@ -56,6 +56,80 @@ def as_float_array(value: ArrayLike, name: str, *, ndim: int | None = None,
             want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
             raise error(f"{name} must have shape {want}, got {arr.shape}")
     return arr
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def as_times(value: ArrayLike, name: str = "t", *,
+             error: type[Exception] = LinearSystemError) -> NDArray[np.float64]:
+    """``value`` as a scalar or 1-D float array of times; messages name ``name``.
+
+    A value that is not real numbers (a string, ``None``, a complex number) raises ``error``
+    with the argument's name and what was given, never numpy's bare conversion message.
+    """
+    if isinstance(value, (str, bytes)) or value is None:
+        raise error(f"{name} must be a time in seconds (a real number) or a 1-D array of times, "
+                    f"got {type(value).__name__} {_shown(value)}")
+    try:
+        arr = np.asarray(value)
+        if np.iscomplexobj(arr):
+            raise TypeError("complex values")
+        arr = arr.astype(float)
+    except (TypeError, ValueError) as exc:
+        raise error(f"{name} must be a time in seconds (a real number) or a 1-D array of times, "
+                    f"got {type(value).__name__} {_shown(value)} ({exc})") from None
+    if arr.ndim > 1:
+        raise error(f"{name} must be a scalar or a 1-D array of times, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise error(f"{name} must be finite, got {_shown(value)}")
+    return arr
+
+
+def as_real(value: object, name: str, *, error: type[Exception] = LinearSystemError) -> float:
+    """``value`` as one real ``float``; messages name ``name`` (finiteness is the caller's)."""
+    if isinstance(value, (str, bytes)) or value is None or isinstance(value, complex):
+        raise error(f"{name} must be a real number, got {type(value).__name__} {_shown(value)}")
+    try:
+        arr = np.asarray(value)
+        if arr.size != 1 or np.iscomplexobj(arr):
+            raise TypeError(f"shape {arr.shape}" if arr.size != 1 else "complex value")
+        return float(arr.reshape(()))
+    except (TypeError, ValueError) as exc:
+        raise error(f"{name} must be a real number, got {type(value).__name__} {_shown(value)} "
+                    f"({exc})") from None
+
+
+#: What a compiled model must provide (the kernel contract); checked by :func:`require_model`.
+MODEL_ATTRIBUTES = ("n", "m", "l", "ninputs", "coordinates", "M", "Q", "D", "Qd")
+
+#: What a reference motion must provide; checked by :func:`require_reference`.
+REFERENCE_ATTRIBUTES = ("x", "xd", "xdd", "lam", "u")
+
+
+def require_model(cm: object, name: str = "cm", where: str = "",
+                  needs: tuple[str, ...] = ()) -> None:
+    """Raise :class:`ArgumentTypeError` unless ``cm`` has the kernel interface of a model
+    (:data:`MODEL_ATTRIBUTES` and the extra attributes ``needs``)."""
+    missing = [a for a in MODEL_ATTRIBUTES + tuple(needs) if not hasattr(cm, a)]
+    if missing:
+        raise ArgumentTypeError(
+            f"{where + ': ' if where else ''}{name} must be a CompiledModel (from "
+            f"MultibodySystem.compile() or a catalogue model such as "
+            f"nhcontrol.models.benchmark_bicycle.model()), got {type(cm).__name__} "
+            f"{_shown(cm)} (missing {missing[:4]})")
+
+
+def require_reference(ref: object, name: str = "ref", where: str = "") -> None:
+    """Raise :class:`ArgumentTypeError` unless ``ref`` is a reference motion."""
+    bad = [a for a in REFERENCE_ATTRIBUTES if not callable(getattr(ref, a, None))]
+    if bad:
+        raise ArgumentTypeError(
+            f"{where + ': ' if where else ''}{name} must be a nhcontrol.reference.Reference "
+            f"(e.g. Reference.constant_velocity(cm, x0, xd0) or a catalogue motion such as "
+            f"benchmark_bicycle.steady_forward(cm, v)), got {type(ref).__name__} {_shown(ref)}")
 
 
 def check_finite(arr: NDArray[np.float64], name: str, *,

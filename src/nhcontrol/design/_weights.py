@@ -19,13 +19,15 @@ from .._util.errors import DesignError
 from .._util.validation import as_float_array, check_finite
 
 PSD_RTOL = 1e-10
-"""Relative tolerance for symmetry and semi-definiteness checks of weights: an eigenvalue ``>=
--PSD_RTOL * max(1, |λ|max)`` counts as non-negative.
+"""Relative tolerance for symmetry and semi-definiteness checks of weights: an eigenvalue
+``>= -PSD_RTOL * |λ|max`` counts as non-negative (relative to the weight's own scale, so
+``Q = 1e-12 I`` is as valid as ``Q = I``).
 """
 
 PD_RTOL = 1e-12
 """An input weight ``R`` (or ``R + Bᵀ P B``) is called positive definite when its smallest eigenvalue
-exceeds ``PD_RTOL * max(1, |λ|max)``.
+exceeds ``PD_RTOL * |λ|max`` (relative: ``R = 1e-13`` is positive definite, ``R = diag(1, 1e-13)``
+is not; ``R = 0`` never is).
 """
 
 
@@ -90,7 +92,7 @@ def per_step(value: ArrayLike, name: str, steps: int, rows: int, cols: int) -> N
 def check_symmetric(W: NDArray[np.float64], name: str) -> None:
     """Raise if ``W`` (..., r, r) is not symmetric to ``PSD_RTOL`` relative accuracy."""
     asym = np.max(np.abs(W - np.swapaxes(W, -1, -2))) if W.size else 0.0
-    scale = max(1.0, float(np.max(np.abs(W)))) if W.size else 1.0
+    scale = float(np.max(np.abs(W))) if W.size else 0.0
     if asym > PSD_RTOL * scale:
         raise DesignError(f"{name} must be symmetric, got max |{name} - {name}ᵀ| = {asym:.3g} "
                           f"(tolerance {PSD_RTOL * scale:.3g}); pass (W + W.T)/2")
@@ -107,15 +109,15 @@ def check_psd(W: NDArray[np.float64], name: str, *, definite: bool = False) -> N
     stack = W[None] if W.ndim == 2 else W
     for i, Wi in enumerate(stack):
         lam = np.linalg.eigvalsh(0.5 * (Wi + Wi.T))
-        scale = max(1.0, float(np.max(np.abs(lam)))) if lam.size else 1.0
+        scale = float(np.max(np.abs(lam))) if lam.size else 0.0
         where = "" if W.ndim == 2 else f" at step {i}"
         if definite:
             tol = PD_RTOL * scale
             if lam.size and lam[0] <= tol:
                 raise DesignError(
                     f"{name} must be positive definite{where}: smallest eigenvalue {lam[0]:.3g} "
-                    f"<= tolerance {tol:.3g} (eigenvalues {np.array2string(lam, precision=3)}); "
-                    f"give every input a positive weight")
+                    f"<= tolerance {tol:.3g} = {PD_RTOL:g} * largest eigenvalue (eigenvalues "
+                    f"{np.array2string(lam, precision=3)}); give every input a positive weight")
         else:
             tol = -PSD_RTOL * scale
             if lam.size and lam[0] < tol:

@@ -256,7 +256,7 @@ def _check_recursion(Rbars: NDArray[np.float64], P: NDArray[np.float64]) -> NDAr
         if not fin_R[i]:
             raise SolverError(f"the Riccati recursion overflowed (non-finite R + BᵀPB) at step "
                               f"{i}; the system blows up over the horizon: shorten it or rescale")
-        scale = max(1.0, abs(float(lam[i, -1]))) if lam.size else 1.0
+        scale = abs(float(lam[i, -1])) if lam.size else 0.0     # relative to R̄'s own scale
         if lam.size and lam[i, 0] <= PD_RTOL * scale:
             raise SolverError(
                 f"R + BᵀPB lost positive definiteness at step {i} of the Riccati recursion "

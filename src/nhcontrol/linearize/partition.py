@@ -32,7 +32,7 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from .._util.errors import PartitionError
-from .._util.validation import COND_MAX, RANK_RTOL
+from .._util.validation import COND_MAX, RANK_RTOL, require_model, require_reference
 
 __all__ = [
     "Partition",
@@ -470,7 +470,11 @@ def suggest_partition(cm: Any, ref: Any, *, prefer: Sequence[str] = (), t: float
     PartitionError
         Unknown names in ``prefer``, rank-deficient ``Cx`` or ``B̄`` (with singular values and
         tolerance), or a suggestion that is still ill conditioned.
+    ArgumentTypeError
+        ``cm`` is not a compiled model or ``ref`` not a reference (a ``TypeError``).
     """
+    require_model(cm, "cm", "suggest_partition")
+    require_reference(ref, "ref", "suggest_partition")
     coords = tuple(cm.coordinates)
     n, m, l = int(cm.n), int(cm.m), int(cm.l)
     prefer = _as_names(prefer, "prefer")

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
-from nhcontrol._util.validation import as_float_array, check_finite
+from nhcontrol._util.validation import as_float_array, check_finite, require_model
 
 __all__ = ["ModelEvaluator", "param_vector", "constraint_names"]
 
@@ -80,6 +80,7 @@ class ModelEvaluator:
     """
 
     def __init__(self, cm: Any, p: ArrayLike | Mapping[str, float] | None = None) -> None:
+        require_model(cm, "cm")
         self.cm = cm
         self.n = int(cm.n)
         self.m = int(cm.m)

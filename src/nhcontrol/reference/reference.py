@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import BPoly, CubicSpline, make_interp_spline
 
 from nhcontrol._util.errors import ReferenceMotionError, TimeRangeError
-from nhcontrol._util.validation import as_float_array, check_finite, readonly
+from nhcontrol._util.validation import as_float_array, as_real, as_times, check_finite, readonly
 
 from ._eval import ModelEvaluator
 from .admissibility import ADMISSIBILITY_TOL, SAMPLED_ADMISSIBILITY_TOL, check_admissible
@@ -218,7 +218,7 @@ def _check_range(t_range: Any) -> tuple[float, float] | None:
 def _check_period(period: Any) -> float | None:
     if period is None:
         return None
-    T = float(period)
+    T = as_real(period, "period", error=ReferenceMotionError)
     if not (np.isfinite(T) and T > 0):
         raise ReferenceMotionError(f"period must be a positive number of seconds, got {period!r}")
     return T
@@ -298,10 +298,7 @@ class Reference:
         return len(self.coordinates)
 
     def _times(self, t: ArrayLike) -> tuple[NDArray[np.float64], bool]:
-        ta = np.asarray(t, dtype=float)
-        if ta.ndim > 1:
-            raise ReferenceMotionError(f"t must be a scalar or a 1-D array of times, got shape "
-                                       f"{ta.shape}")
+        ta = as_times(t, "t", error=ReferenceMotionError)
         scalar = ta.ndim == 0
         tt = np.atleast_1d(ta).astype(float)
         check_finite(tt, "t", error=ReferenceMotionError)

@@ -25,6 +25,7 @@ from scipy.linalg import expm
 
 from .._util.errors import LinearSystemError, SolverError
 from .._util.memory import check_allocation
+from .._util.validation import as_real
 from .discrete import DiscreteLTV, _check_steps
 from .ltv import LTVSystem, as_ltv
 
@@ -104,12 +105,12 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
     if integrator not in ("magnus", "ivp"):
         raise LinearSystemError(f"integrator must be 'magnus' or 'ivp', got {integrator!r}")
     s = as_ltv(sys)
-    dtf = float(dt)
+    dtf = as_real(dt, "dt")
     if not (np.isfinite(dtf) and dtf > 0):
         raise LinearSystemError(f"dt must be a positive finite sampling time, got {dt!r}")
     if not (0 < rtol < 1):
         raise LinearSystemError(f"rtol must lie in (0, 1), got {rtol!r}")
-    t0f = float(t0)
+    t0f = as_real(t0, "t0")
     n, k = s.nstates, s.ninputs
     p_steps = _period_steps(s.period, dtf)
     if steps is None:
