@@ -62,7 +62,13 @@ class ConfigurationError(NhcontrolError, ValueError):
     """An environment setting (``NHCONTROL_*``) has a value that is not valid."""
 
 
+class ConditioningWarning(UserWarning):
+    """A computation is well defined but ill conditioned: results lose accuracy (the message
+    gives the condition estimate and the expected loss)."""
+
+
 __all__ = [
+    "ConditioningWarning",
     "NhcontrolError",
     "ConfigurationError",
     "ArgumentTypeError",

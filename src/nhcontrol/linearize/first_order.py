@@ -76,7 +76,7 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
                                       H_x: ArrayLike, H_xd: ArrayLike, H_z: ArrayLike, H_w: ArrayLike,
                                       W_w: ArrayLike, W_r: ArrayLike, z_names: Sequence[str],
                                       w_names: Sequence[str], r_names: Sequence[str],
-                                      t: float = 0.0) -> FirstOrderLinearization:
+                                      t: float = 0.0, check: bool = True) -> FirstOrderLinearization:
     """Third procedure with first-order states ``z`` (model inputs) and ``w`` at a reference at rest.
 
     Parameters
@@ -96,11 +96,16 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
     z_names, w_names, r_names : sequence of str
     t : float
         Time on the reference.
+    check : bool
+        Check that the reference is an equilibrium of the model with the forces of the states
+        ``z0 = u0`` (``M ẍ0 + Dᵀ Λ0 = Q(x0, 0, z0)``, ``C(x0) = 0``; :func:`linearize`).
+        ``False`` skips it.
 
     Raises
     ------
     ReferenceMotionError
-        If the reference is not at rest or the model has nonholonomic constraints.
+        If the reference is not at rest, not an equilibrium with the forces of ``z0``
+        (``check=True``), or the model has nonholonomic constraints.
     LinearSystemError
         On a shape mismatch.
     """
@@ -112,7 +117,7 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
         raise ReferenceMotionError(f"linearize_with_first_order_states needs a reference at rest "
                                    f"(xd0 = 0); got |xd0|_inf = {np.max(np.abs(xd0)):.3g} at t = {t}")
     part = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
-    lin = linearize(cm, ref, part, t)
+    lin = linearize(cm, ref, part, t, check=check)
     coords = list(cm.coordinates)
     ai = [coords.index(c) for c in part.independent]
     dd = [i for i in range(cm.n) if i not in ai]

@@ -52,6 +52,7 @@ the ball about the plate normal ``ω_n = ψ̇ + θ̇ sin φ`` (Sect. 8.4.4--8.4.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -61,7 +62,8 @@ import numpy as np
 import sympy as sp
 from numpy.typing import ArrayLike, NDArray
 
-from nhcontrol._util.errors import LinearSystemError, ModelError, ReferenceMotionError
+from nhcontrol._util.errors import (ConditioningWarning, LinearSystemError, ModelError,
+                                    ReferenceMotionError)
 from nhcontrol._util.validation import as_float_array, readonly
 from nhcontrol.modeling import (MultibodySystem, check_parameters, contacts, override_parameters,
                                 parameter_values, rot_x, rot_y, rot_z)
@@ -92,6 +94,14 @@ REDUCED_STATES: tuple[str, ...] = ("psi", "phi", "theta", "phi_d", "theta_d", "x
 """State of the controllable formulation (``psi_d`` eliminated through the spin, Sect. 8.4.5)."""
 COS_PHI_MIN = 1e-6
 """|cos(phi0)| below which the yaw-lean-roll angles are singular (det G = cos phi, Eq. (8.59))."""
+SEC_PHI_WARN = 1e3
+"""``sec(phi0) = 1/|cos(phi0)|`` above which `circular_parameters()` warns
+(`ConditioningWarning`): the spin ``Ω = ρω/(R cos φ0)`` (Eq. (8.64)) and the angle rates grow
+like ``sec φ0`` and the linearization about the circle loses accuracy like ``ε·sec²φ0``.
+Measured (``A(t)``, ``B(t)`` of `nhcontrol.linearize` against the closed form
+Eqs. (8.75)-(8.76), relative, default parameters): 9e-15 at 85°, 1e-11 at 89.9° (sec = 573),
+8e-10 at 89.99° (sec = 5.7e3), 5e-8 at 89.999° (sec = 5.7e4).
+"""
 
 _SPIN = LTV_STATES.index("psi_d")
 
@@ -273,6 +283,12 @@ def circular_parameters(cm: Any, phi0_deg: float, *, rho: float = 0.5, omega: fl
     ReferenceMotionError
         Non-finite values, ``rho <= 0``, ``omega == 0``, ``|cos φ0|`` too small (the angles are
         singular), or a circle too fast for a tilt to exist (``|K| >= 1`` in Eq. (8.70)).
+
+    Warns
+    -----
+    ConditioningWarning
+        ``1/|cos φ0| > SEC_PHI_WARN`` (``1e3``, ``|φ0|`` within ~0.057° of 90°): the reference
+        is ill conditioned and the linearization about it loses accuracy (``ε sec² φ0``).
     """
     _, vals = _param_values(cm, p)
     try:
@@ -289,6 +305,16 @@ def circular_parameters(cm: Any, phi0_deg: float, *, rho: float = 0.5, omega: fl
         raise ReferenceMotionError(f"phi0 = {phi0_deg} deg makes cos(phi0) = {math.cos(phi0):.2e}: the yaw-lean-"
                                    "roll angles are singular there (Eq. (8.59) divides by cos phi); "
                                    "choose |phi0| < 90 deg")
+    sec = 1.0 / abs(math.cos(phi0))
+    if sec > SEC_PHI_WARN:
+        warnings.warn(
+            f"phi0 = {phi0_deg} deg is {90.0 - abs(math.degrees(phi0)) % 180.0:.3g} deg from the "
+            f"singular lean of the yaw-lean-roll angles (Eq. (8.59) divides by cos phi0): "
+            f"sec(phi0) = {sec:.3g} > {SEC_PHI_WARN:g}. The reference is ill conditioned: the spin "
+            f"Omega = rho omega / (R cos phi0) (Eq. (8.64)) is {sec:.3g} times rho omega / R and "
+            f"the linearization about it loses accuracy like eps sec^2(phi0) ~ "
+            f"{np.finfo(float).eps * sec**2:.1e} (relative). Keep |phi0| further from 90 deg.",
+            ConditioningWarning, stacklevel=3)
     m, R, g, I = vals["m"], vals["R"], vals["g"], vals["I"]
     Omega = rho_f * om_f / (R * math.cos(phi0))                                   # Eq. (8.64)
     K = (rho_f * m * om_f * R + I * Omega * math.cos(phi0)) * om_f / (m * g * R)  # Eq. (8.70)

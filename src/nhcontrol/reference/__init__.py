@@ -8,9 +8,14 @@ Eq. (2.112); [`consistent_initial_conditions()`][nhcontrol.reference.consistent_
 makes ``(x, ẋ)`` satisfy the constraints;
 [`Reference.check()`][nhcontrol.reference.Reference.check] reports the residuals in the constraints
 and the
-equations of motion as a [`ResidualReport`][nhcontrol.reference.ResidualReport].
+equations of motion as a [`ResidualReport`][nhcontrol.reference.ResidualReport];
+[`check_admissible()`][nhcontrol.reference.check_admissible] (run when a reference is built and by
+`nhcontrol.linearize`) refuses a motion whose residuals exceed ``tol`` relative to the size of
+their terms.
 """
 
+from .admissibility import (ADMISSIBILITY_TOL, SAMPLED_ADMISSIBILITY_TOL, AdmissibilityReport,
+                            admissibility, check_admissible)
 from .consistent import InitialConditions, consistent_initial_conditions
 from .inverse import (INVERSE_DYNAMICS_TOL, InverseDynamicsResult, RankDeficiencyWarning,
                       inverse_dynamics)
@@ -31,4 +36,9 @@ __all__ = [
     "StateComponent",
     "InitialConditions",
     "consistent_initial_conditions",
+    "AdmissibilityReport",
+    "admissibility",
+    "check_admissible",
+    "ADMISSIBILITY_TOL",
+    "SAMPLED_ADMISSIBILITY_TOL",
 ]
