@@ -204,7 +204,7 @@ def _diagnose(rep: AdmissibilityReport, kind: str, i: int, j: int, *, x: NDArray
         big = [coordinates[c] for c in np.argsort(-np.abs(row), kind="stable")[:3] if row[c] != 0]
         return (f"The coordinates x0 are not a configuration of the model: constraint {constraints[j]!r} "
                 f"(it involves {big}) is not satisfied. Solve C(x0) = 0 for the dependent "
-                "coordinates, e.g. nhcontrol.simulate.consistent_initial_conditions(cm, x0, xd0, "
+                "coordinates, e.g. nhcontrol.reference.consistent_initial_conditions(cm, x0, xd0, "
                 "independent=[...]), or correct x0")
     if kind == "velocity":
         row = Di[j]
@@ -215,7 +215,7 @@ def _diagnose(rep: AdmissibilityReport, kind: str, i: int, j: int, *, x: NDArray
                 if missing else "")
         return (f"The velocities ẋ0 violate constraint {constraints[j]!r}.{hint} The least-norm correction of "
                 f"ẋ0 changes {_largest(coordinates, corr)}; solve D(x0) ẋ0 = 0 for the dependent "
-                "velocities (e.g. nhcontrol.simulate.consistent_initial_conditions) or give the "
+                "velocities (e.g. nhcontrol.reference.consistent_initial_conditions) or give the "
                 "missing velocity")
     if kind == "acceleration":
         corr = -np.linalg.pinv(Di) @ rep.residual["acceleration"][i]
