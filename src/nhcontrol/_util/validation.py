@@ -102,17 +102,17 @@ def as_real(value: object, name: str, *, error: type[Exception] = LinearSystemEr
                     f"({exc})") from None
 
 
-#: What a compiled model must provide (the kernel contract); checked by :func:`require_model`.
 MODEL_ATTRIBUTES = ("n", "m", "l", "ninputs", "coordinates", "M", "Q", "D", "Qd")
+"""What a compiled model must provide (the kernel contract); checked by `require_model()`."""
 
-#: What a reference motion must provide; checked by :func:`require_reference`.
 REFERENCE_ATTRIBUTES = ("x", "xd", "xdd", "lam", "u")
+"""What a reference motion must provide; checked by `require_reference()`."""
 
 
 def require_model(cm: object, name: str = "cm", where: str = "",
                   needs: tuple[str, ...] = ()) -> None:
-    """Raise :class:`ArgumentTypeError` unless ``cm`` has the kernel interface of a model
-    (:data:`MODEL_ATTRIBUTES` and the extra attributes ``needs``)."""
+    """Raise `ArgumentTypeError` unless ``cm`` has the kernel interface of a model
+    (`MODEL_ATTRIBUTES` and the extra attributes ``needs``)."""
     missing = [a for a in MODEL_ATTRIBUTES + tuple(needs) if not hasattr(cm, a)]
     if missing:
         raise ArgumentTypeError(
@@ -123,7 +123,7 @@ def require_model(cm: object, name: str = "cm", where: str = "",
 
 
 def require_reference(ref: object, name: str = "ref", where: str = "") -> None:
-    """Raise :class:`ArgumentTypeError` unless ``ref`` is a reference motion."""
+    """Raise `ArgumentTypeError` unless ``ref`` is a reference motion."""
     bad = [a for a in REFERENCE_ATTRIBUTES if not callable(getattr(ref, a, None))]
     if bad:
         raise ArgumentTypeError(

@@ -98,7 +98,7 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
         Time on the reference.
     check : bool
         Check that the reference is an equilibrium of the model with the forces of the states
-        ``z0 = u0`` (``M ẍ0 + Dᵀ Λ0 = Q(x0, 0, z0)``, ``C(x0) = 0``; :func:`linearize`).
+        ``z0 = u0`` (``M ẍ0 + Dᵀ Λ0 = Q(x0, 0, z0)``, ``C(x0) = 0``; `linearize()`).
         ``False`` skips it.
 
     Raises

@@ -1,6 +1,6 @@
 """Is a reference motion a motion of the model? Scaled residuals of the constraints and the
-equations of motion, checked when a :class:`~nhcontrol.reference.Reference` is built and when
-:func:`nhcontrol.linearize` uses it.
+equations of motion, checked when a `Reference` is built and when
+`nhcontrol.linearize()` uses it.
 
 A reference ``x0, ẋ0, ẍ0, Λ0, u0`` must satisfy, at every time used,
 
@@ -15,22 +15,18 @@ Each residual is compared with ``tol`` times the size of the terms that cancel i
 test is independent of units and of the size of the problem), with lengths and angles measured
 against 1 (m, rad) where a term can vanish:
 
-============  =============================================  =======================================
-residual      row ``i`` at one time                          scale
-============  =============================================  =======================================
-holonomic     ``C_i(x0)``                                    ``Σ_j |Cx_ij| max(1, |x0_j|)``
-velocity      ``(D ẋ0)_i``                                   ``‖D_i‖₁ ‖ẋ0‖∞``
-acceleration  ``(D ẍ0 - Qd)_i``                              ``‖D_i‖₁ (‖ẍ0‖∞ + ‖ẋ0‖∞²) + |Qd_i|``
-dynamics      ``(M ẍ0 + Dᵀ Λ0 - Q)_i``                       ``max(max_i (Σ_j |M_ij ẍ0_j| +``
-                                                             ``Σ_j |D_ji Λ0_j| + |Q_i|),``
-                                                             ``max|M| (1 + ‖ẋ0‖∞² + ‖ẍ0‖∞))``
-============  =============================================  =======================================
+| residual | row ``i`` at one time | scale |
+| --- | --- | --- |
+| holonomic | ``C_i(x0)`` | ``Σ_j abs(Cx_ij) max(1, abs(x0_j))`` |
+| velocity | ``(D ẋ0)_i`` | ``‖D_i‖₁ ‖ẋ0‖∞`` |
+| acceleration | ``(D ẍ0 - Qd)_i`` | ``‖D_i‖₁ (‖ẍ0‖∞ + ‖ẋ0‖∞²) + abs(Qd_i)`` |
+| dynamics | ``(M ẍ0 + Dᵀ Λ0 - Q)_i`` | ``max(max_i Σ_j abs(terms of row i), max abs(M) (1 + ‖ẋ0‖∞² + ‖ẍ0‖∞))`` |
 
 A row fails when ``|residual| > tol · scale``; the default ``tol`` is
-:data:`ADMISSIBILITY_TOL` (closed-form motions are exact to round-off, ~1e-15 relative).
+`ADMISSIBILITY_TOL` (closed-form motions are exact to round-off, ~1e-15 relative).
 Derived here (the thesis assumes admissible references, Sect. 4.2.3).
 
-The check costs no extra kernel call in :func:`nhcontrol.linearize`: ``M, Q, D, Qd`` are fields
+The check costs no extra kernel call in `nhcontrol.linearize()`: ``M, Q, D, Qd`` are fields
 of the linearization terms it evaluates anyway; only ``C(x0)`` (a small direct kernel) is added
 when ``m > 0``.
 """
@@ -50,23 +46,24 @@ from nhcontrol._util.validation import readonly
 __all__ = ["ADMISSIBILITY_TOL", "SAMPLED_ADMISSIBILITY_TOL", "AdmissibilityReport",
            "admissibility", "check_admissible", "ADMISSIBILITY_KINDS"]
 
-#: Default relative tolerance of the admissibility check (closed-form references).
 ADMISSIBILITY_TOL = 1e-8
+"""Default relative tolerance of the admissibility check (closed-form references)."""
 
-#: Default relative tolerance for references interpolated from samples
-#: (:meth:`Reference.from_samples`, :meth:`Reference.from_simulation` without dense output):
-#: between the samples the interpolant satisfies the constraints only to its interpolation
-#: error, which this bound admits while still catching a left-out velocity or a wrong offset
-#: (relative residual of order 1).
 SAMPLED_ADMISSIBILITY_TOL = 1e-3
+"""Default relative tolerance for references interpolated from samples
+(`Reference.from_samples()`, `Reference.from_simulation()` without dense output):
+between the samples the interpolant satisfies the constraints only to its interpolation
+error, which this bound admits while still catching a left-out velocity or a wrong offset
+(relative residual of order 1).
+"""
 
-#: The four levels, their formula and thesis equation (checked in this order).
 ADMISSIBILITY_KINDS = {
     "holonomic": ("C(x0)", "Eq. (2.109)"),
     "velocity": ("D(x0) ẋ0", "Eq. (2.114)"),
     "acceleration": ("D(x0) ẍ0 - Qd", "Eq. (2.116)"),
     "dynamics": ("M ẍ0 + Dᵀ Λ0 - Q", "Eq. (2.108)"),
 }
+"""The four levels, their formula and thesis equation (checked in this order)."""
 
 
 @dataclass(frozen=True)
@@ -253,9 +250,9 @@ def check_admissible(t: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray
                      constraints: Sequence[str], inputs: Sequence[str] = (),
                      lam_given: bool = True, tol: float = ADMISSIBILITY_TOL,
                      what: str = "the reference motion") -> AdmissibilityReport:
-    """Raise :class:`ReferenceMotionError` unless the motion is admissible (module table).
+    """Raise `ReferenceMotionError` unless the motion is admissible (module table).
 
-    Parameters are those of :func:`admissibility` plus the names used in the message,
+    Parameters are those of `admissibility()` plus the names used in the message,
     ``u (N, k)`` (or ``None``), whether ``lam`` was given by the user (then a dynamic residual
     that other multipliers remove is reported as wrong multipliers) and ``what`` (the subject
     of the message).

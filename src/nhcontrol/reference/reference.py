@@ -253,8 +253,8 @@ class Reference:
         How it was built (``"functions"``, ``"constant_velocity"``, ``"samples"``,
         ``"simulation"``).
     check_tol : float
-        Relative tolerance of the admissibility check (:mod:`nhcontrol.reference.admissibility`)
-        run when the reference is built and by :func:`nhcontrol.linearize`.
+        Relative tolerance of the admissibility check (`nhcontrol.reference.admissibility`)
+        run when the reference is built and by `nhcontrol.linearize()`.
     lam_source : str
         ``"given"`` (by the user), ``"inverse_dynamics"`` (Eq. (2.112)) or ``"simulation"``.
 
@@ -267,10 +267,10 @@ class Reference:
     Every constructor checks, at three probe times (the ends and the middle of ``t_range``, or
     of one period, else ``t = 0, 0.5, 1``), that the motion satisfies ``C(x0) = 0``,
     ``D(x0) ẋ0 = 0``, ``D ẍ0 = Qd`` and ``M ẍ0 + Dᵀ Λ0 = Q(x0, ẋ0, u0)`` relative to the size of
-    their terms (:mod:`nhcontrol.reference.admissibility`; tolerance ``check_tol``), and raises
-    :class:`ReferenceMotionError` naming the constraint or coordinate, the residual, the time and
+    their terms (`nhcontrol.reference.admissibility`; tolerance ``check_tol``), and raises
+    `ReferenceMotionError` naming the constraint or coordinate, the residual, the time and
     the fix. ``check=False`` skips it (e.g. to build a deliberately inconsistent motion for a
-    test); :func:`nhcontrol.linearize` checks again at the times it uses.
+    test); `nhcontrol.linearize()` checks again at the times it uses.
     """
 
     coordinates: tuple[str, ...]
@@ -545,10 +545,10 @@ class Reference:
         tol : float
             Relative tolerance of the admissibility check (constraints, their velocity and
             acceleration levels, and the dynamic equations, each relative to the size of its
-            terms; :mod:`nhcontrol.reference.admissibility`) and of inverse dynamics.
+            terms; `nhcontrol.reference.admissibility`) and of inverse dynamics.
         check : bool
             Check admissibility at three probe times (default). ``False`` skips it; the
-            reference then keeps ``check_tol = tol`` for :func:`nhcontrol.linearize`, which
+            reference then keeps ``check_tol = tol`` for `nhcontrol.linearize()`, which
             checks again unless called with ``check=False``.
 
         Raises
@@ -582,7 +582,7 @@ class Reference:
         This is the form of the relative equilibria of the thesis (e.g. the bicycle's steady
         forward motion, Eq. (4.148)), where the coordinates that grow are cyclic.
         The multipliers come from inverse dynamics, Eq. (2.112), unless given.
-        ``tol`` and ``check`` are those of :meth:`from_functions`: the motion must satisfy
+        ``tol`` and ``check`` are those of `from_functions()`: the motion must satisfy
         ``C(x0) = 0``, ``D(x0) ẋ0 = 0``, ``D ẍ0 = Qd`` and ``M ẍ0 + Dᵀ Λ0 = Q(x0, ẋ0, u0)``
         (``ReferenceMotionError`` otherwise).
         """
@@ -604,7 +604,7 @@ class Reference:
                     tol: float = INVERSE_DYNAMICS_TOL, check: bool = True) -> "Reference":
         """Static equilibrium ``x0`` (constant, zero velocity), ``steady=True``.
 
-        ``tol`` and ``check`` as in :meth:`from_functions`.
+        ``tol`` and ``check`` as in `from_functions()`.
         """
         return cls.constant_velocity(cm, x0, np.zeros(int(cm.n)), u=u, p=p, tol=tol, check=check)
 
@@ -643,11 +643,11 @@ class Reference:
             interpolant is periodic and times are wrapped.
         steady : bool
         check : bool
-            Check admissibility at three probe times (:meth:`from_functions`); ``False`` skips
+            Check admissibility at three probe times (`from_functions()`); ``False`` skips
             it.
         tol : float
             Relative tolerance of that check, default
-            :data:`~nhcontrol.reference.admissibility.SAMPLED_ADMISSIBILITY_TOL` (``1e-3``):
+            `SAMPLED_ADMISSIBILITY_TOL` (``1e-3``):
             between the samples the interpolant satisfies the constraints only to its
             interpolation error; a wrong or missing velocity still fails (relative residual of
             order 1).
