@@ -15,7 +15,7 @@ their terms.
 """
 
 from .admissibility import (ADMISSIBILITY_TOL, SAMPLED_ADMISSIBILITY_TOL, AdmissibilityReport,
-                            admissibility, check_admissible)
+                            admissibility_report, check_admissible)
 from .consistent import InitialConditions, consistent_initial_conditions
 from .inverse import (INVERSE_DYNAMICS_TOL, InverseDynamicsResult, RankDeficiencyWarning,
                       inverse_dynamics)
@@ -37,7 +37,7 @@ __all__ = [
     "InitialConditions",
     "consistent_initial_conditions",
     "AdmissibilityReport",
-    "admissibility",
+    "admissibility_report",
     "check_admissible",
     "ADMISSIBILITY_TOL",
     "SAMPLED_ADMISSIBILITY_TOL",

@@ -44,7 +44,7 @@ from nhcontrol._util.errors import ReferenceMotionError
 from nhcontrol._util.validation import readonly
 
 __all__ = ["ADMISSIBILITY_TOL", "SAMPLED_ADMISSIBILITY_TOL", "AdmissibilityReport",
-           "admissibility", "check_admissible", "ADMISSIBILITY_KINDS"]
+           "admissibility_report", "check_admissible", "ADMISSIBILITY_KINDS"]
 
 ADMISSIBILITY_TOL = 1e-8
 """Default relative tolerance of the admissibility check (closed-form references)."""
@@ -123,11 +123,12 @@ def _rowsum(a: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.sum(np.abs(a), axis=-1)
 
 
-def admissibility(t: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray[np.float64],
-                  xdd: NDArray[np.float64], lam: NDArray[np.float64], *,
-                  M: NDArray[np.float64], Q: NDArray[np.float64], D: NDArray[np.float64],
-                  Qd: NDArray[np.float64], C: NDArray[np.float64],
-                  tol: float = ADMISSIBILITY_TOL) -> AdmissibilityReport:
+def admissibility_report(t: NDArray[np.float64], x: NDArray[np.float64],
+                         xd: NDArray[np.float64], xdd: NDArray[np.float64],
+                         lam: NDArray[np.float64], *, M: NDArray[np.float64],
+                         Q: NDArray[np.float64], D: NDArray[np.float64], Qd: NDArray[np.float64],
+                         C: NDArray[np.float64],
+                         tol: float = ADMISSIBILITY_TOL) -> AdmissibilityReport:
     """Scaled residuals of a motion (see the module table) from stacked kernel values.
 
     Parameters
@@ -252,7 +253,7 @@ def check_admissible(t: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray
                      what: str = "the reference motion") -> AdmissibilityReport:
     """Raise `ReferenceMotionError` unless the motion is admissible (module table).
 
-    Parameters are those of `admissibility()` plus the names used in the message,
+    Parameters are those of `admissibility_report()` plus the names used in the message,
     ``u (N, k)`` (or ``None``), whether ``lam`` was given by the user (then a dynamic residual
     that other multipliers remove is reported as wrong multipliers) and ``what`` (the subject
     of the message).
@@ -268,7 +269,7 @@ def check_admissible(t: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray
         At the first failing level (holonomic, velocity, acceleration, dynamics): the
         constraint or coordinate, the residual and its scale, the time, and the fix.
     """
-    rep = admissibility(t, x, xd, xdd, lam, M=M, Q=Q, D=D, Qd=Qd, C=C, tol=tol)
+    rep = admissibility_report(t, x, xd, xdd, lam, M=M, Q=Q, D=D, Qd=Qd, C=C, tol=tol)
     fails = rep.failures
     if not fails:
         return rep
