@@ -19,8 +19,8 @@ from nhcontrol._util.errors import PartitionError
 from nhcontrol.linearize import Partition, linearize
 from nhcontrol.linearize._point import point_procedure
 from nhcontrol.linearize.third import _stacked_terms, third_procedure
-from test_linearize_third_toys import (constant_reference, pendulum, sleigh, sleigh_redundant,
-                                       sleigh_state)
+from test_linearize_third_toys import (constant_reference, pendulum, point_reference, sleigh,
+                                       sleigh_redundant, sleigh_state)
 
 
 def _cases():
@@ -38,11 +38,13 @@ def _cases():
                 [0.0]))
     sle = sleigh()
     x, xd = sleigh_state(0.4, 1.2, 0.7)
-    out.append(("toy sleigh", sle, constant_reference(sle, x, xd),
+    # point_reference: the same admissible point at every t (x0 + ẋ0 t would leave the blade
+    # constraint as the heading turns)
+    out.append(("toy sleigh", sle, point_reference(sle, x, xd),
                 Partition(["x", "theta"], ["y"], []), [0.0, 0.5]))
     red = sleigh_redundant()
     xr, xdr = sleigh_state(0.4, 1.2, 0.7, redundant=True)
-    out.append(("redundant sleigh", red, constant_reference(red, xr, xdr),
+    out.append(("redundant sleigh", red, point_reference(red, xr, xdr),
                 Partition(["xp", "theta"], ["yp"], ["xg", "yg"]), [0.0, 0.3]))
     sk = sl.model_skateboard()
     out.append(("skateboard", sk, sl.skateboard_turn(sk, 2.0, 0.1),
