@@ -280,6 +280,24 @@ def test_direct_osqp_equals_cvxpy_formulation_over_a_receding_loop():
     assert active == {"u", "r", "x"}
 
 
+@pytest.mark.parametrize("interface", ["direct", "cvxpy"])
+def test_controller_pickles_and_continues(interface):
+    """A pickled controller (e.g. shipped to a sweep worker) gives the same steps (1e-6: the copy
+    starts without a warm start), with the last input and a replaced terminal weight kept."""
+    import pickle
+
+    A = np.array([[1.0, 0.1], [0.0, 1.0]])
+    B = np.array([[0.005], [0.1]])
+    mpc = LTVMPC(10, np.eye(2), 0.1 * np.eye(1), u_min=-0.5, u_max=0.5, du_min=-0.1, du_max=0.1,
+                 osqp_interface=interface, solver_options=TIGHT)
+    mpc.step(np.array([1.0, 0.0]), A, B, Qf=4 * np.eye(2))
+    copy = pickle.loads(pickle.dumps(mpc))
+    x = np.array([0.8, -0.2])
+    a, b = mpc.step(x, A, B), copy.step(x, A, B)
+    np.testing.assert_allclose(b.predicted_u, a.predicted_u, atol=1e-6)
+    assert abs(b.cost - a.cost) <= 1e-6 * a.cost
+
+
 def test_bad_osqp_option_is_refused_at_construction():
     with pytest.raises(DesignError, match=r"OSQP refused the solver options \{'eps_absolute'"):
         LTVMPC(4, np.eye(2), np.eye(1), solver_options={"eps_absolute": 1e-6})

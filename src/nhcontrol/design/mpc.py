@@ -265,11 +265,27 @@ class LTVMPC:
         self._idx = {g: np.flatnonzero(np.isfinite(bounds[lo]) | np.isfinite(bounds[hi]))
                      for g, lo, hi in (("u", "u_min", "u_max"), ("r", "du_min", "du_max"),
                                        ("x", "x_min", "x_max"))}
-        self._qp: WindowQP | None = None
-        if osqp_interface == "direct":
-            self._qp = WindowQP(N, n, k, Q_, R_, Qf_, self._idx["u"], self._idx["r"],
-                                self._idx["x"], self.solver_options if solver == "OSQP"
-                                else self.fallback_options)
+        self._Qf = Qf_.copy()
+        self._qp: WindowQP | None = self._make_qp() if osqp_interface == "direct" else None
+
+    def _make_qp(self) -> WindowQP:
+        return WindowQP(self.horizon, self.nstates, self.ninputs, self.Q, self.R, self._Qf,
+                        self._idx["u"], self._idx["r"], self._idx["x"],
+                        self.solver_options if self.solver == "OSQP" else self.fallback_options)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the solver objects (OSQP's workspace, cvxpy's compiled problem):
+        they are rebuilt from the weights and bounds on first use (no warm start then)."""
+        state = {key: val for key, val in self.__dict__.items()
+                 if key not in ("_qp", "_problem", "_loaded", "_x0", "_A", "_B", "_Lf",
+                                "_bound_params", "_X", "_U")}
+        state["_qp"], state["_problem"], state["_loaded"] = None, None, None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.osqp_interface == "direct":
+            self._qp = self._make_qp()
 
     @property
     def problem(self) -> Any:
@@ -435,6 +451,7 @@ class LTVMPC:
             check_finite(Qf_, "Qf", error=DesignError)
             check_psd(Qf_, "Qf")
             self._Lf_value = psd_factor(Qf_)
+            self._Qf = Qf_.copy()
             if self._qp is not None:
                 self._qp.set_terminal(Qf_)
             if self._problem is not None:
