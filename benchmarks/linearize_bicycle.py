@@ -12,7 +12,8 @@ Run ``python benchmarks/linearize_bicycle.py [--repeat R] [--speed V]``; prints 
   ``vectorised_per_point_s`` (= ``stacked_per_point_s``, the name of issue 10: goal ≤ 2e-5 s);
 * ``kernel_one_point_s``: the one-point ``linearization_terms`` call alone (the rest of
   ``third_procedure_s`` is Steps 1-7, the checks, the reference and the result object:
-  ``point_overhead_s``); ``kernel_backend``: ``"c"`` or ``"python"`` (the generated kernels
+  ``point_overhead_s``); ``third_procedure_unchecked_s``: the same with ``check=False`` (no
+  reference admissibility check, no conditioning pre-check); ``kernel_backend``: ``"c"`` or ``"python"`` (the generated kernels
   in use);
 * ``eigenvalue_error_third`` / ``eigenvalue_error_fd``: max error of the four non-trivial
   eigenvalues against Meijaard et al. (2007), Table 2, at the chosen speed (integer speeds only).
@@ -65,6 +66,7 @@ def main(argv=None) -> dict:
     kernel = _median_time(lambda: cm.linearization_terms(x, xd, xdd, lam, u, ref.parameters),
                           args.repeat)
     third = _median_time(lambda: linearize(cm, ref, part), args.repeat)
+    unchecked = _median_time(lambda: linearize(cm, ref, part, check=False), args.repeat)
     fd = _median_time(lambda: finite_difference_jacobian(cm, ref, h=1e-5), args.repeat)
     ts = np.linspace(0.0, 1.0, 1000)
     vec = _median_time(lambda: linearize(cm, ref, part, t=ts), max(3, args.repeat // 10))
@@ -91,6 +93,7 @@ def main(argv=None) -> dict:
         "vectorised_per_point_s": vec / ts.size,
         "stacked_per_point_s": vec / ts.size,
         "kernel_one_point_s": kernel,
+        "third_procedure_unchecked_s": unchecked,
         "point_overhead_s": third - kernel,
         "kernel_backend": str(getattr(cm, "backend", "python")),
         "cpu": {"third_procedure_s": third_cpu, "finite_difference_s": fd_cpu,

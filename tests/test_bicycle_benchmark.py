@@ -224,7 +224,8 @@ def test_benchmark_script_runs():
     mod = runpy.run_path(str(Path(__file__).parents[1] / "benchmarks" / "linearize_bicycle.py"))
     out = mod["main"](["--repeat", "3"])
     for key in ("third_procedure_s", "finite_difference_s", "ratio_fd_over_third",
-                "vectorised_1000_s", "stacked_per_point_s", "kernel_one_point_s"):
+                "vectorised_1000_s", "stacked_per_point_s", "kernel_one_point_s",
+                "third_procedure_unchecked_s"):
         assert out[key] > 0
     assert out["stacked_per_point_s"] == pytest.approx(out["vectorised_1000_s"] / 1000, rel=1e-12)
     assert out["kernel_backend"] in ("c", "python")
