@@ -253,3 +253,20 @@ def test_pickled_c_model_unpickles_in_another_process(tmp_path, same_cache):
     # the library travels through the cache only; without it the (identical) Python kernels are used
     assert backend == ("c" if same_cache else "python")
     np.testing.assert_array_equal(json.loads(M), c.M(np.array([0.1, 0.2, 0.3])))
+
+
+def test_expression_without_c_translation_uses_python_kernels(tmp_path):
+    import sympy as sp
+
+    from nhcontrol.modeling import MultibodySystem
+
+    mb = MultibodySystem("erf_force")
+    x, y = mb.add_coordinates("x y")
+    mb.add_body("b", mass=1, inertia=sp.eye(3), position=[x, y, 0])
+    mb.add_generalized_force([sp.erf(x), y])
+    with pytest.warns(RuntimeWarning, match=r"Python kernels for model 'erf_force'.*no C translation for erf"):
+        cm = mb.compile(cache_dir=tmp_path)
+    assert cm.backend == "python"
+    assert cm.Q(np.array([0.5, 1.0]), np.zeros(2))[0] == pytest.approx(0.5204998778130465, rel=1e-15)
+    with pytest.raises(ModelError, match=r"cannot be built \(no C translation for erf.*\); use the Python"):
+        mb.compile(cache_dir=tmp_path, backend="c")

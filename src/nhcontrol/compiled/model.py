@@ -635,14 +635,14 @@ def _c_kernels(key: str, directory: Path | None, backend: str, model_name: str,
         return _cb.CKernels(path, key, built=True)
     except (_cb.CompilerUnavailable, CCodegenError, CacheError, OSError) as exc:
         if backend == "c":
-            raise ModelError(f"the C kernels of model {model_name!r} cannot be built ({exc}); install a C "
-                             f"compiler, or use the Python kernels with {_cb.ENV_BACKEND}=python or "
-                             f"compile(backend='python')") from exc
+            fix = "" if isinstance(exc, CCodegenError) else "install a C compiler, or "
+            raise ModelError(f"the C kernels of model {model_name!r} cannot be built ({exc}); {fix}use the "
+                             f"Python kernels with {_cb.ENV_BACKEND}=python or compile(backend='python')") from exc
         kind = "compiler" if isinstance(exc, _cb.CompilerUnavailable) else f"model:{key}"
         _cache.warn_once("backend", kind,
                          f"nhcontrol uses the Python kernels for model {model_name!r} (same results, slower): "
                          f"the C kernels cannot be built ({exc}). Set {_cb.ENV_BACKEND}=python to choose the "
-                         f"Python kernels without this warning", stacklevel=5)
+                         f"Python kernels without this warning", stacklevel=6)
         return None
 
 
