@@ -369,9 +369,7 @@ class LTVMPC:
     def _solve_direct(self, qp: WindowQP, data: dict[str, Any]) -> tuple[str, Any, Any, float]:
         """OSQP on the in-place QP: ``(status, δx, δu, cost)`` (arrays are fresh copies)."""
         qp.set_window(data["A"], data["B"])
-        sh = data["shift"]
-        qp.set_bounds(data["x0"], {g: (lo[:, self._idx[g]], hi[:, self._idx[g]])
-                                   for g, (lo, hi) in sh.items()})
+        qp.set_bounds(data["x0"], data["shift"])
         return qp.solve()
 
     def _solve_cvxpy(self, solver: str, opts: Mapping[str, Any],
@@ -384,8 +382,10 @@ class LTVMPC:
             self._A.value = data["A"].reshape(N * n, n)
             self._B.value = data["B"].reshape(N * n, k)
             for name, (par, idx) in self._bound_params.items():
+                # the parameter's finite side (idx) within the group's bounded components
                 lo, hi = data["shift"][name[0]]
-                par.value = (hi if name.endswith("_hi") else lo)[:, idx]
+                pos = np.searchsorted(self._idx[name[0]], idx)
+                par.value = (hi if name.endswith("_hi") else lo)[:, pos]
             self._loaded = data
         problem.solve(solver=solver, warm_start=True, **opts)
         status = str(problem.status)
@@ -458,11 +458,18 @@ class LTVMPC:
                 self._Lf.value = self._Lf_value
 
         bd = self.bounds
-        dref = np.vstack([ur[0:1] - up, ur[1:] - ur[:-1]])
-        # shifted absolute bounds on δu_j, on the rates, on δx_j (j = 1 … N): (lower, upper)
-        shift = {"u": (bd["u_min"] - ur, bd["u_max"] - ur),
-                 "r": (bd["du_min"] - dref, bd["du_max"] - dref),
-                 "x": (bd["x_min"] - xr[1:], bd["x_max"] - xr[1:])}
+        # shifted absolute bounds on δu_j, on the rates, on δx_j (j = 1 … N): (lower, upper),
+        # for the components with a bound (the others are not in the QP)
+        shift = {}
+        for g, lo, hi, off in (("u", "u_min", "u_max", ur),
+                               ("r", "du_min", "du_max", None),
+                               ("x", "x_min", "x_max", xr[1:])):
+            idx = self._idx[g]
+            if idx.size:
+                if off is None:  # rates: δu_0 − (u_prev − u_ref_0), δu_j − δu_{j−1}
+                    off = np.vstack([ur[0:1] - up, ur[1:] - ur[:-1]])
+                o = off[:, idx]
+                shift[g] = (bd[lo][idx] - o, bd[hi][idx] - o)
         data = {"x0": x0v, "A": A, "B": B, "shift": shift}
 
         attempts: list[tuple[str, str]] = []
