@@ -260,13 +260,33 @@ def test_expression_without_c_translation_uses_python_kernels(tmp_path):
 
     from nhcontrol.modeling import MultibodySystem
 
-    mb = MultibodySystem("erf_force")
+    from sympy.codegen.cfunctions import expm1
+
+    mb = MultibodySystem("expm1_force")
     x, y = mb.add_coordinates("x y")
     mb.add_body("b", mass=1, inertia=sp.eye(3), position=[x, y, 0])
-    mb.add_generalized_force([sp.erf(x), y])
-    with pytest.warns(RuntimeWarning, match=r"Python kernels for model 'erf_force'.*no C translation for erf"):
+    mb.add_generalized_force([expm1(x), y])     # printed as math.expm1 in Python; no C printer here
+    with pytest.warns(RuntimeWarning, match=r"Python kernels for model 'expm1_force'.*no C translation for expm1"):
         cm = mb.compile(cache_dir=tmp_path)
     assert cm.backend == "python"
-    assert cm.Q(np.array([0.5, 1.0]), np.zeros(2))[0] == pytest.approx(0.5204998778130465, rel=1e-15)
-    with pytest.raises(ModelError, match=r"cannot be built \(no C translation for erf.*\); use the Python"):
+    assert cm.Q(np.array([0.5, 1.0]), np.zeros(2))[0] == pytest.approx(0.6487212707001282, rel=1e-15)
+    with pytest.raises(ModelError, match=r"cannot be built \(no C translation for expm1.*\); use the Python"):
         mb.compile(cache_dir=tmp_path, backend="c")
+
+
+def test_special_functions_equal_python(tmp_path):
+    import sympy as sp
+
+    from nhcontrol.modeling import MultibodySystem
+
+    mb = MultibodySystem("special_force")
+    x, y = mb.add_coordinates("x y")
+    mb.add_body("b", mass=1, inertia=sp.eye(3), position=[x, y, 0])
+    mb.add_generalized_force([sp.erf(x) * sp.asinh(y) + sp.erfc(y), sp.atanh(x / 2) + sp.acosh(2 + y ** 2)])
+    c = mb.compile(cache_dir=tmp_path, backend="c")
+    py = mb.compile(cache_dir=tmp_path, backend="python")
+    X = np.random.default_rng(5).uniform(-1, 1, (8, 2))
+    for f1, f2 in zip(c.linearization_terms(X, X, X, np.zeros((8, 0))).__dict__.values(),
+                      [np.array([getattr(py.linearization_terms(x, x, x, np.zeros(0)), k) for x in X])
+                       for k in c.linearization_terms(X[0], X[0], X[0], np.zeros(0)).__dict__]):
+        assert np.all(np.abs(f1 - f2) <= RTOL * np.abs(f2))

@@ -45,8 +45,11 @@ C_GENERATOR_VERSION = "c2"
 CHUNK_STATEMENTS = 150
 UNIT_STATEMENTS = 1200
 
+# the C library functions Python's math module calls for the same name (math.gamma, for
+# instance, is CPython's own and has no counterpart here: such models keep the Python kernels)
 _CFUNCS = {sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.exp: "exp", sp.log: "log", sp.asin: "asin",
-           sp.acos: "acos", sp.atan: "atan", sp.sinh: "sinh", sp.cosh: "cosh", sp.tanh: "tanh"}
+           sp.acos: "acos", sp.atan: "atan", sp.sinh: "sinh", sp.cosh: "cosh", sp.tanh: "tanh",
+           sp.asinh: "asinh", sp.acosh: "acosh", sp.atanh: "atanh", sp.erf: "erf", sp.erfc: "erfc"}
 _IDENT = re.compile(r"\b[wt]\d+\b")
 
 
