@@ -35,17 +35,22 @@ def _targets() -> dict[str, tuple[str, str]]:
     return dict(TARGETS)
 
 
-def shrink(src: Path, dst: Path, width: int) -> None:
-    """``src`` scaled to at most ``width`` pixels wide, saved as an optimised palette PNG."""
+def shrink(src: Path, dst: Path, width: int) -> dict[str, str]:
+    """``src`` scaled to at most ``width`` pixels wide, saved as an optimised palette PNG.
+
+    Returns the title and caption that ``nhcontrol.plotting.style.savefig`` stored in it.
+    """
     from PIL import Image
 
     with Image.open(src) as im:
+        text = {"title": im.info.get("Title", ""), "caption": im.info.get("Description", "")}
         im = im.convert("RGB")
         if im.width > 2 * im.height:      # wide multi-panel figures keep legible text
             width = int(width * 1.5)
         if im.width > width:
             im = im.resize((width, round(im.height * width / im.width)), Image.LANCZOS)
         im.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(dst, optimize=True)
+    return text
 
 
 def run_target(name: str, quick: bool, out: Path) -> dict:
@@ -73,10 +78,10 @@ def write_page(entries: dict[str, dict], targets: dict[str, tuple[str, str]]) ->
         "# Figure gallery",
         "",
         "Every figure that `nhcontrol reproduce TARGET --out DIR` draws, one section per target.",
-        "Each figure carries its title, axis labels with units, a legend, and a caption line "
-        "naming the publication it reproduces (see [References](references.md)). The files here",
-        "are reduced copies of the 300-dpi PNGs; `--format svg` or `--format pdf` gives vector "
-        "figures for print.",
+        "Each figure carries its title, axis labels with units, a legend, and a caption line",
+        "naming the publication it reproduces (see [References](references.md)); the text under",
+        "each image repeats them. The files here are reduced copies of the 300-dpi PNGs;",
+        "`--format svg` or `--format pdf` gives vector figures for print.",
         "",
         "Regenerate with `python docs/gen_gallery.py` (all targets) or "
         "`python docs/gen_gallery.py TARGET ...`.",
@@ -97,8 +102,11 @@ def write_page(entries: dict[str, dict], targets: dict[str, tuple[str, str]]) ->
         if not e["figures"]:
             lines += ["This target prints numbers only (no figure).", ""]
         for fig in e["figures"]:
-            stem = Path(fig).stem
-            lines += [f"![{name}: {stem}](gallery/{name}/{fig})", "", f"*{stem}*", ""]
+            text = e.get("text", {}).get(fig, {})
+            title = text.get("title") or Path(fig).stem
+            caption = text.get("caption", "")
+            lines += [f"![{title}](gallery/{name}/{fig})", "",
+                      f"**{title}** (`{fig}`). {caption}".rstrip(), ""]
     PAGE.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
 
 
@@ -128,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
                     for old in dest.glob("*.png"):
                         old.unlink()
                 dest.mkdir(parents=True, exist_ok=True)
-                for fig in e["figures"]:
-                    shrink(Path(tmp) / fig, dest / fig, args.width)
+                e["text"] = {fig: shrink(Path(tmp) / fig, dest / fig, args.width)
+                             for fig in e["figures"]}
         e["quick"] = quick
         entries[name] = e
         print(f"  {len(e.get('figures', []))} figures, {e['seconds']:.0f} s"

@@ -81,3 +81,19 @@ def test_every_figure_goes_through_the_style_module():
             if re.search(pattern, text):
                 offenders.append(f"{path.name}: {pattern}")
     assert not offenders, offenders
+
+
+def test_png_carries_title_and_caption(tmp_path):
+    """savefig stores the figure's title and citation caption in the PNG metadata (the docs
+    gallery shows them)."""
+    from PIL import Image
+
+    fig, ax = new_figure(title="Benchmark bicycle: eigenvalues vs speed")
+    ax.plot([0, 1], [0, 1])
+    cite(fig, "thesis", "Fig. 4.5", extra="v_w: weave speed.")
+    path = savefig(fig, tmp_path, "f")
+    with Image.open(path) as im:
+        assert im.info["Title"] == "Benchmark bicycle: eigenvalues vs speed"
+        assert "Fig. 4.5" in im.info["Description"] and "v_w: weave speed." in im.info["Description"]
+        assert "García-Agúndez" in im.info["Description"]
+        assert im.info["dpi"][0] == pytest.approx(300, abs=1)

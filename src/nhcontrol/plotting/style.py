@@ -32,7 +32,7 @@ from typing import Any, Iterator, Literal
 
 __all__ = [
     "FORMATS", "DPI", "REFERENCES", "rc_params", "new_figure", "cite", "citation",
-    "savefig", "figure_format", "current_format",
+    "savefig", "figure_format", "current_format", "figure_text",
 ]
 
 FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
@@ -164,6 +164,22 @@ def cite(fig: Any, key: str = "thesis", where: str = "", *, extra: str = "") -> 
                     wrap=True, transform=fig.transFigure)
 
 
+def figure_text(fig: Any) -> tuple[str, str]:
+    """``(title, caption)`` of a figure: its suptitle (else the first axes title) and the text
+    lines [`cite()`][nhcontrol.plotting.style.cite] wrote under it.
+
+    [`savefig()`][nhcontrol.plotting.style.savefig] stores both in the file's metadata (PNG
+    ``Title``/``Description``), where the docs gallery reads them.
+    """
+    sup = getattr(fig, "_suptitle", None)
+    title = sup.get_text() if sup is not None else ""
+    if not title:
+        title = next((ax.get_title() for ax in fig.axes if ax.get_title()), "")
+    caption = " ".join(t.get_text().replace("\n", " ") for t in fig.texts
+                       if t is not sup and t.get_text())
+    return title, caption
+
+
 def savefig(fig: Any, out: str | Path, name: str, *, fmt: str | None = None,
             close: bool = True) -> Path:
     """Save ``fig`` as ``out/<name>.<fmt>`` (PNG at [`DPI`][nhcontrol.plotting.style.DPI]) and close it.
@@ -192,8 +208,12 @@ def savefig(fig: Any, out: str | Path, name: str, *, fmt: str | None = None,
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.{f}"
+    title, caption = figure_text(fig)
+    meta = {"png": {"Creator": "nhcontrol", "Title": title, "Description": caption},
+            "pdf": {"Creator": "nhcontrol", "Title": title, "Subject": caption},
+            "svg": {"Title": title, "Description": caption}}[f]
     fig.savefig(path, format=f, dpi=DPI, bbox_inches="tight",
-                metadata={"Creator": "nhcontrol"} if f != "svg" else None)
+                metadata={k: v for k, v in meta.items() if v})
     if close:
         plt.close(fig)
     return path
