@@ -374,7 +374,12 @@ def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, *, S: ArrayLike | None = None) -> 
         check_finite(W, nm, error=DesignError)
     check_weights(Q_, R_, S_, np.zeros((n, n)))
     discrete = control.isdtime(sys, strict=True)
-    args = (A, B, Q_, R_) if S_ is None else (A, B, Q_, R_, S_)
+    # The gain does not change when all weights are multiplied by one number (P scales with
+    # it); the Riccati solvers use absolute tolerances, so solve with weights of order one
+    # (R = 1e-13, Q = 1e-12 I gives the gain of R = 0.1, Q = I to round-off).
+    w = max(float(np.max(np.abs(W))) for W in ((Q_, R_) if S_ is None else (Q_, R_, S_)))
+    w = w if w > 0 and np.isfinite(w) else 1.0
+    args = ((A, B, Q_ / w, R_ / w) if S_ is None else (A, B, Q_ / w, R_ / w, S_ / w))
     try:
         if discrete:
             K, P, E = control.dlqr(*args)
@@ -386,7 +391,7 @@ def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, *, S: ArrayLike | None = None) -> 
             f"({type(exc).__name__}: {exc}). " + _unstabilisable_report(A, B, discrete, _labels(sys, n))
         ) from exc
     K = np.asarray(K, dtype=float)
-    P = np.asarray(P, dtype=float)
+    P = np.asarray(P, dtype=float) * w
     Sz = np.zeros((n, k)) if S_ is None else S_
     if discrete:
         res = P - _riccati_rhs(A, B, Q_, R_, Sz, P)

@@ -339,6 +339,12 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
     """
     require_model(cm, "cm", "linearize", needs=("linearization_terms",))
     require_reference(ref, "ref", "linearize")
+    ref_coords = getattr(ref, "coordinates", None)
+    if ref_coords is not None and tuple(ref_coords) != tuple(cm.coordinates):
+        raise ReferenceMotionError(
+            f"linearize: the reference was built for model {getattr(ref, 'model_name', '?')!r} "
+            f"with coordinates {list(ref_coords)}, but cm is {getattr(cm, 'name', '?')!r} with "
+            f"{list(cm.coordinates)}; pass the reference built for this model")
     t_arr = as_times(t, "t", error=LinearSystemError)
     scalar = t_arr.ndim == 0
     ts = np.atleast_1d(t_arr)
