@@ -160,3 +160,25 @@ def test_first_order_simulation_has_the_same_budget():
     with pytest.raises(SolverError, match=r"model 'stiff_actuated' stopped at t = .*max_evaluations=2000 is used up"):
         forward_dynamics_first_order(cm, (0.0, 1.0), [1e-3], [0.0], [0.0], z_rate=lambda x, xd, z, w: -z,
                                      w_rate=lambda w, r: np.zeros(0), max_evaluations=2000)
+
+
+def test_reproduce_out_on_another_file_system(tmp_path, monkeypatch):
+    """--out as a mount point: the staging folder next to it is on another file system, so the
+    files are copied next to their targets and renamed there."""
+    import errno
+    import os
+
+    out = _old_out(tmp_path)
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if ".nhcontrol-" in str(src) and ".nhcontrol-tmp" not in str(src):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(cli.os, "replace", replace)
+    monkeypatch.setattr(cli, "load", lambda target: _fake_target(fail_after=None))
+    assert cli.main(["reproduce", "skateboard", "--out", str(out)]) == 0
+    files = {p.name: p.read_text() for p in out.iterdir()}
+    assert sorted(files) == ["fig0.png", "fig1.png", "fig2.png", "other_target.png", "skateboard.json"]
+    assert files["fig1.png"] == "new"

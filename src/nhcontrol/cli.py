@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shutil
@@ -89,7 +90,16 @@ def _move_into_place(staging: Path, out: Path, last: str) -> None:
     for src in files:
         dst = out / src.relative_to(staging)
         dst.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(src, dst)
+        try:
+            os.replace(src, dst)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            # --out is a mount point (the staging folder is on another file system): copy next
+            # to the target, then rename there (still one atomic step per file)
+            tmp = dst.with_name(f".{dst.name}.nhcontrol-tmp")
+            shutil.copy2(src, tmp)
+            os.replace(tmp, dst)
 
 
 def build_parser() -> argparse.ArgumentParser:
