@@ -182,3 +182,14 @@ def test_reproduce_out_on_another_file_system(tmp_path, monkeypatch):
     files = {p.name: p.read_text() for p in out.iterdir()}
     assert sorted(files) == ["fig0.png", "fig1.png", "fig2.png", "other_target.png", "skateboard.json"]
     assert files["fig1.png"] == "new"
+
+
+def test_lqr_horizon_estimates_memory_first():
+    from nhcontrol._util.errors import DesignError
+    from nhcontrol.design import finite_horizon_lqr
+
+    dsys = control.ss([[1.0, 0.1], [0.0, 1.0]], [[0.0], [0.1]], np.eye(2), 0, 0.1)
+    with pytest.raises(DesignError, match=r"finite_horizon_lqr over a horizon of N = 1000000000000 steps.*"
+                                          r"needs about .* of memory.*shorter horizon"):
+        finite_horizon_lqr(dsys, np.eye(2), np.eye(1), np.eye(2), N=10**12)
+    assert finite_horizon_lqr(dsys, np.eye(2), np.eye(1), np.eye(2), N=50).K.shape == (50, 1, 2)

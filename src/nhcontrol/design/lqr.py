@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.blas import limit_blas_threads
 from .._util.errors import DesignError, SolverError
+from .._util.memory import check_allocation
 from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array, check_finite, readonly
 from ._weights import PD_RTOL, check_weights, per_step, system_arrays
@@ -198,6 +199,10 @@ def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
     dsys = _from_statespace(dsys, N, "finite_horizon_lqr")
     Ad, Bd, dt = system_arrays(dsys)
     N, n, k = Bd.shape
+    # gains K, costs P, Rbar and the per-step weights (Q, R broadcast to every step when constant)
+    check_allocation(8.0 * N * (k * n + 3 * n * n + 3 * k * k),
+                     f"finite_horizon_lqr over N = {N} steps with n = {n} states and k = {k} inputs",
+                     error=DesignError, hint="use a shorter horizon or a coarser sampling time")
     Qs = per_step(Q, "Q", N, n, n)
     Rs = per_step(R, "R", N, k, k)
     Qf_ = as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)

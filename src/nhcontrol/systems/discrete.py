@@ -201,6 +201,10 @@ class DiscreteLTV:
         if np.any(np.asarray(sys.D) != 0):
             raise error(f"{what}: the discrete control.StateSpace has a nonzero feedthrough D; a "
                         "DiscreteLTV has y = C x (D = 0): pass control.ss(sys.A, sys.B, sys.C, 0, sys.dt)")
+        n_, k_ = np.shape(sys.B)
+        check_allocation(8.0 * 2 * _check_steps(N) * n_ * (n_ + k_),
+                         f"{what} over a horizon of N = {N} steps with n = {n_} states and k = {k_} inputs",
+                         error=error, hint="use a shorter horizon")
         return cls.from_lti(np.asarray(sys.A, dtype=float), np.asarray(sys.B, dtype=float), float(sys.dt),
                             N, states=list(sys.state_labels), inputs=list(sys.input_labels),
                             C=np.asarray(sys.C, dtype=float), outputs=list(sys.output_labels))
