@@ -28,6 +28,7 @@ KERNEL_SIGNATURES: dict[str, tuple[str, ...]] = {
     "dDv_dx": ("x", "v", "u", "p"), "dDv_du": ("x", "v", "u", "p"),
     "dQd_dx": ("x", "xd", "u", "p"), "dQd_dxd": ("x", "xd", "u", "p"), "dQd_du": ("x", "xd", "u", "p"),
     "dCxv_dx": ("x", "v", "u", "p"), "dBv_dx": ("x", "v", "u", "p"), "dC_du": ("x", "u", "p"),
+    "b": ("x", "u", "p"),
 }
 """Kernel name -> argument groups (the table of contracts section 2)."""
 
@@ -36,12 +37,12 @@ LINEARIZATION_FIELDS = ("M", "Q", "D", "Cx", "B", "Qd", "dMa_dx", "dMa_du", "dDT
                         "dBv_dx", "dQd_du", "dDa_du", "dC_du")
 """Field order of [`LinearizationTerms`][nhcontrol.compiled.LinearizationTerms]."""
 
-_VECTOR_OUTPUTS = {"Q", "C", "Qd"}
+_VECTOR_OUTPUTS = {"Q", "C", "Qd", "b"}
 
 DYNAMICS_FIELDS = ("M", "Q", "D", "Qd")
 """Fields of [`DynamicsTerms`][nhcontrol.compiled.DynamicsTerms]."""
 
-DIRECT_KERNELS = ("M", "C", "Cx", "B", "D")
+DIRECT_KERNELS = ("M", "C", "Cx", "B", "D", "b")
 """Kernels generated as functions of their own (small cones, used in inner loops)."""
 
 ROUTES: dict[str, tuple[str, dict[str, str], str]] = {
@@ -118,7 +119,7 @@ def kernel_specs(eom: EquationsOfMotion) -> tuple[list[FunctionSpec], dict[str, 
         return {"dMa_dx": jac(Ma, X), "dMa_du": jac(Ma, U)}
 
     Ql, Qdl, Cl = list(Q), list(Qd), list(C)
-    base = {"M": M, "Q": Q, "C": C, "Cx": Cx, "B": B, "D": D, "Qd": Qd,
+    base = {"M": M, "Q": Q, "C": C, "Cx": Cx, "B": B, "D": D, "Qd": Qd, "b": eom.b_g,
             "dDTlam_dx": jac(mv(D.T, S["lam"]), X) if m + l else sp.ImmutableMatrix(sp.zeros(n, n)),
             "dQ_dx": jac(Ql, X), "dQ_dxd": jac(Ql, XD), "dQ_du": jac(Ql, U),
             "dQd_dx": jac(Qdl, X), "dQd_dxd": jac(Qdl, XD), "dQd_du": jac(Qdl, U),

@@ -156,6 +156,7 @@ class CompiledModel:
                                                                          meta["parameter_defaults"])))
         self.holonomic_names: tuple[str, ...] = tuple(meta["holonomic_names"])
         self.nonholonomic_names: tuple[str, ...] = tuple(meta["nonholonomic_names"])
+        self.affine_names: tuple[str, ...] = tuple(meta.get("affine_names", ()))
         self.n: int = len(self.coordinates)
         self.m: int = len(self.holonomic_names)
         self.l: int = len(self.nonholonomic_names)  # noqa: E741
@@ -488,6 +489,11 @@ class CompiledModel:
         """``D = [Cx; B]`` (m+l, n), Eq. (2.82)."""
         return self._kernel("D", x, u, p)
 
+    def b(self, x: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
+        """Velocity-free terms ``b`` (m+l,) of the constraints ``D ẋ + b = 0`` (zero for the
+        holonomic rows and the homogeneous nonholonomic ones; see `affine_names`)."""
+        return self._kernel("b", x, u, p)
+
     def Qd(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
         """``Qd = -∂(D ẋ)/∂x ẋ`` (m+l,), Eq. (2.117)."""
         return self._kernel("Qd", x, xd, u, p)
@@ -518,7 +524,8 @@ class CompiledModel:
         return self._kernel("dQ_du", x, xd, u, p)
 
     def dDv_dx(self, x: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
-        """``∂(D v)/∂x`` (m+l, n) for a given vector ``v`` (n,)."""
+        """``∂(D v + b)/∂x`` (m+l, n) for a velocity ``v`` (n,): ``∂(D v)/∂x`` plus, for affine
+        constraints (`affine_names`), ``∂b/∂x`` — the velocity term of Eq. (4.99)."""
         return self._kernel("dDv_dx", x, v, u, p)
 
     def dDv_du(self, x: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, p: ArrayLike | None = None) -> Array:
@@ -793,6 +800,7 @@ def _meta(mb: "MultibodySystem", key: str) -> dict:
             "parameter_defaults": [defaults[s.name] for s in mb.parameters],
             "holonomic_names": [c.name for c in mb.holonomic],
             "nonholonomic_names": [c.name for c in mb.nonholonomic],
+            "affine_names": [c.name for c in mb.nonholonomic if c.affine],
             "generator": GENERATOR_VERSION}
 
 

@@ -399,7 +399,10 @@ def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *
         XD = np.zeros((N, n))
         XD[:, ai] = S[:, g:2 * g]
         try:
-            XD[:, dd] = -np.linalg.solve(D[:, :, dd], (D[:, :, ai] @ S[:, g:2 * g, None]))[..., 0]
+            rhs = D[:, :, ai] @ S[:, g:2 * g, None]
+            if getattr(cm, "affine_names", ()):           # D ẋ + b = 0 (affine constraints)
+                rhs = rhs + np.asarray(cm.b(X, U, pt.p), dtype=float).reshape(N, c, 1)
+            XD[:, dd] = -np.linalg.solve(D[:, :, dd], rhs)[..., 0]
         except np.linalg.LinAlgError as exc:
             raise PartitionError("D_dd (Eq. (2.131)) is singular at a perturbed point; choose "
                                  "other independent coordinates") from exc

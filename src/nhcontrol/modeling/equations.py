@@ -74,6 +74,7 @@ class EquationsOfMotion:
     body_terms: tuple = field(default=(), repr=False)
     Dxd_g: sp.ImmutableMatrix = field(default=None, repr=False)
     Bxd_g: sp.ImmutableMatrix = field(default=None, repr=False)
+    b_g: sp.ImmutableMatrix = field(default=None, repr=False)
 
     def Dv_g(self, v: list, vdir_x, vdir_xd) -> list:
         """``D v`` (m + l expressions) in structured form for a vector ``v`` (graph level).
@@ -294,13 +295,18 @@ def derive_equations(mb: "MultibodySystem") -> EquationsOfMotion:
     # nonholonomic expressions themselves (B ẋ, exact because they are linear in ẋ)
     Dxd = [g.define(g.diff(C[i], tdir)) for i in range(m)] + [g.define(e) for e in Bexpr]
     Qd = [g.define(-g.diff(Dxd[i], tdir)) for i in range(m + l)]                 # Eq. (2.117)
+    # velocity-free terms b of affine constraints (D ẋ + b = 0; zero rows otherwise): with
+    # Dxd = B ẋ + b above, Qd = -d(B ẋ + b)/dt and ∂(D ẋ + b)/∂x need nothing else
+    at_rest = {v: 0 for v in xd}
+    bvec = [sp.S.Zero] * m + g.ingest([sp.sympify(c.expr).subs(at_rest) if c.affine else sp.S.Zero
+                                       for c in nh])
 
     return EquationsOfMotion(
         x=mb.coordinates, xd=mb.velocities, u=mb.inputs, p=mb.parameters, graph=g,
         M_g=_mat(n, n, M), Qa_g=_vec(Qa), Qv_g=_vec(Qv), Q_g=_vec(Q), C_g=_vec(C),
         Cx_g=_mat(m, n, Cx), B_g=_mat(l, n, B), D_g=_mat(m + l, n, D), Qd_g=_vec(Qd),
         holonomic_names=tuple(c.name for c in hol), nonholonomic_names=tuple(c.name for c in nh),
-        Dxd_g=_vec(Dxd), Bxd_g=_vec(Bexpr),
+        Dxd_g=_vec(Dxd), Bxd_g=_vec(Bexpr), b_g=_vec(bvec),
         body_terms=tuple((k.mass, sp.ImmutableMatrix(k.J), sp.ImmutableMatrix(k.Gb), sp.ImmutableMatrix(k.I))
                          for k in kin.values()))
 

@@ -67,6 +67,7 @@ class Constraint:
     name: str
     kind: str
     expr: sp.Expr
+    affine: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -465,20 +466,25 @@ class MultibodySystem:
         self._constraints.append(Constraint(nm, "holonomic", sp.sympify(expr)))
         self._changed()
 
-    def add_nonholonomic(self, expr: Any, name: str | None = None) -> None:
-        """Add a nonholonomic constraint ``B_i(x, u) ẋ = 0`` (Eq. (2.67)).
+    def add_nonholonomic(self, expr: Any, name: str | None = None, *, affine: bool = False) -> None:
+        """Add a nonholonomic constraint ``B_i(x, u) ẋ = 0`` (Eq. (2.67)), or with
+        ``affine=True`` ``B_i(x, u) ẋ + b_i(x, u) = 0``.
 
         Parameters
         ----------
         expr : sympy expression
-            Linear and homogeneous in the velocity symbols `velocities`;
-            ``B_i`` is extracted by differentiation, linearity is checked by
-            `validate()`.
+            Linear in the velocity symbols `velocities` (homogeneous unless ``affine``);
+            ``B_i`` is extracted by differentiation, ``b_i`` is ``expr`` at ``ẋ = 0``;
+            linearity is checked by `validate()`.
         name : str, optional
             Defaults to ``"B<i>"``.
+        affine : bool, default False
+            Allow a velocity-free term ``b_i(x, u)`` (e.g. a prescribed speed
+            ``cos ψ ẋ + sin ψ ẏ − V = 0``). ``b_i`` may depend on coordinates and
+            parameters, not on inputs (validation says so); explicit time is not supported.
         """
         nm = str(name) if name is not None else f"B{self.l}"
-        self._constraints.append(Constraint(nm, "nonholonomic", sp.sympify(expr)))
+        self._constraints.append(Constraint(nm, "nonholonomic", sp.sympify(expr), bool(affine)))
         self._changed()
 
     # ------------------------------------------------------------------ loads
@@ -652,7 +658,7 @@ class MultibodySystem:
             parts.append("body=" + "|".join([b.name, sp.srepr(b.mass), sp.srepr(b.inertia),
                                              sp.srepr(b.position), sp.srepr(b.orientation)]))
         for c in self._constraints:
-            parts.append(f"{c.kind}={c.name}|{sp.srepr(c.expr)}")
+            parts.append(f"{c.kind}={c.name}|{sp.srepr(c.expr)}" + ("|affine" if c.affine else ""))
         if self._states:   # only models with first-order states: other hashes are unchanged
             parts.append("z=" + ",".join(s.name for s in self._states))
             parts.extend(f"rate={z.name}|{sp.srepr(self._rates[z])}" for z in self._states

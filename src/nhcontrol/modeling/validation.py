@@ -365,13 +365,21 @@ def collect_problems(mb: "MultibodySystem") -> list[str]:
             continue
         if free_of[i] - vel_ok or f"nonholonomic constraint {c.name!r}" in nonsmooth_in:
             continue  # unknown symbols / non-smooth functions already reported
+        if c.affine:
+            b_in = sorted(str(s) for s in sp.sympify(c.expr).subs({v: 0 for v in mb.velocities}).free_symbols
+                          if s in set(mb.inputs))
+            if b_in:
+                problems.append(f"the velocity-free term b of affine constraint {c.name!r} depends on the "
+                                f"inputs {b_in}; ∂b/∂u is not carried by the linearization (Sect. 8.1 "
+                                "input matrix): make that input a coordinate or a parameter")
         hi, lo = vel_degree[i]
         why = None if hi <= 1 else _nonlinear_in_velocities(c.expr, list(mb.velocities), values)
-        if why is None and lo < 1:  # not proven homogeneous by its structure: f(x, 0) must vanish
+        if why is None and lo < 1 and not c.affine:  # not proven homogeneous: f(x, 0) must vanish
             f0 = c.expr.xreplace({v: sp.S.Zero for v in mb.velocities})
             if f0 != 0 and sp.simplify(f0) != 0:
-                why = f"it has a velocity-free term: at zero velocity it is {_short(f0)}, not identically 0"
-        if why is None:
+                why = (f"it has a velocity-free term: at zero velocity it is {_short(f0)}, not "
+                       "identically 0; if that is intended, add it with add_nonholonomic(..., affine=True)")
+        if why is None and not c.affine:
             f = {}
             for key, vs in vel_sets.items():
                 r = shared.evaluate([i], {**base, **{k: sp.Float(float(v)) for k, v in vs.items()}})
@@ -379,10 +387,14 @@ def collect_problems(mb: "MultibodySystem") -> list[str]:
             if all(v is not None for v in f.values()):
                 scale = max(1.0, abs(f["v1"]), abs(f["v2"]))
                 if abs(f["0"]) > CHECK_TOL * scale:
-                    why = f"it has a velocity-free term (value {f['0']:.3g} at zero velocity)"
+                    why = (f"it has a velocity-free term (value {f['0']:.3g} at zero velocity); "
+                           "if that is intended, add it with add_nonholonomic(..., affine=True)")
         if why:
-            problems.append(f"nonholonomic constraint {c.name!r} is not linear and homogeneous in the "
-                            f"velocities ({why}); expected B(x) · xd with xd = {[s.name for s in mb.velocities]}")
+            problems.append(f"nonholonomic constraint {c.name!r} is not linear"
+                            + ("" if c.affine else " and homogeneous")
+                            + f" in the velocities ({why}); expected B(x) · xd"
+                            + (" + b(x)" if c.affine else "")
+                            + f" with xd = {[s.name for s in mb.velocities]}")
 
     # bodies -----------------------------------------------------------------
     for b in mb.bodies:

@@ -163,6 +163,13 @@ class ModelEvaluator:
         """Velocity-constraint matrix ``D = [Cx; B]``, ``(N, m + l, n)`` (Eq. (2.82))."""
         return self._call("D", (self.m + self.l, self.n), x.shape[0], x, u)
 
+    def b(self, x: NDArray, u: NDArray | None) -> NDArray[np.float64]:
+        """Velocity-free terms ``b`` (N, m+l) of ``D ẋ + b = 0`` (zeros without affine constraints)."""
+        N = x.shape[0]
+        if not getattr(self.cm, "affine_names", ()):
+            return np.zeros((N, self.m + self.l))
+        return self._call("b", (self.m + self.l,), N, x, u)
+
     def Qd(self, x: NDArray, xd: NDArray, u: NDArray | None) -> NDArray[np.float64]:
         """``Qd = -∂(D xd)/∂x · xd``, ``(N, m + l)`` (Eq. (2.117))."""
         return self._call("Qd", (self.m + self.l,), x.shape[0], x, xd, u)

@@ -207,8 +207,9 @@ def consistent_initial_conditions(cm: Any, x_guess: ArrayLike, xd_guess: ArrayLi
                 f"D_dd (Eq. (2.131)) is singular for the dependent velocities "
                 f"{[coords[j] for j in rest]} (cond = {cond_v:.3g} >= {COND_MAX:.0e}); choose "
                 "other independent coordinates")
-        xd[rest] = np.linalg.solve(Ddd, -Dai @ xd[ind])
-        vres = float(np.max(np.abs(D @ xd)))
+        bv = ev.b(x[None], U)[0]                          # affine constraints D ẋ + b = 0
+        xd[rest] = np.linalg.solve(Ddd, -Dai @ xd[ind] - bv)
+        vres = float(np.max(np.abs(D @ xd + bv)))
     hres = float(np.max(np.abs(ev.C(x[None], U)[0]))) if m else 0.0
     return InitialConditions(x=readonly(x), xd=readonly(xd),
                              dependent_positions=tuple(coords[j] for j in dep),

@@ -154,7 +154,7 @@ def compute_residuals(ev: ModelEvaluator, t: NDArray[np.float64], x: NDArray[np.
     Qd = ev.Qd(x, xd, u)
     M = ev.M(x, u)
     Q = ev.Q(x, xd, u)
-    Dxd = np.einsum("nij,nj->ni", D, xd)
+    Dxd = np.einsum("nij,nj->ni", D, xd) + ev.b(x, u)          # D ẋ + b (affine rows)
     acc = np.einsum("nij,nj->ni", D, xdd) - Qd
     dyn = np.einsum("nij,nj->ni", M, xdd) + np.einsum("nji,nj->ni", D, lam) - Q
 

@@ -44,6 +44,8 @@ class Dynamics:
         self._p = p
         self._M, self._Q, self._D, self._Qd, self._C = cm.M, cm.Q, cm.D, cm.Qd, cm.C
         self._fused = getattr(cm, "dynamics_terms", None)
+        # affine constraints D ẋ + b = 0: b enters the Baumgarte term and the drifts
+        self._b = cm.b if getattr(cm, "affine_names", ()) else None
         s = self.n + self.ml
         self._K = np.zeros((s, s))
         self._r = np.zeros(s)
@@ -68,7 +70,10 @@ class Dynamics:
             D = np.reshape(D, (ml, n))
             K[:n, n:] = D.T
             K[n:, :n] = D
-            g = np.reshape(Qd, (ml,)) - (2.0 * self.alpha) * (D @ xd)
+            vres = D @ xd
+            if self._b is not None:
+                vres = vres + np.reshape(self._b(x, u, p), (ml,))
+            g = np.reshape(Qd, (ml,)) - (2.0 * self.alpha) * vres
             if self.m:
                 g[: self.m] -= (self.beta ** 2) * np.reshape(self._C(x, u, p), (self.m,))
             r[n:] = g
@@ -140,6 +145,8 @@ class Dynamics:
         Qd = ev.Qd(X, XD, U)
         C = ev.C(X, U)
         Dxd = np.einsum("nij,nj->ni", D, XD)
+        if self._b is not None:                      # residual D ẋ + b of affine constraints
+            Dxd = Dxd + ev.b(X, U)
         K = np.zeros((N, n + ml, n + ml))
         K[:, :n, :n] = M
         K[:, :n, n:] = np.transpose(D, (0, 2, 1))

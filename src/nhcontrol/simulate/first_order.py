@@ -214,7 +214,10 @@ def forward_dynamics_first_order(cm: Any, t_span: tuple[float, float], x0: Array
             D = np.reshape(D, (ml, n))
             K[:n, n:] = D.T
             K[n:, :n] = D
-            g = np.reshape(Qd, (ml,)) - 2.0 * be * (D @ xd)
+            vres = D @ xd
+            if getattr(cm, "affine_names", ()):
+                vres = vres + np.reshape(cm.b(x, z, pv), (ml,))
+            g = np.reshape(Qd, (ml,)) - 2.0 * be * vres
             if m:
                 g[:m] -= ge ** 2 * np.reshape(cm.C(x, u, pv), (m,))
         try:
