@@ -401,8 +401,9 @@ class MultibodySystem:
 
     @property
     def first_order_odes(self) -> int:
-        """Number of first-order equations of the minimal state, ``2(n − m) − l`` (Eq. (4.123))."""
-        return 2 * (self.n - self.m) - self.l
+        """Number of first-order equations of the minimal mechanical state, ``2(n − m) − l``
+        (Eq. (4.123)), plus one per first-order state (`first_order_states`)."""
+        return 2 * (self.n - self.m) - self.l + len(self._states)
 
     # ------------------------------------------------------------------ bodies
     def add_body(self, name: str, *, mass: Any, inertia: Any, position: Any,
