@@ -418,6 +418,8 @@ def _check_reference(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.f
                      Q=_stack(terms.Q, N, (n,)), D=_stack(terms.D, N, (ml, n)),
                      Qd=_stack(terms.Qd, N, (ml,)), C=C, coordinates=tuple(cm.coordinates),
                      constraints=constraint_names(cm), inputs=tuple(cm.inputs),
+                     b=(np.asarray(cm.b(x, u, p), dtype=float).reshape(N, ml)
+                        if getattr(cm, "affine_names", ()) else None),
                      lam_given=getattr(ref, "lam_source", "given") == "given",
                      tol=float(getattr(ref, "check_tol", ADMISSIBILITY_TOL)),
                      what=f"the reference of {getattr(cm, 'name', 'the model')!r} passed to "

@@ -123,7 +123,7 @@ def admissibility_report(t: NDArray[np.float64], x: NDArray[np.float64],
                          xd: NDArray[np.float64], xdd: NDArray[np.float64],
                          lam: NDArray[np.float64], *, M: NDArray[np.float64],
                          Q: NDArray[np.float64], D: NDArray[np.float64], Qd: NDArray[np.float64],
-                         C: NDArray[np.float64],
+                         C: NDArray[np.float64], b: NDArray[np.float64] | None = None,
                          tol: float = ADMISSIBILITY_TOL) -> AdmissibilityReport:
     """Scaled residuals of a motion (see the module table) from stacked kernel values.
 
@@ -139,6 +139,8 @@ def admissibility_report(t: NDArray[np.float64], x: NDArray[np.float64],
     D : (N, m + l, n) ndarray
     Qd : (N, m + l) ndarray
     C : (N, m) ndarray
+    b : (N, m + l) ndarray, optional
+        Velocity-free terms of affine constraints (``D ẋ + b = 0``); zeros when omitted.
     tol : float
         Relative tolerance.
 
@@ -148,7 +150,7 @@ def admissibility_report(t: NDArray[np.float64], x: NDArray[np.float64],
     """
     if not (np.isfinite(tol) and tol > 0):
         raise ReferenceMotionError(f"the admissibility tolerance must be a positive number, got {tol!r}")
-    res, scale = _residuals(x, xd, xdd, lam, M, Q, D, Qd, C)
+    res, scale = _residuals(x, xd, xdd, lam, M, Q, D, Qd, C, b)
     return AdmissibilityReport(
         t=readonly(np.array(t, dtype=float)),
         residual=MappingProxyType({k: readonly(np.array(v)) for k, v in res.items()}),
@@ -158,7 +160,8 @@ def admissibility_report(t: NDArray[np.float64], x: NDArray[np.float64],
 
 def _residuals(x: NDArray[np.float64], xd: NDArray[np.float64], xdd: NDArray[np.float64],
                lam: NDArray[np.float64], M: NDArray[np.float64], Q: NDArray[np.float64],
-               D: NDArray[np.float64], Qd: NDArray[np.float64], C: NDArray[np.float64]
+               D: NDArray[np.float64], Qd: NDArray[np.float64], C: NDArray[np.float64],
+               b: NDArray[np.float64] | None = None
                ) -> tuple[dict[str, NDArray[np.float64]], dict[str, NDArray[np.float64]]]:
     """Residuals and scales of the module table, ``(N, rows)`` each (few, fused numpy calls:
     this runs in every `nhcontrol.linearize()`)."""
@@ -176,10 +179,11 @@ def _residuals(x: NDArray[np.float64], xd: NDArray[np.float64], xdd: NDArray[np.
              + np.matmul(np.abs(lam)[:, None, :], absD)[:, 0, :] + np.abs(Q))
     floor = absM.max(axis=(1, 2), initial=0.0) * (1.0 + vx * vx + ax)
     S = np.maximum(terms.max(axis=1, initial=0.0), floor)
-    res = {"holonomic": C, "velocity": DV[:, :, 0], "acceleration": DV[:, :, 1] - Qd,
+    vel = DV[:, :, 0] if b is None else DV[:, :, 0] + b     # D ẋ + b (affine constraints)
+    res = {"holonomic": C, "velocity": vel, "acceleration": DV[:, :, 1] - Qd,
            "dynamics": dyn}
     scale = {"holonomic": np.matmul(absD[:, :m, :], np.maximum(1.0, absV[:, :, 2:3]))[:, :, 0],
-             "velocity": rowD * vx[:, None],
+             "velocity": rowD * vx[:, None] + (0.0 if b is None else np.abs(b)),
              "acceleration": rowD * (ax + vx * vx)[:, None] + np.abs(Qd),
              "dynamics": np.broadcast_to(S[:, None], dyn.shape)}
     return res, scale
@@ -211,7 +215,7 @@ def _diagnose(rep: AdmissibilityReport, kind: str, i: int, j: int, *, x: NDArray
         row = Di[j]
         missing = [coordinates[c] for c in range(len(coordinates))
                    if row[c] != 0 and xd[i, c] == 0]
-        corr = -np.linalg.pinv(Di) @ (Di @ xd[i])
+        corr = -np.linalg.pinv(Di) @ rep.residual["velocity"][i]     # D ẋ0 (+ b)
         hint = (f" The velocities of {missing} enter this constraint but are 0: left out?"
                 if missing else "")
         return (f"The velocities ẋ0 violate constraint {constraints[j]!r}.{hint} The least-norm correction of "
@@ -252,6 +256,7 @@ def check_admissible(t: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray
                      Q: NDArray[np.float64], D: NDArray[np.float64], Qd: NDArray[np.float64],
                      C: NDArray[np.float64], coordinates: Sequence[str],
                      constraints: Sequence[str], inputs: Sequence[str] = (),
+                     b: NDArray[np.float64] | None = None,
                      lam_given: bool = True, tol: float = ADMISSIBILITY_TOL,
                      what: str = "the reference motion") -> None:
     """Raise `ReferenceMotionError` unless the motion is admissible (module table).
@@ -274,14 +279,14 @@ def check_admissible(t: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray
     """
     if not (np.isfinite(tol) and tol > 0):
         raise ReferenceMotionError(f"the admissibility tolerance must be a positive number, got {tol!r}")
-    res, scale = _residuals(x, xd, xdd, lam, M, Q, D, Qd, C)
+    res, scale = _residuals(x, xd, xdd, lam, M, Q, D, Qd, C, b)
     r = np.concatenate([res["holonomic"], res["velocity"], res["acceleration"], res["dynamics"]],
                        axis=1)
     sc = np.concatenate([scale["holonomic"], scale["velocity"], scale["acceleration"],
                          scale["dynamics"]], axis=1)
     if bool(np.all(np.abs(r) <= tol * sc)):
         return None    # the common case: no report objects built
-    rep = admissibility_report(t, x, xd, xdd, lam, M=M, Q=Q, D=D, Qd=Qd, C=C, tol=tol)
+    rep = admissibility_report(t, x, xd, xdd, lam, M=M, Q=Q, D=D, Qd=Qd, C=C, b=b, tol=tol)
     fails = rep.failures
     # the earliest failing time, and there the lowest level: a wrong velocity of a motion
     # x0 + ẋ0 t shows first as a velocity residual at t0, later as a drift of C(x0)

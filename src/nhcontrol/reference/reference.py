@@ -506,7 +506,8 @@ class Reference:
             X, XD = vals["x"], vals["xd"]
             check_admissible(probe, X, XD, vals["xdd"], vals["lam"], U,
                              M=ev.M(X, U), Q=ev.Q(X, XD, U), D=ev.D(X, U), Qd=ev.Qd(X, XD, U),
-                             C=ev.C(X, U), coordinates=ev.coordinates, constraints=ev.constraints,
+                             C=ev.C(X, U), b=ev.b(X, U), coordinates=ev.coordinates,
+                             constraints=ev.constraints,
                              inputs=ev.inputs, lam_given=flam is not None and lam_source == "given",
                              tol=check_tol, what=f"the reference motion of {ev.name!r}")
         if flam is None:
