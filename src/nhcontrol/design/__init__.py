@@ -6,7 +6,7 @@ Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``refe
 
 - [`finite_horizon_lqr()`][nhcontrol.design.finite_horizon_lqr] — backward Riccati recursion for
   a discrete LTV system.
-- [`lqr()`][nhcontrol.design.lqr] — infinite-horizon LQR of an LTI ``control.StateSpace`` (python-control/slycot).
+- [`lqr()`][nhcontrol.design.lqr.lqr] — infinite-horizon LQR of an LTI ``control.StateSpace`` (python-control/slycot).
 - [`LTVMPC`][nhcontrol.design.LTVMPC] — cvxpy MPC with input, input-rate and state bounds,
   compiled once (DPP);
   [`window()`][nhcontrol.design.window] cuts its prediction window out of a ``DiscreteLTV``.
