@@ -22,6 +22,7 @@ import pytest
 from nhcontrol._util.errors import (ArgumentTypeError, ConditioningWarning, DesignError,
                                     LinearSystemError, PartitionError, ReferenceMotionError,
                                     TimeRangeError)
+from nhcontrol.analysis import controllability
 from nhcontrol.cli import main
 from nhcontrol.design import LTVMPC, finite_horizon_lqr, lqr
 from nhcontrol.linearize import Partition, linearize, linearize_with_first_order_states, \
@@ -258,6 +259,8 @@ STAGES = [
      TimeRangeError, [r"\bt = 2\.5", r"t_range = \(0\.0, 1\.0\)"]),
     ("discretize_system_none", lambda c: discretize(None, 0.1),
      LinearSystemError, [r"expected an LTVSystem", r"NoneType"]),
+    ("controllability_system_string", lambda c: controllability("abc"),
+     LinearSystemError, [r"expected an LTVSystem", r"got str"]),
     ("discretize_dt_negative", lambda c: discretize(c.ss, -0.1),
      LinearSystemError, [r"\bdt must be a positive", r"-0\.1"]),
     ("partition_not_a_mapping", lambda c: linearize(c.sleigh, c.sleigh_ref, "x,y"),
@@ -269,6 +272,10 @@ STAGES = [
 
 CATALOGUE = PART1 + PART5 + STAGES
 
+#: Wrong types raised as a stage's error class that is also a TypeError.
+TYPE_ERRORS = {"lqr_system_none", "finite_horizon_lqr_system_none", "discretize_system_none",
+               "partition_not_a_mapping", "controllability_system_string"}
+
 
 @pytest.mark.parametrize("case, call, error, patterns", CATALOGUE, ids=[c[0] for c in CATALOGUE])
 def test_bad_input(ctx, case, call, error, patterns):
@@ -279,8 +286,8 @@ def test_bad_input(ctx, case, call, error, patterns):
     text = str(info.value)
     missing = [p for p in patterns if not __import__("re").search(p, text)]
     assert not missing, f"{case}: message lacks {missing}:\n{text}"
-    if error is ArgumentTypeError:
-        assert isinstance(info.value, TypeError)
+    if error is ArgumentTypeError or case in TYPE_ERRORS:
+        assert isinstance(info.value, TypeError), f"{case}: a wrong type must be a TypeError"
 
 
 CLI = [

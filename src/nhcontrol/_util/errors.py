@@ -62,6 +62,20 @@ class ConfigurationError(NhcontrolError, ValueError):
     """An environment setting (``NHCONTROL_*``) has a value that is not valid."""
 
 
+class LinearSystemTypeError(LinearSystemError, ArgumentTypeError):
+    """A linear system argument has the wrong type (both a `LinearSystemError` and a
+    `TypeError`)."""
+
+
+class DesignTypeError(DesignError, ArgumentTypeError):
+    """A design argument (the system) has the wrong type (both a `DesignError` and a
+    `TypeError`)."""
+
+
+class PartitionTypeError(PartitionError, ArgumentTypeError):
+    """A partition argument has the wrong type (both a `PartitionError` and a `TypeError`)."""
+
+
 class ConditioningWarning(UserWarning):
     """A computation is well defined but ill conditioned: results lose accuracy (the message
     gives the condition estimate and the expected loss)."""
@@ -72,6 +86,9 @@ __all__ = [
     "NhcontrolError",
     "ConfigurationError",
     "ArgumentTypeError",
+    "LinearSystemTypeError",
+    "DesignTypeError",
+    "PartitionTypeError",
     "ModelError",
     "ConstraintError",
     "PartitionError",

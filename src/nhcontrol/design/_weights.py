@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._util.errors import DesignError
+from .._util.errors import DesignError, DesignTypeError
 from .._util.validation import as_float_array, check_finite
 
 PSD_RTOL = 1e-10
@@ -45,7 +45,7 @@ def system_arrays(dsys: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], 
     elif isinstance(dsys, (tuple, list)) and len(dsys) == 2:
         (Ad, Bd), dt = dsys, None
     else:
-        raise DesignError(
+        raise DesignTypeError(
             "the system must be a DiscreteLTV (attributes Ad (N, n, n), Bd (N, n, k)) or a "
             f"pair (Ad, Bd) of arrays, got {type(dsys).__name__}; discretize a continuous system "
             "first with nhcontrol.systems.discretize(sys, dt)")

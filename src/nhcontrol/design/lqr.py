@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.blas import limit_blas_threads
-from .._util.errors import DesignError, SolverError
+from .._util.errors import DesignError, DesignTypeError, SolverError
 from .._util.memory import check_allocation
 from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array, check_finite, readonly
@@ -367,7 +367,7 @@ def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, *, S: ArrayLike | None = None) -> 
     import control
 
     if not isinstance(sys, control.StateSpace):
-        raise DesignError(f"sys must be a control.StateSpace (LTI), got {type(sys).__name__}; "
+        raise DesignTypeError(f"sys must be a control.StateSpace (LTI), got {type(sys).__name__}; "
                           "for a time-varying system discretize it and use finite_horizon_lqr")
     A = np.asarray(sys.A, dtype=float)
     B = np.asarray(sys.B, dtype=float)

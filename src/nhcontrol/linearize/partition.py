@@ -31,7 +31,7 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
-from .._util.errors import PartitionError
+from .._util.errors import PartitionError, PartitionTypeError
 from .._util.validation import COND_MAX, RANK_RTOL, require_model, require_reference
 
 __all__ = [
@@ -243,7 +243,7 @@ class Partition:
         if isinstance(d, Partition):
             return d
         if not isinstance(d, Mapping):
-            raise PartitionError(f"Partition.from_dict expects a mapping with keys 'independent', "
+            raise PartitionTypeError(f"Partition.from_dict expects a mapping with keys 'independent', "
                                  f"'admissible_dependent', 'dependent'; got {type(d).__name__}")
         out: dict[str, Any] = {}
         unknown = [k for k in d if k not in _KEY_ALIASES]

@@ -23,7 +23,7 @@ from numpy.polynomial import chebyshev as _cheb
 from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import make_interp_spline
 
-from .._util.errors import LinearSystemError, TimeRangeError
+from .._util.errors import LinearSystemError, LinearSystemTypeError, TimeRangeError
 from .._util.validation import as_float_array, check_finite, check_names, readonly
 
 __all__ = ["LTVSystem", "as_ltv", "DerivativeMethod"]
@@ -846,5 +846,5 @@ def as_ltv(sys: Any) -> LTVSystem:
                                   C=np.asarray(sys.C, dtype=float), outputs=list(sys.output_labels))
     if isinstance(sys, tuple) and len(sys) == 2:
         return LTVSystem.constant(sys[0], sys[1])
-    raise LinearSystemError(
+    raise LinearSystemTypeError(
         f"expected an LTVSystem, a continuous control.StateSpace or an (A, B) tuple, got {type(sys).__name__}")
