@@ -237,9 +237,10 @@ def test_first_order_linearization_states_and_errors(jac):
     assert res.T0.shape == (10, 1) and res.T0[5, 0] == 1.0
     assert res.inputs == ("U_ref",)
     cm = hf.model()
-    from types import SimpleNamespace
-    moving = SimpleNamespace(xd=lambda t: np.full(10, 0.1))  # only xd is consulted before the check
-    with pytest.raises(ReferenceMotionError, match="at rest"):
+    # moving references are allowed (tests/test_first_order_general.py), but they must be motions
+    # of the model: a velocity that violates the constraints is refused by the admissibility check
+    moving = Reference.constant_velocity(cm, eq.x, np.full(10, 0.1), u=eq.p, check=False)
+    with pytest.raises(ReferenceMotionError, match="D"):
         linearize_with_first_order_states(cm, moving, hf.PARTITION, **hf.circuit_jacobians(eq).as_kwargs())
     kw = hf.circuit_jacobians(eq).as_kwargs()
     kw["H_z"] = np.zeros((2, 2))

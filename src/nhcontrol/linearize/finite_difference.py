@@ -178,7 +178,7 @@ def _check_h(h: float) -> float:
 
 
 def finite_difference_jacobian(cm: Any, ref: Any, t: float = 0.0, *, h: float = DEFAULT_STEP,
-                               p: Any = None) -> FiniteDifferenceResult:
+                               p: Any = None, rates: Any = None) -> FiniteDifferenceResult:
     """Conventional counterpart linearization, Eqs. (7.104)-(7.110), by central differences.
 
     Parameters
@@ -192,11 +192,17 @@ def finite_difference_jacobian(cm: Any, ref: Any, t: float = 0.0, *, h: float = 
     h : float
         Step of the central differences (absolute, as in Eq. (7.110)).
     p : (p,) array_like, optional
+    rates : RateKernels, optional
+        First-order states built in the model
+        ([`compile_rates()`][nhcontrol.compiled.compile_rates]): ``X = [x, v, z]`` of size
+        ``2n + r`` with ``ż = H(x, v, z, u)`` (Eqs. (7.103)-(7.110)); ``B`` then has the columns
+        of the other inputs ``u``.
 
     Returns
     -------
     FiniteDifferenceResult
-        ``J`` ``(2n, 2n)``, ``B`` ``(2n, k)``, ``n_spurious = 2(m+l)``.
+        ``J`` ``(2n, 2n)`` (``2n + r`` with ``rates``), ``B`` ``(2n, k)``,
+        ``n_spurious = 2(m+l)``.
 
     Raises
     ------
@@ -215,9 +221,34 @@ def finite_difference_jacobian(cm: Any, ref: Any, t: float = 0.0, *, h: float = 
         xdd, _ = index1_accelerations(cm, Xs[:, :n], Xs[:, n:], u, pt.p)
         return np.concatenate([Xs[:, n:], xdd], axis=1)
 
+    states = tuple(cm.coordinates) + velocity_names(cm)
+    if rates is not None:
+        zi, ui = list(rates.state_index), list(rates.input_index)
+        if pt.u is None or sorted(zi + ui) != list(range(pt.u.size)):
+            raise LinearSystemError(f"the rate kernels {rates!r} do not belong to model "
+                                    f"{getattr(cm, 'name', '?')!r}")
+        F_mech, nz = F, len(zi)
+        params = None if pt.p is None else np.asarray(pt.p, dtype=float).reshape(-1)
+
+        def F(Xs: NDArray[np.float64], us: NDArray[np.float64] | None = None  # noqa: F811
+              ) -> NDArray[np.float64]:
+            N = Xs.shape[0]
+            U = np.broadcast_to(pt.u, (N, pt.u.size)).copy()
+            if us is not None:
+                U[:, ui] = us
+            U[:, zi] = Xs[:, 2 * n:]
+            zd = np.array([rates.rates(Xs[j, :n], Xs[j, n:2 * n], U[j, zi], U[j, ui], params)
+                           for j in range(N)]).reshape(N, nz)
+            return np.concatenate([F_mech(Xs[:, :2 * n], U), zd], axis=1)
+
+        X0 = np.concatenate([X0, pt.u[zi]])
+        J = _central(F, X0, h)
+        B = _central_inputs(F, X0, pt.u[ui] if ui else None, h)
+        return FiniteDifferenceResult(J=readonly(J), B=readonly(B),
+                                      states=states + tuple(rates.states), h=h,
+                                      n_spurious=2 * (int(cm.m) + int(cm.l)), t=pt.t)
     J = _central(F, X0, h)
     B = _central_inputs(F, X0, pt.u, h)
-    states = tuple(cm.coordinates) + velocity_names(cm)
     return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states, h=h,
                                   n_spurious=2 * (int(cm.m) + int(cm.l)), t=pt.t)
 
@@ -344,7 +375,8 @@ def _project_holonomic(cm: Any, X: NDArray[np.float64], d: list[int], U, p,
 
 def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *,
                             h: float = 1e-6, p: Any = None,
-                            form: Literal["third", "second"] = "third") -> FiniteDifferenceResult:
+                            form: Literal["third", "second"] = "third",
+                            rates: Any = None) -> FiniteDifferenceResult:
     """Central-difference Jacobian of the nonlinear reduced ODE (validation of Sects. 4.2.2-4.2.3).
 
     Parameters
@@ -362,6 +394,12 @@ def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *
         ``"third"``: state ``[x_ai, xd_ai, x_ad]``, size ``2(n-m)-l`` (exact counterpart:
         Eq. (4.124)); ``x_d`` solves ``C(x) = 0``. ``"second"``: state ``[x_ai, xd_ai, x_dd]``,
         size ``2n-m-l`` (exact counterpart: Eq. (4.95)); positions are not projected.
+    rates : RateKernels, optional
+        First-order states built in the model
+        ([`compile_rates()`][nhcontrol.compiled.compile_rates]): their values ``z`` (the model
+        inputs at ``rates.state_index``) are appended to the state, with ``ż = H(x, ẋ, z, u)``
+        (Eq. (7.12)); ``B`` then has the columns of the other inputs ``u``. Exact counterpart:
+        [`linearize_first_order_system()`][nhcontrol.linearize.linearize_first_order_system].
 
     Returns
     -------
@@ -410,12 +448,49 @@ def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *
         return np.concatenate([XD[:, ai], xdd[:, ai], XD[:, pos[g:]]], axis=1)
 
     S0 = np.concatenate([pt.x[ai], pt.xd[ai], pt.x[pos[g:]]])
-    J = _central(F, S0, h)
-    B = _central_inputs(F, S0, pt.u, h)
     names = tuple(cm.coordinates)
     vel = velocity_names(cm)
     states = (tuple(names[i] for i in ai) + tuple(vel[i] for i in ai)
               + tuple(names[i] for i in pos[g:]))
     n_sp = int(cm.l) if form == "third" else c
+    if rates is not None:
+        F_mech = F
+        zi, ui = list(rates.state_index), list(rates.input_index)
+        if pt.u is None or sorted(zi + ui) != list(range(pt.u.size)):
+            raise LinearSystemError(f"the rate kernels {rates!r} do not belong to model "
+                                    f"{getattr(cm, 'name', '?')!r}")
+        nz, nmech = len(zi), S0.size
+        params = None if pt.p is None else np.asarray(pt.p, dtype=float).reshape(-1)
+
+        def F(S: NDArray[np.float64], us: NDArray[np.float64] | None = None  # noqa: F811
+              ) -> NDArray[np.float64]:
+            N = S.shape[0]
+            U = np.broadcast_to(pt.u, (N, pt.u.size)).copy()
+            if us is not None:
+                U[:, ui] = us
+            U[:, zi] = S[:, nmech:]
+            mech = F_mech(S[:, :nmech], U)
+            # the full state at these points for H (same reconstruction as F_mech)
+            X = np.broadcast_to(pt.x, (N, n)).copy()
+            X[:, ai] = S[:, :g]
+            X[:, pos[g:]] = S[:, 2 * g:nmech]
+            if form == "third":
+                X = _project_holonomic(cm, X, d, U, pt.p)
+            D = np.asarray(cm.D(X, U, pt.p), dtype=float).reshape(N, c, n)
+            XD = np.zeros((N, n))
+            XD[:, ai] = S[:, g:2 * g]
+            XD[:, dd] = -np.linalg.solve(D[:, :, dd], D[:, :, ai] @ S[:, g:2 * g, None])[..., 0]
+            zd = np.array([rates.rates(X[j], XD[j], U[j, zi], U[j, ui], params)
+                           for j in range(N)]).reshape(N, nz)
+            return np.concatenate([mech, zd], axis=1)
+
+        S0 = np.concatenate([S0, pt.u[zi]])
+        J = _central(F, S0, h)
+        B = _central_inputs(F, S0, pt.u[ui] if ui else None, h)
+        states = states + tuple(rates.states)
+        return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states, h=h,
+                                      n_spurious=n_sp, t=pt.t)
+    J = _central(F, S0, h)
+    B = _central_inputs(F, S0, pt.u, h)
     return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states, h=h,
                                   n_spurious=n_sp, t=pt.t)

@@ -1,38 +1,51 @@
-"""First-order auxiliary states beside the mechanics at rest (thesis Sect. 7.2, derived here).
+"""First-order auxiliary states beside the mechanics (thesis Sect. 7.2, Eqs. (7.32)-(7.72) derived here).
 
 A multibody model whose forces depend on auxiliary states ``z`` (pressures ``p``) that obey
 ``ż = H(x, ẋ, z, w)``, with further states ``w`` (spool positions ``U``) obeying
-``ẇ = W(w, r)`` driven by references ``r`` (``U_ref``), Eqs. (7.9)–(7.13). When the model is
+``ẇ = W(w, r)`` driven by references ``r`` (``U_ref``), Eqs. (7.9)-(7.13). When the model is
 compiled with ``z`` as its inputs ``u``, the third procedure gives the mechanical rows
-``[A_m | B_m]`` (Eq. (4.124) and the input matrix of Sect. 8.1 with ``∂Q/∂z``). At a reference
-at rest (``ẋ0 = 0``) with ``l = 0`` the variations of all coordinates and velocities follow the
-independent ones through the velocity transformation ``T0 = [I; -D_dd^{-1} D_ai]`` (the terms
-with ``ẋ0`` of Eqs. (7.24), (7.26) vanish), so Eqs. (7.26) and (7.28) give the extra rows
+``[A_m | B_m]`` (Eq. (4.124) and the input matrix of Sect. 8.1 with ``∂Q/∂z``) in
+``[x̃_ai, ẋ̃_ai, x̃_ad]``. The linearized rate equations (7.26), (7.28) need ``x̃`` and ``ẋ̃``
+in terms of that state; Steps 2 and 4 of the third procedure give them for any reference
+(moving, ``l >= 0``):
 
 $$
-\\dot{\\tilde z} = H_x T_0 \\tilde x_{ai} + H_{\\dot x} T_0 \\dot{\\tilde x}_{ai}
-                 + H_z \\tilde z + H_w \\tilde w, \\qquad
+\\tilde x = T^h_0 \\tilde x_a, \\qquad
+\\dot{\\tilde x} = T_0 \\dot{\\tilde x}_{ai} + \\bar{\\bar V}_0 T^h_0 \\tilde x_a ,
+\\qquad \\tilde x_a = [\\tilde x_{ai}, \\tilde x_{ad}],
+$$
+
+(Eqs. (4.98)-(4.100), (4.105)-(4.108)), so that
+
+$$
+\\dot{\\tilde z} = (H_x + H_{\\dot x}\\bar{\\bar V}_0) V^h_{ai} \\tilde x_{ai}
+  + H_{\\dot x} T_0 \\dot{\\tilde x}_{ai} + (H_x + H_{\\dot x}\\bar{\\bar V}_0) V^h_{ad} \\tilde x_{ad}
+  + H_z \\tilde z + H_w \\tilde w, \\qquad
 \\dot{\\tilde w} = W_w \\tilde w + W_r \\tilde r .
 $$
 
-The Jacobian has size ``2(n - m) + r + u`` in the state ``[x̃_ai, ẋ̃_ai, z̃, w̃]``.
+The Jacobian has size ``2n - 2m - l + r + u`` in the state ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃, w̃]``
+with ``l`` spurious eigenvalues, those of the linearized nonholonomic constraints. The
+matrices ``T0``, ``V̄̄0``, ``V^h_ai``, ``V^h_ad`` are those of
+[`third_procedure()`][nhcontrol.linearize.third_procedure] on the model's linearization terms.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._util.errors import LinearSystemError, ReferenceMotionError
+from .._util.errors import LinearSystemError
 from .partition import Partition
-from .third import linearize
+from .result import (SPURIOUS_RTOL, ZERO_RTOL, SpuriousIdentification, _remove_matched)
+from .third import _reference_values, _stacked_terms, linearize, third_procedure
 
 __all__ = ["FirstOrderLinearization", "linearize_with_first_order_states",
-           "linearize_first_order_system"]
+           "linearize_first_order_system", "identify_spurious_first_order"]
 
 
 @dataclass(frozen=True)
@@ -42,12 +55,18 @@ class FirstOrderLinearization:
     Attributes
     ----------
     A : (ns, ns) ndarray
-        ``ns = 2(n - m) + r + u``, state ``[x̃_ai, ẋ̃_ai, z̃, w̃]``.
+        ``ns = 2n - 2m - l + r + u``, state ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃, w̃]``.
     B : (ns, k) ndarray
-        Input matrix of the references ``r``.
+        Input matrix of the references ``r`` (or of the model's other inputs).
     states, inputs : tuple of str
-    T0 : (n, n - m) ndarray
-        Velocity transformation at the reference.
+    T0 : (n, n - m - l) ndarray
+        Velocity transformation at the reference (model coordinate order).
+    n_spurious : int
+        ``l``, the spurious eigenvalues of the linearized nonholonomic constraints.
+    n_independent : int
+        ``n - m - l``.
+    t : float
+        Time on the reference.
     """
 
     A: NDArray[np.float64]
@@ -55,12 +74,77 @@ class FirstOrderLinearization:
     states: tuple[str, ...]
     inputs: tuple[str, ...]
     T0: NDArray[np.float64]
+    n_spurious: int = 0
+    n_independent: int = field(default=-1)
+    t: float = 0.0
 
     @property
     def eigenvalues(self) -> NDArray[np.complex128]:
         """Eigenvalues of ``A`` sorted by real part."""
         ev = np.linalg.eigvals(self.A)
         return ev[np.argsort(ev.real, kind="stable")]
+
+    @property
+    def spurious(self) -> SpuriousIdentification:
+        """The ``l`` spurious eigenvalues (see
+        [`identify_spurious_first_order()`][nhcontrol.linearize.identify_spurious_first_order])."""
+        n1 = self.T0.shape[1] if self.n_independent < 0 else self.n_independent
+        return identify_spurious_first_order(self.A, n1, self.n_spurious)
+
+
+def identify_spurious_first_order(A: ArrayLike, n_independent: int, l: int,  # noqa: E741
+                                  *, rtol: float = SPURIOUS_RTOL) -> SpuriousIdentification:
+    """Identify the ``l`` spurious eigenvalues of a Jacobian with first-order states (derived here).
+
+    ``A`` is ordered ``[x̃_ai, ẋ̃_ai, x̃_ad, s̃]`` (``s = [z, w]``, any number). The rows of
+    ``x̃_ad`` are ``[J31, J32, J33, 0]`` (the nonholonomic constraints do not involve ``z``), so
+    the two exact structures of
+    [`identify_spurious()`][nhcontrol.linearize.identify_spurious] carry over: the columns of
+    ``x̃_ad`` vanish in every other row (``"decoupled"``: ``eig(J33)`` splits off), or
+    ``J31 + J33 J32 = 0`` (``"conserved"``: ``[-J32, 0, I, 0]`` spans a left-invariant
+    subspace). Otherwise ``l`` zero eigenvalues (``"zero"``) or the ``l`` nearest to
+    ``eig(J33)`` (``"nearest"``) are reported, not exact.
+
+    Parameters
+    ----------
+    A : (ns, ns) array_like
+    n_independent : int
+        ``n - m - l``.
+    l : int
+    rtol : float
+        Relative tolerance (w.r.t. ``max(1, ‖A‖)``) of the zero tests.
+
+    Returns
+    -------
+    SpuriousIdentification
+    """
+    A = np.asarray(A, dtype=float)
+    eigs = np.linalg.eigvals(A)
+    if l == 0:
+        return SpuriousIdentification(eigs, np.zeros(0, complex), eigs, "none", True, 0.0, rtol)
+    n1 = int(n_independent)
+    ad = np.arange(2 * n1, 2 * n1 + l)
+    other = np.setdiff1d(np.arange(A.shape[0]), ad)
+    scale = max(1.0, float(np.linalg.norm(A)))
+    J31, J32, J33 = A[ad, :n1], A[ad, n1:2 * n1], A[np.ix_(ad, ad)]
+    r_dec = float(np.linalg.norm(A[np.ix_(other, ad)])) / scale
+    r_con = (float(np.linalg.norm(J31 + J33 @ J32)) + float(np.linalg.norm(A[ad, 2 * n1 + l:]))
+             ) / scale
+    residual = min(r_dec, r_con)
+    target = np.linalg.eigvals(J33)
+    if r_dec <= rtol:
+        non = np.linalg.eigvals(A[np.ix_(other, other)])
+        return SpuriousIdentification(eigs, target, non, "decoupled", True, residual, rtol)
+    if r_con <= rtol:
+        _, non = _remove_matched(eigs, target)
+        return SpuriousIdentification(eigs, target, non, "conserved", True, residual, rtol)
+    small = np.argsort(np.abs(eigs), kind="stable")
+    if np.all(np.abs(eigs[small[:l]]) <= ZERO_RTOL * scale):
+        mask = np.zeros(eigs.size, bool)
+        mask[small[:l]] = True
+        return SpuriousIdentification(eigs, eigs[mask], eigs[~mask], "zero", False, residual, rtol)
+    spur, non = _remove_matched(eigs, target)
+    return SpuriousIdentification(eigs, spur, non, "nearest", False, residual, rtol)
 
 
 def _mat(a: ArrayLike, shape: tuple[int, int], what: str) -> NDArray[np.float64]:
@@ -72,23 +156,84 @@ def _mat(a: ArrayLike, shape: tuple[int, int], what: str) -> NDArray[np.float64]
     return m
 
 
+@dataclass(frozen=True)
+class _Kinematics:
+    """Steps 1, 2 and 4 of the third procedure at one reference point (thesis order)."""
+
+    perm: NDArray[np.intp]       # x_perm = x[perm], perm = [ai, ad, d]
+    T0: NDArray[np.float64]      # (n, n1), rows in thesis order, Eq. (2.131)
+    Vbb0: NDArray[np.float64]    # (n, n), Eq. (4.100)
+    Th0: NDArray[np.float64]     # (n, n - m) = [Vh_ai, Vh_ad], Eqs. (4.107)-(4.108)
+
+    def rate_rows(self, H_x: NDArray[np.float64], H_xd: NDArray[np.float64]
+                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``[(H_x + H_ẋ V̄̄0) Th0, H_ẋ T0]``: the columns of ``[x̃_a]`` and ``ẋ̃_ai`` of Eq. (7.26)."""
+        Hx, Hxd = H_x[:, self.perm], H_xd[:, self.perm]
+        return (Hx + Hxd @ self.Vbb0) @ self.Th0, Hxd @ self.T0
+
+    def T0_model(self) -> NDArray[np.float64]:
+        out = np.empty_like(self.T0)
+        out[self.perm] = self.T0
+        return out
+
+
+def _kinematics(cm: Any, ref: Any, part: Partition, t: float) -> tuple[_Kinematics, tuple]:
+    """The reference values at ``t`` and ``T0, V̄̄0, Th0`` from the model's linearization terms."""
+    idx = part.indices(cm)
+    n, m, l, k = idx.n, idx.m, idx.l, int(cm.ninputs)
+    ts = np.atleast_1d(np.asarray(float(t)))
+    vals = _reference_values(ref, ts, 1, n, m + l, k)
+    x, xd, xdd, lam, u = vals
+    terms = cm.linearization_terms(x, xd, xdd, lam, u, getattr(ref, "parameters", None))
+    with np.errstate(all="ignore"):
+        out = third_procedure(_stacked_terms(terms, 1, n, m, l, k), idx, k)
+    kin = _Kinematics(perm=np.asarray(idx.perm), T0=out["T0"][0], Vbb0=out["Vbb0"][0],
+                      Th0=out["Th0"][0])
+    return kin, (x[0], xd[0], xdd[0], lam[0], None if u is None else u[0])
+
+
+def _assemble(lin: Any, kin: _Kinematics, n1: int, l: int,  # noqa: E741
+              blocks: dict[str, NDArray[np.float64]], zi: Sequence[int], r: int, nw: int,
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``A`` in ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃, w̃]`` and the mechanical input columns."""
+    nm = 2 * n1 + l
+    ns = nm + r + nw
+    Am, Bm = np.asarray(lin.A), np.asarray(lin.B)
+    Gx, Gxd = kin.rate_rows(blocks["H_x"], blocks["H_xd"])
+    A = np.zeros((ns, ns))
+    A[:nm, :nm] = Am
+    A[:nm, nm:nm + r] = Bm[:, list(zi)]
+    zr = slice(nm, nm + r)
+    A[zr, :n1] = Gx[:, :n1]
+    A[zr, n1:2 * n1] = Gxd
+    A[zr, 2 * n1:nm] = Gx[:, n1:]
+    A[zr, nm:nm + r] = blocks["H_z"]
+    if nw:
+        A[zr, nm + r:] = blocks["H_w"]
+        A[nm + r:, nm + r:] = blocks["W_w"]
+    return A, Bm
+
+
 def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | Mapping[str, Any], *,
                                       H_x: ArrayLike, H_xd: ArrayLike, H_z: ArrayLike, H_w: ArrayLike,
                                       W_w: ArrayLike, W_r: ArrayLike, z_names: Sequence[str],
                                       w_names: Sequence[str], r_names: Sequence[str],
                                       t: float = 0.0, check: bool = True) -> FirstOrderLinearization:
-    """Third procedure with first-order states ``z`` (model inputs) and ``w`` at a reference at rest.
+    """Third procedure with first-order states ``z`` (model inputs) and ``w`` (Sect. 7.2).
+
+    Valid for any reference (at rest, steady or along a trajectory, ``z0(t)`` time varying)
+    and ``l >= 0`` nonholonomic constraints (derived here, ``docs/theory/hydraulics.md``).
 
     Parameters
     ----------
     cm : CompiledModel
         Mechanical model whose inputs ``u`` are the states ``z`` (same order).
     ref : Reference
-        Reference at rest (``ẋ0 = 0``) with ``u0 = z0``.
+        Reference motion with ``u0(t) = z0(t)``.
     partition : Partition or mapping
-        ``x = [x_ai, x_ad, x_d]``; ``x_ad`` must be empty (``l = 0``).
+        ``x = [x_ai, x_ad, x_d]`` (Eq. (7.29)), ``l`` coordinates ``x_ad``.
     H_x, H_xd : (r, n) array_like
-        ``∂H/∂x``, ``∂H/∂ẋ`` at the reference (Eq. (7.26)).
+        ``∂H/∂x``, ``∂H/∂ẋ`` at the reference point ``(x0, ẋ0, z0, w0)`` (Eq. (7.26)).
     H_z, H_w : (r, r), (r, u) array_like
         ``∂H/∂z``, ``∂H/∂w``.
     W_w, W_r : (u, u), (u, k) array_like
@@ -97,77 +242,66 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
     t : float
         Time on the reference.
     check : bool
-        Check that the reference is an equilibrium of the model with the forces of the states
-        ``z0 = u0`` (``M ẍ0 + Dᵀ Λ0 = Q(x0, 0, z0)``, ``C(x0) = 0``; `linearize()`).
-        ``False`` skips it.
+        Check that the reference is a motion of the model with the forces of the states
+        ``z0 = u0`` (`linearize()`). ``False`` skips it.
+
+    Returns
+    -------
+    FirstOrderLinearization
+        ``A`` of size ``2n - 2m - l + r + u`` in ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃, w̃]``.
 
     Raises
     ------
     ReferenceMotionError
-        If the reference is not at rest, not an equilibrium with the forces of ``z0``
-        (``check=True``), or the model has nonholonomic constraints.
+        If the reference is not a motion of the model with the forces of ``z0``
+        (``check=True``).
     LinearSystemError
         On a shape mismatch.
     """
-    if cm.l != 0:
-        raise ReferenceMotionError(f"linearize_with_first_order_states handles l = 0 only; model "
-                                   f"{cm.name!r} has l = {cm.l} nonholonomic constraints")
-    xd0 = np.asarray(ref.xd(t), dtype=float)
-    if np.max(np.abs(xd0)) > 0:
-        raise ReferenceMotionError(f"linearize_with_first_order_states needs a reference at rest "
-                                   f"(xd0 = 0); got |xd0|_inf = {np.max(np.abs(xd0)):.3g} at t = {t}")
     part = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
     lin = linearize(cm, ref, part, t, check=check)
-    coords = list(cm.coordinates)
-    ai = [coords.index(c) for c in part.independent]
-    dd = [i for i in range(cm.n) if i not in ai]
-    n, k_ai = cm.n, len(ai)
-    r, u = len(z_names), len(w_names)
-    Hx, Hxd = _mat(H_x, (r, n), "H_x"), _mat(H_xd, (r, n), "H_xd")
-    Hz, Hw = _mat(H_z, (r, r), "H_z"), _mat(H_w, (r, u), "H_w")
-    Ww, Wr = _mat(W_w, (u, u), "W_w"), _mat(W_r, (u, len(r_names)), "W_r")
-    x0 = np.asarray(ref.x(t), dtype=float)
-    u0 = np.asarray(ref.u(t), dtype=float)
-    D = np.asarray(cm.D(x0, u=u0))
-    T0 = np.zeros((n, k_ai))
-    T0[ai, :] = np.eye(k_ai)
-    T0[dd, :] = -np.linalg.solve(D[:, dd], D[:, ai])
-    Am, Bm = np.asarray(lin.A), np.asarray(lin.B)
-    if Bm.shape != (2 * k_ai, r):
+    n, l = int(cm.n), int(cm.l)
+    n1 = n - int(cm.m) - l
+    r, nw = len(z_names), len(w_names)
+    blocks = dict(H_x=_mat(H_x, (r, n), "H_x"), H_xd=_mat(H_xd, (r, n), "H_xd"),
+                  H_z=_mat(H_z, (r, r), "H_z"), H_w=_mat(H_w, (r, nw), "H_w"),
+                  W_w=_mat(W_w, (nw, nw), "W_w"))
+    Wr = _mat(W_r, (nw, len(r_names)), "W_r")
+    if np.asarray(lin.B).shape != (2 * n1 + l, r):
         raise LinearSystemError(f"the model's inputs must be the {r} states z {list(z_names)}; "
-                                f"its input matrix has shape {Bm.shape}")
-    ns = 2 * k_ai + r + u
-    A = np.zeros((ns, ns))
-    A[:2 * k_ai, :2 * k_ai] = Am
-    A[:2 * k_ai, 2 * k_ai:2 * k_ai + r] = Bm
-    A[2 * k_ai:2 * k_ai + r, :k_ai] = Hx @ T0
-    A[2 * k_ai:2 * k_ai + r, k_ai:2 * k_ai] = Hxd @ T0
-    A[2 * k_ai:2 * k_ai + r, 2 * k_ai:2 * k_ai + r] = Hz
-    A[2 * k_ai:2 * k_ai + r, 2 * k_ai + r:] = Hw
-    A[2 * k_ai + r:, 2 * k_ai + r:] = Ww
-    B = np.zeros((ns, len(r_names)))
-    B[2 * k_ai + r:, :] = Wr
+                                f"its input matrix has shape {np.asarray(lin.B).shape}")
+    kin, _ = _kinematics(cm, ref, part, t)
+    A, _ = _assemble(lin, kin, n1, l, blocks, range(r), r, nw)
+    B = np.zeros((A.shape[0], len(r_names)))
+    B[2 * n1 + l + r:, :] = Wr
+    T0 = kin.T0_model()
     for a in (A, B, T0):
         a.flags.writeable = False
-    states = tuple(lin.states[:2 * k_ai]) + tuple(z_names) + tuple(w_names)
-    return FirstOrderLinearization(A=A, B=B, states=states, inputs=tuple(r_names), T0=T0)
+    states = tuple(lin.states) + tuple(z_names) + tuple(w_names)
+    return FirstOrderLinearization(A=A, B=B, states=states, inputs=tuple(r_names), T0=T0,
+                                   n_spurious=l, n_independent=n1, t=float(t))
 
 
 def linearize_first_order_system(cm: Any, rates: Any, ref: Any,
                                  partition: Partition | Mapping[str, Any], *,
-                                 t: float = 0.0) -> FirstOrderLinearization:
+                                 t: float = 0.0, check: bool = True) -> FirstOrderLinearization:
     """Third procedure for a model with first-order states built in ``MultibodySystem`` (Sect. 7.2).
 
     The model's inputs are ``[z, u]`` in declaration order (first-order states ``z`` with
     ``ż = H(x, ẋ, z, u)``, other inputs ``u``); the mechanical rows come from the third
     procedure with its exact input matrix (``∂Q/∂z`` and ``∂Q/∂u`` columns), the rows of ``z``
-    from the exact rate Jacobians ([`compile_rates()`][nhcontrol.compiled.compile_rates]). At a
-    reference at rest with ``l = 0`` (derived here, see ``docs/theory/hydraulics.md``):
+    from the exact rate Jacobians ([`compile_rates()`][nhcontrol.compiled.compile_rates]) at
+    ``(x0, ẋ0, z0, u0)`` and the matrices of Steps 2 and 4 (derived here, see
+    ``docs/theory/hydraulics.md``):
 
     $$
-    \\dot{\\tilde z} = H_x T_0 \\tilde x_{ai} + H_{\\dot x} T_0 \\dot{\\tilde x}_{ai} + H_z \\tilde z
-                      + H_u \\tilde u .
+    \\dot{\\tilde z} = (H_x + H_{\\dot x}\\bar{\\bar V}_0) V^h_{ai} \\tilde x_{ai}
+      + H_{\\dot x} T_0 \\dot{\\tilde x}_{ai} + (H_x + H_{\\dot x}\\bar{\\bar V}_0) V^h_{ad} \\tilde x_{ad}
+      + H_z \\tilde z + H_u \\tilde u .
     $$
+
+    Any reference: at rest, steady, or along a trajectory with time-varying ``z0(t)``, and
+    ``l >= 0`` nonholonomic constraints.
 
     Parameters
     ----------
@@ -176,64 +310,50 @@ def linearize_first_order_system(cm: Any, rates: Any, ref: Any,
     rates : RateKernels
         ``compile_rates(system)`` of the same system.
     ref : Reference
-        Reference at rest; ``u0(t)`` gives the model's full input vector ``[z0, u0]``.
+        Reference motion; ``u0(t)`` gives the model's full input vector ``[z0, u0]``. It must
+        also satisfy ``ż0 = H(x0, ẋ0, z0, u0)`` (Eq. (7.19)); the Jacobian does not use ``ż0``.
     partition : Partition or mapping
-        ``x = [x_ai, x_ad, x_d]`` with ``x_ad`` empty.
+        ``x = [x_ai, x_ad, x_d]`` (Eq. (7.29)).
     t : float
+    check : bool
+        Admissibility and conditioning checks of `linearize()`.
 
     Returns
     -------
     FirstOrderLinearization
-        ``A`` of size ``2(n - m) + r`` in ``[x̃_ai, ẋ̃_ai, z̃]``, ``B`` for the other inputs ``u``.
+        ``A`` of size ``2n - 2m - l + r`` in ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃]``, ``B`` for the other
+        inputs ``u``; ``l`` spurious eigenvalues (``.spurious``).
 
     Raises
     ------
     ReferenceMotionError
-        If the reference is not at rest or the model has nonholonomic constraints.
+        If the reference is not a motion of the model (``check=True``).
     LinearSystemError
         If ``rates`` does not belong to the model (input names differ).
     """
-    if cm.l != 0:
-        raise ReferenceMotionError(f"linearize_first_order_system handles l = 0 only; model "
-                                   f"{cm.name!r} has l = {cm.l} nonholonomic constraints")
     names = list(cm.inputs)
     if (sorted(rates.states + rates.inputs) != sorted(names)
             or [names[i] for i in rates.state_index] != list(rates.states)):
         raise LinearSystemError(f"the rate kernels (states {list(rates.states)}, inputs "
                                 f"{list(rates.inputs)}) do not belong to model {cm.name!r} with "
                                 f"inputs {names}")
-    xd0 = np.asarray(ref.xd(t), dtype=float)
-    if np.max(np.abs(xd0)) > 0:
-        raise ReferenceMotionError(f"linearize_first_order_system needs a reference at rest "
-                                   f"(xd0 = 0); got |xd0|_inf = {np.max(np.abs(xd0)):.3g} at t = {t}")
     part = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
-    lin = linearize(cm, ref, part, t)
-    coords = list(cm.coordinates)
-    ai = [coords.index(c) for c in part.independent]
-    dd = [i for i in range(cm.n) if i not in ai]
-    n, k_ai = cm.n, len(ai)
-    x0 = np.asarray(ref.x(t), dtype=float)
-    u_all = np.asarray(ref.u(t), dtype=float)
+    lin = linearize(cm, ref, part, t, check=check)
+    n, l = int(cm.n), int(cm.l)
+    n1 = n - int(cm.m) - l
+    kin, (x0, xd0, _, _, u_all) = _kinematics(cm, ref, part, t)
     z0, u0 = rates.split_inputs(u_all)
-    D = np.asarray(cm.D(x0, u=u_all))
-    T0 = np.zeros((n, k_ai))
-    T0[ai, :] = np.eye(k_ai)
-    T0[dd, :] = -np.linalg.solve(D[:, dd], D[:, ai])
-    J = rates.jacobians(x0, np.zeros(n), z0, u0)
-    Am, Bm = np.asarray(lin.A), np.asarray(lin.B)
+    J = rates.jacobians(x0, xd0, z0, u0, getattr(ref, "parameters", None))
     zi, ui = list(rates.state_index), list(rates.input_index)
     r = len(zi)
-    ns = 2 * k_ai + r
-    A = np.zeros((ns, ns))
-    A[:2 * k_ai, :2 * k_ai] = Am
-    A[:2 * k_ai, 2 * k_ai:] = Bm[:, zi]
-    A[2 * k_ai:, :k_ai] = J.H_x @ T0
-    A[2 * k_ai:, k_ai:2 * k_ai] = J.H_xd @ T0
-    A[2 * k_ai:, 2 * k_ai:] = J.H_z
-    B = np.zeros((ns, len(ui)))
-    B[:2 * k_ai, :] = Bm[:, ui]
-    B[2 * k_ai:, :] = J.H_u
+    A, Bm = _assemble(lin, kin, n1, l, dict(H_x=J.H_x, H_xd=J.H_xd, H_z=J.H_z), zi, r, 0)
+    nm = 2 * n1 + l
+    B = np.zeros((A.shape[0], len(ui)))
+    B[:nm, :] = Bm[:, ui]
+    B[nm:, :] = J.H_u
+    T0 = kin.T0_model()
     for a in (A, B, T0):
         a.flags.writeable = False
-    states = tuple(lin.states[:2 * k_ai]) + tuple(rates.states)
-    return FirstOrderLinearization(A=A, B=B, states=states, inputs=tuple(rates.inputs), T0=T0)
+    states = tuple(lin.states) + tuple(rates.states)
+    return FirstOrderLinearization(A=A, B=B, states=states, inputs=tuple(rates.inputs), T0=T0,
+                                   n_spurious=l, n_independent=n1, t=float(t))

@@ -1,0 +1,186 @@
+"""The third procedure with first-order states (Sect. 7.2) for moving references and l > 0.
+
+Toy: a Chaplygin sleigh (n = 3, m = 0, l = 1, blade at ``a`` from G) pushed along its body X
+axis by a DC motor, F = k_t i - c v with the forward speed v = cos(psi) xd + sin(psi) yd, a
+yaw torque tau, and the motor current as first-order state,
+L_m di/dt = V - R i - k_e v. Inputs [i, V, tau]; state of the Jacobian
+[x, psi, x_d, psi_d, y, i] (size 2n - 2m - l + r = 6, l = 1 spurious eigenvalue).
+
+Reference along a trajectory (closed form): yaw psi = psi_a + w t, forward speed v = v0 + b t,
+lateral speed of G -a w (the blade constraint), so
+x = v sin(psi)/w + b cos(psi)/w^2 - a cos(psi), y = -v cos(psi)/w + b sin(psi)/w^2 - a sin(psi);
+m (b + a w^2) = k_t i0 - c v gives the time-varying current i0(t), the yaw balance
+tau0 = -a m v w, and V0 = L_m di0/dt + R i0 + k_e v.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from nhcontrol.compiled import compile_rates
+from nhcontrol.linearize import (identify_spurious_first_order, linearize, linearize_first_order_system,
+                                 reduced_ode_jacobian_fd, finite_difference_jacobian)
+from nhcontrol.modeling import MultibodySystem, contacts, rot_z
+from nhcontrol.reference import Reference
+
+P = dict(m=1.0, I_zz=0.05, a=-0.2, kt=0.5, ke=0.5, R=1.0, Lm=0.05, c=0.3)
+PART = dict(independent=["x", "psi"], admissible_dependent=["y"], dependent=[])
+PART_PSI = dict(independent=["x", "y"], admissible_dependent=["psi"], dependent=[])
+
+
+def _sleigh_motor():
+    mb = MultibodySystem("sleigh_motor")
+    x, y, psi = mb.add_coordinates("x y psi")
+    m, I_zz, a, kt, ke, R, Lm, c = mb.add_parameters(**P)
+    i = mb.add_first_order_states("i")
+    V, tau = mb.add_inputs("V tau")
+    Rz = rot_z(psi)
+    G = sp.Matrix([x, y, 0])
+    body = mb.add_body("sleigh", mass=m, inertia=sp.diag(I_zz / 2, I_zz / 2, I_zz), position=G,
+                       orientation=Rz)
+    contacts.knife_edge(mb, body, G + Rz * sp.Matrix([a, 0, 0]), (1, 0, 0), name="blade")
+    xd, yd, _ = mb.velocities
+    v = sp.cos(psi) * xd + sp.sin(psi) * yd
+    mb.add_force(body, (kt * i - c * v) * (Rz * sp.Matrix([1, 0, 0])))
+    mb.add_torque(body, sp.Matrix([0, 0, tau]))
+    mb.set_rates({i: (V - R * i - ke * v) / Lm})
+    return mb
+
+
+@pytest.fixture(scope="module")
+def toy():
+    mb = _sleigh_motor()
+    return mb.compile(), compile_rates(mb)
+
+
+def _trajectory(cm, psi_a=0.3, w=0.8, v0=1.0, b=0.4):
+    """The accelerating turn of the module docstring as a Reference (multipliers by inverse
+    dynamics, which also checks that the motion is one of the model)."""
+    t = sp.Symbol("t")
+    m, a, kt, ke, R, Lm, c = (P[k] for k in ("m", "a", "kt", "ke", "R", "Lm", "c"))
+    psi, v = psi_a + w * t, v0 + b * t
+    X = sp.Matrix([v * sp.sin(psi) / w + b * sp.cos(psi) / w**2 - a * sp.cos(psi),
+                   -v * sp.cos(psi) / w + b * sp.sin(psi) / w**2 - a * sp.sin(psi), psi])
+    i0 = (m * (b + a * w**2) + c * v) / kt
+    U = sp.Matrix([i0, Lm * sp.diff(i0, t) + R * i0 + ke * v, -a * m * v * w])
+    f = [sp.lambdify(t, list(e)) for e in (X, X.diff(t), X.diff(t, 2), U)]
+    return Reference.from_functions(cm, *(lambda s, g=g: np.array(g(s), float) for g in f))
+
+
+def _steady(cm, psi0=0.3, v=1.2):
+    i0 = P["c"] * v / P["kt"]
+    return Reference.constant_velocity(cm, [0.1, -0.2, psi0], [v * math.cos(psi0), v * math.sin(psi0), 0.0],
+                                       u=[i0, P["R"] * i0 + P["ke"] * v, 0.0])
+
+
+@pytest.mark.parametrize("part", [PART, PART_PSI], ids=["x_ad=y", "x_ad=psi"])
+def test_moving_reference_matches_central_differences(toy, part):
+    """Along the accelerating turn (xd0, xdd0 != 0, i0(t) varying) the 6x6 equals the central
+    differences of the nonlinear reduced ODE [x_ai, xd_ai, x_ad, i] to 1e-7 (relative to ||A||),
+    B too. With x_ad = psi the x_ad column enters every row, the current's included. The formula
+    at rest (H_x T0, H_xd T0 for x_ai, xd_ai) misses the dependent-velocity sensitivity V0bb and
+    is off by more than 1 % of ||A||."""
+    cm, rk = toy
+    ref = _trajectory(cm)
+    n1 = len(part["independent"])
+    for t in (0.0, 0.7):
+        res = linearize_first_order_system(cm, rk, ref, part, t=t)
+        names = part["independent"] + [q + "_d" for q in part["independent"]] + part["admissible_dependent"]
+        assert res.A.shape == (6, 6) and res.states == tuple(names) + ("i",) and res.n_spurious == 1
+        fd = reduced_ode_jacobian_fd(cm, ref, part, t, h=1e-5, rates=rk)
+        assert fd.states == res.states and fd.J.shape == (6, 6) and fd.n_spurious == 1
+        scale = np.linalg.norm(res.A)
+        assert np.max(np.abs(res.A - fd.J)) < 1e-7 * scale
+        np.testing.assert_allclose(res.B, fd.B, atol=1e-7 * np.linalg.norm(res.B))
+        # the mechanical block is the third procedure's, with the z column its input matrix
+        mech = linearize(cm, ref, part, t)
+        np.testing.assert_array_equal(res.A[:5, :5], mech.A)
+        np.testing.assert_array_equal(res.A[:5, 5], mech.B[:, 0])
+        if part is PART_PSI:
+            assert abs(res.A[5, 2 * n1]) > 0.1          # d(di/dt)/d(psi) through the back-emf
+        u0 = ref.u(t)
+        J = rk.jacobians(ref.x(t), ref.xd(t), u0[:1], u0[1:])
+        at_rest = np.hstack([J.H_x @ res.T0, J.H_xd @ res.T0])
+        assert np.max(np.abs(res.A[5, :2 * n1] - at_rest)) > 1e-2 * scale
+
+
+def test_steady_motion_eigenvalues_and_the_spurious_one(toy):
+    """Steady straight motion at psi0 = 0.3: the 6x6 has the non-zero eigenvalues of the full
+    counterpart [x, xd, i] (7x7, central differences) to 1e-7; exactly l = 1 spurious eigenvalue
+    (the y column decouples: 'decoupled', eig(J33) = 0)."""
+    cm, rk = toy
+    ref = _steady(cm)
+    res = linearize_first_order_system(cm, rk, ref, PART)
+    sp_id = res.spurious
+    assert res.n_spurious == 1 and sp_id.method == "decoupled" and sp_id.exact
+    assert sp_id.spurious.size == 1 and abs(sp_id.spurious[0]) < 1e-12
+    full = finite_difference_jacobian(cm, ref, 0.0, h=1e-6, rates=rk)
+    assert full.J.shape == (7, 7) and full.n_spurious == 2
+    ev, ev_full = res.eigenvalues, np.linalg.eigvals(full.J)
+    nz = ev[np.abs(ev) > 1e-6]
+    assert nz.size == 3                       # yaw-rate mode and the (speed, current) pair
+    for lam in nz:
+        assert np.min(np.abs(ev_full - lam)) < 1e-7 * abs(lam)
+    # closed form: (I_zz + m a^2) psi_dd = m a v psi_d -> lambda = m a v / (I_zz + m a^2)
+    lam_yaw = P["m"] * P["a"] * 1.2 / (P["I_zz"] + P["m"] * P["a"] ** 2)
+    assert np.min(np.abs(nz - lam_yaw)) < 1e-10 * abs(lam_yaw)
+    # speed/current pair: m v_d = kt i - c v, Lm i_d = -R i - ke v
+    pair = np.linalg.eigvals([[-P["c"] / P["m"], P["kt"] / P["m"]], [-P["ke"] / P["Lm"], -P["R"] / P["Lm"]]])
+    for lam in pair:
+        assert np.min(np.abs(nz - lam)) < 1e-10 * abs(lam)
+    # the counterpart's zero cluster has 2(m + l) = 2 spurious zeros beyond the physical ones
+    n_zero = int(np.sum(np.abs(ev_full) < 1e-4))
+    assert n_zero == (ev.size - nz.size - res.n_spurious) + full.n_spurious
+    # a steady spectrum does not depend on the partition; with x_ad = psi the structure is not
+    # exact in this partition, the spurious one is one of the zeros
+    other = linearize_first_order_system(cm, rk, ref, PART_PSI)
+    np.testing.assert_allclose(np.sort_complex(other.eigenvalues), np.sort_complex(ev), atol=1e-12)
+    assert other.spurious.method == "zero" and other.spurious.spurious.size == 1
+
+
+def test_identify_spurious_first_order_structures():
+    """The 'conserved' structure with a first-order state, and the fall-backs."""
+    n1, l = 1, 1
+    A = np.zeros((4, 4))                       # [q, q_d, q_ad, z]
+    A[0, 1] = 1.0
+    A[1] = [-2.0, -0.5, 0.3, 1.0]              # J23 != 0: not decoupled
+    A[2, :3] = [0.8, -0.4, 2.0]                # J31 + J33 J32 = 0.8 - 0.8 = 0
+    A[3] = [0.1, 0.2, 0.5, -3.0]
+    ident = identify_spurious_first_order(A, n1, l)
+    assert ident.method == "conserved" and ident.exact
+    np.testing.assert_allclose(ident.spurious, [2.0])
+    ev = np.linalg.eigvals(A)
+    assert np.min(np.abs(ev - 2.0)) < 1e-10
+    A[2, 0] = 0.5                              # breaks it: the nearest eigenvalue, not exact
+    ident = identify_spurious_first_order(A, n1, l)
+    assert ident.method == "nearest" and not ident.exact and ident.spurious.size == 1
+
+
+def test_fourbar_at_rest_is_unchanged():
+    """Regression: at rest with l = 0 the general rows reduce to H_x T0, H_xd T0 (V0bb = 0,
+    V^h = T0): the four-bar's 6x6 is bit for bit the formula at rest, with its zero pattern."""
+    from nhcontrol.models import hydraulic_fourbar as hf
+    lin = hf.linearization()
+    eq = hf.equilibrium(60.0)
+    cm = hf.model()
+    ref = Reference.equilibrium(cm, eq.x, u=eq.p)
+    jac = hf.circuit_jacobians(eq).as_kwargs()
+    mech = linearize(cm, ref, hf.PARTITION)
+    coords = list(cm.coordinates)
+    ai = [coords.index(c) for c in hf.PARTITION["independent"]]
+    dd = [i for i in range(cm.n) if i not in ai]
+    D = np.asarray(cm.D(eq.x, u=eq.p))
+    T0 = np.zeros((cm.n, 1))
+    T0[ai] = 1.0
+    T0[dd] = -np.linalg.solve(D[:, dd], D[:, ai])
+    A = np.zeros((6, 6))
+    A[:2, :2], A[:2, 2:5] = mech.A, mech.B
+    A[2:5, :1], A[2:5, 1:2] = np.asarray(jac["H_x"]) @ T0, np.asarray(jac["H_xd"]) @ T0
+    A[2:5, 2:5], A[2:5, 5:] = jac["H_z"], jac["H_w"]
+    A[5:, 5:] = jac["W_w"]
+    np.testing.assert_array_equal(lin.A, A)
+    np.testing.assert_array_equal(lin.T0, T0)
+    assert lin.A.shape == (6, 6) and lin.n_spurious == 0 and lin.spurious.method == "none"
+    assert lin.states == hf.STATES
