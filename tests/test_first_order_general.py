@@ -184,3 +184,44 @@ def test_fourbar_at_rest_is_unchanged():
     np.testing.assert_array_equal(lin.T0, T0)
     assert lin.A.shape == (6, 6) and lin.n_spurious == 0 and lin.spurious.method == "none"
     assert lin.states == hf.STATES
+
+
+def test_circuit_beside_the_model_gives_the_same_rows(toy):
+    """linearize_with_first_order_states (the model's only input is the current; its rate
+    Jacobians passed in, the voltage as a state w with dV/dt = V_ref) along an accelerating
+    straight run at psi0 = 0.3 (l = 1, xd0, xdd0 != 0, i0(t) varying) equals the rows of
+    linearize_first_order_system for the model with the rate inside."""
+    from nhcontrol.linearize import linearize_with_first_order_states
+    cm, rk = toy
+    mb = MultibodySystem("sleigh_current_input")
+    x, y, psi = mb.add_coordinates("x y psi")
+    m, I_zz, a, kt, c = mb.add_parameters(**{k: P[k] for k in ("m", "I_zz", "a", "kt", "c")})
+    i = mb.add_inputs("i")
+    Rz, G = rot_z(psi), sp.Matrix([x, y, 0])
+    body = mb.add_body("sleigh", mass=m, inertia=sp.diag(I_zz / 2, I_zz / 2, I_zz), position=G,
+                       orientation=Rz)
+    contacts.knife_edge(mb, body, G + Rz * sp.Matrix([a, 0, 0]), (1, 0, 0), name="blade")
+    v = sp.cos(psi) * mb.velocities[0] + sp.sin(psi) * mb.velocities[1]
+    mb.add_force(body, (kt * i - c * v) * (Rz * sp.Matrix([1, 0, 0])))
+    cm2 = mb.compile()
+    psi0, v0, b = 0.3, 1.0, 0.4
+    e = np.array([math.cos(psi0), math.sin(psi0), 0.0])
+    i0 = lambda t: (P["m"] * b + P["c"] * (v0 + b * t)) / P["kt"]   # noqa: E731
+    V0 = lambda t: P["Lm"] * P["c"] * b / P["kt"] + P["R"] * i0(t) + P["ke"] * (v0 + b * t)  # noqa: E731
+    motion = dict(x=lambda t: (v0 * t + b * t * t / 2) * e + [0, 0, psi0], xd=lambda t: (v0 + b * t) * e,
+                  xdd=lambda t: b * e)
+    ref1 = Reference.from_functions(cm, **motion, u=lambda t: np.array([i0(t), V0(t), 0.0]))
+    ref2 = Reference.from_functions(cm2, **motion, u=lambda t: np.array([i0(t)]))
+    t = 0.9
+    inside = linearize_first_order_system(cm, rk, ref1, PART, t=t)
+    J = rk.jacobians(ref1.x(t), ref1.xd(t), [i0(t)], [V0(t), 0.0])
+    beside = linearize_with_first_order_states(
+        cm2, ref2, PART, H_x=J.H_x, H_xd=J.H_xd, H_z=J.H_z, H_w=J.H_u[:, :1], W_w=[[0.0]],
+        W_r=[[1.0]], z_names=["i"], w_names=["V"], r_names=["V_ref"], t=t)
+    assert beside.A.shape == (7, 7) and beside.states == inside.states + ("V",)
+    assert beside.n_spurious == 1 and beside.t == t
+    np.testing.assert_allclose(beside.A[:6, :6], inside.A, rtol=1e-12, atol=1e-12 * np.linalg.norm(inside.A))
+    np.testing.assert_allclose(beside.A[:6, 6], inside.B[:, 0], rtol=1e-12)
+    assert abs(inside.A[5, 1]) > 1.0       # the psi column of di/dt (back-emf of the moving sleigh)
+    fd = reduced_ode_jacobian_fd(cm, ref1, PART, t, h=1e-5, rates=rk)
+    assert np.max(np.abs(inside.A - fd.J)) < 1e-7 * np.linalg.norm(inside.A)
