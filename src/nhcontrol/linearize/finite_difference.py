@@ -425,9 +425,10 @@ def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *
     g = len(ai)
     pos = ai + ad if form == "third" else ai + dd
 
-    def F(S: NDArray[np.float64], us: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    def full_state(S: NDArray[np.float64], U: NDArray[np.float64] | None
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``x`` (projected on ``C = 0`` for the third form) and ``ẋ`` at reduced states ``S``."""
         N = S.shape[0]
-        U = us if us is not None else (None if pt.u is None else _stack(pt.u, N))
         X = np.broadcast_to(pt.x, (N, n)).copy()
         X[:, ai] = S[:, :g]
         X[:, pos[g:]] = S[:, 2 * g:]
@@ -444,6 +445,11 @@ def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *
         except np.linalg.LinAlgError as exc:
             raise PartitionError("D_dd (Eq. (2.131)) is singular at a perturbed point; choose "
                                  "other independent coordinates") from exc
+        return X, XD
+
+    def F(S: NDArray[np.float64], us: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+        U = us if us is not None else (None if pt.u is None else _stack(pt.u, S.shape[0]))
+        X, XD = full_state(S, U)
         xdd, _ = index1_accelerations(cm, X, XD, U, pt.p)
         return np.concatenate([XD[:, ai], xdd[:, ai], XD[:, pos[g:]]], axis=1)
 
@@ -470,16 +476,7 @@ def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *
                 U[:, ui] = us
             U[:, zi] = S[:, nmech:]
             mech = F_mech(S[:, :nmech], U)
-            # the full state at these points for H (same reconstruction as F_mech)
-            X = np.broadcast_to(pt.x, (N, n)).copy()
-            X[:, ai] = S[:, :g]
-            X[:, pos[g:]] = S[:, 2 * g:nmech]
-            if form == "third":
-                X = _project_holonomic(cm, X, d, U, pt.p)
-            D = np.asarray(cm.D(X, U, pt.p), dtype=float).reshape(N, c, n)
-            XD = np.zeros((N, n))
-            XD[:, ai] = S[:, g:2 * g]
-            XD[:, dd] = -np.linalg.solve(D[:, :, dd], D[:, :, ai] @ S[:, g:2 * g, None])[..., 0]
+            X, XD = full_state(S[:, :nmech], U)
             zd = np.array([rates.rates(X[j], XD[j], U[j, zi], U[j, ui], params)
                            for j in range(N)]).reshape(N, nz)
             return np.concatenate([mech, zd], axis=1)
