@@ -156,3 +156,42 @@ def test_precheck_bound_is_above_the_exact_condition_number(cases, name):
     out = point_procedure(terms, idx, k)
     assert point_suspect(out, 0.999 * worst)
     assert not point_suspect(out, 1e3 * worst)
+
+
+
+def test_one_point_admissibility_decision_equals_the_stacked_one():
+    """The one-point decision of the reference check (_passes_one, used by linearize at one
+    time) equals the stacked residual/scale decision on the same numbers: admissible bicycle
+    points, each level perturbed by a fraction (pass) and by multiples (fail) of the tolerance,
+    and a NaN."""
+    from nhcontrol.models import benchmark_bicycle as bb
+    from nhcontrol.reference.admissibility import _passes_one, _residuals
+
+    cm = bb.model()
+    ref = bb.steady_forward(cm, 4.0)
+    p = ref.parameters
+    rng = np.random.default_rng(7)
+    decided = {True: 0, False: 0}
+    for t in (0.0, 0.37, 1.9):
+        x, xd, xdd, lam, _ = ref.values(t)
+        for level, scale in [(None, 0.0)] + [(lv, s) for lv in ("x", "xd", "xdd", "lam")
+                                             for s in (1e-12, 1e-6, 1e-3)]:
+            v = {"x": x.copy(), "xd": xd.copy(), "xdd": xdd.copy(), "lam": lam.copy()}
+            if level is not None:
+                v[level] += scale * rng.standard_normal(v[level].shape)
+            terms = cm.linearization_terms(v["x"], v["xd"], v["xdd"], v["lam"], None, p)
+            C = np.asarray(cm.C(v["x"], None, p), dtype=float)
+            M, Q, D, Qd = (np.asarray(getattr(terms, k)) for k in ("M", "Q", "D", "Qd"))
+            fast = _passes_one(v["x"], v["xd"], v["xdd"], v["lam"], M, Q, D, Qd, C, None, 1e-8)
+            res, sc = _residuals(*(v[k][None] for k in ("x", "xd", "xdd", "lam")), M[None],
+                                 Q[None], D[None], Qd[None], C[None])
+            full = all(bool(np.all(np.abs(res[k]) <= 1e-8 * sc[k])) for k in res)
+            assert fast == full, (t, level, scale)
+            decided[fast] += 1
+    assert decided[True] >= 3 and decided[False] >= 3       # both outcomes exercised
+    x, xd, xdd, lam, _ = ref.values(0.0)
+    terms = cm.linearization_terms(x, xd, xdd, lam, None, p)
+    bad = xdd.copy()
+    bad[0] = np.nan
+    assert not _passes_one(x, xd, bad, lam, terms.M, terms.Q, terms.D, terms.Qd,
+                           np.asarray(cm.C(x, None, p)), None, 1e-8)

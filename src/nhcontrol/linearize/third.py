@@ -345,7 +345,10 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
             f"linearize: the reference was built for model {getattr(ref, 'model_name', '?')!r} "
             f"with coordinates {list(ref_coords)}, but cm is {getattr(cm, 'name', '?')!r} with "
             f"{list(cm.coordinates)}; pass the reference built for this model")
-    t_arr = as_times(t, "t", error=LinearSystemError)
+    if type(t) is float and math.isfinite(t):
+        t_arr = np.array(t)                   # the common scalar time, already valid
+    else:
+        t_arr = as_times(t, "t", error=LinearSystemError)
     scalar = t_arr.ndim == 0
     ts = np.atleast_1d(t_arr)
     if partition is None:

@@ -298,10 +298,14 @@ class Reference:
         return len(self.coordinates)
 
     def _times(self, t: ArrayLike) -> tuple[NDArray[np.float64], bool]:
-        ta = as_times(t, "t", error=ReferenceMotionError)
-        scalar = ta.ndim == 0
-        tt = np.atleast_1d(ta).astype(float)
-        check_finite(tt, "t", error=ReferenceMotionError)
+        if type(t) is np.ndarray and t.ndim == 1 and t.dtype == np.float64 \
+                and np.isfinite(t).all():
+            tt, scalar = t.copy(), False        # already finite float64 times (linearize)
+        else:
+            ta = as_times(t, "t", error=ReferenceMotionError)
+            scalar = ta.ndim == 0
+            tt = np.atleast_1d(ta).astype(float)
+            check_finite(tt, "t", error=ReferenceMotionError)
         if self.period is not None and self._wrap_t0 is not None:
             tt = self._wrap_t0 + np.mod(tt - self._wrap_t0, self.period)
         elif self.t_range is not None and self.period is None and tt.size:
