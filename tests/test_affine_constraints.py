@@ -1,6 +1,7 @@
 """Affine nonholonomic constraints ``B(x) ẋ + b(x) = 0`` in the Newton–Euler route (issue 12).
 
-The torque-steered skate single-track model with a prescribed speed that varies along the road,
+The skate single-track model with steering torque (``force_torque`` variant, its driving forces
+left at 0) and a prescribed speed that varies along the road,
 ``cos ψ ẋ + sin ψ ẏ − V (1 + ε sin(k x)) = 0``: an affine constraint whose velocity-free term
 depends on the coordinates. Checks: validation (the flag is required; inputs in ``b`` are
 refused), the degree-of-freedom count of Table 1 (2.5), the kernels ``b`` and
@@ -30,7 +31,7 @@ EPS, K = 0.1, 0.2           # speed profile V (1 + ε sin(k x))
 
 
 def _model(affine: bool = True, with_input: bool = False):
-    mdl = st.build("torque")
+    mdl = st.build("force_torque")
     mb = mdl.system
     x, y, psi, gam = mb.coordinates
     xd, yd, _, _ = mb.velocities
@@ -63,7 +64,7 @@ def test_validation():
     with pytest.raises(ModelError, match="velocity-free term.*affine=True"):
         mb.validate()
     _, mb, _ = _model(with_input=True)
-    with pytest.raises(ModelError, match=r"depends on the inputs \['T'\]"):
+    with pytest.raises(ModelError, match=r"depends on the inputs \['F_R'\]"):
         mb.validate()
 
 
@@ -93,7 +94,7 @@ def test_forward_dynamics_equals_appell(setup):
     from the same start: coordinates and γ̇ agree to 1e-8 over 2 s (tolerances 1e-11)."""
     mb, cm, ae = setup
     f = ae.rhs()
-    u = lambda t: [20.0 * math.sin(2 * t)]  # noqa: E731
+    u = lambda t: [0.0, 0.0, 20.0 * math.sin(2 * t)]  # noqa: E731
     s0 = np.array([0.0, 0.0, 0.1, 0.02, 0.3])
     xd0 = f(0.0, s0, u(0.0))[:4]
     assert np.max(np.abs(cm.D(s0[:4]) @ xd0 + cm.b(s0[:4]))) < 1e-12
@@ -121,7 +122,7 @@ def test_third_procedure_along_trajectory_matches_finite_differences(setup):
     of a simulated (non-steady) motion; the reference passes its residual check (D ẋ + b)."""
     mb, cm, ae = setup
     f = ae.rhs()
-    u = lambda t: [20.0 * math.sin(2 * t)]  # noqa: E731
+    u = lambda t: [0.0, 0.0, 20.0 * math.sin(2 * t)]  # noqa: E731
     s0 = np.array([0.0, 0.0, 0.1, 0.02, 0.3])
     sim = forward_dynamics(cm, (0, 2.0), s0[:4], f(0.0, s0, u(0.0))[:4], u=u, rtol=1e-11,
                            atol=1e-12)

@@ -69,32 +69,6 @@ def test_kinematic_bicycle_steady_turn(models):
     assert f(0, [0, 0, 0], [gam, 0.0])[2] == pytest.approx(r_ex, rel=1e-14)
 
 
-def _wdot_newton_euler(mdl, cm, s, u, speed_row):
-    """ẇ from Newton--Euler with multipliers at the state of the Appell trajectory."""
-    n = mdl.n
-    ae = mdl.appell
-    xd = ae.rhs()(0.0, s, u)[:n]
-    x = s[:n]
-    M, D = cm.M(x, u), cm.D(x, u)
-    Q, Qd = cm.Q(x, xd, u), cm.Qd(x, xd, u)
-    psi, psid = x[2], xd[2]
-    if speed_row:  # affine constraint cos(psi) x_d + sin(psi) y_d - V = 0 (V constant)
-        row = np.zeros(n)
-        row[:2] = math.cos(psi), math.sin(psi)
-        D = np.vstack([D, row])
-        Qd = np.append(Qd, -psid * (-math.sin(psi) * xd[0] + math.cos(psi) * xd[1]))
-    k = D.shape[0]
-    K = np.block([[M, D.T], [D, np.zeros((k, k))]])
-    xdd = np.linalg.solve(K, np.concatenate([Q, Qd]))[:n]
-    out = []
-    if mdl.variant in ("force", "force_torque"):
-        out.append(math.cos(psi) * xdd[0] + math.sin(psi) * xdd[1]
-                   + psid * (-math.sin(psi) * xd[0] + math.cos(psi) * xd[1]))
-    if n == 4:
-        out.append(xdd[3])
-    return np.array(out)
-
-
 @pytest.mark.parametrize("variant, u, s0", [
     ("force", lambda t: [800.0 * math.sin(t), 300.0, 0.05 * math.cos(0.7 * t), 0.0], [0, 0, 0.1, 15.0]),
     ("torque", lambda t: [20.0 * math.sin(2 * t)], [0, 0, 0, 0.02, 0.0]),
@@ -113,7 +87,7 @@ def test_appell_equals_newton_euler_with_multipliers(models, variant, u, s0):
         s = sol.sol(t)
         ut = np.array(u(t), dtype=float)
         wd_a = f(t, s, ut)[n:]
-        wd_ne = _wdot_newton_euler(mdl, cm, s, ut, speed_row=(variant == "torque"))
+        wd_ne = st.newton_euler_wdot(mdl, cm, s, ut, t)     # torque: affine speed constraint in cm
         worst = max(worst, np.max(np.abs(wd_a - wd_ne)))
     assert worst < 1e-10
 
@@ -203,13 +177,9 @@ def test_rigid_wheel_tends_to_skate():
 @pytest.mark.parametrize("variant", st.VARIANTS)
 def test_multibody_system_reports_dof(models, variant):
     """MultibodySystem.dof = n − m − l/2 (review: 3N − g − h/2) and first_order_odes =
-    2(n − m) − l. The Newton–Euler systems hold the homogeneous constraints only; the affine
-    speed constraint of the constant-speed variants lives in the velocity map, so there the
-    system has half a degree of freedom (one first-order equation) more than Table 1."""
+    2(n − m) − l of the Newton–Euler systems equal Table 1 (the constant-speed variants carry
+    the affine speed constraint)."""
     mdl = models[variant]
     mb = mdl.system
-    assert mb.dof == mb.n - mb.m - mb.l / 2
-    assert mb.first_order_odes == 2 * (mb.n - mb.m) - mb.l
-    speed = 1 if variant.removeprefix("rigid_") in ("kinematic", "torque") else 0
-    assert mb.dof == mdl.dof + speed / 2
-    assert mb.first_order_odes == mdl.first_order_odes + speed
+    assert mb.dof == mb.n - mb.m - mb.l / 2 == mdl.dof
+    assert mb.first_order_odes == 2 * (mb.n - mb.m) - mb.l == mdl.first_order_odes

@@ -95,8 +95,10 @@ class SingleTrackModel:
     ----------
     variant : str
     system : MultibodySystem
-        Bodies, loads and the *homogeneous* skate constraints (the Newton--Euler route);
-        the affine speed constraint and the steering-rate input live in the velocity map.
+        Bodies, loads and the constraints of Table 1 (the Newton--Euler route), the
+        constant-speed variants' ``cos ψ ẋ + sin ψ ẏ − V = 0`` as an affine constraint; the
+        steering-rate input of the assigned-steering variants lives only in the velocity map
+        (Appell's route).
     appell : AppellEquations
     l : int
         Number of kinematic constraints of Table 1 (``n - nw``).
@@ -219,6 +221,9 @@ def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
     mb.add_nonholonomic(-s * xd + c * yd - b * psid, name="rear_skate" if not rigid else "rear_lateral")
     mb.add_nonholonomic(-sp.sin(psi + gam) * xd + sp.cos(psi + gam) * yd + a * sp.cos(gam) * psid,
                         name="front_skate" if not rigid else "front_lateral")
+    if base in ("kinematic", "torque"):
+        # prescribed longitudinal speed v_G · i_1 = V: affine, B ẋ + b = 0 with b = -V
+        mb.add_nonholonomic(c * xd + s * yd - V, name="speed", affine=True)
     if rigid:
         # rolling (review Eq. (50)): longitudinal speed of the wheel centre = r_w * spin rate
         mb.add_nonholonomic(c * xd + s * yd - r_w * vel[-2], name="rear_rolling")
@@ -261,10 +266,9 @@ def newton_euler_wdot(mdl: SingleTrackModel, cm: object, s: ArrayLike, u: ArrayL
     """``ẇ`` from Newton--Euler with multipliers (index-1 form, Eq. (2.119)) at ``s = [x, w]``.
 
     The velocities come from the velocity map, the accelerations from the saddle-point system
-    ``[[M, Dᵀ], [D, 0]] [ẍ; Λ] = [Q; Q_d]`` of the compiled model ``cm``; for the constant-speed
-    variants the affine constraint ``cos ψ ẋ + sin ψ ẏ − V = 0`` is appended as a row
-    (``V`` constant, so its ``Q_d`` entry is ``−ψ̇ (−sin ψ ẋ + cos ψ ẏ)``). The pseudo
-    velocities' rates follow from ``ẍ``: ``v̇ = d(v_G · i_1)/dt``, ``γ̈``.
+    ``[[M, Dᵀ], [D, 0]] [ẍ; Λ] = [Q; Q_d]`` of the compiled model ``cm`` (for the constant-speed
+    variants ``D`` and ``Q_d`` include the affine speed constraint). The pseudo velocities'
+    rates follow from ``ẍ``: ``v̇ = d(v_G · i_1)/dt``, ``γ̈``.
     """
     n = mdl.n
     s = np.asarray(s, dtype=float)
@@ -275,11 +279,6 @@ def newton_euler_wdot(mdl: SingleTrackModel, cm: object, s: ArrayLike, u: ArrayL
     Q, Qd = np.asarray(cm.Q(x, xd, u)), np.asarray(cm.Qd(x, xd, u))
     psi, psid = x[2], xd[2]
     base = mdl.variant.removeprefix("rigid_")
-    if base in ("kinematic", "torque"):
-        row = np.zeros(n)
-        row[:2] = math.cos(psi), math.sin(psi)
-        D = np.vstack([D, row])
-        Qd = np.append(Qd, -psid * (-math.sin(psi) * xd[0] + math.cos(psi) * xd[1]))
     k = D.shape[0]
     K = np.block([[M, D.T], [D, np.zeros((k, k))]])
     xdd = np.linalg.solve(K, np.concatenate([Q, Qd]))[:n]
