@@ -225,3 +225,25 @@ def test_circuit_beside_the_model_gives_the_same_rows(toy):
     assert abs(inside.A[5, 1]) > 1.0       # the psi column of di/dt (back-emf of the moving sleigh)
     fd = reduced_ode_jacobian_fd(cm, ref1, PART, t, h=1e-5, rates=rk)
     assert np.max(np.abs(inside.A - fd.J)) < 1e-7 * np.linalg.norm(inside.A)
+
+
+def test_trajectory_in_one_call(toy):
+    """An array of times gives the stacked Jacobians of the per-time calls (the mechanics from
+    the stacked kernel path, equal to round-off); spurious eigenvalues are identified per time."""
+    from nhcontrol._util.errors import LinearSystemError
+    cm, rk = toy
+    ref = _trajectory(cm)
+    ts = np.array([0.0, 0.35, 0.7])
+    res = linearize_first_order_system(cm, rk, ref, PART_PSI, t=ts)
+    assert res.A.shape == (3, 6, 6) and res.B.shape == (3, 6, 2) and res.T0.shape == (3, 3, 2)
+    assert res.eigenvalues.shape == (3, 6) and np.array_equal(res.t, ts)
+    for j, t in enumerate(ts):
+        one = linearize_first_order_system(cm, rk, ref, PART_PSI, t=t)
+        scale = np.linalg.norm(one.A)
+        np.testing.assert_allclose(res.A[j], one.A, rtol=1e-12, atol=1e-13 * scale)
+        np.testing.assert_allclose(res.B[j], one.B, rtol=1e-12, atol=1e-13 * np.linalg.norm(one.B))
+        np.testing.assert_allclose(res.T0[j], one.T0, rtol=1e-12, atol=1e-14)
+    with pytest.raises(LinearSystemError, match="one time"):
+        res.spurious
+    with pytest.raises(LinearSystemError, match="t must"):
+        linearize_first_order_system(cm, rk, ref, PART_PSI, t="now")

@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError
+from .._util.validation import as_times
 from .partition import Partition
 from .result import (SPURIOUS_RTOL, ZERO_RTOL, SpuriousIdentification, _remove_matched)
 from .third import _reference_values, _stacked_terms, linearize, third_procedure
@@ -54,19 +55,20 @@ class FirstOrderLinearization:
 
     Attributes
     ----------
-    A : (ns, ns) ndarray
-        ``ns = 2n - 2m - l + r + u``, state ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃, w̃]``.
-    B : (ns, k) ndarray
+    A : (ns, ns) or (N, ns, ns) ndarray
+        ``ns = 2n - 2m - l + r + u``, state ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃, w̃]``; stacked for an
+        array of times.
+    B : (ns, k) or (N, ns, k) ndarray
         Input matrix of the references ``r`` (or of the model's other inputs).
     states, inputs : tuple of str
-    T0 : (n, n - m - l) ndarray
+    T0 : (n, n - m - l) or (N, n, n - m - l) ndarray
         Velocity transformation at the reference (model coordinate order).
     n_spurious : int
         ``l``, the spurious eigenvalues of the linearized nonholonomic constraints.
     n_independent : int
         ``n - m - l``.
-    t : float
-        Time on the reference.
+    t : float or (N,) ndarray
+        Time(s) on the reference.
     """
 
     A: NDArray[np.float64]
@@ -76,19 +78,30 @@ class FirstOrderLinearization:
     T0: NDArray[np.float64]
     n_spurious: int = 0
     n_independent: int = field(default=-1)
-    t: float = 0.0
+    t: Any = 0.0
 
     @property
     def eigenvalues(self) -> NDArray[np.complex128]:
-        """Eigenvalues of ``A`` sorted by real part."""
+        """Eigenvalues of ``A`` sorted by real part (``(N, ns)`` for stacked times)."""
         ev = np.linalg.eigvals(self.A)
-        return ev[np.argsort(ev.real, kind="stable")]
+        return np.take_along_axis(ev, np.argsort(ev.real, axis=-1, kind="stable"), axis=-1)
 
     @property
     def spurious(self) -> SpuriousIdentification:
         """The ``l`` spurious eigenvalues (see
-        [`identify_spurious_first_order()`][nhcontrol.linearize.identify_spurious_first_order])."""
-        n1 = self.T0.shape[1] if self.n_independent < 0 else self.n_independent
+        [`identify_spurious_first_order()`][nhcontrol.linearize.identify_spurious_first_order]).
+
+        Raises
+        ------
+        LinearSystemError
+            For stacked times (identify them at one time: ``res.A[j]``).
+        """
+        if self.A.ndim != 2:
+            raise LinearSystemError(f"spurious eigenvalues are identified at one time; this result "
+                                    f"stacks {self.A.shape[0]} times: use "
+                                    f"identify_spurious_first_order(res.A[j], {self.n_independent}, "
+                                    f"{self.n_spurious})")
+        n1 = self.T0.shape[-1] if self.n_independent < 0 else self.n_independent
         return identify_spurious_first_order(self.A, n1, self.n_spurious)
 
 
@@ -161,56 +174,60 @@ class _Kinematics:
     """Steps 1, 2 and 4 of the third procedure at one reference point (thesis order)."""
 
     perm: NDArray[np.intp]       # x_perm = x[perm], perm = [ai, ad, d]
-    T0: NDArray[np.float64]      # (n, n1), rows in thesis order, Eq. (2.131)
-    Vbb0: NDArray[np.float64]    # (n, n), Eq. (4.100)
-    Th0: NDArray[np.float64]     # (n, n - m) = [Vh_ai, Vh_ad], Eqs. (4.107)-(4.108)
+    T0: NDArray[np.float64]      # (N, n, n1), rows in thesis order, Eq. (2.131)
+    Vbb0: NDArray[np.float64]    # (N, n, n), Eq. (4.100)
+    Th0: NDArray[np.float64]     # (N, n, n - m) = [Vh_ai, Vh_ad], Eqs. (4.107)-(4.108)
 
     def rate_rows(self, H_x: NDArray[np.float64], H_xd: NDArray[np.float64]
                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """``[(H_x + H_ẋ V̄̄0) Th0, H_ẋ T0]``: the columns of ``[x̃_a]`` and ``ẋ̃_ai`` of Eq. (7.26)."""
-        Hx, Hxd = H_x[:, self.perm], H_xd[:, self.perm]
+        """``[(H_x + H_ẋ V̄̄0) Th0, H_ẋ T0]``: the columns of ``[x̃_a]`` and ``ẋ̃_ai`` of Eq. (7.26)
+        (``H_x``, ``H_ẋ`` of shape ``(N, r, n)``)."""
+        Hx, Hxd = H_x[..., self.perm], H_xd[..., self.perm]
         return (Hx + Hxd @ self.Vbb0) @ self.Th0, Hxd @ self.T0
 
     def T0_model(self) -> NDArray[np.float64]:
         out = np.empty_like(self.T0)
-        out[self.perm] = self.T0
+        out[:, self.perm] = self.T0
         return out
 
 
-def _kinematics(cm: Any, ref: Any, part: Partition, t: float) -> tuple[_Kinematics, tuple]:
-    """The reference values at ``t`` and ``T0, V̄̄0, Th0`` from the model's linearization terms."""
+def _kinematics(cm: Any, ref: Any, part: Partition, ts: NDArray[np.float64]
+                ) -> tuple[_Kinematics, tuple]:
+    """The reference values at the times ``ts`` (N,) and ``T0, V̄̄0, Th0`` from the model's
+    linearization terms (one stacked kernel call)."""
     idx = part.indices(cm)
     n, m, l, k = idx.n, idx.m, idx.l, int(cm.ninputs)
-    ts = np.atleast_1d(np.asarray(float(t)))
-    vals = _reference_values(ref, ts, 1, n, m + l, k)
-    x, xd, xdd, lam, u = vals
+    N = ts.shape[0]
+    x, xd, xdd, lam, u = _reference_values(ref, ts, N, n, m + l, k)
     terms = cm.linearization_terms(x, xd, xdd, lam, u, getattr(ref, "parameters", None))
     with np.errstate(all="ignore"):
-        out = third_procedure(_stacked_terms(terms, 1, n, m, l, k), idx, k)
-    kin = _Kinematics(perm=np.asarray(idx.perm), T0=out["T0"][0], Vbb0=out["Vbb0"][0],
-                      Th0=out["Th0"][0])
-    return kin, (x[0], xd[0], xdd[0], lam[0], None if u is None else u[0])
+        out = third_procedure(_stacked_terms(terms, N, n, m, l, k), idx, k)
+    kin = _Kinematics(perm=np.asarray(idx.perm), T0=out["T0"], Vbb0=out["Vbb0"], Th0=out["Th0"])
+    return kin, (x, xd, xdd, lam, u)
 
 
 def _assemble(lin: Any, kin: _Kinematics, n1: int, l: int,  # noqa: E741
               blocks: dict[str, NDArray[np.float64]], zi: Sequence[int], r: int, nw: int,
               ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``A`` in ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃, w̃]`` and the mechanical input columns."""
+    """``A`` (N, ns, ns) in ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃, w̃]`` and the mechanical input columns
+    (N, 2 n1 + l, k); the blocks ``H_*``, ``W_w`` are stacked ``(N, ·, ·)`` or one matrix."""
     nm = 2 * n1 + l
     ns = nm + r + nw
-    Am, Bm = np.asarray(lin.A), np.asarray(lin.B)
+    N = kin.T0.shape[0]
+    Am = np.asarray(lin.A).reshape(N, nm, nm)
+    Bm = np.asarray(lin.B).reshape(N, nm, -1)
     Gx, Gxd = kin.rate_rows(blocks["H_x"], blocks["H_xd"])
-    A = np.zeros((ns, ns))
-    A[:nm, :nm] = Am
-    A[:nm, nm:nm + r] = Bm[:, list(zi)]
+    A = np.zeros((N, ns, ns))
+    A[:, :nm, :nm] = Am
+    A[:, :nm, nm:nm + r] = Bm[:, :, list(zi)]
     zr = slice(nm, nm + r)
-    A[zr, :n1] = Gx[:, :n1]
-    A[zr, n1:2 * n1] = Gxd
-    A[zr, 2 * n1:nm] = Gx[:, n1:]
-    A[zr, nm:nm + r] = blocks["H_z"]
+    A[:, zr, :n1] = Gx[..., :n1]
+    A[:, zr, n1:2 * n1] = Gxd
+    A[:, zr, 2 * n1:nm] = Gx[..., n1:]
+    A[:, zr, nm:nm + r] = blocks["H_z"]
     if nw:
-        A[zr, nm + r:] = blocks["H_w"]
-        A[nm + r:, nm + r:] = blocks["W_w"]
+        A[:, zr, nm + r:] = blocks["H_w"]
+        A[:, nm + r:, nm + r:] = blocks["W_w"]
     return A, Bm
 
 
@@ -270,11 +287,11 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
     if np.asarray(lin.B).shape != (2 * n1 + l, r):
         raise LinearSystemError(f"the model's inputs must be the {r} states z {list(z_names)}; "
                                 f"its input matrix has shape {np.asarray(lin.B).shape}")
-    kin, _ = _kinematics(cm, ref, part, t)
-    A, _ = _assemble(lin, kin, n1, l, blocks, range(r), r, nw)
+    kin, _ = _kinematics(cm, ref, part, np.array([float(t)]))
+    A = _assemble(lin, kin, n1, l, blocks, range(r), r, nw)[0][0]
     B = np.zeros((A.shape[0], len(r_names)))
     B[2 * n1 + l + r:, :] = Wr
-    T0 = kin.T0_model()
+    T0 = kin.T0_model()[0]
     for a in (A, B, T0):
         a.flags.writeable = False
     states = tuple(lin.states) + tuple(z_names) + tuple(w_names)
@@ -314,15 +331,18 @@ def linearize_first_order_system(cm: Any, rates: Any, ref: Any,
         also satisfy ``ż0 = H(x0, ẋ0, z0, u0)`` (Eq. (7.19)); the Jacobian does not use ``ż0``.
     partition : Partition or mapping
         ``x = [x_ai, x_ad, x_d]`` (Eq. (7.29)).
-    t : float
+    t : float or (N,) array_like
+        Time(s) on the reference; an array linearizes a trajectory with one stacked kernel
+        call for the mechanics (the rate Jacobians are evaluated point by point).
     check : bool
         Admissibility and conditioning checks of `linearize()`.
 
     Returns
     -------
     FirstOrderLinearization
-        ``A`` of size ``2n - 2m - l + r`` in ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃]``, ``B`` for the other
-        inputs ``u``; ``l`` spurious eigenvalues (``.spurious``).
+        ``A`` of size ``2n - 2m - l + r`` in ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃]`` (``(N, ns, ns)`` for
+        an array of times), ``B`` for the other inputs ``u``; ``l`` spurious eigenvalues
+        (``.spurious``).
 
     Raises
     ------
@@ -338,22 +358,29 @@ def linearize_first_order_system(cm: Any, rates: Any, ref: Any,
                                 f"{list(rates.inputs)}) do not belong to model {cm.name!r} with "
                                 f"inputs {names}")
     part = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
-    lin = linearize(cm, ref, part, t, check=check)
+    t_arr = as_times(t, "t", error=LinearSystemError)
+    ts = np.atleast_1d(t_arr)
+    lin = linearize(cm, ref, part, t_arr, check=check)
     n, l = int(cm.n), int(cm.l)
     n1 = n - int(cm.m) - l
-    kin, (x0, xd0, _, _, u_all) = _kinematics(cm, ref, part, t)
-    z0, u0 = rates.split_inputs(u_all)
-    J = rates.jacobians(x0, xd0, z0, u0, getattr(ref, "parameters", None))
+    kin, (x0, xd0, _, _, u_all) = _kinematics(cm, ref, part, ts)
+    p = getattr(ref, "parameters", None)
+    jac = [rates.jacobians(x0[j], xd0[j], *rates.split_inputs(u_all[j]), p)
+           for j in range(ts.shape[0])]
+    H = {key: np.stack([getattr(J, key) for J in jac]) for key in ("H_x", "H_xd", "H_z", "H_u")}
     zi, ui = list(rates.state_index), list(rates.input_index)
     r = len(zi)
-    A, Bm = _assemble(lin, kin, n1, l, dict(H_x=J.H_x, H_xd=J.H_xd, H_z=J.H_z), zi, r, 0)
+    A, Bm = _assemble(lin, kin, n1, l, H, zi, r, 0)
     nm = 2 * n1 + l
-    B = np.zeros((A.shape[0], len(ui)))
-    B[:nm, :] = Bm[:, ui]
-    B[nm:, :] = J.H_u
+    B = np.zeros(A.shape[:2] + (len(ui),))
+    B[:, :nm, :] = Bm[:, :, ui]
+    B[:, nm:, :] = H["H_u"]
     T0 = kin.T0_model()
+    if t_arr.ndim == 0:
+        A, B, T0 = A[0], B[0], T0[0]
     for a in (A, B, T0):
         a.flags.writeable = False
     states = tuple(lin.states) + tuple(rates.states)
     return FirstOrderLinearization(A=A, B=B, states=states, inputs=tuple(rates.inputs), T0=T0,
-                                   n_spurious=l, n_independent=n1, t=float(t))
+                                   n_spurious=l, n_independent=n1,
+                                   t=float(t_arr) if t_arr.ndim == 0 else ts.copy())
