@@ -195,6 +195,7 @@ class CKernels:
 
     def _make_one(self, fn: Any, spec: dict) -> Callable[..., tuple]:
         fb = self._ffi.from_buffer
+        dbl = self._ffi.typeof("double[]")     # resolved once (not per argument and call)
         size = spec["size"]
         # per output: a shared read-only empty array, a slice (1-D) or a reshaped slice
         outs: list = []
@@ -209,7 +210,7 @@ class CKernels:
 
         def one(*arrays: np.ndarray) -> tuple:
             o = zeros(size)
-            rc = fn(*[fb("double[]", a) for a in arrays], fb("double[]", o))
+            rc = fn(*[fb(dbl, a) for a in arrays], fb(dbl, o))
             if rc:
                 raise FloatingPointFlags(rc)
             o.flags.writeable = False
@@ -220,6 +221,7 @@ class CKernels:
 
     def _make_many(self, fn: Any, spec: dict) -> Callable[..., tuple]:
         fb = self._ffi.from_buffer
+        dbl = self._ffi.typeof("double[]")
         size = spec["size"]
         outs = [(at, at + sz, tuple(shape)) for at, sz, shape in spec["outputs"]]
 
@@ -229,8 +231,8 @@ class CKernels:
             call: list = [N]
             for a in arrays:
                 a = np.ascontiguousarray(a, dtype=np.float64)
-                call += [fb("double[]", a), a.shape[1] if a.shape[0] > 1 else 0]
-            call.append(fb("double[]", o))
+                call += [fb(dbl, a), a.shape[1] if a.shape[0] > 1 else 0]
+            call.append(fb(dbl, o))
             if N:
                 rc = fn(*call)
                 if rc:

@@ -50,6 +50,9 @@ def _layout(idx: PartitionIndices, k: int) -> dict[str, Any]:
     Th0 = np.zeros((n, na))
     Th0[lay["a"], np.arange(na)] = 1.0
     lay["T0"], lay["Th0"] = T0, Th0
+    A0 = np.zeros((2 * n1 + l, 2 * n1 + l))
+    A0[:n1, n1:2 * n1] = np.eye(n1)
+    lay["A0"] = A0
     lay["perm"] = idx.perm
     lay[f"I{n1}"] = np.eye(n1)
     if len(_LAYOUT) > 256:
@@ -113,8 +116,11 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
     out: dict[str, NDArray[np.float64]] = {}
 
     # ---- Steps 1-3: T0, V̄̄0, U0, V0 (Eqs. (2.131), (4.99)-(4.103)) from one LU of D_dd -----
-    T0 = np.empty(lead + (n, n1))
-    T0[...] = L["T0"]
+    if lead:
+        T0 = np.empty(lead + (n, n1))
+        T0[...] = L["T0"]
+    else:
+        T0 = L["T0"].copy()
     W7 = np.empty(lead + (n, 2 * n + n1 + k))  # [∂Q/∂ẋ − M U0, G − M V0, M T0, ∂Q/∂u − ∂(Mẍ0)/∂u]
     W7[..., :n] = f("dQ_dxd", n, n)
     np.subtract(f("dQ_dx", n, n), f("dMa_dx", n, n), out=W7[..., n:2 * n])
@@ -146,12 +152,18 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
         Cx_d_inv = inv(Cx[..., d])
         solh = np.negative(Cx_d_inv) @ rhs  # [Th0_d, Vh0_d] (Eqs. (4.112), (4.113))
         out["Cx"], out["Cx_d_inv"] = Cx, Cx_d_inv
-        Th0 = np.empty(lead + (n, na))
-        Th0[...] = L["Th0"]
+        if lead:
+            Th0 = np.empty(lead + (n, na))
+            Th0[...] = L["Th0"]
+        else:
+            Th0 = L["Th0"].copy()
         Th0[..., d, :] = solh[..., :na]
 
-    A = np.zeros(lead + (ns, ns))
-    A[..., :n1, n1:2 * n1] = L[f"I{n1}"]
+    if lead:
+        A = np.zeros(lead + (ns, ns))
+        A[..., :n1, n1:2 * n1] = L[f"I{n1}"]
+    else:
+        A = L["A0"].copy()
     # ---- Step 6: ẋ̃_ad = U_nh_ai ẋ̃_ai + V_nh_ai x̃_ai + V_nh_ad x̃_ad (Eqs. (4.114)-(4.117)) ---
     if l:
         Bm = f("B", l, n)
@@ -189,27 +201,28 @@ def point_suspect(out: dict[str, NDArray[np.float64]], cond_max: float) -> bool:
     the inverse the procedure computed anyway. True when that bound reaches ``cond_max`` (or is
     not finite): the exact (SVD) decision is then needed.
     """
+    # the squared bound r ‖F_blk⁻¹ R‖_F² = r Σ_j (Σ_i (F_blk⁻¹)_ij²) R_j² from squared row norms:
+    # no square roots, four numpy calls per block
+    lim = cond_max * cond_max
     D = out.get("D")
     if D is not None:
-        rn = np.sqrt(_sum(np.square(D), 1))
-        if not rn.all():  # a vanishing constraint row: infinitely ill conditioned
+        rn2 = _sum(D * D, 1)
+        if not rn2.all():  # a vanishing constraint row: infinitely ill conditioned
             return True
         for key, rows in (("D_dd_inv", D.shape[0]), ("Cx_d_inv", None)):
             inv = out.get(key)
             if inv is None or inv.shape[1] == 0:
                 continue
             rows = inv.shape[1] if rows is None else rows
-            v = (inv * rn[:inv.shape[1]]).ravel()
-            if not math.sqrt(rows) * math.sqrt(v @ v) < cond_max:
+            if not rows * float(_sum(inv * inv, 0) @ rn2[:inv.shape[1]]) < lim:
                 return True
     inv = out.get("Bbar_ad_inv")
     if inv is not None and inv.shape[1]:
         full = out["Bbar"]
-        rn = np.sqrt(_sum(np.square(full), 1))
-        if not rn.all():
+        rn2 = _sum(full * full, 1)
+        if not rn2.all():
             return True
-        v = (inv * rn).ravel()
-        if not math.sqrt(full.shape[0]) * math.sqrt(v @ v) < cond_max:
+        if not full.shape[0] * float(_sum(inv * inv, 0) @ rn2) < lim:
             return True
     return False
 
