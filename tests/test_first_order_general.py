@@ -247,3 +247,37 @@ def test_trajectory_in_one_call(toy):
         res.spurious
     with pytest.raises(LinearSystemError, match="t must"):
         linearize_first_order_system(cm, rk, ref, PART_PSI, t="now")
+
+
+@pytest.mark.slow
+def test_linear_time_varying_response_along_the_trajectory(toy):
+    """The nonlinear sleigh with its motor (forward_dynamics_first_order, inputs V0(t), tau0(t) of
+    the reference) started off the accelerating turn, against dS/dt = A(t) dS with the exact A(t):
+    every component's difference falls like eps^2 (halving eps divides it by 4 +- 12 %), so A(t)
+    is the exact first-order model along the time-varying reference (~9 s)."""
+    from scipy.integrate import solve_ivp
+    from nhcontrol.simulate import forward_dynamics_first_order
+    cm, rk = toy
+    ref = _trajectory(cm)
+    T = np.linspace(0.0, 1.0, 51)
+
+    def S_ref(t):
+        x, xd, u = ref.x(t), ref.xd(t), ref.u(t)
+        return np.array([x[0], x[2], xd[0], xd[2], x[1], u[0]])
+
+    diffs = []
+    for eps in (2e-2, 1e-2):
+        dS0 = eps * np.array([0.0, 1.0, 0.5, -1.0, 0.0, 2.0])       # [x, psi, xd, psid, y, i]
+        S0 = S_ref(0.0) + dS0
+        yd = (math.sin(S0[1]) * S0[2] - P["a"] * S0[3]) / math.cos(S0[1])   # blade constraint
+        sim = forward_dynamics_first_order(cm, (0.0, 1.0), [S0[0], S0[4], S0[1]], [S0[2], yd, S0[3]],
+                                           [S0[5]], rates=rk, r=lambda t, *args: ref.u(t)[1:],
+                                           t_eval=T, rtol=1e-11)
+        S_nl = np.column_stack([sim.x[:, 0], sim.x[:, 2], sim.xd[:, 0], sim.xd[:, 2], sim.x[:, 1], sim.z[:, 0]])
+        lin = solve_ivp(lambda t, d: linearize_first_order_system(cm, rk, ref, PART, t=t, check=False).A @ d,
+                        (0.0, 1.0), dS0, t_eval=T, rtol=1e-11, atol=1e-14)
+        d = np.max(np.abs(S_nl - np.array([S_ref(t) for t in T]) - lin.y.T), axis=0)
+        assert np.all(d < 0.05 * np.max(np.abs(lin.y), axis=1))
+        diffs.append(d)
+    ratio = diffs[0] / diffs[1]
+    assert np.all((ratio > 3.5) & (ratio < 4.5)), ratio
