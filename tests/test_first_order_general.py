@@ -225,6 +225,11 @@ def test_circuit_beside_the_model_gives_the_same_rows(toy):
     assert abs(inside.A[5, 1]) > 1.0       # the psi column of di/dt (back-emf of the moving sleigh)
     fd = reduced_ode_jacobian_fd(cm, ref1, PART, t, h=1e-5, rates=rk)
     assert np.max(np.abs(inside.A - fd.J)) < 1e-7 * np.linalg.norm(inside.A)
+    from nhcontrol._util.errors import LinearSystemError
+    with pytest.raises(LinearSystemError, match="one time"):
+        linearize_with_first_order_states(
+            cm2, ref2, PART, H_x=J.H_x, H_xd=J.H_xd, H_z=J.H_z, H_w=J.H_u[:, :1], W_w=[[0.0]],
+            W_r=[[1.0]], z_names=["i"], w_names=["V"], r_names=["V_ref"], t=[0.1, 0.2])
 
 
 def test_trajectory_in_one_call(toy):

@@ -275,6 +275,11 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
     LinearSystemError
         On a shape mismatch.
     """
+    t_arr = as_times(t, "t", error=LinearSystemError)
+    if t_arr.ndim:
+        raise LinearSystemError(f"linearize_with_first_order_states linearizes at one time (its "
+                                f"H_x, H_xd, ... belong to one reference point); got t of shape "
+                                f"{t_arr.shape}: call it once per time")
     part = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
     lin = linearize(cm, ref, part, t, check=check)
     n, l = int(cm.n), int(cm.l)
