@@ -105,7 +105,7 @@ def plot_root_locus(sweep: Any, *, ax: Any = None, critical: Sequence[Any] = (),
         e = complex(cp.eigenvalue)
         ax.plot([e.real, e.real], [e.imag, -e.imag], "o", mfc="none", color="k", ms=7)
         text = labels[i] if labels is not None else cp.kind
-        ax.annotate(f"{text} = {cp.value:.3f}", (e.real, e.imag), fontsize=8,
+        ax.annotate(f"{text} = {cp.value:.3f}{unit}", (e.real, e.imag), fontsize=8,
                     xytext=(4, 4), textcoords="offset points")
     ax.axhline(0.0, color="k", lw=0.6)
     ax.axvline(0.0, color="k", lw=0.6)
