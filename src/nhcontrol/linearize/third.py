@@ -240,6 +240,8 @@ _add_reduce = np.add.reduce
 
 
 def _stack(a: Any, N: int, shape: tuple[int, ...]) -> NDArray[np.float64]:
+    if type(a) is np.ndarray and a.dtype == np.float64 and a.shape == (N,) + shape:
+        return a
     arr = np.asarray(a, dtype=float)
     return arr.reshape((N,) + shape)
 

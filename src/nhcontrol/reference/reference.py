@@ -349,20 +349,34 @@ class Reference:
         needs; the same numbers as the five methods)."""
         tt, scalar = self._times(t)
         shared: dict[int, Any] = {}
-
-        def call(f: _TimeFn) -> NDArray[np.float64]:
+        vals = []
+        for fn, index, d, f in self._values_plan():
+            if fn is None:
+                vals.append(np.asarray(f(tt), dtype=float))
+                continue
             # x, ẋ, ẍ given as StateComponent(fn, i) of one vectorised fn: call fn once
-            inner = getattr(f, "f", None)
-            if isinstance(inner, StateComponent) and getattr(f, "vectorised", False):
-                key = id(inner.fn)
-                if key not in shared:
-                    shared[key] = inner.fn(tt)
-                return np.asarray(shared[key][inner.index], dtype=float).reshape(
-                    tt.shape[0], f.d)
-            return np.asarray(f(tt), dtype=float)
+            key = id(fn)
+            if key not in shared:
+                shared[key] = fn(tt)
+            vals.append(np.asarray(shared[key][index], dtype=float).reshape(tt.shape[0], d))
+        return tuple(v[0] for v in vals) if scalar else tuple(vals)
 
-        vals = tuple(call(f) for f in (self._fx, self._fxd, self._fxdd, self._flam, self._fu))
-        return tuple(v[0] for v in vals) if scalar else vals
+    def _values_plan(self) -> tuple[tuple[Any, int, int, _TimeFn], ...]:
+        """How `values()` evaluates the five functions, decided once per reference:
+        ``(fn, index, d, f)`` with ``fn`` the shared vectorised function of a
+        ``StateComponent`` (else None: call ``f``)."""
+        plan = self.__dict__.get("_plan")
+        if plan is None:
+            rows = []
+            for f in (self._fx, self._fxd, self._fxdd, self._flam, self._fu):
+                inner = getattr(f, "f", None)
+                if isinstance(inner, StateComponent) and getattr(f, "vectorised", False):
+                    rows.append((inner.fn, inner.index, f.d, f))
+                else:
+                    rows.append((None, 0, 0, f))
+            plan = tuple(rows)
+            object.__setattr__(self, "_plan", plan)   # a cache, not a field (frozen dataclass)
+        return plan
 
     def sample(self, ts: ArrayLike) -> ReferenceSamples:
         """All quantities at times ``ts`` (``(N,)``) as a [`ReferenceSamples`][nhcontrol.reference.ReferenceSamples]."""
