@@ -95,8 +95,7 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
     ``T0ᵀ [∂Q/∂ẋ − M U0, ∂Q/∂x − M V0 − ∂(Mẍ0)/∂x − ∂(DᵀΛ0)/∂x, M T0, ∂Q/∂u − ∂(Mẍ0)/∂u]``
     gives ``[R0, S0, m0, ·]`` (Eqs. (4.120)-(4.122)).
     """
-    get = ((lambda key: getattr(terms, key)) if hasattr(terms, "M")
-           else (lambda key: terms[key]))
+    attr = hasattr(terms, "M")
     L = _layout(idx, k)
     n, m, l, n1, na = L["n"], L["m"], L["l"], L["n1"], L["na"]
     c = m + l
@@ -105,7 +104,7 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
     lead: tuple[int, ...] = () if N is None else (int(N),)
 
     def f(key: str, r: int, cols: int) -> NDArray[np.float64]:
-        a = get(key)
+        a = getattr(terms, key) if attr else terms[key]
         shape = lead + (r, cols)
         # the one-point C kernel returns float64 arrays of this shape already
         if type(a) is np.ndarray and a.shape == shape:
