@@ -61,3 +61,24 @@ def test_gallery_images_exist():
     assert not missing, f"gallery images missing (run python docs/gen_gallery.py): {missing}"
     sections = re.findall(r"^## `([\w-]+)`", page, flags=re.M)
     assert sections and set(sections) <= set(TARGETS), sorted(set(sections) - set(TARGETS))
+
+
+def test_gallery_script_shrinks_and_keeps_caption(tmp_path):
+    """docs/gen_gallery.py: a 300-dpi figure is reduced to the web width and its title and
+    caption (stored by plotting.style.savefig) come back for the page."""
+    import runpy
+
+    from PIL import Image
+
+    from nhcontrol.plotting.style import cite, new_figure, savefig
+
+    gallery = runpy.run_path(str(DOCS / "gen_gallery.py"), run_name="gallery")
+    fig, ax = new_figure(title="Rolling hoop: eigenvalues vs speed")
+    ax.plot([0, 1], [1, 0])
+    cite(fig, "thesis", "Sect. 5.3")
+    src = savefig(fig, tmp_path, "big")
+    text = gallery["shrink"](src, tmp_path / "small.png", 600)
+    assert text["title"] == "Rolling hoop: eigenvalues vs speed"
+    assert "Reproduces Sect. 5.3" in text["caption"]
+    with Image.open(tmp_path / "small.png") as im:
+        assert im.width == 600
