@@ -21,7 +21,7 @@ import pytest
 
 from nhcontrol._util.errors import (ArgumentTypeError, ConditioningWarning, DesignError,
                                     LinearSystemError, PartitionError, ReferenceMotionError,
-                                    TimeRangeError)
+                                    SimulationInputError, TimeRangeError)
 from nhcontrol.analysis import controllability
 from nhcontrol.cli import main
 from nhcontrol.design import LTVMPC, finite_horizon_lqr, lqr
@@ -31,6 +31,7 @@ from nhcontrol.models import ball_plate as bp
 from nhcontrol.models import hydraulic_fourbar as hf
 from nhcontrol.models import rolling_wheel as rw
 from nhcontrol.models import sleigh as sl
+from nhcontrol.simulate import forward_dynamics
 from nhcontrol.reference import Reference, consistent_initial_conditions, inverse_dynamics
 from nhcontrol.reference.admissibility import admissibility_report
 from nhcontrol.reference._eval import ModelEvaluator
@@ -265,6 +266,15 @@ STAGES = [
      LinearSystemError, [r"\bdt must be a positive", r"-0\.1"]),
     ("partition_not_a_mapping", lambda c: linearize(c.sleigh, c.sleigh_ref, "x,y"),
      PartitionError, [r"Partition\.from_dict expects a mapping", r"got str"]),
+    ("forward_dynamics_t_span_string",
+     lambda c: forward_dynamics(c.sleigh, "ab", [0, 0, 0], [0, 0, 0]),
+     SimulationInputError, [r"\bt_span must be a real numeric array", r"str"]),
+    ("forward_dynamics_x0_string",
+     lambda c: forward_dynamics(c.sleigh, (0.0, 1.0), "ab", [0, 0, 0]),
+     SimulationInputError, [r"\bx0 \(initial coordinates\) must be a real numeric array"]),
+    ("forward_dynamics_xd0_short",
+     lambda c: forward_dynamics(c.sleigh, (0.0, 1.0), [0, 0, 0], [0, 0]),
+     SimulationInputError, [r"\bxd0 \(initial velocities\) must have shape", r"\(2,\)"]),
     ("partition_unknown_coordinate",
      lambda c: linearize(c.sleigh, c.sleigh_ref, Partition(["x", "psi"], ["q"], [])),
      PartitionError, [r"'q'"]),

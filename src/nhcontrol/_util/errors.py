@@ -50,6 +50,13 @@ class SolverError(NhcontrolError, RuntimeError):
     """A numerical solver failed (integration, QP, root finding)."""
 
 
+class SimulationInputError(SolverError, ValueError):
+    """A simulation was asked for with malformed arguments (times, initial state, options).
+
+    A `SolverError` (old ``except`` clauses keep working) and a `ValueError` (it is the
+    caller's input, not the integrator, that is wrong)."""
+
+
 class CacheError(NhcontrolError, OSError):
     """The on-disk kernel cache could not be read or written."""
 
@@ -97,6 +104,7 @@ __all__ = [
     "TimeRangeError",
     "DesignError",
     "SolverError",
+    "SimulationInputError",
     "CacheError",
     "CacheIntegrityError",
 ]

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.integrate import BDF, DOP853, RK45, OdeSolution, Radau, solve_ivp
 
-from nhcontrol._util.errors import SolverError
+from nhcontrol._util.errors import SimulationInputError, SolverError
 from nhcontrol._util.validation import COND_MAX, as_float_array, check_finite, readonly
 from nhcontrol.reference._eval import ModelEvaluator
 
@@ -400,25 +400,25 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     """
     ev = ModelEvaluator(cm, p)
     n, k = ev.n, ev.k
-    span = as_float_array(t_span, "t_span", shape=(2,), error=SolverError)
+    span = as_float_array(t_span, "t_span", shape=(2,), error=SimulationInputError)
     t0, tf = float(span[0]), float(span[1])
     if not (np.isfinite(t0) and np.isfinite(tf) and tf > t0):
-        raise SolverError(f"t_span must be (t0, tf) with tf > t0, got {span.tolist()}")
-    X0 = ev.states(x0, "x0 (initial coordinates)", error=SolverError)
-    XD0 = ev.states(xd0, "xd0 (initial velocities)", error=SolverError)
+        raise SimulationInputError(f"t_span must be (t0, tf) with tf > t0, got {span.tolist()}")
+    X0 = ev.states(x0, "x0 (initial coordinates)", error=SimulationInputError)
+    XD0 = ev.states(xd0, "xd0 (initial velocities)", error=SimulationInputError)
     if X0.shape[0] != 1 or XD0.shape[0] != 1:
-        raise SolverError(f"x0 and xd0 must be single points of shape ({n},), got "
+        raise SimulationInputError(f"x0 and xd0 must be single points of shape ({n},), got "
                           f"{np.shape(x0)} and {np.shape(xd0)}")
     try:
         alpha, beta = (float(b) for b in baumgarte)
     except (TypeError, ValueError) as exc:
-        raise SolverError(f"baumgarte must be a pair (alpha, beta) of numbers, got {baumgarte!r}"
+        raise SimulationInputError(f"baumgarte must be a pair (alpha, beta) of numbers, got {baumgarte!r}"
                           ) from exc
     if not (alpha >= 0 and beta >= 0 and math.isfinite(alpha) and math.isfinite(beta)):
-        raise SolverError(f"Baumgarte constants (alpha, beta) must be finite and >= 0, got "
+        raise SimulationInputError(f"Baumgarte constants (alpha, beta) must be finite and >= 0, got "
                           f"({alpha}, {beta}); e.g. baumgarte={DEFAULT_BAUMGARTE}")
     if method not in ("DOP853", "RK45", "Radau", "LSODA", "BDF"):
-        raise SolverError(f"method must be one of 'DOP853', 'RK45', 'Radau', 'LSODA', 'BDF', got "
+        raise SimulationInputError(f"method must be one of 'DOP853', 'RK45', 'Radau', 'LSODA', 'BDF', got "
                           f"{method!r}")
     if controller is not None and u is not None:
         raise SolverError("give either open-loop inputs u or a controller, not both; put a "
