@@ -15,6 +15,8 @@ import numpy as np
 
 __all__ = ["plot_histograms"]
 
+_LINESTYLES = ("-", "--", ":", "-.")
+
 
 def plot_histograms(results: Mapping[str, Any], out: Path, success_limit_m: float) -> list[Path]:
     """Histograms of the final contact error and the peak plate angle, and the error vs radius.
@@ -43,9 +45,9 @@ def plot_histograms(results: Mapping[str, Any], out: Path, success_limit_m: floa
     allv = np.concatenate([1e3 * v[np.isfinite(v)] for v in finite]) if finite else np.zeros(1)
     hi = max(float(allv.max()) if allv.size else 1.0, 1e3 * success_limit_m) * 1.05
     bins = np.linspace(0.0, hi, 41)
-    for name, r in results.items():
+    for (name, r), ls in zip(results.items(), _LINESTYLES):
         v = r.values("final_error_m")
-        ax.hist(1e3 * v[np.isfinite(v)], bins=bins, alpha=0.55,
+        ax.hist(1e3 * v[np.isfinite(v)], bins=bins, histtype="step", lw=1.6, ls=ls,
                 label=f"{name.upper()} ({100 * r.success_rate:.1f} % succeed, n = {r.n})")
     ax.axvline(1e3 * success_limit_m, color="k", ls="--", lw=1.2,
                label=f"success limit {1e3 * success_limit_m:g} mm")
@@ -56,9 +58,9 @@ def plot_histograms(results: Mapping[str, Any], out: Path, success_limit_m: floa
     paths.append(savefig(fig, out, "mc_final_error"))
 
     fig, ax = new_figure(title="Monte Carlo: largest plate angle |α|, |β| per run")
-    for name, r in results.items():
+    for (name, r), ls in zip(results.items(), _LINESTYLES):
         v = r.values("peak_input_deg")
-        ax.hist(v[np.isfinite(v)], bins=30, alpha=0.55, label=name.upper())
+        ax.hist(v[np.isfinite(v)], bins=30, histtype="step", lw=1.6, ls=ls, label=name.upper())
     ax.set_xlabel("peak plate angle (deg)")
     ax.set_ylabel("number of runs")
     ax.legend()
