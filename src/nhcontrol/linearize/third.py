@@ -36,7 +36,7 @@ from .._util.blas import limit_blas_threads
 from .._util.errors import LinearSystemError, PartitionError, ReferenceMotionError
 from .._util.validation import COND_MAX, as_times, require_model, require_reference
 from ..reference._eval import constraint_names
-from ..reference.admissibility import ADMISSIBILITY_TOL, check_admissible
+from ..reference.admissibility import ADMISSIBILITY_TOL, _passes_one, check_admissible
 from ._point import point_procedure, point_suspect
 from .partition import (Partition, PartitionIndices, _block_condition, _report,
                         _singular_message, suggest_partition)
@@ -419,14 +419,19 @@ def _check_reference(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.f
                        else cm.C(x, u, p), dtype=float).reshape(N, m)
     else:
         C = np.zeros((N, 0))
-    check_admissible(ts, x, xd, xdd, lam, u, M=_stack(terms.M, N, (n, n)),
-                     Q=_stack(terms.Q, N, (n,)), D=_stack(terms.D, N, (ml, n)),
-                     Qd=_stack(terms.Qd, N, (ml,)), C=C, coordinates=tuple(cm.coordinates),
-                     constraints=constraint_names(cm), inputs=tuple(cm.inputs),
-                     b=(np.asarray(cm.b(x, u, p), dtype=float).reshape(N, ml)
-                        if getattr(cm, "affine_names", ()) else None),
-                     lam_given=getattr(ref, "lam_source", "given") == "given",
-                     tol=float(getattr(ref, "check_tol", ADMISSIBILITY_TOL)),
+    b = (np.asarray(cm.b(x, u, p), dtype=float).reshape(N, ml)
+         if getattr(cm, "affine_names", ()) else None)
+    tol = float(getattr(ref, "check_tol", ADMISSIBILITY_TOL))
+    M, Q = _stack(terms.M, N, (n, n)), _stack(terms.Q, N, (n,))
+    D, Qd = _stack(terms.D, N, (ml, n)), _stack(terms.Qd, N, (ml,))
+    if N == 1 and tol > 0 and math.isfinite(tol) and _passes_one(
+            x[0], xd[0], xdd[0], lam[0], M[0], Q[0], D[0], Qd[0], C[0],
+            None if b is None else b[0], tol):
+        return    # the one-point decision of check_admissible, without its message arguments
+    check_admissible(ts, x, xd, xdd, lam, u, M=M, Q=Q, D=D, Qd=Qd, C=C,
+                     coordinates=tuple(cm.coordinates),
+                     constraints=constraint_names(cm), inputs=tuple(cm.inputs), b=b,
+                     lam_given=getattr(ref, "lam_source", "given") == "given", tol=tol,
                      what=f"the reference of {getattr(cm, 'name', 'the model')!r} passed to "
                           "linearize")
 
