@@ -137,7 +137,7 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
     np.matmul(M, T0, out=W7[..., 2 * n:2 * n + n1])
     if k:
         np.subtract(f("dQ_du", n, k), f("dMa_du", n, k), out=W7[..., 2 * n + n1:])
-    RS = np.swapaxes(T0, -1, -2) @ W7    # [R0, S0, m0, T0ᵀ(∂Q/∂u − ∂(Mẍ0)/∂u)]
+    RS = T0.swapaxes(-1, -2) @ W7    # [R0, S0, m0, T0ᵀ(∂Q/∂u − ∂(Mẍ0)/∂u)]
     R0, m0 = RS[..., :n], RS[..., 2 * n:2 * n + n1]
     RVS = RS[..., n:2 * n]               # R0 V̄̄0 + S0
     if c:
