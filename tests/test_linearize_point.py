@@ -195,3 +195,33 @@ def test_one_point_admissibility_decision_equals_the_stacked_one():
     bad[0] = np.nan
     assert not _passes_one(x, xd, bad, lam, terms.M, terms.Q, terms.D, terms.Qd,
                            np.asarray(cm.C(x, None, p)), None, 1e-8)
+
+
+def test_stacked_blocks_equal_one_block_and_report_the_same_error(monkeypatch):
+    """A long stack is linearized in blocks of STACK_CHUNK points (kernel to Steps 1-7): the
+    same A, B bit for bit as one block, the steady search terms of the first point, and a
+    reference that stops being a motion part-way gives the error of the one-block path."""
+    from nhcontrol._util.errors import ReferenceMotionError
+    from nhcontrol.linearize import third
+    from nhcontrol.models import benchmark_bicycle as bb
+
+    cm = bb.model()
+    ref = bb.steady_forward(cm, 4.0)
+    part = Partition.from_dict(bb.PARTITION_4_172)
+    ts = np.linspace(0.0, 2.0, 2 * third.STACK_CHUNK + 37)
+    blocks = linearize(cm, ref, part, t=ts)
+    monkeypatch.setattr(third, "STACK_CHUNK", 10**9)
+    one = linearize(cm, ref, part, t=ts)
+    assert np.array_equal(blocks.A, one.A) and np.array_equal(blocks.B, one.B)
+    assert blocks._cache["search"].args[0]["M"].tobytes() == one._cache["search"].args[0]["M"].tobytes()
+
+    pend = pendulum()                      # x0 + ẋ0 t leaves the circle as t grows
+    bad = constant_reference(pend, np.array([0.0, -1.5]), np.array([0.5, 0.0]))
+    ts = np.linspace(0.0, 1.0, 600)
+    messages = []
+    for chunk in (10**9, 64):
+        monkeypatch.setattr(third, "STACK_CHUNK", chunk)
+        with pytest.raises(ReferenceMotionError) as err:
+            linearize(pend, bad, Partition(["x"], [], ["y"]), t=ts)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] and "not a motion" in messages[0]

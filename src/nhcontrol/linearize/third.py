@@ -377,13 +377,55 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
         if check:
             _check_reference(cm, ref, ts, x, xd, xdd, lam, u, p, terms)
         return _linearize_point(cm, ref, partition, idx, terms, ts, scalar, check, cond_max)
+    A = B = tv = None
+    if N >= 2 * STACK_CHUNK and (p is None or (isinstance(p, np.ndarray) and p.ndim == 1)):
+        # blocks of STACK_CHUNK points from the kernel call to Steps 1-7: smaller temporaries
+        # (fewer freshly mapped pages, a working set that stays in the cache; measured 0-30 %
+        # less CPU for 1,000 bicycle points depending on the allocator's state); the same
+        # per-point operations, so the same numbers. Any error, and the order in which errors
+        # are reported, comes from the one-block path below (rerun on the whole stack).
+        try:
+            A, B, tv, worst = _stacked_chunks(cm, ref, partition, idx, ts, x, xd, xdd, lam, u,
+                                              p, check, cond_max)
+        except Exception:
+            A = B = tv = None
+        else:
+            if k and worst > INPUT_CONSTRAINT_ATOL:
+                _warn_inputs(worst, cm)
+    if A is None:
+        A, B, tv, worst = _stacked_block(cm, ref, partition, idx, ts, x, xd, xdd, lam, u, p,
+                                         check, cond_max, warn=True)
+    if scalar:
+        A, B = A[0], B[0]
+    res = _result(cm, ref, partition, idx, A, B, t_arr if scalar else ts.copy(), scalar)
+    if l and res.steady:
+        # lazily used by res.spurious_eigenvalues when this partition has no exact structure
+        tv0 = {key: val[:1] for key, val in tv.items()}
+        res._cache["search"] = partial(_search_exact_partition, tv0, idx, k,
+                                       tuple(cm.coordinates), cond_max)
+    return res
+
+
+STACK_CHUNK = 128
+"""Points per block of a stacked linearization of at least ``2 * STACK_CHUNK`` points."""
+
+
+def _stacked_block(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
+                   ts: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray[np.float64],
+                   xdd: NDArray[np.float64], lam: NDArray[np.float64],
+                   u: NDArray[np.float64] | None, p: Any, check: bool, cond_max: float,
+                   warn: bool) -> tuple[Any, ...]:
+    """Kernel, checks and Steps 1-7 at the stacked times ``ts``: ``A (N, ns, ns)``,
+    ``B (N, ns, k)``, the stacked terms and the largest input-in-constraint term."""
+    N = ts.shape[0]
+    n, m, l, k = idx.n, idx.m, idx.l, int(cm.ninputs)
     terms = cm.linearization_terms(x, xd, xdd, lam, u, p)
     if check:
         _check_reference(cm, ref, ts, x, xd, xdd, lam, u, p, terms)
     tv = _stacked_terms(terms, N, n, m, l, k)
-
-    if k:
-        _check_inputs_in_constraints(tv, ts, cm)
+    worst = _inputs_worst(tv) if k else 0.0
+    if warn and worst > INPUT_CONSTRAINT_ATOL:
+        _warn_inputs(worst, cm)
     with np.errstate(all="ignore"):
         # Steps 1-7 on the stack (linearize/_point.py; third_procedure is the same in the
         # thesis order, kept as the readable reference); a singular block gives NaN entries
@@ -395,17 +437,32 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
         if (m + l) and bad.any():
             _check_blocks(partition, idx, tv, ts, cm, ref, cond_max, np.flatnonzero(bad))
     A, B = out["A"], out["B"]
-    _check_finite_result(A[None] if A.ndim == 2 else A, B[None] if B.ndim == 2 else B,
-                         out["m0"], ts)
-    if scalar:
-        A, B = A[0], B[0]
-    res = _result(cm, ref, partition, idx, A, B, t_arr if scalar else ts.copy(), scalar)
-    if l and res.steady:
-        # lazily used by res.spurious_eigenvalues when this partition has no exact structure
-        tv0 = {key: val[:1] for key, val in tv.items()}
-        res._cache["search"] = partial(_search_exact_partition, tv0, idx, k,
-                                       tuple(cm.coordinates), cond_max)
-    return res
+    _check_finite_result(A, B, out["m0"], ts)
+    return A, B, tv, worst
+
+
+def _stacked_chunks(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
+                    ts: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray[np.float64],
+                    xdd: NDArray[np.float64], lam: NDArray[np.float64],
+                    u: NDArray[np.float64] | None, p: Any, check: bool, cond_max: float
+                    ) -> tuple[Any, ...]:
+    """`_stacked_block` on consecutive blocks of `STACK_CHUNK` points (no warning; the largest
+    input-in-constraint term is returned); the stacked terms of the first block."""
+    N = ts.shape[0]
+    A = B = tv0 = None
+    worst = 0.0
+    for s in range(0, N, STACK_CHUNK):
+        sl = slice(s, s + STACK_CHUNK)
+        a, b, tv, w = _stacked_block(cm, ref, partition, idx, ts[sl], x[sl], xd[sl], xdd[sl],
+                                     lam[sl], None if u is None else u[sl], p, check, cond_max,
+                                     warn=False)
+        if A is None:
+            A = np.empty((N,) + a.shape[1:])
+            B = np.empty((N,) + b.shape[1:])
+            tv0 = tv
+        A[sl], B[sl] = a, b
+        worst = max(worst, w)
+    return A, B, tv0, worst
 
 
 def _check_reference(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.float64],
@@ -647,19 +704,29 @@ def _caller_stacklevel() -> int:
     return level
 
 
-def _check_inputs_in_constraints(tv: dict[str, NDArray[np.float64]], ts: NDArray[np.float64],
-                                 cm: Any) -> None:
-    """Warn when inputs enter the constraints (outside the assumptions of Sect. 8.1)."""
+def _inputs_worst(tv: dict[str, NDArray[np.float64]]) -> float:
+    """Largest ``|∂C/∂u|``, ``|∂(D ẍ0)/∂u|``, ``|∂Q_d/∂u|`` entry."""
     worst = 0.0
     for key in ("dC_du", "dDa_du", "dQd_du"):
         arr = tv[key]
         if arr.size:
             worst = max(worst, float(np.max(np.abs(arr))))
+    return worst
+
+
+def _check_inputs_in_constraints(tv: dict[str, NDArray[np.float64]], ts: NDArray[np.float64],
+                                 cm: Any) -> None:
+    """Warn when inputs enter the constraints (outside the assumptions of Sect. 8.1)."""
+    worst = _inputs_worst(tv)
     if worst > INPUT_CONSTRAINT_ATOL:
-        warnings.warn(
-            f"the inputs {list(cm.inputs)} enter the constraints of model "
-            f"{getattr(cm, 'name', '')!r} at the reference (max |∂C/∂u|, |∂(D ẍ0)/∂u|, "
-            f"|∂Q_d/∂u| = {worst:.3g} > {INPUT_CONSTRAINT_ATOL:g}). The input matrix of "
-            f"Sect. 8.1 assumes C(x), B(x) independent of u (Eqs. (8.2)-(8.3)) and only "
-            f"contains m0⁻¹ T0ᵀ (∂Q/∂u - ∂(M ẍ0)/∂u); terms from the constraints are missing. "
-            f"A is unaffected.", UserWarning, stacklevel=_caller_stacklevel())
+        _warn_inputs(worst, cm)
+
+
+def _warn_inputs(worst: float, cm: Any) -> None:
+    warnings.warn(
+        f"the inputs {list(cm.inputs)} enter the constraints of model "
+        f"{getattr(cm, 'name', '')!r} at the reference (max |∂C/∂u|, |∂(D ẍ0)/∂u|, "
+        f"|∂Q_d/∂u| = {worst:.3g} > {INPUT_CONSTRAINT_ATOL:g}). The input matrix of "
+        f"Sect. 8.1 assumes C(x), B(x) independent of u (Eqs. (8.2)-(8.3)) and only "
+        f"contains m0⁻¹ T0ᵀ (∂Q/∂u - ∂(M ẍ0)/∂u); terms from the constraints are missing. "
+        f"A is unaffected.", UserWarning, stacklevel=_caller_stacklevel())
