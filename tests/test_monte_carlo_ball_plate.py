@@ -12,7 +12,7 @@ import pytest
 from nhcontrol.cli import main
 from nhcontrol.reproduce import monte_carlo_ball_plate as mc
 
-STUDY = mc.Study(n=2, t_final=10.0, mpc_horizon=10, rtol=1e-6, atol=1e-8)
+STUDY = mc.Study(n=2, t_final=10.0, mpc_horizon=20, rtol=1e-6, atol=1e-8)
 
 
 def test_nominal_plant_converges_and_keeps_its_spin():
@@ -30,9 +30,13 @@ def test_radius_error_leaves_a_bounded_offset_mass_does_not_matter():
     assert b["final_error_m"] == pytest.approx(a["final_error_m"], rel=1e-4)
 
 
-def test_mpc_respects_its_bound():
+def test_mpc_respects_its_bounds():
+    from nhcontrol.reproduce.ball_plate import MPC_BOUND_DEG, MPC_RATE_BOUND_DEG
+
     r = mc.closed_loop_run("mpc", 1.0, 1.05, -mc.THESIS_DEVIATION, STUDY)
-    assert r["peak_input_deg"] <= 10.0 + 1e-6
+    # to the QP solver's accuracy (OSQP eps 1e-5 rad ~ 6e-4 deg)
+    assert r["peak_input_deg"] <= MPC_BOUND_DEG + 1e-3
+    assert r["max_input_step_deg"] <= MPC_RATE_BOUND_DEG + 1e-3
     assert r["final_error_m"] < mc.SUCCESS_FINAL_ERROR_M
 
 
@@ -49,7 +53,7 @@ def test_quick_run_blocks(tmp_path):
         assert set(b["statistics"]) >= {"final_error_m", "peak_input_deg", "max_input_step_deg"}
         assert b["worst"][0]["final_error_m"] == b["statistics"]["final_error_m"]["max"]
         assert res["nominal"][ctrl]["final_error_m"] < 1e-3
-    assert res["mpc"]["statistics"]["peak_input_deg"]["max"] <= 10.0 + 1e-6
+    assert res["mpc"]["statistics"]["peak_input_deg"]["max"] <= 10.0 + 1e-3
     assert sorted(res["figures"]) == sorted(f"{n}.png" for n in
                                             ("mc_final_error", "mc_peak_input",
                                              "mc_error_vs_radius"))
