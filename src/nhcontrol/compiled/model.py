@@ -157,6 +157,7 @@ class CompiledModel:
         self.holonomic_names: tuple[str, ...] = tuple(meta["holonomic_names"])
         self.nonholonomic_names: tuple[str, ...] = tuple(meta["nonholonomic_names"])
         self.affine_names: tuple[str, ...] = tuple(meta.get("affine_names", ()))
+        self.clock: str | None = meta.get("clock")   # clock coordinate (MultibodySystem.add_clock)
         self.n: int = len(self.coordinates)
         self.m: int = len(self.holonomic_names)
         self.l: int = len(self.nonholonomic_names)  # noqa: E741
@@ -212,13 +213,17 @@ class CompiledModel:
     # ------------------------------------------------------------------ helpers
     @property
     def dof(self) -> float:
-        """Degrees of freedom ``n − m − l/2`` (see `MultibodySystem.dof`)."""
-        return self.n - self.m - self.l / 2
+        """Degrees of freedom ``n − m − l/2`` without the clock (see `MultibodySystem.dof`)."""
+        c = 1 if self.clock is not None else 0
+        return (self.n - c) - self.m - (self.l - c) / 2
 
     @property
     def first_order_odes(self) -> int:
-        """``2(n − m) − l``: the size of the minimal state ``[x_ai, ẋ_ai, x_ad]`` (Eq. (4.123))."""
-        return 2 * (self.n - self.m) - self.l
+        """``2(n − m) − l``: the size of the minimal state ``[x_ai, ẋ_ai, x_ad]`` (Eq. (4.123));
+        with a clock (`MultibodySystem.add_clock`) one less: the linearization state has
+        ``first_order_odes + 1`` entries, one ``x_ad`` entry being the clock's deviation."""
+        c = 1 if self.clock is not None else 0
+        return 2 * (self.n - c - self.m) - (self.l - c)
 
     def param_vector(self, **overrides: float) -> Array:
         """Parameter vector ``p`` (in kernel order) from the defaults and ``overrides``.
@@ -801,6 +806,7 @@ def _meta(mb: "MultibodySystem", key: str) -> dict:
             "holonomic_names": [c.name for c in mb.holonomic],
             "nonholonomic_names": [c.name for c in mb.nonholonomic],
             "affine_names": [c.name for c in mb.nonholonomic if c.affine],
+            **({"clock": mb.clock.name} if getattr(mb, "clock", None) is not None else {}),
             "generator": GENERATOR_VERSION}
 
 

@@ -159,6 +159,7 @@ class MultibodySystem:
         self._problems: list[str] = []
         self._kin_cache: dict[tuple[str, int], Any] = {}
         self._eom: EquationsOfMotion | None = None
+        self._clock: sp.Symbol | None = None
 
     # ------------------------------------------------------------------ symbols
     @staticmethod
@@ -389,21 +390,32 @@ class MultibodySystem:
         return len(self._inputs)
 
     @property
+    def clock(self) -> sp.Symbol | None:
+        """The clock coordinate added by [`add_clock()`][nhcontrol.modeling.MultibodySystem.add_clock], or None."""
+        return self._clock
+
+    @property
     def dof(self) -> float:
-        """Degrees of freedom ``n − m − l/2``.
+        """Degrees of freedom ``n − m − l/2``, without the clock.
 
         Each holonomic constraint removes a coordinate, each nonholonomic one half a degree of
         freedom (a velocity, not a position): the count of the road-vehicle review,
         ``3N − g − h/2`` for ``N`` planar bodies with ``g`` geometric and ``h`` kinematic
-        constraints, here with ``n`` absolute coordinates.
+        constraints, here with ``n`` absolute coordinates. A clock (`add_clock()`) is time, not
+        a degree of freedom: its coordinate and its constraint ``τ̇ − 1 = 0`` are not counted
+        (``n − 1 − m − (l − 1)/2``).
         """
-        return self.n - self.m - self.l / 2
+        c = 1 if self._clock is not None else 0
+        return (self.n - c) - self.m - (self.l - c) / 2
 
     @property
     def first_order_odes(self) -> int:
         """Number of first-order equations of the minimal mechanical state, ``2(n − m) − l``
-        (Eq. (4.123)), plus one per first-order state (`first_order_states`)."""
-        return 2 * (self.n - self.m) - self.l + len(self._states)
+        (Eq. (4.123), ``6N − 2g − h``), plus one per first-order state (`first_order_states`);
+        without the clock (`add_clock()`), whose equation ``τ̇ = 1`` is time itself (the
+        linearization state keeps its deviation: one more entry, see `add_clock()`)."""
+        c = 1 if self._clock is not None else 0
+        return 2 * (self.n - c - self.m) - (self.l - c) + len(self._states)
 
     # ------------------------------------------------------------------ bodies
     def add_body(self, name: str, *, mass: Any, inertia: Any, position: Any,
@@ -487,6 +499,54 @@ class MultibodySystem:
         nm = str(name) if name is not None else f"B{self.l}"
         self._constraints.append(Constraint(nm, "nonholonomic", sp.sympify(expr), bool(affine)))
         self._changed()
+
+    def add_clock(self, name: str = "tau") -> sp.Symbol:
+        """Add a clock: a coordinate ``τ`` with the affine constraint ``τ̇ − 1 = 0`` (named ``"clock"``).
+
+        Along every admissible motion ``τ(t) = t − t0 + τ(0)``; simulate with ``τ(0) = t0`` and
+        ``τ̇(0) = 1`` and ``τ`` *is* the time. Any expression written in ``τ`` is then an
+        explicit function of time: rheonomic constraints ``B(x, τ) ẋ + b(x, τ) = 0`` (add them
+        with ``affine=True``) and ``C(x, τ) = 0``, positions ``r_G(x, τ)`` and loads
+        ``Q(x, ẋ, u, τ)``. The Newton–Euler route needs nothing new: ``τ`` is a coordinate, so
+        ``Q_d = −d(D ẋ + b)/dt`` contains ``∂b/∂τ τ̇ = ∂b/∂τ`` and the third procedure's
+        ``∂(D v + b)/∂x`` the column ``∂b/∂τ`` exactly (docs/theory/road_vehicles.md, Sect.
+        "Rheonomic constraints through a clock", derived there).
+
+        The clock is not a degree of freedom: `dof` and `first_order_odes` leave out its
+        coordinate and its constraint. In a linearization ``τ`` is always an ``x_ad``
+        coordinate (its velocity is fixed by the clock constraint); its deviation obeys
+        ``δτ̇ = 0``, so the row of ``A`` is zero and ``δτ ≡ 0`` from ``δτ(0) = 0``: one extra
+        zero eigenvalue, one of the ``l`` spurious ones. Its column holds the explicit time
+        derivatives ``∂(·)/∂t`` and multiplies ``δτ ≡ 0``.
+
+        Parameters
+        ----------
+        name : str, default "tau"
+            Name of the clock coordinate (its velocity is ``<name>_d``).
+
+        Returns
+        -------
+        sympy.Symbol
+            The clock coordinate ``τ``.
+
+        Raises
+        ------
+        ModelError
+            If the model already has a clock, or ``name`` is already used.
+        """
+        if self._clock is not None:
+            raise ModelError(f"model {self.name!r} already has the clock {self._clock.name!r}; one "
+                             f"clock is enough (use it in every time-dependent expression)")
+        nm = str(name)
+        taken = {str(v) for v in (*self._coords, *self._vels, *self._params, *self._inputs)}
+        if nm in taken or f"{nm}_d" in taken:
+            raise ModelError(f"clock name {nm!r} (velocity {nm}_d) is already used in model "
+                             f"{self.name!r}; choose another name, e.g. add_clock('clock_t')")
+        tau = self.add_coordinates(nm)
+        self._constraints.append(Constraint("clock", "nonholonomic", self._vels[-1] - 1, True))
+        self._clock = tau
+        self._changed()
+        return tau
 
     # ------------------------------------------------------------------ loads
     def add_gravity(self, g: Any, direction: Sequence[Any] = (0, 0, -1)) -> None:
@@ -660,6 +720,8 @@ class MultibodySystem:
                                              sp.srepr(b.position), sp.srepr(b.orientation)]))
         for c in self._constraints:
             parts.append(f"{c.kind}={c.name}|{sp.srepr(c.expr)}" + ("|affine" if c.affine else ""))
+        if self._clock is not None:   # only models with a clock: other hashes are unchanged
+            parts.append("clock=" + self._clock.name)
         if self._states:   # only models with first-order states: other hashes are unchanged
             parts.append("z=" + ",".join(s.name for s in self._states))
             parts.extend(f"rate={z.name}|{sp.srepr(self._rates[z])}" for z in self._states

@@ -1,0 +1,128 @@
+"""Rheonomic constraints through a clock coordinate (issue 12): `MultibodySystem.add_clock`.
+
+The skate single-track model with steering torque (``force_torque`` variant, its driving forces
+left at 0) whose longitudinal speed is prescribed as a function of time,
+``v_G · i_1 = V(t) = V0 + a t``, written with the clock ``τ`` (``τ̇ − 1 = 0``) as the affine
+constraint ``cos ψ ẋ + sin ψ ẏ − (V0 + a τ) = 0``. Checks: the degree-of-freedom count equals
+the constant-speed model's (2.5: the clock is not counted); forward dynamics (Newton–Euler,
+index-1 DAE with Baumgarte, ``τ(0) = t0``) against Appell's equations whose velocity map is
+written in the explicit time ``t`` (no clock in the map); the reference check; the third
+procedure along the rheonomic trajectory against central differences (the clock column holds
+``∂(·)/∂t``, the clock row is zero: one extra spurious zero eigenvalue); misuse of
+``add_clock``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from scipy.integrate import solve_ivp
+
+from nhcontrol._util.errors import ModelError
+from nhcontrol.linearize import Partition, linearize, reduced_ode_jacobian_fd, suggest_partition
+from nhcontrol.modeling.appell import appell_equations
+from nhcontrol.models import single_track as st
+from nhcontrol.reference import Reference
+from nhcontrol.simulate import forward_dynamics
+
+ACCEL = 0.5                 # V(t) = V0 + ACCEL t  [m/s²]
+T0, T1 = 1.0, 4.0           # simulated interval: tau(0) = T0
+
+
+def _model():
+    mdl = st.build("force_torque")
+    mb = mdl.system
+    x, y, psi, gam = mb.coordinates
+    tau = mb.add_clock()
+    xd, yd = mb.velocities[:2]
+    V = [p for p in mb.parameters if str(p) == "V"][0]
+    acc = mb.add_parameters(accel=ACCEL)
+    mb.add_nonholonomic(sp.cos(psi) * xd + sp.sin(psi) * yd - (V + acc * tau), name="speed",
+                        affine=True)
+    return mb, tau, V, acc
+
+
+@pytest.fixture(scope="module")
+def setup():
+    mb, tau, V, acc = _model()
+    cm = mb.compile(cache=False)
+    # Appell's equations with the rheonomic velocity map written in the explicit time t
+    x, y, psi, gam, _ = mb.coordinates
+    a, b = (p for p in mb.parameters if str(p) in ("a", "b"))
+    t = sp.Symbol("t", real=True)
+    speed = V + acc * t
+    yaw = speed * sp.tan(gam) / (a + b)
+    wg = sp.Symbol("gamma_d", real=True)
+    xdot = [speed * sp.cos(psi) - b * yaw * sp.sin(psi), speed * sp.sin(psi) + b * yaw * sp.cos(psi),
+            yaw, wg, sp.S.One]
+    ae = appell_equations(mb, xdot, [wg], time=t)
+    f = ae.rhs()
+    u = lambda tt: [0.0, 0.0, 20.0 * math.sin(2 * tt)]  # noqa: E731
+    s0 = np.array([0.0, 0.0, 0.1, 0.02, T0, 0.3])
+    xd0 = f(T0, s0, u(T0))[:5]
+    ts = np.linspace(T0, T1, 31)
+    sim = forward_dynamics(cm, (T0, T1), s0[:5], xd0, u=u, rtol=1e-11, atol=1e-12, t_eval=ts)
+    sol = solve_ivp(lambda tt, s: f(tt, s, u(tt)), (T0, T1), s0, rtol=1e-11, atol=1e-12, t_eval=ts)
+    return mb, cm, sim, sol, ts
+
+
+def test_dof_excludes_the_clock(setup):
+    mb, cm, _, _, _ = setup
+    const = st.build("torque")                   # same model at constant speed V
+    assert (mb.n, mb.l) == (5, 4)
+    assert (mb.dof, mb.first_order_odes) == (const.dof, const.first_order_odes) == (2.5, 5)
+    assert (const.system.dof, const.system.first_order_odes) == (2.5, 5)
+    assert (cm.dof, cm.first_order_odes, cm.clock) == (2.5, 5, "tau")
+    assert cm.affine_names == ("clock", "speed")
+    rng = np.random.default_rng(0)
+    xv = rng.uniform(-1, 1, 5)
+    assert cm.b(xv)[-2:] == pytest.approx([-1.0, -(cm.parameters["V"] + ACCEL * xv[4])], rel=1e-14)
+
+
+def test_simulation_equals_appell(setup):
+    """Newton–Euler with the clock (tau(0) = t0) and Appell's equations in explicit time agree
+    to 1e-8 over 3 s; tau equals t to round-off; |D ẋ + b| stays below 1e-8."""
+    _, cm, sim, sol, ts = setup
+    assert np.max(np.abs(sim.x - sol.y[:5].T)) < 1e-8
+    assert np.max(np.abs(sim.xd[:, 3] - sol.y[5])) < 1e-8
+    assert np.max(np.abs(sim.x[:, 4] - ts)) < 1e-12
+    assert np.max(np.abs(sim.xd[:, 4] - 1.0)) < 1e-12
+    speed = np.cos(sim.x[:, 2]) * sim.xd[:, 0] + np.sin(sim.x[:, 2]) * sim.xd[:, 1]
+    assert np.max(np.abs(speed - (cm.parameters["V"] + ACCEL * ts))) < 1e-8
+    assert sim.max_velocity_drift < 1e-8
+
+
+def test_linearization_matches_finite_differences(setup):
+    """The exact A(t), B(t) (∂b/∂τ enters Q_d and ∂(D v + b)/∂x) agree with central differences of
+    the nonlinear reduced ODE to 1e-6 relative; tau is an x_ad state with a zero row of A (an
+    extra zero eigenvalue, spurious) and a non-zero column (the explicit time derivatives)."""
+    _, cm, sim, _, _ = setup
+    ref = Reference.from_simulation(sim)
+    # absolute residuals of an integration at rtol 1e-11 with speeds of 20-22 m/s: ~1e-10 in
+    # D ẋ + b, ~1e-9 in D ẍ - Q_d, hence the tolerance 1e-8 (the default is 1e-9)
+    assert ref.check(cm, np.linspace(T0 + 0.1, T1 - 0.1, 7), tol=1e-8).ok
+    part = suggest_partition(cm, ref, t=2.0)
+    assert "tau" in part.admissible_dependent
+    part = Partition.from_dict({"x_ai": ["gamma"], "x_ad": ["x", "y", "psi", "tau"]})
+    for t in (1.5, 3.3):
+        lin = linearize(cm, ref, part, t=t)
+        fd = reduced_ode_jacobian_fd(cm, ref, part, t=t)
+        assert lin.A.shape == (cm.first_order_odes + 1,) * 2
+        assert np.max(np.abs(lin.A - fd.J)) < 1e-6 * np.max(np.abs(lin.A))
+        assert np.max(np.abs(lin.B - fd.B)) < 1e-6 * np.max(np.abs(lin.B))
+        j = lin.states.index("tau")
+        assert np.all(lin.A[j] == 0.0) and np.all(lin.B[j] == 0.0)
+        assert np.max(np.abs(lin.A[:, j])) > 1e-2             # ∂(·)/∂t of the speed V0 + a t
+        assert np.sum(np.abs(lin.spurious_eigenvalues) < 1e-12) == cm.l
+
+
+def test_add_clock_misuse():
+    mb, _, _, _ = _model()
+    with pytest.raises(ModelError, match="already has the clock 'tau'"):
+        mb.add_clock("t2")
+    mdl = st.build("force")
+    with pytest.raises(ModelError, match="clock name 'psi'.*already used"):
+        mdl.system.add_clock("psi")
