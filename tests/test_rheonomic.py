@@ -126,3 +126,23 @@ def test_add_clock_misuse():
     mdl = st.build("force")
     with pytest.raises(ModelError, match="clock name 'psi'.*already used"):
         mdl.system.add_clock("psi")
+
+
+def test_steady_reference_drops_the_clock():
+    """A clock on which nothing depends (constant-speed model, straight steady run): the clock
+    column of A vanishes too and to_statespace(states="reduced") drops tau; tau's zero
+    eigenvalue is one of the l + 1 spurious ones."""
+    mb = st.build("torque").system
+    mb.add_clock()
+    cm = mb.compile(cache=False)
+    V = cm.parameters["V"]
+    ref = Reference.from_functions(cm, x=lambda t: np.array([V * t, 0, 0, 0, t]),
+                                   xd=lambda t: np.array([V, 0, 0, 0, 1.0]),
+                                   xdd=lambda t: np.zeros(5), u=lambda t: np.zeros(1), steady=True)
+    assert ref.check(cm, np.linspace(0, 1, 5)).ok
+    lin = linearize(cm, ref, suggest_partition(cm, ref, t=0.5), t=0.5)
+    assert lin.states[-1] == "tau" and lin.A.shape == (cm.first_order_odes + 1,) * 2
+    assert np.all(lin.A[:, -1] == 0.0) and np.all(lin.A[-1] == 0.0)
+    assert "tau" not in lin.reduced_states()
+    assert "tau" not in lin.to_statespace(states="reduced").state_labels
+    assert len(lin.spurious_eigenvalues) == cm.l == 4
