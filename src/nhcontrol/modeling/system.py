@@ -4,7 +4,9 @@ A model is described by coordinates ``x`` (n) and their velocity symbols,
 parameters (symbols with default values), inputs ``u`` (k), rigid bodies
 (mass, inertia tensor in the body frame at the centre of mass ``G``,
 position ``r_G(x, u)`` and orientation ``R(x, u)``), holonomic constraints
-``C(x, u) = 0`` (m), nonholonomic constraints ``B(x, u) ẋ = 0`` (l) and applied
+``C(x, u) = 0`` (m), nonholonomic constraints ``B(x, u) ẋ = 0`` or, affine,
+``B(x, u) ẋ + b(x) = 0`` (l), explicit time through a clock coordinate
+([`MultibodySystem.add_clock()`][nhcontrol.modeling.MultibodySystem.add_clock]) and applied
 loads.  [`MultibodySystem.equations()`][nhcontrol.modeling.MultibodySystem.equations] derives the
 Newton--Euler form
 ``M(x,u) ẍ + Dᵀ(x,u) Λ = Q(x, ẋ, u)`` of Eqs. (2.98)--(2.110) and (8.1).
@@ -494,7 +496,8 @@ class MultibodySystem:
         affine : bool, default False
             Allow a velocity-free term ``b_i(x, u)`` (e.g. a prescribed speed
             ``cos ψ ẋ + sin ψ ẏ − V = 0``). ``b_i`` may depend on coordinates and
-            parameters, not on inputs (validation says so); explicit time is not supported.
+            parameters, not on inputs (validation says so); explicit time enters through a
+            clock coordinate (`add_clock()`): ``b_i(x, τ)``.
         """
         nm = str(name) if name is not None else f"B{self.l}"
         self._constraints.append(Constraint(nm, "nonholonomic", sp.sympify(expr), bool(affine)))
