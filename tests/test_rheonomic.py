@@ -8,7 +8,9 @@ the constant-speed model's (2.5: the clock is not counted); forward dynamics (Ne
 index-1 DAE with Baumgarte, ``τ(0) = t0``) against Appell's equations whose velocity map is
 written in the explicit time ``t`` (no clock in the map); the reference check; the third
 procedure along the rheonomic trajectory against central differences (the clock column holds
-``∂(·)/∂t``, the clock row is zero: one extra spurious zero eigenvalue); misuse of
+``∂(·)/∂t``, the clock row is zero: one extra spurious zero eigenvalue); a steady reference
+drops the clock from the reduced state space; a rheonomic holonomic constraint ``C(x, t)``
+(pendulum with a moving pivot) against its minimal-coordinate equation; misuse of
 ``add_clock``.
 """
 
@@ -146,3 +148,42 @@ def test_steady_reference_drops_the_clock():
     assert "tau" not in lin.reduced_states()
     assert "tau" not in lin.to_statespace(states="reduced").state_labels
     assert len(lin.spurious_eigenvalues) == cm.l == 4
+
+
+def test_rheonomic_holonomic_constraint_shaken_pendulum():
+    """C(x, t) = 0 through the clock: a particle on a rod of length L whose pivot moves as
+    A sin(ω t), (x − A sin ωτ)² + y² − L² = 0. Newton–Euler with the clock against the
+    minimal-coordinate equation θ̈ = −(g sin θ − A ω² sin(ω t) cos θ) / L (derived by hand,
+    solved by solve_ivp) to 1e-8 over 3 s; dof 1; the third procedure (x_ai = x, x_d = y,
+    x_ad = tau) against central differences to 1e-6 relative."""
+    from nhcontrol.modeling import MultibodySystem
+
+    amp, om, length, grav, t0, th0 = 0.2, 3.0, 1.0, 9.81, 0.5, 0.3
+    mb = MultibodySystem("shaken_pendulum")
+    x, y = mb.add_coordinates("x y")
+    tau = mb.add_clock()
+    A, w, L, m, g = mb.add_parameters(A=amp, omega=om, L=length, m=1.0, g=grav)
+    mb.add_body("bob", mass=m, inertia=sp.zeros(3), position=[x, y, 0])
+    mb.add_gravity(g, direction=(0, -1, 0))
+    mb.add_holonomic((x - A * sp.sin(w * tau)) ** 2 + y ** 2 - L ** 2, name="rod")
+    assert (mb.n, mb.m, mb.l, mb.dof, mb.first_order_odes) == (3, 1, 1, 1.0, 2)
+    cm = mb.compile(cache=False)
+    x0 = [amp * math.sin(om * t0) + length * math.sin(th0), -length * math.cos(th0), t0]
+    xd0 = [amp * om * math.cos(om * t0), 0.0, 1.0]                # θ̇(t0) = 0
+    ts = np.linspace(t0, t0 + 3, 31)
+    sim = forward_dynamics(cm, (t0, t0 + 3), x0, xd0, rtol=1e-11, atol=1e-12, t_eval=ts)
+    sol = solve_ivp(lambda t, s: [s[1], -(grav * math.sin(s[0]) - amp * om ** 2 * math.sin(om * t)
+                                          * math.cos(s[0])) / length],
+                    (t0, t0 + 3), [th0, 0.0], rtol=1e-12, atol=1e-12, t_eval=ts)
+    th = sol.y[0]
+    assert np.max(np.abs(sim.x[:, 0] - (amp * np.sin(om * ts) + length * np.sin(th)))) < 1e-8
+    assert np.max(np.abs(sim.x[:, 1] + length * np.cos(th))) < 1e-8
+    ref = Reference.from_simulation(sim)
+    assert ref.check(cm, np.linspace(t0 + 0.1, t0 + 2.9, 7)).ok
+    part = Partition.from_dict({"x_ai": ["x"], "x_ad": ["tau"], "x_d": ["y"]})
+    for t in (1.0, 2.7):
+        lin = linearize(cm, ref, part, t=t)
+        fd = reduced_ode_jacobian_fd(cm, ref, part, t=t)
+        assert lin.states == ("x", "x_d", "tau")
+        assert np.max(np.abs(lin.A - fd.J)) < 1e-6 * np.max(np.abs(lin.A))
+        assert np.all(lin.A[2] == 0.0) and abs(lin.A[1, 2]) > 1.0   # ∂ẍ/∂t of the moving pivot
