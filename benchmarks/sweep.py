@@ -7,9 +7,12 @@ Run ``python benchmarks/sweep.py [--repeat R] [--workers W]``; prints one JSON o
   non-spurious eigenvalues of the third-procedure linearization of the steady forward motion.
   ``serial_s``, ``processes_s``, ``dask_s``: one point per call (the model is shipped once per
   worker as a constant); ``chunked_s``: ``vectorized=True`` with one chunk per trail, where a
-  chunk is one ``reference_family`` of its 40 steady motions, one stacked linearization (one
-  kernel call) and one batched eigenvalue call; ``max_abs_diff_chunked`` checks that the two
-  paths agree. The eigenvalues are those of the lean/steer block (``lin.reduced_states()``).
+  chunk stacks the closed-form steady states of its 40 speeds into one ``reference_points``
+  (checked and given multipliers in one stacked call), one stacked linearization (one kernel
+  call) and one batched eigenvalue call; ``max_abs_diff_chunked`` checks that the two paths
+  agree (the multipliers come from inverse dynamics on one path and from the closed form of
+  ``steady_forward`` on the other: ~1e-13). The eigenvalues are those of the lean/steer block
+  (``lin.reduced_states()``).
 * ``closed_loops``: 64 Monte-Carlo runs of the ball-plate LQR on perturbed nonlinear plants
   (``nhcontrol.reproduce.monte_carlo_ball_plate.closed_loop_run``), ``serial_s``,
   ``processes_s``, ``dask_s`` (same samples; results compared).
@@ -55,19 +58,23 @@ def eig_point(c, v, model, part):
 
 
 def eig_chunk(c, v, model, part):
-    """Vectorized: per trail in the chunk, one reference family and one stacked kernel call."""
+    """Vectorized: per trail in the chunk, the steady states of all its speeds in closed form
+    (Eq. (4.174)) as one ``reference_points`` (one stacked admissibility check and inverse
+    dynamics), one stacked linearization (one kernel call) and one batched eigenvalue call."""
     import nhcontrol
     from nhcontrol.models import benchmark_bicycle as bb
-    from nhcontrol.reference import reference_family
+    from nhcontrol.reference import reference_points
 
     c = np.asarray(c, float)
     v = np.asarray(v, float)
     out: list = [None] * v.size
     for cc in np.unique(c):
         sel = np.flatnonzero(c == cc)
-        fam = reference_family([bb.steady_forward(model, v=float(s), p={"c": float(cc)})
-                                for s in v[sel]])
-        lin = nhcontrol.linearize(model, fam, part, t=np.arange(sel.size))
+        vals = dict(model.parameters, c=float(cc))
+        states = [bb.steady_forward_state(float(s), 0.0, vals) for s in v[sel]]
+        X, XD, XDD = (np.array([st[i] for st in states]) for i in range(3))
+        ref = reference_points(model, X, XD, XDD, p={"c": float(cc)}, steady=True)
+        lin = nhcontrol.linearize(model, ref, part, t=np.arange(sel.size))
         eig = np.linalg.eigvals(_reduced_block(lin))
         for k, i in enumerate(sel):
             out[i] = np.sort_complex(eig[k])

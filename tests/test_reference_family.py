@@ -13,7 +13,7 @@ import nhcontrol
 from nhcontrol._util.errors import ReferenceMotionError
 from nhcontrol.models import ball_plate as bp
 from nhcontrol.models import benchmark_bicycle as bb
-from nhcontrol.reference import reference_family
+from nhcontrol.reference import reference_family, reference_points
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +61,31 @@ def test_malformed_families(bike):
     fam = reference_family([r1, r1])
     with pytest.raises(ReferenceMotionError, match=r"t = 0.5 for x\(t\)"):
         fam.x(0.5)
+
+
+def test_reference_points_equal_the_family_of_references(bike):
+    speeds = np.array([0.5, 3.0, 7.5])
+    vals = dict(bike.parameters)
+    states = [bb.steady_forward_state(v, 0.0, vals) for v in speeds]
+    X, XD, XDD = (np.array([s[i] for s in states]) for i in range(3))
+    pts = reference_points(bike, X, XD, XDD, steady=True)
+    fam = reference_family([bb.steady_forward(bike, v=v) for v in speeds])
+    t = np.arange(3)
+    np.testing.assert_allclose(pts.lam(t), fam.lam(t), rtol=0, atol=1e-11)   # inverse dynamics
+    a = nhcontrol.linearize(bike, pts, bb.PARTITION_4_172, t=t).A
+    b = nhcontrol.linearize(bike, fam, bb.PARTITION_4_172, t=t).A
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-11 * np.abs(b).max())
+    assert pts.source == "points" and pts.steady
+
+
+def test_reference_points_are_checked(bike):
+    vals = dict(bike.parameters)
+    x, xd, xdd = bb.steady_forward_state(2.0, 0.0, vals)
+    bad = np.array([xd, xd])
+    bad[1, 7] = 0.0                                   # rear wheel not spinning: it slides
+    with pytest.raises(ReferenceMotionError, match=r"t = 1\b"):
+        reference_points(bike, [x, x], bad, [xdd, xdd])
+    with pytest.raises(ReferenceMotionError, match=r"xd \(points\) must have shape \(2, 11\)"):
+        reference_points(bike, [x, x], [xd], [xdd, xdd])
+    ok = reference_points(bike, [x, x], bad, [xdd, xdd], check=False)
+    assert ok.xd(1)[7] == 0.0

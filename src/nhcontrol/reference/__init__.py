@@ -19,13 +19,14 @@ from .admissibility import (ADMISSIBILITY_TOL, SAMPLED_ADMISSIBILITY_TOL, Admiss
 from .consistent import InitialConditions, consistent_initial_conditions
 from .inverse import (INVERSE_DYNAMICS_TOL, InverseDynamicsResult, RankDeficiencyWarning,
                       inverse_dynamics)
-from .family import reference_family
+from .family import reference_family, reference_points
 from .reference import CHECK_TOL, Reference, ReferenceSamples, StateComponent
 from .residuals import ResidualReport
 
 __all__ = [
     "Reference",
     "reference_family",
+    "reference_points",
     "ReferenceSamples",
     "ResidualReport",
     "InverseDynamicsResult",

@@ -27,10 +27,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ReferenceMotionError
+from nhcontrol._util.validation import as_float_array, check_finite, readonly
 
+from ._eval import ModelEvaluator
+from .admissibility import ADMISSIBILITY_TOL, check_admissible
+from .inverse import inverse_dynamics
 from .reference import Reference
 
-__all__ = ["reference_family"]
+__all__ = ["reference_family", "reference_points"]
 
 
 class _Indexed:
@@ -120,3 +124,84 @@ def reference_family(refs: Sequence[Reference], t: float | ArrayLike = 0.0) -> R
                      t_range=(0.0, float(N - 1)), model_name=r0.model_name, source="family",
                      _fx=_Indexed(X, "x"), _fxd=_Indexed(XD, "xd"), _fxdd=_Indexed(XDD, "xdd"),
                      _flam=_Indexed(LAM, "lam"), _fu=_Indexed(U, "u"))
+
+
+def _points(value: ArrayLike, N: int | None, d: int, what: str) -> NDArray[np.float64]:
+    arr = as_float_array(value, what, error=ReferenceMotionError)
+    if arr.ndim == 1 and d == 1 and N is not None and arr.shape[0] == N:
+        arr = arr[:, None]
+    if arr.ndim != 2 or arr.shape[1] != d or (N is not None and arr.shape[0] != N):
+        want = f"({'N' if N is None else N}, {d})"
+        raise ReferenceMotionError(f"{what} must have shape {want}, one row per point, got "
+                                   f"{arr.shape}")
+    return check_finite(arr, what, error=ReferenceMotionError)
+
+
+def reference_points(cm: Any, x: ArrayLike, xd: ArrayLike, xdd: ArrayLike,
+                     u: ArrayLike | None = None, lam: ArrayLike | None = None,
+                     p: Any = None, *, steady: bool = False, check: bool = True,
+                     tol: float = ADMISSIBILITY_TOL) -> Reference:
+    """``N`` reference points given as arrays, as one reference indexed by ``t = 0, ..., N-1``.
+
+    The array form of `reference_family`: for a design sweep whose reference states are known in
+    closed form (e.g. the steady forward motion at many speeds), the points are stacked without
+    building one `Reference` per point, checked together (one stacked kernel call) and
+    linearized together (`linearize(cm, ref, partition, t=np.arange(N))`).
+
+    Parameters
+    ----------
+    cm : CompiledModel
+    x, xd, xdd : (N, n) array_like
+        Coordinates, velocities and accelerations of the points.
+    u : (N, k) array_like, optional
+        Inputs (zeros when omitted).
+    lam : (N, m + l) array_like, optional
+        Multipliers; when omitted, inverse dynamics (Eq. (2.112)) in one stacked call.
+    p : parameters, optional
+        One parameter set for all points.
+    steady : bool
+        The points are relative equilibria (time-invariant linearizations).
+    check : bool
+        Check every point's admissibility (constraints at position, velocity and acceleration
+        level and the dynamic residual, `nhcontrol.reference.admissibility`) with relative
+        tolerance ``tol``; ``check=False`` skips it.
+
+    Returns
+    -------
+    Reference
+        ``source == "points"``; evaluated only at the integer times ``0, ..., N-1``.
+
+    Raises
+    ------
+    ReferenceMotionError
+        Wrong shapes, non-finite values, or a point that is not an admissible motion (the
+        message names the point's index as its time).
+    """
+    ev = ModelEvaluator(cm, p)
+    X = _points(x, None, ev.n, "x (points)")
+    N = X.shape[0]
+    if N == 0:
+        raise ReferenceMotionError("reference_points needs at least one point")
+    XD = _points(xd, N, ev.n, "xd (points)")
+    XDD = _points(xdd, N, ev.n, "xdd (points)")
+    U = _points(u, N, ev.k, "u (points)") if (u is not None and ev.k) else np.zeros((N, ev.k))
+    ml = ev.m + ev.l
+    t = np.arange(N, dtype=float)
+    if lam is None:
+        res = inverse_dynamics(cm, X, XD, XDD, U if ev.k else None, ev.p, check=False, t=t)
+        LAM = np.asarray(res.lam, dtype=float).reshape(N, ml)
+    else:
+        LAM = _points(lam, N, ml, "lam (points)")
+    if check:
+        Uc = U if ev.k else None
+        check_admissible(t, X, XD, XDD, LAM, Uc, M=ev.M(X, Uc), Q=ev.Q(X, XD, Uc), D=ev.D(X, Uc),
+                         Qd=ev.Qd(X, XD, Uc), C=ev.C(X, Uc), b=ev.b(X, Uc),
+                         coordinates=ev.coordinates, constraints=ev.constraints,
+                         inputs=ev.inputs, lam_given=lam is not None, tol=tol,
+                         what=f"the reference points of {ev.name!r} (t = point index)")
+    return Reference(coordinates=ev.coordinates, inputs=ev.inputs, constraints=ev.constraints,
+                     parameters=readonly(np.array(ev.p)), steady=bool(steady), period=None,
+                     t_range=(0.0, float(N - 1)), model_name=ev.name, source="points",
+                     _fx=_Indexed(X, "x"), _fxd=_Indexed(XD, "xd"), _fxdd=_Indexed(XDD, "xdd"),
+                     _flam=_Indexed(LAM, "lam"), _fu=_Indexed(U, "u"), check_tol=float(tol),
+                     lam_source="given" if lam is not None else "inverse_dynamics")
