@@ -115,3 +115,16 @@ def bicycle_lean_steer_matrix(cm, v, h=1e-6):
         return np.array([z[2], z[3], a[IX["phi_b"]], a[IX["delta"]]])
 
     return central_jacobian(g, 4, h)
+
+
+def load_benchmark(name: str):
+    """Import ``benchmarks/<name>.py`` as a module (the benchmark scripts are not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", script)
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod

@@ -6,22 +6,16 @@ with checks, and the textbook loop) must agree to round-off.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "lqr.py"
+from _helpers import load_benchmark
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("bench_lqr", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("lqr")
 
 
 def test_benchmark_lqr_keys(capsys):

@@ -8,23 +8,17 @@ themselves are machine dependent and are only asked to be positive and finite.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import re
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "mpc_ball_plate.py"
+from _helpers import load_benchmark
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("bench_mpc_ball_plate", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("mpc_ball_plate")
 
 
 def _positive(x) -> bool:

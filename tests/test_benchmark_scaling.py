@@ -7,22 +7,16 @@ spectrum (measured 4e-15 and 3e-14) and that the JSON carries the fitted exponen
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "scaling.py"
+from _helpers import load_benchmark
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("bench_scaling", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("scaling")
 
 
 def _positive(x) -> bool:

@@ -4,23 +4,16 @@ the same table. Timings are the benchmark's business, not asserted here."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
 from nhcontrol.models import benchmark_bicycle as bb
 from nhcontrol.sweep import sweep
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "sweep.py"
+from _helpers import load_benchmark
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("bench_sweep", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("sweep")
 
 
 def test_chunked_and_point_paths_agree():

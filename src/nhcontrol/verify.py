@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -62,29 +62,19 @@ def _finite(name: str, value: Any) -> NDArray[np.float64]:
 
 
 @dataclass(frozen=True)
-class _Uniform:
-    low: Any
-    high: Any
+class _Draw:
+    """One draw of ``rng.<method>(a, b)`` (``uniform(low, high)``, ``normal(mean, std)``)."""
+
+    method: str
+    a: Any
+    b: Any
 
     def __call__(self, rng: np.random.Generator) -> Any:
-        v = rng.uniform(self.low, self.high)
+        v = getattr(rng, self.method)(self.a, self.b)
         return float(v) if np.ndim(v) == 0 else v
 
     def __repr__(self) -> str:
-        return f"uniform({self.low!r}, {self.high!r})"
-
-
-@dataclass(frozen=True)
-class _Normal:
-    mean: Any
-    std: Any
-
-    def __call__(self, rng: np.random.Generator) -> Any:
-        v = rng.normal(self.mean, self.std)
-        return float(v) if np.ndim(v) == 0 else v
-
-    def __repr__(self) -> str:
-        return f"normal({self.mean!r}, {self.std!r})"
+        return f"{self.method}({self.a!r}, {self.b!r})"
 
 
 def uniform(low: ArrayLike, high: ArrayLike) -> Sampler:
@@ -93,7 +83,7 @@ def uniform(low: ArrayLike, high: ArrayLike) -> Sampler:
     if lo.shape != hi.shape or np.any(hi < lo):
         raise MonteCarloError(f"uniform needs low <= high of the same shape, got low={low!r}, "
                               f"high={high!r}")
-    return _Uniform(lo.item() if lo.ndim == 0 else lo, hi.item() if hi.ndim == 0 else hi)
+    return _Draw("uniform", lo.item() if lo.ndim == 0 else lo, hi.item() if hi.ndim == 0 else hi)
 
 
 def normal(mean: ArrayLike, std: ArrayLike) -> Sampler:
@@ -101,7 +91,7 @@ def normal(mean: ArrayLike, std: ArrayLike) -> Sampler:
     mu, sd = _finite("normal mean", mean), _finite("normal std", std)
     if np.any(sd < 0):
         raise MonteCarloError(f"normal std must be >= 0, got {std!r}")
-    return _Normal(mu.item() if mu.ndim == 0 else mu, sd.item() if sd.ndim == 0 else sd)
+    return _Draw("normal", mu.item() if mu.ndim == 0 else mu, sd.item() if sd.ndim == 0 else sd)
 
 
 def relative(nominal: float, spread: float,

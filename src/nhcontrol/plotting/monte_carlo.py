@@ -40,32 +40,31 @@ def plot_histograms(results: Mapping[str, Any], out: Path, success_limit_m: floa
     note = ("Ball-plate LQR and MPC designed on the nominal model, run on nonlinear plants with "
             "mass and radius x U(0.9, 1.1) and random initial deviations (study derived here).")
     paths = []
-    fig, ax = new_figure(title="Monte Carlo: contact-point error at the end of the run")
+    def histogram(metric: str, scale: float, bins: Any, title: str, xlabel: str, name: str,
+                  label: Any, limit: float | None = None) -> None:
+        fig, ax = new_figure(title=title)
+        for (key, r), ls in zip(results.items(), _LINESTYLES):
+            v = scale * r.values(metric)
+            ax.hist(v[np.isfinite(v)], bins=bins, histtype="step", lw=1.6, ls=ls,
+                    label=label(key, r))
+        if limit is not None:
+            ax.axvline(limit, color="k", ls="--", lw=1.2, label=f"success limit {limit:g} mm")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("number of runs")
+        ax.legend()
+        cite(fig, "thesis", "the controllers of Ch. 8", extra=note)
+        paths.append(savefig(fig, out, name))
+
     finite = [r.values("final_error_m") for r in results.values()]
     allv = np.concatenate([1e3 * v[np.isfinite(v)] for v in finite]) if finite else np.zeros(1)
     hi = max(float(allv.max()) if allv.size else 1.0, 1e3 * success_limit_m) * 1.05
-    bins = np.linspace(0.0, hi, 41)
-    for (name, r), ls in zip(results.items(), _LINESTYLES):
-        v = r.values("final_error_m")
-        ax.hist(1e3 * v[np.isfinite(v)], bins=bins, histtype="step", lw=1.6, ls=ls,
-                label=f"{name.upper()} ({100 * r.success_rate:.1f} % succeed, n = {r.n})")
-    ax.axvline(1e3 * success_limit_m, color="k", ls="--", lw=1.2,
-               label=f"success limit {1e3 * success_limit_m:g} mm")
-    ax.set_xlabel("distance of the contact point to the circle at t_final (mm)")
-    ax.set_ylabel("number of runs")
-    ax.legend()
-    cite(fig, "thesis", "the controllers of Ch. 8", extra=note)
-    paths.append(savefig(fig, out, "mc_final_error"))
-
-    fig, ax = new_figure(title="Monte Carlo: largest plate angle |α|, |β| per run")
-    for (name, r), ls in zip(results.items(), _LINESTYLES):
-        v = r.values("peak_input_deg")
-        ax.hist(v[np.isfinite(v)], bins=30, histtype="step", lw=1.6, ls=ls, label=name.upper())
-    ax.set_xlabel("peak plate angle (deg)")
-    ax.set_ylabel("number of runs")
-    ax.legend()
-    cite(fig, "thesis", "the controllers of Ch. 8", extra=note)
-    paths.append(savefig(fig, out, "mc_peak_input"))
+    histogram("final_error_m", 1e3, np.linspace(0.0, hi, 41),
+              "Monte Carlo: contact-point error at the end of the run",
+              "distance of the contact point to the circle at t_final (mm)", "mc_final_error",
+              lambda k, r: f"{k.upper()} ({100 * r.success_rate:.1f} % succeed, n = {r.n})",
+              limit=1e3 * success_limit_m)
+    histogram("peak_input_deg", 1.0, 30, "Monte Carlo: largest plate angle |α|, |β| per run",
+              "peak plate angle (deg)", "mc_peak_input", lambda k, r: k.upper())
 
     fig, ax = new_figure(title="Monte Carlo: final error vs radius error of the plant")
     markers = iter(["o", "x", "+", "^"])
