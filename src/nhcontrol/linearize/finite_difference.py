@@ -177,6 +177,42 @@ def _check_h(h: float) -> float:
     return h
 
 
+
+def _central_with_rates(cm: Any, pt: Any, rates: Any, F_mech: Any, S0: NDArray[np.float64],
+                        h: float, states: tuple[str, ...], n_spurious: int,
+                        coordinates: Any) -> FiniteDifferenceResult:
+    """Central differences of the mechanical ODE ``F_mech`` with the first-order states appended.
+
+    The rates ``ż = H(x, ẋ, z, u)`` of ``rates`` (``compile_rates``) follow the mechanical state
+    ``S``; ``z`` and the remaining inputs fill the model's input vector (``rates.state_index``,
+    ``rates.input_index``); ``coordinates(S, U) -> (x, ẋ)`` recovers the full coordinates and
+    velocities from the mechanical state.
+    """
+    zi, ui = list(rates.state_index), list(rates.input_index)
+    if pt.u is None or sorted(zi + ui) != list(range(pt.u.size)):
+        raise LinearSystemError(f"the rate kernels {rates!r} do not belong to model "
+                                f"{getattr(cm, 'name', '?')!r}")
+    nz, nmech = len(zi), S0.size
+    params = None if pt.p is None else np.asarray(pt.p, dtype=float).reshape(-1)
+
+    def F(S: NDArray[np.float64], us: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+        N = S.shape[0]
+        U = np.broadcast_to(pt.u, (N, pt.u.size)).copy()
+        if us is not None:
+            U[:, ui] = us
+        U[:, zi] = S[:, nmech:]
+        mech = F_mech(S[:, :nmech], U)
+        X, XD = coordinates(S[:, :nmech], U)
+        zd = np.array([rates.rates(X[j], XD[j], U[j, zi], U[j, ui], params)
+                       for j in range(N)]).reshape(N, nz)
+        return np.concatenate([mech, zd], axis=1)
+
+    S0 = np.concatenate([S0, pt.u[zi]])
+    J = _central(F, S0, h)
+    B = _central_inputs(F, S0, pt.u[ui] if ui else None, h)
+    return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states + tuple(rates.states),
+                                  h=h, n_spurious=n_spurious, t=pt.t)
+
 def finite_difference_jacobian(cm: Any, ref: Any, t: float = 0.0, *, h: float = DEFAULT_STEP,
                                p: Any = None, rates: Any = None) -> FiniteDifferenceResult:
     """Conventional counterpart linearization, Eqs. (7.104)-(7.110), by central differences.
@@ -223,30 +259,8 @@ def finite_difference_jacobian(cm: Any, ref: Any, t: float = 0.0, *, h: float = 
 
     states = tuple(cm.coordinates) + velocity_names(cm)
     if rates is not None:
-        zi, ui = list(rates.state_index), list(rates.input_index)
-        if pt.u is None or sorted(zi + ui) != list(range(pt.u.size)):
-            raise LinearSystemError(f"the rate kernels {rates!r} do not belong to model "
-                                    f"{getattr(cm, 'name', '?')!r}")
-        F_mech, nz = F, len(zi)
-        params = None if pt.p is None else np.asarray(pt.p, dtype=float).reshape(-1)
-
-        def F(Xs: NDArray[np.float64], us: NDArray[np.float64] | None = None  # noqa: F811
-              ) -> NDArray[np.float64]:
-            N = Xs.shape[0]
-            U = np.broadcast_to(pt.u, (N, pt.u.size)).copy()
-            if us is not None:
-                U[:, ui] = us
-            U[:, zi] = Xs[:, 2 * n:]
-            zd = np.array([rates.rates(Xs[j, :n], Xs[j, n:2 * n], U[j, zi], U[j, ui], params)
-                           for j in range(N)]).reshape(N, nz)
-            return np.concatenate([F_mech(Xs[:, :2 * n], U), zd], axis=1)
-
-        X0 = np.concatenate([X0, pt.u[zi]])
-        J = _central(F, X0, h)
-        B = _central_inputs(F, X0, pt.u[ui] if ui else None, h)
-        return FiniteDifferenceResult(J=readonly(J), B=readonly(B),
-                                      states=states + tuple(rates.states), h=h,
-                                      n_spurious=2 * (int(cm.m) + int(cm.l)), t=pt.t)
+        return _central_with_rates(cm, pt, rates, F, X0, h, states, 2 * (int(cm.m) + int(cm.l)),
+                                   lambda Xs, U: (Xs[:, :n], Xs[:, n:2 * n]))
     J = _central(F, X0, h)
     B = _central_inputs(F, X0, pt.u, h)
     return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states, h=h,
@@ -460,33 +474,7 @@ def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *
               + tuple(names[i] for i in pos[g:]))
     n_sp = int(cm.l) if form == "third" else c
     if rates is not None:
-        F_mech = F
-        zi, ui = list(rates.state_index), list(rates.input_index)
-        if pt.u is None or sorted(zi + ui) != list(range(pt.u.size)):
-            raise LinearSystemError(f"the rate kernels {rates!r} do not belong to model "
-                                    f"{getattr(cm, 'name', '?')!r}")
-        nz, nmech = len(zi), S0.size
-        params = None if pt.p is None else np.asarray(pt.p, dtype=float).reshape(-1)
-
-        def F(S: NDArray[np.float64], us: NDArray[np.float64] | None = None  # noqa: F811
-              ) -> NDArray[np.float64]:
-            N = S.shape[0]
-            U = np.broadcast_to(pt.u, (N, pt.u.size)).copy()
-            if us is not None:
-                U[:, ui] = us
-            U[:, zi] = S[:, nmech:]
-            mech = F_mech(S[:, :nmech], U)
-            X, XD = full_state(S[:, :nmech], U)
-            zd = np.array([rates.rates(X[j], XD[j], U[j, zi], U[j, ui], params)
-                           for j in range(N)]).reshape(N, nz)
-            return np.concatenate([mech, zd], axis=1)
-
-        S0 = np.concatenate([S0, pt.u[zi]])
-        J = _central(F, S0, h)
-        B = _central_inputs(F, S0, pt.u[ui] if ui else None, h)
-        states = states + tuple(rates.states)
-        return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states, h=h,
-                                      n_spurious=n_sp, t=pt.t)
+        return _central_with_rates(cm, pt, rates, F, S0, h, states, n_sp, full_state)
     J = _central(F, S0, h)
     B = _central_inputs(F, S0, pt.u, h)
     return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states, h=h,
