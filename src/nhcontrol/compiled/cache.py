@@ -89,6 +89,17 @@ def _mode(st: os.stat_result) -> str:
     return oct(stat.S_IMODE(st.st_mode))
 
 
+def _ownership_problem(st: os.stat_result) -> str | None:
+    """Why a directory or file with status ``st`` is not the user's alone, or None: owned by
+    someone else, or writable by group/others."""
+    euid = _euid()
+    if euid is not None and st.st_uid != euid:
+        return f"it is owned by uid {st.st_uid}, not by you (uid {euid})"
+    if st.st_mode & 0o022:
+        return f"it is writable by group/others (mode {_mode(st)})"
+    return None
+
+
 def directory_problem(path: str | os.PathLike) -> str | None:
     """Why the existing directory ``path`` cannot hold trusted kernels, or None if it can.
 
@@ -105,11 +116,10 @@ def directory_problem(path: str | os.PathLike) -> str | None:
         return f"it cannot be inspected ({exc})"
     if not stat.S_ISDIR(st.st_mode):
         return "it is not a directory"
+    problem = _ownership_problem(st)
+    if problem is not None:
+        return problem
     euid = _euid()
-    if euid is not None and st.st_uid != euid:
-        return f"it is owned by uid {st.st_uid}, not by you (uid {euid})"
-    if st.st_mode & 0o022:
-        return f"it is writable by group/others (mode {_mode(st)})"
     if euid is None:  # pragma: no cover - no ownership model (Windows)
         return None
     for parent in real.parents:
@@ -134,12 +144,7 @@ def file_problem(path: str | os.PathLike) -> str | None:
         return f"it cannot be read ({exc.strerror or exc})"
     if not stat.S_ISREG(st.st_mode):
         return "it is not a regular file (a symlink or a special file)"
-    euid = _euid()
-    if euid is not None and st.st_uid != euid:
-        return f"it is owned by uid {st.st_uid}, not by you (uid {euid})"
-    if st.st_mode & 0o022:
-        return f"it is writable by group/others (mode {_mode(st)})"
-    return None
+    return _ownership_problem(st)
 
 
 _PRIVATE: list[Path] = []
