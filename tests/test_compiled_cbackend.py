@@ -290,3 +290,37 @@ def test_special_functions_equal_python(tmp_path):
                       [np.array([getattr(py.linearization_terms(x, x, x, np.zeros(0)), k) for x in X])
                        for k in c.linearization_terms(X[0], X[0], X[0], np.zeros(0)).__dict__]):
         assert np.all(np.abs(f1 - f2) <= RTOL * np.abs(f2))
+
+
+def test_library_loads_without_parsing_declarations(cache):
+    """The type tables cffi parsed at build time are in the layout: a fresh process loads the
+    cached library without pycparser (~15 ms per process), and the parsed and the prebuilt FFI
+    give the same numbers; a layout whose tables cannot be used falls back to parsing."""
+    from nhcontrol.compiled import cbackend
+
+    mb = examples.sleigh()
+    c = mb.compile(cache_dir=cache, backend="c")
+    layout = c._ck.layout
+    assert isinstance(layout.get("ffi"), dict)
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {SRC!r})
+        from nhcontrol.modeling import examples
+        cm = examples.sleigh().compile(cache_dir={str(cache)!r}, backend="c")
+        assert cm.from_cache and cm.backend == "c"
+        print("pycparser" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"
+    pre, parsed = cbackend._ffi_of(layout), cbackend._ffi_of({**layout, "ffi": {"name": "x", "kwargs": {"_types": 1}}})
+    x = np.array([0.1, 0.2, 0.3])
+    results = []
+    for ffi in (pre, parsed):
+        lib = ffi.dlopen(str(c.library_path))
+        o = np.zeros(9)
+        dbl = ffi.typeof("double[]")
+        assert lib.nhc_M(*[ffi.from_buffer(dbl, a) for a in (x, np.zeros(0), np.array(list(c.parameters.values())))],
+                         ffi.from_buffer(dbl, o)) == 0
+        results.append(o.reshape(3, 3))
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], c.M(x))

@@ -9,9 +9,10 @@
   fast-math, no fused multiply-add contraction: the C kernels equal the Python kernels
   to the last bit).
 * **Load and call.**  cffi in ABI mode (``ffi.dlopen`` of the library, declarations from
-  the library's own layout string): no Python extension module has to be built, so the
-  chunks can be compiled in parallel by ourselves, and the library does not depend on the
-  Python version.  Arguments are passed with ``ffi.from_buffer`` (no copies), the GIL is
+  the library's own layout string, read with ctypes; the type tables cffi parsed at build
+  time are stored there too, so loading runs no C parser): no Python extension module has to
+  be built, so the chunks can be compiled in parallel by ourselves, and the library does not
+  depend on the Python version.  Arguments are passed with ``ffi.from_buffer`` (no copies), the GIL is
   released during a call.
 * **Cache.**  ``nhc_<key>.<C_GENERATOR_VERSION>.<platform>.so`` next to the Python kernels,
   with a sha256 record ``<library>.sha256`` written together with it and checked before
@@ -26,7 +27,6 @@ import sys
 import sysconfig
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -104,6 +104,8 @@ def compile_library(units: list[str], out: Path, workers: int | None = None) -> 
     """
     if _NO_COMPILER:
         raise CompilerUnavailable(_NO_COMPILER[0])
+    from concurrent.futures import ThreadPoolExecutor   # here: loading a cached library needs no threads
+
     try:
         import setuptools  # noqa: F401  (provides ``distutils`` on Python >= 3.12)
         from distutils.ccompiler import new_compiler
@@ -163,24 +165,13 @@ class CKernels:
     """
 
     def __init__(self, path: Path, key: str, built: bool = False) -> None:
-        import cffi
-
         _cache.verify_artefact(path)   # immediately before dlopen; the cache directory is private
-        ffi = cffi.FFI()
-        probe = cffi.FFI()
-        probe.cdef("extern const char nhc_layout[];")
-        import json
-
         with _FFI_LOCK:
-            raw = probe.dlopen(str(path))
-            try:
-                layout = json.loads(probe.string(raw.nhc_layout).decode("ascii"))
-            except (AttributeError, ValueError, UnicodeDecodeError) as exc:
-                raise CacheError(f"the kernel library {path} has no readable layout ({exc})") from exc
+            raw, layout = _read_layout(path)
             if layout.get("key") != key or layout.get("generator") != C_GENERATOR_VERSION:
                 raise CacheError(f"the kernel library {path} belongs to key {str(layout.get('key'))[:12]}... "
                                  f"(generator {layout.get('generator')}), not to {key[:12]}...")
-            ffi.cdef(layout["cdef"])
+            ffi = _ffi_of(layout)
             lib = ffi.dlopen(str(path))
         self.path = path
         self.layout = layout
@@ -240,6 +231,49 @@ class CKernels:
             return tuple([o[:, a:b].reshape((N,) + shape) for a, b, shape in outs])
 
         return many
+
+
+def _read_layout(path: Path) -> tuple[Any, dict]:
+    """The library's handle (ctypes, kept open while the kernels live) and its JSON layout
+    ``nhc_layout``, read without cffi's declaration parser."""
+    import ctypes
+    import json
+
+    try:
+        raw = ctypes.CDLL(str(path))
+        text = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(raw, "nhc_layout")))
+        return raw, json.loads(text.decode("ascii"))
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise CacheError(f"the kernel library {path} has no readable layout ({exc})") from exc
+
+
+def _from_json(v: Any) -> Any:
+    """Inverse of ``ccodegen._jsonable``: ``{"b": text}`` → bytes, lists → tuples."""
+    if isinstance(v, dict):
+        return v["b"].encode("latin-1")
+    if isinstance(v, list):
+        return tuple(_from_json(e) for e in v)
+    return v
+
+
+def _ffi_of(layout: dict) -> Any:
+    """The FFI of a library: from the type tables cffi wrote at build time (out-of-line ABI
+    mode, no parsing: `nhcontrol.compiled.ccodegen.prebuilt_ffi_arguments`), else by
+    parsing the declarations ``layout["cdef"]``."""
+    pre = layout.get("ffi")
+    if isinstance(pre, dict):
+        try:
+            import _cffi_backend
+
+            kwargs = {str(k): _from_json(v) for k, v in pre["kwargs"].items()}
+            return _cffi_backend.FFI(str(pre["name"]), **kwargs)
+        except Exception:   # another cffi version than the one that built the library
+            pass
+    import cffi
+
+    ffi = cffi.FFI()
+    ffi.cdef(layout["cdef"])
+    return ffi
 
 
 class FloatingPointFlags(ArithmeticError):
