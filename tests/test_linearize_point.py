@@ -69,15 +69,20 @@ def _reference_A_B(cm, ref, part, ti):
     x, xd, xdd, lam, u = ref.x(ti), ref.xd(ti), ref.xdd(ti), ref.lam(ti), ref.u(ti)
     k = int(cm.ninputs)
     terms = cm.linearization_terms(x, xd, xdd, lam, u if k else None, ref.parameters)
+    rates = None
+    if getattr(cm, "constraint_inputs", ()):   # inputs in B(x, u): their terms (and B_rate)
+        r = cm.input_rate_terms(x, xd, ref.ud(ti), lam, u, ref.parameters)
+        rates = {f: np.asarray(getattr(r, f))[None] for f in ("E", "dEw_dx", "dEw_dxd", "dEw_du",
+                                                             "dDTlam_du")}
     with np.errstate(all="ignore"):
-        out = third_procedure(_stacked_terms(terms, 1, idx.n, idx.m, idx.l, k), idx, k)
-    return out["A"][0], out["B"][0]
+        out = third_procedure(_stacked_terms(terms, 1, idx.n, idx.m, idx.l, k), idx, k, rates)
+    return out["A"][0], out["B"][0], (None if rates is None else out["B_rate"][0])
 
 
 def test_fast_paths_equal_the_thesis_order_reference(cases):
     for name, cm, ref, part, ts in cases:
         for ti in ts:
-            A_ref, B_ref = _reference_A_B(cm, ref, part, ti)
+            A_ref, B_ref, Br_ref = _reference_A_B(cm, ref, part, ti)
             scale = max(1.0, float(np.max(np.abs(A_ref))))
             bscale = max(1.0, float(np.max(np.abs(B_ref)))) if B_ref.size else 1.0
             with warnings.catch_warnings():
@@ -98,12 +103,22 @@ def test_fast_paths_equal_the_thesis_order_reference(cases):
             np.testing.assert_array_equal(unchecked.A, one.A)
 
 
-def test_inputs_in_constraints_warning_points_at_the_caller(cases):
-    """The point path warns like the stacked one, attributed to the caller's line."""
-    name, cm, ref, part, _ = next(c for c in cases if c[0] == "skateboard")
+def test_inputs_in_constraints_warning_points_at_the_caller():
+    """An input in a holonomic constraint (quasi-static, not carried): the point path warns like
+    the stacked one, attributed to the caller's line."""
+    import sympy as sp
+
+    from test_linearize_third_toys import ToyModel
+
+    x, y, ell = sp.symbols("x y ell")
+    mass, g = sp.symbols("mass g")
+    cm = ToyModel("winch", [x, y], list(sp.symbols("x_d y_d")), [ell], [mass, g],
+                  {"mass": 2.0, "g": 9.81}, sp.diag(mass, mass), [0, -mass * g],
+                  [x**2 + y**2 - ell**2], [])
+    ref = constant_reference(cm, np.array([0.0, -1.5]), np.zeros(2), u0=np.array([1.5]))
     for t in (0.0, [0.0, 0.5]):
-        with pytest.warns(UserWarning, match=r"the inputs \['u'\] enter the constraints") as rec:
-            linearize(cm, ref, part, t=t)
+        with pytest.warns(UserWarning, match=r"the inputs \['ell'\] enter the constraints") as rec:
+            linearize(cm, ref, Partition(["x"], [], ["y"]), t=t)
         assert rec[0].filename == __file__
 
 

@@ -7,12 +7,14 @@ from .cache import default_cache_dir
 from .cbackend import ENV_BACKEND
 from .ccodegen import C_GENERATOR_VERSION
 from .codegen import GENERATOR_VERSION
-from .model import (KERNEL_ARGS, LINEARIZATION_FIELDS, CompiledModel, DynamicsTerms, LinearizationTerms,
+from .model import (KERNEL_ARGS, LINEARIZATION_FIELDS, CompiledModel, DynamicsTerms, InputRateTerms,
+                    LinearizationTerms,
                     compile_system, generate_c_source, generate_source, load_compiled)
 from .rates import RateJacobians, RateKernels, compile_rates
 
 __all__ = [
-    "compile_system", "CompiledModel", "LinearizationTerms", "DynamicsTerms", "generate_source",
+    "compile_system", "CompiledModel", "LinearizationTerms", "DynamicsTerms", "InputRateTerms",
+    "generate_source",
     "load_compiled", "default_cache_dir", "KERNEL_ARGS", "LINEARIZATION_FIELDS",
     "GENERATOR_VERSION", "generate_c_source", "C_GENERATOR_VERSION", "ENV_BACKEND",
     "compile_rates", "RateKernels", "RateJacobians",

@@ -39,7 +39,7 @@ from ..modeling.graph import ExprGraph
 from .codegen import FastPrinter, _find_block, cached_plan, symbol_names
 from .derivatives import FunctionSpec
 
-C_GENERATOR_VERSION = "c2"
+C_GENERATOR_VERSION = "c3"
 """Bumped whenever the generated C code changes (part of the shared library's file name)."""
 #: Statements per chunk function and per translation unit.
 CHUNK_STATEMENTS = 150
@@ -116,7 +116,8 @@ class CPrinter(FastPrinter):
         raise CCodegenError(f"no C translation for {type(e).__name__} in {str(e)[:80]!r}")
 
 
-_ARG_C = {"x": "x", "xd": "xd", "xdd": "xdd", "a": "a", "lam": "lam", "v": "v", "u": "u", "p": "p"}
+_ARG_C = {"x": "x", "xd": "xd", "xdd": "xdd", "a": "a", "lam": "lam", "v": "v", "u": "u", "p": "p",
+          "ud": "ud"}
 
 
 def _signature(args: Iterable[str], const: bool = True) -> str:

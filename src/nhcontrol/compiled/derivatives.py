@@ -16,7 +16,8 @@ import sympy as sp
 from ..modeling.equations import EquationsOfMotion
 from ..modeling.graph import Direction
 
-ARG_PREFIX = {"x": "X", "xd": "XD", "xdd": "XDD", "a": "A", "lam": "L", "v": "V", "u": "U", "p": "P"}
+ARG_PREFIX = {"x": "X", "xd": "XD", "xdd": "XDD", "a": "A", "lam": "L", "v": "V", "u": "U", "p": "P",
+              "ud": "UD"}
 """Argument groups and the prefix of their canonical names in generated code."""
 
 KERNEL_SIGNATURES: dict[str, tuple[str, ...]] = {
@@ -28,7 +29,7 @@ KERNEL_SIGNATURES: dict[str, tuple[str, ...]] = {
     "dDv_dx": ("x", "v", "u", "p"), "dDv_du": ("x", "v", "u", "p"),
     "dQd_dx": ("x", "xd", "u", "p"), "dQd_dxd": ("x", "xd", "u", "p"), "dQd_du": ("x", "xd", "u", "p"),
     "dCxv_dx": ("x", "v", "u", "p"), "dBv_dx": ("x", "v", "u", "p"), "dC_du": ("x", "u", "p"),
-    "b": ("x", "u", "p"),
+    "b": ("x", "u", "p"), "E": ("x", "xd", "u", "p"),
 }
 """Kernel name -> argument groups (the table of contracts section 2)."""
 
@@ -38,6 +39,11 @@ LINEARIZATION_FIELDS = ("M", "Q", "D", "Cx", "B", "Qd", "dMa_dx", "dMa_du", "dDT
 """Field order of [`LinearizationTerms`][nhcontrol.compiled.LinearizationTerms]."""
 
 _VECTOR_OUTPUTS = {"Q", "C", "Qd", "b"}
+
+INPUT_RATE_FIELDS = ("E", "dEw_dx", "dEw_dxd", "dEw_du", "dDTlam_du")
+"""Fields of [`InputRateTerms`][nhcontrol.compiled.InputRateTerms]: the terms of inputs that enter
+the nonholonomic constraints, ``E = ∂(B ẋ + b)/∂u`` and the partial derivatives of ``E u̇0`` and
+``Dᵀ Λ0`` (docs/theory/road_vehicles.md, "Inputs in the constraints")."""
 
 DYNAMICS_FIELDS = ("M", "Q", "D", "Qd")
 """Fields of [`DynamicsTerms`][nhcontrol.compiled.DynamicsTerms]."""
@@ -62,6 +68,7 @@ ROUTES: dict[str, tuple[str, dict[str, str], str]] = {
     "dCxv_dx": ("linearization_terms", {"x": "x", "v": "xd"}, "dCxv_dx"),
     "dBv_dx": ("linearization_terms", {"x": "x", "v": "xd"}, "dBv_dx"),
     "dC_du": ("linearization_terms", {"x": "x"}, "dC_du"),
+    "E": ("input_rate_terms", {"x": "x", "xd": "xd"}, "E"),
 }
 """Every other kernel of the contract table is one output of a fused function, called with its
 arguments placed into the fused argument list (missing ones are zero): kernel -> (function, {kernel
@@ -91,9 +98,9 @@ def kernel_specs(eom: EquationsOfMotion) -> tuple[list[FunctionSpec], dict[str, 
     g = eom.graph
     n, m, l = eom.n, eom.m, eom.l
     S: dict[str, list[sp.Symbol]] = {"x": list(eom.x), "xd": list(eom.xd), "u": list(eom.u), "p": list(eom.p)}
-    for grp, cnt in (("xdd", n), ("a", n), ("lam", m + l), ("v", n)):
+    for grp, cnt in (("xdd", n), ("a", n), ("lam", m + l), ("v", n), ("ud", len(eom.u))):
         S[grp] = [sp.Dummy(f"{grp}{i}") for i in range(cnt)]
-    g.add_args(S["xdd"] + S["a"] + S["lam"] + S["v"])
+    g.add_args(S["xdd"] + S["a"] + S["lam"] + S["v"] + S["ud"])
     X, XD, U = S["x"], S["xd"], S["u"]
     M, Q, C, Cx, B, D, Qd = eom.M_g, eom.Q_g, eom.C_g, eom.Cx_g, eom.B_g, eom.D_g, eom.Qd_g
 
@@ -145,8 +152,16 @@ def kernel_specs(eom: EquationsOfMotion) -> tuple[list[FunctionSpec], dict[str, 
                               tuple((nm, fused[nm], shape(nm, fused[nm])) for nm in LINEARIZATION_FIELDS)))
     specs.append(FunctionSpec("dynamics_terms", ("x", "xd", "u", "p"),
                               tuple((nm, base[nm], shape(nm, base[nm])) for nm in DYNAMICS_FIELDS)))
+    # inputs in the constraints: E = ∂(B ẋ + b)/∂u and the partial derivatives of E u̇0 (the
+    # input-rate term of D ẍ = Qd − E u̇) and of Dᵀ Λ0 with respect to u
+    E = eom.E_g if eom.E_g is not None else sp.ImmutableMatrix(sp.zeros(m + l, len(U)))
+    Eud = mv(E, S["ud"])
+    rates = {"E": E, "dEw_dx": jac(Eud, X), "dEw_dxd": jac(Eud, XD), "dEw_du": jac(Eud, U),
+             "dDTlam_du": jac(mv(D.T, S["lam"]), U) if m + l else sp.ImmutableMatrix(sp.zeros(n, len(U)))}
+    specs.append(FunctionSpec("input_rate_terms", ("x", "xd", "ud", "lam", "u", "p"),
+                              tuple((nm, rates[nm], shape(nm, rates[nm])) for nm in INPUT_RATE_FIELDS)))
     return specs, S
 
 
 __all__ = ["FunctionSpec", "kernel_specs", "ARG_PREFIX", "KERNEL_SIGNATURES", "LINEARIZATION_FIELDS",
-           "DYNAMICS_FIELDS", "DIRECT_KERNELS", "ROUTES"]
+           "DYNAMICS_FIELDS", "INPUT_RATE_FIELDS", "DIRECT_KERNELS", "ROUTES"]

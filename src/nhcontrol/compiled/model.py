@@ -21,8 +21,8 @@ from . import cache as _cache
 from . import cbackend as _cb
 from .ccodegen import CCodegenError, generate_c
 from .codegen import GENERATOR_VERSION, generate_module
-from .derivatives import (DIRECT_KERNELS, DYNAMICS_FIELDS, KERNEL_SIGNATURES, LINEARIZATION_FIELDS, ROUTES,
-                          kernel_specs)
+from .derivatives import (DIRECT_KERNELS, DYNAMICS_FIELDS, INPUT_RATE_FIELDS, KERNEL_SIGNATURES,
+                          LINEARIZATION_FIELDS, ROUTES, kernel_specs)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..modeling.system import MultibodySystem
@@ -33,8 +33,10 @@ KERNEL_ARGS: dict[str, tuple[str, ...]] = {k: v[:-2] for k, v in KERNEL_SIGNATUR
 """Kernel name -> argument groups (the table of contracts section 2)."""
 
 _FUNC_ARGS = {"linearization_terms": ("x", "xd", "xdd", "lam", "u", "p"),
-              "dynamics_terms": ("x", "xd", "u", "p")}
-_FUNC_FIELDS = {"linearization_terms": LINEARIZATION_FIELDS, "dynamics_terms": DYNAMICS_FIELDS}
+              "dynamics_terms": ("x", "xd", "u", "p"),
+              "input_rate_terms": ("x", "xd", "ud", "lam", "u", "p")}
+_FUNC_FIELDS = {"linearization_terms": LINEARIZATION_FIELDS, "dynamics_terms": DYNAMICS_FIELDS,
+                "input_rate_terms": INPUT_RATE_FIELDS}
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -100,6 +102,34 @@ class LinearizationTerms:
 
 
 @dataclass(frozen=True)
+class InputRateTerms:
+    """Terms of inputs that enter the nonholonomic constraints ``B(x, u) ẋ + b(x, u) = 0``.
+
+    With ``E = ∂(B ẋ + b)/∂u`` (holonomic rows zero) the acceleration level of the constraints
+    is ``D ẍ = Qd − E u̇`` (docs/theory/road_vehicles.md, "Inputs in the constraints").
+    Shapes for one point; ``N`` stacked points add a leading axis.
+
+    Attributes
+    ----------
+    E : (m+l, k)
+        ``∂(D ẋ + b)/∂u``; at the reference also the input term ``∂(D ẋ0 + b)/∂u`` of the
+        linearized velocity constraints.
+    dEw_dx, dEw_dxd : (m+l, n)
+        ``∂(E u̇0)/∂x``, ``∂(E u̇0)/∂ẋ``.
+    dEw_du : (m+l, k)
+        ``∂(E u̇0)/∂u``.
+    dDTlam_du : (n, k)
+        ``∂(Dᵀ Λ0)/∂u``.
+    """
+
+    E: Array
+    dEw_dx: Array
+    dEw_dxd: Array
+    dEw_du: Array
+    dDTlam_du: Array
+
+
+@dataclass(frozen=True)
 class DynamicsTerms:
     """``M (n, n)``, ``Q (n,)``, ``D (m+l, n)``, ``Qd (m+l,)`` of the index-1 form Eq. (2.119)."""
 
@@ -158,6 +188,9 @@ class CompiledModel:
         self.nonholonomic_names: tuple[str, ...] = tuple(meta["nonholonomic_names"])
         self.affine_names: tuple[str, ...] = tuple(meta.get("affine_names", ()))
         self.clock: str | None = meta.get("clock")   # clock coordinate (MultibodySystem.add_clock)
+        # inputs that enter the nonholonomic constraints B(x, u) ẋ + b(x, u) = 0 (their rates
+        # enter the acceleration level, D ẍ = Qd − E u̇)
+        self.constraint_inputs: tuple[str, ...] = tuple(meta.get("constraint_inputs", ()))
         self.n: int = len(self.coordinates)
         self.m: int = len(self.holonomic_names)
         self.l: int = len(self.nonholonomic_names)  # noqa: E741
@@ -169,9 +202,10 @@ class CompiledModel:
         self._p0 = _ro(np.array(meta["parameter_defaults"], dtype=float))
         self._u0 = _ro(np.zeros(self.ninputs))
         self._sizes = {"x": self.n, "xd": self.n, "xdd": self.n, "a": self.n, "v": self.n,
-                       "lam": self.m + self.l, "u": self.ninputs, "p": len(self._p0)}
+                       "lam": self.m + self.l, "u": self.ninputs, "p": len(self._p0),
+                       "ud": self.ninputs}
         self._argnames = {"x": "x", "xd": "xd", "xdd": "xdd", "a": "a", "v": "v", "lam": "lam",
-                          "u": "u", "p": "p"}
+                          "u": "u", "p": "p", "ud": "ud"}
         self._zeros = {g: _ro(np.zeros(sz)) for g, sz in self._sizes.items()}
         # defaults as Python lists for the one-point fast path (never mutated by the kernels)
         self._lists0 = {g: (self._p0 if g == "p" else z).tolist() for g, z in self._zeros.items()}
@@ -458,6 +492,32 @@ class CompiledModel:
         """
         out = self._eval("linearization_terms", ("x", "xd", "xdd", "lam", "u", "p"), (x, xd, xdd, lam, u, p))
         return LinearizationTerms(*out)
+
+    def input_rate_terms(self, x: ArrayLike, xd: ArrayLike, ud: ArrayLike | None = None,
+                         lam: ArrayLike | None = None, u: ArrayLike | None = None,
+                         p: ArrayLike | None = None) -> InputRateTerms:
+        """Terms of the inputs in the nonholonomic constraints from one generated function.
+
+        Parameters
+        ----------
+        x, xd : (n,) or (N, n) array_like
+        ud : (k,) or (N, k) array_like, optional
+            Input rates ``u̇0`` (zeros when omitted).
+        lam : (m+l,) or (N, m+l) array_like, optional
+            Multipliers ``Λ0`` (zeros when omitted).
+        u, p : as in the other kernels.
+
+        Returns
+        -------
+        InputRateTerms
+        """
+        return InputRateTerms(*self._eval("input_rate_terms", ("x", "xd", "ud", "lam", "u", "p"),
+                                          (x, xd, ud, lam, u, p)))
+
+    def E(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
+          p: ArrayLike | None = None) -> Array:
+        """``E = ∂(D ẋ + b)/∂u`` (m+l, k), holonomic rows zero: ``D ẍ = Qd − E u̇``."""
+        return self._kernel("E", x, xd, u, p)
 
     def dynamics_terms(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
                        p: ArrayLike | None = None) -> DynamicsTerms:
@@ -798,6 +858,8 @@ def _body_meta(mb: "MultibodySystem") -> list[dict]:
 
 
 def _meta(mb: "MultibodySystem", key: str) -> dict:
+    import sympy as sp
+
     defaults = mb.defaults
     return {"bodies": _body_meta(mb),"name": mb.name, "key": key,
             "coordinates": [s.name for s in mb.coordinates], "velocities": [s.name for s in mb.velocities],
@@ -806,6 +868,8 @@ def _meta(mb: "MultibodySystem", key: str) -> dict:
             "holonomic_names": [c.name for c in mb.holonomic],
             "nonholonomic_names": [c.name for c in mb.nonholonomic],
             "affine_names": [c.name for c in mb.nonholonomic if c.affine],
+            "constraint_inputs": [s.name for s in mb.inputs
+                                  if any(s in sp.sympify(c.expr).free_symbols for c in mb.nonholonomic)],
             **({"clock": mb.clock.name} if getattr(mb, "clock", None) is not None else {}),
             "generator": GENERATOR_VERSION}
 
@@ -897,6 +961,6 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
     return _registered(_with_c(cm, which, c_units, t0))
 
 
-__all__ = ["CompiledModel", "load_compiled", "LinearizationTerms", "DynamicsTerms", "compile_system", "generate_source",
+__all__ = ["CompiledModel", "load_compiled", "LinearizationTerms", "DynamicsTerms", "InputRateTerms", "compile_system", "generate_source",
            "generate_c_source",
            "KERNEL_ARGS", "LINEARIZATION_FIELDS"]

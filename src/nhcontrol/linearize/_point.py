@@ -62,7 +62,7 @@ def _layout(idx: PartitionIndices, k: int) -> dict[str, Any]:
 
 
 def point_procedure(terms: Any, idx: PartitionIndices, k: int,
-                    N: int | None = None) -> dict[str, NDArray[np.float64]]:
+                    N: int | None = None, rates: Any = None) -> dict[str, NDArray[np.float64]]:
     """``A``, ``B`` of Eqs. (4.124)/(4.127) and Sect. 8.1 at one point or ``N`` stacked points.
 
     Parameters
@@ -75,11 +75,17 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
         Number of inputs.
     N : int, optional
         Number of stacked points (None: one point, results without a leading axis).
+    rates : InputRateTerms or mapping, optional
+        Inputs in the nonholonomic constraints (`CompiledModel.input_rate_terms()` at
+        ``u̇0``, same leading axis): their terms enter ``A`` (``∂(E u̇0)/∂x``, ``∂(E u̇0)/∂ẋ``)
+        and ``B``, and the input-rate matrix ``B_rate`` is returned
+        (docs/theory/road_vehicles.md, "Inputs in the constraints"; the same formulas as
+        `nhcontrol.linearize.third_procedure`).
 
     Returns
     -------
     dict
-        ``A (…, ns, ns)``, ``B (…, ns, k)``, ``m0`` and, for the conditioning checks, ``D`` with
+        ``A (…, ns, ns)``, ``B (…, ns, k)``, ``B_rate (…, ns, k)`` (with ``rates``), ``m0`` and, for the conditioning checks, ``D`` with
         ``D_dd_inv``, ``Cx`` with ``Cx_d_inv``, ``Bbar`` with ``Bbar_ad_inv`` (those present).
         A singular block gives inf/NaN entries (no exception); the caller checks ``A``, ``B``.
 
@@ -113,6 +119,8 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
 
     M = f("M", n, n)
     out: dict[str, NDArray[np.float64]] = {}
+    rt = None if rates is None else _rate_terms(rates, lead, n, c, k)
+    kr = k if rt is not None else 0     # extra right-hand sides of the input-rate terms
 
     # ---- Steps 1-3: T0, V̄̄0, U0, V0 (Eqs. (2.131), (4.99)-(4.103)) from one LU of D_dd -----
     if lead:
@@ -120,24 +128,40 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
         T0[...] = L["T0"]
     else:
         T0 = L["T0"].copy()
-    W7 = np.empty(lead + (n, 2 * n + n1 + k))  # [∂Q/∂ẋ − M U0, G − M V0, M T0, ∂Q/∂u − ∂(Mẍ0)/∂u]
+    # [∂Q/∂ẋ − M U0, G − M V0, M T0, ∂Q/∂u − ∂(Mẍ0)/∂u (, −M W̄0 with input rates)]
+    W7 = np.empty(lead + (n, 2 * n + n1 + k + kr))
     W7[..., :n] = f("dQ_dxd", n, n)
     np.subtract(f("dQ_dx", n, n), f("dMa_dx", n, n), out=W7[..., n:2 * n])
     W7[..., n:2 * n] -= f("dDTlam_dx", n, n)
     if c:
         D = f("D", c, n)
         Dp = D[..., L["perm"]]
-        rhs = np.concatenate((Dp[..., :n1], f("dDv_dx", c, n), -f("dQd_dxd", c, n),
-                              f("dDa_dx", c, n) - f("dQd_dx", c, n)), axis=-1)
+        if rt is None:
+            rhs = np.concatenate((Dp[..., :n1], f("dDv_dx", c, n), -f("dQd_dxd", c, n),
+                                  f("dDa_dx", c, n) - f("dQd_dx", c, n)), axis=-1)
+        else:   # Q_d − E u̇ and the input columns [E, ∂(Dẍ0)/∂u − ∂(Q_d − E u̇0)/∂u]
+            rhs = np.concatenate((Dp[..., :n1], f("dDv_dx", c, n),
+                                  rt["dEw_dxd"] - f("dQd_dxd", c, n),
+                                  f("dDa_dx", c, n) - f("dQd_dx", c, n) + rt["dEw_dx"], rt["E"],
+                                  f("dDa_du", c, k) - f("dQd_du", c, k) + rt["dEw_du"]), axis=-1)
         D_dd_inv = inv(Dp[..., n1:])
-        sol = np.negative(D_dd_inv) @ rhs  # [T_dd, V̄̄0_dd, U0_dd, V0_dd]
+        sol = np.negative(D_dd_inv) @ rhs  # [T_dd, V̄̄0_dd, U0_dd, V0_dd (, W̄0_dd, Y0_dd)]
         out["D"], out["D_dd_inv"] = D, D_dd_inv
         T0[..., dd, :] = sol[..., :n1]                          # Eq. (2.131)
         W7[..., :2 * n] -= M[..., dd] @ sol[..., n1 + n:n1 + 3 * n]   # − M [U0, V0]
     np.matmul(M, T0, out=W7[..., 2 * n:2 * n + n1])
     if k:
-        np.subtract(f("dQ_du", n, k), f("dMa_du", n, k), out=W7[..., 2 * n + n1:])
-    RS = T0.swapaxes(-1, -2) @ W7    # [R0, S0, m0, T0ᵀ(∂Q/∂u − ∂(Mẍ0)/∂u)]
+        np.subtract(f("dQ_du", n, k), f("dMa_du", n, k), out=W7[..., 2 * n + n1:2 * n + n1 + k])
+    if rt is not None:
+        if c:
+            W7[..., 2 * n + n1:2 * n + n1 + k] -= (rt["dDTlam_du"] + M[..., dd]
+                                                   @ sol[..., n1 + 3 * n + k:])   # − M Y0
+            np.matmul(M[..., dd], -sol[..., n1 + 3 * n:n1 + 3 * n + k],
+                      out=W7[..., 2 * n + n1 + k:])                               # − M W̄0
+        else:
+            W7[..., 2 * n + n1:2 * n + n1 + k] -= rt["dDTlam_du"]
+            W7[..., 2 * n + n1 + k:] = 0.0
+    RS = T0.swapaxes(-1, -2) @ W7    # [R0, S0, m0, T0ᵀ(∂Q/∂u − ∂(Mẍ0)/∂u) (, −T0ᵀ M W̄0)]
     R0, m0 = RS[..., :n], RS[..., 2 * n:2 * n + n1]
     RVS = RS[..., n:2 * n]               # R0 V̄̄0 + S0
     if c:
@@ -172,7 +196,10 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
             W = Bm[..., d] @ solh[..., na:na + n] + W           # B Vh0 + ∂(B ẋ0)/∂x
         WT = W @ Th0
         # columns ordered as the last block row of A: [V_nh_ai, U_nh_ai, V_nh_ad]
-        rhs = np.concatenate((WT[..., :n1], Bbar[..., :n1], WT[..., n1:]), axis=-1)
+        parts = (WT[..., :n1], Bbar[..., :n1], WT[..., n1:])
+        if rt is not None:
+            parts += (rt["E"][..., m:, :],)                     # ∂(B ẋ0 + b)/∂u
+        rhs = np.concatenate(parts, axis=-1)
         Bbar_ad_inv = inv(Bbar[..., n1:])
         soln = np.negative(Bbar_ad_inv) @ rhs
         out["Bbar"], out["Bbar_ad_inv"] = Bbar, Bbar_ad_inv
@@ -180,14 +207,35 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
 
     # ---- Step 7: [J21, J22, J23 | B_u] from one solve with m0 (Eqs. (4.118)-(4.125)) -------
     RVST = RVS @ Th0
-    rhs = np.concatenate((RVST[..., :n1], R0 @ T0, RVST[..., n1:], RS[..., 2 * n + n1:]),
-                         axis=-1)
+    Ru = RS[..., 2 * n + n1:]
+    if rt is not None and c:
+        Ru = Ru.copy()
+        Ru[..., :k] += R0[..., dd] @ sol[..., n1 + 3 * n:n1 + 3 * n + k]   # + R0 W̄0
+    rhs = np.concatenate((RVST[..., :n1], R0 @ T0, RVST[..., n1:], Ru), axis=-1)
     sol7 = solve(m0, rhs)
     A[..., n1:2 * n1, :] = sol7[..., :ns]
     Bin = np.zeros(lead + (ns, k))
-    Bin[..., n1:2 * n1, :] = sol7[..., ns:]
+    Bin[..., n1:2 * n1, :] = sol7[..., ns:ns + k]
+    if rt is not None:
+        Brate = np.zeros(lead + (ns, k))
+        Brate[..., n1:2 * n1, :] = sol7[..., ns + k:]
+        if l:
+            Bin[..., 2 * n1:, :] = soln[..., ns:]               # − B̄_ad⁻¹ ∂(B ẋ0 + b)/∂u
+        out["B_rate"] = Brate
     out.update(A=A, B=Bin, m0=m0)
     return out
+
+
+_RATE_SHAPES = {"E": "ck", "dEw_dx": "cn", "dEw_dxd": "cn", "dEw_du": "ck", "dDTlam_du": "nk"}
+
+
+def _rate_terms(rates: Any, lead: tuple[int, ...], n: int, c: int,
+                k: int) -> dict[str, NDArray[np.float64]]:
+    """The fields of `InputRateTerms` as arrays of explicit shapes."""
+    size = {"c": c, "n": n, "k": k}
+    get = (lambda key: rates[key]) if isinstance(rates, dict) else (lambda key: getattr(rates, key))
+    return {key: np.asarray(get(key), dtype=float).reshape(lead + (size[r], size[q]))
+            for key, (r, q) in _RATE_SHAPES.items()}
 
 
 def point_suspect(out: dict[str, NDArray[np.float64]], cond_max: float) -> bool:

@@ -74,6 +74,9 @@ class FiniteDifferenceResult(_JacobianMembers):
     n_spurious : int
         Spurious eigenvalues of this form: ``2(m+l)``, ``l`` or ``m+l``.
     t : float
+    B_rate : (N, k) ndarray or None
+        Matrix of the input rates ``u̇`` by the same differences (reduced ODE of a model whose
+        inputs enter the nonholonomic constraints), else None.
     """
 
     J: NDArray[np.float64]
@@ -82,6 +85,7 @@ class FiniteDifferenceResult(_JacobianMembers):
     h: float
     n_spurious: int
     t: float
+    B_rate: NDArray[np.float64] | None = None
 
 
 def _stack(a: NDArray[np.float64] | None, N: int) -> NDArray[np.float64] | None:
@@ -91,11 +95,13 @@ def _stack(a: NDArray[np.float64] | None, N: int) -> NDArray[np.float64] | None:
     return np.broadcast_to(a, (N,) + a.shape[-1:]).copy() if a.ndim == 1 else a
 
 
-def index1_accelerations(cm: Any, x: Any, xd: Any, u: Any = None, p: Any = None
-                         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def index1_accelerations(cm: Any, x: Any, xd: Any, u: Any = None, p: Any = None,
+                         ud: Any = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Accelerations and multipliers of the index-1 DAE, Eq. (2.127) / (7.107).
 
-    Solves ``[[M, D^T], [D, 0]] [xdd; Λ] = [Q; Qd]`` at one point or ``N`` stacked points.
+    Solves ``[[M, D^T], [D, 0]] [xdd; Λ] = [Q; Qd]`` at one point or ``N`` stacked points;
+    with input rates ``ud`` and inputs in the nonholonomic constraints ``Qd − E u̇``
+    (``E = ∂(B ẋ + b)/∂u``).
 
     Parameters
     ----------
@@ -126,6 +132,10 @@ def index1_accelerations(cm: Any, x: Any, xd: Any, u: Any = None, p: Any = None
     D = np.asarray(cm.D(X, U, p), dtype=float).reshape(N, c, n)
     Q = np.asarray(cm.Q(X, XD, U, p), dtype=float).reshape(N, n)
     Qd = np.asarray(cm.Qd(X, XD, U, p), dtype=float).reshape(N, c)
+    if ud is not None and getattr(cm, "constraint_inputs", ()):
+        k = int(cm.ninputs)
+        E = np.asarray(cm.E(X, XD, U, p), dtype=float).reshape(N, c, k)
+        Qd = Qd - np.einsum("nij,nj->ni", E, _stack(ud, N))
     Aug = np.zeros((N, n + c, n + c))
     Aug[:, :n, :n] = M
     Aug[:, :n, n:] = np.transpose(D, (0, 2, 1))
@@ -390,7 +400,7 @@ def _project_holonomic(cm: Any, X: NDArray[np.float64], d: list[int], U, p,
 def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *,
                             h: float = 1e-6, p: Any = None,
                             form: Literal["third", "second"] = "third",
-                            rates: Any = None) -> FiniteDifferenceResult:
+                            rates: Any = None, ud: Any = None) -> FiniteDifferenceResult:
     """Central-difference Jacobian of the nonlinear reduced ODE (validation of Sects. 4.2.2-4.2.3).
 
     Parameters
@@ -414,6 +424,10 @@ def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *
         inputs at ``rates.state_index``) are appended to the state, with ``ż = H(x, ẋ, z, u)``
         (Eq. (7.12)); ``B`` then has the columns of the other inputs ``u``. Exact counterpart:
         [`linearize_first_order_system()`][nhcontrol.linearize.linearize_first_order_system].
+    ud : (k,) array_like, optional
+        Input rates ``u̇0`` of a model whose inputs enter the nonholonomic constraints (default
+        ``ref.ud(t)`` when the reference has them, else zero): the ODE is
+        ``F(X, u, u̇)`` with ``D ẍ = Q_d − E u̇``, and ``B_rate = ∂F/∂u̇`` is differenced too.
 
     Returns
     -------
@@ -461,10 +475,19 @@ def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *
                                  "other independent coordinates") from exc
         return X, XD
 
-    def F(S: NDArray[np.float64], us: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    with_rates = bool(getattr(cm, "constraint_inputs", ())) and pt.u is not None
+    ud0 = None
+    if with_rates:
+        ud0 = (np.asarray(ud, dtype=float).reshape(pt.u.size) if ud is not None
+               else np.asarray(ref.ud(pt.t), dtype=float).reshape(pt.u.size)
+               if callable(getattr(ref, "ud", None)) else np.zeros(pt.u.size))
+
+    def F(S: NDArray[np.float64], us: NDArray[np.float64] | None = None,
+          uds: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
         U = us if us is not None else (None if pt.u is None else _stack(pt.u, S.shape[0]))
+        UD = None if not with_rates else (uds if uds is not None else _stack(ud0, S.shape[0]))
         X, XD = full_state(S, U)
-        xdd, _ = index1_accelerations(cm, X, XD, U, pt.p)
+        xdd, _ = index1_accelerations(cm, X, XD, U, pt.p, UD)
         return np.concatenate([XD[:, ai], xdd[:, ai], XD[:, pos[g:]]], axis=1)
 
     S0 = np.concatenate([pt.x[ai], pt.xd[ai], pt.x[pos[g:]]])
@@ -477,5 +500,8 @@ def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *
         return _central_with_rates(cm, pt, rates, F, S0, h, states, n_sp, full_state)
     J = _central(F, S0, h)
     B = _central_inputs(F, S0, pt.u, h)
+    B_rate = None
+    if with_rates:
+        B_rate = readonly(_central_inputs(lambda Ss, uds: F(Ss, None, uds), S0, ud0, h))
     return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states, h=h,
-                                  n_spurious=n_sp, t=pt.t)
+                                  n_spurious=n_sp, t=pt.t, B_rate=B_rate)

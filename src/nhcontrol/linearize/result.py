@@ -238,7 +238,7 @@ class _EigenvalueArray(np.ndarray):
 
 @dataclass(frozen=True)
 class LinearizationResult:
-    """Linearized equations ``dX̃/dt = A X̃ + B ũ`` of the third procedure.
+    """Linearized equations ``dX̃/dt = A X̃ + B ũ + B_rate dũ/dt`` of the third procedure.
 
     Attributes
     ----------
@@ -261,6 +261,12 @@ class LinearizationResult:
     n_independent : int
         ``n - m - l``.
     model_name : str
+    B_rate : (ns, k) or (N, ns, k) array
+        Input-rate matrix: inputs that enter the nonholonomic constraints
+        ``B(x, u) ẋ + b(x, u) = 0`` make their rates act on the motion (a steering angle's
+        rate turns the velocities); zero rows for ``x̃_ai`` and ``x̃_ad``, zeros when no input
+        enters the constraints; read-only. `to_statespace()` removes it by the state change
+        ``X' = X̃ − B_rate ũ`` (docs/theory/road_vehicles.md, "Inputs in the constraints").
     """
 
     A: NDArray[np.float64]
@@ -273,11 +279,16 @@ class LinearizationResult:
     steady: bool
     n_independent: int
     model_name: str = ""
+    B_rate: NDArray[np.float64] | None = None
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "A", readonly(np.asarray(self.A, dtype=float)))
         object.__setattr__(self, "B", readonly(np.asarray(self.B, dtype=float)))
+        Br = np.zeros(self.B.shape) if self.B_rate is None else np.asarray(self.B_rate, dtype=float)
+        if Br.shape != self.B.shape:
+            raise LinearSystemError(f"B_rate must have the shape of B {self.B.shape}, got {Br.shape}")
+        object.__setattr__(self, "B_rate", readonly(Br))
         if isinstance(self.t, np.ndarray):
             object.__setattr__(self, "t", readonly(self.t))
 
@@ -362,6 +373,18 @@ class LinearizationResult:
         The outputs are the states (``C = I``, ``D = 0``), named ``y_<state>``. For a stacked
         result of a steady reference (all points equal) the first point is used.
 
+        When inputs enter the nonholonomic constraints (`B_rate` ≠ 0) the linear equations
+        ``dX̃/dt = A X̃ + B ũ + B_rate dũ/dt`` are not a state space; the state change
+        ``X' = X̃ − B_rate ũ`` (exact for constant ``A, B, B_rate``) gives
+
+        $$ \\dot X' = A X' + (A B_{rate} + B)\\,\\tilde u,\\qquad
+           y = X' + B_{rate}\\,\\tilde u , $$
+
+        so the outputs are still the deviations ``X̃`` (a feed-through ``D = B_rate``). The
+        states whose row of ``B_rate`` is non-zero are named ``<state>_shift``. ``X'`` is
+        continuous where ``ũ`` jumps (zero-order hold), ``X̃`` jumps by ``B_rate Δũ``: the
+        re-projection of the velocities onto the new constraint manifold.
+
         Parameters
         ----------
         states : None, sequence of str or "reduced"
@@ -395,12 +418,16 @@ class LinearizationResult:
                 "(nhcontrol.systems.LTVSystem)")
         A = self.A[0] if self.stacked else self.A
         B = self.B[0] if self.stacked else self.B
+        B1 = self.B_rate[0] if self.stacked else self.B_rate
         keep = self._kept_states(A, states, rtol)
-        A, B = A[np.ix_(keep, keep)], B[keep]
+        if np.any(B1):
+            B = A @ B1 + B              # X' = X̃ − B_rate ũ (kept rows of A vanish on dropped states)
+        A, B, B1 = A[np.ix_(keep, keep)], B[keep], B1[keep]
         names = [self.states[i] for i in keep]
+        shifted = [f"{s}_shift" if np.any(B1[i]) else s for i, s in enumerate(names)]
         ns = A.shape[0]
-        return control.ss(A, B, np.eye(ns), np.zeros((ns, B.shape[1])),
-                          states=names, inputs=list(self.inputs),
+        return control.ss(A, B, np.eye(ns), B1,
+                          states=shifted, inputs=list(self.inputs),
                           outputs=[f"y_{s}" for s in names],
                           name=self.model_name or None)
 
@@ -411,7 +438,8 @@ class LinearizationResult:
         part = self.partition
         pmeta = None if part is None else {k: list(getattr(part, k, None) or (part.get(k, []) if isinstance(
             part, dict) else [])) for k in ("independent", "admissible_dependent", "dependent")}
-        return save_npz(path, "LinearizationResult", {"A": self.A, "B": self.B, "t": np.asarray(self.t)},
+        return save_npz(path, "LinearizationResult", {"A": self.A, "B": self.B, "t": np.asarray(self.t),
+                                                     "B_rate": self.B_rate},
                         {"states": list(self.states), "inputs": list(self.inputs), "partition": pmeta,
                          "n_spurious": int(self.n_spurious), "steady": bool(self.steady),
                          "n_independent": int(self.n_independent), "model_name": self.model_name,
@@ -427,7 +455,8 @@ class LinearizationResult:
         return cls(A=readonly(np.array(arr["A"])), B=readonly(np.array(arr["B"])), states=tuple(meta["states"]),
                    inputs=tuple(meta["inputs"]), partition=meta["partition"], n_spurious=meta["n_spurious"],
                    t=t, steady=meta["steady"], n_independent=meta["n_independent"],
-                   model_name=meta["model_name"])
+                   model_name=meta["model_name"],
+                   B_rate=readonly(np.array(arr["B_rate"])) if "B_rate" in arr else None)
 
     def deviation(self, ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
         """The linear state of this linearization for the motion ``(x, ẋ)`` at ``t``.

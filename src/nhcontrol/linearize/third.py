@@ -68,7 +68,8 @@ def _mT(a: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: PartitionIndices,
-                    ninputs: int) -> dict[str, NDArray[np.float64]]:
+                    ninputs: int, rates: Mapping[str, NDArray[np.float64]] | Any = None
+                    ) -> dict[str, NDArray[np.float64]]:
     """Steps 1-7 of Sect. 4.2.3 on stacked linearization terms (pure numpy, no checks).
 
     Parameters
@@ -82,12 +83,20 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
     idx : PartitionIndices
     ninputs : int
         ``k``.
+    rates : InputRateTerms or mapping, optional
+        Inputs in the nonholonomic constraints: the fields of
+        `CompiledModel.input_rate_terms()` at ``u̇0`` (leading ``N`` axis), ``E (N,m+l,k)``,
+        ``dEw_dx``, ``dEw_dxd (N,m+l,n)``, ``dEw_du (N,m+l,k)``, ``dDTlam_du (N,n,k)``. The
+        velocity-level input term ``W̄0 = −D_dd⁻¹ E`` and the acceleration-level one
+        ``Y0 = −D_dd⁻¹ (∂(Dẍ0)/∂u − ∂(Q_d − E u̇0)/∂u)`` enter ``B``, ``Q_d − E u̇0`` enters
+        ``A``, and ``B_rate`` (the matrix of ``u̇``) is returned
+        (docs/theory/road_vehicles.md, "Inputs in the constraints").
 
     Returns
     -------
     dict
         ``A (N, ns, ns)`` (Eq. (4.124), or Eq. (4.127) when ``l = 0``), ``B (N, ns, k)``
-        (Sect. 8.1) with ``ns = 2(n-m)-l``, and the intermediate thesis matrices
+        (Sect. 8.1) with ``ns = 2(n-m)-l``, ``B_rate (N, ns, k)`` (with ``rates``), and the intermediate thesis matrices
         ``T0, Vbb0, U0, V0, Th0, Vh0, Vh_ai, Vh_ad, U_nh_ai, V_nh_ai, V_nh_ad, m0, R0, S0,
         J21 … J33`` — all in the permuted (thesis) coordinate order.
     """
@@ -116,6 +125,13 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
     dDa_dx = cols(np.asarray(get("dDa_dx")))
     dQd_dx = cols(np.asarray(get("dQd_dx")))
     dQd_dxd = cols(np.asarray(get("dQd_dxd")))
+    rget = None
+    if rates is not None:
+        rget = (lambda key: np.asarray(rates[key])) if isinstance(rates, Mapping) else \
+            (lambda key: np.asarray(getattr(rates, key)))
+        dQd_dx = dQd_dx - cols(rget("dEw_dx"))          # ∂(Q_d − E u̇0)/∂x
+        dQd_dxd = dQd_dxd - cols(rget("dEw_dxd"))       # ∂(Q_d − E u̇0)/∂ẋ
+    kr = k if rget is not None else 0
 
     out: dict[str, NDArray[np.float64]] = {}
 
@@ -127,14 +143,22 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
         # one LU of D_dd for the four right-hand sides of Eqs. (4.99), (4.102), (4.103)
         # (the identity block returns D_dd⁻¹ from the same LU, for the condition check)
         c = m + l
-        rhs = np.empty((N, c, n1 + 3 * n + c))
+        rhs = np.empty((N, c, n1 + 3 * n + c + 2 * kr))
         rhs[:, :, :n1] = D_ai
         rhs[:, :, n1:n1 + n] = dDv_dx
         rhs[:, :, n1 + n:n1 + 2 * n] = dQd_dxd
         np.subtract(dDa_dx, dQd_dx, out=rhs[:, :, n1 + 2 * n:n1 + 3 * n])
-        rhs[:, :, n1 + 3 * n:] = _eye(c)
+        rhs[:, :, n1 + 3 * n:n1 + 3 * n + c] = _eye(c)
+        if kr:
+            # input columns: E = ∂(D ẋ0 + b)/∂u and ∂(D ẍ0)/∂u − ∂(Q_d − E u̇0)/∂u
+            rhs[:, :, n1 + 3 * n + c:n1 + 3 * n + c + k] = rget("E")
+            rhs[:, :, n1 + 3 * n + c + k:] = (np.asarray(get("dDa_du")) - np.asarray(get("dQd_du"))
+                                              + rget("dEw_du"))
         sol = np.linalg.solve(D_dd, rhs)
-        out["D_perm"], out["D_dd"], out["D_dd_inv"] = D, D_dd, sol[:, :, n1 + 3 * n:]
+        out["D_perm"], out["D_dd"], out["D_dd_inv"] = D, D_dd, sol[:, :, n1 + 3 * n:n1 + 3 * n + c]
+        if kr:
+            Wbar_dd = -sol[:, :, n1 + 3 * n + c:n1 + 3 * n + c + k]      # ẋ̃_dd ∋ W̄0 ũ
+            Y_dd = -sol[:, :, n1 + 3 * n + c + k:]                       # ẍ̃_dd ∋ Y0 ũ
         T_dd = -sol[:, :, :n1]                                  # Eq. (4.99)
         Vbar = -sol[:, :, n1:n1 + n]                            # Eq. (4.99)
         U_low = sol[:, :, n1 + n:n1 + 2 * n]                    # Eq. (4.102)
@@ -185,12 +209,16 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
         Bbar = Bm @ Th0                                          # B̄ = B Th0, Eq. (4.115)
         Bbar_ai, Bbar_ad = Bbar[:, :, :n1], Bbar[:, :, n1:]
         W = Bm @ Vh0 + dBv_dx                                    # B Vh0 + ∂(B ẋ0)/∂x
-        rhs = np.empty((N, l, n1 + na + l))
+        rhs = np.empty((N, l, n1 + na + l + kr))
         rhs[:, :, :n1] = Bbar_ai
         np.matmul(W, Th0, out=rhs[:, :, n1:n1 + na])
-        rhs[:, :, n1 + na:] = _eye(l)
+        rhs[:, :, n1 + na:n1 + na + l] = _eye(l)
+        if kr:
+            rhs[:, :, n1 + na + l:] = rget("E")[:, m:, :]      # ∂(B ẋ0 + b)/∂u
         sol = np.linalg.solve(Bbar_ad, rhs)
-        out["Bbar_ad"], out["Bbar_ad_inv"] = Bbar_ad, sol[:, :, na + n1:]
+        out["Bbar_ad"], out["Bbar_ad_inv"] = Bbar_ad, sol[:, :, na + n1:na + n1 + l]
+        if kr:
+            out["X_nh"] = -sol[:, :, na + n1 + l:]               # ẋ̃_ad ∋ −B̄_ad⁻¹ ∂(Bẋ0+b)/∂u ũ
         U_nh_ai = -sol[:, :, :n1]                                # Eq. (4.117)
         V_nh_ai = -sol[:, :, n1:2 * n1]                          # Eq. (4.117)
         V_nh_ad = -sol[:, :, 2 * n1:na + n1]                     # Eq. (4.117)
@@ -203,19 +231,30 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
     S0 = T0T @ (dQ_dx - Mp @ V0 - dMa_dx - dDTlam_dx)            # Eq. (4.122)
     RVS = R0 @ Vbb0 + S0                                         # R0 V̄̄0 + S0
     # one solve with m0 for [(R0 V̄̄0 + S0) [Vh_ai, Vh_ad], R0 T0, input block]
-    rhs = np.empty((N, n1, na + n1 + k))
+    rhs = np.empty((N, n1, na + n1 + k + kr))
     np.matmul(RVS, Th0, out=rhs[:, :, :na])
     np.matmul(R0, T0, out=rhs[:, :, na:na + n1])
     if k:
         # input matrix, Sect. 8.1: m0⁻¹ T0ᵀ (∂Q/∂u - ∂(M ẍ0)/∂u)
         dQ_du = np.asarray(get("dQ_du"))[:, P, :]
         dMa_du = np.asarray(get("dMa_du"))[:, P, :]
-        np.matmul(T0T, dQ_du - dMa_du, out=rhs[:, :, na + n1:])
+        np.matmul(T0T, dQ_du - dMa_du, out=rhs[:, :, na + n1:na + n1 + k])
+    if kr:
+        # inputs in the constraints: m0⁻¹ [T0ᵀ(−∂(DᵀΛ0)/∂u − M Y0) + R0 W̄0] and the rate
+        # matrix m0⁻¹ (−T0ᵀ M W̄0)
+        Pu = -rget("dDTlam_du")[:, P, :]
+        if m + l:
+            Pu = Pu - Mp[:, :, n1:] @ Y_dd
+            rhs[:, :, na + n1:na + n1 + k] += R0[:, :, n1:] @ Wbar_dd
+            rhs[:, :, na + n1 + k:] = -(T0T @ (Mp[:, :, n1:] @ Wbar_dd))
+        else:
+            rhs[:, :, na + n1 + k:] = 0.0
+        rhs[:, :, na + n1:na + n1 + k] += T0T @ Pu
     sol = np.linalg.solve(m0, rhs)
     J21 = sol[:, :, :n1]                                         # Eq. (4.125)
     J23 = sol[:, :, n1:na]                                       # Eq. (4.125)
     J22 = sol[:, :, na:na + n1]                                  # Eq. (4.125)
-    Bu = sol[:, :, na + n1:]
+    Bu = sol[:, :, na + n1:na + n1 + k]
     out.update(m0=m0, R0=R0, S0=S0, J21=J21, J22=J22, J23=J23)
 
     ns = 2 * n1 + l
@@ -232,6 +271,12 @@ def third_procedure(terms: Mapping[str, NDArray[np.float64]] | Any, idx: Partiti
     Bin = np.zeros((N, ns, k))
     if k:
         Bin[:, n1:2 * n1, :] = Bu
+    if kr:
+        Brate = np.zeros((N, ns, k))
+        Brate[:, n1:2 * n1, :] = sol[:, :, na + n1 + k:]
+        if l:
+            Bin[:, 2 * n1:, :] = out["X_nh"]
+        out["B_rate"] = Brate
     out.update(A=A, B=Bin)
     return out
 
@@ -369,16 +414,23 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
                 bad = int(np.argwhere(~np.all(np.isfinite(val), axis=-1))[0, 0])
                 raise ReferenceMotionError(f"the reference {name}(t) is not finite at t = "
                                            f"{ts[bad]:g}; check the reference motion")
+    # inputs in the nonholonomic constraints: their terms at the reference's input rates u̇0
+    rates = _input_rate_terms(cm, ref, ts, x, xd, lam, u, p) if k else None
     if N == 1:
         # one point: the scalar kernel and the single-point Steps 1-7 (linearize/_point.py),
         # free of the per-operation numpy overhead of the stacked path
         terms = cm.linearization_terms(x[0], xd[0], xdd[0], lam[0],
                                        None if u is None else u[0], p)
         if check:
-            _check_reference(cm, ref, ts, x, xd, xdd, lam, u, p, terms)
-        return _linearize_point(cm, ref, partition, idx, terms, ts, scalar, check, cond_max)
+            _check_reference(cm, ref, ts, x, xd, xdd, lam, u, p, terms, rates)
+        return _linearize_point(cm, ref, partition, idx, terms, ts, scalar, check, cond_max,
+                                rates)
     A = B = tv = None
-    if N >= 2 * STACK_CHUNK and (p is None or (isinstance(p, np.ndarray) and p.ndim == 1)):
+    Brate = None
+    if rates is not None:
+        A, B, tv, worst, Brate = _stacked_block(cm, ref, partition, idx, ts, x, xd, xdd, lam, u,
+                                                p, check, cond_max, warn=True, rates=rates)
+    elif N >= 2 * STACK_CHUNK and (p is None or (isinstance(p, np.ndarray) and p.ndim == 1)):
         # blocks of STACK_CHUNK points from the kernel call to Steps 1-7: smaller temporaries
         # (fewer freshly mapped pages, a working set that stays in the cache; measured 0-30 %
         # less CPU for 1,000 bicycle points depending on the allocator's state); the same
@@ -393,11 +445,12 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
             if k and worst > INPUT_CONSTRAINT_ATOL:
                 _warn_inputs(worst, cm)
     if A is None:
-        A, B, tv, worst = _stacked_block(cm, ref, partition, idx, ts, x, xd, xdd, lam, u, p,
-                                         check, cond_max, warn=True)
+        A, B, tv, worst, _ = _stacked_block(cm, ref, partition, idx, ts, x, xd, xdd, lam, u, p,
+                                            check, cond_max, warn=True)
     if scalar:
         A, B = A[0], B[0]
-    res = _result(cm, ref, partition, idx, A, B, t_arr if scalar else ts.copy(), scalar)
+        Brate = None if Brate is None else Brate[0]
+    res = _result(cm, ref, partition, idx, A, B, t_arr if scalar else ts.copy(), scalar, Brate)
     if l and res.steady:
         # lazily used by res.spurious_eigenvalues when this partition has no exact structure
         tv0 = {key: val[:1] for key, val in tv.items()}
@@ -414,22 +467,23 @@ def _stacked_block(cm: Any, ref: Any, partition: Partition, idx: PartitionIndice
                    ts: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray[np.float64],
                    xdd: NDArray[np.float64], lam: NDArray[np.float64],
                    u: NDArray[np.float64] | None, p: Any, check: bool, cond_max: float,
-                   warn: bool) -> tuple[Any, ...]:
+                   warn: bool, rates: Any = None) -> tuple[Any, ...]:
     """Kernel, checks and Steps 1-7 at the stacked times ``ts``: ``A (N, ns, ns)``,
-    ``B (N, ns, k)``, the stacked terms and the largest input-in-constraint term."""
+    ``B (N, ns, k)``, the stacked terms, the largest input-in-constraint term not carried and
+    ``B_rate (N, ns, k)`` (None without ``rates``)."""
     N = ts.shape[0]
     n, m, l, k = idx.n, idx.m, idx.l, int(cm.ninputs)
     terms = cm.linearization_terms(x, xd, xdd, lam, u, p)
     if check:
-        _check_reference(cm, ref, ts, x, xd, xdd, lam, u, p, terms)
+        _check_reference(cm, ref, ts, x, xd, xdd, lam, u, p, terms, rates)
     tv = _stacked_terms(terms, N, n, m, l, k)
-    worst = _inputs_worst(tv) if k else 0.0
+    worst = _inputs_worst(tv, rates is not None) if k else 0.0
     if warn and worst > INPUT_CONSTRAINT_ATOL:
         _warn_inputs(worst, cm)
     with np.errstate(all="ignore"):
         # Steps 1-7 on the stack (linearize/_point.py; third_procedure is the same in the
         # thesis order, kept as the readable reference); a singular block gives NaN entries
-        out = point_procedure(tv, idx, k, N)
+        out = point_procedure(tv, idx, k, N, rates)
     if check:
         _check_stacked(out, partition, idx, tv, ts, cm, ref, cond_max)
     else:
@@ -438,7 +492,7 @@ def _stacked_block(cm: Any, ref: Any, partition: Partition, idx: PartitionIndice
             _check_blocks(partition, idx, tv, ts, cm, ref, cond_max, np.flatnonzero(bad))
     A, B = out["A"], out["B"]
     _check_finite_result(A, B, out["m0"], ts)
-    return A, B, tv, worst
+    return A, B, tv, worst, out.get("B_rate")
 
 
 def _stacked_chunks(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
@@ -453,7 +507,7 @@ def _stacked_chunks(cm: Any, ref: Any, partition: Partition, idx: PartitionIndic
     worst = 0.0
     for s in range(0, N, STACK_CHUNK):
         sl = slice(s, s + STACK_CHUNK)
-        a, b, tv, w = _stacked_block(cm, ref, partition, idx, ts[sl], x[sl], xd[sl], xdd[sl],
+        a, b, tv, w, _ = _stacked_block(cm, ref, partition, idx, ts[sl], x[sl], xd[sl], xdd[sl],
                                      lam[sl], None if u is None else u[sl], p, check, cond_max,
                                      warn=False)
         if A is None:
@@ -467,9 +521,10 @@ def _stacked_chunks(cm: Any, ref: Any, partition: Partition, idx: PartitionIndic
 
 def _check_reference(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.float64],
                      xd: NDArray[np.float64], xdd: NDArray[np.float64], lam: NDArray[np.float64],
-                     u: NDArray[np.float64] | None, p: Any, terms: Any) -> None:
+                     u: NDArray[np.float64] | None, p: Any, terms: Any, rates: Any = None) -> None:
     """Admissibility of the reference at ``ts`` from the linearization terms (no extra kernel
-    call but ``C(x0)``); raises `ReferenceMotionError`."""
+    call but ``C(x0)``); with inputs in the constraints the acceleration level is
+    ``D ẍ0 = Q_d − E u̇0``; raises `ReferenceMotionError`."""
     N, n, m, ml = x.shape[0], x.shape[1], int(cm.m), lam.shape[1]
     if m:
         C = np.asarray(cm.C(x[0], None if u is None else u[0], p) if N == 1
@@ -481,6 +536,9 @@ def _check_reference(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.f
     tol = float(getattr(ref, "check_tol", ADMISSIBILITY_TOL))
     M, Q = _stack(terms.M, N, (n, n)), _stack(terms.Q, N, (n,))
     D, Qd = _stack(terms.D, N, (ml, n)), _stack(terms.Qd, N, (ml,))
+    if rates is not None:
+        Qd = Qd - np.einsum("nij,nj->ni", _stack(rates.E, N, (ml, u.shape[1])),
+                            _stack(rates.ud, N, (u.shape[1],)))
     if N == 1 and tol > 0 and math.isfinite(tol) and _passes_one(
             x[0], xd[0], xdd[0], lam[0], M[0], Q[0], D[0], Qd[0], C[0],
             None if b is None else b[0], tol):
@@ -491,6 +549,32 @@ def _check_reference(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.f
                      lam_given=getattr(ref, "lam_source", "given") == "given", tol=tol,
                      what=f"the reference of {getattr(cm, 'name', 'the model')!r} passed to "
                           "linearize")
+
+
+def _input_rate_terms(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.float64],
+                      xd: NDArray[np.float64], lam: NDArray[np.float64],
+                      u: NDArray[np.float64] | None, p: Any) -> Any:
+    """The terms of inputs that enter the nonholonomic constraints at the reference
+    (`CompiledModel.input_rate_terms()` at ``u̇0``, read from ``ref.ud`` when the reference
+    has input rates, else zero), with ``ud`` attached; None when no input enters them."""
+    if not getattr(cm, "constraint_inputs", ()) or not hasattr(cm, "input_rate_terms"):
+        return None
+    N, k = ts.shape[0], u.shape[1]
+    fud = getattr(ref, "ud", None)
+    ud = np.zeros((N, k)) if fud is None else _stack(fud(ts), N, (k,))
+    if N == 1:
+        terms = cm.input_rate_terms(x[0], xd[0], ud[0], lam[0], u[0], p)
+    else:
+        terms = cm.input_rate_terms(x, xd, ud, lam, u, p)
+    return _RateTerms(terms, ud if N > 1 else ud[0])
+
+
+class _RateTerms:
+    """`InputRateTerms` with the input rates ``ud`` they were evaluated at."""
+
+    def __init__(self, terms: Any, ud: NDArray[np.float64]) -> None:
+        self.E, self.dEw_dx, self.dEw_dxd = terms.E, terms.dEw_dx, terms.dEw_dxd
+        self.dEw_du, self.dDTlam_du, self.ud = terms.dEw_du, terms.dDTlam_du, ud
 
 
 def _reference_values(ref: Any, ts: NDArray[np.float64], N: int, n: int, ml: int, k: int
@@ -577,9 +661,9 @@ def _state_names(coords: tuple[str, ...], ai: tuple[int, ...],
 
 def _result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
             A: NDArray[np.float64], B: NDArray[np.float64], t: Any,
-            scalar: bool) -> LinearizationResult:
+            scalar: bool, B_rate: NDArray[np.float64] | None = None) -> LinearizationResult:
     res = LinearizationResult(
-        A=A, B=B, states=_state_names(tuple(cm.coordinates), tuple(idx.ai.tolist()),
+        A=A, B=B, B_rate=B_rate, states=_state_names(tuple(cm.coordinates), tuple(idx.ai.tolist()),
                                       tuple(idx.ad.tolist())),
         inputs=tuple(cm.inputs), partition=partition, n_spurious=idx.l,
         t=float(t) if scalar else t, steady=bool(getattr(ref, "steady", False)),
@@ -590,19 +674,20 @@ def _result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
 
 def _linearize_point(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
                      terms: Any, ts: NDArray[np.float64], scalar: bool, check: bool,
-                     cond_max: float) -> LinearizationResult:
+                     cond_max: float, rates: Any = None) -> LinearizationResult:
     """``linearize`` at one time from the one-point kernel terms (Steps 1-7 in 2-D)."""
     n, m, l, k = idx.n, idx.m, idx.l, int(cm.ninputs)
     if k:
         worst = 0.0
-        for key in ("dC_du", "dDa_du", "dQd_du"):
+        for key in (("dC_du",) if rates is not None else ("dC_du", "dDa_du", "dQd_du")):
             arr = np.asarray(getattr(terms, key))
             if arr.size:
                 worst = max(worst, float(np.abs(arr).max()))
         if worst > INPUT_CONSTRAINT_ATOL:
-            _check_inputs_in_constraints(_stacked_terms(terms, 1, n, m, l, k), ts, cm)
+            _check_inputs_in_constraints(_stacked_terms(terms, 1, n, m, l, k), ts, cm,
+                                         rates is not None)
     with np.errstate(all="ignore"):
-        out = point_procedure(terms, idx, k)
+        out = point_procedure(terms, idx, k, None, rates)
         A, B = out["A"], out["B"]
         # one sum decides when it is finite (a NaN/inf entry makes it non-finite; an overflow
         # of finite entries falls back to the entrywise test)
@@ -614,9 +699,11 @@ def _linearize_point(cm: Any, ref: Any, partition: Partition, idx: PartitionIndi
                       ts, cm, ref, cond_max, np.arange(1))
     if not finite:
         _check_finite_result(A[None], B[None], out["m0"], ts)
+    Brate = out.get("B_rate")
     if not scalar:
         A, B = A[None], B[None]
-    res = _result(cm, ref, partition, idx, A, B, ts[0] if scalar else ts.copy(), scalar)
+        Brate = None if Brate is None else Brate[None]
+    res = _result(cm, ref, partition, idx, A, B, ts[0] if scalar else ts.copy(), scalar, Brate)
     if l and res.steady:
         # lazily used by res.spurious_eigenvalues when this partition has no exact structure
         res._cache["search"] = partial(_search_from_terms, terms, idx, k,
@@ -704,10 +791,11 @@ def _caller_stacklevel() -> int:
     return level
 
 
-def _inputs_worst(tv: dict[str, NDArray[np.float64]]) -> float:
-    """Largest ``|∂C/∂u|``, ``|∂(D ẍ0)/∂u|``, ``|∂Q_d/∂u|`` entry."""
+def _inputs_worst(tv: dict[str, NDArray[np.float64]], carried: bool = False) -> float:
+    """Largest ``|∂C/∂u|``, ``|∂(D ẍ0)/∂u|``, ``|∂Q_d/∂u|`` entry (only ``|∂C/∂u|`` when the
+    terms of the nonholonomic constraints are ``carried``)."""
     worst = 0.0
-    for key in ("dC_du", "dDa_du", "dQd_du"):
+    for key in (("dC_du",) if carried else ("dC_du", "dDa_du", "dQd_du")):
         arr = tv[key]
         if arr.size:
             worst = max(worst, float(np.max(np.abs(arr))))
@@ -715,9 +803,9 @@ def _inputs_worst(tv: dict[str, NDArray[np.float64]]) -> float:
 
 
 def _check_inputs_in_constraints(tv: dict[str, NDArray[np.float64]], ts: NDArray[np.float64],
-                                 cm: Any) -> None:
-    """Warn when inputs enter the constraints (outside the assumptions of Sect. 8.1)."""
-    worst = _inputs_worst(tv)
+                                 cm: Any, carried: bool = False) -> None:
+    """Warn when inputs enter the constraints and their terms are not carried."""
+    worst = _inputs_worst(tv, carried)
     if worst > INPUT_CONSTRAINT_ATOL:
         _warn_inputs(worst, cm)
 

@@ -50,8 +50,10 @@ class EquationsOfMotion:
         Coordinates (n), velocities (n), inputs (k), parameters.
     graph : ExprGraph
     M_g : (n, n), Qa_g, Qv_g, Q_g : (n, 1), C_g : (m, 1), Cx_g : (m, n), B_g : (l, n),
-    D_g : (m + l, n), Qd_g : (m + l, 1)
-        Graph-level matrices.
+    D_g : (m + l, n), Qd_g : (m + l, 1), b_g : (m + l, 1), E_g : (m + l, k)
+        Graph-level matrices; ``b`` the velocity-free terms of affine constraints and
+        ``E = ∂(D ẋ + b)/∂u`` the input-rate matrix (holonomic rows zero), so that the
+        acceleration level is ``D ẍ = Qd − E u̇``.
     holonomic_names, nonholonomic_names : tuple of str
     """
 
@@ -75,6 +77,7 @@ class EquationsOfMotion:
     Dxd_g: sp.ImmutableMatrix = field(default=None, repr=False)
     Bxd_g: sp.ImmutableMatrix = field(default=None, repr=False)
     b_g: sp.ImmutableMatrix = field(default=None, repr=False)
+    E_g: sp.ImmutableMatrix = field(default=None, repr=False)
 
     def Dv_g(self, v: list, vdir_x, vdir_xd) -> list:
         """``D v`` (m + l expressions) in structured form for a vector ``v`` (graph level).
@@ -300,13 +303,19 @@ def derive_equations(mb: "MultibodySystem") -> EquationsOfMotion:
     at_rest = {v: 0 for v in xd}
     bvec = [sp.S.Zero] * m + g.ingest([sp.sympify(c.expr).subs(at_rest) if c.affine else sp.S.Zero
                                        for c in nh])
+    # input-rate matrix E = ∂(B ẋ + b)/∂u of the nonholonomic rows (holonomic rows zero: inputs
+    # in C(x, u) stay quasi-static): d(B ẋ + b)/dt = B ẍ − Qd + E u̇, so D ẍ = Qd − E u̇
+    # (docs/theory/road_vehicles.md, "Inputs in the constraints")
+    U = list(mb.inputs)
+    k = len(U)
+    E = [sp.S.Zero] * (m * k) + [g.define(g.diff(Bexpr[i], U[j])) for i in range(l) for j in range(k)]
 
     return EquationsOfMotion(
         x=mb.coordinates, xd=mb.velocities, u=mb.inputs, p=mb.parameters, graph=g,
         M_g=_mat(n, n, M), Qa_g=_vec(Qa), Qv_g=_vec(Qv), Q_g=_vec(Q), C_g=_vec(C),
         Cx_g=_mat(m, n, Cx), B_g=_mat(l, n, B), D_g=_mat(m + l, n, D), Qd_g=_vec(Qd),
         holonomic_names=tuple(c.name for c in hol), nonholonomic_names=tuple(c.name for c in nh),
-        Dxd_g=_vec(Dxd), Bxd_g=_vec(Bexpr), b_g=_vec(bvec),
+        Dxd_g=_vec(Dxd), Bxd_g=_vec(Bexpr), b_g=_vec(bvec), E_g=_mat(m + l, k, E),
         body_terms=tuple((k.mass, sp.ImmutableMatrix(k.J), sp.ImmutableMatrix(k.Gb), sp.ImmutableMatrix(k.I))
                          for k in kin.values()))
 

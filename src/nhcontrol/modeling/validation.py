@@ -365,13 +365,6 @@ def collect_problems(mb: "MultibodySystem") -> list[str]:
             continue
         if free_of[i] - vel_ok or f"nonholonomic constraint {c.name!r}" in nonsmooth_in:
             continue  # unknown symbols / non-smooth functions already reported
-        if c.affine:
-            b_in = sorted(str(s) for s in sp.sympify(c.expr).subs({v: 0 for v in mb.velocities}).free_symbols
-                          if s in set(mb.inputs))
-            if b_in:
-                problems.append(f"the velocity-free term b of affine constraint {c.name!r} depends on the "
-                                f"inputs {b_in}; ∂b/∂u is not carried by the linearization (Sect. 8.1 "
-                                "input matrix): make that input a coordinate or a parameter")
         hi, lo = vel_degree[i]
         why = None if hi <= 1 else _nonlinear_in_velocities(c.expr, list(mb.velocities), values)
         if why is None and lo < 1 and not c.affine:  # not proven homogeneous: f(x, 0) must vanish

@@ -262,13 +262,15 @@ def kinematic_steady_turn(V: float, gamma: float, a: float = DEFAULTS["a"],
 
 
 def newton_euler_wdot(mdl: SingleTrackModel, cm: object, s: ArrayLike, u: ArrayLike,
-                      t: float = 0.0) -> NDArray[np.float64]:
+                      t: float = 0.0, ud: ArrayLike | None = None) -> NDArray[np.float64]:
     """``ẇ`` from Newton--Euler with multipliers (index-1 form, Eq. (2.119)) at ``s = [x, w]``.
 
     The velocities come from the velocity map, the accelerations from the saddle-point system
-    ``[[M, Dᵀ], [D, 0]] [ẍ; Λ] = [Q; Q_d]`` of the compiled model ``cm`` (for the constant-speed
-    variants ``D`` and ``Q_d`` include the affine speed constraint). The pseudo velocities'
-    rates follow from ``ẍ``: ``v̇ = d(v_G · i_1)/dt``, ``γ̈``.
+    ``[[M, Dᵀ], [D, 0]] [ẍ; Λ] = [Q; Q_d − E u̇]`` of the compiled model ``cm`` (for the
+    constant-speed variants ``D`` and ``Q_d`` include the affine speed constraint; ``E u̇`` is
+    the input-rate term of an assigned steering angle, ``E = ∂(B ẋ + b)/∂u``, with the input
+    rates ``ud``, zero when omitted). The pseudo velocities' rates follow from ``ẍ``:
+    ``v̇ = d(v_G · i_1)/dt``, ``γ̈``.
     """
     n = mdl.n
     s = np.asarray(s, dtype=float)
@@ -277,6 +279,8 @@ def newton_euler_wdot(mdl: SingleTrackModel, cm: object, s: ArrayLike, u: ArrayL
     x = s[:n]
     M, D = np.asarray(cm.M(x, u)), np.asarray(cm.D(x, u))
     Q, Qd = np.asarray(cm.Q(x, xd, u)), np.asarray(cm.Qd(x, xd, u))
+    if ud is not None and getattr(cm, "constraint_inputs", ()):
+        Qd = Qd - np.asarray(cm.E(x, xd, u)) @ np.asarray(ud, dtype=float)
     psi, psid = x[2], xd[2]
     base = mdl.variant.removeprefix("rigid_")
     k = D.shape[0]

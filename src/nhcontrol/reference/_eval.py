@@ -170,6 +170,17 @@ class ModelEvaluator:
             return np.zeros((N, self.m + self.l))
         return self._call("b", (self.m + self.l,), N, x, u)
 
-    def Qd(self, x: NDArray, xd: NDArray, u: NDArray | None) -> NDArray[np.float64]:
-        """``Qd = -∂(D xd)/∂x · xd``, ``(N, m + l)`` (Eq. (2.117))."""
-        return self._call("Qd", (self.m + self.l,), x.shape[0], x, xd, u)
+    def Qd(self, x: NDArray, xd: NDArray, u: NDArray | None,
+           ud: NDArray | None = None) -> NDArray[np.float64]:
+        """``Qd = -∂(D xd + b)/∂x · xd``, ``(N, m + l)`` (Eq. (2.117)); with input rates ``ud``
+        (N, k) and inputs in the nonholonomic constraints, ``Qd − E u̇`` (``E = ∂(D ẋ + b)/∂u``)."""
+        Qd = self._call("Qd", (self.m + self.l,), x.shape[0], x, xd, u)
+        if ud is None or not self.rate_inputs:
+            return Qd
+        E = self._call("E", (self.m + self.l, self.k), x.shape[0], x, xd, u)
+        return Qd - np.einsum("nij,nj->ni", E, ud)
+
+    @property
+    def rate_inputs(self) -> tuple[str, ...]:
+        """Inputs that enter the nonholonomic constraints (their rates enter ``Q_d``)."""
+        return tuple(getattr(self.cm, "constraint_inputs", ()) or ())

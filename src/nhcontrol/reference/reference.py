@@ -290,6 +290,7 @@ class Reference:
     _wrap_t0: float | None = field(default=None, repr=False)
     check_tol: float = ADMISSIBILITY_TOL
     lam_source: str = "given"
+    _fud: _TimeFn | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ evaluation
     @property
@@ -343,6 +344,16 @@ class Reference:
     def u(self, t: ArrayLike) -> NDArray[np.float64]:
         """Inputs ``u0(t)`` (``(k,)``)."""
         return self._ev(self._fu, t)
+
+    def ud(self, t: ArrayLike) -> NDArray[np.float64]:
+        """Input rates ``u̇0(t)`` (``(k,)``): given with ``ud=`` (`from_functions()`), else zero
+        (constant or piecewise-constant inputs). They matter for inputs that enter the
+        nonholonomic constraints, whose acceleration level is ``D ẍ0 = Q_d − E u̇0``."""
+        if self._fud is None:
+            tt, scalar = self._times(t)
+            k = len(self.inputs)
+            return np.zeros(k) if scalar else np.zeros((tt.shape[0], k))
+        return self._ev(self._fud, t)
 
     def values(self, t: ArrayLike) -> tuple[NDArray[np.float64], ...]:
         """``(x0, ẋ0, ẍ0, Λ0, u0)`` at ``t`` with one check of the times (what ``linearize``
@@ -429,7 +440,8 @@ class Reference:
         tt = self.default_times() if ts is None else np.atleast_1d(np.asarray(ts, dtype=float))
         s = self.sample(tt)
         report = compute_residuals(ev, s.t, s.x, s.xd, s.xdd, s.lam,
-                                   None if ev.k == 0 else s.u, tol)
+                                   None if ev.k == 0 else s.u, tol,
+                                   None if ev.k == 0 else self.ud(s.t))
         if raise_on_error:
             report.raise_if_failed(f"the reference motion of {self.model_name!r}")
         return report
@@ -502,7 +514,8 @@ class Reference:
                flam: _TimeFn | None, fu: _TimeFn, *, steady: bool, period: float | None,
                t_range: tuple[float, float] | None, source: str, tol: float,
                check_dynamics: bool, check: bool = True, check_tol: float = ADMISSIBILITY_TOL,
-               lam_source: str = "given", wrap_t0: float | None = None) -> "Reference":
+               lam_source: str = "given", wrap_t0: float | None = None,
+               fud: _TimeFn | None = None) -> "Reference":
         ml = ev.m + ev.l
         if not (isinstance(check_tol, (int, float)) and np.isfinite(check_tol) and check_tol > 0):
             raise ReferenceMotionError(f"tol must be a positive number, got {check_tol!r}")
@@ -510,7 +523,8 @@ class Reference:
         probe = _probe_times(t_range, period)
         vals: dict[str, NDArray[np.float64]] = {}
         for name, f, d in (("x", fx, ev.n), ("xd", fxd, ev.n), ("xdd", fxdd, ev.n),
-                           ("u", fu, ev.k), ("lam", flam, ml)):
+                           ("u", fu, ev.k), ("lam", flam, ml),
+                           ("ud", fud if fud is not None else _constant(np.zeros(ev.k)), ev.k)):
             if f is None:          # Λ0 by inverse dynamics: least squares here, checked below
                 f = _InverseLam(cm, fx, fxd, fxdd, fu, ev.p, ev.k, ml, tol, False)
             val = np.asarray(f(probe), dtype=float)
@@ -523,7 +537,8 @@ class Reference:
             U = vals["u"] if ev.k else None
             X, XD = vals["x"], vals["xd"]
             check_admissible(probe, X, XD, vals["xdd"], vals["lam"], U,
-                             M=ev.M(X, U), Q=ev.Q(X, XD, U), D=ev.D(X, U), Qd=ev.Qd(X, XD, U),
+                             M=ev.M(X, U), Q=ev.Q(X, XD, U), D=ev.D(X, U),
+                             Qd=ev.Qd(X, XD, U, vals["ud"] if ev.k else None),
                              C=ev.C(X, U), b=ev.b(X, U), coordinates=ev.coordinates,
                              constraints=ev.constraints,
                              inputs=ev.inputs, lam_given=flam is not None and lam_source == "given",
@@ -534,13 +549,14 @@ class Reference:
                    parameters=readonly(np.array(ev.p)), steady=bool(steady), period=period,
                    t_range=t_range, model_name=ev.name, source=source, _fx=fx, _fxd=fxd,
                    _fxdd=fxdd, _flam=flam, _fu=fu, _wrap_t0=wrap_t0, check_tol=float(check_tol),
-                   lam_source=lam_source)
+                   lam_source=lam_source, _fud=fud)
 
     @classmethod
     def from_functions(cls, cm: Any, x: Any, xd: Any, xdd: Any, u: Any = None, lam: Any = None,
                        p: ArrayLike | Mapping[str, float] | None = None, steady: bool = False,
                        period: float | None = None, t_range: ArrayLike | None = None, *,
-                       tol: float = INVERSE_DYNAMICS_TOL, check: bool = True) -> "Reference":
+                       tol: float = INVERSE_DYNAMICS_TOL, check: bool = True,
+                       ud: Any = None) -> "Reference":
         """Reference from functions of time.
 
         Parameters
@@ -556,6 +572,11 @@ class Reference:
             checks that the motion is dynamically admissible with relative tolerance ``tol``.
         p : (np,) array_like or mapping, optional
             Parameters.
+        ud : callable ``t -> (k,)`` or ``(k,)`` array, optional
+            Input rates ``u̇0(t)`` (zeros when omitted), for inputs that enter the nonholonomic
+            constraints: the acceleration level checked is ``D ẍ0 = Q_d − E u̇0``
+            (``E = ∂(B ẋ + b)/∂u``), and ``linearize`` uses them. A motion whose ``u0`` varies
+            with ``ud`` omitted fails that check (the message names the constraint).
         steady : bool
             Time-invariant linearization (relative equilibrium).
         period : float, optional
@@ -585,11 +606,12 @@ class Reference:
         fxd = _vectorize(xd, ev.n, "xd", probe)
         fxdd = _vectorize(xdd, ev.n, "xdd", probe)
         fu = _constant(np.zeros(ev.k)) if u is None else _vectorize(u, ev.k, "u", probe)
+        fud = None if ud is None else _vectorize(ud, ev.k, "ud", probe)
         flam = None if lam is None else _vectorize(lam, ev.m + ev.l, "lam", probe)
         return cls._build(cm, ev, fx, fxd, fxdd, flam, fu, steady=steady, period=T, t_range=tr,
                           source="functions", tol=tol, check_dynamics=True, check=check,
                           check_tol=tol,
-                          lam_source="inverse_dynamics" if flam is None else "given")
+                          lam_source="inverse_dynamics" if flam is None else "given", fud=fud)
 
     @classmethod
     def constant_velocity(cls, cm: Any, x0: ArrayLike, xd0: ArrayLike, u: ArrayLike | None = None,

@@ -136,7 +136,7 @@ class ResidualReport:
 def compute_residuals(ev: ModelEvaluator, t: NDArray[np.float64], x: NDArray[np.float64],
                       xd: NDArray[np.float64], xdd: NDArray[np.float64],
                       lam: NDArray[np.float64], u: NDArray[np.float64] | None,
-                      tol: float) -> ResidualReport:
+                      tol: float, ud: NDArray[np.float64] | None = None) -> ResidualReport:
     """Evaluate the four residuals at stacked samples (see [`ResidualReport`][nhcontrol.reference.ResidualReport]).
 
     Parameters
@@ -147,11 +147,13 @@ def compute_residuals(ev: ModelEvaluator, t: NDArray[np.float64], x: NDArray[np.
     lam : (N, m + l) ndarray
     u : (N, k) ndarray or None
     tol : float
+    ud : (N, k) ndarray, optional
+        Input rates (inputs in the nonholonomic constraints: ``D ẍ = Q_d − E u̇``).
     """
     N = x.shape[0]
     C = ev.C(x, u)
     D = ev.D(x, u)
-    Qd = ev.Qd(x, xd, u)
+    Qd = ev.Qd(x, xd, u, ud)
     M = ev.M(x, u)
     Q = ev.Q(x, xd, u)
     Dxd = np.einsum("nij,nj->ni", D, xd) + ev.b(x, u)          # D ẋ + b (affine rows)

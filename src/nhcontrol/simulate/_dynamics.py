@@ -46,14 +46,20 @@ class Dynamics:
         self._fused = getattr(cm, "dynamics_terms", None)
         # affine constraints D ẋ + b = 0: b enters the Baumgarte term and the drifts
         self._b = cm.b if getattr(cm, "affine_names", ()) else None
+        # inputs in the nonholonomic constraints: D ẍ = Qd − E u̇ (E = ∂(B ẋ + b)/∂u)
+        self._E = cm.E if getattr(cm, "constraint_inputs", ()) else None
         s = self.n + self.ml
         self._K = np.zeros((s, s))
         self._r = np.zeros(s)
 
     # ------------------------------------------------------------------ single point
     def accel(self, t: float, x: NDArray[np.float64], xd: NDArray[np.float64],
-              u: NDArray[np.float64] | None) -> NDArray[np.float64]:
-        """Solve Eq. (2.119) at one point; returns ``[ẍ; Λ]`` of shape ``(n + m + l,)``."""
+              u: NDArray[np.float64] | None,
+              ud: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+        """Solve Eq. (2.119) at one point; returns ``[ẍ; Λ]`` of shape ``(n + m + l,)``.
+
+        ``ud``: input rates ``u̇`` (inputs in the nonholonomic constraints, ``Qd − E u̇``); None
+        or zero for held inputs."""
         n, ml, p = self.n, self.ml, self._p
         K, r = self._K, self._r
         if self._fused is not None:                 # one generated function for M, Q, D, Qd
@@ -74,6 +80,8 @@ class Dynamics:
             if self._b is not None:
                 vres = vres + np.reshape(self._b(x, u, p), (ml,))
             g = np.reshape(Qd, (ml,)) - (2.0 * self.alpha) * vres
+            if ud is not None and self._E is not None:
+                g = g - np.reshape(self._E(x, xd, u, p), (ml, -1)) @ ud
             if self.m:
                 g[: self.m] -= (self.beta ** 2) * np.reshape(self._C(x, u, p), (self.m,))
             r[n:] = g
@@ -95,7 +103,8 @@ class Dynamics:
         return callable(getattr(self.ev.cm, "linearization_terms", None))
 
     def jacobian(self, t: float, x: NDArray[np.float64], xd: NDArray[np.float64],
-                 u: NDArray[np.float64] | None) -> NDArray[np.float64]:
+                 u: NDArray[np.float64] | None,
+                 ud: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
         """Exact Jacobian ``∂f/∂y`` of the first-order form ``y = [x; ẋ]``, ``f = [ẋ; ẍ(x, ẋ)]``.
 
         Differentiating Eq. (2.119), ``K [ẍ; Λ] = [Q; g]`` with
@@ -111,9 +120,12 @@ class Dynamics:
         derivatives, the same as in the linearization, Eqs. (4.99)-(4.103)). Returns ``(2n, 2n)``.
         """
         n, m, ml, p = self.n, self.m, self.ml, self._p
-        sol = self.accel(t, x, xd, u)
+        sol = self.accel(t, x, xd, u, ud)
         a, lam = sol[:n], sol[n:]
         T = self.ev.cm.linearization_terms(x, xd, a, lam, u, p)
+        R = None
+        if ud is not None and self._E is not None and np.any(ud):
+            R = self.ev.cm.input_rate_terms(x, xd, ud, None, u, p)    # ∂(E u̇)/∂x, ∂(E u̇)/∂ẋ
         top_x = np.asarray(T.dQ_dx) - np.asarray(T.dMa_dx) - np.asarray(T.dDTlam_dx)
         rhs = np.zeros((n + ml, 2 * n))
         rhs[:n, :n] = top_x
@@ -127,6 +139,9 @@ class Dynamics:
                 gx[:m] -= self.beta ** 2 * np.reshape(np.asarray(T.Cx), (m, n))
             rhs[n:, :n] = gx
             rhs[n:, n:] = np.reshape(np.asarray(T.dQd_dxd), (ml, n)) - 2.0 * self.alpha * D
+            if R is not None:
+                rhs[n:, :n] -= np.reshape(np.asarray(R.dEw_dx), (ml, n))
+                rhs[n:, n:] -= np.reshape(np.asarray(R.dEw_dxd), (ml, n))
         K = self._assemble(x, u)
         S = np.linalg.solve(K, rhs)
         J = np.zeros((2 * n, 2 * n))
@@ -136,13 +151,14 @@ class Dynamics:
 
     # ------------------------------------------------------------------ stacked
     def stacked(self, X: NDArray[np.float64], XD: NDArray[np.float64],
-                U: NDArray[np.float64] | None) -> dict[str, NDArray[np.float64]]:
+                U: NDArray[np.float64] | None,
+                UD: NDArray[np.float64] | None = None) -> dict[str, NDArray[np.float64]]:
         """Evaluate Eq. (2.119) and the drifts at ``N`` stacked points (batched solve)."""
         ev, n, ml, N = self.ev, self.n, self.ml, X.shape[0]
         M = ev.M(X, U)
         Q = ev.Q(X, XD, U)
         D = ev.D(X, U)
-        Qd = ev.Qd(X, XD, U)
+        Qd = ev.Qd(X, XD, U, UD)
         C = ev.C(X, U)
         Dxd = np.einsum("nij,nj->ni", D, XD)
         if self._b is not None:                      # residual D ẋ + b of affine constraints
@@ -161,6 +177,29 @@ class Dynamics:
             "xdd": sol[:, :n], "lam": sol[:, n:],
             "C": C, "Dxd": Dxd, "Bxd": Dxd[:, self.m:], "cond": cond,
         }
+
+    # ------------------------------------------------------------------ input jumps
+    def project_velocities(self, x: NDArray[np.float64], xd: NDArray[np.float64],
+                           u: NDArray[np.float64] | None) -> NDArray[np.float64]:
+        """Velocities after a jump of inputs that enter the nonholonomic constraints.
+
+        The impulsive form of Eq. (2.119): the constraint impulse ``Dᵀ μ`` changes the
+        momentum, ``M (ẋ⁺ − ẋ⁻) + Dᵀ μ = 0``, and ``ẋ⁺`` satisfies the new velocity constraints
+        ``D(x, u⁺) ẋ⁺ + b(x, u⁺) = 0``: the projection of ``ẋ⁻`` onto them closest in the
+        kinetic-energy metric (docs/theory/road_vehicles.md, "Inputs in the constraints").
+        """
+        n, ml, p = self.n, self.ml, self._p
+        if not ml:
+            return xd
+        K = self._assemble(x, u)
+        r = np.zeros(n + ml)
+        r[:n] = K[:n, :n] @ xd
+        if self._b is not None:
+            r[n:] = -np.reshape(self._b(x, u, p), (ml,))
+        if self.m:
+            # holonomic rows keep Ċ = C_x ẋ⁻ (inputs in C are quasi-static)
+            r[n:n + self.m] = K[n:n + self.m, :n] @ xd
+        return np.linalg.solve(K, r)[:n]
 
     # ------------------------------------------------------------------ conditioning
     def check_conditioning(self, t: float, x: NDArray[np.float64],

@@ -288,7 +288,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                      check_initial: bool = True, exact_jacobian: bool = True,
                      linearization: Any = None, reference: Any = None,
                      max_evaluations: int | None = DEFAULT_MAX_EVALUATIONS,
-                     time_limit: float | None = None) -> SimulationResult:
+                     time_limit: float | None = None, ud: Any = None) -> SimulationResult:
     r"""Integrate the equations of motion (index-1 DAE with Baumgarte stabilisation).
 
     At every right-hand-side evaluation the saddle-point system of Eq. (2.119) is solved
@@ -362,6 +362,14 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         within twice the budget (a stiff model under an explicit method). ``None``: no limit.
     time_limit : float or None
         Wall-time limit in seconds (none by default).
+    ud : (k,) array_like or callable ``ud(t) -> (k,)``, optional
+        Rates ``u̇(t)`` of open-loop inputs that enter the nonholonomic constraints
+        ``B(x, u) ẋ + b(x, u) = 0``: the acceleration level is ``D ẍ = Q_d − E u̇``
+        (``E = ∂(B ẋ + b)/∂u``). Default: ``u.ud`` when ``u`` is a Reference, else zero
+        (constant inputs). Held inputs (``sample_time``) have ``u̇ = 0`` between the samples;
+        at each sample where they jump, the velocities are projected onto the new constraints
+        ``D(x, u⁺) ẋ + b(x, u⁺) = 0`` by the constraint impulse (`Dynamics.project_velocities`),
+        so the constraints hold to round-off after the jump.
 
     Returns
     -------
@@ -452,9 +460,18 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         return arr
 
     # ---- input law of each segment: ufun(t, x, xd) (scalar) and its vectorised version
+    rate_inputs = bool(getattr(cm, "constraint_inputs", ())) and k > 0
+    ud_of_t = None
     if controller is None:
         u_of_t = _as_input_function(u, ev, t0)
         seg_law = [("open", u_of_t)]
+        if ud is None and hasattr(u, "ud") and hasattr(u, "sample") and callable(u.ud):
+            ud = u.ud                                            # a Reference's u̇0(t)
+        if ud is not None and rate_inputs:
+            ud_of_t = _as_input_function(ud, ev, t0)
+    elif ud is not None:
+        raise SolverError("ud (input rates) belongs to open-loop inputs u; a controller's held "
+                          "inputs have zero rate between the samples")
     elif sample_time is None:
         seg_law = [("feedback", controller)]
     else:
@@ -495,20 +512,23 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
 
     use_jac = exact_jacobian and method in _IMPLICIT and dyn.has_jacobian
 
-    def make_jac(ufun: Callable[[float, NDArray, NDArray], NDArray | None]) -> Callable | None:
+    def make_jac(ufun: Callable[[float, NDArray, NDArray], NDArray | None],
+                 udfun: Callable[[float], NDArray] | None = None) -> Callable | None:
         # exact ∂f/∂y at fixed input (open loop or held input); None lets scipy difference it
         if not use_jac:
             return None
 
         def jac(t: float, y: NDArray) -> NDArray:
-            return dyn.jacobian(t, y[:n], y[n:], ufun(t, y[:n], y[n:]))
+            return dyn.jacobian(t, y[:n], y[n:], ufun(t, y[:n], y[n:]),
+                                None if udfun is None else udfun(t))
         return jac
 
-    def make_rhs(ufun: Callable[[float, NDArray, NDArray], NDArray | None]) -> Callable:
+    def make_rhs(ufun: Callable[[float, NDArray, NDArray], NDArray | None],
+                 udfun: Callable[[float], NDArray] | None = None) -> Callable:
         def rhs(t: float, y: NDArray) -> NDArray:
             budget.tick(t)
             x, xd = y[:n], y[n:]
-            sol = dyn.accel(t, x, xd, ufun(t, x, xd))
+            sol = dyn.accel(t, x, xd, ufun(t, x, xd), None if udfun is None else udfun(t))
             return np.concatenate([xd, sol[:n]])
         return rhs
 
@@ -525,8 +545,8 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             def uvec(tt: NDArray, X: NDArray, XD: NDArray) -> NDArray:
                 return np.array([ufun(ti, X[i], XD[i]) for i, ti in enumerate(tt)]
                                 ).reshape(tt.size, k)
-        sol = integrate(t0, tf, y0, make_rhs(ufun), None,
-                        make_jac(ufun) if kind == "open" else None)
+        sol = integrate(t0, tf, y0, make_rhs(ufun, ud_of_t), None,
+                        make_jac(ufun, ud_of_t) if kind == "open" else None)
         nfev += sol.nfev
         segments.append((t0, float(sol.t[-1]), sol.sol if dense else None, uvec))
         t_out.append(sol.t)
@@ -546,6 +566,9 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             uk = check_u(controller(a, y[:n].copy(), y[n:].copy()), a)   # type: ignore[misc]
             if j == 0 and check_initial:
                 dyn.check_conditioning(a, y[:n], uk if k else None)
+            if j and rate_inputs and not np.array_equal(uk, ctrl_u[-1]):
+                # the held inputs jump: re-project the velocities onto the new constraints
+                y = np.concatenate([y[:n], dyn.project_velocities(y[:n], y[n:], uk)])
             ctrl_t.append(a)
             ctrl_u.append(uk)
             uk_arg = uk if k else None
@@ -595,7 +618,10 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             sel = idx == j
             U[sel] = segments[j][3](T[sel], Y[sel, :n], Y[sel, n:])
     X, XD = Y[:, :n], Y[:, n:]
-    out = dyn.stacked(X, XD, U if k else None)
+    UD = None
+    if ud_of_t is not None:
+        UD = np.array([ud_of_t(ti) for ti in T]).reshape(T.size, k)
+    out = dyn.stacked(X, XD, U if k else None, UD)
     if np.any(out["cond"] >= COND_MAX):
         i = int(np.argmax(out["cond"]))
         warnings.warn(f"the saddle-point matrix of Eq. (2.119) is ill conditioned at t = {T[i]:.6g} "
