@@ -50,9 +50,10 @@ spurious eigenvalues of a steady linearization (single swaps first, then double 
 """
 
 INPUT_CONSTRAINT_ATOL = 1e-12
-"""Absolute tolerance above which inputs are said to enter the constraints at the reference (``∂C/∂u``,
-``∂(D ẍ0)/∂u`` or ``∂Q_d/∂u`` non-zero). Sect. 8.1 assumes ``C(x)`` and ``B(x)`` independent of
-``u`` (Eqs. (8.2)-(8.3)); the input matrix then misses terms.
+"""Absolute tolerance above which inputs are said to enter the holonomic constraints at the
+reference (``∂C/∂u`` non-zero; for a model without the ``input_rate_terms`` kernel also
+``∂(D ẍ0)/∂u`` or ``∂Q_d/∂u``). Their terms are not carried (quasi-static inputs in ``C(x, u)``),
+so the input matrix then misses terms; inputs in the nonholonomic constraints are carried.
 """
 
 
@@ -364,11 +365,17 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
     Warns
     -----
     UserWarning
-        When the inputs enter the constraints at the reference (outside Sect. 8.1; the input
-        matrix then lacks the constraint terms, see docs/theory/inputs.md).
+        When inputs enter the holonomic constraints at the reference (``∂C/∂u ≠ 0``: quasi-static,
+        the input matrix lacks their terms, see docs/theory/inputs.md, Sect. 4).
 
     Notes
     -----
+    When inputs enter the nonholonomic constraints ``B(x, u) ẋ + b(x, u) = 0``
+    (``cm.constraint_inputs``), ``B`` also holds their constraint terms and the result has the
+    rate matrix ``B_rate`` of ``dX̃/dt = A X̃ + B ũ + B_rate dũ/dt``; the reference's input
+    rates ``ref.ud(t)`` enter ``A`` and the admissibility check
+    (docs/theory/road_vehicles.md, "Inputs in the constraints").
+
     For a steady reference with ``l > 0`` the result keeps the terms of its first point, so
     that
     [`LinearizationResult.spurious_eigenvalues`][nhcontrol.linearize.LinearizationResult.spurious_eigenvalues]
@@ -814,7 +821,7 @@ def _warn_inputs(worst: float, cm: Any) -> None:
     warnings.warn(
         f"the inputs {list(cm.inputs)} enter the constraints of model "
         f"{getattr(cm, 'name', '')!r} at the reference (max |∂C/∂u|, |∂(D ẍ0)/∂u|, "
-        f"|∂Q_d/∂u| = {worst:.3g} > {INPUT_CONSTRAINT_ATOL:g}). The input matrix of "
-        f"Sect. 8.1 assumes C(x), B(x) independent of u (Eqs. (8.2)-(8.3)) and only "
-        f"contains m0⁻¹ T0ᵀ (∂Q/∂u - ∂(M ẍ0)/∂u); terms from the constraints are missing. "
-        f"A is unaffected.", UserWarning, stacklevel=_caller_stacklevel())
+        f"|∂Q_d/∂u| = {worst:.3g} > {INPUT_CONSTRAINT_ATOL:g}). Inputs in holonomic "
+        f"constraints C(x, u) are quasi-static: the input matrix does not contain their "
+        f"position- and velocity-level terms (Eq. (4.105)), so terms from these constraints "
+        f"are missing. A is unaffected.", UserWarning, stacklevel=_caller_stacklevel())

@@ -5,7 +5,7 @@ parameters (symbols with default values), inputs ``u`` (k), rigid bodies
 (mass, inertia tensor in the body frame at the centre of mass ``G``,
 position ``r_G(x, u)`` and orientation ``R(x, u)``), holonomic constraints
 ``C(x, u) = 0`` (m), nonholonomic constraints ``B(x, u) ẋ = 0`` or, affine,
-``B(x, u) ẋ + b(x) = 0`` (l), explicit time through a clock coordinate
+``B(x, u) ẋ + b(x, u) = 0`` (l; inputs in them bring their rates, ``D ẍ = Q_d − E u̇``), explicit time through a clock coordinate
 ([`MultibodySystem.add_clock()`][nhcontrol.modeling.MultibodySystem.add_clock]) and applied
 loads.  [`MultibodySystem.equations()`][nhcontrol.modeling.MultibodySystem.equations] derives the
 Newton--Euler form
@@ -495,9 +495,16 @@ class MultibodySystem:
             Defaults to ``"B<i>"``.
         affine : bool, default False
             Allow a velocity-free term ``b_i(x, u)`` (e.g. a prescribed speed
-            ``cos ψ ẋ + sin ψ ẏ − V = 0``). ``b_i`` may depend on coordinates and
-            parameters, not on inputs (validation says so); explicit time enters through a
-            clock coordinate (`add_clock()`): ``b_i(x, τ)``.
+            ``cos ψ ẋ + sin ψ ẏ − V = 0``, or ``− u_V`` with the speed an input); explicit
+            time enters through a clock coordinate (`add_clock()`): ``b_i(x, u, τ)``.
+
+        Notes
+        -----
+        Inputs in ``B_i`` or ``b_i`` make their rates enter the acceleration level,
+        ``D ẍ = Q_d − E u̇`` with ``E = ∂(B ẋ + b)/∂u`` (`CompiledModel.E`); give the rates with
+        ``ud=`` to ``forward_dynamics`` and to ``Reference.from_functions``, and ``linearize``
+        returns their matrix ``B_rate`` (docs/theory/road_vehicles.md, "Inputs in the
+        constraints").
         """
         nm = str(name) if name is not None else f"B{self.l}"
         self._constraints.append(Constraint(nm, "nonholonomic", sp.sympify(expr), bool(affine)))

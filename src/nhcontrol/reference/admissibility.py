@@ -263,7 +263,10 @@ def _diagnose(rep: AdmissibilityReport, kind: str, i: int, j: int, *, x: NDArray
         corr = -np.linalg.pinv(Di) @ rep.residual["acceleration"][i]
         return (f"The accelerations ẍ0 violate the differentiated constraint {constraints[j]!r} (Eq. (2.116)): ẍ0 "
                 f"must be the time derivative of ẋ0 on the constraints. The least-norm correction "
-                f"of ẍ0 changes {_largest(coordinates, corr)}")
+                f"of ẍ0 changes {_largest(coordinates, corr)}"
+                + ("" if not len(inputs) else
+                   f". If inputs {list(inputs)} enter this constraint, their rates u̇0 enter its "
+                   "acceleration level, D ẍ0 = Q_d − E u̇0: give them to the reference (ud=...)"))
     # dynamics: which part can a multiplier remove?
     b = np.einsum("ij,j->i", M[i], xdd[i]) - Q[i]
     if Di.shape[0]:

@@ -772,7 +772,8 @@ class Reference:
         With the integrator's dense output (``forward_dynamics(..., dense_output=True)``, the
         default) ``x0, ẋ0`` are the continuous extension of the integrator and ``ẍ0, Λ0`` solve
         the same saddle-point system (2.119) at any time, with the simulation's inputs (so a
-        zero-order-hold input stays piecewise constant). Without dense output the samples are
+        zero-order-hold input stays piecewise constant; open-loop input rates given to
+        ``forward_dynamics(..., ud=...)`` become ``u̇0``). Without dense output the samples are
         interpolated by `from_samples()` (quintic Hermite). ``check`` and ``tol`` are those
         of `from_samples()` (the integrated motion satisfies the constraints to the
         integration tolerance).
@@ -783,10 +784,12 @@ class Reference:
         if getattr(result, "has_dense_output", False):
             dense = _DenseSimulation(result)
             fx, fxd, fxdd, flam, fu = (_Field(dense, nm) for nm in ("x", "xd", "xdd", "lam", "u"))
+            udf = getattr(getattr(result, "_dynamics", None), "input_rates", None)
+            fud = None if udf is None else _Vectorized(udf, ev.k, "ud", False)
             return cls._build(cm, ev, fx, fxd, fxdd, flam, fu, steady=False, period=None,
                               t_range=tr, source="simulation", tol=INVERSE_DYNAMICS_TOL,
                               check_dynamics=False, check=check, check_tol=tol,
-                              lam_source="simulation")
+                              lam_source="simulation", fud=fud)
         kind = u_interpolation or ("previous" if getattr(result, "sample_time", None) else "cubic")
         t, keep = np.unique(np.asarray(result.t), return_index=True)
         ref = cls.from_samples(cm, t, result.x[keep], result.xd[keep], result.xdd[keep],

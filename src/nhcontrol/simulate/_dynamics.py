@@ -48,6 +48,8 @@ class Dynamics:
         self._b = cm.b if getattr(cm, "affine_names", ()) else None
         # inputs in the nonholonomic constraints: D ẍ = Qd − E u̇ (E = ∂(B ẋ + b)/∂u)
         self._E = cm.E if getattr(cm, "constraint_inputs", ()) else None
+        #: open-loop input rates ``u̇(t)`` of the simulation (``t -> (k,)``), or None
+        self.input_rates = None
         s = self.n + self.ml
         self._K = np.zeros((s, s))
         self._r = np.zeros(s)

@@ -469,6 +469,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             ud = u.ud                                            # a Reference's u̇0(t)
         if ud is not None and rate_inputs:
             ud_of_t = _as_input_function(ud, ev, t0)
+            dyn.input_rates = ud_of_t       # for SimulationResult.evaluate (not pickled)
     elif ud is not None:
         raise SolverError("ud (input rates) belongs to open-loop inputs u; a controller's held "
                           "inputs have zero rate between the samples")

@@ -221,7 +221,8 @@ class SimulationResult:
         """The trajectory at arbitrary times in the simulated interval (dense output).
 
         ``x, ẋ`` come from the integrator's continuous extension, ``ẍ, Λ`` from solving
-        Eq. (2.119) there with the input that was applied (zero-order hold: the held value).
+        Eq. (2.119) there with the input that was applied (zero-order hold: the held value)
+        and its rate (``forward_dynamics(..., ud=...)``; not kept by pickling).
 
         Raises
         ------
@@ -254,7 +255,9 @@ class SimulationResult:
             Y[sel] = sol(tt[sel]).T
             U[sel] = ufun(tt[sel], Y[sel, :n], Y[sel, n:])
         X, XD = Y[:, :n], Y[:, n:]
-        out = self._dynamics.stacked(X, XD, U if self.inputs else None)
+        udf = getattr(self._dynamics, "input_rates", None)
+        UD = None if udf is None else np.array([udf(ti) for ti in tt]).reshape(tt.size, -1)
+        out = self._dynamics.stacked(X, XD, U if self.inputs else None, UD)
         return SimulationSamples(t=readonly(tt), x=readonly(X), xd=readonly(XD),
                                  xdd=readonly(out["xdd"]), lam=readonly(out["lam"]),
                                  u=readonly(U))
