@@ -256,3 +256,27 @@ def test_input_rate_kernels_python_equal_c(case_b):
                       py.input_rate_terms(np.stack([x, x]), xd, ud, lam, u))):
         for f in ("E", "dEw_dx", "dEw_dxd", "dEw_du", "dDTlam_du"):
             np.testing.assert_array_equal(getattr(one, f), getattr(two, f))
+
+
+def test_ltv_route_refuses_or_makes_rate_inputs_states(case_b):
+    """LTVSystem.from_linearization drops nothing: a model with inputs in its constraints is
+    refused unless input_states=True, which gives states [X; γ] and inputs [F_R, F_F,
+    gamma_rate, gamma_dot]: A_aug = [[A, B_γ], [0, 0]], B_aug = [[B_o, B_rate,γ], [0, 1]]."""
+    from nhcontrol._util.errors import LinearSystemError
+    from nhcontrol.systems import LTVSystem
+
+    _, cm, path, _ = case_b
+    ref = _reference(cm, path, (0.0, 2.0))
+    with pytest.raises(LinearSystemError, match="input_states=True"):
+        LTVSystem.from_linearization(cm, ref)
+    ltv = LTVSystem.from_linearization(cm, ref, input_states=True)
+    res = linearize(cm, ref, None, t=0.9)
+    ns = res.A.shape[0]
+    assert ltv.states == res.states + ("gamma",)
+    assert ltv.inputs == ("F_R", "F_F", "gamma_rate", "gamma_dot")
+    A, B = np.asarray(ltv.A(0.9)), np.asarray(ltv.B(0.9))
+    j = res.inputs.index("gamma")
+    np.testing.assert_array_equal(A[:ns, :ns], res.A)
+    np.testing.assert_array_equal(A[:ns, ns], res.B[:, j])
+    np.testing.assert_array_equal(B[:ns, -1], res.B_rate[:, j])
+    assert B[ns, -1] == 1.0 and not np.any(A[ns:])

@@ -14,7 +14,7 @@ from .._util.errors import LinearSystemError
 from .._util.validation import readonly
 
 __all__ = ["LinearizationResult", "SpuriousIdentification", "SPURIOUS_RTOL", "ZERO_RTOL",
-           "identify_spurious", "state_deviation"]
+           "identify_spurious", "state_deviation", "InputStateForm", "input_state_form"]
 
 SPURIOUS_RTOL = 1e-9
 """Relative tolerance (w.r.t. ``max(1, ‖A‖)``) under which a coupling block is called zero when the
@@ -237,6 +237,66 @@ class _EigenvalueArray(np.ndarray):
 
 
 @dataclass(frozen=True)
+class InputStateForm:
+    """``dX̃/dt = A X̃ + B ũ + B_rate dũ/dt`` with the rate-carrying inputs made states.
+
+    States ``[X̃; ũ_r]``, inputs ``[ũ_o; dũ_r/dt]`` (``ũ_r`` the inputs whose rates act, ``ũ_o``
+    the others):
+
+    $$ A_{aug} = \\begin{bmatrix} A & B_r \\\\ 0 & 0 \\end{bmatrix},\\qquad
+       B_{aug} = \\begin{bmatrix} B_o & B_{rate,r} \\\\ 0 & I \\end{bmatrix} . $$
+
+    Attributes
+    ----------
+    A : (ns + r, ns + r) or (N, ns + r, ns + r) array
+    B : (ns + r, k) or (N, ns + r, k) array
+    states : tuple of str
+        The linearization's states, then the rate-carrying input names.
+    inputs : tuple of str
+        The other inputs, then ``<input>_dot`` of the rate-carrying ones (``_`` appended while
+        the name is taken).
+    """
+
+    A: NDArray[np.float64]
+    B: NDArray[np.float64]
+    states: tuple[str, ...]
+    inputs: tuple[str, ...]
+
+
+def input_state_form(A: ArrayLike, B: ArrayLike, B_rate: ArrayLike, states: Sequence[str],
+                     inputs: Sequence[str], rate_inputs: Sequence[str]) -> InputStateForm:
+    """The rate-carrying inputs ``rate_inputs`` as states driven by their rates (`InputStateForm`).
+
+    Exact for time-varying matrices too (no derivative of ``B_rate`` is needed), so it is the
+    form for an LTV route and for bounds on input rates (a steering-rate limit).
+    """
+    A, B, Br = (np.asarray(a, dtype=float) for a in (A, B, B_rate))
+    inputs = list(inputs)
+    bad = [s for s in rate_inputs if s not in inputs]
+    if bad:
+        raise LinearSystemError(f"rate_inputs {bad} are not inputs of the linearization {inputs}")
+    r = [inputs.index(s) for s in rate_inputs]
+    o = [j for j in range(len(inputs)) if j not in r]
+    lead, ns, nr = A.shape[:-2], A.shape[-1], len(r)
+    Aa = np.zeros(lead + (ns + nr, ns + nr))
+    Aa[..., :ns, :ns] = A
+    Aa[..., :ns, ns:] = B[..., r]
+    Ba = np.zeros(lead + (ns + nr, len(inputs)))
+    Ba[..., :ns, :len(o)] = B[..., o]
+    Ba[..., :ns, len(o):] = Br[..., r]
+    Ba[..., ns:, len(o):] = np.eye(nr)
+    rate_names = []
+    for j in r:
+        nm = f"{inputs[j]}_dot"
+        while nm in inputs or nm in rate_names:     # a name the model already uses
+            nm += "_"
+        rate_names.append(nm)
+    return InputStateForm(A=readonly(Aa), B=readonly(Ba),
+                          states=tuple(states) + tuple(inputs[j] for j in r),
+                          inputs=tuple(inputs[j] for j in o) + tuple(rate_names))
+
+
+@dataclass(frozen=True)
 class LinearizationResult:
     """Linearized equations ``dX̃/dt = A X̃ + B ũ + B_rate dũ/dt`` of the third procedure.
 
@@ -430,6 +490,17 @@ class LinearizationResult:
                           states=shifted, inputs=list(self.inputs),
                           outputs=[f"y_{s}" for s in names],
                           name=self.model_name or None)
+
+    def input_state_form(self, rate_inputs: Sequence[str] | None = None) -> InputStateForm:
+        """The inputs whose rates act (non-zero columns of `B_rate`, or ``rate_inputs``) as
+        states driven by their rates: states ``[X̃; ũ_r]``, inputs ``[ũ_o; dũ_r/dt]``
+        (named ``<input>_dot``)
+        (`InputStateForm`); the alternative to the state change of `to_statespace()`, exact
+        for time-varying ``A(t), B(t), B_rate(t)`` as well."""
+        if rate_inputs is None:
+            Br = self.B_rate.reshape(-1, *self.B_rate.shape[-2:])
+            rate_inputs = [s for j, s in enumerate(self.inputs) if np.any(Br[..., j])]
+        return input_state_form(self.A, self.B, self.B_rate, self.states, self.inputs, rate_inputs)
 
     def save(self, path: Any) -> Any:
         """Save to ``path`` (``.npz``: ``A``, ``B``, ``t`` and JSON metadata); see `load()`."""

@@ -243,8 +243,8 @@ class LTVSystem:
                            t_range: tuple[float, float] | None = None,
                            period: float | None = None, check: bool = False,
                            dA: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
-                           dB: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None
-                           ) -> "LTVSystem":
+                           dB: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
+                           input_states: bool = False) -> "LTVSystem":
         """LTV system ``A(t)``, ``B(t)`` of [`nhcontrol.linearize()`][nhcontrol.linearize] along a reference.
 
         Every evaluation of ``A(t)`` or ``B(t)`` runs the third numerical procedure (thesis
@@ -271,6 +271,12 @@ class LTVSystem:
             Exact time derivatives, as in [`LTVSystem`][nhcontrol.systems.LTVSystem] (otherwise
             spectral/Chebyshev
             differentiation of ``A(t)``, ``B(t)`` is used where needed).
+        input_states : bool, default False
+            For a model whose inputs enter the nonholonomic constraints
+            (``cm.constraint_inputs``, rate matrix ``B_rate``): make those inputs states driven
+            by their rates (`LinearizationResult.input_state_form`; states ``[X̃; ũ_r]``,
+            inputs ``[ũ_o; <name>_dot]``). Without it such a model is refused, because
+            ``A(t), B(t)`` alone would drop the rate term.
 
         Returns
         -------
@@ -295,8 +301,26 @@ class LTVSystem:
             partition = Partition.from_dict(partition)
         first = linearize(cm, ref, partition, t=probe, check=True)
         states, inputs = list(first.states), list(first.inputs)
+        rate_inputs = tuple(getattr(cm, "constraint_inputs", ()) or ())
+        if rate_inputs and not input_states:
+            raise LinearSystemError(
+                f"the inputs {list(rate_inputs)} of model {getattr(cm, 'name', '?')!r} enter its "
+                "nonholonomic constraints: their rates act through B_rate "
+                "(dX/dt = A X + B u + B_rate du/dt), which A(t), B(t) alone drop; pass "
+                "input_states=True to make them states driven by their rates")
+
+        def form(res: Any) -> tuple[Any, Any]:
+            if not rate_inputs:
+                return res.A, res.B
+            f = res.input_state_form(rate_inputs)
+            return f.A, f.B
+
+        if rate_inputs:
+            f = first.input_state_form(rate_inputs)
+            states, inputs = list(f.states), list(f.inputs)
         if getattr(ref, "steady", False):
-            return cls(np.array(first.A), np.array(first.B), states=states, inputs=inputs,
+            A0, B0 = form(first)
+            return cls(np.array(A0), np.array(B0), states=states, inputs=inputs,
                        t_range=rng)
         last: dict[str, Any] = {}
 
@@ -304,7 +328,8 @@ class LTVSystem:
             key = np.asarray(t, dtype=float)
             if "t" not in last or last["t"].shape != key.shape or not np.array_equal(last["t"], key):
                 res = linearize(cm, ref, partition, t=key, check=check)
-                last.update(t=key.copy(), A=res.A, B=res.B)
+                A_t, B_t = form(res)
+                last.update(t=key.copy(), A=A_t, B=B_t)
             return last
 
         return cls(lambda t: pair(t)["A"], lambda t: pair(t)["B"], states=states, inputs=inputs,
