@@ -70,13 +70,15 @@ def test_kinematic_bicycle_steady_turn(models):
 
 
 @pytest.mark.parametrize("variant, u, s0", [
-    ("force", lambda t: [800.0 * math.sin(t), 300.0, 0.05 * math.cos(0.7 * t), 0.0], [0, 0, 0.1, 15.0]),
+    ("force", lambda t: [800.0 * math.sin(t), 300.0, 0.05 * math.cos(0.7 * t),
+                         -0.035 * math.sin(0.7 * t)], [0, 0, 0.1, 15.0]),
     ("torque", lambda t: [20.0 * math.sin(2 * t)], [0, 0, 0, 0.02, 0.0]),
     ("force_torque", lambda t: [500.0, -200.0 * math.cos(t), 15.0 * math.sin(3 * t)], [1, 2, 0.3, -0.01, 12.0, 0.0]),
 ])
 def test_appell_equals_newton_euler_with_multipliers(models, variant, u, s0):
-    """Appell's ẇ equals the Newton--Euler ẇ (index-1 form with multipliers) at 20 points of an
-    Appell trajectory to 1e-10 (both are exact; differences are round-off)."""
+    """Appell's ẇ equals the Newton--Euler ẇ (index-1 form with multipliers, ``Q_d − E u̇`` with
+    the steering rate of the force skate) at 20 points of an Appell trajectory to 1e-10 (both
+    are exact; differences are round-off)."""
     mdl = models[variant]
     cm = mdl.system.compile(cache=False)
     f = mdl.appell.rhs()
@@ -87,7 +89,8 @@ def test_appell_equals_newton_euler_with_multipliers(models, variant, u, s0):
         s = sol.sol(t)
         ut = np.array(u(t), dtype=float)
         wd_a = f(t, s, ut)[n:]
-        wd_ne = st.newton_euler_wdot(mdl, cm, s, ut, t)     # torque: affine speed constraint in cm
+        ud = None if variant != "force" else np.array([0.0, 0.0, ut[3], 0.0])   # γ̇ = gamma_rate
+        wd_ne = st.newton_euler_wdot(mdl, cm, s, ut, t, ud)  # torque: affine speed constraint in cm
         worst = max(worst, np.max(np.abs(wd_a - wd_ne)))
     assert worst < 1e-10
 

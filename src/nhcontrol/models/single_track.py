@@ -96,9 +96,10 @@ class SingleTrackModel:
     variant : str
     system : MultibodySystem
         Bodies, loads and the constraints of Table 1 (the Newton--Euler route), the
-        constant-speed variants' ``cos ψ ẋ + sin ψ ẏ − V = 0`` as an affine constraint; the
-        steering-rate input of the assigned-steering variants lives only in the velocity map
-        (Appell's route).
+        constant-speed variants' ``cos ψ ẋ + sin ψ ẏ − V = 0`` as an affine constraint. The
+        assigned steering angle ``gamma`` enters ``B``; its rate is the declared input
+        ``gamma_rate`` of Appell's velocity map and, in Newton--Euler, the input rate ``u̇`` of
+        ``gamma`` (``D ẍ = Q_d − E u̇``; ``gamma_rate`` itself enters no Newton--Euler term).
     appell : AppellEquations
     l : int
         Number of kinematic constraints of Table 1 (``n - nw``).
@@ -296,18 +297,21 @@ def newton_euler_wdot(mdl: SingleTrackModel, cm: object, s: ArrayLike, u: ArrayL
 
 
 APPELL_CHECKS: dict[str, tuple] = {
-    "force": (lambda t: [800.0 * math.sin(t), 300.0, 0.05 * math.cos(0.7 * t), 0.0],
+    "force": (lambda t: [800.0 * math.sin(t), 300.0, 0.05 * math.cos(0.7 * t),
+                         -0.035 * math.sin(0.7 * t)],
               [0, 0, 0.1, 15.0]),
     "torque": (lambda t: [20.0 * math.sin(2 * t)], [0, 0, 0, 0.02, 0.0]),
     "force_torque": (lambda t: [500.0, -200.0 * math.cos(t), 15.0 * math.sin(3 * t)],
                      [1, 2, 0.3, -0.01, 12.0, 0.0]),
-    "rigid_force": (lambda t: [240.0 * math.sin(t), 90.0, 0.05 * math.cos(0.7 * t), 0.0],
+    "rigid_force": (lambda t: [240.0 * math.sin(t), 90.0, 0.05 * math.cos(0.7 * t),
+                               -0.035 * math.sin(0.7 * t)],
                     [0, 0, 0.1, 0, 0, 15.0]),
     "rigid_torque": (lambda t: [20.0 * math.sin(2 * t)], [0, 0, 0, 0.02, 0, 0, 0.0]),
     "rigid_force_torque": (lambda t: [150.0, -60.0 * math.cos(t), 15.0 * math.sin(3 * t)],
                            [1, 2, 0.3, -0.01, 0, 0, 12.0, 0.0]),
 }
-"""Inputs ``u(t)`` and initial states ``[x, w]`` of the Appell vs Newton--Euler checks."""
+"""Inputs ``u(t)`` and initial states ``[x, w]`` of the Appell vs Newton--Euler checks (an
+assigned steering angle comes with its rate: ``gamma_rate = dγ/dt``)."""
 
 
 def appell_vs_newton_euler(mdl: SingleTrackModel, u: object = None, s0: ArrayLike | None = None,
@@ -317,6 +321,8 @@ def appell_vs_newton_euler(mdl: SingleTrackModel, u: object = None, s0: ArrayLik
 
     Both formulations are exact, so the difference is round-off (``≲ 1e-10``). ``u(t)`` and
     ``s0`` default to [`APPELL_CHECKS`][nhcontrol.models.single_track.APPELL_CHECKS] of the variant.
+    An assigned steering angle's rate (the input ``gamma_rate`` of Appell's velocity map) is the
+    input rate ``u̇`` of ``gamma`` in Newton--Euler (``D ẍ = Q_d − E u̇``).
     """
     if mdl.appell.nw == 0:
         raise ModelError(f"variant {mdl.variant!r} has no pseudo velocities (ẋ is prescribed): "
@@ -332,8 +338,21 @@ def appell_vs_newton_euler(mdl: SingleTrackModel, u: object = None, s0: ArrayLik
     for t in np.linspace(0, t_final, samples):
         s = sol.sol(t)
         ut = np.asarray(u(t), dtype=float)
-        worst = max(worst, float(np.max(np.abs(f(t, s, ut)[n:] - newton_euler_wdot(mdl, cm, s, ut, t)))))
+        ud = _steering_rate(mdl, ut)
+        worst = max(worst, float(np.max(np.abs(f(t, s, ut)[n:]
+                                                - newton_euler_wdot(mdl, cm, s, ut, t, ud)))))
     return worst
+
+
+def _steering_rate(mdl: SingleTrackModel, u: NDArray[np.float64]) -> NDArray[np.float64] | None:
+    """Input rates ``u̇`` for Newton--Euler: ``γ̇`` (the input ``gamma_rate``) in the column of
+    an assigned steering angle ``gamma``, zero elsewhere; None when ``γ`` is a coordinate."""
+    names = [str(s) for s in mdl.system.inputs]
+    if "gamma_rate" not in names:
+        return None
+    ud = np.zeros(len(names))
+    ud[names.index("gamma")] = u[names.index("gamma_rate")]
+    return ud
 
 
 def kinematic_turn_error(V: float = 20.0, gamma: float = math.radians(3.0), *,
