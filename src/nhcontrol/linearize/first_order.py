@@ -195,6 +195,12 @@ def _kinematics(cm: Any, ref: Any, part: Partition, ts: NDArray[np.float64]
                 ) -> tuple[_Kinematics, tuple]:
     """The reference values at the times ``ts`` (N,) and ``T0, V̄̄0, Th0`` from the model's
     linearization terms (one stacked kernel call)."""
+    if getattr(cm, "constraint_inputs", ()):
+        raise LinearSystemError(
+            f"the inputs {list(cm.constraint_inputs)} of model {getattr(cm, 'name', '?')!r} enter "
+            "its nonholonomic constraints; the linearization with first-order states does not "
+            "carry their constraint and rate terms (B_rate). Use nhcontrol.linearize for the "
+            "mechanical part, or make those inputs coordinates")
     idx = part.indices(cm)
     n, m, l, k = idx.n, idx.m, idx.l, int(cm.ninputs)
     N = ts.shape[0]
