@@ -180,11 +180,16 @@ class CKernels:
         self._ffi, self._lib, self._raw = ffi, lib, raw
         self.one: dict[str, Callable[..., tuple]] = {}
         self.many: dict[str, Callable[..., tuple]] = {}
+        #: one point, the flat output buffer itself; ``split[name](buffer)`` gives the outputs
+        #: of ``one[name]`` (read-only views of the buffer)
+        self.raw: dict[str, Callable[..., np.ndarray]] = {}
+        self.split: dict[str, Callable[[np.ndarray], tuple]] = {}
         for name, spec in layout["functions"].items():
-            self.one[name] = self._make_one(getattr(lib, f"nhc_{name}"), spec)
+            self.one[name] = self._make_one(getattr(lib, f"nhc_{name}"), spec, name)
+            self.raw[name] = self._make_raw(getattr(lib, f"nhc_{name}"), spec)
             self.many[name] = self._make_many(getattr(lib, f"nhc_{name}_n"), spec)
 
-    def _make_one(self, fn: Any, spec: dict) -> Callable[..., tuple]:
+    def _make_one(self, fn: Any, spec: dict, name: str) -> Callable[..., tuple]:
         fb = self._ffi.from_buffer
         dbl = self._ffi.typeof("double[]")     # resolved once (not per argument and call)
         size = spec["size"]
@@ -199,16 +204,35 @@ class CKernels:
                 outs.append((at, at + sz, tuple(shape) if len(shape) > 1 else None))
         zeros = np.zeros
 
+        def split(o: np.ndarray) -> tuple:
+            o.flags.writeable = False
+            return tuple([a if b == 0 else (o[a:b] if shape is None else o[a:b].reshape(shape))
+                          for a, b, shape in outs])
+
         def one(*arrays: np.ndarray) -> tuple:
             o = zeros(size)
             rc = fn(*[fb(dbl, a) for a in arrays], fb(dbl, o))
             if rc:
                 raise FloatingPointFlags(rc)
-            o.flags.writeable = False
-            return tuple([a if b == 0 else (o[a:b] if shape is None else o[a:b].reshape(shape))
-                          for a, b, shape in outs])
+            return split(o)
 
+        self.split[name] = split
         return one
+
+    def _make_raw(self, fn: Any, spec: dict) -> Callable[..., np.ndarray]:
+        fb = self._ffi.from_buffer
+        dbl = self._ffi.typeof("double[]")
+        size = spec["size"]
+        zeros = np.zeros
+
+        def raw(*arrays: np.ndarray) -> np.ndarray:
+            o = zeros(size)
+            rc = fn(*[fb(dbl, a) for a in arrays], fb(dbl, o))
+            if rc:
+                raise FloatingPointFlags(rc)
+            return o
+
+        return raw
 
     def _make_many(self, fn: Any, spec: dict) -> Callable[..., tuple]:
         fb = self._ffi.from_buffer

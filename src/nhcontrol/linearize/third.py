@@ -35,8 +35,10 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.blas import limit_blas_threads
 from .._util.errors import LinearSystemError, PartitionError, ReferenceMotionError
 from .._util.validation import COND_MAX, as_times, require_model, require_reference
+from ..compiled.model import LinearizationTerms
 from ..reference._eval import constraint_names
 from ..reference.admissibility import ADMISSIBILITY_TOL, _passes_one, check_admissible
+from . import _cpoint
 from ._point import point_procedure, point_suspect
 from .partition import (Partition, PartitionIndices, _block_condition, _report,
                         _singular_message, suggest_partition)
@@ -415,6 +417,24 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
 
     x, xd, xdd, lam, u = _reference_values(ref, ts, N, n, m + l, k)
     p = getattr(ref, "parameters", None)
+    if N == 1:
+        # one point, C kernels: the compiled Steps 1-7 and checks (linearize/_cpoint.py); None
+        # when the general path must decide (a failed check, inputs in the constraints,
+        # NaN or inf in the reference values, which the C kernel refuses, ...)
+        tol = float(getattr(ref, "check_tol", ADMISSIBILITY_TOL))
+        fast = (_cpoint.point_function(cm, idx, INPUT_CONSTRAINT_ATOL)
+                if getattr(cm, "backend", None) == "c" and (not check or 0.0 < tol < math.inf)
+                else None)
+        got = None if fast is None else fast(x[0], xd[0], xdd[0], lam[0],
+                                             None if u is None else u[0], p, check, tol, cond_max)
+        if got is not None:
+            A, B, buf = got
+            if not scalar:
+                A, B = A[None], B[None]
+            res = _result(cm, ref, partition, idx, A, B, ts[0] if scalar else ts.copy(), scalar)
+            if l and res.steady:
+                res._cache["search"] = partial(_search_from_buffer, cm, buf, idx, k, cond_max)
+            return res
     if not np.isfinite(np.concatenate((x, xd, xdd, lam), axis=1)).all():
         for name, val in (("x0", x), ("xd0", xd), ("xdd0", xdd), ("lam0", lam)):
             if not np.all(np.isfinite(val)):
@@ -716,6 +736,13 @@ def _linearize_point(cm: Any, ref: Any, partition: Partition, idx: PartitionIndi
         res._cache["search"] = partial(_search_from_terms, terms, idx, k,
                                        tuple(cm.coordinates), cond_max)
     return res
+
+
+def _search_from_buffer(cm: Any, buf: NDArray[np.float64], idx: PartitionIndices, k: int,
+                        cond_max: float) -> tuple[SpuriousIdentification, tuple[str, ...]] | None:
+    """`_search_from_terms` from the flat output of the fused C kernel (compiled path)."""
+    terms = LinearizationTerms(*cm._ck.split["linearization_terms"](buf))
+    return _search_from_terms(terms, idx, k, tuple(cm.coordinates), cond_max)
 
 
 def _search_from_terms(terms: Any, idx: PartitionIndices, k: int, coords: tuple[str, ...],

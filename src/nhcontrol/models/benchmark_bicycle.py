@@ -374,19 +374,14 @@ def steady_forward_state(v: float, t: ArrayLike, values: Mapping[str, float]
     tt = np.asarray(t, dtype=float)
     scalar = tt.ndim == 0
     tt = np.atleast_1d(tt)
-    n_t = tt.shape[0]
     rr, rf, nu, zb = values["rho_R"], values["rho_F"], values["nu"], values["z_B"]
-    x = np.zeros((n_t, 11))
-    x[:, 0] = v * tt
-    x[:, 2] = zb
-    x[:, 7] = v * tt / rr
-    x[:, 8] = v * tt / rf
-    x[:, 9] = np.pi / 2 - v * tt / rr
-    x[:, 10] = nu + np.pi / 2 - v * tt / rf
-    xd = np.zeros((n_t, 11))
-    xd[:, 0] = v
-    xd[:, 7], xd[:, 8], xd[:, 9], xd[:, 10] = v / rr, v / rf, -v / rr, -v / rf
-    xdd = np.zeros((n_t, 11))
+    # x(t) = x(0) + t ẋ: every coordinate is affine in t
+    rate = np.array([v, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, v / rr, v / rf, -v / rr, -v / rf])
+    start = np.array([0.0, 0.0, zb, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, np.pi / 2, nu + np.pi / 2])
+    x = tt[:, None] * rate + start
+    xd = np.empty_like(x)
+    xd[...] = rate
+    xdd = np.zeros_like(x)
     if scalar:
         return x[0], xd[0], xdd[0]
     return x, xd, xdd

@@ -1,0 +1,197 @@
+"""The compiled one-point path of ``linearize`` (nhcontrol.linearize._cpoint): the same matrices
+as the numpy path (``point_procedure``) for the shipped references and at random points, the
+general path (with its messages) whenever the compiled routine declines, and the hash-checked
+library cache."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+from nhcontrol.linearize import Partition, linearize, suggest_partition
+from nhcontrol.linearize import _cpoint
+from nhcontrol.linearize import third as third_mod
+from nhcontrol.linearize._point import point_procedure
+from nhcontrol.modeling import examples
+from nhcontrol.reference import Reference
+
+
+def _cases():
+    from nhcontrol.models import benchmark_bicycle as bb
+    from nhcontrol.models import sleigh as sl
+
+    def bicycle():
+        cm = bb.model()
+        return cm, bb.steady_forward(cm, 4.0), Partition.from_dict(bb.PARTITION_4_172)
+
+    def bicycle_actuated():
+        cm = bb.build(inputs=("T_phi", "T_delta")).compile()
+        return cm, bb.steady_forward(cm, 3.0), Partition.from_dict(bb.PARTITION_4_172)
+
+    def sleigh():
+        cm = sl.model()
+        ref = sl.straight_motion(cm, 1.0)
+        return cm, ref, suggest_partition(cm, ref)
+
+    def rolling_disc():
+        from nhcontrol.models import rolling_wheel as rw
+        cm = rw.model_disc()
+        ref = rw.upright_rolling(cm, 3.0)
+        return cm, ref, suggest_partition(cm, ref)
+
+    return {"bicycle": bicycle, "bicycle_actuated": bicycle_actuated, "sleigh": sleigh,
+            "rolling_disc": rolling_disc}
+
+
+def _general(monkeypatch, cm, ref, part, **kw):
+    """``linearize`` through the numpy path (the compiled routine switched off)."""
+    with monkeypatch.context() as mp:
+        mp.setattr(_cpoint, "point_function", lambda *a, **k: None)
+        return linearize(cm, ref, part, **kw)
+
+
+def _rel(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    scale = max(float(np.max(np.abs(b))), 1e-300) if b.size else 1.0
+    return float(np.max(np.abs(a - b))) / scale if b.size else 0.0
+
+
+@pytest.mark.parametrize("name", sorted(_cases()))
+def test_compiled_point_equals_numpy_path(name, monkeypatch):
+    cm, ref, part = _cases()[name]()
+    assert cm.backend == "c"
+    idx = part.indices(cm)
+    assert _cpoint.point_function(cm, idx, third_mod.INPUT_CONSTRAINT_ATOL) is not None
+    for t in (0.0, 0.37):
+        fast = linearize(cm, ref, part, t=t)
+        slow = _general(monkeypatch, cm, ref, part, t=t)
+        assert fast.A.shape == slow.A.shape and fast.B.shape == slow.B.shape
+        assert _rel(fast.A, slow.A) <= 1e-14 and _rel(fast.B, slow.B) <= 1e-14
+        assert fast.states == slow.states and fast.inputs == slow.inputs
+        assert fast.n_spurious == slow.n_spurious
+    one = linearize(cm, ref, part, t=[0.2])            # a 1-element array: a leading axis
+    assert one.A.shape == (1,) + fast.A.shape
+
+
+def test_compiled_point_is_the_path_taken(monkeypatch):
+    """With C kernels, one point never reaches the numpy Steps 1-7; with the Python kernels it does."""
+    from nhcontrol.models import benchmark_bicycle as bb
+
+    cm = bb.model()
+    ref, part = bb.steady_forward(cm, 5.0), Partition.from_dict(bb.PARTITION_4_172)
+
+    def boom(*a, **k):
+        raise AssertionError("numpy path taken")
+
+    monkeypatch.setattr(third_mod, "point_procedure", boom)
+    res = linearize(cm, ref, part)
+    from nhcontrol.analysis import match_spectra, structural_zeros
+    from nhcontrol.reproduce.bicycle_benchmark import reference_data
+
+    A = np.asarray(res.A)
+    keep = structural_zeros(A).keep
+    eig = np.linalg.eigvals(A[np.ix_(keep, keep)])
+    assert match_spectra(reference_data()["eigenvalues"][5.0], eig)[1] < 1e-12  # Meijaard et al. (2007)
+    py = bb.build().compile(backend="python")
+    with pytest.raises(AssertionError, match="numpy path"):
+        linearize(py, bb.steady_forward(py, 5.0), part)
+
+
+@pytest.mark.parametrize("builder", [examples.sleigh, examples.rolling_disc,
+                                     lambda: __import__("nhcontrol.models.benchmark_bicycle",
+                                                        fromlist=["build"]).build(
+                                         inputs=("T_phi", "T_delta"))])
+def test_compiled_steps_equal_point_procedure_at_random_points(builder):
+    """Steps 1-7 alone (check=False) at random states: the C routine and point_procedure agree
+    to round-off relative to the size of A (random points are not motions of the model)."""
+    cm = builder().compile()
+    rng = np.random.default_rng(3)
+    n, ml, k = cm.n, cm.m + cm.l, cm.ninputs
+    x0 = rng.uniform(-0.5, 0.5, n)
+    part = suggest_partition(cm, Reference.constant_velocity(cm, x0, np.zeros(n), lam=np.zeros(ml),
+                                                             check=False))
+    idx = part.indices(cm)
+    fn = _cpoint.point_function(cm, idx, np.inf)          # inputs in constraints allowed here
+    worst = 0.0
+    for _ in range(20):
+        x, xd, xdd = (rng.uniform(-0.5, 0.5, n) for _ in range(3))
+        lam = rng.uniform(-1, 1, ml)
+        u = rng.uniform(-1, 1, k) if k else None
+        got = fn(x, xd, xdd, lam, u, None, False, 1e-8, 1e8)
+        ref = point_procedure(cm.linearization_terms(x, xd, xdd, lam, u), idx, k)
+        if got is None:
+            assert not (np.all(np.isfinite(ref["A"])) and np.all(np.isfinite(ref["B"])))
+            continue
+        # round-off grows with the condition of the blocks solved at this (random) point
+        kappa = max([np.linalg.cond(ref["m0"])]
+                    + [np.linalg.cond(ref[inv]) for inv in ("D_dd_inv", "Cx_d_inv", "Bbar_ad_inv")
+                       if inv in ref and ref[inv].size])
+        err = max(_rel(got[0], ref["A"]), _rel(got[1], ref["B"]) if k else 0.0)
+        worst = max(worst, err / kappa)
+    assert worst <= 1e-14, worst
+
+
+def test_declined_points_get_the_general_messages():
+    """A reference that is not a motion, an ill-conditioned partition: the compiled routine
+    declines and the general path raises its usual errors (NaN references: test_bad_inputs)."""
+    from nhcontrol._util.errors import PartitionError, ReferenceMotionError
+    from nhcontrol.models import benchmark_bicycle as bb
+
+    cm = bb.model()
+    ref = bb.steady_forward(cm, 5.0)
+    part = Partition.from_dict(bb.PARTITION_4_172)
+    x0, xd0 = ref.x(0.0), ref.xd(0.0)
+    bad = Reference.constant_velocity(cm, x0, xd0 * np.r_[1.0, np.ones(10) * 1.01], lam=ref.lam(0.0),
+                                      check=False)
+    with pytest.raises(ReferenceMotionError):
+        linearize(cm, bad, part)
+    singular = dict(bb.PARTITION_4_172)
+    with pytest.raises(PartitionError):
+        # the dependent set of the steady forward motion with the rear contact swapped in
+        linearize(cm, ref, _swap_to_singular(cm, ref, singular))
+
+
+def _swap_to_singular(cm, ref, part_dict):
+    """A partition whose D_dd is singular at the upright bicycle (found by trying swaps)."""
+    p = Partition.from_dict(part_dict)
+    names = list(cm.coordinates)
+    for a in p.independent:
+        for d in p.dependent:
+            ind = [d if s == a else s for s in p.independent]
+            dep = [a if s == d else s for s in p.dependent]
+            cand = {"independent": ind, "admissible_dependent": list(p.admissible_dependent),
+                    "dependent": dep}
+            try:
+                linearize(cm, ref, Partition.from_dict(cand))
+            except Exception as exc:   # noqa: BLE001 - the one we look for
+                if type(exc).__name__ == "PartitionError":
+                    return Partition.from_dict(cand)
+    pytest.skip(f"no singular swap among {names}")
+
+
+def test_tampered_routine_library_is_rebuilt(tmp_path):
+    from nhcontrol.models import sleigh as sl
+
+    cm = sl.build().compile(cache_dir=tmp_path)
+    ref = sl.straight_motion(cm, 1.0)
+    part = suggest_partition(cm, ref)
+    first = linearize(cm, ref, part)
+    lib = _cpoint.library_path(tmp_path)
+    assert lib.exists() and lib.with_name(lib.name + ".sha256").exists()
+    blob = bytearray(lib.read_bytes())
+    blob[len(blob) // 3] ^= 0xFF
+    (tmp_path / "t").write_bytes(bytes(blob))
+    os.replace(tmp_path / "t", lib)
+    _cpoint._LIBS.pop(str(tmp_path), None)
+    _cpoint._FUNCS.clear()
+    with pytest.warns(RuntimeWarning, match="unusable compiled linearization library"):
+        again = linearize(cm, ref, part)
+    np.testing.assert_array_equal(again.A, first.A)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _cpoint._LIBS.pop(str(tmp_path), None)
+        _cpoint._FUNCS.clear()
+        np.testing.assert_array_equal(linearize(cm, ref, part).A, first.A)
