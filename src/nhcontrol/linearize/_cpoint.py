@@ -17,9 +17,11 @@ ships synchronises its threads even for 4 x 4 blocks, which made one bicycle poi
 does not show this). The blocks here are small (at most ``m + l``), where an unblocked LU is
 what LAPACK itself runs.
 
-The routine answers only the common case.  Whenever the reference fails the admissibility
-check, a block may be ill conditioned (the pre-check bound reaches ``cond_max``), a block is
-singular, the result is not finite, or inputs enter the constraints, it returns a flag and
+The routine answers only the common case: models whose inputs do not enter the nonholonomic
+constraints (``cm.constraint_inputs`` empty: no input-rate terms; those models take the general
+path).  Whenever the reference fails the admissibility check, a block may be ill conditioned
+(the pre-check bound reaches ``cond_max``), a block is singular, the result is not finite, or
+inputs enter the holonomic constraints, it returns a flag and
 `linearize` takes the general path, which repeats the work with numpy and raises or warns
 with the full message.  The agreement with the general path is tested for every shipped model
 (tests/test_linearize_cpoint.py).
@@ -573,8 +575,8 @@ def point_function(cm: Any, idx: Any, atol_u: float) -> "Callable[..., Any] | No
     docstring).
     """
     ck = getattr(cm, "_ck", None)
-    if ck is None or getattr(cm, "library_path", None) is None:
-        return None
+    if ck is None or getattr(cm, "library_path", None) is None or getattr(cm, "constraint_inputs", ()):
+        return None     # no C kernels, or inputs in the nonholonomic constraints (input rates)
     hit = _FUNCS.get((id(cm), id(idx)))
     if hit is not None and hit[0] is cm and hit[1] is idx:
         return hit[2]
