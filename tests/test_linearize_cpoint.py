@@ -76,8 +76,36 @@ def test_compiled_point_equals_numpy_path(name, monkeypatch):
     assert one.A.shape == (1,) + fast.A.shape
 
 
+@pytest.mark.parametrize("name", ["bicycle_actuated", "sleigh"])
+def test_compiled_stack_equals_numpy_path(name, monkeypatch):
+    """Stacked times (more than one block of `_cpoint.BLOCK` points): the same A and B as the
+    numpy path, point by point."""
+    cm, ref, part = _cases()[name]()
+    ts = np.linspace(0.0, 2.0, _cpoint.BLOCK + 37)
+    fast = linearize(cm, ref, part, t=ts)
+    slow = _general(monkeypatch, cm, ref, part, t=ts)
+    assert fast.A.shape == slow.A.shape == (ts.size,) + slow.A.shape[1:]
+    assert _rel(fast.A, slow.A) <= 1e-14 and _rel(fast.B, slow.B) <= 1e-14
+    np.testing.assert_array_equal(fast.t, ts)
+
+
+def test_compiled_stack_of_a_time_varying_reference(monkeypatch):
+    """A non-steady reference (the lane change of the single-track model): every point differs."""
+    from nhcontrol.models import lane_change as lc
+    from nhcontrol.models import single_track as st
+
+    cm = st.build("force_torque").system.compile()
+    ref = lc.lane_change_reference(cm, 20.0)
+    part = suggest_partition(cm, ref)
+    ts = np.linspace(*ref.t_range, 300)
+    fast = linearize(cm, ref, part, t=ts)
+    slow = _general(monkeypatch, cm, ref, part, t=ts)
+    assert _rel(fast.A, slow.A) <= 1e-13 and _rel(fast.B, slow.B) <= 1e-13
+
+
 def test_compiled_point_is_the_path_taken(monkeypatch):
-    """With C kernels, one point never reaches the numpy Steps 1-7; with the Python kernels it does."""
+    """With C kernels, one point and a stack never reach the numpy Steps 1-7; with the Python
+    kernels they do."""
     from nhcontrol.models import benchmark_bicycle as bb
 
     cm = bb.model()
@@ -87,6 +115,7 @@ def test_compiled_point_is_the_path_taken(monkeypatch):
         raise AssertionError("numpy path taken")
 
     monkeypatch.setattr(third_mod, "point_procedure", boom)
+    assert linearize(cm, ref, part, t=np.linspace(0.0, 1.0, 300)).A.shape == (300, 10, 10)
     res = linearize(cm, ref, part)
     from nhcontrol.analysis import match_spectra, structural_zeros
     from nhcontrol.reproduce.bicycle_benchmark import reference_data

@@ -184,10 +184,12 @@ class CKernels:
         #: of ``one[name]`` (read-only views of the buffer)
         self.raw: dict[str, Callable[..., np.ndarray]] = {}
         self.split: dict[str, Callable[[np.ndarray], tuple]] = {}
+        #: N points, the ``(N, size)`` output buffer itself (rows: the buffers of ``raw``)
+        self.raw_many: dict[str, Callable[..., np.ndarray]] = {}
         for name, spec in layout["functions"].items():
             self.one[name] = self._make_one(getattr(lib, f"nhc_{name}"), spec, name)
             self.raw[name] = self._make_raw(getattr(lib, f"nhc_{name}"), spec)
-            self.many[name] = self._make_many(getattr(lib, f"nhc_{name}_n"), spec)
+            self.many[name] = self._make_many(getattr(lib, f"nhc_{name}_n"), spec, name)
 
     def _make_one(self, fn: Any, spec: dict, name: str) -> Callable[..., tuple]:
         fb = self._ffi.from_buffer
@@ -234,13 +236,13 @@ class CKernels:
 
         return raw
 
-    def _make_many(self, fn: Any, spec: dict) -> Callable[..., tuple]:
+    def _make_many(self, fn: Any, spec: dict, name: str) -> Callable[..., tuple]:
         fb = self._ffi.from_buffer
         dbl = self._ffi.typeof("double[]")
         size = spec["size"]
         outs = [(at, at + sz, tuple(shape)) for at, sz, shape in spec["outputs"]]
 
-        def many(*args: Any) -> tuple:
+        def raw_many(*args: Any) -> np.ndarray:
             *arrays, N = args
             o = np.zeros((N, size))
             call: list = [N]
@@ -252,8 +254,14 @@ class CKernels:
                 rc = fn(*call)
                 if rc:
                     raise MemoryError("the C kernel could not allocate its work array")
+            return o
+
+        def many(*args: Any) -> tuple:
+            o = raw_many(*args)
+            N = o.shape[0]
             return tuple([o[:, a:b].reshape((N,) + shape) for a, b, shape in outs])
 
+        self.raw_many[name] = raw_many
         return many
 
 

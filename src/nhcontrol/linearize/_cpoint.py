@@ -47,7 +47,7 @@ from .._util.errors import CacheError
 
 __all__ = ["point_function", "FIELDS", "INPUT_CONSTRAINT_FIELDS", "VERSION"]
 
-VERSION = "p1"
+VERSION = "p2"
 """Version of the C routine (part of the library's file name and cache key)."""
 
 FIELDS = ("M", "Q", "D", "Cx", "B", "Qd", "dMa_dx", "dMa_du", "dDTlam_dx", "dQ_dx", "dQ_dxd",
@@ -65,6 +65,11 @@ int nhc_point_third(const int64_t *, const int64_t *, const double *, const int6
                     const double *, const double *, const double *, const double *,
                     const double *, const double *, double, double, double, double *, double *,
                     double *, int64_t, int64_t *);
+int nhc_point_third_n(int64_t, const int64_t *, const int64_t *, const double *, int64_t,
+                      const int64_t *, const double *, int64_t, const double *, int64_t,
+                      const double *, const double *, const double *, int64_t, const double *,
+                      int64_t, double, double, double, double *, double *, double *, int64_t,
+                      int64_t *);
 extern const char nhc_layout[];
 """
 
@@ -481,6 +486,27 @@ NHC_API int nhc_point_third(const int64_t *dims, const int64_t *ix, const double
     return flags;
 }
 
+/* N points: point i reads T + i*sT, Cv + i*sC, bv + i*sb, x0/xd0/xdd0 + i*sx, lam0 + i*sl
+   (a stride 0 repeats one row) and writes A + i*ns*ns, Bout + i*ns*k; stops at the first
+   point with flags (the general path decides the whole stack) */
+NHC_API int nhc_point_third_n(int64_t N, const int64_t *dims, const int64_t *ix, const double *T,
+                              int64_t sT, const int64_t *off, const double *Cv, int64_t sC,
+                              const double *bv, int64_t sb, const double *x0, const double *xd0,
+                              const double *xdd0, int64_t sx, const double *lam0, int64_t sl,
+                              double tol, double cond_max, double atol_u, double *A, double *Bout,
+                              double *W, int64_t nW, int64_t *ipiv)
+{
+    const int64_t n1 = dims[0] - dims[1] - dims[2], ns = 2 * n1 + dims[2], k = dims[3];
+    for (int64_t i = 0; i < N; i++) {
+        int flags = nhc_point_third(dims, ix, T + i * sT, off, Cv + i * sC,
+                                    bv ? bv + i * sb : bv, x0 + i * sx, xd0 + i * sx,
+                                    xdd0 + i * sx, lam0 + i * sl, tol, cond_max, atol_u,
+                                    A + i * ns * ns, Bout + i * ns * k, W, nW, ipiv);
+        if (flags) return flags;
+    }
+    return 0;
+}
+
 NHC_API const char nhc_layout[] = NHC_LAYOUT;
 '''
 """The routine (``NHC_LAYOUT`` is replaced by the library's layout string)."""
@@ -529,7 +555,7 @@ class _Library:
         ffi = _ffi_of(layout)
         lib = ffi.dlopen(str(path))
         self.path, self._raw, self.ffi, self.lib = path, raw, ffi, lib
-        self.fn, self.work = lib.nhc_point_third, lib.nhc_point_work
+        self.fn, self.fn_n, self.work = lib.nhc_point_third, lib.nhc_point_third_n, lib.nhc_point_work
 
 
 def _library(directory: Path) -> "_Library | None":
@@ -572,7 +598,7 @@ def point_function(cm: Any, idx: Any, atol_u: float) -> "Callable[..., Any] | No
     The callable takes ``(x, xd, xdd, lam, u, p, check, tol, cond_max)`` (one point; ``u`` and
     ``p`` may be None) and returns ``(A, B, buffer)`` (``buffer``: the fused kernel's flat
     output, for `CKernels.split`) or None when the general path must decide (see the module
-    docstring).
+    docstring).  Its attribute ``many`` does the same for stacked points (``x (N, n)`` …).
     """
     ck = getattr(cm, "_ck", None)
     if ck is None or getattr(cm, "library_path", None) is None or getattr(cm, "constraint_inputs", ()):
@@ -627,37 +653,106 @@ def _make(cm: Any, idx: Any, ck: Any, lib: _Library, atol_u: float) -> Callable[
     from ..compiled.cbackend import FloatingPointFlags
 
     def run(x: np.ndarray, xd: np.ndarray, xdd: np.ndarray, lam: np.ndarray, u: Any, p: Any,
-            check: bool, tol: float, cond_max: float) -> tuple | None:
+            check: bool, tol: float, cond_max: float, trusted: bool = False) -> tuple | None:
+        """``trusted``: ``x, xd, xdd, lam, u`` are float64 vectors of the model's sizes (as
+        `linearize` makes them); only their contiguity is left to ``from_buffer``."""
         if p is None:
             p = p0
         elif not (type(p) is np.ndarray and p.ndim == 1 and p.dtype == np.float64
-                  and p.shape[0] == psize and p.flags.c_contiguous):
+                  and p.shape[0] == psize):
             return None
         if u is None:
             u = u0
-        for a, size in ((x, n), (xd, n), (xdd, n), (lam, c), (u, k)):
-            if not (type(a) is np.ndarray and a.shape == (size,) and a.dtype == np.float64
-                    and a.flags.c_contiguous):
-                return None
-        try:
+        if not trusted:
+            for a, size in ((x, n), (xd, n), (xdd, n), (lam, c), (u, k)):
+                if not (type(a) is np.ndarray and a.shape == (size,) and a.dtype == np.float64):
+                    return None
+        try:        # ValueError: an argument that is not contiguous (from_buffer)
             buf = raw_terms(x, xd, xdd, lam, u, p)
             Cv = raw_C(x, u, p) if (check and raw_C is not None) else empty
             bv = raw_b(x, u, p) if (check and raw_b is not None) else None
-        except FloatingPointFlags:
+            A = np.empty((ns, ns))
+            B = np.empty((ns, k))
+            W = np.empty(nwork)
+            piv = np.empty(n + 1, dtype=np.int64)
+            flags = fn(c_on if check else c_off, c_ix, fb(dbl, buf), c_offs, fb(dbl, Cv),
+                       null if bv is None else fb(dbl, bv), fb(dbl, x), fb(dbl, xd), fb(dbl, xdd),
+                       fb(dbl, lam), tol, cond_max, atol_u, fb(dbl, A), fb(dbl, B), fb(dbl, W),
+                       nwork, fb(i64, piv))
+        except (FloatingPointFlags, ValueError):
             return None
-        A = np.empty((ns, ns))
-        B = np.empty((ns, k))
-        W = np.empty(nwork)
-        piv = np.empty(n + 1, dtype=np.int64)
-        flags = fn(c_on if check else c_off, c_ix, fb(dbl, buf), c_offs, fb(dbl, Cv),
-                   null if bv is None else fb(dbl, bv), fb(dbl, x), fb(dbl, xd), fb(dbl, xdd),
-                   fb(dbl, lam), tol, cond_max, atol_u, fb(dbl, A), fb(dbl, B), fb(dbl, W), nwork,
-                   fb(i64, piv))
         if flags:
             return None
         return A, B, buf
 
+    raw_terms_n = ck.raw_many["linearization_terms"]
+    raw_C_n = ck.raw_many.get("C") if m else None
+    raw_b_n = ck.raw_many.get("b") if getattr(cm, "affine_names", ()) else None
+    fn_n = lib.fn_n
+    size = int(spec["size"])
+    sizeC = int(ck.layout["functions"]["C"]["size"]) if raw_C_n is not None else 0
+    sizeb = int(ck.layout["functions"]["b"]["size"]) if raw_b_n is not None else 0
+    u0row = np.zeros((1, k))
+    p0row = p0[None]
+    empty2 = np.zeros((1, 1))
+    contiguous = np.ascontiguousarray
+
+    def run_n(x: np.ndarray, xd: np.ndarray, xdd: np.ndarray, lam: np.ndarray, u: Any, p: Any,
+              check: bool, tol: float, cond_max: float) -> tuple | None:
+        """``N`` stacked points (``x (N, n)`` …, ``u (N, k)`` or None, ``p`` None, ``(P,)`` or
+        ``(N, P)``) in blocks of `BLOCK` points: ``(A (N, ns, ns), B (N, ns, k), buffer of the
+        first point)`` or None."""
+        N = x.shape[0]
+        if p is None:
+            p = p0row
+        elif type(p) is np.ndarray and p.dtype == np.float64 and p.shape == (psize,):
+            p = p[None]
+        elif not (type(p) is np.ndarray and p.dtype == np.float64 and p.shape == (N, psize)):
+            return None
+        for a, size_ in ((x, n), (xd, n), (xdd, n), (lam, c)):
+            if not (type(a) is np.ndarray and a.shape == (N, size_) and a.dtype == np.float64):
+                return None
+        if u is not None and not (type(u) is np.ndarray and u.shape == (N, k)):
+            return None
+        A = np.empty((N, ns, ns))
+        B = np.empty((N, ns, k))
+        W = np.empty(nwork)
+        piv = np.empty(n + 1, dtype=np.int64)
+        c_W, c_piv = fb(dbl, W), fb(i64, piv)
+        first = None
+        for s in range(0, N, BLOCK):
+            e = min(N, s + BLOCK)
+            nb = e - s
+            xs, xds, xdds = contiguous(x[s:e]), contiguous(xd[s:e]), contiguous(xdd[s:e])
+            lams = contiguous(lam[s:e])
+            us = u0row if u is None else contiguous(u[s:e], dtype=np.float64)
+            ps = p if p.shape[0] == 1 else contiguous(p[s:e])
+            try:
+                buf = raw_terms_n(xs, xds, xdds, lams, us, ps, nb)
+                Cv = raw_C_n(xs, us, ps, nb) if (check and raw_C_n is not None) else empty2
+                bv = raw_b_n(xs, us, ps, nb) if (check and raw_b_n is not None) else None
+            except MemoryError:
+                return None
+            if not np.isfinite(buf).all():       # outside the model's domain: the general
+                return None                      # path names the point
+            flags = fn_n(nb, c_on if check else c_off, c_ix, fb(dbl, buf), size, c_offs,
+                         fb(dbl, Cv), sizeC if Cv is not empty2 else 0,
+                         null if bv is None else fb(dbl, bv), sizeb, fb(dbl, xs), fb(dbl, xds),
+                         fb(dbl, xdds), n, fb(dbl, lams), c, tol, cond_max, atol_u,
+                         fb(dbl, A[s:e]), fb(dbl, B[s:e]), c_W, nwork, c_piv)
+            if flags:
+                return None
+            if first is None:
+                first = buf[0].copy()
+        return A, B, first
+
     run.__dict__["_keep"] = keep
     run.__dict__["nstates"] = ns
     run.__dict__["c"] = c
+    run.__dict__["many"] = run_n
     return run
+
+
+BLOCK = 128
+"""Points per kernel call of the stacked compiled path (the kernel output of a block, ~0.3 MB for
+the bicycle, stays in the cache; see docs/theory/linearization.md, "Stacks in blocks")."""

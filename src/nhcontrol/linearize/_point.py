@@ -20,7 +20,6 @@ and serves the conditioning pre-check.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np

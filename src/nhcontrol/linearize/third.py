@@ -417,30 +417,28 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
 
     x, xd, xdd, lam, u = _reference_values(ref, ts, N, n, m + l, k)
     p = getattr(ref, "parameters", None)
-    if N == 1:
-        # one point, C kernels: the compiled Steps 1-7 and checks (linearize/_cpoint.py); None
-        # when the general path must decide (a failed check, inputs in the constraints,
-        # NaN or inf in the reference values, which the C kernel refuses, ...)
-        tol = float(getattr(ref, "check_tol", ADMISSIBILITY_TOL))
-        fast = (_cpoint.point_function(cm, idx, INPUT_CONSTRAINT_ATOL)
-                if getattr(cm, "backend", None) == "c" and (not check or 0.0 < tol < math.inf)
-                else None)
-        got = None if fast is None else fast(x[0], xd[0], xdd[0], lam[0],
-                                             None if u is None else u[0], p, check, tol, cond_max)
+    # C kernels: the compiled Steps 1-7 and checks (linearize/_cpoint.py); None when the
+    # general path must decide (a failed check, inputs in the constraints, NaN or inf in the
+    # reference values, which the C kernels refuse, ...)
+    tol = float(getattr(ref, "check_tol", ADMISSIBILITY_TOL))
+    fast = (_cpoint.point_function(cm, idx, INPUT_CONSTRAINT_ATOL)
+            if getattr(cm, "backend", None) == "c" and (not check or 0.0 < tol < math.inf)
+            else None)
+    if fast is not None and N == 1:
+        got = fast(x[0], xd[0], xdd[0], lam[0], None if u is None else u[0], p, check, tol,
+                   cond_max, True)
         if got is not None:
-            A, B, buf = got
-            if not scalar:
-                A, B = A[None], B[None]
-            res = _result(cm, ref, partition, idx, A, B, ts[0] if scalar else ts.copy(), scalar)
-            if l and res.steady:
-                res._cache["search"] = partial(_search_from_buffer, cm, buf, idx, k, cond_max)
-            return res
+            return _fast_result(cm, ref, partition, idx, got, t_arr, ts, scalar, cond_max)
     if not np.isfinite(np.concatenate((x, xd, xdd, lam), axis=1)).all():
         for name, val in (("x0", x), ("xd0", xd), ("xdd0", xdd), ("lam0", lam)):
             if not np.all(np.isfinite(val)):
                 bad = int(np.argwhere(~np.all(np.isfinite(val), axis=-1))[0, 0])
                 raise ReferenceMotionError(f"the reference {name}(t) is not finite at t = "
                                            f"{ts[bad]:g}; check the reference motion")
+    if fast is not None and N > 1:
+        got = fast.many(x, xd, xdd, lam, u, p, check, tol, cond_max)
+        if got is not None:
+            return _fast_result(cm, ref, partition, idx, got, t_arr, ts, scalar, cond_max)
     # inputs in the nonholonomic constraints: their terms at the reference's input rates u̇0
     rates = _input_rate_terms(cm, ref, ts, x, xd, lam, u, p) if k else None
     if N == 1:
@@ -689,9 +687,13 @@ def _state_names(coords: tuple[str, ...], ai: tuple[int, ...],
 def _result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
             A: NDArray[np.float64], B: NDArray[np.float64], t: Any,
             scalar: bool, B_rate: NDArray[np.float64] | None = None) -> LinearizationResult:
+    names = idx.__dict__.get("_state_names")
+    if names is None or names[0] is not cm.coordinates:
+        names = (cm.coordinates, _state_names(tuple(cm.coordinates), tuple(idx.ai.tolist()),
+                                              tuple(idx.ad.tolist())))
+        idx.__dict__["_state_names"] = names        # PartitionIndices is immutable: a cache
     res = LinearizationResult(
-        A=A, B=B, B_rate=B_rate, states=_state_names(tuple(cm.coordinates), tuple(idx.ai.tolist()),
-                                      tuple(idx.ad.tolist())),
+        A=A, B=B, B_rate=B_rate, states=names[1],
         inputs=tuple(cm.inputs), partition=partition, n_spurious=idx.l,
         t=float(t) if scalar else t, steady=bool(getattr(ref, "steady", False)),
         n_independent=idx.n_ai, model_name=str(getattr(cm, "name", "")))
@@ -735,6 +737,21 @@ def _linearize_point(cm: Any, ref: Any, partition: Partition, idx: PartitionIndi
         # lazily used by res.spurious_eigenvalues when this partition has no exact structure
         res._cache["search"] = partial(_search_from_terms, terms, idx, k,
                                        tuple(cm.coordinates), cond_max)
+    return res
+
+
+def _fast_result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices, got: tuple,
+                 t_arr: NDArray[np.float64], ts: NDArray[np.float64], scalar: bool,
+                 cond_max: float) -> LinearizationResult:
+    """The result of the compiled path (``got = (A, B, kernel buffer of the first point)``)."""
+    A, B, buf = got
+    if A.ndim == 2 and not scalar:
+        A, B = A[None], B[None]
+    res = _result(cm, ref, partition, idx, A, B, t_arr if scalar else ts.copy(), scalar)
+    if idx.l and res.steady:
+        # lazily used by res.spurious_eigenvalues when this partition has no exact structure
+        res._cache["search"] = partial(_search_from_buffer, cm, buf, idx, int(cm.ninputs),
+                                       cond_max)
     return res
 
 

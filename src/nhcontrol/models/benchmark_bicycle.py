@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -490,7 +490,7 @@ def steady_forward(model: "CompiledModel", v: float,
     >>> ref.check(cm, [0.0, 0.5, 1.0]).max_dynamics < 1e-12   # doctest: +SKIP
     True
     """
-    from nhcontrol.reference import Reference, StateComponent
+    from nhcontrol.reference import Reference
 
     _require_bicycle(model)
     try:
@@ -503,9 +503,9 @@ def steady_forward(model: "CompiledModel", v: float,
     pvec = np.array([vals[k] for k in model.parameters])
     lam0 = steady_forward_multipliers(model, pvec)
 
-    state = partial(steady_forward_state, speed, values=dict(vals))   # picklable (no closures)
-    return Reference.from_functions(model, StateComponent(state, 0), StateComponent(state, 1),
-                                    StateComponent(state, 2), lam=lam0, p=pvec, steady=True)
+    # every coordinate is affine in t (Eqs. (4.174)-(4.175)): a constant-velocity reference
+    x0, xd0, _ = steady_forward_state(speed, 0.0, vals)
+    return Reference.constant_velocity(model, x0, xd0, lam=lam0, p=pvec)
 
 
 def canonical_matrices(cm: "CompiledModel", p: ArrayLike | Mapping[str, float] | None = None
