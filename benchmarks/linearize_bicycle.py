@@ -4,7 +4,9 @@ and by the finite-difference counterpart of Eqs. (7.104)-(7.110), measured in th
 Run ``python benchmarks/linearize_bicycle.py [--repeat R] [--speed V]``; prints one JSON object:
 
 * ``third_procedure_s``: median wall time of one full ``nhcontrol.linearize(cm, ref, partition)``
-  (fused exact kernel + Steps 1-7 + partition checks) at one instant of the steady forward motion;
+  (fused exact kernel + Steps 1-7 + the reference and partition checks; with C kernels Steps 1-7
+  and the checks are compiled too, ``nhcontrol.linearize._cpoint``) at one instant of the steady
+  forward motion;
 * ``finite_difference_s``: median time of one central-difference Jacobian of the index-1 ODE
   (``2n = 22`` columns, 44 perturbed points in one stacked kernel call, ``h = 1e-5``);
 * ``ratio_fd_over_third``;

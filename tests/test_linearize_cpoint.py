@@ -224,3 +224,17 @@ def test_tampered_routine_library_is_rebuilt(tmp_path):
         _cpoint._LIBS.pop(str(tmp_path), None)
         _cpoint._FUNCS.clear()
         np.testing.assert_array_equal(linearize(cm, ref, part).A, first.A)
+
+
+def test_partition_search_terms_of_the_compiled_path(monkeypatch):
+    """The lazily used search for a partition with an exact spurious structure (steady
+    references) gets the same kernel terms from the compiled path as from the numpy path."""
+    cm, ref, part = _cases()["bicycle"]()
+    for t in (0.0, np.linspace(0.0, 1.0, 3)):
+        fast = linearize(cm, ref, part, t=t)._cache["search"]()
+        slow = _general(monkeypatch, cm, ref, part, t=t)._cache["search"]()
+        assert (fast is None) == (slow is None)
+        if fast is not None:
+            assert fast[1] == slow[1] and fast[0].method == slow[0].method
+            np.testing.assert_allclose(np.sort_complex(fast[0].spurious),
+                                       np.sort_complex(slow[0].spurious), atol=1e-12)
