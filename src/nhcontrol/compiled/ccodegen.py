@@ -74,23 +74,24 @@ class CPrinter(FastPrinter):
     def __init__(self, names: dict) -> None:
         super().__init__(names, False, None)
 
+    def _integer(self, v: int) -> str:
+        if abs(v) >= 2 ** 53:
+            return _cfloat(float(v))
+        return super()._integer(v)
+
+    def _rational(self, e: sp.Rational) -> str:
+        return _cfloat(e.p / e.q)  # Python's int/int true division: correctly rounded
+
+    def _float(self, v: float) -> str:
+        return _cfloat(v)
+
+    def _pi(self) -> str:
+        return repr(math.pi)
+
     def p(self, e: sp.Expr, sub: bool = True) -> str:
-        if e.is_Symbol:
-            return self.names[e]
-        name = self.subst.get(e) if sub else None
-        if name is not None:
-            return name
-        if e.is_Integer:
-            v = int(e)
-            if abs(v) >= 2 ** 53:
-                return _cfloat(float(v))
-            return f"{v}.0" if v >= 0 else f"({v}.0)"
-        if e.is_Rational:
-            return _cfloat(e.p / e.q)  # Python's int/int true division: correctly rounded
-        if e.is_Float:
-            return _cfloat(float(e))
-        if e is sp.pi:
-            return repr(math.pi)
+        leaf = self._leaf(e, sub)
+        if leaf is not None:
+            return leaf
         if e.is_Add or e.is_Mul:
             return super().p(e, sub)
         if e.is_Pow:

@@ -101,22 +101,41 @@ class FastPrinter:
             return True, self.p(-e)
         return False, self.p(e)
 
-    def p(self, e: sp.Expr, sub: bool = True) -> str:
+    # ---- leaves: the literals are the only part of a leaf a target language prints its own way
+    def _integer(self, v: int) -> str:
+        return f"{v}.0" if v >= 0 else f"({v}.0)"
+
+    def _rational(self, e: sp.Rational) -> str:
+        return f"({e.p}/{e.q})"
+
+    def _float(self, v: float) -> str:
+        return repr(v) if v >= 0 else f"({v!r})"
+
+    def _pi(self) -> str:
+        return f"{self.mod}.pi"
+
+    def _leaf(self, e: sp.Expr, sub: bool) -> str | None:
+        """The text of a symbol, of a subexpression held in a temporary (``sub``) or of a
+        number; None for any other expression."""
         if e.is_Symbol:
             return self.names[e]
         name = self.subst.get(e) if sub else None
         if name is not None:
             return name
         if e.is_Integer:
-            v = int(e)
-            return f"{v}.0" if v >= 0 else f"({v}.0)"
+            return self._integer(int(e))
         if e.is_Rational:
-            return f"({e.p}/{e.q})"
+            return self._rational(e)
         if e.is_Float:
-            v = float(e)
-            return repr(v) if v >= 0 else f"({v!r})"
+            return self._float(float(e))
         if e is sp.pi:
-            return f"{self.mod}.pi"
+            return self._pi()
+        return None
+
+    def p(self, e: sp.Expr, sub: bool = True) -> str:
+        leaf = self._leaf(e, sub)
+        if leaf is not None:
+            return leaf
         if e.is_Add:
             terms = [self._signed(a) for a in e.args]
             if terms[0][0] and not terms[1][0]:
