@@ -12,6 +12,9 @@ Derivation: docs/theory/road_vehicles.md, "Inputs in the constraints". Checks:
 * (b) Newton–Euler with multipliers and ``E u̇`` against Appell's equations (whose velocity map
   carries ``γ̇`` as the declared rate input) with a time-varying steering angle;
 * a zero-order-hold steering jump: velocities re-projected, constraints at round-off after it;
+  the same for an open-loop steering step declared in ``breakpoints``;
+* a pickled simulation evaluates with its input rates;
+* the linearization with first-order states refuses inputs in the constraints;
 * the state-space form of ``Ẋ = A X + B u + B_rate u̇`` (``X' = X − B_rate u``).
 """
 
@@ -24,7 +27,7 @@ import pytest
 import sympy as sp
 from scipy.integrate import solve_ivp
 
-from nhcontrol._util.errors import ReferenceMotionError
+from nhcontrol._util.errors import ReferenceMotionError, SolverError
 from nhcontrol.linearize import LinearizationResult, index1_accelerations, linearize
 from nhcontrol.linearize import reduced_ode_jacobian_fd
 from nhcontrol.models import single_track as st
@@ -202,6 +205,103 @@ def test_zero_order_hold_steering_jump_reprojects_velocities():
     vel = res.xd[i]
     v1 = vel[0] * math.cos(res.x[i, 2]) + vel[1] * math.sin(res.x[i, 2])
     assert abs(vel[2] - v1 * math.tan(0.05) / (a + b)) < 1e-10
+
+
+def _steer_step_ge(t):
+    """Open-loop steering step γ: 0 → 0.05 at t = 0.1 (right-continuous), drive force 50 N."""
+    return np.array([50.0, 0.0, 0.05 if t >= 0.1 else 0.0, 0.0])
+
+
+def _steer_step_gt(t):
+    """The same step, left-continuous at t = 0.1."""
+    return np.array([50.0, 0.0, 0.05 if t > 0.1 else 0.0, 0.0])
+
+
+@pytest.fixture(scope="module")
+def force_model():
+    return st.build("force").system.compile()
+
+
+@pytest.mark.parametrize("u", [_steer_step_ge, _steer_step_gt])
+def test_open_loop_steering_step_at_a_breakpoint_reprojects_velocities(force_model, u):
+    """An open-loop steering step declared in ``breakpoints``: the integration stops at it,
+    the velocities are projected onto the new constraints, and |B ẋ| stays at round-off
+    (<= 1e-10, integration tolerance 1e-11) right after the jump and later, whichever side
+    u(0.1) takes; the sample at t = 0.1 is the one after the jump (ψ̇ = v₁ tan γ / L)."""
+    cm = force_model
+    L = cm.parameters["a"] + cm.parameters["b"]
+    x0, xd0 = np.zeros(3), np.array([15.0, 0.0, 0.0])
+    res = forward_dynamics(cm, (0.0, 0.3), x0, xd0, u=u, breakpoints=[0.1, 7.0], rtol=1e-11,
+                           atol=1e-11)
+    i = int(np.searchsorted(res.t, 0.1))
+    assert res.t[i] == 0.1 and res.t[i + 1] > 0.1           # one sample at the jump
+    assert res.u[i, 2] == 0.05 and res.u[i - 1, 2] == 0.0
+    assert res.nonholonomic_drift[i] <= 1e-10
+    assert res.max_nonholonomic_drift <= 1e-10
+    vel = res.xd[i]
+    v1 = vel[0] * math.cos(res.x[i, 2]) + vel[1] * math.sin(res.x[i, 2])
+    assert abs(vel[2] - v1 * math.tan(0.05) / L) < 1e-10
+    np.testing.assert_array_equal(res.evaluate(0.1).xd[0], res.xd[i])
+
+
+def test_open_loop_step_without_breakpoints_leaves_the_constraints(force_model):
+    """Without ``breakpoints`` nothing re-projects at the jump: right after it |B ẋ| is of the
+    order of v·Δγ (here > 0.1) and only Baumgarte stabilisation pulls it back."""
+    res = forward_dynamics(force_model, (0.0, 0.15), np.zeros(3), np.array([15.0, 0.0, 0.0]),
+                           u=_steer_step_ge, rtol=1e-11, atol=1e-11)
+    assert res.nonholonomic_drift[np.searchsorted(res.t, 0.1)] > 0.1
+
+
+def test_breakpoints_belong_to_open_loop_inputs(force_model):
+    with pytest.raises(SolverError, match="breakpoints are the jump times of open-loop inputs"):
+        forward_dynamics(force_model, (0.0, 0.2), np.zeros(3), np.array([15.0, 0.0, 0.0]),
+                         controller=lambda t, x, xd: np.zeros(4), sample_time=0.1,
+                         breakpoints=[0.1])
+
+
+def test_pickled_simulation_evaluates_with_its_input_rates(case_b):
+    """``evaluate()`` of an unpickled result equals the original bit for bit (its ẍ, Λ use the
+    input rates u̇(t), which travel with it; with u̇ = 0 they would differ); input rates that
+    cannot be pickled drop the dense output, and evaluate() says why."""
+    import pickle
+
+    _, cm, path, _ = case_b
+    y0 = path.sol(0.0)
+    sim = forward_dynamics(cm, (0.0, 0.5), y0[:3], y0[3:], u=_u_b, ud=_ud_b, breakpoints=[0.25])
+    t = np.linspace(0.0, 0.5, 7)
+    back = pickle.loads(pickle.dumps(sim))
+    one, two = sim.evaluate(t), back.evaluate(t)
+    for f in ("x", "xd", "xdd", "lam", "u"):
+        np.testing.assert_array_equal(getattr(two, f), getattr(one, f))
+    still = sim._dynamics.stacked(one.x, one.xd, one.u)          # the same with u̇ = 0
+    assert np.max(np.abs(still["xdd"] - one.xdd)) > 1e-3
+    local = forward_dynamics(cm, (0.0, 0.1), y0[:3], y0[3:], u=_u_b, ud=lambda t: _ud_b(t))
+    with pytest.raises(SolverError, match=r"input rates.*cannot be pickled"):
+        pickle.loads(pickle.dumps(local)).evaluate(0.05)
+
+
+@pytest.mark.parametrize("which", ["with_first_order_states", "first_order_system"])
+def test_first_order_linearization_refuses_inputs_in_the_constraints(which, force_model):
+    """Both linearizations with first-order states refuse a model whose inputs enter its
+    nonholonomic constraints before reading the reference: the message names those inputs and
+    says what to use instead."""
+    from nhcontrol._util.errors import LinearSystemError
+    from nhcontrol.linearize import linearize_first_order_system, linearize_with_first_order_states
+
+    cm = force_model
+    part = {"independent": ["x"], "admissible_dependent": ["y", "psi"]}
+    match = (r"the inputs \['gamma'\] of model .* enter its nonholonomic constraints.*does not "
+             r"carry.*B_rate.*Use nhcontrol\.linearize for the mechanical part.*or make those "
+             r"inputs coordinates")
+    with pytest.raises(LinearSystemError, match=match):
+        if which == "with_first_order_states":
+            z = list(cm.inputs)
+            linearize_with_first_order_states(
+                cm, None, part, H_x=np.zeros((4, 3)), H_xd=np.zeros((4, 3)), H_z=np.zeros((4, 4)),
+                H_w=np.zeros((4, 0)), W_w=np.zeros((0, 0)), W_r=np.zeros((0, 0)), z_names=z,
+                w_names=[], r_names=[])
+        else:
+            linearize_first_order_system(cm, None, None, part)
 
 
 def test_statespace_with_input_rate_matrix():

@@ -191,16 +191,21 @@ class _Kinematics:
         return out
 
 
+def _refuse_constraint_inputs(cm: Any) -> None:
+    """Raise when inputs of ``cm`` enter its nonholonomic constraints (their terms are not carried)."""
+    if getattr(cm, "constraint_inputs", ()):
+        raise LinearSystemError(
+            f"the inputs {list(cm.constraint_inputs)} of model {getattr(cm, 'name', '?')!r} enter "
+            "its nonholonomic constraints B(x, u) ẋ + b(x, u) = 0; the linearization with "
+            "first-order states does not carry their constraint and rate terms (B_rate). Use "
+            "nhcontrol.linearize for the mechanical part (its B and B_rate carry them), or make "
+            "those inputs coordinates of the model")
+
+
 def _kinematics(cm: Any, ref: Any, part: Partition, ts: NDArray[np.float64]
                 ) -> tuple[_Kinematics, tuple]:
     """The reference values at the times ``ts`` (N,) and ``T0, V̄̄0, Th0`` from the model's
     linearization terms (one stacked kernel call)."""
-    if getattr(cm, "constraint_inputs", ()):
-        raise LinearSystemError(
-            f"the inputs {list(cm.constraint_inputs)} of model {getattr(cm, 'name', '?')!r} enter "
-            "its nonholonomic constraints; the linearization with first-order states does not "
-            "carry their constraint and rate terms (B_rate). Use nhcontrol.linearize for the "
-            "mechanical part, or make those inputs coordinates")
     idx = part.indices(cm)
     n, m, l, k = idx.n, idx.m, idx.l, int(cm.ninputs)
     N = ts.shape[0]
@@ -279,8 +284,9 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
         If the reference is not a motion of the model with the forces of ``z0``
         (``check=True``).
     LinearSystemError
-        On a shape mismatch.
+        On a shape mismatch, or if inputs of the model enter its nonholonomic constraints.
     """
+    _refuse_constraint_inputs(cm)
     t_arr = as_times(t, "t", error=LinearSystemError)
     if t_arr.ndim:
         raise LinearSystemError(f"linearize_with_first_order_states linearizes at one time (its "
@@ -360,8 +366,10 @@ def linearize_first_order_system(cm: Any, rates: Any, ref: Any,
     ReferenceMotionError
         If the reference is not a motion of the model (``check=True``).
     LinearSystemError
-        If ``rates`` does not belong to the model (input names differ).
+        If ``rates`` does not belong to the model (input names differ), or if inputs of the
+        model enter its nonholonomic constraints.
     """
+    _refuse_constraint_inputs(cm)
     names = list(cm.inputs)
     if (sorted(rates.states + rates.inputs) != sorted(names)
             or [names[i] for i in rates.state_index] != list(rates.states)):

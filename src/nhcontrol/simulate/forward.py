@@ -194,6 +194,47 @@ class _UserInput:
         return np.asarray(self.u(t), dtype=float).reshape(self.k)
 
 
+class _OnInterval:
+    """An open-loop ``t -> (k,)`` read on ``[lo, hi]`` only (picklable when ``f`` is).
+
+    With ``lo`` just above a breakpoint and ``hi`` just below the next one, the interval sees
+    the one-sided limits of ``f`` at its ends, whichever side ``f`` itself takes at a jump.
+    """
+
+    def __init__(self, f: Callable[[float], NDArray], lo: float, hi: float) -> None:
+        self.f, self.lo, self.hi = f, lo, hi
+
+    def __call__(self, t: float) -> NDArray:
+        return self.f(min(max(t, self.lo), self.hi))
+
+
+class _RightContinuous:
+    """``f`` with its right limit at the ``breakpoints`` (picklable when ``f`` is): the value
+    that belongs to the state after a jump, as sampled in the results."""
+
+    def __init__(self, f: Callable[[float], NDArray], breakpoints: NDArray) -> None:
+        self.f, self.breakpoints = f, breakpoints
+
+    def __call__(self, t: float) -> NDArray:
+        if np.any(self.breakpoints == t):
+            t = float(np.nextafter(t, math.inf))
+        return self.f(t)
+
+
+def _as_breakpoints(breakpoints: ArrayLike | None, t0: float, tf: float,
+                    open_loop: bool) -> NDArray[np.float64]:
+    """The sorted jump times of open-loop inputs strictly inside ``(t0, tf)``."""
+    if breakpoints is None:
+        return np.zeros(0)
+    if not open_loop:
+        raise SolverError("breakpoints are the jump times of open-loop inputs u; a discrete "
+                          "controller's inputs jump at its samples (sample_time), which are "
+                          "breakpoints already")
+    bp = as_float_array(breakpoints, "breakpoints", error=SimulationInputError).reshape(-1)
+    bp = check_finite(bp, "breakpoints", error=SimulationInputError)
+    return np.unique(bp[(bp > t0) & (bp < tf)])
+
+
 _STEPPERS = {"DOP853": DOP853, "RK45": RK45, "Radau": Radau, "BDF": BDF}
 """Solvers stepped by hand over the hold intervals (they expose the proposed step ``h_abs``)."""
 
@@ -288,7 +329,8 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                      check_initial: bool = True, exact_jacobian: bool = True,
                      linearization: Any = None, reference: Any = None,
                      max_evaluations: int | None = DEFAULT_MAX_EVALUATIONS,
-                     time_limit: float | None = None, ud: Any = None) -> SimulationResult:
+                     time_limit: float | None = None, ud: Any = None,
+                     breakpoints: ArrayLike | None = None) -> SimulationResult:
     r"""Integrate the equations of motion (index-1 DAE with Baumgarte stabilisation).
 
     At every right-hand-side evaluation the saddle-point system of Eq. (2.119) is solved
@@ -317,6 +359,8 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         Baumgarte pulls inconsistent ones back).
     u : (k,) array_like, callable ``u(t) -> (k,)`` or Reference, optional
         Open-loop inputs (zeros when omitted). A ``Reference`` contributes its ``u0(t)``.
+        Inputs that jump (steps, piecewise-constant schedules) declare their jump times in
+        ``breakpoints``.
     p : (np,) array_like or mapping, optional
         Parameters (defaults when omitted).
     baumgarte : (float, float)
@@ -370,6 +414,15 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         at each sample where they jump, the velocities are projected onto the new constraints
         ``D(x, u⁺) ẋ + b(x, u⁺) = 0`` by the constraint impulse (`Dynamics.project_velocities`),
         so the constraints hold to round-off after the jump.
+    breakpoints : (J,) array_like, optional
+        Times at which the open-loop inputs ``u`` (and ``ud``) may jump. The integration stops
+        at each of them; on ``[t_j, t_{j+1}]`` it reads ``u`` and ``ud`` inside the interval
+        only (their one-sided limits at its ends, whichever side ``u(t_j)`` itself takes), and
+        where inputs that enter the nonholonomic constraints jump, the velocities are projected
+        onto the new constraints as for held inputs. The samples at ``t_j`` (one each) are
+        those after the jump. Times outside ``(t0, tf)`` are ignored. Without them a jump
+        inside an integration step is smoothed over by the step-size control, and after a
+        jump of such inputs the constraints are restored only by Baumgarte stabilisation.
 
     Returns
     -------
@@ -396,7 +449,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     One right-hand-side evaluation is one fused kernel call (``cm.dynamics_terms`` when the model
     has it, else ``M, Q, D, Qd``), plus ``C`` when ``m > 0``, and one LAPACK ``dgesv`` solve.
     With a discrete controller each hold interval is integrated separately with the input
-    constant; for the explicit and implicit Runge-Kutta/BDF methods the solver is stepped by
+    constant (with ``breakpoints``, each interval between them); for the explicit and implicit Runge-Kutta/BDF methods the solver is stepped by
     hand so that the step size the error control proposes is carried over to the next interval
     (split evenly over it), otherwise (events, LSODA) ``solve_ivp`` is called per interval.
 
@@ -448,6 +501,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                               f"{tf:g}], got {te.size} times in [{te.min() if te.size else 0:g}, "
                               f"{te.max() if te.size else 0:g}]")
         te = np.clip(te, t0, tf)
+    bps = _as_breakpoints(breakpoints, t0, tf, controller is None)
     budget = work_budget(t0, tf, max_evaluations, time_limit, method, ev.name)
     dyn = Dynamics(ev, alpha, beta)
     y0 = np.concatenate([X0[0], XD0[0]])
@@ -469,7 +523,8 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             ud = u.ud                                            # a Reference's u̇0(t)
         if ud is not None and rate_inputs:
             ud_of_t = _as_input_function(ud, ev, t0)
-            dyn.input_rates = ud_of_t       # for SimulationResult.evaluate (not pickled)
+            # for the samples and SimulationResult.evaluate: the rates after each jump
+            dyn.input_rates = _RightContinuous(ud_of_t, bps) if bps.size else ud_of_t
     elif ud is not None:
         raise SolverError("ud (input rates) belongs to open-loop inputs u; a controller's held "
                           "inputs have zero rate between the samples")
@@ -533,8 +588,61 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             return np.concatenate([xd, sol[:n]])
         return rhs
 
+    def run_interval(a: float, b: float, y: NDArray, law: Callable,
+                     udfun: Callable[[float], NDArray] | None, first: float | None) -> tuple:
+        # one hold interval [a, b]; returns its solution and the first step of the next one
+        rhs, jac = make_rhs(law, udfun), make_jac(law, udfun)
+        if wrapped_events or method not in _STEPPERS:
+            sol = integrate(a, b, y, rhs, first, jac)
+            if sol.t.size >= 2:     # start the next interval with the largest step taken
+                first = float(np.max(np.diff(sol.t)))
+        else:
+            sol = _step_interval(method, rhs, a, b, y, rtol=rtol, atol=atol, max_step=max_step,
+                                 first=first, dense=dense, model_name=ev.name, jac=jac)
+            first = sol.proposal if sol.proposal > 0 else None
+        return sol, first
+
+    def keep(a: float, sol: Any, uvec: Callable, last: bool) -> bool:
+        # record an interval (its end point only if it is the last); True: a terminal event
+        nonlocal nfev, status, message
+        nfev += sol.nfev
+        segments.append((a, float(sol.t[-1]), sol.sol if dense else None, uvec))
+        last = last or sol.status == 1
+        t_out.append(sol.t if last else sol.t[:-1])
+        y_out.append(sol.y.T if last else sol.y.T[:-1])
+        for i, tev in enumerate(sol.t_events or []):
+            ev_times[i].append(tev)
+        if sol.status == 1:
+            status, message = 1, f"a terminal event stopped the integration at t = {sol.t[-1]:.6g}"
+        return sol.status == 1
+
+    def project(y: NDArray, u_minus: NDArray, u_plus: NDArray) -> NDArray:
+        # inputs in the constraints jump: re-project the velocities onto the new constraints
+        if rate_inputs and not np.array_equal(u_plus, u_minus):
+            return np.concatenate([y[:n], dyn.project_velocities(y[:n], y[n:], u_plus)])
+        return y
+
     none = None
-    if sample_time is None:
+    if sample_time is None and bps.size:
+        # open-loop inputs with jumps: one interval between consecutive breakpoints
+        edges = np.concatenate([[t0], bps, [tf]])
+        y, first, u_prev = y0, None, None
+        for j in range(edges.size - 1):
+            a, b = float(edges[j]), float(edges[j + 1])
+            lo = a if j == 0 else float(np.nextafter(a, math.inf))
+            hi = b if j == edges.size - 2 else float(np.nextafter(b, -math.inf))
+            u_j = _OnInterval(u_of_t, lo, hi)
+            if u_prev is not None:
+                y = project(y, u_prev(a), u_j(a))
+            law = (lambda t, x, xd: none) if k == 0 else (lambda t, x, xd, _u=u_j: _u(t))
+            sol, first = run_interval(a, b, y, law,
+                                      None if ud_of_t is None else _OnInterval(ud_of_t, lo, hi),
+                                      first)
+            uvec = _OpenLoopInput(u_j, k) if k else _HeldInput(np.zeros(0), 0)
+            y, u_prev = sol.y[:, -1].copy(), u_j
+            if keep(a, sol, uvec, j == edges.size - 2):
+                break
+    elif sample_time is None:
         kind, law = seg_law[0]
         if kind == "open":
             ufun = (lambda t, x, xd: none) if k == 0 else (lambda t, x, xd: u_of_t(t))
@@ -548,14 +656,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                                 ).reshape(tt.size, k)
         sol = integrate(t0, tf, y0, make_rhs(ufun, ud_of_t), None,
                         make_jac(ufun, ud_of_t) if kind == "open" else None)
-        nfev += sol.nfev
-        segments.append((t0, float(sol.t[-1]), sol.sol if dense else None, uvec))
-        t_out.append(sol.t)
-        y_out.append(sol.y.T)
-        for i, tev in enumerate(sol.t_events or []):
-            ev_times[i].append(tev)
-        if sol.status == 1:
-            status, message = 1, f"a terminal event stopped the integration at t = {sol.t[-1]:.6g}"
+        keep(t0, sol, uvec, True)
     else:
         h = float(sample_time)
         nseg = _interval_count(tf - t0, h)
@@ -567,35 +668,14 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             uk = check_u(controller(a, y[:n].copy(), y[n:].copy()), a)   # type: ignore[misc]
             if j == 0 and check_initial:
                 dyn.check_conditioning(a, y[:n], uk if k else None)
-            if j and rate_inputs and not np.array_equal(uk, ctrl_u[-1]):
-                # the held inputs jump: re-project the velocities onto the new constraints
-                y = np.concatenate([y[:n], dyn.project_velocities(y[:n], y[n:], uk)])
+            if j:
+                y = project(y, ctrl_u[-1], uk)
             ctrl_t.append(a)
             ctrl_u.append(uk)
             uk_arg = uk if k else None
-            law_j = (lambda t, x, xd, _u=uk_arg: _u)
-            rhs_j, jac_j = make_rhs(law_j), make_jac(law_j)
-            if wrapped_events or method not in _STEPPERS:
-                sol = integrate(a, b, y, rhs_j, first, jac_j)
-                if sol.t.size >= 2:     # start the next interval with the largest step taken
-                    first = float(np.max(np.diff(sol.t)))
-            else:
-                sol = _step_interval(method, rhs_j, a, b, y, rtol=rtol, atol=atol,
-                                     max_step=max_step, first=first, dense=dense,
-                                     model_name=ev.name, jac=jac_j)
-                first = sol.proposal if sol.proposal > 0 else None
-            nfev += sol.nfev
-
-            uvec = _HeldInput(uk, k)
-            segments.append((a, float(sol.t[-1]), sol.sol if dense else None, uvec))
-            last = j == nseg - 1 or sol.status == 1
-            t_out.append(sol.t if last else sol.t[:-1])
-            y_out.append(sol.y.T if last else sol.y.T[:-1])
-            for i, tev in enumerate(sol.t_events or []):
-                ev_times[i].append(tev)
+            sol, first = run_interval(a, b, y, (lambda t, x, xd, _u=uk_arg: _u), None, first)
             y = sol.y[:, -1].copy()
-            if sol.status == 1:
-                status, message = 1, f"a terminal event stopped the integration at t = {sol.t[-1]:.6g}"
+            if keep(a, sol, _HeldInput(uk, k), j == nseg - 1):
                 break
 
     # ---- outputs
@@ -621,7 +701,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     X, XD = Y[:, :n], Y[:, n:]
     UD = None
     if ud_of_t is not None:
-        UD = np.array([ud_of_t(ti) for ti in T]).reshape(T.size, k)
+        UD = np.array([dyn.input_rates(ti) for ti in T]).reshape(T.size, k)
     out = dyn.stacked(X, XD, U if k else None, UD)
     if np.any(out["cond"] >= COND_MAX):
         i = int(np.argmax(out["cond"]))

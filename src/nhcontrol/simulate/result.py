@@ -176,30 +176,37 @@ class SimulationResult:
 
     # ------------------------------------------------------------------ pickling
     def __getstate__(self) -> dict[str, Any]:
-        # The fast evaluator is rebuilt from model, parameters and baumgarte on unpickling.
+        # The fast evaluator is rebuilt from model, parameters and baumgarte on unpickling;
+        # the input rates u̇(t) it was given (forward_dynamics(..., ud=...)) travel alongside.
         # The dense output travels with the input law of each segment (held values and
-        # module-level input functions pickle); a closed-loop law that cannot be pickled
-        # (a lambda, a local function) drops the dense output, and evaluate() says so.
+        # module-level input functions pickle); a law or input rates that cannot be pickled
+        # (a lambda, a local function) drop the dense output, and evaluate() says so.
         state = dict(self.__dict__)
         state["_dynamics"] = None
+        rates = getattr(self._dynamics, "input_rates", None)
+        state["_input_rates"] = rates
         if self._segments:
             try:
-                pickle.dumps([seg[3] for seg in self._segments])
+                pickle.dumps(([seg[3] for seg in self._segments], rates))
             except (pickle.PicklingError, AttributeError, TypeError) as exc:
                 state["_segments"] = tuple((a, b, None, None) for a, b, _, _ in self._segments)
+                state["_input_rates"] = None
                 state["_dense_note"] = (f"it was unpickled; its dense output was not pickled because the input law "
-                                        f"(input function or controller) cannot be pickled ({exc})")
+                                        f"(input function, input rates or controller) cannot be pickled ({exc})")
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        rates = state.pop("_input_rates", None)
         for key, value in state.items():
             object.__setattr__(self, key, value)
         if state.get("_dynamics") is None and self.model is not None:
             from nhcontrol.reference._eval import ModelEvaluator
 
             from ._dynamics import Dynamics
-            object.__setattr__(self, "_dynamics", Dynamics(ModelEvaluator(self.model, self.parameters),
-                                                           *self.baumgarte))
+            dyn = Dynamics(ModelEvaluator(self.model, self.parameters), *self.baumgarte)
+            dyn.input_rates = rates
+            object.__setattr__(self, "_dynamics", dyn)
 
     @property
     def has_dense_output(self) -> bool:
@@ -222,7 +229,7 @@ class SimulationResult:
 
         ``x, ẋ`` come from the integrator's continuous extension, ``ẍ, Λ`` from solving
         Eq. (2.119) there with the input that was applied (zero-order hold: the held value)
-        and its rate (``forward_dynamics(..., ud=...)``; not kept by pickling).
+        and its rate (``forward_dynamics(..., ud=...)``; a pickled result carries both).
 
         Raises
         ------
