@@ -21,20 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-
-def _median_time(fn, repeat: int, clock=time.perf_counter) -> float:
-    fn()                                              # warm-up
-    times = []
-    for _ in range(repeat):
-        t0 = clock()
-        fn()
-        times.append(clock() - t0)
-    return statistics.median(times)
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # benchmarks/_common.py
+from _common import median_time  # noqa: E402
 
 
 def main(argv=None) -> dict:
@@ -65,11 +59,11 @@ def main(argv=None) -> dict:
             cm, ref, z_rate=lambda x, v, z, w, r: hf.circuit_rates(x, v, z, w[:, 0]),
             w_rate=lambda w, r: hf.spool_rates(w, r, tau), w0=[0.0], r0=[0.0], h=args.h)
 
-    t3 = _median_time(third, args.repeat)
-    tc = _median_time(counterpart, args.repeat)
+    t3 = median_time(third, args.repeat)
+    tc = median_time(counterpart, args.repeat)
     cpu = time.process_time
-    t3c = _median_time(third, args.repeat, cpu)
-    tcc = _median_time(counterpart, args.repeat, cpu)
+    t3c = median_time(third, args.repeat, cpu)
+    tcc = median_time(counterpart, args.repeat, cpu)
     ev6 = np.linalg.eigvals(third().A)
     ev24 = np.linalg.eigvals(counterpart().J)
     nz = ev6[np.abs(ev6) > 1e-6 * np.abs(ev6).max()]

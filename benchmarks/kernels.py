@@ -31,14 +31,17 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
 import time
 import timeit
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # benchmarks/_common.py
+from _common import build_model, run_child  # noqa: E402
 
 _CHILD = textwrap.dedent("""
     import json, resource, sys, time
@@ -63,21 +66,6 @@ _CHILD = textwrap.dedent("""
 """)
 
 
-def _child(cache_dir: str, model: str, backend: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", _CHILD, cache_dir, model, backend], check=True,
-                         capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def _build(model: str):
-    if model == "bicycle":
-        from nhcontrol.models.benchmark_bicycle import build
-    else:
-        from nhcontrol.modeling import examples
-        build = getattr(examples, model)
-    return build()
-
-
 def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -99,17 +87,17 @@ def main(argv: list[str] | None = None) -> dict:
     for _ in range(args.repeats):
         for backend in ("python", "c"):          # interleaved, so machine load hits both alike
             with tempfile.TemporaryDirectory() as d:
-                c = _child(d, args.model, backend)
+                c = run_child(_CHILD, d, args.model, backend)
                 assert not c["from_cache"]
                 cold[backend].append(c["build_s"] + c["compile_s"])
                 cold_cpu[backend].append(c["cpu_s"])
-                w = _child(d, args.model, backend)
+                w = run_child(_CHILD, d, args.model, backend)
                 assert w["from_cache"]
                 warm[backend].append(w["compile_s"])
                 warm_cpu[backend].append(w["cpu_s"])
 
     with tempfile.TemporaryDirectory() as d:
-        mb = _build(args.model)
+        mb = build_model(args.model)
         cms = {b: mb.compile(cache_dir=d, backend=b) for b in ("python", "c")}
         cm = cms["c"]
         rng = np.random.default_rng(0)

@@ -17,11 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
 import timeit
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # benchmarks/_common.py
+from _common import build_model, run_child  # noqa: E402
 
 _CHILD = textwrap.dedent("""
     import json, sys, time
@@ -42,21 +45,6 @@ _CHILD = textwrap.dedent("""
 """)
 
 
-def _child(cache_dir: str, model: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", _CHILD, cache_dir, model], check=True,
-                         capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def _build(model: str):
-    if model == "bicycle":
-        from nhcontrol.models.benchmark_bicycle import build
-    else:
-        from nhcontrol.modeling import examples
-        build = getattr(examples, model)
-    return build()
-
-
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="bicycle", choices=["bicycle", "rolling_disc", "spatial_body", "sleigh"])
@@ -66,17 +54,17 @@ def main(argv: list[str] | None = None) -> dict:
     cold, warm = [], []
     for _ in range(args.repeats):
         with tempfile.TemporaryDirectory() as d:
-            c = _child(d, args.model)
+            c = run_child(_CHILD, d, args.model)
             assert not c["from_cache"]
             cold.append(c)
-            w = _child(d, args.model)
+            w = run_child(_CHILD, d, args.model)
             assert w["from_cache"]
             warm.append(w)
 
     import numpy as np
 
     with tempfile.TemporaryDirectory() as d:
-        cm = _build(args.model).compile(cache_dir=d)
+        cm = build_model(args.model).compile(cache_dir=d)
         source_bytes = cm.source_path.stat().st_size
         source_lines = cm.source_path.read_text().count("\n")
         rng = np.random.default_rng(0)

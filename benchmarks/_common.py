@@ -1,0 +1,55 @@
+"""Helpers shared by the benchmark scripts (no benchmark itself; prints nothing).
+
+A script imports them after putting its own folder on ``sys.path``::
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))   # benchmarks/_common.py
+    from _common import median_time  # noqa: E402
+
+which works however the script is run: ``python benchmarks/<name>.py``,
+``runpy.run_path`` and ``tests/_helpers.load_benchmark`` (a module loaded by its path).
+
+* :func:`median_time` -- median wall (or CPU) time of repeated calls after one warm-up call;
+* :func:`build_model` -- ``build()`` of a model named on the command line (the bicycle or
+  one of ``nhcontrol.modeling.examples``);
+* :func:`run_child` -- a Python snippet in a fresh process, its last output line read as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def median_time(fn: Callable[[], Any], repeat: int,
+                clock: Callable[[], float] = time.perf_counter) -> float:
+    """Median of ``repeat`` timings of ``fn()`` with ``clock``, after one untimed warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = clock()
+        fn()
+        times.append(clock() - t0)
+    return statistics.median(times)
+
+
+def build_model(model: str) -> Any:
+    """The ``MultibodySystem`` of ``model``: ``"bicycle"`` (the benchmark bicycle) or the name
+    of a function of ``nhcontrol.modeling.examples``."""
+    if model == "bicycle":
+        from nhcontrol.models.benchmark_bicycle import build
+    else:
+        from nhcontrol.modeling import examples
+        build = getattr(examples, model)
+    return build()
+
+
+def run_child(script: str, *args: str) -> dict:
+    """Run ``python -c script *args`` in a fresh process; its last line of output as JSON."""
+    out = subprocess.run([sys.executable, "-c", script, *args], check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
