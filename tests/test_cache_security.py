@@ -44,6 +44,21 @@ def _rebuilt_with_one_warning(cache_dir, reference_M, match="ignoring unusable k
     return cm
 
 
+def _owned_by_another_user(monkeypatch, call, path):
+    """Make ``os.<call>`` (``"stat"`` or ``"lstat"``) report ``path`` owned by another uid."""
+    real, target = getattr(os, call), os.fspath(path)
+
+    def fake(p, *a, **k):
+        st = real(p, *a, **k)
+        if os.fspath(p) == target:
+            fields = list(st)
+            fields[stat.ST_UID] = st.st_uid + 4242
+            return os.stat_result(fields)
+        return st
+
+    monkeypatch.setattr(os, call, fake)
+
+
 def _warm_is_clean(cache_dir, reference_M):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -157,18 +172,7 @@ def test_artefact_writable_by_others_is_not_executed(tmp_path, reference_M):
 
 def test_artefact_owned_by_another_user_is_not_executed(tmp_path, reference_M, monkeypatch):
     cm = _compile(tmp_path)
-    planted = str(cm.source_path)
-    real_lstat = os.lstat
-
-    def lstat(path, *a, **k):
-        st = real_lstat(path, *a, **k)
-        if os.fspath(path) == planted:
-            fields = list(st)
-            fields[stat.ST_UID] = st.st_uid + 4242
-            return os.stat_result(fields)
-        return st
-
-    monkeypatch.setattr(os, "lstat", lstat)
+    _owned_by_another_user(monkeypatch, "lstat", cm.source_path)
     _rebuilt_with_one_warning(tmp_path, reference_M, match=r"not trusted: it is owned by uid \d+, not by you")
 
 
@@ -198,17 +202,7 @@ def test_directory_writable_by_others_is_not_used(tmp_path, reference_M, mode):
 def test_directory_owned_by_another_user_is_not_used(tmp_path, reference_M, monkeypatch):
     planted = tmp_path / "c"
     _compile(planted)
-    real_stat, target = os.stat, str(planted.resolve())
-
-    def fake_stat(path, *a, **k):
-        st = real_stat(path, *a, **k)
-        if os.fspath(path) == target:
-            fields = list(st)
-            fields[stat.ST_UID] = st.st_uid + 4242
-            return os.stat_result(fields)
-        return st
-
-    monkeypatch.setattr(os, "stat", fake_stat)
+    _owned_by_another_user(monkeypatch, "stat", planted.resolve())
     assert "owned by uid" in C.directory_problem(planted)
     with pytest.warns(RuntimeWarning, match=r"c: the kernel cache directory .* is not trusted: it is owned "
                                             r"by uid \d+, not by you"):
