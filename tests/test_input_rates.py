@@ -252,11 +252,13 @@ def test_open_loop_step_without_breakpoints_leaves_the_constraints(force_model):
     assert res.nonholonomic_drift[np.searchsorted(res.t, 0.1)] > 0.1
 
 
-def test_breakpoints_belong_to_open_loop_inputs(force_model):
+def test_breakpoints_are_finite_jump_times_of_open_loop_inputs(force_model):
+    args = (force_model, (0.0, 0.2), np.zeros(3), np.array([15.0, 0.0, 0.0]))
     with pytest.raises(SolverError, match="breakpoints are the jump times of open-loop inputs"):
-        forward_dynamics(force_model, (0.0, 0.2), np.zeros(3), np.array([15.0, 0.0, 0.0]),
-                         controller=lambda t, x, xd: np.zeros(4), sample_time=0.1,
+        forward_dynamics(*args, controller=lambda t, x, xd: np.zeros(4), sample_time=0.1,
                          breakpoints=[0.1])
+    with pytest.raises(SolverError, match=r"breakpoints must be finite times .* got \[0.1, nan\]"):
+        forward_dynamics(*args, u=_steer_step_ge, breakpoints=[0.1, np.nan])
 
 
 def test_pickled_simulation_evaluates_with_its_input_rates(case_b):

@@ -19,10 +19,12 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.integrate import BDF, DOP853, RK45, OdeSolution, Radau, solve_ivp
 
 from nhcontrol._util.errors import SimulationInputError, SolverError
-from nhcontrol._util.validation import COND_MAX, as_float_array, check_finite, readonly
+from nhcontrol._util.validation import COND_MAX, as_float_array, readonly
 from nhcontrol.reference._eval import ModelEvaluator
 
 from ._dynamics import Dynamics
+from ._inputs import (HeldInput, OnInterval, OpenLoopInput, RightContinuous, as_breakpoints,
+                      as_input_function)
 from .controllers import as_controller
 from .result import SimulationResult
 
@@ -131,108 +133,11 @@ class ConditioningWarning(UserWarning):
     """The saddle-point matrix of Eq. (2.119) became ill conditioned during a simulation."""
 
 
-class _HeldInput:
-    """Input held constant over a segment, vectorised ``(t, X, Xd) -> (N, k)`` (picklable)."""
-
-    def __init__(self, u: NDArray, k: int) -> None:
-        self.u, self.k = np.array(u, dtype=float).reshape(k), k
-
-    def __call__(self, tt: NDArray, X: NDArray, XD: NDArray) -> NDArray:
-        return np.broadcast_to(self.u, (tt.size, self.k)).copy()
-
-
-class _OpenLoopInput:
-    """Open-loop input ``u(t)``, vectorised (picklable when ``u`` is)."""
-
-    def __init__(self, u_of_t: Callable[[float], NDArray], k: int) -> None:
-        self.u_of_t, self.k = u_of_t, k
-
-    def __call__(self, tt: NDArray, X: NDArray, XD: NDArray) -> NDArray:
-        return np.array([self.u_of_t(ti) for ti in tt]).reshape(tt.size, self.k)
-
-
 def _velocity_names(cm: Any) -> tuple[str, ...]:
     vel = tuple(getattr(cm, "velocities", ()) or ())
     if len(vel) != int(cm.n):
         vel = tuple(f"{c}_d" for c in cm.coordinates)
     return vel
-
-
-def _as_input_function(u: Any, ev: ModelEvaluator, t0: float) -> Callable[[float], NDArray]:
-    """Turn ``u`` (None, constant array, callable u(t), Reference) into ``t -> (k,)``."""
-    k = ev.k
-    if u is None:
-        return _ConstantInput(np.zeros(k))
-    if hasattr(u, "u") and hasattr(u, "sample") and callable(u.u):   # a Reference
-        u = u.u
-    if callable(u):
-        probe = np.asarray(u(t0), dtype=float).reshape(-1)
-        if probe.shape != (k,):
-            raise SolverError(f"u(t) must return {k} inputs {list(ev.inputs)}, got shape "
-                              f"{np.shape(u(t0))} at t = {t0:.6g}")
-        return _UserInput(u, k)
-    arr = as_float_array(u, "u (inputs)", error=SolverError).reshape(-1)
-    if arr.shape != (k,):
-        raise SolverError(f"u (inputs) must have {k} entries {list(ev.inputs)}, got "
-                          f"{np.shape(u)}; pass a constant array, a callable u(t) or a Reference")
-    return _ConstantInput(check_finite(arr, "u (inputs)", error=SolverError))
-
-
-class _ConstantInput:
-    def __init__(self, u: NDArray) -> None:
-        self.u = u
-
-    def __call__(self, t: float) -> NDArray:
-        return self.u
-
-
-class _UserInput:
-    def __init__(self, u: Callable[[float], Any], k: int) -> None:
-        self.u, self.k = u, k
-
-    def __call__(self, t: float) -> NDArray:
-        return np.asarray(self.u(t), dtype=float).reshape(self.k)
-
-
-class _OnInterval:
-    """An open-loop ``t -> (k,)`` read on ``[lo, hi]`` only (picklable when ``f`` is).
-
-    With ``lo`` just above a breakpoint and ``hi`` just below the next one, the interval sees
-    the one-sided limits of ``f`` at its ends, whichever side ``f`` itself takes at a jump.
-    """
-
-    def __init__(self, f: Callable[[float], NDArray], lo: float, hi: float) -> None:
-        self.f, self.lo, self.hi = f, lo, hi
-
-    def __call__(self, t: float) -> NDArray:
-        return self.f(min(max(t, self.lo), self.hi))
-
-
-class _RightContinuous:
-    """``f`` with its right limit at the ``breakpoints`` (picklable when ``f`` is): the value
-    that belongs to the state after a jump, as sampled in the results."""
-
-    def __init__(self, f: Callable[[float], NDArray], breakpoints: NDArray) -> None:
-        self.f, self.breakpoints = f, breakpoints
-
-    def __call__(self, t: float) -> NDArray:
-        if np.any(self.breakpoints == t):
-            t = float(np.nextafter(t, math.inf))
-        return self.f(t)
-
-
-def _as_breakpoints(breakpoints: ArrayLike | None, t0: float, tf: float,
-                    open_loop: bool) -> NDArray[np.float64]:
-    """The sorted jump times of open-loop inputs strictly inside ``(t0, tf)``."""
-    if breakpoints is None:
-        return np.zeros(0)
-    if not open_loop:
-        raise SolverError("breakpoints are the jump times of open-loop inputs u; a discrete "
-                          "controller's inputs jump at its samples (sample_time), which are "
-                          "breakpoints already")
-    bp = as_float_array(breakpoints, "breakpoints", error=SimulationInputError).reshape(-1)
-    bp = check_finite(bp, "breakpoints", error=SimulationInputError)
-    return np.unique(bp[(bp > t0) & (bp < tf)])
 
 
 _STEPPERS = {"DOP853": DOP853, "RK45": RK45, "Radau": Radau, "BDF": BDF}
@@ -501,7 +406,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                               f"{tf:g}], got {te.size} times in [{te.min() if te.size else 0:g}, "
                               f"{te.max() if te.size else 0:g}]")
         te = np.clip(te, t0, tf)
-    bps = _as_breakpoints(breakpoints, t0, tf, controller is None)
+    bps = as_breakpoints(breakpoints, t0, tf, controller is None)
     budget = work_budget(t0, tf, max_evaluations, time_limit, method, ev.name)
     dyn = Dynamics(ev, alpha, beta)
     y0 = np.concatenate([X0[0], XD0[0]])
@@ -517,14 +422,14 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     rate_inputs = bool(getattr(cm, "constraint_inputs", ())) and k > 0
     ud_of_t = None
     if controller is None:
-        u_of_t = _as_input_function(u, ev, t0)
+        u_of_t = as_input_function(u, ev, t0)
         seg_law = [("open", u_of_t)]
         if ud is None and hasattr(u, "ud") and hasattr(u, "sample") and callable(u.ud):
             ud = u.ud                                            # a Reference's u̇0(t)
         if ud is not None and rate_inputs:
-            ud_of_t = _as_input_function(ud, ev, t0)
+            ud_of_t = as_input_function(ud, ev, t0)
             # for the samples and SimulationResult.evaluate: the rates after each jump
-            dyn.input_rates = _RightContinuous(ud_of_t, bps) if bps.size else ud_of_t
+            dyn.input_rates = RightContinuous(ud_of_t, bps) if bps.size else ud_of_t
     elif ud is not None:
         raise SolverError("ud (input rates) belongs to open-loop inputs u; a controller's held "
                           "inputs have zero rate between the samples")
@@ -631,14 +536,14 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             a, b = float(edges[j]), float(edges[j + 1])
             lo = a if j == 0 else float(np.nextafter(a, math.inf))
             hi = b if j == edges.size - 2 else float(np.nextafter(b, -math.inf))
-            u_j = _OnInterval(u_of_t, lo, hi)
+            u_j = OnInterval(u_of_t, lo, hi)
             if u_prev is not None:
                 y = project(y, u_prev(a), u_j(a))
             law = (lambda t, x, xd: none) if k == 0 else (lambda t, x, xd, _u=u_j: _u(t))
             sol, first = run_interval(a, b, y, law,
-                                      None if ud_of_t is None else _OnInterval(ud_of_t, lo, hi),
+                                      None if ud_of_t is None else OnInterval(ud_of_t, lo, hi),
                                       first)
-            uvec = _OpenLoopInput(u_j, k) if k else _HeldInput(np.zeros(0), 0)
+            uvec = OpenLoopInput(u_j, k) if k else HeldInput(np.zeros(0), 0)
             y, u_prev = sol.y[:, -1].copy(), u_j
             if keep(a, sol, uvec, j == edges.size - 2):
                 break
@@ -646,7 +551,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         kind, law = seg_law[0]
         if kind == "open":
             ufun = (lambda t, x, xd: none) if k == 0 else (lambda t, x, xd: u_of_t(t))
-            uvec = _OpenLoopInput(u_of_t, k) if k else _HeldInput(np.zeros(0), 0)
+            uvec = OpenLoopInput(u_of_t, k) if k else HeldInput(np.zeros(0), 0)
         else:
             def ufun(t: float, x: NDArray, xd: NDArray) -> NDArray:
                 return check_u(law(t, x.copy(), xd.copy()), t)
@@ -675,7 +580,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
             uk_arg = uk if k else None
             sol, first = run_interval(a, b, y, (lambda t, x, xd, _u=uk_arg: _u), None, first)
             y = sol.y[:, -1].copy()
-            if keep(a, sol, _HeldInput(uk, k), j == nseg - 1):
+            if keep(a, sol, HeldInput(uk, k), j == nseg - 1):
                 break
 
     # ---- outputs
