@@ -17,6 +17,7 @@ which works however the script is run: ``python benchmarks/<name>.py``,
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -49,7 +50,13 @@ def build_model(model: str) -> Any:
 
 
 def run_child(script: str, *args: str) -> dict:
-    """Run ``python -c script *args`` in a fresh process; its last line of output as JSON."""
+    """Run ``python -c script *args`` in a fresh process; its last line of output as JSON.
+
+    The child writes and uses bytecode caches as an installed package does (pip compiles
+    bytecode at install time): ``PYTHONDONTWRITEBYTECODE`` is removed from its environment, so
+    its timings do not include recompiling nhcontrol's sources."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     out = subprocess.run([sys.executable, "-c", script, *args], check=True,
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -30,20 +30,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-
-def _median_time(fn, repeat: int, clock=time.perf_counter) -> float:
-    fn()                                              # warm-up
-    times = []
-    for _ in range(repeat):
-        t0 = clock()
-        fn()
-        times.append(clock() - t0)
-    return statistics.median(times)
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # benchmarks/_common.py
+from _common import median_time  # noqa: E402
 
 
 def main(argv=None) -> dict:
@@ -65,19 +59,19 @@ def main(argv=None) -> dict:
 
     x, xd, xdd, lam, u = ref.values(0.0)
     u = u if u.size else None
-    kernel = _median_time(lambda: cm.linearization_terms(x, xd, xdd, lam, u, ref.parameters),
+    kernel = median_time(lambda: cm.linearization_terms(x, xd, xdd, lam, u, ref.parameters),
                           args.repeat)
-    third = _median_time(lambda: linearize(cm, ref, part), args.repeat)
-    unchecked = _median_time(lambda: linearize(cm, ref, part, check=False), args.repeat)
-    fd = _median_time(lambda: finite_difference_jacobian(cm, ref, h=1e-5), args.repeat)
+    third = median_time(lambda: linearize(cm, ref, part), args.repeat)
+    unchecked = median_time(lambda: linearize(cm, ref, part, check=False), args.repeat)
+    fd = median_time(lambda: finite_difference_jacobian(cm, ref, h=1e-5), args.repeat)
     ts = np.linspace(0.0, 1.0, 1000)
-    vec = _median_time(lambda: linearize(cm, ref, part, t=ts), max(3, args.repeat // 10))
+    vec = median_time(lambda: linearize(cm, ref, part, t=ts), max(3, args.repeat // 10))
     # CPU time of this process (less sensitive to other load on a shared machine)
     cpu = time.process_time
-    third_cpu = _median_time(lambda: linearize(cm, ref, part), args.repeat, cpu)
-    fd_cpu = _median_time(lambda: finite_difference_jacobian(cm, ref, h=1e-5), args.repeat, cpu)
-    vec_cpu = _median_time(lambda: linearize(cm, ref, part, t=ts), max(3, args.repeat // 10), cpu)
-    kernel_cpu = _median_time(lambda: cm.linearization_terms(x, xd, xdd, lam, u, ref.parameters),
+    third_cpu = median_time(lambda: linearize(cm, ref, part), args.repeat, cpu)
+    fd_cpu = median_time(lambda: finite_difference_jacobian(cm, ref, h=1e-5), args.repeat, cpu)
+    vec_cpu = median_time(lambda: linearize(cm, ref, part, t=ts), max(3, args.repeat // 10), cpu)
+    kernel_cpu = median_time(lambda: cm.linearization_terms(x, xd, xdd, lam, u, ref.parameters),
                               args.repeat, cpu)
 
     A = np.array(linearize(cm, ref, part).A)

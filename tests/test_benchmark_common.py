@@ -14,7 +14,8 @@ import pytest
 from _helpers import load_benchmark
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-USERS = {"hydraulic_fourbar": ("median_time",), "kernels": ("build_model", "run_child"),
+USERS = {"hydraulic_fourbar": ("median_time",), "linearize_bicycle": ("median_time",),
+         "kernels": ("build_model", "run_child"),
          "model_build": ("build_model", "run_child")}
 
 
