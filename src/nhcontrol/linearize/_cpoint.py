@@ -14,8 +14,8 @@ Calling LAPACK instead (scipy's ``dgetrf``/``dgetri``/``dgetrs`` through
 ``scipy.linalg.cython_lapack`` function pointers) was measured first: the OpenBLAS that scipy
 ships synchronises its threads even for 4 x 4 blocks, which made one bicycle point cost
 40-270 µs instead of 20 µs on a 2-core machine (numpy's ``inv``, used by the general path,
-does not show this). The blocks here are small (at most ``m + l``), where an unblocked LU is
-what LAPACK itself runs.
+does not show this). The blocks are small (at most ``m + l`` rows; a few tens for the catalogue
+models), where LAPACK's blocked ``dgetrf`` runs its unblocked kernel too.
 
 The routine answers only the common case: models whose inputs do not enter the nonholonomic
 constraints (``cm.constraint_inputs`` empty: no input-rate terms; those models take the general
