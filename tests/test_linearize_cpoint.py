@@ -238,3 +238,24 @@ def test_partition_search_terms_of_the_compiled_path(monkeypatch):
             assert fast[1] == slow[1] and fast[0].method == slow[0].method
             np.testing.assert_allclose(np.sort_complex(fast[0].spurious),
                                        np.sort_complex(slow[0].spurious), atol=1e-12)
+
+
+def test_compiled_point_from_threads():
+    """Each thread has its own work arrays: concurrent calls give the result of a lone call."""
+    import threading
+
+    cm, ref, part = _cases()["bicycle"]()
+    A0 = np.array(linearize(cm, ref, part, t=0.3).A)
+    bad: list[int] = []
+
+    def work() -> None:
+        for i in range(50):
+            if not np.array_equal(linearize(cm, ref, part, t=0.3).A, A0):
+                bad.append(i)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not bad

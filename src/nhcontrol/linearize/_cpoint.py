@@ -650,6 +650,7 @@ def _make(cm: Any, idx: Any, ck: Any, lib: _Library, atol_u: float) -> Callable[
     empty = np.zeros(1)
     null = ffi.NULL
     fn = lib.fn
+    local = threading.local()        # per-thread work arrays of the routine (reused)
     from ..compiled.cbackend import FloatingPointFlags
 
     def run(x: np.ndarray, xd: np.ndarray, xdd: np.ndarray, lam: np.ndarray, u: Any, p: Any,
@@ -673,12 +674,16 @@ def _make(cm: Any, idx: Any, ck: Any, lib: _Library, atol_u: float) -> Callable[
             bv = raw_b(x, u, p) if (check and raw_b is not None) else None
             A = np.empty((ns, ns))
             B = np.empty((ns, k))
-            W = np.empty(nwork)
-            piv = np.empty(n + 1, dtype=np.int64)
+            try:
+                c_W, c_piv = local.work
+            except AttributeError:      # first call in this thread: its own work arrays
+                W, piv = np.empty(nwork), np.empty(n + 1, dtype=np.int64)
+                local.work = c_W, c_piv = fb(dbl, W), fb(i64, piv)
+                local.keep = (W, piv)
             flags = fn(c_on if check else c_off, c_ix, fb(dbl, buf), c_offs, fb(dbl, Cv),
                        null if bv is None else fb(dbl, bv), fb(dbl, x), fb(dbl, xd), fb(dbl, xdd),
-                       fb(dbl, lam), tol, cond_max, atol_u, fb(dbl, A), fb(dbl, B), fb(dbl, W),
-                       nwork, fb(i64, piv))
+                       fb(dbl, lam), tol, cond_max, atol_u, fb(dbl, A), fb(dbl, B), c_W,
+                       nwork, c_piv)
         except (FloatingPointFlags, ValueError):
             return None
         if flags:
