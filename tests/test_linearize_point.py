@@ -106,16 +106,9 @@ def test_fast_paths_equal_the_thesis_order_reference(cases):
 def test_inputs_in_constraints_warning_points_at_the_caller():
     """An input in a holonomic constraint (quasi-static, not carried): the point path warns like
     the stacked one, attributed to the caller's line."""
-    import sympy as sp
+    from test_linearize_third_toys import winch
 
-    from test_linearize_third_toys import ToyModel
-
-    x, y, ell = sp.symbols("x y ell")
-    mass, g = sp.symbols("mass g")
-    cm = ToyModel("winch", [x, y], list(sp.symbols("x_d y_d")), [ell], [mass, g],
-                  {"mass": 2.0, "g": 9.81}, sp.diag(mass, mass), [0, -mass * g],
-                  [x**2 + y**2 - ell**2], [])
-    ref = constant_reference(cm, np.array([0.0, -1.5]), np.zeros(2), u0=np.array([1.5]))
+    cm, ref = winch()
     for t in (0.0, [0.0, 0.5]):
         with pytest.warns(UserWarning, match=r"the inputs \['ell'\] enter the constraints") as rec:
             linearize(cm, ref, Partition(["x"], [], ["y"]), t=t)

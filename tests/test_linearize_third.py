@@ -369,16 +369,9 @@ def test_inputs_in_constraints_warn():
     """A pendulum whose rod length is an input (C = x² + y² - ℓ²) is outside Sect. 8.1
     (Eqs. (8.2)-(8.3) have no u): linearize warns, naming the input; A is still exact (the
     central differences at fixed ℓ agree to 1e-7)."""
-    import sympy as sp
+    from test_linearize_third_toys import winch
 
-    from test_linearize_third_toys import ToyModel
-
-    x, y, ell = sp.symbols("x y ell")
-    mass, g = sp.symbols("mass g")
-    cm = ToyModel("winch", [x, y], list(sp.symbols("x_d y_d")), [ell], [mass, g],
-                  {"mass": 2.0, "g": 9.81}, sp.diag(mass, mass), [0, -mass * g],
-                  [x**2 + y**2 - ell**2], [])
-    ref = constant_reference(cm, np.array([0.0, -1.5]), np.zeros(2), u0=np.array([1.5]))
+    cm, ref = winch()
     P = Partition(["x"], [], ["y"])
     with pytest.warns(UserWarning, match=r"inputs \['ell'\] enter the constraints"):
         res = linearize(cm, ref, P)

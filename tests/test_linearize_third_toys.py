@@ -191,6 +191,17 @@ def pendulum():
                     sp.diag(mass, mass), [F, -mass * g], [x**2 + y**2 - L**2], [])
 
 
+def winch():
+    """A point mass on a rope of length ``ell`` given as an input: ``x² + y² − ell² = 0`` (an
+    input in a holonomic constraint, quasi-static), at rest hanging 1.5 m below the pivot."""
+    x, y, ell = sp.symbols("x y ell")
+    mass, g = sp.symbols("mass g")
+    cm = ToyModel("winch", [x, y], list(sp.symbols("x_d y_d")), [ell], [mass, g],
+                  {"mass": 2.0, "g": 9.81}, sp.diag(mass, mass), [0, -mass * g],
+                  [x**2 + y**2 - ell**2], [])
+    return cm, constant_reference(cm, np.array([0.0, -1.5]), np.zeros(2), u0=np.array([1.5]))
+
+
 def _sleigh_syms():
     return sp.symbols("mass I_G a")
 

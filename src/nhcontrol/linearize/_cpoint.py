@@ -186,6 +186,33 @@ static int inverse(double *X, int64_t s, int64_t *piv, double *work)
     return 0;
 }
 
+/* the conditioning pre-check of one inverted s x s block (point_suspect in _point.py): 1 when
+   s * sum_j (sum_i inv_ij^2) rn2_j is not below lim (rn2: squared row norms of the full matrix) */
+static int suspect(const double *inv, int64_t s, const double *rn2, double lim)
+{
+    double acc = 0.0;
+    for (int64_t j = 0; j < s; j++) {
+        double cs = 0.0;
+        for (int64_t i = 0; i < s; i++) cs += inv[i * s + j] * inv[i * s + j];
+        acc += cs * rn2[j];
+    }
+    return !((double)s * acc < lim);
+}
+
+/* squared row norms rn2 of the r x cols matrix F; 1 when a row vanishes (infinitely ill
+   conditioned) */
+static int row_norms2(const double *F, int64_t r, int64_t cols, double *rn2)
+{
+    int zero = 0;
+    for (int64_t i = 0; i < r; i++) {
+        double s = 0.0;
+        for (int64_t j = 0; j < cols; j++) s += F[i * cols + j] * F[i * cols + j];
+        rn2[i] = s;
+        if (!(s != 0.0)) zero = 1;
+    }
+    return zero;
+}
+
 static int finite_all(const double *a, int64_t len)
 {
     double s = 0.0;
@@ -340,21 +367,8 @@ NHC_API int nhc_point_third(const int64_t *dims, const int64_t *ix, const double
                 const double *sq = sol + q * rw + n1 + n;
                 for (j = 0; j < 2 * n; j++) W7[i * w7 + j] -= a * sq[j];
             }
-        if (check) {                       /* pre-check: D rows and the inverse of D_dd */
-            for (i = 0; i < c; i++) {
-                double s = 0.0;
-                for (j = 0; j < n; j++) s += D[i * n + j] * D[i * n + j];
-                rn2[i] = s;
-                if (!(s != 0.0)) flags |= 2;
-            }
-            double acc = 0.0;
-            for (j = 0; j < c; j++) {
-                double cs = 0.0;
-                for (i = 0; i < c; i++) cs += Ddd[i * c + j] * Ddd[i * c + j];
-                acc += cs * rn2[j];
-            }
-            if (!((double)c * acc < lim)) flags |= 2;
-        }
+        if (check && (row_norms2(D, c, n, rn2) || suspect(Ddd, c, rn2, lim)))
+            flags |= 2;                    /* pre-check: D rows and the inverse of D_dd */
     }
     mm(n, n, n1, 1.0, M, n, T0, n1, 0.0, W7 + 2 * n, w7);    /* M T0 */
     if (k) {
@@ -399,15 +413,7 @@ NHC_API int nhc_point_third(const int64_t *dims, const int64_t *ix, const double
         mm(m, m, rw, -1.0, Cxd, m, rhsh, rw, 0.0, solh, rw);      /* [Th0_d, Vh0_d] */
         for (i = 0; i < m; i++)
             for (j = 0; j < na; j++) Th0[d[i] * na + j] = solh[i * rw + j];
-        if (check) {
-            double acc = 0.0;
-            for (j = 0; j < m; j++) {
-                double cs = 0.0;
-                for (i = 0; i < m; i++) cs += Cxd[i * m + j] * Cxd[i * m + j];
-                acc += cs * rn2[j];
-            }
-            if (!((double)m * acc < lim)) flags |= 2;
-        }
+        if (check && suspect(Cxd, m, rn2, lim)) flags |= 2;
     }
 
     memset(A, 0, sizeof(double) * ns * ns);
@@ -441,21 +447,8 @@ NHC_API int nhc_point_third(const int64_t *dims, const int64_t *ix, const double
         mm(l, l, ns, -1.0, Bad, l, rhsn, ns, 0.0, soln, ns);
         for (i = 0; i < l; i++)
             for (j = 0; j < ns; j++) A[(2 * n1 + i) * ns + j] = soln[i * ns + j];
-        if (check) {
-            double acc = 0.0;
-            for (i = 0; i < l; i++) {
-                double s = 0.0;
-                for (j = 0; j < na; j++) s += Bbar[i * na + j] * Bbar[i * na + j];
-                rn2[i] = s;
-                if (!(s != 0.0)) flags |= 2;
-            }
-            for (j = 0; j < l; j++) {
-                double cs = 0.0;
-                for (i = 0; i < l; i++) cs += Bad[i * l + j] * Bad[i * l + j];
-                acc += cs * rn2[j];
-            }
-            if (!((double)l * acc < lim)) flags |= 2;
-        }
+        if (check && (row_norms2(Bbar, l, na, rn2) || suspect(Bad, l, rn2, lim)))
+            flags |= 2;
     }
 
     /* ---- Step 7: [J21, J22, J23 | B_u] from one solve with m0 (Eqs. (4.118)-(4.125)) ---- */
