@@ -117,6 +117,18 @@ def _hydraulic_half_pressure(c: Ctx, *, linearize_it: bool):
                                              **hf.circuit_jacobians(eq).as_kwargs())
 
 
+def _hydraulic_rate(c: Ctx, *, p1_factor: float = 1.0, ud=None):
+    """The four-bar at rest with the circuit beside the model: p1 (the hose before the throttle,
+    not in the cylinder force) off by ``p1_factor``, or pressure rates ``ud`` that the circuit
+    does not give; the mechanics stay admissible, the rate equation (7.19) fails."""
+    import dataclasses
+    cm, eq = c.hyd
+    bad = dataclasses.replace(eq, p=np.asarray(eq.p) * [p1_factor, 1.0, 1.0])
+    ref = Reference.from_functions(cm, eq.x, np.zeros(10), np.zeros(10), u=bad.p, ud=ud)
+    return linearize_with_first_order_states(cm, ref, hf.PARTITION,
+                                             **hf.circuit_jacobians(bad).as_kwargs())
+
+
 # (id, call(ctx), error class, patterns that must all appear in the message)
 PART1 = [
     ("disc_spin_left_out",
@@ -175,6 +187,14 @@ PART1 = [
     ("hydraulic_first_order_linearize",
      lambda c: _hydraulic_half_pressure(c, linearize_it=True), ReferenceMotionError,
      [r"passed to linearize", r"'phi32'", r"\['p1', 'p2', 'p3'\]"]),
+    ("hydraulic_p1_off_throttle_flow",
+     lambda c: _hydraulic_rate(c, p1_factor=1.01), ReferenceMotionError,
+     [r"passed to linearize_with_first_order_states", r"rate equation of the first-order state "
+      r"'p1'", r"ż0 - H\(x0, ẋ0, z0, u0\) \(Eq\. \(7\.19\)\) is 5\.9\d\de\+08",
+      r"times its scale 1\.\d+e\+11", r"at t = 0\b", r"correct z0", r"check=False"]),
+    ("hydraulic_pressure_rate_not_the_circuit",
+     lambda c: _hydraulic_rate(c, ud=[1e6, 0.0, 0.0]), ReferenceMotionError,
+     [r"first-order state 'p1'", r"ż0 = 1e\+06", r"H = 0\b", r"Either ud is not the time derivative"]),
     ("reference_of_another_model",
      lambda c: linearize(c.disc, c.sleigh_ref, rw.PARTITION), ReferenceMotionError,
      [r"'chaplygin_sleigh'", r"\['x', 'y', 'psi'\]", r"'rolling_disc'"]),

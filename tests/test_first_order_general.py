@@ -65,8 +65,9 @@ def _trajectory(cm, psi_a=0.3, w=0.8, v0=1.0, b=0.4):
                    -v * sp.cos(psi) / w + b * sp.sin(psi) / w**2 - a * sp.sin(psi), psi])
     i0 = (m * (b + a * w**2) + c * v) / kt
     U = sp.Matrix([i0, Lm * sp.diff(i0, t) + R * i0 + ke * v, -a * m * v * w])
-    f = [sp.lambdify(t, list(e)) for e in (X, X.diff(t), X.diff(t, 2), U)]
-    return Reference.from_functions(cm, *(lambda s, g=g: np.array(g(s), float) for g in f))
+    f = [sp.lambdify(t, list(e)) for e in (X, X.diff(t), X.diff(t, 2), U, U.diff(t))]
+    x, xd, xdd, u, ud = (lambda s, g=g: np.array(g(s), float) for g in f)
+    return Reference.from_functions(cm, x, xd, xdd, u, ud=ud)     # ud: di0/dt = H, Eq. (7.19)
 
 
 def _steady(cm, psi0=0.3, v=1.2):
@@ -210,7 +211,9 @@ def test_circuit_beside_the_model_gives_the_same_rows(toy):
     V0 = lambda t: P["Lm"] * P["c"] * b / P["kt"] + P["R"] * i0(t) + P["ke"] * (v0 + b * t)  # noqa: E731
     motion = dict(x=lambda t: (v0 * t + b * t * t / 2) * e + [0, 0, psi0], xd=lambda t: (v0 + b * t) * e,
                   xdd=lambda t: b * e)
-    ref1 = Reference.from_functions(cm, **motion, u=lambda t: np.array([i0(t), V0(t), 0.0]))
+    di0 = P["c"] * b / P["kt"]
+    ref1 = Reference.from_functions(cm, **motion, u=lambda t: np.array([i0(t), V0(t), 0.0]),
+                                    ud=[di0, P["R"] * di0 + P["ke"] * b, 0.0])
     ref2 = Reference.from_functions(cm2, **motion, u=lambda t: np.array([i0(t)]))
     t = 0.9
     inside = linearize_first_order_system(cm, rk, ref1, PART, t=t)
@@ -286,3 +289,46 @@ def test_linear_time_varying_response_along_the_trajectory(toy):
         diffs.append(d)
     ratio = diffs[0] / diffs[1]
     assert np.all((ratio > 3.5) & (ratio < 4.5)), ratio
+
+
+def test_rate_equation_of_the_reference(toy):
+    """A reference must satisfy the rate equation of its first-order states, ż0 = H(x0, ẋ0, z0,
+    u0) (Eq. (7.19)), with ż0 its input rates ud in the entries of z. The accelerating turn with
+    ud = dU/dt satisfies it to round-off (relative residual <= 1e-14 at 11 times); with ud left
+    out (ż0 = 0 while di0/dt = c b / k_t = 0.24 A/s), a wrong di0/dt or a voltage 1 % off, it is
+    refused by linearize_first_order_system and by Reference.from_functions(..., rates=), naming
+    the state, the residual, its scale, the time and the fix; check=False skips both."""
+    from nhcontrol._util.errors import ReferenceMotionError
+    from nhcontrol.reference.admissibility import rate_residuals
+    cm, rk = toy
+    ref = _trajectory(cm)
+    ts = np.linspace(0.0, 1.0, 11)
+    x, xd, u, ud = ref.x(ts), ref.xd(ts), ref.u(ts), ref.ud(ts)
+    H = np.array([rk.rates(x[j], xd[j], u[j, :1], u[j, 1:]) for j in range(ts.size)])
+    jac = [rk.jacobians(x[j], xd[j], u[j, :1], u[j, 1:]) for j in range(ts.size)]
+    res, scale = rate_residuals(ud[:, :1], H, x, xd, u[:, :1], u[:, 1:],
+                                *(np.stack([getattr(J, k) for J in jac]) for k in ("H_x", "H_xd", "H_z", "H_u")))
+    assert np.all(scale > 1.0) and np.max(np.abs(res) / scale) <= 1e-14
+    assert linearize_first_order_system(cm, rk, ref, PART, t=ts).A.shape == (11, 6, 6)
+
+    funcs = (ref.x, ref.xd, ref.xdd)
+    no_ud = Reference.from_functions(cm, *funcs, ref.u)
+    with pytest.raises(ReferenceMotionError,
+                       match=r"passed to linearize_first_order_system does not satisfy the rate "
+                             r"equation of the first-order state 'i' at t = 0\.5: .*is -2\.400e-01, "
+                             r".* times its scale .*ż0 = 0, .*H = 0\.24 .*no input rates \(ud\).*"
+                             r"\['i'\].*check=False"):
+        linearize_first_order_system(cm, rk, no_ud, PART, t=[0.5, 0.7])
+    assert linearize_first_order_system(cm, rk, no_ud, PART, t=0.5, check=False).A.shape == (6, 6)
+    with pytest.raises(ReferenceMotionError, match=r"state 'i' at t = 0:.*no input rates"):
+        Reference.from_functions(cm, *funcs, ref.u, rates=rk)
+    wrong = lambda t: ref.ud(t) + np.array([0.1, 0.0, 0.0])           # noqa: E731
+    with pytest.raises(ReferenceMotionError, match=r"'i' at t = 0:.*is 1\.000e-01.*"
+                                                   r"Either ud is not the time derivative"):
+        Reference.from_functions(cm, *funcs, ref.u, ud=wrong, rates=rk)
+    v_off = lambda t: ref.u(t) * np.array([1.0, 1.01, 1.0])            # noqa: E731
+    bad = Reference.from_functions(cm, *funcs, v_off, ud=ref.ud)      # mechanics unchanged
+    with pytest.raises(ReferenceMotionError, match=r"'i' at t = 0\.3.*\['V', 'tau'\]"):
+        linearize_first_order_system(cm, rk, bad, PART, t=0.3)
+    Reference.from_functions(cm, *funcs, ref.u, ud=wrong, rates=rk, check=False)
+    assert Reference.from_functions(cm, *funcs, ref.u, ud=ref.ud, rates=rk).has_input_rates

@@ -41,6 +41,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError
 from .._util.validation import as_times
+from ..reference.admissibility import ADMISSIBILITY_TOL, check_rate_equation, check_rates
 from .partition import Partition
 from .result import (SPURIOUS_RTOL, ZERO_RTOL, SpuriousIdentification, _remove_matched)
 from .third import _reference_values, _stacked_terms, linearize, third_procedure
@@ -191,6 +192,11 @@ class _Kinematics:
         return out
 
 
+def _rates_given(ref: Any) -> bool:
+    """Whether the reference was given its input rates (else it says ``u̇0 = 0``)."""
+    return bool(getattr(ref, "has_input_rates", True))
+
+
 def _refuse_constraint_inputs(cm: Any) -> None:
     """Raise when inputs of ``cm`` enter its nonholonomic constraints (their terms are not carried)."""
     if getattr(cm, "constraint_inputs", ()):
@@ -246,7 +252,8 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
                                       H_x: ArrayLike, H_xd: ArrayLike, H_z: ArrayLike, H_w: ArrayLike,
                                       W_w: ArrayLike, W_r: ArrayLike, z_names: Sequence[str],
                                       w_names: Sequence[str], r_names: Sequence[str],
-                                      t: float = 0.0, check: bool = True) -> FirstOrderLinearization:
+                                      t: float = 0.0, check: bool = True,
+                                      H0: ArrayLike | None = None) -> FirstOrderLinearization:
     """Third procedure with first-order states ``z`` (model inputs) and ``w`` (Sect. 7.2).
 
     Valid for any reference (at rest, steady or along a trajectory, ``z0(t)`` time varying)
@@ -271,7 +278,12 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
         Time on the reference.
     check : bool
         Check that the reference is a motion of the model with the forces of the states
-        ``z0 = u0`` (`linearize()`). ``False`` skips it.
+        ``z0 = u0`` (`linearize()`) and, with ``H0``, that ``ż0 = H0``. ``False`` skips it.
+    H0 : (r,) array_like, optional
+        ``H(x0, ẋ0, z0, w0)``, the rates at the reference point. Given, the reference's
+        ``ż0`` (its input rates ``ref.ud(t)``, zero unless given) is checked against it
+        (Eq. (7.19)) relative to ``abs(ż0) + abs(H0)`` and the terms ``H_x x0``, ``H_ẋ ẋ0``,
+        ``H_z z0`` (``w0`` is not known here).
 
     Returns
     -------
@@ -281,8 +293,8 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
     Raises
     ------
     ReferenceMotionError
-        If the reference is not a motion of the model with the forces of ``z0``
-        (``check=True``).
+        If the reference is not a motion of the model with the forces of ``z0``, or
+        ``ż0 != H0`` (``check=True``).
     LinearSystemError
         On a shape mismatch, or if inputs of the model enter its nonholonomic constraints.
     """
@@ -304,7 +316,16 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
     if np.asarray(lin.B).shape != (2 * n1 + l, r):
         raise LinearSystemError(f"the model's inputs must be the {r} states z {list(z_names)}; "
                                 f"its input matrix has shape {np.asarray(lin.B).shape}")
-    kin, _ = _kinematics(cm, ref, part, np.array([float(t)]))
+    kin, (x0, xd0, _, _, z0) = _kinematics(cm, ref, part, np.array([float(t)]))
+    if check and H0 is not None:
+        H = _mat(np.reshape(np.asarray(H0, dtype=float), (1, -1)), (1, r), "H0")
+        check_rate_equation(
+            np.array([float(t)]), np.asarray(ref.ud(float(t)), dtype=float).reshape(1, r), H,
+            x=x0, xd=xd0, z=z0, u=np.zeros((1, 0)), H_x=blocks["H_x"][None],
+            H_xd=blocks["H_xd"][None], H_z=blocks["H_z"][None], H_u=np.zeros((1, r, 0)),
+            states=tuple(z_names), inputs=tuple(w_names), rates_given=_rates_given(ref),
+            tol=float(getattr(ref, "check_tol", ADMISSIBILITY_TOL)),
+            what=f"the reference of {cm.name!r} passed to linearize_with_first_order_states")
     A = _assemble(lin, kin, n1, l, blocks, range(r), r, nw)[0][0]
     B = np.zeros((A.shape[0], len(r_names)))
     B[2 * n1 + l + r:, :] = Wr
@@ -345,14 +366,19 @@ def linearize_first_order_system(cm: Any, rates: Any, ref: Any,
         ``compile_rates(system)`` of the same system.
     ref : Reference
         Reference motion; ``u0(t)`` gives the model's full input vector ``[z0, u0]``. It must
-        also satisfy ``ż0 = H(x0, ẋ0, z0, u0)`` (Eq. (7.19)); the Jacobian does not use ``ż0``.
+        also satisfy ``ż0 = H(x0, ẋ0, z0, u0)`` (Eq. (7.19)), with ``ż0`` its input rates
+        ``ref.ud(t)`` in the entries of ``z`` (zero unless given, ``ud=``): a ``z0(t)`` that
+        varies needs them. The Jacobian does not use ``ż0``; the check does.
     partition : Partition or mapping
         ``x = [x_ai, x_ad, x_d]`` (Eq. (7.29)).
     t : float or (N,) array_like
         Time(s) on the reference; an array linearizes a trajectory with one stacked kernel
         call for the mechanics (the rate Jacobians are evaluated point by point).
     check : bool
-        Admissibility and conditioning checks of `linearize()`.
+        Admissibility and conditioning checks of `linearize()`, and the rate equation
+        ``ż0 = H(x0, ẋ0, z0, u0)`` at every time (relative to the size of its terms,
+        `nhcontrol.reference.admissibility`, tolerance ``ref.check_tol``). ``False`` skips
+        them.
 
     Returns
     -------
@@ -364,7 +390,9 @@ def linearize_first_order_system(cm: Any, rates: Any, ref: Any,
     Raises
     ------
     ReferenceMotionError
-        If the reference is not a motion of the model (``check=True``).
+        If the reference is not a motion of the model, or violates the rate equation of a
+        first-order state (the message names it, the residual, its scale, the time and the
+        fix; ``check=True``).
     LinearSystemError
         If ``rates`` does not belong to the model (input names differ), or if inputs of the
         model enter its nonholonomic constraints.
@@ -386,6 +414,11 @@ def linearize_first_order_system(cm: Any, rates: Any, ref: Any,
     p = getattr(ref, "parameters", None)
     jac = [rates.jacobians(x0[j], xd0[j], *rates.split_inputs(u_all[j]), p)
            for j in range(ts.shape[0])]
+    if check:
+        check_rates(rates, ts, x0, xd0, u_all, np.asarray(ref.ud(ts), dtype=float).reshape(u_all.shape),
+                    p, jacobians=jac, rates_given=_rates_given(ref),
+                    tol=float(getattr(ref, "check_tol", ADMISSIBILITY_TOL)),
+                    what=f"the reference of {cm.name!r} passed to linearize_first_order_system")
     H = {key: np.stack([getattr(J, key) for J in jac]) for key in ("H_x", "H_xd", "H_z", "H_u")}
     zi, ui = list(rates.state_index), list(rates.input_index)
     r = len(zi)

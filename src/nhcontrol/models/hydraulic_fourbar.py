@@ -469,6 +469,9 @@ class CircuitJacobians:
         ``∂H/∂U``: the right derivative at ``U = 0`` (see [`circuit_equations()`][nhcontrol.models.hydraulic_fourbar.circuit_equations]).
     W_U, W_Uref : (1, 1) ndarray
         ``∂W/∂U = -1/tau_v``, ``∂W/∂U_ref = 1/tau_v``.
+    H : (3,) ndarray or None
+        The pressure rates ``H(x0, 0, p0, U0)`` at the equilibrium (zero there): passed as
+        ``H0``, the linearization checks the reference's ``ṗ0`` against them (Eq. (7.19)).
     """
 
     H_x: NDArray[np.float64]
@@ -477,11 +480,13 @@ class CircuitJacobians:
     H_U: NDArray[np.float64]
     W_U: NDArray[np.float64]
     W_Uref: NDArray[np.float64]
+    H: NDArray[np.float64] | None = None
 
     def as_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of [`nhcontrol.linearize.linearize_with_first_order_states()`][nhcontrol.linearize.linearize_with_first_order_states]."""
         return dict(H_x=self.H_x, H_xd=self.H_xd, H_z=self.H_p, H_w=self.H_U, W_w=self.W_U,
-                    W_r=self.W_Uref, z_names=INPUTS, w_names=("U",), r_names=("U_ref",))
+                    W_r=self.W_Uref, z_names=INPUTS, w_names=("U",), r_names=("U_ref",),
+                    H0=self.H)
 
 
 def circuit_jacobians(eq: FourBarEquilibrium, **hydraulic_overrides: float) -> CircuitJacobians:
@@ -515,7 +520,9 @@ def circuit_jacobians(eq: FourBarEquilibrium, **hydraulic_overrides: float) -> C
                                    f"s = {eq.x[8]} m (a chamber volume or pressure out of range?)")
     return CircuitJacobians(H_x=_readonly(J[:, :10]), H_xd=_readonly(J[:, 10:20]),
                             H_p=_readonly(J[:, 20:23]), H_U=_readonly(J[:, 23:24]),
-                            W_U=_readonly(Wj[:, :1]), W_Uref=_readonly(Wj[:, 1:2]))
+                            W_U=_readonly(Wj[:, :1]), W_Uref=_readonly(Wj[:, 1:2]),
+                            H=_readonly(np.asarray(circuit_rates(eq.x, np.zeros(10), eq.p, eq.U,
+                                                                 **hyd), dtype=float)))
 
 
 def reduced_rhs(X: NDArray[np.float64], U_ref: float = 0.0, *, phi2_deg: float = 60.0,

@@ -22,6 +22,19 @@ against 1 (m, rad) where a term can vanish:
 | acceleration | ``(D ẍ0 - Qd)_i`` | ``‖D_i‖₁ (‖ẍ0‖∞ + ‖ẋ0‖∞²) + abs(Qd_i)`` |
 | dynamics | ``(M ẍ0 + Dᵀ Λ0 - Q)_i`` | ``max(max_i Σ_j abs(terms of row i), max abs(M) (1 + ‖ẋ0‖∞² + ‖ẍ0‖∞))`` |
 
+Models with first-order states ``z`` (``ż = H(x, ẋ, z, u)``, thesis Ch. 7; the mechanical kernels
+see ``z`` as inputs) add a fifth level, checked where the rate kernels are at hand
+(`nhcontrol.linearize.linearize_first_order_system()`, ``Reference.from_functions(...,
+rates=...)``): the reference's ``ż0`` (its input rates ``u̇0`` in the entries of ``z``) must be
+the rate equation at the reference point (Eq. (7.19)),
+
+| residual | row ``i`` at one time | scale |
+| --- | --- | --- |
+| rate | ``ż0_i - H_i(x0, ẋ0, z0, u0)`` | ``abs(ż0_i) + abs(H_i) + Σ_j abs(H_x,ij) max(1, abs(x0_j)) + ‖H_ẋ,i‖₁ ‖ẋ0‖∞ + Σ_j abs(H_z,ij) abs(z0_j) + Σ_j abs(H_u,ij) abs(u0_j)`` |
+
+(the terms of ``H`` linearized about zero: for the throttle between two chambers, the two
+pressure terms whose difference is the flow).
+
 A row fails when ``|residual| > tol · scale``; the default ``tol`` is
 `ADMISSIBILITY_TOL` (closed-form motions are exact to round-off, ~1e-15 relative).
 Derived here (the thesis assumes admissible references, Sect. 4.2.3).
@@ -36,15 +49,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from nhcontrol._util.errors import ReferenceMotionError
+from nhcontrol._util.errors import ModelError, ReferenceMotionError
 from nhcontrol._util.validation import readonly
 
 __all__ = ["ADMISSIBILITY_TOL", "SAMPLED_ADMISSIBILITY_TOL", "AdmissibilityReport",
-           "admissibility_report", "check_admissible", "ADMISSIBILITY_KINDS"]
+           "admissibility_report", "check_admissible", "ADMISSIBILITY_KINDS", "RATE_KIND",
+           "rate_residuals", "check_rate_equation", "check_rates"]
 
 ADMISSIBILITY_TOL = 1e-8
 """Default relative tolerance of the admissibility check (closed-form references)."""
@@ -64,6 +79,9 @@ ADMISSIBILITY_KINDS = {
     "dynamics": ("M ẍ0 + Dᵀ Λ0 - Q", "Eq. (2.108)"),
 }
 """The four levels, their formula and thesis equation (checked in this order)."""
+
+RATE_KIND = ("ż0 - H(x0, ẋ0, z0, u0)", "Eq. (7.19)")
+"""Formula and thesis equation of the rate level (first-order states)."""
 
 
 @dataclass(frozen=True)
@@ -362,3 +380,134 @@ def check_admissible(t: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray
         f"(tolerance {tol:.0e} relative). {fix}."
         + (f" (Also failing: {', '.join(others)}.)" if others else "")
         + " Pass check=False to skip this check.")
+
+
+# ---------------------------------------------------------------- first-order states, Eq. (7.19)
+def rate_residuals(zd: NDArray[np.float64], H: NDArray[np.float64], x: NDArray[np.float64],
+                   xd: NDArray[np.float64], z: NDArray[np.float64], u: NDArray[np.float64],
+                   H_x: NDArray[np.float64], H_xd: NDArray[np.float64],
+                   H_z: NDArray[np.float64], H_u: NDArray[np.float64]
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Residual ``ż0 - H`` and its scale (module table), ``(N, r)`` each.
+
+    Parameters
+    ----------
+    zd, H : (N, r) ndarray
+        The reference's ``ż0`` and ``H(x0, ẋ0, z0, u0)``.
+    x, xd : (N, n) ndarray
+    z : (N, r) ndarray
+    u : (N, k_u) ndarray
+        The inputs that are not first-order states.
+    H_x, H_xd : (N, r, n) ndarray
+    H_z : (N, r, r) ndarray
+    H_u : (N, r, k_u) ndarray
+        Exact partial derivatives of ``H`` at the reference point (zeros where they are
+        unknown: the scale is then ``abs(ż0) + abs(H)`` and the more).
+    """
+    vx = np.abs(xd).max(axis=1, initial=0.0)                              # ‖ẋ0‖∞
+    scale = (np.abs(zd) + np.abs(H)
+             + np.matmul(np.abs(H_x), np.maximum(1.0, np.abs(x))[:, :, None])[:, :, 0]
+             + np.abs(H_xd).sum(axis=2) * vx[:, None]
+             + np.matmul(np.abs(H_z), np.abs(z)[:, :, None])[:, :, 0]
+             + np.matmul(np.abs(H_u), np.abs(u)[:, :, None])[:, :, 0])
+    return zd - H, scale
+
+
+def check_rate_equation(t: NDArray[np.float64], zd: NDArray[np.float64], H: NDArray[np.float64],
+                        *, x: NDArray[np.float64], xd: NDArray[np.float64],
+                        z: NDArray[np.float64], u: NDArray[np.float64],
+                        H_x: NDArray[np.float64], H_xd: NDArray[np.float64],
+                        H_z: NDArray[np.float64], H_u: NDArray[np.float64],
+                        states: Sequence[str], inputs: Sequence[str] = (),
+                        rates_given: bool = True, tol: float = ADMISSIBILITY_TOL,
+                        what: str = "the reference motion") -> None:
+    """Raise `ReferenceMotionError` unless ``ż0 = H(x0, ẋ0, z0, u0)`` (Eq. (7.19)) at every time.
+
+    Parameters are those of `rate_residuals()` plus the times ``t (N,)``, the names of the
+    first-order states and of the other inputs, whether the reference was given its input
+    rates (``ud``; else ``ż0 = 0`` is what it says), the relative tolerance and the subject of
+    the message.
+
+    Raises
+    ------
+    ReferenceMotionError
+        At the earliest failing time: the first-order state, the residual and its scale, the
+        values of ``ż0`` and ``H``, and the fix.
+    """
+    if not (np.isfinite(tol) and tol > 0):
+        raise ReferenceMotionError(f"the admissibility tolerance must be a positive number, got {tol!r}")
+    res, scale = rate_residuals(zd, H, x, xd, z, u, H_x, H_xd, H_z, H_u)
+    r_abs = np.abs(res)
+    bad = ~(r_abs <= tol * scale)                      # NaN fails
+    if not bad.any():
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(bad, r_abs / np.where(scale > 0, scale, np.finfo(float).tiny), 0.0)
+    ratio = np.where(np.isnan(ratio), np.inf, ratio)
+    order = np.argsort(np.asarray(t, dtype=float), kind="stable")
+    i = next(int(s) for s in order if bad[s].any())
+    j = int(np.argmax(ratio[i]))
+    name = states[j]
+    others = [states[c] for c in range(len(states)) if c != j and bad[:, c].any()]
+    u_txt = f" or the other inputs {list(inputs)}" if len(inputs) else ""
+    if not rates_given:
+        fix = (f"The reference has no input rates (ud), so it says ż0 = 0: a z0(t) that varies "
+               f"needs its rates, ud=... with dz0/dt in the entries of {list(states)} (e.g. "
+               f"Reference.from_functions(..., ud=...)); a z0 meant to be constant must make H "
+               f"vanish: correct z0{u_txt}, or x0, ẋ0")
+    else:
+        fix = (f"Either ud is not the time derivative of z0(t) in the entries of {list(states)}, "
+               f"or z0(t) does not follow the rate equation along x0, ẋ0: correct ud, z0{u_txt}")
+    raise ReferenceMotionError(
+        f"{what} does not satisfy the rate equation of the first-order state {name!r} at "
+        f"t = {float(t[i]):.6g}: the rate residual {RATE_KIND[0]} ({RATE_KIND[1]}) is "
+        f"{float(res[i, j]):.3e}, {float(ratio[i, j]):.2e} times its scale "
+        f"{float(scale[i, j]):.3e} (tolerance {tol:.0e} relative): the reference has "
+        f"ż0 = {float(zd[i, j]):.6g}, the rate equation gives H = {float(H[i, j]):.6g} at "
+        f"z0 = {float(z[i, j]):.6g}. {fix}."
+        + (f" (Also failing: {others}.)" if others else "")
+        + " Pass check=False to skip this check.")
+
+
+def check_rates(rates: Any, t: NDArray[np.float64], x: NDArray[np.float64],
+                xd: NDArray[np.float64], u: NDArray[np.float64], ud: NDArray[np.float64],
+                p: NDArray[np.float64] | None, *, jacobians: Sequence[Any] | None = None,
+                rates_given: bool = True, tol: float = ADMISSIBILITY_TOL,
+                what: str = "the reference motion") -> None:
+    """`check_rate_equation()` with ``H`` and its Jacobians from rate kernels.
+
+    Parameters
+    ----------
+    rates : RateKernels
+        ``nhcontrol.compiled.compile_rates(system)`` of the model.
+    t : (N,) ndarray
+    x, xd : (N, n) ndarray
+    u, ud : (N, k) ndarray
+        The model's full input vector ``[z, u]`` and its rates (``ż0`` in the entries of ``z``).
+    p : (np,) ndarray or None
+        Parameters (kernel order).
+    jacobians : sequence of RateJacobians, optional
+        Already evaluated at the ``N`` points (else evaluated here; where ``H`` is not
+        differentiable the scale falls back to ``abs(ż0) + abs(H)``).
+    rates_given, tol, what
+        As in `check_rate_equation()`.
+    """
+    zi, ui = list(rates.state_index), list(rates.input_index)
+    N, n, r = x.shape[0], x.shape[1], len(zi)
+    z, uo = u[:, zi], u[:, ui]
+    H = np.empty((N, r))
+    J = {key: np.zeros((N, r, d)) for key, d in
+         (("H_x", n), ("H_xd", n), ("H_z", r), ("H_u", len(ui)))}
+    for j in range(N):
+        H[j] = rates.rates(x[j], xd[j], z[j], uo[j], p)
+        if jacobians is not None:
+            jac = jacobians[j]
+        else:
+            try:
+                jac = rates.jacobians(x[j], xd[j], z[j], uo[j], p)
+            except ModelError:          # not differentiable here: scale by |ż0| + |H| only
+                continue
+        for key in J:
+            J[key][j] = getattr(jac, key)
+    check_rate_equation(t, ud[:, zi], H, x=x, xd=xd, z=z, u=uo, **J, states=rates.states,
+                        inputs=rates.inputs, rates_given=rates_given, tol=tol, what=what)

@@ -14,7 +14,8 @@ from nhcontrol._util.errors import ReferenceMotionError, TimeRangeError
 from nhcontrol._util.validation import as_float_array, as_real, as_times, check_finite, readonly
 
 from ._eval import ModelEvaluator
-from .admissibility import ADMISSIBILITY_TOL, SAMPLED_ADMISSIBILITY_TOL, check_admissible
+from .admissibility import (ADMISSIBILITY_TOL, SAMPLED_ADMISSIBILITY_TOL, check_admissible,
+                            check_rates)
 from .inverse import INVERSE_DYNAMICS_TOL, inverse_dynamics
 from .residuals import ResidualReport, compute_residuals
 
@@ -215,6 +216,44 @@ def _check_range(t_range: Any) -> tuple[float, float] | None:
     return (float(tr[0]), float(tr[1]))
 
 
+def _check_breakpoints(breakpoints: ArrayLike | None, t_range: tuple[float, float] | None
+                       ) -> tuple[float, ...]:
+    """Sorted, distinct, finite jump times (inside ``t_range`` when there is one)."""
+    if breakpoints is None:
+        return ()
+    bp = as_float_array(breakpoints, "breakpoints", error=ReferenceMotionError).reshape(-1)
+    check_finite(bp, "breakpoints", error=ReferenceMotionError)
+    if t_range is not None:
+        lo, hi = t_range
+        out = bp[(bp < lo) | (bp > hi)]
+        if out.size:
+            raise ReferenceMotionError(f"breakpoints must lie in t_range = [{lo:.6g}, {hi:.6g}] "
+                                       f"(the jump times of u on the reference), got {out.tolist()}")
+    return tuple(float(b) for b in np.unique(bp))
+
+
+def _simulation_breakpoints(result: Any, t_range: tuple[float, float]) -> tuple[float, ...]:
+    """The jump times of a simulation's inputs: its open-loop ``breakpoints``, or the control
+    instants at which the held input changes."""
+    bps = {float(b) for b in getattr(result, "breakpoints", ())}
+    ct, cu = np.asarray(result.control_times), np.asarray(result.control_inputs)
+    if ct.size > 1:
+        bps |= {float(a) for a in ct[1:][np.any(cu[1:] != cu[:-1], axis=1)]}
+    lo, hi = t_range
+    return tuple(sorted(b for b in bps if lo < b < hi))
+
+
+def _check_rate_kernels(ev: ModelEvaluator, rates: Any) -> None:
+    """Raise unless ``rates`` are the rate kernels of the model's first-order states."""
+    names = list(ev.inputs)
+    states = list(getattr(rates, "states", ()))
+    if (sorted(states + list(getattr(rates, "inputs", ()))) != sorted(names)
+            or [names[i] for i in getattr(rates, "state_index", ())] != states):
+        raise ReferenceMotionError(
+            f"rates must be the rate kernels of model {ev.name!r} (compile_rates of the system "
+            f"with first-order states among its inputs {names}), got {rates!r}")
+
+
 def _check_period(period: Any) -> float | None:
     if period is None:
         return None
@@ -257,6 +296,13 @@ class Reference:
         run when the reference is built and by `nhcontrol.linearize()`.
     lam_source : str
         ``"given"`` (by the user), ``"inverse_dynamics"`` (Eq. (2.112)) or ``"simulation"``.
+    breakpoints : tuple of float
+        Times at which the inputs ``u0`` (and their rates ``u̇0``) jump: a piecewise-constant
+        schedule, a zero-order hold. Given to `from_functions()` and `from_samples()`, carried
+        by `from_simulation()` (the run's ``breakpoints`` or control instants);
+        ``forward_dynamics(cm, ..., u=ref)`` integrates between them (its ``breakpoints``
+        default), and a linearization at a jump time takes the value ``u0(t_j)`` the reference
+        gives there (one side of the jump; see `u_limits()`).
 
     Notes
     -----
@@ -291,6 +337,7 @@ class Reference:
     check_tol: float = ADMISSIBILITY_TOL
     lam_source: str = "given"
     _fud: _TimeFn | None = field(default=None, repr=False)
+    breakpoints: tuple[float, ...] = ()
 
     # ------------------------------------------------------------------ evaluation
     @property
@@ -354,6 +401,26 @@ class Reference:
             k = len(self.inputs)
             return np.zeros(k) if scalar else np.zeros((tt.shape[0], k))
         return self._ev(self._fud, t)
+
+    @property
+    def has_input_rates(self) -> bool:
+        """True when the input rates ``u̇0`` were given (``ud=``, or a simulation's), False
+        when `ud()` returns zeros because none were."""
+        return self._fud is not None
+
+    def u_limits(self, t: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(u0(t⁻), u0(t⁺))``: the inputs just before and just after ``t`` (equal unless
+        ``t`` is one of the `breakpoints`, where they are the two sides of the jump).
+
+        Linearize on each side of a jump at the time next to it, e.g.
+        ``np.nextafter(t_j, -np.inf)`` and ``np.nextafter(t_j, np.inf)``; ``linearize`` at
+        ``t_j`` itself takes ``u0(t_j)``, whichever side the reference gives there.
+        """
+        tt = float(as_real(t, "t", error=ReferenceMotionError))
+        if tt not in self.breakpoints:
+            u = self.u(tt)
+            return u, u.copy()
+        return (self.u(float(np.nextafter(tt, -np.inf))), self.u(float(np.nextafter(tt, np.inf))))
 
     def values(self, t: ArrayLike) -> tuple[NDArray[np.float64], ...]:
         """``(x0, ẋ0, ẍ0, Λ0, u0)`` at ``t`` with one check of the times (what ``linearize``
@@ -515,8 +582,10 @@ class Reference:
                t_range: tuple[float, float] | None, source: str, tol: float,
                check_dynamics: bool, check: bool = True, check_tol: float = ADMISSIBILITY_TOL,
                lam_source: str = "given", wrap_t0: float | None = None,
-               fud: _TimeFn | None = None) -> "Reference":
+               fud: _TimeFn | None = None, rates: Any = None,
+               breakpoints: ArrayLike | None = None) -> "Reference":
         ml = ev.m + ev.l
+        bps = _check_breakpoints(breakpoints, t_range)
         if not (isinstance(check_tol, (int, float)) and np.isfinite(check_tol) and check_tol > 0):
             raise ReferenceMotionError(f"tol must be a positive number, got {check_tol!r}")
         # evaluate once at probe times: shapes, finiteness and admissibility
@@ -543,20 +612,26 @@ class Reference:
                              constraints=ev.constraints,
                              inputs=ev.inputs, lam_given=flam is not None and lam_source == "given",
                              tol=check_tol, what=f"the reference motion of {ev.name!r}")
+        if check and rates is not None:
+            _check_rate_kernels(ev, rates)
+            check_rates(rates, probe, vals["x"], vals["xd"], vals["u"], vals["ud"], ev.p,
+                        rates_given=fud is not None, tol=check_tol,
+                        what=f"the reference motion of {ev.name!r}")
         if flam is None:
             flam = _InverseLam(cm, fx, fxd, fxdd, fu, ev.p, ev.k, ml, tol, check_dynamics and check)
         return cls(coordinates=ev.coordinates, inputs=ev.inputs, constraints=ev.constraints,
                    parameters=readonly(np.array(ev.p)), steady=bool(steady), period=period,
                    t_range=t_range, model_name=ev.name, source=source, _fx=fx, _fxd=fxd,
                    _fxdd=fxdd, _flam=flam, _fu=fu, _wrap_t0=wrap_t0, check_tol=float(check_tol),
-                   lam_source=lam_source, _fud=fud)
+                   lam_source=lam_source, _fud=fud, breakpoints=bps)
 
     @classmethod
     def from_functions(cls, cm: Any, x: Any, xd: Any, xdd: Any, u: Any = None, lam: Any = None,
                        p: ArrayLike | Mapping[str, float] | None = None, steady: bool = False,
                        period: float | None = None, t_range: ArrayLike | None = None, *,
                        tol: float = INVERSE_DYNAMICS_TOL, check: bool = True,
-                       ud: Any = None) -> "Reference":
+                       ud: Any = None, rates: Any = None,
+                       breakpoints: ArrayLike | None = None) -> "Reference":
         """Reference from functions of time.
 
         Parameters
@@ -576,7 +651,8 @@ class Reference:
             Input rates ``u̇0(t)`` (zeros when omitted), for inputs that enter the nonholonomic
             constraints: the acceleration level checked is ``D ẍ0 = Q_d − E u̇0``
             (``E = ∂(B ẋ + b)/∂u``), and ``linearize`` uses them. A motion whose ``u0`` varies
-            with ``ud`` omitted fails that check (the message names the constraint).
+            with ``ud`` omitted fails that check (the message names the constraint). In the
+            entries of first-order states ``z`` they are ``ż0`` (see ``rates``).
         steady : bool
             Time-invariant linearization (relative equilibrium).
         period : float, optional
@@ -590,13 +666,24 @@ class Reference:
             Check admissibility at three probe times (default). ``False`` skips it; the
             reference then keeps ``check_tol = tol`` for `nhcontrol.linearize()`, which
             checks again unless called with ``check=False``.
+        rates : RateKernels, optional
+            ``nhcontrol.compiled.compile_rates(system)`` of a model with first-order states
+            ``z`` (inputs of ``cm``): the check then includes their rate equation
+            ``ż0 = H(x0, ẋ0, z0, u0)`` (Eq. (7.19)) with ``ż0`` the entries of ``ud`` (zero
+            when ``ud`` is omitted, so a ``z0(t)`` that varies needs ``ud``), relative to the
+            size of its terms (`nhcontrol.reference.admissibility`).
+            `nhcontrol.linearize.linearize_first_order_system()` checks it again.
+        breakpoints : (J,) array_like, optional
+            Times at which ``u`` (and ``ud``) jump (steps, piecewise-constant schedules),
+            inside ``t_range`` when one is given; kept as `breakpoints`.
 
         Raises
         ------
         ReferenceMotionError
             Wrong shapes, non-finite values, or (``check=True``) a motion that violates the
-            constraints or the equations of motion: the message names the constraint or
-            coordinate, the residual, the time and the fix.
+            constraints or the equations of motion (or, with ``rates``, the rate equation of a
+            first-order state): the message names the constraint, coordinate or state, the
+            residual, the time and the fix.
         """
         ev = ModelEvaluator(cm, p)
         tr = _check_range(t_range)
@@ -611,21 +698,24 @@ class Reference:
         return cls._build(cm, ev, fx, fxd, fxdd, flam, fu, steady=steady, period=T, t_range=tr,
                           source="functions", tol=tol, check_dynamics=True, check=check,
                           check_tol=tol,
-                          lam_source="inverse_dynamics" if flam is None else "given", fud=fud)
+                          lam_source="inverse_dynamics" if flam is None else "given", fud=fud,
+                          rates=rates, breakpoints=breakpoints)
 
     @classmethod
     def constant_velocity(cls, cm: Any, x0: ArrayLike, xd0: ArrayLike, u: ArrayLike | None = None,
                           p: ArrayLike | Mapping[str, float] | None = None,
                           lam: ArrayLike | None = None, t_range: ArrayLike | None = None, *,
-                          tol: float = INVERSE_DYNAMICS_TOL, check: bool = True) -> "Reference":
+                          tol: float = INVERSE_DYNAMICS_TOL, check: bool = True,
+                          rates: Any = None) -> "Reference":
         """Steady motion ``x0(t) = x0 + ẋ0 t``, ``ẋ0`` constant, ``ẍ0 = 0`` (``steady=True``).
 
         This is the form of the relative equilibria of the thesis (e.g. the bicycle's steady
         forward motion, Eq. (4.148)), where the coordinates that grow are cyclic.
         The multipliers come from inverse dynamics, Eq. (2.112), unless given.
-        ``tol`` and ``check`` are those of `from_functions()`: the motion must satisfy
-        ``C(x0) = 0``, ``D(x0) ẋ0 = 0``, ``D ẍ0 = Qd`` and ``M ẍ0 + Dᵀ Λ0 = Q(x0, ẋ0, u0)``
-        (``ReferenceMotionError`` otherwise).
+        ``tol``, ``check`` and ``rates`` are those of `from_functions()`: the motion must satisfy
+        ``C(x0) = 0``, ``D(x0) ẋ0 = 0``, ``D ẍ0 = Qd`` and ``M ẍ0 + Dᵀ Λ0 = Q(x0, ẋ0, u0)``,
+        and with ``rates`` the first-order states ``z`` among the inputs must be at rest,
+        ``H(x0, ẋ0, z0, u0) = 0`` (``ReferenceMotionError`` otherwise).
         """
         ev = ModelEvaluator(cm, p)
         X0 = ev.states(x0, "x0")[0]
@@ -637,17 +727,21 @@ class Reference:
                           steady=True, period=None, t_range=_check_range(t_range),
                           source="constant_velocity", tol=tol, check_dynamics=True, check=check,
                           check_tol=tol,
-                          lam_source="inverse_dynamics" if flam is None else "given")
+                          lam_source="inverse_dynamics" if flam is None else "given",
+                          rates=rates)
 
     @classmethod
     def equilibrium(cls, cm: Any, x0: ArrayLike, u: ArrayLike | None = None,
                     p: ArrayLike | Mapping[str, float] | None = None, *,
-                    tol: float = INVERSE_DYNAMICS_TOL, check: bool = True) -> "Reference":
+                    tol: float = INVERSE_DYNAMICS_TOL, check: bool = True,
+                    rates: Any = None) -> "Reference":
         """Static equilibrium ``x0`` (constant, zero velocity), ``steady=True``.
 
-        ``tol`` and ``check`` as in `from_functions()`.
+        ``tol``, ``check`` and ``rates`` as in `from_functions()` (with ``rates``, the
+        first-order states must be at rest: ``H(x0, 0, z0, u0) = 0``).
         """
-        return cls.constant_velocity(cm, x0, np.zeros(int(cm.n)), u=u, p=p, tol=tol, check=check)
+        return cls.constant_velocity(cm, x0, np.zeros(int(cm.n)), u=u, p=p, tol=tol, check=check,
+                                     rates=rates)
 
     @classmethod
     def from_samples(cls, cm: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike | None = None,
@@ -656,7 +750,8 @@ class Reference:
                      lam: ArrayLike | None = None, periodic: bool = False,
                      u_interpolation: UInterpolation = "cubic",
                      steady: bool = False, check: bool = True,
-                     tol: float = SAMPLED_ADMISSIBILITY_TOL) -> "Reference":
+                     tol: float = SAMPLED_ADMISSIBILITY_TOL,
+                     breakpoints: ArrayLike | None = None) -> "Reference":
         """Reference interpolated from samples, with consistent derivatives.
 
         Parameters
@@ -673,7 +768,7 @@ class Reference:
             ``xdd(t)`` are the exact derivatives of the interpolant ``x(t)``.
         u : (N, k) array_like, optional
             Input samples, interpolated as ``u_interpolation`` says (``"previous"`` is a
-            zero-order hold).
+            zero-order hold: the sample times where ``u`` changes become `breakpoints`).
         p : parameters, optional
         lam : (N, m + l) array_like, optional
             Multiplier samples (cubic spline). When omitted, ``Λ0`` comes from inverse dynamics
@@ -692,6 +787,8 @@ class Reference:
             between the samples the interpolant satisfies the constraints only to its
             interpolation error; a wrong or missing velocity still fails (relative residual of
             order 1).
+        breakpoints : (J,) array_like, optional
+            Further jump times of ``u`` inside the sampled range (kept as `breakpoints`).
 
         Raises
         ------
@@ -756,12 +853,17 @@ class Reference:
         flam = None
         if lam is not None:
             flam = _interp(tt, samples(lam, ev.m + ev.l, "lam (samples)"), "cubic", periodic)
+        bps = _check_breakpoints(breakpoints, (float(tt[0]), float(tt[-1])))
+        if isinstance(fu, _Previous):            # a zero-order hold jumps where u changes
+            Y = fu.y
+            held = tuple(float(a) for a in tt[1:-1][np.any(Y[1:-1] != Y[:-2], axis=1)])
+            bps = tuple(sorted(set(bps) | set(held)))
         return cls._build(cm, ev, fx, fxd, fxdd, flam, fu, steady=steady, period=period,
                           t_range=(float(tt[0]), float(tt[-1])), source="samples",
                           tol=INVERSE_DYNAMICS_TOL, check_dynamics=False, check=check,
                           check_tol=tol,
                           lam_source="inverse_dynamics" if flam is None else "given",
-                          wrap_t0=float(tt[0]) if periodic else None)
+                          wrap_t0=float(tt[0]) if periodic else None, breakpoints=bps)
 
     @classmethod
     def from_simulation(cls, result: Any, *, u_interpolation: UInterpolation | None = None,
@@ -776,11 +878,14 @@ class Reference:
         ``forward_dynamics(..., ud=...)`` become ``u̇0``). Without dense output the samples are
         interpolated by `from_samples()` (quintic Hermite). ``check`` and ``tol`` are those
         of `from_samples()` (the integrated motion satisfies the constraints to the
-        integration tolerance).
+        integration tolerance). The reference's `breakpoints` are the run's (its
+        ``breakpoints=``, or the control instants at which a zero-order-hold input changes),
+        so ``forward_dynamics(cm, ..., u=ref)`` integrates across the same jumps.
         """
         cm = result.model
         ev = ModelEvaluator(cm, result.parameters)
         tr = (float(result.t[0]), float(result.t[-1]))
+        bps = _simulation_breakpoints(result, tr)
         if getattr(result, "has_dense_output", False):
             dense = _DenseSimulation(result)
             fx, fxd, fxdd, flam, fu = (_Field(dense, nm) for nm in ("x", "xd", "xdd", "lam", "u"))
@@ -789,12 +894,13 @@ class Reference:
             return cls._build(cm, ev, fx, fxd, fxdd, flam, fu, steady=False, period=None,
                               t_range=tr, source="simulation", tol=INVERSE_DYNAMICS_TOL,
                               check_dynamics=False, check=check, check_tol=tol,
-                              lam_source="simulation", fud=fud)
+                              lam_source="simulation", fud=fud, breakpoints=bps)
         kind = u_interpolation or ("previous" if getattr(result, "sample_time", None) else "cubic")
         t, keep = np.unique(np.asarray(result.t), return_index=True)
         ref = cls.from_samples(cm, t, result.x[keep], result.xd[keep], result.xdd[keep],
                                u=result.u[keep] if ev.k else None, p=result.parameters,
-                               lam=result.lam[keep], u_interpolation=kind, check=check, tol=tol)
+                               lam=result.lam[keep], u_interpolation=kind, check=check, tol=tol,
+                               breakpoints=bps)
         return ref
 
 

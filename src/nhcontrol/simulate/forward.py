@@ -223,6 +223,11 @@ def _wrap_events(events: Any, n: int) -> list:
     return out
 
 
+def _is_reference(u: Any) -> bool:
+    """A `Reference` passed as the open-loop inputs (duck-typed: no import cycle)."""
+    return hasattr(u, "ud") and hasattr(u, "sample") and hasattr(u, "breakpoints")
+
+
 def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: ArrayLike, *,
                      u: Any = None, p: ArrayLike | Mapping[str, float] | None = None,
                      baumgarte: tuple[float, float] = DEFAULT_BAUMGARTE,
@@ -328,6 +333,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         those after the jump. Times outside ``(t0, tf)`` are ignored. Without them a jump
         inside an integration step is smoothed over by the step-size control, and after a
         jump of such inputs the constraints are restored only by Baumgarte stabilisation.
+        Default: ``u.breakpoints`` when ``u`` is a Reference.
 
     Returns
     -------
@@ -406,6 +412,8 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                               f"{tf:g}], got {te.size} times in [{te.min() if te.size else 0:g}, "
                               f"{te.max() if te.size else 0:g}]")
         te = np.clip(te, t0, tf)
+    if breakpoints is None and controller is None and _is_reference(u):
+        breakpoints = u.breakpoints or None                      # a Reference's jump times
     bps = as_breakpoints(breakpoints, t0, tf, controller is None)
     budget = work_budget(t0, tf, max_evaluations, time_limit, method, ev.name)
     dyn = Dynamics(ev, alpha, beta)
@@ -424,7 +432,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     if controller is None:
         u_of_t = as_input_function(u, ev, t0)
         seg_law = [("open", u_of_t)]
-        if ud is None and hasattr(u, "ud") and hasattr(u, "sample") and callable(u.ud):
+        if ud is None and _is_reference(u) and callable(u.ud):
             ud = u.ud                                            # a Reference's u̇0(t)
         if ud is not None and rate_inputs:
             ud_of_t = as_input_function(ud, ev, t0)
@@ -643,4 +651,5 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         control_times=readonly(np.array(ctrl_t, dtype=float)),
         control_inputs=readonly(np.array(ctrl_u, dtype=float).reshape(len(ctrl_u), k)),
         t_events=tuple(readonly(np.concatenate(e) if e else np.zeros(0)) for e in ev_times),
-        status=status, message=message, nfev=int(nfev), _segments=tuple(segments), _dynamics=dyn)
+        status=status, message=message, nfev=int(nfev), _segments=tuple(segments), _dynamics=dyn,
+        breakpoints=tuple(float(b) for b in bps))

@@ -79,6 +79,10 @@ class SimulationResult:
     message : str
     nfev : int
         Right-hand-side evaluations.
+    breakpoints : tuple of float
+        Jump times of the open-loop inputs declared to `forward_dynamics()` (inside
+        ``t_span``); ``Reference.from_simulation`` carries them (with a zero-order hold, the
+        control instants where the held input changes).
     """
 
     t: NDArray[np.float64]
@@ -108,6 +112,7 @@ class SimulationResult:
     nfev: int
     _segments: tuple = field(repr=False, default=())
     _dynamics: Any = field(repr=False, default=None)
+    breakpoints: tuple[float, ...] = field(repr=False, default=())
 
     # ------------------------------------------------------------------ summaries
     @property
@@ -153,7 +158,8 @@ class SimulationResult:
                 "baumgarte": list(self.baumgarte), "method": self.method, "sample_time": self.sample_time,
                 "status": int(self.status), "message": self.message, "nfev": int(self.nfev),
                 "n_events": len(self.t_events), "model_name": self.model_name,
-                "model_hash": getattr(self.model, "model_hash", None)}
+                "model_hash": getattr(self.model, "model_hash", None),
+                "breakpoints": [float(b) for b in self.breakpoints]}
         return save_npz(path, "SimulationResult", arrays, meta)
 
     @classmethod
@@ -170,7 +176,8 @@ class SimulationResult:
                   inputs=tuple(m["inputs"]), constraints=tuple(m["constraints"]), model=model,
                   baumgarte=tuple(m["baumgarte"]), method=m["method"], sample_time=m["sample_time"],
                   t_events=tuple(readonly(np.array(arr[f"t_events_{i}"])) for i in range(m["n_events"])),
-                  status=m["status"], message=m["message"], nfev=m["nfev"])
+                  status=m["status"], message=m["message"], nfev=m["nfev"],
+                  breakpoints=tuple(m.get("breakpoints", ())))
         object.__setattr__(res, "_dense_note", f"it was loaded from {path} (samples only)")
         return res
 
