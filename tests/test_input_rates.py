@@ -382,3 +382,42 @@ def test_ltv_route_refuses_or_makes_rate_inputs_states(case_b):
     np.testing.assert_array_equal(A[:ns, ns], res.B[:, j])
     np.testing.assert_array_equal(B[:ns, -1], res.B_rate[:, j])
     assert B[ns, -1] == 1.0 and not np.any(A[ns:])
+
+
+def test_reference_carries_the_jump_times(force_model):
+    """A Reference of a run with an open-loop steering step keeps its breakpoints: re-simulated
+    with forward_dynamics(u=ref) it integrates across the same jump (re-projection; |B ẋ| <= 1e-10
+    and the states of the first run to 1e-8), u_limits gives both sides of the jump. A zero-order
+    hold gives the instants where the held input changes; from_samples with a held input the
+    sample times where it changes; from_functions takes them (inside t_range)."""
+    cm = force_model
+    x0, xd0 = np.zeros(3), np.array([15.0, 0.0, 0.0])
+    tol = dict(rtol=1e-11, atol=1e-11)
+    res = forward_dynamics(cm, (0.0, 0.3), x0, xd0, u=_steer_step_ge, breakpoints=[0.1], **tol)
+    assert res.breakpoints == (0.1,)
+    ref = Reference.from_simulation(res)
+    assert ref.breakpoints == (0.1,)
+    before, after = ref.u_limits(0.1)
+    assert before[2] == 0.0 and after[2] == 0.05 and np.array_equal(*ref.u_limits(0.2))
+    again = forward_dynamics(cm, (0.0, 0.3), x0, xd0, u=ref, t_eval=res.t, **tol)
+    assert again.breakpoints == (0.1,) and again.max_nonholonomic_drift <= 1e-10
+    assert np.max(np.abs(again.x - res.x)) < 1e-8
+    smeared = forward_dynamics(cm, (0.0, 0.15), x0, xd0, u=ref, breakpoints=[], **tol)
+    assert smeared.breakpoints == () and smeared.max_nonholonomic_drift > 0.1
+
+    steer = [0.0, 0.05, 0.05]
+    held = forward_dynamics(cm, (0.0, 0.3), x0, xd0, sample_time=0.1, **tol,
+                            controller=lambda t, x, xd: np.array(
+                                [50.0, 0.0, steer[min(int(round(t / 0.1)), 2)], 0.0]))
+    assert held.breakpoints == () and Reference.from_simulation(held).breakpoints == (0.1,)
+    t = np.array([0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3])
+    smp = Reference.from_samples(cm, t, res.evaluate(t).x, res.evaluate(t).xd,
+                                 u=[_steer_step_ge(s) for s in t], u_interpolation="previous",
+                                 check=False)
+    assert smp.breakpoints == (0.1,)
+    fn = Reference.from_functions(cm, smp.x, smp.xd, smp.xdd, smp.u, t_range=(0.0, 0.3),
+                                  breakpoints=[0.2, 0.1, 0.1], check=False)
+    assert fn.breakpoints == (0.1, 0.2)
+    with pytest.raises(ReferenceMotionError, match=r"breakpoints must lie in t_range = \[0, 0\.3\].*\[0\.5\]"):
+        Reference.from_functions(cm, smp.x, smp.xd, smp.xdd, smp.u, t_range=(0.0, 0.3),
+                                 breakpoints=[0.5], check=False)

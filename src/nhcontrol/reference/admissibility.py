@@ -449,7 +449,7 @@ def check_rate_equation(t: NDArray[np.float64], zd: NDArray[np.float64], H: NDAr
     j = int(np.argmax(ratio[i]))
     name = states[j]
     others = [states[c] for c in range(len(states)) if c != j and bad[:, c].any()]
-    u_txt = f" or the other inputs {list(inputs)}" if len(inputs) else ""
+    u_txt = f" or the other arguments of H {list(inputs)}" if len(inputs) else ""
     if not rates_given:
         fix = (f"The reference has no input rates (ud), so it says ż0 = 0: a z0(t) that varies "
                f"needs its rates, ud=... with dz0/dt in the entries of {list(states)} (e.g. "
