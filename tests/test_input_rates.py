@@ -384,7 +384,7 @@ def test_ltv_route_refuses_or_makes_rate_inputs_states(case_b):
     assert B[ns, -1] == 1.0 and not np.any(A[ns:])
 
 
-def test_reference_carries_the_jump_times(force_model):
+def test_reference_carries_the_jump_times(force_model, tmp_path):
     """A Reference of a run with an open-loop steering step keeps its breakpoints: re-simulated
     with forward_dynamics(u=ref) it integrates across the same jump (re-projection; |B ẋ| <= 1e-10
     and the states of the first run to 1e-8), u_limits gives both sides of the jump. A zero-order
@@ -418,6 +418,14 @@ def test_reference_carries_the_jump_times(force_model):
     fn = Reference.from_functions(cm, smp.x, smp.xd, smp.xdd, smp.u, t_range=(0.0, 0.3),
                                   breakpoints=[0.2, 0.1, 0.1], check=False)
     assert fn.breakpoints == (0.1, 0.2)
+    straight = Reference.from_functions(cm, lambda t: [15.0 * t, 0.0, 0.0], [15.0, 0.0, 0.0],
+                                        np.zeros(3), np.zeros(4), t_range=(0.0, 0.3),
+                                        breakpoints=[0.1])
+    straight.save(tmp_path / "ref.npz", ts=np.linspace(0.0, 0.3, 31))
+    assert Reference.load(tmp_path / "ref.npz", cm).breakpoints == (0.1,)
+    from nhcontrol.simulate import SimulationResult
+    res.save(tmp_path / "run.npz")
+    assert SimulationResult.load(tmp_path / "run.npz").breakpoints == (0.1,)
     with pytest.raises(ReferenceMotionError, match=r"breakpoints must lie in t_range = \[0, 0\.3\].*\[0\.5\]"):
         Reference.from_functions(cm, smp.x, smp.xd, smp.xdd, smp.u, t_range=(0.0, 0.3),
                                  breakpoints=[0.5], check=False)

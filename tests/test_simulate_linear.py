@@ -176,3 +176,19 @@ def test_real_ltv_system_named_signals():
     res = simulate_ltv(sys, (0.0, 4.0), [2.0], t_eval=te)
     np.testing.assert_allclose(res.x[:, 0], 2.0 * np.exp(-te + 1 - np.cos(te)), rtol=1e-9)
     assert res.states == ("q",) and res.inputs == ("f",)
+
+
+def test_simulate_ltv_stops_at_breakpoints():
+    """B(t) jumps at t = 1 (an input of the reference steps there): with breakpoints=[1] the
+    integration stops there, reads B on each side only and the state is exact to round-off
+    (x = t - 1 after the jump), also inside the hold intervals of a sampled controller."""
+    from types import SimpleNamespace
+    sys = SimpleNamespace(A=lambda t: np.zeros((1, 1)),
+                          B=lambda t: np.array([[1.0 if t >= 1.0 else 0.0]]))
+    T = np.array([0.0, 0.5, 1.0, 1.5, 2.0])
+    res = simulate_ltv(sys, (0.0, 2.0), [0.0], u=[1.0], t_eval=T, breakpoints=[1.0, 5.0],
+                       rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(res.x[:, 0], [0.0, 0.0, 0.0, 0.5, 1.0], atol=1e-13)
+    held = simulate_ltv(sys, (0.0, 2.0), [0.0], controller=lambda t, x: np.array([1.0]),
+                        sample_time=0.3, t_eval=T, breakpoints=[1.0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(held.x[:, 0], [0.0, 0.0, 0.0, 0.5, 1.0], atol=1e-13)

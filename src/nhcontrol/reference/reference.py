@@ -418,7 +418,8 @@ class Reference:
                                             "lam": smp.lam, "u": smp.u, "parameters": self.parameters},
                         {"coordinates": list(self.coordinates), "inputs": list(self.inputs),
                          "constraints": list(self.constraints), "steady": bool(self.steady),
-                         "period": self.period, "model_name": self.model_name, "source": self.source})
+                         "period": self.period, "model_name": self.model_name, "source": self.source,
+                         "breakpoints": list(self.breakpoints)})
 
     @classmethod
     def load(cls, path: Any, cm: Any) -> "Reference":
@@ -445,7 +446,7 @@ class Reference:
                                 for k in ("x", "xd", "xdd", "lam", "u")))
         return cls.from_samples(cm, t, arr["x"], arr["xd"], arr["xdd"], u=arr["u"] if ev.k else None,
                                 p=arr["parameters"], lam=arr["lam"], periodic=periodic,
-                                steady=meta["steady"])
+                                steady=meta["steady"], breakpoints=meta.get("breakpoints"))
 
     # ------------------------------------------------------------------ constructors
     @classmethod

@@ -240,7 +240,8 @@ def simulate_discrete(dsys: Any, x0: ArrayLike, controller: Any = None, u: Any =
 def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None,
                  controller: Any = None, sample_time: float | None = None, *,
                  t_eval: ArrayLike | None = None, method: str = "DOP853", rtol: float = 1e-10,
-                 atol: float = 1e-12) -> LinearSimulationResult:
+                 atol: float = 1e-12, breakpoints: ArrayLike | None = None
+                 ) -> LinearSimulationResult:
     """Simulate ``ẋ = A(t) x + B(t) u`` (continuous LTV, or LTI ``StateSpace``).
 
     Parameters
@@ -258,6 +259,12 @@ def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None
         Output times (default: controller instants and the integrator's steps).
     method, rtol, atol
         ``solve_ivp`` settings.
+    breakpoints : (J,) array_like, optional
+        Times at which ``A(t)``, ``B(t)`` or the open-loop ``u(t)`` jump, e.g. the
+        ``breakpoints`` of the reference of ``LTVSystem.from_linearization`` (its inputs
+        jump there). The integration stops at each of them (inside the hold intervals of a
+        ``sample_time`` controller too) and reads ``A``, ``B`` and ``u`` inside each interval
+        only (their one-sided limits at its ends).
 
     Returns
     -------
@@ -295,8 +302,10 @@ def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None
     ctrl = None if controller is None else _controller_fn(controller, k, n)
     ol = _open_loop(u, k, None, None)
 
-    def run(a: float, b: float, y: NDArray, ufun: Callable[[float, NDArray], NDArray]) -> Any:
+    def run(a: float, b: float, y: NDArray, ufun: Callable[[float, NDArray], NDArray],
+            lo: float = -math.inf, hi: float = math.inf) -> Any:
         def rhs(t: float, z: NDArray) -> NDArray:
+            t = min(max(t, lo), hi)            # inside [lo, hi]: one side of each jump
             return np.asarray(Af(t)) @ z + np.asarray(Bf(t)).reshape(n, k) @ ufun(t, z)
         sol = solve_ivp(rhs, (a, b), y, method=method, rtol=rtol, atol=atol, dense_output=True)
         if sol.status == -1:
@@ -304,10 +313,20 @@ def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None
         return sol
 
     segs: list = []
+    bps = np.zeros(0) if breakpoints is None else np.unique(
+        check_finite(as_float_array(breakpoints, "breakpoints").reshape(-1), "breakpoints"))
+    bps = bps[(bps > t0) & (bps < tf)]
     if ctrl is None or sample_time is None:
         law = ((lambda t, z: ctrl(0, t, z)) if ctrl is not None else (lambda t, z: ol(0, t)))
-        sol = run(t0, tf, x, law)
-        segs.append((t0, tf, sol, law))
+        edges = np.concatenate([[t0], bps, [tf]])
+        y = x
+        for j in range(edges.size - 1):
+            a, b = float(edges[j]), float(edges[j + 1])
+            lo = a if j == 0 else float(np.nextafter(a, math.inf))
+            hi = b if j == edges.size - 2 else float(np.nextafter(b, -math.inf))
+            sol = run(a, b, y, law, lo, hi)
+            segs.append((a, b, sol, law))
+            y = sol.y[:, -1]
     else:
         h = float(sample_time)
         if not (math.isfinite(h) and h > 0):
@@ -319,9 +338,14 @@ def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None
             b = tf if j == nseg - 1 else t0 + (j + 1) * h
             uj = ctrl(j, a, y)
             law = (lambda t, z, _u=uj: _u)
-            sol = run(a, b, y, law)
-            segs.append((a, b, sol, law))
-            y = sol.y[:, -1]
+            sub = np.concatenate([[a], bps[(bps > a) & (bps < b)], [b]])
+            for i in range(sub.size - 1):       # A(t), B(t) jumps inside the hold interval
+                c, d = float(sub[i]), float(sub[i + 1])
+                lo = c if i == 0 else float(np.nextafter(c, math.inf))
+                hi = d if i == sub.size - 2 else float(np.nextafter(d, -math.inf))
+                sol = run(c, d, y, law, lo, hi)
+                segs.append((c, d, sol, law))
+                y = sol.y[:, -1]
     if t_eval is None:
         T = np.unique(np.concatenate([s[2].t for s in segs]))
     else:
