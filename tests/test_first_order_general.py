@@ -332,3 +332,21 @@ def test_rate_equation_of_the_reference(toy):
         linearize_first_order_system(cm, rk, bad, PART, t=0.3)
     Reference.from_functions(cm, *funcs, ref.u, ud=wrong, rates=rk, check=False)
     assert Reference.from_functions(cm, *funcs, ref.u, ud=ref.ud, rates=rk).has_input_rates
+
+
+def test_sampled_reference_carries_the_rates_of_its_states(toy):
+    """Reference.from_samples of the accelerating turn (21 samples): u̇0 is the derivative of the
+    cubic input interpolant, so ż0 = H holds to the interpolation error (the check at the
+    sampled tolerance 1e-3 passes, also with rates= when built); a held input (ż0 = 0) is
+    refused."""
+    from nhcontrol._util.errors import ReferenceMotionError
+    cm, rk = toy
+    ref = _trajectory(cm)
+    t = np.linspace(0.0, 1.0, 21)
+    args = (cm, t, ref.x(t), ref.xd(t), ref.xdd(t))
+    smp = Reference.from_samples(*args, u=ref.u(t), rates=rk)
+    assert smp.has_input_rates and abs(smp.ud(0.55)[0] - ref.ud(0.55)[0]) < 1e-6
+    linearize_first_order_system(cm, rk, smp, PART, t=[0.25, 0.55])
+    held = Reference.from_samples(*args, u=ref.u(t), u_interpolation="previous", check=False)
+    with pytest.raises(ReferenceMotionError, match=r"state 'i' at t = 0\.25.*no input rates"):
+        linearize_first_order_system(cm, rk, held, PART, t=[0.25, 0.55])

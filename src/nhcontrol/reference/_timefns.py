@@ -165,6 +165,25 @@ class _Previous(_Linear):
         return self.y[idx]
 
 
+class _Slope(_Linear):
+    """The time derivative of `_Linear`: the slope of each interval (right-continuous)."""
+
+    def __call__(self, s: NDArray[np.float64]) -> NDArray[np.float64]:
+        idx = np.clip(np.searchsorted(self.t, s, side="right") - 1, 0, self.t.shape[0] - 2)
+        return (np.diff(self.y, axis=0) / np.diff(self.t)[:, None])[idx]
+
+
+def _interp_rate(f: _TimeFn) -> _TimeFn | None:
+    """The exact time derivative of an interpolant of `_interp` (None: zero, a held input)."""
+    if isinstance(f, CubicSpline):
+        return f.derivative()
+    if isinstance(f, _Previous):
+        return None
+    if isinstance(f, _Linear):
+        return _Slope(f.t, f.y)
+    return None
+
+
 def _interp(t: NDArray[np.float64], y: NDArray[np.float64], kind: str, periodic: bool) -> _TimeFn:
     """Vectorised interpolant of samples ``y (N, d)`` at ``t (N,)`` (picklable)."""
     if kind == "cubic":

@@ -18,7 +18,7 @@ from .admissibility import (ADMISSIBILITY_TOL, SAMPLED_ADMISSIBILITY_TOL, check_
                             check_rates)
 from .inverse import INVERSE_DYNAMICS_TOL, inverse_dynamics
 from .residuals import ResidualReport, compute_residuals
-from ._timefns import (_Previous, _Vectorized, _check_breakpoints, _check_period,
+from ._timefns import (_interp_rate, _Previous, _Vectorized, _check_breakpoints, _check_period,
                        _check_range, _check_rate_kernels, _constant, _interp, _probe_times,
                        _simulation_breakpoints, _vectorize)
 
@@ -624,7 +624,8 @@ class Reference:
                      u_interpolation: UInterpolation = "cubic",
                      steady: bool = False, check: bool = True,
                      tol: float = SAMPLED_ADMISSIBILITY_TOL,
-                     breakpoints: ArrayLike | None = None) -> "Reference":
+                     breakpoints: ArrayLike | None = None, ud: ArrayLike | None = None,
+                     rates: Any = None) -> "Reference":
         """Reference interpolated from samples, with consistent derivatives.
 
         Parameters
@@ -641,7 +642,9 @@ class Reference:
             ``xdd(t)`` are the exact derivatives of the interpolant ``x(t)``.
         u : (N, k) array_like, optional
             Input samples, interpolated as ``u_interpolation`` says (``"previous"`` is a
-            zero-order hold: the sample times where ``u`` changes become `breakpoints`).
+            zero-order hold: the sample times where ``u`` changes become `breakpoints`). The
+            input rates ``u̇0(t)`` are the exact derivative of that interpolant (zero for
+            ``"previous"``) unless ``ud`` is given.
         p : parameters, optional
         lam : (N, m + l) array_like, optional
             Multiplier samples (cubic spline). When omitted, ``Λ0`` comes from inverse dynamics
@@ -662,6 +665,11 @@ class Reference:
             order 1).
         breakpoints : (J,) array_like, optional
             Further jump times of ``u`` inside the sampled range (kept as `breakpoints`).
+        ud : (N, k) array_like, optional
+            Input-rate samples (interpolated as ``u``), e.g. the rates ``ż`` of first-order
+            states given by their rate equation.
+        rates : RateKernels, optional
+            As in `from_functions()`: the check includes ``ż0 = H(x0, ẋ0, z0, u0)``.
 
         Raises
         ------
@@ -726,6 +734,11 @@ class Reference:
         flam = None
         if lam is not None:
             flam = _interp(tt, samples(lam, ev.m + ev.l, "lam (samples)"), "cubic", periodic)
+        fud = None
+        if ud is not None and ev.k:
+            fud = _interp(tt, samples(ud, ev.k, "ud (samples)"), u_interpolation, periodic)
+        elif u is not None and ev.k:
+            fud = _interp_rate(fu)                 # the derivative of the input interpolant
         bps = _check_breakpoints(breakpoints, (float(tt[0]), float(tt[-1])))
         if isinstance(fu, _Previous):            # a zero-order hold jumps where u changes
             Y = fu.y
@@ -736,7 +749,8 @@ class Reference:
                           tol=INVERSE_DYNAMICS_TOL, check_dynamics=False, check=check,
                           check_tol=tol,
                           lam_source="inverse_dynamics" if flam is None else "given",
-                          wrap_t0=float(tt[0]) if periodic else None, breakpoints=bps)
+                          wrap_t0=float(tt[0]) if periodic else None, breakpoints=bps,
+                          fud=fud, rates=rates)
 
     @classmethod
     def from_simulation(cls, result: Any, *, u_interpolation: UInterpolation | None = None,
