@@ -405,3 +405,16 @@ def test_catalogue_references_pass_with_margin(name):
                                Q=ev.Q(s.x, s.xd, U), D=ev.D(s.x, U), Qd=ev.Qd(s.x, s.xd, U),
                                C=ev.C(s.x, U))
     assert rep.ok and max(rep.maxima.values()) <= 1e-13, rep.maxima
+
+
+def test_hydraulic_equilibrium_satisfies_the_rate_equation(ctx):
+    """The four-bar at rest (Eq. (7.99)): the circuit's rates at the equilibrium are zero to
+    round-off against their scale (the throttle terms, ~1.2e11 Pa/s), and the linearization
+    with H0 checked gives the 6x6 of hf.linearization()."""
+    cm, eq = ctx.hyd
+    cj = hf.circuit_jacobians(eq)
+    scale = np.abs(cj.H_p) @ np.abs(eq.p)
+    assert scale[0] > 1e11 and np.all(np.abs(cj.H) <= 1e-14 * scale[0])
+    lin = linearize_with_first_order_states(cm, Reference.equilibrium(cm, eq.x, u=eq.p),
+                                            hf.PARTITION, **cj.as_kwargs())
+    np.testing.assert_array_equal(lin.A, hf.linearization().A)
