@@ -27,7 +27,7 @@ from .._util.errors import ModelError
 from ..modeling.graph import ExprGraph
 from .derivatives import ARG_PREFIX, FunctionSpec
 
-GENERATOR_VERSION = "nhcontrol-codegen-13"
+GENERATOR_VERSION = "nhcontrol-codegen-14"
 """Bumped whenever the generated code changes (part of the cache key)."""
 
 

@@ -102,7 +102,9 @@ class ExprGraph:
 
     def _register(self, sym: sp.Symbol, expr: sp.Expr) -> sp.Symbol:
         free = expr.free_symbols
-        nodes = tuple(s for s in free if s in self.defs)
+        # in definition order: the iteration order of a set of symbols depends on the hash seed,
+        # and the derivatives create nodes while walking these tuples (reproducible numbering)
+        nodes = tuple(sorted((s for s in free if s in self.defs), key=self.index.__getitem__))
         deps = set(s for s in free if s in self.args)
         for w in nodes:
             deps |= self.deps[w]
@@ -275,7 +277,7 @@ class ExprGraph:
         expr = sp.sympify(expr)
         if not self.depends(expr, z):
             return sp.S.Zero
-        self._ensure([s for s in expr.free_symbols if s in self.defs], z)
+        self._ensure(sorted((s for s in expr.free_symbols if s in self.defs), key=self.index.__getitem__), z)
         return self._partial_chain(expr, z)
 
     def jacobian(self, exprs: Sequence[sp.Expr], zs: Sequence[sp.Symbol]) -> sp.Matrix:
