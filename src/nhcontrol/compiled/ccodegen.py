@@ -88,6 +88,24 @@ class CPrinter(FastPrinter):
     def _pi(self) -> str:
         return repr(math.pi)
 
+    def _true(self) -> str:
+        return "1"
+
+    def _false(self) -> str:
+        return "0"
+
+    def _junction(self, conj: bool, parts: list[str]) -> str:
+        return "(" + (" && " if conj else " || ").join(parts) + ")"
+
+    def _not(self, q: str) -> str:
+        return f"(!{q})"
+
+    def _nan(self) -> str:
+        return "NAN"
+
+    def _select(self, cond: str, a: str, b: str) -> str:
+        return f"({cond} ? {a} : {b})"
+
     def p(self, e: sp.Expr, sub: bool = True) -> str:
         leaf = self._leaf(e, sub)
         if leaf is not None:
@@ -114,6 +132,8 @@ class CPrinter(FastPrinter):
             return f"fabs({self.p(e.args[0])})"
         if isinstance(e, sp.atan2):
             return f"atan2({self.p(e.args[0])}, {self.p(e.args[1])})"
+        if isinstance(e, sp.Piecewise):
+            return self.piecewise(e)
         raise CCodegenError(f"no C translation for {type(e).__name__} in {str(e)[:80]!r}")
 
 

@@ -171,6 +171,8 @@ class FastPrinter:
             return f"{'numpy.abs' if self.vector else 'abs'}({self.p(e.args[0])})"
         if isinstance(e, sp.atan2):
             return f"{self.mod}.{'arctan2' if self.vector else 'atan2'}({self.p(e.args[0])}, {self.p(e.args[1])})"
+        if isinstance(e, sp.Piecewise):
+            return self.piecewise(e)
         try:
             return "(" + self.fallback.doprint(e) + ")"
         except Exception as exc:  # sympy printers raise PrintMethodNotImplementedError, TypeError, ...
@@ -179,6 +181,62 @@ class FastPrinter:
                              f"derivatives: a non-smooth function such as sign or Abs, or an unevaluated "
                              f"Derivative, has none that can be printed). Replace it by a smooth function, "
                              f"e.g. tanh(v/eps) for sign(v) or sqrt(v**2 + eps**2) for Abs(v)") from exc
+
+
+    # ---- Piecewise: only the active branch is evaluated (one point), see `_operands`
+    _RELOPS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
+
+    def condition(self, c) -> str:
+        """Text of a Boolean condition (relations of expressions, And, Or, Not, True, False)."""
+        if c is sp.true:
+            return self._true()
+        if c is sp.false:
+            return self._false()
+        if isinstance(c, sp.core.relational.Relational) and c.rel_op in self._RELOPS:
+            return f"({self.p(c.lhs)} {self._RELOPS[c.rel_op]} {self.p(c.rhs)})"
+        if isinstance(c, (sp.And, sp.Or)):
+            return self._junction(isinstance(c, sp.And), [self.condition(a) for a in c.args])
+        if isinstance(c, sp.Not):
+            return self._not(self.condition(c.args[0]))
+        raise ModelError(f"the code generator cannot print the condition {_short(c)} of a Piecewise "
+                         f"expression; use relations (<, <=, >, >=) joined by And, Or, Not")
+
+    def _true(self) -> str:
+        return "True"
+
+    def _false(self) -> str:
+        return "False"
+
+    def _junction(self, conj: bool, parts: list[str]) -> str:
+        if self.vector:
+            f = "numpy.logical_and" if conj else "numpy.logical_or"
+            out = parts[0]
+            for q in parts[1:]:
+                out = f"{f}({out}, {q})"
+            return out
+        return "(" + (" and " if conj else " or ").join(parts) + ")"
+
+    def _not(self, q: str) -> str:
+        return f"numpy.logical_not({q})" if self.vector else f"(not {q})"
+
+    def _nan(self) -> str:
+        return f"{self.mod}.nan"
+
+    def _select(self, cond: str, a: str, b: str) -> str:
+        if self.vector:   # every branch is evaluated (under numpy.errstate), the active one kept
+            return f"numpy.where({cond}, {a}, {b})"
+        return f"({a} if {cond} else {b})"
+
+    def piecewise(self, e: sp.Piecewise) -> str:
+        """``(a if c1 else (b if c2 else ...))``: branches after the first true condition are not
+        evaluated; no true condition gives NaN."""
+        out = None
+        for val, cond in reversed(e.args):
+            if cond is sp.true:
+                out = self.p(val)
+                continue
+            out = self._select(self.condition(cond), self.p(val), self._nan() if out is None else out)
+        return self._nan() if out is None else out
 
 
 def _short(e: sp.Expr, limit: int = 160) -> str:
@@ -211,6 +269,8 @@ def _operands(e: sp.Expr) -> list[sp.Expr]:
     """The subtrees of ``e`` that may be replaced by temporaries (non-atomic arguments; the
     arguments of a product are looked through to their own factors, see `FastPrinter`)."""
     out: list = []
+    if isinstance(e, sp.Piecewise):
+        return out      # a branch is evaluated only under its condition: never hoisted
     stack = list(reversed(e.args))
     while stack:
         a = stack.pop()

@@ -45,6 +45,11 @@ INPUT_RATE_FIELDS = ("E", "dEw_dx", "dEw_dxd", "dEw_du", "dDTlam_du")
 the nonholonomic constraints, ``E = ∂(B ẋ + b)/∂u`` and the partial derivatives of ``E u̇0`` and
 ``Dᵀ Λ0`` (docs/theory/road_vehicles.md, "Inputs in the constraints")."""
 
+RATE_FIELDS = ("H", "dH_dx", "dH_dxd", "dH_du")
+"""Fields of [`RateTerms`][nhcontrol.compiled.RateTerms]: the rates ``ż = H(x, ẋ, u)`` of the
+first-order states (Eqs. (7.12)-(7.13); the states ``z`` are inputs of the mechanics) and their
+exact partial derivatives."""
+
 DYNAMICS_FIELDS = ("M", "Q", "D", "Qd")
 """Fields of [`DynamicsTerms`][nhcontrol.compiled.DynamicsTerms]."""
 
@@ -85,8 +90,12 @@ class FunctionSpec:
     outputs: tuple[tuple[str, sp.ImmutableMatrix, tuple[int, ...]], ...]
 
 
-def kernel_specs(eom: EquationsOfMotion) -> tuple[list[FunctionSpec], dict[str, list[sp.Symbol]]]:
+def kernel_specs(eom: EquationsOfMotion, rates: tuple[sp.Expr, ...] = ()
+                 ) -> tuple[list[FunctionSpec], dict[str, list[sp.Symbol]]]:
     """Specs of all kernels of the contract table plus the fused functions.
+
+    ``rates``: the rate expressions ``H`` of first-order states (in ``x, ẋ, u, p``); when given,
+    one more fused function ``rate_terms`` computes ``H`` and its Jacobians (`RATE_FIELDS`).
 
     Returns
     -------
@@ -156,12 +165,20 @@ def kernel_specs(eom: EquationsOfMotion) -> tuple[list[FunctionSpec], dict[str, 
     # input-rate term of D ẍ = Qd − E u̇) and of Dᵀ Λ0 with respect to u
     E = eom.E_g if eom.E_g is not None else sp.ImmutableMatrix(sp.zeros(m + l, len(U)))
     Eud = mv(E, S["ud"])
-    rates = {"E": E, "dEw_dx": jac(Eud, X), "dEw_dxd": jac(Eud, XD), "dEw_du": jac(Eud, U),
+    irt = {"E": E, "dEw_dx": jac(Eud, X), "dEw_dxd": jac(Eud, XD), "dEw_du": jac(Eud, U),
              "dDTlam_du": jac(mv(D.T, S["lam"]), U) if m + l else sp.ImmutableMatrix(sp.zeros(n, len(U)))}
     specs.append(FunctionSpec("input_rate_terms", ("x", "xd", "ud", "lam", "u", "p"),
-                              tuple((nm, rates[nm], shape(nm, rates[nm])) for nm in INPUT_RATE_FIELDS)))
+                              tuple((nm, irt[nm], shape(nm, irt[nm])) for nm in INPUT_RATE_FIELDS)))
+    if rates:
+        # first-order states (Ch. 7): ż = H(x, ẋ, z, u), z among the inputs u of the mechanics
+        H = g.ingest(list(rates))
+        rt = {"H": sp.ImmutableMatrix(len(H), 1, H), "dH_dx": jac(H, X), "dH_dxd": jac(H, XD),
+              "dH_du": jac(H, U)}
+        specs.append(FunctionSpec("rate_terms", ("x", "xd", "u", "p"),
+                                  tuple((nm, rt[nm], (len(H),) if nm == "H" else tuple(rt[nm].shape))
+                                        for nm in RATE_FIELDS)))
     return specs, S
 
 
 __all__ = ["FunctionSpec", "kernel_specs", "ARG_PREFIX", "KERNEL_SIGNATURES", "LINEARIZATION_FIELDS",
-           "DYNAMICS_FIELDS", "INPUT_RATE_FIELDS", "DIRECT_KERNELS", "ROUTES"]
+           "DYNAMICS_FIELDS", "RATE_FIELDS", "INPUT_RATE_FIELDS", "DIRECT_KERNELS", "ROUTES"]

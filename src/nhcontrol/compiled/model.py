@@ -22,7 +22,7 @@ from . import cbackend as _cb
 from .ccodegen import CCodegenError, generate_c
 from .codegen import GENERATOR_VERSION, generate_module
 from .derivatives import (DIRECT_KERNELS, DYNAMICS_FIELDS, INPUT_RATE_FIELDS, KERNEL_SIGNATURES,
-                          LINEARIZATION_FIELDS, ROUTES, kernel_specs)
+                          LINEARIZATION_FIELDS, RATE_FIELDS, ROUTES, kernel_specs)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..modeling.system import MultibodySystem
@@ -34,9 +34,10 @@ KERNEL_ARGS: dict[str, tuple[str, ...]] = {k: v[:-2] for k, v in KERNEL_SIGNATUR
 
 _FUNC_ARGS = {"linearization_terms": ("x", "xd", "xdd", "lam", "u", "p"),
               "dynamics_terms": ("x", "xd", "u", "p"),
-              "input_rate_terms": ("x", "xd", "ud", "lam", "u", "p")}
+              "input_rate_terms": ("x", "xd", "ud", "lam", "u", "p"),
+              "rate_terms": ("x", "xd", "u", "p")}
 _FUNC_FIELDS = {"linearization_terms": LINEARIZATION_FIELDS, "dynamics_terms": DYNAMICS_FIELDS,
-                "input_rate_terms": INPUT_RATE_FIELDS}
+                "input_rate_terms": INPUT_RATE_FIELDS, "rate_terms": RATE_FIELDS}
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -130,6 +131,27 @@ class InputRateTerms:
 
 
 @dataclass(frozen=True)
+class RateTerms:
+    """Rates ``ż = H(x, ẋ, u)`` of the first-order states and their exact partial derivatives
+    (thesis Eqs. (7.12)-(7.13), (7.26), (7.28)); ``u`` is the model's whole input vector, the
+    states ``z`` included (`CompiledModel.first_order_states`). Shapes for one point; ``N``
+    stacked points add a leading axis.
+
+    Attributes
+    ----------
+    H : (r,)
+    dH_dx, dH_dxd : (r, n)
+    dH_du : (r, k)
+        Columns of the states ``z`` give ``H_z``, the other columns ``H_u``.
+    """
+
+    H: Array
+    dH_dx: Array
+    dH_dxd: Array
+    dH_du: Array
+
+
+@dataclass(frozen=True)
 class DynamicsTerms:
     """``M (n, n)``, ``Q (n,)``, ``D (m+l, n)``, ``Qd (m+l,)`` of the index-1 form Eq. (2.119)."""
 
@@ -191,6 +213,8 @@ class CompiledModel:
         # inputs that enter the nonholonomic constraints B(x, u) ẋ + b(x, u) = 0 (their rates
         # enter the acceleration level, D ẍ = Qd − E u̇)
         self.constraint_inputs: tuple[str, ...] = tuple(meta.get("constraint_inputs", ()))
+        # first-order states z among the inputs, ż = H(x, ẋ, u) (kernel `rate_terms`)
+        self.first_order_states: tuple[str, ...] = tuple(meta.get("first_order_states", ()))
         self.n: int = len(self.coordinates)
         self.m: int = len(self.holonomic_names)
         self.l: int = len(self.nonholonomic_names)  # noqa: E741
@@ -216,7 +240,8 @@ class CompiledModel:
             args = ", ".join(f"_p{i}" for i in range(len(self._p0))) or "*_"
             body = ", ".join(f"({b['mass']}, {b['inertia']})" for b in self._body_specs)
             self._bodies_fn = eval(f"lambda {args}: ({body},)", {"math": math})  # noqa: S307
-        funcs = list(DIRECT_KERNELS) + list(_FUNC_ARGS)
+        funcs = list(DIRECT_KERNELS) + [f for f in _FUNC_ARGS
+                                        if f != "rate_terms" or self.first_order_states]
         if ckernels is not None:
             # one point: float64 contiguous 1-D arrays (finiteness checked in C); N points: as Python
             self._fs = {nm: ckernels.one[nm] for nm in funcs}
@@ -518,6 +543,31 @@ class CompiledModel:
           p: ArrayLike | None = None) -> Array:
         """``E = ∂(D ẋ + b)/∂u`` (m+l, k), holonomic rows zero: ``D ẍ = Qd − E u̇``."""
         return self._kernel("E", x, xd, u, p)
+
+    def rate_terms(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
+                   p: ArrayLike | None = None) -> RateTerms:
+        """Rates ``H`` of the first-order states and their Jacobians from one generated function.
+
+        Parameters
+        ----------
+        x, xd : (n,) or (N, n) array_like
+        u : (k,) or (N, k) array_like, optional
+            The model's inputs, first-order states ``z`` included.
+        p : as in the other kernels.
+
+        Returns
+        -------
+        RateTerms
+
+        Raises
+        ------
+        ModelError
+            If the model has no first-order states, or a rate is not defined at the point.
+        """
+        if not self.first_order_states:
+            raise ModelError(f"model {self.name!r} has no first-order states; add them with "
+                             f"add_first_order_states and set_rates")
+        return RateTerms(*self._eval("rate_terms", _FUNC_ARGS["rate_terms"], (x, xd, u, p)))
 
     def dynamics_terms(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
                        p: ArrayLike | None = None) -> DynamicsTerms:
@@ -871,7 +921,19 @@ def _meta(mb: "MultibodySystem", key: str) -> dict:
             "constraint_inputs": [s.name for s in mb.inputs
                                   if any(s in sp.sympify(c.expr).free_symbols for c in mb.nonholonomic)],
             **({"clock": mb.clock.name} if getattr(mb, "clock", None) is not None else {}),
+            **({"first_order_states": [z.name for z in _rates(mb)[0]]} if _rates(mb)[1] else {}),
             "generator": GENERATOR_VERSION}
+
+
+def _rates(mb: "MultibodySystem") -> tuple[tuple, tuple]:
+    """``(states z, rates H)`` of the first-order states, both empty unless every state has a rate."""
+    states = tuple(getattr(mb, "first_order_states", ()))
+    if not states:
+        return (), ()
+    try:
+        return states, tuple(mb.rates)
+    except ModelError:
+        return (), ()
 
 
 class _Derivation:
@@ -887,7 +949,7 @@ class _Derivation:
     def specs(self) -> tuple:
         if self._specs is None:
             eom = self.mb.equations()
-            specs, symbols = kernel_specs(eom)
+            specs, symbols = kernel_specs(eom, _rates(self.mb)[1])
             self._specs = (specs, eom.graph, symbols)
         return self._specs
 
@@ -961,6 +1023,7 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
     return _registered(_with_c(cm, which, c_units, t0))
 
 
-__all__ = ["CompiledModel", "load_compiled", "LinearizationTerms", "DynamicsTerms", "InputRateTerms", "compile_system", "generate_source",
+__all__ = ["CompiledModel", "load_compiled", "LinearizationTerms", "DynamicsTerms", "InputRateTerms", "RateTerms",
+           "compile_system", "generate_source",
            "generate_c_source",
            "KERNEL_ARGS", "LINEARIZATION_FIELDS"]

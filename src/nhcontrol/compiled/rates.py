@@ -1,23 +1,26 @@
-"""Numeric kernels of the rate equations of first-order auxiliary states (thesis Eqs. (7.12)-(7.13)).
+"""The rate equations of first-order auxiliary states (thesis Eqs. (7.12)-(7.13)) for one point.
 
 A [`MultibodySystem`][nhcontrol.modeling.MultibodySystem] with first-order states ``z``
 (``add_first_order_states``, ``set_rates``) has ``ż = H(x, ẋ, z, u)``. The mechanical kernels
-see ``z`` as inputs (so ``∂Q/∂z`` is exact in ``dQ_du``); this module compiles ``H`` and its
-exact partial derivatives ``H_x``, ``H_ẋ``, ``H_z``, ``H_u`` (``u``: the other inputs), obtained
-by symbolic differentiation (SymPy), for one point.
+see ``z`` as inputs (so ``∂Q/∂z`` is exact in ``dQ_du``); ``H`` and its exact partial
+derivatives ``H_x``, ``H_ẋ``, ``H_z``, ``H_u`` (``u``: the other inputs) are one more generated
+kernel of the compiled model, ``rate_terms`` (same expression graph, C and Python back-ends,
+cache). [`RateKernels`][nhcontrol.compiled.RateKernels] splits the model's input vector into
+``z`` and ``u`` around it.
 ``Piecewise`` expressions (valves, laminar/turbulent blends) evaluate only their active branch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sympy as sp
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import ModelError
+from .model import CompiledModel
 
 __all__ = ["RateKernels", "RateJacobians", "compile_rates"]
 
@@ -42,11 +45,14 @@ class RateJacobians:
 
 class RateKernels:
     """``H(x, ẋ, z, u, p)`` and its exact Jacobians for one model (see
-    [`compile_rates()`][nhcontrol.compiled.compile_rates]).
+    [`compile_rates()`][nhcontrol.compiled.compile_rates]): the kernel ``rate_terms`` of its
+    compiled model, with the input vector split into ``z`` and ``u``.
 
     Attributes
     ----------
     name : str
+    model : CompiledModel
+        The compiled system whose kernel ``rate_terms`` is evaluated.
     states : tuple of str
         First-order states ``z`` (r).
     inputs : tuple of str
@@ -57,40 +63,45 @@ class RateKernels:
         Parameter defaults in kernel order.
     """
 
-    def __init__(self, name: str, n: int, states: tuple[str, ...], inputs: tuple[str, ...],
-                 state_index: tuple[int, ...], input_index: tuple[int, ...],
-                 parameters: dict[str, float], f_rates: Any, f_jac: Any) -> None:
-        self.name, self.n = name, n
-        self.states, self.inputs = states, inputs
-        self.state_index, self.input_index = state_index, input_index
-        self.parameters = parameters
-        self._p0 = np.array(list(parameters.values()), dtype=float)
-        self._f, self._fj = f_rates, f_jac
+    def __init__(self, model: CompiledModel) -> None:
+        if not model.first_order_states:
+            raise ModelError(f"model {model.name!r} has no first-order states; add them with "
+                             f"add_first_order_states and set_rates")
+        names = list(model.inputs)
+        self.model = model
+        self.name, self.n = model.name, model.n
+        self.states = tuple(model.first_order_states)
+        self.inputs = tuple(u for u in names if u not in self.states)
+        self.state_index = tuple(names.index(z) for z in self.states)
+        self.input_index = tuple(names.index(u) for u in self.inputs)
+        self.parameters = dict(model.parameters)
+        self._zi, self._ui = list(self.state_index), list(self.input_index)
 
-    def _args(self, x: ArrayLike, xd: ArrayLike, z: ArrayLike, u: ArrayLike | None,
-              p: ArrayLike | None) -> tuple[Any, ...]:
-        x = np.asarray(x, dtype=float).ravel()
-        xd = np.asarray(xd, dtype=float).ravel()
+    def _terms(self, x: ArrayLike, xd: ArrayLike, z: ArrayLike, u: ArrayLike | None,
+               p: ArrayLike | None):
         z = np.atleast_1d(np.asarray(z, dtype=float)).ravel()
         u = np.zeros(0) if u is None else np.atleast_1d(np.asarray(u, dtype=float)).ravel()
-        p = self._p0 if p is None else np.asarray(p, dtype=float).ravel()
-        for arr, size, what in ((x, self.n, "x"), (xd, self.n, "xd"), (z, len(self.states), "z"),
-                                (u, len(self.inputs), "u"), (p, self._p0.size, "p")):
+        for arr, size, what in ((z, len(self.states), "z"), (u, len(self.inputs), "u")):
             if arr.size != size:
                 raise ModelError(f"rates of model {self.name!r}: {what} must have {size} entries, "
                                  f"got {arr.size}")
-        return (*x, *xd, *z, *u, *p)
+        u_all = np.empty(len(self.states) + len(self.inputs))
+        u_all[self._zi] = z
+        u_all[self._ui] = u
+        x = np.asarray(x, dtype=float).ravel()
+        xd = np.asarray(xd, dtype=float).ravel()
+        p = None if p is None else np.asarray(p, dtype=float).ravel()
+        return self.model.rate_terms(x, xd, u_all, p)
 
     def split_inputs(self, u_all: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Split a model input vector into ``(z, u)``."""
         u_all = np.atleast_1d(np.asarray(u_all, dtype=float)).ravel()
-        return u_all[list(self.state_index)], u_all[list(self.input_index)]
+        return u_all[self._zi], u_all[self._ui]
 
     def rates(self, x: ArrayLike, xd: ArrayLike, z: ArrayLike, u: ArrayLike | None = None,
               p: ArrayLike | None = None) -> NDArray[np.float64]:
         """``ż = H(x, ẋ, z, u)`` (r,)."""
-        out = np.array(self._f(*self._args(x, xd, z, u, p)), dtype=float)
-        return out
+        return np.array(self._terms(x, xd, z, u, p).H, dtype=float)
 
     def jacobians(self, x: ArrayLike, xd: ArrayLike, z: ArrayLike, u: ArrayLike | None = None,
                   p: ArrayLike | None = None) -> RateJacobians:
@@ -101,25 +112,30 @@ class RateKernels:
         ModelError
             If a derivative is not finite there (e.g. a square root at zero flow).
         """
-        J = np.array(self._fj(*self._args(x, xd, z, u, p)), dtype=float).reshape(len(self.states), -1)
-        if not np.all(np.isfinite(J)):
+        t = self._terms(x, xd, z, u, p)
+        if not (np.isfinite(t.dH_dx).all() and np.isfinite(t.dH_dxd).all() and np.isfinite(t.dH_du).all()):
             raise ModelError(f"the rate Jacobian of model {self.name!r} is not finite at this point "
                              f"(a rate is not differentiable there)")
-        n, r = self.n, len(self.states)
-        return RateJacobians(H_x=J[:, :n], H_xd=J[:, n:2 * n], H_z=J[:, 2 * n:2 * n + r],
-                             H_u=J[:, 2 * n + r:])
+        return RateJacobians(H_x=t.dH_dx, H_xd=t.dH_dxd, H_z=t.dH_du[:, self._zi], H_u=t.dH_du[:, self._ui])
 
     def __repr__(self) -> str:
         return f"RateKernels({self.name!r}, z={list(self.states)}, u={list(self.inputs)})"
 
 
-def compile_rates(system: Any) -> RateKernels:
-    """Compile the rate equations ``H`` of a system's first-order states and their Jacobians.
+def compile_rates(system: Any, cache: bool = True, cache_dir: str | Path | None = None,
+                  backend: str | None = None) -> RateKernels:
+    """The rate equations ``H`` of a system's first-order states and their Jacobians.
+
+    ``H`` and its exact Jacobians are the kernel ``rate_terms`` of the compiled system, so this
+    compiles the system (or finds it in this process or in the kernel cache, with the same
+    arguments as `MultibodySystem.compile`).
 
     Parameters
     ----------
     system : MultibodySystem
         With ``add_first_order_states`` and ``set_rates`` for every state.
+    cache, cache_dir, backend
+        As in [`compile_system()`][nhcontrol.compiled.compile_system].
 
     Returns
     -------
@@ -130,22 +146,11 @@ def compile_rates(system: Any) -> RateKernels:
     ModelError
         If the system has no first-order states or a state has no rate.
     """
+    from .model import compile_system
+
     states = tuple(system.first_order_states)
     if not states:
         raise ModelError(f"model {system.name!r} has no first-order states; add them with "
                          f"add_first_order_states and set_rates")
-    H = sp.Matrix(system.rates)
-    inputs_all = list(system.inputs)
-    others = tuple(u for u in inputs_all if u not in states)
-    x, xd, params = list(system.coordinates), list(system.velocities), list(system.parameters)
-    args = [*x, *xd, *states, *others, *params]
-    jac = H.jacobian(sp.Matrix([*x, *xd, *states, *others]))
-    # no common-subexpression hoisting: it would evaluate every Piecewise branch (e.g. the
-    # 1/sqrt(dp) of a turbulent branch at dp = 0) outside its condition
-    f = sp.lambdify(args, list(H), modules="math", cse=False)
-    fj = sp.lambdify(args, list(jac), modules="math", cse=False)
-    defaults = system.defaults
-    return RateKernels(system.name, len(x), tuple(str(z) for z in states), tuple(str(u) for u in others),
-                       tuple(inputs_all.index(z) for z in states),
-                       tuple(inputs_all.index(u) for u in others),
-                       {str(q): float(defaults[str(q)]) for q in params}, f, fj)
+    system.rates   # raises for a state without a rate equation
+    return RateKernels(compile_system(system, cache=cache, cache_dir=cache_dir, backend=backend))

@@ -128,6 +128,17 @@ class ExprGraph:
         exprs = [sp.sympify(e) for e in exprs]
         if not exprs:
             return []
+        # a Piecewise is one node, its branches stay inside it: a subexpression of a branch
+        # hoisted into a node of its own would be evaluated outside its condition (the
+        # 1/sqrt(dp) of a turbulent flow at dp = 0)
+        pieces = set()
+        for e in exprs:
+            pieces |= e.atoms(sp.Piecewise)
+        if pieces:
+            outer = [f for f in pieces if not any(g is not f and g.has(f) for g in pieces)]
+            pw = {f: self._register(sp.Dummy("pw"), f)
+                  for f in sorted(outer, key=sp.default_sort_key) if f.free_symbols <= self.args}
+            exprs = [e.xreplace(pw) for e in exprs]
         # one node per elementary function of the arguments for the whole model (sin(q), ...)
         atoms = set()
         for e in exprs:
@@ -223,8 +234,8 @@ class ExprGraph:
             res = sum((c * expr.diff(a) for a, c in z.coeffs.items() if a in free), sp.S.Zero)
         else:
             res = expr.diff(z) if z in free else sp.S.Zero
-        for w in free:
-            if w in self.defs and self._hits(self.deps[w], z):
+        for w in sorted((w for w in free if w in self.defs), key=self.index.__getitem__):
+            if self._hits(self.deps[w], z):
                 dw = self._d[(w, z)]
                 if dw != 0:
                     res += expr.diff(w) * dw
