@@ -95,7 +95,8 @@ def kernel_specs(eom: EquationsOfMotion, rates: tuple[sp.Expr, ...] = ()
     """Specs of all kernels of the contract table plus the fused functions.
 
     ``rates``: the rate expressions ``H`` of first-order states (in ``x, ẋ, u, p``); when given,
-    one more fused function ``rate_terms`` computes ``H`` and its Jacobians (`RATE_FIELDS`).
+    two more functions compute ``H`` (``rates``, for simulation) and ``H`` with its Jacobians
+    (``rate_terms``, `RATE_FIELDS`).
 
     Returns
     -------
@@ -174,6 +175,7 @@ def kernel_specs(eom: EquationsOfMotion, rates: tuple[sp.Expr, ...] = ()
         H = g.ingest(list(rates))
         rt = {"H": sp.ImmutableMatrix(len(H), 1, H), "dH_dx": jac(H, X), "dH_dxd": jac(H, XD),
               "dH_du": jac(H, U)}
+        specs.append(FunctionSpec("rates", ("x", "xd", "u", "p"), (("H", rt["H"], (len(H),)),)))
         specs.append(FunctionSpec("rate_terms", ("x", "xd", "u", "p"),
                                   tuple((nm, rt[nm], (len(H),) if nm == "H" else tuple(rt[nm].shape))
                                         for nm in RATE_FIELDS)))

@@ -35,9 +35,10 @@ KERNEL_ARGS: dict[str, tuple[str, ...]] = {k: v[:-2] for k, v in KERNEL_SIGNATUR
 _FUNC_ARGS = {"linearization_terms": ("x", "xd", "xdd", "lam", "u", "p"),
               "dynamics_terms": ("x", "xd", "u", "p"),
               "input_rate_terms": ("x", "xd", "ud", "lam", "u", "p"),
-              "rate_terms": ("x", "xd", "u", "p")}
+              "rates": ("x", "xd", "u", "p"), "rate_terms": ("x", "xd", "u", "p")}
 _FUNC_FIELDS = {"linearization_terms": LINEARIZATION_FIELDS, "dynamics_terms": DYNAMICS_FIELDS,
-                "input_rate_terms": INPUT_RATE_FIELDS, "rate_terms": RATE_FIELDS}
+                "input_rate_terms": INPUT_RATE_FIELDS, "rates": ("H",), "rate_terms": RATE_FIELDS}
+_RATE_FUNCS = ("rates", "rate_terms")   # generated only for models with first-order states
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -241,7 +242,7 @@ class CompiledModel:
             body = ", ".join(f"({b['mass']}, {b['inertia']})" for b in self._body_specs)
             self._bodies_fn = eval(f"lambda {args}: ({body},)", {"math": math})  # noqa: S307
         funcs = list(DIRECT_KERNELS) + [f for f in _FUNC_ARGS
-                                        if f != "rate_terms" or self.first_order_states]
+                                        if f not in _RATE_FUNCS or self.first_order_states]
         if ckernels is not None:
             # one point: float64 contiguous 1-D arrays (finiteness checked in C); N points: as Python
             self._fs = {nm: ckernels.one[nm] for nm in funcs}
@@ -564,10 +565,26 @@ class CompiledModel:
         ModelError
             If the model has no first-order states, or a rate is not defined at the point.
         """
+        self._need_rates()
+        return RateTerms(*self._eval("rate_terms", _FUNC_ARGS["rate_terms"], (x, xd, u, p)))
+
+    def rates(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
+              p: ArrayLike | None = None) -> Array:
+        """Rates ``ż = H(x, ẋ, u)`` (r,) of the first-order states (``u`` includes ``z``), from
+        a generated function of their own (the field ``H`` of `rate_terms`, without Jacobians).
+
+        Raises
+        ------
+        ModelError
+            If the model has no first-order states, or a rate is not defined at the point.
+        """
+        self._need_rates()
+        return self._eval("rates", _FUNC_ARGS["rates"], (x, xd, u, p))[0]
+
+    def _need_rates(self) -> None:
         if not self.first_order_states:
             raise ModelError(f"model {self.name!r} has no first-order states; add them with "
                              f"add_first_order_states and set_rates")
-        return RateTerms(*self._eval("rate_terms", _FUNC_ARGS["rate_terms"], (x, xd, u, p)))
 
     def dynamics_terms(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
                        p: ArrayLike | None = None) -> DynamicsTerms:

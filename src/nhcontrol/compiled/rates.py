@@ -77,8 +77,8 @@ class RateKernels:
         self.parameters = dict(model.parameters)
         self._zi, self._ui = list(self.state_index), list(self.input_index)
 
-    def _terms(self, x: ArrayLike, xd: ArrayLike, z: ArrayLike, u: ArrayLike | None,
-               p: ArrayLike | None):
+    def _args(self, x: ArrayLike, xd: ArrayLike, z: ArrayLike, u: ArrayLike | None,
+              p: ArrayLike | None) -> tuple:
         z = np.atleast_1d(np.asarray(z, dtype=float)).ravel()
         u = np.zeros(0) if u is None else np.atleast_1d(np.asarray(u, dtype=float)).ravel()
         for arr, size, what in ((z, len(self.states), "z"), (u, len(self.inputs), "u")):
@@ -91,7 +91,7 @@ class RateKernels:
         x = np.asarray(x, dtype=float).ravel()
         xd = np.asarray(xd, dtype=float).ravel()
         p = None if p is None else np.asarray(p, dtype=float).ravel()
-        return self.model.rate_terms(x, xd, u_all, p)
+        return x, xd, u_all, p
 
     def split_inputs(self, u_all: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Split a model input vector into ``(z, u)``."""
@@ -101,7 +101,7 @@ class RateKernels:
     def rates(self, x: ArrayLike, xd: ArrayLike, z: ArrayLike, u: ArrayLike | None = None,
               p: ArrayLike | None = None) -> NDArray[np.float64]:
         """``ż = H(x, ẋ, z, u)`` (r,)."""
-        return np.array(self._terms(x, xd, z, u, p).H, dtype=float)
+        return np.array(self.model.rates(*self._args(x, xd, z, u, p)), dtype=float)
 
     def jacobians(self, x: ArrayLike, xd: ArrayLike, z: ArrayLike, u: ArrayLike | None = None,
                   p: ArrayLike | None = None) -> RateJacobians:
@@ -112,11 +112,24 @@ class RateKernels:
         ModelError
             If a derivative is not finite there (e.g. a square root at zero flow).
         """
-        t = self._terms(x, xd, z, u, p)
+        return self.jacobians_at(*self._args(x, xd, z, u, p))
+
+    def jacobians_at(self, x: ArrayLike, xd: ArrayLike, u_all: ArrayLike,
+                     p: ArrayLike | None = None) -> RateJacobians:
+        """Exact ``H_x, H_ẋ, H_z, H_u`` at one point or ``N`` stacked points of the model's
+        input vector ``u_all = [z, u]`` (model order; ``(N, k)`` gives a leading ``N`` axis).
+
+        Raises
+        ------
+        ModelError
+            If a derivative is not finite there (e.g. a square root at zero flow).
+        """
+        t = self.model.rate_terms(x, xd, u_all, p)
         if not (np.isfinite(t.dH_dx).all() and np.isfinite(t.dH_dxd).all() and np.isfinite(t.dH_du).all()):
             raise ModelError(f"the rate Jacobian of model {self.name!r} is not finite at this point "
                              f"(a rate is not differentiable there)")
-        return RateJacobians(H_x=t.dH_dx, H_xd=t.dH_dxd, H_z=t.dH_du[:, self._zi], H_u=t.dH_du[:, self._ui])
+        return RateJacobians(H_x=t.dH_dx, H_xd=t.dH_dxd, H_z=t.dH_du[..., self._zi],
+                             H_u=t.dH_du[..., self._ui])
 
     def __repr__(self) -> str:
         return f"RateKernels({self.name!r}, z={list(self.states)}, u={list(self.inputs)})"

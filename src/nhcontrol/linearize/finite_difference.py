@@ -213,8 +213,7 @@ def _central_with_rates(cm: Any, pt: Any, rates: Any, F_mech: Any, S0: NDArray[n
         U[:, zi] = S[:, nmech:]
         mech = F_mech(S[:, :nmech], U)
         X, XD = coordinates(S[:, :nmech], U)
-        zd = np.array([rates.rates(X[j], XD[j], U[j, zi], U[j, ui], params)
-                       for j in range(N)]).reshape(N, nz)
+        zd = np.asarray(rates.model.rates(X, XD, U, params)).reshape(N, nz)   # one stacked call
         return np.concatenate([mech, zd], axis=1)
 
     S0 = np.concatenate([S0, pt.u[zi]])
