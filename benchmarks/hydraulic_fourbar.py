@@ -11,7 +11,12 @@ Run ``python benchmarks/hydraulic_fourbar.py [--repeat R] [--h H]``; prints one 
 * ``third_cpu_s``, ``counterpart_cpu_s``, ``ratio_cpu``: the same with ``time.process_time``
   (less sensitive to other load on a shared machine);
 * ``eigenvalue_max_rel_diff``: largest relative difference between the four non-zero eigenvalues
-  of the two Jacobians at this ``h``.
+  of the two Jacobians at this ``h``;
+* ``first_order_s``: median wall time of the same Jacobian with the circuit inside the model
+  (``hydraulic_fourbar.build_with_circuit``, first-order states ``p1, p2, p3, U``):
+  ``nhcontrol.linearize.linearize_first_order_system`` with the generated rate kernels;
+  ``rate_jacobians_s``, ``rates_s``: one-point ``RateKernels.jacobians`` and ``rates`` of that
+  model; ``compile_rates_s``: ``compile_rates`` once the model is compiled.
 
 Both start from the same compiled model, equilibrium and ``Reference`` (built before timing, with
 the equilibrium multipliers ``Λ0`` of Eqs. (7.91)-(7.94) stored in it).
@@ -71,9 +76,33 @@ def main(argv=None) -> dict:
     out = {"repeat": args.repeat, "h": args.h, "third_s": t3, "counterpart_s": tc, "ratio": tc / t3,
            "third_cpu_s": t3c, "counterpart_cpu_s": tcc, "ratio_cpu": tcc / t3c,
            "shapes": [list(third().A.shape), list(counterpart().J.shape)],
-           "eigenvalue_max_rel_diff": rel}
+           "eigenvalue_max_rel_diff": rel, **_first_order(args.repeat)}
     print(json.dumps(out, indent=2))
     return out
+
+
+def _first_order(repeat: int) -> dict:
+    """Timings of the model with the circuit inside (first-order states, generated rate kernels)."""
+    from nhcontrol.compiled import compile_rates
+    from nhcontrol.linearize import linearize_first_order_system
+    from nhcontrol.models import hydraulic_fourbar as hf
+    from nhcontrol.reference import Reference
+
+    mb = hf.build_with_circuit()
+    cm = mb.compile()
+    t0 = time.perf_counter()
+    rk = compile_rates(mb)
+    t_rates = time.perf_counter() - t0
+    eq = hf.equilibrium(60.0)
+    u_all = np.r_[eq.p, 0.0, 0.0]
+    ref = Reference.equilibrium(cm, eq.x, u=u_all)
+    z, u = rk.split_inputs(u_all)
+    xd = np.zeros(cm.n)
+    return {"first_order_s": median_time(lambda: linearize_first_order_system(cm, rk, ref, hf.PARTITION),
+                                         repeat),
+            "rate_jacobians_s": median_time(lambda: rk.jacobians(eq.x, xd, z, u), 4 * repeat),
+            "rates_s": median_time(lambda: rk.rates(eq.x, xd, z, u), 4 * repeat),
+            "compile_rates_s": t_rates}
 
 
 if __name__ == "__main__":
