@@ -23,6 +23,8 @@ _CHILD = textwrap.dedent("""
     for name in sys.argv[1].split(","):
         if name == "bicycle":
             from nhcontrol.models.benchmark_bicycle import build
+        elif name == "circuit":   # first-order states with Piecewise rates
+            from nhcontrol.models.hydraulic_fourbar import build_with_circuit as build
         else:
             build = getattr(examples, name)
         mb = build()
@@ -49,7 +51,7 @@ def test_sources_identical_across_hash_seeds():
 
 @pytest.mark.slow
 def test_sources_identical_across_hash_seeds_larger_models():
-    models = "spatial_body,bicycle"
+    models = "spatial_body,bicycle,circuit"
     a = _sources(models, 3)
     b = _sources(models, 4)
     assert a == b

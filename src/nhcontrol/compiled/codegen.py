@@ -182,7 +182,6 @@ class FastPrinter:
                              f"Derivative, has none that can be printed). Replace it by a smooth function, "
                              f"e.g. tanh(v/eps) for sign(v) or sqrt(v**2 + eps**2) for Abs(v)") from exc
 
-
     # ---- Piecewise: only the active branch is evaluated (one point), see `_operands`
     _RELOPS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 
