@@ -313,20 +313,25 @@ def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None
         return sol
 
     segs: list = []
+
+    def pieces(edges: NDArray, y: NDArray, law: Callable[[float, NDArray], NDArray]) -> NDArray:
+        """Integrate over consecutive ``edges`` (each piece sees one side of every jump at its
+        inner ends); append the pieces to ``segs``; return the final state."""
+        for i in range(edges.size - 1):
+            c, d = float(edges[i]), float(edges[i + 1])
+            lo = c if i == 0 else float(np.nextafter(c, math.inf))
+            hi = d if i == edges.size - 2 else float(np.nextafter(d, -math.inf))
+            sol = run(c, d, y, law, lo, hi)
+            segs.append((c, d, sol, law))
+            y = sol.y[:, -1]
+        return y
+
     bps = np.zeros(0) if breakpoints is None else np.unique(
         check_finite(as_float_array(breakpoints, "breakpoints").reshape(-1), "breakpoints"))
     bps = bps[(bps > t0) & (bps < tf)]
     if ctrl is None or sample_time is None:
         law = ((lambda t, z: ctrl(0, t, z)) if ctrl is not None else (lambda t, z: ol(0, t)))
-        edges = np.concatenate([[t0], bps, [tf]])
-        y = x
-        for j in range(edges.size - 1):
-            a, b = float(edges[j]), float(edges[j + 1])
-            lo = a if j == 0 else float(np.nextafter(a, math.inf))
-            hi = b if j == edges.size - 2 else float(np.nextafter(b, -math.inf))
-            sol = run(a, b, y, law, lo, hi)
-            segs.append((a, b, sol, law))
-            y = sol.y[:, -1]
+        pieces(np.concatenate([[t0], bps, [tf]]), x, law)
     else:
         h = float(sample_time)
         if not (math.isfinite(h) and h > 0):
@@ -338,14 +343,8 @@ def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None
             b = tf if j == nseg - 1 else t0 + (j + 1) * h
             uj = ctrl(j, a, y)
             law = (lambda t, z, _u=uj: _u)
-            sub = np.concatenate([[a], bps[(bps > a) & (bps < b)], [b]])
-            for i in range(sub.size - 1):       # A(t), B(t) jumps inside the hold interval
-                c, d = float(sub[i]), float(sub[i + 1])
-                lo = c if i == 0 else float(np.nextafter(c, math.inf))
-                hi = d if i == sub.size - 2 else float(np.nextafter(d, -math.inf))
-                sol = run(c, d, y, law, lo, hi)
-                segs.append((c, d, sol, law))
-                y = sol.y[:, -1]
+            # A(t), B(t) jumps inside the hold interval
+            y = pieces(np.concatenate([[a], bps[(bps > a) & (bps < b)], [b]]), y, law)
     if t_eval is None:
         T = np.unique(np.concatenate([s[2].t for s in segs]))
     else:
