@@ -29,6 +29,11 @@ and their first and second time derivatives follow from ``d/dt = V d/dX`` (up to
 The inputs ``F_R`` (rear driving force) and ``T`` (steering torque) then come from inverse
 dynamics, Eq. (2.112), with the actuation matrix ``A_τ = ∂Q/∂u`` of those two inputs
 (``F_F = 0``); the reference is exact (no integration).
+
+For the ``force`` model (steering angle ``γ`` assigned: an input that enters the front skate
+constraint) the same map gives ``x, y, ψ`` and the inputs ``γ``, ``gamma_rate = γ̇``; ``F_R``
+comes from inverse dynamics with the actuation of ``F_R`` alone, and the input rates are
+``u̇ = [Ḟ_R, 0, γ̇, γ̈]`` (`assigned_steering_reference`).
 """
 
 from __future__ import annotations
@@ -45,8 +50,9 @@ from numpy.typing import ArrayLike, NDArray
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
 from nhcontrol.reference import Reference, inverse_dynamics
 
-__all__ = ["lane_change_reference", "iso_3888_1_path", "lateral_error", "flat_states",
-           "LaneChangePath", "ISO_3888_1_SECTIONS", "ISO_3888_1_OFFSET", "DRIVE_INPUTS"]
+__all__ = ["lane_change_reference", "assigned_steering_reference", "iso_3888_1_path", "lateral_error", "flat_states",
+           "LaneChangePath", "ISO_3888_1_SECTIONS", "ISO_3888_1_OFFSET", "DRIVE_INPUTS",
+           "ASSIGNED_DRIVE_INPUTS"]
 
 ISO_3888_1_SECTIONS: tuple[float, ...] = (15.0, 30.0, 25.0, 25.0, 15.0, 15.0)
 """Section lengths of the ISO 3888-1 track [m]."""
@@ -56,6 +62,16 @@ ISO_3888_1_OFFSET: float = 3.5
 
 DRIVE_INPUTS: tuple[str, ...] = ("F_R", "T")
 """Inputs of ``single_track.build("force_torque")`` that drive the lane change (``F_F = 0``)."""
+
+ASSIGNED_DRIVE_INPUTS: tuple[str, ...] = ("F_R",)
+"""Input of ``single_track.build("force")`` found by inverse dynamics (``F_F = 0``; the steering
+angle ``gamma`` and its rate come from flatness)."""
+
+_FORCE_TORQUE = (("x", "y", "psi", "gamma"), ("F_R", "F_F", "T"))
+_FORCE = (("x", "y", "psi"), ("F_R", "F_F", "gamma", "gamma_rate"))
+_RATE_STEP = 1e-5
+"""Step [s] of the central difference that gives ``Ḟ_R`` of the assigned-steering reference
+(``F_R`` enters no constraint: its rate acts on nothing and is carried for consistency)."""
 
 _SMOOTHSTEP = Polynomial([0, 0, 0, 0, 0, 126, -420, 540, -315, 70])
 _DERIVS = [_SMOOTHSTEP.deriv(k) for k in range(5)]
@@ -158,23 +174,73 @@ def flat_states(path: LaneChangePath, t: ArrayLike, V: float, a: float, b: float
 
 
 class _FlatInputs:
-    """``u0(t)`` of the lane change by inverse dynamics, Eq. (2.112) (``F_F = 0``)."""
+    """``u0(t)`` of the lane change by inverse dynamics, Eq. (2.112) (``F_F = 0``).
+
+    ``drive`` are the inputs found by inverse dynamics; with ``assigned`` the model is the
+    ``force`` skate: ``x`` holds ``x, y, ψ`` and the inputs ``gamma``, ``gamma_rate`` are the
+    flat ``γ``, ``γ̇``, set before inverse dynamics (``D`` depends on ``γ``).
+    """
 
     def __init__(self, cm: Any, path: LaneChangePath, V: float, a: float, b: float,
-                 x_start: float) -> None:
+                 x_start: float, drive: tuple[str, ...] = DRIVE_INPUTS,
+                 assigned: bool = False) -> None:
         self.cm, self.path, self.V, self.a, self.b, self.x_start = cm, path, V, a, b, x_start
-        self.cols = [list(cm.inputs).index(s) for s in DRIVE_INPUTS]
+        self.cols = [list(cm.inputs).index(s) for s in drive]
+        self.assigned = assigned
 
     def __call__(self, t: ArrayLike) -> NDArray[np.float64]:
         tt = np.atleast_1d(np.asarray(t, dtype=float))
         x, xd, xdd = flat_states(self.path, tt, self.V, self.a, self.b, self.x_start)
         k = len(self.cm.inputs)
-        At = np.stack([np.asarray(self.cm.dQ_du(x[i], xd[i], np.zeros(k)))[:, self.cols]
-                       for i in range(tt.size)])
-        res = inverse_dynamics(self.cm, x, xd, xdd, np.zeros((tt.size, k)), actuation=At, t=tt)
         u = np.zeros((tt.size, k))
+        if self.assigned:
+            names = list(self.cm.inputs)
+            u[:, names.index("gamma")], u[:, names.index("gamma_rate")] = x[:, 3], xd[:, 3]
+            x, xd, xdd = x[:, :3], xd[:, :3], xdd[:, :3]
+        At = np.stack([np.asarray(self.cm.dQ_du(x[i], xd[i], u[i]))[:, self.cols]
+                       for i in range(tt.size)])
+        res = inverse_dynamics(self.cm, x, xd, xdd, u, actuation=At, t=tt)
         u[:, self.cols] = res.tau
         return u
+
+
+class _FlatInputRates:
+    """``u̇0(t) = [Ḟ_R, 0, γ̇, γ̈]`` of the assigned-steering lane change (``Ḟ_R`` by a central
+    difference of step `_RATE_STEP`, ``γ̇``, ``γ̈`` exact from flatness)."""
+
+    def __init__(self, inputs: _FlatInputs) -> None:
+        self.inputs = inputs
+
+    def __call__(self, t: ArrayLike) -> NDArray[np.float64]:
+        f = self.inputs
+        tt = np.atleast_1d(np.asarray(t, dtype=float))
+        _, xd, xdd = flat_states(f.path, tt, f.V, f.a, f.b, f.x_start)
+        names = list(f.cm.inputs)
+        ud = np.zeros((tt.size, len(names)))
+        ud[:, f.cols] = ((f(tt + _RATE_STEP) - f(tt - _RATE_STEP)) / (2 * _RATE_STEP))[:, f.cols]
+        ud[:, names.index("gamma")], ud[:, names.index("gamma_rate")] = xd[:, 3], xdd[:, 3]
+        return ud
+
+
+def _check_model(cm: Any, expected: tuple[tuple[str, ...], tuple[str, ...]], variant: str,
+                 other: str) -> None:
+    if (tuple(cm.coordinates), tuple(cm.inputs)) != expected:
+        raise ReferenceMotionError(
+            f"{'lane_change_reference' if variant == 'force_torque' else 'assigned_steering_reference'}"
+            f" needs the compiled single_track {variant!r} model (coordinates "
+            f"{', '.join(expected[0])}; inputs {', '.join(expected[1])}), got coordinates "
+            f"{list(cm.coordinates)} and inputs {list(cm.inputs)}; {other}")
+
+
+def _path_and_geometry(cm: Any, V: float, path: LaneChangePath | None, t_final: float | None,
+                       x_start: float) -> tuple[LaneChangePath, float, float, float]:
+    if not (np.isfinite(V) and V > 0):
+        raise ReferenceMotionError(f"V must be a positive finite speed [m/s], got {V!r}")
+    path = iso_3888_1_path(x_start=x_start) if path is None else path
+    p = dict(zip(cm.parameters, cm.param_vector()))
+    if t_final is None:
+        t_final = sum(ISO_3888_1_SECTIONS) / V + 2.0
+    return path, float(p["a"]), float(p["b"]), float(t_final)
 
 
 def lane_change_reference(cm: Any, V: float = 20.0, *, path: LaneChangePath | None = None,
@@ -206,24 +272,57 @@ def lane_change_reference(cm: Any, V: float = 20.0, *, path: LaneChangePath | No
     ReferenceMotionError
         Wrong model, or a speed that is not positive and finite.
     """
-    if tuple(cm.coordinates) != ("x", "y", "psi", "gamma") or tuple(cm.inputs) != ("F_R", "F_F", "T"):
-        raise ReferenceMotionError(
-            f"lane_change_reference needs the compiled single_track 'force_torque' model "
-            f"(coordinates x, y, psi, gamma; inputs F_R, F_F, T), got coordinates "
-            f"{list(cm.coordinates)} and inputs {list(cm.inputs)}")
-    if not (np.isfinite(V) and V > 0):
-        raise ReferenceMotionError(f"V must be a positive finite speed [m/s], got {V!r}")
-    path = iso_3888_1_path(x_start=x_start) if path is None else path
-    p = dict(zip(cm.parameters, cm.param_vector()))
-    a, b = float(p["a"]), float(p["b"])
-    if t_final is None:
-        t_final = sum(ISO_3888_1_SECTIONS) / V + 2.0
+    _check_model(cm, _FORCE_TORQUE, "force_torque", "for the 'force' model (steering angle "
+                 "assigned) use assigned_steering_reference")
+    path, a, b, t_final = _path_and_geometry(cm, V, path, t_final, x_start)
     f = _FlatInputs(cm, path, float(V), a, b, x_start)
 
     def fx(k: int) -> Any:
         return lambda t: flat_states(path, t, float(V), a, b, x_start)[k]
 
-    return Reference.from_functions(cm, fx(0), fx(1), fx(2), u=f, t_range=(0.0, float(t_final)))
+    return Reference.from_functions(cm, fx(0), fx(1), fx(2), u=f, t_range=(0.0, t_final))
+
+
+def assigned_steering_reference(cm: Any, V: float = 20.0, *, path: LaneChangePath | None = None,
+                                t_final: float | None = None, x_start: float = 0.0) -> Reference:
+    """Reference motion of the double lane change for ``single_track.build("force")``.
+
+    The steering angle is assigned: ``γ`` is an input that enters the front skate constraint,
+    so the reference carries the input rates ``u̇0`` (docs/theory/road_vehicles.md, "Inputs in
+    the constraints").
+
+    Parameters
+    ----------
+    cm : CompiledModel
+        The compiled ``force`` skate model (coordinates ``x, y, psi``, inputs ``F_R, F_F, gamma,
+        gamma_rate``).
+    V, path, t_final, x_start
+        As in [`lane_change_reference`][nhcontrol.models.lane_change.lane_change_reference].
+
+    Returns
+    -------
+    Reference
+        ``x0, ẋ0, ẍ0`` (``x, y, ψ``) exact from flatness; ``u0 = [F_R, 0, γ, γ̇]`` with ``γ``,
+        ``γ̇`` from flatness and ``F_R`` by inverse dynamics with the actuation of ``F_R``
+        (``n − l = 1`` independent acceleration); ``u̇0 = [Ḟ_R, 0, γ̇, γ̈]`` (``γ̈`` exact,
+        ``Ḟ_R`` by a central difference); ``Λ0`` by inverse dynamics (admissibility checked
+        with ``Q_d − E u̇0``).
+
+    Raises
+    ------
+    ReferenceMotionError
+        Wrong model, or a speed that is not positive and finite.
+    """
+    _check_model(cm, _FORCE, "force", "for the 'force_torque' model (steering angle a "
+                 "coordinate) use lane_change_reference")
+    path, a, b, t_final = _path_and_geometry(cm, V, path, t_final, x_start)
+    f = _FlatInputs(cm, path, float(V), a, b, x_start, ASSIGNED_DRIVE_INPUTS, assigned=True)
+
+    def fx(k: int) -> Any:
+        return lambda t: flat_states(path, t, float(V), a, b, x_start)[k][:, :3]
+
+    return Reference.from_functions(cm, fx(0), fx(1), fx(2), u=f, ud=_FlatInputRates(f),
+                                    t_range=(0.0, t_final))
 
 
 def lateral_error(ref: Reference, t: ArrayLike, x: ArrayLike) -> NDArray[np.float64]:
