@@ -4,7 +4,9 @@ Checks: the path geometry and its smoothness; the flat reference is exact (its r
 derivatives of its coordinates, constraints and dynamics hold); the third-procedure
 linearization along the (non-steady) trajectory agrees with central differences of the
 nonlinear reduced ODE; the reproduce target (quick) meets its targets (max lateral deviation
-<= 0.15 m, MPC respects the steering bounds, the LQR does not); the example runs.
+<= 0.15 m, MPC respects the steering bounds, the LQR does not); the example runs. The
+assigned-steering (``force``) variant: its reference with input rates, and its MPC (γ a state,
+γ̇ the input) over the first 2 s.
 """
 
 from __future__ import annotations
@@ -76,11 +78,61 @@ def test_flat_reference_is_exact(cm, ref):
     assert np.allclose(np.tan(x[:, 3]), (a + b) * kappa, atol=1e-14)
 
 
-def test_reference_errors(cm):
-    with pytest.raises(ReferenceMotionError, match="force_torque"):
-        lc.lane_change_reference(st.build("force").system.compile(), 20.0)
+@pytest.fixture(scope="module")
+def force_cm():
+    return st.build("force").system.compile()
+
+
+def test_reference_errors(cm, force_cm):
+    with pytest.raises(ReferenceMotionError, match="force_torque.*use assigned_steering_reference"):
+        lc.lane_change_reference(force_cm, 20.0)
     with pytest.raises(ReferenceMotionError, match="positive finite speed"):
         lc.lane_change_reference(cm, -1.0)
+    with pytest.raises(ReferenceMotionError, match="'force' model.*use lane_change_reference"):
+        lc.assigned_steering_reference(cm, 20.0)
+    with pytest.raises(ReferenceMotionError, match="positive finite speed"):
+        lc.assigned_steering_reference(force_cm, float("inf"))
+
+
+def test_assigned_steering_reference(force_cm, ref):
+    """The ``force`` skate with γ assigned: x, y, ψ and γ equal those of the torque-steered
+    reference (same flat output); its input rates are the derivatives of its inputs (central
+    differences, h = 1e-5 s: ~1e-8 relative); the constraints with Q_d − E u̇0 hold to
+    round-off and the dynamics to 1e-8 relative."""
+    ra = lc.assigned_steering_reference(force_cm, 20.0)
+    t = np.linspace(0.3, 6.0, 60)
+    assert np.array_equal(ra.x(t), ref.x(t)[:, :3])
+    u, ud = ra.u(t), ra.ud(t)
+    assert np.array_equal(u[:, 2], ref.x(t)[:, 3]) and np.array_equal(u[:, 3], ref.xd(t)[:, 3])
+    assert np.all(u[:, 1] == 0.0)
+    h = 1e-5
+    fd = (ra.u(t + h) - ra.u(t - h)) / (2 * h)
+    assert np.allclose(fd, ud, rtol=1e-6, atol=1e-6 * np.max(np.abs(ud), axis=0))
+    rep = ra.check(force_cm, t)
+    assert rep.ok and rep.max_velocity < 1e-12 and rep.max_acceleration < 1e-11
+
+
+def test_assigned_steering_mpc_first_two_seconds():
+    """LTV-MPC on the assigned-steering skate (states [x, ẋ, y, ψ, γ], inputs [F_R, γ̇]) over
+    the first 2 s (the first lane change and the 5 cm initial offset) on the mismatched plant:
+    every QP optimal, |γ| ≤ 8° and |γ̇| ≤ 40°/s, lateral deviation ≤ 0.15 m (measured 5.0 cm,
+    the offset; 1.6 cm after 1 s); γ is continuous and ramps at the commanded rate."""
+    from nhcontrol.reproduce import road_vehicles as rv
+
+    s = rv.assigned_steering_setup(rv.QUICK)
+    assert s.states == ("x", "x_d", "y", "psi", "gamma")
+    assert tuple(s.ltv.inputs) == ("F_R", "F_F", "gamma_rate", "gamma_dot")
+    res = rv.closed_loop_assigned(s, t_final=2.0)
+    b, a = res["numbers"], res["arrays"]
+    assert b["steps"] == 40 and b["statuses"] == {"optimal": 40}
+    assert b["bounds_respected"] and b["max_lateral_error_m"] <= 0.15
+    assert b["max_lateral_error_after_1s_m"] <= 0.03
+    assert b["peak_steer_deg"] <= 8.0 and b["peak_steer_rate_deg_s"] <= 40.0
+    # γ_{k+1} = γ_k + dt γ̇_k at the samples: the plant's steering is the MPC's integrator
+    dt = rv.QUICK.dt
+    g = a["u"][:, 2]
+    assert np.allclose(np.diff(g), dt * a["u"][:-1, 3], atol=1e-15)
+    assert np.allclose(np.interp(a["t_u"], a["t"], a["gamma"]), g, atol=1e-15)
 
 
 @pytest.mark.parametrize("t", [1.3, 4.2])
@@ -128,6 +180,11 @@ def test_reproduce_quick(tmp_path):
     assert res["reference"]["peak_steer_rate_deg_s"] > s["steer_rate_max_deg_s"]
     assert not lqr["bounds_respected"]
     assert res["reference"]["max_residual"] < 1e-8
+    asg = res["lane_change_assigned_steering"]
+    assert set(asg) == set(mpc)
+    assert asg["max_lateral_error_m"] <= 0.15 and asg["bounds_respected"]
+    assert set(asg["statuses"]) == {"optimal"}
+    assert s["assigned_steering"]["states"] == ["x", "x_d", "y", "psi", "gamma"]
     assert sorted(res["figures"]) == sorted(["road_vehicles_path.png",
                                              "road_vehicles_lateral_error.png",
                                              "road_vehicles_inputs.png"])
