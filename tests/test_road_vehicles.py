@@ -98,7 +98,7 @@ def test_assigned_steering_reference(force_cm, ref):
     """The ``force`` skate with γ assigned: x, y, ψ and γ equal those of the torque-steered
     reference (same flat output); its input rates are the derivatives of its inputs (central
     differences, h = 1e-5 s: ~1e-8 relative); the constraints with Q_d − E u̇0 hold to
-    round-off and the dynamics to 1e-8 relative."""
+    round-off and the dynamics within the check tolerance (1e-9)."""
     ra = lc.assigned_steering_reference(force_cm, 20.0)
     t = np.linspace(0.3, 6.0, 60)
     assert np.array_equal(ra.x(t), ref.x(t)[:, :3])
