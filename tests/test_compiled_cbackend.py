@@ -324,3 +324,27 @@ def test_library_loads_without_parsing_declarations(cache):
         results.append(o.reshape(3, 3))
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_array_equal(results[0], c.M(x))
+
+
+def test_library_without_a_needed_function_is_discarded_and_rebuilt(tmp_path, monkeypatch):
+    """A cached library whose layout lacks a kernel the model needs (a generator mix-up) is
+    discarded with one warning and rebuilt, not a KeyError at load."""
+    from nhcontrol.compiled import cbackend
+
+    mb = examples.sleigh()
+    first = mb.compile(cache_dir=tmp_path, backend="c")
+    original = cbackend.CKernels.__init__
+
+    def lacking(self, path, key, built=False):
+        original(self, path, key, built)
+        if not built:                       # the cached copy only
+            self.one.pop("dynamics_terms", None)
+
+    monkeypatch.setattr(cbackend.CKernels, "__init__", lacking)
+    from nhcontrol.compiled import model as model_mod
+    monkeypatch.setattr(model_mod, "_REGISTRY", {})
+    with pytest.warns(RuntimeWarning, match=r"lacks the functions \['dynamics_terms'\]"):
+        again = mb.compile(cache_dir=tmp_path, backend="c")
+    assert again.backend == "c" and not again.from_cache
+    x = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_array_equal(again.Q(x, x), first.Q(x, x))

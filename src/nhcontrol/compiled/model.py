@@ -244,6 +244,9 @@ class CompiledModel:
         funcs = list(DIRECT_KERNELS) + [f for f in _FUNC_ARGS
                                         if f not in _RATE_FUNCS or self.first_order_states]
         if ckernels is not None:
+            missing = [nm for nm in funcs if nm not in ckernels.one or nm not in ckernels.many]
+            if missing:
+                raise CacheError(f"the C kernel library {ckernels.path} lacks the functions {missing}")
             # one point: float64 contiguous 1-D arrays (finiteness checked in C); N points: as Python
             self._fs = {nm: ckernels.one[nm] for nm in funcs}
             self._fv = {nm: ckernels.many[nm] for nm in funcs}
@@ -847,8 +850,19 @@ def _with_c(cm: CompiledModel, backend: str, units: "Callable[[], list[str]] | N
     ck = _c_kernels(cm.model_hash, directory, backend, cm.name, units)
     if ck is None:
         return cm
-    return CompiledModel(cm._mod, cm._mod.META, from_cache=cm.from_cache and ck.loaded_from_cache,
-                         source_path=cm.source_path, build_time=time.perf_counter() - t0, ckernels=ck)
+    try:
+        return CompiledModel(cm._mod, cm._mod.META, from_cache=cm.from_cache and ck.loaded_from_cache,
+                             source_path=cm.source_path, build_time=time.perf_counter() - t0,
+                             ckernels=ck)
+    except CacheError as exc:
+        # a library that does not serve this model's kernels (its layout lacks some): discarded,
+        # rebuilt from ``units`` when available, else the Python kernels
+        _cache.warn_once("artefact", ck.path, f"ignoring unusable C kernel library {ck.path} of model "
+                                              f"{cm.name!r} ({exc}); it was discarded", stacklevel=4)
+        _cache.discard_artefact(ck.path)
+        if not ck.loaded_from_cache or units is None:
+            return cm
+        return _with_c(cm, backend, units, t0)
 
 
 def _first_call(cm: CompiledModel) -> None:
