@@ -21,6 +21,11 @@ from .residuals import ResidualReport, compute_residuals
 from ._timefns import (_interp_rate, _Previous, _Vectorized, _check_breakpoints, _check_period,
                        _check_range, _check_rate_kernels, _constant, _interp, _probe_times,
                        _simulation_breakpoints, _vectorize)
+from . import _timefns
+
+# The time functions were defined here before they moved to _timefns: references pickled then
+# name them under this module, so the names stay (same attribute layouts).
+_Constant, _Linear = _timefns._Constant, _timefns._Linear
 
 __all__ = ["Reference", "ReferenceSamples", "CHECK_TOL"]
 

@@ -27,6 +27,12 @@ from ._inputs import (HeldInput, OnInterval, OpenLoopInput, RightContinuous, as_
                       as_input_function)
 from .controllers import as_controller
 from .result import SimulationResult
+from ._inputs import ConstantInput, UserInput
+
+# The input laws were defined here, underscored, before they moved to _inputs: results pickled
+# then name them under this module, so the old names stay (same attribute layouts).
+_HeldInput, _OpenLoopInput, _ConstantInput, _UserInput = (HeldInput, OpenLoopInput,
+                                                          ConstantInput, UserInput)
 
 __all__ = ["forward_dynamics", "DEFAULT_BAUMGARTE", "DEFAULT_MAX_EVALUATIONS", "ConditioningWarning"]
 
