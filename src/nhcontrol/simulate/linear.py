@@ -260,11 +260,12 @@ def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None
     method, rtol, atol
         ``solve_ivp`` settings.
     breakpoints : (J,) array_like, optional
-        Times at which ``A(t)``, ``B(t)`` or the open-loop ``u(t)`` jump, e.g. the
-        ``breakpoints`` of the reference of ``LTVSystem.from_linearization`` (its inputs
-        jump there). The integration stops at each of them (inside the hold intervals of a
-        ``sample_time`` controller too) and reads ``A``, ``B`` and ``u`` inside each interval
-        only (their one-sided limits at its ends).
+        Times at which ``A(t)``, ``B(t)`` or the open-loop ``u(t)`` jump. Default
+        ``sys.breakpoints`` (an `LTVSystem` from ``LTVSystem.from_linearization`` carries
+        those of its reference, whose inputs jump there); ``[]`` declares none. The
+        integration stops at each of them (inside the hold intervals of a ``sample_time``
+        controller too) and reads ``A``, ``B`` and ``u`` inside each interval only (their
+        one-sided limits at its ends).
 
     Returns
     -------
@@ -326,8 +327,10 @@ def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None
             y = sol.y[:, -1]
         return y
 
-    bps = np.zeros(0) if breakpoints is None else np.unique(
-        check_finite(as_float_array(breakpoints, "breakpoints").reshape(-1), "breakpoints"))
+    if breakpoints is None:
+        breakpoints = () if isinstance(sys, control.StateSpace) else getattr(sys, "breakpoints", ())
+    bps = np.unique(check_finite(as_float_array(breakpoints, "breakpoints").reshape(-1),
+                                 "breakpoints"))
     bps = bps[(bps > t0) & (bps < tf)]
     if ctrl is None or sample_time is None:
         law = ((lambda t, z: ctrl(0, t, z)) if ctrl is not None else (lambda t, z: ol(0, t)))

@@ -51,6 +51,11 @@ class DiscreteLTV:
         outputs are the states).
     outputs : sequence of str, optional
         Output names (default: the state names for ``C = I``, else ``y[i]``).
+    breakpoints : tuple of float, default ()
+        Jump times of the continuous ``A(t)``, ``B(t)`` on the grid's interval
+        (``LTVSystem.breakpoints``): `discretize()` integrates a step that contains one in
+        pieces, each on one side of the jump, with the input held over the whole step.
+        Informational.
 
     Attributes
     ----------
@@ -81,6 +86,7 @@ class DiscreteLTV:
     period_steps: int | None = None
     C: NDArray[np.float64] | None = field(default=None, repr=False)
     outputs: tuple[str, ...] | None = None
+    breakpoints: tuple[float, ...] = ()
     times: NDArray[np.float64] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -117,6 +123,11 @@ class DiscreteLTV:
         object.__setattr__(self, "outputs", outs)
         if self.period_steps is not None:
             object.__setattr__(self, "period_steps", int(self.period_steps))
+        bp = as_float_array(self.breakpoints, "breakpoints").reshape(-1)
+        if not np.all(np.isfinite(bp)):
+            raise LinearSystemError(f"breakpoints must be finite times (the jumps of A(t), B(t)), "
+                                    f"got {bp.tolist()}")
+        object.__setattr__(self, "breakpoints", tuple(float(b) for b in np.unique(bp)))
         object.__setattr__(self, "times", readonly(t0 + dt * np.arange(N + 1, dtype=float)))
 
     # ------------------------------------------------------------------ constructors
@@ -228,7 +239,8 @@ class DiscreteLTV:
                         {"dt": float(self.dt), "t0": float(self.t0), "period_steps": self.period_steps,
                          "states": None if self.states is None else list(self.states),
                          "inputs": None if self.inputs is None else list(self.inputs),
-                         "outputs": list(self.outputs)})
+                         "outputs": list(self.outputs),
+                         "breakpoints": list(self.breakpoints)})
 
     @classmethod
     def load(cls, path: Any) -> "DiscreteLTV":
@@ -238,7 +250,8 @@ class DiscreteLTV:
         arr, m = load_npz(path, "DiscreteLTV")
         return cls(arr["Ad"], arr["Bd"], m["dt"], m["t0"], None if m["states"] is None else tuple(m["states"]),
                    None if m["inputs"] is None else tuple(m["inputs"]), period_steps=m["period_steps"],
-                   C=arr.get("C"), outputs=None if m.get("outputs") is None else tuple(m["outputs"]))
+                   C=arr.get("C"), outputs=None if m.get("outputs") is None else tuple(m["outputs"]),
+                   breakpoints=tuple(m.get("breakpoints", ())))
 
     # python-control conventions (``StateSpace`` names): C = I, the outputs are the states
     @property

@@ -15,6 +15,7 @@ one step, which is what is integrated here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import control
@@ -71,7 +72,8 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
     Returns
     -------
     DiscreteLTV
-        ``Ad[k] = Φ(t_{k+1}, t_k)``, ``Bd[k] = ∫ Φ(t_{k+1}, τ) B(τ) dτ``, ``t_k = t0 + k dt``.
+        ``Ad[k] = Φ(t_{k+1}, t_k)``, ``Bd[k] = ∫ Φ(t_{k+1}, τ) B(τ) dτ``, ``t_k = t0 + k dt``;
+        ``breakpoints``: those of ``sys`` on the grid's interval.
 
     Raises
     ------
@@ -85,7 +87,25 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
     Time-invariant systems use the matrix exponential of the augmented matrix,
     ``expm([[A, B], [0, 0]] dt) = [[Ad, Bd], [0, I]]`` (same as ``control.sample_system``).
     For periodic systems whose period is an integer multiple ``p`` of ``dt``, only ``p`` steps are
-    integrated and then repeated (``period_steps = p``).
+    integrated and then repeated (``period_steps = p``), unless ``sys.breakpoints`` fall on the
+    grid's interval (then every step is integrated and ``period_steps`` is None).
+
+    A jump of ``A(t)``, ``B(t)`` at a breakpoint ``t_j`` inside a step ``[t_k, t_{k+1}]``
+    (``sys.breakpoints``, e.g. a step of the reference inputs) is integrated in two pieces, each
+    reading the matrices on its own side of the jump, whose augmented transition matrices
+    compose (derived here):
+
+    $$
+    A_{d,k} = \\Phi(t_{k+1}, t_j^+)\\, \\Phi(t_j^-, t_k), \\qquad
+    B_{d,k} = \\Phi(t_{k+1}, t_j^+) \\int_{t_k}^{t_j} \\Phi(t_j^-, \\tau) B(\\tau)\\, d\\tau
+              + \\int_{t_j}^{t_{k+1}} \\Phi(t_{k+1}, \\tau) B(\\tau)\\, d\\tau ,
+    $$
+
+    the exact zero-order hold of the piecewise system with ``u_k`` held over the whole step (a
+    breakpoint on the grid or at a step's end only selects the side read there). For a
+    linearization the held input is the deviation ``ũ = u − u0(t)``: across a jump of ``u0``
+    inside a step the applied input ``u`` jumps with ``u0``; choose ``dt`` and ``t0`` so that
+    the jumps are samples when the applied input itself is held.
 
     Examples
     --------
@@ -143,12 +163,24 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
         Ad, Bd = _zoh_lti(s.A(t0f), s.B(t0f), dtf)
         return DiscreteLTV.from_lti(Ad, Bd, dtf, N, t0=t0f, states=s.states, inputs=s.inputs,
                                     C=s.C, outputs=s.outputs)
+    bps = np.asarray(s.breakpoints, dtype=float)
+    bps = bps[(bps >= t0f) & (bps <= t0f + N * dtf)]
+    if bps.size:
+        p_steps = None                   # the jumps need not repeat with the period
     nint = N if (p_steps is None or p_steps >= N) else p_steps
     tk = t0f + dtf * np.arange(nint)
-    if integrator == "magnus":
-        E = _magnus_steps(s, tk, dtf, rtol, max_substeps)
-    else:
-        E = _ivp_steps(s, tk, dtf, rtol)
+
+    def step(sys_: "LTVSystem | _OneSided", starts: NDArray[np.float64], h: float) -> NDArray[np.float64]:
+        if integrator == "magnus":
+            return _magnus_steps(sys_, starts, h, rtol, max_substeps)
+        return _ivp_steps(sys_, starts, h, rtol)
+
+    split = ((bps[None, :] >= tk[:, None]) & (bps[None, :] <= tk[:, None] + dtf)).any(axis=1)
+    E = np.empty((nint, n + k, n + k))
+    if not split.all():
+        E[~split] = step(s, tk[~split], dtf)
+    for i in np.flatnonzero(split):
+        E[i] = _split_step(s, float(tk[i]), dtf, bps, step)
     Ad, Bd = E[:, :n, :n], E[:, :n, n:]
     if nint < N:
         reps = -(-N // nint)
@@ -156,7 +188,34 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
         Bd = np.tile(Bd, (reps, 1, 1))[:N]
     return DiscreteLTV(Ad, Bd, dtf, t0f, s.states, s.inputs,
                        period_steps=p_steps if p_steps is not None and p_steps <= N else None,
-                       C=s.C, outputs=s.outputs)
+                       C=s.C, outputs=s.outputs, breakpoints=tuple(bps.tolist()))
+
+
+class _OneSided:
+    """``sys`` read on ``[lo, hi]`` only (times clipped): one side of the jumps at its ends."""
+
+    def __init__(self, sys: LTVSystem, lo: float, hi: float) -> None:
+        self.sys, self.lo, self.hi = sys, lo, hi
+        self.nstates, self.ninputs = sys.nstates, sys.ninputs
+
+    def AB(self, t: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self.sys.AB(np.clip(t, self.lo, self.hi))
+
+
+def _split_step(s: LTVSystem, a: float, dt: float, bps: NDArray[np.float64],
+                step: Callable[..., NDArray[np.float64]]) -> NDArray[np.float64]:
+    """The augmented transition matrix over ``[a, a + dt]`` composed of the pieces between the
+    breakpoints ``bps``, each integrated on its own side of the jumps at its ends."""
+    b = a + dt
+    edges = np.concatenate([[a], bps[(bps > a) & (bps < b)], [b]])
+    E = np.eye(s.nstates + s.ninputs)
+    for c, d in zip(edges[:-1], edges[1:]):
+        if not d > c:
+            continue
+        lo = float(np.nextafter(c, np.inf)) if np.any(bps == c) else float(c)
+        hi = float(np.nextafter(d, -np.inf)) if np.any(bps == d) else float(d)
+        E = step(_OneSided(s, lo, hi), np.array([c]), float(d - c))[0] @ E
+    return E
 
 
 def _zoh_lti(A: NDArray[np.float64], B: NDArray[np.float64], dt: float) -> tuple[NDArray, NDArray]:

@@ -73,6 +73,12 @@ class LTVSystem:
         the states), as python-control's ``ss(A, B, I, 0)``.
     outputs : sequence of str, optional
         Output names (default: the state names when ``C`` is the identity, else ``y[i]``).
+    breakpoints : (J,) array_like, optional
+        Times at which ``A(t)`` or ``B(t)`` jump (e.g. the jumps of the reference inputs,
+        `Reference.breakpoints`). Between two breakpoints the matrices are smooth; at a
+        breakpoint they may have two one-sided limits, and ``A(t_j)`` is whichever side the
+        callables return there. `simulate_ltv()` stops at them and `discretize()` splits the
+        steps that contain one (see there).
 
     Attributes
     ----------
@@ -80,6 +86,8 @@ class LTVSystem:
     states, inputs : tuple of str
     t_range : (float, float) or None
     period : float or None
+    breakpoints : tuple of float
+        Sorted jump times of ``A(t)``, ``B(t)`` (inside ``t_range``); empty for smooth systems.
     is_constant : bool
         ``True`` for a time-invariant pair (closed forms are used downstream).
 
@@ -104,9 +112,11 @@ class LTVSystem:
                  dA: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
                  dB: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
                  vectorized: bool = False, C: ArrayLike | None = None,
-                 outputs: Sequence[str] | None = None) -> None:
+                 outputs: Sequence[str] | None = None,
+                 breakpoints: ArrayLike | None = None) -> None:
         self._t_range = _check_t_range(t_range)
         self._period = _check_period(period)
+        self._breakpoints = _check_breakpoints(breakpoints, self._t_range)
         const_A = not callable(A)
         const_B = not callable(B)
         self._vectorized = bool(vectorized)
@@ -244,7 +254,8 @@ class LTVSystem:
                            period: float | None = None, check: bool = False,
                            dA: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
                            dB: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
-                           input_states: bool = False) -> "LTVSystem":
+                           input_states: bool = False,
+                           breakpoints: ArrayLike | None = None) -> "LTVSystem":
         """LTV system ``A(t)``, ``B(t)`` of [`nhcontrol.linearize()`][nhcontrol.linearize] along a reference.
 
         Every evaluation of ``A(t)`` or ``B(t)`` runs the third numerical procedure (thesis
@@ -277,13 +288,19 @@ class LTVSystem:
             by their rates (`LinearizationResult.input_state_form`; states ``[X̃; ũ_r]``,
             inputs ``[ũ_o; <name>_dot]``). Without it such a model is refused, because
             ``A(t), B(t)`` alone would drop the rate term.
+        breakpoints : (J,) array_like, optional
+            Jump times of ``A(t)``, ``B(t)``; default ``ref.breakpoints`` (the jumps of the
+            reference inputs ``u0(t)``, where the linearization jumps too). ``[]`` declares
+            none.
 
         Returns
         -------
         LTVSystem
             States ``[x_ai, ẋ_ai, x_ad]`` and the model's inputs, by name. For a steady
             reference (``ref.steady``, e.g. a relative equilibrium) a constant system
-            (``is_constant``) with the matrices at the probe time.
+            (``is_constant``) with the matrices at the probe time. Its ``breakpoints`` are
+            the reference's (inside ``t_range``): `simulate_ltv()` and `discretize()` use
+            them by default.
 
         Raises
         ------
@@ -295,6 +312,7 @@ class LTVSystem:
         rng = _check_t_range(t_range if t_range is not None else getattr(ref, "t_range", None))
         per = _check_period(period if period is not None else getattr(ref, "period", None))
         probe = 0.0 if rng is None else rng[0]
+        jumps = breakpoints if breakpoints is not None else getattr(ref, "breakpoints", None)
         if partition is None:
             partition = suggest_partition(cm, ref, t=probe)
         elif not isinstance(partition, Partition):
@@ -321,7 +339,7 @@ class LTVSystem:
         if getattr(ref, "steady", False):
             A0, B0 = form(first)
             return cls(np.array(A0), np.array(B0), states=states, inputs=inputs,
-                       t_range=rng)
+                       t_range=rng, breakpoints=jumps)
         last: dict[str, Any] = {}
 
         def pair(t: Any) -> Any:
@@ -333,7 +351,7 @@ class LTVSystem:
             return last
 
         return cls(lambda t: pair(t)["A"], lambda t: pair(t)["B"], states=states, inputs=inputs,
-                   t_range=rng, period=per, dA=dA, dB=dB, vectorized=True)
+                   t_range=rng, period=per, dA=dA, dB=dB, vectorized=True, breakpoints=jumps)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -427,6 +445,11 @@ class LTVSystem:
     def period(self) -> float | None:
         """Period ``T`` or ``None``."""
         return self._period
+
+    @property
+    def breakpoints(self) -> tuple[float, ...]:
+        """Sorted jump times of ``A(t)``, ``B(t)`` (empty for smooth systems)."""
+        return getattr(self, "_breakpoints", ())   # systems pickled before the field existed
 
     @property
     def is_constant(self) -> bool:
@@ -825,6 +848,20 @@ def _check_t_range(t_range: Any) -> tuple[float, float] | None:
     if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
         raise LinearSystemError(f"t_range must be finite with t_start < t_end, got ({lo}, {hi})")
     return (lo, hi)
+
+
+def _check_breakpoints(breakpoints: ArrayLike | None, t_range: tuple[float, float] | None
+                       ) -> tuple[float, ...]:
+    """Sorted, unique, finite jump times, those strictly inside ``t_range`` (when given)."""
+    if breakpoints is None:
+        return ()
+    bp = as_float_array(breakpoints, "breakpoints").reshape(-1)
+    if not np.all(np.isfinite(bp)):
+        raise LinearSystemError(f"breakpoints must be finite times (the jumps of A(t), B(t)), got "
+                                f"{bp.tolist()}")
+    if t_range is not None:
+        bp = bp[(bp > t_range[0]) & (bp < t_range[1])]
+    return tuple(float(b) for b in np.unique(bp))
 
 
 def _check_period(period: Any) -> float | None:

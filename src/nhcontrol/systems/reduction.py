@@ -100,7 +100,7 @@ def restrict(sys: Any, S: ArrayLike, P: ArrayLike, *, states: Sequence[str] | No
     out = {} if s.has_identity_output else {"C": s.C @ Pm, "outputs": s.outputs}
     if s.is_constant:
         return LTVSystem(Sm @ s.A(0.0) @ Pm, Sm @ s.B(0.0), states=states, inputs=list(s.inputs),
-                         t_range=s.t_range, period=s.period, **out)
+                         t_range=s.t_range, period=s.period, breakpoints=s.breakpoints, **out)
     derivs: dict[str, Any] = {}
     for key, ex, f, which in (("dA", exact_A, dA, "A"), ("dB", exact_B, dB, "B")):
         if ex is None:
@@ -109,4 +109,4 @@ def restrict(sys: Any, S: ArrayLike, P: ArrayLike, *, states: Sequence[str] | No
             derivs[key] = [(lambda t, _k=j, _f=f: _f(t, _k)) for j in range(1, ex + 1)]
     return LTVSystem(lambda t: Sm @ s.A(t) @ Pm, lambda t: Sm @ s.B(t), states=states,
                      inputs=list(s.inputs), t_range=s.t_range, period=s.period,
-                     vectorized=s.vectorized, **derivs, **out)
+                     vectorized=s.vectorized, breakpoints=s.breakpoints, **derivs, **out)

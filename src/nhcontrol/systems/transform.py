@@ -72,4 +72,5 @@ def change_of_variables(sys: LTVSystem, T: Matrix, T_dot: Matrix, *,
 
     return LTVSystem(lambda t: mats(float(t))[0], lambda t: mats(float(t))[1],
                      states=list(states) if states is not None else list(s.states), inputs=list(s.inputs),
-                     t_range=s.t_range, period=period if period is not None else s.period)
+                     t_range=s.t_range, period=period if period is not None else s.period,
+                     breakpoints=s.breakpoints)
