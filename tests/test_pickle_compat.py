@@ -171,7 +171,8 @@ def test_old_objects_work_with_todays_api(old_pickle):
 @pytest.mark.xfail(strict=True, reason="a compiled model pickled by an older kernel generator "
                    "(a9626a7: nhcontrol-codegen-12) carries a source without the kernels added "
                    "since (input_rate_terms); load_compiled does not yet accept it")
-def test_old_pickle_loads_with_its_own_models(old_pickle):
+def test_old_pickle_loads_with_its_own_models(old_pickle, tmp_path, monkeypatch):
+    monkeypatch.setenv("NHCONTROL_CACHE_DIR", str(tmp_path / "cache"))   # the carried sources land here
     with open(old_pickle, "rb") as fh:
         data = pickle.load(fh)
     got = data["objects"]["sim_free"].evaluate(data["ts"])
