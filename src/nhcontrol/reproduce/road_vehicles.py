@@ -14,11 +14,12 @@ Arranges library calls:
    sampled controller) whose mass, yaw inertia and centre of mass differ from the controller's
    model, from a lateral offset;
 3. the lane change on the ``force`` skate, whose steering angle is assigned (an input in the
-   front skate constraint): its reference with input rates → the third procedure with the rate
-   matrix ``B_rate`` → ``input_state_form`` (``γ`` a state, ``γ̇`` the input; states
-   ``[x, ẋ, y, ψ, γ]``) → ``LTVMPC`` with ``|γ|`` a state bound and ``|γ̇|`` an input bound,
-   closed on the same mismatched nonlinear vehicle with ``γ`` piecewise linear in time (the
-   commanded rate held over each sample, ``ud`` of ``forward_dynamics``).
+   front skate constraint; `nhcontrol.lane_change_control`): its reference with input rates →
+   the third procedure with the rate matrix ``B_rate`` → ``input_state_form`` (``γ`` a state,
+   ``γ̇`` the input; states ``[x, ẋ, y, ψ, γ]``) → ``LTVMPC`` with ``|γ|`` a state bound and
+   ``|γ̇|`` an input bound, and the finite-horizon LQR with the same weights, each closed on the
+   same mismatched nonlinear vehicle with ``γ`` piecewise linear in time (the commanded rate
+   held over each sample).
 
 Derivations and choices: ``docs/theory/road_vehicles.md``; guide: ``docs/guide/road_vehicles.md``.
 """
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -35,6 +36,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..design import LTVMPC, finite_horizon_lqr
+from ..lane_change_control import (ASSIGNED_PARTITION, AssignedSteeringSettings,
+                                   AssignedSteeringSetup, LaneChangeSettings,
+                                   assigned_steering_setup, closed_loop_assigned)
 from ..linearize import Partition, linearize
 from ..models import lane_change as lc
 from ..models import single_track as st
@@ -49,59 +53,6 @@ __all__ = ["run", "summary", "lane_change_setup", "closed_loop", "LaneChangeSett
 PARTITION = {"x_ai": ["x", "gamma"], "x_ad": ["y", "psi"]}
 """Partition of the ``force_torque`` model: ``x_ai = [x, γ]``, ``x_ad = [y, ψ]`` (Eq. (4.96));
 the linear state is ``[x, γ, ẋ, γ̇, y, ψ]`` (Eq. (4.123))."""
-
-ASSIGNED_PARTITION = {"x_ai": ["x"], "x_ad": ["y", "psi"]}
-"""Partition of the ``force`` model: ``x_ai = [x]``, ``x_ad = [y, ψ]``; with the steering angle
-appended by ``input_state_form`` the linear state is ``[x, ẋ, y, ψ, γ]``."""
-
-
-@dataclass(frozen=True)
-class LaneChangeSettings:
-    """Settings of the lane-change loops.
-
-    Attributes
-    ----------
-    V : float
-        Longitudinal speed of the rear-axle centre [m/s].
-    dt : float
-        Sampling time of the controllers [s].
-    horizon : int
-        MPC horizon ``N`` [steps].
-    steer_max_deg, steer_rate_max_deg_s : float
-        Steering-angle and steering-rate limits the plant must respect.
-    backoff : (float, float)
-        Fractions of the limits the MPC imposes on its predicted samples (``|γ|``, ``|γ̇|``):
-        the bounds hold at the samples of the linear prediction only, so the controller keeps a
-        margin for the motion between samples and the model error.
-    q, r : tuple of float
-        Diagonal weights of ``[x, γ, ẋ, γ̇, y, ψ]`` and of ``[F_R / 1 kN, T / 1 N m]``.
-    plant : dict
-        Parameters of the simulated vehicle that differ from the controller's model.
-    y_offset : float
-        Initial lateral offset of the vehicle [m].
-    rtol, atol : float
-        Integration tolerances of the nonlinear model.
-    """
-
-    V: float = 20.0
-    dt: float = 0.05
-    horizon: int = 20
-    steer_max_deg: float = 8.0
-    steer_rate_max_deg_s: float = 40.0
-    backoff: tuple[float, float] = (0.95, 0.9)
-    q: tuple[float, ...] = (1.0, 1.0, 1.0, 0.01, 100.0, 10.0)
-    r: tuple[float, ...] = (1.0, 1e-3)
-    plant: dict = field(default_factory=lambda: {"m": 1.2 * st.DEFAULTS["m"],
-                                                 "J": 1.2 * st.DEFAULTS["J"], "a": 1.2, "b": 1.48})
-    y_offset: float = 0.05
-    rtol: float = 1e-8
-    atol: float = 1e-10
-
-    @property
-    def t_final(self) -> float:
-        """Time to drive the 125 m of the track [s]."""
-        return sum(lc.ISO_3888_1_SECTIONS) / self.V
-
 
 QUICK = LaneChangeSettings(rtol=1e-6, atol=1e-8)
 """``--quick``: looser integration tolerances (same controllers); Appell checks of the skate
@@ -233,170 +184,6 @@ def closed_loop(s: LaneChangeSetup, kind: str, *, points: int = 501) -> dict[str
     return {"numbers": out, "arrays": arrays}
 
 
-@dataclass(frozen=True)
-class AssignedSteeringSettings:
-    """Weights and margins of the MPC on the assigned-steering (``force``) skate.
-
-    Speed, sampling time, horizon, limits, plant, initial offset and tolerances are those of
-    `LaneChangeSettings`.
-
-    Attributes
-    ----------
-    q, r : tuple of float
-        Diagonal weights of ``[x, ẋ, y, ψ, γ]`` and of ``[F_R / 1 kN, γ̇ / 1 rad/s]``.
-    backoff : (float, float)
-        Fractions of the limits imposed on ``|γ|`` (predicted states) and ``|γ̇|`` (inputs).
-        With ``γ`` piecewise linear in time both hold exactly between samples and on the
-        mismatched plant (``γ`` is the controller's own integrator); the 1 % margins cover the
-        tolerance of the QP solver only.
-    """
-
-    q: tuple[float, ...] = (1.0, 1.0, 100.0, 10.0, 1.0)
-    r: tuple[float, ...] = (1.0, 0.1)
-    backoff: tuple[float, float] = (0.99, 0.99)
-
-
-_RATE_INPUT_SCALE = np.diag([1000.0, 1.0])
-"""Input scaling of the assigned-steering MPC: ``F_R`` in kN, ``γ̇`` in rad/s."""
-
-
-@dataclass(frozen=True)
-class AssignedSteeringSetup:
-    """The ``force`` model, its reference, the LTV system in input-state form and its ZOH
-    sequences (inputs ``[F_R / 1 kN, γ̇]``)."""
-
-    cm: Any
-    ref: Any
-    lin0: Any
-    ltv: Any
-    Ad: NDArray[np.float64]
-    Bd: NDArray[np.float64]
-    cols: list[int]
-    states: tuple[str, ...]
-    st: LaneChangeSettings
-    ast: AssignedSteeringSettings
-
-
-def assigned_steering_setup(st_: LaneChangeSettings,
-                            ast: AssignedSteeringSettings = AssignedSteeringSettings()
-                            ) -> AssignedSteeringSetup:
-    """Reference with input rates, LTV system with ``γ`` as a state (``input_states=True``) and
-    its zero-order-hold sequences, for the ``force`` skate."""
-    cm = st.build("force").system.compile()
-    nsteps = int(round(st_.t_final / st_.dt))
-    ref = lc.assigned_steering_reference(cm, st_.V, t_final=(nsteps + st_.horizon + 1) * st_.dt)
-    part = Partition.from_dict(ASSIGNED_PARTITION)
-    ltv = LTVSystem.from_linearization(cm, ref, part, input_states=True)
-    d = discretize(ltv, st_.dt, steps=nsteps + st_.horizon)
-    cols = [list(ltv.inputs).index(s) for s in ("F_R", "gamma_dot")]
-    return AssignedSteeringSetup(cm=cm, ref=ref, lin0=linearize(cm, ref, part, t=0.0), ltv=ltv,
-                                 Ad=np.asarray(d.Ad),
-                                 Bd=np.asarray(d.Bd)[:, :, cols] @ _RATE_INPUT_SCALE,
-                                 cols=cols, states=tuple(ltv.states), st=st_, ast=ast)
-
-
-class _SteeringRamp:
-    """Plant inputs over one sample ``[t_k, t_k + dt]``: ``F_R`` held, ``F_F = 0`` and the
-    steering angle ``γ(t) = γ_k + r_k (t − t_k)`` with its rate ``r_k`` (``gamma_rate`` and
-    ``u̇`` of ``gamma``)."""
-
-    def __init__(self, t_k: float, F_R: float, gamma_k: float, rate: float) -> None:
-        self.t_k, self.F_R, self.gamma_k, self.rate = t_k, F_R, gamma_k, rate
-
-    def u(self, t: float) -> NDArray[np.float64]:
-        return np.array([self.F_R, 0.0, self.gamma_k + self.rate * (t - self.t_k), self.rate])
-
-    def ud(self, t: float) -> NDArray[np.float64]:
-        return np.array([0.0, 0.0, self.rate, 0.0])
-
-
-def _assigned_windows(s: AssignedSteeringSetup, t: float) -> tuple[NDArray, NDArray]:
-    """``u_ref`` (``F_R`` in kN at the samples; the secant rate of ``γ0`` over each sample, so
-    the integrator row of the model is exact) and ``x_ref`` ``[x, ẋ, y, ψ, γ]`` over a window."""
-    st_ = s.st
-    tt = t + st_.dt * np.arange(st_.horizon + 1)
-    x, xd, u = s.ref.x(tt), s.ref.xd(tt), s.ref.u(tt)
-    g = u[:, list(s.cm.inputs).index("gamma")]
-    u_ref = np.column_stack([u[:-1, 0] / _RATE_INPUT_SCALE[0, 0], np.diff(g) / st_.dt])
-    return u_ref, np.column_stack([x[:, 0], xd[:, 0], x[:, 1], x[:, 2], g])
-
-
-def closed_loop_assigned(s: AssignedSteeringSetup, *, t_final: float | None = None,
-                         points_per_step: int = 4) -> dict[str, Any]:
-    """LTV-MPC on the assigned-steering skate, closed on the nonlinear model.
-
-    Every ``dt`` the MPC returns ``[F_R, γ̇]``; over the sample the plant sees ``F_R`` held and
-    ``γ`` ramping at the commanded rate from its current value (``forward_dynamics`` over each
-    sample with ``u(t)`` and ``ud(t)``), so ``γ`` is continuous (no velocity jump to project),
-    its rate is exactly the bounded input and the discrete model's integrator row is exact.
-    Reported as in [`closed_loop`][nhcontrol.reproduce.road_vehicles.closed_loop]; the peak
-    steering angle and rate are those of the applied ramps.
-    """
-    st_, ast = s.st, s.ast
-    N, dt = st_.horizon, st_.dt
-    nsteps = int(round((st_.t_final if t_final is None else t_final) / dt))
-    Q, R = np.diag(ast.q), np.diag(ast.r)
-    lqr = finite_horizon_lqr((s.Ad, s.Bd), Q, R, Q)
-    ns = len(s.states)
-    hi = np.full(ns, np.inf)
-    hi[s.states.index("gamma")] = ast.backoff[0] * math.radians(st_.steer_max_deg)
-    rate_hi = np.array([np.inf, ast.backoff[1] * math.radians(st_.steer_rate_max_deg_s)])
-    mpc = LTVMPC(N, Q, R, lqr.P[N], x_min=-hi, x_max=hi, u_min=-rate_hi, u_max=rate_hi)
-    ig = list(s.cm.inputs).index("gamma")
-    x, xd = s.ref.x(0.0) + np.array([0.0, st_.y_offset, 0.0]), s.ref.xd(0.0)
-    gam = float(s.ref.u(0.0)[ig])
-    times, cpu, statuses = [], [], []
-    ts, xs, xds, gs, gds, t_u, us = [], [], [], [], [], [], []
-    for k in range(nsteps):
-        t = k * dt
-        dX = np.append(s.lin0.deviation(s.ref, t, x, xd), gam - s.ref.u(t)[ig])
-        u_ref, x_ref = _assigned_windows(s, t)
-        c0, p0 = time.perf_counter(), time.process_time()
-        step = mpc.step(dX, s.Ad[k:k + N], s.Bd[k:k + N], u_ref=u_ref, x_ref=x_ref,
-                        Qf=lqr.P[min(k + N, lqr.P.shape[0] - 1)])
-        times.append(time.perf_counter() - c0)
-        cpu.append(time.process_time() - p0)
-        statuses.append(step.status)
-        F_R, rate = _RATE_INPUT_SCALE @ np.asarray(step.u)
-        ramp = _SteeringRamp(t, float(F_R), gam, float(rate))
-        sim = forward_dynamics(s.cm, (t, t + dt), x, xd, u=ramp.u, ud=ramp.ud, p=st_.plant,
-                               rtol=st_.rtol, atol=st_.atol,
-                               t_eval=np.linspace(t, t + dt, points_per_step + 1))
-        last = k == nsteps - 1
-        keep = slice(None) if last else slice(0, -1)
-        tk = np.asarray(sim.t)[keep]
-        ts.append(tk)
-        xs.append(np.asarray(sim.x)[keep])
-        xds.append(np.asarray(sim.xd)[keep])
-        gs.append(gam + rate * (tk - t))
-        gds.append(np.full(tk.size, rate))
-        t_u.append(t)
-        us.append(ramp.u(t))
-        x, xd, gam = np.asarray(sim.x)[-1], np.asarray(sim.xd)[-1], gam + float(rate) * dt
-    tt = np.concatenate(ts)
-    X = np.concatenate(xs)
-    e = lc.lateral_error(s.ref, tt, X)
-    gam_t, gamd_t = np.concatenate(gs), np.concatenate(gds)
-    stt = np.asarray(times)
-    out = {
-        "max_lateral_error_m": float(np.max(np.abs(e))),
-        "rms_lateral_error_m": float(np.sqrt(np.mean(e ** 2))),
-        "max_lateral_error_after_1s_m": float(np.max(np.abs(e[tt >= 1.0]))),
-        "peak_steer_deg": float(np.degrees(np.max(np.abs(gam_t)))),
-        "peak_steer_rate_deg_s": float(np.degrees(np.max(np.abs(gamd_t)))),
-        "median_step_s": float(np.median(stt)),
-        "max_step_s": float(np.max(stt)),
-        "median_step_cpu_s": float(np.median(cpu)),
-        "steps": int(stt.size),
-    }
-    out["bounds_respected"] = bool(out["peak_steer_deg"] <= st_.steer_max_deg
-                                   and out["peak_steer_rate_deg_s"] <= st_.steer_rate_max_deg_s)
-    out["statuses"] = {k: statuses.count(k) for k in sorted(set(statuses))}
-    arrays = {"t": tt, "x": X, "xd": np.concatenate(xds), "e": e, "gamma": gam_t,
-              "gamma_d": gamd_t, "t_u": np.asarray(t_u), "u": np.asarray(us)}
-    return {"numbers": out, "arrays": arrays}
-
-
 def _models(quick: bool) -> dict[str, Any]:
     """Table 1 counts of every variant; Appell vs Newton--Euler (skate variants only in quick
     mode: the rigid-wheel ones need three more model compilations)."""
@@ -422,9 +209,11 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         ``lane_change`` (MPC) and ``lane_change_lqr`` (``max_lateral_error_m``,
         ``rms_lateral_error_m``, ``peak_steer_deg``, ``peak_steer_rate_deg_s``,
         ``median_step_s``, ...), ``lane_change_assigned_steering`` (the same numbers for the
-        MPC on the ``force`` skate with ``γ`` assigned, ``γ̇`` its input), ``reference``
-        (peaks of the reference) and ``settings`` (``assigned_steering``: its weights,
-        margins, states and inputs).
+        MPC on the ``force`` skate with ``γ`` assigned, ``γ̇`` its input),
+        ``lane_change_assigned_steering_lqr`` (the finite-horizon LQR with the same weights, no
+        bounds), ``reference``
+        (peaks of the reference) and ``settings`` (``assigned_steering``: the weights of both
+        controllers, the MPC's margins, states and inputs).
     """
     st_ = QUICK if quick else LaneChangeSettings()
     t_start = time.perf_counter()
@@ -434,8 +223,10 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     result["lane_change"] = loops["mpc"]["numbers"]
     result["lane_change_lqr"] = loops["lqr"]["numbers"]
     sa = assigned_steering_setup(st_)
-    loops["assigned"] = closed_loop_assigned(sa)
+    loops["assigned"] = closed_loop_assigned(sa, "mpc")
+    loops["assigned_lqr"] = closed_loop_assigned(sa, "lqr")
     result["lane_change_assigned_steering"] = loops["assigned"]["numbers"]
+    result["lane_change_assigned_steering_lqr"] = loops["assigned_lqr"]["numbers"]
     tr = np.linspace(0.0, st_.t_final, 1001)
     xr, xdr, ur = s.ref.x(tr), s.ref.xd(tr), s.ref.u(tr)
     result["reference"] = {
@@ -462,7 +253,8 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
 
 
 _LOOP_LABELS = (("mpc", "LTV-MPC"), ("lqr", "finite-horizon LQR"),
-                ("assigned", "LTV-MPC, assigned steering"))
+                ("assigned", "LTV-MPC, assigned steering"),
+                ("assigned_lqr", "LQR, assigned steering"))
 
 
 def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
@@ -510,9 +302,10 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
         axs[0].plot(a["t"], np.degrees(a["x"][:, 3]), label=lab)
         axs[1].plot(a["t"], np.degrees(a["xd"][:, 3]), label=lab)
         axs[2].step(a["t_u"], a["u"][:, 2], where="post", label=f"T, {lab}")
-    a = loops["assigned"]["arrays"]
-    axs[0].plot(a["t"], np.degrees(a["gamma"]), label=_LOOP_LABELS[2][1])
-    axs[1].plot(a["t"], np.degrees(a["gamma_d"]), label=_LOOP_LABELS[2][1])
+    for kind, lab in _LOOP_LABELS[2:]:
+        a = loops[kind]["arrays"]
+        axs[0].plot(a["t"], np.degrees(a["gamma"]), label=lab)
+        axs[1].plot(a["t"], np.degrees(a["gamma_d"]), label=lab)
     for ax, lim in ((axs[0], st_.steer_max_deg), (axs[1], st_.steer_rate_max_deg_s)):
         ax.axhline(lim, color="r", lw=0.8, ls=":", label="limit")
         ax.axhline(-lim, color="r", lw=0.8, ls=":")
@@ -546,7 +339,8 @@ def summary(result: dict[str, Any]) -> str:
                  f"{s['steer_max_deg']:g}°, |γ̇| ≤ {s['steer_rate_max_deg_s']:g}°/s")
     for key, lab in (("lane_change", "LTV-MPC (N = %d)" % s["horizon"]),
                      ("lane_change_lqr", "finite-horizon LQR"),
-                     ("lane_change_assigned_steering", "LTV-MPC, γ assigned")):
+                     ("lane_change_assigned_steering", "LTV-MPC, γ assigned"),
+                     ("lane_change_assigned_steering_lqr", "LQR, γ assigned")):
         b = result[key]
         lines.append(f"  {lab:20s} max |e| = {100 * b['max_lateral_error_m']:.1f} cm (after 1 s "
                      f"{100 * b['max_lateral_error_after_1s_m']:.1f} cm), rms {100 * b['rms_lateral_error_m']:.1f}"

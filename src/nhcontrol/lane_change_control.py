@@ -1,0 +1,423 @@
+"""Lane-change control of the assigned-steering single-track skate, closed on the nonlinear model.
+
+The ``force`` skate of `nhcontrol.models.single_track` has the steering angle ``γ`` assigned (an
+input that enters the front skate constraint). Its lane-change reference carries input rates
+([`assigned_steering_reference`][nhcontrol.models.lane_change.assigned_steering_reference]);
+the third numerical procedure with the rate matrix ``B_rate`` and ``input_states=True`` gives an
+LTV system with ``γ`` a state and ``γ̇`` an input (states ``[x, ẋ, y, ψ, γ]``), so a bound on
+``|γ|`` is a state bound and a bound on ``|γ̇|`` an input bound.
+
+- [`assigned_steering_setup`][nhcontrol.lane_change_control.assigned_steering_setup]: reference,
+  input-state LTV system and its zero-order-hold sequences (inputs ``[F_R / 1 kN, γ̇]``);
+- [`closed_loop_assigned`][nhcontrol.lane_change_control.closed_loop_assigned]: LTV-MPC
+  (``|γ|`` a state bound, ``|γ̇|`` an input bound) or the finite-horizon LQR with the same
+  weights and no bounds, closed on a nonlinear vehicle whose parameters may differ;
+- [`closed_loop_piecewise_linear`][nhcontrol.lane_change_control.closed_loop_piecewise_linear]:
+  the general sampled loop underneath, for any model whose inputs a controller commands together
+  with their rates: over each sample the plant sees ``u(t) = u_k + u̇_k (t − t_k)``.
+
+This module sits at the right end of the pipeline (it arranges ``models``, ``linearize``,
+``systems``, ``design`` and ``simulate``); derivations and choices: docs/theory/road_vehicles.md,
+"Assigned steering".
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from nhcontrol._util.errors import DesignError
+from nhcontrol.design import LTVMPC, finite_horizon_lqr
+from nhcontrol.linearize import Partition, linearize
+from nhcontrol.models import lane_change as lc
+from nhcontrol.models import single_track as st
+from nhcontrol.simulate import forward_dynamics
+from nhcontrol.systems import LTVSystem, discretize
+
+__all__ = ["LaneChangeSettings", "AssignedSteeringSettings", "AssignedSteeringSetup",
+           "PiecewiseLinearLoop", "ASSIGNED_PARTITION", "RATE_INPUT_SCALE",
+           "assigned_steering_setup", "closed_loop_assigned", "closed_loop_piecewise_linear"]
+
+ASSIGNED_PARTITION = {"x_ai": ["x"], "x_ad": ["y", "psi"]}
+"""Partition of the ``force`` model: ``x_ai = [x]``, ``x_ad = [y, ψ]``; with the steering angle
+appended by ``input_state_form`` the linear state is ``[x, ẋ, y, ψ, γ]``."""
+
+RATE_INPUT_SCALE = np.diag([1000.0, 1.0])
+"""Input scaling of the assigned-steering controllers: ``F_R`` in kN, ``γ̇`` in rad/s."""
+RATE_INPUT_SCALE.setflags(write=False)
+
+
+@dataclass(frozen=True)
+class LaneChangeSettings:
+    """Settings of the lane-change loops (ISO 3888-1 track).
+
+    Attributes
+    ----------
+    V : float
+        Longitudinal speed of the rear-axle centre [m/s].
+    dt : float
+        Sampling time of the controllers [s].
+    horizon : int
+        MPC horizon ``N`` [steps].
+    steer_max_deg, steer_rate_max_deg_s : float
+        Steering-angle and steering-rate limits the plant must respect.
+    backoff : (float, float)
+        Fractions of the limits the MPC of the torque-steered skate imposes on its predicted
+        samples (``|γ|``, ``|γ̇|``): the bounds hold at the samples of the linear prediction only,
+        so the controller keeps a margin for the motion between samples and the model error.
+    q, r : tuple of float
+        Diagonal weights of the torque-steered skate's ``[x, γ, ẋ, γ̇, y, ψ]`` and of
+        ``[F_R / 1 kN, T / 1 N m]``.
+    plant : dict
+        Parameters of the simulated vehicle that differ from the controller's model.
+    y_offset : float
+        Initial lateral offset of the vehicle [m].
+    rtol, atol : float
+        Integration tolerances of the nonlinear model.
+    """
+
+    V: float = 20.0
+    dt: float = 0.05
+    horizon: int = 20
+    steer_max_deg: float = 8.0
+    steer_rate_max_deg_s: float = 40.0
+    backoff: tuple[float, float] = (0.95, 0.9)
+    q: tuple[float, ...] = (1.0, 1.0, 1.0, 0.01, 100.0, 10.0)
+    r: tuple[float, ...] = (1.0, 1e-3)
+    plant: dict = field(default_factory=lambda: {"m": 1.2 * st.DEFAULTS["m"],
+                                                 "J": 1.2 * st.DEFAULTS["J"], "a": 1.2, "b": 1.48})
+    y_offset: float = 0.05
+    rtol: float = 1e-8
+    atol: float = 1e-10
+
+    @property
+    def t_final(self) -> float:
+        """Time to drive the 125 m of the track [s]."""
+        return sum(lc.ISO_3888_1_SECTIONS) / self.V
+
+
+@dataclass(frozen=True)
+class AssignedSteeringSettings:
+    """Weights and margins of the controllers of the assigned-steering (``force``) skate.
+
+    Speed, sampling time, horizon, limits, plant, initial offset and tolerances are those of
+    `LaneChangeSettings`. The finite-horizon LQR uses the same weights (its terminal weight is
+    ``Q``, as the MPC's tail weight is its Riccati matrix ``P_{k+N}``).
+
+    Attributes
+    ----------
+    q, r : tuple of float
+        Diagonal weights of ``[x, ẋ, y, ψ, γ]`` and of ``[F_R / 1 kN, γ̇ / 1 rad/s]``.
+    backoff : (float, float)
+        Fractions of the limits the MPC imposes on ``|γ|`` (predicted states) and ``|γ̇|``
+        (inputs). With ``γ`` piecewise linear in time both hold exactly between samples and on
+        the mismatched plant (``γ`` is the controller's own integrator); the 1 % margins cover
+        the tolerance of the QP solver only.
+    """
+
+    q: tuple[float, ...] = (1.0, 1.0, 100.0, 10.0, 1.0)
+    r: tuple[float, ...] = (1.0, 0.1)
+    backoff: tuple[float, float] = (0.99, 0.99)
+
+
+@dataclass(frozen=True)
+class AssignedSteeringSetup:
+    """The ``force`` model, its reference, the LTV system in input-state form and its ZOH
+    sequences ``Ad`` (K, 5, 5), ``Bd`` (K, 5, 2) (inputs ``[F_R / 1 kN, γ̇]``, columns ``cols``
+    of the LTV system's inputs)."""
+
+    cm: Any
+    ref: Any
+    lin0: Any
+    ltv: Any
+    Ad: NDArray[np.float64]
+    Bd: NDArray[np.float64]
+    cols: list[int]
+    states: tuple[str, ...]
+    st: LaneChangeSettings
+    ast: AssignedSteeringSettings
+
+
+def assigned_steering_setup(st_: LaneChangeSettings = LaneChangeSettings(),
+                            ast: AssignedSteeringSettings = AssignedSteeringSettings()
+                            ) -> AssignedSteeringSetup:
+    """Reference with input rates, LTV system with ``γ`` as a state (``input_states=True``) and
+    its zero-order-hold sequences, for the ``force`` skate.
+
+    The reference spans the track plus one horizon, so the MPC's window never leaves it.
+    """
+    cm = st.build("force").system.compile()
+    nsteps = int(round(st_.t_final / st_.dt))
+    ref = lc.assigned_steering_reference(cm, st_.V, t_final=(nsteps + st_.horizon + 1) * st_.dt)
+    part = Partition.from_dict(ASSIGNED_PARTITION)
+    ltv = LTVSystem.from_linearization(cm, ref, part, input_states=True)
+    d = discretize(ltv, st_.dt, steps=nsteps + st_.horizon)
+    cols = [list(ltv.inputs).index(s) for s in ("F_R", "gamma_dot")]
+    Ad = np.asarray(d.Ad)
+    Bd = np.asarray(d.Bd)[:, :, cols] @ RATE_INPUT_SCALE
+    Ad.setflags(write=False)
+    Bd.setflags(write=False)
+    return AssignedSteeringSetup(cm=cm, ref=ref, lin0=linearize(cm, ref, part, t=0.0), ltv=ltv,
+                                 Ad=Ad, Bd=Bd, cols=cols, states=tuple(ltv.states), st=st_,
+                                 ast=ast)
+
+
+@dataclass(frozen=True)
+class PiecewiseLinearLoop:
+    """Result of [`closed_loop_piecewise_linear`][nhcontrol.lane_change_control.closed_loop_piecewise_linear].
+
+    Attributes
+    ----------
+    t : (M,) ndarray
+        Output times (``points_per_step + 1`` per sample, shared ends once).
+    x, xd : (M, n) ndarray
+        Coordinates and velocities of the nonlinear model.
+    u, ud : (M, k) ndarray
+        Inputs ``u_k + u̇_k (t − t_k)`` and their rates ``u̇_k`` the plant saw at ``t``.
+    t_u : (K,) ndarray
+        Sample instants ``t_k``.
+    u_k, ud_k : (K, k) ndarray
+        Commanded inputs and rates at the samples.
+    """
+
+    t: NDArray[np.float64]
+    x: NDArray[np.float64]
+    xd: NDArray[np.float64]
+    u: NDArray[np.float64]
+    ud: NDArray[np.float64]
+    t_u: NDArray[np.float64]
+    u_k: NDArray[np.float64]
+    ud_k: NDArray[np.float64]
+
+
+class _Ramp:
+    """Plant inputs over one sample: ``u(t) = u_k + u̇_k (t − t_k)`` and ``u̇(t) = u̇_k``."""
+
+    def __init__(self, t_k: float, u_k: NDArray[np.float64], ud_k: NDArray[np.float64]) -> None:
+        self.t_k, self.u_k, self.ud_k = t_k, u_k, ud_k
+
+    def u(self, t: float) -> NDArray[np.float64]:
+        return self.u_k + self.ud_k * (t - self.t_k)
+
+    def ud(self, t: float) -> NDArray[np.float64]:
+        return self.ud_k
+
+
+def closed_loop_piecewise_linear(
+        cm: Any, law: Callable[[int, float, NDArray, NDArray, NDArray], tuple[ArrayLike, ArrayLike]],
+        t_final: float, x0: ArrayLike, xd0: ArrayLike, u0: ArrayLike, *, sample_time: float,
+        p: dict | None = None, rtol: float = 1e-8, atol: float = 1e-10,
+        points_per_step: int = 4) -> PiecewiseLinearLoop:
+    """Sampled closed loop whose controller commands inputs *and* their rates.
+
+    At ``t_k = k h`` the law ``law(k, t_k, x, xd, u_now) -> (u_k, u̇_k)`` sees the state and the
+    inputs ``u_now`` the plant has at ``t_k`` (``u0`` at ``t_0``, the end of the previous ramp
+    after); over ``[t_k, t_k + h]`` the nonlinear model (``forward_dynamics``) is driven by
+
+    .. math::
+
+        u(t) = u_k + \\dot u_k\\,(t - t_k), \\qquad \\dot u(t) = \\dot u_k,
+
+    so an input that enters the constraints (an assigned steering angle) stays continuous when
+    the law keeps ``u_k = u_now`` in its columns: no velocity jump is projected, and its rate is
+    exactly the commanded ``u̇_k``.
+
+    Parameters
+    ----------
+    cm : CompiledModel
+    law : callable
+        ``law(k, t_k, x (n,), xd (n,), u_now (k,)) -> (u_k (k,), u̇_k (k,))``.
+    t_final : float
+        End time [s]; ``round(t_final / h)`` samples are taken.
+    x0, xd0 : (n,) array_like
+        Initial coordinates and velocities.
+    u0 : (k,) array_like
+        Inputs at ``t = 0`` (passed to the first call of ``law`` as ``u_now``).
+    sample_time : float
+        Period ``h`` [s].
+    p : dict, optional
+        Parameters of the plant that differ from the model's defaults.
+    rtol, atol : float
+        Integration tolerances.
+    points_per_step : int
+        Output points per sample (plus the shared end point).
+
+    Returns
+    -------
+    PiecewiseLinearLoop
+
+    Raises
+    ------
+    DesignError
+        A non-positive ``sample_time`` or ``t_final`` shorter than one sample, or ``law``
+        returning arrays of the wrong shape.
+    """
+    h = float(sample_time)
+    if not (math.isfinite(h) and h > 0):
+        raise DesignError(f"sample_time must be a positive number of seconds, got {sample_time!r}")
+    nsteps = int(round(float(t_final) / h))
+    if nsteps < 1:
+        raise DesignError(f"t_final = {t_final!r} is shorter than one sample (h = {h:g} s); "
+                          "give t_final >= sample_time")
+    x, xd = np.asarray(x0, dtype=float), np.asarray(xd0, dtype=float)
+    u_now = np.asarray(u0, dtype=float)
+    k_in = len(cm.inputs)
+    ts, xs, xds, us, uds, t_u, uks, udks = [], [], [], [], [], [], [], []
+    for k in range(nsteps):
+        t = k * h
+        u_k, ud_k = (np.asarray(v, dtype=float) for v in law(k, t, x, xd, u_now))
+        if u_k.shape != (k_in,) or ud_k.shape != (k_in,):
+            raise DesignError(f"law(k, t, x, xd, u_now) must return two arrays of shape "
+                              f"({k_in},) (inputs {list(cm.inputs)}), got {u_k.shape} and "
+                              f"{ud_k.shape} at t = {t:.6g}")
+        ramp = _Ramp(t, u_k, ud_k)
+        sim = forward_dynamics(cm, (t, t + h), x, xd, u=ramp.u, ud=ramp.ud, p=p, rtol=rtol,
+                               atol=atol, t_eval=np.linspace(t, t + h, points_per_step + 1))
+        keep = slice(None) if k == nsteps - 1 else slice(0, -1)
+        tk = np.asarray(sim.t)[keep]
+        ts.append(tk)
+        xs.append(np.asarray(sim.x)[keep])
+        xds.append(np.asarray(sim.xd)[keep])
+        us.append(u_k + ud_k * (tk - t)[:, None])
+        uds.append(np.broadcast_to(ud_k, (tk.size, k_in)))
+        t_u.append(t)
+        uks.append(u_k)
+        udks.append(ud_k)
+        x, xd, u_now = np.asarray(sim.x)[-1], np.asarray(sim.xd)[-1], u_k + ud_k * h
+    return PiecewiseLinearLoop(t=np.concatenate(ts), x=np.concatenate(xs),
+                               xd=np.concatenate(xds), u=np.concatenate(us),
+                               ud=np.concatenate(uds), t_u=np.asarray(t_u),
+                               u_k=np.asarray(uks), ud_k=np.asarray(udks))
+
+
+def _windows(s: AssignedSteeringSetup, t: float) -> tuple[NDArray, NDArray]:
+    """``u_ref`` (``F_R`` in kN at the samples; the secant rate of ``γ0`` over each sample, so
+    the integrator row of the model is exact) and ``x_ref`` ``[x, ẋ, y, ψ, γ]`` over a window."""
+    st_ = s.st
+    tt = t + st_.dt * np.arange(st_.horizon + 1)
+    x, xd, u = s.ref.x(tt), s.ref.xd(tt), s.ref.u(tt)
+    g = u[:, list(s.cm.inputs).index("gamma")]
+    u_ref = np.column_stack([u[:-1, 0] / RATE_INPUT_SCALE[0, 0], np.diff(g) / st_.dt])
+    return u_ref, np.column_stack([x[:, 0], xd[:, 0], x[:, 1], x[:, 2], g])
+
+
+def _assigned_law(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"], times: list[float],
+                  cpu: list[float], statuses: list[str]) -> Callable:
+    """The controller's law for `closed_loop_piecewise_linear`: ``[F_R, γ̇]`` from the MPC or
+    the LQR, the plant's ``γ`` continued from its current value at the commanded rate."""
+    st_, ast = s.st, s.ast
+    N = st_.horizon
+    Q, R = np.diag(ast.q), np.diag(ast.r)
+    lqr = finite_horizon_lqr((s.Ad, s.Bd), Q, R, Q)
+    mpc = None
+    if kind == "mpc":
+        hi = np.full(len(s.states), np.inf)
+        hi[s.states.index("gamma")] = ast.backoff[0] * math.radians(st_.steer_max_deg)
+        rate_hi = np.array([np.inf, ast.backoff[1] * math.radians(st_.steer_rate_max_deg_s)])
+        mpc = LTVMPC(N, Q, R, lqr.P[N], x_min=-hi, x_max=hi, u_min=-rate_hi, u_max=rate_hi)
+    names = list(s.cm.inputs)
+    iF, ig, ir = names.index("F_R"), names.index("gamma"), names.index("gamma_rate")
+
+    def law(k: int, t: float, x: NDArray, xd: NDArray, u_now: NDArray
+            ) -> tuple[NDArray, NDArray]:
+        gam = float(u_now[ig])
+        dX = np.append(s.lin0.deviation(s.ref, t, x, xd), gam - s.ref.u(t)[ig])
+        u_ref, x_ref = _windows(s, t)
+        c0, p0 = time.perf_counter(), time.process_time()
+        if mpc is None:
+            v = u_ref[0] + lqr.control(k, dX)
+        else:
+            step = mpc.step(dX, s.Ad[k:k + N], s.Bd[k:k + N], u_ref=u_ref, x_ref=x_ref,
+                            Qf=lqr.P[min(k + N, lqr.P.shape[0] - 1)])
+            v = np.asarray(step.u)
+        times.append(time.perf_counter() - c0)
+        cpu.append(time.process_time() - p0)
+        if mpc is not None:
+            statuses.append(step.status)
+        F_R, rate = RATE_INPUT_SCALE @ v
+        u_k = np.zeros(len(names))
+        u_k[iF], u_k[ig], u_k[ir] = float(F_R), gam, float(rate)
+        ud_k = np.zeros(len(names))
+        ud_k[ig] = float(rate)
+        return u_k, ud_k
+
+    return law
+
+
+def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] = "mpc", *,
+                         t_final: float | None = None, points_per_step: int = 4
+                         ) -> dict[str, Any]:
+    """LTV-MPC or finite-horizon LQR on the assigned-steering skate, closed on the nonlinear model.
+
+    Every ``dt`` the controller returns ``[F_R, γ̇]``; over the sample the plant sees ``F_R``
+    held and ``γ`` ramping at the commanded rate from its current value
+    ([`closed_loop_piecewise_linear`][nhcontrol.lane_change_control.closed_loop_piecewise_linear]),
+    so ``γ`` is continuous, its rate is exactly the controller's input and the discrete model's
+    integrator row is exact. The MPC bounds ``|γ|`` (state) and ``|γ̇|`` (input) with the
+    margins of `AssignedSteeringSettings`; the LQR (same weights) has no bounds.
+
+    Parameters
+    ----------
+    s : AssignedSteeringSetup
+    kind : {"mpc", "lqr"}
+    t_final : float, optional
+        Default: the whole track (``s.st.t_final``).
+    points_per_step : int
+        Output points per sample.
+
+    Returns
+    -------
+    dict
+        ``numbers``: ``max_lateral_error_m``, ``rms_lateral_error_m``,
+        ``max_lateral_error_after_1s_m`` (lateral deviation of ``G``,
+        [`lateral_error`][nhcontrol.models.lane_change.lateral_error]), ``peak_steer_deg``,
+        ``peak_steer_rate_deg_s`` (of the applied ramps), ``median_step_s``, ``max_step_s``,
+        ``median_step_cpu_s`` (one controller evaluation), ``steps``, ``bounds_respected`` and,
+        for the MPC, ``statuses``; ``arrays``: ``t``, ``x``, ``xd``, ``e``, ``gamma``,
+        ``gamma_d``, ``t_u``, ``u`` (the plant's inputs at the samples).
+
+    Raises
+    ------
+    DesignError
+        ``kind`` not ``"mpc"`` or ``"lqr"``.
+    """
+    if kind not in ("mpc", "lqr"):
+        raise DesignError(f"kind must be 'mpc' or 'lqr', got {kind!r}")
+    st_ = s.st
+    times: list[float] = []
+    cpu: list[float] = []
+    statuses: list[str] = []
+    law = _assigned_law(s, kind, times, cpu, statuses)
+    x0 = s.ref.x(0.0) + np.array([0.0, st_.y_offset, 0.0])
+    loop = closed_loop_piecewise_linear(
+        s.cm, law, st_.t_final if t_final is None else t_final, x0, s.ref.xd(0.0),
+        s.ref.u(0.0), sample_time=st_.dt, p=st_.plant, rtol=st_.rtol, atol=st_.atol,
+        points_per_step=points_per_step)
+    names = list(s.cm.inputs)
+    ig = names.index("gamma")
+    e = lc.lateral_error(s.ref, loop.t, loop.x)
+    gam_t, gamd_t = loop.u[:, ig], loop.ud[:, ig]
+    stt = np.asarray(times)
+    out = {
+        "max_lateral_error_m": float(np.max(np.abs(e))),
+        "rms_lateral_error_m": float(np.sqrt(np.mean(e ** 2))),
+        "max_lateral_error_after_1s_m": float(np.max(np.abs(e[loop.t >= 1.0]))),
+        "peak_steer_deg": float(np.degrees(np.max(np.abs(gam_t)))),
+        "peak_steer_rate_deg_s": float(np.degrees(np.max(np.abs(gamd_t)))),
+        "median_step_s": float(np.median(stt)),
+        "max_step_s": float(np.max(stt)),
+        "median_step_cpu_s": float(np.median(cpu)),
+        "steps": int(stt.size),
+    }
+    out["bounds_respected"] = bool(out["peak_steer_deg"] <= st_.steer_max_deg
+                                   and out["peak_steer_rate_deg_s"] <= st_.steer_rate_max_deg_s)
+    if kind == "mpc":
+        out["statuses"] = {k: statuses.count(k) for k in sorted(set(statuses))}
+    arrays = {"t": loop.t, "x": loop.x, "xd": loop.xd, "e": e, "gamma": gam_t,
+              "gamma_d": gamd_t, "t_u": loop.t_u, "u": loop.u_k}
+    return {"numbers": out, "arrays": arrays}
