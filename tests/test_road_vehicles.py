@@ -5,8 +5,8 @@ derivatives of its coordinates, constraints and dynamics hold); the third-proced
 linearization along the (non-steady) trajectory agrees with central differences of the
 nonlinear reduced ODE; the reproduce target (quick) meets its targets (max lateral deviation
 <= 0.15 m, MPC respects the steering bounds, the LQR does not); the example runs. The
-assigned-steering (``force``) variant: its reference with input rates, and its MPC (γ a state,
-γ̇ the input) over the first 2 s.
+assigned-steering (``force``) variant: its reference with input rates, its MPC (γ a state,
+γ̇ the input) and LQR over the first 2 s, and the sampled loop with piecewise-linear inputs.
 """
 
 from __future__ import annotations
@@ -112,27 +112,76 @@ def test_assigned_steering_reference(force_cm, ref):
     assert rep.ok and rep.max_velocity < 1e-12 and rep.max_acceleration < 1e-11
 
 
-def test_assigned_steering_mpc_first_two_seconds():
+@pytest.fixture(scope="module")
+def assigned_setup():
+    from nhcontrol.lane_change_control import LaneChangeSettings, assigned_steering_setup
+
+    return assigned_steering_setup(LaneChangeSettings(rtol=1e-6, atol=1e-8))
+
+
+def test_assigned_steering_mpc_first_two_seconds(assigned_setup):
     """LTV-MPC on the assigned-steering skate (states [x, ẋ, y, ψ, γ], inputs [F_R, γ̇]) over
     the first 2 s (the first lane change and the 5 cm initial offset) on the mismatched plant:
     every QP optimal, |γ| ≤ 8° and |γ̇| ≤ 40°/s, lateral deviation ≤ 0.15 m (measured 5.0 cm,
     the offset; 1.6 cm after 1 s); γ is continuous and ramps at the commanded rate."""
-    from nhcontrol.reproduce import road_vehicles as rv
+    from nhcontrol.lane_change_control import closed_loop_assigned
 
-    s = rv.assigned_steering_setup(rv.QUICK)
+    s = assigned_setup
     assert s.states == ("x", "x_d", "y", "psi", "gamma")
     assert tuple(s.ltv.inputs) == ("F_R", "F_F", "gamma_rate", "gamma_dot")
-    res = rv.closed_loop_assigned(s, t_final=2.0)
+    res = closed_loop_assigned(s, "mpc", t_final=2.0)
     b, a = res["numbers"], res["arrays"]
     assert b["steps"] == 40 and b["statuses"] == {"optimal": 40}
     assert b["bounds_respected"] and b["max_lateral_error_m"] <= 0.15
     assert b["max_lateral_error_after_1s_m"] <= 0.03
     assert b["peak_steer_deg"] <= 8.0 and b["peak_steer_rate_deg_s"] <= 40.0
     # γ_{k+1} = γ_k + dt γ̇_k at the samples: the plant's steering is the MPC's integrator
-    dt = rv.QUICK.dt
+    dt = s.st.dt
     g = a["u"][:, 2]
     assert np.allclose(np.diff(g), dt * a["u"][:-1, 3], atol=1e-15)
     assert np.allclose(np.interp(a["t_u"], a["t"], a["gamma"]), g, atol=1e-15)
+
+
+def test_assigned_steering_lqr_first_two_seconds(assigned_setup):
+    """Finite-horizon LQR (same weights, no bounds) on the assigned-steering skate over the
+    first 2 s: it tracks (≤ 0.15 m; measured 5.0 cm, the offset) with the same sub-keys as the
+    MPC's numbers but no solver statuses; γ continuous at the commanded rates."""
+    from nhcontrol.lane_change_control import closed_loop_assigned
+
+    res = closed_loop_assigned(assigned_setup, "lqr", t_final=2.0)
+    b, a = res["numbers"], res["arrays"]
+    assert b["steps"] == 40 and "statuses" not in b
+    assert b["max_lateral_error_m"] <= 0.15 and b["max_lateral_error_after_1s_m"] <= 0.05
+    assert np.allclose(np.diff(a["u"][:, 2]), assigned_setup.st.dt * a["u"][:-1, 3],
+                       atol=1e-15)
+
+
+def test_closed_loop_piecewise_linear(force_cm):
+    """The general loop: a law that commands a constant steering rate gives γ(t) = γ0 + r t
+    exactly at every output point (the plant's input is the ramp, continued across samples);
+    wrong shapes and periods are refused with the model's input names."""
+    from nhcontrol._util.errors import DesignError
+    from nhcontrol.lane_change_control import closed_loop_piecewise_linear
+
+    rate = 0.02
+
+    def law(k, t, x, xd, u_now):
+        return np.array([0.0, 0.0, u_now[2], rate]), np.array([0.0, 0.0, rate, 0.0])
+
+    x0, xd0 = np.zeros(3), np.array([20.0, 0.0, 0.0])
+    loop = closed_loop_piecewise_linear(force_cm, law, 0.2, x0, xd0, np.zeros(4),
+                                        sample_time=0.05, rtol=1e-6, atol=1e-8)
+    assert loop.t_u.size == 4 and loop.t.size == 4 * 4 + 1
+    assert np.allclose(loop.u[:, 2], rate * loop.t, atol=1e-15)
+    assert np.all(loop.ud[:, 2] == rate) and np.all(loop.u_k[:, 3] == rate)
+    assert np.all(loop.xd[1:, 2] > 0)                     # turning left at the assigned angle
+    with pytest.raises(DesignError, match=r"shape \(4,\) \(inputs \['F_R'"):
+        closed_loop_piecewise_linear(force_cm, lambda *a: (np.zeros(3), np.zeros(4)), 0.1, x0,
+                                     xd0, np.zeros(4), sample_time=0.05)
+    with pytest.raises(DesignError, match="sample_time must be a positive"):
+        closed_loop_piecewise_linear(force_cm, law, 0.1, x0, xd0, np.zeros(4), sample_time=0.0)
+    with pytest.raises(DesignError, match="shorter than one sample"):
+        closed_loop_piecewise_linear(force_cm, law, 0.01, x0, xd0, np.zeros(4), sample_time=0.05)
 
 
 @pytest.mark.parametrize("t", [1.3, 4.2])
@@ -185,6 +234,12 @@ def test_reproduce_quick(tmp_path):
     assert asg["max_lateral_error_m"] <= 0.15 and asg["bounds_respected"]
     assert set(asg["statuses"]) == {"optimal"}
     assert s["assigned_steering"]["states"] == ["x", "x_d", "y", "psi", "gamma"]
+    # the finite-horizon LQR on the assigned-steering skate: same sub-keys as the torque LQR;
+    # without bounds it follows the reference's steering rate past the limit
+    alqr = res["lane_change_assigned_steering_lqr"]
+    assert set(alqr) == set(lqr)
+    assert alqr["max_lateral_error_m"] <= 0.15 and not alqr["bounds_respected"]
+    assert alqr["peak_steer_rate_deg_s"] > s["steer_rate_max_deg_s"]
     assert sorted(res["figures"]) == sorted(["road_vehicles_path.png",
                                              "road_vehicles_lateral_error.png",
                                              "road_vehicles_inputs.png"])
