@@ -10,7 +10,11 @@ Run ``python examples/road_vehicle_lane_change.py [OUTDIR]``. Public API only:
    zero-order-hold discretization;
 4. ``LTVMPC`` (N = 20) with ``|γ| ≤ 8°`` and ``|γ̇| ≤ 40°/s`` on the predicted states, closed on
    the nonlinear model of a vehicle 20 % heavier than the controller's, with its centre of mass
-   10 cm further back, starting 5 cm off the path.
+   10 cm further back, starting 5 cm off the path;
+5. the same lane change on the skate whose steering angle is assigned (an input in the front
+   skate constraint): its LTV system in input-state form (``γ`` a state, ``γ̇`` the input) and
+   ``LTVMPC`` with ``|γ|`` a state bound and ``|γ̇|`` an input bound, the plant's ``γ``
+   ramping at the commanded rate over each sample (`nhcontrol.lane_change_control`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from nhcontrol.design import LTVMPC, finite_horizon_lqr
+from nhcontrol.lane_change_control import (LaneChangeSettings, assigned_steering_setup,
+                                           closed_loop_assigned)
 from nhcontrol.linearize import Partition, linearize
 from nhcontrol.models import lane_change as lc
 from nhcontrol.models import single_track as st
@@ -85,6 +91,18 @@ def main(outdir: str | Path = ".") -> dict:
           f"{out['peak_steer_rate_deg_s']:.1f} deg/s (limit 40); median MPC step "
           f"{1e3 * out['median_step_s']:.1f} ms")
 
+    # steering angle assigned: gamma is a state of the input-state form, gamma_dot its input
+    sa = assigned_steering_setup(LaneChangeSettings(rtol=1e-7, atol=1e-9))
+    asg = closed_loop_assigned(sa, "mpc", points_per_step=3)
+    out["assigned_steering"] = {k: asg["numbers"][k] for k in (
+        "max_lateral_error_m", "peak_steer_deg", "peak_steer_rate_deg_s", "median_step_s")}
+    out["assigned_steering"]["states"] = sa.states
+    b = out["assigned_steering"]
+    print(f"assigned steering: max lateral deviation {100 * b['max_lateral_error_m']:.1f} cm; "
+          f"peak steer {b['peak_steer_deg']:.2f} deg, peak steer rate "
+          f"{b['peak_steer_rate_deg_s']:.1f} deg/s; median MPC step "
+          f"{1e3 * b['median_step_s']:.1f} ms")
+
     import matplotlib.pyplot as plt
     from nhcontrol.plotting.style import cite, new_figure, savefig
 
@@ -92,14 +110,18 @@ def main(outdir: str | Path = ".") -> dict:
     xr = ref.x(sim.t)
     a1.plot(xr[:, 0], xr[:, 1], "k--", lw=1, label="reference")
     a1.plot(sim.x[:, 0], sim.x[:, 1], label="nonlinear model, MPC")
+    xa = asg["arrays"]
+    a1.plot(xa["x"][:, 0], xa["x"][:, 1], label="MPC, steering angle assigned")
     a1.set_xlabel("x [m]")
     a1.set_ylabel("y [m]")
     a1.legend(fontsize=8)
     a2.plot(sim.t, 100 * e, label="lateral deviation of G")
+    a2.plot(xa["t"], 100 * xa["e"], label="lateral deviation of G, steering angle assigned")
     a2.set_xlabel("t [s]")
     a2.set_ylabel("deviation [cm]")
     a2.legend(fontsize=8)
-    cite(fig, "road_review", extra="ISO 3888-1 double lane-change track; force/torque skate model of Table 1")
+    cite(fig, "road_review", extra="ISO 3888-1 double lane-change track; force/torque and force "
+                                   "skate models of Table 1")
     savefig(fig, Path(outdir), "road_vehicle_lane_change")
     plt.close(fig)
     return out

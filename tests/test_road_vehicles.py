@@ -255,5 +255,10 @@ def test_example(tmp_path, capsys):
     assert out["max_lateral_error_m"] <= 0.15
     assert out["peak_steer_deg"] <= 8.0 and out["peak_steer_rate_deg_s"] <= 40.0
     assert math.isfinite(out["median_step_s"])
-    assert "max lateral deviation" in capsys.readouterr().out
+    b = out["assigned_steering"]
+    assert b["states"] == ("x", "x_d", "y", "psi", "gamma")
+    assert b["max_lateral_error_m"] <= 0.15
+    assert b["peak_steer_deg"] <= 8.0 and b["peak_steer_rate_deg_s"] <= 40.0
+    printed = capsys.readouterr().out
+    assert "max lateral deviation" in printed and "assigned steering" in printed
     assert (tmp_path / "road_vehicle_lane_change.png").exists()
