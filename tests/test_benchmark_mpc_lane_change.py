@@ -21,8 +21,11 @@ def test_benchmark_runs(capsys):
     out = mod.main(["--steps", "6"])
     assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(out))
     assert out["horizon"] == 20 and out["steps"] == 6
-    for name in ("direct", "cvxpy"):
-        for key in ("median_step_s", "median_step_cpu_s", "first_step_s"):
-            assert math.isfinite(out[name][key]) and out[name][key] >= 0
-    assert out["ratio_cvxpy_over_direct"] > 0
-    assert out["max_input_difference"] < 1e-4
+    assert out["assigned_steering"]["states"] == ["x", "x_d", "y", "psi", "gamma"]
+    for b in (out, out["assigned_steering"]):
+        assert b["steps"] == 6
+        for name in ("direct", "cvxpy"):
+            for key in ("median_step_s", "median_step_cpu_s", "first_step_s"):
+                assert math.isfinite(b[name][key]) and b[name][key] >= 0
+        assert b["ratio_cvxpy_over_direct"] > 0
+        assert b["max_input_difference"] < 1e-4

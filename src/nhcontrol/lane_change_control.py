@@ -41,7 +41,8 @@ from nhcontrol.systems import LTVSystem, discretize
 
 __all__ = ["LaneChangeSettings", "AssignedSteeringSettings", "AssignedSteeringSetup",
            "PiecewiseLinearLoop", "ASSIGNED_PARTITION", "RATE_INPUT_SCALE",
-           "assigned_steering_setup", "closed_loop_assigned", "closed_loop_piecewise_linear"]
+           "assigned_steering_setup", "closed_loop_assigned", "closed_loop_piecewise_linear",
+           "reference_window"]
 
 ASSIGNED_PARTITION = {"x_ai": ["x"], "x_ad": ["y", "psi"]}
 """Partition of the ``force`` model: ``x_ai = [x]``, ``x_ad = [y, ψ]``; with the steering angle
@@ -295,9 +296,14 @@ def closed_loop_piecewise_linear(
                                u_k=np.asarray(uks), ud_k=np.asarray(udks))
 
 
-def _windows(s: AssignedSteeringSetup, t: float) -> tuple[NDArray, NDArray]:
-    """``u_ref`` (``F_R`` in kN at the samples; the secant rate of ``γ0`` over each sample, so
-    the integrator row of the model is exact) and ``x_ref`` ``[x, ẋ, y, ψ, γ]`` over a window."""
+def reference_window(s: AssignedSteeringSetup, t: float
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The reference over the MPC window from ``t``: ``u_ref`` (N, 2) and ``x_ref`` (N + 1, 5).
+
+    ``u_ref = [F_R0 / 1 kN, (γ0(t_{j+1}) − γ0(t_j)) / dt]``: the secant rate of ``γ0`` over each
+    sample, so the integrator row ``γ_{j+1} = γ_j + dt γ̇_j`` of the discrete model holds
+    exactly along the reference; ``x_ref = [x0, ẋ0, y0, ψ0, γ0]`` at the ``N + 1`` samples.
+    """
     st_ = s.st
     tt = t + st_.dt * np.arange(st_.horizon + 1)
     x, xd, u = s.ref.x(tt), s.ref.xd(tt), s.ref.u(tt)
@@ -327,7 +333,7 @@ def _assigned_law(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"], times: 
             ) -> tuple[NDArray, NDArray]:
         gam = float(u_now[ig])
         dX = np.append(s.lin0.deviation(s.ref, t, x, xd), gam - s.ref.u(t)[ig])
-        u_ref, x_ref = _windows(s, t)
+        u_ref, x_ref = reference_window(s, t)
         c0, p0 = time.perf_counter(), time.process_time()
         if mpc is None:
             v = u_ref[0] + lqr.control(k, dX)
