@@ -220,9 +220,9 @@ def closed_loop_piecewise_linear(
     inputs ``u_now`` the plant has at ``t_k`` (``u0`` at ``t_0``, the end of the previous ramp
     after); over ``[t_k, t_k + h]`` the nonlinear model (``forward_dynamics``) is driven by
 
-    .. math::
-
-        u(t) = u_k + \\dot u_k\\,(t - t_k), \\qquad \\dot u(t) = \\dot u_k,
+    $$
+    u(t) = u_k + \\dot u_k\\,(t - t_k), \\qquad \\dot u(t) = \\dot u_k,
+    $$
 
     so an input that enters the constraints (an assigned steering angle) stays continuous when
     the law keeps ``u_k = u_now`` in its columns: no velocity jump is projected, and its rate is

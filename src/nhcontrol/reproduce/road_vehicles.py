@@ -314,7 +314,7 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     axs[2].set_ylabel("steering torque T [N m]")
     axs[2].set_xlabel("t [s]")
     for ax in axs:
-        ax.legend(fontsize=7, loc="upper right")
+        ax.legend(fontsize=6, loc="upper left", ncol=2)
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_inputs")).name)
     plt.close(fig)
