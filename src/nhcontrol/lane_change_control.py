@@ -32,8 +32,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import DesignError
+from nhcontrol.compiled import CompiledModel
 from nhcontrol.design import LTVMPC, finite_horizon_lqr
-from nhcontrol.linearize import Partition, linearize
+from nhcontrol.linearize import LinearizationResult, Partition, linearize
+from nhcontrol.reference import Reference
 from nhcontrol.models import lane_change as lc
 from nhcontrol.models import single_track as st
 from nhcontrol.simulate import forward_dynamics
@@ -132,10 +134,10 @@ class AssignedSteeringSetup:
     sequences ``Ad`` (K, 5, 5), ``Bd`` (K, 5, 2) (inputs ``[F_R / 1 kN, γ̇]``, columns ``cols``
     of the LTV system's inputs)."""
 
-    cm: Any
-    ref: Any
-    lin0: Any
-    ltv: Any
+    cm: CompiledModel
+    ref: Reference
+    lin0: LinearizationResult
+    ltv: LTVSystem
     Ad: NDArray[np.float64]
     Bd: NDArray[np.float64]
     cols: list[int]
@@ -210,7 +212,7 @@ class _Ramp:
 
 
 def closed_loop_piecewise_linear(
-        cm: Any, law: Callable[[int, float, NDArray, NDArray, NDArray], tuple[ArrayLike, ArrayLike]],
+        cm: CompiledModel, law: Callable[[int, float, NDArray, NDArray, NDArray], tuple[ArrayLike, ArrayLike]],
         t_final: float, x0: ArrayLike, xd0: ArrayLike, u0: ArrayLike, *, sample_time: float,
         p: dict | None = None, rtol: float = 1e-8, atol: float = 1e-10,
         points_per_step: int = 4) -> PiecewiseLinearLoop:
