@@ -168,12 +168,39 @@ def test_old_objects_work_with_todays_api(old_pickle):
     np.testing.assert_allclose(ref.x(0.25), objs["sim_reference_u"].evaluate(0.25).x[0], atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="a compiled model pickled by an older kernel generator "
-                   "(a9626a7: nhcontrol-codegen-12) carries a source without the kernels added "
-                   "since (input_rate_terms); load_compiled does not yet accept it")
 def test_old_pickle_loads_with_its_own_models(old_pickle, tmp_path, monkeypatch):
     monkeypatch.setenv("NHCONTROL_CACHE_DIR", str(tmp_path / "cache"))   # the carried sources land here
     with open(old_pickle, "rb") as fh:
         data = pickle.load(fh)
     got = data["objects"]["sim_free"].evaluate(data["ts"])
     np.testing.assert_array_equal(got.xdd, data["expected"]["sim_free"]["xdd"])
+
+
+def test_kernel_modules_of_earlier_generators():
+    """A kernel module without a kernel the model needs is refused with a message that says to
+    recompile; one without the input-rate terms of a model that has no inputs in its
+    constraints works, and that kernel says why it is missing when called."""
+    import types
+
+    from nhcontrol._util.errors import CacheError, ModelError
+    from nhcontrol.compiled.model import CompiledModel
+    from nhcontrol.modeling import examples
+
+    cm = examples.sleigh().compile(backend="python")
+
+    def without(*names):
+        mod = types.ModuleType("old_kernels")
+        mod.__dict__.update({k: v for k, v in cm._mod.__dict__.items()
+                             if not any(k.startswith(nm + "_") for nm in names)})
+        meta = dict(cm._mod.META, generator="nhcontrol-codegen-12")
+        return mod, meta
+
+    mod, meta = without("dynamics_terms")
+    with pytest.raises(CacheError, match=r"nhcontrol-codegen-12 and lack \['dynamics_terms'\].*compile the model again"):
+        CompiledModel(mod, meta, from_cache=True, source_path=None, build_time=0.0)
+    mod, meta = without("input_rate_terms")
+    old = CompiledModel(mod, meta, from_cache=True, source_path=None, build_time=0.0)
+    x = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_array_equal(old.Q(x, x), cm.Q(x, x))
+    with pytest.raises(ModelError, match="compiled by nhcontrol-codegen-12"):
+        old.input_rate_terms(x, x, np.zeros(0), np.zeros(cm.m + cm.l))
