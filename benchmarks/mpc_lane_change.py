@@ -38,13 +38,22 @@ def _loop(s, interface: str, steps: int) -> dict:
     hi[s.states.index("gamma_d")] = st.backoff[1] * math.radians(st.steer_rate_max_deg_s)
     mpc = LTVMPC(N, Q, R, P[N], x_min=-hi, x_max=hi, osqp_interface=interface)
     inv = np.linalg.inv(np.diag([1000.0, 1.0]))
+    def window(t: float) -> tuple:
+        return (s.ref.u(t + st.dt * np.arange(N))[:, s.cols] @ inv.T,
+                rv._state_ref(s, t + st.dt * np.arange(N + 1)))
+
+    return _steps(s, mpc, P, window, steps)
+
+
+def _steps(s, mpc, P, window, steps: int) -> dict:
+    """``steps`` MPC steps on the linear model from the initial offset, timed (wall and CPU);
+    ``window(t)`` gives the input and state references of the horizon at ``t``."""
+    st, N = s.st, s.st.horizon
     dX = np.zeros(len(s.states))
     dX[s.states.index("y")] = st.y_offset
     wall, cpu, u0 = [], [], []
     for k in range(steps):
-        t = k * st.dt
-        u_ref = s.ref.u(t + st.dt * np.arange(N))[:, s.cols] @ inv.T
-        x_ref = rv._state_ref(s, t + st.dt * np.arange(N + 1))
+        u_ref, x_ref = window(k * st.dt)
         c0, p0 = time.perf_counter(), time.process_time()
         step = mpc.step(dX, s.Ad[k:k + N], s.Bd[k:k + N], u_ref=u_ref, x_ref=x_ref, Qf=P[k + N])
         wall.append(time.perf_counter() - c0)
@@ -68,19 +77,7 @@ def _loop_assigned(s, interface: str, steps: int) -> dict:
     rate_hi = np.array([np.inf, ast.backoff[1] * math.radians(st.steer_rate_max_deg_s)])
     mpc = LTVMPC(N, Q, R, P[N], x_min=-hi, x_max=hi, u_min=-rate_hi, u_max=rate_hi,
                  osqp_interface=interface)
-    dX = np.zeros(len(s.states))
-    dX[s.states.index("y")] = st.y_offset
-    wall, cpu, u0 = [], [], []
-    for k in range(steps):
-        u_ref, x_ref = reference_window(s, k * st.dt)
-        c0, p0 = time.perf_counter(), time.process_time()
-        step = mpc.step(dX, s.Ad[k:k + N], s.Bd[k:k + N], u_ref=u_ref, x_ref=x_ref, Qf=P[k + N])
-        wall.append(time.perf_counter() - c0)
-        cpu.append(time.process_time() - p0)
-        u0.append(np.asarray(step.u))
-        dX = np.asarray(step.predicted_x[1])
-    return {"median_step_s": statistics.median(wall[1:]), "median_step_cpu_s": statistics.median(cpu[1:]),
-            "first_step_s": wall[0], "u": np.array(u0)}
+    return _steps(s, mpc, P, lambda t: reference_window(s, t), steps)
 
 
 def _compare(res: dict) -> dict:

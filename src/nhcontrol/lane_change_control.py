@@ -357,6 +357,32 @@ def _assigned_law(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"], times: 
     return law
 
 
+def lane_change_numbers(st_: LaneChangeSettings, t: NDArray[np.float64], e: NDArray[np.float64],
+                        gamma: NDArray[np.float64], gamma_rate: NDArray[np.float64],
+                        times: list[float], cpu: list[float],
+                        statuses: list[str] | None = None) -> dict[str, Any]:
+    """The summary of a lane-change run: lateral deviation ``e(t)`` [m] (max, rms, max after
+    1 s), peak steering angle and rate [deg, deg/s] and whether they keep the limits of
+    ``st_``, the controller's step times [s] (wall and CPU), and the solver statuses."""
+    stt = np.asarray(times)
+    out = {
+        "max_lateral_error_m": float(np.max(np.abs(e))),
+        "rms_lateral_error_m": float(np.sqrt(np.mean(e ** 2))),
+        "max_lateral_error_after_1s_m": float(np.max(np.abs(e[t >= 1.0]))),
+        "peak_steer_deg": float(np.degrees(np.max(np.abs(gamma)))),
+        "peak_steer_rate_deg_s": float(np.degrees(np.max(np.abs(gamma_rate)))),
+        "median_step_s": float(np.median(stt)),
+        "max_step_s": float(np.max(stt)),
+        "median_step_cpu_s": float(np.median(cpu)),
+        "steps": int(stt.size),
+    }
+    out["bounds_respected"] = bool(out["peak_steer_deg"] <= st_.steer_max_deg
+                                   and out["peak_steer_rate_deg_s"] <= st_.steer_rate_max_deg_s)
+    if statuses is not None:
+        out["statuses"] = {k: statuses.count(k) for k in sorted(set(statuses))}
+    return out
+
+
 def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] = "mpc", *,
                          t_final: float | None = None, points_per_step: int = 4
                          ) -> dict[str, Any]:
@@ -410,22 +436,8 @@ def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] =
     ig = names.index("gamma")
     e = lc.lateral_error(s.ref, loop.t, loop.x)
     gam_t, gamd_t = loop.u[:, ig], loop.ud[:, ig]
-    stt = np.asarray(times)
-    out = {
-        "max_lateral_error_m": float(np.max(np.abs(e))),
-        "rms_lateral_error_m": float(np.sqrt(np.mean(e ** 2))),
-        "max_lateral_error_after_1s_m": float(np.max(np.abs(e[loop.t >= 1.0]))),
-        "peak_steer_deg": float(np.degrees(np.max(np.abs(gam_t)))),
-        "peak_steer_rate_deg_s": float(np.degrees(np.max(np.abs(gamd_t)))),
-        "median_step_s": float(np.median(stt)),
-        "max_step_s": float(np.max(stt)),
-        "median_step_cpu_s": float(np.median(cpu)),
-        "steps": int(stt.size),
-    }
-    out["bounds_respected"] = bool(out["peak_steer_deg"] <= st_.steer_max_deg
-                                   and out["peak_steer_rate_deg_s"] <= st_.steer_rate_max_deg_s)
-    if kind == "mpc":
-        out["statuses"] = {k: statuses.count(k) for k in sorted(set(statuses))}
+    out = lane_change_numbers(st_, loop.t, e, gam_t, gamd_t, times, cpu,
+                              statuses if kind == "mpc" else None)
     arrays = {"t": loop.t, "x": loop.x, "xd": loop.xd, "e": e, "gamma": gam_t,
               "gamma_d": gamd_t, "t_u": loop.t_u, "u": loop.u_k}
     return {"numbers": out, "arrays": arrays}

@@ -38,7 +38,8 @@ from numpy.typing import NDArray
 from ..design import LTVMPC, finite_horizon_lqr
 from ..lane_change_control import (ASSIGNED_PARTITION, AssignedSteeringSettings,
                                    AssignedSteeringSetup, LaneChangeSettings,
-                                   assigned_steering_setup, closed_loop_assigned)
+                                   assigned_steering_setup, closed_loop_assigned,
+                                   lane_change_numbers)
 from ..linearize import Partition, linearize
 from ..models import lane_change as lc
 from ..models import single_track as st
@@ -163,22 +164,7 @@ def closed_loop(s: LaneChangeSetup, kind: str, *, points: int = 501) -> dict[str
     t = np.asarray(sim.t)
     e = lc.lateral_error(s.ref, t, sim.x)
     gam, gamd = np.asarray(sim.x)[:, 3], np.asarray(sim.xd)[:, 3]
-    stt = np.asarray(times)
-    out = {
-        "max_lateral_error_m": float(np.max(np.abs(e))),
-        "rms_lateral_error_m": float(np.sqrt(np.mean(e ** 2))),
-        "max_lateral_error_after_1s_m": float(np.max(np.abs(e[t >= 1.0]))),
-        "peak_steer_deg": float(np.degrees(np.max(np.abs(gam)))),
-        "peak_steer_rate_deg_s": float(np.degrees(np.max(np.abs(gamd)))),
-        "median_step_s": float(np.median(stt)),
-        "max_step_s": float(np.max(stt)),
-        "median_step_cpu_s": float(np.median(cpu)),
-        "steps": int(stt.size),
-    }
-    out["bounds_respected"] = bool(out["peak_steer_deg"] <= st_.steer_max_deg
-                                   and out["peak_steer_rate_deg_s"] <= st_.steer_rate_max_deg_s)
-    if kind == "mpc":
-        out["statuses"] = {k: statuses.count(k) for k in sorted(set(statuses))}
+    out = lane_change_numbers(st_, t, e, gam, gamd, times, cpu, statuses if kind == "mpc" else None)
     arrays = {"t": t, "x": np.asarray(sim.x), "xd": np.asarray(sim.xd), "e": e,
               "t_u": np.asarray(sim.control_times), "u": np.asarray(sim.control_inputs)}
     return {"numbers": out, "arrays": arrays}
