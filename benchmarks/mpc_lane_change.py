@@ -27,7 +27,7 @@ import numpy as np
 
 def _loop(s, interface: str, steps: int) -> dict:
     from nhcontrol.design import LTVMPC, finite_horizon_lqr
-    from nhcontrol.reproduce import road_vehicles as rv
+    from nhcontrol.lane_change_control import INPUT_SCALE, state_reference
 
     st = s.st
     N = st.horizon
@@ -37,10 +37,11 @@ def _loop(s, interface: str, steps: int) -> dict:
     hi[s.states.index("gamma")] = st.backoff[0] * math.radians(st.steer_max_deg)
     hi[s.states.index("gamma_d")] = st.backoff[1] * math.radians(st.steer_rate_max_deg_s)
     mpc = LTVMPC(N, Q, R, P[N], x_min=-hi, x_max=hi, osqp_interface=interface)
-    inv = np.linalg.inv(np.diag([1000.0, 1.0]))
+    inv = np.linalg.inv(INPUT_SCALE)
+
     def window(t: float) -> tuple:
         return (s.ref.u(t + st.dt * np.arange(N))[:, s.cols] @ inv.T,
-                rv._state_ref(s, t + st.dt * np.arange(N + 1)))
+                state_reference(s, t + st.dt * np.arange(N + 1)))
 
     return _steps(s, mpc, P, window, steps)
 
@@ -91,10 +92,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=120)
     args = ap.parse_args(argv)
-    from nhcontrol.lane_change_control import LaneChangeSettings, assigned_steering_setup
-    from nhcontrol.reproduce import road_vehicles as rv
+    from nhcontrol.lane_change_control import (LaneChangeSettings, assigned_steering_setup,
+                                               lane_change_setup)
 
-    s = rv.lane_change_setup(LaneChangeSettings())
+    s = lane_change_setup(LaneChangeSettings())
     steps = min(args.steps, s.Ad.shape[0] - s.st.horizon)
     out = {"horizon": s.st.horizon, "steps": steps}
     out.update(_compare({name: _loop(s, name, steps) for name in ("direct", "cvxpy")}))

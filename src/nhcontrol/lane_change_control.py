@@ -1,24 +1,35 @@
-"""Lane-change control of the assigned-steering single-track skate, closed on the nonlinear model.
+"""Lane-change control of the single-track skates, closed on the nonlinear model.
 
-The ``force`` skate of `nhcontrol.models.single_track` has the steering angle ``γ`` assigned (an
-input that enters the front skate constraint). Its lane-change reference carries input rates
-([`assigned_steering_reference`][nhcontrol.models.lane_change.assigned_steering_reference]);
-the third numerical procedure with the rate matrix ``B_rate`` and ``input_states=True`` gives an
-LTV system with ``γ`` a state and ``γ̇`` an input (states ``[x, ẋ, y, ψ, γ]``), so a bound on
-``|γ|`` is a state bound and a bound on ``|γ̇|`` an input bound.
+Two skates of `nhcontrol.models.single_track` follow the ISO 3888-1 lane change
+(`nhcontrol.models.lane_change`):
 
-- [`assigned_steering_setup`][nhcontrol.lane_change_control.assigned_steering_setup]: reference,
-  input-state LTV system and its zero-order-hold sequences (inputs ``[F_R / 1 kN, γ̇]``);
-- [`closed_loop_assigned`][nhcontrol.lane_change_control.closed_loop_assigned]: LTV-MPC
+- the ``force_torque`` skate, steered by a torque ``T``: the third numerical procedure along its
+  reference gives an LTV system in ``[x, γ, ẋ, γ̇, y, ψ]``, so bounds on ``|γ|`` and ``|γ̇|``
+  are state bounds.
+  [`lane_change_setup`][nhcontrol.lane_change_control.lane_change_setup]: reference, LTV system
+  and its zero-order-hold sequences (inputs ``[F_R / 1 kN, T / 1 N m]``);
+  [`closed_loop`][nhcontrol.lane_change_control.closed_loop]: LTV-MPC or the finite-horizon
+  LQR, sampled with zero-order hold, on a nonlinear vehicle whose parameters may differ;
+  [`state_reference`][nhcontrol.lane_change_control.state_reference]: the reference of the
+  linear states over a window;
+- the ``force`` skate, whose steering angle ``γ`` is assigned (an input that enters the front
+  skate constraint). Its lane-change reference carries input rates
+  ([`assigned_steering_reference`][nhcontrol.models.lane_change.assigned_steering_reference]);
+  the third numerical procedure with the rate matrix ``B_rate`` and ``input_states=True`` gives
+  an LTV system with ``γ`` a state and ``γ̇`` an input (states ``[x, ẋ, y, ψ, γ]``), so a bound
+  on ``|γ|`` is a state bound and a bound on ``|γ̇|`` an input bound.
+  [`assigned_steering_setup`][nhcontrol.lane_change_control.assigned_steering_setup]:
+  reference, input-state LTV system and its zero-order-hold sequences (inputs
+  ``[F_R / 1 kN, γ̇]``);
+  [`closed_loop_assigned`][nhcontrol.lane_change_control.closed_loop_assigned]: LTV-MPC
   (``|γ|`` a state bound, ``|γ̇|`` an input bound) or the finite-horizon LQR with the same
-  weights and no bounds, closed on a nonlinear vehicle whose parameters may differ;
-- [`closed_loop_piecewise_linear`][nhcontrol.lane_change_control.closed_loop_piecewise_linear]:
-  the general sampled loop underneath, for any model whose inputs a controller commands together
-  with their rates: over each sample the plant sees ``u(t) = u_k + u̇_k (t − t_k)``.
+  weights and no bounds, closed through
+  [`closed_loop_piecewise_linear`][nhcontrol.simulate.closed_loop_piecewise_linear] (over each
+  sample the plant sees ``u(t) = u_k + u̇_k (t − t_k)``).
 
 This module sits at the right end of the pipeline (it arranges ``models``, ``linearize``,
 ``systems``, ``design`` and ``simulate``); derivations and choices: docs/theory/road_vehicles.md,
-"Assigned steering".
+"Double lane change" and "Assigned steering".
 """
 
 from __future__ import annotations
@@ -38,13 +49,22 @@ from nhcontrol.linearize import LinearizationResult, Partition, linearize
 from nhcontrol.reference import Reference
 from nhcontrol.models import lane_change as lc
 from nhcontrol.models import single_track as st
-from nhcontrol.simulate import forward_dynamics
+from nhcontrol.simulate import closed_loop_piecewise_linear, forward_dynamics
 from nhcontrol.systems import LTVSystem, discretize
 
-__all__ = ["LaneChangeSettings", "AssignedSteeringSettings", "AssignedSteeringSetup",
-           "PiecewiseLinearLoop", "ASSIGNED_PARTITION", "RATE_INPUT_SCALE",
-           "assigned_steering_setup", "closed_loop_assigned", "closed_loop_piecewise_linear",
-           "reference_window"]
+__all__ = ["LaneChangeSettings", "LaneChangeSetup", "PARTITION", "INPUT_SCALE",
+           "lane_change_setup", "closed_loop", "state_reference",
+           "AssignedSteeringSettings", "AssignedSteeringSetup", "ASSIGNED_PARTITION",
+           "RATE_INPUT_SCALE", "assigned_steering_setup", "closed_loop_assigned",
+           "reference_window", "lane_change_numbers"]
+
+PARTITION = {"x_ai": ["x", "gamma"], "x_ad": ["y", "psi"]}
+"""Partition of the ``force_torque`` model: ``x_ai = [x, γ]``, ``x_ad = [y, ψ]`` (Eq. (4.96));
+the linear state is ``[x, γ, ẋ, γ̇, y, ψ]`` (Eq. (4.123))."""
+
+INPUT_SCALE = np.diag([1000.0, 1.0])
+"""Input scaling of the torque-steered controllers: ``F_R`` in kN, ``T`` in N m."""
+INPUT_SCALE.setflags(write=False)
 
 ASSIGNED_PARTITION = {"x_ai": ["x"], "x_ad": ["y", "psi"]}
 """Partition of the ``force`` model: ``x_ai = [x]``, ``x_ad = [y, ψ]``; with the steering angle
@@ -102,6 +122,149 @@ class LaneChangeSettings:
     def t_final(self) -> float:
         """Time to drive the 125 m of the track [s]."""
         return sum(lc.ISO_3888_1_SECTIONS) / self.V
+
+
+@dataclass(frozen=True)
+class LaneChangeSetup:
+    """The ``force_torque`` model, its reference, the linearization at ``t = 0`` (for
+    ``lin0.deviation``), the LTV system and its ZOH sequences ``Ad`` (K, 6, 6), ``Bd`` (K, 6, 2)
+    (inputs ``[F_R / 1 kN, T / 1 N m]``, columns ``cols`` of the model's inputs)."""
+
+    cm: CompiledModel
+    ref: Reference
+    lin0: LinearizationResult
+    ltv: LTVSystem
+    Ad: NDArray[np.float64]
+    Bd: NDArray[np.float64]
+    cols: list[int]
+    states: tuple[str, ...]
+    st: LaneChangeSettings
+
+
+def lane_change_setup(st_: LaneChangeSettings = LaneChangeSettings()) -> LaneChangeSetup:
+    """Reference (flatness + inverse dynamics), LTV system (third procedure) and ZOH sequences
+    of the torque-steered (``force_torque``) skate.
+
+    The reference spans the track plus one horizon, so the MPC's window never leaves it.
+    """
+    cm = st.build("force_torque").system.compile()
+    nsteps = int(round(st_.t_final / st_.dt))
+    ref = lc.lane_change_reference(cm, st_.V, t_final=(nsteps + st_.horizon + 1) * st_.dt)
+    part = Partition.from_dict(PARTITION)
+    ltv = LTVSystem.from_linearization(cm, ref, part)
+    d = discretize(ltv, st_.dt, steps=nsteps + st_.horizon)
+    cols = [list(cm.inputs).index(s) for s in lc.DRIVE_INPUTS]
+    return LaneChangeSetup(cm=cm, ref=ref, lin0=linearize(cm, ref, part, t=0.0), ltv=ltv,
+                           Ad=np.asarray(d.Ad), Bd=np.asarray(d.Bd)[:, :, cols] @ INPUT_SCALE,
+                           cols=cols, states=tuple(ltv.states), st=st_)
+
+
+def state_reference(s: LaneChangeSetup, t: ArrayLike) -> NDArray[np.float64]:
+    """Reference values of the linear states ``[x, γ, ẋ, γ̇, y, ψ]`` (``s.states``) at the
+    times ``t`` (M,): an (M, 6) array, the ``x_ref`` of the MPC's window."""
+    t = np.asarray(t, dtype=float)
+    coords = list(s.cm.coordinates)
+    x, xd = s.ref.x(t), s.ref.xd(t)
+    return np.column_stack([xd[:, coords.index(n[:-2])] if n.endswith("_d") else x[:, coords.index(n)]
+                            for n in s.states])
+
+
+def _law(s: LaneChangeSetup, kind: Literal["mpc", "lqr"], statuses: list[str]) -> Callable:
+    """The sampled controller of `closed_loop`: ``(k, t, x, ẋ) -> (u, wall time, CPU time)``
+    with ``u = [F_R / 1 kN, T / 1 N m]`` from the MPC or the LQR."""
+    st_ = s.st
+    N, dt = st_.horizon, st_.dt
+    Q, R = np.diag(st_.q), np.diag(st_.r)
+    lqr = finite_horizon_lqr((s.Ad, s.Bd), Q, R, Q)
+    inv = np.linalg.inv(INPUT_SCALE)
+    mpc = None
+    if kind == "mpc":
+        ns = len(s.states)
+        lo, hi = np.full(ns, -np.inf), np.full(ns, np.inf)
+        ig, ir = s.states.index("gamma"), s.states.index("gamma_d")
+        hi[ig] = st_.backoff[0] * math.radians(st_.steer_max_deg)
+        hi[ir] = st_.backoff[1] * math.radians(st_.steer_rate_max_deg_s)
+        lo[ig], lo[ir] = -hi[ig], -hi[ir]
+        mpc = LTVMPC(N, Q, R, lqr.P[N], x_min=lo, x_max=hi)
+
+    def law(k: int, t: float, x: NDArray, xd: NDArray) -> tuple[NDArray, float, float]:
+        dX = s.lin0.deviation(s.ref, t, x, xd)
+        u_ref = s.ref.u(t + dt * np.arange(N))[:, s.cols] @ inv.T
+        if mpc is None:
+            c0, p0 = time.perf_counter(), time.process_time()
+            u = u_ref[0] + lqr.control(k, dX)
+            return u, time.perf_counter() - c0, time.process_time() - p0
+        x_ref = state_reference(s, t + dt * np.arange(N + 1))
+        c0, p0 = time.perf_counter(), time.process_time()
+        step = mpc.step(dX, s.Ad[k:k + N], s.Bd[k:k + N], u_ref=u_ref, x_ref=x_ref,
+                        Qf=lqr.P[min(k + N, lqr.P.shape[0] - 1)])
+        elapsed, cpu = time.perf_counter() - c0, time.process_time() - p0
+        statuses.append(step.status)
+        return np.asarray(step.u), elapsed, cpu
+
+    return law
+
+
+def closed_loop(s: LaneChangeSetup, kind: Literal["mpc", "lqr"] = "mpc", *, points: int = 501
+                ) -> dict[str, Any]:
+    """LTV-MPC or finite-horizon LQR on the torque-steered skate, closed on the nonlinear model.
+
+    The controller is sampled every ``dt`` (zero-order hold, ``forward_dynamics`` with
+    ``controller=`` and ``sample_time=``). The MPC bounds ``|γ|`` and ``|γ̇|`` on its predicted
+    states with the margins ``backoff`` of `LaneChangeSettings`; the LQR (same weights) has no
+    bounds.
+
+    Parameters
+    ----------
+    s : LaneChangeSetup
+    kind : {"mpc", "lqr"}
+    points : int
+        Output points of the dense output over the track.
+
+    Returns
+    -------
+    dict
+        ``numbers``: ``max_lateral_error_m``, ``rms_lateral_error_m``,
+        ``max_lateral_error_after_1s_m`` (lateral deviation of ``G`` from its reference,
+        [`lateral_error`][nhcontrol.models.lane_change.lateral_error]), ``peak_steer_deg``,
+        ``peak_steer_rate_deg_s`` (of the simulated motion at the ``points`` samples),
+        ``median_step_s``, ``max_step_s``, ``median_step_cpu_s`` (one ``LTVMPC.step`` or LQR
+        gain product, wall clock and ``time.process_time``; the CPU time is less sensitive to
+        other processes on a shared machine), ``steps``, ``bounds_respected`` and, for the MPC,
+        ``statuses``; ``arrays``: ``t``, ``x``, ``xd``, ``e``, ``t_u``, ``u`` (the held inputs).
+
+    Raises
+    ------
+    DesignError
+        ``kind`` not ``"mpc"`` or ``"lqr"``.
+    """
+    if kind not in ("mpc", "lqr"):
+        raise DesignError(f"kind must be 'mpc' or 'lqr', got {kind!r}")
+    st_ = s.st
+    statuses: list[str] = []
+    law = _law(s, kind, statuses)
+    times: list[float] = []
+    cpu: list[float] = []
+
+    def controller(t: float, x: NDArray, xd: NDArray) -> NDArray:
+        u2, el, c = law(int(round(t / st_.dt)), t, x, xd)
+        times.append(el)
+        cpu.append(c)
+        u = np.zeros(len(s.cm.inputs))
+        u[s.cols] = INPUT_SCALE @ u2
+        return u
+
+    x0 = s.ref.x(0.0) + np.array([0.0, st_.y_offset, 0.0, 0.0])
+    sim = forward_dynamics(s.cm, (0.0, st_.t_final), x0, s.ref.xd(0.0), p=st_.plant,
+                           controller=controller, sample_time=st_.dt, rtol=st_.rtol, atol=st_.atol,
+                           t_eval=np.linspace(0.0, st_.t_final, points))
+    t = np.asarray(sim.t)
+    e = lc.lateral_error(s.ref, t, sim.x)
+    gam, gamd = np.asarray(sim.x)[:, 3], np.asarray(sim.xd)[:, 3]
+    out = lane_change_numbers(st_, t, e, gam, gamd, times, cpu, statuses if kind == "mpc" else None)
+    arrays = {"t": t, "x": np.asarray(sim.x), "xd": np.asarray(sim.xd), "e": e,
+              "t_u": np.asarray(sim.control_times), "u": np.asarray(sim.control_inputs)}
+    return {"numbers": out, "arrays": arrays}
 
 
 @dataclass(frozen=True)
@@ -168,134 +331,6 @@ def assigned_steering_setup(st_: LaneChangeSettings = LaneChangeSettings(),
     return AssignedSteeringSetup(cm=cm, ref=ref, lin0=linearize(cm, ref, part, t=0.0), ltv=ltv,
                                  Ad=Ad, Bd=Bd, cols=cols, states=tuple(ltv.states), st=st_,
                                  ast=ast)
-
-
-@dataclass(frozen=True)
-class PiecewiseLinearLoop:
-    """Result of [`closed_loop_piecewise_linear`][nhcontrol.lane_change_control.closed_loop_piecewise_linear].
-
-    Attributes
-    ----------
-    t : (M,) ndarray
-        Output times (``points_per_step + 1`` per sample, shared ends once).
-    x, xd : (M, n) ndarray
-        Coordinates and velocities of the nonlinear model.
-    u, ud : (M, k) ndarray
-        Inputs ``u_k + u̇_k (t − t_k)`` and their rates ``u̇_k`` the plant saw at ``t``.
-    t_u : (K,) ndarray
-        Sample instants ``t_k``.
-    u_k, ud_k : (K, k) ndarray
-        Commanded inputs and rates at the samples.
-    """
-
-    t: NDArray[np.float64]
-    x: NDArray[np.float64]
-    xd: NDArray[np.float64]
-    u: NDArray[np.float64]
-    ud: NDArray[np.float64]
-    t_u: NDArray[np.float64]
-    u_k: NDArray[np.float64]
-    ud_k: NDArray[np.float64]
-
-
-class _Ramp:
-    """Plant inputs over one sample: ``u(t) = u_k + u̇_k (t − t_k)`` and ``u̇(t) = u̇_k``."""
-
-    def __init__(self, t_k: float, u_k: NDArray[np.float64], ud_k: NDArray[np.float64]) -> None:
-        self.t_k, self.u_k, self.ud_k = t_k, u_k, ud_k
-
-    def u(self, t: float) -> NDArray[np.float64]:
-        return self.u_k + self.ud_k * (t - self.t_k)
-
-    def ud(self, t: float) -> NDArray[np.float64]:
-        return self.ud_k
-
-
-def closed_loop_piecewise_linear(
-        cm: CompiledModel, law: Callable[[int, float, NDArray, NDArray, NDArray], tuple[ArrayLike, ArrayLike]],
-        t_final: float, x0: ArrayLike, xd0: ArrayLike, u0: ArrayLike, *, sample_time: float,
-        p: dict | None = None, rtol: float = 1e-8, atol: float = 1e-10,
-        points_per_step: int = 4) -> PiecewiseLinearLoop:
-    """Sampled closed loop whose controller commands inputs *and* their rates.
-
-    At ``t_k = k h`` the law ``law(k, t_k, x, xd, u_now) -> (u_k, u̇_k)`` sees the state and the
-    inputs ``u_now`` the plant has at ``t_k`` (``u0`` at ``t_0``, the end of the previous ramp
-    after); over ``[t_k, t_k + h]`` the nonlinear model (``forward_dynamics``) is driven by
-
-    $$
-    u(t) = u_k + \\dot u_k\\,(t - t_k), \\qquad \\dot u(t) = \\dot u_k,
-    $$
-
-    so an input that enters the constraints (an assigned steering angle) stays continuous when
-    the law keeps ``u_k = u_now`` in its columns: no velocity jump is projected, and its rate is
-    exactly the commanded ``u̇_k``.
-
-    Parameters
-    ----------
-    cm : CompiledModel
-    law : callable
-        ``law(k, t_k, x (n,), xd (n,), u_now (k,)) -> (u_k (k,), u̇_k (k,))``.
-    t_final : float
-        End time [s]; ``round(t_final / h)`` samples are taken.
-    x0, xd0 : (n,) array_like
-        Initial coordinates and velocities.
-    u0 : (k,) array_like
-        Inputs at ``t = 0`` (passed to the first call of ``law`` as ``u_now``).
-    sample_time : float
-        Period ``h`` [s].
-    p : dict, optional
-        Parameters of the plant that differ from the model's defaults.
-    rtol, atol : float
-        Integration tolerances.
-    points_per_step : int
-        Output points per sample (plus the shared end point).
-
-    Returns
-    -------
-    PiecewiseLinearLoop
-
-    Raises
-    ------
-    DesignError
-        A non-positive ``sample_time`` or ``t_final`` shorter than one sample, or ``law``
-        returning arrays of the wrong shape.
-    """
-    h = float(sample_time)
-    if not (math.isfinite(h) and h > 0):
-        raise DesignError(f"sample_time must be a positive number of seconds, got {sample_time!r}")
-    nsteps = int(round(float(t_final) / h))
-    if nsteps < 1:
-        raise DesignError(f"t_final = {t_final!r} is shorter than one sample (h = {h:g} s); "
-                          "give t_final >= sample_time")
-    x, xd = np.asarray(x0, dtype=float), np.asarray(xd0, dtype=float)
-    u_now = np.asarray(u0, dtype=float)
-    k_in = len(cm.inputs)
-    ts, xs, xds, us, uds, t_u, uks, udks = [], [], [], [], [], [], [], []
-    for k in range(nsteps):
-        t = k * h
-        u_k, ud_k = (np.asarray(v, dtype=float) for v in law(k, t, x, xd, u_now))
-        if u_k.shape != (k_in,) or ud_k.shape != (k_in,):
-            raise DesignError(f"law(k, t, x, xd, u_now) must return two arrays of shape "
-                              f"({k_in},) (inputs {list(cm.inputs)}), got {u_k.shape} and "
-                              f"{ud_k.shape} at t = {t:.6g}")
-        ramp = _Ramp(t, u_k, ud_k)
-        sim = forward_dynamics(cm, (t, t + h), x, xd, u=ramp.u, ud=ramp.ud, p=p, rtol=rtol,
-                               atol=atol, t_eval=np.linspace(t, t + h, points_per_step + 1))
-        keep = slice(None) if k == nsteps - 1 else slice(0, -1)
-        tk = np.asarray(sim.t)[keep]
-        ts.append(tk)
-        xs.append(np.asarray(sim.x)[keep])
-        xds.append(np.asarray(sim.xd)[keep])
-        us.append(u_k + ud_k * (tk - t)[:, None])
-        uds.append(np.broadcast_to(ud_k, (tk.size, k_in)))
-        t_u.append(t)
-        uks.append(u_k)
-        udks.append(ud_k)
-        x, xd, u_now = np.asarray(sim.x)[-1], np.asarray(sim.xd)[-1], u_k + ud_k * h
-    return PiecewiseLinearLoop(t=np.concatenate(ts), x=np.concatenate(xs),
-                               xd=np.concatenate(xds), u=np.concatenate(us),
-                               ud=np.concatenate(uds), t_u=np.asarray(t_u),
-                               u_k=np.asarray(uks), ud_k=np.asarray(udks))
 
 
 def reference_window(s: AssignedSteeringSetup, t: float
@@ -390,7 +425,7 @@ def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] =
 
     Every ``dt`` the controller returns ``[F_R, γ̇]``; over the sample the plant sees ``F_R``
     held and ``γ`` ramping at the commanded rate from its current value
-    ([`closed_loop_piecewise_linear`][nhcontrol.lane_change_control.closed_loop_piecewise_linear]),
+    ([`closed_loop_piecewise_linear`][nhcontrol.simulate.closed_loop_piecewise_linear]),
     so ``γ`` is continuous, its rate is exactly the controller's input and the discrete model's
     integrator row is exact. The MPC bounds ``|γ|`` (state) and ``|γ̇|`` (input) with the
     margins of `AssignedSteeringSettings`; the LQR (same weights) has no bounds.

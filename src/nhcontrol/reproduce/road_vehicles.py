@@ -12,7 +12,8 @@ Arranges library calls:
    ``LTVMPC`` with steering-angle and steering-rate bounds (states ``gamma``, ``gamma_d``) and
    the finite-horizon LQR, each closed on the nonlinear model (``forward_dynamics`` with a
    sampled controller) whose mass, yaw inertia and centre of mass differ from the controller's
-   model, from a lateral offset;
+   model, from a lateral offset (`nhcontrol.lane_change_control`: ``lane_change_setup``,
+   ``closed_loop``);
 3. the lane change on the ``force`` skate, whose steering angle is assigned (an input in the
    front skate constraint; `nhcontrol.lane_change_control`): its reference with input rates →
    the third procedure with the rate matrix ``B_rate`` → ``input_state_form`` (``γ`` a state,
@@ -26,148 +27,22 @@ Derivations and choices: ``docs/theory/road_vehicles.md``; guide: ``docs/guide/r
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
-from ..design import LTVMPC, finite_horizon_lqr
-from ..lane_change_control import (ASSIGNED_PARTITION, AssignedSteeringSettings,
-                                   AssignedSteeringSetup, LaneChangeSettings,
-                                   assigned_steering_setup, closed_loop_assigned,
-                                   lane_change_numbers)
-from ..linearize import Partition, linearize
-from ..models import lane_change as lc
+from ..lane_change_control import (LaneChangeSettings, LaneChangeSetup, assigned_steering_setup,
+                                   closed_loop, closed_loop_assigned, lane_change_setup)
 from ..models import single_track as st
-from ..simulate import forward_dynamics
-from ..systems import LTVSystem, discretize
 
-__all__ = ["run", "summary", "lane_change_setup", "closed_loop", "LaneChangeSettings",
-           "LaneChangeSetup", "QUICK", "PARTITION", "ASSIGNED_PARTITION",
-           "AssignedSteeringSettings", "AssignedSteeringSetup", "assigned_steering_setup",
-           "closed_loop_assigned"]
-
-PARTITION = {"x_ai": ["x", "gamma"], "x_ad": ["y", "psi"]}
-"""Partition of the ``force_torque`` model: ``x_ai = [x, γ]``, ``x_ad = [y, ψ]`` (Eq. (4.96));
-the linear state is ``[x, γ, ẋ, γ̇, y, ψ]`` (Eq. (4.123))."""
+__all__ = ["run", "summary", "QUICK"]
 
 QUICK = LaneChangeSettings(rtol=1e-6, atol=1e-8)
 """``--quick``: looser integration tolerances (same controllers); Appell checks of the skate
 variants only."""
-
-_INPUT_SCALE = np.diag([1000.0, 1.0])
-"""Input scaling of the controllers: ``F_R`` in kN, ``T`` in N m."""
-
-
-@dataclass(frozen=True)
-class LaneChangeSetup:
-    """The model, reference, linearization and discrete LTV system of the lane change."""
-
-    cm: Any
-    ref: Any
-    lin0: Any
-    ltv: Any
-    Ad: NDArray[np.float64]
-    Bd: NDArray[np.float64]
-    cols: list[int]
-    states: tuple[str, ...]
-    st: LaneChangeSettings
-
-
-def lane_change_setup(st_: LaneChangeSettings) -> LaneChangeSetup:
-    """Reference (flatness + inverse dynamics), LTV system (third procedure) and ZOH sequences."""
-    cm = st.build("force_torque").system.compile()
-    nsteps = int(round(st_.t_final / st_.dt))
-    ref = lc.lane_change_reference(cm, st_.V, t_final=(nsteps + st_.horizon + 1) * st_.dt)
-    part = Partition.from_dict(PARTITION)
-    ltv = LTVSystem.from_linearization(cm, ref, part)
-    d = discretize(ltv, st_.dt, steps=nsteps + st_.horizon)
-    cols = [list(cm.inputs).index(s) for s in lc.DRIVE_INPUTS]
-    return LaneChangeSetup(cm=cm, ref=ref, lin0=linearize(cm, ref, part, t=0.0), ltv=ltv,
-                           Ad=np.asarray(d.Ad), Bd=np.asarray(d.Bd)[:, :, cols] @ _INPUT_SCALE,
-                           cols=cols, states=tuple(ltv.states), st=st_)
-
-
-def _state_ref(s: LaneChangeSetup, t: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Reference values of the linear states ``[x, γ, ẋ, γ̇, y, ψ]`` at the times ``t``."""
-    coords = list(s.cm.coordinates)
-    x, xd = s.ref.x(t), s.ref.xd(t)
-    return np.column_stack([xd[:, coords.index(n[:-2])] if n.endswith("_d") else x[:, coords.index(n)]
-                            for n in s.states])
-
-
-def _law(s: LaneChangeSetup, kind: str, statuses: list[str]) -> Callable:
-    st_ = s.st
-    N, dt = st_.horizon, st_.dt
-    Q, R = np.diag(st_.q), np.diag(st_.r)
-    lqr = finite_horizon_lqr((s.Ad, s.Bd), Q, R, Q)
-    inv = np.linalg.inv(_INPUT_SCALE)
-    mpc = None
-    if kind == "mpc":
-        ns = len(s.states)
-        lo, hi = np.full(ns, -np.inf), np.full(ns, np.inf)
-        ig, ir = s.states.index("gamma"), s.states.index("gamma_d")
-        hi[ig] = st_.backoff[0] * math.radians(st_.steer_max_deg)
-        hi[ir] = st_.backoff[1] * math.radians(st_.steer_rate_max_deg_s)
-        lo[ig], lo[ir] = -hi[ig], -hi[ir]
-        mpc = LTVMPC(N, Q, R, lqr.P[N], x_min=lo, x_max=hi)
-
-    def law(k: int, t: float, x: NDArray, xd: NDArray) -> tuple[NDArray, float, float]:
-        dX = s.lin0.deviation(s.ref, t, x, xd)
-        u_ref = s.ref.u(t + dt * np.arange(N))[:, s.cols] @ inv.T
-        if mpc is None:
-            c0, p0 = time.perf_counter(), time.process_time()
-            u = u_ref[0] + lqr.control(k, dX)
-            return u, time.perf_counter() - c0, time.process_time() - p0
-        x_ref = _state_ref(s, t + dt * np.arange(N + 1))
-        c0, p0 = time.perf_counter(), time.process_time()
-        step = mpc.step(dX, s.Ad[k:k + N], s.Bd[k:k + N], u_ref=u_ref, x_ref=x_ref,
-                        Qf=lqr.P[min(k + N, lqr.P.shape[0] - 1)])
-        elapsed, cpu = time.perf_counter() - c0, time.process_time() - p0
-        statuses.append(step.status)
-        return np.asarray(step.u), elapsed, cpu
-
-    return law
-
-
-def closed_loop(s: LaneChangeSetup, kind: str, *, points: int = 501) -> dict[str, Any]:
-    """Close ``kind`` (``"mpc"`` or ``"lqr"``) on the nonlinear model; return arrays and numbers.
-
-    The controller is sampled every ``dt`` (zero-order hold). Reported: the lateral deviation of
-    ``G`` from its reference ([`lateral_error`][nhcontrol.models.lane_change.lateral_error]), the peak steering angle and
-    rate of the simulated motion (dense output, ``points`` samples), and the wall-clock and CPU
-    (``time.process_time``) time of each controller evaluation (``LTVMPC.step`` or the LQR gain
-    product; the CPU time is less sensitive to other processes on a shared machine).
-    """
-    st_ = s.st
-    statuses: list[str] = []
-    law = _law(s, kind, statuses)
-    times: list[float] = []
-    cpu: list[float] = []
-
-    def controller(t: float, x: NDArray, xd: NDArray) -> NDArray:
-        u2, el, c = law(int(round(t / st_.dt)), t, x, xd)
-        times.append(el)
-        cpu.append(c)
-        u = np.zeros(len(s.cm.inputs))
-        u[s.cols] = _INPUT_SCALE @ u2
-        return u
-
-    x0 = s.ref.x(0.0) + np.array([0.0, st_.y_offset, 0.0, 0.0])
-    sim = forward_dynamics(s.cm, (0.0, st_.t_final), x0, s.ref.xd(0.0), p=st_.plant,
-                           controller=controller, sample_time=st_.dt, rtol=st_.rtol, atol=st_.atol,
-                           t_eval=np.linspace(0.0, st_.t_final, points))
-    t = np.asarray(sim.t)
-    e = lc.lateral_error(s.ref, t, sim.x)
-    gam, gamd = np.asarray(sim.x)[:, 3], np.asarray(sim.xd)[:, 3]
-    out = lane_change_numbers(st_, t, e, gam, gamd, times, cpu, statuses if kind == "mpc" else None)
-    arrays = {"t": t, "x": np.asarray(sim.x), "xd": np.asarray(sim.xd), "e": e,
-              "t_u": np.asarray(sim.control_times), "u": np.asarray(sim.control_inputs)}
-    return {"numbers": out, "arrays": arrays}
 
 
 def _models(quick: bool) -> dict[str, Any]:

@@ -11,13 +11,17 @@ systems;
 [`forward_dynamics_first_order()`][nhcontrol.simulate.forward_dynamics_first_order] integrates
 models with first-order auxiliary states (hydraulic pressures and spools, Eq. (7.97)) with a
 stiff integrator; [`prescribed_motion()`][nhcontrol.simulate.prescribed_motion] finds the inputs
-that realise prescribed coordinates (inverse dynamics of a partly prescribed motion).
+that realise prescribed coordinates (inverse dynamics of a partly prescribed motion);
+[`closed_loop_piecewise_linear()`][nhcontrol.simulate.closed_loop_piecewise_linear] closes a
+sampled loop whose controller commands inputs and their rates (the plant sees
+``u(t) = u_k + u̇_k (t − t_k)`` over each sample).
 """
 
 from .forward import DEFAULT_BAUMGARTE, ConditioningWarning, forward_dynamics
 from .first_order import THESIS_BAUMGARTE, FirstOrderSimulation, forward_dynamics_first_order
 from .initial import InitialConditions, consistent_initial_conditions
 from .linear import LinearSimulationResult, simulate_discrete, simulate_ltv
+from .piecewise import PiecewiseLinearLoop, closed_loop_piecewise_linear
 from .nlsys import ConstraintDrift, constraint_drift, to_nlsys
 from .prescribed import prescribed_motion
 from .result import SimulationResult, SimulationSamples
@@ -40,4 +44,6 @@ __all__ = [
     "FirstOrderSimulation",
     "THESIS_BAUMGARTE",
     "prescribed_motion",
+    "closed_loop_piecewise_linear",
+    "PiecewiseLinearLoop",
 ]
