@@ -156,6 +156,17 @@ def test_assigned_steering_lqr_first_two_seconds(assigned_setup):
                        atol=1e-15)
 
 
+@pytest.mark.parametrize("name", ["closed_loop", "closed_loop_assigned"])
+def test_closed_loop_kind_refused(name):
+    """Both lane-change loops of the library take only the MPC or the LQR (checked before the
+    setup is used)."""
+    import nhcontrol.lane_change_control as lcc
+    from nhcontrol._util.errors import DesignError
+
+    with pytest.raises(DesignError, match="kind must be 'mpc' or 'lqr', got 'pid'"):
+        getattr(lcc, name)(None, "pid")
+
+
 @pytest.mark.parametrize("t", [1.3, 4.2])
 def test_ltv_along_lane_change_matches_finite_differences(cm, ref, t):
     """A(t), B(t) of the third procedure (exact) vs central differences of the nonlinear

@@ -125,10 +125,8 @@ class LaneChangeSettings:
 
 
 @dataclass(frozen=True)
-class LaneChangeSetup:
-    """The ``force_torque`` model, its reference, the linearization at ``t = 0`` (for
-    ``lin0.deviation``), the LTV system and its ZOH sequences ``Ad`` (K, 6, 6), ``Bd`` (K, 6, 2)
-    (inputs ``[F_R / 1 kN, T / 1 N m]``, columns ``cols`` of the model's inputs)."""
+class _LinearizedLaneChange:
+    """Fields shared by the setups of both skates (see `LaneChangeSetup`)."""
 
     cm: CompiledModel
     ref: Reference
@@ -141,6 +139,35 @@ class LaneChangeSetup:
     st: LaneChangeSettings
 
 
+def _linearized(cm: CompiledModel, reference: Callable[..., Reference], partition: dict,
+                st_: LaneChangeSettings, inputs: tuple[str, ...], scale: NDArray[np.float64], *,
+                input_states: bool = False) -> dict[str, Any]:
+    """The fields of a setup: the reference over the track plus one horizon (so the MPC's window
+    never leaves it), the LTV system of the third procedure along it, its linearization at
+    ``t = 0`` and its ZOH sequences with the input columns ``inputs`` (names of the LTV system's
+    inputs) scaled by ``scale``."""
+    nsteps = int(round(st_.t_final / st_.dt))
+    ref = reference(cm, st_.V, t_final=(nsteps + st_.horizon + 1) * st_.dt)
+    part = Partition.from_dict(partition)
+    ltv = LTVSystem.from_linearization(cm, ref, part, input_states=input_states)
+    d = discretize(ltv, st_.dt, steps=nsteps + st_.horizon)
+    cols = [list(ltv.inputs).index(s) for s in inputs]
+    Ad = np.asarray(d.Ad)
+    Bd = np.asarray(d.Bd)[:, :, cols] @ scale
+    Ad.setflags(write=False)
+    Bd.setflags(write=False)
+    return {"cm": cm, "ref": ref, "lin0": linearize(cm, ref, part, t=0.0), "ltv": ltv,
+            "Ad": Ad, "Bd": Bd, "cols": cols, "states": tuple(ltv.states), "st": st_}
+
+
+@dataclass(frozen=True)
+class LaneChangeSetup(_LinearizedLaneChange):
+    """The ``force_torque`` model ``cm``, its reference ``ref``, the linearization ``lin0`` at
+    ``t = 0`` (for ``lin0.deviation``), the LTV system ``ltv`` (states ``states``) and its ZOH
+    sequences ``Ad`` (K, 6, 6), ``Bd`` (K, 6, 2) (inputs ``[F_R / 1 kN, T / 1 N m]``, columns
+    ``cols`` of the model's inputs), for the settings ``st``."""
+
+
 def lane_change_setup(st_: LaneChangeSettings = LaneChangeSettings()) -> LaneChangeSetup:
     """Reference (flatness + inverse dynamics), LTV system (third procedure) and ZOH sequences
     of the torque-steered (``force_torque``) skate.
@@ -148,15 +175,8 @@ def lane_change_setup(st_: LaneChangeSettings = LaneChangeSettings()) -> LaneCha
     The reference spans the track plus one horizon, so the MPC's window never leaves it.
     """
     cm = st.build("force_torque").system.compile()
-    nsteps = int(round(st_.t_final / st_.dt))
-    ref = lc.lane_change_reference(cm, st_.V, t_final=(nsteps + st_.horizon + 1) * st_.dt)
-    part = Partition.from_dict(PARTITION)
-    ltv = LTVSystem.from_linearization(cm, ref, part)
-    d = discretize(ltv, st_.dt, steps=nsteps + st_.horizon)
-    cols = [list(cm.inputs).index(s) for s in lc.DRIVE_INPUTS]
-    return LaneChangeSetup(cm=cm, ref=ref, lin0=linearize(cm, ref, part, t=0.0), ltv=ltv,
-                           Ad=np.asarray(d.Ad), Bd=np.asarray(d.Bd)[:, :, cols] @ INPUT_SCALE,
-                           cols=cols, states=tuple(ltv.states), st=st_)
+    return LaneChangeSetup(**_linearized(cm, lc.lane_change_reference, PARTITION, st_,
+                                         lc.DRIVE_INPUTS, INPUT_SCALE))
 
 
 def state_reference(s: LaneChangeSetup, t: ArrayLike) -> NDArray[np.float64]:
@@ -292,20 +312,12 @@ class AssignedSteeringSettings:
 
 
 @dataclass(frozen=True)
-class AssignedSteeringSetup:
+class AssignedSteeringSetup(_LinearizedLaneChange):
     """The ``force`` model, its reference, the LTV system in input-state form and its ZOH
     sequences ``Ad`` (K, 5, 5), ``Bd`` (K, 5, 2) (inputs ``[F_R / 1 kN, γ̇]``, columns ``cols``
-    of the LTV system's inputs)."""
+    of the LTV system's inputs); fields as in `LaneChangeSetup`, plus the controllers' weights
+    ``ast``."""
 
-    cm: CompiledModel
-    ref: Reference
-    lin0: LinearizationResult
-    ltv: LTVSystem
-    Ad: NDArray[np.float64]
-    Bd: NDArray[np.float64]
-    cols: list[int]
-    states: tuple[str, ...]
-    st: LaneChangeSettings
     ast: AssignedSteeringSettings
 
 
@@ -318,19 +330,9 @@ def assigned_steering_setup(st_: LaneChangeSettings = LaneChangeSettings(),
     The reference spans the track plus one horizon, so the MPC's window never leaves it.
     """
     cm = st.build("force").system.compile()
-    nsteps = int(round(st_.t_final / st_.dt))
-    ref = lc.assigned_steering_reference(cm, st_.V, t_final=(nsteps + st_.horizon + 1) * st_.dt)
-    part = Partition.from_dict(ASSIGNED_PARTITION)
-    ltv = LTVSystem.from_linearization(cm, ref, part, input_states=True)
-    d = discretize(ltv, st_.dt, steps=nsteps + st_.horizon)
-    cols = [list(ltv.inputs).index(s) for s in ("F_R", "gamma_dot")]
-    Ad = np.asarray(d.Ad)
-    Bd = np.asarray(d.Bd)[:, :, cols] @ RATE_INPUT_SCALE
-    Ad.setflags(write=False)
-    Bd.setflags(write=False)
-    return AssignedSteeringSetup(cm=cm, ref=ref, lin0=linearize(cm, ref, part, t=0.0), ltv=ltv,
-                                 Ad=Ad, Bd=Bd, cols=cols, states=tuple(ltv.states), st=st_,
-                                 ast=ast)
+    return AssignedSteeringSetup(**_linearized(cm, lc.assigned_steering_reference,
+                                               ASSIGNED_PARTITION, st_, ("F_R", "gamma_dot"),
+                                               RATE_INPUT_SCALE, input_states=True), ast=ast)
 
 
 def reference_window(s: AssignedSteeringSetup, t: float
