@@ -9,8 +9,8 @@ which works however the script is run: ``python benchmarks/<name>.py``,
 ``runpy.run_path`` and ``tests/_helpers.load_benchmark`` (a module loaded by its path).
 
 * :func:`median_time` -- median wall (or CPU) time of repeated calls after one warm-up call;
-* :func:`build_model` -- ``build()`` of a model named on the command line (the bicycle or
-  one of ``nhcontrol.modeling.examples``);
+* :func:`model_builder` / :func:`build_model` -- the ``build`` function, or its result, of a
+  model named on the command line (the bicycle or one of ``nhcontrol.modeling.examples``);
 * :func:`run_child` -- a Python snippet in a fresh process, its last output line read as JSON.
 """
 
@@ -38,25 +38,34 @@ def median_time(fn: Callable[[], Any], repeat: int,
     return statistics.median(times)
 
 
-def build_model(model: str) -> Any:
-    """The ``MultibodySystem`` of ``model``: ``"bicycle"`` (the benchmark bicycle) or the name
-    of a function of ``nhcontrol.modeling.examples``."""
+def model_builder(model: str) -> Callable[[], Any]:
+    """The ``build()`` function of ``model``: ``"bicycle"`` (the benchmark bicycle) or the name
+    of a function of ``nhcontrol.modeling.examples`` (importing its module, nothing built)."""
     if model == "bicycle":
         from nhcontrol.models.benchmark_bicycle import build
     else:
         from nhcontrol.modeling import examples
         build = getattr(examples, model)
-    return build()
+    return build
+
+
+def build_model(model: str) -> Any:
+    """The ``MultibodySystem`` of ``model`` (see :func:`model_builder`)."""
+    return model_builder(model)()
 
 
 def run_child(script: str, *args: str) -> dict:
-    """Run ``python -c script *args`` in a fresh process; its last line of output as JSON.
+    """Run ``python -c script *args`` in a fresh process (which can import this module); its
+    last line of output as JSON.
 
     The child writes and uses bytecode caches as an installed package does (pip compiles
     bytecode at install time): ``PYTHONDONTWRITEBYTECODE`` is removed from its environment, so
     its timings do not include recompiling nhcontrol's sources."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # the child can ``from _common import ...`` (this folder first on its path)
+    here = os.path.dirname(os.path.abspath(__file__))
+    env["PYTHONPATH"] = os.pathsep.join([here] + [d for d in [env.get("PYTHONPATH")] if d])
     out = subprocess.run([sys.executable, "-c", script, *args], check=True,
                          capture_output=True, text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -45,14 +45,11 @@ from _common import build_model, run_child  # noqa: E402
 
 _CHILD = textwrap.dedent("""
     import json, resource, sys, time
+    from _common import model_builder
     c0 = time.process_time()
     t0 = time.perf_counter()
     name, backend = sys.argv[2], sys.argv[3]
-    if name == "bicycle":
-        from nhcontrol.models.benchmark_bicycle import build
-    else:
-        from nhcontrol.modeling import examples
-        build = getattr(examples, name)
+    build = model_builder(name)
     t1 = time.perf_counter()
     mb = build()
     t2 = time.perf_counter()

@@ -28,13 +28,10 @@ from _common import build_model, run_child  # noqa: E402
 
 _CHILD = textwrap.dedent("""
     import json, sys, time
+    from _common import model_builder
     t0 = time.perf_counter()
     name = sys.argv[2]
-    if name == "bicycle":
-        from nhcontrol.models.benchmark_bicycle import build
-    else:
-        from nhcontrol.modeling import examples
-        build = getattr(examples, name)
+    build = model_builder(name)
     t1 = time.perf_counter()
     mb = build()
     t2 = time.perf_counter()

@@ -435,24 +435,27 @@ def _circuit_functions(hyd_items: tuple[tuple[str, float], ...]) -> tuple[Any, A
 
 
 @lru_cache(maxsize=8)
-def _circuit_scalar(hyd_items: tuple[tuple[str, float], ...]) -> Any:
-    """``H`` for one point with the ``math`` module: Piecewise becomes if/else (fast, no NaN branches)."""
+def _circuit_scalar_symbols(hyd_items: tuple[tuple[str, float], ...]) -> tuple[tuple, Any]:
+    """The one-point arguments ``(s, s_d, p1, p2, p3, U)`` and ``H`` of the circuit."""
     s, sd = sp.symbols("s s_d")
     ps = sp.symbols("p0:3")
     U = sp.Symbol("U")
     H, _ = circuit_equations(s, sd, ps, U, sp.Symbol("U_ref"), **dict(hyd_items))
-    return sp.lambdify((s, sd, *ps, U), list(H), "math")
+    return (s, sd, *ps, U), H
+
+
+@lru_cache(maxsize=8)
+def _circuit_scalar(hyd_items: tuple[tuple[str, float], ...]) -> Any:
+    """``H`` for one point with the ``math`` module: Piecewise becomes if/else (fast, no NaN branches)."""
+    args, H = _circuit_scalar_symbols(hyd_items)
+    return sp.lambdify(args, list(H), "math")
 
 
 @lru_cache(maxsize=8)
 def _circuit_scalar_jacobian(hyd_items: tuple[tuple[str, float], ...]) -> Any:
     """``∂H/∂[s, s_d, p1, p2, p3, U]`` for one point (``math`` module, no branch hoisting)."""
-    s, sd = sp.symbols("s s_d")
-    ps = sp.symbols("p0:3")
-    U = sp.Symbol("U")
-    H, _ = circuit_equations(s, sd, ps, U, sp.Symbol("U_ref"), **dict(hyd_items))
-    J = H.jacobian(sp.Matrix([s, sd, *ps, U]))
-    return sp.lambdify((s, sd, *ps, U), list(J), "math")
+    args, H = _circuit_scalar_symbols(hyd_items)
+    return sp.lambdify(args, list(H.jacobian(sp.Matrix(args))), "math")
 
 
 @dataclass(frozen=True)
