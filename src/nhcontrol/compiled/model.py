@@ -712,6 +712,21 @@ class CompiledModel:
         """``∂C/∂u`` (m, k)."""
         return self._kernel("dC_du", x, u, p)
 
+    def linearizer(self, partition: Any, *, p: ArrayLike | None = None, check: bool = True,
+                   cond_max: float = 1e10, tol: float = 1e-8) -> Any:
+        """A prepared one-point linearization of this model: partition and buffers bound once.
+
+        Returns a [`Linearizer`][nhcontrol.linearize.Linearizer] ``lz`` with
+        ``lz(x, xd, xdd, lam, u=None, *, out=None) -> (A, B)`` and ``lz.at(ref, t)``: the
+        numbers of [`linearize()`][nhcontrol.linearize.linearize] at that point (third
+        procedure, thesis Sect. 4.2.3; input matrix Sect. 8.1) in one compiled call with
+        the C kernels, the checks as flags (an error only when a check fails, with
+        ``linearize``'s message).  See `nhcontrol.linearize.prepared` for the parameters.
+        """
+        from ..linearize.prepared import Linearizer   # the sanctioned lazy import (tests/test_architecture.py)
+
+        return Linearizer(self, partition, p=p, check=check, cond_max=cond_max, tol=tol)
+
     def kernel_source(self) -> str:
         """The generated Python kernel module's source text (what the cache key stands for)."""
         src = getattr(self._mod, "__nhcontrol_source__", None)
