@@ -19,10 +19,10 @@ from .._util.errors import CacheError, ModelError
 from .._util.memory import check_allocation
 from . import cache as _cache
 from . import cbackend as _cb
-from .ccodegen import CCodegenError, generate_c
-from .codegen import GENERATOR_VERSION, generate_module
-from .derivatives import (DIRECT_KERNELS, DYNAMICS_FIELDS, INPUT_RATE_FIELDS, KERNEL_SIGNATURES,
-                          LINEARIZATION_FIELDS, RATE_FIELDS, ROUTES, kernel_specs)
+# the SymPy-free layout: loading a cached model imports no SymPy (the generators, which do,
+# are imported where a model is derived)
+from ._layout import (DIRECT_KERNELS, DYNAMICS_FIELDS, GENERATOR_VERSION, INPUT_RATE_FIELDS,
+                      KERNEL_SIGNATURES, LINEARIZATION_FIELDS, RATE_FIELDS, ROUTES)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..modeling.system import MultibodySystem
@@ -797,6 +797,8 @@ def _c_kernels(key: str, directory: Path | None, backend: str, model_name: str,
                 _cache.discard_artefact(path)
     if units is None:
         return None   # unpickled where the library is not cached: the (identical) Python kernels
+    from .ccodegen import CCodegenError
+
     try:
         problem = _cb.cffi_problem()
         if problem:
@@ -1016,6 +1018,8 @@ class _Derivation:
     def specs(self) -> tuple:
         if self._specs is None:
             eom = self.mb.equations()
+            from .derivatives import kernel_specs
+
             specs, symbols = kernel_specs(eom, _rates(self.mb)[1])
             self._specs = (specs, eom.graph, symbols)
         return self._specs
@@ -1031,6 +1035,8 @@ def generate_source(mb: "MultibodySystem", key: str | None = None, cse: bool = T
     key = key or _cache.cache_key(mb.description())
     d = _derived or _Derivation(mb)
     specs, graph, symbols = d.specs
+    from .codegen import generate_module
+
     return generate_module(specs, graph, symbols, _meta(mb, key), cse=cse, plans=d.plans)
 
 
@@ -1047,6 +1053,8 @@ def generate_c_source(mb: "MultibodySystem", key: str | None = None,
     key = key or _cache.cache_key(mb.description())
     d = _derived or _Derivation(mb)
     specs, graph, symbols = d.specs
+    from .ccodegen import generate_c
+
     return generate_c(specs, graph, symbols, {"name": mb.name, "key": key}, plans=d.plans)[0]
 
 
