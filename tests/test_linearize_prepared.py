@@ -209,3 +209,43 @@ def test_threads_share_one_linearizer(bicycle):
     for th in threads:
         th.join()
     assert not bad
+
+
+def test_first_order_paths_compiled_equal_general(monkeypatch):
+    """linearize_first_order_system and linearize_with_first_order_states take the compiled
+    one-point call (mechanical rows and T0, V̄̄0, Th0 from one call) with C kernels: the same
+    matrices as the general path (linearize + third_procedure) to 1e-14, on a moving reference
+    with l = 1 (the motor-driven sleigh of test_first_order_general) and the hydraulic four-bar."""
+    from test_first_order_general import PART, _sleigh_motor, _trajectory
+
+    from nhcontrol.compiled import compile_rates
+    from nhcontrol.linearize import first_order as fo
+    from nhcontrol.linearize import linearize_first_order_system, linearize_with_first_order_states
+    from nhcontrol.models import hydraulic_fourbar as hf
+
+    mb = _sleigh_motor()
+    cm, rk = mb.compile(), compile_rates(mb)
+    ref = _trajectory(cm)
+    calls = []
+    real = fo._fast_point
+    monkeypatch.setattr(fo, "_fast_point",
+                        lambda *a: (lambda got: calls.append(got is not None) or got)(real(*a)))
+    for t in (0.0, 0.7):
+        fast = linearize_first_order_system(cm, rk, ref, PART, t=t)
+        with monkeypatch.context() as mp:
+            mp.setattr(fo, "_fast_point", lambda *a: None)
+            slow = linearize_first_order_system(cm, rk, ref, PART, t=t)
+        assert _rel(fast.A, slow.A) <= 1e-14 and _rel(fast.B, slow.B) <= 1e-14
+        assert _rel(fast.T0, slow.T0) <= 1e-14 and fast.states == slow.states
+    eq = hf.equilibrium(60.0, 3.5e6)
+    hcm = hf.model()
+    href = Reference.equilibrium(hcm, eq.x, u=eq.p)
+    kw = hf.circuit_jacobians(eq).as_kwargs()
+    fast = linearize_with_first_order_states(hcm, href, hf.PARTITION, **kw)
+    with monkeypatch.context() as mp:
+        mp.setattr(fo, "_fast_point", lambda *a: None)
+        slow = linearize_with_first_order_states(hcm, href, hf.PARTITION, **kw)
+    assert _rel(fast.A, slow.A) <= 1e-14 and _rel(fast.B, slow.B) <= 1e-14
+    assert fast.states == slow.states
+    if cm.backend == "c":
+        assert calls == [True, True, True]            # the compiled path was taken

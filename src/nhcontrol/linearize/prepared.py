@@ -202,6 +202,17 @@ class Linearizer:
         W = np.empty(nwork)
         piv = np.empty(self._n + 1, dtype=np.int64)
         self._keep = (dims, offs, ix, fp, T, Cv, bv, W, piv, ck, lib)   # alive with the cdata
+        # views of the routine's work array after a call (its layout, nhc_point_third in
+        # _cpoint.py): T0 (n, n1) and Th0 (n, n - m) in model row order, and the rows ``[ad, d]``
+        # of V̄̄0 (m + l, n) (Steps 1, 2, 4: the kinematics of the first-order rows)
+        n, m, l, k = self._n, int(idx.m), int(idx.l), self._k  # noqa: E741
+        n1, c, na = n - m - l, m + l, n - m
+        w7, rw = 2 * n + n1 + k, n1 + 3 * n
+        at_sol = n * n1 + n * w7 + c * c + c * rw
+        at_th0 = at_sol + c * rw + n1 * w7 + n1 * n
+        self._kin_views = (W[:n * n1].reshape(n, n1),
+                           W[at_sol:at_sol + c * rw].reshape(c, rw)[:, n1:n1 + n],
+                           W[at_th0:at_th0 + n * na].reshape(n, na))
         self._T = T
         self._fb, self._dbl = fb, dbl
         fn = lib.prepared
@@ -361,7 +372,7 @@ class Linearizer:
         return self._deliver(res.A, res.B, out)
 
     def _call_fast(self, x: Any, xd: Any, xdd: Any, lam: Any, u: Any,
-                   out: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+                   out: Any, locked: bool = False) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The compiled call only; `_Refused` when it cannot decide (the caller goes through
         `linearize` with the reference itself, for its messages)."""
         f = self._fast
@@ -382,13 +393,29 @@ class Linearizer:
                 raise _Refused
             args = (fb(dbl, x), fb(dbl, xd), fb(dbl, xdd), fb(dbl, lam),
                     c_u0 if u is None else fb(dbl, u), c_p)
-            with self._lock:
+            if locked:
                 flags = fn(*head, *args, *scal, cA, cB, *tail)
+            else:
+                with self._lock:
+                    flags = fn(*head, *args, *scal, cA, cB, *tail)
         except (ValueError, BufferError, TypeError):
             raise _Refused from None
         if flags:
             raise _Refused
         return A, B
+
+    def _with_kinematics(self, x: Any, xd: Any, xdd: Any, lam: Any, u: Any
+                         ) -> tuple[NDArray[np.float64], ...]:
+        """``(A, B, T0, V̄̄0_dd, Th0)`` from one compiled call (model row order; ``V̄̄0_dd``: the
+        rows ``[ad, d]`` of ``V̄̄0``, Eq. (4.100)); `_Refused` when the call cannot decide
+        (the caller takes the general path). For the first-order rows of Sect. 7.2
+        (`nhcontrol.linearize.first_order`)."""
+        if self._fast is None:
+            raise _Refused
+        with self._lock:
+            A, B = self._call_fast(x, xd, xdd, lam, u, None, locked=True)
+            T0, Vdd, Th0 = (v.copy() for v in self._kin_views)
+        return A, B, T0, Vdd, Th0
 
     def __repr__(self) -> str:
         return (f"Linearizer(model={getattr(self.model, 'name', '')!r}, nstates={self.nstates}, "
