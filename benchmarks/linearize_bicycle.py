@@ -21,7 +21,9 @@ Run ``python benchmarks/linearize_bicycle.py [--repeat R] [--speed V]``; prints 
   ``lz = cm.linearizer(partition)``, ``lz(x0, ẋ0, ẍ0, Λ0, out=(A, B))`` (the same numbers as
   ``linearize``, its checks included as flags; `nhcontrol.linearize.prepared`; goal ≤ 1.5e-5 s),
   ``prepared_point_unchecked_s`` (``check=False``), ``prepared_at_s`` (``lz.at(ref, t)``: the
-  reference evaluated too) and ``prepared_point_max_rel_diff`` (against ``linearize``);
+  reference evaluated too), ``prepared_bound_s`` (``lz.bind(x0, ẋ0, ẍ0, Λ0)()``: arguments and
+  results bound by memory, like CasADi's buffer call) and ``prepared_point_max_rel_diff``
+  (against ``linearize``);
 * ``eigenvalue_error_third`` / ``eigenvalue_error_fd``: max error of the four non-trivial
   eigenvalues against Meijaard et al. (2007), Table 2, at the chosen speed (integer speeds only).
 
@@ -88,6 +90,8 @@ def main(argv=None) -> dict:
     prepared = median_time(lambda: lz(x, xd, xdd, lam, u, out=buf), args.repeat * 4)
     prepared_free = median_time(lambda: lz_free(x, xd, xdd, lam, u, out=buf), args.repeat * 4)
     prepared_at = median_time(lambda: lz.at(ref, 0.0), args.repeat * 4)
+    bound = lz.bind(*(np.array(v, dtype=float) for v in (x, xd, xdd, lam)))
+    prepared_bound = median_time(bound, args.repeat * 4)
     # CPU time of this process (less sensitive to other load on a shared machine)
     cpu = time.process_time
     third_cpu = median_time(lambda: linearize(cm, ref, part), args.repeat, cpu)
@@ -118,6 +122,7 @@ def main(argv=None) -> dict:
         "prepared_point_s": prepared,
         "prepared_point_unchecked_s": prepared_free,
         "prepared_at_s": prepared_at,
+        "prepared_bound_s": prepared_bound,
         "prepared_point_max_rel_diff": float(np.max(np.abs(A_lz - A)) / np.max(np.abs(A))),
         "prepared_compiled": bool(lz.compiled),
         "kernel_backend": str(getattr(cm, "backend", "python")),

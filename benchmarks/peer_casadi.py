@@ -23,6 +23,8 @@ faster):
 * ``ratio_casadi_buffer_over_prepared``: CasADi's preallocated-buffer call
   (``Function.buffer()``, arguments bound) over nhcontrol's prepared call
   ``lz(x0, ẋ0, ẍ0, Λ0, out=(A, B))`` (`CompiledModel.linearizer`; checks included); goal ≥ 2;
+  ``ratio_casadi_buffer_over_bound``: the same against ``lz.bind(...)()`` (nhcontrol's
+  arguments bound by memory too, the exact counterpart of the buffer call);
 * ``ratio_casadi_map_over_stacked``: CasADi's ``Function.map(1000)`` (serial) over
   ``linearize(cm, ref, partition, t=ts)`` with 1,000 times, per point; goal ≥ 4;
 * ``ratio_casadi_cold_over_cold``: from the SymPy model to the first Jacobian in a fresh
@@ -318,10 +320,12 @@ def main(argv=None) -> dict:
         for i, v in enumerate(args_c):
             buf.set_arg(i, memoryview(v))
         buf.set_res(0, memoryview(res_c))
-        times = {"prepared": [], "buffer": [], "call": []}
+        bound = lz.bind(*(np.array(v, dtype=float) for v in (x, xd, xdd, lam)), out=out)
+        times = {"prepared": [], "bound": [], "buffer": [], "call": []}
         for _ in range(5):                           # interleaved rounds
             times["prepared"].append(median_time(lambda: lz(x, xd, xdd, lam, out=out),
                                                  args.repeat, time.process_time))
+            times["bound"].append(median_time(bound, args.repeat, time.process_time))
             times["buffer"].append(median_time(evaluate, args.repeat, time.process_time))
             times["call"].append(median_time(lambda: g(x, xd, p), args.repeat,
                                              time.process_time))
@@ -354,6 +358,8 @@ def main(argv=None) -> dict:
             "casadi_buffer_s": med(times["buffer"]),
             "casadi_call_s": med(times["call"]),
             "ratio_casadi_buffer_over_prepared": med(times["buffer"]) / med(times["prepared"]),
+            "prepared_bound_s": med(times["bound"]),
+            "ratio_casadi_buffer_over_bound": med(times["buffer"]) / med(times["bound"]),
             "stacked_per_point_s": med(stacked) / ts.size,
             "casadi_map_per_point_s": med(mapped) / ts.size,
             "ratio_casadi_map_over_stacked": med(mapped) / med(stacked),

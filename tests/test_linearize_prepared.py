@@ -249,3 +249,24 @@ def test_first_order_paths_compiled_equal_general(monkeypatch):
     assert fast.states == slow.states
     if cm.backend == "c":
         assert calls == [True, True, True]            # the compiled path was taken
+
+
+def test_bound_call_reads_the_current_arguments(actuated):
+    """lz.bind(...)(): arguments bound by memory, updated in place between calls; the numbers
+    and errors of an ordinary call."""
+    cm, ref, part = actuated
+    lz = cm.linearizer(part)
+    bufs = [np.array(v, dtype=float) for v in ref.values(0.0)]
+    call = lz.bind(*bufs)
+    for t in (0.0, 0.5, 1.1):
+        for b, v in zip(bufs, ref.values(t)):
+            b[...] = v
+        A, B = call()
+        A1, B1 = lz(*ref.values(t))
+        np.testing.assert_array_equal(A, A1)
+        np.testing.assert_array_equal(B, B1)
+    bufs[1][1:] *= 1.01                               # not a motion of the model any more
+    with pytest.raises(ReferenceMotionError):
+        call()
+    with pytest.raises(ArgumentTypeError, match="C-contiguous float64"):
+        lz.bind(bufs[0][::-1][::-1].astype(np.float32), *bufs[1:])

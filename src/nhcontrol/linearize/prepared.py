@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -403,6 +403,55 @@ class Linearizer:
         if flags:
             raise _Refused
         return A, B
+
+    def bind(self, x: NDArray[np.float64], xd: NDArray[np.float64], xdd: NDArray[np.float64],
+             lam: NDArray[np.float64], u: NDArray[np.float64] | None = None, *,
+             out: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+             ) -> Callable[[], tuple[NDArray[np.float64], NDArray[np.float64]]]:
+        """A call with its arguments and results bound by memory (like CasADi's
+        ``Function.buffer()``): ``call()`` linearizes at the *current contents* of ``x, xd,
+        xdd, lam, u`` (update them in place between calls) into ``out`` (allocated once when
+        not given) and returns ``out``.
+
+        The arrays must be C-contiguous float64 vectors of the model's sizes (they are used,
+        not copied). Checks, errors and numbers are those of a call ``lz(x, xd, xdd, lam, u)``.
+        """
+        n, c, k, ns = self._n, self._c, self._k, self.nstates
+        for a, size, name in ((x, n, "x"), (xd, n, "xd"), (xdd, n, "xdd"), (lam, c, "lam"),
+                              (u if u is not None else self._u0, k, "u")):
+            if not (type(a) is _nd and a.dtype == _f64 and a.shape == (size,)
+                    and a.flags.c_contiguous):
+                raise ArgumentTypeError(
+                    f"Linearizer.bind: {name} must be a C-contiguous float64 array of shape "
+                    f"({size},) (it is read at every call), got {type(a).__name__} "
+                    f"{getattr(a, 'dtype', '')} {getattr(a, 'shape', '')}")
+        if out is None:
+            out = (np.empty((ns, ns)), np.empty((ns, k)))
+        else:
+            out = tuple(out)                                    # type: ignore[assignment]
+            _check_out(out, ns, k)
+        f = self._fast
+        if f is None:
+            def call_general() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+                return self(x, xd, xdd, lam, u, out=out)
+            return call_general
+        fn, head, tail, c_p, c_u0, scal = f
+        fb, dbl = self._fb, self._dbl
+        cA, cB = self._out_cdata(out)
+        args = head + (fb(dbl, x), fb(dbl, xd), fb(dbl, xdd), fb(dbl, lam),
+                       c_u0 if u is None else fb(dbl, u), c_p) + scal + (cA, cB) + tail
+        lock, general = self._lock, self._general
+        keep = (x, xd, xdd, lam, u, out)          # the memory behind the bound cdata
+
+        def call() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+            with lock:
+                flags = fn(*args)
+            if flags:
+                return general(*keep[:5], out)
+            return out                                          # type: ignore[return-value]
+
+        call.__dict__["_keep"] = keep
+        return call
 
     def _with_kinematics(self, x: Any, xd: Any, xdd: Any, lam: Any, u: Any
                          ) -> tuple[NDArray[np.float64], ...]:
