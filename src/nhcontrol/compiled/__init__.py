@@ -10,11 +10,12 @@ from .model import (KERNEL_ARGS, LINEARIZATION_FIELDS, CompiledModel, DynamicsTe
                     LinearizationTerms, RateTerms,
                     compile_system, generate_c_source, generate_source, load_compiled)
 from .rates import RateJacobians, RateKernels, compile_rates
+from .recipe import cached_model
 
 __all__ = [
     "compile_system", "CompiledModel", "LinearizationTerms", "DynamicsTerms", "InputRateTerms",
     "generate_source",
     "load_compiled", "default_cache_dir", "KERNEL_ARGS", "LINEARIZATION_FIELDS",
     "GENERATOR_VERSION", "generate_c_source", "C_GENERATOR_VERSION", "ENV_BACKEND",
-    "compile_rates", "RateKernels", "RateJacobians", "RateTerms",
+    "compile_rates", "RateKernels", "RateJacobians", "RateTerms", "cached_model",
 ]
