@@ -508,26 +508,42 @@ def circuit_jacobians(eq: FourBarEquilibrium, **hydraulic_overrides: float) -> C
     res = linearize_with_first_order_states(cm, ref, PARTITION, **circuit_jacobians(eq).as_kwargs())
     ```
     """
-    _, hyd = _split(hydraulic_overrides)
+    _, hyd = _split(hydraulic_overrides) if hydraulic_overrides else ({}, {})
     key = tuple(sorted(hyd.items()))
-    _, _, wjac = _circuit_functions(key)
     i_s = COORDINATES.index("s")
+    s0, p0, U0 = float(eq.x[i_s]), [float(v) for v in eq.p], float(eq.U)
     try:   # H depends on x, xd only through s, s_d; one point, active Piecewise branches only
-        Js = np.array(_circuit_scalar_jacobian(key)(float(eq.x[i_s]), 0.0, *map(float, eq.p),
-                                                    float(eq.U)), dtype=float).reshape(3, 6)
+        Js = np.array(_circuit_scalar_jacobian(key)(s0, 0.0, *p0, U0), dtype=float).reshape(3, 6)
+        H = np.array(_circuit_scalar(key)(s0, 0.0, *p0, U0), dtype=float)
     except (ZeroDivisionError, ValueError):
-        Js = np.full((3, 6), np.nan)
-    J = np.zeros((3, 24))
-    J[:, i_s], J[:, 10 + i_s], J[:, 20:24] = Js[:, 0], Js[:, 1], Js[:, 2:]
-    Wj = np.asarray(wjac(eq.x, np.zeros(10), eq.p, eq.U, 0.0), dtype=float)
-    if not (np.all(np.isfinite(J)) and np.all(np.isfinite(Wj))):
+        Js, H = np.full((3, 6), np.nan), np.full(3, np.nan)
+    Wj = _spool_jacobian(key)
+    if Wj is None:           # a spool law whose Jacobian is not constant: evaluate it here
+        Wj = np.asarray(_circuit_functions(key)[2](eq.x, np.zeros(10), eq.p, eq.U, 0.0), dtype=float)
+    if not (np.isfinite(Js).all() and np.isfinite(Wj).all()):
         raise ReferenceMotionError(f"the circuit Jacobian is not finite at p = {list(eq.p)} Pa, "
                                    f"s = {eq.x[8]} m (a chamber volume or pressure out of range?)")
-    return CircuitJacobians(H_x=_readonly(J[:, :10]), H_xd=_readonly(J[:, 10:20]),
-                            H_p=_readonly(J[:, 20:23]), H_U=_readonly(J[:, 23:24]),
+    H_x, H_xd = np.zeros((3, 10)), np.zeros((3, 10))
+    H_x[:, i_s], H_xd[:, i_s] = Js[:, 0], Js[:, 1]
+    return CircuitJacobians(H_x=_readonly(H_x), H_xd=_readonly(H_xd),
+                            H_p=_readonly(Js[:, 2:5]), H_U=_readonly(Js[:, 5:6]),
                             W_U=_readonly(Wj[:, :1]), W_Uref=_readonly(Wj[:, 1:2]),
-                            H=_readonly(np.asarray(circuit_rates(eq.x, np.zeros(10), eq.p, eq.U,
-                                                                 **hyd), dtype=float)))
+                            H=_readonly(H))
+
+
+@lru_cache(maxsize=8)
+def _spool_jacobian(hyd_items: tuple[tuple[str, float], ...]) -> NDArray[np.float64] | None:
+    """``[∂W/∂U, ∂W/∂U_ref]`` (1, 2) when it is constant (the linear spool law, Eq. (7.4)),
+    else None."""
+    U, Ur = sp.symbols("U U_ref")
+    _, W = circuit_equations(sp.Symbol("s"), sp.Symbol("s_d"), sp.symbols("p0:3"), U, Ur,
+                             **dict(hyd_items))
+    J = sp.Matrix.hstack(W.jacobian(sp.Matrix([U])), W.jacobian(sp.Matrix([Ur])))
+    if J.free_symbols:
+        return None
+    out = np.array(J.tolist(), dtype=float)
+    out.flags.writeable = False
+    return out
 
 
 def reduced_rhs(X: NDArray[np.float64], U_ref: float = 0.0, *, phi2_deg: float = 60.0,
