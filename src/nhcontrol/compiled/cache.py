@@ -41,7 +41,7 @@ from types import ModuleType
 from typing import Iterator
 
 from .._util.errors import CacheError, CacheIntegrityError
-from .codegen import GENERATOR_VERSION
+from ._layout import GENERATOR_VERSION
 
 try:  # POSIX advisory locks keep an artefact and its record consistent between processes
     import fcntl

@@ -19,10 +19,10 @@ from .._util.errors import CacheError, ModelError
 from .._util.memory import check_allocation
 from . import cache as _cache
 from . import cbackend as _cb
-from .ccodegen import CCodegenError, generate_c
-from .codegen import GENERATOR_VERSION, generate_module
-from .derivatives import (DIRECT_KERNELS, DYNAMICS_FIELDS, INPUT_RATE_FIELDS, KERNEL_SIGNATURES,
-                          LINEARIZATION_FIELDS, RATE_FIELDS, ROUTES, kernel_specs)
+# the SymPy-free layout: loading a cached model imports no SymPy (the generators, which do,
+# are imported where a model is derived)
+from ._layout import (DIRECT_KERNELS, DYNAMICS_FIELDS, GENERATOR_VERSION, INPUT_RATE_FIELDS,
+                      KERNEL_SIGNATURES, LINEARIZATION_FIELDS, RATE_FIELDS, ROUTES)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..modeling.system import MultibodySystem
@@ -712,6 +712,21 @@ class CompiledModel:
         """``∂C/∂u`` (m, k)."""
         return self._kernel("dC_du", x, u, p)
 
+    def linearizer(self, partition: Any, *, p: ArrayLike | None = None, check: bool = True,
+                   cond_max: float = 1e10, tol: float = 1e-8) -> Any:
+        """A prepared one-point linearization of this model: partition and buffers bound once.
+
+        Returns a [`Linearizer`][nhcontrol.linearize.Linearizer] ``lz`` with
+        ``lz(x, xd, xdd, lam, u=None, *, out=None) -> (A, B)`` and ``lz.at(ref, t)``: the
+        numbers of [`linearize()`][nhcontrol.linearize.linearize] at that point (third
+        procedure, thesis Sect. 4.2.3; input matrix Sect. 8.1) in one compiled call with
+        the C kernels, the checks as flags (an error only when a check fails, with
+        ``linearize``'s message).  See `nhcontrol.linearize.prepared` for the parameters.
+        """
+        from ..linearize.prepared import Linearizer   # the sanctioned lazy import (tests/test_architecture.py)
+
+        return Linearizer(self, partition, p=p, check=check, cond_max=cond_max, tol=tol)
+
     def kernel_source(self) -> str:
         """The generated Python kernel module's source text (what the cache key stands for)."""
         src = getattr(self._mod, "__nhcontrol_source__", None)
@@ -782,6 +797,8 @@ def _c_kernels(key: str, directory: Path | None, backend: str, model_name: str,
                 _cache.discard_artefact(path)
     if units is None:
         return None   # unpickled where the library is not cached: the (identical) Python kernels
+    from .ccodegen import CCodegenError
+
     try:
         problem = _cb.cffi_problem()
         if problem:
@@ -1001,6 +1018,8 @@ class _Derivation:
     def specs(self) -> tuple:
         if self._specs is None:
             eom = self.mb.equations()
+            from .derivatives import kernel_specs
+
             specs, symbols = kernel_specs(eom, _rates(self.mb)[1])
             self._specs = (specs, eom.graph, symbols)
         return self._specs
@@ -1016,6 +1035,8 @@ def generate_source(mb: "MultibodySystem", key: str | None = None, cse: bool = T
     key = key or _cache.cache_key(mb.description())
     d = _derived or _Derivation(mb)
     specs, graph, symbols = d.specs
+    from .codegen import generate_module
+
     return generate_module(specs, graph, symbols, _meta(mb, key), cse=cse, plans=d.plans)
 
 
@@ -1032,6 +1053,8 @@ def generate_c_source(mb: "MultibodySystem", key: str | None = None,
     key = key or _cache.cache_key(mb.description())
     d = _derived or _Derivation(mb)
     specs, graph, symbols = d.specs
+    from .ccodegen import generate_c
+
     return generate_c(specs, graph, symbols, {"name": mb.name, "key": key}, plans=d.plans)[0]
 
 

@@ -23,8 +23,9 @@ Rows of ``A_c`` (derived here, the same constraints as the cvxpy formulation):
 * ``δu_0[i]`` and ``δu_j[i] − δu_{j−1}[i]`` for the components with a finite rate bound;
 * ``δx_j[i]``, ``j = 1 … N``, for the state components with a finite bound.
 
-``P = 2 blkdiag(Q, …, Q, Q_f, R, …, R)`` (upper triangle, every entry of each block kept in
-the pattern so ``Q_f`` can be replaced), so that ``½ zᵀPz`` is the MPC cost itself.
+``P = 2 blkdiag(Q, …, Q, Q_f, R, …, R)`` (upper triangle; the non-zero entries of the fixed
+``Q``, ``R`` blocks, every entry of the ``Q_f`` block so that it can be replaced), so that
+``½ zᵀPz`` is the MPC cost itself.
 """
 
 from __future__ import annotations
@@ -121,12 +122,18 @@ class WindowQP:
         # ---- P: upper triangles of 2Q (N times), 2Qf, 2R (N times) -------------------------
         Pp = _Pattern()
         tri_n, tri_k = np.triu_indices(n), np.triu_indices(k)
+        # the stage weights Q, R never change: only their non-zero entries enter the pattern
+        # (a diagonal Q adds n entries per stage, not n(n+1)/2 explicit zeros that OSQP would
+        # carry through its factorisation and every iteration); the terminal block keeps its
+        # full triangle so that set_terminal can write any Q_f
+        qn = tuple(t[Q[tri_n] != 0.0] for t in tri_n)
+        rk = tuple(t[R[tri_k] != 0.0] for t in tri_k)
         for j in range(N):
-            Pp.add(j * n + tri_n[0], j * n + tri_n[1], 2.0 * Q[tri_n])
+            Pp.add(j * n + qn[0], j * n + qn[1], 2.0 * Q[qn])
         self._Pf = Pp.add(N * n + tri_n[0], N * n + tri_n[1], 2.0 * Qf[tri_n])
         self._tri_n = tri_n
         for j in range(N):
-            Pp.add(nx + j * k + tri_k[0], nx + j * k + tri_k[1], 2.0 * R[tri_k])
+            Pp.add(nx + j * k + rk[0], nx + j * k + rk[1], 2.0 * R[rk])
         P, self._Pvals, self._Ppos = Pp.csc((nz, nz))
         self._Pdata = P.data.copy()
 

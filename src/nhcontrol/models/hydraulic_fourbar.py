@@ -227,7 +227,9 @@ def _build(with_circuit: bool, vals: dict[str, float], hyd: dict[str, float]) ->
 
 @lru_cache(maxsize=4)
 def _compiled(items: tuple[tuple[str, float], ...]) -> "CompiledModel":
-    return build(**dict(items)).compile()
+    from nhcontrol.compiled.recipe import cached_model
+
+    return cached_model(build, **dict(items))
 
 
 def model(**overrides: float) -> "CompiledModel":

@@ -6,6 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import BPoly, CubicSpline, make_interp_spline
@@ -223,7 +225,9 @@ class Reference:
         return len(self.coordinates)
 
     def _times(self, t: ArrayLike) -> tuple[NDArray[np.float64], bool]:
-        if type(t) is np.ndarray and t.ndim == 1 and t.dtype == np.float64 \
+        if type(t) is float and math.isfinite(t):
+            tt, scalar = np.array([t]), True    # one finite time (the one-point hot path)
+        elif type(t) is np.ndarray and t.ndim == 1 and t.dtype == np.float64 \
                 and np.isfinite(t).all():
             tt, scalar = t.copy(), False        # already finite float64 times (linearize)
         else:
