@@ -96,3 +96,97 @@ def test_crafted_pickle_cannot_plant_code_in_the_cache(tmp_path, monkeypatch):
 def test_pickle_key_that_is_not_a_digest_is_refused(key):
     with pytest.raises(CacheError, match=r"not a sha256 hex digest.*not loaded"):
         load_compiled(key, "META = {}\n", "0" * 64)
+
+
+# ================================================================== 2. hangs: the cache lock
+_HOLDER = '''
+import os, sys, time, fcntl
+from nhcontrol.compiled import cache as C
+d = sys.argv[1]
+if sys.argv[2] == "live":
+    with C._locked(C.Path(d)):
+        print("locked", flush=True)
+        time.sleep(60)
+else:   # holds the lock but the file names a process that has ended (an inherited descriptor)
+    fd = os.open(os.path.join(d, C.LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, (sys.argv[3] + " 1700000000.0 " + C._HOST + "\\n").encode(), 0)
+    print("locked", flush=True)
+    time.sleep(60)
+'''
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+@pytest.fixture
+def lock_holder_process(tmp_path):
+    from nhcontrol.compiled import cache as C
+    d = C.ensure_private_dir(tmp_path / "locked")
+    procs = []
+
+    def start(kind: str):
+        args = [sys.executable, "-c", _HOLDER, str(d), kind] + ([str(_dead_pid())] if kind == "dead" else [])
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True,
+                             env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+        procs.append(p)
+        assert p.stdout.readline().strip() == "locked"
+        return d, p
+    yield start
+    for p in procs:      # only the processes this fixture started
+        p.kill()
+        p.wait()
+
+
+def test_cache_lock_held_by_a_live_process_times_out_naming_it(lock_holder_process, monkeypatch):
+    from nhcontrol._util.errors import CacheLockTimeout
+    from nhcontrol.compiled import cache as C
+    d, proc = lock_holder_process("live")
+    with pytest.raises(CacheLockTimeout) as info:
+        with C._locked(d, timeout=0.3):
+            pass
+    text = str(info.value)
+    assert f"locked by process {proc.pid} since" in text and "waited 0.3 s" in text
+    assert f"kill {proc.pid}" in text and "NHCONTROL_LOCK_TIMEOUT" in text
+    assert isinstance(info.value, CacheError) and isinstance(info.value, TimeoutError)
+    # the public path: writing an artefact fails with the same message (not a hang) ...
+    monkeypatch.setenv("NHCONTROL_LOCK_TIMEOUT", "0.2")
+    with pytest.raises(CacheError, match=rf"locked by process {proc.pid}"):
+        C.write_artefact(d / "nhc_x.py", "x = 1\n")
+    # ... and mb.compile() into that cache still works (from memory), with one warning naming the holder
+    with pytest.warns(RuntimeWarning, match=rf"locked by process {proc.pid}"):
+        cm = _probe().compile(cache_dir=d)
+    assert cm.source_path is None
+    np.testing.assert_allclose(cm.M([0.1, 0.2, 0.3]).diagonal(), [1.25, 1.25, 0.125])
+
+
+def test_cache_lock_left_by_a_dead_process_is_taken_over(lock_holder_process):
+    from nhcontrol.compiled import cache as C
+    d, _proc = lock_holder_process("dead")
+    holder = C.lock_holder(d)
+    assert holder is not None and holder["alive"] is False
+    with pytest.warns(RuntimeWarning, match=rf"took over the kernel cache lock .* process {holder['pid']}.*"
+                                            r"no longer running"):
+        with C._locked(d, timeout=5.0):
+            assert C.lock_holder(d)["pid"] == os.getpid()
+    # a lock file naming a dead process but not locked (killed holder): taken at once, no warning
+    (d / C.LOCK_NAME).write_text(f"{_dead_pid()} 1700000000.0 {C._HOST}\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with C._locked(d, timeout=0.0):
+            assert C.lock_holder(d)["pid"] == os.getpid()
+    assert C.lock_holder(d) is None     # released: names nobody
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "inf", "nan"])
+def test_lock_timeout_setting_is_checked(monkeypatch, tmp_path, value):
+    from nhcontrol._util.errors import ConfigurationError
+    from nhcontrol.compiled import cache as C
+    monkeypatch.setenv("NHCONTROL_LOCK_TIMEOUT", value)
+    with pytest.raises(ConfigurationError, match=rf"NHCONTROL_LOCK_TIMEOUT='{value}' is not a finite"):
+        with C._locked(C.ensure_private_dir(tmp_path / "c")):
+            pass
