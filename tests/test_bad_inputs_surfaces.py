@@ -190,3 +190,101 @@ def test_lock_timeout_setting_is_checked(monkeypatch, tmp_path, value):
     with pytest.raises(ConfigurationError, match=rf"NHCONTROL_LOCK_TIMEOUT='{value}' is not a finite"):
         with C._locked(C.ensure_private_dir(tmp_path / "c")):
             pass
+
+
+# ================================================================== the catalogue
+class Ctx:
+    """Models shared by the cases (built once per module; all from the kernel cache)."""
+
+    def __init__(self) -> None:
+        from nhcontrol.models import single_track as st
+        from nhcontrol.models import sleigh as sl
+        self.sleigh = sl.model()
+        self.track = st.build("force").system.compile()
+        self.x0, self.xd0 = np.zeros(3), np.array([20.0, 0.0, 0.0])
+
+
+@pytest.fixture(scope="module")
+def ctx() -> Ctx:
+    return Ctx()
+
+
+def _hold_law(k, t, x, xd, u_now):
+    return np.array([0.0, 0.0, u_now[2], 0.0]), np.zeros(4)
+
+
+def _piecewise(c, **kw):
+    from nhcontrol.simulate import closed_loop_piecewise_linear
+    args = dict(t_final=1e9, sample_time=1e-3)
+    args.update(kw)
+    tf = args.pop("t_final")
+    return closed_loop_piecewise_linear(c.track, _hold_law, tf, c.x0, c.xd0, np.zeros(4), **args)
+
+
+def _forward_sampled(c):
+    from nhcontrol.simulate import forward_dynamics
+    return forward_dynamics(c.track, (0.0, 1e9), c.x0, c.xd0, controller=lambda t, x, xd: np.zeros(4),
+                            sample_time=1e-3)
+
+
+def _ltv_sampled(c):
+    import control as ct
+    from nhcontrol.simulate import simulate_ltv
+    return simulate_ltv(ct.ss([[0.0]], [[1.0]], [[1.0]], 0), (0.0, 1e9), [0.0],
+                        controller=lambda j, t, x: [0.0], sample_time=1e-3)
+
+
+def _discrete_steps(c):
+    import types
+    from nhcontrol.simulate import simulate_discrete
+    lti = types.SimpleNamespace(Ad=np.eye(1), Bd=np.ones((1, 1)), dt=0.1)
+    return simulate_discrete(lti, [0.0], steps=10 ** 12)
+
+
+HANGS = [
+    ("piecewise_loop_1e12_samples", lambda c: _piecewise(c),
+     "SimulationInputError", [r"t_final=1e\+09, sample_time=0\.001", r"1e\+12 samples",
+                              r"max_evaluations=2000000", r"shorten t_final"]),
+    ("piecewise_loop_no_budget_still_bounded", lambda c: _piecewise(c, max_evaluations=None),
+     "SimulationInputError", [r"1e\+12 samples", r"NHCONTROL_MAX_ITERATIONS"]),
+    ("piecewise_loop_budget_small", lambda c: _piecewise(c, t_final=1.0, sample_time=0.01, max_evaluations=500),
+     "SimulationInputError", [r"100 samples", r"at least 1100 right-hand-side evaluations",
+                              r"max_evaluations=500"]),
+    ("piecewise_loop_t_final_nan", lambda c: _piecewise(c, t_final=float("nan")),
+     "SimulationInputError", [r"t_final must be finite, got nan"]),
+    ("piecewise_loop_time_limit_negative", lambda c: _piecewise(c, t_final=0.1, sample_time=0.05, time_limit=-1),
+     "SimulationInputError", [r"time_limit must be a positive number", r"-1"]),
+    ("forward_sampled_1e12_intervals", _forward_sampled,
+     "SimulationInputError", [r"forward_dynamics\(t_span=\(0, 1e\+09\), sample_time=0\.001\)",
+                              r"'single_track_force'", r"1e\+12 hold intervals", r"max_evaluations"]),
+    ("simulate_ltv_sampled_1e12_intervals", _ltv_sampled,
+     "LinearSystemError", [r"simulate_ltv\(t_span=\(0, 1e\+09\), sample_time=0\.001\)",
+                           r"1e\+12 hold intervals", r"NHCONTROL_MAX_ITERATIONS"]),
+    ("simulate_discrete_1e12_steps", _discrete_steps,
+     "LinearSystemError", [r"simulate_discrete\(steps=1000000000000\)", r"1e\+12 iterations"]),
+]
+
+
+def test_piecewise_loop_projection_stops_early(ctx):
+    """A budget that passes the up-front count but not the measured rate stops after 3 samples."""
+    from nhcontrol._util.errors import SolverError
+    with pytest.raises(SolverError, match=r"at the rate of the first 3 samples .* more than "
+                                          r"max_evaluations=2300"):
+        _piecewise(ctx, t_final=2.0, sample_time=0.01, max_evaluations=2300, rtol=1e-10, atol=1e-12)
+
+
+# ================================================================== runner (keep last)
+CATALOGUE = HANGS
+
+
+@pytest.mark.parametrize("case, call, error, patterns", CATALOGUE, ids=[c[0] for c in CATALOGUE])
+def test_bad_input(ctx, case, call, error, patterns):
+    import nhcontrol._util.errors as E
+    cls = getattr(E, error)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(cls) as info:
+            call(ctx)
+    text = str(info.value)
+    missing = [p for p in patterns if not re.search(p, text)]
+    assert not missing, f"{case}: message lacks {missing}:\n{text}"

@@ -20,6 +20,7 @@ from scipy.integrate import BDF, DOP853, RK45, OdeSolution, Radau, solve_ivp
 
 from nhcontrol._util.errors import SimulationInputError, SolverError
 from nhcontrol._util.validation import COND_MAX, as_float_array, readonly
+from nhcontrol._util.work import check_evaluations
 from nhcontrol.reference._eval import ModelEvaluator
 
 from ._dynamics import Dynamics
@@ -49,6 +50,9 @@ INITIAL_TOL = 1e-8
 
 
 DEFAULT_MAX_EVALUATIONS = 2_000_000
+MIN_EVALUATIONS_PER_STEP = {"DOP853": 11, "RK45": 5}
+"""Right-hand-side evaluations of one step of the explicit methods (first-same-as-last
+counted once): the least one integration interval costs (2 for the implicit ones)."""
 """Default work budget of `forward_dynamics`: right-hand-side evaluations (each one kernel call
 and one linear solve; a few minutes on one core for a bicycle-size model)."""
 
@@ -409,6 +413,14 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                               "controller=... as well (open-loop inputs need no sample_time)")
         if not (math.isfinite(h) and h > 0):
             raise SolverError(f"sample_time must be a positive number of seconds, got {sample_time!r}")
+        # counted before the first interval: every hold interval is at least one step
+        check_evaluations((tf - t0) / h, MIN_EVALUATIONS_PER_STEP.get(str(method), 2),
+                          max_evaluations if isinstance(max_evaluations, int) else None,
+                          f"forward_dynamics(t_span=({t0:g}, {tf:g}), sample_time={h:g}) of model "
+                          f"{getattr(cm, 'name', '?')!r}: {(tf - t0) / h:.6g} hold intervals",
+                          error=SimulationInputError,
+                          hint="shorten t_span, lengthen sample_time, or raise max_evaluations "
+                               "(None: no budget) if a run this long is intended")
     te = None
     if t_eval is not None:
         te = as_float_array(t_eval, "t_eval", ndim=1, error=SolverError)
