@@ -273,6 +273,94 @@ def test_piecewise_loop_projection_stops_early(ctx):
         _piecewise(ctx, t_final=2.0, sample_time=0.01, max_evaluations=2300, rtol=1e-10, atol=1e-12)
 
 
+# ================================================================== 3a. Gramians of constant systems
+_GA = np.array([[-1.0, 2.0], [0.0, -3.0]])
+_GB = np.array([[0.0], [1.0]])
+
+
+def _gramian_closed_form(T: float, frame: str) -> np.ndarray:
+    """The definition integrated by hand: e^{±Aσ} B = [e^{∓σ} − e^{∓3σ}, e^{∓3σ}] (eigenvectors
+    [1, 0] and [1, −1] of A), each entry a sum of ∫_0^T e^{cσ} dσ = expm1(cT)/c in 50 digits."""
+    import mpmath as mp
+    with mp.workdps(50):
+        sg = -1 if frame == "t1" else 1
+        a, b = sg * 1, sg * 3
+
+        def integral(c):
+            return mp.expm1(c * T) / c
+        w11 = integral(2 * a) - 2 * integral(a + b) + integral(2 * b)
+        w12 = integral(a + b) - integral(2 * b)
+        w22 = integral(2 * b)
+        return np.array([[float(w11), float(w12)], [float(w12), float(w22)]])
+
+
+def _constant_systems():
+    import control as ct
+    from nhcontrol.systems import LTVSystem
+    return {"LTVSystem.constant": LTVSystem.constant(_GA, _GB), "StateSpace": ct.ss(_GA, _GB, np.eye(2), 0)}
+
+
+@pytest.mark.parametrize("frame", ["t1", "t0"])
+@pytest.mark.parametrize("T", [3.0, 10.0, 30.0, 80.0])
+def test_gramian_of_constant_systems_is_exact_at_every_horizon(T, frame):
+    """Issue 22: relative errors were 1e-9 (T = 3), 4e8 (T = 10), 1e61 (T = 30) in frame t0 and a
+    negative diagonal at T = 80 in frame t1; now a few eps against the closed form and against
+    adaptive quadrature of the definition, for both input types."""
+    from nhcontrol.analysis import gramian
+    exact = _gramian_closed_form(T, frame)
+    sg = 1.0 if frame == "t1" else -1.0
+    # composite 12-point Gauss-Legendre over panels of 0.25 s of e^{±Aσ} B Bᵀ e^{±Aᵀσ}, the
+    # exponential from numpy's eigendecomposition of A
+    xg, wg = np.polynomial.legendre.leggauss(12)
+    edges = np.linspace(0.0, T, int(4 * T) + 1)
+    mid, half = 0.5 * (edges[1:] + edges[:-1]), 0.5 * np.diff(edges)
+    sigma = (mid[:, None] + half[:, None] * xg[None, :]).ravel()
+    weights = (half[:, None] * wg[None, :]).ravel()
+    lam, V = np.linalg.eig(_GA)
+    c = np.linalg.solve(V, _GB[:, 0])
+    x = np.einsum("ia,a,ka->ki", V, c, np.exp(sg * sigma[:, None] * lam[None, :]))[:, :, None]
+    quad = np.einsum("k,kia,kja->ij", weights, x, x)
+    np.testing.assert_allclose(quad, exact, rtol=1e-11)
+    for name, sys in _constant_systems().items():
+        W = gramian(sys, 0.0, T, frame=frame).W
+        err = np.max(np.abs(W - exact) / np.abs(exact))
+        assert err < 1e-12, f"{name}, frame {frame}, T = {T}: relative error {err:.2e}"
+        assert np.all(np.diag(W) > 0)
+
+
+@pytest.mark.parametrize("frame", ["t1", "t0"])
+def test_gramian_of_a_constant_discrete_system_is_exact_at_long_horizons(frame):
+    """DiscreteLTV of the same system (dt = 0.5, 160 steps = 80 s): the frame-t0 sum no longer
+    inverts the whole transition matrix (condition number e^{160}); reference in 50 digits."""
+    import mpmath as mp
+    from scipy.linalg import expm
+    from nhcontrol.analysis import gramian
+    from nhcontrol.systems import DiscreteLTV
+    dt, N = 0.5, 160
+    Ad = expm(_GA * dt)
+    Bd = np.linalg.solve(_GA, (Ad - np.eye(2)) @ _GB)
+    d = DiscreteLTV(np.repeat(Ad[None], N, 0), np.repeat(Bd[None], N, 0), dt)
+    with mp.workdps(50):
+        Am, Q = mp.matrix(Ad.tolist()), mp.matrix((Bd @ Bd.T).tolist())
+        Ai, P, W = Am ** -1, mp.eye(2), mp.zeros(2)
+        for _ in range(N):
+            if frame == "t1":
+                W = Am * W * Am.T + Q
+            else:
+                P = P * Ai
+                W = W + P * Q * P.T
+        exact = np.array(W.tolist(), dtype=float)
+    got = gramian(d, frame=frame).W
+    assert np.max(np.abs(got - exact) / np.abs(exact)) < 1e-12
+
+
+def test_gramian_that_overflows_is_an_error_not_inf():
+    from nhcontrol._util.errors import LinearSystemError
+    from nhcontrol.analysis import gramian
+    with pytest.raises(LinearSystemError, match=r"\[0, 200\] \(frame='t0'\) overflows float64.*other frame"):
+        gramian(_constant_systems()["StateSpace"], 0.0, 200.0, frame="t0")
+
+
 # ================================================================== runner (keep last)
 CATALOGUE = HANGS
 
