@@ -202,6 +202,23 @@ class Ctx:
         self.sleigh = sl.model()
         self.track = st.build("force").system.compile()
         self.x0, self.xd0 = np.zeros(3), np.array([20.0, 0.0, 0.0])
+        self._cart = None
+
+    @property
+    def cart(self):
+        """x_d − u_V = 0 (an input in a constraint) and y_d − 0.1 τ = 0 (rheonomic, clock τ)."""
+        if self._cart is None:
+            mb = MultibodySystem("driven_cart_issue22")
+            x, y, z = mb.add_coordinates("x y z")
+            xd, yd, zd = mb.velocities
+            uV = mb.add_inputs("u_V")
+            tau = mb.add_clock()
+            m = mb.add_parameters(m=1.0)
+            mb.add_body("cart", mass=m, inertia=sp.zeros(3), position=[x, y, z])
+            mb.add_nonholonomic(xd - uV, name="speed", affine=True)
+            mb.add_nonholonomic(yd - sp.Rational(1, 10) * tau, name="drift", affine=True)
+            self._cart = mb.compile()
+        return self._cart
 
 
 @pytest.fixture(scope="module")
@@ -361,8 +378,73 @@ def test_gramian_that_overflows_is_an_error_not_inf():
         gramian(_constant_systems()["StateSpace"], 0.0, 200.0, frame="t0")
 
 
+# ================================================================== 3b, 3c. input rates, clocks
+def _cart_sim(c, u, ud=None, x0=(0.0, 0.0, 0.0, 0.0), t_span=(0.0, 1.0), **kw):
+    from nhcontrol.simulate import forward_dynamics
+    x0 = np.asarray(x0, dtype=float)
+    u0 = u.u(t_span[0]) if hasattr(u, "sample") else u(t_span[0]) if callable(u) else u
+    uu = np.asarray(u0, dtype=float).reshape(-1)
+    xd0 = np.array([uu[0], 0.1 * x0[3], 0.0, 1.0])
+    return forward_dynamics(c.cart, t_span, x0, xd0, u=u, ud=ud, **kw)
+
+
+def _reference_without_rates(c):
+    from nhcontrol.reference import Reference
+    ref = Reference.from_functions(c.cart, lambda t: [t ** 2 / 2, 0.05 * t ** 2, 0.0, t],
+                                   lambda t: [t, 0.1 * t, 0.0, 1.0], lambda t: [1.0, 0.1, 0.0, 0.0], u=lambda t: [t], t_range=(0.0, 1.0), check=False)
+    return _cart_sim(c, ref)
+
+
+def _interp1d_input(c):
+    from scipy.interpolate import interp1d
+    tt = np.linspace(0.0, 1.0, 11)
+    return _cart_sim(c, interp1d(tt, tt[None, :], kind="linear"))
+
+
+def _reference_clock_late(c):
+    from nhcontrol.reference import Reference
+    return Reference.from_functions(c.cart, lambda t: [t ** 2 / 2, 0.05 * t ** 2, 0.0, t + 5.0],
+                                    lambda t: [t, 0.1 * t, 0.0, 1.0], lambda t: [1.0, 0.1, 0.0, 0.0],
+                                    u=lambda t: [t], ud=lambda t: [1.0], t_range=(0.0, 1.0))
+
+
+RATES_CLOCKS = [
+    ("input_in_constraint_without_rates", lambda c: _cart_sim(c, lambda t: [t]),
+     "SimulationInputError", [r"\['u_V'\] enter the nonholonomic constraints of model 'driven_cart_issue22'",
+                              r"no input rates ud were given", r"ud=lambda t", r"CubicSpline"]),
+    ("input_in_constraint_sine_without_rates", lambda c: _cart_sim(c, lambda t: [np.sin(3 * t)]),
+     "SimulationInputError", [r"\['u_V'\]", r"u_V\(0\.05\) = 0\.149"]),
+    ("reference_input_without_rates", _reference_without_rates,
+     "SimulationInputError", [r"\['u_V'\]", r"Reference\.from_functions\(\.\.\., u=\.\.\., ud=\.\.\.\)"]),
+    ("interp1d_input_without_rates", _interp1d_input,
+     "SimulationInputError", [r"\['u_V'\]", r"make_interp_spline\(t, U, k=1\)"]),
+    ("step_input_in_constraint_without_breakpoints",
+     lambda c: _cart_sim(c, lambda t: [0.0 if t < 0.5 else 1.0]),
+     "SimulationInputError", [r"\['u_V'\]", r"breakpoints="]),
+    ("clock_starts_late", lambda c: _cart_sim(c, [1.0], x0=(0.0, 0.0, 0.0, 5.0)),
+     "SimulationInputError", [r"clock 'tau' of model 'driven_cart_issue22' starts at tau = 5 but t0 = 0",
+                              r"5 s off", r"x0\['tau'\] = t0 = 0"]),
+    ("clock_starts_early", lambda c: _cart_sim(c, [1.0], x0=(0.0, 0.0, 0.0, 0.0), t_span=(2.0, 3.0)),
+     "SimulationInputError", [r"starts at tau = 0 but t0 = 2", r"-2 s off"]),
+    ("reference_clock_offset", _reference_clock_late,
+     "ReferenceMotionError", [r"clock 'tau' at tau = 5", r"at t = 0\b", r"Give x\(t\) with tau = t"]),
+]
+
+
+@pytest.mark.parametrize("kind", ["cubic", "linear"])
+def test_spline_inputs_in_constraints_are_differentiated_exactly(ctx, kind):
+    """Issue 22: u = t in x_d − u_V = 0 without ud gave x(1) = 0.41, x_d(1) = 0.90; a spline (or a
+    piecewise-linear make_interp_spline) input is differentiated exactly: 0.5 and 1.0."""
+    from scipy.interpolate import CubicSpline, make_interp_spline
+    tt = np.linspace(0.0, 1.0, 11)
+    u = CubicSpline(tt, tt[:, None]) if kind == "cubic" else make_interp_spline(tt, tt[:, None], k=1)
+    sim = _cart_sim(ctx, u, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose([sim.x[-1, 0], sim.xd[-1, 0]], [0.5, 1.0], atol=1e-9)
+    np.testing.assert_allclose(sim.x[-1, 1], 0.05, atol=1e-9)       # the rheonomic drift 0.1 τ
+
+
 # ================================================================== runner (keep last)
-CATALOGUE = HANGS
+CATALOGUE = HANGS + RATES_CLOCKS
 
 
 @pytest.mark.parametrize("case, call, error, patterns", CATALOGUE, ids=[c[0] for c in CATALOGUE])

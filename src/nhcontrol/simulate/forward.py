@@ -21,14 +21,14 @@ from scipy.integrate import BDF, DOP853, RK45, OdeSolution, Radau, solve_ivp
 from nhcontrol._util.errors import SimulationInputError, SolverError
 from nhcontrol._util.validation import COND_MAX, as_float_array, readonly
 from nhcontrol._util.work import check_evaluations
-from nhcontrol.reference._eval import ModelEvaluator
+from nhcontrol.reference._eval import ModelEvaluator, clock_offset
 
 from ._dynamics import Dynamics
 from ._inputs import (HeldInput, OnInterval, OpenLoopInput, RightContinuous, as_breakpoints,
                       as_input_function)
 from .controllers import as_controller
 from .result import SimulationResult
-from ._inputs import ConstantInput, UserInput
+from ._inputs import ConstantInput, UserInput, input_rates_for
 
 # The input laws were defined here, underscored, before they moved to _inputs: results pickled
 # then name them under this module, so the old names stay (same attribute layouts).
@@ -329,8 +329,13 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     ud : (k,) array_like or callable ``ud(t) -> (k,)``, optional
         Rates ``u̇(t)`` of open-loop inputs that enter the nonholonomic constraints
         ``B(x, u) ẋ + b(x, u) = 0``: the acceleration level is ``D ẍ = Q_d − E u̇``
-        (``E = ∂(B ẋ + b)/∂u``). Default: ``u.ud`` when ``u`` is a Reference, else zero
-        (constant inputs). Held inputs (``sample_time``) have ``u̇ = 0`` between the samples;
+        (``E = ∂(B ẋ + b)/∂u``). Default: ``u.ud`` when ``u`` is a Reference (or the exact
+        derivative of its input interpolant); the exact derivative when ``u`` is a scipy
+        piecewise polynomial or spline (``CubicSpline``, ``PchipInterpolator``,
+        ``make_interp_spline(t, U, k=1)`` for piecewise-linear inputs); zero for constant inputs.
+        A callable ``u(t)`` whose inputs in the constraints change between the ``breakpoints``
+        without ``ud`` is refused (`SimulationInputError` naming them): ``u̇ = 0`` would let the
+        motion leave the constraints. Held inputs (``sample_time``) have ``u̇ = 0`` between the samples;
         at each sample where they jump, the velocities are projected onto the new constraints
         ``D(x, u⁺) ẋ + b(x, u⁺) = 0`` by the constraint impulse (`Dynamics.project_velocities`),
         so the constraints hold to round-off after the jump.
@@ -341,8 +346,9 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         where inputs that enter the nonholonomic constraints jump, the velocities are projected
         onto the new constraints as for held inputs. The samples at ``t_j`` (one each) are
         those after the jump. Times outside ``(t0, tf)`` are ignored. Without them a jump
-        inside an integration step is smoothed over by the step-size control, and after a
-        jump of such inputs the constraints are restored only by Baumgarte stabilisation.
+        inside an integration step is smoothed over by the step-size control; inputs that enter
+        the nonholonomic constraints and change without ``breakpoints`` (and without ``ud``)
+        are refused (see ``ud``).
         Default: ``u.breakpoints`` when ``u`` is a Reference.
 
     Returns
@@ -391,6 +397,13 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     if X0.shape[0] != 1 or XD0.shape[0] != 1:
         raise SimulationInputError(f"x0 and xd0 must be single points of shape ({n},), got "
                           f"{np.shape(x0)} and {np.shape(xd0)}")
+    off = clock_offset(cm, t0, X0[0]) if check_initial else None
+    if off is not None:
+        raise SimulationInputError(
+            f"the clock {off[0]!r} of model {ev.name!r} starts at {off[0]} = {off[1]:.6g} but t0 = "
+            f"{off[2]:.6g}: every rheonomic term would run {off[1] - off[2]:.6g} s off (the clock is "
+            f"the time, {off[0]}(t) = t). Start it at x0[{off[0]!r}] = t0 = {off[2]:.6g}, or give "
+            f"t_span = ({off[1]:.6g}, ...) if that is the time meant (check_initial=False skips this)")
     try:
         alpha, beta = (float(b) for b in baumgarte)
     except (TypeError, ValueError) as exc:
@@ -450,7 +463,10 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     if controller is None:
         u_of_t = as_input_function(u, ev, t0)
         seg_law = [("open", u_of_t)]
-        if ud is None and _is_reference(u) and callable(u.ud):
+        if ud is None and rate_inputs:
+            # a Reference's u̇0(t), the exact derivative of a spline, or refused (issue 22)
+            ud = input_rates_for(u, ev, t0, tf, bps)
+        elif ud is None and _is_reference(u) and callable(u.ud):
             ud = u.ud                                            # a Reference's u̇0(t)
         if ud is not None and rate_inputs:
             ud_of_t = as_input_function(ud, ev, t0)
