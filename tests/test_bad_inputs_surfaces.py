@@ -443,8 +443,54 @@ def test_spline_inputs_in_constraints_are_differentiated_exactly(ctx, kind):
     np.testing.assert_allclose(sim.x[-1, 1], 0.05, atol=1e-9)       # the rheonomic drift 0.1 τ
 
 
+# ================================================================== 3e. Appell's velocity maps
+def _appell(w_names, xdot_of):
+    from nhcontrol.modeling.appell import appell_equations
+    mb = _probe()
+    x, y, th = mb.coordinates
+    ws = [nm if not isinstance(nm, str) else nm.strip("'") if nm.startswith("'") else sp.Symbol(nm, real=True)
+          for nm in w_names]      # "'v'": the string itself
+    syms = {str(v): v for v in ws if isinstance(v, sp.Symbol)}
+    return appell_equations(mb, xdot_of(x, y, th, syms, mb), ws)
+
+
+APPELL = [
+    ("appell_map_slips_sideways",
+     lambda c: _appell(["vx", "vy", "om"], lambda x, y, th, w, mb: [w["vx"], w["vy"], w["om"]]),
+     "ModelError", [r"velocity map of model 'pickle_probe_issue22' violates the nonholonomic constraint 'blade'",
+                    r"must vanish for every value of the pseudo velocities \['vx', 'vy', 'om'\]",
+                    r"Residual: "]),
+    ("appell_map_with_lateral_pseudo_velocity",
+     lambda c: _appell(["v", "s", "om"], lambda x, y, th, w, mb: [
+         w["v"] * sp.cos(th) - w["s"] * sp.sin(th), w["v"] * sp.sin(th) + w["s"] * sp.cos(th), w["om"]]),
+     "ModelError", [r"violates the nonholonomic constraint 'blade'", r"\['v', 's', 'om'\]"]),
+    ("appell_map_wrong_heading",
+     lambda c: _appell(["v", "om"], lambda x, y, th, w, mb: [w["v"] * sp.sin(th), w["v"] * sp.cos(th), w["om"]]),
+     "ModelError", [r"constraint 'blade'", r"theta = "]),
+    ("appell_duplicated_pseudo_velocity",
+     lambda c: _appell(["v", "v"], lambda x, y, th, w, mb: [w["v"] * sp.cos(th), w["v"] * sp.sin(th), 0]),
+     "ModelError", [r"pseudo_velocities of model 'pickle_probe_issue22' repeat \['v'\]"]),
+    ("appell_string_pseudo_velocities",
+     lambda c: _appell(["'v'", "'om'"], lambda x, y, th, w, mb: [sp.Symbol("v") * sp.cos(th),
+                                                                 sp.Symbol("v") * sp.sin(th), sp.Symbol("om")]),
+     "ArgumentTypeError", [r"must be sympy Symbols", r"'v', 'om'", r"sympy\.Symbol\('w', real=True\)"]),
+    ("appell_pseudo_velocity_missing_from_map",
+     lambda c: _appell(["v", "om", "spare"], lambda x, y, th, w, mb: [w["v"] * sp.cos(th), w["v"] * sp.sin(th),
+                                                                       w["om"]]),
+     "ModelError", [r"\['v', 'om', 'spare'\]", r"not independent", r"rank 2 < 3"]),
+    ("appell_pseudo_velocity_is_a_coordinate",
+     lambda c: _appell([_probe().coordinates[2]], lambda x, y, th, w, mb: [0, 0, th]),
+     "ModelError", [r"theta \(a coordinate\)"]),
+]
+
+
+def test_appell_with_a_consistent_map_is_accepted():
+    ae = _appell(["v", "om"], lambda x, y, th, w, mb: [w["v"] * sp.cos(th), w["v"] * sp.sin(th), w["om"]])
+    assert ae.nw == 2
+
+
 # ================================================================== runner (keep last)
-CATALOGUE = HANGS + RATES_CLOCKS
+CATALOGUE = HANGS + RATES_CLOCKS + APPELL
 
 
 @pytest.mark.parametrize("case, call, error, patterns", CATALOGUE, ids=[c[0] for c in CATALOGUE])
