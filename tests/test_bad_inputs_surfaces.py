@@ -489,8 +489,77 @@ def test_appell_with_a_consistent_map_is_accepted():
     assert ae.nw == 2
 
 
+# ================================================================== 3d, 3f. off-manifold plants, hydraulics
+def _nlsys_off_manifold(c):
+    import control as ct
+    from nhcontrol.simulate import to_nlsys
+    plant = to_nlsys(c.sleigh)
+    return ct.input_output_response(plant, np.linspace(0.0, 1.0, 5), 0, [0, 0, 0, 0.0, 1.0, 0.0])
+
+
+def _fourbar(fn, **kw):
+    from nhcontrol.models import hydraulic_fourbar as hf
+    return getattr(hf, fn)(**kw)
+
+
+def _hyd(fn, *args, **kw):
+    from nhcontrol.modeling import hydraulics as hy
+    return getattr(hy, fn)(*args, **kw)
+
+
+OFF_MANIFOLD_HYDRAULICS = [
+    ("nlsys_started_off_the_constraints", _nlsys_off_manifold,
+     "SimulationInputError", [r"python-control plant of model 'chaplygin_sleigh' at t = 0",
+                              r"'blade_lateral'", r"consistent_initial_conditions",
+                              r"params=\{'check_initial': False\}"]),
+    ("fourbar_linearization_negative_bulk_modulus", lambda c: _fourbar("linearization", B_oil=-1.5e9),
+     "ModelError", [r"B_oil = -1\.5e\+09 Pa \(bulk modulus of the oil\) must be > 0 Pa", r"Table 7\.2: 1\.5e\+09"]),
+    ("fourbar_linearization_negative_spool_time_constant", lambda c: _fourbar("linearization", tau_v=-0.0045),
+     "ModelError", [r"tau_v = -0\.0045 s \(spool time constant\) must be > 0 s"]),
+    ("fourbar_supply_below_tank", lambda c: _fourbar("linearization", p_P=0.05e6),
+     "ModelError", [r"p_P = 50000 Pa \(supply pressure\) must be above p_T = 100000 Pa"]),
+    ("fourbar_negative_hose_volume", lambda c: _fourbar("build_with_circuit", V_h2=-3.14e-5),
+     "ModelError", [r"V_h2 = -3\.14e-05 m\^3 \(hose volume 2\) must be > 0"]),
+    ("fourbar_zero_hose_volume", lambda c: _fourbar("build_with_circuit", V_h1=0.0),
+     "ModelError", [r"V_h1 = 0 m\^3"]),
+    ("fourbar_nan_bulk_modulus", lambda c: _fourbar("linearization", B_h=float("nan")),
+     "ModelError", [r"B_h = nan \(bulk modulus of the hose walls\) is not finite"]),
+    ("fourbar_zero_oil_density", lambda c: _fourbar("build_with_circuit", rho_oil=0.0),
+     "ModelError", [r"rho_oil = 0 kg/m\^3 \(oil density\) must be > 0"]),
+    ("fourbar_discharge_coefficient_above_one", lambda c: _fourbar("circuit_rates", x=np.zeros(10), xd=np.zeros(10), p=np.zeros(3),
+                                                                          U=0.0, Cd=1.7),
+     "ModelError", [r"Cd = 1\.7 \(discharge coefficient\) must be in \(0, 1\]"]),
+    ("fourbar_several_bad_values_in_one_message",
+     lambda c: _fourbar("build_with_circuit", B_c=-1.0, tau_v=0.0, p_T=-1.0),
+     "ModelError", [r"p_T = -1 Pa", r"B_c = -1 Pa", r"tau_v = 0 s"]),
+    ("fourbar_spool_rates_negative_time_constant", lambda c: _fourbar("spool_rates", U=0.1, U_ref=0.2, tau_v=-1.0),
+     "ModelError", [r"tau_v = -1 s"]),
+    ("pressure_rate_zero_volume", lambda c: _hyd("pressure_rate", 1.5e9, 0, [1e-5]),
+     "ModelError", [r"pressure_rate \(Eq\. \(7\.1\)\): V \(control volume\) = 0 m\^3 is not physical", r"> 0 m\^3"]),
+    ("pressure_rate_negative_bulk_modulus", lambda c: _hyd("pressure_rate", -1e9, 1e-4, [1e-5]),
+     "ModelError", [r"B_e \(effective bulk modulus\) = -1000000000\.0 Pa"]),
+    ("effective_bulk_modulus_negative_oil", lambda c: _hyd("effective_bulk_modulus", -1.5e9, [(1e-4, 5e8)]),
+     "ModelError", [r"B_oil \(bulk modulus of the oil\)", r"-1500000000\.0"]),
+    ("effective_bulk_modulus_zero_total_volume", lambda c: _hyd("effective_bulk_modulus", 1.5e9, [(0.0, 5e8)]),
+     "ModelError", [r"V = sum of the subvolumes \(control volume\) = 0"]),
+    ("throttle_coefficient_zero_density", lambda c: _hyd("throttle_coefficient", 0.8, 2.8e-5, 0.0),
+     "ModelError", [r"throttle_coefficient \(Eq\. \(7\.5\)\): rho_oil \(oil density\) = 0\.0 kg/m\^3"]),
+    ("spool_rate_negative_tau", lambda c: _hyd("spool_rate", sp.Symbol("U"), 0.1, -0.0045),
+     "ModelError", [r"spool_rate \(Eq\. \(7\.4\)\): tau \(spool time constant\) = -0\.0045 s"]),
+    ("spool_rate_tau_declared_negative", lambda c: _hyd("spool_rate", sp.Symbol("U"), 0.1, sp.Symbol("T", negative=True)),
+     "ModelError", [r"tau \(spool time constant\) = T cannot be > 0"]),
+    ("friction_zero_stribeck_velocity", lambda c: _hyd("brown_mcphee_friction", 0.1, 210.0, 830.0, 0.0, 330.0),
+     "ModelError", [r"v_s \(Stribeck velocity\) = 0\.0 m/s"]),
+]
+
+
+def test_pressure_rate_with_a_volume_symbol_stays_symbolic():
+    V, B = sp.symbols("V B", positive=True)
+    assert _hyd("pressure_rate", B, V, [1]) == B / V
+
+
 # ================================================================== runner (keep last)
-CATALOGUE = HANGS + RATES_CLOCKS + APPELL
+CATALOGUE = HANGS + RATES_CLOCKS + APPELL + OFF_MANIFOLD_HYDRAULICS
 
 
 @pytest.mark.parametrize("case, call, error, patterns", CATALOGUE, ids=[c[0] for c in CATALOGUE])
