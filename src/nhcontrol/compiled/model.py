@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import threading
 import time
 import weakref
@@ -746,7 +747,8 @@ class CompiledModel:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # A model pickles by its cache key plus the generated *Python* kernel source and its
         # sha256: the receiving process reuses the model it already has for that key, else the
-        # disk cache, else the carried source (hash-checked) - never a SymPy re-derivation.
+        # disk cache, else the carried source (hash-checked, executed in memory only and never
+        # written to the cache) - never a SymPy re-derivation.
         src = self.kernel_source()
         return (load_compiled, (self.model_hash, src, hashlib.sha256(src.encode("utf-8")).hexdigest()))
 
@@ -754,6 +756,9 @@ class CompiledModel:
         return (f"CompiledModel({self.name!r}, n={self.n}, m={self.m}, l={self.l}, k={self.ninputs}, "
                 f"hash={self.model_hash[:12]}, from_cache={self.from_cache}, backend={self.backend!r})")
 
+
+_KEY_RE = re.compile(r"[0-9a-f]{64}")
+"""A cache key: the sha256 hex digest of a model description (never a path)."""
 
 _REGISTRY: "weakref.WeakValueDictionary[str, CompiledModel]" = weakref.WeakValueDictionary()
 """Per-process registry: cache key -> CompiledModel (weak, so unused models are freed)."""
@@ -844,17 +849,24 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
     -------
     CompiledModel
         In order of preference: the model with this key already alive in this process
-        (the same object), the disk cache, or ``source`` after its hash is checked (it is then
-        written to the cache for the next process).  The C kernels are used when the back-end
+        (the same object), the disk cache, or ``source`` after its hash is checked.  A carried
+        source is executed **in memory only** and never written to the kernel cache: the
+        cache holds only kernels that this user's own ``mb.compile()`` generated from the
+        symbolic equations, so a crafted pickle (altered source with a recomputed sha256)
+        cannot plant code that a later process would load (trust model:
+        ``docs/dev/kernel_cache.md``, "Pickles").  The C kernels are used when the back-end
         (``$NHCONTROL_BACKEND``) allows it and their library is in the cache (hash-checked);
         otherwise the Python kernels, which give the same numbers.
 
     Raises
     ------
     CacheError
-        When the source does not match its sha256 or its own key, or when neither the cache
-        nor a source is available.
+        When ``key`` is not a sha256 hex digest, when the source does not match its sha256 or
+        its own key, or when neither the cache nor a source is available.
     """
+    if not isinstance(key, str) or _KEY_RE.fullmatch(key) is None:
+        raise CacheError(f"the model key {str(key)[:80]!r} carried by a pickle is not a sha256 hex digest "
+                         f"(64 characters 0-9a-f); the pickle is malformed or crafted and is not loaded")
     with _REGISTRY_LOCK:
         have = _REGISTRY.get(key)
     if have is not None:
@@ -873,11 +885,18 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
         raise CacheError(f"the kernel source carried for model key {key[:12]}... fails its integrity "
                          f"check (sha256 {digest[:12]}... != {str(sha256)[:12]}...); it is not executed. "
                          "Recompile the model and pickle it again")
-    module, spath = _store_and_load(path, key, source, warn=False)
-    if module.META.get("key") != key:
+    # executed from memory, never stored: only mb.compile() (the equations) writes kernels to the cache
+    try:
+        module = _cache.module_from_source(source, key)
+        meta = module.META
+    except (Exception, SystemExit) as exc:
+        raise CacheError(f"the kernel source carried for model key {key[:12]}... cannot be executed "
+                         f"({type(exc).__name__}: {exc}); recompile the model and pickle it again") from exc
+    if not isinstance(meta, dict) or meta.get("key") != key:
+        got = meta.get("key") if isinstance(meta, dict) else None
         raise CacheError(f"the kernel source carried for key {key[:12]}... belongs to key "
-                         f"{str(module.META.get('key'))[:12]}...; it is not used")
-    cm = CompiledModel(module, module.META, from_cache=True, source_path=spath, build_time=time.perf_counter() - t0)
+                         f"{str(got)[:12]}...; it is not used")
+    cm = CompiledModel(module, meta, from_cache=False, source_path=None, build_time=time.perf_counter() - t0)
     return _register(_with_c(cm, backend, None, t0))
 
 
