@@ -268,9 +268,11 @@ class WindowQP:
         q[self._xs:] = self._q_slack
         self.solver.update(q=q)
 
-    def warm_start(self, z: NDArray[np.float64]) -> None:
-        """Primal warm start ``z`` (e.g. the previous plan shifted by one step)."""
-        self.solver.warm_start(x=np.asarray(z, dtype=float))
+    def warm_start(self, z: NDArray[np.float64], y: NDArray[np.float64] | None = None) -> None:
+        """Warm start: primal ``z`` (e.g. the previous plan shifted by one step) and dual ``y``
+        (zeros when None), so the iterates do not depend on any solve in between."""
+        yy = np.zeros(self.l.size) if y is None else np.asarray(y, dtype=float)
+        self.solver.warm_start(x=np.asarray(z, dtype=float), y=yy)
 
     def solve(self) -> tuple[str, NDArray[np.float64] | None, NDArray[np.float64] | None, float]:
         """Solve; return ``(status, δx (N+1, n), δu (N, k), cost)`` (arrays None on failure).
@@ -286,7 +288,8 @@ class WindowQP:
         nx = self._xu
         self.slack = z[self._xs:].reshape(self.N, self.ns)
         n = self.n
-        self.dyn_duals = np.array(res.y, dtype=float)[n:n + self.N * n].reshape(self.N, n)
+        self.y = np.array(res.y, dtype=float)
+        self.dyn_duals = self.y[n:n + self.N * n].reshape(self.N, n)
         self.z = z
         return (status, z[:nx].reshape(self.N + 1, self.n), z[nx:self._xs].reshape(self.N, self.k),
                 float(res.info.obj_val))

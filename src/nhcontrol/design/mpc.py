@@ -59,6 +59,8 @@ class MPCStep:
         True when the previous input was held after a failure.
     attempts : tuple of (str, str)
         ``(solver, cvxpy status)`` of every attempt, in order.
+    duals : ndarray or None
+        OSQP's dual vector (direct path), for a later ``step(warm_start=(δx, δu, duals))``.
     slack : (N, p) ndarray
         Slacks ``s_j`` of the soft state bounds (one column per bounded state component,
         rows ``j = 1 … N``); an empty ``(N, 0)`` array for hard bounds. Nonzero entries mark
@@ -76,6 +78,7 @@ class MPCStep:
     held: bool = False
     attempts: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     slack: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
+    duals: NDArray[np.float64] | None = None
 
     @property
     def slack_max(self) -> float:
@@ -291,6 +294,7 @@ class LTVMPC:
         self.fallback_options = dict(fallback_options or {})
         self._u_last: NDArray[np.float64] | None = None
         self._slack_value = np.zeros((N, 0))
+        self._duals: NDArray[np.float64] | None = None
         self._Lf_value = psd_factor(Qf_)
         self._problem: Any = None
         self._loaded: dict[str, Any] | None = None
@@ -431,10 +435,11 @@ class LTVMPC:
             qp.set_linear(data["qx"], data["qu"])
             qp._had_linear = data["linear"]
         if data["warm"] is not None:
-            qp.warm_start(data["warm"])
+            qp.warm_start(*data["warm"])
         out = qp.solve()
         if out[1] is not None:
             self._slack_value = np.maximum(qp.slack, 0.0)
+            self._duals = qp.y.copy()
         return out
 
     def _solve_cvxpy(self, solver: str, opts: Mapping[str, Any],
@@ -473,7 +478,8 @@ class LTVMPC:
              x_ref: ArrayLike | None = None, Qf: ArrayLike | None = None,
              c: ArrayLike | None = None, q_x: ArrayLike | None = None,
              q_u: ArrayLike | None = None,
-             warm_start: tuple[ArrayLike, ArrayLike] | None = None) -> MPCStep:
+             warm_start: tuple[ArrayLike, ArrayLike] | tuple[ArrayLike, ArrayLike, ArrayLike] | None = None
+             ) -> MPCStep:
         """Solve the QP for the current deviation state and return the first input.
 
         Parameters
@@ -501,8 +507,11 @@ class LTVMPC:
             ``(δx + e)ᵀ Q (δx + e) = δxᵀ Q δx + 2 eᵀ Q δx + const``).
         q_u : (N, k) array_like, optional
             Linear cost terms ``Σ q_{u,j}ᵀ δu_j``.
-        warm_start : ((N+1, n), (N, k)) array_like pair, optional
-            Primal warm start ``(δx, δu)`` for OSQP (default: OSQP's own, the previous solution).
+        warm_start : ((N+1, n), (N, k)[, duals]) array_like, optional
+            Warm start ``(δx, δu)`` for the direct OSQP path, optionally with the dual vector
+            `MPCStep.duals` of an earlier step (zeros otherwise); default: OSQP's own (the
+            previous solution). An explicit warm start makes the step independent of any
+            solve in between.
 
         Returns
         -------
@@ -560,7 +569,10 @@ class LTVMPC:
         if warm_start is not None and self._qp is not None:
             wx = self._ref(warm_start[0], "warm_start[0]", N + 1, n)
             wu = self._ref(warm_start[1], "warm_start[1]", N, k)
-            warm = np.concatenate([wx.ravel(), wu.ravel(), np.zeros(self._qp.nz - wx.size - wu.size)])
+            warm = (np.concatenate([wx.ravel(), wu.ravel(), np.zeros(self._qp.nz - wx.size - wu.size)]),
+                    None if len(warm_start) < 3 or warm_start[2] is None
+                    or np.size(warm_start[2]) != self._qp.l.size
+                    else np.asarray(warm_start[2], dtype=float))
         data = {"x0": x0v, "A": A, "B": B, "shift": shift, "c": cc, "qx": qx, "qu": qu,
                 "linear": q_x is not None or q_u is not None, "warm": warm}
 
@@ -603,7 +615,8 @@ class LTVMPC:
             return MPCStep(status=status, u=readonly(u), du=readonly(u - ur[0]),
                            predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),
                            cost=cost, solve_time=elapsed, solver=solver, held=False,
-                           attempts=tuple(attempts), slack=readonly(self._slack_value.copy()))
+                           attempts=tuple(attempts), slack=readonly(self._slack_value.copy()),
+                           duals=self._duals if solver == "OSQP" and self._qp is not None else None)
         why = "; ".join(f"{s}: {st}" for s, st in attempts)
         if self.on_failure == "raise":
             raise SolverError(
