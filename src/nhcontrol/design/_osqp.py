@@ -197,6 +197,7 @@ class WindowQP:
                 row += ix.size
         A, _, Apos = Ap.csc((row, nz))
         self._Adata = A.data.copy()
+        self._Aind, self._Aptr, self._Ashape = A.indices.copy(), A.indptr.copy(), A.shape
         self._posA = np.concatenate([Apos[s] for s in a_sl])  # (j, r, c) order
         self._posB = np.concatenate([Apos[s] for s in b_sl])
         self._rows = {"u": (rows_u, iu), "r": (rows_r, ir), "x": (rows_x, ix)}
@@ -208,6 +209,7 @@ class WindowQP:
             self.u[rows_x:rows_x2] = np.inf
             self.u[rows_s:] = np.inf
         self._last_AB: NDArray[np.float64] | None = None
+        self._pending: dict[str, NDArray[np.float64]] = {}
 
         settings = dict(OSQP_DEFAULTS)
         settings.update(options)
@@ -222,7 +224,7 @@ class WindowQP:
     def set_terminal(self, Qf: NDArray[np.float64]) -> None:
         """Replace the terminal weight block of ``P`` (OSQP refactorises)."""
         self._Pdata[self._Ppos[self._Pf]] = 2.0 * Qf[self._tri_n]
-        self.solver.update(Px=self._Pdata)
+        self._pending["Px"] = self._Pdata          # sent with the next solve (one factorisation)
 
     def set_window(self, A: NDArray[np.float64], B: NDArray[np.float64]) -> None:
         """Write ``A_j``, ``B_j`` into ``A_c`` (no update when they equal the previous ones)."""
@@ -232,7 +234,7 @@ class WindowQP:
         self._last_AB = AB
         self._Adata[self._posA] = A.ravel()
         self._Adata[self._posB] = B.ravel()
-        self.solver.update(Ax=self._Adata)
+        self._pending["Ax"] = self._Adata          # sent with the next solve (one factorisation)
 
     def set_bounds(self, x0: NDArray[np.float64], shifts: Mapping[str, tuple[
             NDArray[np.float64], NDArray[np.float64]]],
@@ -268,6 +270,26 @@ class WindowQP:
         q[self._xs:] = self._q_slack
         self.solver.update(q=q)
 
+    def kkt_at_zero(self, y: NDArray[np.float64]) -> dict[str, float]:
+        """KKT residuals of the loaded QP at ``z = 0`` with multipliers ``y`` (OSQP's sign
+        convention): stationarity ``‖q + A_cᵀ y‖∞``, primal ``max(dist(0, [l, u]))`` (the
+        dynamics rows give ``max |c_j|``), complementarity ``max |y_i| dist(0, active side)``.
+
+        With the QP built about an iterate of a nonlinear programme (RTI/SQP), these are the
+        KKT residuals of the discretized nonlinear problem at that iterate."""
+        A = sp.csc_matrix((self._Adata, self._Aind, self._Aptr), shape=self._Ashape, copy=False)
+        stat = self.q + A.T @ y
+        lo, hi = self.l, self.u
+        prim = np.maximum(np.maximum(lo, 0.0) - 0.0, 0.0 - np.minimum(hi, 0.0))
+        with np.errstate(invalid="ignore"):
+            comp = np.where(y > 0, y * np.where(np.isfinite(hi), np.abs(hi), 0.0),
+                            -y * np.where(np.isfinite(lo), np.abs(lo), 0.0))
+        eq = lo == hi                                    # equality rows: no complementarity
+        comp[eq] = 0.0
+        return {"stationarity": float(np.max(np.abs(stat), initial=0.0)),
+                "primal": float(np.max(prim, initial=0.0)),
+                "complementarity": float(np.max(np.abs(comp), initial=0.0))}
+
     def warm_start(self, z: NDArray[np.float64], y: NDArray[np.float64] | None = None) -> None:
         """Warm start: primal ``z`` (e.g. the previous plan shifted by one step) and dual ``y``
         (zeros when None), so the iterates do not depend on any solve in between."""
@@ -279,6 +301,9 @@ class WindowQP:
 
         The slacks of the last solution (soft bounds) are in `slack` ((N, ns), zeros when
         hard), the multipliers of the dynamics rows in `dyn_duals` ((N, n))."""
+        if self._pending:                 # P and A_c changes in one update: one factorisation
+            self.solver.update(**self._pending)
+            self._pending = {}
         res = self.solver.solve(raise_error=False)
         status = OSQP_STATUS.get(int(res.info.status_val), "solver_error")
         self.iterations = int(getattr(res.info, "iter", 0))

@@ -38,7 +38,8 @@ from .._util.validation import as_float_array
 from .lqr import LQRResult, finite_horizon_lqr
 from .mpc import LTVMPC, MPCStep
 
-__all__ = ["ControlRecord", "TrackingController", "TVLQRController", "MPCController"]
+__all__ = ["ControlRecord", "TrackingController", "TVLQRController", "MPCController",
+           "RiccatiSchedule"]
 
 
 @dataclass(frozen=True)
@@ -322,6 +323,41 @@ def _as_discrete(model: Any, dt: float | None) -> tuple[NDArray, NDArray, float,
     return np.asarray(d.Ad), np.asarray(d.Bd), float(d.dt), d.period_steps
 
 
+class RiccatiSchedule:
+    """Finite-horizon Riccati recursion over a controller's whole schedule (Eq. (8.80)).
+
+    Run once over the samples ``0 … steps + N + tail`` (one period plus ``N + tail`` for a
+    periodic model, whose ``P_j``, ``K_j`` are then read modulo the period; past the end of a
+    non-periodic model the last step is repeated). ``P(j)`` is the terminal weight of an MPC
+    window ending at sample ``j``, ``K(j)`` the LQR gain at sample ``j``.
+    """
+
+    def __init__(self, Ad: NDArray, Bd: NDArray, period: int | None, steps: int, horizon: int,
+                 Q: NDArray, R: NDArray, Qf: NDArray, tail: int | None = None) -> None:
+        self.Ad, self.Bd, self.period = Ad, Bd, period
+        tail = 5 * horizon if tail is None else int(tail)
+        span = (period if period else steps) + horizon + tail
+        self.lqr = finite_horizon_lqr((Ad[self.indices(0, span)], Bd[self.indices(0, span)]),
+                                      Q, R, Qf)
+
+    def indices(self, start: int, length: int) -> NDArray[np.intp]:
+        """Model steps of the window ``start … start + length − 1`` (wrapped or clipped)."""
+        idx = np.arange(start, start + length)
+        if self.period:
+            return idx % int(self.period)
+        return np.minimum(idx, self.Ad.shape[0] - 1)
+
+    def P(self, j: int) -> NDArray[np.float64]:
+        if self.period:
+            j %= int(self.period)
+        return self.lqr.P[min(j, self.lqr.P.shape[0] - 1)]
+
+    def K(self, j: int) -> NDArray[np.float64]:
+        if self.period:
+            j %= int(self.period)
+        return self.lqr.K[min(j, self.lqr.K.shape[0] - 1)]
+
+
 class MPCController(TrackingController):
     r"""LTV-MPC tracking controller that slices its own windows (issue 24, points 1-2).
 
@@ -425,30 +461,20 @@ class MPCController(TrackingController):
         mpc_options.setdefault("on_failure", "raise")
         self.mpc = LTVMPC(N, Q_, R_, Qf_, **mpc_options)
         self.steps = int(steps) if steps is not None else (period or M)
-        tail = 5 * N if riccati_tail is None else int(riccati_tail)
-        span = (period if period else self.steps) + N + tail
-        idx = self._indices(0, span)
-        self.lqr = finite_horizon_lqr((Ad[idx], Bd[idx]), Q_, R_, Qf_)
+        self.schedule = RiccatiSchedule(Ad, Bd, period, self.steps, N, Q_, R_, Qf_, riccati_tail)
+        self.lqr = self.schedule.lqr
         super().__init__(reference, h, linearization=linearization, deviation=deviation,
                          state_map=state_map, t0=t0, feedforward=feedforward, inputs=inputs)
         self._plan: tuple[int, NDArray] | None = None
 
     def _indices(self, start: int, length: int) -> NDArray[np.intp]:
-        idx = np.arange(start, start + length)
-        M = self.Ad.shape[0]
-        if self.period:
-            return idx % int(self.period)
-        return np.minimum(idx, M - 1)
+        return self.schedule.indices(start, length)
 
     def _P(self, j: int) -> NDArray[np.float64]:
-        if self.period:
-            j %= int(self.period)
-        return self.lqr.P[min(j, self.lqr.P.shape[0] - 1)]
+        return self.schedule.P(j)
 
     def _K(self, j: int) -> NDArray[np.float64]:
-        if self.period:
-            j %= int(self.period)
-        return self.lqr.K[min(j, self.lqr.K.shape[0] - 1)]
+        return self.schedule.K(j)
 
     def _initial_memory(self) -> NDArray[np.float64]:
         return np.zeros(self.Bd.shape[2] + 1 + self.ni)

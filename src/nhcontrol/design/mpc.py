@@ -294,6 +294,7 @@ class LTVMPC:
         self.fallback_options = dict(fallback_options or {})
         self._u_last: NDArray[np.float64] | None = None
         self._slack_value = np.zeros((N, 0))
+        self._Qf_given: Any = None
         self._duals: NDArray[np.float64] | None = None
         self._Lf_value = psd_factor(Qf_)
         self._problem: Any = None
@@ -322,6 +323,9 @@ class LTVMPC:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("soft_state", None)    # pickled before soft bounds existed
+        state.setdefault("_Qf_given", None)
+        state.setdefault("_duals", None)
+        state.setdefault("_slack_value", np.zeros((state.get("horizon", 1), 0)))
         self.__dict__.update(state)
         if self.osqp_interface == "direct":
             self._qp = self._make_qp()
@@ -538,7 +542,11 @@ class LTVMPC:
             up = self._u_last
         else:
             up = ur[0].copy()
+        if (Qf is not None and Qf is self._Qf_given and isinstance(Qf, np.ndarray)
+                and not Qf.flags.writeable):
+            Qf = None                  # the same terminal weight as the last step: no update
         if Qf is not None:
+            self._Qf_given = Qf
             Qf_ = as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)
             check_finite(Qf_, "Qf", error=DesignError)
             check_psd(Qf_, "Qf")
