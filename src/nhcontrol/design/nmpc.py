@@ -197,8 +197,8 @@ class NMPCController(TrackingController):
         if lqr_model is None:
             from ..systems import LTVSystem, discretize
             period = getattr(reference, "period", None)
-            per = None
-            if period:
+            per = 1 if getattr(reference, "steady", False) else None   # LTI: one step repeats
+            if period and per is None:
                 r = period / h
                 per = int(round(r)) if abs(r - round(r)) < 1e-9 * max(1.0, r) else None
             full = LTVSystem.from_linearization(cm, reference, self.partition)
