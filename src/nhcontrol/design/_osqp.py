@@ -197,12 +197,20 @@ class WindowQP:
                 row += ix.size
         A, _, Apos = Ap.csc((row, nz))
         self._Adata = A.data.copy()
-        self._Aind, self._Aptr, self._Ashape = A.indices.copy(), A.indptr.copy(), A.shape
+        # the same numbers as OSQP's A_c (shares _Adata, updated in place) for KKT residuals
+        # (the CSC arrays of A_c are the CSR arrays of A_cᵀ)
+        self._At = sp.csr_matrix((self._Adata, A.indices.copy(), A.indptr.copy()),
+                                 shape=(A.shape[1], A.shape[0]), copy=False)
+        self._At.data = self._Adata
         self._posA = np.concatenate([Apos[s] for s in a_sl])  # (j, r, c) order
         self._posB = np.concatenate([Apos[s] for s in b_sl])
         self._rows = {"u": (rows_u, iu), "r": (rows_r, ir), "x": (rows_x, ix)}
         self.l = np.zeros(row)
         self.u = np.zeros(row)
+        # (first row, rows per stage) of the stage-wise row blocks, for shift_duals
+        segs = [(n, n), (rows_u, iu.size), (rows_r, ir.size)]
+        segs += ([(rows_x, ns), (rows_x2, ns), (rows_s, ns)] if ns else [(rows_x, ix.size)])
+        self._segments = [(a, b) for a, b in segs if b]
         if ns:
             self._soft_rows = (rows_x, rows_x2, rows_s)
             self.l[rows_x2:rows_s] = -np.inf
@@ -277,8 +285,7 @@ class WindowQP:
 
         With the QP built about an iterate of a nonlinear programme (RTI/SQP), these are the
         KKT residuals of the discretized nonlinear problem at that iterate."""
-        A = sp.csc_matrix((self._Adata, self._Aind, self._Aptr), shape=self._Ashape, copy=False)
-        stat = self.q + A.T @ y
+        stat = self.q + self._At @ y
         lo, hi = self.l, self.u
         prim = np.maximum(np.maximum(lo, 0.0) - 0.0, 0.0 - np.minimum(hi, 0.0))
         with np.errstate(invalid="ignore"):
@@ -289,6 +296,16 @@ class WindowQP:
         return {"stationarity": float(np.max(np.abs(stat), initial=0.0)),
                 "primal": float(np.max(prim, initial=0.0)),
                 "complementarity": float(np.max(np.abs(comp), initial=0.0))}
+
+    def shift_duals(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The multipliers ``y`` of the previous window shifted by one stage (the last stage
+        repeated), matching a plan shifted by one sample."""
+        out = np.array(y, dtype=float, copy=True)
+        N = self.N
+        for start, per in self._segments:
+            blk = out[start:start + N * per].reshape(N, per)
+            blk[:-1] = blk[1:].copy()
+        return out
 
     def warm_start(self, z: NDArray[np.float64], y: NDArray[np.float64] | None = None) -> None:
         """Warm start: primal ``z`` (e.g. the previous plan shifted by one step) and dual ``y``

@@ -517,12 +517,16 @@ class MPCController(TrackingController):
         if self._plan is not None and k - self._plan[0] == 1:
             # the previous plan shifted by one sample (last entry repeated), with its duals
             _, _, xp, dup, duals = self._plan
+            qp = self.mpc._qp
+            if duals is not None and qp is not None:
+                duals = qp.shift_duals(duals)
             warm = (np.vstack([xp[1:], xp[-1:]]), np.vstack([dup[1:], dup[-1:]]), duals)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 st: MPCStep = self.mpc.step(xi, self.Ad[idx], self.Bd[idx], u_prev=u_prev,
-                                            u_ref=ur, x_ref=x_ref, Qf=Qf, warm_start=warm)
+                                            u_ref=ur, x_ref=x_ref, Qf=Qf, warm_start=warm,
+                                            _trusted_Qf=True)
             u = np.asarray(st.u, float)
             status, slack = st.status, st.slack_max
             side["_plan"] = (k, ur + np.asarray(st.predicted_u), np.asarray(st.predicted_x),

@@ -330,6 +330,11 @@ class LTVMPC:
         if self.osqp_interface == "direct":
             self._qp = self._make_qp()
 
+    def _Lf_factor(self) -> NDArray[np.float64]:
+        if self._Lf_value is None:
+            self._Lf_value = psd_factor(self._Qf)
+        return self._Lf_value
+
     @property
     def problem(self) -> Any:
         """The parametrised cvxpy problem (DPP), built on first use.
@@ -482,8 +487,8 @@ class LTVMPC:
              x_ref: ArrayLike | None = None, Qf: ArrayLike | None = None,
              c: ArrayLike | None = None, q_x: ArrayLike | None = None,
              q_u: ArrayLike | None = None,
-             warm_start: tuple[ArrayLike, ArrayLike] | tuple[ArrayLike, ArrayLike, ArrayLike] | None = None
-             ) -> MPCStep:
+             warm_start: tuple[ArrayLike, ArrayLike] | tuple[ArrayLike, ArrayLike, ArrayLike] | None = None,
+             _trusted_Qf: bool = False) -> MPCStep:
         """Solve the QP for the current deviation state and return the first input.
 
         Parameters
@@ -549,13 +554,14 @@ class LTVMPC:
             self._Qf_given = Qf
             Qf_ = as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)
             check_finite(Qf_, "Qf", error=DesignError)
-            check_psd(Qf_, "Qf")
-            self._Lf_value = psd_factor(Qf_)
+            if not _trusted_Qf:    # (a Riccati solution of the controllers is PSD by construction)
+                check_psd(Qf_, "Qf")
+            self._Lf_value = None           # factored when the cvxpy path needs it
             self._Qf = Qf_.copy()
             if self._qp is not None:
                 self._qp.set_terminal(Qf_)
             if self._problem is not None:
-                self._Lf.value = self._Lf_value
+                self._Lf.value = self._Lf_factor()
 
         bd = self.bounds
         # shifted absolute bounds on δu_j, on the rates, on δx_j (j = 1 … N): (lower, upper),
@@ -637,7 +643,7 @@ class LTVMPC:
         du_pred = np.tile(up, (N, 1)) - ur
         for j in range(N):
             x_pred[j + 1] = A[j] @ x_pred[j] + B[j] @ du_pred[j] + cc[j]
-        Lq, Lr, Lf = psd_factor(self.Q), psd_factor(self.R), self._Lf_value
+        Lq, Lr, Lf = psd_factor(self.Q), psd_factor(self.R), self._Lf_factor()
         cost = float(np.sum((x_pred[:N] @ Lq.T) ** 2) + np.sum((du_pred @ Lr.T) ** 2)
                      + np.sum((Lf @ x_pred[N]) ** 2))
         warnings.warn(f"MPC step failed ({why}); holding the previous input "

@@ -183,6 +183,8 @@ class NMPCController(TrackingController):
         self.Qf = self.Q if Qf is None else as_float_array(Qf, "Qf", shape=(ns, ns), error=DesignError)
         self.terminal = terminal
         mpc_options.setdefault("on_failure", "raise")
+        # real time: no solution polishing unless asked (one factorisation less per sample)
+        mpc_options["solver_options"] = {"polishing": False, **dict(mpc_options.get("solver_options") or {})}
         if mpc_options.get("osqp_interface", "direct") != "direct":
             raise DesignError("NMPCController uses the direct OSQP interface")
         self.mpc = LTVMPC(N, self.Q, self.R, self.Qf, **mpc_options)
@@ -310,6 +312,8 @@ class NMPCController(TrackingController):
             _, Xp, Up, xp, duals = self._plan
             Xbar = np.vstack([Xp[1:], Xp[-1:]])
             Ubar = np.vstack([Up[1:], Up[-1:]])
+            qp = self.mpc._qp
+            duals = None if duals is None or qp is None else qp.shift_duals(duals)
             xguess = np.vstack([xp[1:], xp[-1:]])
         else:
             Xbar, Ubar, duals = Xref.copy(), uref.copy(), None
@@ -350,7 +354,8 @@ class NMPCController(TrackingController):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)
                     st = self.mpc.step(X0 - Xbar[0], Phi, Gam, u_prev=u_prev, u_ref=Ubar,
-                                       x_ref=e, Qf=Qf, c=c, q_x=qx, q_u=qu, warm_start=warm)
+                                       x_ref=e, Qf=Qf, c=c, q_x=qx, q_u=qu, warm_start=warm,
+                                       _trusted_Qf=True)
             except SolverError as exc:
                 if it:
                     break
