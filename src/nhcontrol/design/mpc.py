@@ -359,7 +359,7 @@ class LTVMPC:
         self._A = cp.Parameter((N * n, n), name="A_window")
         self._B = cp.Parameter((N * n, k), name="B_window")
         self._Lf = cp.Parameter((n, n), name="Lf")
-        self._Lf.value = self._Lf_value
+        self._Lf.value = self._Lf_factor()
         self._c = cp.Parameter((N, n), name="c")
         self._qx = cp.Parameter((N + 1, n), name="q_x")
         self._qu = cp.Parameter((N, k), name="q_u")
