@@ -10,11 +10,21 @@ Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``refe
 - [`LTVMPC`][nhcontrol.design.LTVMPC] — cvxpy MPC with input, input-rate and state bounds,
   compiled once (DPP);
   [`window()`][nhcontrol.design.window] cuts its prediction window out of a ``DiscreteLTV``.
+- Controllers as objects ([`TrackingController`][nhcontrol.design.TrackingController] protocol:
+  ``control(t, [x; ẋ])``, ``reset()``, ``to_iosystem()``):
+  [`TVLQRController`][nhcontrol.design.TVLQRController],
+  [`MPCController`][nhcontrol.design.MPCController] (soft bounds, Riccati terminal cost,
+  integral action, named fallbacks),
+  [`NMPCController`][nhcontrol.design.NMPCController] (real-time iteration / SQP nonlinear MPC
+  re-linearizing exactly along the predicted trajectory).
 """
 
+from .controllers import ControlRecord, MPCController, TrackingController, TVLQRController
 from .lqr import LQRResult, finite_horizon_lqr, lqr
 from .mpc import LTVMPC, MPCStep, window
+from .nmpc import NMPCController
 
 __all__ = [
-    "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window"
+    "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window",
+    "TrackingController", "TVLQRController", "MPCController", "ControlRecord", "NMPCController",
 ]

@@ -36,6 +36,13 @@ def as_controller(controller: Any, cm: Any, sample_time: float | None, lineariza
     """Turn ``controller`` into ``(controller(t, x, ẋ), sample_time)`` for ``forward_dynamics``."""
     if controller is None:
         return None, sample_time
+    if _is_tracking_controller(controller):
+        # nhcontrol's controller objects carry their sample time; a run starts afresh
+        dt = float(controller.dt)
+        if sample_time is not None and abs(float(sample_time) - dt) > 1e-12 * dt:
+            raise SolverError(f"sample_time={sample_time} disagrees with the controller's dt = {dt}")
+        controller.reset()
+        return controller, dt
     if isinstance(controller, control.InputOutputSystem):
         return _from_iosystem(controller, cm, sample_time, linearization, reference)
     if not callable(controller):
@@ -51,6 +58,12 @@ def as_controller(controller: Any, cm: Any, sample_time: float | None, lineariza
     except ValueError:
         pass   # no signature available (builtins): trust it
     return controller, sample_time
+
+
+def _is_tracking_controller(obj: Any) -> bool:
+    """An nhcontrol tracking controller (``design.TrackingController`` protocol, duck-typed)."""
+    return (callable(getattr(obj, "control", None)) and callable(getattr(obj, "to_iosystem", None))
+            and callable(getattr(obj, "reset", None)) and hasattr(obj, "dt"))
 
 
 def _from_iosystem(sys: Any, cm: Any, sample_time: float | None, lin: Any, ref: Any

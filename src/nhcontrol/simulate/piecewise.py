@@ -22,6 +22,7 @@ from nhcontrol._util.errors import SimulationInputError, SolverError
 from nhcontrol._util.memory import check_allocation
 from nhcontrol._util.work import check_evaluations
 
+from .controllers import _is_tracking_controller
 from .forward import DEFAULT_MAX_EVALUATIONS, MIN_EVALUATIONS_PER_STEP, forward_dynamics
 
 if TYPE_CHECKING:
@@ -94,8 +95,11 @@ def closed_loop_piecewise_linear(
     Parameters
     ----------
     cm : CompiledModel
-    law : callable
-        ``law(k, t_k, x (n,), xd (n,), u_now (k,)) -> (u_k (k,), u̇_k (k,))``.
+    law : callable or TrackingController
+        ``law(k, t_k, x (n,), xd (n,), u_now (k,)) -> (u_k (k,), u̇_k (k,))``; or one of
+        nhcontrol's controller objects (``nhcontrol.design.TrackingController``: held inputs,
+        ``u_k = ctrl.control(t_k, [x; ẋ])``, ``u̇_k = 0``; its ``dt`` must equal
+        ``sample_time``; it is reset first).
     t_final : float
         End time [s]; ``round(t_final / h)`` samples are taken.
     x0, xd0 : (n,) array_like
@@ -153,6 +157,15 @@ def closed_loop_piecewise_linear(
            "this long is intended")
     check_evaluations(tfin / h, MIN_EVALUATIONS_PER_STEP["DOP853"], max_evaluations, what,
                       error=SimulationInputError, hint=fix)
+    if _is_tracking_controller(law):
+        ctrl = law
+        if abs(float(ctrl.dt) - h) > 1e-12 * h:
+            raise SimulationInputError(f"sample_time={h} disagrees with the controller's dt = {ctrl.dt}")
+        ctrl.reset()
+
+        def law(k: int, t: float, x: NDArray, xd: NDArray, u_now: NDArray) -> tuple:
+            u = np.asarray(ctrl.control(t, np.concatenate([x, xd])), dtype=float)
+            return u, np.zeros_like(u)
     nsteps = int(round(tfin / h))
     if nsteps < 1:
         raise SimulationInputError(f"t_final = {t_final!r} is shorter than one sample (h = {h:g} s); "
