@@ -6,7 +6,9 @@ Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``refe
 
 - [`finite_horizon_lqr()`][nhcontrol.design.finite_horizon_lqr] — backward Riccati recursion for
   a discrete LTV system.
-- [`lqr()`][nhcontrol.design.lqr.lqr] — infinite-horizon LQR of an LTI ``control.StateSpace`` (python-control/slycot).
+- [`lqr()`][nhcontrol.design.lqr.lqr], [`dlqr()`][nhcontrol.design.dlqr] — infinite-horizon LQR of
+  an LTI ``control.StateSpace`` (python-control/slycot); ``K, S, E = lqr(sys, Q, R)`` as in
+  python-control.
 - [`LTVMPC`][nhcontrol.design.LTVMPC] — cvxpy MPC with input, input-rate and state bounds,
   compiled once (DPP);
   [`window()`][nhcontrol.design.window] cuts its prediction window out of a ``DiscreteLTV``.
@@ -20,11 +22,11 @@ Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``refe
 """
 
 from .controllers import ControlRecord, MPCController, TrackingController, TVLQRController
-from .lqr import LQRResult, finite_horizon_lqr, lqr
+from .lqr import LQRResult, dlqr, finite_horizon_lqr, lqr
 from .mpc import LTVMPC, MPCStep, window
 from .nmpc import NMPCController
 
 __all__ = [
-    "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window",
+    "dlqr", "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window",
     "TrackingController", "TVLQRController", "MPCController", "ControlRecord", "NMPCController",
 ]

@@ -121,7 +121,7 @@ _LOOP_LABELS = (("mpc", "LTV-MPC"), ("lqr", "finite-horizon LQR"),
 def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     import matplotlib.pyplot as plt
 
-    from ..plotting.style import cite, new_figure, savefig
+    from ..plotting.style import cite, new_figure, reference_line, savefig
 
     st_ = s.st
     extra = ("ISO 3888-1 double lane-change track; force/torque skate model of Table 1 "
@@ -130,13 +130,13 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     t = loops["mpc"]["arrays"]["t"]
     xr = s.ref.x(t)
     fig, ax = new_figure(title=f"Double lane change at {st_.V:g} m/s: path of G")
-    ax.plot(xr[:, 0], xr[:, 1], "k--", lw=1.0, label="reference (flatness)")
+    reference_line(ax, xr[:, 0], xr[:, 1], label="reference (flatness)")
     for kind, lab in _LOOP_LABELS:
         a = loops[kind]["arrays"]
         ax.plot(a["x"][:, 0], a["x"][:, 1], label=lab)
     ax.set_xlabel("x [m]")
     ax.set_ylabel("y [m]")
-    ax.legend(fontsize=8)
+    ax.legend()
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_path")).name)
     plt.close(fig)
@@ -149,15 +149,15 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     ax.axhline(-15.0, color="0.5", lw=0.8, ls=":")
     ax.set_xlabel("t [s]")
     ax.set_ylabel("lateral deviation [cm]")
-    ax.legend(fontsize=8)
+    ax.legend()
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_lateral_error")).name)
     plt.close(fig)
 
     fig, axs = new_figure(3, 1, title="Steering angle, steering rate and driving inputs")
     tr = np.linspace(0.0, st_.t_final, 501)
-    axs[0].plot(tr, np.degrees(s.ref.x(tr)[:, 3]), "k--", lw=1.0, label="reference")
-    axs[1].plot(tr, np.degrees(s.ref.xd(tr)[:, 3]), "k--", lw=1.0, label="reference")
+    reference_line(axs[0], tr, np.degrees(s.ref.x(tr)[:, 3]))
+    reference_line(axs[1], tr, np.degrees(s.ref.xd(tr)[:, 3]))
     for kind, lab in (("mpc", "LTV-MPC"), ("lqr", "finite-horizon LQR")):
         a = loops[kind]["arrays"]
         axs[0].plot(a["t"], np.degrees(a["x"][:, 3]), label=lab)
@@ -168,14 +168,14 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
         axs[0].plot(a["t"], np.degrees(a["gamma"]), label=lab)
         axs[1].plot(a["t"], np.degrees(a["gamma_d"]), label=lab)
     for ax, lim in ((axs[0], st_.steer_max_deg), (axs[1], st_.steer_rate_max_deg_s)):
-        ax.axhline(lim, color="r", lw=0.8, ls=":", label="limit")
-        ax.axhline(-lim, color="r", lw=0.8, ls=":")
+        ax.axhline(lim, color="0.3", lw=0.8, ls=":", label="limit")
+        ax.axhline(-lim, color="0.3", lw=0.8, ls=":")
     axs[0].set_ylabel("γ [deg]")
     axs[1].set_ylabel("γ̇ [deg/s]")
     axs[2].set_ylabel("steering torque T [N m]")
     axs[2].set_xlabel("t [s]")
     for ax in axs:
-        ax.legend(fontsize=6, loc="upper left", ncol=2)
+        ax.legend(loc="upper left", ncol=2)
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_inputs")).name)
     plt.close(fig)
