@@ -10,11 +10,15 @@ Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``refe
 - [`LTVMPC`][nhcontrol.design.LTVMPC] — cvxpy MPC with input, input-rate and state bounds,
   compiled once (DPP);
   [`window()`][nhcontrol.design.window] cuts its prediction window out of a ``DiscreteLTV``.
+- [`kalman_filter()`][nhcontrol.design.kalman_filter] — the dual of the finite-horizon LQR: the
+  time-varying Kalman filter of a discrete LTV system with outputs.
 """
 
+from .kalman import KalmanFilterResult, kalman_filter
 from .lqr import LQRResult, finite_horizon_lqr, lqr
 from .mpc import LTVMPC, MPCStep, window
 
 __all__ = [
-    "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window"
+    "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window",
+    "kalman_filter", "KalmanFilterResult",
 ]
