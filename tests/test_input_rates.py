@@ -33,6 +33,7 @@ from nhcontrol.linearize import reduced_ode_jacobian_fd
 from nhcontrol.models import single_track as st
 from nhcontrol.reference import Reference
 from nhcontrol.simulate import forward_dynamics
+from _helpers import require_c_backend
 
 
 def _speed_input_model():
@@ -349,8 +350,7 @@ def test_input_rate_kernels_python_equal_c(case_b):
     mdl, cm, path, _ = case_b
     from nhcontrol.compiled import compile_system
     py = compile_system(mdl.system, backend="python")
-    if cm.backend != "c":
-        pytest.skip("no C compiler")
+    require_c_backend(cm.backend)
     x, xd, u, ud = path.x(0.4), path.xd(0.4), _u_b(0.4), _ud_b(0.4)
     lam = np.array([3.0, -2.0])
     for one, two in ((cm.input_rate_terms(x, xd, ud, lam, u), py.input_rate_terms(x, xd, ud, lam, u)),

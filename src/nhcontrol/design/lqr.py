@@ -298,36 +298,86 @@ def _labels(sys: Any, n: int) -> list[str]:
     return labels if len(labels) == n else [f"x[{i}]" for i in range(n)]
 
 
+def _boundary_mode_reports(A: NDArray[np.float64], B: NDArray[np.float64], Qe: NDArray[np.float64],
+                           discrete: bool, names: list[str]) -> tuple[list[str], list[str]]:
+    """The modes that make the algebraic Riccati equation lack a stabilising solution.
+
+    A stabilising solution exists if and only if ``(A, B)`` is stabilisable and ``(Qe, A)``
+    has no unobservable mode on the stability boundary, with ``Qe = Q − S R⁻¹ Sᵀ`` the
+    effective state weight. Both are decided here with the Popov–Belevitch–Hautus test on the
+    eigenvalues of ``A``, each with its smallest singular value and the tolerance
+    ``PBH_RTOL × max(1, ‖[A, B]‖₂)`` (resp. ``‖[A; Qe]‖₂``), so that the outcome does not
+    depend on how a particular slycot or SciPy release treats such a pair.
+
+    Returns
+    -------
+    (unstabilisable, unobservable_on_boundary) : lists of str
+        One sentence per failing mode: the eigenvalue, the singular value and the states that
+        carry it (the largest entries of its eigenvector).
+    """
+    n = A.shape[0]
+    lam, V = np.linalg.eig(A)
+    scale_b = max(1.0, float(np.linalg.norm(np.hstack([A, B]), 2)))
+    # Q's overall size does not matter for detectability: compare its shape with A's size.
+    nq = float(np.linalg.norm(Qe, 2))
+    Qe = Qe * (max(1.0, float(np.linalg.norm(A, 2))) / nq) if nq > 0 else Qe
+    scale_q = max(1.0, float(np.linalg.norm(np.vstack([A, Qe]), 2)))
+    btol = 1e-9 * max(1.0, float(np.max(np.abs(lam)))) if lam.size else 1e-9
+
+    def carried(i: int) -> list[str]:
+        v = np.abs(V[:, i])
+        return [names[j] for j in np.argsort(-v) if v[j] > 0.1 * v.max()][:6]
+
+    bad_b: list[str] = []
+    bad_q: list[str] = []
+    seen: list[complex] = []
+    for i, li in enumerate(lam):
+        if any(abs(li - s0) <= btol for s0 in seen):      # a repeated eigenvalue: one report
+            continue
+        seen.append(li)
+        outside = (abs(li) >= 1.0 - btol) if discrete else (li.real >= -btol)
+        if not outside:
+            continue
+        M = np.hstack([A - li * np.eye(n), B])
+        sv = np.linalg.svd(M, compute_uv=False)
+        if sv[-1] <= PBH_RTOL * scale_b:
+            bad_b.append(f"eigenvalue {complex(np.round(li, 9))} (smallest singular value of [A - λI, B] "
+                         f"{sv[-1]:.1e} <= tolerance {PBH_RTOL * scale_b:.1e}) carried by {carried(i)}")
+        on_boundary = (abs(abs(li) - 1.0) <= btol) if discrete else (abs(li.real) <= btol)
+        if on_boundary:
+            sq = np.linalg.svd(np.vstack([A - li * np.eye(n), Qe]), compute_uv=False)
+            if sq[-1] <= PBH_RTOL * scale_q:
+                bad_q.append(f"eigenvalue {complex(np.round(li, 9))} (smallest singular value of "
+                             f"[A - λI; Q] {sq[-1]:.1e} <= tolerance {PBH_RTOL * scale_q:.1e}) carried by "
+                             f"{carried(i)}")
+    return bad_b, bad_q
+
+
 def _unstabilisable_report(A: NDArray[np.float64], B: NDArray[np.float64], discrete: bool,
-                           names: list[str]) -> str:
+                           names: list[str], Qe: NDArray[np.float64] | None = None) -> str:
     """Name the modes that fail the PBH stabilisability test and the states that carry them.
 
     A mode ``λ`` of ``A`` with ``Re λ >= 0`` (``|λ| >= 1`` in discrete time) is unstabilisable
     when ``rank [A - λI, B] < n`` (Popov-Belevitch-Hautus); the states that carry it are the
-    largest entries of its eigenvector.
+    largest entries of its eigenvector. A mode on the stability boundary that the state weight
+    does not see (``rank [A - λI; Q] < n``) also leaves the Riccati equation without a
+    stabilising solution.
     """
     n = A.shape[0]
-    lam, V = np.linalg.eig(A)
-    scale = max(1.0, float(np.linalg.norm(np.hstack([A, B]), 2)))
-    bad = []
-    for i, li in enumerate(lam):
-        if (abs(li) < 1.0 - 1e-9) if discrete else (li.real < -1e-9 * scale):
-            continue
-        sv = np.linalg.svd(np.hstack([A - li * np.eye(n), B]), compute_uv=False)
-        if sv[-1] <= PBH_RTOL * scale:
-            v = np.abs(V[:, i])
-            carried = [names[j] for j in np.argsort(-v) if v[j] > 0.1 * v.max()][:6]
-            bad.append(f"eigenvalue {complex(np.round(li, 9))} (smallest singular value of [A - λI, B] "
-                       f"{sv[-1]:.1e}) carried by {carried}")
+    bad, badq = _boundary_mode_reports(A, B, np.eye(n) if Qe is None else Qe, discrete, names)
     boundary = "|λ| >= 1" if discrete else "Re λ >= 0"
-    if not bad:
-        return (f"Every mode with {boundary} passes the PBH test (tolerance {PBH_RTOL:g} x {scale:.3g}); "
-                "check that (Q, A) has no unobservable mode on the stability boundary")
-    return (f"(A, B) is not stabilisable: {len(bad)} mode(s) with {boundary} cannot be moved by the "
-            f"inputs: " + "; ".join(bad) + ". Remove the states that carry them (cyclic coordinates and "
-            "spurious directions of a linearization are typical) and design on the rest: for a "
-            "linearization use lin.to_statespace(states=\"reduced\") (or a list of state names); "
-            "otherwise control.ss(A[keep][:, keep], B[keep], ...) or a controllable formulation")
+    if bad:
+        return (f"(A, B) is not stabilisable: {len(bad)} mode(s) with {boundary} cannot be moved by the "
+                f"inputs: " + "; ".join(bad) + ". Remove the states that carry them (cyclic coordinates and "
+                "spurious directions of a linearization are typical) and design on the rest: for a "
+                "linearization use lin.to_statespace(states=\"reduced\") (or a list of state names); "
+                "otherwise control.ss(A[keep][:, keep], B[keep], ...) or a controllable formulation")
+    if badq:
+        return (f"the state weight Q does not see {len(badq)} mode(s) on the stability boundary "
+                f"({'|λ| = 1' if discrete else 'Re λ = 0'}): " + "; ".join(badq) + ". Weight the states "
+                "that carry them (a positive definite Q always works)")
+    return (f"Every mode with {boundary} passes the PBH test (tolerance {PBH_RTOL:g} x scale) and Q "
+            "sees every mode on the stability boundary")
 
 
 def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, *, S: ArrayLike | None = None) -> LQRResult:
@@ -385,6 +435,14 @@ def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, *, S: ArrayLike | None = None) -> 
     w = max(float(np.max(np.abs(W))) for W in ((Q_, R_) if S_ is None else (Q_, R_, S_)))
     w = w if w > 0 and np.isfinite(w) else 1.0
     args = ((A, B, Q_ / w, R_ / w) if S_ is None else (A, B, Q_ / w, R_ / w, S_ / w))
+    # Decide existence ourselves (PBH, with singular values), before any solver sees the pair:
+    # slycot releases differ in whether they refuse or return a non-stabilising solution.
+    Qe = Q_ if S_ is None else Q_ - S_ @ np.linalg.solve(R_, S_.T)
+    bad_b, bad_q = _boundary_mode_reports(A, B, 0.5 * (Qe + Qe.T), discrete, _labels(sys, n))
+    if bad_b or bad_q:
+        raise DesignError(
+            f"no stabilising solution of the {'DARE' if discrete else 'CARE'} exists: "
+            + _unstabilisable_report(A, B, discrete, _labels(sys, n), 0.5 * (Qe + Qe.T)))
     try:
         if discrete:
             K, P, E = control.dlqr(*args)
