@@ -11,14 +11,19 @@ Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``refe
   compiled once (DPP);
   [`window()`][nhcontrol.design.window] cuts its prediction window out of a ``DiscreteLTV``.
 - [`kalman_filter()`][nhcontrol.design.kalman_filter] — the dual of the finite-horizon LQR: the
-  time-varying Kalman filter of a discrete LTV system with outputs.
+  time-varying Kalman filter of a discrete LTV system with outputs;
+  [`KalmanEstimator`][nhcontrol.design.KalmanEstimator] runs it sample by sample on the deviations.
+- [`ExtendedKalmanFilter`][nhcontrol.design.ExtendedKalmanFilter] — EKF on the constraint
+  manifold with the exact Jacobians of the third procedure (imports ``compiled``/``linearize``
+  for the model's kernels: the one design tool that works on the nonlinear model).
 """
 
-from .kalman import KalmanFilterResult, kalman_filter
+from .ekf import ExtendedKalmanFilter
+from .kalman import KalmanEstimator, KalmanFilterResult, kalman_filter
 from .lqr import LQRResult, finite_horizon_lqr, lqr
 from .mpc import LTVMPC, MPCStep, window
 
 __all__ = [
     "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window",
-    "kalman_filter", "KalmanFilterResult",
+    "kalman_filter", "KalmanFilterResult", "KalmanEstimator", "ExtendedKalmanFilter",
 ]

@@ -33,7 +33,7 @@ from .._util.memory import check_allocation
 from .._util.validation import as_float_array, check_finite, readonly
 from ._weights import PD_RTOL, check_psd, per_step, system_arrays
 
-__all__ = ["KalmanFilterResult", "kalman_filter"]
+__all__ = ["KalmanFilterResult", "kalman_filter", "KalmanEstimator"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -240,3 +240,60 @@ def _check(S: NDArray[np.float64], P: NDArray[np.float64], Z: NDArray[np.float64
         if lam[0] <= PD_RTOL * abs(lam[-1]):
             raise SolverError(f"the innovation covariance C P Cᵀ + Rn lost positive definiteness "
                               f"at sample {i} (smallest eigenvalue {lam[0]:.3g}); increase Rn")
+
+
+class KalmanEstimator:
+    """Sample-by-sample use of a [`KalmanFilterResult`][nhcontrol.design.KalmanFilterResult]
+    on the deviations from a reference (a linearized Kalman filter along a trajectory).
+
+    The measured ``y_k`` and the held input ``u_{k−1}`` become ``ỹ_k = y_k − y0_k`` and
+    ``ũ_{k−1} = u_{k−1} − u0_{k−1}``; `update()` predicts with ``ũ_{k−1}`` (except at the first
+    sample) and corrects with ``ỹ_k`` (feed-through ``D_k ũ_{k−1}``: the input held when the
+    sensors sampled).
+
+    Parameters
+    ----------
+    kf : KalmanFilterResult
+    y0 : (N+1, q) array_like
+        Outputs along the reference at the samples (e.g. ``cm.output(x0(t_k), ẋ0(t_k), u0)``).
+    u0 : (N+1, k) array_like
+        Reference inputs held over the samples (the feed-forward of the controller).
+    X0 : (n,) array_like, optional
+        Initial deviation estimate (zero: the reference).
+
+    Attributes
+    ----------
+    X : (n,) ndarray
+        Current estimate (a posteriori after `update()`).
+    P : (n, n) ndarray
+        Its covariance (``kf.Z[k]``).
+    states : tuple of str
+    """
+
+    def __init__(self, kf: KalmanFilterResult, y0: ArrayLike, u0: ArrayLike,
+                 X0: ArrayLike | None = None) -> None:
+        self.kf = kf
+        N, n, q = kf.horizon, kf.nstates, kf.noutputs
+        k = kf.Bd.shape[-1]
+        self.y0 = as_float_array(y0, "y0", shape=(N + 1, q), error=DesignError)
+        self.u0 = as_float_array(u0, "u0", shape=(N + 1, k), error=DesignError)
+        self.X = np.zeros(n) if X0 is None else as_float_array(X0, "X0", shape=(n,), error=DesignError)
+        self.P = np.array(kf.P[0])
+        self.k = -1
+        self.states = kf.states
+
+    def update(self, y: ArrayLike, u_prev: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Next sample: predict with the held input ``u_prev`` (absolute), correct with ``y``
+        (absolute); returns the a posteriori deviation estimate."""
+        kk = self.k + 1
+        if kk > self.kf.horizon:
+            raise DesignError(f"the Kalman filter horizon of {self.kf.horizon} steps is exhausted "
+                              f"(sample {kk}); design it over a longer horizon")
+        du = None
+        if u_prev is not None:
+            du = np.asarray(u_prev, dtype=float) - self.u0[max(kk - 1, 0)]
+        Xp = self.X if kk == 0 else self.kf.predict(kk - 1, self.X, du)
+        self.X = self.kf.correct(kk, Xp, np.asarray(y, dtype=float) - self.y0[kk], du)
+        self.P = np.array(self.kf.Z[kk])
+        self.k = kk
+        return self.X
