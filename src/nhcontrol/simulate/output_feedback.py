@@ -115,6 +115,7 @@ def output_feedback_loop(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: A
                          u_init: ArrayLike | None = None,
                          p: ArrayLike | Mapping[str, float] | None = None,
                          rtol: float = 1e-8, atol: float = 1e-10,
+                         pre_sample: Callable[[float, Array, Array], Any] | None = None,
                          **kwargs: Any) -> OutputFeedbackResult:
     """Closed loop with sensors, seeded noise, an estimator and a controller (module docstring).
 
@@ -140,6 +141,9 @@ def output_feedback_loop(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: A
         Input "applied before t0" (read by the sensors at ``t0`` and given to the estimator).
     p : optional
         Parameters of the plant (may differ from the estimator's: model uncertainty).
+    pre_sample : callable ``pre_sample(t, x, ẋ)``, optional
+        Called at every sample with the true state before the sensors read it (e.g. to log
+        the true minimal state for the estimation error).
     rtol, atol, **kwargs
         Passed to `forward_dynamics()`.
 
@@ -165,6 +169,8 @@ def output_feedback_loop(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: A
 
     def sampled(t: float, x: Array, xd: Array) -> Array:
         kk = state["k"]
+        if pre_sample is not None:
+            pre_sample(t, x, xd)
         ytrue = np.asarray(cm.output(x, xd, state["u"] if k else None, pv), dtype=float)
         y = ytrue + Lv @ rng.standard_normal(q)
         X = np.asarray(estimator.update(y, state["ucmd"] if k else None), dtype=float)
