@@ -150,6 +150,7 @@ class ExtendedKalmanFilter:
                                                                      error=DesignError)
         self._ai, self._ad, self._d = idx.ai, idx.ad, idx.d
         self._dd = np.concatenate([idx.ad, idx.d]).astype(np.intp)
+        self._affine = bool(getattr(cm, "affine_names", ()))
         self._lz = None
         lz = getattr(cm, "linearizer", None)
         if callable(lz) and getattr(cm, "backend", None) == "c":
@@ -203,7 +204,7 @@ class ExtendedKalmanFilter:
                 C = cm.C(x, uu, p)
                 if float(np.max(np.abs(C))) <= self.tol:
                     break
-                J = cm.Cx(x, uu, p)[:, d]
+                J = cm.D(x, uu, p)[:m, d]                 # ∂C/∂x_d: the first m rows of D
                 x[d] -= np.linalg.solve(J, C)
             else:
                 raise SolverError(f"the estimate left the constraint manifold: Newton on C(x) = 0 "
@@ -212,9 +213,10 @@ class ExtendedKalmanFilter:
                                   f"diverged (check Rn, Qw and the initial covariance)")
         if self._dd.size:
             Dm = cm.D(x, uu, p)
-            b = cm.b(x, uu, p)
             Ddd = Dm[:, self._dd]
-            rhs = -(Dm[:, self._ai] @ xd[self._ai] + b)
+            rhs = -(Dm[:, self._ai] @ xd[self._ai])
+            if self._affine:
+                rhs = rhs - cm.b(x, uu, p)
             sol = np.linalg.solve(Ddd, rhs)
             xd = xd.copy()
             xd[self._dd] = sol
@@ -274,16 +276,22 @@ class ExtendedKalmanFilter:
 
     def _output_matrices(self, x: Array, xd: Array, u: Array, terms: Any = None
                          ) -> tuple[Array, Array]:
+        return self._output_terms(x, xd, u, terms)[:2]
+
+    def _output_terms(self, x: Array, xd: Array, u: Array, terms: Any = None
+                      ) -> tuple[Array, Array, Array]:
+        """``H, D_y`` through the partition and ``h`` at ``(x, ẋ, u)`` (one output kernel call)."""
         cm, uu = self.cm, (u if self.k else None)
         ot = cm.output_terms(x, xd, uu, self.p)
         if terms is not None:
-            Cx, Dm, dDv = terms.Cx, terms.D, terms.dDv_dx
+            Dm, dDv = terms.D, terms.dDv_dx
         else:
-            Cx, Dm, dDv = cm.Cx(x, uu, self.p), cm.D(x, uu, self.p), cm.dDv_dx(x, xd, uu, self.p)
-        return output_matrices_from_terms(np.asarray(Cx).reshape(self.m, self.n),
-                                          np.asarray(Dm).reshape(self.m + self.l, self.n),
-                                          np.asarray(dDv).reshape(self.m + self.l, self.n),
-                                          ot.dh_dx, ot.dh_dxd, ot.dh_du, self._idx)
+            Dm, dDv = cm.D(x, uu, self.p), cm.dDv_dx(x, xd, uu, self.p)
+        Dm = np.asarray(Dm).reshape(self.m + self.l, self.n)
+        H, Dy = output_matrices_from_terms(Dm[:self.m], Dm,
+                                           np.asarray(dDv).reshape(self.m + self.l, self.n),
+                                           ot.dh_dx, ot.dh_dxd, ot.dh_du, self._idx)
+        return H, Dy, np.asarray(ot.h)
 
     # ------------------------------------------------------------------ the filter
     def predict(self, u: ArrayLike | None = None) -> Array:
@@ -308,8 +316,7 @@ class ExtendedKalmanFilter:
         returns ``X⁺``."""
         u = self.u if u is None else as_float_array(u, "u", shape=(self.k,), error=DesignError)
         yv = as_float_array(y, "y", shape=(len(self.outputs),), error=DesignError)
-        H, _ = self._output_matrices(self.x, self.xd, u)
-        h = self.cm.output(self.x, self.xd, u if self.k else None, self.p)
+        H, _, h = self._output_terms(self.x, self.xd, u)
         P = self.P
         S = H @ P @ H.T + self.Rn
         K = np.linalg.solve(S, H @ P).T
