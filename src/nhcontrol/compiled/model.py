@@ -23,7 +23,7 @@ from . import cbackend as _cb
 # the SymPy-free layout: loading a cached model imports no SymPy (the generators, which do,
 # are imported where a model is derived)
 from ._layout import (DIRECT_KERNELS, DYNAMICS_FIELDS, GENERATOR_VERSION, INPUT_RATE_FIELDS,
-                      KERNEL_SIGNATURES, LINEARIZATION_FIELDS, RATE_FIELDS, ROUTES)
+                      KERNEL_SIGNATURES, LINEARIZATION_FIELDS, OUTPUT_FIELDS, RATE_FIELDS, ROUTES)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..modeling.system import MultibodySystem
@@ -36,10 +36,13 @@ KERNEL_ARGS: dict[str, tuple[str, ...]] = {k: v[:-2] for k, v in KERNEL_SIGNATUR
 _FUNC_ARGS = {"linearization_terms": ("x", "xd", "xdd", "lam", "u", "p"),
               "dynamics_terms": ("x", "xd", "u", "p"),
               "input_rate_terms": ("x", "xd", "ud", "lam", "u", "p"),
-              "rates": ("x", "xd", "u", "p"), "rate_terms": ("x", "xd", "u", "p")}
+              "rates": ("x", "xd", "u", "p"), "rate_terms": ("x", "xd", "u", "p"),
+              "outputs": ("x", "xd", "u", "p"), "output_terms": ("x", "xd", "u", "p")}
 _FUNC_FIELDS = {"linearization_terms": LINEARIZATION_FIELDS, "dynamics_terms": DYNAMICS_FIELDS,
-                "input_rate_terms": INPUT_RATE_FIELDS, "rates": ("H",), "rate_terms": RATE_FIELDS}
+                "input_rate_terms": INPUT_RATE_FIELDS, "rates": ("H",), "rate_terms": RATE_FIELDS,
+                "outputs": ("h",), "output_terms": OUTPUT_FIELDS}
 _RATE_FUNCS = ("rates", "rate_terms")   # generated only for models with first-order states
+_OUTPUT_FUNCS = ("outputs", "output_terms")   # generated only for models with declared outputs
 
 
 def _missing_kernel(model: str, generator: str) -> Callable[..., Any]:
@@ -163,6 +166,25 @@ class RateTerms:
 
 
 @dataclass(frozen=True)
+class OutputTerms:
+    """Declared outputs ``y = h(x, ẋ, u)`` (`MultibodySystem.add_output`) and their exact
+    partial derivatives; ``u`` is the model's whole input vector (first-order states
+    included). Shapes for one point; ``N`` stacked points add a leading axis.
+
+    Attributes
+    ----------
+    h : (q,)
+    dh_dx, dh_dxd : (q, n)
+    dh_du : (q, k)
+    """
+
+    h: Array
+    dh_dx: Array
+    dh_dxd: Array
+    dh_du: Array
+
+
+@dataclass(frozen=True)
 class DynamicsTerms:
     """``M (n, n)``, ``Q (n,)``, ``D (m+l, n)``, ``Qd (m+l,)`` of the index-1 form Eq. (2.119)."""
 
@@ -226,6 +248,9 @@ class CompiledModel:
         self.constraint_inputs: tuple[str, ...] = tuple(meta.get("constraint_inputs", ()))
         # first-order states z among the inputs, ż = H(x, ẋ, u) (kernel `rate_terms`)
         self.first_order_states: tuple[str, ...] = tuple(meta.get("first_order_states", ()))
+        # declared outputs y = h(x, ẋ, u) (MultibodySystem.add_output; kernel `output_terms`)
+        self.outputs: tuple[str, ...] = tuple(meta.get("output_names", ()))
+        self.noutputs: int = len(self.outputs)
         self.n: int = len(self.coordinates)
         self.m: int = len(self.holonomic_names)
         self.l: int = len(self.nonholonomic_names)  # noqa: E741
@@ -252,7 +277,8 @@ class CompiledModel:
             body = ", ".join(f"({b['mass']}, {b['inertia']})" for b in self._body_specs)
             self._bodies_fn = eval(f"lambda {args}: ({body},)", {"math": math})  # noqa: S307
         funcs = list(DIRECT_KERNELS) + [f for f in _FUNC_ARGS
-                                        if f not in _RATE_FUNCS or self.first_order_states]
+                                        if (f not in _RATE_FUNCS or self.first_order_states)
+                                        and (f not in _OUTPUT_FUNCS or self.outputs)]
         if ckernels is not None:
             missing = [nm for nm in funcs if nm not in ckernels.one or nm not in ckernels.many]
             if missing:
@@ -610,6 +636,47 @@ class CompiledModel:
         if not self.first_order_states:
             raise ModelError(f"model {self.name!r} has no first-order states; add them with "
                              f"add_first_order_states and set_rates")
+
+    def output_terms(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
+                     p: ArrayLike | None = None) -> OutputTerms:
+        """Declared outputs ``h`` and their exact Jacobians from one generated function.
+
+        Parameters
+        ----------
+        x, xd : (n,) or (N, n) array_like
+        u : (k,) or (N, k) array_like, optional
+            The model's inputs, first-order states included.
+        p : as in the other kernels.
+
+        Returns
+        -------
+        OutputTerms
+
+        Raises
+        ------
+        ModelError
+            If the model declares no outputs, or an output is not defined at the point.
+        """
+        self._need_outputs()
+        return OutputTerms(*self._eval("output_terms", _FUNC_ARGS["output_terms"], (x, xd, u, p)))
+
+    def output(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
+               p: ArrayLike | None = None) -> Array:
+        """Declared outputs ``y = h(x, ẋ, u)`` (q,) or (N, q), from a generated function of
+        their own (the field ``h`` of `output_terms`, without Jacobians).
+
+        Raises
+        ------
+        ModelError
+            If the model declares no outputs, or an output is not defined at the point.
+        """
+        self._need_outputs()
+        return self._eval("outputs", _FUNC_ARGS["outputs"], (x, xd, u, p))[0]
+
+    def _need_outputs(self) -> None:
+        if not self.outputs:
+            raise ModelError(f"model {self.name!r} declares no outputs; add sensors with "
+                             f"MultibodySystem.add_output(name, expr) before compiling")
 
     def dynamics_terms(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
                        p: ArrayLike | None = None) -> DynamicsTerms:
@@ -1010,6 +1077,7 @@ def _meta(mb: "MultibodySystem", key: str) -> dict:
                                   if any(s in sp.sympify(c.expr).free_symbols for c in mb.nonholonomic)],
             **({"clock": mb.clock.name} if getattr(mb, "clock", None) is not None else {}),
             **({"first_order_states": [z.name for z in _rates(mb)[0]]} if _rates(mb)[1] else {}),
+            **({"output_names": list(mb.outputs)} if getattr(mb, "outputs", ()) else {}),
             "generator": GENERATOR_VERSION}
 
 
@@ -1039,7 +1107,8 @@ class _Derivation:
             eom = self.mb.equations()
             from .derivatives import kernel_specs
 
-            specs, symbols = kernel_specs(eom, _rates(self.mb)[1])
+            specs, symbols = kernel_specs(eom, _rates(self.mb)[1],
+                                          tuple(getattr(self.mb, "output_expressions", ())))
             self._specs = (specs, eom.graph, symbols)
         return self._specs
 
@@ -1118,6 +1187,7 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
 
 
 __all__ = ["CompiledModel", "load_compiled", "LinearizationTerms", "DynamicsTerms", "InputRateTerms", "RateTerms",
+           "OutputTerms",
            "compile_system", "generate_source",
            "generate_c_source",
            "KERNEL_ARGS", "LINEARIZATION_FIELDS"]

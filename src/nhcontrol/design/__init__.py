@@ -19,9 +19,17 @@ Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``refe
   integral action, named fallbacks),
   [`NMPCController`][nhcontrol.design.NMPCController] (real-time iteration / SQP nonlinear MPC
   re-linearizing exactly along the predicted trajectory).
+- [`kalman_filter()`][nhcontrol.design.kalman_filter] — the dual of the finite-horizon LQR: the
+  time-varying Kalman filter of a discrete LTV system with outputs;
+  [`KalmanEstimator`][nhcontrol.design.KalmanEstimator] runs it sample by sample on the deviations.
+- [`ExtendedKalmanFilter`][nhcontrol.design.ExtendedKalmanFilter] — EKF on the constraint
+  manifold with the exact Jacobians of the third procedure (imports ``compiled``/``linearize``
+  for the model's kernels: the one design tool that works on the nonlinear model).
 """
 
 from .controllers import ControlRecord, MPCController, TrackingController, TVLQRController
+from .ekf import ExtendedKalmanFilter
+from .kalman import KalmanEstimator, KalmanFilterResult, kalman_filter
 from .lqr import LQRResult, dlqr, finite_horizon_lqr, lqr
 from .mpc import LTVMPC, MPCStep, window
 from .nmpc import NMPCController
@@ -29,4 +37,5 @@ from .nmpc import NMPCController
 __all__ = [
     "dlqr", "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window",
     "TrackingController", "TVLQRController", "MPCController", "ControlRecord", "NMPCController",
+    "kalman_filter", "KalmanFilterResult", "KalmanEstimator", "ExtendedKalmanFilter",
 ]

@@ -24,6 +24,8 @@ TARGETS: dict[str, tuple[str, str]] = {
     "monte-carlo-ball-plate": ("monte_carlo_ball_plate",
                                "Ball-plate LQR/MPC under mass/radius uncertainty, Monte Carlo (Ch. 8)"),
     "road-vehicles": ("road_vehicles", "Single-track models (road-vehicle review, Table 1); ISO 3888-1 lane change, LTV-MPC"),
+    "output-feedback": ("output_feedback",
+                        "Kalman filters and an EKF on exact linearizations: ball-plate LQG, bicycle EKF"),
 }
 """command-line name -> (module, one-line description)"""
 
