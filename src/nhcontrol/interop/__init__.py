@@ -1,0 +1,19 @@
+"""The doors of nhcontrol: models in, models and controllers out (ARCHITECTURE.md, ``interop``).
+
+* [`sympy_to_casadi()`][nhcontrol.interop.sympy_to_casadi],
+  [`casadi_function()`][nhcontrol.interop.casadi_function]: SymPy expressions as CasADi graphs.
+* [`to_casadi()`][nhcontrol.interop.to_casadi]: a model's minimal-state dynamics
+  ``f(X, u, p) → Ẋ`` and its Jacobians ``A, B`` as ``casadi.Function`` objects, by two routes
+  (the symbolic graph, or the compiled kernels with nhcontrol's exact Jacobian).
+
+Optional dependencies (``casadi``, ``sympy.physics.mechanics``) are imported only when a function
+that needs them is called.
+"""
+
+from __future__ import annotations
+
+from .sympy_casadi import SUPPORTED_FUNCTIONS, casadi_function, require_casadi, sympy_to_casadi
+from .casadi_export import CasadiModel, to_casadi
+
+__all__ = ["sympy_to_casadi", "casadi_function", "require_casadi", "SUPPORTED_FUNCTIONS",
+           "to_casadi", "CasadiModel"]
