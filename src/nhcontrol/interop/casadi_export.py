@@ -246,10 +246,10 @@ def _symbolic_route(ca: Any, system: Any, partition: Any, x_guess: Any, p: Any,
                     newton_tol: float) -> CasadiModel:
     import sympy as sp
 
-    eom = system.equations()
-    constraint_inputs = [s.name for s in eom.u if eom.E_g is not None
-                         and any(e != 0 for e in eom.E_g[:, list(eom.u).index(s)])]
+    constraint_inputs = [s.name for s in system.inputs
+                         if any(s in sp.sympify(c.expr).free_symbols for c in system.nonholonomic)]
     _check_supported(getattr(system, "first_order_states", ()), constraint_inputs, system.name)
+    eom = system.equations()
     n, m, l, k, npar = eom.n, eom.m, eom.l, len(eom.u), len(eom.p)
     c = m + l
     coords = tuple(s.name for s in eom.x)

@@ -131,7 +131,7 @@ def _combine(e: Any, a: list, ca: Any, table: Mapping[str, Callable[..., Any]]) 
         return ca.logic_not(a[0])
     name = type(e).__name__
     fn = table.get(name)
-    if fn is None or not isinstance(e, sp.Function):
+    if fn is None:
         raise InteropError(f"the SymPy operation {name!r} (in {str(e)[:80]}) has no CasADi translation; "
                            f"supported: +, *, **, numbers, relations, And/Or/Not and "
                            f"{', '.join(SUPPORTED_FUNCTIONS)}. Rewrite the expression with these")
@@ -214,8 +214,9 @@ def sympy_to_casadi(exprs: Any, symbols: Mapping[Any, Any], *,
             if e.is_number and not isinstance(e, (sp.Piecewise, sp.Function)) or e.is_Number:
                 memo[e] = _number(e)
                 continue
-            if isinstance(e, (sp.Derivative, sp.Integral)) or (isinstance(e, sp.Function)
-                                                                and type(e).__name__ not in table):
+            if isinstance(e, (sp.Derivative, sp.Integral)) or (
+                    isinstance(e, sp.Function) and not isinstance(e, sp.Piecewise)
+                    and type(e).__name__ not in table):
                 raise InteropError(f"the SymPy operation {type(e).__name__!r} (in {str(e)[:80]}) has no "
                                    f"CasADi translation; supported: {', '.join(SUPPORTED_FUNCTIONS)}")
             if ready:
