@@ -5,6 +5,10 @@
 * [`to_casadi()`][nhcontrol.interop.to_casadi]: a model's minimal-state dynamics
   ``f(X, u, p) → Ẋ`` and its Jacobians ``A, B`` as ``casadi.Function`` objects, by two routes
   (the symbolic graph, or the compiled kernels with nhcontrol's exact Jacobian).
+* [`export_c()`][nhcontrol.interop.export_c] (also `CompiledModel.export_c`, CLI
+  ``nhcontrol export-c``): standalone C99 sources of the model, its minimal-state right-hand
+  side and the one-point third procedure; [`export_lqr_c()`][nhcontrol.interop.export_lqr_c]
+  (also `LQRResult.export_c`): LQR gain tables.
 
 Optional dependencies (``casadi``, ``sympy.physics.mechanics``) are imported only when a function
 that needs them is called.
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 from .sympy_casadi import SUPPORTED_FUNCTIONS, casadi_function, require_casadi, sympy_to_casadi
 from .casadi_export import CasadiModel, to_casadi
+from .c_export import STATUS_CODES, export_c, export_lqr_c
 
 __all__ = ["sympy_to_casadi", "casadi_function", "require_casadi", "SUPPORTED_FUNCTIONS",
-           "to_casadi", "CasadiModel"]
+           "to_casadi", "CasadiModel", "export_c", "export_lqr_c", "STATUS_CODES"]
