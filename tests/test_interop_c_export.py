@@ -203,3 +203,25 @@ int main(void) { double dx[4] = {0.3, -1.0, 2.0, 0.5}, u[2]; long s;
     dx = np.array([0.3, -1.0, 2.0, 0.5])
     want = np.array([res.control(s, dx) for s in range(N)])
     assert _rel(got, want) <= 1e-14
+
+
+def test_cli_export_c(tmp_path, capsys):
+    from nhcontrol.cli import main
+
+    out = tmp_path / "sled"
+    assert main(["export-c", "sleigh", "--out", str(out),
+                 "--partition", "independent=x,psi;admissible_dependent=y;dependent="]) == 0
+    meta = json.loads(capsys.readouterr().out)
+    assert meta["model"] == "chaplygin_sleigh" and meta["states"] == ["x", "psi", "x_d", "psi_d", "y"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(meta["files"])
+    # package.module:function, the module's partition constant by name
+    assert main(["export-c", "nhcontrol.models.sleigh:build", "--out", str(tmp_path / "b"),
+                 "--partition", "PARTITION"]) == 0
+    capsys.readouterr()
+    for argv, msg in ((["export-c", "nope", "--out", str(tmp_path / "c")], "no model 'nope'"),
+                      (["export-c", "benchmark_bicycle", "--out", str(tmp_path / "c")], "give --partition"),
+                      (["export-c", "sleigh", "--out", str(tmp_path / "c"), "--partition", "foo=x"],
+                       "unknown set 'foo'")):
+        with pytest.raises(SystemExit, match="^2$"):
+            main(argv)
+        assert msg in capsys.readouterr().err

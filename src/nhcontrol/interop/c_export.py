@@ -37,7 +37,7 @@ import numpy as np
 
 from .._util.errors import InteropError
 
-__all__ = ["export_c", "export_lqr_c", "STATUS_CODES", "C_FLAGS"]
+__all__ = ["export_c", "export_lqr_c", "STATUS_CODES", "C_FLAGS", "resolve_model", "resolve_partition"]
 
 STATUS_CODES: Mapping[str, int] = {
     "NHC_OK": 0, "NHC_NOT_ADMISSIBLE": 1, "NHC_ILL_CONDITIONED": 2, "NHC_SINGULAR": 4,
@@ -654,3 +654,75 @@ int {name}_control(long step, const double *dx, double *u)
     (out_dir / f"{name}.c").write_text(c, encoding="ascii")
     return {"files": [f"{name}.h", f"{name}.c"], "horizon": N, "nstates": nn, "ninputs": kk,
             "table_bytes": steps * kk * nn * 8}
+
+
+def resolve_model(spec: str, inputs: Any = None) -> tuple[Any, Any]:
+    """The model named on the command line (``nhcontrol export-c MODEL``) and its module.
+
+    ``spec`` is a catalogue name (a module of ``nhcontrol.models`` with a ``build()`` function,
+    e.g. ``benchmark_bicycle``) or ``package.module:function`` (a function without arguments that
+    returns a `MultibodySystem`, a compiled model, or an object with a ``system`` attribute).
+    ``inputs`` (catalogue models) is passed to ``build(inputs=...)``.
+
+    Returns
+    -------
+    (model, module)
+
+    Raises
+    ------
+    InteropError
+        Unknown module or function, or a function that returns something else.
+    """
+    import importlib
+
+    if ":" in spec:
+        modname, func = spec.split(":", 1)
+    else:
+        modname, func = f"nhcontrol.models.{spec}", "build"
+    try:
+        module = importlib.import_module(modname)
+    except ImportError as exc:
+        from .. import models
+
+        known = sorted(n for n in dir(models) if not n.startswith("_") and n[0].islower())
+        raise InteropError(f"no model {spec!r}: {exc}. Give a catalogue name (one of the modules of "
+                           f"nhcontrol.models, e.g. benchmark_bicycle, sleigh) or package.module:function"
+                           + (f"; the catalogue has {known}" if known else "")) from exc
+    fn = getattr(module, func, None)
+    if not callable(fn):
+        raise InteropError(f"{modname} has no function {func!r}")
+    try:
+        model = fn(inputs=tuple(inputs)) if inputs else fn()
+    except TypeError as exc:
+        raise InteropError(f"{modname}.{func}() cannot be called as needed ({exc}); give a function "
+                           f"without required arguments (package.module:function)") from exc
+    return model, module
+
+
+def resolve_partition(spec: str | None, module: Any) -> Any:
+    """The partition of ``--partition``: a name in the model's module (e.g. ``PARTITION_4_172``),
+    or ``independent=a,b;admissible_dependent=c;dependent=d`` (``ai=``/``ad=``/``d=`` too); None
+    takes the module's ``PARTITION`` or its only ``PARTITION*`` constant."""
+    if spec is None:
+        cands = sorted(n for n in dir(module) if n.startswith("PARTITION"))
+        if "PARTITION" in cands:
+            return getattr(module, "PARTITION")
+        if len(cands) == 1:
+            return getattr(module, cands[0])
+        raise InteropError("give --partition: a partition constant of the model's module "
+                           f"({cands or 'none'}) or independent=a,b;admissible_dependent=c;dependent=d")
+    if "=" not in spec:
+        if not hasattr(module, spec):
+            raise InteropError(f"the model's module {module.__name__} has no partition {spec!r}; "
+                               f"it has {sorted(n for n in dir(module) if n.startswith('PARTITION'))}")
+        return getattr(module, spec)
+    keys = {"ai": "independent", "independent": "independent", "ad": "admissible_dependent",
+            "admissible_dependent": "admissible_dependent", "d": "dependent", "dependent": "dependent"}
+    out: dict[str, list[str]] = {"independent": [], "admissible_dependent": [], "dependent": []}
+    for part in filter(None, (p_.strip() for p_ in spec.split(";"))):
+        key, _, names = part.partition("=")
+        if key.strip() not in keys:
+            raise InteropError(f"--partition: unknown set {key.strip()!r}; use independent=, "
+                               f"admissible_dependent=, dependent= (or ai=, ad=, d=)")
+        out[keys[key.strip()]] = [s.strip() for s in names.split(",") if s.strip()]
+    return out
