@@ -12,7 +12,7 @@ The translation is exact: each SymPy operation maps to the CasADi operation of t
 mathematical meaning (``Abs`` → ``fabs``, ``atan2`` → ``atan2``, ``Piecewise`` → nested
 ``if_else``, ``Mod(a, b)`` → ``a − b floor(a/b)`` with SymPy's sign convention); numbers are
 rounded once to double precision. An operation without a translation raises
-[`InteropError`][nhcontrol._util.errors.InteropError] naming it. CasADi is imported only when a
+`InteropError` (`nhcontrol._util.errors`) naming it. CasADi is imported only when a
 function here is called (optional dependency, extra ``casadi``).
 """
 

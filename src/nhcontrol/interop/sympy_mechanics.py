@@ -23,7 +23,7 @@ Anything without a translation — a body of another type, a load that is neithe
 point nor a torque on a frame, an actuator without ``to_loads()``, a point whose position from
 the origin is not defined, a time-dependent symbol that is neither a coordinate, a speed nor
 a declared input, a parameter without a value — raises
-[`InteropError`][nhcontrol._util.errors.InteropError] naming it.
+`InteropError` (`nhcontrol._util.errors`) naming it.
 """
 
 from __future__ import annotations
