@@ -178,7 +178,38 @@ def build_parser() -> argparse.ArgumentParser:
                     help="where the runs go (default: dask with --address, else processes "
                          "for 32 runs or more, else serial)")
     sub.add_parser("targets", help="list the reproduce targets")
+    exp = sub.add_parser(
+        "export-c", help="write standalone C99 sources of a model and its linearization",
+        description="Write C99 sources (no Python dependency) of MODEL: its kernels, the minimal-state "
+                    "right-hand side and the one-point third procedure with its checks, a Makefile "
+                    "and nhc_check.c (JSON point on stdin -> A, B on stdout). See "
+                    "nhcontrol.interop.export_c.")
+    exp.add_argument("model", metavar="MODEL",
+                     help="a catalogue name (benchmark_bicycle, sleigh, ...) or package.module:function")
+    exp.add_argument("--out", type=Path, required=True, help="output folder (created)")
+    exp.add_argument("--partition", default=None,
+                     help="a partition constant of the model's module (e.g. PARTITION_4_172) or "
+                          "'independent=a,b;admissible_dependent=c;dependent=d'")
+    exp.add_argument("--inputs", default=None,
+                     help="comma-separated actuators for a catalogue model's build(inputs=...)")
     return parser
+
+
+def _export_c(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from ._util.errors import NhcontrolError
+    from .interop.c_export import export_c, resolve_model, resolve_partition
+
+    try:
+        inputs = [s.strip() for s in args.inputs.split(",") if s.strip()] if args.inputs else None
+        model, module = resolve_model(args.model, inputs)
+        meta = export_c(model, args.out, resolve_partition(args.partition, module))
+    except NhcontrolError as exc:
+        parser.exit(2, f"nhcontrol export-c: {exc}\n")
+    print(json.dumps({k: meta[k] for k in ("model", "n", "m", "l", "k", "ns", "states", "work_doubles",
+                                           "memory_bytes", "files")}, indent=1))
+    print(f"Build and check with: make -C {args.out} && echo '{{\"x\": [...], ...}}' | {args.out}/nhc_check",
+          file=sys.stderr)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -191,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, (_, desc) in TARGETS.items():
             print(f"{name:20s} {desc}")
         return 0
+    if args.command == "export-c":
+        return _export_c(parser, args)
     from ._util.log import enable_console_logging
 
     enable_console_logging(int(args.verbose) + int(getattr(args, "verbose_sub", 0)))

@@ -57,6 +57,12 @@ class SimulationInputError(SolverError, ValueError):
     caller's input, not the integrator, that is wrong)."""
 
 
+class InteropError(NhcontrolError, ValueError):
+    """A model or controller cannot cross the interop door (nhcontrol.interop): an expression, a
+    feature of a foreign model or an optional dependency that cannot be translated (the message
+    names it and says what to do)."""
+
+
 class CacheError(NhcontrolError, OSError):
     """The on-disk kernel cache could not be read or written."""
 
@@ -113,4 +119,5 @@ __all__ = [
     "CacheError",
     "CacheIntegrityError",
     "CacheLockTimeout",
+    "InteropError",
 ]

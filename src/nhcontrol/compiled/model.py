@@ -795,6 +795,29 @@ class CompiledModel:
 
         return Linearizer(self, partition, p=p, check=check, cond_max=cond_max, tol=tol)
 
+    def export_c(self, directory: "str | Path", partition: Any, *, system: Any = None) -> dict:
+        """Write standalone C99 sources of this model and its one-point third procedure.
+
+        See [`nhcontrol.interop.export_c()`][nhcontrol.interop.export_c] (the model's kernels,
+        ``nhc_linearize`` (Steps 1-7 with the admissibility and conditioning checks as return
+        codes), ``nhc_rhs``, a ``Makefile`` and ``nhc_check.c``).
+
+        Parameters
+        ----------
+        directory : path-like
+        partition : Partition or mapping
+        system : MultibodySystem, optional
+            The symbolic model, needed when this model was not compiled in this process.
+
+        Returns
+        -------
+        dict
+            The export's metadata (sizes, names, ``memory_bytes``).
+        """
+        from ..interop.c_export import export_c
+
+        return export_c(self, directory, partition, system=system)
+
     def kernel_source(self) -> str:
         """The generated Python kernel module's source text (what the cache key stands for)."""
         src = getattr(self._mod, "__nhcontrol_source__", None)
@@ -839,6 +862,26 @@ def _register(cm: CompiledModel) -> CompiledModel:
             return have
         _REGISTRY[cm.model_hash] = cm
         return cm
+
+
+_SYSTEMS: "dict[str, MultibodySystem]" = {}
+_SYSTEMS_MAX = 16
+
+
+def _remember_system(key: str, mb: "MultibodySystem") -> None:
+    """Keep the symbolic model of a compiled key (the last `_SYSTEMS_MAX`), for the exports of
+    ``nhcontrol.interop`` that print its expressions (`CompiledModel.export_c`)."""
+    with _REGISTRY_LOCK:
+        _SYSTEMS.pop(key, None)
+        _SYSTEMS[key] = mb
+        while len(_SYSTEMS) > _SYSTEMS_MAX:
+            _SYSTEMS.pop(next(iter(_SYSTEMS)))
+
+
+def _system_for(cm: CompiledModel) -> "MultibodySystem | None":
+    """The symbolic model ``cm`` was compiled from in this process, or None."""
+    with _REGISTRY_LOCK:
+        return _SYSTEMS.get(cm.model_hash)
 
 
 def _registered(cm: CompiledModel) -> CompiledModel:
@@ -1172,6 +1215,7 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
     path = _cache.cache_path(key, cache_dir) if cache else None
 
     derived = _Derivation(mb)
+    _remember_system(key, mb)
 
     def c_units() -> list[str]:
         return generate_c_source(mb, key, derived)
