@@ -104,7 +104,7 @@ class LaneChangeSettings:
         Integration tolerances of the nonlinear model.
     """
 
-    V: float = 20.0
+    V: float = lc.SPEED
     dt: float = 0.05
     horizon: int = 20
     steer_max_deg: float = 8.0

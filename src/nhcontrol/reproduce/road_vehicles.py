@@ -1,5 +1,6 @@
 """``nhcontrol reproduce road-vehicles``: single-track models of the road-vehicle review and an
-ISO 3888-1 double lane change at 20 m/s tracked by LTV-MPC on the nonlinear model.
+ISO 3888-1 double lane change at 15 m/s (peak lateral acceleration 3.9 m/s²) tracked by LTV-MPC
+and LQR on the nonlinear model.
 
 Arranges library calls:
 
@@ -36,6 +37,7 @@ import numpy as np
 
 from ..lane_change_control import (LaneChangeSettings, LaneChangeSetup, assigned_steering_setup,
                                    closed_loop, closed_loop_assigned, lane_change_setup)
+from ..models import lane_change as lc
 from ..models import single_track as st
 
 __all__ = ["run", "summary", "QUICK"]
@@ -56,6 +58,24 @@ def _models(quick: bool) -> dict[str, Any]:
     return {"models": table, "appell_vs_newton_euler": diffs,
             "appell_vs_newton_euler_max_diff": float(max(diffs.values())),
             "kinematic_turning_radius_rel_error": st.kinematic_turn_error(mdl=models["kinematic"])}
+
+
+def _track(s: LaneChangeSetup) -> dict[str, Any]:
+    """Geometry of the ISO 3888-1 track and of the reference path (JSON)."""
+    tr = lc.ISO_TRACK
+    path = lc.iso_3888_1_path()
+    return {"standard": "ISO 3888-1 (double lane change)",
+            "section_lengths_m": list(lc.ISO_3888_1_SECTIONS),
+            "vehicle_width_m": tr.vehicle_width,
+            "lane_widths_m": {"lane_1": tr.widths[0], "lane_3": tr.widths[1],
+                              "lane_5_6": tr.widths[2]},
+            "lane_offset_m": tr.offset,
+            "lane_centre_offset_m": tr.centre_offset,
+            "lanes": [{"x_begin_m": a, "x_end_m": b, "y_centre_m": y, "width_m": w}
+                      for a, b, y, w in tr.lanes],
+            "transitions": [{"x_start_m": a, "length_m": ell, "lateral_change_m": h}
+                            for a, ell, h in zip(path.starts, path.lengths, path.heights)],
+            "transition_shape": "degree-9 smoothstep (curvature and its first two rates continuous)"}
 
 
 def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
@@ -94,11 +114,16 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         "peak_steer_deg": float(np.degrees(np.max(np.abs(xr[:, 3])))),
         "peak_steer_rate_deg_s": float(np.degrees(np.max(np.abs(xdr[:, 3])))),
         "peak_yaw_rate_deg_s": float(np.degrees(np.max(np.abs(xdr[:, 2])))),
-        "peak_lateral_acceleration_m_s2": float(np.max(np.abs(st_.V * xdr[:, 2]))),
+        "peak_lateral_acceleration_m_s2": float(np.max(np.abs(lc.lateral_acceleration(s.ref, tr)))),
         "peak_F_R_N": float(np.max(np.abs(ur[:, 0]))),
         "peak_T_Nm": float(np.max(np.abs(ur[:, 2]))),
         "max_residual": float(s.ref.check(s.cm, tr[::10]).max_dynamics),
     }
+    p = dict(zip(s.cm.parameters, s.cm.param_vector()))
+    tc = np.linspace(0.0, st_.t_final, 4001)
+    result["reference"]["cone_clearance_m"] = lc.cone_clearance(s.ref.x(tc), p["a"], p["b"])
+    result["speed_m_s"] = float(st_.V)
+    result["track"] = _track(s)
     settings = asdict(st_)
     settings["backoff"] = list(st_.backoff)
     settings["t_final"] = st_.t_final
@@ -112,6 +137,9 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         result["figures"] = _figures(Path(out), s, loops)
     return result
 
+
+_OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
+"""Colour-blind-safe colours (Okabe & Ito) of the closed loops, in the order of `_LOOP_LABELS`."""
 
 _LOOP_LABELS = (("mpc", "LTV-MPC"), ("lqr", "finite-horizon LQR"),
                 ("assigned", "LTV-MPC, assigned steering"),
@@ -129,11 +157,13 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     names: list[str] = []
     t = loops["mpc"]["arrays"]["t"]
     xr = s.ref.x(t)
-    fig, ax = new_figure(title=f"Double lane change at {st_.V:g} m/s: path of G")
+    fig, ax = new_figure(title=f"ISO 3888-1 double lane change at {st_.V:g} m/s: path of G")
+    cx, cy = lc.ISO_TRACK.cones()
+    ax.plot(cx, cy, ls="none", marker="^", ms=4, color="#D55E00", label="cones (ISO 3888-1)")
     ax.plot(xr[:, 0], xr[:, 1], "k--", lw=1.0, label="reference (flatness)")
-    for kind, lab in _LOOP_LABELS:
+    for (kind, lab), col in zip(_LOOP_LABELS, _OKABE_ITO):
         a = loops[kind]["arrays"]
-        ax.plot(a["x"][:, 0], a["x"][:, 1], label=lab)
+        ax.plot(a["x"][:, 0], a["x"][:, 1], color=col, label=lab)
     ax.set_xlabel("x [m]")
     ax.set_ylabel("y [m]")
     ax.legend(fontsize=8)
@@ -142,9 +172,9 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     plt.close(fig)
 
     fig, ax = new_figure(title="Lateral deviation of G from the reference")
-    for kind, lab in _LOOP_LABELS:
+    for (kind, lab), col in zip(_LOOP_LABELS, _OKABE_ITO):
         a = loops[kind]["arrays"]
-        ax.plot(a["t"], 100 * a["e"], label=lab)
+        ax.plot(a["t"], 100 * a["e"], color=col, label=lab)
     ax.axhline(15.0, color="0.5", lw=0.8, ls=":", label="target ±15 cm")
     ax.axhline(-15.0, color="0.5", lw=0.8, ls=":")
     ax.set_xlabel("t [s]")
@@ -158,18 +188,18 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     tr = np.linspace(0.0, st_.t_final, 501)
     axs[0].plot(tr, np.degrees(s.ref.x(tr)[:, 3]), "k--", lw=1.0, label="reference")
     axs[1].plot(tr, np.degrees(s.ref.xd(tr)[:, 3]), "k--", lw=1.0, label="reference")
-    for kind, lab in (("mpc", "LTV-MPC"), ("lqr", "finite-horizon LQR")):
+    for (kind, lab), col in zip(_LOOP_LABELS[:2], _OKABE_ITO):
         a = loops[kind]["arrays"]
-        axs[0].plot(a["t"], np.degrees(a["x"][:, 3]), label=lab)
-        axs[1].plot(a["t"], np.degrees(a["xd"][:, 3]), label=lab)
-        axs[2].step(a["t_u"], a["u"][:, 2], where="post", label=f"T, {lab}")
-    for kind, lab in _LOOP_LABELS[2:]:
+        axs[0].plot(a["t"], np.degrees(a["x"][:, 3]), color=col, label=lab)
+        axs[1].plot(a["t"], np.degrees(a["xd"][:, 3]), color=col, label=lab)
+        axs[2].step(a["t_u"], a["u"][:, 2], where="post", color=col, label=f"T, {lab}")
+    for (kind, lab), col in zip(_LOOP_LABELS[2:], _OKABE_ITO[2:]):
         a = loops[kind]["arrays"]
-        axs[0].plot(a["t"], np.degrees(a["gamma"]), label=lab)
-        axs[1].plot(a["t"], np.degrees(a["gamma_d"]), label=lab)
+        axs[0].plot(a["t"], np.degrees(a["gamma"]), color=col, label=lab)
+        axs[1].plot(a["t"], np.degrees(a["gamma_d"]), color=col, label=lab)
     for ax, lim in ((axs[0], st_.steer_max_deg), (axs[1], st_.steer_rate_max_deg_s)):
-        ax.axhline(lim, color="r", lw=0.8, ls=":", label="limit")
-        ax.axhline(-lim, color="r", lw=0.8, ls=":")
+        ax.axhline(lim, color="0.3", lw=0.8, ls=":", label="limit")
+        ax.axhline(-lim, color="0.3", lw=0.8, ls=":")
     axs[0].set_ylabel("γ [deg]")
     axs[1].set_ylabel("γ̇ [deg/s]")
     axs[2].set_ylabel("steering torque T [N m]")
@@ -196,7 +226,8 @@ def summary(result: dict[str, Any]) -> str:
     s = result["settings"]
     lines.append(f"ISO 3888-1 double lane change at {s['V']:g} m/s: reference peaks γ = "
                  f"{r['peak_steer_deg']:.2f}°, γ̇ = {r['peak_steer_rate_deg_s']:.1f}°/s, lateral "
-                 f"acceleration {r['peak_lateral_acceleration_m_s2']:.1f} m/s²; limits |γ| ≤ "
+                 f"acceleration {r['peak_lateral_acceleration_m_s2']:.2f} m/s², cone clearance "
+                 f"{100 * r['cone_clearance_m']:.1f} cm; limits |γ| ≤ "
                  f"{s['steer_max_deg']:g}°, |γ̇| ≤ {s['steer_rate_max_deg_s']:g}°/s")
     for key, lab in (("lane_change", "LTV-MPC (N = %d)" % s["horizon"]),
                      ("lane_change_lqr", "finite-horizon LQR"),
