@@ -244,7 +244,10 @@ def test_reproduce_quick(tmp_path):
     lane-change targets (timings are reported, not asserted)."""
     from nhcontrol.reproduce import road_vehicles as rv
 
-    res = rv.run(out=tmp_path, quick=True)
+    from nhcontrol.reference import FrictionLimitWarning
+
+    with pytest.warns(FrictionLimitWarning, match="lane_change_assigned_steering needs 1.4"):
+        res = rv.run(out=tmp_path, quick=True)
     json.dumps(res)
     assert res["models"]["kinematic"]["dof"] == 1.5 and res["models"]["force_torque"]["dof"] == 3.0
     assert {m["first_order_odes"] for m in res["models"].values()} == {3, 4, 5, 6, 7, 8}
@@ -284,9 +287,23 @@ def test_reproduce_quick(tmp_path):
     alqr = res["lane_change_assigned_steering_lqr"]
     assert set(alqr) == set(lqr)
     assert alqr["max_lateral_error_m"] <= 0.0501 and alqr["max_lateral_error_after_1s_m"] <= 0.01
+    # friction (μ = 0.9, static load split): the reference uses 47 % (a_y / (μ g) = 0.44 plus
+    # the front skate's share of the yaw acceleration); the torque-steered loops 62 %; the
+    # assigned-steering loops correct the 5 cm offset in their first sample at the 40°/s rate
+    # limit, whose yaw acceleration needs 1.44-1.50 μN at the front skate: flagged
+    assert s["mu"] == 0.9
+    assert 0.44 < r["peak_friction_utilisation"] < 0.5 and r["friction"]["peak_wheel"] == "front"
+    assert r["peak_friction_utilisation"] == r["friction"]["peak_friction_utilisation"]
+    for b in (mpc, lqr):
+        assert r["peak_friction_utilisation"] < b["peak_friction_utilisation"] < 0.7
+    for b in (asg, alqr):
+        assert 1.3 < b["peak_friction_utilisation"] < 1.6
+    assert res["friction_warnings"] == ["lane_change_assigned_steering",
+                                        "lane_change_assigned_steering_lqr"]
     assert sorted(res["figures"]) == sorted(["road_vehicles_path.png",
                                              "road_vehicles_lateral_error.png",
-                                             "road_vehicles_inputs.png"])
+                                             "road_vehicles_inputs.png",
+                                             "road_vehicles_friction.png"])
     assert "LTV-MPC" in rv.summary(res)
 
 

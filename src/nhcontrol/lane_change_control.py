@@ -46,7 +46,7 @@ from nhcontrol._util.errors import DesignError
 from nhcontrol.compiled import CompiledModel
 from nhcontrol.design import LTVMPC, finite_horizon_lqr
 from nhcontrol.linearize import LinearizationResult, Partition, linearize
-from nhcontrol.reference import Reference
+from nhcontrol.reference import Reference, friction_utilisation
 from nhcontrol.models import lane_change as lc
 from nhcontrol.models import single_track as st
 from nhcontrol.simulate import closed_loop_piecewise_linear, forward_dynamics
@@ -100,6 +100,8 @@ class LaneChangeSettings:
         Parameters of the simulated vehicle that differ from the controller's model.
     y_offset : float
         Initial lateral offset of the vehicle [m].
+    mu : float
+        Tyre-road friction coefficient of the friction-utilisation check (0.9: dry asphalt).
     rtol, atol : float
         Integration tolerances of the nonlinear model.
     """
@@ -115,6 +117,7 @@ class LaneChangeSettings:
     plant: dict = field(default_factory=lambda: {"m": 1.2 * st.DEFAULTS["m"],
                                                  "J": 1.2 * st.DEFAULTS["J"], "a": 1.2, "b": 1.48})
     y_offset: float = 0.05
+    mu: float = 0.9
     rtol: float = 1e-8
     atol: float = 1e-10
 
@@ -250,8 +253,12 @@ def closed_loop(s: LaneChangeSetup, kind: Literal["mpc", "lqr"] = "mpc", *, poin
         ``peak_steer_rate_deg_s`` (of the simulated motion at the ``points`` samples),
         ``median_step_s``, ``max_step_s``, ``median_step_cpu_s`` (one ``LTVMPC.step`` or LQR
         gain product, wall clock and ``time.process_time``; the CPU time is less sensitive to
-        other processes on a shared machine), ``steps``, ``bounds_respected`` and, for the MPC,
-        ``statuses``; ``arrays``: ``t``, ``x``, ``xd``, ``e``, ``t_u``, ``u`` (the held inputs).
+        other processes on a shared machine), ``steps``, ``bounds_respected``,
+        ``peak_friction_utilisation`` (largest ``|F| / (μ N)`` of the skates' lateral forces, the
+        multipliers of the simulation, over the static load split of the plant,
+        [`friction_utilisation`][nhcontrol.reference.friction_utilisation]) and, for the MPC,
+        ``statuses``; ``arrays``: ``t``, ``x``, ``xd``, ``e``, ``t_u``, ``u`` (the held inputs),
+        ``friction`` (utilisation (M, 2) of the rear and front skates).
 
     Raises
     ------
@@ -282,8 +289,11 @@ def closed_loop(s: LaneChangeSetup, kind: Literal["mpc", "lqr"] = "mpc", *, poin
     e = lc.lateral_error(s.ref, t, sim.x)
     gam, gamd = np.asarray(sim.x)[:, 3], np.asarray(sim.xd)[:, 3]
     out = lane_change_numbers(st_, t, e, gam, gamd, times, cpu, statuses if kind == "mpc" else None)
+    fu = friction_utilisation(s.cm, sim, st_.mu, st.static_axle_loads(s.cm, st_.plant))
+    out["peak_friction_utilisation"] = fu.peak
     arrays = {"t": t, "x": np.asarray(sim.x), "xd": np.asarray(sim.xd), "e": e,
-              "t_u": np.asarray(sim.control_times), "u": np.asarray(sim.control_inputs)}
+              "t_u": np.asarray(sim.control_times), "u": np.asarray(sim.control_inputs),
+              "friction": fu.utilisation}
     return {"numbers": out, "arrays": arrays}
 
 
@@ -448,9 +458,11 @@ def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] =
         ``max_lateral_error_after_1s_m`` (lateral deviation of ``G``,
         [`lateral_error`][nhcontrol.models.lane_change.lateral_error]), ``peak_steer_deg``,
         ``peak_steer_rate_deg_s`` (of the applied ramps), ``median_step_s``, ``max_step_s``,
-        ``median_step_cpu_s`` (one controller evaluation), ``steps``, ``bounds_respected`` and,
-        for the MPC, ``statuses``; ``arrays``: ``t``, ``x``, ``xd``, ``e``, ``gamma``,
-        ``gamma_d``, ``t_u``, ``u`` (the plant's inputs at the samples).
+        ``median_step_cpu_s`` (one controller evaluation), ``steps``, ``bounds_respected``,
+        ``peak_friction_utilisation`` (multipliers solved along the loop on the plant, static
+        load split of the plant) and, for the MPC, ``statuses``; ``arrays``: ``t``, ``x``,
+        ``xd``, ``e``, ``gamma``, ``gamma_d``, ``t_u``, ``u`` (the plant's inputs at the
+        samples), ``friction`` (utilisation (M, 2) of the rear and front skates).
 
     Raises
     ------
@@ -475,6 +487,9 @@ def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] =
     gam_t, gamd_t = loop.u[:, ig], loop.ud[:, ig]
     out = lane_change_numbers(st_, loop.t, e, gam_t, gamd_t, times, cpu,
                               statuses if kind == "mpc" else None)
+    fu = friction_utilisation(s.cm, loop, st_.mu, st.static_axle_loads(s.cm, st_.plant),
+                              p=st_.plant)
+    out["peak_friction_utilisation"] = fu.peak
     arrays = {"t": loop.t, "x": loop.x, "xd": loop.xd, "e": e, "gamma": gam_t,
-              "gamma_d": gamd_t, "t_u": loop.t_u, "u": loop.u_k}
+              "gamma_d": gamd_t, "t_u": loop.t_u, "u": loop.u_k, "friction": fu.utilisation}
     return {"numbers": out, "arrays": arrays}

@@ -67,7 +67,11 @@ from nhcontrol.modeling.appell import AppellEquations, appell_equations
 __all__ = [
     "build", "DEFAULTS", "WHEEL_DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "kinematic_steady_turn",
     "appell_vs_newton_euler", "newton_euler_wdot", "kinematic_turn_error", "APPELL_CHECKS",
+    "static_axle_loads", "GRAVITY",
 ]
+
+GRAVITY: float = 9.81
+"""Gravitational acceleration [m/s²] of the static load split."""
 
 Variant = Literal["kinematic", "force", "torque", "force_torque", "rigid_kinematic", "rigid_force",
                   "rigid_torque", "rigid_force_torque"]
@@ -250,6 +254,40 @@ def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
         xdot += [u1 / r_w, u1 / (r_w * sp.cos(gam))]
     ae = appell_equations(mb, xdot, w, input_rates=None if rate is None else {gam: rate})
     return SingleTrackModel(variant=variant, system=mb, appell=ae)
+
+
+def static_axle_loads(cm: object, p: Mapping[str, float] | None = None,
+                      g: float = GRAVITY) -> dict[str, float]:
+    """Static load split of a single-track model: normal loads ``{"rear": N_r, "front": N_f}`` [N].
+
+    The chassis mass ``m`` at ``G`` loads the axles as ``m g a / L`` (rear) and ``m g b / L``
+    (front), ``L = a + b``; the front skate's mass ``m_F`` (torque-steered variants) loads the
+    front axle, the wheels' ``m_w`` (rigid-wheel variants) their own axle. Flat road, no load
+    transfer (the single-track models have no vertical dynamics and no height of ``G``).
+
+    Parameters
+    ----------
+    cm : CompiledModel
+        A compiled single-track model (parameters ``m, a, b`` and, where present, ``m_F``,
+        ``m_w``).
+    p : mapping, optional
+        Parameters that differ from the model's defaults (e.g. the plant of a closed loop).
+    """
+    vals = dict(zip(cm.parameters, np.asarray(cm.param_vector(), dtype=float)))
+    unknown = sorted(set(p or {}) - set(vals))
+    if unknown:
+        raise ModelError(f"static_axle_loads: unknown parameters {unknown}; the model has "
+                         f"{sorted(vals)}")
+    vals.update(p or {})
+    if not {"m", "a", "b"} <= set(vals):
+        raise ModelError(f"static_axle_loads needs a single-track model (parameters m, a, b), got "
+                         f"parameters {sorted(vals)}")
+    m, a, b = vals["m"], vals["a"], vals["b"]
+    L = a + b
+    steered = "gamma" in tuple(cm.coordinates)
+    rear = g * (m * a / L + vals.get("m_w", 0.0))
+    front = g * (m * b / L + vals.get("m_w", 0.0) + (vals.get("m_F", 0.0) if steered else 0.0))
+    return {"rear": float(rear), "front": float(front)}
 
 
 def kinematic_steady_turn(V: float, gamma: float, a: float = DEFAULTS["a"],

@@ -29,6 +29,7 @@ Derivations and choices: ``docs/theory/road_vehicles.md``; guide: ``docs/guide/r
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ import numpy as np
 from ..lane_change_control import (LaneChangeSettings, LaneChangeSetup, assigned_steering_setup,
                                    closed_loop, closed_loop_assigned, lane_change_setup)
 from ..models import lane_change as lc
+from ..reference import FrictionLimitWarning, friction_utilisation
 from ..models import single_track as st
 
 __all__ = ["run", "summary", "QUICK"]
@@ -78,6 +80,21 @@ def _track(s: LaneChangeSetup) -> dict[str, Any]:
             "transition_shape": "degree-9 smoothstep (curvature and its first two rates continuous)"}
 
 
+_RUNS = ("reference", "lane_change", "lane_change_lqr", "lane_change_assigned_steering",
+         "lane_change_assigned_steering_lqr")
+
+
+def _warn_friction(result: dict[str, Any]) -> None:
+    """Warn (`FrictionLimitWarning`) and list in ``friction_warnings`` every run whose peak
+    friction utilisation exceeds 1: the no-slip wheel model is then outside its validity."""
+    over = [k for k in _RUNS if k in result and result[k]["peak_friction_utilisation"] > 1.0]
+    result["friction_warnings"] = over
+    for k in over:
+        warnings.warn(f"road-vehicles: {k} needs {result[k]['peak_friction_utilisation']:.2f} times "
+                      f"the friction available (mu = {result['settings']['mu']:g}): the no-slip wheel model is outside its validity", FrictionLimitWarning,
+                      stacklevel=2)
+
+
 def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     """Headline numbers (JSON-serialisable); with ``out`` also the figures.
 
@@ -92,8 +109,12 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         ``median_step_s``, ...), ``lane_change_assigned_steering`` (the same numbers for the
         MPC on the ``force`` skate with ``γ`` assigned, ``γ̇`` its input),
         ``lane_change_assigned_steering_lqr`` (the finite-horizon LQR with the same weights, no
-        bounds), ``reference``
-        (peaks of the reference) and ``settings`` (``assigned_steering``: the weights of both
+        bounds), every run with its ``peak_friction_utilisation`` (skates' lateral forces from the
+        multipliers over μ times the static load split, μ = ``settings.mu``), ``reference``
+        (peaks of the reference, its ``cone_clearance_m``, ``peak_friction_utilisation`` and
+        ``friction`` per wheel), ``speed_m_s``, ``track`` (ISO 3888-1 geometry and the path's
+        transitions), ``friction_warnings`` (runs above 1; each also warns with
+        `FrictionLimitWarning`) and ``settings`` (``assigned_steering``: the weights of both
         controllers, the MPC's margins, states and inputs).
     """
     st_ = QUICK if quick else LaneChangeSettings()
@@ -124,6 +145,10 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     result["reference"]["cone_clearance_m"] = lc.cone_clearance(s.ref.x(tc), p["a"], p["b"])
     result["speed_m_s"] = float(st_.V)
     result["track"] = _track(s)
+    fu_ref = friction_utilisation(s.cm, s.ref, st_.mu, st.static_axle_loads(s.cm), t=tr)
+    result["reference"]["peak_friction_utilisation"] = fu_ref.peak
+    result["reference"]["friction"] = fu_ref.summary()
+    loops["reference_friction"] = fu_ref
     settings = asdict(st_)
     settings["backoff"] = list(st_.backoff)
     settings["t_final"] = st_.t_final
@@ -132,6 +157,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
                                      "backoff": list(sa.ast.backoff), "states": list(sa.states),
                                      "inputs": ["F_R", "gamma_dot"]}
     result["settings"] = settings
+    _warn_friction(result)
     result["timing_s"] = float(time.perf_counter() - t_start)
     if out is not None:
         result["figures"] = _figures(Path(out), s, loops)
@@ -209,6 +235,25 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_inputs")).name)
     plt.close(fig)
+
+    fu = loops["reference_friction"]
+    fig, ax = new_figure(title=f"Friction utilisation |F|/(μN) of the skates, μ = {fu.mu:g}")
+    ax.plot(fu.t, fu.utilisation[:, 0], "k--", lw=1.0, label="reference, rear")
+    ax.plot(fu.t, fu.utilisation[:, 1], "k-", lw=1.0, label="reference, front")
+    for (kind, lab), col in zip(_LOOP_LABELS, _OKABE_ITO):
+        a = loops[kind]["arrays"]
+        ax.plot(a["t"], np.max(a["friction"], axis=1), color=col, lw=0.9,
+                label=f"{lab} (larger of the two)")
+    ax.axhline(1.0, color="0.3", lw=0.8, ls=":", label="friction limit")
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("friction utilisation |F|/(μN) [-]")
+    ax.set_ylim(0.0, max(1.1, 1.05 * max(float(np.max(loops[k]["arrays"]["friction"]))
+                                          for k, _ in _LOOP_LABELS)))
+    ax.legend(fontsize=7)
+    cite(fig, "road_review", extra=extra + "; lateral skate forces = constraint multipliers, "
+                                          "normal loads = static load split")
+    names.append(Path(savefig(fig, out, "road_vehicles_friction")).name)
+    plt.close(fig)
     return names
 
 
@@ -227,7 +272,8 @@ def summary(result: dict[str, Any]) -> str:
     lines.append(f"ISO 3888-1 double lane change at {s['V']:g} m/s: reference peaks γ = "
                  f"{r['peak_steer_deg']:.2f}°, γ̇ = {r['peak_steer_rate_deg_s']:.1f}°/s, lateral "
                  f"acceleration {r['peak_lateral_acceleration_m_s2']:.2f} m/s², cone clearance "
-                 f"{100 * r['cone_clearance_m']:.1f} cm; limits |γ| ≤ "
+                 f"{100 * r['cone_clearance_m']:.1f} cm, friction utilisation "
+                 f"{r['peak_friction_utilisation']:.2f} (μ = {s['mu']:g}); limits |γ| ≤ "
                  f"{s['steer_max_deg']:g}°, |γ̇| ≤ {s['steer_rate_max_deg_s']:g}°/s")
     for key, lab in (("lane_change", "LTV-MPC (N = %d)" % s["horizon"]),
                      ("lane_change_lqr", "finite-horizon LQR"),
@@ -237,6 +283,7 @@ def summary(result: dict[str, Any]) -> str:
         lines.append(f"  {lab:20s} max |e| = {100 * b['max_lateral_error_m']:.1f} cm (after 1 s "
                      f"{100 * b['max_lateral_error_after_1s_m']:.1f} cm), rms {100 * b['rms_lateral_error_m']:.1f}"
                      f" cm, peak γ = {b['peak_steer_deg']:.2f}°, γ̇ = {b['peak_steer_rate_deg_s']:.1f}°/s"
-                     f" (bounds {'respected' if b['bounds_respected'] else 'VIOLATED'}), median step "
+                     f" (bounds {'respected' if b['bounds_respected'] else 'VIOLATED'}), friction "
+                     f"utilisation {b['peak_friction_utilisation']:.2f}, median step "
                      f"{1e3 * b['median_step_s']:.2f} ms (CPU {1e3 * b['median_step_cpu_s']:.2f} ms)")
     return "\n".join(lines)
