@@ -303,7 +303,13 @@ def test_reproduce_quick(tmp_path):
     assert sorted(res["figures"]) == sorted(["road_vehicles_path.png",
                                              "road_vehicles_lateral_error.png",
                                              "road_vehicles_inputs.png",
-                                             "road_vehicles_friction.png"])
+                                             "road_vehicles_friction.png",
+                                             "road_vehicles_tyre_convergence.png"])
+    # tyre plant: open-loop deviation from the skate model ∝ 1/C_α (fitted slope -0.976);
+    # the closed loops on the tyre plant run without --quick (tests/test_tyre_plant.py, slow)
+    ty = res["tyre_plant"]
+    assert -1.0 < ty["convergence_slope"] < -0.95
+    assert ty["convergence"]["stiffness_N_rad"][0] == 4e4 and "x1" not in ty
     assert "LTV-MPC" in rv.summary(res)
 
 

@@ -36,8 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from ..lane_change_control import (LaneChangeSettings, LaneChangeSetup, assigned_steering_setup,
-                                   closed_loop, closed_loop_assigned, lane_change_setup)
+from ..lane_change_control import (TYRE_CONTROLLERS, LaneChangeSettings, LaneChangeSetup,
+                                   assigned_steering_setup, closed_loop, closed_loop_assigned,
+                                   lane_change_setup, tyre_convergence, tyre_plant_runs)
 from ..models import lane_change as lc
 from ..reference import FrictionLimitWarning, friction_utilisation
 from ..models import single_track as st
@@ -114,7 +115,13 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         (peaks of the reference, its ``cone_clearance_m``, ``peak_friction_utilisation`` and
         ``friction`` per wheel), ``speed_m_s``, ``track`` (ISO 3888-1 geometry and the path's
         transitions), ``friction_warnings`` (runs above 1; each also warns with
-        `FrictionLimitWarning`) and ``settings`` (``assigned_steering``: the weights of both
+        `FrictionLimitWarning`), ``tyre_plant`` (``convergence_slope`` of the open-loop
+        deviation of the tyre plant from the skate model vs cornering stiffness and the
+        ``convergence`` data; without ``quick`` also ``x1`` and ``x1.5``: the four controllers
+        designed on the skate models closed on the magic-formula tyre plant at 80 kN/rad per
+        axle, at the lane change's speed and at √1.5 times it, each with
+        ``max_lateral_error_m``, ``peak_slip_angle_deg``, ``bounds_respected``, ...) and
+        ``settings`` (``assigned_steering``: the weights of both
         controllers, the MPC's margins, states and inputs).
     """
     st_ = QUICK if quick else LaneChangeSettings()
@@ -158,6 +165,17 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
                                      "inputs": ["F_R", "gamma_dot"]}
     result["settings"] = settings
     _warn_friction(result)
+    conv = tyre_convergence()
+    tyre: dict[str, Any] = {"convergence_slope": conv["convergence_slope"],
+                            "convergence": {k: v for k, v in conv.items() if k != "arrays"}}
+    loops["tyre_convergence"] = conv
+    if not quick:
+        runs = tyre_plant_runs(st_, setups={1.0: (s, sa)})
+        tyre.update({k: v for k, v in runs.items() if k != "arrays"})
+        loops["tyre_runs"] = runs
+    else:
+        tyre["controllers"] = "not run with --quick (see the full run)"
+    result["tyre_plant"] = tyre
     result["timing_s"] = float(time.perf_counter() - t_start)
     if out is not None:
         result["figures"] = _figures(Path(out), s, loops)
@@ -254,6 +272,43 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
                                           "normal loads = static load split")
     names.append(Path(savefig(fig, out, "road_vehicles_friction")).name)
     plt.close(fig)
+
+    conv = loops["tyre_convergence"]
+    C, err = np.array(conv["stiffness_N_rad"]), np.array(conv["max_position_error_m"])
+    fig, ax = new_figure(title="Tyre plant → skate model as the cornering stiffness grows")
+    ax.loglog(C, err, "o-", color=_OKABE_ITO[0],
+              label=f"max |r_G(tyre) − r_G(skate)|, {conv['law']} tyres, same inputs")
+    lo, hi = conv["fit_stiffness_N_rad"]
+    m = (C >= lo) & (C <= hi)
+    k = np.polyfit(np.log(C[m]), np.log(err[m]), 1)
+    ax.loglog(C[m], np.exp(np.polyval(k, np.log(C[m]))), "--", color=_OKABE_ITO[1],
+              label=f"least-squares fit, slope {conv['convergence_slope']:.3f}")
+    ax.axvline(80e3, color="0.3", lw=0.8, ls=":", label="80 kN/rad (passenger car)")
+    ax.set_xlabel("cornering stiffness per axle C_α [N/rad]")
+    ax.set_ylabel("largest deviation of G [m]")
+    ax.legend(fontsize=7)
+    cite(fig, "road_review", extra=extra + "; tyre plant derived here (docs/theory/road_vehicles.md)")
+    names.append(Path(savefig(fig, out, "road_vehicles_tyre_convergence")).name)
+    plt.close(fig)
+
+    if "tyre_runs" in loops:
+        runs = loops["tyre_runs"]
+        keys = [k for k in runs if k.startswith("x")]
+        fig, axs = new_figure(len(keys), 1, title="Controllers designed on the skate models, "
+                              f"closed on the tyre plant ({runs['stiffness_N_rad'] / 1e3:g} kN/rad)")
+        labels = dict(zip((c[0] for c in TYRE_CONTROLLERS), (lab for _, lab in _LOOP_LABELS)))
+        for ax, key in zip(np.atleast_1d(axs), keys):
+            for (name, lab), col in zip(labels.items(), _OKABE_ITO):
+                a = runs["arrays"][key][name]
+                ax.plot(a["t"], a["e"], color=col, label=lab)
+            ax.set_title(f"{runs[key]['speed_m_s']:.2f} m/s: {runs[key]['lateral_acceleration_factor']:g}"
+                         " × the lane change's lateral acceleration", fontsize=9)
+            ax.set_ylabel("lateral deviation of G [m]")
+            ax.legend(fontsize=7, ncol=2)
+        np.atleast_1d(axs)[-1].set_xlabel("t [s]")
+        cite(fig, "road_review", extra=extra + "; magic-formula tyres (Pacejka 2012)")
+        names.append(Path(savefig(fig, out, "road_vehicles_tyre_plant")).name)
+        plt.close(fig)
     return names
 
 
@@ -286,4 +341,19 @@ def summary(result: dict[str, Any]) -> str:
                      f" (bounds {'respected' if b['bounds_respected'] else 'VIOLATED'}), friction "
                      f"utilisation {b['peak_friction_utilisation']:.2f}, median step "
                      f"{1e3 * b['median_step_s']:.2f} ms (CPU {1e3 * b['median_step_cpu_s']:.2f} ms)")
+    ty = result.get("tyre_plant")
+    if ty:
+        c = ty["convergence"]
+        lines.append(f"tyre plant → skate model: deviation ∝ C_α^{ty['convergence_slope']:.3f} "
+                     f"(fit over {c['fit_stiffness_N_rad'][0]:.0e}–{c['fit_stiffness_N_rad'][1]:.0e}"
+                     f" N/rad); open loop at 1e5 N/rad: {c['max_position_error_m'][1]:.2f} m")
+        for key in [k for k in ty if k.startswith("x")]:
+            b = ty[key]
+            lines.append(f"  on the tyre plant at {b['speed_m_s']:.2f} m/s "
+                         f"({b['lateral_acceleration_factor']:g} × a_y):")
+            for name, *_ in TYRE_CONTROLLERS:
+                n = b[name]
+                lines.append(f"    {name:13s} max |e| = {n['max_lateral_error_m']:.2f} m, peak slip "
+                             f"{n['peak_slip_angle_deg']:.1f}°, bounds "
+                             f"{'respected' if n['bounds_respected'] else 'VIOLATED'}")
     return "\n".join(lines)
