@@ -25,6 +25,7 @@ from .piecewise import PiecewiseLinearLoop, closed_loop_piecewise_linear
 from .nlsys import ConstraintDrift, constraint_drift, to_nlsys
 from .prescribed import prescribed_motion
 from .result import SimulationResult, SimulationSamples
+from .turns import turn_simulation
 
 __all__ = [
     "forward_dynamics",
@@ -46,4 +47,5 @@ __all__ = [
     "prescribed_motion",
     "closed_loop_piecewise_linear",
     "PiecewiseLinearLoop",
+    "turn_simulation",
 ]
