@@ -99,7 +99,11 @@ def test_simulations_agree_with_linear_stability(cm, reversed_family):
     stable = next(t for t, s in zip(reversed_family, stab) if s.stable and s.max_real < -0.05)
     s = turn_simulation(cm, stable)
     assert s["stays_within"] and not s["diverges"]
-    unstable = next(t for t, s in zip(reversed_family, stab) if s.max_real > 0.5)
+    from nhcontrol.models import bicycle_turns as bt
+    _, fwd = bt.bifurcation_speed(cm)
+    fam = bt.continue_turns(cm, fwd[1], fwd[0], max_step=0.2, max_points=40)
+    unstable = next(t for t in fam if t.speed < 3.0)          # family (i): max Re(lambda) ~ 2 1/s
+    assert turn_stability(cm, unstable).max_real > 0.5
     s = turn_simulation(cm, unstable)
     assert s["diverges"]
 
