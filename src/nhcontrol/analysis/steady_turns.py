@@ -94,7 +94,7 @@ def turn_floquet(cm: Any, turn: "bt.SteadyTurn", *, trivial_tol: float = 1e-5) -
     """Floquet multipliers of the periodic linearization against ``exp(T eig J)``.
 
     The periodic LTV linearization along the turn (one heading period ``T = 2 pi / |Omega|``) is
-    integrated to its monodromy matrix ([`floquet()`][nhcontrol.analysis.floquet]) and compared
+    integrated to its monodromy matrix ([`floquet()`][nhcontrol.analysis.floquet.floquet]) and compared
     with ``T(0)^{-1} expm(T J) T(0)`` from the constant Jacobian of the change of variables.
 
     Returns
