@@ -31,5 +31,6 @@ from .relative_equilibrium import (MARGINAL_RTOL, RelativeEquilibriumLinearizati
                                    charpoly_root, linearize_relative_equilibrium, stability_threshold)
 __all__ += ["MARGINAL_RTOL", "RelativeEquilibriumLinearization", "charpoly_root",
             "linearize_relative_equilibrium", "stability_threshold"]
-from .steady_turns import TurnStability, stability_boundary, turn_floquet, turn_stability  # noqa: E402
-__all__ += ["TurnStability", "stability_boundary", "turn_floquet", "turn_stability"]
+from .steady_turns import (TurnStability, stability_boundary, stable_ranges, turn_floquet,  # noqa: E402
+                           turn_stability)
+__all__ += ["TurnStability", "stability_boundary", "stable_ranges", "turn_floquet", "turn_stability"]

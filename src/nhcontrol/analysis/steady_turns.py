@@ -32,7 +32,7 @@ from ..models import bicycle_turns as bt
 from .floquet import floquet
 from .relative_equilibrium import MARGINAL_RTOL, linearize_relative_equilibrium
 
-__all__ = ["TurnStability", "turn_stability", "turn_floquet", "stability_boundary"]
+__all__ = ["TurnStability", "turn_stability", "turn_floquet", "stability_boundary", "stable_ranges"]
 
 FAMILY_ZERO_TOL = 1e-6
 """Largest ``|lambda| / max(1, max|lambda|)`` accepted as the family's zero eigenvalue."""
@@ -162,3 +162,27 @@ def stability_boundary(cm: Any, a: "bt.SteadyTurn", b: "bt.SteadyTurn", *, tol: 
         else:
             hi, best = mid, t
     return best
+
+
+def stable_ranges(cm: Any, family: list) -> list[dict]:
+    """Stable sections of a family of turns, with boundaries refined by `stability_boundary`.
+
+    Returns
+    -------
+    list of dict
+        ``v_from, v_to`` [m/s] and the lean, steer [deg] and radius [m] at both ends (sorted by
+        speed).
+    """
+    st = [turn_stability(cm, t).stable for t in family]
+    out, start = [], None
+    for i, s in enumerate(st):
+        if s and start is None:
+            start = family[0] if i == 0 else stability_boundary(cm, family[i - 1], family[i])
+        if start is not None and (not s or i == len(st) - 1):
+            end = family[i] if s else stability_boundary(cm, family[i - 1], family[i])
+            lo, hi = sorted((start, end), key=lambda t: t.speed)
+            out.append({"v_from": lo.speed, "v_to": hi.speed, "lean_deg_from": lo.lean_deg,
+                        "lean_deg_to": hi.lean_deg, "steer_deg_from": lo.steer_deg,
+                        "steer_deg_to": hi.steer_deg, "radius_m_from": lo.radius, "radius_m_to": hi.radius})
+            start = None
+    return out

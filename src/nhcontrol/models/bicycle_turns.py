@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["SteadyTurn", "TURN_PARTITION", "TURN_PARTITION_FRONT", "CYCLIC", "RATES", "turn_state", "turn_reference",
            "turn_residual", "solve_steady_turn", "straight_turn", "continue_turns",
            "heading_frame", "turn_jacobian", "shape_indices", "turn_partition",
-           "rear_contact", "time_reversed", "turn_between", "pivot_turn", "nudge", "capsize_speed", "capsize_direction", "bifurcation_speed"]
+           "rear_contact", "time_reversed", "turn_between", "pivot_turn", "nudge", "families", "FAMILY_NAMES", "capsize_speed", "capsize_direction", "bifurcation_speed"]
 
 BASE: tuple[str, ...] = ("x_b", "y_b", "z_b", "psi_b", "phi_b", "theta_b", "delta", "theta_R",
                          "theta_F", "xi_R", "xi_F")
@@ -236,7 +236,6 @@ def turn_state(turn: SteadyTurn, t: ArrayLike) -> tuple[NDArray[np.float64], NDA
     tt = np.asarray(t, dtype=float)
     scalar = tt.ndim == 0
     tt = np.atleast_1d(tt)
-    c = turn.coordinates
     u, w = float(turn.xd0[0]), float(turn.xd0[1])
     Om = turn.Omega
     psi = Om * tt
@@ -250,7 +249,6 @@ def turn_state(turn: SteadyTurn, t: ArrayLike) -> tuple[NDArray[np.float64], NDA
     xd[:, 0], xd[:, 1] = u * cs - w * sn, u * sn + w * cs
     xdd = np.zeros_like(x)
     xdd[:, 0], xdd[:, 1] = -Om * xd[:, 1], Om * xd[:, 0]
-    del c
     return (x[0], xd[0], xdd[0]) if scalar else (x, xd, xdd)
 
 
@@ -574,14 +572,14 @@ def capsize_direction(cm: "CompiledModel", v_c: float, p: ArrayLike | Mapping[st
 
 
 def bifurcation_speed(cm: "CompiledModel", p: ArrayLike | Mapping[str, float] | None = None, *,
-                      steer: float = 0.0, leans: tuple[float, float] = (2e-3, 4e-3)) -> tuple[float, list[SteadyTurn]]:
+                      steer: float = 0.0, bracket: tuple[float, float] = (3.0, 12.0), leans: tuple[float, float] = (2e-3, 4e-3)) -> tuple[float, list[SteadyTurn]]:
     """Speed at which the turning family leaves straight running, from the nonlinear turns.
 
     Solves the steady-turn equations with the lean fixed at ``leans[0]`` and ``leans[1] = 2 leans[0]``
     (started on the capsize null vector) and extrapolates ``v(phi) = v_b + a phi^2 + O(phi^4)`` to
     ``phi = 0`` (Richardson): ``v_b = (4 v(phi_1) - v(phi_2)) / 3``.
     """
-    v_c = capsize_speed(cm, p, steer=steer)
+    v_c = capsize_speed(cm, p, steer=steer, bracket=bracket)
     _, ddelta = capsize_direction(cm, v_c, p, steer=steer)
     st = straight_turn(cm, v_c, p, steer=steer)
     turns = []
@@ -726,6 +724,53 @@ def nudge(turn: SteadyTurn, d_omega_R: float) -> SteadyTurn:
     xd[c.index("theta_R")] += d_omega_R
     xd[c.index("xi_R")] -= d_omega_R
     return SteadyTurn(turn.x0, xd, turn.xdd0, turn.lam, turn.p, c, values=turn.values)
+
+
+FAMILY_NAMES = ("i_handlebar_forward", "ii_handlebar_reversed", "iii_pivoting")
+"""Names of the three families of Basu-Mandal et al. (2007)."""
+
+
+def families(cm: "CompiledModel", p: ArrayLike | Mapping[str, float] | None = None, *,
+             max_step: float = 0.06, max_speed: float = 30.0, max_rate: float = 60.0,
+             capsize_bracket: tuple[float, float] = (3.0, 12.0),
+             reversed_bracket: tuple[float, float] = (3.0, 12.0)) -> tuple[dict[str, list[SteadyTurn]], dict[str, str]]:
+    """The families of steady turns of Basu-Mandal et al. (2007), each with ``v >= 0``.
+
+    * ``i_handlebar_forward``: from the capsize bifurcation of straight running
+      (`bifurcation_speed`) to rest;
+    * ``ii_handlebar_reversed``: from the capsize bifurcation of straight running with the
+      handlebar reversed (``delta = pi``);
+    * ``iii_pivoting``: through `pivot_turn` (rear wheel at rest), both ways; the half with
+      ``omega_R < 0`` is time-reversed (`time_reversed`).
+
+    Returns
+    -------
+    (dict, dict)
+        Families by name (lists of `SteadyTurn`), and for each family not found the reason.
+    """
+    out: dict[str, list[SteadyTurn]] = {}
+    missing: dict[str, str] = {}
+    try:
+        _, fwd = bifurcation_speed(cm, p, bracket=capsize_bracket)
+        fam = continue_turns(cm, fwd[1], fwd[0], max_step=max_step, max_speed=max_speed)
+        out[FAMILY_NAMES[0]] = [t for t in fam if t.omega_R >= 0]
+    except (SolverError, ReferenceMotionError) as exc:
+        missing[FAMILY_NAMES[0]] = str(exc)
+    try:
+        _, rev = bifurcation_speed(cm, p, steer=math.pi, bracket=reversed_bracket)
+        out[FAMILY_NAMES[1]] = continue_turns(cm, rev[1], rev[0], max_step=max_step, max_speed=max_speed)
+    except (SolverError, ReferenceMotionError) as exc:
+        missing[FAMILY_NAMES[1]] = str(exc)
+    try:
+        piv = pivot_turn(cm, p)
+        a = continue_turns(cm, piv, None, max_step=max_step, max_speed=max_speed, stop_at_rest=False,
+                           max_rate=max_rate)
+        b = continue_turns(cm, piv, nudge(piv, 0.01), max_step=2 * max_step, max_speed=max_speed,
+                           stop_at_rest=False, max_rate=max_rate)
+        out[FAMILY_NAMES[2]] = [time_reversed(t) if t.omega_R < 0 else t for t in b[::-1] + a[1:]]
+    except (SolverError, ReferenceMotionError) as exc:
+        missing[FAMILY_NAMES[2]] = str(exc)
+    return out, missing
 
 
 def heading_frame(states: Sequence[str], Omega: float) -> tuple[Any, Any]:

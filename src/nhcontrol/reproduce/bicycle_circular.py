@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis import stability_boundary, turn_floquet, turn_stability
+from ..analysis import stable_ranges, turn_floquet, turn_stability
 from ..models import benchmark_bicycle as bb
 from ..models import bicycle_turns as bt
 from ..simulate import turn_simulation
@@ -45,37 +45,12 @@ def turn_point(cm: Any, t: "bt.SteadyTurn") -> dict:
 
 
 def families(cm: Any, *, quick: bool = False) -> dict[str, list]:
-    """The three families as lists of `SteadyTurn` (speed increasing from rest where possible)."""
-    max_step = 0.2 if quick else 0.06
-    vmax = 15.0 if quick else 30.0
-    _, fwd = bt.bifurcation_speed(cm)
-    fam1 = bt.continue_turns(cm, fwd[1], fwd[0], max_step=max_step, max_speed=vmax)
-    _, rev = bt.bifurcation_speed(cm, steer=math.pi)
-    fam2 = bt.continue_turns(cm, rev[1], rev[0], max_step=max_step, max_speed=vmax)
-    piv = bt.pivot_turn(cm)
-    a = bt.continue_turns(cm, piv, None, max_step=max_step, max_speed=vmax, stop_at_rest=False)
-    b = bt.continue_turns(cm, piv, bt.nudge(piv, 0.01), max_step=2 * max_step, max_speed=vmax,
-                          stop_at_rest=False, max_rate=30.0 if quick else 60.0)
-    fam3 = [bt.time_reversed(t) for t in b[::-1]] + a[1:]
-    # rest-ended families: drop the last point past rest (omega_R changed sign)
-    fam1 = [t for t in fam1 if t.omega_R >= 0]
-    return {"i_handlebar_forward": fam1, "ii_handlebar_reversed": fam2, "iii_pivoting": fam3}
-
-
-def _ranges(cm: Any, fam: list) -> list[dict]:
-    st = [turn_stability(cm, t).stable for t in fam]
-    out, start = [], None
-    for i, s in enumerate(st):
-        if s and start is None:
-            start = fam[0] if i == 0 else stability_boundary(cm, fam[i - 1], fam[i])
-        if start is not None and (not s or i == len(st) - 1):
-            end = fam[i] if s else stability_boundary(cm, fam[i - 1], fam[i])
-            lo, hi = sorted((start, end), key=lambda t: t.speed)
-            out.append({"v_from": lo.speed, "v_to": hi.speed, "lean_deg_from": lo.lean_deg,
-                        "lean_deg_to": hi.lean_deg, "steer_deg_from": lo.steer_deg,
-                        "steer_deg_to": hi.steer_deg, "radius_m_from": lo.radius, "radius_m_to": hi.radius})
-            start = None
-    return out
+    """The three families ([`families()`][nhcontrol.models.bicycle_turns.families])."""
+    fams, missing = bt.families(cm, max_step=0.2 if quick else 0.06, max_speed=15.0 if quick else 30.0,
+                                max_rate=30.0 if quick else 60.0)
+    if missing:
+        raise RuntimeError(f"benchmark bicycle: families not found: {missing}")
+    return fams
 
 
 def _pick(cm: Any, fams: dict, quick: bool) -> list[tuple[str, Any]]:
@@ -107,7 +82,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
     fams = families(cm, quick=quick)
     res["families"] = {k: [turn_point(cm, t) for t in f] for k, f in fams.items()}
     res["max_residual"] = max(p["residual"] for f in res["families"].values() for p in f)
-    res["stable_ranges"] = {k: _ranges(cm, f) for k, f in fams.items()}
+    res["stable_ranges"] = {k: stable_ranges(cm, f) for k, f in fams.items()}
     # independent admissibility check of a few turns (inverse dynamics, Reference.check)
     checks = []
     for k, f in fams.items():
