@@ -165,3 +165,19 @@ def test_reproduce_quick_json_keys(tmp_path):
         assert g["straight_unstable_below_stable_above"] and g["vertical_spin_unstable_below_stable_above"]
         vc = res["thresholds_vs_mu"][kind]["straight_v_c"]
         assert vc[0] == pytest.approx(hl["analytic"], rel=1e-12)
+
+
+def test_thesis_pair_time_unit_reproduces_the_printed_pair_and_stabilities(cm):
+    """Sect. 6.3.8: phi0 = -5 deg, omega_bar = 0.75, Omega_bar = 0.0794 (stable), omega_bar = 0.5
+    (unstable). Read with one time unit tau for both rates, the pair is one physical motion."""
+    from nhcontrol.reproduce.rolling_torus import GEOMETRY, thesis_unit_cases
+    vals = rt.torus_parameters("solid", **GEOMETRY)
+    phi = math.radians(-5.0)
+    tau = rt.time_unit_from_pair(phi, 0.75, 0.0794, vals)
+    slow = rt.circular_heading_rates(phi, 0.75 / tau, vals)[0]
+    assert abs(slow * tau - 0.0794) < 1e-12
+    out = thesis_unit_cases(cm, vals)
+    assert out["reproduced"]["omega_bar_0.75_stable"] and out["reproduced"]["omega_bar_0.5_unstable"]
+    assert not out["reproduced_in_current_unit"]["omega_bar_0.5_unstable"]
+    with pytest.raises(ReferenceMotionError, match="no circular motion"):
+        rt.time_unit_from_pair(phi, 0.75, -0.0794, vals)
