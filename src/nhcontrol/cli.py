@@ -222,11 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, (_, desc) in TARGETS.items():
             print(f"{name:20s} {desc}")
         return 0
-    if args.command == "export-c":
-        return _export_c(parser, args)
     from ._util.log import enable_console_logging
 
     enable_console_logging(int(args.verbose) + int(getattr(args, "verbose_sub", 0)))
+    if args.command == "export-c":
+        return _export_c(parser, args)
     module = load(args.target)
     options = _target_options(parser, args, module)
     if args.out is not None:
