@@ -7,7 +7,7 @@ from .cache import default_cache_dir
 from .cbackend import ENV_BACKEND
 from ._layout import C_GENERATOR_VERSION, GENERATOR_VERSION
 from .model import (KERNEL_ARGS, LINEARIZATION_FIELDS, CompiledModel, DynamicsTerms, InputRateTerms,
-                    LinearizationTerms, RateTerms,
+                    LinearizationTerms, OutputTerms, RateTerms,
                     compile_system, generate_c_source, generate_source, load_compiled)
 from .rates import RateJacobians, RateKernels, compile_rates
 from .recipe import cached_model
@@ -17,5 +17,5 @@ __all__ = [
     "generate_source",
     "load_compiled", "default_cache_dir", "KERNEL_ARGS", "LINEARIZATION_FIELDS",
     "GENERATOR_VERSION", "generate_c_source", "C_GENERATOR_VERSION", "ENV_BACKEND",
-    "compile_rates", "RateKernels", "RateJacobians", "RateTerms", "cached_model",
+    "compile_rates", "RateKernels", "RateJacobians", "RateTerms", "OutputTerms", "cached_model",
 ]

@@ -48,6 +48,10 @@ RATE_FIELDS = ("H", "dH_dx", "dH_dxd", "dH_du")
 first-order states (Eqs. (7.12)-(7.13); the states ``z`` are inputs of the mechanics) and their
 exact partial derivatives."""
 
+OUTPUT_FIELDS = ("h", "dh_dx", "dh_dxd", "dh_du")
+"""Fields of [`OutputTerms`][nhcontrol.compiled.OutputTerms]: the declared outputs
+``y = h(x, ẋ, u)`` (`MultibodySystem.add_output`) and their exact partial derivatives."""
+
 DYNAMICS_FIELDS = ("M", "Q", "D", "Qd")
 """Fields of [`DynamicsTerms`][nhcontrol.compiled.DynamicsTerms]."""
 

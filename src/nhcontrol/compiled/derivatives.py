@@ -17,7 +17,7 @@ from ..modeling.equations import EquationsOfMotion
 from ..modeling.graph import Direction
 
 from ._layout import (ARG_PREFIX, DIRECT_KERNELS, DYNAMICS_FIELDS, INPUT_RATE_FIELDS,  # noqa: F401
-                      KERNEL_SIGNATURES, LINEARIZATION_FIELDS, RATE_FIELDS, ROUTES,
+                      KERNEL_SIGNATURES, LINEARIZATION_FIELDS, OUTPUT_FIELDS, RATE_FIELDS, ROUTES,
                       _VECTOR_OUTPUTS)
 
 
@@ -31,13 +31,18 @@ class FunctionSpec:
     outputs: tuple[tuple[str, sp.ImmutableMatrix, tuple[int, ...]], ...]
 
 
-def kernel_specs(eom: EquationsOfMotion, rates: tuple[sp.Expr, ...] = ()
+def kernel_specs(eom: EquationsOfMotion, rates: tuple[sp.Expr, ...] = (),
+                 outputs: tuple[sp.Expr, ...] = ()
                  ) -> tuple[list[FunctionSpec], dict[str, list[sp.Symbol]]]:
     """Specs of all kernels of the contract table plus the fused functions.
 
     ``rates``: the rate expressions ``H`` of first-order states (in ``x, ẋ, u, p``); when given,
     two more functions compute ``H`` (``rates``, for simulation) and ``H`` with its Jacobians
     (``rate_terms``, `RATE_FIELDS`).
+
+    ``outputs``: the declared output expressions ``h`` (in ``x, ẋ, u, p``); when given, two
+    more functions compute ``h`` (``outputs``) and ``h`` with its Jacobians (``output_terms``,
+    `OUTPUT_FIELDS`).
 
     Returns
     -------
@@ -120,8 +125,17 @@ def kernel_specs(eom: EquationsOfMotion, rates: tuple[sp.Expr, ...] = ()
         specs.append(FunctionSpec("rate_terms", ("x", "xd", "u", "p"),
                                   tuple((nm, rt[nm], (len(H),) if nm == "H" else tuple(rt[nm].shape))
                                         for nm in RATE_FIELDS)))
+    if outputs:
+        # declared outputs (sensors): y = h(x, ẋ, u), u including first-order states
+        h = g.ingest(list(outputs))
+        ot = {"h": sp.ImmutableMatrix(len(h), 1, h), "dh_dx": jac(h, X), "dh_dxd": jac(h, XD),
+              "dh_du": jac(h, U)}
+        specs.append(FunctionSpec("outputs", ("x", "xd", "u", "p"), (("h", ot["h"], (len(h),)),)))
+        specs.append(FunctionSpec("output_terms", ("x", "xd", "u", "p"),
+                                  tuple((nm, ot[nm], (len(h),) if nm == "h" else tuple(ot[nm].shape))
+                                        for nm in OUTPUT_FIELDS)))
     return specs, S
 
 
 __all__ = ["FunctionSpec", "kernel_specs", "ARG_PREFIX", "KERNEL_SIGNATURES", "LINEARIZATION_FIELDS",
-           "DYNAMICS_FIELDS", "RATE_FIELDS", "INPUT_RATE_FIELDS", "DIRECT_KERNELS", "ROUTES"]
+           "DYNAMICS_FIELDS", "RATE_FIELDS", "OUTPUT_FIELDS", "INPUT_RATE_FIELDS", "DIRECT_KERNELS", "ROUTES"]
