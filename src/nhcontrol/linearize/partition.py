@@ -28,7 +28,6 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
-import scipy.linalg
 from numpy.typing import NDArray
 
 from .._util.errors import PartitionError, PartitionTypeError
@@ -423,6 +422,8 @@ def _pivot_columns(mat: NDArray[np.float64], cols: Sequence[int], k: int,
         return []
     sub = mat[:, cols].astype(float).copy()
     scale = np.where(prefer_mask[cols], PREFER_WEIGHT, 1.0)
+    import scipy.linalg   # here: importing nhcontrol.linearize needs no scipy
+
     _, _, piv = scipy.linalg.qr(sub * scale, mode="economic", pivoting=True)
     sv = np.linalg.svd(sub, compute_uv=False)
     tol = RANK_RTOL * max(sub.shape) * (sv[0] if sv.size else 0.0)

@@ -6,10 +6,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as sla
+
 from numpy.typing import NDArray
 
 from nhcontrol._util.validation import RANK_RTOL
+
+
+class _LazyScipyLinalg:
+    """``scipy.linalg``, imported at first use (loading nhcontrol needs no scipy)."""
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        import scipy.linalg
+
+        return getattr(scipy.linalg, name)
+
+
+sla = _LazyScipyLinalg()
 
 __all__ = ["RankEvidence", "column_rank", "format_sv"]
 

@@ -4,12 +4,12 @@ kernels."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.interpolate import CubicSpline
 
 from nhcontrol._util.errors import ReferenceMotionError
 from nhcontrol._util.validation import as_float_array, as_real, check_finite
@@ -175,7 +175,8 @@ class _Slope(_Linear):
 
 def _interp_rate(f: _TimeFn) -> _TimeFn | None:
     """The exact time derivative of an interpolant of `_interp` (None: zero, a held input)."""
-    if isinstance(f, CubicSpline):
+    spl = sys.modules.get("scipy.interpolate")     # imported where splines are made (_interp)
+    if spl is not None and isinstance(f, spl.CubicSpline):
         return f.derivative()
     if isinstance(f, _Previous):
         return None
@@ -187,6 +188,8 @@ def _interp_rate(f: _TimeFn) -> _TimeFn | None:
 def _interp(t: NDArray[np.float64], y: NDArray[np.float64], kind: str, periodic: bool) -> _TimeFn:
     """Vectorised interpolant of samples ``y (N, d)`` at ``t (N,)`` (picklable)."""
     if kind == "cubic":
+        from scipy.interpolate import CubicSpline   # here: loading nhcontrol needs no scipy
+
         bc = "periodic" if periodic and np.allclose(y[-1], y[0]) else "not-a-knot"
         if t.shape[0] < 4 and bc != "periodic":
             bc = "natural"

@@ -7,12 +7,24 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
-import scipy.linalg as sla
+
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import PartitionError, SolverError
 from nhcontrol._util.validation import COND_MAX, readonly
 from ._eval import ModelEvaluator
+
+
+class _LazyScipyLinalg:
+    """``scipy.linalg``, imported at first use (loading nhcontrol needs no scipy)."""
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        import scipy.linalg
+
+        return getattr(scipy.linalg, name)
+
+
+sla = _LazyScipyLinalg()
 
 __all__ = ["InitialConditions", "consistent_initial_conditions"]
 

@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.interpolate import BPoly, CubicSpline, make_interp_spline
 
 from nhcontrol._util.errors import ReferenceMotionError, TimeRangeError
 from nhcontrol._util.validation import as_float_array, as_real, as_times, check_finite, readonly
@@ -739,6 +738,8 @@ class Reference:
                         f"in {names} (max gap {np.max(gap):.3e}); sample exactly one period "
                         "including both ends, or use periodic=False")
         bc = "periodic" if periodic else "not-a-knot"
+        from scipy.interpolate import BPoly, CubicSpline, make_interp_spline  # here: a light import
+
         if XD is None:
             if N < 6:
                 raise ReferenceMotionError(f"interpolating x alone uses a quintic spline and needs at "
