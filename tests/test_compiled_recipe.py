@@ -127,7 +127,8 @@ def test_catalogue_model_and_import_are_light(tmp_path):
 
     bb.model()                                                    # fills the cache (this process)
     code = ("import sys; from nhcontrol.models import benchmark_bicycle as bb; cm = bb.model(); "
-            "print(cm.from_cache, 'sympy' in sys.modules)")
+            "lz = cm.linearizer(bb.PARTITION_4_172); "
+            "print(cm.from_cache, 'sympy' in sys.modules, 'scipy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
-    assert out.stdout.split() == ["True", "False"]
+    assert out.stdout.split() == ["True", "False", "False"]   # a prepared linearizer, light
