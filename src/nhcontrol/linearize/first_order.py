@@ -257,6 +257,7 @@ def _assemble(lin: Any, kin: _Kinematics, n1: int, l: int,  # noqa: E741
 
 
 _SHARED: dict[tuple, tuple[Any, Any]] = {}
+_SHARED_QUICK: dict[tuple, tuple[Any, Any, Any, Any]] = {}
 _PARTITIONS: dict[tuple, Partition] = {}
 
 
@@ -293,12 +294,15 @@ def _rate_passes_one(zd: NDArray[np.float64], H: NDArray[np.float64], x: NDArray
     without its stacked axis; a failure is reported by `check_rate_equation` itself)."""
     if not (math.isfinite(tol) and tol > 0):
         return False
+    res = np.abs(zd - H)
+    if bool((res <= tol * (np.abs(zd) + np.abs(H))).all()):
+        return True             # within the first two (non-negative) terms of the scale already
     vx = float(np.abs(xd).max(initial=0.0))
     scale = (np.abs(zd) + np.abs(H) + np.abs(blocks["H_x"]) @ np.maximum(1.0, np.abs(x))
              + np.abs(blocks["H_xd"]).sum(axis=1) * vx + np.abs(blocks["H_z"]) @ np.abs(z))
     if u is not None and u.size:
         scale = scale + np.abs(blocks["H_u"]) @ np.abs(u)
-    return bool(np.all(np.abs(zd - H) <= tol * scale))
+    return bool(np.all(res <= tol * scale))
 
 
 def _shared_linearizer(cm: Any, part: Partition, check: bool, tol: float, p: Any) -> Any:
@@ -306,12 +310,18 @@ def _shared_linearizer(cm: Any, part: Partition, check: bool, tol: float, p: Any
     and parameters (None: none can be made, the general path)."""
     if getattr(cm, "backend", None) != "c":
         return None
+    quick = (id(cm), id(part), bool(check), float(tol), id(p))
+    hit = _SHARED_QUICK.get(quick)
+    if hit is not None and hit[0] is cm and hit[1] is part and hit[2] is p and (
+            p is None or (type(p) is np.ndarray and not p.flags.writeable)):
+        return hit[3]           # the same objects as last time, p read-only (no key to build)
     pv = None if p is None else np.asarray(p, dtype=float)
     key = (id(cm), tuple(part.independent), tuple(part.admissible_dependent),
            tuple(part.dependent), bool(check), float(tol),
            None if pv is None else pv.tobytes())
     hit = _SHARED.get(key)
     if hit is not None and hit[0] is cm:
+        _remember(quick, cm, part, p, hit[1])
         return hit[1]
     try:
         lz = _prepared.Linearizer(cm, part, p=pv, check=check, tol=tol)
@@ -322,7 +332,14 @@ def _shared_linearizer(cm: Any, part: Partition, check: bool, tol: float, p: Any
     if len(_SHARED) > 64:
         _SHARED.clear()
     _SHARED[key] = (cm, lz)
+    _remember(quick, cm, part, p, lz)
     return lz
+
+
+def _remember(quick: tuple, cm: Any, part: Partition, p: Any, lz: Any) -> None:
+    if len(_SHARED_QUICK) > 64:
+        _SHARED_QUICK.clear()
+    _SHARED_QUICK[quick] = (cm, part, p, lz)     # holds the objects: their ids stay theirs
 
 
 def _fast_point(cm: Any, ref: Any, part: Partition, t: float, check: bool) -> tuple | None:
