@@ -271,3 +271,20 @@ def test_bound_call_reads_the_current_arguments(actuated):
         call()
     with pytest.raises(ArgumentTypeError, match="C-contiguous float64"):
         lz.bind(bufs[0][::-1][::-1].astype(np.float32), *bufs[1:])
+
+
+def test_first_order_states_rate_check_on_the_compiled_path():
+    """linearize_with_first_order_states on the compiled path still refuses ż0 != H0 (with the
+    message of check_rate_equation) and accepts it with check=False."""
+    from nhcontrol.linearize import linearize_with_first_order_states
+    from nhcontrol.models import hydraulic_fourbar as hf
+
+    eq = hf.equilibrium(60.0, 3.5e6)
+    cm = hf.model()
+    ref = Reference.equilibrium(cm, eq.x, u=eq.p)
+    kw = hf.circuit_jacobians(eq).as_kwargs()
+    kw["H0"] = np.asarray(kw["H0"]) + np.array([0.0, 1e3, 0.0])     # p2 would be changing
+    with pytest.raises(ReferenceMotionError, match=r"rate equation of the first-order state 'p2'"):
+        linearize_with_first_order_states(cm, ref, hf.PARTITION, **kw)
+    res = linearize_with_first_order_states(cm, ref, hf.PARTITION, check=False, **kw)
+    assert res.A.shape == (6, 6)
