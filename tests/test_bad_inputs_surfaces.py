@@ -558,14 +558,191 @@ def test_pressure_rate_with_a_volume_symbol_stays_symbolic():
     assert _hyd("pressure_rate", B, V, [1]) == B / V
 
 
+# ================================================================== 3g. loaded files
+_FILES = {}
+
+
+def _files_dir():
+    import tempfile
+    if "dir" not in _FILES:
+        _FILES["dir"] = Path(tempfile.mkdtemp(prefix="nhc_i22_files_"))
+    return _FILES["dir"]
+
+
+def _saved(kind: str, c=None) -> Path:
+    """A good file of each kind (written once per session)."""
+    if kind in _FILES:
+        return _FILES[kind]
+    d = _files_dir()
+    if kind == "lin":
+        from nhcontrol.linearize.result import LinearizationResult
+        A = np.diag([-1.0, -2.0, -3.0, -4.0, -5.0])
+        obj = LinearizationResult(A=A, B=np.ones((5, 1)), states=tuple("abcde"), inputs=("u",),
+                                  partition=None, n_spurious=0, t=0.0, steady=True, n_independent=5,
+                                  model_name="probe")
+    elif kind == "dltv":
+        from nhcontrol.systems import DiscreteLTV
+        obj = DiscreteLTV(np.repeat(np.eye(2)[None], 3, 0), np.ones((3, 2, 1)), 0.1, states=("p", "q"),
+                          inputs=("u",))
+    elif kind == "sim":
+        from nhcontrol.simulate import forward_dynamics
+        obj = forward_dynamics(c.sleigh, (0.0, 0.2), [0.0, 0.0, 0.0], [1.0, 0.0, 0.0])
+    elif kind == "ref":
+        from nhcontrol.models import sleigh as sl
+        obj = sl.straight_motion(c.sleigh, 1.0)
+        _FILES[kind] = obj.save(d / "ref.npz", np.linspace(0.0, 1.0, 11))
+        return _FILES[kind]
+    elif kind == "sweep":
+        from nhcontrol.sweep import sweep
+        obj = sweep(lambda v: {"peak": np.array([300.7, -2.5]) * v}, {"v": [1.0, 2.0]})
+        _FILES[kind] = obj.save(d / "sweep.parquet")
+        return _FILES[kind]
+    _FILES[kind] = obj.save(d / f"{kind}.npz")
+    return _FILES[kind]
+
+
+def _edited(kind: str, c=None, *, arrays=None, meta=None, raw_meta=None, drop=()) -> Path:
+    """A copy of the good file of ``kind`` with arrays replaced, metadata fields changed or
+    removed (``drop``), or the metadata entry replaced by ``raw_meta`` text."""
+    import json
+    src = _saved(kind, c)
+    with np.load(src, allow_pickle=False) as data:
+        content = {k: data[k] for k in data.files}
+    header = json.loads(str(content["__meta__"]))
+    header["meta"].update(meta or {})
+    for key in drop:
+        header["meta"].pop(key, None)
+    content.update(arrays or {})
+    content["__meta__"] = np.array(raw_meta if raw_meta is not None else json.dumps(header))
+    out = _files_dir() / f"edited_{len(list(_files_dir().iterdir()))}.npz"
+    np.savez(out, **content)
+    return out
+
+
+def _load(kind: str):
+    from nhcontrol.linearize.result import LinearizationResult
+    from nhcontrol.simulate.result import SimulationResult
+    from nhcontrol.systems import DiscreteLTV
+    return {"lin": LinearizationResult.load, "dltv": DiscreteLTV.load, "sim": SimulationResult.load}[kind]
+
+
+def _sweep_edited(c, *, leaf_dtype=None, raw=None, drop_column=None):
+    import json
+    import pyarrow.parquet as pq
+    from nhcontrol.sweep import load_sweep
+    table = pq.read_table(_saved("sweep"))
+    key = b"nhcontrol.sweep"
+    meta = json.loads(table.schema.metadata[key])
+    if leaf_dtype is not None:
+        meta["leaves"]["peak"]["dtype"] = leaf_dtype
+    if drop_column is not None:
+        table = table.drop([drop_column])
+    table = table.replace_schema_metadata({key: raw if raw is not None else json.dumps(meta).encode()})
+    out = _files_dir() / f"sweep_{len(list(_files_dir().iterdir()))}.parquet"
+    pq.write_table(table, out)
+    return load_sweep(out)
+
+
+def _not_a_zip(c):
+    from nhcontrol.linearize.result import LinearizationResult
+    bad = _files_dir() / "notes.npz"
+    bad.write_text("these are my notes, not a result")
+    return LinearizationResult.load(bad)
+
+
+def _truncated_zip(c):
+    from nhcontrol.linearize.result import LinearizationResult
+    bad = _files_dir() / "truncated.npz"
+    bad.write_bytes(_saved("lin").read_bytes()[:60])
+    return LinearizationResult.load(bad)
+
+
+def _not_parquet(c):
+    from nhcontrol.sweep import load_sweep
+    bad = _files_dir() / "notes.parquet"
+    bad.write_text("not parquet")
+    return load_sweep(bad)
+
+
+def _reference_load(c, **kw):
+    from nhcontrol.reference import Reference
+    return Reference.load(_edited("ref", c, **kw), c.sleigh)
+
+
+LOADERS = [
+    ("linearization_nan_in_A", lambda c: _load("lin")(_edited("lin", arrays={"A": np.diag([1, np.nan, 1, 1, 1.0])})),
+     "StorageError", [r"edited_\d+\.npz: field 'A' of the saved LinearizationResult has non-finite entries",
+                      r"index \(1, 1\)", r"save the result again"]),
+    ("linearization_7_names_for_5_states",
+     lambda c: _load("lin")(_edited("lin", meta={"states": list("abcdefg")})),
+     "StorageError", [r"field 'states'", r"has 7 names", r"A \(5, 5\) has 5"]),
+    ("linearization_non_square_A", lambda c: _load("lin")(_edited("lin", arrays={"A": np.ones((5, 4))})),
+     "StorageError", [r"field 'A'", r"shape \(5, 4\)", r"square"]),
+    ("linearization_B_rows_mismatch", lambda c: _load("lin")(_edited("lin", arrays={"B": np.ones((4, 1))})),
+     "StorageError", [r"field 'B'", r"shape \(4, 1\)", r"\(5, \*\)"]),
+    ("linearization_A_of_strings", lambda c: _load("lin")(_edited("lin", arrays={"A": np.array([["x"] * 5] * 5)})),
+     "StorageError", [r"field 'A'", r"dtype <U1"]),
+    ("linearization_metadata_field_missing", lambda c: _load("lin")(_edited("lin", drop=("steady",))),
+     "StorageError", [r"field 'steady'", r"missing from the metadata"]),
+    ("linearization_flag_of_wrong_type", lambda c: _load("lin")(_edited("lin", meta={"t_is_scalar": "yes"})),
+     "StorageError", [r"field 't_is_scalar'", r"'yes', not true/false"]),
+    ("linearization_metadata_not_json", lambda c: _load("lin")(_edited("lin", raw_meta="{not json")),
+     "StorageError", [r"edited_\d+\.npz is not a readable nhcontrol result file", r"JSONDecodeError"]),
+    ("linearization_not_a_zip_file", _not_a_zip,
+     "StorageError", [r"notes\.npz is not a readable nhcontrol result file", r"not an \.npz \(zip\) archive"]),
+    ("linearization_truncated_zip_file", _truncated_zip,
+     "StorageError", [r"truncated\.npz is not a readable nhcontrol result file", r"BadZipFile"]),
+    ("linearization_duplicate_state_names",
+     lambda c: _load("lin")(_edited("lin", meta={"states": list("abcda")})),
+     "StorageError", [r"field 'states'", r"repeats the names \['a'\]"]),
+    ("discrete_negative_dt", lambda c: _load("dltv")(_edited("dltv", meta={"dt": -0.1})),
+     "StorageError", [r"field 'dt' of the saved DiscreteLTV", r"-0\.1, not a positive number"]),
+    ("discrete_state_names_mismatch", lambda c: _load("dltv")(_edited("dltv", meta={"states": ["p", "q", "r"]})),
+     "StorageError", [r"field 'states'", r"3 names"]),
+    ("discrete_Bd_steps_mismatch", lambda c: _load("dltv")(_edited("dltv", arrays={"Bd": np.ones((2, 2, 1))})),
+     "StorageError", [r"field 'Bd'", r"\(2, 2, 1\)", r"\(3, 2, \*\)"]),
+    ("simulation_rows_mismatch", lambda c: _load("sim")(_edited("sim", c, arrays={"x": np.zeros((2, 3))})),
+     "StorageError", [r"field 'x' of the saved SimulationResult", r"shape \(2, 3\)"]),
+    ("simulation_nan_in_states", lambda c: _load("sim")(_edited("sim", c, arrays={
+        "xd": np.full(np.load(_saved("sim", c))["xd"].shape, np.nan)})),
+     "StorageError", [r"field 'xd'", r"non-finite"]),
+    ("reference_times_not_increasing", lambda c: _reference_load(c, arrays={"t": np.r_[np.linspace(0, 1, 10), 0.5]}),
+     "StorageError", [r"field 't' of the saved Reference", r"not an increasing sequence"]),
+    ("reference_parameters_wrong_length", lambda c: _reference_load(c, arrays={"parameters": np.ones(7)}),
+     "StorageError", [r"field 'parameters'", r"shape \(7,\)", r"'chaplygin_sleigh'"]),
+    ("sweep_metadata_dtype_int8", lambda c: _sweep_edited(c, leaf_dtype="|i1"),
+     "SweepError", [r"metadata dtype of result 'peak'", r"int8", r"300\.7", r"would become 44"]),
+    ("sweep_metadata_dtype_not_a_dtype", lambda c: _sweep_edited(c, leaf_dtype="banana"),
+     "SweepError", [r"metadata dtype of result 'peak'", r"'banana', not a numpy dtype"]),
+    ("sweep_metadata_not_json", lambda c: _sweep_edited(c, raw=b"{oops"),
+     "SweepError", [r"sweep_\d+\.parquet", r"not valid JSON"]),
+    ("sweep_column_missing", lambda c: _sweep_edited(c, drop_column="error"),
+     "SweepError", [r"column 'error'", r"is missing"]),
+    ("sweep_not_parquet", _not_parquet,
+     "SweepError", [r"notes\.parquet' is not a readable Parquet file"]),
+]
+
+
+def test_loaders_accept_their_own_files(ctx):
+    from nhcontrol.reference import Reference
+    from nhcontrol.sweep import load_sweep
+    for kind in ("lin", "dltv", "sim"):
+        assert _load(kind)(_saved(kind, ctx)) is not None
+    assert Reference.load(_saved("ref", ctx), ctx.sleigh).x(0.5)[0] == pytest.approx(0.5)
+    back = load_sweep(_saved("sweep"))
+    np.testing.assert_array_equal(back.values[1]["peak"], [601.4, -5.0])
+
+
 # ================================================================== runner (keep last)
-CATALOGUE = HANGS + RATES_CLOCKS + APPELL + OFF_MANIFOLD_HYDRAULICS
+CATALOGUE = HANGS + RATES_CLOCKS + APPELL + OFF_MANIFOLD_HYDRAULICS + LOADERS
 
 
 @pytest.mark.parametrize("case, call, error, patterns", CATALOGUE, ids=[c[0] for c in CATALOGUE])
 def test_bad_input(ctx, case, call, error, patterns):
     import nhcontrol._util.errors as E
-    cls = getattr(E, error)
+    from nhcontrol._util.storage import StorageError
+    from nhcontrol.sweep import SweepError
+    cls = {"StorageError": StorageError, "SweepError": SweepError}.get(error) or getattr(E, error)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         with pytest.raises(cls) as info:
