@@ -733,8 +733,38 @@ def test_loaders_accept_their_own_files(ctx):
     np.testing.assert_array_equal(back.values[1]["peak"], [601.4, -5.0])
 
 
+# ================================================================== 3h. one coordinate, moving axis
+def _one_angle_body(orientation, I3=0.5):
+    from nhcontrol.modeling import rot_x
+    mb = MultibodySystem("one_angle_issue22")
+    x, th = mb.add_coordinates("x theta")
+    m, I1, I2, J3 = mb.add_parameters(m=1.0, I1=0.1, I2=0.1, I3=I3)
+    R = {"wobble": rot_z(th) * rot_x(sp.Rational(3, 10) * th), "planar": rot_z(th)}[orientation]
+    mb.add_body("wheel", mass=m, inertia=sp.diag(I1, I2, J3), position=[x, 0, 0], orientation=R)
+    return mb
+
+
+def _wobble_call(**p):
+    cm = _one_angle_body("wobble", I3=0.15).compile()
+    return cm.M([0.0, 0.3], p=cm.param_vector(**p))
+
+
+ONE_AXIS = [
+    ("one_coordinate_moving_axis_triangle_inequality", lambda c: _one_angle_body("wobble").validate(),
+     "ModelError", [r"inertia tensor of body 'wheel'", r"triangle"]),
+    ("one_coordinate_moving_axis_at_call_time", lambda c: _wobble_call(I3=0.5),
+     "ModelError", [r"'wheel'", r"triangle"]),
+]
+
+
+def test_one_coordinate_about_a_fixed_axis_skips_the_triangle_inequality():
+    """A planar body (rot_z(θ) only) never turns about its other axes: its inertia about them does
+    not enter, so I3 > I1 + I2 is accepted there (decided by the same sampling as for several)."""
+    _one_angle_body("planar").validate()
+
+
 # ================================================================== runner (keep last)
-CATALOGUE = HANGS + RATES_CLOCKS + APPELL + OFF_MANIFOLD_HYDRAULICS + LOADERS
+CATALOGUE = HANGS + RATES_CLOCKS + APPELL + OFF_MANIFOLD_HYDRAULICS + LOADERS + ONE_AXIS
 
 
 @pytest.mark.parametrize("case, call, error, patterns", CATALOGUE, ids=[c[0] for c in CATALOGUE])
