@@ -763,6 +763,154 @@ def test_one_coordinate_about_a_fixed_axis_skips_the_triangle_inequality():
     _one_angle_body("planar").validate()
 
 
+# ================================================================== 4. CLI, debris, sweeps
+def _fake_target(exc=None):
+    """A reproduce target that writes two figures (and raises ``exc`` after the first)."""
+    import types
+
+    def run(out=None, quick=False):
+        names = []
+        for i in range(2):
+            if exc is not None and i == 1:
+                raise exc
+            (out / f"fig{i}.png").write_text("new")
+            names.append(str(out / f"fig{i}.png"))
+        return {"figures": names}
+    return types.SimpleNamespace(run=run, summary=lambda result: "summary")
+
+
+def _cli_exit(capsys, argv):
+    from nhcontrol.cli import main
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    return info.value.code, err
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+def test_cli_full_file_system_is_one_line(tmp_path, monkeypatch, capsys):
+    import errno
+    from nhcontrol import cli
+    where = tmp_path / "figs" / "fig1.png"
+    monkeypatch.setattr(cli, "load", lambda target: _fake_target(
+        OSError(errno.ENOSPC, "No space left on device", str(where))))
+    code, err = _cli_exit(capsys, ["reproduce", "skateboard", "--out", str(tmp_path / "figs")])
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "No space left on device" in err and str(where) in err and "free disk space" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figs"]          # no staging folder left
+
+
+def test_cli_full_file_system_while_moving_into_place(tmp_path, monkeypatch, capsys):
+    import errno
+    from nhcontrol import cli
+
+    def replace(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+    monkeypatch.setattr(cli, "load", lambda target: _fake_target())
+    monkeypatch.setattr(cli.os, "replace", replace)
+    code, err = _cli_exit(capsys, ["reproduce", "skateboard", "--out", str(tmp_path / "figs")])
+    assert code == 2 and "Traceback" not in err
+    assert re.search(r"reproduce skateboard failed: No space left on device \(.*figs/fig\d\.png\)", err)
+
+
+def test_cli_unreachable_address_is_one_line(capsys):
+    port = _free_port()
+    code, err = _cli_exit(capsys, ["reproduce", "monte-carlo-ball-plate", "--quick", "--n", "2",
+                                   "--address", f"tcp://127.0.0.1:{port}"])
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert f"cannot reach the Dask scheduler at --address tcp://127.0.0.1:{port}" in err
+    assert "dask scheduler" in err and "leave out --address" in err
+
+
+def test_cli_library_error_is_one_line(monkeypatch, capsys, tmp_path):
+    from nhcontrol import cli
+    from nhcontrol.sweep import SweepError
+    monkeypatch.setattr(cli, "load", lambda target: _fake_target(SweepError("could not connect to X")))
+    code, err = _cli_exit(capsys, ["reproduce", "skateboard", "--out", str(tmp_path / "o")])
+    assert code == 2 and "could not connect to X (SweepError" in err and "Traceback" not in err
+
+
+def test_cli_writable_out_in_a_read_only_folder(tmp_path, monkeypatch, capsys):
+    """The staging folder cannot be made next to --out (read-only parent): it is made inside
+    --out, the run completes, and nothing is left behind."""
+    import tempfile
+    from nhcontrol import cli
+    out = tmp_path / "ro" / "figs"
+    out.mkdir(parents=True)
+    real = tempfile.mkdtemp
+
+    def mkdtemp(prefix="", dir=None):
+        if Path(dir) == out.parent.resolve():
+            raise PermissionError(13, "Permission denied", str(dir))
+        return real(prefix=prefix, dir=dir)
+    monkeypatch.setattr(cli.tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(cli, "load", lambda target: _fake_target())
+    assert cli.main(["reproduce", "skateboard", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["fig0.png", "fig1.png", "skateboard.json"]
+
+
+def _old_folder(path: Path, owner_pid: int | None) -> Path:
+    from nhcontrol._util.debris import OWNER_FILE
+    path.mkdir()
+    (path / "fig0.png").write_text("half")
+    if owner_pid is not None:
+        (path / OWNER_FILE).write_text(f"{owner_pid} 1700000000.0 {__import__('socket').gethostname()}\n")
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    return path
+
+
+def test_stale_staging_folders_are_removed_by_the_next_run(tmp_path, monkeypatch):
+    from nhcontrol import cli
+    out = tmp_path / "figs"
+    killed = _old_folder(tmp_path / ".figs.nhcontrol-killed1", _dead_pid())
+    ownerless = _old_folder(tmp_path / ".figs.nhcontrol-killed2", None)
+    running = _old_folder(tmp_path / ".figs.nhcontrol-running", os.getppid())      # a live process
+    fresh = tmp_path / ".figs.nhcontrol-fresh"
+    fresh.mkdir()                                                  # newer than this process: kept
+    other = _old_folder(tmp_path / ".other.nhcontrol-x", None)    # another --out's folder: kept
+    monkeypatch.setattr(cli, "load", lambda target: _fake_target())
+    assert cli.main(["reproduce", "skateboard", "--out", str(out)]) == 0
+    assert not killed.exists() and not ownerless.exists()
+    assert running.exists() and fresh.exists() and other.exists()
+
+
+def test_stale_c_build_folders_are_removed_by_the_next_build(tmp_path):
+    from nhcontrol.compiled import cbackend
+    from nhcontrol.compiled import cache as C
+    d = C.ensure_private_dir(tmp_path / "cache")
+    killed = _old_folder(d / "nhc_build_killed", _dead_pid())
+    busy = _old_folder(d / "nhc_build_busy", os.getppid())
+    if cbackend.cffi_problem():
+        pytest.skip("no cffi: no C builds")
+    try:
+        cbackend.compile_library(["double nhc_probe(double x) { return 2.0 * x; }\n"], d / "probe.so")
+    except cbackend.CompilerUnavailable:
+        pytest.skip("no C compiler")
+    assert not killed.exists() and busy.exists()
+    assert not [p for p in d.glob("nhc_build_*") if p != busy]     # its own build folder is gone too
+
+
+def test_threads_sweep_stops_scheduling_after_the_first_failure():
+    """errors='raise': a failure at the second point of 200 000 ends the sweep after a handful of
+    calls (before: every chunk in flight ran to its end, over 20 s for this grid)."""
+    import _sweep_funcs as sf
+    from nhcontrol.sweep import sweep
+    sf._CALLS["n"] = 0
+    with pytest.raises(ValueError, match="no solution at a = 1") as info:
+        sweep(sf.fails_at_one, {"a": list(range(200_000))}, backend="threads", max_workers=2)
+    assert sf._CALLS["n"] < 20, f"{sf._CALLS['n']} calls after the first failure"
+    assert "raised by the sweep at point 1: {'a': 1}" in "".join(getattr(info.value, "__notes__", []))
+    sf._CALLS["n"] = 0                                   # errors='capture' still runs every point
+    res = sweep(sf.fails_at_one, {"a": list(range(40))}, backend="threads", max_workers=2, errors="capture")
+    assert sf._CALLS["n"] == 40 and res.errors[1].startswith("ValueError") and res.values[2] == 2.0
+
+
 # ================================================================== runner (keep last)
 CATALOGUE = HANGS + RATES_CLOCKS + APPELL + OFF_MANIFOLD_HYDRAULICS + LOADERS + ONE_AXIS
 
