@@ -65,7 +65,7 @@ def test_crafted_pickle_cannot_plant_code_in_the_cache(tmp_path, monkeypatch):
     ``mb.compile()`` in a fresh process (same cache) derives its own kernels and never runs it."""
     cache = tmp_path / "cache"
     marker = tmp_path / "planted_code_ran"
-    cm = _probe().compile(cache=False)
+    cm = _probe().compile(cache=False, backend="python")
     key, src, _sha = cm.__reduce__()[1]
     evil = src + f"\nopen({str(marker)!r}, 'a').write('ran\\n')\n"
     blob = pickle.dumps(_Crafted(key, evil))
@@ -82,7 +82,8 @@ def test_crafted_pickle_cannot_plant_code_in_the_cache(tmp_path, monkeypatch):
     gc.collect()
     child = _PROBE + ("\nimport numpy as np\ncm = probe().compile()\n"
                       "print(cm.from_cache, cm.M(np.array([0.1, 0.2, 0.3])).diagonal().tolist())\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), NHCONTROL_CACHE_DIR=str(cache))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), NHCONTROL_CACHE_DIR=str(cache),
+               NHCONTROL_BACKEND="python")
     out = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True,
                          timeout=120, check=True).stdout.split(" ", 1)
     assert out[0] == "False"                       # derived from the equations, not from the cache
@@ -100,20 +101,15 @@ def test_pickle_key_that_is_not_a_digest_is_refused(key):
 
 # ================================================================== 2. hangs: the cache lock
 _HOLDER = '''
-import os, sys, time, fcntl
-from nhcontrol.compiled import cache as C
+import fcntl, os, socket, sys, time
 d = sys.argv[1]
-if sys.argv[2] == "live":
-    with C._locked(C.Path(d)):
-        print("locked", flush=True)
-        time.sleep(60)
-else:   # holds the lock but the file names a process that has ended (an inherited descriptor)
-    fd = os.open(os.path.join(d, C.LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, (sys.argv[3] + " 1700000000.0 " + C._HOST + "\\n").encode(), 0)
-    print("locked", flush=True)
-    time.sleep(60)
+fd = os.open(os.path.join(d, ".nhc_lock"), os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+pid = os.getpid() if sys.argv[2] == "live" else int(sys.argv[3])   # "dead": an inherited descriptor
+os.ftruncate(fd, 0)
+os.pwrite(fd, (str(pid) + " " + str(time.time()) + " " + (os.uname().nodename or "localhost") + chr(10)).encode(), 0)
+print("locked", flush=True)
+time.sleep(60)
 '''
 
 
@@ -131,8 +127,7 @@ def lock_holder_process(tmp_path):
 
     def start(kind: str):
         args = [sys.executable, "-c", _HOLDER, str(d), kind] + ([str(_dead_pid())] if kind == "dead" else [])
-        p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True,
-                             env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
         procs.append(p)
         assert p.stdout.readline().strip() == "locked"
         return d, p
@@ -159,7 +154,7 @@ def test_cache_lock_held_by_a_live_process_times_out_naming_it(lock_holder_proce
         C.write_artefact(d / "nhc_x.py", "x = 1\n")
     # ... and mb.compile() into that cache still works (from memory), with one warning naming the holder
     with pytest.warns(RuntimeWarning, match=rf"locked by process {proc.pid}"):
-        cm = _probe().compile(cache_dir=d)
+        cm = _probe().compile(cache_dir=d, backend="python")
     assert cm.source_path is None
     np.testing.assert_allclose(cm.M([0.1, 0.2, 0.3]).diagonal(), [1.25, 1.25, 0.125])
 
@@ -928,3 +923,11 @@ def test_bad_input(ctx, case, call, error, patterns):
     text = str(info.value)
     missing = [p for p in patterns if not re.search(p, text)]
     assert not missing, f"{case}: message lacks {missing}:\n{text}"
+
+
+def test_catalogue_counts():
+    """Issue 22: at least 40 new catalogue cases over the classes (plus the security, hang, Gramian,
+    CLI, debris and sweep tests above)."""
+    assert len(CATALOGUE) >= 40
+    assert all(len(group) >= 2 for group in (HANGS, RATES_CLOCKS, APPELL, OFF_MANIFOLD_HYDRAULICS, LOADERS,
+                                             ONE_AXIS))
