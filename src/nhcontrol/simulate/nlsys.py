@@ -24,13 +24,15 @@ class _Plant:
 
     def __init__(self, dyn: Dynamics, n: int, k: int) -> None:
         self.dyn, self.n, self.k = dyn, n, k
-        self.t_first: float | None = None   # earliest time seen: a call at or before it starts a run
+        self.t_first: float | None = None   # earliest time seen: a call before it starts a new run
 
     def update(self, t: float, state: NDArray, u: NDArray, params: Any = None) -> NDArray:
         n = self.n
         x, xd = np.asarray(state[:n], dtype=float), np.asarray(state[n:], dtype=float)
         uu = np.asarray(u, dtype=float).reshape(self.k) if self.k else None
-        if self.t_first is None or float(t) <= self.t_first:
+        # the first call, or one earlier than any before (a new run): finite-difference calls
+        # at the same time (control.linearize) are not checked
+        if self.t_first is None or float(t) < self.t_first:
             self.t_first = float(t)
             if not (isinstance(params, Mapping) and params.get("check_initial") is False):
                 self._check_start(float(t), x, xd, uu)
@@ -92,9 +94,10 @@ def to_nlsys(cm: Any, *, p: ArrayLike | Mapping[str, float] | None = None,
     control.NonlinearIOSystem
         Usable in ``control.interconnect`` and ``control.input_output_response``; check the
         constraint drift of a response with
-        [`constraint_drift()`][nhcontrol.simulate.constraint_drift]. The first call of a run
-        (the earliest time seen) checks that the state lies on the constraint manifold (to
-        1e-8) and raises `SimulationInputError` naming the violated constraints otherwise;
+        [`constraint_drift()`][nhcontrol.simulate.constraint_drift]. The first call of the
+        plant (and any call at a time earlier than all before: a new run) checks that the
+        state lies on the constraint manifold (to 1e-8) and raises `SimulationInputError`
+        naming the violated constraints otherwise;
         start from [`consistent_initial_conditions()`][nhcontrol.simulate.consistent_initial_conditions],
         or pass ``params={"check_initial": False}`` to start off the manifold on purpose.
 
