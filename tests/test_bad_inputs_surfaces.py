@@ -511,7 +511,18 @@ def _hyd(fn, *args, **kw):
     return getattr(hy, fn)(*args, **kw)
 
 
+def _nlsys_clock_late(c):
+    import control as ct
+    from nhcontrol.simulate import to_nlsys
+    plant = to_nlsys(c.cart)
+    return ct.input_output_response(plant, np.linspace(0.0, 1.0, 5), [[1.0] * 5],
+                                    [0.0, 0.5, 0.0, 5.0, 1.0, 0.5, 0.0, 1.0])
+
+
 OFF_MANIFOLD_HYDRAULICS = [
+    ("nlsys_clock_not_at_the_start", _nlsys_clock_late,
+     "SimulationInputError", [r"clock 'tau' of the python-control plant of model 'driven_cart_issue22'",
+                              r"tau = 5 but the run starts at t = 0", r"5 s off"]),
     ("nlsys_started_off_the_constraints", _nlsys_off_manifold,
      "SimulationInputError", [r"python-control plant of model 'chaplygin_sleigh' at t = 0",
                               r"'blade_lateral'", r"consistent_initial_conditions",

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import SimulationInputError, SolverError
-from nhcontrol.reference._eval import ModelEvaluator
+from nhcontrol.reference._eval import ModelEvaluator, clock_offset
 
 from ._dynamics import Dynamics
 from .forward import DEFAULT_BAUMGARTE, INITIAL_TOL, _velocity_names
@@ -39,7 +39,15 @@ class _Plant:
         return np.concatenate([xd, self.dyn.accel(float(t), x, xd, uu)[:n]])
 
     def _check_start(self, t: float, x: NDArray, xd: NDArray, u: NDArray | None) -> None:
-        """The first state of a run must lie on the constraint manifold (issue 22)."""
+        """The first state of a run must lie on the constraint manifold, with its clock (if
+        any) at the time of the call (issue 22)."""
+        off = clock_offset(self.dyn.ev.cm, t, x)
+        if off is not None:
+            raise SimulationInputError(
+                f"the clock {off[0]!r} of the python-control plant of model {self.dyn.ev.name!r} starts at "
+                f"{off[0]} = {off[1]:.6g} but the run starts at t = {off[2]:.6g}: every rheonomic term "
+                f"would run {off[1] - off[2]:.6g} s off. Start the clock at the first time of the run "
+                f"(or pass params={{'check_initial': False}})")
         out = self.dyn.stacked(x[None], xd[None], None if u is None else u[None], None)
         ev = self.dyn.ev
         names = list(ev.constraints)
