@@ -55,3 +55,23 @@ def settle(gain, x0, t=1.0):
     if gain <= 0:
         raise ValueError(f"gain must be positive, got {gain}")
     return {"final": abs(x0) * math.exp(-gain * t), "peak": abs(x0)}
+
+
+def dies_at(a, at):
+    """Kills its worker process at ``a == at`` (a worker that dies: out of memory, a segfault)."""
+    if a == at:
+        os._exit(3)
+    return float(a)
+
+
+_CALLS = {"n": 0}
+
+
+def fails_at_one(a):
+    """Raises at the second grid point; counts its calls (threads share this module)."""
+    _CALLS["n"] += 1
+    if a == 1:
+        raise ValueError("no solution at a = 1")
+    import time
+    time.sleep(0.0005)
+    return float(a)

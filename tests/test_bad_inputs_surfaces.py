@@ -65,7 +65,7 @@ def test_crafted_pickle_cannot_plant_code_in_the_cache(tmp_path, monkeypatch):
     ``mb.compile()`` in a fresh process (same cache) derives its own kernels and never runs it."""
     cache = tmp_path / "cache"
     marker = tmp_path / "planted_code_ran"
-    cm = _probe().compile(cache=False)
+    cm = _probe().compile(cache=False, backend="python")
     key, src, _sha = cm.__reduce__()[1]
     evil = src + f"\nopen({str(marker)!r}, 'a').write('ran\\n')\n"
     blob = pickle.dumps(_Crafted(key, evil))
@@ -82,7 +82,8 @@ def test_crafted_pickle_cannot_plant_code_in_the_cache(tmp_path, monkeypatch):
     gc.collect()
     child = _PROBE + ("\nimport numpy as np\ncm = probe().compile()\n"
                       "print(cm.from_cache, cm.M(np.array([0.1, 0.2, 0.3])).diagonal().tolist())\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), NHCONTROL_CACHE_DIR=str(cache))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), NHCONTROL_CACHE_DIR=str(cache),
+               NHCONTROL_BACKEND="python")
     out = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True,
                          timeout=120, check=True).stdout.split(" ", 1)
     assert out[0] == "False"                       # derived from the equations, not from the cache
@@ -100,20 +101,15 @@ def test_pickle_key_that_is_not_a_digest_is_refused(key):
 
 # ================================================================== 2. hangs: the cache lock
 _HOLDER = '''
-import os, sys, time, fcntl
-from nhcontrol.compiled import cache as C
+import fcntl, os, socket, sys, time
 d = sys.argv[1]
-if sys.argv[2] == "live":
-    with C._locked(C.Path(d)):
-        print("locked", flush=True)
-        time.sleep(60)
-else:   # holds the lock but the file names a process that has ended (an inherited descriptor)
-    fd = os.open(os.path.join(d, C.LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, (sys.argv[3] + " 1700000000.0 " + C._HOST + "\\n").encode(), 0)
-    print("locked", flush=True)
-    time.sleep(60)
+fd = os.open(os.path.join(d, ".nhc_lock"), os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+pid = os.getpid() if sys.argv[2] == "live" else int(sys.argv[3])   # "dead": an inherited descriptor
+os.ftruncate(fd, 0)
+os.pwrite(fd, (str(pid) + " " + str(time.time()) + " " + (os.uname().nodename or "localhost") + chr(10)).encode(), 0)
+print("locked", flush=True)
+time.sleep(60)
 '''
 
 
@@ -131,8 +127,7 @@ def lock_holder_process(tmp_path):
 
     def start(kind: str):
         args = [sys.executable, "-c", _HOLDER, str(d), kind] + ([str(_dead_pid())] if kind == "dead" else [])
-        p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True,
-                             env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
         procs.append(p)
         assert p.stdout.readline().strip() == "locked"
         return d, p
@@ -159,7 +154,7 @@ def test_cache_lock_held_by_a_live_process_times_out_naming_it(lock_holder_proce
         C.write_artefact(d / "nhc_x.py", "x = 1\n")
     # ... and mb.compile() into that cache still works (from memory), with one warning naming the holder
     with pytest.warns(RuntimeWarning, match=rf"locked by process {proc.pid}"):
-        cm = _probe().compile(cache_dir=d)
+        cm = _probe().compile(cache_dir=d, backend="python")
     assert cm.source_path is None
     np.testing.assert_allclose(cm.M([0.1, 0.2, 0.3]).diagonal(), [1.25, 1.25, 0.125])
 
@@ -277,6 +272,15 @@ HANGS = [
     ("simulate_ltv_sampled_1e12_intervals", _ltv_sampled,
      "LinearSystemError", [r"simulate_ltv\(t_span=\(0, 1e\+09\), sample_time=0\.001\)",
                            r"1e\+12 hold intervals", r"NHCONTROL_MAX_ITERATIONS"]),
+    ("sweep_axis_of_1e12_values", lambda c: __import__("nhcontrol.sweep", fromlist=["sweep"]).sweep(
+        lambda a: a, {"a": range(10 ** 12)}),
+     "SweepError", [r"grid axis 'a': 1e\+12 grid points", r"NHCONTROL_MAX_ITERATIONS", r"coarser grid"]),
+    ("sweep_cartesian_grid_of_1e12_points", lambda c: __import__("nhcontrol.sweep", fromlist=["sweep"]).sweep(
+        lambda a, b, d: a, {"a": range(10 ** 4), "b": range(10 ** 4), "d": range(10 ** 4)}),
+     "SweepError", [r"the Cartesian grid a \(10000\) x b \(10000\) x d \(10000\): 1e\+12 grid points"]),
+    ("monte_carlo_1e12_runs", lambda c: __import__("nhcontrol.verify", fromlist=["monte_carlo"]).monte_carlo(
+        lambda x: {"value": x}, {"x": 1.0}, 10 ** 12, success={"value": 2.0}),
+     "MonteCarloError", [r"monte_carlo\(n=1000000000000\)", r"1e\+12 iterations"]),
     ("simulate_discrete_1e12_steps", _discrete_steps,
      "LinearSystemError", [r"simulate_discrete\(steps=1000000000000\)", r"1e\+12 iterations"]),
 ]
@@ -507,7 +511,18 @@ def _hyd(fn, *args, **kw):
     return getattr(hy, fn)(*args, **kw)
 
 
+def _nlsys_clock_late(c):
+    import control as ct
+    from nhcontrol.simulate import to_nlsys
+    plant = to_nlsys(c.cart)
+    return ct.input_output_response(plant, np.linspace(0.0, 1.0, 5), [[1.0] * 5],
+                                    [0.0, 0.5, 0.0, 5.0, 1.0, 0.5, 0.0, 1.0])
+
+
 OFF_MANIFOLD_HYDRAULICS = [
+    ("nlsys_clock_not_at_the_start", _nlsys_clock_late,
+     "SimulationInputError", [r"clock 'tau' of the python-control plant of model 'driven_cart_issue22'",
+                              r"tau = 5 but the run starts at t = 0", r"5 s off"]),
     ("nlsys_started_off_the_constraints", _nlsys_off_manifold,
      "SimulationInputError", [r"python-control plant of model 'chaplygin_sleigh' at t = 0",
                               r"'blade_lateral'", r"consistent_initial_conditions",
@@ -558,14 +573,371 @@ def test_pressure_rate_with_a_volume_symbol_stays_symbolic():
     assert _hyd("pressure_rate", B, V, [1]) == B / V
 
 
+# ================================================================== 3g. loaded files
+_FILES = {}
+
+
+def _files_dir():
+    import tempfile
+    if "dir" not in _FILES:
+        _FILES["dir"] = Path(tempfile.mkdtemp(prefix="nhc_i22_files_"))
+    return _FILES["dir"]
+
+
+def _saved(kind: str, c=None) -> Path:
+    """A good file of each kind (written once per session)."""
+    if kind in _FILES:
+        return _FILES[kind]
+    d = _files_dir()
+    if kind == "lin":
+        from nhcontrol.linearize.result import LinearizationResult
+        A = np.diag([-1.0, -2.0, -3.0, -4.0, -5.0])
+        obj = LinearizationResult(A=A, B=np.ones((5, 1)), states=tuple("abcde"), inputs=("u",),
+                                  partition=None, n_spurious=0, t=0.0, steady=True, n_independent=5,
+                                  model_name="probe")
+    elif kind == "dltv":
+        from nhcontrol.systems import DiscreteLTV
+        obj = DiscreteLTV(np.repeat(np.eye(2)[None], 3, 0), np.ones((3, 2, 1)), 0.1, states=("p", "q"),
+                          inputs=("u",))
+    elif kind == "sim":
+        from nhcontrol.simulate import forward_dynamics
+        obj = forward_dynamics(c.sleigh, (0.0, 0.2), [0.0, 0.0, 0.0], [1.0, 0.0, 0.0])
+    elif kind == "ref":
+        from nhcontrol.models import sleigh as sl
+        obj = sl.straight_motion(c.sleigh, 1.0)
+        _FILES[kind] = obj.save(d / "ref.npz", np.linspace(0.0, 1.0, 11))
+        return _FILES[kind]
+    elif kind == "sweep":
+        from nhcontrol.sweep import sweep
+        obj = sweep(lambda v: {"peak": np.array([300.7, -2.5]) * v}, {"v": [1.0, 2.0]})
+        _FILES[kind] = obj.save(d / "sweep.parquet")
+        return _FILES[kind]
+    _FILES[kind] = obj.save(d / f"{kind}.npz")
+    return _FILES[kind]
+
+
+def _edited(kind: str, c=None, *, arrays=None, meta=None, raw_meta=None, drop=()) -> Path:
+    """A copy of the good file of ``kind`` with arrays replaced, metadata fields changed or
+    removed (``drop``), or the metadata entry replaced by ``raw_meta`` text."""
+    import json
+    src = _saved(kind, c)
+    with np.load(src, allow_pickle=False) as data:
+        content = {k: data[k] for k in data.files}
+    header = json.loads(str(content["__meta__"]))
+    header["meta"].update(meta or {})
+    for key in drop:
+        header["meta"].pop(key, None)
+    content.update(arrays or {})
+    content["__meta__"] = np.array(raw_meta if raw_meta is not None else json.dumps(header))
+    out = _files_dir() / f"edited_{len(list(_files_dir().iterdir()))}.npz"
+    np.savez(out, **content)
+    return out
+
+
+def _load(kind: str):
+    from nhcontrol.linearize.result import LinearizationResult
+    from nhcontrol.simulate.result import SimulationResult
+    from nhcontrol.systems import DiscreteLTV
+    return {"lin": LinearizationResult.load, "dltv": DiscreteLTV.load, "sim": SimulationResult.load}[kind]
+
+
+def _sweep_edited(c, *, leaf_dtype=None, raw=None, drop_column=None):
+    import json
+    import pyarrow.parquet as pq
+    from nhcontrol.sweep import load_sweep
+    table = pq.read_table(_saved("sweep"))
+    key = b"nhcontrol.sweep"
+    meta = json.loads(table.schema.metadata[key])
+    if leaf_dtype is not None:
+        meta["leaves"]["peak"]["dtype"] = leaf_dtype
+    if drop_column is not None:
+        table = table.drop([drop_column])
+    table = table.replace_schema_metadata({key: raw if raw is not None else json.dumps(meta).encode()})
+    out = _files_dir() / f"sweep_{len(list(_files_dir().iterdir()))}.parquet"
+    pq.write_table(table, out)
+    return load_sweep(out)
+
+
+def _not_a_zip(c):
+    from nhcontrol.linearize.result import LinearizationResult
+    bad = _files_dir() / "notes.npz"
+    bad.write_text("these are my notes, not a result")
+    return LinearizationResult.load(bad)
+
+
+def _truncated_zip(c):
+    from nhcontrol.linearize.result import LinearizationResult
+    bad = _files_dir() / "truncated.npz"
+    bad.write_bytes(_saved("lin").read_bytes()[:60])
+    return LinearizationResult.load(bad)
+
+
+def _not_parquet(c):
+    from nhcontrol.sweep import load_sweep
+    bad = _files_dir() / "notes.parquet"
+    bad.write_text("not parquet")
+    return load_sweep(bad)
+
+
+def _reference_load(c, **kw):
+    from nhcontrol.reference import Reference
+    return Reference.load(_edited("ref", c, **kw), c.sleigh)
+
+
+LOADERS = [
+    ("linearization_nan_in_A", lambda c: _load("lin")(_edited("lin", arrays={"A": np.diag([1, np.nan, 1, 1, 1.0])})),
+     "StorageError", [r"edited_\d+\.npz: field 'A' of the saved LinearizationResult has non-finite entries",
+                      r"index \(1, 1\)", r"save the result again"]),
+    ("linearization_7_names_for_5_states",
+     lambda c: _load("lin")(_edited("lin", meta={"states": list("abcdefg")})),
+     "StorageError", [r"field 'states'", r"has 7 names", r"A \(5, 5\) has 5"]),
+    ("linearization_non_square_A", lambda c: _load("lin")(_edited("lin", arrays={"A": np.ones((5, 4))})),
+     "StorageError", [r"field 'A'", r"shape \(5, 4\)", r"square"]),
+    ("linearization_B_rows_mismatch", lambda c: _load("lin")(_edited("lin", arrays={"B": np.ones((4, 1))})),
+     "StorageError", [r"field 'B'", r"shape \(4, 1\)", r"\(5, \*\)"]),
+    ("linearization_A_of_strings", lambda c: _load("lin")(_edited("lin", arrays={"A": np.array([["x"] * 5] * 5)})),
+     "StorageError", [r"field 'A'", r"dtype <U1"]),
+    ("linearization_metadata_field_missing", lambda c: _load("lin")(_edited("lin", drop=("steady",))),
+     "StorageError", [r"field 'steady'", r"missing from the metadata"]),
+    ("linearization_flag_of_wrong_type", lambda c: _load("lin")(_edited("lin", meta={"t_is_scalar": "yes"})),
+     "StorageError", [r"field 't_is_scalar'", r"'yes', not true/false"]),
+    ("linearization_metadata_not_json", lambda c: _load("lin")(_edited("lin", raw_meta="{not json")),
+     "StorageError", [r"edited_\d+\.npz is not a readable nhcontrol result file", r"JSONDecodeError"]),
+    ("linearization_not_a_zip_file", _not_a_zip,
+     "StorageError", [r"notes\.npz is not a readable nhcontrol result file", r"not an \.npz \(zip\) archive"]),
+    ("linearization_truncated_zip_file", _truncated_zip,
+     "StorageError", [r"truncated\.npz is not a readable nhcontrol result file", r"BadZipFile"]),
+    ("linearization_duplicate_state_names",
+     lambda c: _load("lin")(_edited("lin", meta={"states": list("abcda")})),
+     "StorageError", [r"field 'states'", r"repeats the names \['a'\]"]),
+    ("discrete_negative_dt", lambda c: _load("dltv")(_edited("dltv", meta={"dt": -0.1})),
+     "StorageError", [r"field 'dt' of the saved DiscreteLTV", r"-0\.1, not a positive number"]),
+    ("discrete_state_names_mismatch", lambda c: _load("dltv")(_edited("dltv", meta={"states": ["p", "q", "r"]})),
+     "StorageError", [r"field 'states'", r"3 names"]),
+    ("discrete_Bd_steps_mismatch", lambda c: _load("dltv")(_edited("dltv", arrays={"Bd": np.ones((2, 2, 1))})),
+     "StorageError", [r"field 'Bd'", r"\(2, 2, 1\)", r"\(3, 2, \*\)"]),
+    ("simulation_rows_mismatch", lambda c: _load("sim")(_edited("sim", c, arrays={"x": np.zeros((2, 3))})),
+     "StorageError", [r"field 'x' of the saved SimulationResult", r"shape \(2, 3\)"]),
+    ("simulation_nan_in_states", lambda c: _load("sim")(_edited("sim", c, arrays={
+        "xd": np.full(np.load(_saved("sim", c))["xd"].shape, np.nan)})),
+     "StorageError", [r"field 'xd'", r"non-finite"]),
+    ("reference_times_not_increasing", lambda c: _reference_load(c, arrays={"t": np.r_[np.linspace(0, 1, 10), 0.5]}),
+     "StorageError", [r"field 't' of the saved Reference", r"not an increasing sequence"]),
+    ("reference_parameters_wrong_length", lambda c: _reference_load(c, arrays={"parameters": np.ones(7)}),
+     "StorageError", [r"field 'parameters'", r"shape \(7,\)", r"'chaplygin_sleigh'"]),
+    ("sweep_metadata_dtype_int8", lambda c: _sweep_edited(c, leaf_dtype="|i1"),
+     "SweepError", [r"metadata dtype of result 'peak'", r"int8", r"300\.7", r"would become 44"]),
+    ("sweep_metadata_dtype_not_a_dtype", lambda c: _sweep_edited(c, leaf_dtype="banana"),
+     "SweepError", [r"metadata dtype of result 'peak'", r"'banana', not a numpy dtype"]),
+    ("sweep_metadata_not_json", lambda c: _sweep_edited(c, raw=b"{oops"),
+     "SweepError", [r"sweep_\d+\.parquet", r"not valid JSON"]),
+    ("sweep_column_missing", lambda c: _sweep_edited(c, drop_column="error"),
+     "SweepError", [r"column 'error'", r"is missing"]),
+    ("sweep_not_parquet", _not_parquet,
+     "SweepError", [r"notes\.parquet' is not a readable Parquet file"]),
+]
+
+
+def test_loaders_accept_their_own_files(ctx):
+    from nhcontrol.reference import Reference
+    from nhcontrol.sweep import load_sweep
+    for kind in ("lin", "dltv", "sim"):
+        assert _load(kind)(_saved(kind, ctx)) is not None
+    assert Reference.load(_saved("ref", ctx), ctx.sleigh).x(0.5)[0] == pytest.approx(0.5)
+    back = load_sweep(_saved("sweep"))
+    np.testing.assert_array_equal(back.values[1]["peak"], [601.4, -5.0])
+
+
+# ================================================================== 3h. one coordinate, moving axis
+def _one_angle_body(orientation, I3=0.5):
+    from nhcontrol.modeling import rot_x
+    mb = MultibodySystem("one_angle_issue22")
+    x, th = mb.add_coordinates("x theta")
+    m, I1, I2, J3 = mb.add_parameters(m=1.0, I1=0.1, I2=0.1, I3=I3)
+    R = {"wobble": rot_z(th) * rot_x(sp.Rational(3, 10) * th), "planar": rot_z(th)}[orientation]
+    mb.add_body("wheel", mass=m, inertia=sp.diag(I1, I2, J3), position=[x, 0, 0], orientation=R)
+    return mb
+
+
+def _wobble_call(**p):
+    cm = _one_angle_body("wobble", I3=0.15).compile()
+    return cm.M([0.0, 0.3], p=cm.param_vector(**p))
+
+
+ONE_AXIS = [
+    ("one_coordinate_moving_axis_triangle_inequality", lambda c: _one_angle_body("wobble").validate(),
+     "ModelError", [r"inertia tensor of body 'wheel'", r"triangle"]),
+    ("one_coordinate_moving_axis_at_call_time", lambda c: _wobble_call(I3=0.5),
+     "ModelError", [r"'wheel'", r"triangle"]),
+]
+
+
+def test_one_coordinate_about_a_fixed_axis_skips_the_triangle_inequality():
+    """A planar body (rot_z(θ) only) never turns about its other axes: its inertia about them does
+    not enter, so I3 > I1 + I2 is accepted there (decided by the same sampling as for several)."""
+    _one_angle_body("planar").validate()
+
+
+# ================================================================== 4. CLI, debris, sweeps
+def _fake_target(exc=None):
+    """A reproduce target that writes two figures (and raises ``exc`` after the first)."""
+    import types
+
+    def run(out=None, quick=False):
+        names = []
+        for i in range(2):
+            if exc is not None and i == 1:
+                raise exc
+            (out / f"fig{i}.png").write_text("new")
+            names.append(str(out / f"fig{i}.png"))
+        return {"figures": names}
+    return types.SimpleNamespace(run=run, summary=lambda result: "summary")
+
+
+def _cli_exit(capsys, argv):
+    from nhcontrol.cli import main
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    return info.value.code, err
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+def test_cli_full_file_system_is_one_line(tmp_path, monkeypatch, capsys):
+    import errno
+    from nhcontrol import cli
+    where = tmp_path / "figs" / "fig1.png"
+    monkeypatch.setattr(cli, "load", lambda target: _fake_target(
+        OSError(errno.ENOSPC, "No space left on device", str(where))))
+    code, err = _cli_exit(capsys, ["reproduce", "skateboard", "--out", str(tmp_path / "figs")])
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "No space left on device" in err and str(where) in err and "free disk space" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figs"]          # no staging folder left
+
+
+def test_cli_full_file_system_while_moving_into_place(tmp_path, monkeypatch, capsys):
+    import errno
+    from nhcontrol import cli
+
+    def replace(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+    monkeypatch.setattr(cli, "load", lambda target: _fake_target())
+    monkeypatch.setattr(cli.os, "replace", replace)
+    code, err = _cli_exit(capsys, ["reproduce", "skateboard", "--out", str(tmp_path / "figs")])
+    assert code == 2 and "Traceback" not in err
+    assert re.search(r"reproduce skateboard failed: No space left on device \(.*figs/fig\d\.png\)", err)
+
+
+def test_cli_unreachable_address_is_one_line(capsys):
+    port = _free_port()
+    code, err = _cli_exit(capsys, ["reproduce", "monte-carlo-ball-plate", "--quick", "--n", "2",
+                                   "--address", f"tcp://127.0.0.1:{port}"])
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert f"cannot reach the Dask scheduler at --address tcp://127.0.0.1:{port}" in err
+    assert "dask scheduler" in err and "leave out --address" in err
+
+
+def test_cli_library_error_is_one_line(monkeypatch, capsys, tmp_path):
+    from nhcontrol import cli
+    from nhcontrol.sweep import SweepError
+    monkeypatch.setattr(cli, "load", lambda target: _fake_target(SweepError("could not connect to X")))
+    code, err = _cli_exit(capsys, ["reproduce", "skateboard", "--out", str(tmp_path / "o")])
+    assert code == 2 and "could not connect to X (SweepError" in err and "Traceback" not in err
+
+
+def test_cli_writable_out_in_a_read_only_folder(tmp_path, monkeypatch, capsys):
+    """The staging folder cannot be made next to --out (read-only parent): it is made inside
+    --out, the run completes, and nothing is left behind."""
+    import tempfile
+    from nhcontrol import cli
+    out = tmp_path / "ro" / "figs"
+    out.mkdir(parents=True)
+    real = tempfile.mkdtemp
+
+    def mkdtemp(prefix="", dir=None):
+        if Path(dir) == out.parent.resolve():
+            raise PermissionError(13, "Permission denied", str(dir))
+        return real(prefix=prefix, dir=dir)
+    monkeypatch.setattr(cli.tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(cli, "load", lambda target: _fake_target())
+    assert cli.main(["reproduce", "skateboard", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["fig0.png", "fig1.png", "skateboard.json"]
+
+
+def _old_folder(path: Path, owner_pid: int | None) -> Path:
+    from nhcontrol._util.debris import OWNER_FILE
+    path.mkdir()
+    (path / "fig0.png").write_text("half")
+    if owner_pid is not None:
+        (path / OWNER_FILE).write_text(f"{owner_pid} 1700000000.0 {__import__('socket').gethostname()}\n")
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    return path
+
+
+def test_stale_staging_folders_are_removed_by_the_next_run(tmp_path, monkeypatch):
+    from nhcontrol import cli
+    out = tmp_path / "figs"
+    killed = _old_folder(tmp_path / ".figs.nhcontrol-killed1", _dead_pid())
+    ownerless = _old_folder(tmp_path / ".figs.nhcontrol-killed2", None)
+    running = _old_folder(tmp_path / ".figs.nhcontrol-running", os.getppid())      # a live process
+    fresh = tmp_path / ".figs.nhcontrol-fresh"
+    fresh.mkdir()                                                  # newer than this process: kept
+    other = _old_folder(tmp_path / ".other.nhcontrol-x", None)    # another --out's folder: kept
+    monkeypatch.setattr(cli, "load", lambda target: _fake_target())
+    assert cli.main(["reproduce", "skateboard", "--out", str(out)]) == 0
+    assert not killed.exists() and not ownerless.exists()
+    assert running.exists() and fresh.exists() and other.exists()
+
+
+def test_stale_c_build_folders_are_removed_by_the_next_build(tmp_path):
+    from nhcontrol.compiled import cbackend
+    from nhcontrol.compiled import cache as C
+    d = C.ensure_private_dir(tmp_path / "cache")
+    killed = _old_folder(d / "nhc_build_killed", _dead_pid())
+    busy = _old_folder(d / "nhc_build_busy", os.getppid())
+    if cbackend.cffi_problem():
+        pytest.skip("no cffi: no C builds")
+    try:
+        cbackend.compile_library(["double nhc_probe(double x) { return 2.0 * x; }\n"], d / "probe.so")
+    except cbackend.CompilerUnavailable:
+        pytest.skip("no C compiler")
+    assert not killed.exists() and busy.exists()
+    assert not [p for p in d.glob("nhc_build_*") if p != busy]     # its own build folder is gone too
+
+
+def test_threads_sweep_stops_scheduling_after_the_first_failure():
+    """errors='raise': a failure at the second point of 200 000 ends the sweep after a handful of
+    calls (before: every chunk in flight ran to its end, over 20 s for this grid)."""
+    import _sweep_funcs as sf
+    from nhcontrol.sweep import sweep
+    sf._CALLS["n"] = 0
+    with pytest.raises(ValueError, match="no solution at a = 1") as info:
+        sweep(sf.fails_at_one, {"a": list(range(200_000))}, backend="threads", max_workers=2)
+    assert sf._CALLS["n"] < 20, f"{sf._CALLS['n']} calls after the first failure"
+    assert "raised by the sweep at point 1: {'a': 1}" in "".join(getattr(info.value, "__notes__", []))
+    sf._CALLS["n"] = 0                                   # errors='capture' still runs every point
+    res = sweep(sf.fails_at_one, {"a": list(range(40))}, backend="threads", max_workers=2, errors="capture")
+    assert sf._CALLS["n"] == 40 and res.errors[1].startswith("ValueError") and res.values[2] == 2.0
+
+
 # ================================================================== runner (keep last)
-CATALOGUE = HANGS + RATES_CLOCKS + APPELL + OFF_MANIFOLD_HYDRAULICS
+CATALOGUE = HANGS + RATES_CLOCKS + APPELL + OFF_MANIFOLD_HYDRAULICS + LOADERS + ONE_AXIS
 
 
 @pytest.mark.parametrize("case, call, error, patterns", CATALOGUE, ids=[c[0] for c in CATALOGUE])
 def test_bad_input(ctx, case, call, error, patterns):
     import nhcontrol._util.errors as E
-    cls = getattr(E, error)
+    from nhcontrol._util.storage import StorageError
+    from nhcontrol.sweep import SweepError
+    from nhcontrol.verify import MonteCarloError
+    cls = {"StorageError": StorageError, "SweepError": SweepError,
+           "MonteCarloError": MonteCarloError}.get(error) or getattr(E, error)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         with pytest.raises(cls) as info:
@@ -573,3 +945,11 @@ def test_bad_input(ctx, case, call, error, patterns):
     text = str(info.value)
     missing = [p for p in patterns if not re.search(p, text)]
     assert not missing, f"{case}: message lacks {missing}:\n{text}"
+
+
+def test_catalogue_counts():
+    """Issue 22: at least 40 new catalogue cases over the classes (plus the security, hang, Gramian,
+    CLI, debris and sweep tests above)."""
+    assert len(CATALOGUE) >= 40
+    assert all(len(group) >= 2 for group in (HANGS, RATES_CLOCKS, APPELL, OFF_MANIFOLD_HYDRAULICS, LOADERS,
+                                             ONE_AXIS))

@@ -192,3 +192,29 @@ def test_monte_carlo_on_the_cluster_equals_serial(cluster):
     assert res.samples == serial.samples and res.metrics == serial.metrics
     assert res.errors == serial.errors and res.n_errors > 0          # failures come back too
     assert res.sweep.backend == "dask" and res.sweep.cluster == "address"
+
+
+@pytest.fixture(scope="module")
+def fragile_cluster():
+    """Two worker processes; a task whose worker dies is not retried (allowed-failures 0)."""
+    import dask
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        cl = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=":0", silence_logs=50)
+    yield cl
+    cl.close()
+
+
+def test_dead_worker_names_the_grid_points_and_is_captured(fragile_cluster):
+    """Issue 22: a worker that dies gave `FutureCancelledError ... already forgotten`; now the
+    lost points are named (with the worker) and errors='capture' records them as failed."""
+    res = sweep(sf.dies_at, {"a": list(range(6))}, constants={"at": 2}, backend="dask",
+                address=fragile_cluster.scheduler_address, chunk_size=1, errors="capture")
+    assert res.errors[2] is not None and res.values[2] is None
+    assert "SweepError: the Dask task for grid points [2] ({'a': 2}) was lost" in res.errors[2]
+    assert "worker" in res.errors[2] and "errors='capture'" in res.errors[2]
+    for i, (v, e) in enumerate(zip(res.values, res.errors)):   # others: a value, or named as lost
+        assert (e is None and v == float(i)) or (v is None and f"grid points [{i}] ({{'a': {i}}})" in e)
+    with pytest.raises(SweepError, match=r"the Dask task for grid points \[\d\] \(\{'a': \d\}\) was lost"):
+        sweep(sf.dies_at, {"a": list(range(6))}, constants={"at": 3}, backend="dask",
+              address=fragile_cluster.scheduler_address, chunk_size=1)

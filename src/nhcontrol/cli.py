@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Sequence
 
 from . import __version__
+from ._util.debris import OWNER_FILE, claim, remove_stale
+from ._util.errors import NhcontrolError
 from .plotting.style import FORMATS, REFERENCES, figure_format, house_style
 from .reproduce import TARGETS, load
 
@@ -119,7 +121,8 @@ def _relocate(obj, old: str, new: str):
 def _move_into_place(staging: Path, out: Path, last: str) -> None:
     """Move every file of ``staging`` to the same place under ``out`` (``os.replace``, atomic per
     file, same file system), the file ``last`` at the end."""
-    files = sorted((p for p in staging.rglob("*") if p.is_file()), key=lambda p: p.name == last)
+    files = sorted((p for p in staging.rglob("*") if p.is_file() and p.name != OWNER_FILE),
+                   key=lambda p: p.name == last)
     for src in files:
         dst = out / src.relative_to(staging)
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -133,6 +136,25 @@ def _move_into_place(staging: Path, out: Path, last: str) -> None:
             tmp = dst.with_name(f".{dst.name}.nhcontrol-tmp")
             shutil.copy2(src, tmp)
             os.replace(tmp, dst)
+
+
+def _staging_folder(out: Path) -> Path:
+    """A fresh staging folder next to ``out`` (same file system: ``os.replace`` is atomic), or
+    inside it when its parent cannot be written (a writable --out in a read-only folder).
+    Staging folders of earlier runs that were killed are removed first (`remove_stale`)."""
+    real = out.resolve()
+    prefix = f".{real.name}.nhcontrol-"
+    for parent in (real.parent, real):
+        remove_stale(parent, prefix + "*")
+        try:
+            staging = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        except OSError:
+            if parent == real:
+                raise
+            continue
+        claim(staging)
+        return staging
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -229,6 +251,68 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _export_c(parser, args)
     module = load(args.target)
     options = _target_options(parser, args, module)
+    address = getattr(args, "address", None)
+    if address:
+        problem = _unreachable(address)
+        if problem:
+            parser.exit(2, f"nhcontrol: cannot reach the Dask scheduler at --address {address} ({problem}); "
+                           f"start it there with `dask scheduler` (and workers with `dask worker "
+                           f"{address}`), fix the address, or leave out --address to run on this "
+                           f"machine\n")
+    try:
+        return _run(parser, args, module, options)
+    except (NhcontrolError, OSError) as exc:
+        if os.environ.get("NHCONTROL_TRACEBACK"):
+            raise
+        parser.exit(2, f"nhcontrol: reproduce {args.target} failed: {_one_line(exc, args)}\n")
+    return 2  # pragma: no cover - parser.exit raises
+
+
+def _unreachable(address: str, timeout: float = 5.0) -> str | None:
+    """Why a TCP connection to the scheduler ``address`` fails (None when it opens, or when the
+    address is not plain TCP: those are left to dask)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    target = address if "://" in address else f"tcp://{address}"
+    parts = urlsplit(target)
+    if parts.scheme != "tcp":
+        return None
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:
+        return f"not a host:port address: {exc}"
+    if not host or port is None:
+        return "not a host:port address (e.g. tcp://10.0.0.5:8786)"
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+
+
+_HINTS = {errno.ENOSPC: "free disk space, or write elsewhere with --out",
+          errno.EDQUOT: "free space within your disk quota, or write elsewhere with --out",
+          errno.EACCES: "choose a folder you can write with --out",
+          errno.EPERM: "choose a folder you can write with --out",
+          errno.EROFS: "the file system is read-only: choose another folder with --out",
+          errno.ECONNREFUSED: "check that the Dask scheduler at --address is running and reachable"}
+
+
+def _one_line(exc: BaseException, args: argparse.Namespace) -> str:
+    """What went wrong, where, and what to do, on one line (no traceback)."""
+    if isinstance(exc, OSError) and not isinstance(exc, NhcontrolError):
+        what = exc.strerror or str(exc) or type(exc).__name__
+        where = exc.filename or (args.out if getattr(args, "out", None) is not None else None)
+        hint = _HINTS.get(exc.errno or -1, "check the path and try again (set NHCONTROL_TRACEBACK=1 "
+                                           "for the full traceback)")
+        text = f"{what}" + (f" ({where})" if where else "") + f"; {hint}"
+    else:
+        text = f"{exc} ({type(exc).__name__}; set NHCONTROL_TRACEBACK=1 for the full traceback)"
+    return " ".join(text.split())
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, module: object, options: dict) -> int:
     if args.out is not None:
         try:
             args.out.mkdir(parents=True, exist_ok=True)
@@ -244,8 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         # everything is written to a staging folder next to --out and moved into place at the
         # end (the JSON last): an interrupted or failed run leaves --out as it was
-        staging = Path(tempfile.mkdtemp(prefix=f".{args.out.resolve().name}.nhcontrol-",
-                                        dir=args.out.resolve().parent))
+        staging = _staging_folder(args.out)
         try:
             with figure_format(args.fmt), house_style():
                 result = _to_jsonable(module.run(out=staging, quick=args.quick, **options))

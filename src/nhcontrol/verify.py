@@ -364,6 +364,9 @@ def monte_carlo(run: Callable[..., Any], samplers: Mapping[str, Any], n: int, *,
         raise MonteCarloError("monte_carlo always captures failing runs (errors='capture'); "
                               "do not pass errors=")
     check, words = _criterion(success)
+    from ._util.work import check_iterations
+    check_iterations(int(n), f"monte_carlo(n={int(n)}): {int(n)} runs", error=MonteCarloError,
+                     hint="draw fewer samples (the 95 % interval of a success rate narrows like 1/sqrt(n))")
     samples = _draw(samplers, seed, int(n))
     res = sweep(run, samples, backend=backend, progress=progress, constants=constants,
                 errors="capture", **sweep_options)

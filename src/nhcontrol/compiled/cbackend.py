@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._util.debris import claim, remove_stale
 from .._util.errors import CacheError, ModelError
 from . import cache as _cache
 from ._layout import C_GENERATOR_VERSION
@@ -120,7 +121,9 @@ def compile_library(units: list[str], out: Path, workers: int | None = None) -> 
         customize_compiler(cc)
         return cc
 
+    remove_stale(out.parent, "nhc_build_*")          # left by builds that were killed
     build = Path(tempfile.mkdtemp(prefix="nhc_build_", dir=str(out.parent)))
+    claim(build)
     try:
         sources = []
         for i, text in enumerate(units):

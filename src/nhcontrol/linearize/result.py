@@ -611,19 +611,47 @@ class LinearizationResult:
 
     @classmethod
     def load(cls, path: Any) -> "LinearizationResult":
-        """Read a file written by `save()` (the partition comes back as a dict of names)."""
-        from .._util.storage import load_npz
+        """Read a file written by `save()` (the partition comes back as a dict of names).
 
-        arr, meta = load_npz(path, "LinearizationResult")
-        t = float(arr["t"]) if meta["t_is_scalar"] else readonly(np.array(arr["t"]))
-        return cls(A=readonly(np.array(arr["A"])), B=readonly(np.array(arr["B"])), states=tuple(meta["states"]),
-                   inputs=tuple(meta["inputs"]), partition=meta["partition"], n_spurious=meta["n_spurious"],
-                   t=t, steady=meta["steady"], n_independent=meta["n_independent"],
-                   model_name=meta["model_name"],
-                   B_rate=readonly(np.array(arr["B_rate"])) if "B_rate" in arr else None,
-                   C=np.array(arr["C"]) if "C" in arr else None,
-                   D=np.array(arr["D"]) if "D" in arr else None,
-                   outputs=tuple(meta.get("outputs", ())))
+        Raises
+        ------
+        StorageError
+            The file is not a saved `LinearizationResult`, or a field is missing, of the wrong
+            type, non-finite, or inconsistent with the others (``A`` not square, names that do
+            not match the sizes of ``A`` and ``B``); the message names the file and the field.
+        """
+        from .._util.storage import LoadedFile
+
+        f = LoadedFile(path, "LinearizationResult")
+        A = f.array("A", ndim=(2, 3))
+        if A.shape[-1] != A.shape[-2]:
+            raise f.fail("A", f"has shape {A.shape}: a state matrix must be square")
+        B = f.array("B", ndim=A.ndim)
+        f.shape("B", B, A.shape[:-1] + (None,), f"A {A.shape}")
+        Br = f.array("B_rate", ndim=B.ndim, optional=True)
+        if Br is not None:
+            f.shape("B_rate", Br, B.shape, f"B {B.shape}")
+        scalar = f.flag("t_is_scalar")
+        tt = f.array("t", ndim=0 if scalar else 1)
+        if not scalar and A.ndim == 3 and tt.shape != (A.shape[0],):
+            raise f.fail("t", f"has {tt.size} times, but A holds {A.shape[0]} matrices")
+        states = f.names("states", A.shape[-1], f"A {A.shape}")
+        inputs = f.names("inputs", B.shape[-1], f"B {B.shape}")
+        part = f.field("partition", None)
+        if part is not None and not (isinstance(part, dict) and all(
+                isinstance(v, list) and all(isinstance(q, str) for q in v) for v in part.values())):
+            raise f.fail("partition", f"is {str(part)[:80]!r}, not a mapping of lists of coordinate names")
+        t = float(tt) if scalar else readonly(np.array(tt))
+        C = f.array("C", ndim=None, optional=True)
+        D = f.array("D", ndim=None, optional=True)
+        outputs = tuple(f.field("outputs", ()) or ())
+        return f.build(lambda: cls(A=readonly(A), B=readonly(B), states=states, inputs=inputs, partition=part,
+                                   n_spurious=f.integer("n_spurious"), t=t, steady=f.flag("steady"),
+                                   n_independent=f.integer("n_independent"),
+                                   model_name=f.text("model_name", default=""),
+                                   B_rate=None if Br is None else readonly(Br),
+                                   C=None if C is None else np.array(C),
+                                   D=None if D is None else np.array(D), outputs=outputs))
 
     def deviation(self, ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
         """The linear state of this linearization for the motion ``(x, ẋ)`` at ``t``.

@@ -182,14 +182,12 @@ def rotation_axes(R: sp.MatrixBase, coords: list[sp.Symbol], values: dict, sampl
     Decided without derivatives: for a one-axis rotation every relative rotation
     ``R(q0)ᵀ R(qj)`` between random configurations turns about the same body axis ``a``.
     ``samples`` configurations are drawn around ``values`` (coordinates and inputs only; every
-    symbol of ``R`` needs a value). An orientation that depends on one coordinate counts as
-    one axis.
+    symbol of ``R`` needs a value). One coordinate is decided the same way as several: a
+    single angle can still turn the body about a moving axis (``rot_z(θ) · rot_x(0.3 θ)``).
     """
     qs = [q for q in coords if R.has(q)]
     if not qs:
         return 0
-    if len(qs) == 1:
-        return 1  # one coordinate: one angle (a rotation about a varying axis would be exotic)
     syms = sorted(R.free_symbols, key=lambda s: s.name)
     try:
         f = sp.lambdify(syms, R.tolist(), modules="math")

@@ -442,26 +442,40 @@ class Reference:
         constraints must match). The motion is periodic (``period`` kept) when the samples span
         one period and the last equals the first; otherwise it is defined on the sampled range.
         """
-        from .._util.storage import load_npz
+        from .._util.storage import LoadedFile
 
         from ._eval import constraint_names
 
-        arr, meta = load_npz(path, "Reference")
+        f = LoadedFile(path, "Reference")
+        meta = {key: f.names(key) for key in ("coordinates", "inputs", "constraints")}
         for key, have in (("coordinates", tuple(cm.coordinates)), ("inputs", tuple(cm.inputs)),
                           ("constraints", constraint_names(cm))):
-            if list(have) != meta[key]:
-                raise ReferenceMotionError(f"{path}: the saved reference has {key} {meta[key]}, the model "
+            if tuple(have) != meta[key]:
+                raise ReferenceMotionError(f"{path}: the saved reference has {key} {list(meta[key])}, the model "
                                            f"{getattr(cm, 'name', '?')!r} has {list(have)}; load it with "
                                            "the model it was saved from")
+        t = f.array("t", ndim=1)
+        if t.size < 2 or np.any(np.diff(t) <= 0):
+            raise f.fail("t", f"is not an increasing sequence of at least 2 times (got {t[:6].tolist()})")
+        N, n, k, ml = t.size, len(meta["coordinates"]), len(meta["inputs"]), len(meta["constraints"])
+        arr = {"t": t}
+        for key, width in (("x", n), ("xd", n), ("xdd", n), ("lam", ml), ("u", k)):
+            arr[key] = f.array(key, ndim=2)
+            f.shape(key, arr[key], (N, width), f"{N} times and {width} names")
+        arr["parameters"] = f.array("parameters", ndim=1)
+        f.shape("parameters", arr["parameters"], (len(getattr(cm, "parameters", ())),),
+                f"model {getattr(cm, 'name', '?')!r}")
+        per = f.number("period", positive=True, allow_none=True)
+        steady = f.flag("steady")
+        bps = f.numbers("breakpoints") if "breakpoints" in f.meta else None
         ev = ModelEvaluator(cm, arr["parameters"])
-        t = arr["t"]
-        per = meta["period"]
         periodic = bool(per is not None and abs(t[-1] - t[0] - per) <= 1e-9 * per
                         and all(np.allclose(arr[k][-1], arr[k][0], rtol=1e-10, atol=1e-12)
                                 for k in ("x", "xd", "xdd", "lam", "u")))
-        return cls.from_samples(cm, t, arr["x"], arr["xd"], arr["xdd"], u=arr["u"] if ev.k else None,
-                                p=arr["parameters"], lam=arr["lam"], periodic=periodic,
-                                steady=meta["steady"], breakpoints=meta.get("breakpoints"))
+        return f.build(lambda: cls.from_samples(cm, t, arr["x"], arr["xd"], arr["xdd"],
+                                                u=arr["u"] if ev.k else None, p=arr["parameters"],
+                                                lam=arr["lam"], periodic=periodic, steady=steady,
+                                                breakpoints=None if bps is None else list(bps)))
 
     # ------------------------------------------------------------------ constructors
     @classmethod

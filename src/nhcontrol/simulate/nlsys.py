@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import SimulationInputError, SolverError
-from nhcontrol.reference._eval import ModelEvaluator
+from nhcontrol.reference._eval import ModelEvaluator, clock_offset
 
 from ._dynamics import Dynamics
 from .forward import DEFAULT_BAUMGARTE, INITIAL_TOL, _step_interval, _velocity_names
@@ -24,20 +24,30 @@ class _Plant:
 
     def __init__(self, dyn: Dynamics, n: int, k: int) -> None:
         self.dyn, self.n, self.k = dyn, n, k
-        self.t_first: float | None = None   # earliest time seen: a call at or before it starts a run
+        self.t_first: float | None = None   # earliest time seen: a call before it starts a new run
 
     def update(self, t: float, state: NDArray, u: NDArray, params: Any = None) -> NDArray:
         n = self.n
         x, xd = np.asarray(state[:n], dtype=float), np.asarray(state[n:], dtype=float)
         uu = np.asarray(u, dtype=float).reshape(self.k) if self.k else None
-        if self.t_first is None or float(t) <= self.t_first:
+        # the first call, or one earlier than any before (a new run): finite-difference calls
+        # at the same time (control.linearize) are not checked
+        if self.t_first is None or float(t) < self.t_first:
             self.t_first = float(t)
             if not (isinstance(params, Mapping) and params.get("check_initial") is False):
                 self._check_start(float(t), x, xd, uu)
         return np.concatenate([xd, self.dyn.accel(float(t), x, xd, uu)[:n]])
 
     def _check_start(self, t: float, x: NDArray, xd: NDArray, u: NDArray | None) -> None:
-        """The first state of a run must lie on the constraint manifold (issue 22)."""
+        """The first state of a run must lie on the constraint manifold, with its clock (if
+        any) at the time of the call (issue 22)."""
+        off = clock_offset(self.dyn.ev.cm, t, x)
+        if off is not None:
+            raise SimulationInputError(
+                f"the clock {off[0]!r} of the python-control plant of model {self.dyn.ev.name!r} starts at "
+                f"{off[0]} = {off[1]:.6g} but the run starts at t = {off[2]:.6g}: every rheonomic term "
+                f"would run {off[1] - off[2]:.6g} s off. Start the clock at the first time of the run "
+                f"(or pass params={{'check_initial': False}})")
         out = self.dyn.stacked(x[None], xd[None], None if u is None else u[None], None)
         ev = self.dyn.ev
         names = list(ev.constraints)
@@ -142,9 +152,10 @@ def to_nlsys(cm: Any, *, p: ArrayLike | Mapping[str, float] | None = None,
     control.NonlinearIOSystem
         Usable in ``control.interconnect`` and ``control.input_output_response``; check the
         constraint drift of a response with
-        [`constraint_drift()`][nhcontrol.simulate.constraint_drift]. The first call of a run
-        (the earliest time seen) checks that the state lies on the constraint manifold (to
-        1e-8) and raises `SimulationInputError` naming the violated constraints otherwise;
+        [`constraint_drift()`][nhcontrol.simulate.constraint_drift]. The first call of the
+        plant (and any call at a time earlier than all before: a new run) checks that the
+        state lies on the constraint manifold (to 1e-8) and raises `SimulationInputError`
+        naming the violated constraints otherwise;
         start from [`consistent_initial_conditions()`][nhcontrol.simulate.consistent_initial_conditions],
         or pass ``params={"check_initial": False}`` to start off the manifold on purpose.
 

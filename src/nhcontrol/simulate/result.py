@@ -164,20 +164,53 @@ class SimulationResult:
 
     @classmethod
     def load(cls, path: Any, model: Any = None) -> "SimulationResult":
-        """Read a file of `save()`. ``model`` (optional) is attached after its hash is checked."""
-        from nhcontrol._util.storage import StorageError, load_npz
+        """Read a file of `save()`. ``model`` (optional) is attached after its hash is checked.
 
-        arr, m = load_npz(path, "SimulationResult")
-        if model is not None and m["model_hash"] and getattr(model, "model_hash", None) != m["model_hash"]:
-            raise StorageError(f"{path} was simulated with model {m['model_name']!r} (hash "
-                               f"{str(m['model_hash'])[:12]}...), not with {getattr(model, 'name', model)!r}")
-        res = cls(**{k: readonly(np.array(arr[k])) for k in cls._ARRAYS},
-                  coordinates=tuple(m["coordinates"]), velocities=tuple(m["velocities"]),
-                  inputs=tuple(m["inputs"]), constraints=tuple(m["constraints"]), model=model,
-                  baumgarte=tuple(m["baumgarte"]), method=m["method"], sample_time=m["sample_time"],
-                  t_events=tuple(readonly(np.array(arr[f"t_events_{i}"])) for i in range(m["n_events"])),
-                  status=m["status"], message=m["message"], nfev=m["nfev"],
-                  breakpoints=tuple(m.get("breakpoints", ())))
+        Raises
+        ------
+        StorageError
+            The file is not a saved `SimulationResult`, a field is missing, of the wrong type or
+            inconsistent with the others (the names and the array sizes), or ``model`` is not
+            the model it was simulated with; the message names the file and the field.
+        """
+        from nhcontrol._util.storage import LoadedFile, StorageError
+
+        f = LoadedFile(path, "SimulationResult")
+        coords = f.names("coordinates")
+        n = len(coords)
+        vels = f.names("velocities", n, "coordinates")
+        inputs = f.names("inputs")
+        cons = f.names("constraints")
+        t = f.array("t", ndim=1)
+        N = t.shape[0]
+        arr = {"t": t}
+        sizes = {"x": n, "xd": n, "xdd": n, "lam": len(cons), "u": len(inputs)}
+        for key, width in sizes.items():
+            arr[key] = f.array(key, ndim=2)
+            f.shape(key, arr[key], (N, width), f"{N} times and {width} names")
+        for key in ("holonomic_drift", "nonholonomic_drift", "velocity_drift", "condition"):
+            arr[key] = f.array(key, ndim=1, finite=key != "condition")
+            f.shape(key, arr[key], (N,), f"{N} times")
+        arr["parameters"] = f.array("parameters", ndim=1)
+        arr["control_times"] = f.array("control_times", ndim=1)
+        arr["control_inputs"] = f.array("control_inputs", ndim=2)
+        nev = f.integer("n_events")
+        events = tuple(readonly(f.array(f"t_events_{i}", ndim=1)) for i in range(nev))
+        mhash = f.text("model_hash", allow_none=True)
+        name = f.text("model_name", default="")
+        if model is not None and mhash and getattr(model, "model_hash", None) != mhash:
+            raise StorageError(f"{path} was simulated with model {name!r} (hash "
+                               f"{str(mhash)[:12]}...), not with {getattr(model, 'name', model)!r}")
+        base = f.numbers("baumgarte")
+        if len(base) != 2:
+            raise f.fail("baumgarte", f"is {list(base)}, not a pair (alpha, beta)")
+        res = f.build(lambda: cls(
+            **{k: readonly(np.array(arr[k])) for k in cls._ARRAYS},
+            coordinates=coords, velocities=vels, inputs=inputs, constraints=cons, model=model,
+            baumgarte=base, method=f.text("method"),
+            sample_time=f.number("sample_time", positive=True, allow_none=True),
+            t_events=events, status=f.integer("status", minimum=-1), message=f.text("message"),
+            nfev=f.integer("nfev"), breakpoints=f.numbers("breakpoints", default=[])))
         object.__setattr__(res, "_dense_note", f"it was loaded from {path} (samples only)")
         return res
 

@@ -141,30 +141,49 @@ class _Collector:
 def _run_local(pool_cls: type, workers: int, fn: Callable[..., Any], constants: dict[str, Any],
                chunks: list[range], points: Sequence[dict[str, Any]], seeds: Any,
                vectorized: bool, col: _Collector) -> None:
+    """Run the chunks on a pool, at most ``2 workers`` in flight (submitted as others finish), so
+    that with ``errors="raise"`` nothing new starts after the first failure; the threads of a
+    pool also share a stop event that ends their running chunks before their next point."""
+    import threading
+
+    first = col.mode == "raise"
+    stop = threading.Event() if pool_cls is ThreadPoolExecutor else None
     if pool_cls is ProcessPoolExecutor:
         pool = ProcessPoolExecutor(max_workers=workers, initializer=init_worker,
                                    initargs=(fn, constants))
 
         def submit(c: range) -> Any:
             return pool.submit(run_chunk_in_worker, list(c), [points[i] for i in c],
-                               None if seeds is None else [seeds[i] for i in c], vectorized)
+                               None if seeds is None else [seeds[i] for i in c], vectorized, first)
     else:
         pool = ThreadPoolExecutor(max_workers=workers)
 
         def submit(c: range) -> Any:
             return pool.submit(run_chunk, fn, list(c), [points[i] for i in c], constants,
-                               None if seeds is None else [seeds[i] for i in c], vectorized)
+                               None if seeds is None else [seeds[i] for i in c], vectorized, first,
+                               stop if first else None)
+    todo = iter(chunks)
     try:
-        pending = {submit(c) for c in chunks}
+        pending = set()
+        for c in todo:
+            pending.add(submit(c))
+            if len(pending) >= 2 * workers:
+                break
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            stop = False
+            stop_now = False
             for fut in done:
-                stop = col.add(fut.result()) or stop
-            if stop:
+                stop_now = col.add(fut.result()) or stop_now
+            if stop_now:
+                if stop is not None:
+                    stop.set()
                 for fut in pending:
                     fut.cancel()
                 return
+            for c in todo:
+                pending.add(submit(c))
+                if len(pending) >= 2 * workers:
+                    break
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -176,16 +195,38 @@ def _run_dask(client: Any, fn: Callable[..., Any], constants: dict[str, Any], ch
 
     # the function and the constants travel once to every worker and stay in its memory
     [payload] = client.scatter([{"fn": fn, "constants": constants}], broadcast=True, hash=False)
+    first = col.mode == "raise"
     futures = [client.submit(run_chunk_with_payload, payload, list(c), [points[i] for i in c],
-                             None if seeds is None else [seeds[i] for i in c], vectorized,
+                             None if seeds is None else [seeds[i] for i in c], vectorized, first,
                              pure=False) for c in chunks]
+    chunk_of = {f.key: c for f, c in zip(futures, chunks)}
     try:
         with client.as_current():
             for fut in as_completed(futures):
-                if col.add(fut.result()):
+                try:
+                    outcome = fut.result()
+                except Exception as exc:  # noqa: BLE001 - fn's own errors come back as outcomes:
+                    # this is the cluster (a worker that died, a task that was lost or cancelled)
+                    c = chunk_of[fut.key]
+                    lost = SweepError(_lost_message(c, points, exc))
+                    if first:
+                        raise lost from exc
+                    outcome = [(i, False, lost) for i in c]
+                if col.add(outcome):
                     return
     finally:
         client.cancel(futures + [payload])
+
+
+def _lost_message(c: range, points: Sequence[dict[str, Any]], exc: BaseException) -> str:
+    """Which grid points a lost Dask task carried, on which worker, and what to do."""
+    worker = getattr(getattr(exc, "last_worker", None), "address", None)
+    shown = ", ".join(str(points[i]) for i in list(c)[:3]) + (", ..." if len(c) > 3 else "")
+    where = f"on worker {worker}" if worker else "on a worker that is gone (its address is unknown)"
+    return (f"the Dask task for grid points {list(c)[:10]}{' ...' if len(c) > 10 else ''} ({shown}) was "
+            f"lost {where}: {type(exc).__name__}: {exc}. A worker died (out of memory, killed, a crash "
+            f"in compiled code) or left the cluster; check the worker logs, give the workers more "
+            f"memory, or run these points with errors='capture' to record them as failed and go on")
 
 
 def sweep(fn: Callable[..., Any], grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]],
@@ -300,7 +341,7 @@ def sweep(fn: Callable[..., Any], grid: Mapping[str, Iterable[Any]] | Sequence[M
             for c in chunks:
                 if col.add(run_chunk(fn, list(c), [points[i] for i in c], consts,
                                      None if seeds is None else [seeds[i] for i in c],
-                                     vectorized)):
+                                     vectorized, errors == "raise")):
                     break
         elif used == "dask":
             with dask_client(client, address, n_workers=min(workers, len(chunks)),

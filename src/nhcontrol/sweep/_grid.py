@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, Iterable, Mapping, Sequence
 
 from .._util.errors import NhcontrolError
@@ -17,10 +18,18 @@ class SweepError(NhcontrolError, ValueError):
 def _axis_values(name: str, values: Any) -> list[Any]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         return [values]
+    if hasattr(values, "__len__"):   # counted before it is listed (a range(10**12) axis)
+        _check_size(len(values), f"grid axis {name!r}")
     vals = list(values)
     if not vals:
         raise SweepError(f"grid axis {name!r} has no values; give at least one value")
     return vals
+
+
+def _check_size(count: int, what: str) -> None:
+    from .._util.work import check_iterations
+    check_iterations(count, f"{what}: {count:.6g} grid points", error=SweepError,
+                     hint="sweep a coarser grid, or split it into several sweeps")
 
 
 def grid_axes(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]]
@@ -65,6 +74,8 @@ def grid_points(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]]
         axes = grid_axes(grid)
         assert axes is not None
         names = tuple(axes)
+        _check_size(math.prod(len(v) for v in axes.values()),
+                    "the Cartesian grid " + " x ".join(f"{k} ({len(v)})" for k, v in axes.items()))
         points = tuple(dict(zip(names, combo)) for combo in itertools.product(*axes.values()))
         return names, points
     if isinstance(grid, (str, bytes)) or not isinstance(grid, Iterable):

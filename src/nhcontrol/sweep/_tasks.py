@@ -37,9 +37,15 @@ def _rng(seed: Any) -> np.random.Generator | None:
 
 
 def _call_points(fn: Callable[..., Any], indices: Sequence[int], points: Sequence[dict[str, Any]],
-                 constants: dict[str, Any], seeds: Sequence[Any] | None) -> list[Outcome]:
+                 constants: dict[str, Any], seeds: Sequence[Any] | None,
+                 stop_on_failure: bool = False, stop: Any = None) -> list[Outcome]:
+    """Call ``fn`` point by point. ``stop_on_failure`` (``errors="raise"``): return at the first
+    failure (it will be raised; the other points are not needed). ``stop``: an event shared by
+    the threads of one sweep, set at a failure; set, it ends the chunk before its next point."""
     out: list[Outcome] = []
     for j, (i, p) in enumerate(zip(indices, points)):
+        if stop is not None and stop.is_set():
+            break
         kwargs = dict(p)
         if seeds is not None:
             kwargs["rng"] = _rng(seeds[j])
@@ -47,6 +53,10 @@ def _call_points(fn: Callable[..., Any], indices: Sequence[int], points: Sequenc
             out.append((i, True, fn(**kwargs, **constants)))
         except Exception as exc:  # noqa: BLE001 - captured per point, re-raised by the caller
             out.append((i, False, picklable_error(exc)))
+            if stop_on_failure:
+                if stop is not None:
+                    stop.set()
+                break
     return out
 
 
@@ -71,10 +81,13 @@ def _call_vectorized(fn: Callable[..., Any], indices: Sequence[int],
 
 def run_chunk(fn: Callable[..., Any], indices: Sequence[int], points: Sequence[dict[str, Any]],
               constants: dict[str, Any], seeds: Sequence[Any] | None,
-              vectorized: bool) -> list[Outcome]:
-    """Evaluate one chunk; a failing vectorized call is retried point by point to find the culprit."""
+              vectorized: bool, stop_on_failure: bool = False, stop: Any = None) -> list[Outcome]:
+    """Evaluate one chunk; a failing vectorized call is retried point by point to find the culprit.
+
+    ``stop_on_failure`` ends the chunk at its first failure (``errors="raise"``); ``stop`` is an
+    event shared by the threads of one sweep (see `_call_points`)."""
     if not vectorized:
-        return _call_points(fn, indices, points, constants, seeds)
+        return _call_points(fn, indices, points, constants, seeds, stop_on_failure, stop)
     try:
         return _call_vectorized(fn, indices, points, constants, seeds)
     except SweepError:
@@ -89,6 +102,8 @@ def run_chunk(fn: Callable[..., Any], indices: Sequence[int], points: Sequence[d
                 raise
             except Exception as exc:  # noqa: BLE001
                 out.append((i, False, picklable_error(exc)))
+                if stop_on_failure:
+                    break
         return out
 
 
@@ -104,13 +119,16 @@ def init_worker(fn: Callable[..., Any], constants: dict[str, Any]) -> None:
 
 
 def run_chunk_in_worker(indices: Sequence[int], points: Sequence[dict[str, Any]],
-                        seeds: Sequence[Any] | None, vectorized: bool) -> list[Outcome]:
+                        seeds: Sequence[Any] | None, vectorized: bool,
+                        stop_on_failure: bool = False) -> list[Outcome]:
     """Process-pool task: the function and constants come from `init_worker()`."""
-    return run_chunk(_WORKER["fn"], indices, points, _WORKER["constants"], seeds, vectorized)
+    return run_chunk(_WORKER["fn"], indices, points, _WORKER["constants"], seeds, vectorized,
+                     stop_on_failure)
 
 
 def run_chunk_with_payload(payload: dict[str, Any], indices: Sequence[int],
                            points: Sequence[dict[str, Any]], seeds: Sequence[Any] | None,
-                           vectorized: bool) -> list[Outcome]:
+                           vectorized: bool, stop_on_failure: bool = False) -> list[Outcome]:
     """Dask task: ``payload`` (function + constants) was scattered once to every worker."""
-    return run_chunk(payload["fn"], indices, points, payload["constants"], seeds, vectorized)
+    return run_chunk(payload["fn"], indices, points, payload["constants"], seeds, vectorized,
+                     stop_on_failure)

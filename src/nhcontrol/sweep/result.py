@@ -286,31 +286,107 @@ def _store_leaf(pa: Any, name: str, col: list[Any], arrays: dict[str, Any]) -> d
     return {"kind": "array", "dtype": dt}
 
 
-def _rebuild(meta: dict[str, Any], table: Any) -> list[Any]:
+class _SweepFile:
+    """Checked access to the columns and metadata of a saved sweep (errors name file and field)."""
+
+    def __init__(self, path: Path, table: Any, meta: Any) -> None:
+        self.path, self.table, self.meta = path, table, meta
+
+    def fail(self, field: str, why: str) -> SweepError:
+        return SweepError(f"{str(self.path)!r}: {field} {why}; the file is damaged or its metadata was "
+                          f"edited by hand: save the sweep again")
+
+    def column(self, name: str) -> list[Any]:
+        if name not in self.table.column_names:
+            raise self.fail(f"column {name!r}", "is missing")
+        return self.table.column(name).to_pylist()
+
+    def field(self, key: str, types: type | tuple[type, ...], default: Any = KeyError) -> Any:
+        if key not in self.meta:
+            if default is not KeyError:
+                return default
+            raise self.fail(f"metadata field {key!r}", "is missing")
+        v = self.meta[key]
+        allowed = types if isinstance(types, tuple) else (types,)
+        if not isinstance(v, allowed) or (isinstance(v, bool) and bool not in allowed):
+            raise self.fail(f"metadata field {key!r}", f"is {str(v)[:80]!r} ({type(v).__name__})")
+        return v
+
+    def floats(self, name: str) -> list[Any]:
+        col = self.column(name)
+        for i, a in enumerate(col):
+            if a is not None and not (isinstance(a, list) and all(isinstance(q, (int, float)) and
+                                                                  not isinstance(q, bool) for q in a)):
+                raise self.fail(f"column {name!r}", f"row {i} holds {str(a)[:60]!r}, not a list of numbers")
+        return col
+
+
+def _cast_exact(f: _SweepFile, name: str, values: np.ndarray, dtype: Any, row: int) -> np.ndarray:
+    """``values`` (float64 as stored) as the recorded ``dtype`` - only when that loses nothing:
+    the dtype in the metadata is never trusted (int8 would turn 300.7 into 44)."""
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise f.fail(f"metadata dtype of result {name!r}", f"is {dtype!r}, not a numpy dtype") from None
+    if dt.kind not in "biuf":
+        raise f.fail(f"metadata dtype of result {name!r}", f"is {dt} (expected a real numeric dtype)")
+    with np.errstate(all="ignore"):
+        cast = values.astype(dt)
+        back = cast.astype(float)
+    same = (back == values) | (np.isnan(back) & np.isnan(values))
+    if not np.all(same):
+        k = int(np.argmin(same))
+        raise f.fail(f"metadata dtype of result {name!r}",
+                     f"is {dt}, but the stored value {float(values.ravel()[k])!r} (row {row}) is not a {dt} "
+                     f"(it would become {cast.ravel()[k].item()!r})")
+    return cast
+
+
+def _rebuild(f: _SweepFile, meta: dict[str, Any], table: Any) -> list[Any]:
     n = table.num_rows
     cols: dict[str, list[Any]] = {}
-    for name, kind in meta["leaves"].items():
-        k = kind["kind"]
+    leaves = f.field("leaves", dict)
+    for name, kind in leaves.items():
+        k = kind.get("kind") if isinstance(kind, dict) else None
+        if k not in ("scalar", "complex", "array", "complex_array"):
+            raise f.fail(f"metadata of result {name!r}", f"has kind {kind!r} (expected scalar, complex, array "
+                                                         f"or complex_array)")
         if k == "scalar":
-            cols[name] = table.column(f"value.{name}").to_pylist()
+            cols[name] = f.column(f"value.{name}")
         elif k == "complex":
-            re = table.column(f"value.{name}.real").to_pylist()
-            im = table.column(f"value.{name}.imag").to_pylist()
+            re = f.column(f"value.{name}.real")
+            im = f.column(f"value.{name}.imag")
             cols[name] = [None if a is None else complex(a, b) for a, b in zip(re, im)]
         else:
-            shapes = table.column(f"value.{name}.shape").to_pylist()
+            shapes = f.column(f"value.{name}.shape")
             if k == "complex_array":
-                re = table.column(f"value.{name}.real").to_pylist()
-                im = table.column(f"value.{name}.imag").to_pylist()
-                flat = [None if a is None else np.asarray(a) + 1j * np.asarray(b)
+                re = f.floats(f"value.{name}.real")
+                im = f.floats(f"value.{name}.imag")
+                flat = [None if a is None else np.asarray(a, dtype=float) + 1j * np.asarray(b, dtype=float)
                         for a, b in zip(re, im)]
             else:
-                flat = [None if a is None else np.asarray(a).astype(kind["dtype"])
-                        for a in table.column(f"value.{name}").to_pylist()]
-            cols[name] = [None if f is None else f.reshape(s) for f, s in zip(flat, shapes)]
+                stored = f.floats(f"value.{name}")
+                flat = [None if a is None else _cast_exact(f, name, np.asarray(a, dtype=float),
+                                                           kind.get("dtype", "float64"), i)
+                        for i, a in enumerate(stored)]
+            out = []
+            for i, (fl, shp) in enumerate(zip(flat, shapes)):
+                if fl is None:
+                    out.append(None)
+                    continue
+                if not (isinstance(shp, list) and all(isinstance(q, int) and q >= 0 for q in shp)
+                        and int(np.prod(shp)) == fl.size):
+                    raise f.fail(f"column 'value.{name}.shape'", f"row {i} is {shp!r}, which does not fit "
+                                                                 f"the {fl.size} stored values")
+                out.append(fl.reshape(shp))
+            cols[name] = out
+    for name, col in cols.items():
+        if len(col) != n:
+            raise f.fail(f"result {name!r}", f"has {len(col)} rows, the grid has {n}")
     values: list[Any] = []
+    mapping = f.field("mapping", bool)
     for i in range(n):
-        if not meta["mapping"]:
+        if not mapping:
             values.append(cols["value"][i] if "value" in cols else None)
             continue
         row: dict[str, Any] = {}
@@ -327,32 +403,58 @@ def _rebuild(meta: dict[str, Any], table: Any) -> list[Any]:
 def load_sweep(path: str | Path) -> SweepResult:
     """Read a sweep written by [`SweepResult.save()`][nhcontrol.sweep.SweepResult.save].
 
+    Nothing in the file is trusted: the columns must exist and hold numbers where numbers are
+    expected, the shapes must fit the stored values, and the dtype recorded in the metadata is
+    applied only when it represents the stored values exactly.
+
     Raises
     ------
     SweepError
         The file was not written by [`SweepResult.save()`][nhcontrol.sweep.SweepResult.save] (or by
-        a newer format).
+        a newer format), cannot be read, or a column or metadata field is missing or inconsistent
+        (the message names the file and the field).
     """
     _import("pyarrow", "load_sweep")
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(Path(path))
+    path = Path(path)
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError as exc:
+        raise SweepError(f"cannot read {str(path)!r}: no such file") from exc
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise SweepError(f"{str(path)!r} is not a readable Parquet file ({type(exc).__name__}: {exc}); it was "
+                         f"not written by SweepResult.save or is damaged") from exc
     raw = (table.schema.metadata or {}).get(_META_KEY)
     if raw is None:
         raise SweepError(f"{str(path)!r} is a Parquet file without nhcontrol sweep metadata; "
                          f"it was not written by SweepResult.save")
-    meta = json.loads(raw)
-    if meta.get("version", 0) > _FORMAT_VERSION:
+    try:
+        meta = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SweepError(f"{str(path)!r}: the nhcontrol sweep metadata is not valid JSON ({exc}); the file is "
+                         f"damaged or was edited by hand: save the sweep again") from exc
+    if not isinstance(meta, dict):
+        raise SweepError(f"{str(path)!r}: the nhcontrol sweep metadata is {str(meta)[:60]!r}, not an object")
+    f = _SweepFile(path, table, meta)
+    version = f.field("version", int, 0)
+    if version > _FORMAT_VERSION:
         raise SweepError(f"{str(path)!r} was written by a newer nhcontrol (format "
-                         f"{meta['version']} > {_FORMAT_VERSION}); upgrade nhcontrol to read it")
-    names = tuple(meta["names"])
-    grid = {n: table.column(f"grid.{n}").to_pylist() for n in names}
+                         f"{version} > {_FORMAT_VERSION}); upgrade nhcontrol to read it")
+    names = f.field("names", list)
+    if not all(isinstance(nm, str) for nm in names):
+        raise f.fail("metadata field 'names'", f"is {names!r}, not a list of parameter names")
+    grid = {n: f.column(f"grid.{n}") for n in names}
     points = tuple({n: grid[n][i] for n in names} for i in range(table.num_rows))
-    errors = tuple(table.column("error").to_pylist())
-    values = _rebuild(meta, table)
+    errors = tuple(f.column("error"))
+    if not all(e is None or isinstance(e, str) for e in errors):
+        raise f.fail("column 'error'", "holds values that are not strings")
+    values = _rebuild(f, meta, table)
     values = [None if e is not None else v for v, e in zip(values, errors)]
-    return SweepResult(points, tuple(values), meta["backend"], names, errors,
-                       meta["axes"], meta.get("cluster", ""))
+    axes = f.field("axes", (dict, type(None)), None)
+    return SweepResult(points, tuple(values), f.field("backend", str), tuple(names), errors,
+                       axes, f.field("cluster", str, ""))
 
 
 def _import(module: str, what: str) -> Any:

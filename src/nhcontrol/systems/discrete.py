@@ -287,15 +287,37 @@ class DiscreteLTV:
 
     @classmethod
     def load(cls, path: Any) -> "DiscreteLTV":
-        """Read a file written by `save()`."""
-        from .._util.storage import load_npz
+        """Read a file written by `save()`.
 
-        arr, m = load_npz(path, "DiscreteLTV")
-        return cls(arr["Ad"], arr["Bd"], m["dt"], m["t0"], None if m["states"] is None else tuple(m["states"]),
-                   None if m["inputs"] is None else tuple(m["inputs"]), period_steps=m["period_steps"],
-                   C=arr.get("C"), outputs=None if m.get("outputs") is None else tuple(m["outputs"]),
-                   breakpoints=tuple(m.get("breakpoints", ())), D=arr.get("D"), Ck=arr.get("Ck"),
-                   Dk=arr.get("Dk"))
+        Raises
+        ------
+        StorageError
+            The file is not a saved `DiscreteLTV`, or a field is missing, of the wrong type,
+            non-finite or inconsistent with the others; the message names the file and the field.
+        """
+        from .._util.storage import LoadedFile
+
+        f = LoadedFile(path, "DiscreteLTV")
+        Ad = f.array("Ad", ndim=3)
+        if Ad.shape[1] != Ad.shape[2]:
+            raise f.fail("Ad", f"has shape {Ad.shape}: the state matrices must be square")
+        Bd = f.array("Bd", ndim=3)
+        f.shape("Bd", Bd, Ad.shape[:2] + (None,), f"Ad {Ad.shape}")
+        C = f.array("C", ndim=2, optional=True)
+        if C is not None:
+            f.shape("C", C, (None, Ad.shape[1]), f"Ad {Ad.shape}")
+        D = f.array("D", ndim=None, optional=True)
+        Ck = f.array("Ck", ndim=3, optional=True)
+        Dk = f.array("Dk", ndim=3, optional=True)
+        ny = C.shape[0] if C is not None else (Ck.shape[1] if Ck is not None else None)
+        n, k = Ad.shape[1], Bd.shape[2]
+        return f.build(lambda: cls(
+            Ad, Bd, f.number("dt", positive=True), f.number("t0"),
+            f.names("states", n, f"Ad {Ad.shape}", allow_none=True),
+            f.names("inputs", k, f"Bd {Bd.shape}", allow_none=True),
+            period_steps=f.integer("period_steps", minimum=1, allow_none=True), C=C,
+            outputs=f.names("outputs", ny, "C", allow_none=True, default=None),
+            breakpoints=f.numbers("breakpoints", default=[]), D=D, Ck=Ck, Dk=Dk))
 
     # python-control conventions (``StateSpace`` names): C = I, the outputs are the states
     @property

@@ -1,0 +1,95 @@
+"""Temporary folders of killed runs are removed by the next run.
+
+A run that is killed (``kill -9``, a closed terminal, a crashed machine) cannot clean up after
+itself: ``nhcontrol reproduce --out DIR`` leaves its hidden staging folder next to ``DIR`` and an
+interrupted C build leaves ``nhc_build_*`` in the kernel cache. Every such folder gets an owner
+file (`claim()`: pid, start time, host) as soon as it is created; `remove_stale()` removes the
+folders matching a pattern that are *not in use* (no owner, or an owner that is not running on
+this host) and *older than the running process* (so a folder another run just created is never
+touched).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+
+OWNER_FILE = ".nhcontrol-owner"
+_HOST = socket.gethostname() or "localhost"
+
+
+def process_start_time() -> float:
+    """When this process started (``/proc/<pid>`` on Linux; else when nhcontrol was imported)."""
+    try:
+        return os.stat(f"/proc/{os.getpid()}").st_ctime
+    except OSError:
+        return _IMPORTED
+
+
+_IMPORTED = time.time()
+
+
+def claim(folder: str | os.PathLike) -> None:
+    """Mark ``folder`` as in use by this process (best effort)."""
+    try:
+        (Path(folder) / OWNER_FILE).write_text(f"{os.getpid()} {time.time():.3f} {_HOST}\n")
+    except OSError:
+        pass
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def in_use(folder: Path) -> bool:
+    """True when the owner file of ``folder`` names a process that runs (or runs elsewhere)."""
+    try:
+        parts = (folder / OWNER_FILE).read_text().split()
+        pid, host = int(parts[0]), parts[2] if len(parts) > 2 else _HOST
+    except (OSError, ValueError, IndexError):
+        return False
+    if host != _HOST:
+        return True     # cannot be checked from here: leave it
+    return pid != os.getpid() and _alive(pid)
+
+
+def remove_stale(parent: str | os.PathLike, pattern: str) -> list[Path]:
+    """Remove the folders ``parent/pattern`` left by runs that are no longer running.
+
+    A folder is removed when it is a real directory (not a symlink), owned by this user, last
+    modified before this process started, and not in use (`in_use()`). Returns the removed ones.
+    """
+    start = process_start_time()
+    removed: list[Path] = []
+    try:
+        candidates = list(Path(parent).glob(pattern))
+    except OSError:
+        return removed
+    euid = os.geteuid() if hasattr(os, "geteuid") else None
+    for d in candidates:
+        try:
+            st = os.lstat(d)
+        except OSError:
+            continue
+        if not d.is_dir() or d.is_symlink() or (euid is not None and st.st_uid != euid):
+            continue
+        if st.st_mtime >= start or in_use(d):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        if not d.exists():
+            removed.append(d)
+    return removed
+
+
+__all__ = ["claim", "remove_stale", "in_use", "process_start_time", "OWNER_FILE"]
