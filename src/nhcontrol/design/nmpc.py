@@ -135,9 +135,13 @@ class NMPCController(TrackingController):
     lqr_model : DiscreteLTV, optional
         The discretized linearization along the reference for the Riccati schedule (computed
         when omitted).
+    state_bounds : {"absolute", "error"}
+        Whether ``x_min, x_max`` bound the linear state ``X`` itself (a steering angle) or its
+        error ``X − X_ref``.
     **mpc_options
-        ``u_min, u_max, du_min, du_max, x_min, x_max`` (bounds on ``X − X_ref``),
-        ``soft_state``, ``solver_options`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
+        ``u_min, u_max, du_min, du_max, x_min, x_max`` (on ``X`` or ``X − X_ref``, see
+        ``state_bounds``; predicted samples ``j = 1 … N``), ``soft_state``,
+        ``solver_options`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
 
     Notes
     -----
@@ -153,6 +157,7 @@ class NMPCController(TrackingController):
                  sqp_tol: float = 1e-6, terminal: Literal["riccati", "fixed"] = "riccati",
                  steps: int | None = None, lqr_model: Any = None, t0: float = 0.0,
                  feedforward: Literal["midpoint", "sample"] = "midpoint",
+                 state_bounds: Literal["absolute", "error"] = "absolute",
                  **mpc_options: Any) -> None:
         from ..linearize import Partition, linearize
         from ..reference._eval import ModelEvaluator
@@ -161,7 +166,9 @@ class NMPCController(TrackingController):
             raise DesignError(f"mode must be 'rti' or 'sqp', got {mode!r}")
         if terminal not in ("riccati", "fixed"):
             raise DesignError(f"terminal must be 'riccati' or 'fixed', got {terminal!r}")
-        self.cm, self.mode = cm, mode
+        if state_bounds not in ("absolute", "error"):
+            raise DesignError(f"state_bounds must be 'absolute' or 'error', got {state_bounds!r}")
+        self.cm, self.mode, self.state_bounds = cm, mode, state_bounds
         self.sqp_max_iter, self.sqp_tol = int(sqp_max_iter), float(sqp_tol)
         self.partition = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
         self.idx = self.partition.indices(cm)
@@ -354,7 +361,8 @@ class NMPCController(TrackingController):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)
                     st = self.mpc.step(X0 - Xbar[0], Phi, Gam, u_prev=u_prev, u_ref=Ubar,
-                                       x_ref=e, Qf=Qf, c=c, q_x=qx, q_u=qu, warm_start=warm,
+                                       x_ref=Xbar if self.state_bounds == "absolute" else e,
+                                       Qf=Qf, c=c, q_x=qx, q_u=qu, warm_start=warm,
                                        _trusted_Qf=True)
             except SolverError as exc:
                 if it:

@@ -24,6 +24,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "monte-carlo-ball-plate": ("monte_carlo_ball_plate",
                                "Ball-plate LQR/MPC under mass/radius uncertainty, Monte Carlo (Ch. 8)"),
     "road-vehicles": ("road_vehicles", "Single-track models (road-vehicle review, Table 1); ISO 3888-1 lane change, LTV-MPC"),
+    "nmpc": ("nmpc", "LTV-MPC vs RTI/SQP nonlinear MPC with exact re-linearization: ball-plate, lane change"),
 }
 """command-line name -> (module, one-line description)"""
 
