@@ -17,6 +17,7 @@ def _positive(x) -> bool:
     return isinstance(x, float) and math.isfinite(x) and x > 0
 
 
+@pytest.mark.slow
 def test_nmpc_peer_keys_without_dompc(capsys):
     out = load_benchmark("nmpc_peer").main(["--steps", "2", "--horizon", "8", "--skip-dompc"])
     assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(out, default=str))

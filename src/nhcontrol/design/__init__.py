@@ -16,10 +16,12 @@ Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``refe
   [`MPCController`][nhcontrol.design.MPCController] (soft bounds, Riccati terminal cost,
   integral action, named fallbacks),
   [`NMPCController`][nhcontrol.design.NMPCController] (real-time iteration / SQP nonlinear MPC
-  re-linearizing exactly along the predicted trajectory).
+  re-linearizing exactly along the predicted trajectory; algorithm, fallbacks and equations in
+  ``docs/theory/nmpc.md``).
 """
 
-from .controllers import ControlRecord, MPCController, TrackingController, TVLQRController
+from .controllers import (ControlRecord, MPCController, RiccatiSchedule, TrackingController,
+                          TVLQRController)
 from .lqr import LQRResult, finite_horizon_lqr, lqr
 from .mpc import LTVMPC, MPCStep, window
 from .nmpc import NMPCController
@@ -27,4 +29,5 @@ from .nmpc import NMPCController
 __all__ = [
     "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window",
     "TrackingController", "TVLQRController", "MPCController", "ControlRecord", "NMPCController",
+    "RiccatiSchedule",
 ]
