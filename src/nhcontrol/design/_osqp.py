@@ -25,8 +25,8 @@ Rows of ``A_c`` (derived here, the same constraints as the cvxpy formulation):
   with soft bounds instead ``δx_j[i] + s_j[i] ≥ lo`` and ``δx_j[i] − s_j[i] ≤ hi`` with one
   slack ``s_j[i] ≥ 0`` per bounded component and step (its own rows ``s_j[i] ≥ 0``).
 
-``P = 2 blkdiag(Q, …, Q, Q_f, R, …, R, ρ₂ I)`` (upper triangle, every entry of each block
-kept in the pattern so ``Q_f`` can be replaced), so that ``½ zᵀPz + qᵀz`` is the MPC cost
+``P = 2 blkdiag(Q, …, Q, Q_f, R, …, R, ρ₂ I)`` (upper triangle; the non-zero entries of the fixed
+``Q``, ``R`` blocks, every entry of the ``Q_f`` block so that it can be replaced), so that ``½ zᵀPz + qᵀz`` is the MPC cost
 itself; ``q`` holds ``ρ₁`` for the slacks (the exact L1 penalty) and the linear terms of a
 cost about a trajectory that is not the reference (``set_linear``). The dynamics rows take a
 constant ``c_j`` (``set_bounds(..., c=...)``: ``δx_{j+1} = A_j δx_j + B_j δu_j + c_j``), the
@@ -134,12 +134,18 @@ class WindowQP:
         # ---- P: upper triangles of 2Q (N times), 2Qf, 2R (N times) -------------------------
         Pp = _Pattern()
         tri_n, tri_k = np.triu_indices(n), np.triu_indices(k)
+        # the stage weights Q, R never change: only their non-zero entries enter the pattern
+        # (a diagonal Q adds n entries per stage, not n(n+1)/2 explicit zeros that OSQP would
+        # carry through its factorisation and every iteration); the terminal block keeps its
+        # full triangle so that set_terminal can write any Q_f
+        qn = tuple(t[Q[tri_n] != 0.0] for t in tri_n)
+        rk = tuple(t[R[tri_k] != 0.0] for t in tri_k)
         for j in range(N):
-            Pp.add(j * n + tri_n[0], j * n + tri_n[1], 2.0 * Q[tri_n])
+            Pp.add(j * n + qn[0], j * n + qn[1], 2.0 * Q[qn])
         self._Pf = Pp.add(N * n + tri_n[0], N * n + tri_n[1], 2.0 * Qf[tri_n])
         self._tri_n = tri_n
         for j in range(N):
-            Pp.add(nx + j * k + tri_k[0], nx + j * k + tri_k[1], 2.0 * R[tri_k])
+            Pp.add(nx + j * k + rk[0], nx + j * k + rk[1], 2.0 * R[rk])
         if ns:
             cs = self._xs + np.arange(N * ns)
             Pp.add(cs, cs, np.full(N * ns, 2.0 * float(soft[1])))

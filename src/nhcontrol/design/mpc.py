@@ -8,6 +8,7 @@ angles ``|α|, |β| ≤ 10°``) and are shifted by the reference window at each 
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -20,6 +21,15 @@ from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array, check_finite, readonly
 from ._osqp import WindowQP
 from ._weights import check_psd, psd_factor
+
+_F64 = np.dtype(np.float64)
+
+
+def _ready(a: Any, shape: tuple[int, ...]) -> bool:
+    """True for a float64 ndarray of ``shape`` whose entries are all finite (their sum is: the
+    per-step fast path of `LTVMPC.step`; anything else takes the validating path)."""
+    return (type(a) is np.ndarray and a.dtype == _F64 and a.shape == shape
+            and math.isfinite(float(np.add.reduce(a, axis=None))))
 
 __all__ = ["LTVMPC", "MPCStep", "window"]
 
@@ -417,6 +427,8 @@ class LTVMPC:
     # ------------------------------------------------------------------------------------
     def _window(self, M: ArrayLike, name: str, shape: tuple[int, int]) -> NDArray[np.float64]:
         N = self.horizon
+        if _ready(M, (N, *shape)):
+            return M                                    # type: ignore[return-value]
         arr = as_float_array(M, name, error=DesignError)
         if arr.ndim == 2 and arr.shape == shape:
             arr = np.broadcast_to(arr, (N, *shape))
@@ -429,6 +441,8 @@ class LTVMPC:
     def _ref(self, value: ArrayLike | None, name: str, rows: int, size: int) -> NDArray[np.float64]:
         if value is None:
             return np.zeros((rows, size))
+        if _ready(value, (rows, size)):
+            return value                                # type: ignore[return-value]
         arr = as_float_array(value, name, error=DesignError)
         if arr.shape == (size,):
             arr = np.broadcast_to(arr, (rows, size))
@@ -534,8 +548,8 @@ class LTVMPC:
             Both solvers failed (infeasible, or numerical failure) and ``on_failure="raise"``.
         """
         N, n, k = self.horizon, self.nstates, self.ninputs
-        x0v = check_finite(as_float_array(x0, "x0", shape=(n,), error=DesignError), "x0",
-                           error=DesignError)
+        x0v = x0 if _ready(x0, (n,)) else check_finite(
+            as_float_array(x0, "x0", shape=(n,), error=DesignError), "x0", error=DesignError)
         A = self._window(Ad, "Ad", (n, n))
         B = self._window(Bd, "Bd", (n, k))
         ur = self._ref(u_ref, "u_ref", N, k)
@@ -628,7 +642,7 @@ class LTVMPC:
             lo = np.maximum(bd["u_min"], up + bd["du_min"])
             hi = np.minimum(bd["u_max"], up + bd["du_max"])
             ok = lo <= hi
-            u = np.clip(ur[0] + du_pred[0], bd["u_min"], bd["u_max"])
+            u = np.minimum(np.maximum(ur[0] + du_pred[0], bd["u_min"]), bd["u_max"])
             u[ok] = np.clip(u[ok], lo[ok], hi[ok])
             self._u_last = u.copy()
             return MPCStep(status=status, u=readonly(u), du=readonly(u - ur[0]),

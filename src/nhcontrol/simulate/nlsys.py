@@ -10,11 +10,11 @@ import control
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from nhcontrol._util.errors import SolverError
+from nhcontrol._util.errors import SimulationInputError, SolverError
 from nhcontrol.reference._eval import ModelEvaluator
 
 from ._dynamics import Dynamics
-from .forward import DEFAULT_BAUMGARTE, _step_interval, _velocity_names
+from .forward import DEFAULT_BAUMGARTE, INITIAL_TOL, _step_interval, _velocity_names
 
 __all__ = ["to_nlsys", "ConstraintDrift", "constraint_drift"]
 
@@ -24,12 +24,37 @@ class _Plant:
 
     def __init__(self, dyn: Dynamics, n: int, k: int) -> None:
         self.dyn, self.n, self.k = dyn, n, k
+        self.t_first: float | None = None   # earliest time seen: a call at or before it starts a run
 
     def update(self, t: float, state: NDArray, u: NDArray, params: Any = None) -> NDArray:
         n = self.n
         x, xd = np.asarray(state[:n], dtype=float), np.asarray(state[n:], dtype=float)
         uu = np.asarray(u, dtype=float).reshape(self.k) if self.k else None
+        if self.t_first is None or float(t) <= self.t_first:
+            self.t_first = float(t)
+            if not (isinstance(params, Mapping) and params.get("check_initial") is False):
+                self._check_start(float(t), x, xd, uu)
         return np.concatenate([xd, self.dyn.accel(float(t), x, xd, uu)[:n]])
+
+    def _check_start(self, t: float, x: NDArray, xd: NDArray, u: NDArray | None) -> None:
+        """The first state of a run must lie on the constraint manifold (issue 22)."""
+        out = self.dyn.stacked(x[None], xd[None], None if u is None else u[None], None)
+        ev = self.dyn.ev
+        names = list(ev.constraints)
+        C = np.abs(np.asarray(out["C"])[0])
+        V = np.abs(np.asarray(out["Dxd"])[0])
+        if np.all(C <= INITIAL_TOL) and np.all(V <= INITIAL_TOL):
+            return
+        worst = [f"|C| = {C[i]:.3g} in {names[i]!r}" for i in np.flatnonzero(C > INITIAL_TOL)[:3]]
+        worst += [f"|D ẋ + b| = {V[i]:.3g} in {names[i]!r}" for i in np.flatnonzero(V > INITIAL_TOL)[:3]]
+        raise SimulationInputError(
+            f"the state of the python-control plant of model {ev.name!r} at t = {t:.6g} (the start of "
+            f"the run) violates the constraints: {', '.join(worst)} (tolerance {INITIAL_TOL:g}); "
+            f"Baumgarte stabilisation would pull the motion back, so the response is not the motion "
+            f"you asked for. Start from a consistent state: ic = "
+            f"nhcontrol.simulate.consistent_initial_conditions(cm, x0, xd0, ...); X0 = "
+            f"np.concatenate([ic.x, ic.xd]) (or pass params={{'check_initial': False}} to "
+            f"input_output_response to start off the manifold on purpose)")
 
 
 class _SampledPlant:
@@ -117,7 +142,11 @@ def to_nlsys(cm: Any, *, p: ArrayLike | Mapping[str, float] | None = None,
     control.NonlinearIOSystem
         Usable in ``control.interconnect`` and ``control.input_output_response``; check the
         constraint drift of a response with
-        [`constraint_drift()`][nhcontrol.simulate.constraint_drift].
+        [`constraint_drift()`][nhcontrol.simulate.constraint_drift]. The first call of a run
+        (the earliest time seen) checks that the state lies on the constraint manifold (to
+        1e-8) and raises `SimulationInputError` naming the violated constraints otherwise;
+        start from [`consistent_initial_conditions()`][nhcontrol.simulate.consistent_initial_conditions],
+        or pass ``params={"check_initial": False}`` to start off the manifold on purpose.
 
     Raises
     ------
