@@ -65,34 +65,45 @@ __all__ = ["NMPCController"]
 
 
 class _Nodes:
-    """The predicted nodes as the reference ``linearize`` reads (``values(ts)``)."""
+    """The predicted nodes as the reference ``linearize`` reads: values at the node times ``ts``
+    (``values(ts)`` for the stacked call; ``x(t)`` … at one or several node times for the
+    diagnostics of a failed partition check)."""
 
-    def __init__(self, ref: Any, x: NDArray, xd: NDArray, xdd: NDArray, lam: NDArray,
-                 u: NDArray | None) -> None:
+    def __init__(self, ref: Any, ts: NDArray, x: NDArray, xd: NDArray, xdd: NDArray,
+                 lam: NDArray, u: NDArray | None) -> None:
         self.coordinates = getattr(ref, "coordinates", None)
         self.model_name = getattr(ref, "model_name", "?")
         self.parameters = getattr(ref, "parameters", None)
         self.steady = False
         self.check_tol = getattr(ref, "check_tol", 1e-8)
+        self._ts = np.asarray(ts, dtype=float)
         self._v = (x, xd, xdd, lam, u)
 
     def values(self, ts: Any) -> tuple:
         return self._v
 
-    def x(self, ts: Any) -> NDArray:
-        return self._v[0]
+    def _at(self, i: int, t: Any) -> Any:
+        arr = self._v[i]
+        if arr is None:
+            return None
+        tt = np.asarray(t, dtype=float)
+        j = np.abs(self._ts[:, None] - tt.reshape(1, -1)).argmin(axis=0)
+        return arr[j[0]] if tt.ndim == 0 else arr[j]
 
-    def xd(self, ts: Any) -> NDArray:
-        return self._v[1]
+    def x(self, t: Any) -> NDArray:
+        return self._at(0, t)
 
-    def xdd(self, ts: Any) -> NDArray:
-        return self._v[2]
+    def xd(self, t: Any) -> NDArray:
+        return self._at(1, t)
 
-    def lam(self, ts: Any) -> NDArray:
-        return self._v[3]
+    def xdd(self, t: Any) -> NDArray:
+        return self._at(2, t)
 
-    def u(self, ts: Any) -> Any:
-        return self._v[4]
+    def lam(self, t: Any) -> NDArray:
+        return self._at(3, t)
+
+    def u(self, t: Any) -> Any:
+        return self._at(4, t)
 
 
 class NMPCController(TrackingController):
@@ -279,7 +290,7 @@ class NMPCController(TrackingController):
 
         x, xd = self._admissible(X, xguess, U)
         xdd, lam = self._accelerations(x, xd, U)
-        nodes = _Nodes(self.reference, x, xd, xdd, lam, U if self.k else None)
+        nodes = _Nodes(self.reference, ts, x, xd, xdd, lam, U if self.k else None)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             lin = self._linearize(self.cm, nodes, self.partition, ts, check=False)
