@@ -88,7 +88,7 @@ def test_rti_ball_plate_closes_the_loop_in_nhcontrol_and_python_control(ball):
     b, r = math.radians(10.0), math.radians(0.5)
     Q = np.diag([1.0, 1.0, 1.0, 0.0, 0.1, 0.1, 1e4, 1e4])
     ctrl = NMPCController(cm, ref, bp.PARTITION_8_72, 10, Q, 1e3 * np.eye(2), dt=dt, u_min=-b,
-                          u_max=b, du_min=-r, du_max=r, solver_options=TIGHT)
+                          u_max=b, du_min=-r, du_max=r, solver_options=TIGHT, report_kkt=True)
     K = 6
     T = dt * np.arange(K + 1)
     own = forward_dynamics(cm, (0.0, K * dt), x0, xd0, controller=ctrl, t_eval=T)
@@ -154,3 +154,14 @@ def test_singular_partition_along_the_prediction_falls_back_to_the_reference(pus
     assert np.all(np.isfinite(u)) and np.all(np.abs(u) <= [2.0, 0.3])
     ctrl.control(0.05, np.array([0.0, 0.25, 1.2, 0.0, 1.0, 0.0]))   # off the singularity: normal
     assert ctrl.history[-1].status == "optimal"
+
+
+def test_node_exponentials_match_scipy():
+    from scipy.linalg import expm
+
+    from nhcontrol.design.nmpc import _expm_nodes
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(6, 11, 11)) * np.array([0.01, 0.3, 1.0, 3.0, 10.0, 0.0])[:, None, None]
+    ref = np.array([expm(x) for x in X])
+    np.testing.assert_allclose(_expm_nodes(X), ref, rtol=1e-13, atol=1e-13 * np.abs(ref).max())
