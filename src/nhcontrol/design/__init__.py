@@ -1,7 +1,8 @@
 """nhcontrol.design — controllers for linearized (time-varying) systems.
 
-Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``reference`` or
-``linearize``. Tracking a reference motion is regulation of the deviation
+Numbers in, numbers out: only the two tools that work on the nonlinear model — the EKF and the
+nonlinear MPC (``NMPCController``: ``linearize``, ``reference`` and ``systems`` for the
+re-linearization along its prediction) — import stages to the left of ``systems``. Tracking a reference motion is regulation of the deviation
 ``δx = x − x_ref(t_k)`` with ``u = u_ref(t_k) + δu`` (``docs/theory/lqr_mpc.md``).
 
 - [`finite_horizon_lqr()`][nhcontrol.design.finite_horizon_lqr] — backward Riccati recursion for
