@@ -296,10 +296,20 @@ class NMPCController(TrackingController):
         """``ẍ, Λ`` of Eq. (2.119) at admissible stacked points (no Baumgarte term needed)."""
         ev, n, ml = self.ev, self.n, self.m + self.l
         Uu = U if self.k else None
-        M, Qv = ev.M(x, Uu), ev.Q(x, xd, Uu)
+        fused = getattr(self.cm, "dynamics_terms", None)
+        if fused is not None:              # one generated function for M, Q, D, Qd (stacked)
+            terms = fused(x, xd, Uu, ev.p)
+            Nn = x.shape[0]
+            M = np.reshape(terms.M, (Nn, n, n))
+            Qv = np.reshape(terms.Q, (Nn, n))
+            D = np.reshape(terms.D, (Nn, ml, n)) if ml else None
+            Qd = np.reshape(terms.Qd, (Nn, ml)) if ml else None
+        else:
+            M, Qv = ev.M(x, Uu), ev.Q(x, xd, Uu)
+            D = ev.D(x, Uu) if ml else None
+            Qd = ev.Qd(x, xd, Uu, None) if ml else None
         if not ml:
             return np.linalg.solve(M, Qv[..., None])[..., 0], np.zeros((x.shape[0], 0))
-        D, Qd = ev.D(x, Uu), ev.Qd(x, xd, Uu, None)
         Nn = x.shape[0]
         K = np.zeros((Nn, n + ml, n + ml))
         K[:, :n, :n] = M
