@@ -38,7 +38,7 @@ from .mpc import LTVMPC, MPCStep, window
 from .nmpc import NMPCController
 
 __all__ = [
-    "dlqr", "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window",
+    "finite_horizon_lqr", "dlqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window",
     "TrackingController", "TVLQRController", "MPCController", "ControlRecord", "NMPCController",
     "RiccatiSchedule",
     "kalman_filter", "KalmanFilterResult", "KalmanEstimator", "ExtendedKalmanFilter",
