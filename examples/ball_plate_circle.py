@@ -2,8 +2,10 @@
 
 Run ``python examples/ball_plate_circle.py [OUTDIR] [T_FINAL]``. Uses only the public API:
 model → circular reference → exact linearization (controllable formulation) → ZOH discretization
-→ finite-horizon LQR and LTV-MPC (|α|, |β| ≤ 10°, steps ≤ 0.5° per sample) → closed loop on the nonlinear model from the
-initial deviations of Eqs. (8.89)–(8.92).
+→ finite-horizon LQR and LTV-MPC (|α|, |β| ≤ 10°, steps ≤ 0.5° per sample), both as controller
+objects (``TVLQRController``, ``MPCController``: they form the deviation, slice their windows and
+hold their own sample time) → closed loop on the nonlinear model from the initial deviations of
+Eqs. (8.89)–(8.92).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nhcontrol.design import LTVMPC, finite_horizon_lqr, window
+from nhcontrol.design import MPCController, TVLQRController, finite_horizon_lqr, window
 from nhcontrol.models import ball_plate as bp
 from nhcontrol.plotting.ball_plate import plot_contact_path, plot_inputs, save_figures
 from nhcontrol.simulate import forward_dynamics
@@ -36,23 +38,21 @@ def main(outdir: str | Path = ".", t_final: float = 20.0, phi0_deg: float = 5.0)
     steps = int(math.ceil(t_final / dt)) + 3 * 125
     lqr = finite_horizon_lqr(window(dsys, 0, steps), Q, R, Q)
     N, bound, rate = 20, math.radians(10.0), math.radians(0.5)   # rate: no bang-bang inputs
-    mpc = LTVMPC(N, Q, R, lqr.P[N], u_min=-bound, u_max=bound, du_min=-rate, du_max=rate)
 
-    def lqr_law(t, x, xd):                     # u = u0(t_k + dt/2) + δu_k, held on the sample
-        k = int(round(t / dt))
-        return ref.u(t + dt / 2) + lqr.control(k, red.reduce(bp.deviation(ref, t, x, xd)))
+    def deviation(t, x, xd):                   # the controllers' state: Z = S X̃ (Sect. 8.4.5)
+        return red.reduce(bp.deviation(ref, t, x, xd))
 
-    def mpc_law(t, x, xd):
-        k = int(round(t / dt))
-        Ad, Bd = window(dsys, k, N)
-        step = mpc.step(red.reduce(bp.deviation(ref, t, x, xd)), Ad, Bd,
-                        u_ref=ref.u(t + dt * (np.arange(N) + 0.5)), Qf=lqr.P[k + N])
-        return step.u
-
+    # u = u0(t_k + dt/2) + δu_k, held on the sample (feedforward="midpoint", the default)
+    controllers = {
+        "LQR": TVLQRController(lqr, ref, dt, deviation=deviation),
+        # terminal weight: P_{k+N} of the periodic Riccati recursion (terminal="riccati")
+        "MPC": MPCController(dsys, ref, N, Q, R, deviation=deviation, u_min=-bound, u_max=bound,
+                             du_min=-rate, du_max=rate),
+    }
     runs = {}
-    for name, law in (("LQR", lqr_law), ("MPC", mpc_law)):
-        runs[name] = forward_dynamics(cm, (0.0, t_final), x0, xd0, controller=law, sample_time=dt,
-                                      rtol=1e-8, atol=1e-10, t_eval=np.linspace(0, t_final, 401))
+    for name, ctrl in controllers.items():
+        runs[name] = forward_dynamics(cm, (0.0, t_final), x0, xd0, controller=ctrl, rtol=1e-8,
+                                      atol=1e-10, t_eval=np.linspace(0, t_final, 401))
 
     def error(sim):                                        # distance of C to the circle [m]
         return np.abs(np.hypot(sim.x[:, 0] - mo.x_A, sim.x[:, 1] - mo.y_A) - mo.rho)

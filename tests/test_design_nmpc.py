@@ -88,7 +88,7 @@ def test_rti_ball_plate_closes_the_loop_in_nhcontrol_and_python_control(ball):
     b, r = math.radians(10.0), math.radians(0.5)
     Q = np.diag([1.0, 1.0, 1.0, 0.0, 0.1, 0.1, 1e4, 1e4])
     ctrl = NMPCController(cm, ref, bp.PARTITION_8_72, 10, Q, 1e3 * np.eye(2), dt=dt, u_min=-b,
-                          u_max=b, du_min=-r, du_max=r, solver_options=TIGHT)
+                          u_max=b, du_min=-r, du_max=r, solver_options=TIGHT, report_kkt=True)
     K = 6
     T = dt * np.arange(K + 1)
     own = forward_dynamics(cm, (0.0, K * dt), x0, xd0, controller=ctrl, t_eval=T)
@@ -116,3 +116,52 @@ def test_infeasible_qp_falls_back_and_soft_bounds_do_not(cart):
     soft = NMPCController(cm, ref, PART, 10, Q, R, dt=0.1, steps=60, soft_state=True, **kw)
     soft.control(0.0, s)
     assert soft.history[-1].status == "optimal" and soft.history[-1].slack_max > 0.1
+
+
+@pytest.fixture(scope="module")
+def pushed_sleigh():
+    from nhcontrol.modeling import contacts
+    from nhcontrol.modeling.rotations import rot_z
+
+    mb = MultibodySystem("pushed_sleigh")
+    x, y, psi = mb.add_coordinates("x y psi")
+    m, inertia, a = mb.add_parameters(m=1.0, I=0.05, a=-0.2)
+    F, tau = mb.add_inputs("F tau")
+    R = rot_z(psi)
+    body = mb.add_body("sleigh", mass=m, inertia=sp.diag(inertia / 2, inertia / 2, inertia),
+                       position=[x, y, 0], orientation=R)
+    contacts.knife_edge(mb, body, sp.Matrix([x, y, 0]) + R * sp.Matrix([a, 0, 0]), (1, 0, 0),
+                        name="blade")
+    mb.add_force(body, R * sp.Matrix([F, 0, 0]))
+    mb.add_torque(body, [0, 0, tau])
+    cm = mb.compile()
+    ref = Reference.constant_velocity(cm, [0.0, 0.0, 0.0], [1.0, 0.0, 0.0], u=[0.0, 0.0])
+    return cm, ref
+
+
+def test_singular_partition_along_the_prediction_falls_back_to_the_reference(pushed_sleigh):
+    """With x_ad = y the velocity block D_dd = cos ψ vanishes at ψ = 90°: a measured state there
+    cannot be a node of this partition, so the sample is solved about the reference (named
+    status) and the run goes on."""
+    cm, ref = pushed_sleigh
+    part = {"independent": ("x", "psi"), "admissible_dependent": ("y",)}
+    ctrl = NMPCController(cm, ref, part, 10, np.diag([1.0, 1.0, 0.1, 0.1, 50.0]),
+                          np.diag([0.1, 1.0]), dt=0.05, steps=100, u_min=[-2.0, -0.3],
+                          u_max=[2.0, 0.3])
+    s = np.array([0.0, 0.2, math.pi / 2, 0.0, 1.0, 0.0])   # heading 90°, moving along y
+    u = ctrl.control(0.0, s)
+    assert ctrl.history[-1].status.startswith("fallback: reference linearization")
+    assert np.all(np.isfinite(u)) and np.all(np.abs(u) <= [2.0, 0.3])
+    ctrl.control(0.05, np.array([0.0, 0.25, 1.2, 0.0, 1.0, 0.0]))   # off the singularity: normal
+    assert ctrl.history[-1].status == "optimal"
+
+
+def test_node_exponentials_match_scipy():
+    from scipy.linalg import expm
+
+    from nhcontrol.design.nmpc import _expm_nodes
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(6, 11, 11)) * np.array([0.01, 0.3, 1.0, 3.0, 10.0, 0.0])[:, None, None]
+    ref = np.array([expm(x) for x in X])
+    np.testing.assert_allclose(_expm_nodes(X), ref, rtol=1e-13, atol=1e-13 * np.abs(ref).max())

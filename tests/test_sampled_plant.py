@@ -10,7 +10,7 @@ import control
 import numpy as np
 import pytest
 
-from nhcontrol._util.errors import SolverError
+from nhcontrol._util.errors import SimulationInputError, SolverError
 from nhcontrol.models import ball_plate, sleigh
 from nhcontrol.simulate import constraint_drift, forward_dynamics, to_nlsys
 
@@ -68,3 +68,18 @@ def test_sampled_plant_errors():
         to_nlsys(cm, dt=0.0)
     with pytest.raises(SolverError, match="method must be one of"):
         to_nlsys(cm, dt=0.1, method="Euler")
+
+
+def test_sampled_plant_checks_the_start_of_a_run():
+    cm = ball_plate.model()
+    ref = ball_plate.circular_motion(cm, 0.0)
+    x0, xd0 = ref.x(0.0), ref.xd(0.0).copy()
+    xd0[0] += 0.1                              # contact point moving: violates rolling
+    plant = to_nlsys(cm, dt=0.02)
+    T = 0.02 * np.arange(3)
+    U = np.tile(ref.u(0.0), (3, 1)).T
+    with pytest.raises(SimulationInputError, match="violates the constraints"):
+        control.input_output_response(plant, T, U, np.concatenate([x0, xd0]))
+    r = control.input_output_response(plant, T, U, np.concatenate([x0, xd0]),
+                                      params={"check_initial": False})
+    assert np.all(np.isfinite(r.states))

@@ -1,7 +1,8 @@
 """nhcontrol.design — controllers for linearized (time-varying) systems.
 
-Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``reference`` or
-``linearize``. Tracking a reference motion is regulation of the deviation
+Numbers in, numbers out: only the two tools that work on the nonlinear model — the EKF and the
+nonlinear MPC (``NMPCController``: ``linearize``, ``reference`` and ``systems`` for the
+re-linearization along its prediction) — import stages to the left of ``systems``. Tracking a reference motion is regulation of the deviation
 ``δx = x − x_ref(t_k)`` with ``u = u_ref(t_k) + δu`` (``docs/theory/lqr_mpc.md``).
 
 - [`finite_horizon_lqr()`][nhcontrol.design.finite_horizon_lqr] — backward Riccati recursion for
@@ -18,7 +19,8 @@ Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``refe
   [`MPCController`][nhcontrol.design.MPCController] (soft bounds, Riccati terminal cost,
   integral action, named fallbacks),
   [`NMPCController`][nhcontrol.design.NMPCController] (real-time iteration / SQP nonlinear MPC
-  re-linearizing exactly along the predicted trajectory).
+  re-linearizing exactly along the predicted trajectory; algorithm, fallbacks and equations in
+  ``docs/theory/nmpc.md``).
 - [`kalman_filter()`][nhcontrol.design.kalman_filter] — the dual of the finite-horizon LQR: the
   time-varying Kalman filter of a discrete LTV system with outputs;
   [`KalmanEstimator`][nhcontrol.design.KalmanEstimator] runs it sample by sample on the deviations.
@@ -27,7 +29,8 @@ Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``refe
   for the model's kernels: the one design tool that works on the nonlinear model).
 """
 
-from .controllers import ControlRecord, MPCController, TrackingController, TVLQRController
+from .controllers import (ControlRecord, MPCController, RiccatiSchedule, TrackingController,
+                          TVLQRController)
 from .ekf import ExtendedKalmanFilter
 from .kalman import KalmanEstimator, KalmanFilterResult, kalman_filter
 from .lqr import LQRResult, dlqr, finite_horizon_lqr, lqr
@@ -35,7 +38,8 @@ from .mpc import LTVMPC, MPCStep, window
 from .nmpc import NMPCController
 
 __all__ = [
-    "dlqr", "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window",
+    "finite_horizon_lqr", "dlqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window",
     "TrackingController", "TVLQRController", "MPCController", "ControlRecord", "NMPCController",
+    "RiccatiSchedule",
     "kalman_filter", "KalmanFilterResult", "KalmanEstimator", "ExtendedKalmanFilter",
 ]

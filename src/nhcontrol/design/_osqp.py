@@ -273,7 +273,7 @@ class WindowQP:
                 stop = start + lo.size
                 self.l[start:stop] = lo.ravel()
                 self.u[start:stop] = hi.ravel()
-        self.solver.update(l=self.l, u=self.u)
+        self._pending["l"], self._pending["u"] = self.l, self.u   # sent with the solve
 
     def set_linear(self, qx: NDArray[np.float64] | None, qu: NDArray[np.float64] | None) -> None:
         """Linear cost terms ``q_xᵀ δx`` ((N+1, n)) and ``q_uᵀ δu`` ((N, k)); None: zero."""
@@ -282,7 +282,7 @@ class WindowQP:
         q[:nx] = 0.0 if qx is None else np.asarray(qx, dtype=float).ravel()
         q[nx:self._xs] = 0.0 if qu is None else np.asarray(qu, dtype=float).ravel()
         q[self._xs:] = self._q_slack
-        self.solver.update(q=q)
+        self._pending["q"] = q                     # sent with the solve
 
     def kkt_at_zero(self, y: NDArray[np.float64]) -> dict[str, float]:
         """KKT residuals of the loaded QP at ``z = 0`` with multipliers ``y`` (OSQP's sign

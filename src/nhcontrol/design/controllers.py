@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal
 
 import numpy as np
@@ -63,6 +63,9 @@ class ControlRecord:
         SQP iterations (1 for RTI and LTV-MPC, 0 for LQR).
     kkt_residual : float
         KKT residual of the discretized nonlinear problem after the step (NMPC; ``nan`` else).
+    cpu_time : float
+        CPU seconds of the sample in this thread (``time.thread_time``; less sensitive than the
+        wall clock to other processes on a shared machine).
     """
 
     t: float
@@ -72,6 +75,7 @@ class ControlRecord:
     slack_max: float = 0.0
     iterations: int = 0
     kkt_residual: float = float("nan")
+    cpu_time: float = 0.0
 
 
 class TrackingController:
@@ -162,7 +166,9 @@ class TrackingController:
         if s.size % 2:
             raise DesignError(f"state must be [x; xd] of even length 2n, got {s.size} entries")
         n = s.size // 2
+        c0 = time.thread_time()
         u, self._memory, rec, side = self._compute(float(t), s[:n], s[n:], self._memory)
+        rec = replace(rec, cpu_time=time.thread_time() - c0)
         self._commit(rec, side)
         return u
 
@@ -221,8 +227,10 @@ class TrackingController:
             hit = cache.get(key)
             if hit is None:
                 yy = np.asarray(y, dtype=float).reshape(-1)
+                c0 = time.thread_time()
                 hit = self._compute(float(t), yy[:n], yy[n:],
                                     np.asarray(xc, dtype=float).reshape(-1).copy())
+                hit = (hit[0], hit[1], replace(hit[2], cpu_time=time.thread_time() - c0), hit[3])
                 if len(cache) > 8:
                     cache.clear()
                 cache[key] = hit

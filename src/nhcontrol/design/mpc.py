@@ -48,9 +48,9 @@ class MPCStep:
         ``"held: <why>"`` when the solvers failed and ``on_failure="hold"`` returned the previous
         input.
     u : (k,) ndarray
-        Input to apply, absolute: ``u_ref[0] + du``, inside ``[u_min, u_max]`` exactly (the
-        solver's first move projected onto the bounds; the projection is of the order of the
-        solver tolerance).
+        Input to apply, absolute: ``u_ref[0] + du``, inside ``[u_min, u_max]`` and
+        ``[u_prev + du_min, u_prev + du_max]`` exactly (the solver's first move projected onto
+        the bounds; the projection is of the order of the solver tolerance).
     du : (k,) ndarray
         Deviation input ``δu_0 = u − u_ref[0]`` (``predicted_u[0]`` is the unprojected one).
     predicted_x : (N+1, n) ndarray
@@ -638,7 +638,12 @@ class LTVMPC:
                               stacklevel=2)
             # hard input bounds: project the first move (moves it by at most the solver's
             # primal tolerance, e.g. 3e-8 rad for OSQP's default on the ball-plate loop)
+            # and the rate bounds of the first move (u_prev ± Δu), where they are compatible
+            lo = np.maximum(bd["u_min"], up + bd["du_min"])
+            hi = np.minimum(bd["u_max"], up + bd["du_max"])
+            ok = lo <= hi
             u = np.minimum(np.maximum(ur[0] + du_pred[0], bd["u_min"]), bd["u_max"])
+            u[ok] = np.clip(u[ok], lo[ok], hi[ok])
             self._u_last = u.copy()
             return MPCStep(status=status, u=readonly(u), du=readonly(u - ur[0]),
                            predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),

@@ -26,6 +26,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "bicycle-circular": ("bicycle_circular",
                          "Benchmark bicycle: hands-free steady turns and their stability (Basu-Mandal et al. 2007)"),
     "road-vehicles": ("road_vehicles", "Single-track models (road-vehicle review, Table 1); ISO 3888-1 lane change, LTV-MPC"),
+    "nmpc": ("nmpc", "LTV-MPC vs RTI/SQP nonlinear MPC with exact re-linearization: ball-plate, lane change"),
     "output-feedback": ("output_feedback",
                         "Kalman filters and an EKF on exact linearizations: ball-plate LQG, bicycle EKF"),
 }

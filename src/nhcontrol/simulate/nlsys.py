@@ -80,6 +80,7 @@ class _SampledPlant:
                  atol: float, project: bool, name: str) -> None:
         self.dyn, self.n, self.k, self.h = dyn, n, k, h
         self.method, self.rtol, self.atol, self.project, self.name = method, rtol, atol, project, name
+        self._start = _Plant(dyn, n, k)     # the start-of-run check of the continuous plant
 
     def update(self, t: float, state: NDArray, u: NDArray, params: Any = None) -> NDArray:
         n, k = self.n, self.k
@@ -87,6 +88,11 @@ class _SampledPlant:
         uu = np.asarray(u, dtype=float).reshape(k).copy() if k else None
         if self.project and uu is not None:
             y[n:] = self.dyn.project_velocities(y[:n], y[n:], uu)
+        chk = self._start
+        if chk.t_first is None or float(t) <= chk.t_first:       # the first sample of a run
+            chk.t_first = float(t)
+            if not (isinstance(params, Mapping) and params.get("check_initial") is False):
+                chk._check_start(float(t), y[:n], y[n:], uu)
         dyn = self.dyn
 
         def rhs(tt: float, yy: NDArray) -> NDArray:
@@ -142,6 +148,7 @@ def to_nlsys(cm: Any, *, p: ArrayLike | Mapping[str, float] | None = None,
         python-control interconnects it with discrete controllers of the same ``dt`` (e.g. the
         ``to_iosystem()`` of nhcontrol's controllers); the loop then matches
         ``forward_dynamics(..., controller=..., sample_time=h)`` to the integration tolerance.
+        Its first sample of a run checks the start as the continuous plant does (below).
     method : {"DOP853", "RK45", "Radau", "BDF"}
         Integrator of the sampled plant (``dt`` given).
     rtol, atol : float

@@ -1,0 +1,249 @@
+"""``nhcontrol reproduce nmpc``: LTV-MPC about the nominal reference against real-time-iteration
+and SQP nonlinear MPC re-linearizing exactly along the prediction (issue 24, point 5).
+
+Arranges library calls:
+
+1. **ball-plate circle** (thesis Ch. 8 reference, ``ρ = 0.5 m``, ``ω = 1 rad/s``): the
+   controllers are designed on the nominal ball; the plant's ball is 10 % larger
+   (``R = 1.1 R_nominal``, ``I = 2/5 m R²``) and starts 5 cm outside the circle
+   (`ball_plate.initial_conditions` with ``ε_x = 5 cm``, all other perturbations zero, made
+   consistent for the plant). ``ltv_mpc``: [`MPCController`][nhcontrol.design.MPCController] on
+   the controllable 7-state formulation about the nominal reference (Sect. 8.4.5);
+   ``rti`` and ``sqp``: [`NMPCController`][nhcontrol.design.NMPCController] on the 8-state
+   linearization of ``PARTITION_8_72`` (``mode="rti"`` / ``"sqp"``). All: ``N = 20``,
+   ``h = T/125``, ``|α|, |β| ≤ 10°``, steps ``≤ 0.5°`` per sample, the same weights on the
+   contact point (``10⁴``) and on ``φ̇, θ̇`` (``0.1``), none on the ball's angles (a ball of another
+   size cannot follow both the contact-point path and the nominal ball's rotation),
+   ``R = 10³ I``. Error: distance of the contact point from the reference point
+   ``‖C(t) − C_ref(t)‖``.
+2. **double lane change** (ISO 3888-1, `nhcontrol.lane_change_control.lane_change_setup`: the
+   torque-steered skate, reference by flatness and inverse dynamics, plant with other mass,
+   inertia and centre of mass, initial lateral offset): RTI with the steering angle and rate as
+   bounded states (with the margins of `LaneChangeSettings.backoff`), ``F_F = 0``.
+
+Step times are the wall-clock seconds of one controller sample (re-linearization, ZOH and QP
+included) and, for reference on a shared machine, its CPU seconds (``*_cpu_s``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..design import MPCController, NMPCController
+from ..lane_change_control import LaneChangeSettings, lane_change_setup
+from ..models import ball_plate as bp
+from ..models import lane_change as lc
+from ..reference import consistent_initial_conditions
+from ..simulate import forward_dynamics
+from ..systems import DiscreteLTV, LTVSystem, discretize, restrict
+
+__all__ = ["run", "summary"]
+
+HORIZON = 20
+BOUND_DEG, RATE_DEG = 10.0, 0.5
+"""Plate-angle bound and largest step per sample [deg]."""
+R_SCALE, OFFSET_M = 1.1, 0.05
+"""Plant ball radius / nominal, initial radial offset of the contact point [m]."""
+
+
+def _ball_plate(quick: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    cm = bp.model()
+    plant_R = R_SCALE * bp.DEFAULTS["R"]
+    plant = bp.model(R=plant_R)
+    x0, xd0 = bp.initial_conditions(cm, 5.0, eps_x=OFFSET_M, eps_y=0.0, eps_psi_deg=0.0,
+                                    eps_theta_deg=0.0, eps_vx=0.0, eps_vy=0.0, eps_wpsi=0.0)
+    ic = consistent_initial_conditions(plant, x0, xd0, independent=("x_C", "y_C", "psi"))
+    x0, xd0 = np.asarray(ic.x), np.asarray(ic.xd)
+    ref = bp.spin_matched_motion(cm, x0, xd0)
+    mo = bp.motion_from_reference(cm, ref)
+    red = bp.spin_reduction(cm, ref)
+    dt = mo.period / 125
+    t_final = 3.0 if quick else 10.0
+    b, r = math.radians(BOUND_DEG), math.radians(RATE_DEG)
+    bounds = dict(u_min=-b, u_max=b, du_min=-r, du_max=r)
+    Q7 = np.diag([0.0, 0.0, 0.0, 0.1, 0.1, 1e4, 1e4])            # REDUCED_STATES
+    Q8 = np.diag([0.0, 0.0, 0.0, 0.0, 0.1, 0.1, 1e4, 1e4])       # LTV_STATES
+    R = 1e3 * np.eye(2)
+    full = LTVSystem.from_linearization(cm, ref, bp.PARTITION_8_72)
+    dsys = discretize(restrict(full, red.S, red.P, states=red.states), dt)
+
+    def reduced_deviation(t: float, x: Any, xd: Any) -> Any:
+        return red.reduce(bp.deviation(ref, t, x, xd))
+
+    ctrls = {
+        "ltv_mpc": MPCController(dsys, ref, HORIZON, Q7, R, deviation=reduced_deviation, **bounds),
+        "rti": NMPCController(cm, ref, bp.PARTITION_8_72, HORIZON, Q8, R, dt=dt, **bounds),
+        "sqp": NMPCController(cm, ref, bp.PARTITION_8_72, HORIZON, Q8, R, dt=dt, mode="sqp",
+                              sqp_tol=1e-4, **bounds),
+    }
+    te = dt * np.arange(int(round(t_final / dt)) + 1)
+    out, arrays = {}, {}
+    for name, c in ctrls.items():
+        sim = forward_dynamics(plant, (0.0, float(te[-1])), x0, xd0, controller=c, rtol=1e-8,
+                               atol=1e-10, t_eval=te)
+        xr = ref.x(sim.t)
+        e = np.hypot(sim.x[:, 0] - xr[:, 0], sim.x[:, 1] - xr[:, 1])
+        u = np.asarray(sim.control_inputs)
+        du = np.abs(np.diff(u, axis=0)) if len(u) > 1 else np.zeros((0, 2))
+        wall = np.array([h.solve_time for h in c.history])
+        cpu = np.array([h.cpu_time for h in c.history])
+        out[name] = {
+            "final_error_m": float(e[-1]), "max_error_m": float(e.max()),
+            "max_error_after_1s_m": float(e[sim.t >= 1.0].max()),
+            "median_step_s": float(np.median(wall)), "max_step_s": float(wall.max()),
+            "median_step_cpu_s": float(np.median(cpu)),
+            "bounds_respected": bool(np.max(np.abs(u)) <= b * (1 + 1e-9)
+                                     and np.max(du, initial=0.0) <= r * (1 + 1e-6) + 1e-9),
+            "statuses": c.statuses,
+        }
+        if name == "sqp":
+            out[name]["median_iterations"] = float(np.median([h.iterations for h in c.history]))
+            out[name]["max_kkt_residual"] = float(max(h.kkt_residual for h in c.history))
+        arrays[name] = {"t": np.asarray(sim.t), "x": np.asarray(sim.x), "e": e}
+    out["settings"] = {"horizon": HORIZON, "dt_s": dt, "t_final_s": float(te[-1]),
+                       "plant_R_m": plant_R, "design_R_m": bp.DEFAULTS["R"],
+                       "initial_offset_m": OFFSET_M, "bound_deg": BOUND_DEG,
+                       "rate_deg_per_sample": RATE_DEG}
+    arrays["ref"] = ref
+    return out, arrays
+
+
+def _lane_change(quick: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    st_ = LaneChangeSettings(rtol=1e-6, atol=1e-8) if quick else LaneChangeSettings()
+    s = lane_change_setup(st_)
+    cm, ref, dt, N = s.cm, s.ref, st_.dt, st_.horizon
+    ins = list(cm.inputs)
+    # Riccati schedule on the setup's ZOH sequences, back in SI inputs (F_F column zero)
+    Bd = np.zeros(s.Bd.shape[:2] + (len(ins),))
+    Bd[:, :, s.cols] = s.Bd @ np.linalg.inv(np.diag([1000.0, 1.0]))
+    lqr_model = DiscreteLTV(np.asarray(s.Ad), Bd, dt)
+    ns = len(s.states)
+    lo, hi = np.full(ns, -np.inf), np.full(ns, np.inf)
+    ig, ir = s.states.index("gamma"), s.states.index("gamma_d")
+    hi[ig] = st_.backoff[0] * math.radians(st_.steer_max_deg)
+    hi[ir] = st_.backoff[1] * math.radians(st_.steer_rate_max_deg_s)
+    lo[ig], lo[ir] = -hi[ig], -hi[ir]
+    u_lo, u_hi = np.full(len(ins), -np.inf), np.full(len(ins), np.inf)
+    u_lo[ins.index("F_F")] = u_hi[ins.index("F_F")] = 0.0
+    r = np.zeros(len(ins))
+    r[ins.index("F_R")], r[ins.index("T")] = st_.r[0] / 1e6, st_.r[1]
+    r[ins.index("F_F")] = st_.r[0] / 1e6
+    steps = int(round(st_.t_final / dt))
+    ctrl = NMPCController(cm, ref, {"independent": ("x", "gamma"), "admissible_dependent": ("y", "psi")},
+                          N, np.diag(st_.q), np.diag(r), dt=dt, steps=steps, lqr_model=lqr_model,
+                          u_min=u_lo, u_max=u_hi, x_min=lo, x_max=hi, feedforward="sample")
+    x0 = ref.x(0.0) + np.array([0.0, st_.y_offset, 0.0, 0.0])
+    te = np.linspace(0.0, st_.t_final, 501)
+    sim = forward_dynamics(cm, (0.0, st_.t_final), x0, ref.xd(0.0), p=st_.plant, controller=ctrl,
+                           rtol=st_.rtol, atol=st_.atol, t_eval=te)
+    t = np.asarray(sim.t)
+    e = lc.lateral_error(ref, t, sim.x)
+    gam, gamd = np.asarray(sim.x)[:, 3], np.asarray(sim.xd)[:, 3]
+    wall = np.array([h.solve_time for h in ctrl.history])
+    cpu = np.array([h.cpu_time for h in ctrl.history])
+    peak_rate = float(np.degrees(np.max(np.abs(gamd))))
+    peak_steer = float(np.degrees(np.max(np.abs(gam))))
+    out = {"rti": {
+        "max_lateral_error_m": float(np.max(np.abs(e))),
+        "max_lateral_error_after_1s_m": float(np.max(np.abs(e[t >= 1.0]))),
+        "peak_steer_deg": peak_steer, "peak_steer_rate_deg_s": peak_rate,
+        "bounds_respected": bool(peak_steer <= st_.steer_max_deg
+                                 and peak_rate <= st_.steer_rate_max_deg_s),
+        "median_step_s": float(np.median(wall)), "max_step_s": float(wall.max()),
+        "median_step_cpu_s": float(np.median(cpu)), "statuses": ctrl.statuses},
+        "settings": {"V_m_s": st_.V, "dt_s": dt, "horizon": N,
+                     "steer_max_deg": st_.steer_max_deg,
+                     "steer_rate_max_deg_s": st_.steer_rate_max_deg_s}}
+    return out, {"t": t, "x": np.asarray(sim.x), "e": e, "ref": ref}
+
+
+def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
+    """Headline numbers (JSON-serialisable); with ``out`` also the figures.
+
+    Returns
+    -------
+    dict
+        ``ball_plate`` → ``ltv_mpc``, ``rti``, ``sqp``, each with ``final_error_m``,
+        ``max_error_m``, ``max_error_after_1s_m``, ``median_step_s``, ``max_step_s``,
+        ``median_step_cpu_s``, ``bounds_respected``, ``statuses`` (and for ``sqp``
+        ``median_iterations``, ``max_kkt_residual``), plus ``settings``; ``lane_change`` →
+        ``rti`` with ``max_lateral_error_m``, ``peak_steer_rate_deg_s``, ``peak_steer_deg``,
+        ``bounds_respected``, ``median_step_s`` …; ``goals`` (the issue's goals, measured);
+        ``timing_s``.
+    """
+    t0 = time.perf_counter()
+    bpn, bpa = _ball_plate(quick)
+    lcn, lca = _lane_change(quick)
+    rti, sqp, ltv = bpn["rti"], bpn["sqp"], bpn["ltv_mpc"]
+    result = {
+        "ball_plate": bpn, "lane_change": lcn,
+        "goals": {
+            "rti_median_step_le_2ms": rti["median_step_s"] <= 2e-3,
+            "rti_median_step_cpu_le_2ms": rti["median_step_cpu_s"] <= 2e-3,
+            "rti_final_error_within_10pct_of_sqp":
+                abs(rti["final_error_m"] - sqp["final_error_m"]) <= 0.1 * sqp["final_error_m"],
+            "rti_max_error_below_ltv_mpc": rti["max_error_m"] < ltv["max_error_m"],
+            "rti_max_error_after_1s_below_ltv_mpc":
+                rti["max_error_after_1s_m"] < ltv["max_error_after_1s_m"],
+        },
+        "quick": bool(quick),
+    }
+    result["timing_s"] = float(time.perf_counter() - t0)
+    if out is not None:
+        result["figures"] = _figures(Path(out), bpa, lca)
+    return result
+
+
+def _figures(out: Path, bpa: dict[str, Any], lca: dict[str, Any]) -> list[str]:
+    import matplotlib.pyplot as plt
+
+    from ..plotting.style import cite, new_figure, savefig
+
+    labels = {"ltv_mpc": "LTV-MPC (nominal reference)", "rti": "RTI NMPC", "sqp": "SQP NMPC"}
+    names = []
+    fig, ax = new_figure(title="Ball-plate, ball 10 % larger, 5 cm offset: tracking error")
+    for key, lab in labels.items():
+        a = bpa[key]
+        ax.plot(a["t"], 100 * a["e"], label=lab)
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("‖C − C_ref‖ [cm]")
+    ax.legend(fontsize=8)
+    cite(fig, "thesis", "Ch. 8 circle", extra="controllers designed on the nominal ball")
+    names.append(Path(savefig(fig, out, "nmpc_ball_plate_error")).name)
+    plt.close(fig)
+    fig, ax = new_figure(title="Double lane change, RTI NMPC: lateral deviation of G")
+    ax.plot(lca["t"], 100 * lca["e"], label="RTI NMPC")
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("lateral deviation [cm]")
+    ax.legend(fontsize=8)
+    cite(fig, "road_review", extra="ISO 3888-1 track; torque-steered skate; mismatched plant")
+    names.append(Path(savefig(fig, out, "nmpc_lane_change_error")).name)
+    plt.close(fig)
+    return names
+
+
+def summary(result: dict[str, Any]) -> str:
+    bpn = result["ball_plate"]
+    s = bpn["settings"]
+    lines = [f"Ball-plate circle, ball {s['plant_R_m'] / s['design_R_m']:.2f}x the design radius, "
+             f"{100 * s['initial_offset_m']:g} cm offset, N = {s['horizon']}, "
+             f"{s['t_final_s']:.2f} s:"]
+    for key in ("ltv_mpc", "rti", "sqp"):
+        v = bpn[key]
+        lines.append(f"  {key:8s} final {1e3 * v['final_error_m']:7.2f} mm, max {1e3 * v['max_error_m']:6.2f} mm "
+                     f"(after 1 s {1e3 * v['max_error_after_1s_m']:6.2f} mm), step median "
+                     f"{1e3 * v['median_step_s']:.2f} ms (CPU {1e3 * v['median_step_cpu_s']:.2f} ms), "
+                     f"max {1e3 * v['max_step_s']:.1f} ms, bounds {'kept' if v['bounds_respected'] else 'VIOLATED'}, "
+                     f"{v['statuses']}")
+    v = result["lane_change"]["rti"]
+    lines.append(f"Double lane change, RTI: max lateral error {100 * v['max_lateral_error_m']:.1f} cm, "
+                 f"peak steering {v['peak_steer_deg']:.2f} deg, rate {v['peak_steer_rate_deg_s']:.1f} deg/s, "
+                 f"bounds {'kept' if v['bounds_respected'] else 'VIOLATED'}, step median "
+                 f"{1e3 * v['median_step_s']:.2f} ms, {v['statuses']}")
+    lines.append("Goals: " + ", ".join(f"{k} = {v}" for k, v in result["goals"].items()))
+    return "\n".join(lines)
