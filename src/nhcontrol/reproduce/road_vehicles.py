@@ -58,8 +58,9 @@ def _models(quick: bool) -> dict[str, Any]:
             "kinematic_turning_radius_rel_error": st.kinematic_turn_error(mdl=models["kinematic"])}
 
 
-def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
-    """Headline numbers (JSON-serialisable); with ``out`` also the figures.
+def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) -> dict[str, Any]:
+    """Headline numbers (JSON-serialisable); with ``out`` also the figures (and with
+    ``animate`` ``road_vehicles_lane_change.gif``: the car on the track with its cones, LTV-MPC).
 
     Returns
     -------
@@ -110,7 +111,25 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     result["timing_s"] = float(time.perf_counter() - t_start)
     if out is not None:
         result["figures"] = _figures(Path(out), s, loops)
+        if animate:
+            result["animations"] = [_animation(Path(out), s, loops["mpc"], quick).name]
     return result
+
+
+def _animation(out: Path, s: LaneChangeSetup, loop: dict[str, Any], quick: bool) -> Path:
+    """GIF of the MPC lane change: the car (a rectangle, front wheel steered) and the cones."""
+    from ..plotting import animate
+    from ..plotting.animation import lane_change_scene
+
+    a = loop["arrays"]
+    t = np.asarray(a["t"])
+    x = np.asarray(a["x"])
+    xr = s.ref.x(t)
+    scene = lane_change_scene(t, x[:, 0], x[:, 1], x[:, 2], gamma=x[:, 3],
+                              reference=(xr[:, 0], xr[:, 1]),
+                              title=f"Double lane change at {s.st.V:g} m/s, LTV-MPC")
+    return animate(scene, out / "road_vehicles_lane_change.gif", fps=15, dpi=40 if quick else 90,
+                   max_frames=40 if quick else 240)
 
 
 _LOOP_LABELS = (("mpc", "LTV-MPC"), ("lqr", "finite-horizon LQR"),
