@@ -182,8 +182,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; ``-v`` logs on standard error for this call only."""
+    import logging
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    from ._util.log import enable_console_logging
+
+    root = logging.getLogger("nhcontrol")
+    level = root.level
+    handler = enable_console_logging(int(args.verbose) + int(getattr(args, "verbose_sub", 0)))
+    try:
+        return _main(parser, args)
+    finally:
+        if handler is not None:
+            root.removeHandler(handler)
+            root.setLevel(level)
+
+
+def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command is None:
         parser.print_help()
         return 0
@@ -191,11 +208,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, (_, desc) in TARGETS.items():
             print(f"{name:20s} {desc}")
         return 0
-    from ._util.log import enable_console_logging
+    import logging
+    import time
 
-    enable_console_logging(int(args.verbose) + int(getattr(args, "verbose_sub", 0)))
     module = load(args.target)
     options = _target_options(parser, args, module)
+    log = logging.getLogger("nhcontrol.cli")
+    log.info("reproduce %s%s: started", args.target, " (quick)" if args.quick else "")
+    t_run = time.perf_counter()
     if args.out is not None:
         try:
             args.out.mkdir(parents=True, exist_ok=True)
@@ -221,6 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _move_into_place(staging, args.out, last=f"{args.target}.json")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+    log.info("reproduce %s: finished in %.1f s", args.target, time.perf_counter() - t_run)
     if not args.json:
         print(module.summary(result))
         print(_end_of_run(args, result))
