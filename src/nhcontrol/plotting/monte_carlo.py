@@ -60,7 +60,7 @@ def plot_histograms(results: Mapping[str, Any], out: Path, success_limit_m: floa
     hi = max(float(allv.max()) if allv.size else 1.0, 1e3 * success_limit_m) * 1.05
     histogram("final_error_m", 1e3, np.linspace(0.0, hi, 41),
               "Monte Carlo: contact-point error at the end of the run",
-              "distance of the contact point to the circle at t_final (mm)", "mc_final_error",
+              r"distance of the contact point to the circle at $t_{\mathrm{final}}$ (mm)", "mc_final_error",
               lambda k, r: f"{k.upper()} ({100 * r.success_rate:.1f} % succeed, n = {r.n})",
               limit=1e3 * success_limit_m)
     histogram("peak_input_deg", 1.0, 30, "Monte Carlo: largest plate angle |α|, |β| per run",
@@ -74,7 +74,7 @@ def plot_histograms(results: Mapping[str, Any], out: Path, success_limit_m: floa
         ax.plot(100 * (rf - 1.0), 1e3 * v, next(markers, "."), ms=4, alpha=0.7,
                 mfc="none", label=name.upper())
     ax.axhline(1e3 * success_limit_m, color="k", ls="--", lw=LINEWIDTH, zorder=5, label="success limit")
-    ax.set_xlabel("plant radius error (R / R_nominal − 1) (%)")
+    ax.set_xlabel(r"plant radius error $R/R_{\mathrm{nominal}} - 1$ (%)")
     ax.set_ylabel("final contact-point error (mm)")
     ax.legend()
     cite(fig, "thesis", "the controllers of Ch. 8", extra=note)

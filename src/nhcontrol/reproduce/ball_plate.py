@@ -391,7 +391,7 @@ def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) 
             figures.update(_figures(key, mo, f8, nl8, ol, lin8, nl7, mp7, st))
         if out is not None and animate and key == f"{PHI0_DEG[0]:g}":
             result.setdefault("animations", []).append(
-                _animation(Path(out), key, f8["ref"], nl8, st, dpi=40 if quick else 90).name)
+                _animation(Path(out), key, f8["ref"], nl8, st, dpi=40 if quick else 60).name)
     result["settings"] = {k: getattr(st, k) for k in Settings.__dataclass_fields__}
     result["settings"]["dt_s"] = float(f8["dt"])
     result["settings"]["mpc_bound_deg"] = MPC_BOUND_DEG
@@ -450,7 +450,7 @@ def _animation(out: Path, key: str, ref: Any, run_: ClosedLoop, st: Settings, *,
                              reference=(xr[:, 0], xr[:, 1]),
                              title=f"Ball-plate, LQR on the nonlinear model, φ0 = {key}°")
     return animate(scene, out / f"ball_plate_lqr_phi{key}.gif", fps=15, dpi=dpi,
-                   max_frames=40 if dpi < 60 else 240, speed=2.0)
+                   max_frames=40 if dpi < 60 else 120, speed=2.0)
 
 
 def _figures(key: str, mo: Any, f8: dict[str, Any], nl8: ClosedLoop, ol: ClosedLoop,

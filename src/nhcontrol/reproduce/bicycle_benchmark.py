@@ -432,7 +432,7 @@ def _animation(cm: Any, out: Path, quick: bool) -> Path:
                           X[:, c.index("phi_b")], X[:, c.index("delta")],
                           title="Benchmark bicycle at 5 m/s, uncontrolled: the weave decays")
     return animate(scene, Path(out) / "bicycle_self_stable_5ms.gif", fps=15,
-                   dpi=40 if quick else 90, max_frames=20 if quick else 240)
+                   dpi=40 if quick else 60, max_frames=20 if quick else 120)
 
 
 def summary(result: dict[str, Any]) -> str:

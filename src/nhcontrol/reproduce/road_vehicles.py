@@ -128,8 +128,8 @@ def _animation(out: Path, s: LaneChangeSetup, loop: dict[str, Any], quick: bool)
     scene = lane_change_scene(t, x[:, 0], x[:, 1], x[:, 2], gamma=x[:, 3],
                               reference=(xr[:, 0], xr[:, 1]),
                               title=f"Double lane change at {s.st.V:g} m/s, LTV-MPC")
-    return animate(scene, out / "road_vehicles_lane_change.gif", fps=15, dpi=40 if quick else 90,
-                   max_frames=40 if quick else 240)
+    return animate(scene, out / "road_vehicles_lane_change.gif", fps=15, dpi=40 if quick else 60,
+                   max_frames=40 if quick else 120)
 
 
 _LOOP_LABELS = (("mpc", "LTV-MPC"), ("lqr", "finite-horizon LQR"),
