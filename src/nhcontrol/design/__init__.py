@@ -18,5 +18,5 @@ from .lqr import LQRResult, dlqr, finite_horizon_lqr, lqr
 from .mpc import LTVMPC, MPCStep, window
 
 __all__ = [
-    "dlqr", "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window"
+    "finite_horizon_lqr", "LTVMPC", "lqr", "dlqr", "LQRResult", "MPCStep", "window"
 ]

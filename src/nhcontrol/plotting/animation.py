@@ -35,7 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import ConfigurationError
 from .._util.log import get_logger
-from .style import PALETTE, REFERENCE_STYLE, WIDTHS, rc_params
+from .style import PALETTE, REFERENCE_STYLE, animation_figure, rc_params
 
 __all__ = ["AnimationError", "Scene", "animate", "bicycle_scene", "ball_plate_scene",
            "lane_change_scene", "iso_3888_1_cones", "ffmpeg_available"]
@@ -133,8 +133,7 @@ def animate(scene: Scene, path: str | Path, *, fps: int = 20, dpi: int = 100,
     path.parent.mkdir(parents=True, exist_ok=True)
     rc = {**rc_params(), "figure.constrained_layout.use": False}   # laid out once, not per frame
     with plt.rc_context(rc):
-        fig = plt.figure(figsize=(WIDTHS["wide"], scene.height))
-        fig.suptitle(scene.title)
+        fig = animation_figure(scene.title, scene.height)
         update = scene.setup(fig)
         update(int(frames[0]))
         fig.tight_layout()
