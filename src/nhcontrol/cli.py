@@ -166,9 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="figure format with --out: png (300 dpi), svg or pdf (default png)")
     rep.add_argument("--quick", action="store_true", help="coarser grids, for smoke tests")
     rep.add_argument("--animate", action="store_true",
-                     help="with --out: also write an animation of the simulation (GIF; MP4 with "
-                          "--format svg/pdf when ffmpeg is present) — targets ball-plate, "
-                          "road-vehicles, bicycle-benchmark")
+                     help="with --out: also write a GIF of the target's simulation "
+                          "(bicycle-benchmark, ball-plate, road-vehicles; MP4 from Python with "
+                          "nhcontrol.plotting.animate when ffmpeg is installed)")
     mc = rep.add_argument_group("Monte-Carlo targets (monte-carlo-ball-plate)")
     mc.add_argument("--n", type=int, default=None, metavar="N",
                     help="number of runs per controller (default 1000; 8 with --quick)")
