@@ -198,10 +198,9 @@ def bicycle_scene(t: ArrayLike, x: ArrayLike, y: ArrayLike, psi: ArrayLike, phi:
         ax_r.plot([0, 0], [0, height], color="0.7", lw=0.8, ls=":")
         ax_r.set_xlabel("lateral (m)")
         ax_r.set_ylabel("height (m)")
-        (frame,) = ax_r.plot([], [], color=PALETTE[0], lw=3.0, solid_capstyle="round", label="frame")
-        (bar,) = ax_r.plot([], [], color=PALETTE[1], lw=2.0, label="handlebar")
-        ax_r.legend(loc="upper right")
-        txt = _time_text(ax_r)
+        (frame,) = ax_r.plot([], [], color=PALETTE[0], lw=3.0, ls="-", solid_capstyle="round", label="frame")
+        (bar,) = ax_r.plot([], [], color=PALETTE[1], lw=2.0, ls="-", label="handlebar")
+        ax_r.legend(loc="lower right")
         ax_t.set_title("top view")
         pad = 1.5
         ax_t.set_xlim(X.min() - pad, X.max() + pad)
@@ -209,11 +208,12 @@ def bicycle_scene(t: ArrayLike, x: ArrayLike, y: ArrayLike, psi: ArrayLike, phi:
         ax_t.set_aspect("equal", adjustable="box")
         ax_t.set_xlabel(r"$x$ (m)")
         ax_t.set_ylabel(r"$y$ (m)")
-        (trace,) = ax_t.plot([], [], color=PALETTE[2], lw=1.3, label="rear contact path")
-        (body,) = ax_t.plot([], [], color=PALETTE[0], lw=2.0)
-        (rear,) = ax_t.plot([], [], color="k", lw=3.0)
-        (front,) = ax_t.plot([], [], color=PALETTE[1], lw=3.0, label="front wheel")
+        (trace,) = ax_t.plot([], [], color=PALETTE[2], lw=1.3, ls="-", label="rear contact path")
+        (body,) = ax_t.plot([], [], color=PALETTE[0], lw=2.0, ls="-")
+        (rear,) = ax_t.plot([], [], color="k", lw=3.0, ls="-")
+        (front,) = ax_t.plot([], [], color=PALETTE[1], lw=3.0, ls="-", label="front wheel")
         ax_t.legend(loc="upper right")
+        txt = _time_text(ax_t)
 
         def update(i: int) -> None:
             ph, de, ps = PH[i], DE[i], PS[i]
@@ -277,7 +277,7 @@ def ball_plate_scene(t: ArrayLike, x_C: ArrayLike, y_C: ArrayLike, alpha: ArrayL
         ax_p.set_aspect("equal")
         ax_p.set_xlabel(r"$x_C$ (m)")
         ax_p.set_ylabel(r"$y_C$ (m)")
-        (path,) = ax_p.plot([], [], color=PALETTE[0], lw=1.3, label="contact path")
+        (path,) = ax_p.plot([], [], color=PALETTE[0], lw=1.3, ls="-", label="contact path")
         if ref is not None:
             ax_p.plot(ref[0], ref[1], label="reference", **REFERENCE_STYLE)
         from matplotlib.patches import Circle
@@ -295,7 +295,7 @@ def ball_plate_scene(t: ArrayLike, x_C: ArrayLike, y_C: ArrayLike, alpha: ArrayL
             ax.axhline(0.0, color="0.7", lw=0.8, ls=":")
             ax.set_xticks([])
             ax.set_yticks([])
-            (ln,) = ax.plot([], [], color=PALETTE[0], lw=3.0)
+            (ln,) = ax.plot([], [], color=PALETTE[0], lw=3.0, ls="-")
             tilt_lines.append(ln)
         ang_txt = [_time_text(ax_a), _time_text(ax_b)]
 
@@ -382,10 +382,10 @@ def lane_change_scene(t: ArrayLike, x: ArrayLike, y: ArrayLike, psi: ArrayLike, 
             ax.plot(C[:, 0], C[:, 1], "^", color=PALETTE[1], ms=5, ls="none", label="cones")
         if ref is not None:
             ax.plot(ref[0], ref[1], label="reference", **REFERENCE_STYLE)
-        (trace,) = ax.plot([], [], color=PALETTE[0], lw=1.3, label="path of G")
+        (trace,) = ax.plot([], [], color=PALETTE[0], lw=1.3, ls="-", label="path of G")
         car = Polygon(np.zeros((4, 2)), closed=True, fc=PALETTE[2], ec=PALETTE[0], lw=1.3, zorder=7)
         ax.add_patch(car)
-        (wheel,) = ax.plot([], [], color="k", lw=3.0, zorder=8)
+        (wheel,) = ax.plot([], [], color="k", lw=3.0, ls="-", zorder=8)
         ax.legend(loc="upper left", ncol=3)
         txt = ax.text(0.99, 0.04, "", transform=ax.transAxes, ha="right", va="bottom",
                       fontsize=rc_params()["legend.fontsize"])
