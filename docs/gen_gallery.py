@@ -7,8 +7,8 @@ size (at most ``--width`` pixels wide, palette PNG) into ``docs/gallery/`` and w
     python docs/gen_gallery.py                       # every target, published settings
     python docs/gen_gallery.py --quick rolling-hoop  # some targets, --quick grids
 
-Targets named with ``--quick-targets`` (default: the Monte Carlo study) always run with
-``--quick``. A target that fails is reported on the page, not hidden; the others still run.
+Targets named with ``--quick-targets`` (default: none — the Monte Carlo study runs its full
+1,000 runs per controller, as the text describes) always run with ``--quick``. A target that fails is reported on the page, not hidden; the others still run.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -53,10 +54,19 @@ def shrink(src: Path, dst: Path, width: int) -> dict[str, str]:
     return text
 
 
+def _animates(name: str) -> bool:
+    """True when the target's ``run`` takes ``animate`` (``--animate``)."""
+    import inspect
+
+    from nhcontrol.reproduce import load
+
+    return "animate" in inspect.signature(load(name).run).parameters
+
+
 def run_target(name: str, quick: bool, out: Path) -> dict:
     """Run one target in a fresh interpreter; its JSON result (or the error)."""
     cmd = [sys.executable, "-m", "nhcontrol.cli", "reproduce", name, "--json", "--out", str(out),
-           "--format", "png"] + (["--quick"] if quick else [])
+           "--format", "png"] + (["--quick"] if quick else []) + (["--animate"] if _animates(name) else [])
     env = {**os.environ, "MPLBACKEND": "Agg",
            "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     t0 = time.perf_counter()
@@ -70,6 +80,7 @@ def run_target(name: str, quick: bool, out: Path) -> dict:
         result = {}
     figures = sorted(out.glob("*.png"))
     return {"figures": [f.name for f in figures], "seconds": seconds,
+            "animations": sorted(f.name for f in out.glob("*.gif")),
             "result_figures": result.get("figures", [])}
 
 
@@ -81,7 +92,8 @@ def write_page(entries: dict[str, dict], targets: dict[str, tuple[str, str]]) ->
         "Each figure carries its title, axis labels with units, a legend, and a caption line",
         "naming the publication it reproduces (see [References](references.md)); the text under",
         "each image repeats them. The files here are reduced copies of the 300-dpi PNGs;",
-        "`--format svg` or `--format pdf` gives vector figures for print.",
+        "`--format svg` or `--format pdf` gives vector figures for print. Targets with a simulation",
+        "also show its animation (`--animate`, GIF).",
         "",
         "Regenerate with `python docs/gen_gallery.py` (all targets) or "
         "`python docs/gen_gallery.py TARGET ...`.",
@@ -101,6 +113,9 @@ def write_page(entries: dict[str, dict], targets: dict[str, tuple[str, str]]) ->
             continue
         if not e["figures"]:
             lines += ["This target prints numbers only (no figure).", ""]
+        for anim in e.get("animations", []):
+            lines += [f"![animation {anim}](gallery/{name}/{anim})", "",
+                      f"**Animation** (`{anim}`, `--animate`).", ""]
         for fig in e["figures"]:
             text = e.get("text", {}).get(fig, {})
             title = text.get("title") or Path(fig).stem
@@ -115,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("targets", nargs="*", help="targets to (re)generate (default: all)")
     ap.add_argument("--quick", action="store_true", help="run the targets with --quick")
-    ap.add_argument("--quick-targets", nargs="*", default=["monte-carlo-ball-plate"],
+    ap.add_argument("--quick-targets", nargs="*", default=[],
                     help="targets always run with --quick")
     ap.add_argument("--width", type=int, default=1100, help="largest width in pixels")
     args = ap.parse_args(argv)
@@ -133,9 +148,11 @@ def main(argv: list[str] | None = None) -> int:
             dest = GALLERY / name
             if "error" not in e:
                 if dest.exists():
-                    for old in dest.glob("*.png"):
+                    for old in [*dest.glob("*.png"), *dest.glob("*.gif")]:
                         old.unlink()
                 dest.mkdir(parents=True, exist_ok=True)
+                for anim in e.get("animations", []):
+                    shutil.copyfile(Path(tmp) / anim, dest / anim)
                 e["text"] = {fig: shrink(Path(tmp) / fig, dest / fig, args.width)
                              for fig in e["figures"]}
         e["quick"] = quick

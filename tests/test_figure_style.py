@@ -19,8 +19,8 @@ from matplotlib.colors import to_rgb
 
 from nhcontrol.plotting import style
 
-FAST_TARGETS = ("skateboard", "rolling-hoop")
-SLOW_TARGETS = ("bicycle-benchmark", "e-scooter", "waveboard", "rolling-torus", "toroidal-bicycle",
+FAST_TARGETS = ("skateboard",)
+SLOW_TARGETS = ("rolling-hoop", "bicycle-benchmark", "e-scooter", "waveboard", "rolling-torus", "toroidal-bicycle",
                 "hydraulic-fourbar", "road-vehicles", "ball-plate", "monte-carlo-ball-plate")
 PALETTE_RGB = [to_rgb(c) for c in style.PALETTE]
 RAW_NAME = re.compile(r"\b[A-Za-z]+_[A-Za-z0-9]+\b")
@@ -211,7 +211,7 @@ def test_plotting_functions_follow_the_house_style(tmp_path):
 
 def test_quick_targets_follow_the_house_style(tmp_path):
     found = _run_targets(FAST_TARGETS, tmp_path)
-    assert len(found) >= 2
+    assert len(found) >= 1
     assert _report(found) == ""
 
 

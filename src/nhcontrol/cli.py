@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import logging
 import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -188,9 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="figure format with --out: png (300 dpi), svg or pdf (default png)")
     rep.add_argument("--quick", action="store_true", help="coarser grids, for smoke tests")
     rep.add_argument("--animate", action="store_true",
-                     help="with --out: also write an animation of the simulation (GIF; MP4 with "
-                          "--format svg/pdf when ffmpeg is present) — targets ball-plate, "
-                          "road-vehicles, bicycle-benchmark")
+                     help="with --out: also write a GIF of the target's simulation "
+                          "(bicycle-benchmark, ball-plate, road-vehicles; MP4 from Python with "
+                          "nhcontrol.plotting.animate when ffmpeg is installed)")
     mc = rep.add_argument_group("Monte-Carlo targets (monte-carlo-ball-plate)")
     mc.add_argument("--n", type=int, default=None, metavar="N",
                     help="number of runs per controller (default 1000; 8 with --quick)")
@@ -235,8 +237,25 @@ def _export_c(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; ``-v`` logs on standard error for this call only."""
+    import logging
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    from ._util.log import enable_console_logging
+
+    root = logging.getLogger("nhcontrol")
+    level = root.level
+    handler = enable_console_logging(int(args.verbose) + int(getattr(args, "verbose_sub", 0)))
+    try:
+        return _main(parser, args)
+    finally:
+        if handler is not None:
+            root.removeHandler(handler)
+            root.setLevel(level)
+
+
+def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command is None:
         parser.print_help()
         return 0
@@ -244,9 +263,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, (_, desc) in TARGETS.items():
             print(f"{name:20s} {desc}")
         return 0
-    from ._util.log import enable_console_logging
-
-    enable_console_logging(int(args.verbose) + int(getattr(args, "verbose_sub", 0)))
     if args.command == "export-c":
         return _export_c(parser, args)
     module = load(args.target)
@@ -313,6 +329,9 @@ def _one_line(exc: BaseException, args: argparse.Namespace) -> str:
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, module: object, options: dict) -> int:
+    log = logging.getLogger("nhcontrol.cli")
+    log.info("reproduce %s%s: started", args.target, " (quick)" if args.quick else "")
+    t_run = time.perf_counter()
     if args.out is not None:
         try:
             args.out.mkdir(parents=True, exist_ok=True)
@@ -337,6 +356,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, module: obje
             _move_into_place(staging, args.out, last=f"{args.target}.json")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+    log.info("reproduce %s: finished in %.1f s", args.target, time.perf_counter() - t_run)
     if not args.json:
         print(module.summary(result))
         print(_end_of_run(args, result))

@@ -230,7 +230,9 @@ def eigenvalues_vs_parameter(matrix_fn: MatrixFn, values: ArrayLike, *, paramete
         raise LinearSystemError("values must hold at least one parameter value")
     rows = []
     prev = None
-    for v in vals:
+    from .._util.progress import progress
+
+    for v in progress(vals, "eigenvalues vs parameter", total=vals.size):
         lam = np.linalg.eigvals(_square(matrix_fn(float(v)), f"matrix_fn({v})"))
         if prev is None or not track:
             lam = lam[np.lexsort((lam.imag, lam.real))]

@@ -17,6 +17,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._util.log import get_logger
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array, check_finite, readonly
 from ._osqp import WindowQP
@@ -31,6 +32,8 @@ def _ready(a: Any, shape: tuple[int, ...]) -> bool:
     return (type(a) is np.ndarray and a.dtype == _F64 and a.shape == shape
             and math.isfinite(float(np.add.reduce(a, axis=None))))
 
+
+_log = get_logger(__name__)
 __all__ = ["LTVMPC", "MPCStep", "window"]
 
 _ACCEPTED = ("optimal", "optimal_inaccurate")
@@ -622,6 +625,9 @@ class LTVMPC:
                 x_pred = du_pred = None
             elapsed += time.perf_counter() - t0
             attempts.append((solver, status))
+            if status != "optimal" and solver == self.solver:
+                _log.info("MPC step: %s returned %r; trying the fallback solver %s", solver, status,
+                          self.fallback)
             if status in _ACCEPTED and du_pred is not None and x_pred is not None:
                 if np.all(np.isfinite(du_pred)) and np.all(np.isfinite(x_pred)):
                     if status == "optimal":

@@ -7,12 +7,8 @@ Two things live here:
   Eqs. (7.103)-(7.110) without the hydraulic states (``r = u = 0``): the index-1 DAE is solved for
   the accelerations, ``[xdd; Λ] = A_h(x)^{-1} f_h(X)`` (Eq. (7.107)), giving the ODE
   ``dX/dt = F(X)``, ``X = [x, v]`` (Eq. (7.108)), whose ``2n x 2n`` Jacobian is approximated by
-  central differences with step ``h`` (Eqs. (7.109)-(7.110)):
-
-  $$
-  J_j \\simeq \\frac{F(X_0 + h e_j) - F(X_0 - h e_j)}{2h}.
-  $$
-
+  central differences with step ``h`` (Eqs. (7.109)-(7.110)),
+  $J_j \\simeq \\big(F(X_0 + h e_j) - F(X_0 - h e_j)\\big) / (2h)$.
   Its error depends on ``h`` (truncation ``O(h^2)``, round-off ``O(eps/h)``; Fig. 7.14), unlike
   the exact procedures.
 *

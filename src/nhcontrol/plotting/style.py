@@ -32,7 +32,7 @@ from typing import Any, Iterator, Literal
 
 __all__ = [
     "FORMATS", "DPI", "REFERENCES", "PALETTE", "LINESTYLES", "LINEWIDTH", "WIDTHS", "FONT_SIZES",
-    "rc_params", "house_style", "new_figure", "apply_style", "reference_line", "cite", "citation",
+    "rc_params", "house_style", "new_figure", "animation_figure", "apply_style", "reference_line", "cite", "citation",
     "savefig", "figure_format", "current_format", "figure_text",
 ]
 
@@ -179,6 +179,18 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, title: str = "",
         else:
             fig.suptitle(title, fontsize=FONT_SIZES["title"])
     return fig, ax
+
+
+def animation_figure(title: str, height: float) -> Any:
+    """An empty figure for an animation: the house style, ``WIDTHS["wide"]`` wide, the title as
+    suptitle, laid out once by the caller (no constrained layout, which would run per frame)."""
+    import matplotlib.pyplot as plt
+
+    rc = {**rc_params(), "figure.constrained_layout.use": False}
+    with plt.rc_context(rc):
+        fig = plt.figure(figsize=(WIDTHS["wide"], float(height)))
+    fig.suptitle(title, fontsize=FONT_SIZES["title"])
+    return fig
 
 
 def reference_line(ax: Any, x: Any, y: Any, label: str = "reference", **kw: Any) -> Any:

@@ -314,7 +314,7 @@ def _controllability(bp: Any, cm: Any, phi0: float) -> dict[str, Any]:
     }
 
 
-def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
+def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) -> dict[str, Any]:
     """Run the reproduction; return the headline numbers (JSON-serialisable).
 
     Parameters
@@ -323,6 +323,9 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         Folder for the figures (PNG) of Figs. 8.2–8.5 and of the controllable loops.
     quick : bool
         Coarser sampling, shorter MPC horizon and looser integration (smoke test, ~1 min).
+    animate : bool
+        With ``out``: also ``ball_plate_lqr_phi5.gif``, the LQR loop on the nonlinear model
+        (plate tilt, contact path over the reference circle).
 
     Returns
     -------
@@ -386,6 +389,9 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         result["linear_vs_nonlinear"][key] = _linear_check(bp, cm, phi0, st)
         if out is not None:
             figures.update(_figures(key, mo, f8, nl8, ol, lin8, nl7, mp7, st))
+        if out is not None and animate and key == f"{PHI0_DEG[0]:g}":
+            result.setdefault("animations", []).append(
+                _animation(Path(out), key, f8["ref"], nl8, st, dpi=40 if quick else 60).name)
     result["settings"] = {k: getattr(st, k) for k in Settings.__dataclass_fields__}
     result["settings"]["dt_s"] = float(f8["dt"])
     result["settings"]["mpc_bound_deg"] = MPC_BOUND_DEG
@@ -429,6 +435,22 @@ def _linear_check(bp: Any, cm: Any, phi0: float, st: Settings) -> dict[str, floa
     dev = float(np.max(np.hypot(*(xl[:, :2] - np.asarray(f["ref"].x(tl))[:, :2]).T)))
     return {"scale": s, "max_contact_difference_m": diff, "max_contact_deviation_m": dev,
             "relative_difference": diff / dev}
+
+
+def _animation(out: Path, key: str, ref: Any, run_: ClosedLoop, st: Settings, *, dpi: int) -> Path:
+    """GIF of a closed loop: contact path over the reference circle, plate tilt."""
+    from nhcontrol.plotting import animate
+    from nhcontrol.plotting.animation import ball_plate_scene
+
+    tr = np.linspace(0.0, st.t_final, 801)
+    xr = np.asarray(ref.x(tr), float)
+    k = np.clip(np.searchsorted(run_.t_u, run_.t, side="right") - 1, 0, len(run_.t_u) - 1)
+    u = np.asarray(run_.u)[k]                       # held plate angles at the samples
+    scene = ball_plate_scene(run_.t, run_.x[:, 0], run_.x[:, 1], u[:, 0], u[:, 1],
+                             reference=(xr[:, 0], xr[:, 1]),
+                             title=f"Ball-plate, LQR on the nonlinear model, φ0 = {key}°")
+    return animate(scene, out / f"ball_plate_lqr_phi{key}.gif", fps=15, dpi=dpi,
+                   max_frames=40 if dpi < 60 else 120, speed=2.0)
 
 
 def _figures(key: str, mo: Any, f8: dict[str, Any], nl8: ClosedLoop, ol: ClosedLoop,

@@ -190,7 +190,7 @@ def _drop(J: NDArray[np.float64], n_keep: int) -> NDArray[np.float64]:
     return J[:n_keep, :n_keep]
 
 
-def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
+def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) -> dict[str, Any]:
     """Run the bicycle benchmark reproduction.
 
     Parameters
@@ -199,6 +199,9 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         Folder for the figures (Fig. 4.5 and Fig. 4.4, PNG).
     quick : bool
         Coarser speed grid for the figures and the bracketing.
+    animate : bool
+        With ``out``: also ``bicycle_self_stable_5ms.gif``, the uncontrolled bicycle at 5 m/s
+        (self-stable) after a lean-rate kick of 0.5 rad/s: the weave decays (rear and top views).
 
     Returns
     -------
@@ -389,23 +392,47 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         vgrid = np.linspace(0.0, 10.0, 101 if quick else 1001)
         sw = eigenvalues_vs_parameter(block, vgrid, parameter="v (m/s)")
         shown = [c for c in (coal[:1] + hopf[:1] + caps[:1])]
-        names = {"0": "v_d", "1": "v_w", "2": "v_c"}
+        names = {"0": "$v_d$", "1": "$v_w$", "2": "$v_c$"}
         fig = plot_eigenvalues_vs_parameter(
             sw, critical=shown, labels=names, xlabel="forward speed v (m/s)",
             title="Benchmark bicycle: eigenvalues vs speed", ylim=(-10.0, 10.0))
         cite(fig, "thesis", "Fig. 4.5",
-             extra="Lean-steer eigenvalues of the minimal Jacobian (third procedure); v_d, v_w, "
-                   "v_c: real pair merging, weave and capsize speeds (Meijaard et al. 2007).")
+             extra="Lean-steer eigenvalues of the minimal Jacobian (third procedure); $v_d$, $v_w$, "
+                   "$v_c$: real pair merging, weave and capsize speeds (Meijaard et al. 2007).")
         p1 = savefig(fig, out, "fig_4_5_eigenvalues_vs_speed")
         crossing = [c for c in shown if c.kind != "coalescence"]
         fig = plot_root_locus(sw, critical=crossing,
-                              labels=["v_w" if c.kind == "oscillatory" else "v_c" for c in crossing],
+                              labels=["$v_w$" if c.kind == "oscillatory" else "$v_c$" for c in crossing],
                               title="Benchmark bicycle: root locus, 0 < v < 10 m/s")
         cite(fig, "thesis", "Fig. 4.4",
              extra="Eigenvalues in the complex plane as the speed v grows from 0 to 10 m/s.")
         p2 = savefig(fig, out, "fig_4_4_root_locus")
         result["figures"] = [str(p1), str(p2)]
+        if animate:
+            result["animations"] = [str(_animation(cm, out, quick))]
     return result
+
+
+def _animation(cm: Any, out: Path, quick: bool) -> Path:
+    """Simulate the uncontrolled bicycle at 5 m/s after a lean-rate kick and animate it."""
+    from nhcontrol.models import benchmark_bicycle as bb
+    from nhcontrol.plotting import animate
+    from nhcontrol.plotting.animation import bicycle_scene
+    from nhcontrol.simulate import consistent_initial_conditions, forward_dynamics
+
+    ref = bb.steady_forward(cm, 5.0)
+    x, xd = np.array(ref.x(0.0), float), np.array(ref.xd(0.0), float)
+    xd[cm.coordinates.index("phi_b")] += 0.5
+    ic = consistent_initial_conditions(cm, x, xd, partition=bb.PARTITION_4_172)
+    t_end = 2.0 if quick else 6.0
+    sim = forward_dynamics(cm, (0.0, t_end), ic.x, ic.xd, t_eval=np.linspace(0.0, t_end, 301))
+    c = list(cm.coordinates)
+    X = np.asarray(sim.x)
+    scene = bicycle_scene(sim.t, X[:, c.index("x_b")], X[:, c.index("y_b")], X[:, c.index("psi_b")],
+                          X[:, c.index("phi_b")], X[:, c.index("delta")],
+                          title="Benchmark bicycle at 5 m/s, uncontrolled: the weave decays")
+    return animate(scene, Path(out) / "bicycle_self_stable_5ms.gif", fps=15,
+                   dpi=40 if quick else 60, max_frames=20 if quick else 120)
 
 
 def summary(result: dict[str, Any]) -> str:

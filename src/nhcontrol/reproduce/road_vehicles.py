@@ -96,8 +96,9 @@ def _warn_friction(result: dict[str, Any]) -> None:
                       stacklevel=2)
 
 
-def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
-    """Headline numbers (JSON-serialisable); with ``out`` also the figures.
+def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) -> dict[str, Any]:
+    """Headline numbers (JSON-serialisable); with ``out`` also the figures (and with
+    ``animate`` ``road_vehicles_lane_change.gif``: the car on the track with its cones, LTV-MPC).
 
     Returns
     -------
@@ -179,11 +180,30 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     result["timing_s"] = float(time.perf_counter() - t_start)
     if out is not None:
         result["figures"] = _figures(Path(out), s, loops)
+        if animate:
+            result["animations"] = [_animation(Path(out), s, loops["mpc"], quick).name]
     return result
 
 
 _OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
 """Colour-blind-safe colours (Okabe & Ito) of the closed loops, in the order of `_LOOP_LABELS`."""
+
+
+def _animation(out: Path, s: LaneChangeSetup, loop: dict[str, Any], quick: bool) -> Path:
+    """GIF of the MPC lane change: the car (a rectangle, front wheel steered) and the cones."""
+    from ..plotting import animate
+    from ..plotting.animation import lane_change_scene
+
+    a = loop["arrays"]
+    t = np.asarray(a["t"])
+    x = np.asarray(a["x"])
+    xr = s.ref.x(t)
+    scene = lane_change_scene(t, x[:, 0], x[:, 1], x[:, 2], gamma=x[:, 3],
+                              reference=(xr[:, 0], xr[:, 1]),
+                              title=f"Double lane change at {s.st.V:g} m/s, LTV-MPC")
+    return animate(scene, out / "road_vehicles_lane_change.gif", fps=15, dpi=40 if quick else 60,
+                   max_frames=40 if quick else 120)
+
 
 _LOOP_LABELS = (("mpc", "LTV-MPC"), ("lqr", "finite-horizon LQR"),
                 ("assigned", "LTV-MPC, assigned steering"),

@@ -609,7 +609,10 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         nseg = _interval_count(tf - t0, h)
         y = y0
         first = None
-        for j in range(nseg):
+        from .._util.progress import progress
+
+        for j in progress(range(nseg), f"simulating {getattr(cm, 'name', 'model')} (hold intervals)",
+                          total=nseg):
             a = t0 + j * h
             b = tf if j == nseg - 1 else t0 + (j + 1) * h
             uk = check_u(controller(a, y[:n].copy(), y[n:].copy()), a)   # type: ignore[misc]

@@ -98,7 +98,7 @@ def _check_picklable(fn: Callable[..., Any], constants: Mapping[str, Any]) -> No
 class _Collector:
     """Gathers chunk outcomes in grid order, ticks the progress bar, decides when to stop."""
 
-    def __init__(self, n: int, points: Sequence[dict[str, Any]], errors: str, progress: bool,
+    def __init__(self, n: int, points: Sequence[dict[str, Any]], errors: str, progress: bool | None,
                  desc: str) -> None:
         self.values: list[Any] = [None] * n
         self.errors: list[str | None] = [None] * n
@@ -110,6 +110,10 @@ class _Collector:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=n, desc=desc)
+        elif progress is None:      # automatic: a bar once the sweep has lasted 2 s (terminals only)
+            from .._util.progress import progress_bar
+
+            self.bar = progress_bar(n, desc)
 
     def add(self, outcomes: list[Outcome]) -> bool:
         """Record a chunk; True when the sweep must stop (first failure with errors='raise')."""
@@ -231,7 +235,7 @@ def _lost_message(c: range, points: Sequence[dict[str, Any]], exc: BaseException
 
 def sweep(fn: Callable[..., Any], grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]],
           *, backend: Literal["serial", "threads", "processes", "dask"] = "serial",
-          max_workers: int | None = None, progress: bool = False,
+          max_workers: int | None = None, progress: bool | None = None,
           chunk_size: int | None = None, vectorized: bool = False,
           constants: Mapping[str, Any] | None = None,
           errors: Literal["raise", "capture"] = "raise", seed: Any = None,
@@ -254,8 +258,10 @@ def sweep(fn: Callable[..., Any], grid: Mapping[str, Iterable[Any]] | Sequence[M
         here. The same call runs on a multi-machine cluster by giving its ``address``.
     max_workers : int, optional
         Pool or ``LocalCluster`` size (default: ``os.cpu_count()``).
-    progress : bool
-        A tqdm progress bar (stderr) that advances as chunks complete.
+    progress : bool or None
+        A tqdm progress bar (stderr) that advances as chunks complete: ``True`` always,
+        ``False`` never, ``None`` (default) when the sweep lasts more than 2 s and standard
+        error is a terminal (``NHCONTROL_PROGRESS`` overrides, see ``nhcontrol --help``).
     chunk_size : int, optional
         Grid points per task. Default: one point per call serially, about four chunks per
         worker in parallel (at most `MAX_DEFAULT_CHUNK`).
@@ -325,6 +331,9 @@ def sweep(fn: Callable[..., Any], grid: Mapping[str, Iterable[Any]] | Sequence[M
         try:
             import distributed  # noqa: F401
         except ImportError:
+            from .._util.log import get_logger
+
+            get_logger(__name__).warning("dask.distributed missing: backend 'processes' instead of 'dask'")
             warnings.warn("backend='dask' needs dask.distributed, which is not installed; using "
                           "backend='processes' (pip install 'nhcontrol[dask]')", SweepWarning,
                           stacklevel=2)
@@ -334,6 +343,11 @@ def sweep(fn: Callable[..., Any], grid: Mapping[str, Iterable[Any]] | Sequence[M
     chunks = _chunks(n, size)
     seeds = _seeds(seed, n)
     col = _Collector(n, points, errors, progress, getattr(fn, "__name__", "sweep"))
+    from .._util.log import get_logger
+
+    log = get_logger(__name__)
+    log.info("sweep %s over %d points: backend %s, %d chunks", getattr(fn, "__name__", "fn"), n,
+             used if parallel else "serial", len(chunks))
     cluster = ""
     try:
         if not parallel:

@@ -1007,9 +1007,7 @@ def _select_outputs(C: NDArray[np.float64], onames: Sequence[str], states: Seque
                     identity: bool) -> tuple[NDArray[np.float64] | None, list[str] | None]:
     """The output map on the kept states: ``(C, names)``, or ``(None, None)`` for ``C = I``."""
     if identity and (outputs is None or list(outputs) == [states[i] for i in keep]):
-        return None, None
-    if identity and outputs is None:
-        return None, None
+        return None, None          # C = I on the kept states, outputs named after them
     rows = _pick("outputs", outputs, onames) if outputs is not None else list(range(len(onames)))
     Cs = C[rows]
     reads = np.abs(Cs[:, drop]) > 0 if drop else np.zeros((len(rows), 0), dtype=bool)
