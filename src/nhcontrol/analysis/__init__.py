@@ -34,3 +34,6 @@ from .relative_equilibrium import (MARGINAL_RTOL, RelativeEquilibriumLinearizati
                                    charpoly_root, linearize_relative_equilibrium, stability_threshold)
 __all__ += ["MARGINAL_RTOL", "RelativeEquilibriumLinearization", "charpoly_root",
             "linearize_relative_equilibrium", "stability_threshold"]
+from .steady_turns import (TurnStability, stability_boundary, stable_ranges, turn_floquet,  # noqa: E402
+                           turn_stability)
+__all__ += ["TurnStability", "stability_boundary", "stable_ranges", "turn_floquet", "turn_stability"]

@@ -5,8 +5,7 @@ See ``docs/theory/newton_euler.md`` for the kernel table and the cache.
 
 from .cache import default_cache_dir
 from .cbackend import ENV_BACKEND
-from .ccodegen import C_GENERATOR_VERSION
-from .codegen import GENERATOR_VERSION
+from ._layout import C_GENERATOR_VERSION, GENERATOR_VERSION
 from .model import (KERNEL_ARGS, LINEARIZATION_FIELDS, CompiledModel, DynamicsTerms, InputRateTerms,
                     LinearizationTerms, OutputTerms, RateTerms,
                     compile_system, generate_c_source, generate_source, load_compiled)

@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError
+from .._util.reprs import html_table, short_names
 from .._util.validation import readonly
 
 __all__ = ["LinearizationResult", "SpuriousIdentification", "SPURIOUS_RTOL", "ZERO_RTOL",
@@ -392,6 +393,35 @@ class LinearizationResult:
         """True when evaluated at an array of times (leading ``N`` axis)."""
         return self.A.ndim == 3
 
+    def _summary(self) -> tuple[str, str]:
+        """(where, eigen) parts of the representation; eigenvalues only for one point."""
+        if self.stacked:
+            tt = np.asarray(self.t).reshape(-1)
+            where = f"{self.A.shape[0]} points, t in [{tt.min():g}, {tt.max():g}]"
+            return where, ""
+        where = f"t = {float(np.asarray(self.t).reshape(-1)[0]):g}" + (", steady" if self.steady else "")
+        ev = np.linalg.eigvals(self.A) if self.A.size else np.zeros(0)
+        eig = f", max Re(eig A) = {float(np.max(ev.real)):.4g}" if ev.size else ""
+        return where, eig
+
+    def __repr__(self) -> str:
+        where, eig = self._summary()
+        name = f" {self.model_name!r}" if self.model_name else ""
+        rate = ", input rates act (B_rate ≠ 0)" if np.any(self.B_rate) else ""
+        return (f"<LinearizationResult{name} at {where}: {self.nstates} states "
+                f"{short_names(self.states)}, {self.ninputs} inputs {short_names(self.inputs)}, "
+                f"{self.n_spurious} spurious{eig}{rate}>")
+
+    def _repr_html_(self) -> str:
+        where, eig = self._summary()
+        rows = [("model", self.model_name), ("at", where), ("states", ", ".join(self.states)),
+                ("inputs", ", ".join(self.inputs)), ("spurious eigenvalues", str(self.n_spurious)),
+                ("A", f"{self.A.shape}"), ("B", f"{self.B.shape}")]
+        if eig:
+            rows.append(("eigenvalues", np.array2string(np.sort_complex(np.linalg.eigvals(self.A)),
+                                                        precision=4, max_line_width=100)))
+        return html_table("LinearizationResult", rows)
+
     def _identifications(self) -> list[SpuriousIdentification]:
         if "ident" not in self._cache:
             mats = self.A if self.stacked else self.A[None]
@@ -457,7 +487,11 @@ class LinearizationResult:
                       outputs: Literal["states", "declared"] = "states") -> Any:
         """python-control ``StateSpace`` with named states and inputs (steady references).
 
-        The outputs are the states (``C = I``, ``D = 0``), named ``y_<state>``. For a stacked
+        The outputs are the states (``C = I``, ``D = 0``), named after the states as
+        python-control names the outputs of a system whose output is its state
+        (``control.nlsys(f, None, states=...)``, and [`to_nlsys()`][nhcontrol.simulate.to_nlsys]),
+        so that a controller from ``control.create_statefbk_iosystem(sys, K)`` reads the
+        states of the plant by name. For a stacked
         result of a steady reference (all points equal) the first point is used.
 
         When inputs enter the nonholonomic constraints (`B_rate` ≠ 0) the linear equations
@@ -527,7 +561,7 @@ class LinearizationResult:
                               outputs=list(self.outputs), name=self.model_name or None)
         return control.ss(A, B, np.eye(ns), B1,
                           states=shifted, inputs=list(self.inputs),
-                          outputs=[f"y_{s}" for s in names],
+                          outputs=list(names),
                           name=self.model_name or None)
 
     def _declared_outputs(self, keep: list[int], B1: NDArray[np.float64], rtol: float

@@ -29,6 +29,7 @@ from .nlsys import ConstraintDrift, constraint_drift, to_nlsys
 from .output_feedback import OutputFeedbackResult, output_feedback_loop
 from .prescribed import prescribed_motion
 from .result import SimulationResult, SimulationSamples
+from .turns import turn_simulation
 
 __all__ = [
     "forward_dynamics",
@@ -52,4 +53,5 @@ __all__ = [
     "PiecewiseLinearLoop",
     "output_feedback_loop",
     "OutputFeedbackResult",
+    "turn_simulation",
 ]

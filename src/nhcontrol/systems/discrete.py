@@ -21,8 +21,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError
 from .._util.memory import check_allocation
+from .._util.reprs import html_table, short_names as _short
 from .._util.validation import as_float_array, check_finite, check_names, readonly
-from .ltv import _output_map
+from .ltv import SELECT_RTOL, _check_decoupled, _output_map, _pick, _select_outputs
 
 __all__ = ["DiscreteLTV"]
 
@@ -425,9 +426,45 @@ class DiscreteLTV:
             raise LinearSystemError(f"step index must be an integer in [-{N}, {N}), got {k!r}")
         return kk % N
 
+    def select(self, states: Sequence[str] | None = None, outputs: Sequence[str] | None = None,
+               inputs: Sequence[str] | None = None, *, rtol: float = SELECT_RTOL) -> "DiscreteLTV":
+        """The sequences on chosen states, outputs and inputs, picked by name (as
+        [`LTVSystem.select()`][nhcontrol.systems.LTVSystem.select]).
+
+        ``Ad[k][kept, dropped]`` must vanish at every step (else the coupling is named); dropped
+        inputs are held at zero; an output may not read a dropped state.
+        """
+        keep = _pick("states", states, self.states)
+        ukeep = _pick("inputs", inputs, self.inputs)
+        drop = [i for i in range(self.nstates) if i not in keep]
+        if drop:
+            blk = np.abs(self.Ad[:, keep][:, :, drop])
+            worst = int(np.argmax(blk.max(axis=(1, 2)))) if blk.size else 0
+            _check_decoupled(self.Ad[worst], keep, drop, self.states, rtol, f"at step {worst}")
+        identity = bool(self.C.shape[0] == self.nstates and np.array_equal(self.C, np.eye(self.nstates))
+                        and tuple(self.outputs) == tuple(self.states))
+        C, onames = _select_outputs(self.C, self.outputs, self.states, keep, drop, outputs, identity)
+        ix, ju = np.asarray(keep), np.asarray(ukeep, dtype=int)
+        return DiscreteLTV(self.Ad[:, ix[:, None], ix], self.Bd[:, ix[:, None], ju], self.dt, self.t0,
+                           tuple(self.states[i] for i in keep), tuple(self.inputs[j] for j in ukeep),
+                           period_steps=self.period_steps, C=C,
+                           outputs=None if onames is None else tuple(onames),
+                           breakpoints=self.breakpoints)
+
     def __repr__(self) -> str:
-        return (f"DiscreteLTV(nstates={self.nstates}, ninputs={self.ninputs}, nsteps={self.nsteps}, "
-                f"dt={self.dt!r}, t0={self.t0!r}, period_steps={self.period_steps!r})")
+        per = f", period_steps={self.period_steps}" if self.period_steps else ""
+        outs = ("" if tuple(self.outputs) == tuple(self.states) and self.C.shape[0] == self.nstates
+                else f", outputs={_short(self.outputs)}")
+        rho = float(np.max(np.abs(np.linalg.eigvals(self.Ad[0])))) if self.nstates else 0.0
+        return (f"<DiscreteLTV {self.nsteps} steps of dt={self.dt:g} from t0={self.t0:g}: "
+                f"{self.nstates} states {_short(self.states)}, {self.ninputs} inputs "
+                f"{_short(self.inputs)}{outs}{per}, spectral radius of Ad[0] {rho:.4g}>")
+
+    def _repr_html_(self) -> str:
+        rows = [("steps", f"{self.nsteps} × dt = {self.dt:g} from t0 = {self.t0:g}"),
+                ("states", ", ".join(self.states)), ("inputs", ", ".join(self.inputs)),
+                ("outputs", ", ".join(self.outputs)), ("period_steps", str(self.period_steps))]
+        return html_table(f"DiscreteLTV ({self.nstates} states, {self.ninputs} inputs)", rows)
 
 
 def _check_steps(steps: object) -> int:

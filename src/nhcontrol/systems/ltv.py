@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import make_interp_spline
 
 from .._util.errors import LinearSystemError, LinearSystemTypeError, TimeRangeError
+from .._util.reprs import html_table, short_names as _short
 from .._util.validation import as_float_array, check_finite, check_names, readonly
 
 __all__ = ["LTVSystem", "as_ltv", "DerivativeMethod"]
@@ -42,6 +43,11 @@ SPECTRAL_MAX_SAMPLES = 4096
 """Largest number of samples per period used for spectral differentiation."""
 SPECTRAL_TAIL_RTOL = 1e-13
 """Relative size of the discarded Fourier tail accepted by spectral differentiation."""
+
+
+SELECT_RTOL = 1e-10
+"""Relative size below which ``A[kept, dropped]`` counts as zero in `LTVSystem.select()` and
+`DiscreteLTV.select()`."""
 
 
 class LTVSystem:
@@ -867,10 +873,151 @@ class LTVSystem:
                 out[j][i] = _cheb.chebval((ti - c) / r, dcoef).reshape(shape)
         return [v.reshape((*ta.shape, *shape)) for v in out]
 
+    def select(self, states: Sequence[str] | None = None, outputs: Sequence[str] | None = None,
+               inputs: Sequence[str] | None = None, *, check_times: ArrayLike | None = None,
+               rtol: float = SELECT_RTOL) -> "LTVSystem":
+        """The system on chosen states, outputs and inputs, picked by name.
+
+        ``sys.select(states=["phi", "theta", "phi_d", "theta_d"], outputs=["phi"])`` keeps those
+        states (in that order), the output ``phi`` and all inputs. Dropping states is exact only
+        when no kept state depends on a dropped one: ``A(t)[kept, dropped]`` must vanish (cyclic
+        coordinates, spurious directions); this is checked at ``check_times`` (default: the ends
+        and three interior points of ``t_range``, or of one period, or ``0`` and ``1``) and a
+        violation names the coupling. Dropped inputs are held at zero. An output is kept only if
+        it does not read a dropped state.
+
+        Parameters
+        ----------
+        states, outputs, inputs : sequence of str, optional
+            Names to keep, in the new order; ``None`` keeps all (for outputs: all outputs that
+            read only kept states when ``C = I``, i.e. the kept states).
+        check_times : array_like, optional
+            Times at which ``A(t)[kept, dropped] = 0`` is checked.
+        rtol : float
+            Entries below ``rtol · max(1, max|A(t)|)`` count as zero.
+
+        Returns
+        -------
+        LTVSystem
+            Same ``t_range``, ``period``, breakpoints and vectorization; exact derivatives of
+            the selected blocks wherever ``sys`` has exact ones.
+
+        Raises
+        ------
+        LinearSystemError
+            Unknown or repeated names (the valid ones are listed), a kept state that depends on
+            a dropped one, an output that reads a dropped state.
+        """
+        keep = _pick("states", states, self._states)
+        ukeep = _pick("inputs", inputs, self._inputs)
+        drop = [i for i in range(self._n) if i not in keep]
+        if drop:
+            if check_times is None:
+                if self._t_range is not None:
+                    check_times = np.linspace(*self._t_range, 5)
+                elif self._period is not None:
+                    check_times = np.linspace(0.0, self._period, 5)[:-1]
+                else:
+                    check_times = [0.0, 1.0]
+            ts = np.atleast_1d(np.asarray(check_times, dtype=float))
+            for t in ts:
+                A = self.A(float(t))
+                _check_decoupled(A, keep, drop, self._states, rtol, f"at t = {float(t):g}")
+        C, onames = _select_outputs(self._C, self._outputs, self._states, keep, drop, outputs,
+                                    self.has_identity_output)
+        ix = np.asarray(keep)
+        ju = np.asarray(ukeep, dtype=int)
+        sA = (lambda M: M[..., ix[:, None], ix])
+        sB = (lambda M: M[..., ix[:, None], ju])
+        out = {} if C is None else {"C": C, "outputs": onames}
+        names = {"states": [self._states[i] for i in keep], "inputs": [self._inputs[j] for j in ukeep]}
+        if self.is_constant:
+            return LTVSystem(sA(self.A(0.0)), sB(self.B(0.0)), t_range=self._t_range,
+                             period=self._period, breakpoints=self._breakpoints, **names, **out)
+        derivs: dict[str, Any] = {}
+        for key, which, sel in (("dA", "A", sA), ("dB", "B", sB)):
+            ex = self.max_exact_order(which)
+
+            def f(t: Any, k: int, _w: str = which, _s: Any = sel) -> NDArray[np.float64]:
+                return _s(self.derivative(_w, t, k, method="exact"))
+            if ex is None:
+                derivs[key] = f
+            elif ex > 0:
+                derivs[key] = [(lambda t, _k=j, _f=f: _f(t, _k)) for j in range(1, ex + 1)]
+        return LTVSystem(lambda t: sA(self.A(t)), lambda t: sB(self.B(t)), t_range=self._t_range,
+                         period=self._period, vectorized=self._vectorized,
+                         breakpoints=self._breakpoints, **derivs, **names, **out)
+
     def __repr__(self) -> str:
         kind = "constant" if self.is_constant else ("periodic" if self._period else "time-varying")
-        return (f"LTVSystem(nstates={self._n}, ninputs={self._k}, {kind}, t_range={self._t_range}, "
-                f"period={self._period})")
+        extra = f", t_range={self._t_range}" if self._t_range is not None else ""
+        extra += f", period={self._period:.6g}" if self._period else ""
+        outs = "" if self.has_identity_output else f", outputs={_short(self._outputs)}"
+        return (f"<LTVSystem {kind}: {self._n} states {_short(self._states)}, {self._k} inputs "
+                f"{_short(self._inputs)}{outs}{extra}>")
+
+    def _repr_html_(self) -> str:
+        rows = [("kind", "constant" if self.is_constant else ("periodic" if self._period else "time-varying")),
+                ("states", ", ".join(self._states)), ("inputs", ", ".join(self._inputs)),
+                ("outputs", "= states (C = I)" if self.has_identity_output else ", ".join(self._outputs)),
+                ("t_range", str(self._t_range)), ("period", str(self._period))]
+        return html_table(f"LTVSystem ({self._n} states, {self._k} inputs)", rows)
+
+
+def _pick(kind: str, wanted: Sequence[str] | None, available: Sequence[str]) -> list[int]:
+    """Indices of the names ``wanted`` among ``available`` (all when ``None``)."""
+    import difflib
+
+    avail = list(available)
+    if wanted is None:
+        return list(range(len(avail)))
+    if isinstance(wanted, str):
+        wanted = [wanted]
+    wanted = list(wanted)
+    unknown = [w for w in wanted if w not in avail]
+    if unknown:
+        near = {w: difflib.get_close_matches(str(w), avail, n=1) for w in unknown}
+        hint = "; ".join(f"{w!r} -> {c[0]!r}?" for w, c in near.items() if c)
+        raise LinearSystemError(f"select: unknown {kind} {unknown}; the {kind} are {avail}"
+                                + (f" (did you mean: {hint})" if hint else ""))
+    dup = sorted({w for w in wanted if wanted.count(w) > 1})
+    if dup:
+        raise LinearSystemError(f"select: {kind} {dup} given more than once")
+    if not wanted:
+        raise LinearSystemError(f"select: keep at least one of the {kind} {avail}")
+    return [avail.index(w) for w in wanted]
+
+
+def _check_decoupled(A: NDArray[np.float64], keep: list[int], drop: list[int], states: Sequence[str],
+                     rtol: float, where: str) -> None:
+    """Raise when a kept state depends on a dropped one (``A[kept, dropped] ≠ 0``)."""
+    blk = np.abs(A[np.ix_(keep, drop)])
+    tol = rtol * max(1.0, float(np.max(np.abs(A))))
+    if blk.size and float(blk.max()) > tol:
+        i, j = np.unravel_index(int(np.argmax(blk)), blk.shape)
+        raise LinearSystemError(
+            f"select: the kept state {states[keep[i]]!r} depends on the dropped state "
+            f"{states[drop[j]]!r} {where} (|A| = {float(blk[i, j]):.3g} > {tol:.3g}); dropping it "
+            "would change the motion. Keep it, or drop only states that nothing depends on "
+            "(cyclic coordinates, spurious directions: LinearizationResult.reduced_states())")
+
+
+def _select_outputs(C: NDArray[np.float64], onames: Sequence[str], states: Sequence[str],
+                    keep: list[int], drop: list[int], outputs: Sequence[str] | None,
+                    identity: bool) -> tuple[NDArray[np.float64] | None, list[str] | None]:
+    """The output map on the kept states: ``(C, names)``, or ``(None, None)`` for ``C = I``."""
+    if identity and (outputs is None or list(outputs) == [states[i] for i in keep]):
+        return None, None
+    if identity and outputs is None:
+        return None, None
+    rows = _pick("outputs", outputs, onames) if outputs is not None else list(range(len(onames)))
+    Cs = C[rows]
+    reads = np.abs(Cs[:, drop]) > 0 if drop else np.zeros((len(rows), 0), dtype=bool)
+    if reads.any():
+        r, j = np.argwhere(reads)[0]
+        raise LinearSystemError(f"select: the output {onames[rows[r]]!r} reads the dropped state "
+                                f"{states[drop[j]]!r}; keep that state or drop the output")
+    return Cs[:, keep], [onames[r] for r in rows]
 
 
 class _TrigInterp:
