@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import DesignError, PartitionError, SolverError
+from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array
 from ..linearize.outputs import output_matrices_from_terms
 from ..linearize.partition import Partition
@@ -205,7 +206,12 @@ class ExtendedKalmanFilter:
                 if float(np.max(np.abs(C))) <= self.tol:
                     break
                 J = cm.D(x, uu, p)[:m, d]                 # ∂C/∂x_d: the first m rows of D
-                x[d] -= np.linalg.solve(J, C)
+                step = _solve(J, C[:, None])[:, 0]
+                if not np.isfinite(step).all():
+                    raise PartitionError(f"∂C/∂x_d is singular at the estimate for "
+                                         f"{[cm.coordinates[j] for j in d]}; choose another "
+                                         f"partition (nhcontrol.linearize.suggest_partition)")
+                x[d] -= step
             else:
                 raise SolverError(f"the estimate left the constraint manifold: Newton on C(x) = 0 "
                                   f"for {[cm.coordinates[j] for j in d]} did not converge "
@@ -217,7 +223,10 @@ class ExtendedKalmanFilter:
             rhs = -(Dm[:, self._ai] @ xd[self._ai])
             if self._affine:
                 rhs = rhs - cm.b(x, uu, p)
-            sol = np.linalg.solve(Ddd, rhs)
+            sol = _solve(Ddd, rhs[:, None])[:, 0]
+            if not np.isfinite(sol).all():
+                raise PartitionError(f"D_dd is singular at the estimate (Eq. (2.76)); choose "
+                                     f"another partition (nhcontrol.linearize.suggest_partition)")
             xd = xd.copy()
             xd[self._dd] = sol
         return x, xd
@@ -230,7 +239,7 @@ class ExtendedKalmanFilter:
         K[:n, :n] = t.M
         K[:n, n:] = t.D.T
         K[n:, :n] = t.D
-        sol = np.linalg.solve(K, np.concatenate([t.Q, t.Qd]))
+        sol = _solve(K, np.concatenate([t.Q, t.Qd])[:, None])[:, 0]
         return sol[:n], sol[n:]
 
     def _integrate(self, x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
@@ -257,13 +266,22 @@ class ExtendedKalmanFilter:
         x = self.x if x is None else np.asarray(x, dtype=float)
         xd = self.xd if xd is None else np.asarray(xd, dtype=float)
         u = self.u if u is None else np.asarray(u, dtype=float)
-        xdd, lam = self._accelerations(x, xd, u)
-        from ..linearize._point import point_procedure
+        A, B = self._AB(x, xd, u)
+        H, Dy = self._output_matrices(x, xd, u)
+        return A, B, H, Dy
 
-        terms = self.cm.linearization_terms(x, xd, xdd, lam, u if self.k else None, self.p)
+    def _AB(self, x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
+        """``A, B`` of the third procedure at the point of a motion through ``(x, ẋ)``: its
+        accelerations and multipliers from Eq. (2.119) — the prepared linearizer
+        (``cm.linearizer``, C kernels) or the one-point Steps 1-7."""
+        xdd, lam = self._accelerations(x, xd, u)
+        uu = u if self.k else None
         if self._lz is not None:
-            A, B = self._lz(x, xd, xdd, lam, u if self.k else None)
+            A, B = self._lz(x, xd, xdd, lam, uu)
         else:
+            from ..linearize._point import point_procedure
+
+            terms = self.cm.linearization_terms(x, xd, xdd, lam, uu, self.p)
             with np.errstate(all="ignore"):
                 out = point_procedure(terms, self._idx, self.k)
             A, B = out["A"], out["B"]
@@ -271,8 +289,7 @@ class ExtendedKalmanFilter:
             raise PartitionError(f"the linearization at the estimate is not finite: a block of "
                                  f"the partition {self.partition} is singular there; choose "
                                  f"another partition (nhcontrol.linearize.suggest_partition)")
-        H, Dy = self._output_matrices(x, xd, u, terms)
-        return np.asarray(A), np.asarray(B), H, Dy
+        return np.asarray(A), np.asarray(B)
 
     def _output_matrices(self, x: Array, xd: Array, u: Array, terms: Any = None
                          ) -> tuple[Array, Array]:
@@ -297,7 +314,7 @@ class ExtendedKalmanFilter:
     def predict(self, u: ArrayLike | None = None) -> Array:
         """Propagate estimate and covariance over one sample with ``u`` held; returns ``X⁻``."""
         u = self.u if u is None else as_float_array(u, "u", shape=(self.k,), error=DesignError)
-        A, B, _, _ = self.jacobians(self.x, self.xd, u)
+        A, B = self._AB(self.x, self.xd, u)
         ns, k = self.ns, self.k
         E = np.zeros((ns + k, ns + k))
         E[:ns, :ns] = A * self.dt
@@ -319,7 +336,9 @@ class ExtendedKalmanFilter:
         H, _, h = self._output_terms(self.x, self.xd, u)
         P = self.P
         S = H @ P @ H.T + self.Rn
-        K = np.linalg.solve(S, H @ P).T
+        K = _solve(S, H @ P).T
+        if not np.isfinite(K).all():
+            raise SolverError("the innovation covariance H P Hᵀ + Rn is singular")
         X = self.X + K @ (yv - h)
         IKH = np.eye(self.ns) - K @ H
         Z = IKH @ P @ IKH.T + K @ self.Rn @ K.T

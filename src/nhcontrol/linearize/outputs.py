@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._util.errors import LinearSystemError
+from .._util.fastlinalg import solve as _solve
 from .partition import PartitionIndices
 
 __all__ = ["output_matrices", "output_matrices_from_terms"]
@@ -67,7 +68,7 @@ def output_matrices_from_terms(Cx: Array, Dm: Array, dDv_dx: Array, dh_dx: Array
     Th = np.zeros(lead + (n, a.size))
     Th[..., a, np.arange(a.size)] = 1.0
     if m:
-        Th[..., d, :] = -np.linalg.solve(Cx[..., :, d], Cx[..., :, a])
+        Th[..., d, :] = -_solve(Cx[..., :, d], Cx[..., :, a])
     # velocity level: ẋ̃ = T ẋ̃_ai + V x̃ + W ũ
     T = np.zeros(lead + (n, n1))
     T[..., ai, np.arange(n1)] = 1.0
@@ -77,7 +78,7 @@ def output_matrices_from_terms(Cx: Array, Dm: Array, dDv_dx: Array, dh_dx: Array
     if dd.size:
         Ddd = Dm[..., :, dd]
         rhs = [Dm[..., :, ai], dDv_dx] + ([E] if E is not None and k else [])
-        sol = -np.linalg.solve(Ddd, np.concatenate(rhs, axis=-1))
+        sol = -_solve(Ddd, np.concatenate(rhs, axis=-1))
         T[..., dd, :] = sol[..., :, :n1]
         V[..., dd, :] = sol[..., :, n1:n1 + n]
         if E is not None and k:
