@@ -148,3 +148,17 @@ def test_ekf_iosystem_interconnected_with_sampled_plant(pendulum):
     assert abs(thh[0] - TH0) < 1e-12                 # starts at the reference (prior)
     assert np.abs(th[-20:] - thh[-20:]).max() < 2e-3  # converged to the truth
     assert np.abs(th - TH0).max() > 0.05
+
+
+def test_ill_conditioned_partition_at_the_estimate(pendulum):
+    """x independent: ∂C/∂(y, θ) has det (L/2) cos θ; near θ = π/2 the prediction refuses, as
+    linearize does, naming the block and suggesting a partition that works there."""
+    from nhcontrol._util.errors import PartitionError
+
+    cm, ref, tau0 = pendulum
+    th = math.pi / 2 - 1e-11
+    part = {"independent": ["x"], "admissible_dependent": [], "dependent": ["y", "theta"]}
+    ekf = ExtendedKalmanFilter(cm, part, 0.01, Rn=[[1e-6]], P0=np.eye(2), u0=[tau0],
+                               x0=[0.6 * math.sin(th), -0.6 * math.cos(th), th], xd0=np.zeros(3))
+    with pytest.raises(PartitionError, match=r"(?s)dC/dx_d.*independent=\['(y|theta)'\]"):
+        ekf.predict()

@@ -60,6 +60,33 @@ def _expm(E: Array) -> Array:
     return F
 
 
+class _EstimatePoint:
+    """The current estimate as a one-point reference (``x``, ``ẋ``, ``u``, parameters) for the
+    partition checks of `nhcontrol.linearize.partition` (conditioning, `suggest_partition`)."""
+
+    steady = False
+
+    def __init__(self, ekf: "ExtendedKalmanFilter") -> None:
+        self._e = ekf
+        self.parameters = ekf.p
+        self.coordinates = tuple(ekf.cm.coordinates)
+
+    def x(self, t: Any) -> Array:
+        return self._e.x
+
+    def xd(self, t: Any) -> Array:
+        return self._e.xd
+
+    def xdd(self, t: Any) -> Array:
+        return self._e._accelerations(self._e.x, self._e.xd, self._e.u)[0]
+
+    def lam(self, t: Any) -> Array:
+        return self._e._accelerations(self._e.x, self._e.xd, self._e.u)[1]
+
+    def u(self, t: Any) -> Array:
+        return self._e.u
+
+
 class ExtendedKalmanFilter:
     """Extended Kalman filter of a constrained multibody model in the minimal state of a partition.
 
@@ -91,6 +118,13 @@ class ExtendedKalmanFilter:
         Runge–Kutta steps per sample of the prediction.
     tol : float, default 1e-12
         Tolerance of the projection onto the manifold (``max |C|``).
+    check_partition : bool, default True
+        Check at every prediction that the blocks ``D_dd``, ``∂C/∂x_d``, ``B̄_ad`` of the
+        partition are well conditioned at the estimate (``cond < cond_max``), and raise
+        `PartitionError` as [`nhcontrol.linearize()`][nhcontrol.linearize] does — naming the
+        block, the coordinates, the condition number and a partition that works at the
+        estimate (`suggest_partition`).
+    cond_max : float, default 1e10
 
     Attributes
     ----------
@@ -113,7 +147,8 @@ class ExtendedKalmanFilter:
                  Rn: ArrayLike, x0: ArrayLike, xd0: ArrayLike, P0: ArrayLike,
                  Qw: ArrayLike | None = None, Qx: ArrayLike | None = None,
                  u0: ArrayLike | None = None, p: ArrayLike | Mapping[str, float] | None = None,
-                 t0: float = 0.0, substeps: int = 4, tol: float = 1e-12) -> None:
+                 t0: float = 0.0, substeps: int = 4, tol: float = 1e-12,
+                 check_partition: bool = True, cond_max: float = 1e10) -> None:
         if not getattr(cm, "outputs", ()):
             raise DesignError(f"model {getattr(cm, 'name', '?')!r} declares no outputs: the EKF "
                               f"needs sensors added with MultibodySystem.add_output(name, expr)")
@@ -135,6 +170,8 @@ class ExtendedKalmanFilter:
         if self.substeps < 1 or self.substeps != substeps:
             raise DesignError(f"substeps must be a positive integer, got {substeps!r}")
         self.tol = float(tol)
+        self.check_partition = bool(check_partition)
+        self.cond_max = float(cond_max)
         self.p = cm.param_vector(**p) if isinstance(p, Mapping) else (
             np.array(cm.param_vector()) if p is None else as_float_array(p, "p", error=DesignError))
         coords = tuple(cm.coordinates)
@@ -231,6 +268,20 @@ class ExtendedKalmanFilter:
             xd[self._dd] = sol
         return x, xd
 
+    def _check_partition(self) -> None:
+        """Raise `PartitionError` (with a suggested partition) when a block of the partition is
+        ill conditioned at the estimate."""
+        from ..linearize.partition import _singular_message
+
+        pt = _EstimatePoint(self)
+        report = self.partition.conditioning(self.cm, pt, self.t, cond_max=self.cond_max)
+        if not report.ok:
+            raise PartitionError("EKF at t = %g: " % self.t
+                                 + _singular_message(self.partition, report, self.cm, pt, self.t,
+                                                     self.cond_max)
+                                 + "\n(the estimate left the region where this partition is "
+                                   "valid: restart the filter with the suggested partition)")
+
     def _accelerations(self, x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
         """``ẍ, Λ`` of Eq. (2.119) (held input, no Baumgarte terms)."""
         t = self.cm.dynamics_terms(x, xd, u if self.k else None, self.p)
@@ -314,6 +365,8 @@ class ExtendedKalmanFilter:
     def predict(self, u: ArrayLike | None = None) -> Array:
         """Propagate estimate and covariance over one sample with ``u`` held; returns ``X⁻``."""
         u = self.u if u is None else as_float_array(u, "u", shape=(self.k,), error=DesignError)
+        if self.check_partition and self.m + self.l:
+            self._check_partition()
         A, B = self._AB(self.x, self.xd, u)
         ns, k = self.ns, self.k
         E = np.zeros((ns + k, ns + k))
