@@ -162,3 +162,13 @@ def test_ill_conditioned_partition_at_the_estimate(pendulum):
                                x0=[0.6 * math.sin(th), -0.6 * math.cos(th), th], xd0=np.zeros(3))
     with pytest.raises(PartitionError, match=r"(?s)dC/dx_d.*independent=\['(y|theta)'\]"):
         ekf.predict()
+
+
+def test_update_refuses_a_wrong_sample_time(pendulum):
+    cm, ref, tau0 = pendulum
+    ekf = ExtendedKalmanFilter(cm, PART, 0.02, Rn=[[1e-6]], x0=ref.x(0.0), xd0=ref.xd(0.0),
+                               P0=np.eye(2), u0=[tau0])
+    y = cm.output(ref.x(0.0), ref.xd(0.0), [tau0])
+    ekf.update(0.0, y, [tau0])
+    with pytest.raises(DesignError, match="next sample of this filter is at t = 0.02"):
+        ekf.update(0.05, y, [tau0])

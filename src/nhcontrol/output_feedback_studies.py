@@ -229,8 +229,8 @@ def ball_plate_lqg_run(design: BallPlateLQG, t_final: float = 20.0, *, seed: int
         def P(self) -> NDArray[np.float64]:
             return np.zeros((8, 8)) if full_state else est.P
 
-        def update(self, y: Any, u: Any) -> NDArray[np.float64]:
-            return last["X"] if full_state else est.update(y, u)
+        def update(self, t: float, y: Any, u: Any) -> NDArray[np.float64]:
+            return last["X"] if full_state else est.update(t, y, u)
 
     def on_truth(t: float, x: NDArray[np.float64], xd: NDArray[np.float64]) -> None:
         last["X"] = bp.deviation(d.ref, t, x, xd)
@@ -364,7 +364,7 @@ def bicycle_ekf_run(v: float = 3.0, t_final: float = 5.0, *, roll0_deg: float = 
         def P(self) -> NDArray[np.float64]:
             return ekf.P
 
-        def update(self, y: Any, u: Any) -> NDArray[np.float64]:
+        def update(self, t: float, y: Any, u: Any) -> NDArray[np.float64]:
             if ekf._started:
                 c0 = time.perf_counter()
                 ekf.predict(u)

@@ -400,10 +400,21 @@ class ExtendedKalmanFilter:
         self._S, self._K = S, K
         return self.X
 
-    def update(self, y: ArrayLike, u_prev: ArrayLike | None = None) -> Array:
-        """One sample: predict with the input held since the last sample (``u_prev``), then
-        correct with ``y``; the first call only corrects (the initial estimate is at ``t0``).
-        Returns the a posteriori estimate ``X⁺`` of the minimal state."""
+    def update(self, t: float, y: ArrayLike, u_prev: ArrayLike | None = None) -> Array:
+        """One sample at time ``t``: predict with the input held since the last sample
+        (``u_prev``), then correct with ``y``; the first call only corrects (the initial estimate
+        is at ``t0``). Returns the a posteriori estimate ``X⁺`` of the minimal state.
+
+        Raises
+        ------
+        DesignError
+            If ``t`` is not the next sample time (``t0`` first, then ``+ dt``).
+        """
+        want = self.t + self.dt if self._started else self.t
+        if abs(float(t) - want) > 1e-9 * max(1.0, abs(want)) + 1e-12:
+            raise DesignError(f"EKF.update at t = {float(t):.9g}: the next sample of this filter "
+                              f"is at t = {want:.9g} (t0 = first sample, then every dt = "
+                              f"{self.dt:g}); call update once per sample")
         if self._started:
             self.predict(u_prev)
         elif u_prev is not None:
