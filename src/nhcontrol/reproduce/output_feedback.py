@@ -130,6 +130,7 @@ def run(*, out: Path | None = None, quick: bool = False, n: int | None = None) -
                                     "initial_roll_estimation_error_deg", "update_time_s",
                                     "predict_time_s")}
     bicycle.update(speed_m_s=3.0, t_final_s=t_bb, sensors=dict(of.BICYCLE_SIGMAS),
+                   speed_process_noise_m_s=3e-3,
                    nees_in_95_fraction=bfr, nees_mean=float(bike["nees"].mean()),
                    nees_states=list(bike["nees_states"]),
                    goal_update_time_s=GOALS["update_time_s"],
