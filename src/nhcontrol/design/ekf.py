@@ -34,8 +34,6 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.errors import DesignError, PartitionError, SolverError
 from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array
-from ..linearize.outputs import output_matrices_from_terms
-from ..linearize.partition import Partition
 from ._weights import check_psd
 
 __all__ = ["ExtendedKalmanFilter"]
@@ -143,7 +141,7 @@ class ExtendedKalmanFilter:
     See docs/guide/estimation.md and examples/bicycle_ekf.py.
     """
 
-    def __init__(self, cm: Any, partition: Partition | Mapping[str, Any], dt: float, *,
+    def __init__(self, cm: Any, partition: Any, dt: float, *,
                  Rn: ArrayLike, x0: ArrayLike, xd0: ArrayLike, P0: ArrayLike,
                  Qw: ArrayLike | None = None, Qx: ArrayLike | None = None,
                  u0: ArrayLike | None = None, p: ArrayLike | Mapping[str, float] | None = None,
@@ -156,6 +154,11 @@ class ExtendedKalmanFilter:
             raise DesignError(f"model {cm.name!r} has first-order states "
                               f"{list(cm.first_order_states)}: the EKF covers the mechanical "
                               f"state only; not supported yet")
+        # lazily: importing nhcontrol.design loads no stage left of systems (numbers in, out)
+        from ..linearize.outputs import output_matrices_from_terms
+        from ..linearize.partition import Partition
+
+        self._omft = output_matrices_from_terms
         self.cm = cm
         self.partition = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
         idx = self.partition.indices(cm)
@@ -356,7 +359,7 @@ class ExtendedKalmanFilter:
         else:
             Dm, dDv = cm.D(x, uu, self.p), cm.dDv_dx(x, xd, uu, self.p)
         Dm = np.asarray(Dm).reshape(self.m + self.l, self.n)
-        H, Dy = output_matrices_from_terms(Dm[:self.m], Dm,
+        H, Dy = self._omft(Dm[:self.m], Dm,
                                            np.asarray(dDv).reshape(self.m + self.l, self.n),
                                            ot.dh_dx, ot.dh_dxd, ot.dh_du, self._idx)
         return H, Dy, np.asarray(ot.h)
