@@ -229,3 +229,14 @@ def test_discrete_ltv_output_checks():
     C, D = d.output_matrices(3)
     np.testing.assert_array_equal(D, [[0.5]])
     assert d.at(0).D[0, 0] == 0.5
+
+
+def test_save_load_keeps_outputs(disc, tmp_path):
+    from nhcontrol.linearize import LinearizationResult
+
+    cm, ref, part = disc
+    res = nhcontrol.linearize(cm, ref, part)
+    back = LinearizationResult.load(res.save(tmp_path / "lin.npz"))
+    assert back.outputs == res.outputs
+    np.testing.assert_array_equal(back.C, res.C)
+    np.testing.assert_array_equal(back.D, res.D)

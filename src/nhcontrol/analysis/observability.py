@@ -15,8 +15,8 @@ $$ \\bar A(\\sigma) = A^T(-\\sigma), \\qquad \\bar B(\\sigma) = C^T(-\\sigma), $
 whose transition matrix is ``Φ̄(σ1, σ0) = Φᵀ(−σ0, −σ1)``; its controllability Gramian of
 Eq. (8.85) over ``[−t1, −t0]`` is exactly ``W_o(t0, t1)`` (derived in
 docs/theory/estimation.md). So every test here is the corresponding controllability test
-([`gramian()`][nhcontrol.analysis.gramian], [`controllability()`][nhcontrol.analysis.controllability],
-[`silverman_meadows()`][nhcontrol.analysis.silverman_meadows]) on the dual system — the same
+([`gramian()`][nhcontrol.analysis.gramian.gramian], [`controllability()`][nhcontrol.analysis.controllability.controllability],
+[`silverman_meadows()`][nhcontrol.analysis.silverman_meadows.silverman_meadows]) on the dual system — the same
 transition machinery, tolerances and evidence (singular values, tolerance, unobservable
 directions).
 """
@@ -237,7 +237,7 @@ def observability_gramian(sys: LTVSystem | control.StateSpace | DiscreteLTV,
                           rtol: float | None = None, ode_rtol: float = GRAMIAN_RTOL,
                           method: Literal["magnus", "ode"] = "magnus",
                           max_steps: int = 1 << 16) -> ObservabilityGramianResult:
-    """Observability Gramian over ``[t0, t1]`` by duality with [`gramian()`][nhcontrol.analysis.gramian].
+    """Observability Gramian over ``[t0, t1]`` by duality with [`gramian()`][nhcontrol.analysis.gramian.gramian].
 
     Parameters
     ----------

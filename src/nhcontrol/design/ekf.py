@@ -32,9 +32,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import DesignError, PartitionError, SolverError
+from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array
-from ..linearize.outputs import output_matrices_from_terms
-from ..linearize.partition import Partition
 from ._weights import check_psd
 
 __all__ = ["ExtendedKalmanFilter"]
@@ -57,6 +56,33 @@ def _expm(E: Array) -> Array:
     for _ in range(s):
         F = F @ F
     return F
+
+
+class _EstimatePoint:
+    """The current estimate as a one-point reference (``x``, ``ẋ``, ``u``, parameters) for the
+    partition checks of `nhcontrol.linearize.partition` (conditioning, `suggest_partition`)."""
+
+    steady = False
+
+    def __init__(self, ekf: "ExtendedKalmanFilter") -> None:
+        self._e = ekf
+        self.parameters = ekf.p
+        self.coordinates = tuple(ekf.cm.coordinates)
+
+    def x(self, t: Any) -> Array:
+        return self._e.x
+
+    def xd(self, t: Any) -> Array:
+        return self._e.xd
+
+    def xdd(self, t: Any) -> Array:
+        return self._e._accelerations(self._e.x, self._e.xd, self._e.u)[0]
+
+    def lam(self, t: Any) -> Array:
+        return self._e._accelerations(self._e.x, self._e.xd, self._e.u)[1]
+
+    def u(self, t: Any) -> Array:
+        return self._e.u
 
 
 class ExtendedKalmanFilter:
@@ -90,6 +116,13 @@ class ExtendedKalmanFilter:
         Runge–Kutta steps per sample of the prediction.
     tol : float, default 1e-12
         Tolerance of the projection onto the manifold (``max |C|``).
+    check_partition : bool, default True
+        Check at every prediction that the blocks ``D_dd``, ``∂C/∂x_d``, ``B̄_ad`` of the
+        partition are well conditioned at the estimate (``cond < cond_max``), and raise
+        `PartitionError` as [`nhcontrol.linearize()`][nhcontrol.linearize] does — naming the
+        block, the coordinates, the condition number and a partition that works at the
+        estimate (`suggest_partition`).
+    cond_max : float, default 1e10
 
     Attributes
     ----------
@@ -108,11 +141,12 @@ class ExtendedKalmanFilter:
     See docs/guide/estimation.md and examples/bicycle_ekf.py.
     """
 
-    def __init__(self, cm: Any, partition: Partition | Mapping[str, Any], dt: float, *,
+    def __init__(self, cm: Any, partition: Any, dt: float, *,
                  Rn: ArrayLike, x0: ArrayLike, xd0: ArrayLike, P0: ArrayLike,
                  Qw: ArrayLike | None = None, Qx: ArrayLike | None = None,
                  u0: ArrayLike | None = None, p: ArrayLike | Mapping[str, float] | None = None,
-                 t0: float = 0.0, substeps: int = 4, tol: float = 1e-12) -> None:
+                 t0: float = 0.0, substeps: int = 4, tol: float = 1e-12,
+                 check_partition: bool = True, cond_max: float = 1e10) -> None:
         if not getattr(cm, "outputs", ()):
             raise DesignError(f"model {getattr(cm, 'name', '?')!r} declares no outputs: the EKF "
                               f"needs sensors added with MultibodySystem.add_output(name, expr)")
@@ -120,6 +154,11 @@ class ExtendedKalmanFilter:
             raise DesignError(f"model {cm.name!r} has first-order states "
                               f"{list(cm.first_order_states)}: the EKF covers the mechanical "
                               f"state only; not supported yet")
+        # lazily: importing nhcontrol.design loads no stage left of systems (numbers in, out)
+        from ..linearize.outputs import output_matrices_from_terms
+        from ..linearize.partition import Partition
+
+        self._omft = output_matrices_from_terms
         self.cm = cm
         self.partition = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
         idx = self.partition.indices(cm)
@@ -134,6 +173,8 @@ class ExtendedKalmanFilter:
         if self.substeps < 1 or self.substeps != substeps:
             raise DesignError(f"substeps must be a positive integer, got {substeps!r}")
         self.tol = float(tol)
+        self.check_partition = bool(check_partition)
+        self.cond_max = float(cond_max)
         self.p = cm.param_vector(**p) if isinstance(p, Mapping) else (
             np.array(cm.param_vector()) if p is None else as_float_array(p, "p", error=DesignError))
         coords = tuple(cm.coordinates)
@@ -205,7 +246,12 @@ class ExtendedKalmanFilter:
                 if float(np.max(np.abs(C))) <= self.tol:
                     break
                 J = cm.D(x, uu, p)[:m, d]                 # ∂C/∂x_d: the first m rows of D
-                x[d] -= np.linalg.solve(J, C)
+                step = _solve(J, C[:, None])[:, 0]
+                if not np.isfinite(step).all():
+                    raise PartitionError(f"∂C/∂x_d is singular at the estimate for "
+                                         f"{[cm.coordinates[j] for j in d]}; choose another "
+                                         f"partition (nhcontrol.linearize.suggest_partition)")
+                x[d] -= step
             else:
                 raise SolverError(f"the estimate left the constraint manifold: Newton on C(x) = 0 "
                                   f"for {[cm.coordinates[j] for j in d]} did not converge "
@@ -217,10 +263,27 @@ class ExtendedKalmanFilter:
             rhs = -(Dm[:, self._ai] @ xd[self._ai])
             if self._affine:
                 rhs = rhs - cm.b(x, uu, p)
-            sol = np.linalg.solve(Ddd, rhs)
+            sol = _solve(Ddd, rhs[:, None])[:, 0]
+            if not np.isfinite(sol).all():
+                raise PartitionError(f"D_dd is singular at the estimate (Eq. (2.76)); choose "
+                                     f"another partition (nhcontrol.linearize.suggest_partition)")
             xd = xd.copy()
             xd[self._dd] = sol
         return x, xd
+
+    def _check_partition(self) -> None:
+        """Raise `PartitionError` (with a suggested partition) when a block of the partition is
+        ill conditioned at the estimate."""
+        from ..linearize.partition import _singular_message
+
+        pt = _EstimatePoint(self)
+        report = self.partition.conditioning(self.cm, pt, self.t, cond_max=self.cond_max)
+        if not report.ok:
+            raise PartitionError("EKF at t = %g: " % self.t
+                                 + _singular_message(self.partition, report, self.cm, pt, self.t,
+                                                     self.cond_max)
+                                 + "\n(the estimate left the region where this partition is "
+                                   "valid: restart the filter with the suggested partition)")
 
     def _accelerations(self, x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
         """``ẍ, Λ`` of Eq. (2.119) (held input, no Baumgarte terms)."""
@@ -230,7 +293,7 @@ class ExtendedKalmanFilter:
         K[:n, :n] = t.M
         K[:n, n:] = t.D.T
         K[n:, :n] = t.D
-        sol = np.linalg.solve(K, np.concatenate([t.Q, t.Qd]))
+        sol = _solve(K, np.concatenate([t.Q, t.Qd])[:, None])[:, 0]
         return sol[:n], sol[n:]
 
     def _integrate(self, x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
@@ -257,13 +320,22 @@ class ExtendedKalmanFilter:
         x = self.x if x is None else np.asarray(x, dtype=float)
         xd = self.xd if xd is None else np.asarray(xd, dtype=float)
         u = self.u if u is None else np.asarray(u, dtype=float)
-        xdd, lam = self._accelerations(x, xd, u)
-        from ..linearize._point import point_procedure
+        A, B = self._AB(x, xd, u)
+        H, Dy = self._output_matrices(x, xd, u)
+        return A, B, H, Dy
 
-        terms = self.cm.linearization_terms(x, xd, xdd, lam, u if self.k else None, self.p)
+    def _AB(self, x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
+        """``A, B`` of the third procedure at the point of a motion through ``(x, ẋ)``: its
+        accelerations and multipliers from Eq. (2.119) — the prepared linearizer
+        (``cm.linearizer``, C kernels) or the one-point Steps 1-7."""
+        xdd, lam = self._accelerations(x, xd, u)
+        uu = u if self.k else None
         if self._lz is not None:
-            A, B = self._lz(x, xd, xdd, lam, u if self.k else None)
+            A, B = self._lz(x, xd, xdd, lam, uu)
         else:
+            from ..linearize._point import point_procedure
+
+            terms = self.cm.linearization_terms(x, xd, xdd, lam, uu, self.p)
             with np.errstate(all="ignore"):
                 out = point_procedure(terms, self._idx, self.k)
             A, B = out["A"], out["B"]
@@ -271,8 +343,7 @@ class ExtendedKalmanFilter:
             raise PartitionError(f"the linearization at the estimate is not finite: a block of "
                                  f"the partition {self.partition} is singular there; choose "
                                  f"another partition (nhcontrol.linearize.suggest_partition)")
-        H, Dy = self._output_matrices(x, xd, u, terms)
-        return np.asarray(A), np.asarray(B), H, Dy
+        return np.asarray(A), np.asarray(B)
 
     def _output_matrices(self, x: Array, xd: Array, u: Array, terms: Any = None
                          ) -> tuple[Array, Array]:
@@ -288,7 +359,7 @@ class ExtendedKalmanFilter:
         else:
             Dm, dDv = cm.D(x, uu, self.p), cm.dDv_dx(x, xd, uu, self.p)
         Dm = np.asarray(Dm).reshape(self.m + self.l, self.n)
-        H, Dy = output_matrices_from_terms(Dm[:self.m], Dm,
+        H, Dy = self._omft(Dm[:self.m], Dm,
                                            np.asarray(dDv).reshape(self.m + self.l, self.n),
                                            ot.dh_dx, ot.dh_dxd, ot.dh_du, self._idx)
         return H, Dy, np.asarray(ot.h)
@@ -297,7 +368,9 @@ class ExtendedKalmanFilter:
     def predict(self, u: ArrayLike | None = None) -> Array:
         """Propagate estimate and covariance over one sample with ``u`` held; returns ``X⁻``."""
         u = self.u if u is None else as_float_array(u, "u", shape=(self.k,), error=DesignError)
-        A, B, _, _ = self.jacobians(self.x, self.xd, u)
+        if self.check_partition and self.m + self.l:
+            self._check_partition()
+        A, B = self._AB(self.x, self.xd, u)
         ns, k = self.ns, self.k
         E = np.zeros((ns + k, ns + k))
         E[:ns, :ns] = A * self.dt
@@ -319,7 +392,9 @@ class ExtendedKalmanFilter:
         H, _, h = self._output_terms(self.x, self.xd, u)
         P = self.P
         S = H @ P @ H.T + self.Rn
-        K = np.linalg.solve(S, H @ P).T
+        K = _solve(S, H @ P).T
+        if not np.isfinite(K).all():
+            raise SolverError("the innovation covariance H P Hᵀ + Rn is singular")
         X = self.X + K @ (yv - h)
         IKH = np.eye(self.ns) - K @ H
         Z = IKH @ P @ IKH.T + K @ self.Rn @ K.T
@@ -328,10 +403,21 @@ class ExtendedKalmanFilter:
         self._S, self._K = S, K
         return self.X
 
-    def update(self, y: ArrayLike, u_prev: ArrayLike | None = None) -> Array:
-        """One sample: predict with the input held since the last sample (``u_prev``), then
-        correct with ``y``; the first call only corrects (the initial estimate is at ``t0``).
-        Returns the a posteriori estimate ``X⁺`` of the minimal state."""
+    def update(self, t: float, y: ArrayLike, u_prev: ArrayLike | None = None) -> Array:
+        """One sample at time ``t``: predict with the input held since the last sample
+        (``u_prev``), then correct with ``y``; the first call only corrects (the initial estimate
+        is at ``t0``). Returns the a posteriori estimate ``X⁺`` of the minimal state.
+
+        Raises
+        ------
+        DesignError
+            If ``t`` is not the next sample time (``t0`` first, then ``+ dt``).
+        """
+        want = self.t + self.dt if self._started else self.t
+        if abs(float(t) - want) > 1e-9 * max(1.0, abs(want)) + 1e-12:
+            raise DesignError(f"EKF.update at t = {float(t):.9g}: the next sample of this filter "
+                              f"is at t = {want:.9g} (t0 = first sample, then every dt = "
+                              f"{self.dt:g}); call update once per sample")
         if self._started:
             self.predict(u_prev)
         elif u_prev is not None:

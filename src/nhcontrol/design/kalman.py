@@ -260,6 +260,8 @@ class KalmanEstimator:
         Reference inputs held over the samples (the feed-forward of the controller).
     X0 : (n,) array_like, optional
         Initial deviation estimate (zero: the reference).
+    t0 : float, default 0.0
+        Time of sample 0.
 
     Attributes
     ----------
@@ -271,8 +273,9 @@ class KalmanEstimator:
     """
 
     def __init__(self, kf: KalmanFilterResult, y0: ArrayLike, u0: ArrayLike,
-                 X0: ArrayLike | None = None) -> None:
+                 X0: ArrayLike | None = None, t0: float = 0.0) -> None:
         self.kf = kf
+        self.t0 = float(t0)
         N, n, q = kf.horizon, kf.nstates, kf.noutputs
         k = kf.Bd.shape[-1]
         self.y0 = as_float_array(y0, "y0", shape=(N + 1, q), error=DesignError)
@@ -282,10 +285,22 @@ class KalmanEstimator:
         self.k = -1
         self.states = kf.states
 
-    def update(self, y: ArrayLike, u_prev: ArrayLike | None = None) -> NDArray[np.float64]:
-        """Next sample: predict with the held input ``u_prev`` (absolute), correct with ``y``
-        (absolute); returns the a posteriori deviation estimate."""
+    def update(self, t: float, y: ArrayLike, u_prev: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Next sample at time ``t``: predict with the held input ``u_prev`` (absolute), correct
+        with ``y`` (absolute); returns the a posteriori deviation estimate.
+
+        Raises
+        ------
+        DesignError
+            If ``t`` is not the filter's next sample time ``t0 + k dt``.
+        """
         kk = self.k + 1
+        dt = self.kf.dt if self.kf.dt is not None else None
+        if dt is not None:
+            want = self.t0 + kk * dt
+            if abs(float(t) - want) > 1e-9 * max(1.0, abs(want)) + 1e-12:
+                raise DesignError(f"KalmanEstimator.update at t = {float(t):.9g}: the next sample "
+                                  f"is k = {kk} at t = {want:.9g}; call update once per sample")
         if kk > self.kf.horizon:
             raise DesignError(f"the Kalman filter horizon of {self.kf.horizon} steps is exhausted "
                               f"(sample {kk}); design it over a longer horizon")

@@ -26,11 +26,27 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._util.errors import LinearSystemError
+from .._util.fastlinalg import solve as _solve
 from .partition import PartitionIndices
 
 __all__ = ["output_matrices", "output_matrices_from_terms"]
 
 Array = NDArray[np.float64]
+
+_LAYOUTS: dict[int, tuple[PartitionIndices, dict[str, Any]]] = {}
+
+
+def _layout(idx: PartitionIndices) -> dict[str, Any]:
+    """Index arrays of a partition (cached per PartitionIndices object)."""
+    hit = _LAYOUTS.get(id(idx))
+    if hit is not None and hit[0] is idx:
+        return hit[1]
+    lay = {"ai": idx.ai, "d": idx.d, "a": np.concatenate([idx.ai, idx.ad]).astype(np.intp),
+           "dd": np.concatenate([idx.ad, idx.d]).astype(np.intp)}
+    if len(_LAYOUTS) > 256:
+        _LAYOUTS.clear()
+    _LAYOUTS[id(idx)] = (idx, lay)
+    return lay
 
 
 def output_matrices_from_terms(Cx: Array, Dm: Array, dDv_dx: Array, dh_dx: Array, dh_dxd: Array,
@@ -57,34 +73,29 @@ def output_matrices_from_terms(Cx: Array, Dm: Array, dDv_dx: Array, dh_dx: Array
     C, D : ndarray
         In the state order ``[x_ai, ẋ_ai, x_ad]`` of `LinearizationResult.states`.
     """
-    ai, ad, d = idx.ai, idx.ad, idx.d
-    n, m = idx.n, idx.m
+    lay = _layout(idx)
+    ai, a, d, dd = lay["ai"], lay["a"], lay["d"], lay["dd"]
     n1 = ai.size
-    a = np.concatenate([ai, ad])
-    dd = np.concatenate([ad, d])
-    lead = dh_dx.shape[:-2]
-    # position level: x̃ = T_h x̃_a
-    Th = np.zeros(lead + (n, a.size))
-    Th[..., a, np.arange(a.size)] = 1.0
-    if m:
-        Th[..., d, :] = -np.linalg.solve(Cx[..., :, d], Cx[..., :, a])
-    # velocity level: ẋ̃ = T ẋ̃_ai + V x̃ + W ũ
-    T = np.zeros(lead + (n, n1))
-    T[..., ai, np.arange(n1)] = 1.0
-    V = np.zeros(lead + (n, n))
     k = dh_du.shape[-1]
-    W = np.zeros(lead + (n, k))
+    with_E = E is not None and k > 0
+    hx, hxd = dh_dx, dh_dxd
     if dd.size:
-        Ddd = Dm[..., :, dd]
-        rhs = [Dm[..., :, ai], dDv_dx] + ([E] if E is not None and k else [])
-        sol = -np.linalg.solve(Ddd, np.concatenate(rhs, axis=-1))
-        T[..., dd, :] = sol[..., :, :n1]
-        V[..., dd, :] = sol[..., :, n1:n1 + n]
-        if E is not None and k:
-            W[..., dd, :] = sol[..., :, n1 + n:]
-    G = (dh_dx + dh_dxd @ V) @ Th
-    C = np.concatenate([G[..., :, :n1], dh_dxd @ T, G[..., :, n1:]], axis=-1)
-    D = dh_du + dh_dxd @ W
+        # velocity level: ẋ̃_dd = −D_dd⁻¹ (D_ai ẋ̃_ai + ∂(D ẋ0 + b)/∂x x̃ + E ũ); only the dd
+        # rows of T, V, W are not trivial, so h_ẋ V = h_ẋ[:, dd] V_dd and so on
+        rhs = [Dm[..., :, ai], dDv_dx] + ([E] if with_E else [])
+        sol = _solve(Dm[..., :, dd], np.concatenate(rhs, axis=-1))
+        hdd = hxd[..., :, dd]
+        hx = hx - hdd @ sol[..., :, n1:n1 + idx.n]              # h_x + h_ẋ V
+        Cv = hxd[..., :, ai] - hdd @ sol[..., :, :n1]           # h_ẋ T
+        D = dh_du - hdd @ sol[..., :, n1 + idx.n:] if with_E else dh_du + 0.0
+    else:
+        Cv = hxd[..., :, ai]
+        D = dh_du + 0.0
+    # position level: x̃ = T_h x̃_a, T_h = [I; −C_{x,d}⁻¹ C_{x,a}] (rows a, d)
+    G = hx[..., :, a]
+    if d.size:
+        G = G - hx[..., :, d] @ _solve(Cx[..., :, d], Cx[..., :, a])
+    C = np.concatenate([G[..., :, :n1], Cv, G[..., :, n1:]], axis=-1)
     if not (np.isfinite(C).all() and np.isfinite(D).all()):
         raise LinearSystemError("the output matrices C, D are not finite at the reference: a "
                                 "dependent block (∂C/∂x_d or D_dd) is singular there; choose "

@@ -108,11 +108,25 @@ _SAMPLED_METHODS = ("DOP853", "RK45", "Radau", "BDF")
 
 
 class _Outputs:
-    def __init__(self, idx: list[int]) -> None:
+    def __init__(self, idx: list[int], cm: Any = None, sensors: list[tuple[int, int]] | None = None,
+                 p: Any = None) -> None:
         self.idx = idx
+        # declared outputs (MultibodySystem.add_output): (position among the outputs, index of h)
+        self.cm, self.sensors, self.p = cm, sensors or [], p
 
     def __call__(self, t: float, state: NDArray, u: NDArray, params: Any = None) -> NDArray:
-        return np.asarray(state)[self.idx]
+        if not self.sensors:
+            return np.asarray(state)[self.idx]
+        st = np.asarray(state, dtype=float)
+        n = self.cm.n
+        h = self.cm.output(st[:n], st[n:], np.asarray(u, dtype=float) if self.cm.ninputs else None,
+                           self.p)
+        out = np.empty(len(self.idx))
+        for pos, i in enumerate(self.idx):
+            out[pos] = st[i] if i >= 0 else 0.0
+        for pos, j in self.sensors:
+            out[pos] = h[j]
+        return out
 
 
 def to_nlsys(cm: Any, *, p: ArrayLike | Mapping[str, float] | None = None,
@@ -133,7 +147,9 @@ def to_nlsys(cm: Any, *, p: ArrayLike | Mapping[str, float] | None = None,
     p : (p,) array_like or mapping, optional
         Parameters (defaults when None).
     outputs : sequence of str, optional
-        State names to output (default: all states); the outputs carry the same names.
+        State names to output (default: all states); the outputs carry the same names. The
+        names of declared outputs (`MultibodySystem.add_output`, ``cm.outputs``) give the
+        sensor readings ``h(x, ẋ, u)`` (e.g. for an estimator's ``to_iosystem()``).
     name : str, optional
         System name (default: the model's name).
     baumgarte : (float, float)
@@ -183,10 +199,13 @@ def to_nlsys(cm: Any, *, p: ArrayLike | Mapping[str, float] | None = None,
     n, k = int(cm.n), int(cm.ninputs)
     states = list(cm.coordinates) + list(_velocity_names(cm))
     outs = states if outputs is None else list(outputs)
-    bad = [o for o in outs if o not in states]
+    declared = list(getattr(cm, "outputs", ()) or ())
+    bad = [o for o in outs if o not in states and o not in declared]
     if bad:
-        raise SolverError(f"outputs {bad} are not states of {cm.name!r}; valid names are {states}")
-    out_fn = _Outputs([states.index(o) for o in outs])
+        raise SolverError(f"outputs {bad} are not states of {cm.name!r}; valid names are {states}"
+                          + (f" and the declared outputs {declared}" if declared else ""))
+    sensors = [(pos, declared.index(o)) for pos, o in enumerate(outs) if o not in states]
+    out_fn = _Outputs([states.index(o) if o in states else -1 for o in outs], cm, sensors, ev.p)
     if dt is None:
         plant = _Plant(Dynamics(ev, *baumgarte), n, k)
         return control.nlsys(plant.update, out_fn, states=states, inputs=list(cm.inputs),

@@ -7,7 +7,7 @@ around [`forward_dynamics()`][nhcontrol.simulate.forward_dynamics]. At every sam
 1. the sensors read ``y_k = h(x(t_k), ẋ(t_k), u_{k−1}) + v_k`` (the declared outputs of the
    model, `MultibodySystem.add_output`; ``u_{k−1}`` the input applied over the last sample),
    ``v_k ~ N(0, R_v)``;
-2. the estimator takes ``(y_k, ū_{k−1})`` (``ū``: the *commanded* input; it does not know the
+2. the estimator takes ``(t_k, y_k, ū_{k−1})`` (``ū``: the *commanded* input; it does not know the
    disturbance) and returns its estimate ``X̂_k`` (attribute ``P``: its covariance);
 3. the controller returns the command ``ū_k = controller(k, t_k, X̂_k)``;
 4. the plant receives ``u_k = ū_k + w_k``, ``w_k ~ N(0, Q_w)`` (process noise: an input
@@ -127,7 +127,7 @@ def output_feedback_loop(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: A
     x0, xd0 : (n,) array_like
         True initial state.
     estimator : object
-        ``estimator.update(y, u_prev) -> X̂`` and attribute ``P`` (covariance), ``states``
+        ``estimator.update(t, y, u_prev) -> X̂`` and attribute ``P`` (covariance), ``states``
         (e.g. `nhcontrol.design.ExtendedKalmanFilter`, `nhcontrol.design.KalmanEstimator`).
     controller : callable ``controller(k, t, X̂) -> ū`` (k,)
     sample_time : float
@@ -173,7 +173,7 @@ def output_feedback_loop(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: A
             pre_sample(t, x, xd)
         ytrue = np.asarray(cm.output(x, xd, state["u"] if k else None, pv), dtype=float)
         y = ytrue + Lv @ rng.standard_normal(q)
-        X = np.asarray(estimator.update(y, state["ucmd"] if k else None), dtype=float)
+        X = np.asarray(estimator.update(t, y, state["ucmd"] if k else None), dtype=float)
         ucmd = np.asarray(controller(kk, t, X), dtype=float).reshape(k)
         u = ucmd + (Lw @ rng.standard_normal(k) if k else 0.0)
         for key, val in (("t", t), ("y", y), ("y0", ytrue), ("X", X.copy()),
