@@ -71,6 +71,11 @@ class CacheIntegrityError(CacheError):
     """A cached artefact is untrusted (ownership, permissions) or fails its sha256 check."""
 
 
+class CacheLockTimeout(CacheError, TimeoutError):
+    """The kernel cache lock stayed held by another process longer than the timeout (the
+    message names the holder's pid and since when, and what to do)."""
+
+
 class ConfigurationError(NhcontrolError, ValueError):
     """An environment setting (``NHCONTROL_*``) has a value that is not valid."""
 
@@ -113,5 +118,6 @@ __all__ = [
     "SimulationInputError",
     "CacheError",
     "CacheIntegrityError",
+    "CacheLockTimeout",
     "InteropError",
 ]
