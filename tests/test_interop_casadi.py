@@ -174,10 +174,22 @@ def test_symbolic_route_parameters_are_inputs(skate):
                                np.asarray(sym.f(X0, [1.0], p)).ravel(), rtol=1e-13, atol=1e-13)
 
 
-def test_errors(skate):
-    cm, _, ker, part, _ = skate
+def test_compiled_model_finds_its_system(skate, monkeypatch):
+    """A compiled model compiled in this process (or by a catalogue recipe) serves the symbolic
+    route; one whose symbolic model is unknown gets a clear error."""
+    from nhcontrol.compiled import model as cmodel
+
+    cm, sym, _, part, X0 = skate
+    again = to_casadi(cm, part)
+    np.testing.assert_array_equal(np.asarray(again.f(X0, [1.0], again.p)), np.asarray(sym.f(X0, [1.0], sym.p)))
+    monkeypatch.setattr(cmodel, "_SYSTEMS", {})
+    monkeypatch.setattr(cmodel, "_BUILDERS", {})
     with pytest.raises(InteropError, match="system="):
         to_casadi(cm, part)
+
+
+def test_errors(skate):
+    cm, _, ker, part, _ = skate
     with pytest.raises(InteropError, match="route"):
         to_casadi(cm, part, route="fast")
     with pytest.raises(InteropError, match="fixes the parameters"):

@@ -138,9 +138,13 @@ def _resolve(model: Any, system: Any, route: str) -> tuple[Any, Any]:
     elif isinstance(model, CompiledModel):
         cm = model
         if route == "symbolic" and system is None:
+            from ..compiled.model import _system_for
+
+            system = _system_for(model)
+        if route == "symbolic" and system is None:
             raise InteropError(
-                f"route='symbolic' translates the SymPy expressions of the model, which a compiled "
-                f"model {model.name!r} does not keep: pass the symbolic model (e.g. "
+                f"route='symbolic' translates the SymPy expressions of the model, and compiled model "
+                f"{model.name!r} was not compiled in this process (nor from a recipe): pass the symbolic model (e.g. "
                 f"to_casadi(benchmark_bicycle.build(), ...), or system=...), or use route='kernels'")
     else:
         raise InteropError(f"to_casadi needs a MultibodySystem or a CompiledModel, got "
@@ -190,8 +194,9 @@ def to_casadi(model: Any, partition: Any, *, route: Literal["symbolic", "kernels
     ----------
     model : MultibodySystem or CompiledModel
         The model (a catalogue wrapper with a ``system`` attribute is accepted too). The
-        symbolic route needs the `MultibodySystem` (or ``system=``); the kernels route compiles
-        it if needed.
+        symbolic route needs the `MultibodySystem`: that of a compiled model compiled in this
+        process (or loaded by a catalogue ``model()`` function, whose recipe rebuilds it), or
+        ``system=``; the kernels route compiles it if needed.
     partition : Partition or mapping
         ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)); the state is ``X = [x_ai, ẋ_ai, x_ad]``.
     route : {"symbolic", "kernels"}
