@@ -23,7 +23,8 @@ Jacobians at a motion of the model are exactly the ``A, B`` of Steps 1-7 (Eq. (4
 ``route="kernels"``
     ``f`` is evaluated by the compiled kernels (a ``casadi.Callback``), and its Jacobian is
     nhcontrol's exact linearization at the point ([`linearize()`][nhcontrol.linearize.linearize]
-    of the reference point ``x, ẋ, ẍ, Λ, u`` that ``X, u`` define). The parameters are fixed
+    of the reference point ``x, ẋ, ẍ, Λ, u`` that ``X, u`` define, by the prepared
+    `CompiledModel.linearizer`). The parameters are fixed
     when the function is made (no derivative with respect to ``p`` exists in the kernels), so
     its inputs are ``(X, u)``. First derivatives only.
 """
@@ -377,6 +378,7 @@ class _KernelCore:
         self.g = len(ai)
         self.guess, self.p, self.tol = guess, p, tol
         self.affine = bool(getattr(cm, "affine_names", ()))
+        self._lz: Any = None
 
     def full(self, X: NDArray[np.float64], u: NDArray[np.float64] | None
              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -416,15 +418,14 @@ class _KernelCore:
 
     def jac(self, X: NDArray[np.float64], u: NDArray[np.float64] | None
             ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        from ..linearize import index1_accelerations, linearize
-        from ..reference import reference_points
+        from ..linearize import index1_accelerations
 
         x, xd = self.full(X, u)
         xdd, lam = index1_accelerations(self.cm, x, xd, u, self.p)
-        ref = reference_points(self.cm, x[None], xd[None], xdd[None], None if u is None else u[None],
-                               lam[None], self.p, check=False)
-        res = linearize(self.cm, ref, self.partition, 0.0, check=False)
-        return np.asarray(res.A), np.asarray(res.B)
+        if self._lz is None:       # the prepared one-point linearization (partition bound once)
+            self._lz = self.cm.linearizer(self.partition, p=self.p, check=False)
+        A, B = self._lz(x, xd, xdd, lam, u)
+        return np.array(A), np.array(B)
 
 
 def _kernels_route(ca: Any, cm: Any, partition: Any, x_guess: Any, p: Any,
