@@ -75,6 +75,11 @@ class CasadiModel:
         Start of the Newton iteration for ``x_d``.
     ai, ad, d : tuple of int
         Indices of the partition's sets in ``x``.
+    f_sx : casadi.Function or None
+        Symbolic route, models without holonomic constraints (``m = 0``): the same ``f`` as one
+        ``SX`` graph (the two linear solves as symbolic QR), for tools that need explicit
+        expressions, e.g. an acados model ``f_expl_expr = f_sx(X, u, p)`` with ``SX`` symbols.
+        ``None`` otherwise (``x_d`` from ``C(x) = 0`` needs the Newton rootfinder).
     """
 
     f: Any
@@ -92,6 +97,7 @@ class CasadiModel:
     ai: tuple[int, ...]
     ad: tuple[int, ...]
     d: tuple[int, ...]
+    f_sx: Any = None
     _keep: tuple = ()
 
     @property
@@ -336,9 +342,26 @@ def _symbolic_route(ca: Any, system: Any, partition: Any, x_guess: Any, p: Any,
     f = ca.Function("f", [X, U, P], [Xdot], names, ["Xdot"])
     AB = ca.Function("AB", [X, U, P], [ca.jacobian(Xdot, X), ca.jacobian(Xdot, U)], names, ["A", "B"])
     coordinates_of = ca.Function("coordinates_of", [X, U, P], [xfull, xdfull], names, ["x", "xd"])
+    f_sx = None
+    if m == 0:                  # one SX graph: explicit expressions (symbolic QR solves)
+        Xs, Us, Ps = ca.SX.sym("X", ns), ca.SX.sym("u", k), ca.SX.sym("p", npar)
+        xs_full = assemble(ca.vertcat(Xs[:g], Xs[2 * g:]), ca.SX(0, 1), ca.SX)
+        Ds, bs = Dfun(xs_full, Us, Ps)
+        vs_ai = Xs[g:2 * g]
+        vs_dd = -ca.solve(Ds[:, dd], ca.mtimes(Ds[:, list(ai)], vs_ai) + bs) if c else ca.SX(0, 1)
+        vel_s: list = [None] * n
+        for j, i in enumerate(ai):
+            vel_s[i] = vs_ai[j]
+        for j, i in enumerate(dd):
+            vel_s[i] = vs_dd[j]
+        xd_s = ca.vertcat(*vel_s)
+        Ms, Qs, Dss, Qds, _ = terms(xs_full, xd_s, Us, Ps)
+        sol_s = ca.solve(ca.vertcat(ca.horzcat(Ms, Dss.T), ca.horzcat(Dss, ca.SX(c, c))), ca.vertcat(Qs, Qds))
+        f_sx = ca.Function("f_sx", [Xs, Us, Ps], [ca.vertcat(vs_ai, sol_s[list(ai)], xd_s[list(ad)])],
+                           names, ["Xdot"])
     vnames = tuple(s.name for s in eom.xd)
     states = tuple(coords[i] for i in ai) + tuple(vnames[i] for i in ai) + tuple(coords[i] for i in ad)
-    return CasadiModel(f=f, AB=AB, coordinates_of=coordinates_of, accelerations=accelerations,
+    return CasadiModel(f=f, AB=AB, coordinates_of=coordinates_of, accelerations=accelerations, f_sx=f_sx,
                        terms=terms, route="symbolic", states=states,
                        inputs=tuple(s.name for s in eom.u), parameters=tuple(s.name for s in eom.p),
                        coordinates=coords, p=_ro(pvec), x_guess=_ro(guess), ai=tuple(ai),
