@@ -145,6 +145,19 @@ def test_errors_name_the_problem():
         from_sympy_mechanics(object(), {})
 
 
+def test_untranslatable_actuator_is_named():
+    from sympy.physics.mechanics.actuator import ActuatorBase
+
+    class Magic(ActuatorBase):
+        def to_loads(self):
+            raise NotImplementedError("no loads")
+
+    system, (m, r, g) = rolling_disc_system()
+    system.add_actuators(Magic())
+    with pytest.raises(InteropError, match="actuator .*Magic.* cannot be translated"):
+        from_sympy_mechanics(system, {m: 2.0, r: 0.3, g: 9.8})
+
+
 def test_point_without_position_is_named():
     t = me.dynamicsymbols._t
     q, u = me.dynamicsymbols("q u")
