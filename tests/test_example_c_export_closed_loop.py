@@ -1,7 +1,7 @@
 """examples/c_export_closed_loop.py: an LQR designed in nhcontrol running in C on the exported model.
 
 Headline numbers (measured): the C program (sampled finite-horizon LQR from
-``LQRResult.export_c``, RK4 on the exported ``nhc_rhs``, 4088 bytes of workspace) brings the
+``LQRResult.export_c``, RK4 on the exported ``nhc_rhs``, 4312 bytes of workspace) brings the
 torque-steered skate from 0.5 m off the lane centre to |y(3 s)| = 2.8e-4 m with a peak steering
 torque of 1.46 N m, and its trajectory equals the same loop on nhcontrol's nonlinear plant to
 1.9e-11. Slow: it compiles the model and runs two simulations.
