@@ -96,6 +96,25 @@ def _compare(cm, part, directory, points):
         assert st == 0
         assert _rel(xo, x) <= 1e-13 and _rel(xdo, xd) <= 1e-13
         assert _rel(Xdot, core.rhs(X, u if cm.ninputs else None)) <= 1e-12
+        # f with its exact Jacobians at X: the third procedure at (x, xd, xdd, lam)
+        A = np.zeros((meta["ns"], meta["ns"]))
+        B = np.zeros((meta["ns"], max(cm.ninputs, 1)))
+        st = lib.nhc_jacobian(X.ctypes.data_as(dbl), uu.ctypes.data_as(dbl),
+                              np.ascontiguousarray(cm._p0).ctypes.data_as(dbl), core.guess.ctypes.data_as(dbl),
+                              Xdot.ctypes.data_as(dbl), A.ctypes.data_as(dbl), B.ctypes.data_as(dbl),
+                              work.ctypes.data_as(dbl), ctypes.c_int64(work.size),
+                              iwork.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)))
+        assert st == 0
+        assert _rel(A, res.A) <= 1e-12
+        if cm.ninputs:
+            assert _rel(B[:, :cm.ninputs], res.B) <= 1e-12
+        # a workspace one double short is refused
+        assert lib.nhc_jacobian(X.ctypes.data_as(dbl), uu.ctypes.data_as(dbl),
+                                np.ascontiguousarray(cm._p0).ctypes.data_as(dbl),
+                                core.guess.ctypes.data_as(dbl), Xdot.ctypes.data_as(dbl),
+                                A.ctypes.data_as(dbl), B.ctypes.data_as(dbl), work.ctypes.data_as(dbl),
+                                ctypes.c_int64(work.size - 1),
+                                iwork.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))) == 16
 
 
 @pytest.fixture(scope="module")

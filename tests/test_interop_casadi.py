@@ -162,6 +162,28 @@ def test_skate_jacobian_equals_third_procedure(skate):
         assert _rel(Ak, A) <= 1e-12 and _rel(Bk, B) <= 1e-12
 
 
+def test_skate_sx_graph(skate):
+    """m = 0: f as one SX graph (for acados' explicit expressions) equals f, and so do its Jacobians."""
+    cm, sym, _, part, X0 = skate
+    assert isinstance(sym.f_sx.sx_in(0), ca.SX)
+    rng = np.random.default_rng(8)
+    Xs, us, ps = ca.SX.sym("X", 5), ca.SX.sym("u", 1), ca.SX.sym("p", 7)
+    expr = sym.f_sx(Xs, us, ps)
+    J = ca.Function("J", [Xs, us, ps], [ca.jacobian(expr, Xs), ca.jacobian(expr, us)])
+    for _ in range(3):
+        X, u = X0 + rng.normal(0, 0.3, 5), rng.normal(0, 5.0, 1)
+        # symbolic vs numeric QR of the saddle-point matrix (masses 1573 kg and 20 kg, inertias
+        # 2873 and 1 kg m²: condition 6.7e6 at such points): agreement to round-off of that size
+        assert _rel(np.asarray(sym.f_sx(X, u, sym.p)), np.asarray(sym.f(X, u, sym.p))) <= 1e-10
+        A, B = (np.asarray(v) for v in J(X, u, sym.p))
+        As, Bs = (np.asarray(v) for v in sym.AB(X, u, sym.p))
+        assert _rel(A, As) <= 1e-10 and _rel(B, Bs) <= 1e-10
+
+
+def test_bicycle_has_no_sx_graph(bicycle):
+    assert bicycle[2].f_sx is None         # m = 4: x_d needs the rootfinder
+
+
 def test_symbolic_route_parameters_are_inputs(skate):
     """p is an input of the symbolic route: a changed speed V changes ẋ as the kernels do."""
     cm, sym, _, part, X0 = skate
@@ -174,10 +196,22 @@ def test_symbolic_route_parameters_are_inputs(skate):
                                np.asarray(sym.f(X0, [1.0], p)).ravel(), rtol=1e-13, atol=1e-13)
 
 
-def test_errors(skate):
-    cm, _, ker, part, _ = skate
+def test_compiled_model_finds_its_system(skate, monkeypatch):
+    """A compiled model compiled in this process (or by a catalogue recipe) serves the symbolic
+    route; one whose symbolic model is unknown gets a clear error."""
+    from nhcontrol.compiled import model as cmodel
+
+    cm, sym, _, part, X0 = skate
+    again = to_casadi(cm, part)
+    np.testing.assert_array_equal(np.asarray(again.f(X0, [1.0], again.p)), np.asarray(sym.f(X0, [1.0], sym.p)))
+    monkeypatch.setattr(cmodel, "_SYSTEMS", {})
+    monkeypatch.setattr(cmodel, "_BUILDERS", {})
     with pytest.raises(InteropError, match="system="):
         to_casadi(cm, part)
+
+
+def test_errors(skate):
+    cm, _, ker, part, _ = skate
     with pytest.raises(InteropError, match="route"):
         to_casadi(cm, part, route="fast")
     with pytest.raises(InteropError, match="fixes the parameters"):

@@ -145,6 +145,19 @@ def test_errors_name_the_problem():
         from_sympy_mechanics(object(), {})
 
 
+def test_untranslatable_actuator_is_named():
+    from sympy.physics.mechanics.actuator import ActuatorBase
+
+    class Magic(ActuatorBase):
+        def to_loads(self):
+            raise NotImplementedError("no loads")
+
+    system, (m, r, g) = rolling_disc_system()
+    system.add_actuators(Magic())
+    with pytest.raises(InteropError, match="actuator .*Magic.* cannot be translated"):
+        from_sympy_mechanics(system, {m: 2.0, r: 0.3, g: 9.8})
+
+
 def test_point_without_position_is_named():
     t = me.dynamicsymbols._t
     q, u = me.dynamicsymbols("q u")
@@ -160,3 +173,41 @@ def test_point_without_position_is_named():
     system.add_bodies(me.Particle("pa", P, sp.Symbol("m")))
     with pytest.raises(InteropError, match="position of the mass centre P of body 'pa'"):
         from_sympy_mechanics(system, {"m": 1.0})
+
+
+def test_joints_and_actuators_match_systems_own_linearization():
+    """A double pendulum built with System.from_newtonian, PinJoints and TorqueActuators (a drive
+    torque T and a joint spring -k q2): nhcontrol's third procedure equals the linearization of
+    the System's own Kane equations at a random moving point (the fixed ground body is left out)."""
+    from nhcontrol import linearize
+    from nhcontrol.linearize import index1_accelerations
+    from nhcontrol.reference import reference_points
+
+    q1, q2, u1, u2, T = me.dynamicsymbols("q1 q2 u1 u2 T")
+    l1, l2, m1, m2, g, k = sp.symbols("l1 l2 m1 m2 g k")
+    ceiling = me.RigidBody("ceiling")
+    link1, link2 = me.RigidBody("link1", mass=m1), me.RigidBody("link2", mass=m2)
+    link1.central_inertia = me.inertia(link1.frame, 0.1 * m1, 0.01 * m1, 0.1 * m1)
+    link2.central_inertia = me.inertia(link2.frame, 0.1 * m2, 0.01 * m2, 0.1 * m2)
+    system = me.System.from_newtonian(ceiling)
+    system.add_joints(
+        me.PinJoint("J1", ceiling, link1, coordinates=q1, speeds=u1, joint_axis=ceiling.frame.z,
+                    child_point=l1 / 2 * link1.frame.y),
+        me.PinJoint("J2", link1, link2, coordinates=q2, speeds=u2, joint_axis=link1.frame.z,
+                    parent_point=-l1 / 2 * link1.frame.y, child_point=l2 / 2 * link2.frame.y))
+    system.apply_uniform_gravity(-g * ceiling.frame.y)
+    system.add_actuators(me.TorqueActuator(T, ceiling.frame.z, link1.frame, ceiling.frame),
+                         me.TorqueActuator(-k * q2, link1.frame.z, link2.frame, link1.frame))
+    vals = {l1: 1.0, l2: 0.7, m1: 2.0, m2: 1.0, g: 9.81, k: 3.0}
+    mb = from_sympy_mechanics(system, vals, inputs=[T], name="double_pendulum_joints")
+    assert [b.name for b in mb.bodies] == ["link1", "link2"]
+    cm = mb.compile()
+    x, xd, u = np.array([0.3, -0.5]), np.array([0.2, 0.7]), np.array([0.4])
+    xdd, lam = index1_accelerations(cm, x, xd, u)
+    lin = linearize(cm, reference_points(cm, x[None], xd[None], xdd[None], u[None], lam[None]),
+                    dict(independent=["q1", "q2"]), 0.0)
+    system.form_eoms()
+    op = {q1: x[0], q2: x[1], u1: xd[0], u2: xd[1], u1.diff(): xdd[0], u2.diff(): xdd[1], T: u[0]}
+    A, B = system.eom_method.linearize(A_and_B=True, op_point=[op, vals])[:2]
+    assert _rel(lin.A, np.array(A.evalf(), dtype=float)) <= 1e-12
+    assert _rel(lin.B, np.array(B.evalf(), dtype=float)) <= 1e-12

@@ -881,10 +881,32 @@ def _remember_system(key: str, mb: "MultibodySystem") -> None:
             _SYSTEMS.pop(next(iter(_SYSTEMS)))
 
 
-def _system_for(cm: CompiledModel) -> "MultibodySystem | None":
-    """The symbolic model ``cm`` was compiled from in this process, or None."""
+_BUILDERS: "dict[str, Callable[[], Any]]" = {}
+
+
+def _remember_builder(key: str, build: "Callable[[], Any]") -> None:
+    """A zero-argument callable that rebuilds the symbolic model of ``key`` (the recipe of a model
+    loaded without SymPy, `nhcontrol.compiled.recipe.cached_model`)."""
     with _REGISTRY_LOCK:
-        return _SYSTEMS.get(cm.model_hash)
+        _BUILDERS[key] = build
+        while len(_BUILDERS) > 4 * _SYSTEMS_MAX:
+            _BUILDERS.pop(next(iter(_BUILDERS)))
+
+
+def _system_for(cm: CompiledModel) -> "MultibodySystem | None":
+    """The symbolic model ``cm`` was compiled from in this process (rebuilt from its recipe when
+    the kernels were loaded without it), or None."""
+    with _REGISTRY_LOCK:
+        mb = _SYSTEMS.get(cm.model_hash)
+        build = _BUILDERS.get(cm.model_hash)
+    if mb is not None or build is None:
+        return mb
+    mb = build()
+    mb = getattr(mb, "system", mb)
+    if _cache.cache_key(mb.description()) != cm.model_hash:    # the recipe no longer builds it
+        return None
+    _remember_system(cm.model_hash, mb)
+    return mb
 
 
 def _registered(cm: CompiledModel) -> CompiledModel:

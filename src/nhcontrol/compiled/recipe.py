@@ -214,4 +214,9 @@ def cached_model(builder: Callable[..., Any], *args: Any,
         if len(_MODELS) > 64:
             _MODELS.clear()
         _MODELS[memo] = cm
+    from functools import partial
+
+    from .model import _remember_builder
+
+    _remember_builder(cm.model_hash, partial(builder, *args, **kwargs))   # for interop's exports
     return cm

@@ -23,6 +23,6 @@ from .casadi_export import CasadiModel, to_casadi
 from .c_export import STATUS_CODES, export_c, export_lqr_c
 from .sympy_mechanics import from_sympy_mechanics
 
-__all__ = ["sympy_to_casadi", "casadi_function", "require_casadi", "SUPPORTED_FUNCTIONS",
-           "to_casadi", "CasadiModel", "export_c", "export_lqr_c", "STATUS_CODES",
-           "from_sympy_mechanics"]
+__all__ = ["from_sympy_mechanics", "to_casadi", "CasadiModel", "export_c", "export_lqr_c",
+           "STATUS_CODES", "sympy_to_casadi", "casadi_function", "SUPPORTED_FUNCTIONS",
+           "require_casadi"]

@@ -13,7 +13,9 @@ The exported directory has no Python dependency. ``nhc_model.c`` holds
   kernels (`nhcontrol.linearize._cpoint`), included verbatim;
 * ``nhc_accelerations`` (the index-1 system Eq. (2.127)) and ``nhc_rhs``, the minimal-state
   right-hand side ``Ẋ = f(X, u, p)``, ``X = [x_ai, ẋ_ai, x_ad]`` (Newton on ``C(x) = 0`` for
-  ``x_d``, ``D ẋ + b = 0`` for the dependent velocities).
+  ``x_d``, ``D ẋ + b = 0`` for the dependent velocities), and ``nhc_jacobian``: ``f`` with its
+  exact Jacobians ``A = ∂f/∂X``, ``B = ∂f/∂u`` (the third procedure at the motion through ``X``),
+  for an embedded EKF or nonlinear MPC.
 
 No function allocates memory or touches global state: each takes a caller-owned workspace of
 ``NHC_WORK`` doubles and ``NHC_IWORK`` 64-bit integers (macros in ``nhc_model.h``; its
@@ -191,7 +193,9 @@ def export_c(model: Any, directory: str | Path, partition: Any, *, system: Any =
     work_rhs = (max(m, 1) + max(funcs["Cx"].size, 1) + max(m * m, 1) + max(funcs["D"].size, 1)
                 + max(funcs["b"].size, 1) + max(c * c, 1) + max(c, 1) + size_dyn + (n + c) ** 2 + (n + c)
                 + kw + 2 * n + 8)
-    work = max(work_lin, work_rhs)
+    work_acc = size_dyn + (n + c) ** 2 + (n + c) + kw
+    work_jac = 3 * n + c + ns + 8 + max(work_lin, work_rhs, work_acc)
+    work = work_jac
     iwork = n + c + 1
 
     out_dir = Path(directory)
@@ -207,6 +211,8 @@ def export_c(model: Any, directory: str | Path, partition: Any, *, system: Any =
                           "admissible_dependent": [coords[i] for i in ad],
                           "dependent": [coords[i] for i in d]},
             "work_doubles": work, "iwork": iwork, "memory_bytes": 8 * (work + iwork),
+            "work_parts": {"linearize": work_lin, "rhs": work_rhs, "accelerations": work_acc,
+                           "jacobian": work_jac},
             "admissibility_tol": ADMISSIBILITY_TOL, "cond_max": COND_MAX,
             "status_codes": dict(STATUS_CODES),
             "files": ["nhc_model.h", "nhc_model.c", "nhc_check.c", "Makefile", "nhc_model.json"]}
@@ -247,6 +253,9 @@ def _header(meta: dict, funcs: dict, lay_terms: dict, lay_dyn: dict, kw: int, af
              f"#define NHC_N {n}", f"#define NHC_M {m}", f"#define NHC_L {l}", f"#define NHC_C {m + l}",
              f"#define NHC_K {k}", f"#define NHC_NP {npar}", f"#define NHC_NS {ns}",
              f"#define NHC_WORK {meta['work_doubles']}", f"#define NHC_IWORK {meta['iwork']}",
+             f"#define NHC_WORK_LINEARIZE {meta['work_parts']['linearize']}",
+             f"#define NHC_WORK_RHS {meta['work_parts']['rhs']}",
+             f"#define NHC_WORK_ACCELERATIONS {meta['work_parts']['accelerations']}",
              f"#define NHC_KERNEL_WORK {kw}",
              f"#define NHC_ADMISSIBILITY_TOL {meta['admissibility_tol']!r}",
              f"#define NHC_COND_MAX {meta['cond_max']!r}",
@@ -295,6 +304,11 @@ def _header(meta: dict, funcs: dict, lay_terms: dict, lay_dyn: dict, kw: int, af
               "   for x_d; x and xd (NHC_N each) receive the full coordinates and velocities */",
               "int nhc_rhs(const double *X, const double *u, const double *p, const double *x_guess,",
               "            double *Xdot, double *x, double *xd, double *work, int64_t nwork, int64_t *iwork);",
+              "",
+              "/* Xdot = f(X, u, p) and its exact Jacobians A = df/dX, B = df/du (the third procedure at the",
+              "   motion through X: nhc_rhs, nhc_accelerations, nhc_linearize with its checks) */",
+              "int nhc_jacobian(const double *X, const double *u, const double *p, const double *x_guess,",
+              "                 double *Xdot, double *A, double *B, double *work, int64_t nwork, int64_t *iwork);",
               "", "#endif", ""]
     return "\n".join(lines)
 
@@ -353,7 +367,7 @@ int nhc_linearize(const double *x, const double *xd, const double *xdd, const do
     double *T = work, *Cv = T + NHC_TERMS_SIZE, *bv = Cv + {Msz}, *W = bv + {Csz};
     double *PW = W + NHC_KERNEL_WORK;
     int st;
-    if (nwork < NHC_WORK) return NHC_WORK_TOO_SMALL;
+    if (nwork < NHC_WORK_LINEARIZE) return NHC_WORK_TOO_SMALL;
     st = nhc_terms(x, xd, xdd, lam, u, p, T, W);
     if (st) return st;
     if ({m} && check) {{ st = nhc_C(x, u, p, Cv, W); if (st) return st; }}
@@ -398,7 +412,7 @@ static int nhc_accel_impl(const double *x, const double *xd, const double *u, co
 int nhc_accelerations(const double *x, const double *xd, const double *u, const double *p,
                       double *xdd, double *lam, double *work, int64_t nwork, int64_t *iwork)
 {{
-    if (nwork < NHC_WORK) return NHC_WORK_TOO_SMALL;
+    if (nwork < NHC_WORK_ACCELERATIONS) return NHC_WORK_TOO_SMALL;
     return nhc_accel_impl(x, xd, u, p, xdd, lam, work, iwork);
 }}
 
@@ -416,7 +430,7 @@ int nhc_rhs(const double *X, const double *u, const double *p, const double *x_g
     int64_t i, j, it;
     int st;
     (void)ad; (void)d; (void)dd; (void)ai; (void)u;
-    if (nwork < NHC_WORK) return NHC_WORK_TOO_SMALL;
+    if (nwork < NHC_WORK_RHS) return NHC_WORK_TOO_SMALL;
     for (i = 0; i < {n}; i++) x[i] = x_guess[i];
     for (j = 0; j < {g}; j++) x[ai[j]] = X[j];
     for (j = 0; j < {l}; j++) x[ad[j]] = X[{2 * g} + j];
@@ -464,6 +478,20 @@ int nhc_rhs(const double *X, const double *u, const double *p, const double *x_g
     for (j = 0; j < {g}; j++) {{ Xdot[j] = xd[ai[j]]; Xdot[{g} + j] = xdd[ai[j]]; }}
     for (j = 0; j < {l}; j++) Xdot[{2 * g} + j] = xd[ad[j]];
     return nhc_finite(Xdot, {ns}) ? NHC_OK : NHC_DOMAIN;
+}}
+
+int nhc_jacobian(const double *X, const double *u, const double *p, const double *x_guess,
+                 double *Xdot, double *A, double *B, double *work, int64_t nwork, int64_t *iwork)
+{{
+    double *x = work, *xd = x + {n}, *xdd = xd + {n}, *lam = xdd + {n}, *W = lam + {Csz};
+    int64_t nW = nwork - (int64_t)(W - work);
+    int st;
+    if (nwork < NHC_WORK) return NHC_WORK_TOO_SMALL;
+    st = nhc_rhs(X, u, p, x_guess, Xdot, x, xd, W, nW, iwork);
+    if (st) return st;
+    st = nhc_accelerations(x, xd, u, p, xdd, lam, W, nW, iwork);
+    if (st) return st;
+    return nhc_linearize(x, xd, xdd, lam, u, p, 1, NHC_ADMISSIBILITY_TOL, NHC_COND_MAX, A, B, W, nW, iwork);
 }}
 """)
     return "\n".join(parts)

@@ -23,7 +23,8 @@ Jacobians at a motion of the model are exactly the ``A, B`` of Steps 1-7 (Eq. (4
 ``route="kernels"``
     ``f`` is evaluated by the compiled kernels (a ``casadi.Callback``), and its Jacobian is
     nhcontrol's exact linearization at the point ([`linearize()`][nhcontrol.linearize.linearize]
-    of the reference point ``x, ẋ, ẍ, Λ, u`` that ``X, u`` define). The parameters are fixed
+    of the reference point ``x, ẋ, ẍ, Λ, u`` that ``X, u`` define, by the prepared
+    `CompiledModel.linearizer`). The parameters are fixed
     when the function is made (no derivative with respect to ``p`` exists in the kernels), so
     its inputs are ``(X, u)``. First derivatives only.
 """
@@ -74,6 +75,11 @@ class CasadiModel:
         Start of the Newton iteration for ``x_d``.
     ai, ad, d : tuple of int
         Indices of the partition's sets in ``x``.
+    f_sx : casadi.Function or None
+        Symbolic route, models without holonomic constraints (``m = 0``): the same ``f`` as one
+        ``SX`` graph (the two linear solves as symbolic QR), for tools that need explicit
+        expressions, e.g. an acados model ``f_expl_expr = f_sx(X, u, p)`` with ``SX`` symbols.
+        ``None`` otherwise (``x_d`` from ``C(x) = 0`` needs the Newton rootfinder).
     """
 
     f: Any
@@ -91,6 +97,7 @@ class CasadiModel:
     ai: tuple[int, ...]
     ad: tuple[int, ...]
     d: tuple[int, ...]
+    f_sx: Any = None
     _keep: tuple = ()
 
     @property
@@ -138,9 +145,13 @@ def _resolve(model: Any, system: Any, route: str) -> tuple[Any, Any]:
     elif isinstance(model, CompiledModel):
         cm = model
         if route == "symbolic" and system is None:
+            from ..compiled.model import _system_for
+
+            system = _system_for(model)
+        if route == "symbolic" and system is None:
             raise InteropError(
-                f"route='symbolic' translates the SymPy expressions of the model, which a compiled "
-                f"model {model.name!r} does not keep: pass the symbolic model (e.g. "
+                f"route='symbolic' translates the SymPy expressions of the model, and compiled model "
+                f"{model.name!r} was not compiled in this process (nor from a recipe): pass the symbolic model (e.g. "
                 f"to_casadi(benchmark_bicycle.build(), ...), or system=...), or use route='kernels'")
     else:
         raise InteropError(f"to_casadi needs a MultibodySystem or a CompiledModel, got "
@@ -190,8 +201,9 @@ def to_casadi(model: Any, partition: Any, *, route: Literal["symbolic", "kernels
     ----------
     model : MultibodySystem or CompiledModel
         The model (a catalogue wrapper with a ``system`` attribute is accepted too). The
-        symbolic route needs the `MultibodySystem` (or ``system=``); the kernels route compiles
-        it if needed.
+        symbolic route needs the `MultibodySystem`: that of a compiled model compiled in this
+        process (or loaded by a catalogue ``model()`` function, whose recipe rebuilds it), or
+        ``system=``; the kernels route compiles it if needed.
     partition : Partition or mapping
         ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)); the state is ``X = [x_ai, ẋ_ai, x_ad]``.
     route : {"symbolic", "kernels"}
@@ -330,9 +342,26 @@ def _symbolic_route(ca: Any, system: Any, partition: Any, x_guess: Any, p: Any,
     f = ca.Function("f", [X, U, P], [Xdot], names, ["Xdot"])
     AB = ca.Function("AB", [X, U, P], [ca.jacobian(Xdot, X), ca.jacobian(Xdot, U)], names, ["A", "B"])
     coordinates_of = ca.Function("coordinates_of", [X, U, P], [xfull, xdfull], names, ["x", "xd"])
+    f_sx = None
+    if m == 0:                  # one SX graph: explicit expressions (symbolic QR solves)
+        Xs, Us, Ps = ca.SX.sym("X", ns), ca.SX.sym("u", k), ca.SX.sym("p", npar)
+        xs_full = assemble(ca.vertcat(Xs[:g], Xs[2 * g:]), ca.SX(0, 1), ca.SX)
+        Ds, bs = Dfun(xs_full, Us, Ps)
+        vs_ai = Xs[g:2 * g]
+        vs_dd = -ca.solve(Ds[:, dd], ca.mtimes(Ds[:, list(ai)], vs_ai) + bs) if c else ca.SX(0, 1)
+        vel_s: list = [None] * n
+        for j, i in enumerate(ai):
+            vel_s[i] = vs_ai[j]
+        for j, i in enumerate(dd):
+            vel_s[i] = vs_dd[j]
+        xd_s = ca.vertcat(*vel_s)
+        Ms, Qs, Dss, Qds, _ = terms(xs_full, xd_s, Us, Ps)
+        sol_s = ca.solve(ca.vertcat(ca.horzcat(Ms, Dss.T), ca.horzcat(Dss, ca.SX(c, c))), ca.vertcat(Qs, Qds))
+        f_sx = ca.Function("f_sx", [Xs, Us, Ps], [ca.vertcat(vs_ai, sol_s[list(ai)], xd_s[list(ad)])],
+                           names, ["Xdot"])
     vnames = tuple(s.name for s in eom.xd)
     states = tuple(coords[i] for i in ai) + tuple(vnames[i] for i in ai) + tuple(coords[i] for i in ad)
-    return CasadiModel(f=f, AB=AB, coordinates_of=coordinates_of, accelerations=accelerations,
+    return CasadiModel(f=f, AB=AB, coordinates_of=coordinates_of, accelerations=accelerations, f_sx=f_sx,
                        terms=terms, route="symbolic", states=states,
                        inputs=tuple(s.name for s in eom.u), parameters=tuple(s.name for s in eom.p),
                        coordinates=coords, p=_ro(pvec), x_guess=_ro(guess), ai=tuple(ai),
@@ -372,6 +401,7 @@ class _KernelCore:
         self.g = len(ai)
         self.guess, self.p, self.tol = guess, p, tol
         self.affine = bool(getattr(cm, "affine_names", ()))
+        self._lz: Any = None
 
     def full(self, X: NDArray[np.float64], u: NDArray[np.float64] | None
              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -411,15 +441,14 @@ class _KernelCore:
 
     def jac(self, X: NDArray[np.float64], u: NDArray[np.float64] | None
             ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        from ..linearize import index1_accelerations, linearize
-        from ..reference import reference_points
+        from ..linearize import index1_accelerations
 
         x, xd = self.full(X, u)
         xdd, lam = index1_accelerations(self.cm, x, xd, u, self.p)
-        ref = reference_points(self.cm, x[None], xd[None], xdd[None], None if u is None else u[None],
-                               lam[None], self.p, check=False)
-        res = linearize(self.cm, ref, self.partition, 0.0, check=False)
-        return np.asarray(res.A), np.asarray(res.B)
+        if self._lz is None:       # the prepared one-point linearization (partition bound once)
+            self._lz = self.cm.linearizer(self.partition, p=self.p, check=False)
+        A, B = self._lz(x, xd, xdd, lam, u)
+        return np.array(A), np.array(B)
 
 
 def _kernels_route(ca: Any, cm: Any, partition: Any, x_guess: Any, p: Any,

@@ -9,7 +9,8 @@ nhcontrol works in absolute coordinates (thesis Ch. 2): every body has its centr
 * coordinates ``x = q`` (independent and dependent, in the model's order), velocities ``ẋ = q̇``;
 * generalized speeds ``u`` are eliminated with the kinematic differential equations (solved for
   ``u``, linear in ``q̇``), so nonholonomic constraints written in ``u`` become ``B(q) q̇ + b = 0``;
-* each ``RigidBody``: mass, central inertia in its own frame, ``r_G = masscenter.pos_from(origin)``
+* each moving ``RigidBody`` (a body fixed in the inertial frame, the ground of
+  ``System.from_newtonian``, is left out): mass, central inertia in its own frame, ``r_G = masscenter.pos_from(origin)``
   and ``R = N.dcm(frame)`` (body axes in the inertial frame ``N``); a ``Particle`` has zero
   inertia and no orientation;
 * each load — a ``Force`` on a point ``P`` or a ``Torque`` on a frame ``B`` (also the loads of the
@@ -81,6 +82,19 @@ def _parts(model: Any) -> dict:
                 "holonomic": [], "nonholonomic": []}
     raise InteropError(f"from_sympy_mechanics needs a sympy.physics.mechanics System (or KanesMethod), "
                        f"got {type(model).__name__}")
+
+
+def _fixed(body: Any, N: Any) -> bool:
+    """A body that does not move in the inertial frame ``N`` (the ground)."""
+    from sympy.physics import mechanics as me
+
+    try:
+        still = body.masscenter.vel(N) == 0
+    except ValueError:
+        return False
+    if isinstance(body, me.RigidBody):
+        still = still and (body.frame == N or body.frame.ang_vel_in(N) == 0)
+    return bool(still)
 
 
 def _find_origin(points: Iterable[Any], frame: Any) -> Any:
@@ -241,6 +255,8 @@ def from_sympy_mechanics(model: Any, parameters: Mapping[Any, float], *, inputs:
         origin = _find_origin([b.masscenter for b in parts["bodies"]], N)
     for b in parts["bodies"]:
         bname = str(b.name)
+        if _fixed(b, N):
+            continue            # the ground (e.g. System.from_newtonian's body): no motion, no terms
         if isinstance(b, me.RigidBody):
             frame = b.frame
             try:
@@ -286,6 +302,8 @@ def from_sympy_mechanics(model: Any, parameters: Mapping[Any, float], *, inputs:
         else:
             raise InteropError(f"the load {load!r} acts on a {type(loc).__name__}; only forces on points "
                                f"and torques on frames are translated")
+        if vel == 0:
+            continue            # a load on a fixed point or frame does no work
         F = vec(vecv, what)
         V = vec(vel, f"the velocity in {what}")
         Qtot += V.jacobian(sp.Matrix(vs)).T * F
