@@ -38,7 +38,8 @@ import numpy as np
 
 from ..lane_change_control import (TYRE_CONTROLLERS, LaneChangeSettings, LaneChangeSetup,
                                    assigned_steering_setup, closed_loop, closed_loop_assigned,
-                                   lane_change_setup, tyre_convergence, tyre_plant_runs)
+                                   lane_change_setup, tyre_convergence, tyre_plant_runs,
+                                   tyre_stiffness_sweep)
 from ..models import lane_change as lc
 from ..reference import FrictionLimitWarning, friction_utilisation
 from ..models import single_track as st
@@ -120,7 +121,8 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         ``convergence`` data; without ``quick`` also ``x1`` and ``x1.5``: the four controllers
         designed on the skate models closed on the magic-formula tyre plant at 80 kN/rad per
         axle, at the lane change's speed and at √1.5 times it, each with
-        ``max_lateral_error_m``, ``peak_slip_angle_deg``, ``bounds_respected``, ...) and
+        ``max_lateral_error_m``, ``peak_slip_angle_deg``, ``bounds_respected``, ...; and
+        ``stiffness_sweep``: the four at the lane change's speed for 80–500 kN/rad) and
         ``settings`` (``assigned_steering``: the weights of both
         controllers, the MPC's margins, states and inputs).
     """
@@ -173,6 +175,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         runs = tyre_plant_runs(st_, setups={1.0: (s, sa)})
         tyre.update({k: v for k, v in runs.items() if k != "arrays"})
         loops["tyre_runs"] = runs
+        tyre["stiffness_sweep"] = loops["tyre_sweep"] = tyre_stiffness_sweep(s, sa)
     else:
         tyre["controllers"] = "not run with --quick (see the full run)"
     result["tyre_plant"] = tyre
@@ -308,6 +311,19 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
         np.atleast_1d(axs)[-1].set_xlabel("t [s]")
         cite(fig, "road_review", extra=extra + "; magic-formula tyres (Pacejka 2012)")
         names.append(Path(savefig(fig, out, "road_vehicles_tyre_plant")).name)
+        plt.close(fig)
+        sw = loops["tyre_sweep"]
+        fig, ax = new_figure(title=f"Skate-model controllers on the tyre plant at {st_.V:g} m/s "
+                             "vs cornering stiffness")
+        for (name, lab), col, mk in zip(labels.items(), _OKABE_ITO, "osD^"):
+            ax.loglog(sw["stiffness_N_rad"], sw[name]["max_lateral_error_m"], marker=mk,
+                      color=col, label=lab)
+        ax.axhline(st_.y_offset, color="0.3", lw=0.8, ls=":", label="initial offset")
+        ax.set_xlabel("cornering stiffness per axle C_α [N/rad]")
+        ax.set_ylabel("max lateral deviation of G [m]")
+        ax.legend(fontsize=7)
+        cite(fig, "road_review", extra=extra + "; magic-formula tyres (Pacejka 2012)")
+        names.append(Path(savefig(fig, out, "road_vehicles_tyre_sweep")).name)
         plt.close(fig)
     return names
 
