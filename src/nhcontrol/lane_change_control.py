@@ -27,6 +27,16 @@ Two skates of `nhcontrol.models.single_track` follow the ISO 3888-1 lane change
   [`closed_loop_piecewise_linear`][nhcontrol.simulate.closed_loop_piecewise_linear] (over each
   sample the plant sees ``u(t) = u_k + u̇_k (t − t_k)``).
 
+Checks of the no-slip assumption: every loop reports its ``peak_friction_utilisation``
+([`friction_utilisation`][nhcontrol.reference.friction_utilisation]); both loops take another
+plant (``plant_model=``), e.g. the
+[`tyre_plant`][nhcontrol.models.single_track.tyre_plant] with lateral tyre slip;
+[`tyre_convergence`][nhcontrol.lane_change_control.tyre_convergence] measures how the tyre plant
+tends to the skate model as the cornering stiffness grows,
+[`tyre_plant_runs`][nhcontrol.lane_change_control.tyre_plant_runs] and
+[`tyre_stiffness_sweep`][nhcontrol.lane_change_control.tyre_stiffness_sweep] close the
+controllers designed on the skates on it.
+
 This module sits at the right end of the pipeline (it arranges ``models``, ``linearize``,
 ``systems``, ``design`` and ``simulate``); derivations and choices: docs/theory/road_vehicles.md,
 "Double lane change" and "Assigned steering".

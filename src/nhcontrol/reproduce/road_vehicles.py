@@ -21,7 +21,13 @@ Arranges library calls:
    ``γ̇`` the input; states ``[x, ẋ, y, ψ, γ]``) → ``LTVMPC`` with ``|γ|`` a state bound and
    ``|γ̇|`` an input bound, and the finite-horizon LQR with the same weights, each closed on the
    same mismatched nonlinear vehicle with ``γ`` piecewise linear in time (the commanded rate
-   held over each sample).
+   held over each sample);
+4. the no-slip checks: the friction utilisation of the reference and of every loop
+   (``nhcontrol.reference.friction_utilisation``, warned above 1); the tyre plant
+   (``single_track.tyre_plant``) converging to the skate model as the cornering stiffness grows
+   (``tyre_convergence``) and, without ``--quick``, the four controllers closed on it at
+   80 kN/rad per axle at the lane change's speed and at √1.5 times it (``tyre_plant_runs``)
+   and over a range of stiffnesses (``tyre_stiffness_sweep``).
 
 Derivations and choices: ``docs/theory/road_vehicles.md``; guide: ``docs/guide/road_vehicles.md``.
 """
@@ -357,6 +363,9 @@ def summary(result: dict[str, Any]) -> str:
                      f" (bounds {'respected' if b['bounds_respected'] else 'VIOLATED'}), friction "
                      f"utilisation {b['peak_friction_utilisation']:.2f}, median step "
                      f"{1e3 * b['median_step_s']:.2f} ms (CPU {1e3 * b['median_step_cpu_s']:.2f} ms)")
+    if result.get("friction_warnings"):
+        lines.append("  WARNING: friction utilisation above 1 (no-slip model outside its validity) in "
+                     + ", ".join(result["friction_warnings"]))
     ty = result.get("tyre_plant")
     if ty:
         c = ty["convergence"]
