@@ -292,7 +292,8 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     k = np.polyfit(np.log(C[m]), np.log(err[m]), 1)
     ax.loglog(C[m], np.exp(np.polyval(k, np.log(C[m]))), "--", color=_OKABE_ITO[1],
               label=f"least-squares fit, slope {conv['convergence_slope']:.3f}")
-    ax.axvline(80e3, color="0.3", lw=0.8, ls=":", label="80 kN/rad (passenger car)")
+    ax.axvline(80e3, color="0.3", lw=0.8, ls=":",
+               label="80 kN/rad per axle (the closed-loop runs)")
     ax.set_xlabel("cornering stiffness per axle C_α [N/rad]")
     ax.set_ylabel("largest deviation of G [m]")
     ax.legend(fontsize=7)
