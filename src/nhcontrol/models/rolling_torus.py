@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "build", "model", "circular_motion", "COORDINATES", "PARTITION", "Kind", "torus_inertia",
     "torus_parameters", "SteadyMotion", "circular_heading_rates", "circular_spin_rate",
-    "circular_state", "heading_frame", "straight_rolling", "vertical_spin"
+    "circular_state", "time_unit_from_pair", "heading_frame", "straight_rolling", "vertical_spin"
 ]
 
 COORDINATES: tuple[str, ...] = ("x_C", "y_C", "z_C", "psi", "phi", "theta", "xi", "eta")
@@ -158,7 +158,9 @@ def build(**parameter_overrides: float) -> MultibodySystem:
 
 @lru_cache(maxsize=2)
 def _compiled() -> "CompiledModel":
-    return build().compile()
+    from nhcontrol.compiled.recipe import cached_model
+
+    return cached_model(build)
 
 
 def model() -> "CompiledModel":
@@ -258,6 +260,36 @@ def circular_spin_rate(phi0: float, Omega: float, vals: Mapping[str, float]) -> 
         raise ReferenceMotionError(f"no circular motion with heading rate Omega = {Omega!r} rad/s at lean "
                                    f"phi0 = {phi0!r} rad; give a nonzero Omega")
     return (a2 * Om * Om + a0) / (-k1 * Om)
+
+
+def time_unit_from_pair(phi0: float, omega_bar: float, Omega_bar: float, vals: Mapping[str, float]) -> float:
+    """Time unit ``tau`` [s] in which ``(omega_bar, Omega_bar)`` at lean ``phi0`` is a circular motion.
+
+    With ``omega = omega_bar / tau`` and ``Omega = Omega_bar / tau`` (one time unit for both
+    rates), the lean moment balance $a_2\Omega^2 + a_1\Omega + a_0 = 0$
+    (docs/theory/rolling_torus.md) reads
+    $\tau^2 = -(a_2\bar\Omega^2 + k_1\bar\omega\bar\Omega)/a_0$ with $a_1 = k_1\omega$: a printed
+    pair fixes the ratio ``Omega / omega`` and hence, for a given torus, the physical motion and
+    the unit (derived here). Used to read the thesis' pair ``phi0 = -5 deg, omega_bar = 0.75,
+    Omega_bar = 0.0794`` (Sect. 6.3.8, Eq. (6.133)) as one physical motion.
+
+    Raises
+    ------
+    ReferenceMotionError
+        No positive ``tau`` (the pair is no circular motion of this torus at any time unit).
+    """
+    phi = _check_phi(phi0)
+    a2, k1, a0 = _coefficients(phi, vals)
+    wb, Ob = float(omega_bar), float(Omega_bar)
+    if a0 == 0.0:
+        raise ReferenceMotionError(f"time_unit_from_pair: lean phi0 = {phi0!r} gives no gravity moment (a0 = 0); "
+                                   "the time unit is not determined")
+    tau2 = -(a2 * Ob * Ob + k1 * wb * Ob) / a0
+    if not (math.isfinite(tau2) and tau2 > 0):
+        raise ReferenceMotionError(f"time_unit_from_pair: (omega_bar, Omega_bar) = ({omega_bar!r}, {Omega_bar!r}) at "
+                                   f"phi0 = {phi0!r} rad is no circular motion of this torus for any time unit "
+                                   f"(tau^2 = {tau2:.3g})")
+    return math.sqrt(tau2)
 
 
 def circular_state(motion: SteadyMotion, t: ArrayLike

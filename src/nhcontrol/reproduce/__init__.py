@@ -23,7 +23,11 @@ TARGETS: dict[str, tuple[str, str]] = {
     "hydraulic-fourbar": ("hydraulic_fourbar", "Hydraulically actuated four-bar: equilibrium, 6x6 Jacobian (Sect. 7.3)"),
     "monte-carlo-ball-plate": ("monte_carlo_ball_plate",
                                "Ball-plate LQR/MPC under mass/radius uncertainty, Monte Carlo (Ch. 8)"),
+    "bicycle-circular": ("bicycle_circular",
+                         "Benchmark bicycle: hands-free steady turns and their stability (Basu-Mandal et al. 2007)"),
     "road-vehicles": ("road_vehicles", "Single-track models (road-vehicle review, Table 1); ISO 3888-1 lane change, LTV-MPC"),
+    "output-feedback": ("output_feedback",
+                        "Kalman filters and an EKF on exact linearizations: ball-plate LQG, bicycle EKF"),
 }
 """command-line name -> (module, one-line description)"""
 

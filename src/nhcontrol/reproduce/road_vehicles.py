@@ -202,7 +202,7 @@ _LOOP_LABELS = (("mpc", "LTV-MPC"), ("lqr", "finite-horizon LQR"),
 def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     import matplotlib.pyplot as plt
 
-    from ..plotting.style import cite, new_figure, savefig
+    from ..plotting.style import cite, new_figure, reference_line, savefig
 
     st_ = s.st
     extra = ("ISO 3888-1 double lane-change track; force/torque skate model of Table 1 "
@@ -213,13 +213,13 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     fig, ax = new_figure(title=f"ISO 3888-1 double lane change at {st_.V:g} m/s: path of G")
     cx, cy = lc.ISO_TRACK.cones()
     ax.plot(cx, cy, ls="none", marker="^", ms=4, color="#D55E00", label="cones (ISO 3888-1)")
-    ax.plot(xr[:, 0], xr[:, 1], "k--", lw=1.0, label="reference (flatness)")
+    reference_line(ax, xr[:, 0], xr[:, 1], label="reference (flatness)")
     for (kind, lab), col in zip(_LOOP_LABELS, _OKABE_ITO):
         a = loops[kind]["arrays"]
         ax.plot(a["x"][:, 0], a["x"][:, 1], color=col, label=lab)
     ax.set_xlabel("x [m]")
     ax.set_ylabel("y [m]")
-    ax.legend(fontsize=8)
+    ax.legend()
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_path")).name)
     plt.close(fig)
@@ -232,15 +232,15 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     ax.axhline(-15.0, color="0.5", lw=0.8, ls=":")
     ax.set_xlabel("t [s]")
     ax.set_ylabel("lateral deviation [cm]")
-    ax.legend(fontsize=8)
+    ax.legend()
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_lateral_error")).name)
     plt.close(fig)
 
     fig, axs = new_figure(3, 1, title="Steering angle, steering rate and driving inputs")
     tr = np.linspace(0.0, st_.t_final, 501)
-    axs[0].plot(tr, np.degrees(s.ref.x(tr)[:, 3]), "k--", lw=1.0, label="reference")
-    axs[1].plot(tr, np.degrees(s.ref.xd(tr)[:, 3]), "k--", lw=1.0, label="reference")
+    reference_line(axs[0], tr, np.degrees(s.ref.x(tr)[:, 3]))
+    reference_line(axs[1], tr, np.degrees(s.ref.xd(tr)[:, 3]))
     for (kind, lab), col in zip(_LOOP_LABELS[:2], _OKABE_ITO):
         a = loops[kind]["arrays"]
         axs[0].plot(a["t"], np.degrees(a["x"][:, 3]), color=col, label=lab)
@@ -258,7 +258,7 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     axs[2].set_ylabel("steering torque T [N m]")
     axs[2].set_xlabel("t [s]")
     for ax in axs:
-        ax.legend(fontsize=6, loc="upper left", ncol=2)
+        ax.legend(loc="upper left", ncol=2)
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_inputs")).name)
     plt.close(fig)

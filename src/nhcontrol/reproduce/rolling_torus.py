@@ -29,9 +29,11 @@ import scipy.linalg as sl
 from ..analysis import (MARGINAL_RTOL, charpoly_root, floquet, linearize_relative_equilibrium,
                         stability_threshold)
 from ..models import rolling_torus as rt
+from nhcontrol.plotting.style import PALETTE
 
 __all__ = ["run", "summary", "circular_linearization", "straight_jacobian", "straight_critical_speed",
-           "vertical_spin_jacobian", "vertical_spin_threshold", "circular_stability"]
+           "vertical_spin_jacobian", "vertical_spin_threshold", "circular_stability",
+           "thesis_unit_cases", "THESIS_PAIR"]
 
 GEOMETRY = {"rho": 0.3, "mu": 0.2, "sigma": 1.0, "m": 2.0, "g": 9.81}
 CASES = [(-5.0, 0.75), (-5.0, 0.5), (-20.0, 1.5), (10.0, 2.0)]
@@ -97,6 +99,42 @@ def _nontrivial(mu: np.ndarray, tol: float = 1e-4) -> np.ndarray:
     return mu[np.abs(mu - 1.0) > tol]
 
 
+THESIS_PAIR = {"phi0_deg": -5.0, "omega_bar": 0.75, "Omega_bar": 0.0794,
+               "multipliers": [[-0.9797, 0.2006], [-0.9797, -0.2006]], "stable": True,
+               "unstable_omega_bar": 0.5}
+"""Sect. 6.3.8, Eq. (6.133): the printed pair (stable) and the unstable case omega_bar = 0.5."""
+
+
+def thesis_unit_cases(cm: Any, vals: dict) -> dict:
+    """The thesis' cases read in the time unit that makes its printed pair one physical motion.
+
+    ``tau = rt.time_unit_from_pair(-5 deg, 0.75, 0.0794)``; both printed cases (``omega_bar =
+    0.75`` and ``0.5``, slow branch) are then classified with the constant Jacobian, and the same
+    spins are classified in the current unit ``sqrt(R/g)`` for comparison.
+    """
+    tp = THESIS_PAIR
+    phi = math.radians(tp["phi0_deg"])
+    tau = rt.time_unit_from_pair(phi, tp["omega_bar"], tp["Omega_bar"], vals)
+    out: dict[str, Any] = {"tau_s": tau, "length_g_tau2_m": vals["g"] * tau**2,
+                           "tau_over_current_unit": tau / _scale(vals), "thesis": tp, "cases": [],
+                           "current_unit_cases": []}
+    for unit, key in ((tau, "cases"), (_scale(vals), "current_unit_cases")):
+        for wb in (tp["omega_bar"], tp["unstable_omega_bar"]):
+            mo, lam, stable = circular_stability(cm, phi, wb / unit, vals)
+            Th = 2 * math.pi / abs(mo.Omega)
+            mu = np.exp(Th * lam)
+            out[key].append({"omega_bar": wb, "Omega_bar": mo.Omega * unit, "stable": stable,
+                             "max_real_eig": float(lam.real.max()), "Omega_over_omega": mo.Omega / mo.omega,
+                             "nontrivial_multipliers": _pairs(_nontrivial(mu))})
+    c = out["cases"]
+    out["reproduced"] = {"Omega_bar_of_pair": abs(c[0]["Omega_bar"] - tp["Omega_bar"]) < 1e-9,
+                         "omega_bar_0.75_stable": c[0]["stable"], "omega_bar_0.5_unstable": not c[1]["stable"],
+                         "multipliers_of_pair": False}
+    out["reproduced_in_current_unit"] = {"omega_bar_0.75_stable": out["current_unit_cases"][0]["stable"],
+                                         "omega_bar_0.5_unstable": not out["current_unit_cases"][1]["stable"]}
+    return out
+
+
 def circular_case(cm: Any, vals: dict, phi0_deg: float, omega_bar: float) -> dict:
     """Floquet validation of one circular motion."""
     sc = _scale(vals)
@@ -147,6 +185,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
     vals = rt.torus_parameters("solid", **g)
     cases = [circular_case(cm, vals, ph, wb) for ph, wb in (CASES[:2] if quick else CASES)]
     res["circular"] = cases
+    res["thesis_unit"] = thesis_unit_cases(cm, vals)
     res["floquet_vs_constant_max_diff"] = {
         "monodromy_rel": max(c["monodromy_rel_diff"] for c in cases),
         "nontrivial_multipliers_rel": max(c["multiplier_rel_diff"] for c in cases),
@@ -205,7 +244,7 @@ def _plot(res: dict, out: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
 
-    from nhcontrol.plotting.style import cite, new_figure, savefig
+    from nhcontrol.plotting.style import PALETTE, cite, new_figure, savefig
 
     names = []
     hl = res["hoop_limit"]
@@ -227,7 +266,7 @@ def _plot(res: dict, out: Path) -> None:
     fig, axes = new_figure(nrow, ncol, figsize=(3.2 * ncol, 3.0 * nrow), squeeze=False,
                            title="Rolling torus, circular steady motion: linear stability "
                                  "(constant Jacobian)")
-    cmap = ListedColormap(["0.85", "tab:red", "tab:green"])
+    cmap = ListedColormap(["0.85", PALETTE[1], PALETTE[0]])   # none, unstable, stable
     for ax, k in zip(axes.ravel(), keys):
         ax.pcolormesh(sm["omega_bar"], sm["phi0_deg"], np.asarray(sm["maps"][k]), cmap=cmap,
                       vmin=-1, vmax=1, shading="nearest")
@@ -235,8 +274,8 @@ def _plot(res: dict, out: Path) -> None:
         ax.set_xlabel(r"spin $\bar\omega = \omega\sqrt{R/g}$ (-)")
     for row in axes:
         row[0].set_ylabel(r"lean $\varphi_0$ (deg)")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in ("tab:green", "tab:red", "0.85")]
-    axes[0][-1].legend(handles, ["stable", "unstable", "no motion"], fontsize=7, loc="upper right")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in (PALETTE[0], PALETTE[1], "0.85")]
+    axes[0][-1].legend(handles, ["stable", "unstable", "no motion"], loc="upper right")
     cite(fig, "thesis", "Sect. 6.3 (derived here)",
          extra=r"R = outer radius; $\mu$ = cross-section ratio a/ρ; grey: no circular motion "
                "with this lean and spin.")
@@ -255,7 +294,7 @@ def _plot(res: dict, out: Path) -> None:
     ax.set_xlabel(r"Re $\rho$ (-)")
     ax.set_ylabel(r"Im $\rho$ (-)")
     ax.set_aspect("equal")
-    ax.legend(fontsize=7)
+    ax.legend()
     cite(fig, "thesis", "Sect. 6.3.8",
          extra="Circles: multipliers of the periodic LTV linearization (monodromy matrix); "
                "dots: from the constant Jacobian after the change of variables (6.76).")
@@ -281,6 +320,11 @@ def summary(res: dict) -> str:
         lines.append(f"  {kind:6s}: straight rolling unstable below / stable above v_c: "
                      f"{g['straight_unstable_below_stable_above']}; vertical spin likewise: "
                      f"{g['vertical_spin_unstable_below_stable_above']}")
+    tu = res["thesis_unit"]
+    lines.append(f"  thesis' pair as one motion: time unit tau = {tu['tau_s']:.6f} s (= {tu['tau_over_current_unit']:.4f} "
+                 f"sqrt(R/g)); omega_bar 0.75 -> Omega_bar {tu['cases'][0]['Omega_bar']:.4f}, stable "
+                 f"{tu['cases'][0]['stable']}; omega_bar 0.5 stable {tu['cases'][1]['stable']} (thesis: stable, unstable); "
+                 f"in sqrt(R/g): {tu['current_unit_cases'][0]['stable']}, {tu['current_unit_cases'][1]['stable']}")
     for c in res["circular"]:
         nz = ", ".join(f"{a:+.6f}{b:+.6f}i" for a, b in c["nontrivial_multipliers"])
         lines.append(f"  phi0 = {c['phi0_deg']:+.1f} deg, omega_bar = {c['omega_bar']}, Omega_bar = "

@@ -1,0 +1,125 @@
+"""Hands-free steady turns of the benchmark bicycle (Basu-Mandal et al. 2007): the capsize
+bifurcation, the residuals of the steady-turn equations, and the stability from the constant
+Jacobian against Floquet multipliers and nonlinear simulations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from nhcontrol._util.errors import LinearSystemError, ModelError
+
+MEIJAARD_CAPSIZE = 6.024262   # Meijaard et al. (2007), Table 2 (6.0243 to 4 decimals)
+
+
+@pytest.fixture(scope="module")
+def cm():
+    from nhcontrol.models import benchmark_bicycle as bb
+    return bb.model()
+
+
+@pytest.fixture(scope="module")
+def reversed_family(cm):
+    from nhcontrol.models import bicycle_turns as bt
+    _, rev = bt.bifurcation_speed(cm, steer=math.pi)
+    return bt.continue_turns(cm, rev[1], rev[0], max_step=0.15, max_points=40)
+
+
+def test_bifurcation_speed_is_the_capsize_speed(cm):
+    from nhcontrol.models import bicycle_turns as bt
+    v_c = bt.capsize_speed(cm)
+    assert abs(v_c - MEIJAARD_CAPSIZE) < 1e-6
+    v_b, turns = bt.bifurcation_speed(cm)
+    assert abs(v_b - v_c) < 1e-6
+    # the turns used lean right and turn right (yaw rate negative about the upward Z)
+    assert turns[0].lean_deg > 0 and turns[0].Omega < 0 and turns[0].speed < v_c
+
+
+def test_turn_residuals_and_reference_check(cm, reversed_family):
+    from nhcontrol.models import bicycle_turns as bt
+    assert max(t.residual for t in reversed_family) <= 1e-10
+    t = reversed_family[len(reversed_family) // 2]
+    rep = bt.turn_reference(cm, t).check(cm)          # inverse dynamics along one period
+    assert rep.max_dynamics < 1e-8 and rep.max_holonomic < 1e-12
+    # the residual function is what the continuation drives to zero
+    r, J = bt.turn_residual(cm, np.concatenate([t.x0[[i for i, c in enumerate(t.coordinates) if c not in bt.CYCLIC]],
+                                                [t.xd0[0], t.xd0[1], t.Omega, t.omega_F, t.omega_R], t.lam]), t.p)
+    assert np.abs(r).max() <= 1e-10 and J.shape[0] == r.size
+
+
+def test_residual_jacobian_against_finite_differences(cm, reversed_family):
+    from nhcontrol.models import bicycle_turns as bt
+    t = reversed_family[5]
+    free = [i for i, c in enumerate(t.coordinates) if c not in bt.CYCLIC]
+    y = np.concatenate([t.x0[free], [t.xd0[0], t.xd0[1], t.Omega, t.omega_F, t.omega_R], t.lam])
+    _, J = bt.turn_residual(cm, y, t.p)
+    Jfd = np.empty_like(J)
+    for k in range(y.size):
+        h = 1e-6 * max(1.0, abs(y[k]))
+        yp, ym = y.copy(), y.copy()
+        yp[k] += h
+        ym[k] -= h
+        Jfd[:, k] = (bt.turn_residual(cm, yp, t.p)[0] - bt.turn_residual(cm, ym, t.p)[0]) / (2 * h)
+    assert np.abs(J - Jfd).max() < 1e-6 * max(1.0, np.abs(J).max())
+
+
+def test_reversed_family_has_a_stable_section(cm, reversed_family):
+    from nhcontrol.analysis import turn_stability
+    stab = [turn_stability(cm, t) for t in reversed_family]
+    assert not stab[5].stable                      # near the bifurcation: unstable
+    stable_v = [t.speed for t, s in zip(reversed_family, stab) if s.stable]
+    assert stable_v and 4.4 < min(stable_v) and max(stable_v) < 6.2
+    assert all(s.family_zero < 1e-8 for s in stab)
+
+
+def test_constant_jacobian_agrees_with_floquet(cm, reversed_family):
+    from nhcontrol.analysis import turn_floquet, turn_stability
+    t = next(t for t in reversed_family if turn_stability(cm, t).stable)
+    f = turn_floquet(cm, t)
+    assert f["agree"] and f["stable_floquet"]
+    assert f["monodromy_rel_diff"] < 1e-9 and f["spectral_radius_rel_diff"] < 1e-8
+
+
+def test_bad_arguments(cm, reversed_family):
+    from nhcontrol.analysis import stability_boundary
+    from nhcontrol.models import bicycle_turns as bt
+    with pytest.raises(ModelError, match="fix must be one of"):
+        bt.solve_steady_turn(cm, reversed_family[1], fix="speed")
+    with pytest.raises(LinearSystemError, match="same stability"):
+        stability_boundary(cm, reversed_family[1], reversed_family[2])
+
+
+@pytest.mark.slow
+def test_simulations_agree_with_linear_stability(cm, reversed_family):
+    from nhcontrol.analysis import turn_stability
+    from nhcontrol.simulate import turn_simulation
+    stab = [turn_stability(cm, t) for t in reversed_family]
+    stable = next(t for t, s in zip(reversed_family, stab) if s.stable and s.max_real < -0.05)
+    s = turn_simulation(cm, stable)
+    assert s["stays_within"] and not s["diverges"]
+    from nhcontrol.models import bicycle_turns as bt
+    _, fwd = bt.bifurcation_speed(cm)
+    fam = bt.continue_turns(cm, fwd[1], fwd[0], max_step=0.2, max_points=40)
+    unstable = next(t for t in fam if t.speed < 3.0)          # family (i): max Re(lambda) ~ 2 1/s
+    assert turn_stability(cm, unstable).max_real > 0.5
+    s = turn_simulation(cm, unstable)
+    assert s["diverges"]
+
+
+@pytest.mark.slow
+def test_reproduce_bicycle_circular_quick(tmp_path):
+    from nhcontrol.reproduce import bicycle_circular as bc
+    res = bc.run(out=tmp_path, quick=True)
+    for key in ("families", "capsize_bifurcation_speed", "max_residual", "simulation_checks", "stable_ranges"):
+        assert key in res
+    assert abs(res["capsize_bifurcation_speed"] - MEIJAARD_CAPSIZE) < 1e-6
+    assert res["max_residual"] <= 1e-10
+    assert set(res["families"]) == {"i_handlebar_forward", "ii_handlebar_reversed", "iii_pivoting"}
+    for pts in res["families"].values():
+        assert {"v", "lean_deg", "steer_deg", "radius_m", "stable", "max_real_eig"} <= set(pts[0])
+    assert all(f["agree"] for f in res["floquet_checks"])
+    assert len(res["stable_ranges"]["ii_handlebar_reversed"]) == 1
+    assert not res["stable_ranges"]["i_handlebar_forward"]
+    assert (tmp_path / "bicycle_circular_families.png").exists()
