@@ -191,8 +191,12 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     return result
 
 
-_OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
-"""Colour-blind-safe colours (Okabe & Ito) of the closed loops, in the order of `_LOOP_LABELS`."""
+def _styles() -> list[dict[str, Any]]:
+    """Colour and line style of the closed loops, in the order of `_LOOP_LABELS`: the house
+    palette (colour-blind safe) paired with its line styles."""
+    from ..plotting.style import LINESTYLES, PALETTE
+
+    return [{"color": c, "ls": ls} for c, ls in zip(PALETTE, LINESTYLES)]
 
 _LOOP_LABELS = (("mpc", "LTV-MPC"), ("lqr", "finite-horizon LQR"),
                 ("assigned", "LTV-MPC, assigned steering"),
@@ -212,11 +216,12 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     xr = s.ref.x(t)
     fig, ax = new_figure(title=f"ISO 3888-1 double lane change at {st_.V:g} m/s: path of G")
     cx, cy = lc.ISO_TRACK.cones()
-    ax.plot(cx, cy, ls="none", marker="^", ms=4, color="#D55E00", label="cones (ISO 3888-1)")
+    ax.plot(cx, cy, ls="none", marker="^", ms=4, color=_styles()[4]["color"],
+            label="cones (ISO 3888-1)")
     reference_line(ax, xr[:, 0], xr[:, 1], label="reference (flatness)")
-    for (kind, lab), col in zip(_LOOP_LABELS, _OKABE_ITO):
+    for (kind, lab), col in zip(_LOOP_LABELS, _styles()):
         a = loops[kind]["arrays"]
-        ax.plot(a["x"][:, 0], a["x"][:, 1], color=col, label=lab)
+        ax.plot(a["x"][:, 0], a["x"][:, 1], **col, label=lab)
     ax.set_xlabel("x [m]")
     ax.set_ylabel("y [m]")
     ax.legend()
@@ -225,9 +230,9 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     plt.close(fig)
 
     fig, ax = new_figure(title="Lateral deviation of G from the reference")
-    for (kind, lab), col in zip(_LOOP_LABELS, _OKABE_ITO):
+    for (kind, lab), col in zip(_LOOP_LABELS, _styles()):
         a = loops[kind]["arrays"]
-        ax.plot(a["t"], 100 * a["e"], color=col, label=lab)
+        ax.plot(a["t"], 100 * a["e"], **col, label=lab)
     ax.axhline(15.0, color="0.5", lw=0.8, ls=":", label="target ±15 cm")
     ax.axhline(-15.0, color="0.5", lw=0.8, ls=":")
     ax.set_xlabel("t [s]")
@@ -241,15 +246,15 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     tr = np.linspace(0.0, st_.t_final, 501)
     reference_line(axs[0], tr, np.degrees(s.ref.x(tr)[:, 3]))
     reference_line(axs[1], tr, np.degrees(s.ref.xd(tr)[:, 3]))
-    for (kind, lab), col in zip(_LOOP_LABELS[:2], _OKABE_ITO):
+    for (kind, lab), col in zip(_LOOP_LABELS[:2], _styles()):
         a = loops[kind]["arrays"]
-        axs[0].plot(a["t"], np.degrees(a["x"][:, 3]), color=col, label=lab)
-        axs[1].plot(a["t"], np.degrees(a["xd"][:, 3]), color=col, label=lab)
-        axs[2].step(a["t_u"], a["u"][:, 2], where="post", color=col, label=f"T, {lab}")
-    for (kind, lab), col in zip(_LOOP_LABELS[2:], _OKABE_ITO[2:]):
+        axs[0].plot(a["t"], np.degrees(a["x"][:, 3]), **col, label=lab)
+        axs[1].plot(a["t"], np.degrees(a["xd"][:, 3]), **col, label=lab)
+        axs[2].step(a["t_u"], a["u"][:, 2], where="post", **col, label=f"T, {lab}")
+    for (kind, lab), col in zip(_LOOP_LABELS[2:], _styles()[2:]):
         a = loops[kind]["arrays"]
-        axs[0].plot(a["t"], np.degrees(a["gamma"]), color=col, label=lab)
-        axs[1].plot(a["t"], np.degrees(a["gamma_d"]), color=col, label=lab)
+        axs[0].plot(a["t"], np.degrees(a["gamma"]), **col, label=lab)
+        axs[1].plot(a["t"], np.degrees(a["gamma_d"]), **col, label=lab)
     for ax, lim in ((axs[0], st_.steer_max_deg), (axs[1], st_.steer_rate_max_deg_s)):
         ax.axhline(lim, color="0.3", lw=0.8, ls=":", label="limit")
         ax.axhline(-lim, color="0.3", lw=0.8, ls=":")
@@ -265,11 +270,11 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
 
     fu = loops["reference_friction"]
     fig, ax = new_figure(title=f"Friction utilisation |F|/(μN) of the skates, μ = {fu.mu:g}")
-    ax.plot(fu.t, fu.utilisation[:, 0], "k--", lw=1.0, label="reference, rear")
-    ax.plot(fu.t, fu.utilisation[:, 1], "k-", lw=1.0, label="reference, front")
-    for (kind, lab), col in zip(_LOOP_LABELS, _OKABE_ITO):
+    reference_line(ax, fu.t, fu.utilisation[:, 0], label="reference, rear")
+    reference_line(ax, fu.t, fu.utilisation[:, 1], label="reference, front", ls="-")
+    for (kind, lab), col in zip(_LOOP_LABELS, _styles()):
         a = loops[kind]["arrays"]
-        ax.plot(a["t"], np.max(a["friction"], axis=1), color=col, lw=0.9,
+        ax.plot(a["t"], np.max(a["friction"], axis=1), **col,
                 label=f"{lab} (larger of the two)")
     ax.axhline(1.0, color="0.3", lw=0.8, ls=":", label="friction limit")
     ax.set_xlabel("t [s]")
@@ -285,16 +290,16 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     conv = loops["tyre_convergence"]
     C, err = np.array(conv["stiffness_N_rad"]), np.array(conv["max_position_error_m"])
     fig, ax = new_figure(title="Tyre plant → skate model as the cornering stiffness grows")
-    ax.loglog(C, err, "o-", color=_OKABE_ITO[0],
-              label=f"max |r_G(tyre) − r_G(skate)|, {conv['law']} tyres, same inputs")
+    ax.loglog(C, err, "o-", color=_styles()[0]["color"],
+              label=f"max |$r_G$(tyre) − $r_G$(skate)|, {conv['law']} tyres, same inputs")
     lo, hi = conv["fit_stiffness_N_rad"]
     m = (C >= lo) & (C <= hi)
     k = np.polyfit(np.log(C[m]), np.log(err[m]), 1)
-    ax.loglog(C[m], np.exp(np.polyval(k, np.log(C[m]))), "--", color=_OKABE_ITO[1],
+    ax.loglog(C[m], np.exp(np.polyval(k, np.log(C[m]))), "--", color=_styles()[1]["color"],
               label=f"least-squares fit, slope {conv['convergence_slope']:.3f}")
     ax.axvline(80e3, color="0.3", lw=0.8, ls=":",
                label="80 kN/rad per axle (the closed-loop runs)")
-    ax.set_xlabel("cornering stiffness per axle C_α [N/rad]")
+    ax.set_xlabel(r"cornering stiffness per axle $C_\alpha$ [N/rad]")
     ax.set_ylabel("largest deviation of G [m]")
     ax.legend(fontsize=7)
     cite(fig, "road_review", extra=extra + "; tyre plant derived here (docs/theory/road_vehicles.md)")
@@ -308,9 +313,9 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
                               f"closed on the tyre plant ({runs['stiffness_N_rad'] / 1e3:g} kN/rad)")
         labels = dict(zip((c[0] for c in TYRE_CONTROLLERS), (lab for _, lab in _LOOP_LABELS)))
         for ax, key in zip(np.atleast_1d(axs), keys):
-            for (name, lab), col in zip(labels.items(), _OKABE_ITO):
+            for (name, lab), col in zip(labels.items(), _styles()):
                 a = runs["arrays"][key][name]
-                ax.plot(a["t"], a["e"], color=col, label=lab)
+                ax.plot(a["t"], a["e"], **col, label=lab)
             ax.set_title(f"{runs[key]['speed_m_s']:.2f} m/s: {runs[key]['lateral_acceleration_factor']:g}"
                          " × the lane change's lateral acceleration", fontsize=9)
             ax.set_ylabel("lateral deviation of G [m]")
@@ -322,11 +327,11 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
         sw = loops["tyre_sweep"]
         fig, ax = new_figure(title=f"Skate-model controllers on the tyre plant at {st_.V:g} m/s "
                              "vs cornering stiffness")
-        for (name, lab), col, mk in zip(labels.items(), _OKABE_ITO, "osD^"):
+        for (name, lab), col, mk in zip(labels.items(), _styles(), "osD^"):
             ax.loglog(sw["stiffness_N_rad"], sw[name]["max_lateral_error_m"], marker=mk,
-                      color=col, label=lab)
+                      **col, label=lab)
         ax.axhline(st_.y_offset, color="0.3", lw=0.8, ls=":", label="initial offset")
-        ax.set_xlabel("cornering stiffness per axle C_α [N/rad]")
+        ax.set_xlabel(r"cornering stiffness per axle $C_\alpha$ [N/rad]")
         ax.set_ylabel("max lateral deviation of G [m]")
         ax.legend(fontsize=7)
         cite(fig, "road_review", extra=extra + "; magic-formula tyres (Pacejka 2012)")
