@@ -267,7 +267,7 @@ def test_reproduce_quick(tmp_path):
         # the 5 cm initial offset is the largest deviation; 0.6 cm computed after 1 s
         assert b["max_lateral_error_m"] <= 0.0501 and b["max_lateral_error_after_1s_m"] <= 0.01
     s = res["settings"]
-    assert s["V"] == 20.0                                    # the README's "at 20 m/s"
+    assert s["V"] == 15.0                                    # the README's "at 15 m/s"
     assert mpc["bounds_respected"] and mpc["peak_steer_rate_deg_s"] <= s["steer_rate_max_deg_s"]
     assert mpc["peak_steer_deg"] <= s["steer_max_deg"]
     assert set(mpc["statuses"]) == {"optimal"}
