@@ -108,21 +108,22 @@ def main(outdir: str | Path = ".") -> dict:
           f"{1e3 * b['median_step_s']:.1f} ms")
 
     import matplotlib.pyplot as plt
-    from nhcontrol.plotting.style import cite, new_figure, savefig
+    from nhcontrol.plotting.style import PALETTE, cite, new_figure, reference_line, savefig
 
     fig, (a1, a2) = new_figure(2, 1, title=f"ISO 3888-1 double lane change at {V:g} m/s, LTV-MPC")
     cx, cy = lc.ISO_TRACK.cones()
-    a1.plot(cx, cy, ls="none", marker="^", ms=4, color="#D55E00", label="cones")
+    a1.plot(cx, cy, ls="none", marker="^", ms=4, color=PALETTE[4], label="cones")
     xr = ref.x(sim.t)
-    a1.plot(xr[:, 0], xr[:, 1], "k--", lw=1, label="reference")
-    a1.plot(sim.x[:, 0], sim.x[:, 1], color="#0072B2", label="nonlinear model, MPC")
+    reference_line(a1, xr[:, 0], xr[:, 1])
+    a1.plot(sim.x[:, 0], sim.x[:, 1], color=PALETTE[0], label="nonlinear model, MPC")
     xa = asg["arrays"]
-    a1.plot(xa["x"][:, 0], xa["x"][:, 1], color="#009E73", label="MPC, steering angle assigned")
+    a1.plot(xa["x"][:, 0], xa["x"][:, 1], color=PALETTE[1], ls="--",
+            label="MPC, steering angle assigned")
     a1.set_xlabel("x [m]")
     a1.set_ylabel("y [m]")
     a1.legend(fontsize=8)
-    a2.plot(sim.t, 100 * e, color="#0072B2", label="lateral deviation of G")
-    a2.plot(xa["t"], 100 * xa["e"], color="#009E73",
+    a2.plot(sim.t, 100 * e, color=PALETTE[0], label="lateral deviation of G")
+    a2.plot(xa["t"], 100 * xa["e"], color=PALETTE[1], ls="--",
             label="lateral deviation of G, steering angle assigned")
     a2.set_xlabel("t [s]")
     a2.set_ylabel("deviation [cm]")

@@ -127,3 +127,26 @@ def test_bicycle_normal_loads_from_multipliers():
     fu = friction_utilisation(cm, ref, 0.9, t=[0.0, 0.5])
     assert np.allclose(fu.normal, bb.static_wheel_loads(), rtol=1e-12)
     assert np.max(np.abs(fu.tangential)) < 1e-9 * np.max(fu.normal) and fu.peak < 1e-9
+
+
+def test_rigid_wheels_longitudinal_forces():
+    """Rigid wheels (rigid_force variant): the rolling constraints' multipliers are the
+    longitudinal contact forces. Straight acceleration under a rear axle torque M from rolling:
+    a = (M / r) / (m + 2 m_w + 2 J_w / r²); the rear contact pushes F_r = M / r − J_w a / r², the
+    front one spins its wheel up with F_f = J_w a / r² (closed form, derived here)."""
+    from nhcontrol.simulate import forward_dynamics
+
+    cm = st.build("rigid_force").system.compile()
+    assert wheel_contacts(cm) == {"rear": (("rear_lateral", "rear_rolling"), None),
+                                  "front": (("front_lateral", "front_rolling"), None)}
+    p = dict(zip(cm.parameters, cm.param_vector()))
+    M, V0, r = 300.0, 10.0, p["r_w"]
+    sim = forward_dynamics(cm, (0.0, 1.0), [0, 0, 0, 0, 0], [V0, 0, 0, V0 / r, V0 / r],
+                           u=lambda t: [M, 0.0, 0.0, 0.0], t_eval=np.linspace(0, 1, 5))
+    fu = friction_utilisation(cm, sim, 0.9, normal_loads=st.static_axle_loads(cm))
+    a = M / r / (p["m"] + 2 * p["m_w"] + 2 * p["J_w"] / r ** 2)
+    assert np.allclose(fu.tangential, [M / r - p["J_w"] * a / r ** 2, p["J_w"] * a / r ** 2],
+                       rtol=1e-8)
+    assert np.max(np.abs(fu.components["rear_lateral"])) < 1e-9
+    loads = st.static_axle_loads(cm)
+    assert loads["rear"] == pytest.approx(9.81 * (p["m"] * p["a"] / (p["a"] + p["b"]) + p["m_w"]))

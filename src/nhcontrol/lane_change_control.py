@@ -27,6 +27,16 @@ Two skates of `nhcontrol.models.single_track` follow the ISO 3888-1 lane change
   [`closed_loop_piecewise_linear`][nhcontrol.simulate.closed_loop_piecewise_linear] (over each
   sample the plant sees ``u(t) = u_k + u̇_k (t − t_k)``).
 
+Checks of the no-slip assumption: every loop reports its ``peak_friction_utilisation``
+([`friction_utilisation`][nhcontrol.reference.friction_utilisation]); both loops take another
+plant (``plant_model=``), e.g. the
+[`tyre_plant`][nhcontrol.models.single_track.tyre_plant] with lateral tyre slip;
+[`tyre_convergence`][nhcontrol.lane_change_control.tyre_convergence] measures how the tyre plant
+tends to the skate model as the cornering stiffness grows,
+[`tyre_plant_runs`][nhcontrol.lane_change_control.tyre_plant_runs] and
+[`tyre_stiffness_sweep`][nhcontrol.lane_change_control.tyre_stiffness_sweep] close the
+controllers designed on the skates on it.
+
 This module sits at the right end of the pipeline (it arranges ``models``, ``linearize``,
 ``systems``, ``design`` and ``simulate``); derivations and choices: docs/theory/road_vehicles.md,
 "Double lane change" and "Assigned steering".
@@ -57,7 +67,7 @@ __all__ = ["LaneChangeSettings", "LaneChangeSetup", "PARTITION", "INPUT_SCALE",
            "AssignedSteeringSettings", "AssignedSteeringSetup", "ASSIGNED_PARTITION",
            "RATE_INPUT_SCALE", "assigned_steering_setup", "closed_loop_assigned",
            "reference_window", "lane_change_numbers", "tyre_convergence", "TYRE_STIFFNESSES",
-           "tyre_plant_runs", "TYRE_CONTROLLERS"]
+           "tyre_plant_runs", "TYRE_CONTROLLERS", "tyre_stiffness_sweep"]
 
 PARTITION = {"x_ai": ["x", "gamma"], "x_ad": ["y", "psi"]}
 """Partition of the ``force_torque`` model: ``x_ai = [x, γ]``, ``x_ad = [y, ψ]`` (Eq. (4.96));
@@ -664,4 +674,28 @@ def tyre_plant_runs(st_: LaneChangeSettings = LaneChangeSettings(), *,
                 block[name]["statuses"] = n["statuses"]
             out["arrays"][key][name] = r["arrays"]
         out[key] = block
+    return out
+
+
+def tyre_stiffness_sweep(s_t: LaneChangeSetup, s_a: AssignedSteeringSetup,
+                         stiffnesses: tuple[float, ...] = (80e3, 120e3, 160e3, 250e3, 500e3), *,
+                         law: str = "magic") -> dict[str, Any]:
+    """Largest lateral deviation [m] and peak slip angle [deg] of the four controllers of
+    `TYRE_CONTROLLERS` (setups ``s_t``, ``s_a`` designed on the skate models) closed on the
+    tyre plant, per cornering stiffness per axle [N/rad]: where the no-slip design stops
+    working. Returns ``{"stiffness_N_rad": [...], <controller>: {"max_lateral_error_m": [...],
+    "peak_slip_angle_deg": [...], "bounds_respected": [...]}}``."""
+    tp = {"torque": st.tyre_plant("force_torque", law).compile(),
+          "assigned": st.tyre_plant("force", law).compile()}
+    out: dict[str, Any] = {"stiffness_N_rad": [float(c) for c in stiffnesses], "law": law}
+    for name, skate, kind in TYRE_CONTROLLERS:
+        rows: dict[str, list] = {"max_lateral_error_m": [], "peak_slip_angle_deg": [],
+                                 "bounds_respected": []}
+        for C in stiffnesses:
+            pp = {"C_R": float(C), "C_F": float(C)}
+            r = (closed_loop(s_t, kind, plant_model=tp["torque"], plant_p=pp) if skate == "torque"
+                 else closed_loop_assigned(s_a, kind, plant_model=tp["assigned"], plant_p=pp))
+            for k in rows:
+                rows[k].append(r["numbers"][k])
+        out[name] = rows
     return out

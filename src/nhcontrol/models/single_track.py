@@ -418,10 +418,11 @@ def kinematic_turn_error(V: float = 20.0, gamma: float = math.radians(3.0), *,
 TYRE_DEFAULTS: Mapping[str, float] = {"C_R": 80e3, "C_F": 80e3, "mu": 0.9, "mf_C": 1.3,
                                       "mf_E": 0.0, "g": GRAVITY}
 """Tyre parameters of [`tyre_plant`][nhcontrol.models.single_track.tyre_plant]: cornering
-stiffness per axle ``C_R``, ``C_F`` [N/rad] (80 kN/rad, the value Rajamani (2012, Ch. 2) uses
-with these vehicle parameters), friction coefficient ``mu`` (0.9, dry asphalt), the magic
-formula's shape factor ``mf_C`` (1.3 for the side force, Pacejka 2012, Sect. 4.3.2) and
-curvature factor ``mf_E`` (0, chosen here), gravity ``g`` [m/s²]."""
+stiffness per axle ``C_R``, ``C_F`` [N/rad] (80 kN/rad: Rajamani (2012) uses 80 kN/rad per
+*tyre* with these vehicle parameters, so this is a soft axle; chosen here as the issue's
+realistic-to-soft case), friction coefficient ``mu`` (0.9, dry asphalt), the magic formula's
+shape factor ``mf_C`` (1.3 for the side force, Bakker, Nyborg & Pacejka 1987) and curvature
+factor ``mf_E`` (0, chosen here), gravity ``g`` [m/s²]."""
 
 TYRE_LAWS: tuple[str, ...] = ("linear", "magic")
 """Lateral tyre force laws: ``F_y = −C_α α`` and the simplified magic formula."""
@@ -435,7 +436,7 @@ def lateral_tyre_force(alpha: object, C_alpha: object, Fz: object, law: str = "m
                        E: object = TYRE_DEFAULTS["mf_E"]) -> object:
     """Lateral tyre force ``F_y(α)`` [N] (SymPy or NumPy arguments), opposing the slip angle.
 
-    ``linear``: ``F_y = −C_α α``. ``magic`` (simplified magic formula, Pacejka 2012, Eq. (4.49)):
+    ``linear``: ``F_y = −C_α α``. ``magic`` (simplified magic formula, Pacejka 2012, Ch. 4):
     ``F_y = −D sin(C arctan(Bα − E(Bα − arctan Bα)))`` with peak ``D = μ F_z`` and
     ``B = C_α / (C D)``, so that ``dF_y/dα = −C_α`` at ``α = 0``; ``|F_y| ≤ μ F_z``.
     """

@@ -21,7 +21,13 @@ Arranges library calls:
    ``γ̇`` the input; states ``[x, ẋ, y, ψ, γ]``) → ``LTVMPC`` with ``|γ|`` a state bound and
    ``|γ̇|`` an input bound, and the finite-horizon LQR with the same weights, each closed on the
    same mismatched nonlinear vehicle with ``γ`` piecewise linear in time (the commanded rate
-   held over each sample).
+   held over each sample);
+4. the no-slip checks: the friction utilisation of the reference and of every loop
+   (``nhcontrol.reference.friction_utilisation``, warned above 1); the tyre plant
+   (``single_track.tyre_plant``) converging to the skate model as the cornering stiffness grows
+   (``tyre_convergence``) and, without ``--quick``, the four controllers closed on it at
+   80 kN/rad per axle at the lane change's speed and at √1.5 times it (``tyre_plant_runs``)
+   and over a range of stiffnesses (``tyre_stiffness_sweep``).
 
 Derivations and choices: ``docs/theory/road_vehicles.md``; guide: ``docs/guide/road_vehicles.md``.
 """
@@ -38,7 +44,8 @@ import numpy as np
 
 from ..lane_change_control import (TYRE_CONTROLLERS, LaneChangeSettings, LaneChangeSetup,
                                    assigned_steering_setup, closed_loop, closed_loop_assigned,
-                                   lane_change_setup, tyre_convergence, tyre_plant_runs)
+                                   lane_change_setup, tyre_convergence, tyre_plant_runs,
+                                   tyre_stiffness_sweep)
 from ..models import lane_change as lc
 from ..reference import FrictionLimitWarning, friction_utilisation
 from ..models import single_track as st
@@ -121,7 +128,8 @@ def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) 
         ``convergence`` data; without ``quick`` also ``x1`` and ``x1.5``: the four controllers
         designed on the skate models closed on the magic-formula tyre plant at 80 kN/rad per
         axle, at the lane change's speed and at √1.5 times it, each with
-        ``max_lateral_error_m``, ``peak_slip_angle_deg``, ``bounds_respected``, ...) and
+        ``max_lateral_error_m``, ``peak_slip_angle_deg``, ``bounds_respected``, ...; and
+        ``stiffness_sweep``: the four at the lane change's speed for 80–500 kN/rad) and
         ``settings`` (``assigned_steering``: the weights of both
         controllers, the MPC's margins, states and inputs).
     """
@@ -174,6 +182,7 @@ def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) 
         runs = tyre_plant_runs(st_, setups={1.0: (s, sa)})
         tyre.update({k: v for k, v in runs.items() if k != "arrays"})
         loops["tyre_runs"] = runs
+        tyre["stiffness_sweep"] = loops["tyre_sweep"] = tyre_stiffness_sweep(s, sa)
     else:
         tyre["controllers"] = "not run with --quick (see the full run)"
     result["tyre_plant"] = tyre
@@ -185,8 +194,12 @@ def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) 
     return result
 
 
-_OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
-"""Colour-blind-safe colours (Okabe & Ito) of the closed loops, in the order of `_LOOP_LABELS`."""
+def _styles() -> list[dict[str, Any]]:
+    """Colour and line style of the closed loops, in the order of `_LOOP_LABELS`: the house
+    palette (colour-blind safe) paired with its line styles."""
+    from ..plotting.style import LINESTYLES, PALETTE
+
+    return [{"color": c, "ls": ls} for c, ls in zip(PALETTE, LINESTYLES)]
 
 
 def _animation(out: Path, s: LaneChangeSetup, loop: dict[str, Any], quick: bool) -> Path:
@@ -223,11 +236,12 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     xr = s.ref.x(t)
     fig, ax = new_figure(title=f"ISO 3888-1 double lane change at {st_.V:g} m/s: path of G")
     cx, cy = lc.ISO_TRACK.cones()
-    ax.plot(cx, cy, ls="none", marker="^", ms=4, color="#D55E00", label="cones (ISO 3888-1)")
+    ax.plot(cx, cy, ls="none", marker="^", ms=4, color=_styles()[4]["color"],
+            label="cones (ISO 3888-1)")
     reference_line(ax, xr[:, 0], xr[:, 1], label="reference (flatness)")
-    for (kind, lab), col in zip(_LOOP_LABELS, _OKABE_ITO):
+    for (kind, lab), col in zip(_LOOP_LABELS, _styles()):
         a = loops[kind]["arrays"]
-        ax.plot(a["x"][:, 0], a["x"][:, 1], color=col, label=lab)
+        ax.plot(a["x"][:, 0], a["x"][:, 1], **col, label=lab)
     ax.set_xlabel("x [m]")
     ax.set_ylabel("y [m]")
     ax.legend()
@@ -236,9 +250,9 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     plt.close(fig)
 
     fig, ax = new_figure(title="Lateral deviation of G from the reference")
-    for (kind, lab), col in zip(_LOOP_LABELS, _OKABE_ITO):
+    for (kind, lab), col in zip(_LOOP_LABELS, _styles()):
         a = loops[kind]["arrays"]
-        ax.plot(a["t"], 100 * a["e"], color=col, label=lab)
+        ax.plot(a["t"], 100 * a["e"], **col, label=lab)
     ax.axhline(15.0, color="0.5", lw=0.8, ls=":", label="target ±15 cm")
     ax.axhline(-15.0, color="0.5", lw=0.8, ls=":")
     ax.set_xlabel("t [s]")
@@ -252,15 +266,15 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     tr = np.linspace(0.0, st_.t_final, 501)
     reference_line(axs[0], tr, np.degrees(s.ref.x(tr)[:, 3]))
     reference_line(axs[1], tr, np.degrees(s.ref.xd(tr)[:, 3]))
-    for (kind, lab), col in zip(_LOOP_LABELS[:2], _OKABE_ITO):
+    for (kind, lab), col in zip(_LOOP_LABELS[:2], _styles()):
         a = loops[kind]["arrays"]
-        axs[0].plot(a["t"], np.degrees(a["x"][:, 3]), color=col, label=lab)
-        axs[1].plot(a["t"], np.degrees(a["xd"][:, 3]), color=col, label=lab)
-        axs[2].step(a["t_u"], a["u"][:, 2], where="post", color=col, label=f"T, {lab}")
-    for (kind, lab), col in zip(_LOOP_LABELS[2:], _OKABE_ITO[2:]):
+        axs[0].plot(a["t"], np.degrees(a["x"][:, 3]), **col, label=lab)
+        axs[1].plot(a["t"], np.degrees(a["xd"][:, 3]), **col, label=lab)
+        axs[2].step(a["t_u"], a["u"][:, 2], where="post", **col, label=f"T, {lab}")
+    for (kind, lab), col in zip(_LOOP_LABELS[2:], _styles()[2:]):
         a = loops[kind]["arrays"]
-        axs[0].plot(a["t"], np.degrees(a["gamma"]), color=col, label=lab)
-        axs[1].plot(a["t"], np.degrees(a["gamma_d"]), color=col, label=lab)
+        axs[0].plot(a["t"], np.degrees(a["gamma"]), **col, label=lab)
+        axs[1].plot(a["t"], np.degrees(a["gamma_d"]), **col, label=lab)
     for ax, lim in ((axs[0], st_.steer_max_deg), (axs[1], st_.steer_rate_max_deg_s)):
         ax.axhline(lim, color="0.3", lw=0.8, ls=":", label="limit")
         ax.axhline(-lim, color="0.3", lw=0.8, ls=":")
@@ -276,11 +290,11 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
 
     fu = loops["reference_friction"]
     fig, ax = new_figure(title=f"Friction utilisation |F|/(μN) of the skates, μ = {fu.mu:g}")
-    ax.plot(fu.t, fu.utilisation[:, 0], "k--", lw=1.0, label="reference, rear")
-    ax.plot(fu.t, fu.utilisation[:, 1], "k-", lw=1.0, label="reference, front")
-    for (kind, lab), col in zip(_LOOP_LABELS, _OKABE_ITO):
+    reference_line(ax, fu.t, fu.utilisation[:, 0], label="reference, rear")
+    reference_line(ax, fu.t, fu.utilisation[:, 1], label="reference, front", ls="-")
+    for (kind, lab), col in zip(_LOOP_LABELS, _styles()):
         a = loops[kind]["arrays"]
-        ax.plot(a["t"], np.max(a["friction"], axis=1), color=col, lw=0.9,
+        ax.plot(a["t"], np.max(a["friction"], axis=1), **col,
                 label=f"{lab} (larger of the two)")
     ax.axhline(1.0, color="0.3", lw=0.8, ls=":", label="friction limit")
     ax.set_xlabel("t [s]")
@@ -296,15 +310,16 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     conv = loops["tyre_convergence"]
     C, err = np.array(conv["stiffness_N_rad"]), np.array(conv["max_position_error_m"])
     fig, ax = new_figure(title="Tyre plant → skate model as the cornering stiffness grows")
-    ax.loglog(C, err, "o-", color=_OKABE_ITO[0],
-              label=f"max |r_G(tyre) − r_G(skate)|, {conv['law']} tyres, same inputs")
+    ax.loglog(C, err, "o-", color=_styles()[0]["color"],
+              label=f"max |$r_G$(tyre) − $r_G$(skate)|, {conv['law']} tyres, same inputs")
     lo, hi = conv["fit_stiffness_N_rad"]
     m = (C >= lo) & (C <= hi)
     k = np.polyfit(np.log(C[m]), np.log(err[m]), 1)
-    ax.loglog(C[m], np.exp(np.polyval(k, np.log(C[m]))), "--", color=_OKABE_ITO[1],
+    ax.loglog(C[m], np.exp(np.polyval(k, np.log(C[m]))), "--", color=_styles()[1]["color"],
               label=f"least-squares fit, slope {conv['convergence_slope']:.3f}")
-    ax.axvline(80e3, color="0.3", lw=0.8, ls=":", label="80 kN/rad (passenger car)")
-    ax.set_xlabel("cornering stiffness per axle C_α [N/rad]")
+    ax.axvline(80e3, color="0.3", lw=0.8, ls=":",
+               label="80 kN/rad per axle (the closed-loop runs)")
+    ax.set_xlabel(r"cornering stiffness per axle $C_\alpha$ [N/rad]")
     ax.set_ylabel("largest deviation of G [m]")
     ax.legend(fontsize=7)
     cite(fig, "road_review", extra=extra + "; tyre plant derived here (docs/theory/road_vehicles.md)")
@@ -318,9 +333,9 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
                               f"closed on the tyre plant ({runs['stiffness_N_rad'] / 1e3:g} kN/rad)")
         labels = dict(zip((c[0] for c in TYRE_CONTROLLERS), (lab for _, lab in _LOOP_LABELS)))
         for ax, key in zip(np.atleast_1d(axs), keys):
-            for (name, lab), col in zip(labels.items(), _OKABE_ITO):
+            for (name, lab), col in zip(labels.items(), _styles()):
                 a = runs["arrays"][key][name]
-                ax.plot(a["t"], a["e"], color=col, label=lab)
+                ax.plot(a["t"], a["e"], **col, label=lab)
             ax.set_title(f"{runs[key]['speed_m_s']:.2f} m/s: {runs[key]['lateral_acceleration_factor']:g}"
                          " × the lane change's lateral acceleration", fontsize=9)
             ax.set_ylabel("lateral deviation of G [m]")
@@ -328,6 +343,19 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
         np.atleast_1d(axs)[-1].set_xlabel("t [s]")
         cite(fig, "road_review", extra=extra + "; magic-formula tyres (Pacejka 2012)")
         names.append(Path(savefig(fig, out, "road_vehicles_tyre_plant")).name)
+        plt.close(fig)
+        sw = loops["tyre_sweep"]
+        fig, ax = new_figure(title=f"Skate-model controllers on the tyre plant at {st_.V:g} m/s "
+                             "vs cornering stiffness")
+        for (name, lab), col, mk in zip(labels.items(), _styles(), "osD^"):
+            ax.loglog(sw["stiffness_N_rad"], sw[name]["max_lateral_error_m"], marker=mk,
+                      **col, label=lab)
+        ax.axhline(st_.y_offset, color="0.3", lw=0.8, ls=":", label="initial offset")
+        ax.set_xlabel(r"cornering stiffness per axle $C_\alpha$ [N/rad]")
+        ax.set_ylabel("max lateral deviation of G [m]")
+        ax.legend(fontsize=7)
+        cite(fig, "road_review", extra=extra + "; magic-formula tyres (Pacejka 2012)")
+        names.append(Path(savefig(fig, out, "road_vehicles_tyre_sweep")).name)
         plt.close(fig)
     return names
 
@@ -361,6 +389,9 @@ def summary(result: dict[str, Any]) -> str:
                      f" (bounds {'respected' if b['bounds_respected'] else 'VIOLATED'}), friction "
                      f"utilisation {b['peak_friction_utilisation']:.2f}, median step "
                      f"{1e3 * b['median_step_s']:.2f} ms (CPU {1e3 * b['median_step_cpu_s']:.2f} ms)")
+    if result.get("friction_warnings"):
+        lines.append("  WARNING: friction utilisation above 1 (no-slip model outside its validity) in "
+                     + ", ".join(result["friction_warnings"]))
     ty = result.get("tyre_plant")
     if ty:
         c = ty["convergence"]
