@@ -159,7 +159,7 @@ def _plot(res: dict, out: Path) -> None:
         ax.axvline(res["capsize_bifurcation_speed"], color="0.5", ls=":", lw=0.8)
     axes[0].plot([], [], "-", color="0.3", lw=4.0, label="stable (constant Jacobian)")
     axes[0].legend(fontsize=7)
-    cite(fig, "Basu-Mandal, Chatterjee & Papadopoulos, Proc. R. Soc. A 463 (2007)", "Figs. of the families",
+    cite(fig, "Basu-Mandal, Chatterjee & Papadopoulos, Proc. R. Soc. A 463 (2007) (families compared in the docs)", "",
          extra="Dotted: capsize speed of straight running (Meijaard et al. 2007). Computed here by continuation "
                "of the steady-turn equations.")
     res["figures"] = [savefig(fig, out, "bicycle_circular_families").name]

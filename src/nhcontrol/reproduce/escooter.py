@@ -22,13 +22,15 @@ from typing import Any
 import numpy as np
 
 from .. import linearize as _lin
-from ..analysis import critical_points, structural_zeros
+from ..analysis import critical_points, structural_zeros, turn_floquet, turn_stability
+from ..analysis import stable_ranges as turn_stable_ranges
 from ..models import benchmark_bicycle as bb
+from ..models import bicycle_turns as bt
 from ..models import escooter as es
 from .bicycle_benchmark import jacobian_polynomial
 from .toroidal_bicycle import MEIJAARD_VC, MEIJAARD_VW
 
-__all__ = ["run", "summary", "speed_polynomial", "stable_ranges", "spectrum"]
+__all__ = ["run", "summary", "speed_polynomial", "stable_ranges", "spectrum", "steady_turns"]
 
 V_MAX = 15.0
 SPEEDS = np.round(np.linspace(0.5, V_MAX, 30), 10)
@@ -136,8 +138,53 @@ def _abscissa_min(case: dict[str, Any]) -> float:
     return float(np.min(np.max(ev.real, axis=1)))
 
 
+def steady_turns(cm: Any, *, quick: bool = False) -> dict:
+    """Hands-free steady turns of the nominal e-scooter and their stability (thesis Ch. 9 outlook).
+
+    The families of [`bicycle_turns.families()`][nhcontrol.models.bicycle_turns.families]
+    (capsize bifurcation, reversed handlebar, rear-wheel pivoting), each point classified by the
+    constant Jacobian ([`turn_stability()`][nhcontrol.analysis.turn_stability]); outside quick
+    mode one point is checked against the Floquet multipliers of the periodic linearization.
+    """
+    fams, missing = bt.families(cm, max_step=0.2 if quick else 0.08, max_speed=10.0 if quick else 20.0,
+                                max_rate=30.0 if quick else 60.0)
+    pts = {}
+    for k, f in fams.items():
+        pts[k] = []
+        for t in f:
+            st = turn_stability(cm, t)
+            pts[k].append({"v": t.speed, "lean_deg": t.lean_deg, "steer_deg": t.steer_deg, "radius_m": t.radius,
+                           "Omega": t.Omega, "stable": st.stable, "max_real_eig": st.max_real,
+                           "residual": t.residual})
+    res: dict[str, Any] = {
+        "capsize_speed_straight_running": bt.capsize_speed(cm),
+        "capsize_bifurcation_speed": bt.bifurcation_speed(cm)[0],
+        "families": pts, "families_not_found": missing,
+        "max_residual": max(p["residual"] for f in pts.values() for p in f),
+        "stable_ranges": {k: turn_stable_ranges(cm, f) for k, f in fams.items()},
+    }
+    res["any_stable_turn"] = any(p["stable"] for f in pts.values() for p in f)
+    if bt.FAMILY_NAMES[0] in fams:
+        end = fams[bt.FAMILY_NAMES[0]][-1]
+        res["family_i_end"] = {"v": end.speed, "lean_deg": end.lean_deg, "steer_deg": end.steer_deg,
+                               "Omega": end.Omega}
+    if not quick:
+        fam = fams[bt.FAMILY_NAMES[0]]
+        t = fam[len(fam) // 3]
+        res["floquet_check"] = {"v": t.speed, "lean_deg": t.lean_deg, **turn_floquet(cm, t)}
+    res["thesis_statement"] = ("Ch. 9 proposes the stability of the e-scooter's circular motions as future work "
+                               "(no result printed)")
+    res["computed_statement"] = ("no stable steady turn on the families found" if not res["any_stable_turn"]
+                                 else "stable sections: " + str(res["stable_ranges"]))
+    if "family_i_end" in res and abs(res["family_i_end"]["Omega"]) > 0.5:
+        res["computed_statement"] += ("; family (i) does not end in a static equilibrium: at v -> 0 it keeps "
+                                      f"Omega = {res['family_i_end']['Omega']:.3f} rad/s and runs into the "
+                                      "rear-wheel pivoting motion, so (i) and (iii) are one family")
+    return res
+
+
 def run(*, out: Path | None = None, quick: bool = False) -> dict:
-    """Reduction check, nominal spectrum vs speed, and the Ch. 9 trends."""
+    """Reduction check, nominal spectrum vs speed, the Ch. 9 trends and the steady turns."""
     cm = es.model()
     P = es.PARTITION
     red = reduction(cm)
@@ -185,6 +232,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
             "steer_tilt_decreased": [clean(c) for c in nu_low],
         },
     }
+    result["steady_turns"] = steady_turns(cm, quick=quick)
     if out is not None:
         _plot(result, {"nominal": nominal, "reduced_hoop": reduced_hoop, "reduced_torus": reduced_torus,
                        "sigma": sig_cases}, Path(out))
@@ -235,7 +283,32 @@ def _plot(result: dict, cases: dict[str, Any], out: Path) -> None:
          extra="Below zero: asymptotically stable. σ: aspect ratio of the tyre's elliptic "
                "cross-section (docs/theory/toroidal_wheel.md).")
     names.append(savefig(fig, out, "escooter_trends").name)
+    names.append(_plot_turns(result["steady_turns"], out))
     result["figures"] = names
+
+
+def _plot_turns(tr: dict, out: Path) -> str:
+    from nhcontrol.plotting.style import cite, new_figure, savefig
+
+    colors = {"i_handlebar_forward": "#0072B2", "ii_handlebar_reversed": "#D55E00", "iii_pivoting": "#009E73"}
+    fig, axes = new_figure(1, 2, figsize=(10.0, 4.2), title="E-scooter: hands-free steady turns (thick: stable)")
+    for k, pts in tr["families"].items():
+        v = np.array([p["v"] for p in pts])
+        st = np.array([p["stable"] for p in pts])
+        for ax, key in zip(axes, ("lean_deg", "steer_deg")):
+            y = np.array([p[key] for p in pts])
+            ax.plot(v, y, "-", color=colors[k], lw=1.0, label=k.replace("_", " "))
+            ax.plot(v, np.where(st, y, np.nan), "-", color=colors[k], lw=4.0)
+    axes[0].set_ylabel("lean angle (deg)")
+    axes[1].set_ylabel("steer angle, Meijaard's sign (deg)")
+    for ax in axes:
+        ax.set_xlabel(r"speed $v = \rho_R\,\dot\theta_R$ (m/s)")
+        ax.axvline(tr["capsize_bifurcation_speed"], color="0.5", ls=":", lw=0.8)
+    axes[0].legend(fontsize=7)
+    cite(fig, "thesis", "the outlook of Ch. 9 (computed here)",
+         extra="Families of steady turns by continuation (nhcontrol.models.bicycle_turns); dotted: capsize "
+               "bifurcation of straight running. No section is stable for the chosen parameters.")
+    return savefig(fig, out, "escooter_steady_turns").name
 
 
 def summary(result: dict) -> str:
@@ -250,4 +323,9 @@ def summary(result: dict) -> str:
         "  Ch. 9 trends:",
     ]
     lines += [f"    {k}: {v}" for k, v in result["trends"].items()]
+    tr = result["steady_turns"]
+    lines.append(f"  steady turns: capsize bifurcation {tr['capsize_bifurcation_speed']:.6f} m/s (straight running "
+                 f"{tr['capsize_speed_straight_running']:.6f}); families "
+                 f"{ {k: len(v) for k, v in tr['families'].items()} }, not found {list(tr['families_not_found'])}; "
+                 f"max residual {tr['max_residual']:.1e}; {tr['computed_statement']}")
     return "\n".join(lines)
