@@ -85,6 +85,10 @@ def test_ch9_trends_quick(tmp_path):
     assert {"i_handlebar_forward", "iii_pivoting"} <= set(tr["families"])
     assert {"v", "lean_deg", "steer_deg", "radius_m", "stable", "max_real_eig"} <= set(tr["families"]["iii_pivoting"][0])
     assert (tmp_path / "escooter_steady_turns.png").exists()
+    st = result["suspension_trends"]
+    assert st["agrees"] and min(st["damping"]["slope_abs_real"]) > 0.9 and min(st["stiffness"]["slope_imag"]) > 0.4
+    assert result["rider_trends"]["agrees"]
+    assert (tmp_path / "escooter_suspension_trends.png").exists() and (tmp_path / "escooter_rider_trends.png").exists()
 
 
 def test_errors(cm):
