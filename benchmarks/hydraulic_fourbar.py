@@ -16,7 +16,13 @@ Run ``python benchmarks/hydraulic_fourbar.py [--repeat R] [--h H]``; prints one 
   (``hydraulic_fourbar.build_with_circuit``, first-order states ``p1, p2, p3, U``):
   ``nhcontrol.linearize.linearize_first_order_system`` with the generated rate kernels;
   ``rate_jacobians_s``, ``rates_s``: one-point ``RateKernels.jacobians`` and ``rates`` of that
-  model; ``compile_rates_s``: ``compile_rates`` once the model is compiled.
+  model; ``compile_rates_s``: ``compile_rates`` once the model is compiled (its reference
+  holds the equilibrium multipliers, as for ``third_s``);
+* ``load_average``: the machine's 1, 5, 15 minute load averages at the end of the run.
+
+With C kernels both linearizations run the compiled one-point routine
+(`nhcontrol.linearize.prepared`): the mechanical rows and the matrices ``T0``, ``V̄̄0``, ``Th0``
+of Steps 1, 2 and 4 come from one foreign call.
 
 Both start from the same compiled model, equilibrium and ``Reference`` (built before timing, with
 the equilibrium multipliers ``Λ0`` of Eqs. (7.91)-(7.94) stored in it).
@@ -77,6 +83,12 @@ def main(argv=None) -> dict:
            "third_cpu_s": t3c, "counterpart_cpu_s": tcc, "ratio_cpu": tcc / t3c,
            "shapes": [list(third().A.shape), list(counterpart().J.shape)],
            "eigenvalue_max_rel_diff": rel, **_first_order(args.repeat)}
+    try:
+        import os
+
+        out["load_average"] = [round(v, 2) for v in os.getloadavg()]
+    except (AttributeError, OSError):  # pragma: no cover
+        out["load_average"] = None
     print(json.dumps(out, indent=2))
     return out
 
@@ -95,7 +107,10 @@ def _first_order(repeat: int) -> dict:
     t_rates = time.perf_counter() - t0
     eq = hf.equilibrium(60.0)
     u_all = np.r_[eq.p, 0.0, 0.0]
-    ref = Reference.equilibrium(cm, eq.x, u=u_all)
+    # as for third_s: the equilibrium multipliers stored in the reference (not recomputed by
+    # inverse dynamics at every call, which is the reference's cost, not the linearization's)
+    lam0 = Reference.equilibrium(cm, eq.x, u=u_all).lam(0.0)
+    ref = Reference.constant_velocity(cm, eq.x, np.zeros(cm.n), u=u_all, lam=lam0)
     z, u = rk.split_inputs(u_all)
     xd = np.zeros(cm.n)
     return {"first_order_s": median_time(lambda: linearize_first_order_system(cm, rk, ref, hf.PARTITION),

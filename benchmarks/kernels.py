@@ -22,7 +22,17 @@ same run, and the ratios are Python over C):
   ``ratio_*`` keys use the CPU times;
 * ``max_rel_diff_c_python``: largest entry-wise relative difference of all one-point outputs
   at the sampled points (0.0: the two back-ends agree bit for bit);
-* ``cpu_count``: usable cores (the C compile runs one compiler per core).
+* ``cpu_count``: usable cores (the C compile runs one compiler per core);
+* ``warm_process_s``: a fresh process running ``from nhcontrol.models import benchmark_bicycle;
+  benchmark_bicycle.model()`` with the model in the cache (``$NHCONTROL_CACHE_DIR``; one
+  untimed child fills it first), wall time from the child's first statement to the model,
+  imports included: median of 5 processes (goal ≤ 0.25 s on an idle machine; the recipe of
+  ``nhcontrol.compiled.recipe`` finds the kernels without SymPy); ``warm_process_cpu_s`` its CPU
+  time, ``warm_process_total_s`` the whole child as seen by the parent (interpreter start-up
+  included), ``warm_process_sympy_imported`` (False: no SymPy import), and
+  ``import_nhcontrol_s`` (``import nhcontrol`` alone, goal ≤ 0.1 s).  ``--warm-only`` measures
+  only these (no cold builds);
+* ``load_average``: 1, 5, 15 minute load averages of the machine when the run ended.
 """
 
 from __future__ import annotations
@@ -63,6 +73,52 @@ _CHILD = textwrap.dedent("""
 """)
 
 
+_WARM_CHILD = textwrap.dedent("""
+    import time
+    t0 = time.perf_counter(); c0 = time.process_time()
+    from nhcontrol.models import benchmark_bicycle
+    cm = benchmark_bicycle.model()
+    t1 = time.perf_counter(); c1 = time.process_time()
+    import json, sys
+    print(json.dumps({"s": t1 - t0, "cpu_s": c1 - c0, "sympy": "sympy" in sys.modules,
+                      "backend": cm.backend}))
+""")
+
+_IMPORT_CHILD = textwrap.dedent("""
+    import time
+    t0 = time.perf_counter()
+    import nhcontrol
+    t1 = time.perf_counter()
+    import json, sys
+    print(json.dumps({"s": t1 - t0, "numpy": "numpy" in sys.modules}))
+""")
+
+
+def warm_process(repeats: int = 5) -> dict:
+    """The ``warm_process_*`` and ``import_nhcontrol_s`` keys (see the module docstring)."""
+    run_child(_WARM_CHILD)                      # fills the cache (and the bytecode caches)
+    runs, total = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        runs.append(run_child(_WARM_CHILD))
+        total.append(time.perf_counter() - t0)
+    imports = [run_child(_IMPORT_CHILD)["s"] for _ in range(repeats)]
+    med = statistics.median
+    return {"warm_process_s": med(r["s"] for r in runs),
+            "warm_process_cpu_s": med(r["cpu_s"] for r in runs),
+            "warm_process_total_s": med(total),
+            "warm_process_sympy_imported": any(r["sympy"] for r in runs),
+            "warm_process_backend": runs[0]["backend"],
+            "import_nhcontrol_s": med(imports)}
+
+
+def _load() -> list[float] | None:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except (AttributeError, OSError):  # pragma: no cover
+        return None
+
+
 def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -74,8 +130,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="bicycle", choices=["bicycle", "sleigh", "rolling_disc", "spatial_body"])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--warm-only", action="store_true",
+                    help="only the warm-start keys (warm_process_s, import_nhcontrol_s)")
     args = ap.parse_args(argv)
     med = statistics.median
+    if args.warm_only:
+        result = {**warm_process(), "load_average": _load()}
+        print(json.dumps(result, indent=2))
+        return result
 
     cold: dict = {"c": [], "python": []}
     warm: dict = {"c": [], "python": []}
@@ -149,6 +211,8 @@ def main(argv: list[str] | None = None) -> dict:
         "ratio_n_point": tp["many"] / tc["many"],
         "max_rel_diff_c_python": worst,
     })
+    result.update(warm_process())
+    result["load_average"] = _load()
     print(json.dumps(result, indent=2))
     return result
 

@@ -23,6 +23,7 @@ from scipy.linalg import null_space
 
 import control as ct
 from nhcontrol.analysis import controllability
+from nhcontrol._util.errors import DesignError
 from nhcontrol.design import lqr
 from nhcontrol.models import hydraulic_fourbar as hf
 from nhcontrol.simulate import forward_dynamics_first_order
@@ -37,7 +38,11 @@ def design(q_phi: float = 1e8, q_int: float = 1e10) -> dict[str, object]:
     A = SCALE @ lin.A @ np.linalg.inv(SCALE)
     B = SCALE @ lin.B
     full = controllability((A, B))
-    full_lqr_eigs = np.asarray(lqr(ct.ss(A, B, np.eye(6), 0), np.eye(6), np.eye(1)).E)
+    try:                                             # the full pair is not stabilisable:
+        lqr(ct.ss(A, B, np.eye(6), 0), np.eye(6), np.eye(1))   # nhcontrol refuses it (PBH)
+        full_lqr_refusal = ""
+    except DesignError as exc:
+        full_lqr_refusal = str(exc)
     w = null_space(np.hstack([A, B]).T)             # conserved: w^T x' = 0 for every input
     V = null_space(w.T)                              # orthonormal basis of w-perp (6 x 5)
     Ar, Br = V.T @ A @ V, V.T @ B
@@ -51,7 +56,7 @@ def design(q_phi: float = 1e8, q_int: float = 1e10) -> dict[str, object]:
     res = lqr(ct.ss(Aa, Ba, np.eye(6), 0), Qa, np.eye(1))
     K = np.asarray(res.K)
     return {"lin": lin, "A": A, "B": B, "w": w[:, 0], "V": V, "full": full, "reduced": reduced,
-            "full_lqr_eigenvalues": full_lqr_eigs, "K_state": K[:, :5] @ V.T @ SCALE,
+            "full_lqr_refusal": full_lqr_refusal, "K_state": K[:, :5] @ V.T @ SCALE,
             "k_int": float(K[0, 5]), "closed_loop_eigenvalues": np.asarray(res.E)}
 
 
@@ -86,8 +91,8 @@ def main(delta_deg: float = 0.5, t_end: float = 2.0) -> dict[str, object]:
     settled = T[np.nonzero(np.abs(phi2 - math.degrees(Xt[0])) > 0.02 * abs(delta_deg))[0][-1] + 1]
     print(f"Kalman rank {d['full'].kalman.rank}/6, controllable: {d['full'].is_controllable}; "
           f"uncontrollable modes (PBH): {np.round(d['full'].uncontrollable_modes, 9)}")
-    print(f"LQR on all 6 states: slowest closed-loop eigenvalue "
-          f"{np.max(d['full_lqr_eigenvalues'].real):.1e} 1/s (the conserved quantity stays)")
+    print("LQR on all 6 states: refused, " + d["full_lqr_refusal"].split(":")[0]
+          + " (the conserved quantity cannot be moved)")
     print(f"conserved combination w = {np.round(d['w'], 5)} (phi2, phi2_d, p1..p3 [MPa], U)")
     print(f"controllable subspace (5 states): PBH rank 5 at every eigenvalue: "
           f"{len(d['reduced'].uncontrollable_modes) == 0}")

@@ -14,9 +14,36 @@ other tests import their toy models from.
 
 from __future__ import annotations
 
+import os
+import shutil
+import sysconfig
 from collections.abc import Callable
 
 import numpy as np
+
+
+def c_compiler_present() -> bool:
+    """Whether this machine has the C compiler Python was built with (``sysconfig``'s ``CC``,
+    else ``cc``/``gcc``/``clang`` on ``PATH``) and C kernels are not switched off.
+
+    Decided from the machine, not from what nhcontrol chose: a test that needs the C path
+    skips only when this is False, and fails when it is True but the code fell back to Python.
+    """
+    if os.environ.get("NHCONTROL_BACKEND", "").lower() == "python":
+        return False
+    cc = (sysconfig.get_config_var("CC") or "").split()
+    candidates = ([cc[0]] if cc else []) + ["cc", "gcc", "clang"]
+    return any(shutil.which(c) for c in candidates)
+
+
+def require_c_backend(backend: str) -> None:
+    """Skip when the machine has no C compiler; fail when it has one but ``backend`` is not C."""
+    import pytest
+
+    if not c_compiler_present():
+        pytest.skip("no C compiler on this machine (sysconfig CC, cc, gcc, clang)")
+    assert backend == "c", ("a C compiler is present but the model fell back to the Python "
+                            "kernels: the C path is broken")
 
 
 class LambdifiedKernels:

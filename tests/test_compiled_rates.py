@@ -20,6 +20,7 @@ from nhcontrol.compiled import compile_rates
 from nhcontrol.compiled.model import generate_source
 from nhcontrol.modeling import MultibodySystem
 from nhcontrol.modeling.hydraulics import turbulent_laminar_flow
+from _helpers import require_c_backend
 
 P = dict(m=3.0, k=50.0, B=1.2e9, V=1e-4, A=2e-3, Cv=2e-7, ps=1e7)
 DP_LIM = 2e5
@@ -72,8 +73,7 @@ def test_rate_terms_exact_in_every_branch(kernels, z):
 
 def test_c_and_python_kernels_identical(kernels):
     _, py, c = kernels
-    if c.model.backend != "c":
-        pytest.skip("no C compiler")
+    require_c_backend(c.model.backend)
     X, XD = np.full((4, 1), 0.1), np.linspace(-1.0, 1.0, 4)[:, None]
     U = np.c_[ZS, np.zeros(4)]
     many_py, many_c = py.model.rate_terms(X, XD, U), c.model.rate_terms(X, XD, U)

@@ -90,7 +90,7 @@ def test_reduced_statespace_of_the_bicycle(bicycle_steer_lin):
         lqr(full, np.eye(10), np.eye(1))
     red = lin.to_statespace(states="reduced")
     assert red.state_labels == ["phi_b", "delta", "phi_b_d", "delta_d"]
-    assert red.input_labels == ["T_delta"] and red.output_labels[0] == "y_phi_b"
+    assert red.input_labels == ["T_delta"] and red.output_labels[0] == "phi_b"
     res = lqr(red, np.eye(4), np.eye(1))
     assert np.all(res.E.real < 0)
     K, _, _ = control.lqr(red, np.eye(4), np.eye(1))   # python-control directly

@@ -78,7 +78,7 @@ def test_controller_errors(setup):
         forward_dynamics(cm, (0.0, 0.1), x0, xd0, controller=dyn, linearization=lin, reference=ref)
     wrong = control.ss(np.zeros((0, 0)), np.zeros((0, 1)), np.zeros((1, 0)), [[1.0]], inputs=["lean"],
                        outputs=["T_delta"])
-    with pytest.raises(SolverError, match=r"\['lean'\] that are not states"):
+    with pytest.raises(SolverError, match=r"\['lean'\] that are neither states"):
         forward_dynamics(cm, (0.0, 0.1), x0, xd0, controller=wrong, linearization=lin, reference=ref)
     with pytest.raises(SolverError, match=r"must accept \(t, x, xd\)"):
         forward_dynamics(cm, (0.0, 0.1), x0, xd0, controller=lambda t, x: np.zeros(1))

@@ -15,7 +15,6 @@ Reference data (text, with sources):
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -164,20 +163,16 @@ def test_suggest_partition_on_bicycle(cm, p172):
 
 def test_vectorised_and_statespace(cm, p172):
     """Along the steady motion A(t) is constant: the stacked call equals the scalar one
-    (1e-12) and to_statespace carries the names. Prints the timing per point."""
+    (1e-12) and to_statespace carries the names."""
     ref = bb.steady_forward(cm, 5.0)
     ts = np.linspace(0.0, 2.0, 400)
-    linearize(cm, ref, p172, t=ts[:2])
-    t0 = time.perf_counter()
     res = linearize(cm, ref, p172, t=ts)
-    per_point = (time.perf_counter() - t0) / ts.size
     one = linearize(cm, ref, p172, t=1.0)
     assert res.A.shape == (400, 10, 10) and res.B.shape == (400, 10, 0)
     np.testing.assert_allclose(res.A, np.broadcast_to(one.A, res.A.shape), atol=1e-12)
     sys = one.to_statespace()
     assert list(sys.state_labels) == list(one.states) and sys.nstates == 10
-    print(f"bicycle: {per_point * 1e3:.4f} ms per point vectorised (N = 400)")
-    assert per_point < 5e-3            # generous: the machine is shared
+    # speed is measured by benchmarks/linearize_bicycle.py (stacked_per_point_s), not asserted here
 
 
 def test_identify_spurious_on_bicycle_blocks(cm, p172):

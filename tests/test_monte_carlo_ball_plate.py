@@ -68,3 +68,10 @@ def test_cli_options_are_checked(capsys):
     with pytest.raises(SystemExit):
         main(["reproduce", "monte-carlo-ball-plate", "--n", "0"])
     assert "positive" in capsys.readouterr().err
+
+
+def test_default_settings_are_the_published_ones():
+    """The README's "1,000 runs each": the full target (no --quick, no --n) runs n = 1000."""
+    from nhcontrol.reproduce import monte_carlo_ball_plate as mc
+
+    assert mc.Study().n == 1000 and mc.FULL.n == 1000

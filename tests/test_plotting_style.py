@@ -43,7 +43,9 @@ def test_figure_format_context_and_bad_format(tmp_path):
 def test_cite_names_the_thesis():
     fig, _ = new_figure()
     t = cite(fig, "thesis", "Fig. 4.5")
-    assert "García-Agúndez" in t.get_text() and "Fig. 4.5" in t.get_text()
+    assert "García-Agúndez" in t and "Fig. 4.5" in t
+    from nhcontrol.plotting.style import figure_text
+    assert figure_text(fig)[1] == t and not fig.texts      # in the metadata, not in the image
     assert "Universidad de Sevilla, 2023" in REFERENCES["thesis"]
 
 

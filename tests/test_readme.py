@@ -6,6 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 
@@ -30,3 +33,9 @@ def test_tour_code_runs():
     lin = namespace["lin"]
     assert lin.A.shape == (10, 10)
     assert namespace["ss"].nstates == 10
+    # the tour's comment: Meijaard et al. (2007) Table 2 at v = 5 m/s (printed to 4 decimals here)
+    ev = np.asarray(lin.nonspurious_eigenvalues)
+    weave = ev[np.argmax(ev.imag)]
+    assert weave.real == pytest.approx(-0.7753, abs=5e-5) and weave.imag == pytest.approx(4.4649, abs=5e-5)
+    real = ev[np.abs(ev.imag) < 1e-9].real
+    assert np.min(np.abs(real - (-0.3229))) < 5e-5

@@ -91,7 +91,9 @@ def test_change_of_variables_rotation():
 
 
 def test_constant_jacobian_and_floquet_validation(cm):
-    """The heading-frame Jacobian is constant; monodromy = T0^-1 expm(T J) T0 to 1e-9 (Sect. 6.3.8)."""
+    """The heading-frame Jacobian is constant; monodromy = T0^-1 expm(T J) T0 to 1e-11 and the
+    non-trivial multipliers to 1e-10 relative (Sect. 6.3.8; the README's claim, measured 6e-13
+    and 2e-11 here; over the grid of the reproduce target 3.5e-12 and 6.8e-11)."""
     vals = rt.torus_parameters("solid", mu=0.2)
     ref, mo = rt.circular_motion(cm, math.radians(-20.0), Omega=6.0, p=vals)
     lin = rep.circular_linearization(cm, ref, mo)
@@ -103,12 +105,12 @@ def test_constant_jacobian_and_floquet_validation(cm):
     fr = floquet(periodic)
     T0 = rt.heading_frame(periodic.states, mo.Omega)[0](0.0)
     X = np.linalg.solve(T0, sl.expm(periodic.period * J) @ T0)
-    assert _dev(fr.monodromy, X) <= 1e-9 * np.abs(X).max()
+    assert _dev(fr.monodromy, X) <= 1e-11 * np.abs(X).max()
     rho_c = np.exp(periodic.period * np.linalg.eigvals(J))
     nontriv = fr.multipliers[np.abs(fr.multipliers - 1) > 1e-4]
     assert len(nontriv) == np.sum(np.abs(rho_c - 1) > 1e-4) >= 2
     for z in nontriv:
-        assert np.min(np.abs(z - rho_c)) <= 1e-9 * abs(z)
+        assert np.min(np.abs(z - rho_c)) <= 1e-10 * abs(z)
 
 
 def test_hoop_limit_matches_rolling_wheel_hoop(cm):
@@ -142,14 +144,14 @@ def test_floquet_validation_over_a_grid_of_motions(cm):
         vals = rt.torus_parameters(kind, mu=mu)
         for ph, wb in rep.CASES:
             c = rep.circular_case(cm, vals, ph, wb)
-            assert c["monodromy_rel_diff"] <= 1e-9 and c["multiplier_rel_diff"] <= 1e-9
+            assert c["monodromy_rel_diff"] <= 1e-11 and c["multiplier_rel_diff"] <= 1e-10
 
 
 @pytest.mark.slow
 def test_reproduce_quick_json_keys(tmp_path):
     res = rep.run(quick=True, out=tmp_path)
-    assert res["floquet_vs_constant_max_diff"]["monodromy_rel"] <= 1e-9
-    assert res["floquet_vs_constant_max_diff"]["nontrivial_multipliers_rel"] <= 1e-9
+    assert res["floquet_vs_constant_max_diff"]["monodromy_rel"] <= 1e-11
+    assert res["floquet_vs_constant_max_diff"]["nontrivial_multipliers_rel"] <= 1e-10
     hl = res["hoop_limit"]
     assert hl["mu"][-1] == 0.0 and hl["rel_diff"][-1] < 1e-12 and len(hl["v_c"]) == len(hl["mu"])
     for kind in ("solid", "hollow"):

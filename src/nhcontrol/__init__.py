@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 _SUBPACKAGES = (
     "modeling", "compiled", "reference", "linearize", "systems", "analysis", "design",
-    "simulate", "models", "plotting", "reproduce", "sweep", "verify", "cli",
+    "simulate", "models", "plotting", "reproduce", "sweep", "verify", "cli", "interop",
 )
 
 __all__ = ["__version__", *_SUBPACKAGES]

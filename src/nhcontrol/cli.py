@@ -1,4 +1,4 @@
-"""Command line interface: ``nhcontrol reproduce <target> [--json] [--out DIR] [--format FMT]``."""
+"""Command line interface: ``nhcontrol [-v] reproduce <target> [--json] [--out DIR] [--format FMT] [--animate]``."""
 
 from __future__ import annotations
 
@@ -13,8 +13,33 @@ from pathlib import Path
 from typing import Sequence
 
 from . import __version__
-from .plotting.style import FORMATS, REFERENCES, figure_format
+from .plotting.style import FORMATS, REFERENCES, figure_format, house_style
 from .reproduce import TARGETS, load
+
+ENVIRONMENT: dict[str, str] = {
+    "NHCONTROL_CACHE_DIR": "folder of the compiled-kernel cache (default ~/.cache/nhcontrol; "
+                           "nhcontrol.compiled.default_cache_dir())",
+    "NHCONTROL_BACKEND": "kernel back-end: c, python or auto (default auto: C when a compiler "
+                         "works, else Python)",
+    "NHCONTROL_PROGRESS": "progress bars on standard error: 0 off, 1 always (default: on an "
+                          "interactive terminal, for steps longer than 2 s)",
+    "NHCONTROL_BLAS_THREADS": "BLAS threads for large matrices (an integer, or off to leave the "
+                              "BLAS alone)",
+    "NHCONTROL_MAX_BYTES": "largest single allocation allowed, bytes (default half the available "
+                           "memory)",
+}
+"""Every environment variable the library reads, with what it does (shown by ``--help``)."""
+
+
+def _environment_epilog() -> str:
+    from .compiled.cache import default_cache_dir
+
+    lines = ["Environment variables:"]
+    lines += [f"  {name:24s} {text}" for name, text in ENVIRONMENT.items()]
+    lines.append(f"Kernel cache in use: {default_cache_dir()}")
+    lines.append("Logging: -v prints what the library does (builds, cache decisions, solver "
+                 "fallbacks, long runs) on standard error, -vv more; silent by default.")
+    return "\n".join(lines)
 
 _SOURCES_EPILOG = (
     "Sources: 'the thesis' (equation, section and figure numbers) is\n  "
@@ -67,6 +92,14 @@ def _target_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
     if wrong:
         parser.error(f"{', '.join(wrong)} do(es) not apply to target {args.target!r} (only to "
                      f"the Monte-Carlo target monte-carlo-ball-plate)")
+    if getattr(args, "animate", False):
+        if "animate" not in accepted:
+            able = sorted(t for t in TARGETS if "animate" in inspect.signature(load(t).run).parameters)
+            parser.error(f"--animate does not apply to target {args.target!r}; targets with an "
+                         f"animation: {', '.join(able)}")
+        if args.out is None:
+            parser.error("--animate writes a file: give --out DIR")
+        given["animate"] = True
     if "n" in given and given["n"] < 1:
         parser.error(f"--n must be a positive number of runs, got {given['n']}")
     return given
@@ -106,17 +139,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nhcontrol",
         description="Exact linearization, analysis and control of nonholonomic multibody systems.",
+        epilog=_environment_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"nhcontrol {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log what the library does on standard error (-vv: debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     rep = sub.add_parser(
         "reproduce",
         help="reproduce a published result of the thesis",
         description="Reproduce a published result. Targets:\n" + "\n".join(
             f"  {name:20s} {desc}" for name, (_, desc) in TARGETS.items()),
-        epilog=_SOURCES_EPILOG,
+        epilog=_SOURCES_EPILOG + "\n\n" + _environment_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    rep.add_argument("-v", "--verbose", action="count", default=0, dest="verbose_sub",
+                     help="log what the library does on standard error (-vv: debug)")
     rep.add_argument("target", choices=sorted(TARGETS), metavar="TARGET",
                      help="one of: " + ", ".join(sorted(TARGETS)))
     rep.add_argument("--json", action="store_true", help="print one JSON object to stdout")
@@ -126,6 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--format", choices=FORMATS, default="png", dest="fmt",
                      help="figure format with --out: png (300 dpi), svg or pdf (default png)")
     rep.add_argument("--quick", action="store_true", help="coarser grids, for smoke tests")
+    rep.add_argument("--animate", action="store_true",
+                     help="with --out: also write an animation of the simulation (GIF; MP4 with "
+                          "--format svg/pdf when ffmpeg is present) — targets ball-plate, "
+                          "road-vehicles, bicycle-benchmark")
     mc = rep.add_argument_group("Monte-Carlo targets (monte-carlo-ball-plate)")
     mc.add_argument("--n", type=int, default=None, metavar="N",
                     help="number of runs per controller (default 1000; 8 with --quick)")
@@ -135,7 +178,38 @@ def build_parser() -> argparse.ArgumentParser:
                     help="where the runs go (default: dask with --address, else processes "
                          "for 32 runs or more, else serial)")
     sub.add_parser("targets", help="list the reproduce targets")
+    exp = sub.add_parser(
+        "export-c", help="write standalone C99 sources of a model and its linearization",
+        description="Write C99 sources (no Python dependency) of MODEL: its kernels, the minimal-state "
+                    "right-hand side and the one-point third procedure with its checks, a Makefile "
+                    "and nhc_check.c (JSON point on stdin -> A, B on stdout). See "
+                    "nhcontrol.interop.export_c.")
+    exp.add_argument("model", metavar="MODEL",
+                     help="a catalogue name (benchmark_bicycle, sleigh, ...) or package.module:function")
+    exp.add_argument("--out", type=Path, required=True, help="output folder (created)")
+    exp.add_argument("--partition", default=None,
+                     help="a partition constant of the model's module (e.g. PARTITION_4_172) or "
+                          "'independent=a,b;admissible_dependent=c;dependent=d'")
+    exp.add_argument("--inputs", default=None,
+                     help="comma-separated actuators for a catalogue model's build(inputs=...)")
     return parser
+
+
+def _export_c(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from ._util.errors import NhcontrolError
+    from .interop.c_export import export_c, resolve_model, resolve_partition
+
+    try:
+        inputs = [s.strip() for s in args.inputs.split(",") if s.strip()] if args.inputs else None
+        model, module = resolve_model(args.model, inputs)
+        meta = export_c(model, args.out, resolve_partition(args.partition, module))
+    except NhcontrolError as exc:
+        parser.exit(2, f"nhcontrol export-c: {exc}\n")
+    print(json.dumps({k: meta[k] for k in ("model", "n", "m", "l", "k", "ns", "states", "work_doubles",
+                                           "memory_bytes", "files")}, indent=1))
+    print(f"Build and check with: make -C {args.out} && echo '{{\"x\": [...], ...}}' | {args.out}/nhc_check",
+          file=sys.stderr)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -148,6 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, (_, desc) in TARGETS.items():
             print(f"{name:20s} {desc}")
         return 0
+    from ._util.log import enable_console_logging
+
+    enable_console_logging(int(args.verbose) + int(getattr(args, "verbose_sub", 0)))
+    if args.command == "export-c":
+        return _export_c(parser, args)
     module = load(args.target)
     options = _target_options(parser, args, module)
     if args.out is not None:
@@ -160,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.exit(2, f"nhcontrol: cannot write figures to --out {str(args.out)!r}: "
                            f"{exc.strerror or exc}; choose a writable folder\n")
     if args.out is None:
-        with figure_format(args.fmt):
+        with figure_format(args.fmt), house_style():
             result = _to_jsonable(module.run(out=None, quick=args.quick, **options))
     else:
         # everything is written to a staging folder next to --out and moved into place at the
@@ -168,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         staging = Path(tempfile.mkdtemp(prefix=f".{args.out.resolve().name}.nhcontrol-",
                                         dir=args.out.resolve().parent))
         try:
-            with figure_format(args.fmt):
+            with figure_format(args.fmt), house_style():
                 result = _to_jsonable(module.run(out=staging, quick=args.quick, **options))
             result = _relocate(result, str(staging), str(args.out))
             (staging / f"{args.target}.json").write_text(json.dumps(result, indent=2))

@@ -46,7 +46,7 @@ from nhcontrol._util.errors import DesignError
 from nhcontrol.compiled import CompiledModel
 from nhcontrol.design import LTVMPC, finite_horizon_lqr
 from nhcontrol.linearize import LinearizationResult, Partition, linearize
-from nhcontrol.reference import Reference
+from nhcontrol.reference import Reference, friction_utilisation
 from nhcontrol.models import lane_change as lc
 from nhcontrol.models import single_track as st
 from nhcontrol.simulate import closed_loop_piecewise_linear, forward_dynamics
@@ -56,7 +56,8 @@ __all__ = ["LaneChangeSettings", "LaneChangeSetup", "PARTITION", "INPUT_SCALE",
            "lane_change_setup", "closed_loop", "state_reference",
            "AssignedSteeringSettings", "AssignedSteeringSetup", "ASSIGNED_PARTITION",
            "RATE_INPUT_SCALE", "assigned_steering_setup", "closed_loop_assigned",
-           "reference_window", "lane_change_numbers"]
+           "reference_window", "lane_change_numbers", "tyre_convergence", "TYRE_STIFFNESSES",
+           "tyre_plant_runs", "TYRE_CONTROLLERS"]
 
 PARTITION = {"x_ai": ["x", "gamma"], "x_ad": ["y", "psi"]}
 """Partition of the ``force_torque`` model: ``x_ai = [x, γ]``, ``x_ad = [y, ψ]`` (Eq. (4.96));
@@ -100,11 +101,13 @@ class LaneChangeSettings:
         Parameters of the simulated vehicle that differ from the controller's model.
     y_offset : float
         Initial lateral offset of the vehicle [m].
+    mu : float
+        Tyre-road friction coefficient of the friction-utilisation check (0.9: dry asphalt).
     rtol, atol : float
         Integration tolerances of the nonlinear model.
     """
 
-    V: float = 20.0
+    V: float = lc.SPEED
     dt: float = 0.05
     horizon: int = 20
     steer_max_deg: float = 8.0
@@ -115,6 +118,7 @@ class LaneChangeSettings:
     plant: dict = field(default_factory=lambda: {"m": 1.2 * st.DEFAULTS["m"],
                                                  "J": 1.2 * st.DEFAULTS["J"], "a": 1.2, "b": 1.48})
     y_offset: float = 0.05
+    mu: float = 0.9
     rtol: float = 1e-8
     atol: float = 1e-10
 
@@ -225,7 +229,8 @@ def _law(s: LaneChangeSetup, kind: Literal["mpc", "lqr"], statuses: list[str]) -
     return law
 
 
-def closed_loop(s: LaneChangeSetup, kind: Literal["mpc", "lqr"] = "mpc", *, points: int = 501
+def closed_loop(s: LaneChangeSetup, kind: Literal["mpc", "lqr"] = "mpc", *, points: int = 501,
+                plant_model: CompiledModel | None = None, plant_p: dict | None = None
                 ) -> dict[str, Any]:
     """LTV-MPC or finite-horizon LQR on the torque-steered skate, closed on the nonlinear model.
 
@@ -240,6 +245,12 @@ def closed_loop(s: LaneChangeSetup, kind: Literal["mpc", "lqr"] = "mpc", *, poin
     kind : {"mpc", "lqr"}
     points : int
         Output points of the dense output over the track.
+    plant_model : CompiledModel, optional
+        The simulated vehicle, default the controller's model ``s.cm``; e.g. the compiled
+        [`tyre_plant`][nhcontrol.models.single_track.tyre_plant] ``("force_torque")`` (same
+        coordinates and inputs). Its parameters are ``st.plant`` updated with ``plant_p``.
+    plant_p : dict, optional
+        Further plant parameters (e.g. the tyres' ``C_R``, ``C_F``).
 
     Returns
     -------
@@ -250,8 +261,12 @@ def closed_loop(s: LaneChangeSetup, kind: Literal["mpc", "lqr"] = "mpc", *, poin
         ``peak_steer_rate_deg_s`` (of the simulated motion at the ``points`` samples),
         ``median_step_s``, ``max_step_s``, ``median_step_cpu_s`` (one ``LTVMPC.step`` or LQR
         gain product, wall clock and ``time.process_time``; the CPU time is less sensitive to
-        other processes on a shared machine), ``steps``, ``bounds_respected`` and, for the MPC,
-        ``statuses``; ``arrays``: ``t``, ``x``, ``xd``, ``e``, ``t_u``, ``u`` (the held inputs).
+        other processes on a shared machine), ``steps``, ``bounds_respected``,
+        ``peak_friction_utilisation`` (largest ``|F| / (μ N)`` of the skates' lateral forces, the
+        multipliers of the simulation, over the static load split of the plant,
+        [`friction_utilisation`][nhcontrol.reference.friction_utilisation]) and, for the MPC,
+        ``statuses``; ``arrays``: ``t``, ``x``, ``xd``, ``e``, ``t_u``, ``u`` (the held inputs),
+        ``friction`` (utilisation (M, 2) of the rear and front skates).
 
     Raises
     ------
@@ -275,7 +290,8 @@ def closed_loop(s: LaneChangeSetup, kind: Literal["mpc", "lqr"] = "mpc", *, poin
         return u
 
     x0 = s.ref.x(0.0) + np.array([0.0, st_.y_offset, 0.0, 0.0])
-    sim = forward_dynamics(s.cm, (0.0, st_.t_final), x0, s.ref.xd(0.0), p=st_.plant,
+    plant, pp = _plant(s, plant_model, plant_p)
+    sim = forward_dynamics(plant, (0.0, st_.t_final), x0, s.ref.xd(0.0), p=pp,
                            controller=controller, sample_time=st_.dt, rtol=st_.rtol, atol=st_.atol,
                            t_eval=np.linspace(0.0, st_.t_final, points))
     t = np.asarray(sim.t)
@@ -284,7 +300,42 @@ def closed_loop(s: LaneChangeSetup, kind: Literal["mpc", "lqr"] = "mpc", *, poin
     out = lane_change_numbers(st_, t, e, gam, gamd, times, cpu, statuses if kind == "mpc" else None)
     arrays = {"t": t, "x": np.asarray(sim.x), "xd": np.asarray(sim.xd), "e": e,
               "t_u": np.asarray(sim.control_times), "u": np.asarray(sim.control_inputs)}
+    _contact_numbers(s, plant, pp, sim, gam, out, arrays)
     return {"numbers": out, "arrays": arrays}
+
+
+def _plant(s: _LinearizedLaneChange, plant_model: CompiledModel | None,
+           plant_p: dict | None) -> tuple[CompiledModel, dict]:
+    """The simulated model and its parameters (``st.plant`` updated with ``plant_p``)."""
+    plant = s.cm if plant_model is None else plant_model
+    if tuple(plant.coordinates) != tuple(s.cm.coordinates) or tuple(plant.inputs) != tuple(s.cm.inputs):
+        raise DesignError(f"plant_model must have the controller model's coordinates "
+                          f"{list(s.cm.coordinates)} and inputs {list(s.cm.inputs)}, got "
+                          f"{list(plant.coordinates)} and {list(plant.inputs)}")
+    return plant, {**s.st.plant, **(plant_p or {})}
+
+
+def _contact_numbers(s: _LinearizedLaneChange, plant: CompiledModel, pp: dict, traj: Any,
+                     gamma: NDArray, out: dict, arrays: dict) -> None:
+    """``peak_friction_utilisation`` (and ``arrays["friction"]``) of a run: from the constraint
+    multipliers on a skate plant; on a tyre plant from its lateral tyre forces, with
+    ``peak_slip_angle_deg`` and ``arrays["slip"]`` (rad, rear and front)."""
+    if plant.l > 0:
+        fu = friction_utilisation(plant, traj, s.st.mu, st.static_axle_loads(plant, pp), p=pp)
+        out["peak_friction_utilisation"] = fu.peak
+        arrays["friction"] = fu.utilisation
+        return
+    p = {**dict(zip(plant.parameters, np.asarray(plant.param_vector(), dtype=float))), **pp}
+    slip = st.slip_angles(traj.x, traj.xd, gamma, p["a"], p["b"])
+    loads = st.static_axle_loads(plant, pp, g=p["g"])
+    law = "magic" if str(plant.name).endswith("_magic") else "linear"
+    F = np.column_stack([st.lateral_tyre_force(slip[:, i], p[c], loads[w], law, p["mu"],
+                                               p["mf_C"], p["mf_E"])
+                         for i, (c, w) in enumerate((("C_R", "rear"), ("C_F", "front")))])
+    util = np.abs(F) / (p["mu"] * np.array([loads["rear"], loads["front"]]))
+    out["peak_friction_utilisation"] = float(np.max(util))
+    out["peak_slip_angle_deg"] = float(np.degrees(np.max(np.abs(slip))))
+    arrays["friction"], arrays["slip"] = util, slip
 
 
 @dataclass(frozen=True)
@@ -421,7 +472,8 @@ def lane_change_numbers(st_: LaneChangeSettings, t: NDArray[np.float64], e: NDAr
 
 
 def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] = "mpc", *,
-                         t_final: float | None = None, points_per_step: int = 4
+                         t_final: float | None = None, points_per_step: int = 4,
+                         plant_model: CompiledModel | None = None, plant_p: dict | None = None
                          ) -> dict[str, Any]:
     """LTV-MPC or finite-horizon LQR on the assigned-steering skate, closed on the nonlinear model.
 
@@ -440,6 +492,9 @@ def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] =
         Default: the whole track (``s.st.t_final``).
     points_per_step : int
         Output points per sample.
+    plant_model, plant_p
+        As in [`closed_loop`][nhcontrol.lane_change_control.closed_loop] (e.g. the compiled
+        ``tyre_plant("force")``).
 
     Returns
     -------
@@ -448,9 +503,11 @@ def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] =
         ``max_lateral_error_after_1s_m`` (lateral deviation of ``G``,
         [`lateral_error`][nhcontrol.models.lane_change.lateral_error]), ``peak_steer_deg``,
         ``peak_steer_rate_deg_s`` (of the applied ramps), ``median_step_s``, ``max_step_s``,
-        ``median_step_cpu_s`` (one controller evaluation), ``steps``, ``bounds_respected`` and,
-        for the MPC, ``statuses``; ``arrays``: ``t``, ``x``, ``xd``, ``e``, ``gamma``,
-        ``gamma_d``, ``t_u``, ``u`` (the plant's inputs at the samples).
+        ``median_step_cpu_s`` (one controller evaluation), ``steps``, ``bounds_respected``,
+        ``peak_friction_utilisation`` (multipliers solved along the loop on the plant, static
+        load split of the plant) and, for the MPC, ``statuses``; ``arrays``: ``t``, ``x``,
+        ``xd``, ``e``, ``gamma``, ``gamma_d``, ``t_u``, ``u`` (the plant's inputs at the
+        samples), ``friction`` (utilisation (M, 2) of the rear and front skates).
 
     Raises
     ------
@@ -465,9 +522,10 @@ def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] =
     statuses: list[str] = []
     law = _assigned_law(s, kind, times, cpu, statuses)
     x0 = s.ref.x(0.0) + np.array([0.0, st_.y_offset, 0.0])
+    plant, pp = _plant(s, plant_model, plant_p)
     loop = closed_loop_piecewise_linear(
-        s.cm, law, st_.t_final if t_final is None else t_final, x0, s.ref.xd(0.0),
-        s.ref.u(0.0), sample_time=st_.dt, p=st_.plant, rtol=st_.rtol, atol=st_.atol,
+        plant, law, st_.t_final if t_final is None else t_final, x0, s.ref.xd(0.0),
+        s.ref.u(0.0), sample_time=st_.dt, p=pp, rtol=st_.rtol, atol=st_.atol,
         points_per_step=points_per_step)
     names = list(s.cm.inputs)
     ig = names.index("gamma")
@@ -477,4 +535,133 @@ def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] =
                               statuses if kind == "mpc" else None)
     arrays = {"t": loop.t, "x": loop.x, "xd": loop.xd, "e": e, "gamma": gam_t,
               "gamma_d": gamd_t, "t_u": loop.t_u, "u": loop.u_k}
+    _contact_numbers(s, plant, pp, loop, gam_t, out, arrays)
     return {"numbers": out, "arrays": arrays}
+
+
+TYRE_STIFFNESSES: tuple[float, ...] = (4e4, 1e5, 3e5, 1e6, 3e6, 1e7)
+"""Cornering stiffnesses per axle [N/rad] of the convergence study (`tyre_convergence`)."""
+
+
+def tyre_convergence(stiffnesses: tuple[float, ...] = TYRE_STIFFNESSES, *, law: str = "linear",
+                     V: float = lc.SPEED, fit_last: int = 4, rtol: float = 1e-8,
+                     points: int = 401) -> dict[str, Any]:
+    """Convergence of the tyre plant to the nonholonomic model as the cornering stiffness grows.
+
+    The inputs of the assigned-steering lane-change reference (``F_R``, ``γ``, ``γ̇`` of the
+    ``force`` skate, [`assigned_steering_reference`][nhcontrol.models.lane_change.assigned_steering_reference])
+    drive, open loop and from the same initial state, the
+    [`tyre_plant`][nhcontrol.models.single_track.tyre_plant] ``("force", law)`` with
+    ``C_R = C_F = C_α``; the reference motion is the skate model's exact response to them. The
+    error is the largest distance of ``G`` from it over the track. With ``α = O(1/C_α)`` the
+    error is ``O(1/C_α)``: the slope of ``log error`` vs ``log C_α``, fitted over the
+    ``fit_last`` largest stiffnesses, tends to −1.
+
+    Returns
+    -------
+    dict
+        ``stiffness_N_rad``, ``max_position_error_m``, ``local_slopes`` (between neighbours),
+        ``convergence_slope`` (least-squares fit), ``fit_stiffness_N_rad`` (its range), ``law``,
+        ``speed_m_s``; ``arrays``: ``t`` and the deviations ``e`` (len(stiffnesses), points).
+    """
+    from scipy.interpolate import CubicSpline
+
+    Cs = np.asarray(stiffnesses, dtype=float)
+    if Cs.ndim != 1 or Cs.size < 2 or not np.all(np.isfinite(Cs) & (Cs > 0)) or np.any(np.diff(Cs) <= 0):
+        raise DesignError(f"stiffnesses must be at least two increasing positive values [N/rad], "
+                          f"got {stiffnesses!r}")
+    if not 2 <= fit_last <= Cs.size:
+        raise DesignError(f"fit_last must be between 2 and {Cs.size}, got {fit_last!r}")
+    cm = st.build("force").system.compile()
+    T = sum(lc.ISO_3888_1_SECTIONS) / V
+    ref = lc.assigned_steering_reference(cm, V, t_final=T)
+    tg = np.linspace(0.0, T, 2001)
+    u = CubicSpline(tg, ref.u(tg))          # inverse dynamics once; the plant's u(t) is a spline
+    plant = st.tyre_plant("force", law).compile()
+    te = np.linspace(0.0, T, points)
+    X0 = ref.x(te)
+    errs, E = [], []
+    for C in Cs:
+        sim = forward_dynamics(plant, (0.0, T), ref.x(0.0), ref.xd(0.0), u=u,
+                               p={"C_R": C, "C_F": C}, method="LSODA", rtol=rtol,
+                               atol=1e-2 * rtol, t_eval=te)
+        d = np.hypot(*(np.asarray(sim.x)[:, :2] - X0[:, :2]).T)
+        E.append(d)
+        errs.append(float(np.max(d)))
+    lc_, le = np.log(Cs), np.log(errs)
+    slope = float(np.polyfit(lc_[-fit_last:], le[-fit_last:], 1)[0])
+    return {"stiffness_N_rad": Cs.tolist(), "max_position_error_m": errs,
+            "local_slopes": (np.diff(le) / np.diff(lc_)).tolist(), "convergence_slope": slope,
+            "fit_stiffness_N_rad": [float(Cs[-fit_last]), float(Cs[-1])], "law": law,
+            "speed_m_s": float(V), "arrays": {"t": te, "e": np.array(E)}}
+
+
+TYRE_CONTROLLERS: tuple[tuple[str, str, str], ...] = (
+    ("mpc", "torque", "mpc"), ("lqr", "torque", "lqr"),
+    ("assigned_mpc", "assigned", "mpc"), ("assigned_lqr", "assigned", "lqr"))
+"""Controllers of `tyre_plant_runs`: ``(key, skate, kind)``; ``torque`` is the ``force_torque``
+skate (`closed_loop`), ``assigned`` the ``force`` skate (`closed_loop_assigned`)."""
+
+_TYRE_KEYS = ("max_lateral_error_m", "rms_lateral_error_m", "max_lateral_error_after_1s_m",
+              "peak_slip_angle_deg", "peak_steer_deg", "peak_steer_rate_deg_s", "bounds_respected",
+              "peak_friction_utilisation")
+
+
+def tyre_plant_runs(st_: LaneChangeSettings = LaneChangeSettings(), *,
+                    accel_factors: tuple[float, ...] = (1.0, 1.5), stiffness: float = 80e3,
+                    law: str = "magic", setups: dict[float, tuple] | None = None
+                    ) -> dict[str, Any]:
+    """The lane-change controllers designed on the skate (nonholonomic) models, closed on the
+    [`tyre_plant`][nhcontrol.models.single_track.tyre_plant] (cornering stiffness ``stiffness``
+    per axle, ``law``; the mismatched mass, inertia and centre of mass of ``st_.plant``).
+
+    For each factor ``f`` of ``accel_factors`` the speed is ``V √f`` (the lane change's lateral
+    acceleration scales with ``V²``), the reference and the controllers are designed anew at that
+    speed on the skate models, and the four controllers of `TYRE_CONTROLLERS` run on the tyre
+    plant.
+
+    Parameters
+    ----------
+    setups : dict, optional
+        ``{factor: (LaneChangeSetup, AssignedSteeringSetup)}`` already built (the reproduce
+        target reuses those of the skate loops).
+
+    Returns
+    -------
+    dict
+        ``{"x<f>": {"speed_m_s", "lateral_acceleration_factor", <controller>: numbers}}`` with the
+        numbers ``max_lateral_error_m``, ``rms_lateral_error_m``,
+        ``max_lateral_error_after_1s_m``, ``peak_slip_angle_deg``, ``peak_steer_deg``,
+        ``peak_steer_rate_deg_s``, ``bounds_respected``, ``peak_friction_utilisation`` (tyre
+        force over ``μ F_z``) and, for the MPCs, ``statuses``; ``"arrays"``: per factor and
+        controller the run's arrays.
+    """
+    import dataclasses
+
+    tp = {"torque": st.tyre_plant("force_torque", law).compile(),
+          "assigned": st.tyre_plant("force", law).compile()}
+    pp = {"C_R": float(stiffness), "C_F": float(stiffness)}
+    out: dict[str, Any] = {"stiffness_N_rad": float(stiffness), "law": law, "arrays": {}}
+    for f in accel_factors:
+        if not (np.isfinite(f) and f > 0):
+            raise DesignError(f"accel_factors must be positive, got {f!r}")
+        if setups is not None and f in setups:
+            s_t, s_a = setups[f]
+        else:
+            stf = dataclasses.replace(st_, V=st_.V * math.sqrt(f))
+            s_t, s_a = lane_change_setup(stf), assigned_steering_setup(stf)
+        key = f"x{f:g}"
+        block: dict[str, Any] = {"speed_m_s": float(s_t.st.V), "lateral_acceleration_factor": float(f)}
+        out["arrays"][key] = {}
+        for name, skate, kind in TYRE_CONTROLLERS:
+            if skate == "torque":
+                r = closed_loop(s_t, kind, plant_model=tp["torque"], plant_p=pp)
+            else:
+                r = closed_loop_assigned(s_a, kind, plant_model=tp["assigned"], plant_p=pp)
+            n = r["numbers"]
+            block[name] = {k: n[k] for k in _TYRE_KEYS}
+            if "statuses" in n:
+                block[name]["statuses"] = n["statuses"]
+            out["arrays"][key][name] = r["arrays"]
+        out[key] = block
+    return out

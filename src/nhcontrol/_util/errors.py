@@ -57,12 +57,23 @@ class SimulationInputError(SolverError, ValueError):
     caller's input, not the integrator, that is wrong)."""
 
 
+class InteropError(NhcontrolError, ValueError):
+    """A model or controller cannot cross the interop door (nhcontrol.interop): an expression, a
+    feature of a foreign model or an optional dependency that cannot be translated (the message
+    names it and says what to do)."""
+
+
 class CacheError(NhcontrolError, OSError):
     """The on-disk kernel cache could not be read or written."""
 
 
 class CacheIntegrityError(CacheError):
     """A cached artefact is untrusted (ownership, permissions) or fails its sha256 check."""
+
+
+class CacheLockTimeout(CacheError, TimeoutError):
+    """The kernel cache lock stayed held by another process longer than the timeout (the
+    message names the holder's pid and since when, and what to do)."""
 
 
 class ConfigurationError(NhcontrolError, ValueError):
@@ -107,4 +118,6 @@ __all__ = [
     "SimulationInputError",
     "CacheError",
     "CacheIntegrityError",
+    "CacheLockTimeout",
+    "InteropError",
 ]

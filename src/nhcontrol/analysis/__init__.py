@@ -8,6 +8,8 @@ python-control ``StateSpace`` or (where it applies) a ``DiscreteLTV``.
 from .controllability import (ControllabilityResult, PBHMode, RankResult, controllability,
                               ctrb_matrix, rank_decision)
 from .floquet import FloquetResult, floquet
+from .observability import (ObservabilityGramianResult, ObservabilityResult, dual_system,
+                            observability, observability_gramian, obsv_matrix)
 from .gramian import GramianResult, gramian
 from .silverman_meadows import SilvermanMeadowsResult, silverman_meadows
 from .transition import transition_matrix
@@ -15,7 +17,8 @@ from .transition import transition_matrix
 __all__ = [
     "controllability", "gramian", "silverman_meadows", "floquet", "RankResult", "rank_decision",
     "ctrb_matrix", "ControllabilityResult", "PBHMode", "transition_matrix", "GramianResult",
-    "SilvermanMeadowsResult", "FloquetResult"
+    "SilvermanMeadowsResult", "FloquetResult", "observability", "ObservabilityResult",
+    "observability_gramian", "ObservabilityGramianResult", "obsv_matrix", "dual_system",
 ]
 
 # Other analysis modules append their imports below (e.g. stability sweeps).

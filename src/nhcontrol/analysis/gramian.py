@@ -30,7 +30,7 @@ from ..systems.discretize import expm_batch
 from ..systems.ltv import LTVSystem, as_ltv
 from .controllability import RankResult, rank_decision
 
-__all__ = ["gramian", "GramianResult", "GRAMIAN_RTOL"]
+__all__ = ["gramian", "GramianResult", "GRAMIAN_RTOL", "constant_gramian"]
 
 GRAMIAN_RTOL = 1e-11
 """Default relative tolerance of the Lyapunov-ODE integration for LTV Gramians."""
@@ -120,9 +120,12 @@ def gramian(sys: LTVSystem | control.StateSpace | DiscreteLTV, t0: float | None 
 
     Notes
     -----
-    * LTI: Van Loan's block exponential,
-      ``expm([[−A, B Bᵀ], [0, Aᵀ]] T) = [[·, F12], [0, F22]]``, ``W = F22ᵀ F12`` with
-      ``T = t1 − t0``.
+    * LTI (``LTVSystem.constant``, ``StateSpace``): `constant_gramian` - Van Loan's block
+      exponential ``expm([[−A, B Bᵀ], [0, Aᵀ]] h) = [[·, F12], [0, F22]]``, ``G(h) = F22ᵀ F12``
+      on a short ``h = T / 2^s`` (``‖A‖ h ≤ 1/2``), then ``s`` doublings
+      ``G(2h) = G(h) + e^{Ah} G(h) e^{Aᵀh}`` (derived here): sums of positive semidefinite
+      terms, exact to a few ``s · eps`` at every horizon; frame ``"t0"`` is the same integral
+      with ``−A``. A Gramian that overflows float64 raises `LinearSystemError`.
     * LTV: the differential Lyapunov equation ``Ẇ = A W + W Aᵀ + B Bᵀ``, ``W(t0) = 0`` gives
       ``W(t1) = W_c(t0, t1)`` of Eq. (8.85). ``"ode"`` integrates it (for ``frame="t0"``,
       ``Ẇ0 = Ψ B Bᵀ Ψᵀ`` with ``Ψ̇ = −Ψ A``, ``Ψ(t0) = I``, ``Ψ(t) = Φ(t0, t)``). ``"magnus"``
@@ -130,9 +133,11 @@ def gramian(sys: LTVSystem | control.StateSpace | DiscreteLTV, t0: float | None 
       expansion of the Lyapunov flow is that of ``(A, B Bᵀ)`` with the commutator
       ``[(X, S), (Y, R)] = ([X, Y], L_X R − L_Y S)``; a step ``(Ω, Σ)`` maps
       ``W ↦ e^Ω W e^{Ωᵀ} + ∫_0^1 e^{uΩ} Σ e^{uΩᵀ} du`` (Van Loan block exponential); for
-      ``frame="t0"`` the result is transformed with ``Φ(t1, t0)^{-1}``.
+      ``frame="t0"`` the step Gramians are summed backwards, ``S ← Φ_k^{-1} (G_k + S) Φ_k^{-T}``
+      (one step's transition matrix inverted at a time).
     * Discrete: ``W = Σ_{k=k0}^{k1−1} Φ_{k1,k+1} Bd_k Bd_kᵀ Φ_{k1,k+1}ᵀ`` from the recursion
-      ``W ← Ad_k W Ad_kᵀ + Bd_k Bd_kᵀ`` (``frame="t0"``: ``Φ_{k0,k+1} = Φ_{k+1,k0}^{-1}``).
+      ``W ← Ad_k W Ad_kᵀ + Bd_k Bd_kᵀ`` (``frame="t0"``: ``Φ_{k0,k+1} = Φ_{k+1,k0}^{-1}``, by the
+      backward recursion ``S ← Ad_k^{-1} (Bd_k Bd_kᵀ + S) Ad_k^{-T}``).
 
     Examples
     --------
@@ -156,28 +161,80 @@ def gramian(sys: LTVSystem | control.StateSpace | DiscreteLTV, t0: float | None 
     s.check_time(np.array([t0f, t1f]), "Gramian interval")
     n = s.nstates
     if s.is_constant:
-        A, B = s.A(t0f), s.B(t0f)
-        T = t1f - t0f
-        H = np.zeros((2 * n, 2 * n))
-        H[:n, :n] = -A
-        H[:n, n:] = B @ B.T
-        H[n:, n:] = A.T
-        F = expm(H * T)
-        W = F[n:, n:].T @ F[:n, n:]
-        if frame == "t0":
-            Phi_back = expm(-A * T)
-            W = Phi_back @ W @ Phi_back.T
+        A, B = np.asarray(s.A(t0f), dtype=float), np.asarray(s.B(t0f), dtype=float)
+        # frame "t1": ∫_0^T e^{Aσ} B Bᵀ e^{Aᵀσ} dσ; frame "t0": the same with −A (σ = τ − t0)
+        W = constant_gramian(A if frame == "t1" else -A, B @ B.T, t1f - t0f)
     elif method == "ode":
         W = _ltv_gramian(s, t0f, t1f, frame, ode_rtol)
     elif method == "magnus":
-        W, Phi = _magnus_gramian(s, t0f, t1f, ode_rtol, int(max_steps))
+        W, Phi, Phis, Gs = _magnus_gramian(s, t0f, t1f, ode_rtol, int(max_steps))
         if frame == "t0":
-            W = np.linalg.solve(Phi, np.linalg.solve(Phi, W).T)
+            W = _backward_sum(Phis, Gs)
     else:
         raise LinearSystemError(f"method must be 'magnus' or 'ode', got {method!r}")
     W = 0.5 * (W + W.T)
+    _check_finite(W, t0f, t1f, frame)
     rr = rank_decision(W, tol=tol, rtol=rtol, name="controllability Gramian W_c")
     return GramianResult(readonly(W), t0f, t1f, frame, False, rr, s.states)
+
+
+def _check_finite(W: NDArray, t0: float, t1: float, frame: str) -> None:
+    if not np.all(np.isfinite(W)):
+        raise LinearSystemError(
+            f"the controllability Gramian on [{t0:g}, {t1:g}] (frame={frame!r}) overflows float64: a mode "
+            f"of the system grows like e^(λ T) with Re λ T beyond ~350 in this frame (unstable modes in "
+            f"frame 't1', stable ones in frame 't0'); use a shorter interval or the other frame")
+
+
+def constant_gramian(A: NDArray[np.float64], Q: NDArray[np.float64], T: float) -> NDArray[np.float64]:
+    """``∫_0^T e^{Aσ} Q e^{Aᵀσ} dσ`` for constant ``A`` and ``Q = Qᵀ ⪰ 0``, accurate at every ``T``.
+
+    Derived here (scaling and doubling): with ``h = T / 2^s`` and ``‖A‖ h ≤ 1/2`` the short
+    Gramian ``G(h)`` comes from Van Loan's block exponential ``expm([[−A, Q], [0, Aᵀ]] h)``
+    (factors at most ``e^{1/2}``, no cancellation), and
+
+    ``G(2h) = G(h) + e^{Ah} G(h) e^{Aᵀh}``,  ``e^{2Ah} = (e^{Ah})²``,
+
+    adds two positive semidefinite matrices at every doubling, so the relative error stays at a
+    few ``s · eps`` for any horizon and any spectrum: no factor ``e^{−AT}`` is formed (the plain
+    block exponential over ``T`` multiplies ``e^{AT}`` by a block that grows like ``e^{−AT}``,
+    which loses all digits for a stable ``A`` at ``T ≈ 10``).
+    """
+    A = np.asarray(A, dtype=float)
+    Q = np.asarray(Q, dtype=float)
+    n = A.shape[0]
+    q = float(np.abs(Q).max()) if Q.size else 0.0
+    if q == 0.0 or T == 0.0:
+        return np.zeros((n, n))
+    a = float(np.abs(A).sum(axis=0).max()) if n else 0.0
+    s = 0 if a * T <= 0.5 else int(np.ceil(np.log2(a * T / 0.5)))
+    h = T / 2.0 ** s
+    H = np.zeros((2 * n, 2 * n))
+    H[:n, :n] = -A * h
+    H[:n, n:] = (Q / q) * h
+    H[n:, n:] = A.T * h
+    F = expm(H)
+    E = F[n:, n:].T                         # e^{Ah}
+    G = E @ F[:n, n:]                       # G(h) / q
+    G = 0.5 * (G + G.T)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(s):
+            G = G + E @ G @ E.T
+            G = 0.5 * (G + G.T)
+            E = E @ E
+    return q * G
+
+
+def _backward_sum(Phis: NDArray, Gs: NDArray) -> NDArray[np.float64]:
+    """``Σ_k Ψ_k G_k Ψ_kᵀ`` with ``Ψ_k = Φ_0^{-1} ⋯ Φ_k^{-1}`` (frame ``t0``) by the backward
+    recursion ``S ← Φ_k^{-1} (G_k + S) Φ_k^{-T}``: one well-conditioned step solve at a time and
+    sums of positive semidefinite terms, never the inverse of the whole transition matrix."""
+    S = np.zeros_like(Gs[0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(len(Gs) - 1, -1, -1):
+            S = np.linalg.solve(Phis[k], np.linalg.solve(Phis[k], Gs[k] + S).T)
+            S = 0.5 * (S + S.T)
+    return S
 
 
 _GL3 = np.array([0.5 - np.sqrt(15.0) / 10.0, 0.5, 0.5 + np.sqrt(15.0) / 10.0])
@@ -220,7 +277,7 @@ def _magnus_gramian_steps(s: LTVSystem, starts: NDArray, h: float) -> tuple[NDAr
 
 
 def _magnus_gramian(s: LTVSystem, t0: float, t1: float, rtol: float,
-                    max_steps: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+                    max_steps: int) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray, NDArray]:
     n = s.nstates
     prev = None
     N = 16
@@ -240,7 +297,7 @@ def _magnus_gramian(s: LTVSystem, t0: float, t1: float, rtol: float,
             scale = max(np.abs(W).max(), np.finfo(float).tiny)
             if np.abs(W - prev[0]).max() <= rtol * scale and \
                     np.abs(Phi - prev[1]).max() <= rtol * max(1.0, np.abs(Phi).max()):
-                return W, Phi
+                return W, Phi, Phis, Gs
         if 2 * N > max_steps:
             raise SolverError(
                 f"the Magnus Gramian on [{t0}, {t1}] did not converge to ode_rtol = {rtol} with "
@@ -285,9 +342,10 @@ def _discrete_gramian(d: DiscreteLTV, t0: float | None, t1: float | None, frame:
     for k in range(k0, k1):
         W = d.Ad[k] @ W @ d.Ad[k].T + d.Bd[k] @ d.Bd[k].T
     if frame == "t0":
-        Phi = d.transition(k1, k0)
-        W = np.linalg.solve(Phi, np.linalg.solve(Phi, W).T)
+        Q = d.Bd[k0:k1] @ np.swapaxes(d.Bd[k0:k1], -1, -2)
+        W = _backward_sum(d.Ad[k0:k1], Q)
     W = 0.5 * (W + W.T)
+    _check_finite(W, float(d.times[k0]), float(d.times[k1]), frame)
     rr = rank_decision(W, tol=tol, rtol=rtol, name="discrete controllability Gramian")
     return GramianResult(readonly(W), float(d.times[k0]), float(d.times[k1]), frame, True, rr, d.states)
 

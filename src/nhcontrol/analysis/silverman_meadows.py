@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import comb
+from typing import Literal
 
 import control
 import numpy as np
@@ -56,6 +57,11 @@ class SilvermanMeadowsResult:
         ``generic_rank == n``.
     derivative_method : str
         How the derivatives of ``A`` and ``B`` were obtained.
+    test : {"controllability", "observability"}
+        ``"observability"``: the matrices are those of the dual system
+        (`nhcontrol.analysis.dual_system`) at ``−t``, ``Q = [N_0ᵀ, −N_1ᵀ, N_2ᵀ, …]`` with
+        ``N_0 = C``, ``N_{j+1} = N_j A + Ṅ_j``; `is_controllable` then means "observable"
+        (see `is_observable`).
     """
 
     times: NDArray[np.float64]
@@ -66,6 +72,15 @@ class SilvermanMeadowsResult:
     drop_times: NDArray[np.float64]
     is_controllable: bool
     derivative_method: str
+    test: str = "controllability"
+
+    @property
+    def is_observable(self) -> bool:
+        """``generic_rank == n`` of the observability test (``test="observability"``)."""
+        if self.test != "observability":
+            raise LinearSystemError("this is the controllability test; call "
+                                    "silverman_meadows(sys, t, test='observability')")
+        return self.is_controllable
 
     @property
     def rank(self) -> NDArray[np.int_]:
@@ -82,7 +97,9 @@ class SilvermanMeadowsResult:
 
 def silverman_meadows(sys: LTVSystem | control.StateSpace, t: ArrayLike, *, order: int | None = None,
                       method: DerivativeMethod = "auto", tol: float | None = None,
-                      rtol: float | None = None) -> SilvermanMeadowsResult:
+                      rtol: float | None = None,
+                      test: Literal["controllability", "observability"] = "controllability"
+                      ) -> SilvermanMeadowsResult:
     """Silverman–Meadows matrix ``Q_{N−1}(t)`` of Eqs. (8.86)–(8.87) and its rank.
 
     Parameters
@@ -101,6 +118,11 @@ def silverman_meadows(sys: LTVSystem | control.StateSpace, t: ArrayLike, *, orde
     tol, rtol : float, optional
         Rank thresholds applied at each time (see
         [`rank_decision()`][nhcontrol.analysis.rank_decision]).
+    test : {"controllability", "observability"}, default "controllability"
+        ``"observability"``: the dual test on ``(A(t), C(t))`` — the controllability test of
+        the dual system ``Ā(σ) = Aᵀ(−σ)``, ``B̄(σ) = Cᵀ(−σ)`` at ``σ = −t``, whose blocks are
+        ``(−1)^j N_jᵀ`` with ``N_0 = C``, ``N_{j+1} = N_j A + Ṅ_j`` (derived in
+        docs/theory/estimation.md).
 
     Returns
     -------
@@ -126,9 +148,20 @@ def silverman_meadows(sys: LTVSystem | control.StateSpace, t: ArrayLike, *, orde
     >>> res.rank.tolist(), res.generic_rank, res.drop_times.tolist()
     ([2, 1, 2], 2, [0.0])
     """
+    if test not in ("controllability", "observability"):
+        raise LinearSystemError(f"test must be 'controllability' or 'observability', got {test!r}")
     s = as_ltv(sys)
     ta = s.check_time(t)
     times = np.atleast_1d(ta).astype(float)
+    if test == "observability":
+        from dataclasses import replace
+
+        from .observability import dual_system
+
+        r = silverman_meadows(dual_system(s), -times, order=order, method=method, tol=tol,
+                              rtol=rtol)
+        return replace(r, times=readonly(times), drop_times=readonly(-r.drop_times),
+                       test="observability")
     n, k = s.nstates, s.ninputs
     q = n - 1 if order is None else int(order)
     if order is not None and (q != order or q < 0):

@@ -35,13 +35,14 @@ import stat
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import Iterator
 
-from .._util.errors import CacheError, CacheIntegrityError
-from .codegen import GENERATOR_VERSION
+from .._util.errors import CacheError, CacheIntegrityError, CacheLockTimeout, ConfigurationError
+from ._layout import GENERATOR_VERSION
 
 try:  # POSIX advisory locks keep an artefact and its record consistent between processes
     import fcntl
@@ -225,17 +226,141 @@ def record_path(path: str | os.PathLike) -> Path:
     return p.with_name(p.name + RECORD_SUFFIX)
 
 
+ENV_LOCK_TIMEOUT = "NHCONTROL_LOCK_TIMEOUT"
+"""Seconds to wait for the cache lock held by another process (default `LOCK_TIMEOUT`)."""
+LOCK_TIMEOUT = 30.0
+"""Default lock wait in seconds: the lock is held only while an artefact and its record are
+written (milliseconds), so a longer wait means a stopped or hung holder."""
+LOCK_NAME = ".nhc_lock"
+
+
+def _lock_timeout() -> float:
+    raw = os.environ.get(ENV_LOCK_TIMEOUT)
+    if raw is None or raw.strip() == "":
+        return LOCK_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value >= 0.0 or value == float("inf"):
+        raise ConfigurationError(f"{ENV_LOCK_TIMEOUT}={raw!r} is not a finite number of seconds >= 0; "
+                                 f"unset it (default {LOCK_TIMEOUT:g} s) or give e.g. {ENV_LOCK_TIMEOUT}=60")
+    return value
+
+
+def lock_holder(directory: str | os.PathLike) -> dict | None:
+    """Who holds (or last held) the cache lock of ``directory``: ``{"pid", "since", "host",
+    "alive"}`` read from the lock file, or None when it names nobody. ``alive`` is None when the
+    holder runs on another host (it cannot be checked from here)."""
+    try:
+        text = (Path(directory) / LOCK_NAME).read_text(encoding="ascii", errors="replace").split()
+        pid, since, host = int(text[0]), float(text[1]), text[2] if len(text) > 2 else ""
+    except (OSError, ValueError, IndexError):
+        return None
+    alive: bool | None = None
+    if host in ("", _HOST):
+        alive = _pid_alive(pid)
+    return {"pid": pid, "since": since, "host": host, "alive": alive}
+
+
+_HOST = (os.uname().nodename if hasattr(os, "uname") else "") or "localhost"
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True     # exists (another user's process)
+    return True
+
+
+def _holder_text(holder: dict | None) -> str:
+    if holder is None:
+        return "by a process that did not record itself"
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder["since"]))
+    age = max(0.0, time.time() - holder["since"])
+    where = f" on host {holder['host']}" if holder["host"] not in ("", _HOST) else ""
+    return f"by process {holder['pid']}{where} since {since} ({age:.0f} s ago)"
+
+
+def _open_lock(path: Path) -> int:
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+
 @contextlib.contextmanager
-def _locked(directory: Path) -> Iterator[None]:
-    """Exclusive advisory lock of ``directory`` (artefact + record are written as a pair)."""
+def _locked(directory: Path, timeout: float | None = None) -> Iterator[None]:
+    """Exclusive advisory lock of ``directory`` (artefact + record are written as a pair).
+
+    The holder writes ``pid time host`` into the lock file. A waiter polls for at most
+    ``timeout`` seconds (default ``$NHCONTROL_LOCK_TIMEOUT`` or `LOCK_TIMEOUT`). A lock whose
+    recorded holder is a dead process on this host is taken over (the lock file is replaced);
+    otherwise the wait ends in `CacheLockTimeout`, which names the holder (pid, since when) and
+    what to do. A lock of a process that died is released by the operating system (``flock``),
+    so a crashed build never blocks the next one.
+    """
     if fcntl is None:  # pragma: no cover
         yield
         return
-    fd = os.open(directory / ".nhc_lock", os.O_RDWR | os.O_CREAT, 0o600)
+    limit = _lock_timeout() if timeout is None else float(timeout)
+    path = Path(directory) / LOCK_NAME
+    deadline = time.monotonic() + limit
+    delay = 0.005
+    dead: tuple | None = None   # ((pid, since), when first seen dead)
+    while True:
+        fd = _open_lock(path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            holder = lock_holder(directory)
+            if holder is not None and holder["alive"] is False and dead is not None \
+                    and dead[0] == (holder["pid"], holder["since"]) and time.monotonic() - dead[1] > 0.1:
+                # recorded holder is dead, yet the lock is held (an inherited descriptor): take over
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                warn_once("lock", f"{directory}:{holder['pid']}",
+                          f"took over the kernel cache lock {path} left {_holder_text(holder)}, "
+                          f"which is no longer running", stacklevel=4)
+                continue
+            if holder is not None and holder["alive"] is False:
+                # seen dead: confirmed on a later poll (a new holder records itself at once)
+                if dead is None or dead[0] != (holder["pid"], holder["since"]):
+                    dead = ((holder["pid"], holder["since"]), time.monotonic())
+            else:
+                dead = None
+            confirming = dead is not None and time.monotonic() - dead[1] <= 0.3
+            if time.monotonic() >= deadline and not confirming:
+                raise CacheLockTimeout(
+                    f"the kernel cache {directory} is locked {_holder_text(holder)}; waited {limit:g} s "
+                    f"for the lock file {path}. If that process is stopped or hung, resume it or end it "
+                    f"(kill {holder['pid'] if holder else '<pid>'}); or point {ENV_VAR} to another "
+                    f"directory; or wait longer with {ENV_LOCK_TIMEOUT}=<seconds>") from None
+            time.sleep(min(delay, max(0.02 if confirming else 0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 0.2)
+            continue
+        except OSError:
+            os.close(fd)
+            raise
+        try:   # the file we locked may have been replaced by a take-over: lock the current one
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except OSError:
+            same = False
+        if not same:
+            os.close(fd)
+            continue
+        break
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {time.time():.3f} {_HOST}\n".encode(), 0)
         yield
     finally:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
         os.close(fd)
 
 
@@ -449,4 +574,4 @@ __all__ = ["default_cache_dir", "cache_key", "cache_path", "code_path", "load_mo
            "write_atomic", "ENV_VAR", "CacheIntegrityError", "trusted_cache_dir", "ensure_private_dir",
            "directory_problem", "file_problem", "write_artefact", "record_artefact", "verify_artefact",
            "discard_artefact", "discard_module", "record_path", "private_fallback_dir", "warn_once",
-           "RECORD_SUFFIX"]
+           "RECORD_SUFFIX", "lock_holder", "ENV_LOCK_TIMEOUT", "LOCK_TIMEOUT", "CacheLockTimeout"]

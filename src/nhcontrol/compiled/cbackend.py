@@ -34,7 +34,7 @@ import numpy as np
 
 from .._util.errors import CacheError, ModelError
 from . import cache as _cache
-from .ccodegen import C_GENERATOR_VERSION
+from ._layout import C_GENERATOR_VERSION
 
 ENV_BACKEND = "NHCONTROL_BACKEND"
 """Environment variable choosing the kernel back-end: ``c`` or ``python`` (unset: ``c`` when a

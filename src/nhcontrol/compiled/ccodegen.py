@@ -39,8 +39,7 @@ from ..modeling.graph import ExprGraph
 from .codegen import FastPrinter, _find_block, cached_plan, symbol_names
 from .derivatives import FunctionSpec
 
-C_GENERATOR_VERSION = "c4"
-"""Bumped whenever the generated C code changes (part of the shared library's file name)."""
+from ._layout import C_GENERATOR_VERSION  # noqa: E402,F401  (part of the library's file name)
 #: Statements per chunk function and per translation unit.
 CHUNK_STATEMENTS = 150
 UNIT_STATEMENTS = 1200

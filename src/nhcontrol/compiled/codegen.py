@@ -27,8 +27,7 @@ from .._util.errors import ModelError
 from ..modeling.graph import ExprGraph
 from .derivatives import ARG_PREFIX, FunctionSpec
 
-GENERATOR_VERSION = "nhcontrol-codegen-14"
-"""Bumped whenever the generated code changes (part of the cache key)."""
+from ._layout import GENERATOR_VERSION  # noqa: E402,F401  (bumped whenever the generated code changes)
 
 
 class _NamedMixin:

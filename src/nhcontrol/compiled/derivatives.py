@@ -16,69 +16,10 @@ import sympy as sp
 from ..modeling.equations import EquationsOfMotion
 from ..modeling.graph import Direction
 
-ARG_PREFIX = {"x": "X", "xd": "XD", "xdd": "XDD", "a": "A", "lam": "L", "v": "V", "u": "U", "p": "P",
-              "ud": "UD"}
-"""Argument groups and the prefix of their canonical names in generated code."""
+from ._layout import (ARG_PREFIX, DIRECT_KERNELS, DYNAMICS_FIELDS, INPUT_RATE_FIELDS,  # noqa: F401
+                      KERNEL_SIGNATURES, LINEARIZATION_FIELDS, OUTPUT_FIELDS, RATE_FIELDS, ROUTES,
+                      _VECTOR_OUTPUTS)
 
-KERNEL_SIGNATURES: dict[str, tuple[str, ...]] = {
-    "M": ("x", "u", "p"), "Q": ("x", "xd", "u", "p"), "C": ("x", "u", "p"),
-    "Cx": ("x", "u", "p"), "B": ("x", "u", "p"), "D": ("x", "u", "p"), "Qd": ("x", "xd", "u", "p"),
-    "dMa_dx": ("x", "a", "u", "p"), "dMa_du": ("x", "a", "u", "p"),
-    "dDTlam_dx": ("x", "lam", "u", "p"),
-    "dQ_dx": ("x", "xd", "u", "p"), "dQ_dxd": ("x", "xd", "u", "p"), "dQ_du": ("x", "xd", "u", "p"),
-    "dDv_dx": ("x", "v", "u", "p"), "dDv_du": ("x", "v", "u", "p"),
-    "dQd_dx": ("x", "xd", "u", "p"), "dQd_dxd": ("x", "xd", "u", "p"), "dQd_du": ("x", "xd", "u", "p"),
-    "dCxv_dx": ("x", "v", "u", "p"), "dBv_dx": ("x", "v", "u", "p"), "dC_du": ("x", "u", "p"),
-    "b": ("x", "u", "p"), "E": ("x", "xd", "u", "p"),
-}
-"""Kernel name -> argument groups (the table of contracts section 2)."""
-
-LINEARIZATION_FIELDS = ("M", "Q", "D", "Cx", "B", "Qd", "dMa_dx", "dMa_du", "dDTlam_dx", "dQ_dx",
-                        "dQ_dxd", "dQ_du", "dDv_dx", "dDa_dx", "dQd_dx", "dQd_dxd", "dCxv_dx",
-                        "dBv_dx", "dQd_du", "dDa_du", "dC_du")
-"""Field order of [`LinearizationTerms`][nhcontrol.compiled.LinearizationTerms]."""
-
-_VECTOR_OUTPUTS = {"Q", "C", "Qd", "b"}
-
-INPUT_RATE_FIELDS = ("E", "dEw_dx", "dEw_dxd", "dEw_du", "dDTlam_du")
-"""Fields of [`InputRateTerms`][nhcontrol.compiled.InputRateTerms]: the terms of inputs that enter
-the nonholonomic constraints, ``E = ∂(B ẋ + b)/∂u`` and the partial derivatives of ``E u̇0`` and
-``Dᵀ Λ0`` (docs/theory/road_vehicles.md, "Inputs in the constraints")."""
-
-RATE_FIELDS = ("H", "dH_dx", "dH_dxd", "dH_du")
-"""Fields of [`RateTerms`][nhcontrol.compiled.RateTerms]: the rates ``ż = H(x, ẋ, u)`` of the
-first-order states (Eqs. (7.12)-(7.13); the states ``z`` are inputs of the mechanics) and their
-exact partial derivatives."""
-
-DYNAMICS_FIELDS = ("M", "Q", "D", "Qd")
-"""Fields of [`DynamicsTerms`][nhcontrol.compiled.DynamicsTerms]."""
-
-DIRECT_KERNELS = ("M", "C", "Cx", "B", "D", "b")
-"""Kernels generated as functions of their own (small cones, used in inner loops)."""
-
-ROUTES: dict[str, tuple[str, dict[str, str], str]] = {
-    "Q": ("dynamics_terms", {"x": "x", "xd": "xd"}, "Q"),
-    "Qd": ("dynamics_terms", {"x": "x", "xd": "xd"}, "Qd"),
-    "dMa_dx": ("linearization_terms", {"x": "x", "a": "xdd"}, "dMa_dx"),
-    "dMa_du": ("linearization_terms", {"x": "x", "a": "xdd"}, "dMa_du"),
-    "dDTlam_dx": ("linearization_terms", {"x": "x", "lam": "lam"}, "dDTlam_dx"),
-    "dQ_dx": ("linearization_terms", {"x": "x", "xd": "xd"}, "dQ_dx"),
-    "dQ_dxd": ("linearization_terms", {"x": "x", "xd": "xd"}, "dQ_dxd"),
-    "dQ_du": ("linearization_terms", {"x": "x", "xd": "xd"}, "dQ_du"),
-    "dDv_dx": ("linearization_terms", {"x": "x", "v": "xd"}, "dDv_dx"),
-    "dDv_du": ("linearization_terms", {"x": "x", "v": "xdd"}, "dDa_du"),
-    "dQd_dx": ("linearization_terms", {"x": "x", "xd": "xd"}, "dQd_dx"),
-    "dQd_dxd": ("linearization_terms", {"x": "x", "xd": "xd"}, "dQd_dxd"),
-    "dQd_du": ("linearization_terms", {"x": "x", "xd": "xd"}, "dQd_du"),
-    "dCxv_dx": ("linearization_terms", {"x": "x", "v": "xd"}, "dCxv_dx"),
-    "dBv_dx": ("linearization_terms", {"x": "x", "v": "xd"}, "dBv_dx"),
-    "dC_du": ("linearization_terms", {"x": "x"}, "dC_du"),
-    "E": ("input_rate_terms", {"x": "x", "xd": "xd"}, "E"),
-}
-"""Every other kernel of the contract table is one output of a fused function, called with its
-arguments placed into the fused argument list (missing ones are zero): kernel -> (function, {kernel
-argument: fused argument}, output field).
-"""
 
 
 @dataclass(frozen=True)
@@ -90,13 +31,18 @@ class FunctionSpec:
     outputs: tuple[tuple[str, sp.ImmutableMatrix, tuple[int, ...]], ...]
 
 
-def kernel_specs(eom: EquationsOfMotion, rates: tuple[sp.Expr, ...] = ()
+def kernel_specs(eom: EquationsOfMotion, rates: tuple[sp.Expr, ...] = (),
+                 outputs: tuple[sp.Expr, ...] = ()
                  ) -> tuple[list[FunctionSpec], dict[str, list[sp.Symbol]]]:
     """Specs of all kernels of the contract table plus the fused functions.
 
     ``rates``: the rate expressions ``H`` of first-order states (in ``x, ẋ, u, p``); when given,
     two more functions compute ``H`` (``rates``, for simulation) and ``H`` with its Jacobians
     (``rate_terms``, `RATE_FIELDS`).
+
+    ``outputs``: the declared output expressions ``h`` (in ``x, ẋ, u, p``); when given, two
+    more functions compute ``h`` (``outputs``) and ``h`` with its Jacobians (``output_terms``,
+    `OUTPUT_FIELDS`).
 
     Returns
     -------
@@ -179,8 +125,17 @@ def kernel_specs(eom: EquationsOfMotion, rates: tuple[sp.Expr, ...] = ()
         specs.append(FunctionSpec("rate_terms", ("x", "xd", "u", "p"),
                                   tuple((nm, rt[nm], (len(H),) if nm == "H" else tuple(rt[nm].shape))
                                         for nm in RATE_FIELDS)))
+    if outputs:
+        # declared outputs (sensors): y = h(x, ẋ, u), u including first-order states
+        h = g.ingest(list(outputs))
+        ot = {"h": sp.ImmutableMatrix(len(h), 1, h), "dh_dx": jac(h, X), "dh_dxd": jac(h, XD),
+              "dh_du": jac(h, U)}
+        specs.append(FunctionSpec("outputs", ("x", "xd", "u", "p"), (("h", ot["h"], (len(h),)),)))
+        specs.append(FunctionSpec("output_terms", ("x", "xd", "u", "p"),
+                                  tuple((nm, ot[nm], (len(h),) if nm == "h" else tuple(ot[nm].shape))
+                                        for nm in OUTPUT_FIELDS)))
     return specs, S
 
 
 __all__ = ["FunctionSpec", "kernel_specs", "ARG_PREFIX", "KERNEL_SIGNATURES", "LINEARIZATION_FIELDS",
-           "DYNAMICS_FIELDS", "RATE_FIELDS", "INPUT_RATE_FIELDS", "DIRECT_KERNELS", "ROUTES"]
+           "DYNAMICS_FIELDS", "RATE_FIELDS", "OUTPUT_FIELDS", "INPUT_RATE_FIELDS", "DIRECT_KERNELS", "ROUTES"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import threading
 import time
 import weakref
@@ -19,10 +20,10 @@ from .._util.errors import CacheError, ModelError
 from .._util.memory import check_allocation
 from . import cache as _cache
 from . import cbackend as _cb
-from .ccodegen import CCodegenError, generate_c
-from .codegen import GENERATOR_VERSION, generate_module
-from .derivatives import (DIRECT_KERNELS, DYNAMICS_FIELDS, INPUT_RATE_FIELDS, KERNEL_SIGNATURES,
-                          LINEARIZATION_FIELDS, RATE_FIELDS, ROUTES, kernel_specs)
+# the SymPy-free layout: loading a cached model imports no SymPy (the generators, which do,
+# are imported where a model is derived)
+from ._layout import (DIRECT_KERNELS, DYNAMICS_FIELDS, GENERATOR_VERSION, INPUT_RATE_FIELDS,
+                      KERNEL_SIGNATURES, LINEARIZATION_FIELDS, OUTPUT_FIELDS, RATE_FIELDS, ROUTES)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..modeling.system import MultibodySystem
@@ -35,10 +36,13 @@ KERNEL_ARGS: dict[str, tuple[str, ...]] = {k: v[:-2] for k, v in KERNEL_SIGNATUR
 _FUNC_ARGS = {"linearization_terms": ("x", "xd", "xdd", "lam", "u", "p"),
               "dynamics_terms": ("x", "xd", "u", "p"),
               "input_rate_terms": ("x", "xd", "ud", "lam", "u", "p"),
-              "rates": ("x", "xd", "u", "p"), "rate_terms": ("x", "xd", "u", "p")}
+              "rates": ("x", "xd", "u", "p"), "rate_terms": ("x", "xd", "u", "p"),
+              "outputs": ("x", "xd", "u", "p"), "output_terms": ("x", "xd", "u", "p")}
 _FUNC_FIELDS = {"linearization_terms": LINEARIZATION_FIELDS, "dynamics_terms": DYNAMICS_FIELDS,
-                "input_rate_terms": INPUT_RATE_FIELDS, "rates": ("H",), "rate_terms": RATE_FIELDS}
+                "input_rate_terms": INPUT_RATE_FIELDS, "rates": ("H",), "rate_terms": RATE_FIELDS,
+                "outputs": ("h",), "output_terms": OUTPUT_FIELDS}
 _RATE_FUNCS = ("rates", "rate_terms")   # generated only for models with first-order states
+_OUTPUT_FUNCS = ("outputs", "output_terms")   # generated only for models with declared outputs
 
 
 def _missing_kernel(model: str, generator: str) -> Callable[..., Any]:
@@ -162,6 +166,25 @@ class RateTerms:
 
 
 @dataclass(frozen=True)
+class OutputTerms:
+    """Declared outputs ``y = h(x, ẋ, u)`` (`MultibodySystem.add_output`) and their exact
+    partial derivatives; ``u`` is the model's whole input vector (first-order states
+    included). Shapes for one point; ``N`` stacked points add a leading axis.
+
+    Attributes
+    ----------
+    h : (q,)
+    dh_dx, dh_dxd : (q, n)
+    dh_du : (q, k)
+    """
+
+    h: Array
+    dh_dx: Array
+    dh_dxd: Array
+    dh_du: Array
+
+
+@dataclass(frozen=True)
 class DynamicsTerms:
     """``M (n, n)``, ``Q (n,)``, ``D (m+l, n)``, ``Qd (m+l,)`` of the index-1 form Eq. (2.119)."""
 
@@ -225,6 +248,9 @@ class CompiledModel:
         self.constraint_inputs: tuple[str, ...] = tuple(meta.get("constraint_inputs", ()))
         # first-order states z among the inputs, ż = H(x, ẋ, u) (kernel `rate_terms`)
         self.first_order_states: tuple[str, ...] = tuple(meta.get("first_order_states", ()))
+        # declared outputs y = h(x, ẋ, u) (MultibodySystem.add_output; kernel `output_terms`)
+        self.outputs: tuple[str, ...] = tuple(meta.get("output_names", ()))
+        self.noutputs: int = len(self.outputs)
         self.n: int = len(self.coordinates)
         self.m: int = len(self.holonomic_names)
         self.l: int = len(self.nonholonomic_names)  # noqa: E741
@@ -251,7 +277,8 @@ class CompiledModel:
             body = ", ".join(f"({b['mass']}, {b['inertia']})" for b in self._body_specs)
             self._bodies_fn = eval(f"lambda {args}: ({body},)", {"math": math})  # noqa: S307
         funcs = list(DIRECT_KERNELS) + [f for f in _FUNC_ARGS
-                                        if f not in _RATE_FUNCS or self.first_order_states]
+                                        if (f not in _RATE_FUNCS or self.first_order_states)
+                                        and (f not in _OUTPUT_FUNCS or self.outputs)]
         if ckernels is not None:
             missing = [nm for nm in funcs if nm not in ckernels.one or nm not in ckernels.many]
             if missing:
@@ -610,6 +637,47 @@ class CompiledModel:
             raise ModelError(f"model {self.name!r} has no first-order states; add them with "
                              f"add_first_order_states and set_rates")
 
+    def output_terms(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
+                     p: ArrayLike | None = None) -> OutputTerms:
+        """Declared outputs ``h`` and their exact Jacobians from one generated function.
+
+        Parameters
+        ----------
+        x, xd : (n,) or (N, n) array_like
+        u : (k,) or (N, k) array_like, optional
+            The model's inputs, first-order states included.
+        p : as in the other kernels.
+
+        Returns
+        -------
+        OutputTerms
+
+        Raises
+        ------
+        ModelError
+            If the model declares no outputs, or an output is not defined at the point.
+        """
+        self._need_outputs()
+        return OutputTerms(*self._eval("output_terms", _FUNC_ARGS["output_terms"], (x, xd, u, p)))
+
+    def output(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
+               p: ArrayLike | None = None) -> Array:
+        """Declared outputs ``y = h(x, ẋ, u)`` (q,) or (N, q), from a generated function of
+        their own (the field ``h`` of `output_terms`, without Jacobians).
+
+        Raises
+        ------
+        ModelError
+            If the model declares no outputs, or an output is not defined at the point.
+        """
+        self._need_outputs()
+        return self._eval("outputs", _FUNC_ARGS["outputs"], (x, xd, u, p))[0]
+
+    def _need_outputs(self) -> None:
+        if not self.outputs:
+            raise ModelError(f"model {self.name!r} declares no outputs; add sensors with "
+                             f"MultibodySystem.add_output(name, expr) before compiling")
+
     def dynamics_terms(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
                        p: ArrayLike | None = None) -> DynamicsTerms:
         """``M, Q, D, Qd`` of the index-1 form Eq. (2.119) from one generated function.
@@ -712,6 +780,44 @@ class CompiledModel:
         """``∂C/∂u`` (m, k)."""
         return self._kernel("dC_du", x, u, p)
 
+    def linearizer(self, partition: Any, *, p: ArrayLike | None = None, check: bool = True,
+                   cond_max: float = 1e10, tol: float = 1e-8) -> Any:
+        """A prepared one-point linearization of this model: partition and buffers bound once.
+
+        Returns a [`Linearizer`][nhcontrol.linearize.Linearizer] ``lz`` with
+        ``lz(x, xd, xdd, lam, u=None, *, out=None) -> (A, B)`` and ``lz.at(ref, t)``: the
+        numbers of [`linearize()`][nhcontrol.linearize.linearize] at that point (third
+        procedure, thesis Sect. 4.2.3; input matrix Sect. 8.1) in one compiled call with
+        the C kernels, the checks as flags (an error only when a check fails, with
+        ``linearize``'s message).  See `nhcontrol.linearize.prepared` for the parameters.
+        """
+        from ..linearize.prepared import Linearizer   # the sanctioned lazy import (tests/test_architecture.py)
+
+        return Linearizer(self, partition, p=p, check=check, cond_max=cond_max, tol=tol)
+
+    def export_c(self, directory: "str | Path", partition: Any, *, system: Any = None) -> dict:
+        """Write standalone C99 sources of this model and its one-point third procedure.
+
+        See [`nhcontrol.interop.export_c()`][nhcontrol.interop.export_c] (the model's kernels,
+        ``nhc_linearize`` (Steps 1-7 with the admissibility and conditioning checks as return
+        codes), ``nhc_rhs``, a ``Makefile`` and ``nhc_check.c``).
+
+        Parameters
+        ----------
+        directory : path-like
+        partition : Partition or mapping
+        system : MultibodySystem, optional
+            The symbolic model, needed when this model was not compiled in this process.
+
+        Returns
+        -------
+        dict
+            The export's metadata (sizes, names, ``memory_bytes``).
+        """
+        from ..interop.c_export import export_c
+
+        return export_c(self, directory, partition, system=system)
+
     def kernel_source(self) -> str:
         """The generated Python kernel module's source text (what the cache key stands for)."""
         src = getattr(self._mod, "__nhcontrol_source__", None)
@@ -731,7 +837,8 @@ class CompiledModel:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # A model pickles by its cache key plus the generated *Python* kernel source and its
         # sha256: the receiving process reuses the model it already has for that key, else the
-        # disk cache, else the carried source (hash-checked) - never a SymPy re-derivation.
+        # disk cache, else the carried source (hash-checked, executed in memory only and never
+        # written to the cache) - never a SymPy re-derivation.
         src = self.kernel_source()
         return (load_compiled, (self.model_hash, src, hashlib.sha256(src.encode("utf-8")).hexdigest()))
 
@@ -739,6 +846,9 @@ class CompiledModel:
         return (f"CompiledModel({self.name!r}, n={self.n}, m={self.m}, l={self.l}, k={self.ninputs}, "
                 f"hash={self.model_hash[:12]}, from_cache={self.from_cache}, backend={self.backend!r})")
 
+
+_KEY_RE = re.compile(r"[0-9a-f]{64}")
+"""A cache key: the sha256 hex digest of a model description (never a path)."""
 
 _REGISTRY: "weakref.WeakValueDictionary[str, CompiledModel]" = weakref.WeakValueDictionary()
 """Per-process registry: cache key -> CompiledModel (weak, so unused models are freed)."""
@@ -752,6 +862,26 @@ def _register(cm: CompiledModel) -> CompiledModel:
             return have
         _REGISTRY[cm.model_hash] = cm
         return cm
+
+
+_SYSTEMS: "dict[str, MultibodySystem]" = {}
+_SYSTEMS_MAX = 16
+
+
+def _remember_system(key: str, mb: "MultibodySystem") -> None:
+    """Keep the symbolic model of a compiled key (the last `_SYSTEMS_MAX`), for the exports of
+    ``nhcontrol.interop`` that print its expressions (`CompiledModel.export_c`)."""
+    with _REGISTRY_LOCK:
+        _SYSTEMS.pop(key, None)
+        _SYSTEMS[key] = mb
+        while len(_SYSTEMS) > _SYSTEMS_MAX:
+            _SYSTEMS.pop(next(iter(_SYSTEMS)))
+
+
+def _system_for(cm: CompiledModel) -> "MultibodySystem | None":
+    """The symbolic model ``cm`` was compiled from in this process, or None."""
+    with _REGISTRY_LOCK:
+        return _SYSTEMS.get(cm.model_hash)
 
 
 def _registered(cm: CompiledModel) -> CompiledModel:
@@ -782,6 +912,8 @@ def _c_kernels(key: str, directory: Path | None, backend: str, model_name: str,
                 _cache.discard_artefact(path)
     if units is None:
         return None   # unpickled where the library is not cached: the (identical) Python kernels
+    from .ccodegen import CCodegenError
+
     try:
         problem = _cb.cffi_problem()
         if problem:
@@ -827,17 +959,24 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
     -------
     CompiledModel
         In order of preference: the model with this key already alive in this process
-        (the same object), the disk cache, or ``source`` after its hash is checked (it is then
-        written to the cache for the next process).  The C kernels are used when the back-end
+        (the same object), the disk cache, or ``source`` after its hash is checked.  A carried
+        source is executed **in memory only** and never written to the kernel cache: the
+        cache holds only kernels that this user's own ``mb.compile()`` generated from the
+        symbolic equations, so a crafted pickle (altered source with a recomputed sha256)
+        cannot plant code that a later process would load (trust model:
+        ``docs/dev/kernel_cache.md``, "Pickles").  The C kernels are used when the back-end
         (``$NHCONTROL_BACKEND``) allows it and their library is in the cache (hash-checked);
         otherwise the Python kernels, which give the same numbers.
 
     Raises
     ------
     CacheError
-        When the source does not match its sha256 or its own key, or when neither the cache
-        nor a source is available.
+        When ``key`` is not a sha256 hex digest, when the source does not match its sha256 or
+        its own key, or when neither the cache nor a source is available.
     """
+    if not isinstance(key, str) or _KEY_RE.fullmatch(key) is None:
+        raise CacheError(f"the model key {str(key)[:80]!r} carried by a pickle is not a sha256 hex digest "
+                         f"(64 characters 0-9a-f); the pickle is malformed or crafted and is not loaded")
     with _REGISTRY_LOCK:
         have = _REGISTRY.get(key)
     if have is not None:
@@ -856,11 +995,18 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
         raise CacheError(f"the kernel source carried for model key {key[:12]}... fails its integrity "
                          f"check (sha256 {digest[:12]}... != {str(sha256)[:12]}...); it is not executed. "
                          "Recompile the model and pickle it again")
-    module, spath = _store_and_load(path, key, source, warn=False)
-    if module.META.get("key") != key:
+    # executed from memory, never stored: only mb.compile() (the equations) writes kernels to the cache
+    try:
+        module = _cache.module_from_source(source, key)
+        meta = module.META
+    except (Exception, SystemExit) as exc:
+        raise CacheError(f"the kernel source carried for model key {key[:12]}... cannot be executed "
+                         f"({type(exc).__name__}: {exc}); recompile the model and pickle it again") from exc
+    if not isinstance(meta, dict) or meta.get("key") != key:
+        got = meta.get("key") if isinstance(meta, dict) else None
         raise CacheError(f"the kernel source carried for key {key[:12]}... belongs to key "
-                         f"{str(module.META.get('key'))[:12]}...; it is not used")
-    cm = CompiledModel(module, module.META, from_cache=True, source_path=spath, build_time=time.perf_counter() - t0)
+                         f"{str(got)[:12]}...; it is not used")
+    cm = CompiledModel(module, meta, from_cache=False, source_path=None, build_time=time.perf_counter() - t0)
     return _register(_with_c(cm, backend, None, t0))
 
 
@@ -974,6 +1120,7 @@ def _meta(mb: "MultibodySystem", key: str) -> dict:
                                   if any(s in sp.sympify(c.expr).free_symbols for c in mb.nonholonomic)],
             **({"clock": mb.clock.name} if getattr(mb, "clock", None) is not None else {}),
             **({"first_order_states": [z.name for z in _rates(mb)[0]]} if _rates(mb)[1] else {}),
+            **({"output_names": list(mb.outputs)} if getattr(mb, "outputs", ()) else {}),
             "generator": GENERATOR_VERSION}
 
 
@@ -1001,7 +1148,10 @@ class _Derivation:
     def specs(self) -> tuple:
         if self._specs is None:
             eom = self.mb.equations()
-            specs, symbols = kernel_specs(eom, _rates(self.mb)[1])
+            from .derivatives import kernel_specs
+
+            specs, symbols = kernel_specs(eom, _rates(self.mb)[1],
+                                          tuple(getattr(self.mb, "output_expressions", ())))
             self._specs = (specs, eom.graph, symbols)
         return self._specs
 
@@ -1016,6 +1166,8 @@ def generate_source(mb: "MultibodySystem", key: str | None = None, cse: bool = T
     key = key or _cache.cache_key(mb.description())
     d = _derived or _Derivation(mb)
     specs, graph, symbols = d.specs
+    from .codegen import generate_module
+
     return generate_module(specs, graph, symbols, _meta(mb, key), cse=cse, plans=d.plans)
 
 
@@ -1032,6 +1184,8 @@ def generate_c_source(mb: "MultibodySystem", key: str | None = None,
     key = key or _cache.cache_key(mb.description())
     d = _derived or _Derivation(mb)
     specs, graph, symbols = d.specs
+    from .ccodegen import generate_c
+
     return generate_c(specs, graph, symbols, {"name": mb.name, "key": key}, plans=d.plans)[0]
 
 
@@ -1061,6 +1215,7 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
     path = _cache.cache_path(key, cache_dir) if cache else None
 
     derived = _Derivation(mb)
+    _remember_system(key, mb)
 
     def c_units() -> list[str]:
         return generate_c_source(mb, key, derived)
@@ -1076,6 +1231,7 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
 
 
 __all__ = ["CompiledModel", "load_compiled", "LinearizationTerms", "DynamicsTerms", "InputRateTerms", "RateTerms",
+           "OutputTerms",
            "compile_system", "generate_source",
            "generate_c_source",
            "KERNEL_ARGS", "LINEARIZATION_FIELDS"]

@@ -6,15 +6,36 @@ Numbers in, numbers out: nothing here imports ``modeling``, ``compiled``, ``refe
 
 - [`finite_horizon_lqr()`][nhcontrol.design.finite_horizon_lqr] — backward Riccati recursion for
   a discrete LTV system.
-- [`lqr()`][nhcontrol.design.lqr.lqr] — infinite-horizon LQR of an LTI ``control.StateSpace`` (python-control/slycot).
+- [`lqr()`][nhcontrol.design.lqr.lqr], [`dlqr()`][nhcontrol.design.dlqr] — infinite-horizon LQR of
+  an LTI ``control.StateSpace`` (python-control/slycot); ``K, S, E = lqr(sys, Q, R)`` as in
+  python-control.
 - [`LTVMPC`][nhcontrol.design.LTVMPC] — cvxpy MPC with input, input-rate and state bounds,
   compiled once (DPP);
   [`window()`][nhcontrol.design.window] cuts its prediction window out of a ``DiscreteLTV``.
+- Controllers as objects ([`TrackingController`][nhcontrol.design.TrackingController] protocol:
+  ``control(t, [x; ẋ])``, ``reset()``, ``to_iosystem()``):
+  [`TVLQRController`][nhcontrol.design.TVLQRController],
+  [`MPCController`][nhcontrol.design.MPCController] (soft bounds, Riccati terminal cost,
+  integral action, named fallbacks),
+  [`NMPCController`][nhcontrol.design.NMPCController] (real-time iteration / SQP nonlinear MPC
+  re-linearizing exactly along the predicted trajectory).
+- [`kalman_filter()`][nhcontrol.design.kalman_filter] — the dual of the finite-horizon LQR: the
+  time-varying Kalman filter of a discrete LTV system with outputs;
+  [`KalmanEstimator`][nhcontrol.design.KalmanEstimator] runs it sample by sample on the deviations.
+- [`ExtendedKalmanFilter`][nhcontrol.design.ExtendedKalmanFilter] — EKF on the constraint
+  manifold with the exact Jacobians of the third procedure (imports ``compiled``/``linearize``
+  for the model's kernels: the one design tool that works on the nonlinear model).
 """
 
-from .lqr import LQRResult, finite_horizon_lqr, lqr
+from .controllers import ControlRecord, MPCController, TrackingController, TVLQRController
+from .ekf import ExtendedKalmanFilter
+from .kalman import KalmanEstimator, KalmanFilterResult, kalman_filter
+from .lqr import LQRResult, dlqr, finite_horizon_lqr, lqr
 from .mpc import LTVMPC, MPCStep, window
+from .nmpc import NMPCController
 
 __all__ = [
-    "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window"
+    "dlqr", "finite_horizon_lqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window",
+    "TrackingController", "TVLQRController", "MPCController", "ControlRecord", "NMPCController",
+    "kalman_filter", "KalmanFilterResult", "KalmanEstimator", "ExtendedKalmanFilter",
 ]

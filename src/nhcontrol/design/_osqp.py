@@ -21,10 +21,16 @@ Rows of ``A_c`` (derived here, the same constraints as the cvxpy formulation):
 * ``A_j δx_j + B_j δu_j − δx_{j+1} = 0``, ``j = 0 … N−1`` (N n rows);
 * ``δu_j[i]`` for the input components with a finite bound (two-sided rows);
 * ``δu_0[i]`` and ``δu_j[i] − δu_{j−1}[i]`` for the components with a finite rate bound;
-* ``δx_j[i]``, ``j = 1 … N``, for the state components with a finite bound.
+* ``δx_j[i]``, ``j = 1 … N``, for the state components with a finite bound (hard bounds);
+  with soft bounds instead ``δx_j[i] + s_j[i] ≥ lo`` and ``δx_j[i] − s_j[i] ≤ hi`` with one
+  slack ``s_j[i] ≥ 0`` per bounded component and step (its own rows ``s_j[i] ≥ 0``).
 
-``P = 2 blkdiag(Q, …, Q, Q_f, R, …, R)`` (upper triangle, every entry of each block kept in
-the pattern so ``Q_f`` can be replaced), so that ``½ zᵀPz`` is the MPC cost itself.
+``P = 2 blkdiag(Q, …, Q, Q_f, R, …, R, ρ₂ I)`` (upper triangle; the non-zero entries of the fixed
+``Q``, ``R`` blocks, every entry of the ``Q_f`` block so that it can be replaced), so that ``½ zᵀPz + qᵀz`` is the MPC cost
+itself; ``q`` holds ``ρ₁`` for the slacks (the exact L1 penalty) and the linear terms of a
+cost about a trajectory that is not the reference (``set_linear``). The dynamics rows take a
+constant ``c_j`` (``set_bounds(..., c=...)``: ``δx_{j+1} = A_j δx_j + B_j δu_j + c_j``), the
+affine term of a model linearized off its own trajectory (RTI) or a disturbance estimate.
 """
 
 from __future__ import annotations
@@ -102,6 +108,8 @@ class WindowQP:
         Input, rate and state components that have at least one finite bound.
     options : mapping
         OSQP settings overriding `OSQP_DEFAULTS`.
+    soft : (float, float), optional
+        ``(ρ₁, ρ₂)``: make the state bounds soft with the penalty ``ρ₁ s + ρ₂ s²`` per slack.
 
     Raises
     ------
@@ -111,23 +119,41 @@ class WindowQP:
 
     def __init__(self, N: int, n: int, k: int, Q: NDArray[np.float64], R: NDArray[np.float64],
                  Qf: NDArray[np.float64], iu: NDArray[np.intp], ir: NDArray[np.intp],
-                 ix: NDArray[np.intp], options: Mapping[str, Any]) -> None:
+                 ix: NDArray[np.intp], options: Mapping[str, Any],
+                 soft: tuple[float, float] | None = None) -> None:
         import osqp
 
         self.N, self.n, self.k = N, n, k
-        nx, nz = (N + 1) * n, (N + 1) * n + N * k
+        ns = ix.size if soft is not None else 0
+        self.ns = ns
+        nx, nz = (N + 1) * n, (N + 1) * n + N * k + N * ns
         self._xu = nx  # first column of the inputs
+        self._xs = nx + N * k  # first column of the slacks
+        self.nz = nz
 
         # ---- P: upper triangles of 2Q (N times), 2Qf, 2R (N times) -------------------------
         Pp = _Pattern()
         tri_n, tri_k = np.triu_indices(n), np.triu_indices(k)
+        # the stage weights Q, R never change: only their non-zero entries enter the pattern
+        # (a diagonal Q adds n entries per stage, not n(n+1)/2 explicit zeros that OSQP would
+        # carry through its factorisation and every iteration); the terminal block keeps its
+        # full triangle so that set_terminal can write any Q_f
+        qn = tuple(t[Q[tri_n] != 0.0] for t in tri_n)
+        rk = tuple(t[R[tri_k] != 0.0] for t in tri_k)
         for j in range(N):
-            Pp.add(j * n + tri_n[0], j * n + tri_n[1], 2.0 * Q[tri_n])
+            Pp.add(j * n + qn[0], j * n + qn[1], 2.0 * Q[qn])
         self._Pf = Pp.add(N * n + tri_n[0], N * n + tri_n[1], 2.0 * Qf[tri_n])
         self._tri_n = tri_n
         for j in range(N):
-            Pp.add(nx + j * k + tri_k[0], nx + j * k + tri_k[1], 2.0 * R[tri_k])
+            Pp.add(nx + j * k + rk[0], nx + j * k + rk[1], 2.0 * R[rk])
+        if ns:
+            cs = self._xs + np.arange(N * ns)
+            Pp.add(cs, cs, np.full(N * ns, 2.0 * float(soft[1])))
         P, self._Pvals, self._Ppos = Pp.csc((nz, nz))
+        self.q = np.zeros(nz)
+        if ns:
+            self.q[self._xs:] = float(soft[0])
+        self._q_slack = self.q[self._xs:].copy()
         self._Pdata = P.data.copy()
 
         # ---- A_c ---------------------------------------------------------------------------
@@ -155,23 +181,55 @@ class WindowQP:
                 Ap.add(row + np.arange(ir.size), nx + (j - 1) * k + ir, -np.ones(ir.size))
             row += ir.size
         rows_x = row
-        for j in range(1, N + 1):                                           # δx_j[ix]
-            Ap.add(row + np.arange(ix.size), j * n + ix, np.ones(ix.size))
-            row += ix.size
+        if ns:
+            # soft: δx_j[ix] + s_j ≥ lo (rows_x …), δx_j[ix] − s_j ≤ hi (rows_x2 …), s ≥ 0
+            for j in range(1, N + 1):
+                sc = self._xs + (j - 1) * ns + np.arange(ns)
+                Ap.add(row + np.arange(ns), j * n + ix, np.ones(ns))
+                Ap.add(row + np.arange(ns), sc, np.ones(ns))
+                row += ns
+            rows_x2 = row
+            for j in range(1, N + 1):
+                sc = self._xs + (j - 1) * ns + np.arange(ns)
+                Ap.add(row + np.arange(ns), j * n + ix, np.ones(ns))
+                Ap.add(row + np.arange(ns), sc, -np.ones(ns))
+                row += ns
+            rows_s = row
+            Ap.add(row + np.arange(N * ns), self._xs + np.arange(N * ns), np.ones(N * ns))
+            row += N * ns
+        else:
+            for j in range(1, N + 1):                                       # δx_j[ix]
+                Ap.add(row + np.arange(ix.size), j * n + ix, np.ones(ix.size))
+                row += ix.size
         A, _, Apos = Ap.csc((row, nz))
         self._Adata = A.data.copy()
+        # the same numbers as OSQP's A_c (shares _Adata, updated in place) for KKT residuals
+        # (the CSC arrays of A_c are the CSR arrays of A_cᵀ)
+        self._At = sp.csr_matrix((self._Adata, A.indices.copy(), A.indptr.copy()),
+                                 shape=(A.shape[1], A.shape[0]), copy=False)
+        self._At.data = self._Adata
         self._posA = np.concatenate([Apos[s] for s in a_sl])  # (j, r, c) order
         self._posB = np.concatenate([Apos[s] for s in b_sl])
         self._rows = {"u": (rows_u, iu), "r": (rows_r, ir), "x": (rows_x, ix)}
         self.l = np.zeros(row)
         self.u = np.zeros(row)
+        # (first row, rows per stage) of the stage-wise row blocks, for shift_duals
+        segs = [(n, n), (rows_u, iu.size), (rows_r, ir.size)]
+        segs += ([(rows_x, ns), (rows_x2, ns), (rows_s, ns)] if ns else [(rows_x, ix.size)])
+        self._segments = [(a, b) for a, b in segs if b]
+        if ns:
+            self._soft_rows = (rows_x, rows_x2, rows_s)
+            self.l[rows_x2:rows_s] = -np.inf
+            self.u[rows_x:rows_x2] = np.inf
+            self.u[rows_s:] = np.inf
         self._last_AB: NDArray[np.float64] | None = None
+        self._pending: dict[str, NDArray[np.float64]] = {}
 
         settings = dict(OSQP_DEFAULTS)
         settings.update(options)
         self.solver = osqp.OSQP()
         try:
-            self.solver.setup(P, np.zeros(nz), A, self.l, self.u, **settings)
+            self.solver.setup(P, self.q, A, self.l, self.u, **settings)
         except (ValueError, TypeError) as exc:
             raise DesignError(f"OSQP refused the solver options {dict(options)!r}: {exc}; see "
                               "https://osqp.org/docs/interfaces/solver_settings.html for the "
@@ -180,7 +238,7 @@ class WindowQP:
     def set_terminal(self, Qf: NDArray[np.float64]) -> None:
         """Replace the terminal weight block of ``P`` (OSQP refactorises)."""
         self._Pdata[self._Ppos[self._Pf]] = 2.0 * Qf[self._tri_n]
-        self.solver.update(Px=self._Pdata)
+        self._pending["Px"] = self._Pdata          # sent with the next solve (one factorisation)
 
     def set_window(self, A: NDArray[np.float64], B: NDArray[np.float64]) -> None:
         """Write ``A_j``, ``B_j`` into ``A_c`` (no update when they equal the previous ones)."""
@@ -190,30 +248,96 @@ class WindowQP:
         self._last_AB = AB
         self._Adata[self._posA] = A.ravel()
         self._Adata[self._posB] = B.ravel()
-        self.solver.update(Ax=self._Adata)
+        self._pending["Ax"] = self._Adata          # sent with the next solve (one factorisation)
 
     def set_bounds(self, x0: NDArray[np.float64], shifts: Mapping[str, tuple[
-            NDArray[np.float64], NDArray[np.float64]]]) -> None:
-        """Set ``l``, ``u``: the initial state and the shifted bounds ``(lo, hi)`` (N, p) per
-        group ``"u"``, ``"r"``, ``"x"``."""
-        n = self.n
+            NDArray[np.float64], NDArray[np.float64]]],
+            c: NDArray[np.float64] | None = None) -> None:
+        """Set ``l``, ``u``: the initial state, the constants ``c_j`` (N, n) of the dynamics
+        rows (zero when None) and the shifted bounds ``(lo, hi)`` (N, p) per group ``"u"``,
+        ``"r"``, ``"x"``."""
+        n, N = self.n, self.N
         self.l[:n] = x0
         self.u[:n] = x0
+        cc = np.zeros(N * n) if c is None else -np.asarray(c, dtype=float).ravel()
+        self.l[n:n + N * n] = cc
+        self.u[n:n + N * n] = cc
         for key, (lo, hi) in shifts.items():
             start, idx = self._rows[key]
             if idx.size:
+                if key == "x" and self.ns:
+                    r1, r2, _ = self._soft_rows
+                    self.l[r1:r1 + lo.size] = lo.ravel()
+                    self.u[r2:r2 + hi.size] = hi.ravel()
+                    continue
                 stop = start + lo.size
                 self.l[start:stop] = lo.ravel()
                 self.u[start:stop] = hi.ravel()
         self.solver.update(l=self.l, u=self.u)
 
+    def set_linear(self, qx: NDArray[np.float64] | None, qu: NDArray[np.float64] | None) -> None:
+        """Linear cost terms ``q_xᵀ δx`` ((N+1, n)) and ``q_uᵀ δu`` ((N, k)); None: zero."""
+        nx = self._xu
+        q = self.q
+        q[:nx] = 0.0 if qx is None else np.asarray(qx, dtype=float).ravel()
+        q[nx:self._xs] = 0.0 if qu is None else np.asarray(qu, dtype=float).ravel()
+        q[self._xs:] = self._q_slack
+        self.solver.update(q=q)
+
+    def kkt_at_zero(self, y: NDArray[np.float64]) -> dict[str, float]:
+        """KKT residuals of the loaded QP at ``z = 0`` with multipliers ``y`` (OSQP's sign
+        convention): stationarity ``‖q + A_cᵀ y‖∞``, primal ``max(dist(0, [l, u]))`` (the
+        dynamics rows give ``max |c_j|``), complementarity ``max |y_i| dist(0, active side)``.
+
+        With the QP built about an iterate of a nonlinear programme (RTI/SQP), these are the
+        KKT residuals of the discretized nonlinear problem at that iterate."""
+        stat = self.q + self._At @ y
+        lo, hi = self.l, self.u
+        prim = np.maximum(np.maximum(lo, 0.0) - 0.0, 0.0 - np.minimum(hi, 0.0))
+        with np.errstate(invalid="ignore"):
+            comp = np.where(y > 0, y * np.where(np.isfinite(hi), np.abs(hi), 0.0),
+                            -y * np.where(np.isfinite(lo), np.abs(lo), 0.0))
+        eq = lo == hi                                    # equality rows: no complementarity
+        comp[eq] = 0.0
+        return {"stationarity": float(np.max(np.abs(stat), initial=0.0)),
+                "primal": float(np.max(prim, initial=0.0)),
+                "complementarity": float(np.max(np.abs(comp), initial=0.0))}
+
+    def shift_duals(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The multipliers ``y`` of the previous window shifted by one stage (the last stage
+        repeated), matching a plan shifted by one sample."""
+        out = np.array(y, dtype=float, copy=True)
+        N = self.N
+        for start, per in self._segments:
+            blk = out[start:start + N * per].reshape(N, per)
+            blk[:-1] = blk[1:].copy()
+        return out
+
+    def warm_start(self, z: NDArray[np.float64], y: NDArray[np.float64] | None = None) -> None:
+        """Warm start: primal ``z`` (e.g. the previous plan shifted by one step) and dual ``y``
+        (zeros when None), so the iterates do not depend on any solve in between."""
+        yy = np.zeros(self.l.size) if y is None else np.asarray(y, dtype=float)
+        self.solver.warm_start(x=np.asarray(z, dtype=float), y=yy)
+
     def solve(self) -> tuple[str, NDArray[np.float64] | None, NDArray[np.float64] | None, float]:
-        """Solve; return ``(status, δx (N+1, n), δu (N, k), cost)`` (arrays None on failure)."""
+        """Solve; return ``(status, δx (N+1, n), δu (N, k), cost)`` (arrays None on failure).
+
+        The slacks of the last solution (soft bounds) are in `slack` ((N, ns), zeros when
+        hard), the multipliers of the dynamics rows in `dyn_duals` ((N, n))."""
+        if self._pending:                 # P and A_c changes in one update: one factorisation
+            self.solver.update(**self._pending)
+            self._pending = {}
         res = self.solver.solve(raise_error=False)
         status = OSQP_STATUS.get(int(res.info.status_val), "solver_error")
+        self.iterations = int(getattr(res.info, "iter", 0))
         if status not in ("optimal", "optimal_inaccurate") or res.x is None:
             return status, None, None, float("nan")
         z = np.array(res.x, dtype=float)  # a copy: OSQP reuses its buffers
         nx = self._xu
-        return (status, z[:nx].reshape(self.N + 1, self.n), z[nx:].reshape(self.N, self.k),
+        self.slack = z[self._xs:].reshape(self.N, self.ns)
+        n = self.n
+        self.y = np.array(res.y, dtype=float)
+        self.dyn_duals = self.y[n:n + self.N * n].reshape(self.N, n)
+        self.z = z
+        return (status, z[:nx].reshape(self.N + 1, self.n), z[nx:self._xs].reshape(self.N, self.k),
                 float(res.info.obj_val))

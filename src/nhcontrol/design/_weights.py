@@ -69,8 +69,16 @@ def system_arrays(dsys: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], 
 
 
 def per_step(value: ArrayLike, name: str, steps: int, rows: int, cols: int) -> NDArray[np.float64]:
-    """Broadcast a constant (rows, cols) weight or check a (steps, rows, cols) sequence."""
+    """Broadcast a constant (rows, cols) weight or check a (steps, rows, cols) sequence.
+
+    For a square weight a scalar is that multiple of the identity and a 1-D array of length
+    ``rows`` the diagonal.
+    """
     arr = as_float_array(value, name, error=DesignError)
+    if rows == cols and arr.ndim == 0:
+        arr = float(arr) * np.eye(rows)
+    elif rows == cols and arr.ndim == 1 and arr.shape[0] == rows:
+        arr = np.diag(arr)
     if arr.ndim == 2:
         if arr.shape != (rows, cols):
             raise DesignError(f"{name} must have shape ({rows}, {cols}) or ({steps}, {rows}, {cols}), "
@@ -127,15 +135,16 @@ def check_psd(W: NDArray[np.float64], name: str, *, definite: bool = False) -> N
 
 
 def check_weights(Q: NDArray[np.float64], R: NDArray[np.float64], S: NDArray[np.float64] | None,
-                  Qf: NDArray[np.float64]) -> None:
-    """Check ``Q ⪰ 0``, ``R ≻ 0``, ``Qf ⪰ 0`` and, with a cross weight, ``[[Q, S], [Sᵀ, R]] ⪰ 0``."""
+                  Qf: NDArray[np.float64], *, cross: str = "S") -> None:
+    """Check ``Q ⪰ 0``, ``R ≻ 0``, ``Qf ⪰ 0`` and, with a cross weight, ``[[Q, S], [Sᵀ, R]] ⪰ 0``
+    (``cross`` names the cross weight in the message: ``"N"`` for `lqr()`)."""
     check_psd(Q, "Q")
     check_psd(R, "R", definite=True)
     check_psd(Qf, "Qf")
     if S is not None:
         joint = np.concatenate([np.concatenate([Q, S], axis=-1),
                                 np.concatenate([np.swapaxes(S, -1, -2), R], axis=-1)], axis=-2)
-        check_psd(joint, "[[Q, S], [Sᵀ, R]]")
+        check_psd(joint, f"[[Q, {cross}], [{cross}ᵀ, R]]")
 
 
 def psd_factor(W: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -8,6 +8,8 @@ deviation ``δx_k = x(t_k) − x_ref(t_k)`` and commands ``u_k = u_ref(t_k) + δ
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -22,12 +24,16 @@ from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array, check_finite, readonly
 from ._weights import PD_RTOL, check_weights, per_step, system_arrays
 
-__all__ = ["LQRResult", "finite_horizon_lqr", "lqr"]
+__all__ = ["LQRResult", "finite_horizon_lqr", "lqr", "dlqr"]
 
 
 @dataclass(frozen=True)
 class LQRResult:
     """Gains and cost-to-go matrices of a linear-quadratic regulator (immutable).
+
+    Unpacks like python-control's result: ``K, S, E = lqr(sys, Q, R)`` gives the gain, the
+    Riccati solution (``S`` is `P`) and the closed-loop eigenvalues (``None`` for a finite
+    horizon).
 
     Attributes
     ----------
@@ -73,6 +79,33 @@ class LQRResult:
         return self._residual
 
     @property
+    def S(self) -> NDArray[np.float64]:
+        """Riccati solution (python-control's name for it): the same array as `P`."""
+        return self.P
+
+    def __iter__(self) -> Iterator[Any]:
+        """``K, S, E = result``: gain, Riccati solution and closed-loop eigenvalues, as
+        ``control.lqr`` returns them."""
+        return iter((self.K, self.P, self.E))
+
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, i: int) -> Any:
+        """``result[0]`` is ``K`` (``control.lqr(...)[0]`` habit), ``[1]`` the Riccati solution, ``[2]`` ``E``."""
+        return (self.K, self.P, self.E)[i]
+
+    def __repr__(self) -> str:
+        kind = (f"horizon={self.horizon}" if self.horizon is not None else
+                ("continuous" if self.dt == 0.0 else f"discrete, dt={self.dt}"))
+        extra = ""
+        if self.E is not None and self.E.size:
+            extra = (f", max Re(E)={float(np.max(self.E.real)):.4g}" if self.method == "care"
+                     else f", max |E|={float(np.max(np.abs(self.E))):.4g}")
+        return (f"LQRResult({self.method}, {kind}, nstates={self.nstates}, ninputs={self.ninputs}, "
+                f"K {self.K.shape}{extra})")
+
+    @property
     def nstates(self) -> int:
         """Number of states ``n``."""
         return int(self.P.shape[-1])
@@ -95,6 +128,21 @@ class LQRResult:
         """Return the feedback ``u = −K_step x`` (k,) for a (deviation) state ``x`` (n,)."""
         xv = as_float_array(x, "x", shape=(self.nstates,), error=DesignError)
         return -self.gain(step) @ xv
+
+    def export_c(self, directory: Any, name: str = "lqr") -> dict:
+        """Write the gain tables as standalone C99 (``<name>.h``, ``<name>.c``): read-only tables
+        and ``<name>_control(step, dx, u)`` computing ``u = −K_step dx`` without allocation.
+
+        See [`nhcontrol.interop.export_lqr_c()`][nhcontrol.interop.export_lqr_c].
+
+        Returns
+        -------
+        dict
+            ``{"files", "horizon", "nstates", "ninputs", "table_bytes"}``.
+        """
+        from ..interop.c_export import export_lqr_c
+
+        return export_lqr_c(self, directory, name)
 
     def cost(self, x0: ArrayLike) -> float:
         """Optimal cost ``x0ᵀ P0 x0`` from the (deviation) state ``x0`` (n,)."""
@@ -146,21 +194,25 @@ def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
         Discrete system with ``Ad`` (N, n, n), ``Bd`` (N, n, k); the horizon is ``N``. A
         discrete python-control ``StateSpace`` is held constant over a horizon of ``N`` steps
         (give ``N=``); a continuous one is rejected ("discretize first").
-    Q : (n, n) or (N, n, n) array_like
-        State weights, symmetric positive semi-definite.
-    R : (k, k) or (N, k, k) array_like
-        Input weights, symmetric positive definite.
-    Qf : (n, n) array_like
+    Q : (n, n), (N, n, n), (n,) or scalar array_like
+        State weights, symmetric positive semi-definite (a 1-D array of length ``n`` is the
+        diagonal, a scalar that multiple of the identity).
+    R : (k, k), (N, k, k), (k,) or scalar array_like
+        Input weights, symmetric positive definite (same shorthands).
+    Qf : (n, n), (n,) or scalar array_like
         Terminal weight, symmetric positive semi-definite.
     S : (n, k) or (N, n, k) array_like, optional
-        Cross weights; ``[[Q_k, S_k], [S_kᵀ, R_k]]`` must be positive semi-definite.
+        Cross weights; ``[[Q_k, S_k], [S_kᵀ, R_k]]`` must be positive semi-definite. (Here
+        ``N`` is the horizon, so the cross weight keeps the name ``S``; in `lqr()` it is ``N``
+        as in python-control.)
     N : int, optional
         Horizon, required (only) for a ``control.StateSpace``.
 
     Returns
     -------
     LQRResult
-        ``K`` (N, k, n), ``P`` (N+1, n, n), ``u_k = −K_k x_k`` and optimal cost ``x0ᵀ P_0 x0``.
+        ``K`` (N, k, n), ``P`` (N+1, n, n), ``u_k = −K_k x_k`` and optimal cost ``x0ᵀ P_0 x0``;
+        unpacks as ``K, P, E`` with ``E = None``.
 
     Raises
     ------
@@ -205,7 +257,7 @@ def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
                      error=DesignError, hint="use a shorter horizon or a coarser sampling time")
     Qs = per_step(Q, "Q", N, n, n)
     Rs = per_step(R, "R", N, k, k)
-    Qf_ = as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)
+    Qf_ = _weight(Qf, "Qf", n)
     check_finite(Qf_, "Qf", error=DesignError)
     Ss = None if S is None else per_step(S, "S", N, n, k)
     check_weights(Qs, Rs, Ss, Qf_)
@@ -298,58 +350,152 @@ def _labels(sys: Any, n: int) -> list[str]:
     return labels if len(labels) == n else [f"x[{i}]" for i in range(n)]
 
 
+def _boundary_mode_reports(A: NDArray[np.float64], B: NDArray[np.float64], Qe: NDArray[np.float64],
+                           discrete: bool, names: list[str]) -> tuple[list[str], list[str]]:
+    """The modes that make the algebraic Riccati equation lack a stabilising solution.
+
+    A stabilising solution exists if and only if ``(A, B)`` is stabilisable and ``(Qe, A)``
+    has no unobservable mode on the stability boundary, with ``Qe = Q − S R⁻¹ Sᵀ`` the
+    effective state weight. Both are decided here with the Popov–Belevitch–Hautus test on the
+    eigenvalues of ``A``, each with its smallest singular value and the tolerance
+    ``PBH_RTOL × max(1, ‖[A, B]‖₂)`` (resp. ``‖[A; Qe]‖₂``), so that the outcome does not
+    depend on how a particular slycot or SciPy release treats such a pair.
+
+    Returns
+    -------
+    (unstabilisable, unobservable_on_boundary) : lists of str
+        One sentence per failing mode: the eigenvalue, the singular value and the states that
+        carry it (the largest entries of its eigenvector).
+    """
+    n = A.shape[0]
+    lam, V = np.linalg.eig(A)
+    scale_b = max(1.0, float(np.linalg.norm(np.hstack([A, B]), 2)))
+    # Q's overall size does not matter for detectability: compare its shape with A's size.
+    nq = float(np.linalg.norm(Qe, 2))
+    Qe = Qe * (max(1.0, float(np.linalg.norm(A, 2))) / nq) if nq > 0 else Qe
+    scale_q = max(1.0, float(np.linalg.norm(np.vstack([A, Qe]), 2)))
+    btol = 1e-9 * max(1.0, float(np.max(np.abs(lam)))) if lam.size else 1e-9
+
+    def carried(i: int) -> list[str]:
+        v = np.abs(V[:, i])
+        return [names[j] for j in np.argsort(-v) if v[j] > 0.1 * v.max()][:6]
+
+    bad_b: list[str] = []
+    bad_q: list[str] = []
+    seen: list[complex] = []
+    for i, li in enumerate(lam):
+        if any(abs(li - s0) <= btol for s0 in seen):      # a repeated eigenvalue: one report
+            continue
+        seen.append(li)
+        outside = (abs(li) >= 1.0 - btol) if discrete else (li.real >= -btol)
+        if not outside:
+            continue
+        M = np.hstack([A - li * np.eye(n), B])
+        sv = np.linalg.svd(M, compute_uv=False)
+        if sv[-1] <= PBH_RTOL * scale_b:
+            bad_b.append(f"eigenvalue {complex(np.round(li, 9))} (smallest singular value of [A - λI, B] "
+                         f"{sv[-1]:.1e} <= tolerance {PBH_RTOL * scale_b:.1e}) carried by {carried(i)}")
+        on_boundary = (abs(abs(li) - 1.0) <= btol) if discrete else (abs(li.real) <= btol)
+        if on_boundary:
+            sq = np.linalg.svd(np.vstack([A - li * np.eye(n), Qe]), compute_uv=False)
+            if sq[-1] <= PBH_RTOL * scale_q:
+                bad_q.append(f"eigenvalue {complex(np.round(li, 9))} (smallest singular value of "
+                             f"[A - λI; Q] {sq[-1]:.1e} <= tolerance {PBH_RTOL * scale_q:.1e}) carried by "
+                             f"{carried(i)}")
+    return bad_b, bad_q
+
+
 def _unstabilisable_report(A: NDArray[np.float64], B: NDArray[np.float64], discrete: bool,
-                           names: list[str]) -> str:
+                           names: list[str], Qe: NDArray[np.float64] | None = None) -> str:
     """Name the modes that fail the PBH stabilisability test and the states that carry them.
 
     A mode ``λ`` of ``A`` with ``Re λ >= 0`` (``|λ| >= 1`` in discrete time) is unstabilisable
     when ``rank [A - λI, B] < n`` (Popov-Belevitch-Hautus); the states that carry it are the
-    largest entries of its eigenvector.
+    largest entries of its eigenvector. A mode on the stability boundary that the state weight
+    does not see (``rank [A - λI; Q] < n``) also leaves the Riccati equation without a
+    stabilising solution.
     """
     n = A.shape[0]
-    lam, V = np.linalg.eig(A)
-    scale = max(1.0, float(np.linalg.norm(np.hstack([A, B]), 2)))
-    bad = []
-    for i, li in enumerate(lam):
-        if (abs(li) < 1.0 - 1e-9) if discrete else (li.real < -1e-9 * scale):
-            continue
-        sv = np.linalg.svd(np.hstack([A - li * np.eye(n), B]), compute_uv=False)
-        if sv[-1] <= PBH_RTOL * scale:
-            v = np.abs(V[:, i])
-            carried = [names[j] for j in np.argsort(-v) if v[j] > 0.1 * v.max()][:6]
-            bad.append(f"eigenvalue {complex(np.round(li, 9))} (smallest singular value of [A - λI, B] "
-                       f"{sv[-1]:.1e}) carried by {carried}")
+    bad, badq = _boundary_mode_reports(A, B, np.eye(n) if Qe is None else Qe, discrete, names)
     boundary = "|λ| >= 1" if discrete else "Re λ >= 0"
-    if not bad:
-        return (f"Every mode with {boundary} passes the PBH test (tolerance {PBH_RTOL:g} x {scale:.3g}); "
-                "check that (Q, A) has no unobservable mode on the stability boundary")
-    return (f"(A, B) is not stabilisable: {len(bad)} mode(s) with {boundary} cannot be moved by the "
-            f"inputs: " + "; ".join(bad) + ". Remove the states that carry them (cyclic coordinates and "
-            "spurious directions of a linearization are typical) and design on the rest: for a "
-            "linearization use lin.to_statespace(states=\"reduced\") (or a list of state names); "
-            "otherwise control.ss(A[keep][:, keep], B[keep], ...) or a controllable formulation")
+    if bad:
+        return (f"(A, B) is not stabilisable: {len(bad)} mode(s) with {boundary} cannot be moved by the "
+                f"inputs: " + "; ".join(bad) + ". Remove the states that carry them (cyclic coordinates and "
+                "spurious directions of a linearization are typical) and design on the rest: for a "
+                "linearization use lin.to_statespace(states=\"reduced\") (or a list of state names); "
+                "otherwise control.ss(A[keep][:, keep], B[keep], ...) or a controllable formulation")
+    if badq:
+        return (f"the state weight Q does not see {len(badq)} mode(s) on the stability boundary "
+                f"({'|λ| = 1' if discrete else 'Re λ = 0'}): " + "; ".join(badq) + ". Weight the states "
+                "that carry them (a positive definite Q always works)")
+    return (f"Every mode with {boundary} passes the PBH test (tolerance {PBH_RTOL:g} x scale) and Q "
+            "sees every mode on the stability boundary")
 
 
-def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, *, S: ArrayLike | None = None) -> LQRResult:
+def _weight(W: ArrayLike, name: str, n: int) -> NDArray[np.float64]:
+    """A weight as an (n, n) matrix: a scalar is that multiple of the identity, a 1-D array of
+    length ``n`` the diagonal (python-control accepts a scalar for a 1 x 1 weight)."""
+    arr = as_float_array(W, name, error=DesignError)
+    if arr.ndim == 0:
+        arr = float(arr) * np.eye(n)
+    elif arr.ndim == 1 and arr.shape[0] == n:
+        arr = np.diag(arr)
+    elif arr.ndim != 2 or arr.shape != (n, n):
+        raise DesignError(f"{name} must have shape ({n}, {n}) (or be a diagonal of length {n}, or a "
+                          f"scalar times the identity), got shape {arr.shape}")
+    return arr
+
+
+def _cross_weight(N: ArrayLike | None, S: ArrayLike | None, n: int, k: int, stacklevel: int = 3
+                  ) -> NDArray[np.float64] | None:
+    """The cross weight ``N`` (n, k), with the deprecated keyword ``S`` still accepted."""
+    if S is not None:
+        if N is not None:
+            raise DesignError("give the cross weight once: N= (python-control's name); S= is its "
+                              "deprecated old name")
+        warnings.warn("lqr(..., S=...) is deprecated: the cross weight is called N, as in "
+                      "control.lqr (S is the Riccati solution in K, S, E = lqr(...)); pass N=",
+                      DeprecationWarning, stacklevel=stacklevel)
+        N = S
+    if N is None:
+        return None
+    arr = as_float_array(N, "N", error=DesignError)
+    if arr.ndim == 0 and n == k == 1:
+        arr = arr.reshape(1, 1)
+    if arr.shape != (n, k):
+        raise DesignError(f"the cross weight N must have shape (n, k) = ({n}, {k}), got {arr.shape}")
+    return arr
+
+
+def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None = None, *,
+        S: ArrayLike | None = None) -> LQRResult:
     r"""Infinite-horizon LQR of an LTI system through python-control (slycot).
+
+    ``K, S, E = lqr(sys, Q, R)`` unpacks as python-control's ``control.lqr``: the gain, the
+    Riccati solution and the closed-loop eigenvalues; the result is also an `LQRResult` with
+    the Riccati residual and the conditioning of the design.
 
     Parameters
     ----------
     sys : control.StateSpace
         Continuous (``dt == 0``) or discrete (``dt > 0``; ``dt=True`` counts as discrete with
         unspecified period) LTI system with ``n`` states and ``k`` inputs.
-    Q : (n, n) array_like
-        State weight, symmetric positive semi-definite.
-    R : (k, k) array_like
-        Input weight, symmetric positive definite.
+    Q : (n, n), (n,) or scalar array_like
+        State weight, symmetric positive semi-definite (a 1-D array is the diagonal, a scalar
+        that multiple of the identity).
+    R : (k, k), (k,) or scalar array_like
+        Input weight, symmetric positive definite (same shorthands).
+    N : (n, k) array_like, optional
+        Cross weight, the term ``2 xᵀ N u`` of the cost (python-control's ``N``).
     S : (n, k) array_like, optional
-        Cross weight.
+        Deprecated name of ``N`` (a `DeprecationWarning`); python-control's ``S`` is the
+        Riccati solution.
 
     Returns
     -------
     LQRResult
-        ``K`` (k, n), ``P`` (n, n) (solution of the CARE / DARE), ``E`` the closed-loop
-        eigenvalues, ``horizon=None``; ``u = −K x``.
+        ``K`` (k, n), ``P`` = ``S`` (n, n) (solution of the CARE / DARE), ``E`` the closed-loop
+        eigenvalues, ``horizon=None``; ``u = −K x``. Unpacks as ``K, S, E``.
 
     Raises
     ------
@@ -359,32 +505,83 @@ def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, *, S: ArrayLike | None = None) -> 
 
     Notes
     -----
-    Continuous: $A^T P + P A - (P B + S) R^{-1} (B^T P + S^T) + Q = 0$,
-    $K = R^{-1}(B^T P + S^T)$ (``control.lqr``). Discrete:
-    $P = A^T P A - (A^T P B + S)(R + B^T P B)^{-1}(B^T P A + S^T) + Q$,
-    $K = (R + B^T P B)^{-1}(B^T P A + S^T)$ (``control.dlqr``).
+    Continuous: $A^T S + S A - (S B + N) R^{-1} (B^T S + N^T) + Q = 0$,
+    $K = R^{-1}(B^T S + N^T)$ (``control.lqr``). Discrete:
+    $S = A^T S A - (A^T S B + N)(R + B^T S B)^{-1}(B^T S A + N^T) + Q$,
+    $K = (R + B^T S B)^{-1}(B^T S A + N^T)$ (``control.dlqr``).
+
+    Examples
+    --------
+    >>> import control, numpy as np
+    >>> from nhcontrol.design import lqr
+    >>> sys = control.ss([[0.0, 1.0], [0.0, 0.0]], [[0.0], [1.0]], np.eye(2), 0)
+    >>> K, S, E = lqr(sys, [1.0, 1.0], 1.0)
+    >>> np.round(K, 6)
+    array([[1.      , 1.732051]])
     """
+    return _lqr(sys, Q, R, N, S, discrete_only=False)
+
+
+def dlqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None = None, *,
+         S: ArrayLike | None = None) -> LQRResult:
+    r"""Infinite-horizon LQR of a discrete LTI system (python-control's ``dlqr``).
+
+    The same as [`lqr()`][nhcontrol.design.lqr.lqr] for a discrete ``control.StateSpace``
+    (``dt > 0`` or ``dt=True``); a continuous system is refused (discretize it first with
+    ``control.c2d(sys, dt)`` or [`nhcontrol.systems.discretize()`][nhcontrol.systems.discretize]).
+    ``K, S, E = dlqr(dsys, Q, R)`` with ``S`` the DARE solution and ``E`` the closed-loop
+    eigenvalues (inside the unit circle).
+
+    Examples
+    --------
+    >>> import control, numpy as np
+    >>> from nhcontrol.design import dlqr
+    >>> dsys = control.ss([[1.0, 0.1], [0.0, 1.0]], [[0.005], [0.1]], np.eye(2), 0, dt=0.1)
+    >>> K, S, E = dlqr(dsys, np.eye(2), 1.0)
+    >>> bool(np.all(np.abs(E) < 1))
+    True
+    """
+    return _lqr(sys, Q, R, N, S, discrete_only=True)
+
+
+def _lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None, S: ArrayLike | None, *,
+         discrete_only: bool) -> LQRResult:
     import control
 
+    fname = "dlqr" if discrete_only else "lqr"
     if not isinstance(sys, control.StateSpace):
         raise DesignTypeError(f"sys must be a control.StateSpace (LTI), got {type(sys).__name__}; "
-                          "for a time-varying system discretize it and use finite_horizon_lqr")
+                              "for matrices pass control.ss(A, B, np.eye(n), 0) (add dt= for discrete "
+                              "time); for a time-varying system discretize it and use finite_horizon_lqr")
     A = np.asarray(sys.A, dtype=float)
     B = np.asarray(sys.B, dtype=float)
     n, k = B.shape
-    Q_ = as_float_array(Q, "Q", shape=(n, n), error=DesignError)
-    R_ = as_float_array(R, "R", shape=(k, k), error=DesignError)
-    S_ = None if S is None else as_float_array(S, "S", shape=(n, k), error=DesignError)
+    discrete = control.isdtime(sys, strict=True)
+    if discrete_only and not discrete:
+        raise DesignError(f"{fname}: sys is continuous (dt = {sys.dt!r}); discretize it first "
+                          "(control.c2d(sys, dt)) or call lqr() for the continuous design")
+    Q_ = _weight(Q, "Q", n)
+    R_ = _weight(R, "R", k)
+    S_ = _cross_weight(N, S, n, k, stacklevel=4)
     for W, nm in ((Q_, "Q"), (R_, "R")):
         check_finite(W, nm, error=DesignError)
-    check_weights(Q_, R_, S_, np.zeros((n, n)))
-    discrete = control.isdtime(sys, strict=True)
+    if S_ is not None:
+        check_finite(S_, "N", error=DesignError)
+    check_weights(Q_, R_, S_, np.zeros((n, n)), cross="N")
     # The gain does not change when all weights are multiplied by one number (P scales with
     # it); the Riccati solvers use absolute tolerances, so solve with weights of order one
     # (R = 1e-13, Q = 1e-12 I gives the gain of R = 0.1, Q = I to round-off).
     w = max(float(np.max(np.abs(W))) for W in ((Q_, R_) if S_ is None else (Q_, R_, S_)))
     w = w if w > 0 and np.isfinite(w) else 1.0
     args = ((A, B, Q_ / w, R_ / w) if S_ is None else (A, B, Q_ / w, R_ / w, S_ / w))
+    # Decide existence ourselves (PBH, with singular values), before any solver sees the pair:
+    # slycot releases differ in whether they refuse or return a non-stabilising solution.
+    Qe = Q_ if S_ is None else Q_ - S_ @ np.linalg.solve(R_, S_.T)
+    bad_b, bad_q = _boundary_mode_reports(A, B, 0.5 * (Qe + Qe.T), discrete, _labels(sys, n))
+    if bad_b or bad_q:
+        raise DesignError(
+            f"no stabilising solution of the {'DARE' if discrete else 'CARE'} exists: "
+            + _unstabilisable_report(A, B, discrete, _labels(sys, n), 0.5 * (Qe + Qe.T)))
     try:
         if discrete:
             K, P, E = control.dlqr(*args)

@@ -8,6 +8,7 @@ angles ``|α|, |β| ≤ 10°``) and are shifted by the reference window at each 
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -20,6 +21,15 @@ from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array, check_finite, readonly
 from ._osqp import WindowQP
 from ._weights import check_psd, psd_factor
+
+_F64 = np.dtype(np.float64)
+
+
+def _ready(a: Any, shape: tuple[int, ...]) -> bool:
+    """True for a float64 ndarray of ``shape`` whose entries are all finite (their sum is: the
+    per-step fast path of `LTVMPC.step`; anything else takes the validating path)."""
+    return (type(a) is np.ndarray and a.dtype == _F64 and a.shape == shape
+            and math.isfinite(float(np.add.reduce(a, axis=None))))
 
 __all__ = ["LTVMPC", "MPCStep", "window"]
 
@@ -59,6 +69,12 @@ class MPCStep:
         True when the previous input was held after a failure.
     attempts : tuple of (str, str)
         ``(solver, cvxpy status)`` of every attempt, in order.
+    duals : ndarray or None
+        OSQP's dual vector (direct path), for a later ``step(warm_start=(δx, δu, duals))``.
+    slack : (N, p) ndarray
+        Slacks ``s_j`` of the soft state bounds (one column per bounded state component,
+        rows ``j = 1 … N``); an empty ``(N, 0)`` array for hard bounds. Nonzero entries mark
+        where the prediction leaves the bounds.
     """
 
     status: str
@@ -71,6 +87,13 @@ class MPCStep:
     solver: str
     held: bool = False
     attempts: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    slack: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
+    duals: NDArray[np.float64] | None = None
+
+    @property
+    def slack_max(self) -> float:
+        """Largest slack of the soft state bounds (0 for hard bounds or none used)."""
+        return float(np.max(self.slack, initial=0.0))
 
 
 def window(dsys: Any, start: int, horizon: int, *,
@@ -175,6 +198,13 @@ class LTVMPC:
         Extra keyword arguments for the first solver (e.g. ``{"eps_abs": 1e-9}`` for OSQP).
     fallback_options : mapping, optional
         Extra keyword arguments for the fallback solver.
+    soft_state : bool or (float, float)
+        Make the state bounds soft: ``x_{min} − s_j ≤ x_{ref,j} + δx_j ≤ x_{max} + s_j`` with
+        slacks ``s_j ≥ 0`` charged ``ρ₁ Σ s + ρ₂ Σ s²`` (``True``: ``(ρ₁, ρ₂) = (1e4, 1e2)``).
+        The L1 part is an *exact* penalty: when the hard problem is feasible and ``ρ₁``
+        exceeds the largest multiplier of the state bounds, the soft problem has the same
+        solution with zero slacks; when it is infeasible the soft one still has a solution
+        (the smallest violation in the weighted sense). See ``docs/theory/nmpc.md``.
     osqp_interface : {"direct", "cvxpy"}
         How OSQP is called. ``"direct"`` (default): the QP is written once in OSQP's standard
         form and only the changing numbers are overwritten at each step (no cvxpy work per
@@ -210,7 +240,8 @@ class LTVMPC:
                  on_failure: Literal["raise", "hold"] = "raise",
                  solver_options: Mapping[str, Any] | None = None,
                  fallback_options: Mapping[str, Any] | None = None,
-                 osqp_interface: Literal["direct", "cvxpy"] = "direct") -> None:
+                 osqp_interface: Literal["direct", "cvxpy"] = "direct",
+                 soft_state: bool | tuple[float, float] = False) -> None:
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise DesignError(f"horizon must be a positive integer number of steps, got {horizon!r}")
         N = int(horizon)
@@ -247,6 +278,20 @@ class LTVMPC:
 
         if osqp_interface not in ("direct", "cvxpy"):
             raise DesignError(f"osqp_interface must be 'direct' or 'cvxpy', got {osqp_interface!r}")
+        if soft_state is True:
+            soft: tuple[float, float] | None = (1e4, 1e2)
+        elif soft_state is False or soft_state is None:
+            soft = None
+        else:
+            try:
+                soft = (float(soft_state[0]), float(soft_state[1]))   # type: ignore[index]
+            except (TypeError, ValueError, IndexError) as exc:
+                raise DesignError(f"soft_state must be True, False or a pair (rho1, rho2) of "
+                                  f"penalties, got {soft_state!r}") from exc
+            if not (soft[0] > 0 and soft[1] >= 0 and np.isfinite(soft[0]) and np.isfinite(soft[1])):
+                raise DesignError(f"soft_state penalties must be finite with rho1 > 0 and rho2 >= 0, "
+                                  f"got {soft_state!r}")
+        self.soft_state = soft
 
         self.horizon, self.nstates, self.ninputs = N, n, k
         self.Q, self.R = readonly(Q_.copy()), readonly(R_.copy())
@@ -258,6 +303,9 @@ class LTVMPC:
         self.solver_options = dict(solver_options or {})
         self.fallback_options = dict(fallback_options or {})
         self._u_last: NDArray[np.float64] | None = None
+        self._slack_value = np.zeros((N, 0))
+        self._Qf_given: Any = None
+        self._duals: NDArray[np.float64] | None = None
         self._Lf_value = psd_factor(Qf_)
         self._problem: Any = None
         self._loaded: dict[str, Any] | None = None
@@ -271,21 +319,31 @@ class LTVMPC:
     def _make_qp(self) -> WindowQP:
         return WindowQP(self.horizon, self.nstates, self.ninputs, self.Q, self.R, self._Qf,
                         self._idx["u"], self._idx["r"], self._idx["x"],
-                        self.solver_options if self.solver == "OSQP" else self.fallback_options)
+                        self.solver_options if self.solver == "OSQP" else self.fallback_options,
+                        soft=self.soft_state)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle without the solver objects (OSQP's workspace, cvxpy's compiled problem):
         they are rebuilt from the weights and bounds on first use (no warm start then)."""
         state = {key: val for key, val in self.__dict__.items()
                  if key not in ("_qp", "_problem", "_loaded", "_x0", "_A", "_B", "_Lf",
-                                "_bound_params", "_X", "_U")}
+                                "_bound_params", "_X", "_U", "_S", "_c", "_qx", "_qu")}
         state["_qp"], state["_problem"], state["_loaded"] = None, None, None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("soft_state", None)    # pickled before soft bounds existed
+        state.setdefault("_Qf_given", None)
+        state.setdefault("_duals", None)
+        state.setdefault("_slack_value", np.zeros((state.get("horizon", 1), 0)))
         self.__dict__.update(state)
         if self.osqp_interface == "direct":
             self._qp = self._make_qp()
+
+    def _Lf_factor(self) -> NDArray[np.float64]:
+        if self._Lf_value is None:
+            self._Lf_value = psd_factor(self._Qf)
+        return self._Lf_value
 
     @property
     def problem(self) -> Any:
@@ -311,13 +369,23 @@ class LTVMPC:
         self._A = cp.Parameter((N * n, n), name="A_window")
         self._B = cp.Parameter((N * n, k), name="B_window")
         self._Lf = cp.Parameter((n, n), name="Lf")
-        self._Lf.value = self._Lf_value
+        self._Lf.value = self._Lf_factor()
+        self._c = cp.Parameter((N, n), name="c")
+        self._qx = cp.Parameter((N + 1, n), name="q_x")
+        self._qu = cp.Parameter((N, k), name="q_u")
         Lq, Lr = psd_factor(self.Q), psd_factor(self.R)
         cost = (cp.sum_squares(X[:N] @ Lq.T) + cp.sum_squares(U @ Lr.T)
-                + cp.sum_squares(self._Lf @ X[N]))
+                + cp.sum_squares(self._Lf @ X[N]) + cp.sum(cp.multiply(self._qx, X))
+                + cp.sum(cp.multiply(self._qu, U)))
         cons = [X[0] == self._x0]
         cons += [X[j + 1] == self._A[j * n:(j + 1) * n, :] @ X[j]
-                 + self._B[j * n:(j + 1) * n, :] @ U[j] for j in range(N)]
+                 + self._B[j * n:(j + 1) * n, :] @ U[j] + self._c[j] for j in range(N)]
+        ix = self._idx["x"]
+        S = None
+        if self.soft_state is not None and ix.size:
+            S = cp.Variable((N, ix.size), name="slack", nonneg=True)
+            cost = cost + self.soft_state[0] * cp.sum(S) + self.soft_state[1] * cp.sum_squares(S)
+        self._S = S
         self._bound_params: dict[str, tuple[Any, NDArray[np.intp]]] = {}
 
         def add(name: str, expr: Any, lim: NDArray[np.float64], rows: int, upper: bool) -> None:
@@ -335,8 +403,20 @@ class LTVMPC:
             dU = cp.vstack([U[0:1]] + ([U[1:] - U[:-1]] if N > 1 else []))
             add("r_lo", dU, bounds["du_min"], N, False)
             add("r_hi", dU, bounds["du_max"], N, True)
-        add("x_lo", X[1:], bounds["x_min"], N, False)
-        add("x_hi", X[1:], bounds["x_max"], N, True)
+        if S is None:
+            add("x_lo", X[1:], bounds["x_min"], N, False)
+            add("x_hi", X[1:], bounds["x_max"], N, True)
+        else:
+            # soft: the slack of component ix[j] relaxes both of its sides
+            full = cp.hstack([X[1:, int(i):int(i) + 1] for i in ix]) if ix.size > 1 else X[1:, ix]
+            lo_idx = np.flatnonzero(np.isfinite(bounds["x_min"][ix]))
+            hi_idx = np.flatnonzero(np.isfinite(bounds["x_max"][ix]))
+            for name, sel, upper in (("x_lo", lo_idx, False), ("x_hi", hi_idx, True)):
+                if sel.size:
+                    par = cp.Parameter((N, sel.size), name=name)
+                    self._bound_params[name] = (par, ix[sel])
+                    e = full[:, sel]
+                    cons.append(e - S[:, sel] <= par if upper else e + S[:, sel] >= par)
         self._X, self._U = X, U
         problem = cp.Problem(cp.Minimize(cost), cons)
         if not problem.is_dpp():  # pragma: no cover - guards future edits of the QP
@@ -347,6 +427,8 @@ class LTVMPC:
     # ------------------------------------------------------------------------------------
     def _window(self, M: ArrayLike, name: str, shape: tuple[int, int]) -> NDArray[np.float64]:
         N = self.horizon
+        if _ready(M, (N, *shape)):
+            return M                                    # type: ignore[return-value]
         arr = as_float_array(M, name, error=DesignError)
         if arr.ndim == 2 and arr.shape == shape:
             arr = np.broadcast_to(arr, (N, *shape))
@@ -359,6 +441,8 @@ class LTVMPC:
     def _ref(self, value: ArrayLike | None, name: str, rows: int, size: int) -> NDArray[np.float64]:
         if value is None:
             return np.zeros((rows, size))
+        if _ready(value, (rows, size)):
+            return value                                # type: ignore[return-value]
         arr = as_float_array(value, name, error=DesignError)
         if arr.shape == (size,):
             arr = np.broadcast_to(arr, (rows, size))
@@ -369,8 +453,17 @@ class LTVMPC:
     def _solve_direct(self, qp: WindowQP, data: dict[str, Any]) -> tuple[str, Any, Any, float]:
         """OSQP on the in-place QP: ``(status, δx, δu, cost)`` (arrays are fresh copies)."""
         qp.set_window(data["A"], data["B"])
-        qp.set_bounds(data["x0"], data["shift"])
-        return qp.solve()
+        qp.set_bounds(data["x0"], data["shift"], data["c"])
+        if data["linear"] or getattr(qp, "_had_linear", False):
+            qp.set_linear(data["qx"], data["qu"])
+            qp._had_linear = data["linear"]
+        if data["warm"] is not None:
+            qp.warm_start(*data["warm"])
+        out = qp.solve()
+        if out[1] is not None:
+            self._slack_value = np.maximum(qp.slack, 0.0)
+            self._duals = qp.y.copy()
+        return out
 
     def _solve_cvxpy(self, solver: str, opts: Mapping[str, Any],
                      data: dict[str, Any]) -> tuple[str, Any, Any, float]:
@@ -381,6 +474,9 @@ class LTVMPC:
             self._x0.value = data["x0"]
             self._A.value = data["A"].reshape(N * n, n)
             self._B.value = data["B"].reshape(N * n, k)
+            self._c.value = data["c"]
+            self._qx.value = data["qx"]
+            self._qu.value = data["qu"]
             for name, (par, idx) in self._bound_params.items():
                 # the parameter's finite side (idx) within the group's bounded components
                 lo, hi = data["shift"][name[0]]
@@ -391,6 +487,8 @@ class LTVMPC:
         status = str(problem.status)
         if status not in _ACCEPTED or self._U.value is None or self._X.value is None:
             return status, None, None, float("nan")
+        self._slack_value = (np.zeros((self.horizon, 0)) if self._S is None
+                             else np.maximum(np.array(self._S.value, dtype=float), 0.0))
         return (status, np.array(self._X.value, dtype=float), np.array(self._U.value, dtype=float),
                 float(problem.value))
 
@@ -400,7 +498,11 @@ class LTVMPC:
 
     def step(self, x0: ArrayLike, Ad: ArrayLike, Bd: ArrayLike, *,
              u_prev: ArrayLike | None = None, u_ref: ArrayLike | None = None,
-             x_ref: ArrayLike | None = None, Qf: ArrayLike | None = None) -> MPCStep:
+             x_ref: ArrayLike | None = None, Qf: ArrayLike | None = None,
+             c: ArrayLike | None = None, q_x: ArrayLike | None = None,
+             q_u: ArrayLike | None = None,
+             warm_start: tuple[ArrayLike, ArrayLike] | tuple[ArrayLike, ArrayLike, ArrayLike] | None = None,
+             _trusted_Qf: bool = False) -> MPCStep:
         """Solve the QP for the current deviation state and return the first input.
 
         Parameters
@@ -420,6 +522,19 @@ class LTVMPC:
             Reference state over the window (default 0), used only by the state bounds.
         Qf : (n, n) array_like, optional
             New terminal weight (kept for the following steps).
+        c : (N, n) array_like, optional
+            Constant terms of the prediction model, ``δx_{j+1} = A_j δx_j + B_j δu_j + c_j``
+            (the affine term of a model linearized off the reference, a disturbance estimate).
+        q_x : (N+1, n) array_like, optional
+            Linear cost terms ``Σ q_{x,j}ᵀ δx_j`` (a cost about a point that is not ``δx = 0``:
+            ``(δx + e)ᵀ Q (δx + e) = δxᵀ Q δx + 2 eᵀ Q δx + const``).
+        q_u : (N, k) array_like, optional
+            Linear cost terms ``Σ q_{u,j}ᵀ δu_j``.
+        warm_start : ((N+1, n), (N, k)[, duals]) array_like, optional
+            Warm start ``(δx, δu)`` for the direct OSQP path, optionally with the dual vector
+            `MPCStep.duals` of an earlier step (zeros otherwise); default: OSQP's own (the
+            previous solution). An explicit warm start makes the step independent of any
+            solve in between.
 
         Returns
         -------
@@ -433,8 +548,8 @@ class LTVMPC:
             Both solvers failed (infeasible, or numerical failure) and ``on_failure="raise"``.
         """
         N, n, k = self.horizon, self.nstates, self.ninputs
-        x0v = check_finite(as_float_array(x0, "x0", shape=(n,), error=DesignError), "x0",
-                           error=DesignError)
+        x0v = x0 if _ready(x0, (n,)) else check_finite(
+            as_float_array(x0, "x0", shape=(n,), error=DesignError), "x0", error=DesignError)
         A = self._window(Ad, "Ad", (n, n))
         B = self._window(Bd, "Bd", (n, k))
         ur = self._ref(u_ref, "u_ref", N, k)
@@ -446,16 +561,21 @@ class LTVMPC:
             up = self._u_last
         else:
             up = ur[0].copy()
+        if (Qf is not None and Qf is self._Qf_given and isinstance(Qf, np.ndarray)
+                and not Qf.flags.writeable):
+            Qf = None                  # the same terminal weight as the last step: no update
         if Qf is not None:
+            self._Qf_given = Qf
             Qf_ = as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)
             check_finite(Qf_, "Qf", error=DesignError)
-            check_psd(Qf_, "Qf")
-            self._Lf_value = psd_factor(Qf_)
+            if not _trusted_Qf:    # (a Riccati solution of the controllers is PSD by construction)
+                check_psd(Qf_, "Qf")
+            self._Lf_value = None           # factored when the cvxpy path needs it
             self._Qf = Qf_.copy()
             if self._qp is not None:
                 self._qp.set_terminal(Qf_)
             if self._problem is not None:
-                self._Lf.value = self._Lf_value
+                self._Lf.value = self._Lf_factor()
 
         bd = self.bounds
         # shifted absolute bounds on δu_j, on the rates, on δx_j (j = 1 … N): (lower, upper),
@@ -470,7 +590,19 @@ class LTVMPC:
                     off = np.vstack([ur[0:1] - up, ur[1:] - ur[:-1]])
                 o = off[:, idx]
                 shift[g] = (bd[lo][idx] - o, bd[hi][idx] - o)
-        data = {"x0": x0v, "A": A, "B": B, "shift": shift}
+        cc = self._ref(c, "c", N, n)
+        qx = self._ref(q_x, "q_x", N + 1, n)
+        qu = self._ref(q_u, "q_u", N, k)
+        warm = None
+        if warm_start is not None and self._qp is not None:
+            wx = self._ref(warm_start[0], "warm_start[0]", N + 1, n)
+            wu = self._ref(warm_start[1], "warm_start[1]", N, k)
+            warm = (np.concatenate([wx.ravel(), wu.ravel(), np.zeros(self._qp.nz - wx.size - wu.size)]),
+                    None if len(warm_start) < 3 or warm_start[2] is None
+                    or np.size(warm_start[2]) != self._qp.l.size
+                    else np.asarray(warm_start[2], dtype=float))
+        data = {"x0": x0v, "A": A, "B": B, "shift": shift, "c": cc, "qx": qx, "qu": qu,
+                "linear": q_x is not None or q_u is not None, "warm": warm}
 
         attempts: list[tuple[str, str]] = []
         elapsed = 0.0
@@ -506,12 +638,13 @@ class LTVMPC:
                               stacklevel=2)
             # hard input bounds: project the first move (moves it by at most the solver's
             # primal tolerance, e.g. 3e-8 rad for OSQP's default on the ball-plate loop)
-            u = np.clip(ur[0] + du_pred[0], bd["u_min"], bd["u_max"])
+            u = np.minimum(np.maximum(ur[0] + du_pred[0], bd["u_min"]), bd["u_max"])
             self._u_last = u.copy()
             return MPCStep(status=status, u=readonly(u), du=readonly(u - ur[0]),
                            predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),
                            cost=cost, solve_time=elapsed, solver=solver, held=False,
-                           attempts=tuple(attempts))
+                           attempts=tuple(attempts), slack=readonly(self._slack_value.copy()),
+                           duals=self._duals if solver == "OSQP" and self._qp is not None else None)
         why = "; ".join(f"{s}: {st}" for s, st in attempts)
         if self.on_failure == "raise":
             raise SolverError(
@@ -523,8 +656,8 @@ class LTVMPC:
         x_pred[0] = x0v
         du_pred = np.tile(up, (N, 1)) - ur
         for j in range(N):
-            x_pred[j + 1] = A[j] @ x_pred[j] + B[j] @ du_pred[j]
-        Lq, Lr, Lf = psd_factor(self.Q), psd_factor(self.R), self._Lf_value
+            x_pred[j + 1] = A[j] @ x_pred[j] + B[j] @ du_pred[j] + cc[j]
+        Lq, Lr, Lf = psd_factor(self.Q), psd_factor(self.R), self._Lf_factor()
         cost = float(np.sum((x_pred[:N] @ Lq.T) ** 2) + np.sum((du_pred @ Lr.T) ** 2)
                      + np.sum((Lf @ x_pred[N]) ** 2))
         warnings.warn(f"MPC step failed ({why}); holding the previous input "
@@ -533,4 +666,4 @@ class LTVMPC:
         return MPCStep(status=f"held: {why}", u=readonly(up.copy()), du=readonly(du_hold),
                        predicted_x=readonly(x_pred), predicted_u=readonly(du_pred), cost=cost,
                        solve_time=elapsed, solver=attempts[-1][0], held=True,
-                       attempts=tuple(attempts))
+                       attempts=tuple(attempts), slack=readonly(np.zeros((N, 0))))

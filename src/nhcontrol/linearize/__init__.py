@@ -25,11 +25,14 @@ from .partition import (BlockCondition, Partition, PartitionIndices, PartitionRe
                         suggest_partition)
 from .result import LinearizationResult, SpuriousIdentification, identify_spurious, state_deviation
 from .third import linearize, third_procedure
+from .prepared import Linearizer, prepare_linearizer
 from .first_order import (FirstOrderLinearization, identify_spurious_first_order,
                           linearize_first_order_system, linearize_with_first_order_states)
 
 __all__ = [
     "linearize",
+    "Linearizer",
+    "prepare_linearizer",
     "linearize_with_first_order_states",
     "linearize_first_order_system",
     "FirstOrderLinearization",

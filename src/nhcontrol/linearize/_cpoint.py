@@ -47,7 +47,7 @@ from .._util.errors import CacheError
 
 __all__ = ["point_function", "FIELDS", "INPUT_CONSTRAINT_FIELDS", "VERSION"]
 
-VERSION = "p2"
+VERSION = "p3"
 """Version of the C routine (part of the library's file name and cache key)."""
 
 FIELDS = ("M", "Q", "D", "Cx", "B", "Qd", "dMa_dx", "dMa_du", "dDTlam_dx", "dQ_dx", "dQ_dxd",
@@ -70,6 +70,10 @@ int nhc_point_third_n(int64_t, const int64_t *, const int64_t *, const double *,
                       const double *, const double *, const double *, int64_t, const double *,
                       int64_t, double, double, double, double *, double *, double *, int64_t,
                       int64_t *);
+int nhc_point_prepared(const int64_t *, const int64_t *, const int64_t *, const int64_t *,
+                       double *, double *, double *, const double *, const double *,
+                       const double *, const double *, const double *, const double *, double,
+                       double, double, double *, double *, double *, int64_t, int64_t *);
 extern const char nhc_layout[];
 """
 
@@ -500,6 +504,37 @@ NHC_API int nhc_point_third_n(int64_t N, const int64_t *dims, const int64_t *ix,
     return 0;
 }
 
+/* the prepared one-point call (nhcontrol.linearize.prepared): the kernels of the model's own
+   library through their addresses fp = [linearization_terms, C (0: none), b (0: none)]
+   (int nhc_f(const double *..., double *o), nhcontrol/compiled/ccodegen.py), then
+   nhc_point_third; T (the kernel's output, zeroed once: the kernel writes the same entries at
+   every call), Cv, bv are the caller's buffers.  A kernel that fails returns
+   32 | (its flags << 8) (the general path then names the problem). */
+typedef int (*nhc_kernel6)(const double *, const double *, const double *, const double *,
+                           const double *, const double *, double *);
+typedef int (*nhc_kernel3)(const double *, const double *, const double *, double *);
+
+NHC_API int nhc_point_prepared(const int64_t *fp, const int64_t *dims, const int64_t *ix,
+                               const int64_t *off, double *T, double *Cv, double *bv,
+                               const double *x, const double *xd, const double *xdd,
+                               const double *lam, const double *u, const double *p, double tol,
+                               double cond_max, double atol_u, double *A, double *Bout,
+                               double *W, int64_t nW, int64_t *ipiv)
+{
+    int rc = ((nhc_kernel6)(intptr_t)fp[0])(x, xd, xdd, lam, u, p, T);
+    if (rc) return 32 | (rc << 8);
+    if (dims[4] && fp[1]) {
+        rc = ((nhc_kernel3)(intptr_t)fp[1])(x, u, p, Cv);
+        if (rc) return 32 | (rc << 8);
+    }
+    if (dims[4] && fp[2]) {
+        rc = ((nhc_kernel3)(intptr_t)fp[2])(x, u, p, bv);
+        if (rc) return 32 | (rc << 8);
+    }
+    return nhc_point_third(dims, ix, T, off, Cv, (dims[4] && fp[2]) ? bv : 0, x, xd, xdd, lam,
+                           tol, cond_max, atol_u, A, Bout, W, nW, ipiv);
+}
+
 NHC_API const char nhc_layout[] = NHC_LAYOUT;
 '''
 """The routine (``NHC_LAYOUT`` is replaced by the library's layout string)."""
@@ -549,6 +584,7 @@ class _Library:
         lib = ffi.dlopen(str(path))
         self.path, self._raw, self.ffi, self.lib = path, raw, ffi, lib
         self.fn, self.fn_n, self.work = lib.nhc_point_third, lib.nhc_point_third_n, lib.nhc_point_work
+        self.prepared = lib.nhc_point_prepared
 
 
 def _library(directory: Path) -> "_Library | None":
@@ -609,11 +645,12 @@ def point_function(cm: Any, idx: Any, atol_u: float) -> "Callable[..., Any] | No
     return fn
 
 
-def _make(cm: Any, idx: Any, ck: Any, lib: _Library, atol_u: float) -> Callable[..., Any]:
+def routine_arrays(cm: Any, idx: Any, ck: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(dims, offsets, ix)`` of the routine for model ``cm`` (C kernels ``ck``) and partition
+    ``idx``: ``dims = [n, m, l, k, check = 1, number of input-constraint fields]``, the
+    offsets of `FIELDS` (then offset, size pairs of `INPUT_CONSTRAINT_FIELDS`) in the fused
+    kernel's output, and the permutation ``[ai, ad, d]``."""
     n, m, l, k = int(idx.n), int(idx.m), int(idx.l), int(cm.ninputs)  # noqa: E741
-    n1 = n - m - l
-    ns = 2 * n1 + l
-    c = m + l
     spec = ck.layout["functions"]["linearization_terms"]
     from ..compiled.model import LinearizationTerms
 
@@ -625,6 +662,26 @@ def _make(cm: Any, idx: Any, ck: Any, lib: _Library, atol_u: float) -> Callable[
                     dtype=np.int64)
     ix = np.concatenate([idx.ai, idx.ad, idx.d]).astype(np.int64)
     dims_on = np.array([n, m, l, k, 1, len(ucons)], dtype=np.int64)
+    return dims_on, offs, ix
+
+
+def library_for(cm: Any) -> "_Library | None":
+    """The routine's library for the cache directory of ``cm``'s C kernels, or None (a model
+    without C kernels or inputs in its nonholonomic constraints, or a routine that cannot be
+    built: the numpy path)."""
+    if (getattr(cm, "_ck", None) is None or getattr(cm, "library_path", None) is None
+            or getattr(cm, "constraint_inputs", ())):
+        return None
+    return _library(Path(cm.library_path).parent)
+
+
+def _make(cm: Any, idx: Any, ck: Any, lib: _Library, atol_u: float) -> Callable[..., Any]:
+    n, m, l, k = int(idx.n), int(idx.m), int(idx.l), int(cm.ninputs)  # noqa: E741
+    n1 = n - m - l
+    ns = 2 * n1 + l
+    c = m + l
+    spec = ck.layout["functions"]["linearization_terms"]
+    dims_on, offs, ix = routine_arrays(cm, idx, ck)
     dims_off = dims_on.copy()
     dims_off[4] = 0
     ffi = lib.ffi

@@ -32,6 +32,7 @@ matrices ``T0``, ``V̄̄0``, ``V^h_ai``, ``V^h_ad`` are those of
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,7 @@ from ..reference.admissibility import ADMISSIBILITY_TOL, check_rate_equation, ch
 from .partition import Partition
 from .result import (SPURIOUS_RTOL, ZERO_RTOL, SpuriousIdentification, _remove_matched)
 from .third import _reference_values, _stacked_terms, linearize, third_procedure
+from . import prepared as _prepared
 
 __all__ = ["FirstOrderLinearization", "linearize_with_first_order_states",
            "linearize_first_order_system", "identify_spurious_first_order"]
@@ -161,7 +163,13 @@ def identify_spurious_first_order(A: ArrayLike, n_independent: int, l: int,  # n
     return SpuriousIdentification(eigs, spur, non, "nearest", False, residual, rtol)
 
 
+_f64 = np.dtype(np.float64)
+
+
 def _mat(a: ArrayLike, shape: tuple[int, int], what: str) -> NDArray[np.float64]:
+    if type(a) is np.ndarray and a.dtype == _f64 and a.shape == shape and math.isfinite(
+            float(np.add.reduce(a, axis=None)) if a.size else 0.0):
+        return a        # a finite sum: every entry is finite (the common case, no copies)
     m = np.asarray(a, dtype=float)
     if m.shape != shape:
         raise LinearSystemError(f"{what} must have shape {shape}, got {m.shape}")
@@ -248,6 +256,134 @@ def _assemble(lin: Any, kin: _Kinematics, n1: int, l: int,  # noqa: E741
     return A, Bm
 
 
+_SHARED: dict[tuple, tuple[Any, Any]] = {}
+_PARTITIONS: dict[tuple, Partition] = {}
+
+
+def _partition(partition: Partition | Mapping[str, Any]) -> Partition:
+    """``partition`` as a `Partition` (mappings converted once per content)."""
+    if isinstance(partition, Partition):
+        return partition
+    try:
+        key = tuple(tuple(partition.get(f, ())) for f in
+                    ("independent", "admissible_dependent", "dependent")) + (len(partition),)
+        hit = _PARTITIONS.get(key)
+    except (AttributeError, TypeError):
+        return Partition.from_dict(partition)
+    if hit is None:
+        hit = Partition.from_dict(partition)
+        if len(_PARTITIONS) > 256:
+            _PARTITIONS.clear()
+        _PARTITIONS[key] = hit
+    return hit
+
+
+def _one_time(t: Any) -> NDArray[np.float64]:
+    """`as_times` with the common finite float passed through."""
+    if type(t) is float and math.isfinite(t):
+        return np.array(t)
+    return as_times(t, "t", error=LinearSystemError)
+
+
+def _rate_passes_one(zd: NDArray[np.float64], H: NDArray[np.float64], x: NDArray[np.float64],
+                     xd: NDArray[np.float64], z: NDArray[np.float64],
+                     blocks: dict[str, NDArray[np.float64]], tol: float,
+                     u: NDArray[np.float64] | None = None) -> bool:
+    """The decision of `check_rate_equation` at one point (the scale of `rate_residuals`
+    without its stacked axis; a failure is reported by `check_rate_equation` itself)."""
+    if not (math.isfinite(tol) and tol > 0):
+        return False
+    vx = float(np.abs(xd).max(initial=0.0))
+    scale = (np.abs(zd) + np.abs(H) + np.abs(blocks["H_x"]) @ np.maximum(1.0, np.abs(x))
+             + np.abs(blocks["H_xd"]).sum(axis=1) * vx + np.abs(blocks["H_z"]) @ np.abs(z))
+    if u is not None and u.size:
+        scale = scale + np.abs(blocks["H_u"]) @ np.abs(u)
+    return bool(np.all(np.abs(zd - H) <= tol * scale))
+
+
+def _shared_linearizer(cm: Any, part: Partition, check: bool, tol: float, p: Any) -> Any:
+    """A prepared linearizer of ``cm`` (C kernels) kept per model, partition, check, tolerance
+    and parameters (None: none can be made, the general path)."""
+    if getattr(cm, "backend", None) != "c":
+        return None
+    pv = None if p is None else np.asarray(p, dtype=float)
+    key = (id(cm), tuple(part.independent), tuple(part.admissible_dependent),
+           tuple(part.dependent), bool(check), float(tol),
+           None if pv is None else pv.tobytes())
+    hit = _SHARED.get(key)
+    if hit is not None and hit[0] is cm:
+        return hit[1]
+    try:
+        lz = _prepared.Linearizer(cm, part, p=pv, check=check, tol=tol)
+    except Exception:           # noqa: BLE001 - the general path raises with its message
+        return None
+    if not lz.compiled:
+        lz = None
+    if len(_SHARED) > 64:
+        _SHARED.clear()
+    _SHARED[key] = (cm, lz)
+    return lz
+
+
+def _fast_point(cm: Any, ref: Any, part: Partition, t: float, check: bool) -> tuple | None:
+    """The mechanical rows and the kinematics of Steps 1, 2, 4 at one time from one compiled
+    call (`nhcontrol.linearize.prepared`): ``(lz, A_m, B_m, T0, V̄̄0_dd, Th0, x0, ẋ0, u0)`` in
+    model row order, or None (no C kernels, a check that needs the general path, ...)."""
+    values = getattr(ref, "values", None)
+    if values is None or getattr(cm, "backend", None) != "c":
+        return None
+    coords = getattr(ref, "coordinates", None)
+    if coords is not None and tuple(coords) != tuple(cm.coordinates):
+        return None
+    tol = float(getattr(ref, "check_tol", ADMISSIBILITY_TOL))
+    lz = _shared_linearizer(cm, part, check, tol, getattr(ref, "parameters", None))
+    if lz is None:
+        return None
+    try:
+        x, xd, xdd, lam, u = values(float(t))
+        got = lz._with_kinematics(x, xd, xdd, lam, u if u.size else None)
+    except _prepared._Refused:
+        return None
+    return (lz, *got, x, xd, u)
+
+
+def _fast_rate_rows(lz: Any, T0: NDArray[np.float64], Vdd: NDArray[np.float64],
+                    Th0: NDArray[np.float64], H_x: NDArray[np.float64],
+                    H_xd: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """`_Kinematics.rate_rows` in model order at one point: ``(H_x + H_ẋ[:, dd] V̄̄0_dd) Th0``
+    and ``H_ẋ T0`` (the permutation of the thesis order cancels in these products)."""
+    idx = lz._idx
+    dd = idx.__dict__.get("_dd")
+    if dd is None:
+        dd = np.concatenate([idx.ad, idx.d]).astype(np.intp)
+        idx.__dict__["_dd"] = dd
+    G = H_x + H_xd[:, dd] @ Vdd if dd.size else H_x
+    return G @ Th0, H_xd @ T0
+
+
+def _fast_assemble(Am: NDArray[np.float64], Bm: NDArray[np.float64], Gx: NDArray[np.float64],
+                   Gxd: NDArray[np.float64], H_z: NDArray[np.float64], zi: Sequence[int],
+                   n1: int, l: int, H_w: Any = None,  # noqa: E741
+                   W_w: Any = None) -> NDArray[np.float64]:
+    """`_assemble` at one point (no leading axis)."""
+    nm = 2 * n1 + l
+    r = H_z.shape[0]
+    nw = 0 if W_w is None else W_w.shape[0]
+    ns = nm + r + nw
+    A = np.zeros((ns, ns))
+    A[:nm, :nm] = Am
+    A[:nm, nm:nm + r] = Bm[:, zi]
+    zr = slice(nm, nm + r)
+    A[zr, :n1] = Gx[:, :n1]
+    A[zr, n1:2 * n1] = Gxd
+    A[zr, 2 * n1:nm] = Gx[:, n1:]
+    A[zr, nm:nm + r] = H_z
+    if nw:
+        A[zr, nm + r:] = H_w
+        A[nm + r:, nm + r:] = W_w
+    return A
+
+
 def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | Mapping[str, Any], *,
                                       H_x: ArrayLike, H_xd: ArrayLike, H_z: ArrayLike, H_w: ArrayLike,
                                       W_w: ArrayLike, W_r: ArrayLike, z_names: Sequence[str],
@@ -299,13 +435,12 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
         On a shape mismatch, or if inputs of the model enter its nonholonomic constraints.
     """
     _refuse_constraint_inputs(cm)
-    t_arr = as_times(t, "t", error=LinearSystemError)
+    t_arr = _one_time(t)
     if t_arr.ndim:
         raise LinearSystemError(f"linearize_with_first_order_states linearizes at one time (its "
                                 f"H_x, H_xd, ... belong to one reference point); got t of shape "
                                 f"{t_arr.shape}: call it once per time")
-    part = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
-    lin = linearize(cm, ref, part, t, check=check)
+    part = _partition(partition)
     n, l = int(cm.n), int(cm.l)
     n1 = n - int(cm.m) - l
     r, nw = len(z_names), len(w_names)
@@ -313,26 +448,44 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
                   H_z=_mat(H_z, (r, r), "H_z"), H_w=_mat(H_w, (r, nw), "H_w"),
                   W_w=_mat(W_w, (nw, nw), "W_w"))
     Wr = _mat(W_r, (nw, len(r_names)), "W_r")
-    if np.asarray(lin.B).shape != (2 * n1 + l, r):
-        raise LinearSystemError(f"the model's inputs must be the {r} states z {list(z_names)}; "
-                                f"its input matrix has shape {np.asarray(lin.B).shape}")
-    kin, (x0, xd0, _, _, z0) = _kinematics(cm, ref, part, np.array([float(t)]))
+    # C kernels: the mechanical rows and T0, V̄̄0, Th0 from one compiled call (prepared.py)
+    fast = _fast_point(cm, ref, part, float(t_arr), check) if int(cm.ninputs) == r else None
+    if fast is not None:
+        lz, Am, Bm, T0m, Vdd, Th0, x0, xd0, z0 = fast
+        states0 = lz.states
+        x0, xd0, z0 = x0[None], xd0[None], z0[None]
+    else:
+        lin = linearize(cm, ref, part, t, check=check)
+        if np.asarray(lin.B).shape != (2 * n1 + l, r):
+            raise LinearSystemError(f"the model's inputs must be the {r} states z {list(z_names)}; "
+                                    f"its input matrix has shape {np.asarray(lin.B).shape}")
+        kin, (x0, xd0, _, _, z0) = _kinematics(cm, ref, part, np.array([float(t)]))
+        states0 = lin.states
     if check and H0 is not None:
         H = _mat(np.reshape(np.asarray(H0, dtype=float), (1, -1)), (1, r), "H0")
-        check_rate_equation(
-            np.array([float(t)]), np.asarray(ref.ud(float(t)), dtype=float).reshape(1, r), H,
-            x=x0, xd=xd0, z=z0, u=np.zeros((1, 0)), H_x=blocks["H_x"][None],
-            H_xd=blocks["H_xd"][None], H_z=blocks["H_z"][None], H_u=np.zeros((1, r, 0)),
-            states=tuple(z_names), inputs=tuple(w_names), rates_given=_rates_given(ref),
-            tol=float(getattr(ref, "check_tol", ADMISSIBILITY_TOL)),
-            what=f"the reference of {cm.name!r} passed to linearize_with_first_order_states")
-    A = _assemble(lin, kin, n1, l, blocks, range(r), r, nw)[0][0]
+        zd0 = np.asarray(ref.ud(float(t)), dtype=float).reshape(1, r)
+        tol = float(getattr(ref, "check_tol", ADMISSIBILITY_TOL))
+        if not _rate_passes_one(zd0[0], H[0], x0[0], xd0[0], z0[0], blocks, tol):
+            check_rate_equation(
+                np.array([float(t)]), zd0, H,
+                x=x0, xd=xd0, z=z0, u=np.zeros((1, 0)), H_x=blocks["H_x"][None],
+                H_xd=blocks["H_xd"][None], H_z=blocks["H_z"][None], H_u=np.zeros((1, r, 0)),
+                states=tuple(z_names), inputs=tuple(w_names), rates_given=_rates_given(ref),
+                tol=float(getattr(ref, "check_tol", ADMISSIBILITY_TOL)),
+                what=f"the reference of {cm.name!r} passed to linearize_with_first_order_states")
+    if fast is not None:
+        Gx, Gxd = _fast_rate_rows(lz, T0m, Vdd, Th0, blocks["H_x"], blocks["H_xd"])
+        A = _fast_assemble(Am, Bm, Gx, Gxd, blocks["H_z"], list(range(r)), n1, l,
+                           blocks["H_w"], blocks["W_w"])
+        T0 = T0m
+    else:
+        A = _assemble(lin, kin, n1, l, blocks, range(r), r, nw)[0][0]
+        T0 = kin.T0_model()[0]
     B = np.zeros((A.shape[0], len(r_names)))
     B[2 * n1 + l + r:, :] = Wr
-    T0 = kin.T0_model()[0]
     for a in (A, B, T0):
         a.flags.writeable = False
-    states = tuple(lin.states) + tuple(z_names) + tuple(w_names)
+    states = tuple(states0) + tuple(z_names) + tuple(w_names)
     return FirstOrderLinearization(A=A, B=B, states=states, inputs=tuple(r_names), T0=T0,
                                    n_spurious=l, n_independent=n1, t=float(t))
 
@@ -404,12 +557,16 @@ def linearize_first_order_system(cm: Any, rates: Any, ref: Any,
         raise LinearSystemError(f"the rate kernels (states {list(rates.states)}, inputs "
                                 f"{list(rates.inputs)}) do not belong to model {cm.name!r} with "
                                 f"inputs {names}")
-    part = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
-    t_arr = as_times(t, "t", error=LinearSystemError)
+    part = _partition(partition)
+    t_arr = _one_time(t)
     ts = np.atleast_1d(t_arr)
-    lin = linearize(cm, ref, part, t_arr, check=check)
     n, l = int(cm.n), int(cm.l)
     n1 = n - int(cm.m) - l
+    # one time with C kernels: the mechanical rows and T0, V̄̄0, Th0 from one compiled call
+    fast = _fast_point(cm, ref, part, float(t_arr), check) if t_arr.ndim == 0 else None
+    if fast is not None:
+        return _first_order_point(cm, rates, ref, fast, float(t_arr), check, n1, l)
+    lin = linearize(cm, ref, part, t_arr, check=check)
     kin, (x0, xd0, _, _, u_all) = _kinematics(cm, ref, part, ts)
     p = getattr(ref, "parameters", None)
     jac = [rates.jacobians(x0[j], xd0[j], *rates.split_inputs(u_all[j]), p)
@@ -436,3 +593,39 @@ def linearize_first_order_system(cm: Any, rates: Any, ref: Any,
     return FirstOrderLinearization(A=A, B=B, states=states, inputs=tuple(rates.inputs), T0=T0,
                                    n_spurious=l, n_independent=n1,
                                    t=float(t_arr) if t_arr.ndim == 0 else ts.copy())
+
+
+def _first_order_point(cm: Any, rates: Any, ref: Any, fast: tuple, t: float, check: bool,
+                       n1: int, l: int) -> FirstOrderLinearization:  # noqa: E741
+    """`linearize_first_order_system` at one time from the compiled call (`_fast_point`)."""
+    lz, Am, Bm, T0, Vdd, Th0, x0, xd0, u_all = fast
+    p = getattr(ref, "parameters", None)
+    zi, ui = list(rates.state_index), list(rates.input_index)
+    # H and its Jacobians from one call of the rate kernel (RateKernels.jacobians_at)
+    rt = rates.model.rate_terms(x0, xd0, u_all, p)
+    Hx, Hxd, Hdu = np.asarray(rt.dH_dx), np.asarray(rt.dH_dxd), np.asarray(rt.dH_du)
+    if not math.isfinite(float(np.add.reduce(Hx, axis=None) + np.add.reduce(Hxd, axis=None)
+                               + np.add.reduce(Hdu, axis=None))):
+        J = rates.jacobians(x0, xd0, *rates.split_inputs(u_all), p)   # raises (not finite)
+        Hx, Hxd, Hdu = np.asarray(J.H_x), np.asarray(J.H_xd), np.empty((Hx.shape[0], 0))
+    J = {"H_x": Hx, "H_xd": Hxd, "H_z": Hdu[:, zi], "H_u": Hdu[:, ui]}
+    if check:
+        ud = np.asarray(ref.ud(t), dtype=float).reshape(-1)
+        tol = float(getattr(ref, "check_tol", ADMISSIBILITY_TOL))
+        if not _rate_passes_one(ud[zi], np.asarray(rt.H, dtype=float), x0, xd0, u_all[zi], J,
+                                tol, u_all[ui]):
+            jac = rates.jacobians(x0, xd0, *rates.split_inputs(u_all), p)
+            check_rates(rates, np.array([t]), x0[None], xd0[None], u_all[None], ud[None], p,
+                        jacobians=[jac], rates_given=_rates_given(ref), tol=tol,
+                        what=f"the reference of {cm.name!r} passed to linearize_first_order_system")
+    Gx, Gxd = _fast_rate_rows(lz, T0, Vdd, Th0, Hx, Hxd)
+    A = _fast_assemble(Am, Bm, Gx, Gxd, J["H_z"], zi, n1, l)
+    nm = 2 * n1 + l
+    B = np.zeros((A.shape[0], len(ui)))
+    B[:nm, :] = Bm[:, ui]
+    B[nm:, :] = J["H_u"]
+    for a in (A, B, T0):
+        a.flags.writeable = False
+    return FirstOrderLinearization(A=A, B=B, states=tuple(lz.states) + tuple(rates.states),
+                                   inputs=tuple(rates.inputs), T0=T0, n_spurious=l,
+                                   n_independent=n1, t=t)

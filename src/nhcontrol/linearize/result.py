@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError
+from .._util.reprs import html_table, short_names
 from .._util.validation import readonly
 
 __all__ = ["LinearizationResult", "SpuriousIdentification", "SPURIOUS_RTOL", "ZERO_RTOL",
@@ -327,6 +328,13 @@ class LinearizationResult:
         rate turns the velocities); zero rows for ``x̃_ai`` and ``x̃_ad``, zeros when no input
         enters the constraints; read-only. `to_statespace()` removes it by the state change
         ``X' = X̃ − B_rate ũ`` (docs/theory/road_vehicles.md, "Inputs in the constraints").
+    C, D : (q, ns), (q, k) or stacked (N, q, ns), (N, q, k) arrays, or None
+        Output matrices ``ỹ = C X̃ + D ũ`` of the model's declared outputs
+        (`MultibodySystem.add_output`), through the partition's maps
+        ([`nhcontrol.linearize.outputs`][nhcontrol.linearize.outputs]); None when the model
+        declares no outputs; read-only.
+    outputs : tuple of str
+        Names of the declared outputs (rows of ``C``; empty without outputs).
     """
 
     A: NDArray[np.float64]
@@ -340,6 +348,9 @@ class LinearizationResult:
     n_independent: int
     model_name: str = ""
     B_rate: NDArray[np.float64] | None = None
+    C: NDArray[np.float64] | None = None
+    D: NDArray[np.float64] | None = None
+    outputs: tuple[str, ...] = ()
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -349,6 +360,22 @@ class LinearizationResult:
         if Br.shape != self.B.shape:
             raise LinearSystemError(f"B_rate must have the shape of B {self.B.shape}, got {Br.shape}")
         object.__setattr__(self, "B_rate", readonly(Br))
+        if self.C is not None:
+            Cm = np.asarray(self.C, dtype=float)
+            Dm = (np.zeros(Cm.shape[:-1] + (self.B.shape[-1],)) if self.D is None
+                  else np.asarray(self.D, dtype=float))
+            if Cm.shape[:-2] != self.A.shape[:-2] or Cm.shape[-1] != self.A.shape[-1] \
+                    or Dm.shape != Cm.shape[:-1] + (self.B.shape[-1],) \
+                    or len(self.outputs) != Cm.shape[-2]:
+                raise LinearSystemError(
+                    f"C must have shape (q, ns) = (q, {self.A.shape[-1]}) and D (q, k) = "
+                    f"(q, {self.B.shape[-1]}) (leading N axis as A), with one name per output; "
+                    f"got C {Cm.shape}, D {Dm.shape}, outputs {list(self.outputs)}")
+            object.__setattr__(self, "C", readonly(Cm))
+            object.__setattr__(self, "D", readonly(Dm))
+            object.__setattr__(self, "outputs", tuple(self.outputs))
+        elif self.outputs:
+            raise LinearSystemError(f"outputs {list(self.outputs)} given without their matrix C")
         if isinstance(self.t, np.ndarray):
             object.__setattr__(self, "t", readonly(self.t))
 
@@ -365,6 +392,35 @@ class LinearizationResult:
     def stacked(self) -> bool:
         """True when evaluated at an array of times (leading ``N`` axis)."""
         return self.A.ndim == 3
+
+    def _summary(self) -> tuple[str, str]:
+        """(where, eigen) parts of the representation; eigenvalues only for one point."""
+        if self.stacked:
+            tt = np.asarray(self.t).reshape(-1)
+            where = f"{self.A.shape[0]} points, t in [{tt.min():g}, {tt.max():g}]"
+            return where, ""
+        where = f"t = {float(np.asarray(self.t).reshape(-1)[0]):g}" + (", steady" if self.steady else "")
+        ev = np.linalg.eigvals(self.A) if self.A.size else np.zeros(0)
+        eig = f", max Re(eig A) = {float(np.max(ev.real)):.4g}" if ev.size else ""
+        return where, eig
+
+    def __repr__(self) -> str:
+        where, eig = self._summary()
+        name = f" {self.model_name!r}" if self.model_name else ""
+        rate = ", input rates act (B_rate ≠ 0)" if np.any(self.B_rate) else ""
+        return (f"<LinearizationResult{name} at {where}: {self.nstates} states "
+                f"{short_names(self.states)}, {self.ninputs} inputs {short_names(self.inputs)}, "
+                f"{self.n_spurious} spurious{eig}{rate}>")
+
+    def _repr_html_(self) -> str:
+        where, eig = self._summary()
+        rows = [("model", self.model_name), ("at", where), ("states", ", ".join(self.states)),
+                ("inputs", ", ".join(self.inputs)), ("spurious eigenvalues", str(self.n_spurious)),
+                ("A", f"{self.A.shape}"), ("B", f"{self.B.shape}")]
+        if eig:
+            rows.append(("eigenvalues", np.array2string(np.sort_complex(np.linalg.eigvals(self.A)),
+                                                        precision=4, max_line_width=100)))
+        return html_table("LinearizationResult", rows)
 
     def _identifications(self) -> list[SpuriousIdentification]:
         if "ident" not in self._cache:
@@ -427,10 +483,15 @@ class LinearizationResult:
         return out
 
     def to_statespace(self, states: Sequence[str] | Literal["reduced"] | None = None, *,
-                      rtol: float = REDUCE_RTOL) -> Any:
+                      rtol: float = REDUCE_RTOL,
+                      outputs: Literal["states", "declared"] = "states") -> Any:
         """python-control ``StateSpace`` with named states and inputs (steady references).
 
-        The outputs are the states (``C = I``, ``D = 0``), named ``y_<state>``. For a stacked
+        The outputs are the states (``C = I``, ``D = 0``), named after the states as
+        python-control names the outputs of a system whose output is its state
+        (``control.nlsys(f, None, states=...)``, and [`to_nlsys()`][nhcontrol.simulate.to_nlsys]),
+        so that a controller from ``control.create_statefbk_iosystem(sys, K)`` reads the
+        states of the plant by name. For a stacked
         result of a steady reference (all points equal) the first point is used.
 
         When inputs enter the nonholonomic constraints (`B_rate` ≠ 0) the linear equations
@@ -458,6 +519,11 @@ class LinearizationResult:
             gives ``phi_b, delta, phi_b_d, delta_d``.
         rtol : float
             Entries below ``rtol · max|A|`` count as zero (`REDUCE_RTOL`).
+        outputs : {"states", "declared"}, default "states"
+            ``"declared"``: the outputs are the model's declared outputs
+            (`MultibodySystem.add_output`), ``y = C X̃ + D ũ`` with the matrices `C`, `D` and
+            the names `outputs` (after the state change ``X' = X̃ − B_rate ũ`` the
+            feed-through is ``D + C B_rate``); dropped states must not enter ``C``.
 
         Raises
         ------
@@ -482,14 +548,38 @@ class LinearizationResult:
         keep = self._kept_states(A, states, rtol)
         if np.any(B1):
             B = A @ B1 + B              # X' = X̃ − B_rate ũ (kept rows of A vanish on dropped states)
+        if outputs not in ("states", "declared"):
+            raise LinearSystemError(f"outputs must be 'states' or 'declared', got {outputs!r}")
+        if outputs == "declared":
+            Cy, Dy = self._declared_outputs(keep, B1, rtol)
         A, B, B1 = A[np.ix_(keep, keep)], B[keep], B1[keep]
         names = [self.states[i] for i in keep]
         shifted = [f"{s}_shift" if np.any(B1[i]) else s for i, s in enumerate(names)]
         ns = A.shape[0]
+        if outputs == "declared":
+            return control.ss(A, B, Cy, Dy, states=shifted, inputs=list(self.inputs),
+                              outputs=list(self.outputs), name=self.model_name or None)
         return control.ss(A, B, np.eye(ns), B1,
                           states=shifted, inputs=list(self.inputs),
-                          outputs=[f"y_{s}" for s in names],
+                          outputs=list(names),
                           name=self.model_name or None)
+
+    def _declared_outputs(self, keep: list[int], B1: NDArray[np.float64], rtol: float
+                          ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``C`` on the kept states and ``D + C B_rate`` (first point when stacked)."""
+        if self.C is None:
+            raise LinearSystemError(
+                f"model {self.model_name!r} declares no outputs: to_statespace(outputs='declared') "
+                "needs sensors added with MultibodySystem.add_output(name, expr) before compiling")
+        C = self.C[0] if self.stacked else self.C
+        D = self.D[0] if self.stacked else self.D
+        drop = [j for j in range(C.shape[1]) if j not in keep]
+        tol = rtol * max(1.0, float(np.abs(C).max()))
+        seen = [self.states[j] for j in drop if np.any(np.abs(C[:, j]) > tol)]
+        if seen:
+            raise LinearSystemError(f"the declared outputs {list(self.outputs)} depend on the "
+                                    f"dropped state(s) {seen}; keep them in states=")
+        return C[:, keep], D + C @ B1
 
     def input_state_form(self, rate_inputs: Sequence[str] | None = None) -> InputStateForm:
         """The inputs whose rates act (non-zero columns of `B_rate`, or ``rate_inputs``) as
@@ -509,12 +599,15 @@ class LinearizationResult:
         part = self.partition
         pmeta = None if part is None else {k: list(getattr(part, k, None) or (part.get(k, []) if isinstance(
             part, dict) else [])) for k in ("independent", "admissible_dependent", "dependent")}
-        return save_npz(path, "LinearizationResult", {"A": self.A, "B": self.B, "t": np.asarray(self.t),
-                                                     "B_rate": self.B_rate},
+        arrays = {"A": self.A, "B": self.B, "t": np.asarray(self.t), "B_rate": self.B_rate}
+        if self.C is not None:
+            arrays.update(C=self.C, D=self.D)
+        return save_npz(path, "LinearizationResult", arrays,
                         {"states": list(self.states), "inputs": list(self.inputs), "partition": pmeta,
                          "n_spurious": int(self.n_spurious), "steady": bool(self.steady),
                          "n_independent": int(self.n_independent), "model_name": self.model_name,
-                         "t_is_scalar": bool(np.ndim(self.t) == 0)})
+                         "t_is_scalar": bool(np.ndim(self.t) == 0),
+                         "outputs": list(self.outputs)})
 
     @classmethod
     def load(cls, path: Any) -> "LinearizationResult":
@@ -527,7 +620,10 @@ class LinearizationResult:
                    inputs=tuple(meta["inputs"]), partition=meta["partition"], n_spurious=meta["n_spurious"],
                    t=t, steady=meta["steady"], n_independent=meta["n_independent"],
                    model_name=meta["model_name"],
-                   B_rate=readonly(np.array(arr["B_rate"])) if "B_rate" in arr else None)
+                   B_rate=readonly(np.array(arr["B_rate"])) if "B_rate" in arr else None,
+                   C=np.array(arr["C"]) if "C" in arr else None,
+                   D=np.array(arr["D"]) if "D" in arr else None,
+                   outputs=tuple(meta.get("outputs", ())))
 
     def deviation(self, ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
         """The linear state of this linearization for the motion ``(x, ẋ)`` at ``t``.

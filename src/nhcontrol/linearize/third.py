@@ -40,6 +40,7 @@ from ..reference._eval import constraint_names
 from ..reference.admissibility import ADMISSIBILITY_TOL, _passes_one, check_admissible
 from . import _cpoint
 from ._point import point_procedure, point_suspect
+from .outputs import output_matrices
 from .partition import (Partition, PartitionIndices, _block_condition, _report,
                         _singular_message, suggest_partition)
 from .result import LinearizationResult, SpuriousIdentification, identify_spurious
@@ -692,11 +693,24 @@ def _result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
         names = (cm.coordinates, _state_names(tuple(cm.coordinates), tuple(idx.ai.tolist()),
                                               tuple(idx.ad.tolist())))
         idx.__dict__["_state_names"] = names        # PartitionIndices is immutable: a cache
+    Cy = Dy = None
+    outs = tuple(getattr(cm, "outputs", ()) or ())
+    if outs:
+        # declared outputs: C, D through the partition (linearize/outputs.py)
+        ts = np.atleast_1d(np.asarray(t, dtype=float))
+        x, xd, _, _, u = _reference_values(ref, ts, ts.shape[0], idx.n, idx.m + idx.l,
+                                           int(cm.ninputs))
+        p = getattr(ref, "parameters", None)
+        if scalar:
+            Cy, Dy = output_matrices(cm, idx, x[0], xd[0], None if u is None else u[0], p)
+        else:
+            Cy, Dy = output_matrices(cm, idx, x, xd, u, p)
     res = LinearizationResult(
         A=A, B=B, B_rate=B_rate, states=names[1],
         inputs=tuple(cm.inputs), partition=partition, n_spurious=idx.l,
         t=float(t) if scalar else t, steady=bool(getattr(ref, "steady", False)),
-        n_independent=idx.n_ai, model_name=str(getattr(cm, "name", "")))
+        n_independent=idx.n_ai, model_name=str(getattr(cm, "name", "")),
+        C=Cy, D=Dy, outputs=outs)
     res._cache["model"] = cm          # for res.from_deviation (not pickled)
     return res
 

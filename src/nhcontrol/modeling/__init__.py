@@ -3,15 +3,39 @@
 See ``docs/dev/contracts.md`` section 1 and ``docs/theory/newton_euler.md``.
 """
 
-from .equations import EquationsOfMotion, derive_equations
-from .parameters import check_parameters, override_parameters, parameter_values
-from .rotations import (PROPER_EULER_SEQUENCES, SEQUENCES, TAIT_BRYAN_SEQUENCES, euler_rotation,
-                        rot_x, rot_y, rot_z)
-from .simplify import cheap_trig
-from .system import Body, Constraint, Load, MultibodySystem
-from . import contacts  # noqa: E402  (contact helpers, one module each)
-from . import hydraulics  # noqa: E402  (lumped-fluid components, thesis Sect. 7.1.1)
-from .joints import add_joint_spring_damper  # noqa: E402
+# Imported lazily (PEP 562): the names below load their submodule (and SymPy) on first use, so
+# that a model loaded from the cache (nhcontrol.compiled.recipe) and the SymPy-free helpers
+# (nhcontrol.modeling.parameters) cost no SymPy import.
+import importlib as _importlib
+from typing import Any as _Any
+
+_LAZY = {
+    "EquationsOfMotion": "equations", "derive_equations": "equations",
+    "check_parameters": "parameters", "override_parameters": "parameters",
+    "parameter_values": "parameters",
+    "PROPER_EULER_SEQUENCES": "rotations", "SEQUENCES": "rotations",
+    "TAIT_BRYAN_SEQUENCES": "rotations", "euler_rotation": "rotations", "rot_x": "rotations",
+    "rot_y": "rotations", "rot_z": "rotations",
+    "cheap_trig": "simplify",
+    "Body": "system", "Constraint": "system", "Load": "system", "MultibodySystem": "system",
+    "add_joint_spring_damper": "joints",
+}
+_SUBMODULES = ("contacts", "hydraulics")
+
+
+def __getattr__(name: str) -> _Any:
+    if name in _LAZY:
+        value = getattr(_importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return _importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = ["MultibodySystem", "Body", "Constraint", "Load", "EquationsOfMotion", "derive_equations",
            "rot_x", "rot_y", "rot_z", "euler_rotation", "SEQUENCES", "PROPER_EULER_SEQUENCES",

@@ -134,6 +134,125 @@ class AppellEquations:
         return f
 
 
+def _check_pseudo_velocities(mb: Any, pseudo_velocities: Sequence[Any]) -> list[sp.Symbol]:
+    """Pseudo velocities must be distinct sympy Symbols, none a coordinate, input or parameter."""
+    from .._util.errors import ArgumentTypeError
+    try:
+        w = list(pseudo_velocities)
+    except TypeError:
+        raise ArgumentTypeError(f"pseudo_velocities of model {mb.name!r} must be a sequence of sympy "
+                                f"Symbols, got {pseudo_velocities!r}") from None
+    bad = [repr(s) for s in w if not isinstance(s, sp.Symbol)]
+    if bad:
+        raise ArgumentTypeError(f"pseudo_velocities of model {mb.name!r} must be sympy Symbols (the ones "
+                                f"used in the velocity map), got {', '.join(bad)}; create them with "
+                                f"sympy.Symbol('w', real=True) and write the map with them")
+    seen: set = set()
+    dup = sorted({str(s) for s in w if s in seen or seen.add(s)})
+    if dup:
+        raise ModelError(f"pseudo_velocities of model {mb.name!r} repeat {dup}: each pseudo velocity is one "
+                         f"independent speed; give each once")
+    taken = {s: what for what, group in (("coordinate", mb.coordinates), ("input", mb.inputs),
+                                         ("parameter", mb.parameters)) for s in group}
+    clash = [f"{s} (a {taken[s]})" for s in w if s in taken]
+    if clash:
+        raise ModelError(f"pseudo_velocities of model {mb.name!r} include {clash}: a pseudo velocity must be "
+                         f"a new symbol (or a velocity symbol), not a coordinate, input or parameter")
+    return w
+
+
+def _check_velocity_map(mb: Any, x: list, xdot: sp.Matrix, w: list, t: sp.Symbol, rates: dict) -> None:
+    """The velocity map must satisfy every constraint for all pseudo velocities:
+    ``B(x, u) (Φ w + φ) + b(x, u) = 0`` and ``C_x (Φ w + φ) (+ ∂C/∂u u̇) = 0`` on ``C(x) = 0``,
+    and its columns ``Φ`` must be independent. Checked at random points (on the holonomic
+    constraint manifold, found by Newton's method), so a map that lets a knife edge slip
+    sideways is refused instead of giving Appell's equations of another system."""
+    vel = list(mb.velocities)
+    to_map = dict(zip(vel, list(xdot)))
+    clock = getattr(mb, "clock", None)
+    at_t = {clock: t} if clock is not None else {}
+    u, p = list(mb.inputs), list(mb.parameters)
+    names, resid, terms = [], [], []
+    for c in mb.nonholonomic:
+        e = sp.sympify(c.expr)
+        Brow = [sp.diff(e, v) for v in vel]
+        b = e.xreplace({v: 0 for v in vel})
+        names.append(("nonholonomic", c.name))
+        resid.append(e.xreplace(to_map).xreplace(at_t))
+        terms.append([(Bi * xi).xreplace(at_t) for Bi, xi in zip(Brow, xdot) if Bi != 0] + [b.xreplace(at_t)])
+    hol = [sp.sympify(c.expr) for c in mb.holonomic]
+    for c, e in zip(mb.holonomic, hol):
+        parts = [sp.diff(e, xi) * vi for xi, vi in zip(x, xdot)]
+        parts += [sp.diff(e, uj) * rj for uj, rj in rates.items()]
+        names.append(("holonomic", c.name))
+        resid.append(sp.Add(*parts).xreplace(at_t))
+        terms.append([q.xreplace(at_t) for q in parts if q != 0])
+    Phi = xdot.jacobian(w) if w else sp.zeros(len(x), 0)
+    args = [t, x, w, u, p]
+    try:
+        f_res = sp.lambdify(args, resid, "numpy")
+        f_terms = sp.lambdify(args, [sp.Add(*[sp.Abs(q) for q in tr]) for tr in terms], "numpy")
+        f_phi = sp.lambdify(args, Phi.xreplace(at_t), "numpy")
+        f_C = sp.lambdify([x, u, p, t], [e.xreplace(at_t) for e in hol], "numpy") if hol else None
+        f_Cx = sp.lambdify([x, u, p, t], sp.Matrix(hol).jacobian(x).xreplace(at_t), "numpy") if hol else None
+    except Exception:  # pragma: no cover - an expression numpy cannot print: not checked
+        return
+    pdef = np.array([float(mb.defaults[str(s)]) for s in p], dtype=float)
+    rng = np.random.default_rng(2209)
+    checked = 0
+    for _ in range(12):
+        if checked >= 3:
+            break
+        xv = rng.uniform(-0.5, 0.5, len(x))
+        uv = rng.uniform(-0.3, 0.3, len(u))
+        tv = float(rng.uniform(0.1, 1.0))
+        if clock is not None:
+            xv[x.index(clock)] = tv
+        wv = rng.uniform(-1.0, 1.0, len(w))
+        with np.errstate(all="ignore"):
+            if hol:
+                for _it in range(30):     # Newton onto C(x) = 0 (least-norm steps)
+                    Cv = np.asarray(f_C(xv, uv, pdef, tv), dtype=float).reshape(-1)
+                    if not np.all(np.isfinite(Cv)) or np.max(np.abs(Cv)) < 1e-13:
+                        break
+                    J = np.asarray(f_Cx(xv, uv, pdef, tv), dtype=float).reshape(len(hol), len(x))
+                    xv = xv - np.linalg.lstsq(J, Cv, rcond=None)[0]
+                Cv = np.asarray(f_C(xv, uv, pdef, tv), dtype=float).reshape(-1)
+                if not (np.all(np.isfinite(Cv)) and np.max(np.abs(Cv)) < 1e-10):
+                    continue
+            a = (tv, xv, wv, uv, pdef)
+            try:
+                r = np.asarray(f_res(*a), dtype=float).reshape(-1) if resid else np.zeros(0)
+                sc = np.asarray(f_terms(*a), dtype=float).reshape(-1) if resid else np.zeros(0)
+                P = np.asarray(f_phi(*a), dtype=float).reshape(len(x), len(w))
+            except (ArithmeticError, ValueError, TypeError):
+                continue
+        if not (np.all(np.isfinite(r)) and np.all(np.isfinite(sc)) and np.all(np.isfinite(P))):
+            continue
+        checked += 1
+        bad = np.flatnonzero(np.abs(r) > 1e-8 * (1.0 + sc))
+        if bad.size:
+            i = int(bad[0])
+            kind, cname = names[i]
+            where = ", ".join(f"{s} = {v:.3g}" for s, v in zip(x + w, list(xv) + list(wv)))
+            level = "B(x, u) ẋ + b" if kind == "nonholonomic" else "C_x ẋ"
+            text = str(resid[i])
+            raise ModelError(
+                f"the velocity map of model {mb.name!r} violates the {kind} constraint {cname!r}: "
+                f"{level} = {r[i]:.3g} with ẋ = Φ w + φ at {where} (it must vanish for every value of "
+                f"the pseudo velocities {[str(s) for s in w]}); the map allows motions the constraints "
+                f"forbid, so Appell's equations would describe another system. Residual: "
+                f"{text[:200]}{'...' if len(text) > 200 else ''}")
+        if w:
+            sv = np.linalg.svd(P, compute_uv=False)
+            if sv[-1] <= 1e-10 * max(1.0, sv[0]):
+                raise ModelError(
+                    f"the pseudo velocities {[str(s) for s in w]} of model {mb.name!r} are not independent "
+                    f"in the velocity map: Φ = ∂ẋ/∂w has rank {int(np.sum(sv > 1e-10 * max(1.0, sv[0])))} "
+                    f"< {len(w)} (a pseudo velocity missing from the map, or two that always appear "
+                    f"together); Appell's mass matrix M_w would be singular")
+
+
 def appell_equations(mb: Any, velocity_map: Sequence[Any], pseudo_velocities: Sequence[sp.Symbol],
                      *, time: sp.Symbol | None = None,
                      input_rates: dict | None = None) -> AppellEquations:
@@ -143,8 +262,8 @@ def appell_equations(mb: Any, velocity_map: Sequence[Any], pseudo_velocities: Se
     ----------
     mb : MultibodySystem
         Bodies and loads (gravity, forces, torques, generalized forces) are used; its
-        constraints must be satisfied by the velocity map (checked by the caller's tests:
-        ``B(Φ w + φ) + b = 0`` identically).
+        constraints must be satisfied by the velocity map, ``B(Φ w + φ) + b = 0`` for every
+        ``w`` (checked here at random points; with a clock, ``τ = t``).
     velocity_map : (n,) sympy expressions
         ``ẋ`` as expressions of ``x, w, u, t`` and parameters, affine in ``w``.
     pseudo_velocities : sequence of sympy.Symbol
@@ -163,12 +282,16 @@ def appell_equations(mb: Any, velocity_map: Sequence[Any], pseudo_velocities: Se
     Raises
     ------
     ModelError
-        Wrong length of the map, a map not affine in ``w``, or a load Appell's route
-        does not handle (springs, dampers: add them as forces).
+        Wrong length of the map, a map not affine in ``w``, a map that violates a constraint
+        (``B (Φ w + φ) + b ≠ 0`` or ``C_x (Φ w + φ) ≠ 0`` at random points, on ``C = 0``),
+        dependent or repeated pseudo velocities, or a load Appell's route does not handle
+        (springs, dampers: add them as forces).
+    ArgumentTypeError
+        Pseudo velocities that are not sympy Symbols (strings).
     """
     x = list(mb.coordinates)
     n = len(x)
-    w = list(pseudo_velocities)
+    w = _check_pseudo_velocities(mb, pseudo_velocities)
     t = time if time is not None else sp.Symbol("t", real=True)
     xdot = sp.Matrix([sp.sympify(e) for e in velocity_map])
     if xdot.shape != (n, 1):
@@ -185,6 +308,7 @@ def appell_equations(mb: Any, velocity_map: Sequence[Any], pseudo_velocities: Se
         if uj not in mb.inputs or rj not in mb.inputs:
             raise ModelError(f"input_rates of model {mb.name!r}: {uj} -> {rj} must map an input to "
                              f"an input; inputs: {[str(s) for s in mb.inputs]}")
+    _check_velocity_map(mb, x, xdot, w, t, rates)
 
     def ddt(e: Any) -> Any:
         """Total time derivative along the velocity map (inputs quasi-static)."""

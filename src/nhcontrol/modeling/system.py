@@ -162,6 +162,7 @@ class MultibodySystem:
         self._kin_cache: dict[tuple[str, int], Any] = {}
         self._eom: EquationsOfMotion | None = None
         self._clock: sp.Symbol | None = None
+        self._outputs: list[tuple[str, sp.Expr]] = []
 
     # ------------------------------------------------------------------ symbols
     @staticmethod
@@ -558,6 +559,80 @@ class MultibodySystem:
         self._changed()
         return tau
 
+    # ------------------------------------------------------------------ outputs
+    def add_output(self, name: str | Sequence[str], expr: Any) -> None:
+        """Declare a measured output ``y_i = h_i(x, ẋ, u, z)`` (a sensor).
+
+        The outputs ``y = h(x, ẋ, u)`` are compiled into one more generated kernel
+        (``output_terms``: ``h`` and its exact partial derivatives ``∂h/∂x``, ``∂h/∂ẋ``,
+        ``∂h/∂u``), and [`nhcontrol.linearize()`][nhcontrol.linearize] returns their matrices
+        ``C, D`` in the minimal state ``X̃`` of the third procedure
+        (docs/theory/estimation.md, "Outputs through the partition"; derived there).
+
+        Parameters
+        ----------
+        name : str or sequence of str
+            Output name (one per row of ``expr`` for a vector output).
+        expr : sympy expression or (r, 1) Matrix
+            Expression(s) of coordinates, velocities, inputs (first-order states included) and
+            parameters: a camera's ball position (a coordinate or a position expression), a
+            gyro (a component of `body_angular_velocity()`), an encoder angle, a wheel speed.
+
+        Raises
+        ------
+        ModelError
+            Unknown symbols (accelerations, undeclared names), a repeated name, or a name
+            count that does not match the rows of ``expr``.
+
+        Examples
+        --------
+        >>> import sympy as sp
+        >>> from nhcontrol.modeling import MultibodySystem
+        >>> mb = MultibodySystem("cart")
+        >>> x = mb.add_coordinates("x")
+        >>> mb.add_output("encoder", x)
+        >>> mb.outputs
+        ('encoder',)
+        """
+        if isinstance(expr, sp.MatrixBase):
+            exprs = list(expr)
+        elif isinstance(expr, (list, tuple)):
+            exprs = [sp.sympify(e) for e in expr]
+        else:
+            exprs = [sp.sympify(expr)]
+        names = [name] if isinstance(name, str) else [str(s) for s in name]
+        if len(names) != len(exprs):
+            raise ModelError(f"add_output got {len(names)} name(s) {names} for {len(exprs)} "
+                             f"expression(s); give one name per output")
+        allowed = {*self._coords, *self._vels, *self._params, *self._inputs}
+        taken = {nm for nm, _ in self._outputs}
+        for nm, e in zip(names, exprs):
+            e = sp.sympify(e)
+            if not nm.isidentifier():
+                raise ModelError(f"output name {nm!r} must be an identifier (letters, digits, "
+                                 f"underscores), e.g. 'camera_x'")
+            if nm in taken:
+                raise ModelError(f"output {nm!r} of model {self.name!r} is declared twice; "
+                                 f"choose another name")
+            bad = sorted(str(a) for a in e.free_symbols - allowed)
+            if bad:
+                raise ModelError(f"output {nm!r} contains unknown symbol(s) {bad}; outputs may use "
+                                 f"coordinates {[str(q) for q in self._coords]}, their velocities "
+                                 f"'<name>_d', inputs and parameters (not accelerations)")
+            taken.add(nm)
+            self._outputs.append((nm, e))
+        self._changed()
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """Names of the declared outputs (`add_output()`), in order."""
+        return tuple(nm for nm, _ in self._outputs)
+
+    @property
+    def output_expressions(self) -> tuple[sp.Expr, ...]:
+        """``h(x, ẋ, u)`` of the declared outputs, in the order of `outputs`."""
+        return tuple(e for _, e in self._outputs)
+
     # ------------------------------------------------------------------ loads
     def add_gravity(self, g: Any, direction: Sequence[Any] = (0, 0, -1)) -> None:
         """Gravity ``m_i g e`` on every body at its centre of mass (``e`` unit direction)."""
@@ -736,6 +811,8 @@ class MultibodySystem:
             parts.append("z=" + ",".join(s.name for s in self._states))
             parts.extend(f"rate={z.name}|{sp.srepr(self._rates[z])}" for z in self._states
                          if z in self._rates)
+        if self._outputs:   # only models with outputs: other hashes are unchanged
+            parts.extend(f"y={nm}|{sp.srepr(e)}" for nm, e in self._outputs)
         for ld in self._loads:
             items = []
             for d in ld.data:

@@ -162,7 +162,9 @@ def build(**overrides: float) -> MultibodySystem:
 
 @lru_cache(maxsize=8)
 def _compiled(items: tuple[tuple[str, float], ...]):
-    return build(**dict(items)).compile()
+    from nhcontrol.compiled.recipe import cached_model
+
+    return cached_model(build, **dict(items))
 
 
 def model(**overrides: float):

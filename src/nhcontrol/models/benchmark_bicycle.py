@@ -44,15 +44,18 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy as sp
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
-from nhcontrol.modeling import (MultibodySystem, contacts, override_parameters, parameter_values, rot_x,
-                                rot_y, rot_z)
+# SymPy and the symbolic modeling are imported where the model is built (build(),
+# add_frame_and_wheels()): model() loads a cached model without them (nhcontrol.compiled.recipe)
+from nhcontrol.modeling.parameters import override_parameters, parameter_values
 
 if TYPE_CHECKING:  # pragma: no cover
+    import sympy as sp
+
     from nhcontrol.compiled import CompiledModel
+    from nhcontrol.modeling import MultibodySystem
     from nhcontrol.reference import Reference
 
 __all__ = [
@@ -213,6 +216,8 @@ def build(inputs: Any = (), **parameter_overrides: float) -> MultibodySystem:
     $\\bar I_H = R_\\nu^T R_\\pi^T I_H R_\\pi R_\\nu$; the wheels have
     $\\bar I = \\mathrm{diag}(I_{xx}, I_{yy}, I_{xx})$ about their ``Y`` (spin) axis.
     """
+    from nhcontrol.modeling import MultibodySystem, contacts
+
     check_inputs(inputs)
     values = _check_overrides(parameter_overrides)
     mb = MultibodySystem("benchmark_bicycle")
@@ -262,6 +267,10 @@ def add_frame_and_wheels(mb: MultibodySystem, coords: tuple, p: Mapping[str, sp.
         Bodies ``"B", "H", "R", "F"``, wheel centres ``"r_GR", "r_GF"`` and wheel
         orientations ``"R_R", "R_F"``.
     """
+    import sympy as sp
+
+    from nhcontrol.modeling import rot_x, rot_y, rot_z
+
     x_b, y_b, z_b, psi_b, phi_b, theta_b, delta, theta_R, theta_F = coords
     w, c, nu, g = p["w"], p["c"], p["nu"], p["g"]
     x_B, z_B, x_H, z_H = p["x_B"], p["z_B"], p["x_H"], p["z_H"]
@@ -312,7 +321,10 @@ def add_frame_and_wheels(mb: MultibodySystem, coords: tuple, p: Mapping[str, sp.
 
 @lru_cache(maxsize=8)
 def _model_cached(items: tuple[tuple[str, float], ...], inputs: tuple[str, ...] = ()) -> "CompiledModel":
-    return build(inputs, **dict(items)).compile()
+    from nhcontrol.compiled.recipe import cached_model
+
+    # a warm start: the cached kernels found from the recipe, no symbolic build, no SymPy
+    return cached_model(build, inputs, **dict(items))
 
 
 def model(inputs: Any = (), **parameter_overrides: float) -> "CompiledModel":

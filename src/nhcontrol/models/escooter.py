@@ -149,7 +149,9 @@ def build(*, suspension: bool = True, **parameter_overrides: float) -> Multibody
 
 @lru_cache(maxsize=4)
 def _compiled(suspension: bool):
-    return build(suspension=suspension).compile()
+    from nhcontrol.compiled.recipe import cached_model
+
+    return cached_model(build, suspension=suspension)
 
 
 def model(*, suspension: bool = True):

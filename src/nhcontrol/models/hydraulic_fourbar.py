@@ -71,7 +71,7 @@ __all__ = [
     "MECHANICAL_DEFAULTS", "HYDRAULIC_DEFAULTS", "DEFAULTS", "PARTITION", "FourBarEquilibrium",
     "piston_areas", "circuit_equations", "CircuitJacobians", "circuit_jacobians", "reduced_rhs",
     "STATES", "circuit_rates", "spool_rates", "counterpart_jacobian", "TorquePulse",
-    "torque_generalized_force", "torque_input_column"
+    "torque_generalized_force", "torque_input_column", "check_hydraulic_parameters"
 ]
 
 STATES: tuple[str, ...] = ("phi2", "phi2_d", "p1", "p2", "p3", "U")
@@ -227,7 +227,9 @@ def _build(with_circuit: bool, vals: dict[str, float], hyd: dict[str, float]) ->
 
 @lru_cache(maxsize=4)
 def _compiled(items: tuple[tuple[str, float], ...]) -> "CompiledModel":
-    return build(**dict(items)).compile()
+    from nhcontrol.compiled.recipe import cached_model
+
+    return cached_model(build, **dict(items))
 
 
 def model(**overrides: float) -> "CompiledModel":
@@ -381,7 +383,7 @@ def circuit_equations(s: sp.Expr, s_dot: sp.Expr, p: sp.MatrixBase | tuple[sp.Ex
     bad = sorted(set(overrides) - set(HYDRAULIC_DEFAULTS))
     if bad:
         raise ModelError(f"unknown hydraulic parameter(s) {bad}; valid names are {list(HYDRAULIC_DEFAULTS)}")
-    h = {**HYDRAULIC_DEFAULTS, **overrides}
+    h = check_hydraulic_parameters(overrides)
     p1, p2, p3 = (sp.sympify(q) for q in p)
     A2, A3 = piston_areas(h["D2"], h["D3"])
     Cvt = hydraulics.throttle_coefficient(h["Cd"], h["A_t"], h["rho_oil"])
@@ -415,7 +417,89 @@ def _split(overrides: Mapping[str, float]) -> tuple[dict[str, float], dict[str, 
     if bad:
         raise ModelError(f"unknown parameter(s) {bad} of the hydraulic four-bar; valid names are "
                          f"{list(DEFAULTS) + [k for k in HYDRAULIC_DEFAULTS if k not in DEFAULTS]}")
+    check_hydraulic_parameters(hyd)
     return mech, hyd
+
+
+_HYDRAULIC_RANGES: dict[str, tuple[str, str, str]] = {
+    # name: (rule, unit, meaning); rule ">0", ">=0", ">p_T", "(0,1]" or "finite"
+    "p_T": (">=0", "Pa", "tank pressure"),
+    "p_P": (">p_T", "Pa", "supply pressure"),
+    "rho_oil": (">0", "kg/m^3", "oil density"),
+    "B_oil": (">0", "Pa", "bulk modulus of the oil"),
+    "B_h": (">0", "Pa", "bulk modulus of the hose walls"),
+    "B_c": (">0", "Pa", "bulk modulus of the cylinder walls"),
+    "V_h1": (">0", "m^3", "hose volume 1"),
+    "V_h2": (">0", "m^3", "hose volume 2"),
+    "V_h3": (">0", "m^3", "hose volume 3"),
+    "A_t": (">0", "m^2", "throttle area"),
+    "Cv_d": (">0", "m^3/(s sqrt(Pa))", "valve flow coefficient"),
+    "Cd": ("(0,1]", "", "discharge coefficient"),
+    "D2": (">0", "m", "piston diameter"),
+    "D3": (">0", "m", "rod diameter"),
+    "l_cyl": (">0", "m", "cylinder length"),
+    "c1": ("finite", "m", "cylinder offset c1"),
+    "c2": ("finite", "m", "cylinder offset c2"),
+    "F_c": (">=0", "N", "Coulomb friction"),
+    "F_s": (">=0", "N", "static friction"),
+    "v_s": (">0", "m/s", "Stribeck velocity"),
+    "sigma2": (">=0", "N s/m", "viscous friction"),
+    "tau_v": (">0", "s", "spool time constant"),
+}
+"""Physical range of every hydraulic parameter (Table 7.2), checked by `check_hydraulic_parameters`."""
+
+
+def check_hydraulic_parameters(overrides: Mapping[str, Any]) -> dict[str, float]:
+    """Check hydraulic parameter values (with the defaults of Table 7.2 for the others).
+
+    Every value must be a finite real number in its physical range: bulk moduli, volumes,
+    the oil density, the throttle area, the valve coefficient, the cylinder length, the Stribeck
+    velocity and the spool time constant positive; the discharge coefficient in ``(0, 1]``; the
+    tank pressure and the friction data non-negative; the supply pressure above the tank
+    pressure; the rod thinner than the piston.
+
+    Returns
+    -------
+    dict
+        All hydraulic parameters as floats.
+
+    Raises
+    ------
+    ModelError
+        Naming every bad parameter with its value, unit, meaning and physical range.
+    """
+    h: dict[str, Any] = {**HYDRAULIC_DEFAULTS, **dict(overrides)}
+    out: dict[str, float] = {}
+    problems: list[str] = []
+    for name, (rule, unit, meaning) in _HYDRAULIC_RANGES.items():
+        val = h[name]
+        u = f" {unit}" if unit else ""
+        try:
+            if isinstance(val, bool):
+                raise TypeError
+            num = float(val)
+        except (TypeError, ValueError):
+            problems.append(f"{name} = {val!r} ({meaning}) is not a real number")
+            continue
+        if not math.isfinite(num):
+            problems.append(f"{name} = {val!r} ({meaning}) is not finite")
+            continue
+        out[name] = num
+        need = {">0": "> 0", ">=0": ">= 0", "(0,1]": "in (0, 1]"}.get(rule)
+        ok = {">0": num > 0, ">=0": num >= 0, "(0,1]": 0 < num <= 1}.get(rule, True)
+        if not ok:
+            problems.append(f"{name} = {num:g}{u} ({meaning}) must be {need}{u} "
+                            f"(Table 7.2: {HYDRAULIC_DEFAULTS[name]:g})")
+    if "p_P" in out and "p_T" in out and not out["p_P"] > out["p_T"]:
+        problems.append(f"p_P = {out['p_P']:g} Pa (supply pressure) must be above p_T = {out['p_T']:g} Pa "
+                        f"(tank pressure), or no valve position drives the cylinder (Table 7.2: "
+                        f"{HYDRAULIC_DEFAULTS['p_P']:g} > {HYDRAULIC_DEFAULTS['p_T']:g})")
+    if out.get("D2", 0) > 0 and out.get("D3", 0) > 0 and not out["D3"] < out["D2"]:
+        problems.append(f"D3 = {out['D3']:g} m (rod) must be smaller than D2 = {out['D2']:g} m (piston)")
+    if problems:
+        raise ModelError("hydraulic four-bar: parameter value(s) outside their physical range: "
+                         + "; ".join(problems))
+    return out
 
 
 @lru_cache(maxsize=8)
@@ -610,6 +694,7 @@ def circuit_rates(x: NDArray[np.float64], xd: NDArray[np.float64], p: NDArray[np
 
 def spool_rates(U: Any, U_ref: Any, tau_v: float = HYDRAULIC_DEFAULTS["tau_v"]) -> NDArray[np.float64]:
     """Spool rates ``W = (U_ref - U) / tau_v`` (Eq. (7.4)) for stacked points (any matching shapes)."""
+    check_hydraulic_parameters({"tau_v": tau_v})
     return (np.asarray(U_ref, dtype=float) - np.asarray(U, dtype=float)) / tau_v
 
 

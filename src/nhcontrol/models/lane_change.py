@@ -1,10 +1,18 @@
-"""ISO 3888-1 double lane change for the single-track skate models: path and reference motion.
+"""ISO 3888-1 double lane change for the single-track skate models: track, path and reference.
 
-The track of ISO 3888-1 (*Passenger cars — Test track for a severe lane-change manoeuvre —
-Part 1: Double lane-change*) has six sections of lengths 15, 30, 25, 25, 15 and 15 m; the
-lane of section 3 is offset laterally by 3.5 m (taken here between lane centre lines). The
-reference path of the rear-axle centre ``R`` is straight in sections 1, 3, 5 and 6 and changes
-lane in sections 2 and 4 along the degree-9 smoothstep
+**Track** ([ISO 3888-1](../references.md#iso-3888-1), *Passenger cars — Test track for a severe
+lane-change manoeuvre — Part 1: Double lane-change*, Table 1 and Fig. 1): six sections of lengths
+15, 30, 25, 25, 15 and 15 m; the lanes of sections 1, 3 and 5–6 are marked by cones and are
+``1.1 W + 0.25``, ``1.2 W + 0.25`` and ``1.3 W + 0.25`` m wide (``W`` the vehicle width; 1.8 m
+here, a typical passenger car, chosen here); the lane of section 3 is offset 3.5 m to the left.
+We read the offset between the right-hand cone rows of sections 1 and 3 and align the right-hand
+rows of sections 1 and 5–6 (Fig. 1 of the standard; Project Chrono's implementation measures the
+3.5 m from the centre line of lane 1 instead). The lane centre lines are then at ``0``,
+``3.5 + (w_3 − w_1)/2`` (3.59 m for ``W = 1.8`` m) and ``(w_5 − w_1)/2`` (0.18 m)
+([`Iso3888Track`][nhcontrol.models.lane_change.Iso3888Track]).
+
+**Path.** The reference path of the rear-axle centre ``R`` is straight on the centre lines of
+lanes 1 and 3 and changes lane twice along the degree-9 smoothstep
 
 $$
 Y(X) = Y_a + h\\,s(\\tau),\\quad \\tau = (X - X_a)/\\ell,\\quad
@@ -12,7 +20,18 @@ s(\\tau) = 126\\tau^5 - 420\\tau^6 + 540\\tau^7 - 315\\tau^8 + 70\\tau^9,
 $$
 
 whose first four derivatives vanish at both ends (curvature, its rate and its second rate are
-continuous, so are the steering angle, rate and torque of the reference).
+continuous, so are the steering angle, rate and torque of the reference). A transition starts
+``lead`` = 10 m before the end of the lane it leaves and ends ``lead`` after the start of the
+lane it enters (``ℓ`` = 50 m and 45 m; chosen here: the smoothstep is so flat at its ends that the
+path is within 11 cm of the lane centre lines where the lanes end and begin, and the car's body,
+4.58 m by 1.8 m, keeps 15 cm from every cone line, [`cone_clearance`][nhcontrol.models.lane_change.cone_clearance]).
+The second change returns to lane 1's centre line (lane 5 is 0.18 m wider on the left side).
+At [`SPEED`][nhcontrol.models.lane_change.SPEED] = 15 m/s (54 km/h) the peak lateral acceleration
+of the mass centre along the body's lateral axis is 3.9 m/s²
+([`lateral_acceleration`][nhcontrol.models.lane_change.lateral_acceleration]), below the 4 m/s²
+up to which a linear tyre (and a no-slip wheel) is a fair model on a dry road. The transitions
+of the section lengths alone (``lead`` = 0, 30 m and 25 m) would ask 3.8 m/s² at 8 m/s and
+24 m/s² at 20 m/s.
 
 **Flatness (derived here).** For the skate single-track models the rear-axle centre is a flat
 output: its velocity is ``v_R = u_1 i_1`` (rear skate), so the yaw is the heading of its path and
@@ -52,13 +71,23 @@ from nhcontrol.reference import Reference, inverse_dynamics
 
 __all__ = ["lane_change_reference", "assigned_steering_reference", "iso_3888_1_path", "lateral_error", "flat_states",
            "LaneChangePath", "ISO_3888_1_SECTIONS", "ISO_3888_1_OFFSET", "DRIVE_INPUTS",
-           "ASSIGNED_DRIVE_INPUTS"]
+           "ASSIGNED_DRIVE_INPUTS", "Iso3888Track", "ISO_TRACK", "LEAD", "SPEED",
+           "lateral_acceleration", "cone_clearance"]
 
 ISO_3888_1_SECTIONS: tuple[float, ...] = (15.0, 30.0, 25.0, 25.0, 15.0, 15.0)
 """Section lengths of the ISO 3888-1 track [m]."""
 
 ISO_3888_1_OFFSET: float = 3.5
-"""Lateral offset of the lane of section 3 [m]."""
+"""Lateral offset of the lane of section 3 [m] (ISO 3888-1; between the right-hand cone rows of
+sections 1 and 3)."""
+
+LEAD: float = 10.0
+"""Distance [m] by which a lane change of the reference starts before the end of the lane it
+leaves and ends after the start of the lane it enters (chosen here)."""
+
+SPEED: float = 15.0
+"""Speed [m/s] of the lane change (54 km/h): peak lateral acceleration 3.9 m/s² of the mass
+centre along the body's lateral axis with the default path and ``single_track.DEFAULTS``."""
 
 DRIVE_INPUTS: tuple[str, ...] = ("F_R", "T")
 """Inputs of ``single_track.build("force_torque")`` that drive the lane change (``F_F = 0``)."""
@@ -110,17 +139,126 @@ class LaneChangePath:
         return max(s + ell for s, ell in zip(self.starts, self.lengths))
 
 
-def iso_3888_1_path(offset: float = ISO_3888_1_OFFSET, x_start: float = 0.0) -> LaneChangePath:
-    """Centre-line path of the ISO 3888-1 double lane change, section 1 starting at ``x_start``.
+def iso_3888_1_path(offset: float | None = None, x_start: float = 0.0, *, lead: float = LEAD,
+                    vehicle_width: float = 1.8) -> LaneChangePath:
+    """Path of the rear-axle centre through the ISO 3888-1 track, section 1 starting at ``x_start``.
 
-    Lane changes of ``+offset`` over section 2 (30 m) and ``-offset`` over section 4 (25 m).
+    Lane changes of ``+offset`` and ``−offset`` (default the centre-line offset of lane 3,
+    [`Iso3888Track.centre_offset`][nhcontrol.models.lane_change.Iso3888Track], 3.59 m for a
+    vehicle 1.8 m wide) over sections 2 and 4 extended by ``lead`` at both ends (lengths
+    ``30 + 2 lead`` and ``25 + 2 lead``; ``0 ≤ lead ≤ 12.5`` m so that the two changes do not
+    overlap in section 3).
     """
+    if offset is None:
+        offset = Iso3888Track(vehicle_width).centre_offset
     if not np.isfinite(offset) or not np.isfinite(x_start):
         raise ModelError(f"offset and x_start must be finite numbers, got {offset!r}, {x_start!r}")
+    if not (np.isfinite(lead) and 0.0 <= lead <= min(ISO_3888_1_SECTIONS[0], ISO_3888_1_SECTIONS[2] / 2)):
+        raise ModelError(f"lead must be between 0 and 12.5 m (the lane changes may not overlap "
+                         f"nor start before the track), got {lead!r}")
     s = np.concatenate([[0.0], np.cumsum(ISO_3888_1_SECTIONS)]) + x_start
-    return LaneChangePath(starts=(float(s[1]), float(s[3])),
-                          lengths=(ISO_3888_1_SECTIONS[1], ISO_3888_1_SECTIONS[3]),
+    return LaneChangePath(starts=(float(s[1]) - lead, float(s[3]) - lead),
+                          lengths=(ISO_3888_1_SECTIONS[1] + 2 * lead,
+                                   ISO_3888_1_SECTIONS[3] + 2 * lead),
                           heights=(float(offset), -float(offset)))
+
+
+@dataclass(frozen=True)
+class Iso3888Track:
+    """Cone-marked lanes of the ISO 3888-1 double lane change for a vehicle of width ``W``.
+
+    Attributes
+    ----------
+    vehicle_width : float
+        ``W`` [m] (default 1.8 m, a passenger car; chosen here).
+    offset : float
+        3.5 m: lateral offset of lane 3, between the right-hand cone rows of lanes 1 and 3.
+    x_start : float
+        ``X`` of the start of section 1 [m].
+    """
+
+    vehicle_width: float = 1.8
+    offset: float = ISO_3888_1_OFFSET
+    x_start: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.vehicle_width) and self.vehicle_width > 0
+                and np.isfinite(self.offset) and self.offset > 0 and np.isfinite(self.x_start)):
+            raise ModelError(f"Iso3888Track needs a positive finite vehicle_width and offset and "
+                             f"a finite x_start, got {self.vehicle_width!r}, {self.offset!r}, "
+                             f"{self.x_start!r}")
+
+    @property
+    def widths(self) -> tuple[float, float, float]:
+        """Widths [m] of lanes 1, 3 and 5–6: ``1.1 W + 0.25``, ``1.2 W + 0.25``, ``1.3 W + 0.25``."""
+        W = self.vehicle_width
+        return (1.1 * W + 0.25, 1.2 * W + 0.25, 1.3 * W + 0.25)
+
+    @property
+    def boundaries(self) -> tuple[float, ...]:
+        """``X`` [m] of the section boundaries (7 values, 125 m in all)."""
+        return tuple(float(v) for v in
+                     np.concatenate([[0.0], np.cumsum(ISO_3888_1_SECTIONS)]) + self.x_start)
+
+    @property
+    def lanes(self) -> tuple[tuple[float, float, float, float], ...]:
+        """The cone-marked lanes as ``(X_begin, X_end, Y_centre, width)`` [m]: sections 1, 3 and
+        5–6 (right-hand rows of lanes 1 and 5–6 on ``Y = −w_1/2``)."""
+        w1, w3, w5 = self.widths
+        x = self.boundaries
+        return ((x[0], x[1], 0.0, w1), (x[2], x[3], self.offset + (w3 - w1) / 2, w3),
+                (x[4], x[6], (w5 - w1) / 2, w5))
+
+    @property
+    def centre_offset(self) -> float:
+        """Lateral offset [m] of lane 3's centre line from lane 1's: ``offset + (w_3 − w_1)/2``."""
+        return self.lanes[1][2]
+
+    def cones(self, spacing: float = 5.0) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Cone positions ``(X, Y)`` [m]: both rows of every lane, at its ends and at most
+        ``spacing`` apart in between (our placement; the standard fixes the lanes' edges)."""
+        xs, ys = [], []
+        for X0, X1, yc, w in self.lanes:
+            n = int(np.ceil((X1 - X0) / spacing)) + 1
+            for side in (-1.0, 1.0):
+                xs.append(np.linspace(X0, X1, n))
+                ys.append(np.full(n, yc + side * w / 2))
+        return np.concatenate(xs), np.concatenate(ys)
+
+
+ISO_TRACK = Iso3888Track()
+"""The track for ``W = 1.8`` m: lanes 2.23, 2.41 and 2.59 m wide, lane 3 centred 3.59 m left."""
+
+
+def lateral_acceleration(ref: Reference, t: ArrayLike) -> NDArray[np.float64]:
+    """Acceleration of the mass centre ``G`` along the body's lateral axis ``j_1``:
+    ``a_y = −sin ψ ẍ + cos ψ ÿ`` [m/s²] of the reference at the times ``t`` (coordinates
+    ``x, y, ψ`` first, as in the single-track models)."""
+    x, xdd = ref.x(t), ref.xdd(t)
+    return -np.sin(x[:, 2]) * xdd[:, 0] + np.cos(x[:, 2]) * xdd[:, 1]
+
+
+def cone_clearance(x: ArrayLike, a: float, b: float, track: Iso3888Track = ISO_TRACK, *,
+                   front_overhang: float = 0.9, rear_overhang: float = 1.0) -> float:
+    """Smallest lateral distance [m] from the car body's corners to the cone lines of the lanes
+    they are in, over the motion ``x`` (N, ≥3: ``x, y, ψ`` of ``G``); negative when a corner
+    is outside a lane.
+
+    The body is a rectangle of width ``track.vehicle_width`` from ``a + front_overhang`` ahead
+    of ``G`` to ``b + rear_overhang`` behind it (0.9 m and 1.0 m, typical; chosen here). The
+    motion must be sampled densely enough (every few centimetres) for the minimum to be sharp.
+    """
+    X = np.atleast_2d(np.asarray(x, dtype=float))
+    c, s = np.cos(X[:, 2]), np.sin(X[:, 2])
+    out = np.inf
+    for lx in (a + front_overhang, -(b + rear_overhang)):
+        for ly in (track.vehicle_width / 2, -track.vehicle_width / 2):
+            px, py = X[:, 0] + lx * c - ly * s, X[:, 1] + lx * s + ly * c
+            for X0, X1, yc, w in track.lanes:
+                m = (px >= X0) & (px <= X1)
+                if m.any():
+                    out = min(out, float(np.min(w / 2 - np.abs(py[m] - yc))))
+    return float(out)
 
 
 @lru_cache(maxsize=1)
@@ -243,7 +381,7 @@ def _path_and_geometry(cm: Any, V: float, path: LaneChangePath | None, t_final: 
     return path, float(p["a"]), float(p["b"]), float(t_final)
 
 
-def lane_change_reference(cm: Any, V: float = 20.0, *, path: LaneChangePath | None = None,
+def lane_change_reference(cm: Any, V: float = SPEED, *, path: LaneChangePath | None = None,
                           t_final: float | None = None, x_start: float = 0.0) -> Reference:
     """Reference motion of the double lane change for ``single_track.build("force_torque")``.
 
@@ -252,7 +390,7 @@ def lane_change_reference(cm: Any, V: float = 20.0, *, path: LaneChangePath | No
     cm : CompiledModel
         The compiled ``force_torque`` skate model (coordinates ``x, y, psi, gamma``, inputs
         ``F_R, F_F, T``).
-    V : float, default 20
+    V : float, default `SPEED` (15 m/s)
         Longitudinal speed of the rear-axle centre [m/s].
     path : LaneChangePath, optional
         Default [`iso_3888_1_path`][nhcontrol.models.lane_change.iso_3888_1_path] starting at ``x_start``.
@@ -283,7 +421,7 @@ def lane_change_reference(cm: Any, V: float = 20.0, *, path: LaneChangePath | No
     return Reference.from_functions(cm, fx(0), fx(1), fx(2), u=f, t_range=(0.0, t_final))
 
 
-def assigned_steering_reference(cm: Any, V: float = 20.0, *, path: LaneChangePath | None = None,
+def assigned_steering_reference(cm: Any, V: float = SPEED, *, path: LaneChangePath | None = None,
                                 t_final: float | None = None, x_start: float = 0.0) -> Reference:
     """Reference motion of the double lane change for ``single_track.build("force")``.
 

@@ -158,7 +158,9 @@ def build(**parameter_overrides: float) -> MultibodySystem:
 
 @lru_cache(maxsize=2)
 def _compiled() -> "CompiledModel":
-    return build().compile()
+    from nhcontrol.compiled.recipe import cached_model
+
+    return cached_model(build)
 
 
 def model() -> "CompiledModel":

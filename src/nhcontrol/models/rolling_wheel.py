@@ -138,7 +138,9 @@ def build_hoop(r: float = 0.3, m: float = 2.0, g: float = 9.81) -> MultibodySyst
 
 @lru_cache(maxsize=8)
 def _compiled(kind: str, r: float, m: float, g: float) -> "CompiledModel":
-    return _build(kind, r, m, g).compile()
+    from nhcontrol.compiled.recipe import cached_model
+
+    return cached_model(_build, kind, r, m, g)
 
 
 def model_disc(r: float = 0.3, m: float = 2.0, g: float = 9.81) -> "CompiledModel":

@@ -67,7 +67,12 @@ from nhcontrol.modeling.appell import AppellEquations, appell_equations
 __all__ = [
     "build", "DEFAULTS", "WHEEL_DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "kinematic_steady_turn",
     "appell_vs_newton_euler", "newton_euler_wdot", "kinematic_turn_error", "APPELL_CHECKS",
+    "static_axle_loads", "GRAVITY", "tyre_plant", "TYRE_DEFAULTS", "TYRE_LAWS", "TYRE_VARIANTS",
+    "slip_angles", "lateral_tyre_force",
 ]
+
+GRAVITY: float = 9.81
+"""Gravitational acceleration [m/s²] of the static load split."""
 
 Variant = Literal["kinematic", "force", "torque", "force_torque", "rigid_kinematic", "rigid_force",
                   "rigid_torque", "rigid_force_torque"]
@@ -252,6 +257,40 @@ def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
     return SingleTrackModel(variant=variant, system=mb, appell=ae)
 
 
+def static_axle_loads(cm: object, p: Mapping[str, float] | None = None,
+                      g: float = GRAVITY) -> dict[str, float]:
+    """Static load split of a single-track model: normal loads ``{"rear": N_r, "front": N_f}`` [N].
+
+    The chassis mass ``m`` at ``G`` loads the axles as ``m g a / L`` (rear) and ``m g b / L``
+    (front), ``L = a + b``; the front skate's mass ``m_F`` (torque-steered variants) loads the
+    front axle, the wheels' ``m_w`` (rigid-wheel variants) their own axle. Flat road, no load
+    transfer (the single-track models have no vertical dynamics and no height of ``G``).
+
+    Parameters
+    ----------
+    cm : CompiledModel
+        A compiled single-track model (parameters ``m, a, b`` and, where present, ``m_F``,
+        ``m_w``).
+    p : mapping, optional
+        Parameters that differ from the model's defaults (e.g. the plant of a closed loop).
+    """
+    vals = dict(zip(cm.parameters, np.asarray(cm.param_vector(), dtype=float)))
+    unknown = sorted(set(p or {}) - set(vals))
+    if unknown:
+        raise ModelError(f"static_axle_loads: unknown parameters {unknown}; the model has "
+                         f"{sorted(vals)}")
+    vals.update(p or {})
+    if not {"m", "a", "b"} <= set(vals):
+        raise ModelError(f"static_axle_loads needs a single-track model (parameters m, a, b), got "
+                         f"parameters {sorted(vals)}")
+    m, a, b = vals["m"], vals["a"], vals["b"]
+    L = a + b
+    steered = "gamma" in tuple(cm.coordinates)
+    rear = g * (m * a / L + vals.get("m_w", 0.0))
+    front = g * (m * b / L + vals.get("m_w", 0.0) + (vals.get("m_F", 0.0) if steered else 0.0))
+    return {"rear": float(rear), "front": float(front)}
+
+
 def kinematic_steady_turn(V: float, gamma: float, a: float = DEFAULTS["a"],
                           b: float = DEFAULTS["b"]) -> tuple[float, float]:
     """Steady turning of the kinematic bicycle: ``(R, ψ̇) = (L / tan γ, V tan γ / L)``.
@@ -370,3 +409,144 @@ def kinematic_turn_error(V: float = 20.0, gamma: float = math.radians(3.0), *,
     xr, yr = X - b * np.cos(PSI), Y - b * np.sin(PSI)
     radius = np.hypot(xr - xr[0], yr - (yr[0] + R_ex))
     return float(np.max(np.abs(radius / R_ex - 1)))
+
+
+
+# ---------------------------------------------------------------------------------------------
+# tyre plant: the same chassis with tyre slip instead of skate constraints
+
+TYRE_DEFAULTS: Mapping[str, float] = {"C_R": 80e3, "C_F": 80e3, "mu": 0.9, "mf_C": 1.3,
+                                      "mf_E": 0.0, "g": GRAVITY}
+"""Tyre parameters of [`tyre_plant`][nhcontrol.models.single_track.tyre_plant]: cornering
+stiffness per axle ``C_R``, ``C_F`` [N/rad] (80 kN/rad, the value Rajamani (2012, Ch. 2) uses
+with these vehicle parameters), friction coefficient ``mu`` (0.9, dry asphalt), the magic
+formula's shape factor ``mf_C`` (1.3 for the side force, Pacejka 2012, Sect. 4.3.2) and
+curvature factor ``mf_E`` (0, chosen here), gravity ``g`` [m/s²]."""
+
+TYRE_LAWS: tuple[str, ...] = ("linear", "magic")
+"""Lateral tyre force laws: ``F_y = −C_α α`` and the simplified magic formula."""
+
+TYRE_VARIANTS: tuple[str, ...] = ("force", "force_torque")
+"""Skate variants that have a tyre-plant counterpart (same coordinates and inputs)."""
+
+
+def lateral_tyre_force(alpha: object, C_alpha: object, Fz: object, law: str = "magic",
+                       mu: object = TYRE_DEFAULTS["mu"], C: object = TYRE_DEFAULTS["mf_C"],
+                       E: object = TYRE_DEFAULTS["mf_E"]) -> object:
+    """Lateral tyre force ``F_y(α)`` [N] (SymPy or NumPy arguments), opposing the slip angle.
+
+    ``linear``: ``F_y = −C_α α``. ``magic`` (simplified magic formula, Pacejka 2012, Eq. (4.49)):
+    ``F_y = −D sin(C arctan(Bα − E(Bα − arctan Bα)))`` with peak ``D = μ F_z`` and
+    ``B = C_α / (C D)``, so that ``dF_y/dα = −C_α`` at ``α = 0``; ``|F_y| ≤ μ F_z``.
+    """
+    if law not in TYRE_LAWS:
+        raise ModelError(f"tyre law {law!r} is unknown; choose one of {list(TYRE_LAWS)}")
+    sym = any(isinstance(v, sp.Basic) for v in (alpha, C_alpha, Fz, mu, C, E))
+    atan, sin = (sp.atan, sp.sin) if sym else (np.arctan, np.sin)
+    if law == "linear":
+        return -C_alpha * alpha
+    D = mu * Fz
+    Ba = C_alpha / (C * D) * alpha
+    return -D * sin(C * atan(Ba - E * (Ba - atan(Ba))))
+
+
+def _wheel_velocities(x: object, xd: object, gamma: object, a: object, b: object,
+                      trig: tuple) -> tuple:
+    """Longitudinal and lateral velocities of the rear and front axle centres in their wheel
+    planes (the skate constraints of Table 1 are the lateral ones set to zero)."""
+    cos, sin = trig
+    psi = x[2]
+    xd_, yd, psid = xd[0], xd[1], xd[2]
+    c, s = cos(psi), sin(psi)
+    cf, sf = cos(psi + gamma), sin(psi + gamma)
+    return (c * xd_ + s * yd, -s * xd_ + c * yd - b * psid,
+            cf * xd_ + sf * yd + a * sin(gamma) * psid, -sf * xd_ + cf * yd + a * cos(gamma) * psid)
+
+
+def tyre_plant(variant: str = "force_torque", law: str = "magic", **overrides: float
+               ) -> MultibodySystem:
+    """Single-track vehicle with tyre slip: the ``variant`` skate model with its skate
+    constraints replaced by lateral tyre forces (derived here; docs/theory/road_vehicles.md,
+    "Tyre plant").
+
+    Same coordinates, inputs and parameters (plus `TYRE_DEFAULTS`) as
+    ``build(variant)``, no constraints. The slip angle of an axle is
+    ``α = arctan(v_y / v_x)`` of its centre's velocity in the wheel plane (``v_y`` is the
+    expression of its skate constraint); the lateral force ``F_y(α)``
+    ([`lateral_tyre_force`][nhcontrol.models.single_track.lateral_tyre_force]) acts at the axle
+    centre normal to the wheel plane, with the static normal loads ``F_z,R = g m a / L``,
+    ``F_z,F = g (m b / L + m_F)`` (``m_F`` with the torque-steered variant) in the magic formula.
+    As ``C_α → ∞`` the slip angles vanish like ``1 / C_α`` and the motion tends to the
+    nonholonomic model's.
+
+    Parameters
+    ----------
+    variant : {"force", "force_torque"}
+    law : {"linear", "magic"}
+    **overrides : float
+        Names of `DEFAULTS` and `TYRE_DEFAULTS`.
+
+    Returns
+    -------
+    MultibodySystem
+        Named ``single_track_<variant>_tyre_<law>``; compile it for ``forward_dynamics``.
+    """
+    if variant not in TYRE_VARIANTS:
+        raise ModelError(f"tyre_plant variant {variant!r} is unknown; choose one of "
+                         f"{list(TYRE_VARIANTS)}")
+    if law not in TYRE_LAWS:
+        raise ModelError(f"tyre law {law!r} is unknown; choose one of {list(TYRE_LAWS)}")
+    allowed = {**DEFAULTS, **TYRE_DEFAULTS}
+    bad = sorted(set(overrides) - set(allowed))
+    if bad:
+        raise ModelError(f"unknown tyre-plant parameters {bad}; valid names: {sorted(allowed)}")
+    vals = {**allowed, **overrides}
+    for k, v in vals.items():
+        if not math.isfinite(v) or (k not in ("V", "mf_E") and v <= 0):
+            raise ModelError(f"tyre-plant parameter {k} = {v!r} must be a positive finite number")
+    steered = variant == "force_torque"
+    mb = MultibodySystem(f"single_track_{variant}_tyre_{law}")
+    q = mb.add_coordinates("x y psi" + (" gamma" if steered else ""))
+    x, y, psi = q[:3]
+    par = dict(zip(vals, mb.add_parameters(**vals)))
+    m, J, a, b = par["m"], par["J"], par["a"], par["b"]
+    if steered:
+        F_R, F_F, T = mb.add_inputs("F_R F_F T")
+        gam = q[3]
+    else:
+        F_R, F_F, gam, _rate = mb.add_inputs("F_R F_F gamma gamma_rate")
+    c, s = sp.cos(psi), sp.sin(psi)
+    i1, j1 = sp.Matrix([c, s, 0]), sp.Matrix([-s, c, 0])
+    e_F = sp.Matrix([sp.cos(psi + gam), sp.sin(psi + gam), 0])
+    n_F = sp.Matrix([-sp.sin(psi + gam), sp.cos(psi + gam), 0])
+    G = sp.Matrix([x, y, 0])
+    chassis = mb.add_body("chassis", mass=m, inertia=sp.diag(0, 0, J), position=G,
+                          orientation=rot_z(psi))
+    P_F, P_R = G + a * i1, G - b * i1
+    front = chassis
+    if steered:
+        front = mb.add_body("front_skate", mass=par["m_F"], inertia=sp.diag(0, 0, par["J_F"]),
+                            position=P_F, orientation=rot_z(psi + gam))
+        mb.add_torque(front, [0, 0, T])
+        mb.add_torque(chassis, [0, 0, -T])
+    L = a + b
+    Fz_R = par["g"] * m * a / L
+    Fz_F = par["g"] * (m * b / L + (par["m_F"] if steered else 0))
+    vRx, vRy, vFx, vFy = _wheel_velocities(q, mb.velocities, gam, a, b, (sp.cos, sp.sin))
+    kw = {"law": law, "mu": par["mu"], "C": par["mf_C"], "E": par["mf_E"]}
+    FyR = lateral_tyre_force(sp.atan(vRy / vRx), par["C_R"], Fz_R, **kw)
+    FyF = lateral_tyre_force(sp.atan(vFy / vFx), par["C_F"], Fz_F, **kw)
+    mb.add_force(chassis, F_R * i1 + FyR * j1, point=P_R)
+    mb.add_force(front, F_F * e_F + FyF * n_F, point=P_F)
+    return mb
+
+
+def slip_angles(x: ArrayLike, xd: ArrayLike, gamma: ArrayLike, a: float, b: float
+                ) -> NDArray[np.float64]:
+    """Slip angles ``[α_R, α_F]`` [rad] (N, 2) of the rear and front axles along a motion
+    ``x, xd`` (N, ≥3: ``x, y, ψ`` of ``G`` first) with steering angles ``gamma`` (N,)."""
+    X = np.atleast_2d(np.asarray(x, dtype=float)).T
+    XD = np.atleast_2d(np.asarray(xd, dtype=float)).T
+    vRx, vRy, vFx, vFy = _wheel_velocities(X, XD, np.asarray(gamma, dtype=float), a, b,
+                                           (np.cos, np.sin))
+    return np.column_stack([np.arctan2(vRy, vRx), np.arctan2(vFy, vFx)])

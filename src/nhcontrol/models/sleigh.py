@@ -112,7 +112,9 @@ def build(m: float = 1.0, I_zz: float = 0.05, a: float = -0.2) -> MultibodySyste
 
 @lru_cache(maxsize=8)
 def _compiled(m: float, I_zz: float, a: float) -> "CompiledModel":
-    return build(m, I_zz, a).compile()
+    from nhcontrol.compiled.recipe import cached_model
+
+    return cached_model(build, m, I_zz, a)
 
 
 def model(m: float = 1.0, I_zz: float = 0.05, a: float = -0.2) -> "CompiledModel":
@@ -265,7 +267,9 @@ def build_skateboard(m: float = 5.0, I_zz: float = 0.4, r: float = 0.25) -> Mult
 
 @lru_cache(maxsize=8)
 def _compiled_skateboard(m: float, I_zz: float, r: float) -> "CompiledModel":
-    return build_skateboard(m, I_zz, r).compile()
+    from nhcontrol.compiled.recipe import cached_model
+
+    return cached_model(build_skateboard, m, I_zz, r)
 
 
 def model_skateboard(m: float = 5.0, I_zz: float = 0.4, r: float = 0.25) -> "CompiledModel":

@@ -127,7 +127,9 @@ def build(inputs: Any = (), *, wheel_inertia: WheelInertia = "benchmark",
 
 @lru_cache(maxsize=4)
 def _compiled(wheel_inertia: str, inputs: tuple[str, ...] = ()):
-    return build(inputs, wheel_inertia=wheel_inertia).compile()  # type: ignore[arg-type]
+    from nhcontrol.compiled.recipe import cached_model
+
+    return cached_model(build, inputs, wheel_inertia=wheel_inertia)
 
 
 def model(inputs: Any = (), *, wheel_inertia: WheelInertia = "benchmark"):

@@ -183,7 +183,9 @@ def build(*, torsion: bool = True, rear_caster: bool = True, actuated: bool = Fa
 
 @lru_cache(maxsize=6)
 def _compiled(torsion: bool, rear_caster: bool, actuated: bool):
-    return build(torsion=torsion, rear_caster=rear_caster, actuated=actuated).compile()
+    from nhcontrol.compiled.recipe import cached_model
+
+    return cached_model(build, torsion=torsion, rear_caster=rear_caster, actuated=actuated)
 
 
 def model(*, torsion: bool = True, rear_caster: bool = True, actuated: bool = False):

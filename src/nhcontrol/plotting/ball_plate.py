@@ -19,7 +19,9 @@ __all__ = ["plot_contact_path", "plot_signal", "plot_inputs", "save_figures"]
 
 Curves = Mapping[str, tuple[ArrayLike, ArrayLike]]
 
-_STYLE = {"Reference": dict(color="k", ls="--", lw=1.2)}
+from .style import PALETTE, REFERENCE_STYLE
+
+_STYLE = {"Reference": dict(REFERENCE_STYLE)}
 
 
 def _figure(figsize: tuple[float, float] = (5.5, 4.0)):
@@ -47,7 +49,7 @@ def plot_contact_path(curves: Curves, *, title: str = "") -> "object":
     ax.set_xlabel(r"$x_C$ (m)")
     ax.set_ylabel(r"$y_C$ (m)")
     ax.set_aspect("equal", adjustable="datalim")
-    ax.legend(fontsize=8)
+    ax.legend()
     if title:
         ax.set_title(title)
     return fig
@@ -73,7 +75,7 @@ def plot_signal(curves: Curves, *, ylabel: str, title: str = "") -> "object":
         ax.plot(np.asarray(t), np.asarray(v), label=label, **_STYLE.get(label, {}))
     ax.set_xlabel("time t (s)")
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
+    ax.legend()
     if title:
         ax.set_title(title)
     return fig
@@ -106,9 +108,9 @@ def plot_inputs(t: ArrayLike, u: ArrayLike, t_ref: ArrayLike, u_ref: ArrayLike, 
     fig, ax = _figure()
     u = np.asarray(u, dtype=float)
     u_ref = np.asarray(u_ref, dtype=float)
-    colors = ("C0", "C1")
+    colors = PALETTE[:2]
     for i, nm in enumerate(names):
-        ax.plot(np.asarray(t_ref), u_ref[:, i], ls="--", color=colors[i],
+        ax.plot(np.asarray(t_ref), u_ref[:, i], ls=(0, (4, 2)), color=colors[i], zorder=5,
                 label=f"{nm}0 (reference)")
         ax.step(np.asarray(t), u[:, i], where="post", color=colors[i], label=f"{nm}, {label}")
     if bound_deg is not None:
@@ -117,7 +119,7 @@ def plot_inputs(t: ArrayLike, u: ArrayLike, t_ref: ArrayLike, u_ref: ArrayLike, 
                        label=f"bound ±{bound_deg:g}°" if s > 0 else None)
     ax.set_xlabel("time t (s)")
     ax.set_ylabel("plate angles (deg)")
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(ncol=2)
     if title:
         ax.set_title(title)
     return fig

@@ -34,7 +34,7 @@ def plot_histograms(results: Mapping[str, Any], out: Path, success_limit_m: floa
     -------
     list of Path
     """
-    from .style import cite, new_figure, savefig
+    from .style import LINEWIDTH, cite, new_figure, savefig
 
     out = Path(out)
     note = ("Ball-plate LQR and MPC designed on the nominal model, run on nonlinear plants with "
@@ -45,10 +45,10 @@ def plot_histograms(results: Mapping[str, Any], out: Path, success_limit_m: floa
         fig, ax = new_figure(title=title)
         for (key, r), ls in zip(results.items(), _LINESTYLES):
             v = scale * r.values(metric)
-            ax.hist(v[np.isfinite(v)], bins=bins, histtype="step", lw=1.6, ls=ls,
+            ax.hist(v[np.isfinite(v)], bins=bins, histtype="step", lw=LINEWIDTH, ls=ls,
                     label=label(key, r))
         if limit is not None:
-            ax.axvline(limit, color="k", ls="--", lw=1.2, label=f"success limit {limit:g} mm")
+            ax.axvline(limit, color="k", ls="--", lw=LINEWIDTH, zorder=5, label=f"success limit {limit:g} mm")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("number of runs")
         ax.legend()
@@ -73,7 +73,7 @@ def plot_histograms(results: Mapping[str, Any], out: Path, success_limit_m: floa
         rf = np.array([s["radius_factor"] for s in r.samples])
         ax.plot(100 * (rf - 1.0), 1e3 * v, next(markers, "."), ms=4, alpha=0.7,
                 mfc="none", label=name.upper())
-    ax.axhline(1e3 * success_limit_m, color="k", ls="--", lw=1.2, label="success limit")
+    ax.axhline(1e3 * success_limit_m, color="k", ls="--", lw=LINEWIDTH, zorder=5, label="success limit")
     ax.set_xlabel("plant radius error (R / R_nominal − 1) (%)")
     ax.set_ylabel("final contact-point error (mm)")
     ax.legend()

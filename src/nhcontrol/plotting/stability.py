@@ -7,6 +7,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .style import LINEWIDTH, PALETTE
+
 __all__ = ["plot_eigenvalues_vs_parameter", "plot_root_locus"]
 
 
@@ -46,11 +48,11 @@ def plot_eigenvalues_vs_parameter(sweep: Any, *, ax: Any = None, critical: Seque
     v = np.asarray(sweep.values)
     lam = np.asarray(sweep.eigenvalues)
     for j in range(lam.shape[1]):
-        ax.plot(v, lam[:, j].real, "-", color="C0", lw=1.6,
+        ax.plot(v, lam[:, j].real, "-", color=PALETTE[0], lw=LINEWIDTH,
                 label="Re λ" if j == 0 else None)
         im = np.abs(lam[:, j].imag)
         masked = np.where(im > 1e-9, im, np.nan)
-        ax.plot(v, masked, "--", color="C1", lw=1.2, label="|Im λ|" if j == 0 else None)
+        ax.plot(v, masked, "--", color=PALETTE[1], lw=LINEWIDTH, label="|Im λ|" if j == 0 else None)
     ax.axhline(0.0, color="k", lw=0.6)
     if ylim is not None:
         ax.set_ylim(*ylim)
@@ -66,7 +68,7 @@ def plot_eigenvalues_vs_parameter(sweep: Any, *, ax: Any = None, critical: Seque
     ax.set_ylabel("eigenvalue λ (1/s)")
     if title:
         ax.set_title(title)
-    ax.legend(loc="lower left", fontsize=8)
+    ax.legend(loc="lower left")
     ax.grid(True, lw=0.3)
     return fig
 
@@ -95,11 +97,11 @@ def plot_root_locus(sweep: Any, *, ax: Any = None, critical: Sequence[Any] = (),
     lam = np.asarray(sweep.eigenvalues)
     v = np.asarray(sweep.values)
     for j in range(lam.shape[1]):
-        ax.plot(lam[:, j].real, lam[:, j].imag, "-", color="C0", lw=1.3)
+        ax.plot(lam[:, j].real, lam[:, j].imag, "-", color=PALETTE[0], lw=LINEWIDTH)
     m = re.match(r"^(.*?)\s*[(\[](.*)[)\]]\s*$", str(sweep.parameter))
     name, unit = (m.group(1), " " + m.group(2)) if m else (str(sweep.parameter), "")
-    ax.plot(lam[0].real, lam[0].imag, "x", color="C3", ms=8, label=f"{name} = {v[0]:g}{unit}")
-    ax.plot(lam[-1].real, lam[-1].imag, "s", mfc="none", color="C2", ms=7,
+    ax.plot(lam[0].real, lam[0].imag, "x", color=PALETTE[3], ms=8, label=f"{name} = {v[0]:g}{unit}")
+    ax.plot(lam[-1].real, lam[-1].imag, "s", mfc="none", color=PALETTE[2], ms=7,
             label=f"{name} = {v[-1]:g}{unit}")
     for i, cp in enumerate(critical):
         e = complex(cp.eigenvalue)
@@ -113,6 +115,6 @@ def plot_root_locus(sweep: Any, *, ax: Any = None, critical: Sequence[Any] = (),
     ax.set_ylabel("Im λ (1/s)")
     if title:
         ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend()
     ax.grid(True, lw=0.3)
     return fig

@@ -31,9 +31,34 @@ from pathlib import Path
 from typing import Any, Iterator, Literal
 
 __all__ = [
-    "FORMATS", "DPI", "REFERENCES", "rc_params", "new_figure", "cite", "citation",
+    "FORMATS", "DPI", "REFERENCES", "PALETTE", "LINESTYLES", "LINEWIDTH", "WIDTHS", "FONT_SIZES",
+    "rc_params", "house_style", "new_figure", "apply_style", "reference_line", "cite", "citation",
     "savefig", "figure_format", "current_format", "figure_text",
 ]
+
+PALETTE: tuple[str, ...] = ("#0072B2", "#E69F00", "#56B4E9", "#CC79A7", "#D55E00", "#000000")
+"""The house colours, in cycle order: blue, orange, sky blue, reddish purple, vermillion, black
+(Okabe & Ito's colour-blind-safe set without its green, so no red/green pair exists). Paired
+with [`LINESTYLES`][nhcontrol.plotting.style.LINESTYLES] in the property cycle, so curves stay
+distinguishable in greyscale too."""
+
+LINESTYLES: tuple[Any, ...] = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 1)))
+"""Line styles paired with [`PALETTE`][nhcontrol.plotting.style.PALETTE] in the property cycle."""
+
+LINEWIDTH: float = 1.3
+"""Width of data lines (points); auxiliary lines (zero lines, limits, grids) are thinner."""
+
+FONT_SIZES: dict[str, float] = {"title": 10.0, "label": 9.0, "tick": 8.0, "legend": 8.0,
+                                "annotation": 8.0}
+"""Font sizes (points) of the house style: titles, axis labels, tick labels, legends, annotations."""
+
+WIDTHS: dict[str, float] = {"single": 5.5, "wide": 7.5}
+"""Figure widths (inches) by kind: one panel (``"single"``) or several side by side (``"wide"``)."""
+
+REFERENCE_STYLE: dict[str, Any] = {"color": "#000000", "ls": (0, (4, 2)), "lw": LINEWIDTH,
+                                   "zorder": 5}
+"""How a reference curve is drawn: black, dashed, above the data curves (see
+[`reference_line()`][nhcontrol.plotting.style.reference_line])."""
 
 FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
 """Output formats accepted by [`savefig()`][nhcontrol.plotting.style.savefig] and ``--format``."""
@@ -83,14 +108,21 @@ def current_format() -> str:
 
 def rc_params() -> dict[str, Any]:
     """Matplotlib rc settings of the house style (serif maths like the thesis' figures)."""
+    from cycler import cycler
+
     return {
         "font.size": 9,
-        "axes.titlesize": 10,
-        "axes.labelsize": 9,
-        "legend.fontsize": 8,
-        "xtick.labelsize": 8,
-        "ytick.labelsize": 8,
-        "lines.linewidth": 1.3,
+        "axes.titlesize": FONT_SIZES["title"],
+        "figure.titlesize": FONT_SIZES["title"],
+        "axes.labelsize": FONT_SIZES["label"],
+        "legend.fontsize": FONT_SIZES["legend"],
+        "legend.title_fontsize": FONT_SIZES["legend"],
+        "xtick.labelsize": FONT_SIZES["tick"],
+        "ytick.labelsize": FONT_SIZES["tick"],
+        "lines.linewidth": LINEWIDTH,
+        "patch.linewidth": LINEWIDTH,
+        "axes.prop_cycle": cycler(color=list(PALETTE), linestyle=list(LINESTYLES)),
+        "image.cmap": "cividis",
         "lines.markersize": 4,
         "axes.grid": True,
         "grid.alpha": 0.3,
@@ -99,6 +131,16 @@ def rc_params() -> dict[str, Any]:
         "savefig.bbox": "tight",
         "figure.constrained_layout.use": True,
     }
+
+
+@contextlib.contextmanager
+def house_style() -> Iterator[None]:
+    """Context in which matplotlib draws in the house style (``rc_params()``); the CLI enters
+    it around a reproduce run, so legends, lines and colours created later match too."""
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(rc_params()):
+        yield
 
 
 def new_figure(nrows: int = 1, ncols: int = 1, *, title: str = "",
@@ -111,22 +153,85 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, title: str = "",
     title : str
         Figure title (``suptitle`` for several axes, axes title for one). Every figure has one.
     figsize : (2,) tuple of float, optional
-        Inches; default 5.5 x 4.0 per panel row, widened for several columns.
+        Inches. The width is always one of [`WIDTHS`][nhcontrol.plotting.style.WIDTHS]
+        (``"single"`` for one column of panels, ``"wide"`` for several); a given ``figsize``
+        keeps its aspect ratio at that width. Default height 4.0 in per panel row (3.2 for
+        several rows).
     """
     import matplotlib.pyplot as plt
 
+    width = WIDTHS["single"] if ncols == 1 else WIDTHS["wide"]
     if figsize is None:
-        figsize = (5.5 if ncols == 1 else 4.2 * ncols, 4.0 if nrows == 1 else 3.2 * nrows)
+        figsize = (width, 4.0 if nrows == 1 else 3.2 * nrows)
+    else:
+        w, h = float(figsize[0]), float(figsize[1])
+        if ncols == 1 and w > 0.5 * (WIDTHS["single"] + WIDTHS["wide"]):
+            width = WIDTHS["wide"]
+        figsize = (width, h * width / w)
     with plt.rc_context(rc_params()):
         fig, ax = plt.subplots(nrows, ncols, figsize=figsize, **subplots_kw)
     for a in (ax.flat if hasattr(ax, "flat") else [ax]):
         a.grid(True, alpha=0.3)
+        a.set_prop_cycle(rc_params()["axes.prop_cycle"])
     if title:
         if nrows * ncols == 1:
-            ax.set_title(title)
+            ax.set_title(title, fontsize=FONT_SIZES["title"])
         else:
-            fig.suptitle(title)
+            fig.suptitle(title, fontsize=FONT_SIZES["title"])
     return fig, ax
+
+
+def reference_line(ax: Any, x: Any, y: Any, label: str = "reference", **kw: Any) -> Any:
+    """Draw a reference curve on top of the data curves, black and dashed, labelled
+    (``label`` should start with "reference"); returns the `Line2D`."""
+    style = {**REFERENCE_STYLE, **kw}
+    (line,) = ax.plot(x, y, label=label, **style)
+    line.set_gid("reference")
+    return line
+
+
+def apply_style(fig: Any) -> Any:
+    """Apply the house font sizes and line widths to a finished figure (called by
+    [`savefig()`][nhcontrol.plotting.style.savefig]).
+
+    Titles and the suptitle get ``FONT_SIZES["title"]``, axis labels ``"label"``, tick labels
+    ``"tick"``, legend texts ``"legend"``, other texts in axes ``"annotation"``; lines drawn
+    with matplotlib's default width (drawn outside [`house_style()`][nhcontrol.plotting.style.house_style])
+    get [`LINEWIDTH`][nhcontrol.plotting.style.LINEWIDTH]; curves labelled "reference…" are
+    raised above the others.
+    """
+    import matplotlib as mpl
+
+    default_lw = float(mpl.rcParamsDefault["lines.linewidth"])
+    sup = getattr(fig, "_suptitle", None)
+    if sup is not None:
+        sup.set_fontsize(FONT_SIZES["title"])
+    top = 0.0
+    for ax in fig.axes:
+        for t in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None)):
+            if t is not None:
+                t.set_fontsize(FONT_SIZES["title"])
+        ax.xaxis.label.set_fontsize(FONT_SIZES["label"])
+        ax.yaxis.label.set_fontsize(FONT_SIZES["label"])
+        ax.tick_params(labelsize=FONT_SIZES["tick"])
+        for t in ax.texts:
+            t.set_fontsize(FONT_SIZES["annotation"])
+        leg = ax.get_legend()
+        if leg is not None:
+            for t in leg.get_texts():
+                t.set_fontsize(FONT_SIZES["legend"])
+            leg.get_title().set_fontsize(FONT_SIZES["legend"])
+        for ln in ax.get_lines():
+            if abs(float(ln.get_linewidth()) - default_lw) < 1e-9:
+                ln.set_linewidth(LINEWIDTH)
+            top = max(top, float(ln.get_zorder()))
+        for ln in ax.get_lines():
+            if str(ln.get_label()).lower().startswith("reference") or ln.get_gid() == "reference":
+                ln.set_zorder(max(top, 2.0) + 1.0)
+    for leg in getattr(fig, "legends", []):
+        for t in leg.get_texts():
+            t.set_fontsize(FONT_SIZES["legend"])
+    return fig
 
 
 def citation(key: str = "thesis", where: str = "") -> str:
@@ -139,8 +244,12 @@ def citation(key: str = "thesis", where: str = "") -> str:
     return f"Reproduces {where} of {ref}" if where else f"Source: {ref}"
 
 
-def cite(fig: Any, key: str = "thesis", where: str = "", *, extra: str = "") -> Any:
-    """Write the source line (and an optional explanation of labels) under the figure.
+def cite(fig: Any, key: str = "thesis", where: str = "", *, extra: str = "") -> str:
+    """Attach the caption (source line and an optional explanation of labels) to the figure.
+
+    The caption is not drawn inside the image: [`savefig()`][nhcontrol.plotting.style.savefig]
+    stores it in the file's metadata (PNG ``Description``), and the docs gallery prints it
+    under the figure at the page's text size.
 
     Parameters
     ----------
@@ -155,18 +264,20 @@ def cite(fig: Any, key: str = "thesis", where: str = "", *, extra: str = "") -> 
 
     Returns
     -------
-    matplotlib.text.Text
+    str
+        The caption.
     """
     text = citation(key, where)
     if extra:
-        text = extra + "\n" + text
-    return fig.text(0.01, 0.0, text, ha="left", va="top", fontsize=6, color="0.3",
-                    wrap=True, transform=fig.transFigure)
+        text = extra + " " + text
+    prev = getattr(fig, "_nhcontrol_caption", "")
+    fig._nhcontrol_caption = (prev + " " + text).strip() if prev else text
+    return text
 
 
 def figure_text(fig: Any) -> tuple[str, str]:
     """``(title, caption)`` of a figure: its suptitle (else the first axes title) and the text
-    lines [`cite()`][nhcontrol.plotting.style.cite] wrote under it.
+    caption [`cite()`][nhcontrol.plotting.style.cite] attached (and any text placed on the figure).
 
     [`savefig()`][nhcontrol.plotting.style.savefig] stores both in the file's metadata (PNG
     ``Title``/``Description``), where the docs gallery reads them.
@@ -175,8 +286,9 @@ def figure_text(fig: Any) -> tuple[str, str]:
     title = sup.get_text() if sup is not None else ""
     if not title:
         title = next((ax.get_title() for ax in fig.axes if ax.get_title()), "")
-    caption = " ".join(t.get_text().replace("\n", " ") for t in fig.texts
-                       if t is not sup and t.get_text())
+    caption = " ".join([getattr(fig, "_nhcontrol_caption", "")]
+                       + [t.get_text().replace("\n", " ") for t in fig.texts
+                          if t is not sup and t.get_text()]).strip()
     return title, caption
 
 
@@ -208,6 +320,7 @@ def savefig(fig: Any, out: str | Path, name: str, *, fmt: str | None = None,
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.{f}"
+    apply_style(fig)
     title, caption = figure_text(fig)
     meta = {"png": {"Creator": "nhcontrol", "Title": title, "Description": caption},
             "pdf": {"Creator": "nhcontrol", "Title": title, "Subject": caption},

@@ -6,6 +6,8 @@ A [`Reference`][nhcontrol.reference.Reference] carries ``x0(t), ẋ0(t), ẍ0(t)
 of a prescribed motion,
 Eq. (2.112); [`consistent_initial_conditions()`][nhcontrol.reference.consistent_initial_conditions]
 makes ``(x, ẋ)`` satisfy the constraints;
+[`friction_utilisation()`][nhcontrol.reference.friction_utilisation] gives the wheels' contact
+forces from the multipliers and their friction utilisation ``|F_t| / (μ N)``;
 [`Reference.check()`][nhcontrol.reference.Reference.check] reports the residuals in the constraints
 and the
 equations of motion as a [`ResidualReport`][nhcontrol.reference.ResidualReport];
@@ -20,6 +22,8 @@ from .consistent import InitialConditions, consistent_initial_conditions
 from .inverse import (INVERSE_DYNAMICS_TOL, InverseDynamicsResult, RankDeficiencyWarning,
                       inverse_dynamics)
 from .family import reference_family, reference_points
+from .friction import (FrictionError, FrictionLimitWarning, FrictionUtilisation,
+                       friction_utilisation, wheel_contacts)
 from .reference import CHECK_TOL, Reference, ReferenceSamples, StateComponent
 from .residuals import ResidualReport
 
@@ -42,4 +46,9 @@ __all__ = [
     "check_admissible",
     "ADMISSIBILITY_TOL",
     "SAMPLED_ADMISSIBILITY_TOL",
+    "friction_utilisation",
+    "FrictionUtilisation",
+    "FrictionError",
+    "wheel_contacts",
+    "FrictionLimitWarning",
 ]

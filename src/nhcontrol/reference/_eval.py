@@ -184,3 +184,24 @@ class ModelEvaluator:
     def rate_inputs(self) -> tuple[str, ...]:
         """Inputs that enter the nonholonomic constraints (their rates enter ``Q_d``)."""
         return tuple(getattr(self.cm, "constraint_inputs", ()) or ())
+
+
+def clock_offset(cm: Any, t: Any, x: Any) -> tuple[str, float, float] | None:
+    """``(clock name, τ, t)`` at the first sample where the clock coordinate of ``cm``
+    (`MultibodySystem.add_clock`) differs from the time ``t`` by more than 1e-9 (relative to
+    ``max(1, |t|)``), else None (also for models without a clock).
+
+    ``τ(t) = t − t0 + τ(0)`` along every admissible motion, so a clock that does not start at
+    ``t0`` runs every rheonomic term ``τ(0) − t0`` seconds off."""
+    name = getattr(cm, "clock", None)
+    if name is None or name not in tuple(cm.coordinates):
+        return None
+    i = tuple(cm.coordinates).index(name)
+    tt = np.atleast_1d(np.asarray(t, dtype=float))
+    X = np.asarray(x, dtype=float).reshape(tt.size, -1)
+    off = np.abs(X[:, i] - tt) > 1e-9 * np.maximum(1.0, np.abs(tt))
+    if not np.any(off):
+        return None
+    j = int(np.argmax(off))
+    return name, float(X[j, i]), float(tt[j])
+

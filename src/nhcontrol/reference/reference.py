@@ -6,6 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import BPoly, CubicSpline, make_interp_spline
@@ -13,7 +15,7 @@ from scipy.interpolate import BPoly, CubicSpline, make_interp_spline
 from nhcontrol._util.errors import ReferenceMotionError, TimeRangeError
 from nhcontrol._util.validation import as_float_array, as_real, as_times, check_finite, readonly
 
-from ._eval import ModelEvaluator
+from ._eval import ModelEvaluator, clock_offset
 from .admissibility import (ADMISSIBILITY_TOL, SAMPLED_ADMISSIBILITY_TOL, check_admissible,
                             check_rates)
 from .inverse import INVERSE_DYNAMICS_TOL, inverse_dynamics
@@ -223,7 +225,9 @@ class Reference:
         return len(self.coordinates)
 
     def _times(self, t: ArrayLike) -> tuple[NDArray[np.float64], bool]:
-        if type(t) is np.ndarray and t.ndim == 1 and t.dtype == np.float64 \
+        if type(t) is float and math.isfinite(t):
+            tt, scalar = np.array([t]), True    # one finite time (the one-point hot path)
+        elif type(t) is np.ndarray and t.ndim == 1 and t.dtype == np.float64 \
                 and np.isfinite(t).all():
             tt, scalar = t.copy(), False        # already finite float64 times (linearize)
         else:
@@ -388,6 +392,13 @@ class Reference:
                                    None if ev.k == 0 else self.ud(s.t))
         if raise_on_error:
             report.raise_if_failed(f"the reference motion of {self.model_name!r}")
+            off = clock_offset(cm, s.t, s.x)
+            if off is not None:
+                raise ReferenceMotionError(
+                    f"the reference motion of {self.model_name!r} has its clock {off[0]!r} at "
+                    f"{off[0]} = {off[1]:.6g} at t = {off[2]:.6g}: the clock is the time ({off[0]}(t) = t), "
+                    f"so every rheonomic term is {off[1] - off[2]:.6g} s off. Give x0(t) with "
+                    f"{off[0]} = t")
         return report
 
     def __repr__(self) -> str:
@@ -480,6 +491,14 @@ class Reference:
                                            f"{val.shape[1:]} (for {probe.size} times: {val.shape})")
             vals[name] = check_finite(val, f"{name}(t)", error=ReferenceMotionError,
                                       where=f"at t in {probe.tolist()}")
+        if check and not steady and wrap_t0 is None:
+            off = clock_offset(cm, probe, vals["x"])
+            if off is not None:
+                raise ReferenceMotionError(
+                    f"the reference motion of {ev.name!r} has its clock {off[0]!r} at {off[0]} = "
+                    f"{off[1]:.6g} at t = {off[2]:.6g}: the clock is the time ({off[0]}(t) = t, "
+                    f"MultibodySystem.add_clock), so every rheonomic term would be {off[1] - off[2]:.6g} s "
+                    f"off. Give x(t) with {off[0]} = t (check=False skips this)")
         if check:
             U = vals["u"] if ev.k else None
             X, XD = vals["x"], vals["xd"]

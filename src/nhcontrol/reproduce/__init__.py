@@ -26,6 +26,8 @@ TARGETS: dict[str, tuple[str, str]] = {
     "bicycle-circular": ("bicycle_circular",
                          "Benchmark bicycle: hands-free steady turns and their stability (Basu-Mandal et al. 2007)"),
     "road-vehicles": ("road_vehicles", "Single-track models (road-vehicle review, Table 1); ISO 3888-1 lane change, LTV-MPC"),
+    "output-feedback": ("output_feedback",
+                        "Kalman filters and an EKF on exact linearizations: ball-plate LQG, bicycle EKF"),
 }
 """command-line name -> (module, one-line description)"""
 

@@ -29,6 +29,7 @@ from ..models import bicycle_turns as bt
 from ..models import escooter as es
 from .bicycle_benchmark import jacobian_polynomial
 from .toroidal_bicycle import MEIJAARD_VC, MEIJAARD_VW
+from nhcontrol.plotting.style import PALETTE
 
 __all__ = ["run", "summary", "speed_polynomial", "stable_ranges", "spectrum", "steady_turns",
            "suspension_trends", "rider_trends", "RIDER_CASES"]
@@ -331,7 +332,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
 
 
 def _plot(result: dict, cases: dict[str, Any], out: Path) -> None:
-    from nhcontrol.plotting.style import cite, new_figure, savefig
+    from nhcontrol.plotting.style import PALETTE, cite, new_figure, savefig
 
     vs = np.linspace(0.05, V_MAX, 300)
     fig, axes = new_figure(1, 2, figsize=(11, 4),
@@ -341,17 +342,17 @@ def _plot(result: dict, cases: dict[str, Any], out: Path) -> None:
                             f"handlebar inertia × {REDUCED_HANDLEBAR}, hoop wheels")):
         ev = spectrum(cases[key]["_poly"], vs)
         ax.plot(vs, ev.real, "k.", ms=1.5)
-        ax.plot(vs, np.abs(ev.imag), ".", color="C0", ms=1.0)
+        ax.plot(vs, np.abs(ev.imag), ".", color=PALETTE[0], ms=1.0)
         ax.plot([], [], "k.", label="Re λ")
-        ax.plot([], [], ".", color="C0", label="|Im λ|")
+        ax.plot([], [], ".", color=PALETTE[0], label="|Im λ|")
         for i, (a, b) in enumerate(cases[key]["stable_speed_ranges"]):
-            ax.axvspan(a, b, color="C2", alpha=0.2, label="self-stable" if i == 0 else None)
+            ax.axvspan(a, b, color=PALETTE[2], alpha=0.3, label="self-stable" if i == 0 else None)
         ax.axhline(0.0, color="0.6", lw=0.6)
         ax.set_ylim(-15, 35)
         ax.set_xlabel("forward speed v (m/s)")
         ax.set_ylabel("eigenvalue λ (1/s)")
         ax.set_title(title)
-        ax.legend(fontsize=8)
+        ax.legend()
     cite(fig, "thesis", "Sect. 5.6 (model derived here, parameters chosen)",
          extra="Eigenvalues of the minimal Jacobian (third procedure) of the steady forward "
                "motion; shaded: self-stable speeds.")
@@ -363,13 +364,13 @@ def _plot(result: dict, cases: dict[str, Any], out: Path) -> None:
         ax.plot(vs, np.max(ev.real, axis=1), label=f"handlebar × {REDUCED_HANDLEBAR}, {label}")
     for c in cases["sigma"]:
         ev = spectrum(c["_poly"], vs)
-        ax.plot(vs, np.max(ev.real, axis=1), "--", lw=1,
+        ax.plot(vs, np.max(ev.real, axis=1), "--",
                 label=f"nominal, cross-section ratio σ = {c['parameters']['sigma_R']}")
     ax.axhline(0.0, color="0.6", lw=0.6)
     ax.set_ylim(-3, 3)
     ax.set_xlabel("forward speed v (m/s)")
     ax.set_ylabel("spectral abscissa max Re λ (1/s)")
-    ax.legend(fontsize=7)
+    ax.legend()
     cite(fig, "thesis", "the trends of Ch. 9",
          extra="Below zero: asymptotically stable. σ: aspect ratio of the tyre's elliptic "
                "cross-section (docs/theory/toroidal_wheel.md).")

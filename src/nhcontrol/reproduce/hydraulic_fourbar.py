@@ -31,6 +31,7 @@ from ..models import hydraulic_fourbar as hf
 from ..reference import Reference
 from ..reference.inverse import inverse_dynamics
 from ..simulate import forward_dynamics_first_order
+from nhcontrol.plotting.style import PALETTE, LINEWIDTH
 
 __all__ = ["run", "summary", "SCENARIOS", "damping_scenarios", "friction_taylor_error"]
 
@@ -321,19 +322,19 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
 def _plot(out: Path) -> list[str]:
     import matplotlib.pyplot as plt
 
-    from ..plotting.style import cite, new_figure, savefig
+    from ..plotting.style import PALETTE, cite, new_figure, savefig
 
     factors = np.logspace(-3, 0, 7)
     fig, ax = new_figure(title="Hydraulic four-bar: mechanical eigenvalues vs seal friction")
     for f in factors:
         ev = _linearization(float(f)).eigenvalues
         mid = ev[(np.abs(ev) > 1.0) & (np.abs(ev) < 5e3) & (np.abs(ev + 1 / 0.0045) > 1e-6 * 222)]
-        ax.plot(mid.real, mid.imag, "b.", ms=5)
-    ax.plot([], [], "b.", label="friction-sensitive eigenvalues, friction x 1e-3 ... 1")
+        ax.plot(mid.real, mid.imag, ".", color=PALETTE[0], ms=5)
+    ax.plot([], [], ".", color=PALETTE[0], label="friction-sensitive eigenvalues, friction x 1e-3 ... 1")
     ax.axvline(0, color="0.6", lw=0.6)
     ax.set_xlabel("Re λ [1/s]")
     ax.set_ylabel("Im λ [1/s]")
-    ax.legend(fontsize=8)
+    ax.legend()
     cite(fig, "thesis", "Sect. 7.3")
     path = savefig(fig, out, "hydraulic_fourbar_eigenvalues")
     plt.close(fig)
@@ -341,7 +342,7 @@ def _plot(out: Path) -> list[str]:
 
 
 def _plot_fd_error(fd: dict[str, Any], out: Path) -> list[str]:
-    from ..plotting.style import cite, new_figure, savefig
+    from ..plotting.style import PALETTE, cite, new_figure, savefig
 
     fig, ax = new_figure(title="Counterpart (7.109): error of the friction-sensitive eigenvalues vs h")
     for key, lam, mk in (("rel_error_lambda3", fd["lambda_exact"][0], "o-"),
@@ -359,13 +360,13 @@ def _plot_fd_error(fd: dict[str, Any], out: Path) -> list[str]:
         ax.set_ylim(max(1e-9, 0.1 * e.min()), 10.0)
     ax.set_xlabel("log10(h)  (h: absolute central-difference step, SI units)")
     ax.set_ylabel("relative error ε [-]")
-    ax.legend(fontsize=8)
+    ax.legend()
     cite(fig, "thesis", "Fig. 7.14", extra="exact values: third procedure (6x6); nominal friction")
     return [Path(savefig(fig, out, "hydraulic_fourbar_fd_error_vs_h")).name]
 
 
 def _plot_responses(raw: dict[Any, Any], lvn: dict[str, Any], out: Path) -> list[str]:
-    from ..plotting.style import cite, new_figure, savefig
+    from ..plotting.style import PALETTE, cite, new_figure, savefig
 
     sizes = sorted({M0 for _, M0 in raw}, reverse=True)
     fig, ax = new_figure(len(RESPONSE_SCENARIOS), 2, sharex=True,
@@ -377,16 +378,16 @@ def _plot_responses(raw: dict[Any, Any], lvn: dict[str, Any], out: Path) -> list
             a = ax[i, j]
             for M0 in sizes:
                 r = raw[(sc, M0)]
-                a.plot(r["t"] * 1e3, r["nonlinear"][:, col] * scale / M0, lw=1.0,
+                a.plot(r["t"] * 1e3, r["nonlinear"][:, col] * scale / M0,
                        label=f"nonlinear, M0 = {M0:g} N m")
             r = raw[(sc, sizes[-1])]
-            a.plot(r["t"] * 1e3, r["linear"][:, col] * scale / sizes[-1], "k--", lw=1.0,
+            a.plot(r["t"] * 1e3, r["linear"][:, col] * scale / sizes[-1], "k--", lw=LINEWIDTH, zorder=5,
                    label="linear (any M0)")
-            a.set_ylabel(unit, fontsize=8)
-            a.set_title(sc.replace("_", " "), fontsize=9)
+            a.set_ylabel(unit)
+            a.set_title(sc.replace("_", " "))
             if i == len(RESPONSE_SCENARIOS) - 1:
                 a.set_xlabel("t [ms]")
-        ax[i, 0].legend(fontsize=7)
+        ax[i, 0].legend()
     cite(fig, "thesis", "Sect. 7.3.4", extra="half-sine pulse of 20 ms (profile derived here); "
                                                 "φ2 = 60°, p3 = 3.5 MPa, valve neutral")
     names = [Path(savefig(fig, out, "hydraulic_fourbar_linear_vs_nonlinear")).name]
@@ -400,7 +401,7 @@ def _plot_responses(raw: dict[Any, Any], lvn: dict[str, Any], out: Path) -> list
     a.plot([], [], "k:", lw=0.8, label="∝ M0² (second-order remainder)")
     a.set_xlabel("pulse amplitude M0 [N m]")
     a.set_ylabel("max |Δφ2 nonlinear − Δφ2 linear| [deg]")
-    a.legend(fontsize=8)
+    a.legend()
     cite(fig, "thesis", "Sect. 7.3.4")
     names.append(Path(savefig(fig, out, "hydraulic_fourbar_linear_error_vs_M0")).name)
     return names

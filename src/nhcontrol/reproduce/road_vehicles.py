@@ -1,5 +1,6 @@
 """``nhcontrol reproduce road-vehicles``: single-track models of the road-vehicle review and an
-ISO 3888-1 double lane change at 20 m/s tracked by LTV-MPC on the nonlinear model.
+ISO 3888-1 double lane change at 15 m/s (peak lateral acceleration 3.9 m/s²) tracked by LTV-MPC
+and LQR on the nonlinear model.
 
 Arranges library calls:
 
@@ -28,14 +29,18 @@ Derivations and choices: ``docs/theory/road_vehicles.md``; guide: ``docs/guide/r
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..lane_change_control import (LaneChangeSettings, LaneChangeSetup, assigned_steering_setup,
-                                   closed_loop, closed_loop_assigned, lane_change_setup)
+from ..lane_change_control import (TYRE_CONTROLLERS, LaneChangeSettings, LaneChangeSetup,
+                                   assigned_steering_setup, closed_loop, closed_loop_assigned,
+                                   lane_change_setup, tyre_convergence, tyre_plant_runs)
+from ..models import lane_change as lc
+from ..reference import FrictionLimitWarning, friction_utilisation
 from ..models import single_track as st
 
 __all__ = ["run", "summary", "QUICK"]
@@ -58,6 +63,39 @@ def _models(quick: bool) -> dict[str, Any]:
             "kinematic_turning_radius_rel_error": st.kinematic_turn_error(mdl=models["kinematic"])}
 
 
+def _track(s: LaneChangeSetup) -> dict[str, Any]:
+    """Geometry of the ISO 3888-1 track and of the reference path (JSON)."""
+    tr = lc.ISO_TRACK
+    path = lc.iso_3888_1_path()
+    return {"standard": "ISO 3888-1 (double lane change)",
+            "section_lengths_m": list(lc.ISO_3888_1_SECTIONS),
+            "vehicle_width_m": tr.vehicle_width,
+            "lane_widths_m": {"lane_1": tr.widths[0], "lane_3": tr.widths[1],
+                              "lane_5_6": tr.widths[2]},
+            "lane_offset_m": tr.offset,
+            "lane_centre_offset_m": tr.centre_offset,
+            "lanes": [{"x_begin_m": a, "x_end_m": b, "y_centre_m": y, "width_m": w}
+                      for a, b, y, w in tr.lanes],
+            "transitions": [{"x_start_m": a, "length_m": ell, "lateral_change_m": h}
+                            for a, ell, h in zip(path.starts, path.lengths, path.heights)],
+            "transition_shape": "degree-9 smoothstep (curvature and its first two rates continuous)"}
+
+
+_RUNS = ("reference", "lane_change", "lane_change_lqr", "lane_change_assigned_steering",
+         "lane_change_assigned_steering_lqr")
+
+
+def _warn_friction(result: dict[str, Any]) -> None:
+    """Warn (`FrictionLimitWarning`) and list in ``friction_warnings`` every run whose peak
+    friction utilisation exceeds 1: the no-slip wheel model is then outside its validity."""
+    over = [k for k in _RUNS if k in result and result[k]["peak_friction_utilisation"] > 1.0]
+    result["friction_warnings"] = over
+    for k in over:
+        warnings.warn(f"road-vehicles: {k} needs {result[k]['peak_friction_utilisation']:.2f} times "
+                      f"the friction available (mu = {result['settings']['mu']:g}): the no-slip wheel model is outside its validity", FrictionLimitWarning,
+                      stacklevel=2)
+
+
 def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
     """Headline numbers (JSON-serialisable); with ``out`` also the figures.
 
@@ -72,8 +110,18 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         ``median_step_s``, ...), ``lane_change_assigned_steering`` (the same numbers for the
         MPC on the ``force`` skate with ``γ`` assigned, ``γ̇`` its input),
         ``lane_change_assigned_steering_lqr`` (the finite-horizon LQR with the same weights, no
-        bounds), ``reference``
-        (peaks of the reference) and ``settings`` (``assigned_steering``: the weights of both
+        bounds), every run with its ``peak_friction_utilisation`` (skates' lateral forces from the
+        multipliers over μ times the static load split, μ = ``settings.mu``), ``reference``
+        (peaks of the reference, its ``cone_clearance_m``, ``peak_friction_utilisation`` and
+        ``friction`` per wheel), ``speed_m_s``, ``track`` (ISO 3888-1 geometry and the path's
+        transitions), ``friction_warnings`` (runs above 1; each also warns with
+        `FrictionLimitWarning`), ``tyre_plant`` (``convergence_slope`` of the open-loop
+        deviation of the tyre plant from the skate model vs cornering stiffness and the
+        ``convergence`` data; without ``quick`` also ``x1`` and ``x1.5``: the four controllers
+        designed on the skate models closed on the magic-formula tyre plant at 80 kN/rad per
+        axle, at the lane change's speed and at √1.5 times it, each with
+        ``max_lateral_error_m``, ``peak_slip_angle_deg``, ``bounds_respected``, ...) and
+        ``settings`` (``assigned_steering``: the weights of both
         controllers, the MPC's margins, states and inputs).
     """
     st_ = QUICK if quick else LaneChangeSettings()
@@ -94,11 +142,20 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         "peak_steer_deg": float(np.degrees(np.max(np.abs(xr[:, 3])))),
         "peak_steer_rate_deg_s": float(np.degrees(np.max(np.abs(xdr[:, 3])))),
         "peak_yaw_rate_deg_s": float(np.degrees(np.max(np.abs(xdr[:, 2])))),
-        "peak_lateral_acceleration_m_s2": float(np.max(np.abs(st_.V * xdr[:, 2]))),
+        "peak_lateral_acceleration_m_s2": float(np.max(np.abs(lc.lateral_acceleration(s.ref, tr)))),
         "peak_F_R_N": float(np.max(np.abs(ur[:, 0]))),
         "peak_T_Nm": float(np.max(np.abs(ur[:, 2]))),
         "max_residual": float(s.ref.check(s.cm, tr[::10]).max_dynamics),
     }
+    p = dict(zip(s.cm.parameters, s.cm.param_vector()))
+    tc = np.linspace(0.0, st_.t_final, 4001)
+    result["reference"]["cone_clearance_m"] = lc.cone_clearance(s.ref.x(tc), p["a"], p["b"])
+    result["speed_m_s"] = float(st_.V)
+    result["track"] = _track(s)
+    fu_ref = friction_utilisation(s.cm, s.ref, st_.mu, st.static_axle_loads(s.cm), t=tr)
+    result["reference"]["peak_friction_utilisation"] = fu_ref.peak
+    result["reference"]["friction"] = fu_ref.summary()
+    loops["reference_friction"] = fu_ref
     settings = asdict(st_)
     settings["backoff"] = list(st_.backoff)
     settings["t_final"] = st_.t_final
@@ -107,11 +164,26 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
                                      "backoff": list(sa.ast.backoff), "states": list(sa.states),
                                      "inputs": ["F_R", "gamma_dot"]}
     result["settings"] = settings
+    _warn_friction(result)
+    conv = tyre_convergence()
+    tyre: dict[str, Any] = {"convergence_slope": conv["convergence_slope"],
+                            "convergence": {k: v for k, v in conv.items() if k != "arrays"}}
+    loops["tyre_convergence"] = conv
+    if not quick:
+        runs = tyre_plant_runs(st_, setups={1.0: (s, sa)})
+        tyre.update({k: v for k, v in runs.items() if k != "arrays"})
+        loops["tyre_runs"] = runs
+    else:
+        tyre["controllers"] = "not run with --quick (see the full run)"
+    result["tyre_plant"] = tyre
     result["timing_s"] = float(time.perf_counter() - t_start)
     if out is not None:
         result["figures"] = _figures(Path(out), s, loops)
     return result
 
+
+_OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
+"""Colour-blind-safe colours (Okabe & Ito) of the closed loops, in the order of `_LOOP_LABELS`."""
 
 _LOOP_LABELS = (("mpc", "LTV-MPC"), ("lqr", "finite-horizon LQR"),
                 ("assigned", "LTV-MPC, assigned steering"),
@@ -121,7 +193,7 @@ _LOOP_LABELS = (("mpc", "LTV-MPC"), ("lqr", "finite-horizon LQR"),
 def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     import matplotlib.pyplot as plt
 
-    from ..plotting.style import cite, new_figure, savefig
+    from ..plotting.style import cite, new_figure, reference_line, savefig
 
     st_ = s.st
     extra = ("ISO 3888-1 double lane-change track; force/torque skate model of Table 1 "
@@ -129,56 +201,114 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     names: list[str] = []
     t = loops["mpc"]["arrays"]["t"]
     xr = s.ref.x(t)
-    fig, ax = new_figure(title=f"Double lane change at {st_.V:g} m/s: path of G")
-    ax.plot(xr[:, 0], xr[:, 1], "k--", lw=1.0, label="reference (flatness)")
-    for kind, lab in _LOOP_LABELS:
+    fig, ax = new_figure(title=f"ISO 3888-1 double lane change at {st_.V:g} m/s: path of G")
+    cx, cy = lc.ISO_TRACK.cones()
+    ax.plot(cx, cy, ls="none", marker="^", ms=4, color="#D55E00", label="cones (ISO 3888-1)")
+    reference_line(ax, xr[:, 0], xr[:, 1], label="reference (flatness)")
+    for (kind, lab), col in zip(_LOOP_LABELS, _OKABE_ITO):
         a = loops[kind]["arrays"]
-        ax.plot(a["x"][:, 0], a["x"][:, 1], label=lab)
+        ax.plot(a["x"][:, 0], a["x"][:, 1], color=col, label=lab)
     ax.set_xlabel("x [m]")
     ax.set_ylabel("y [m]")
-    ax.legend(fontsize=8)
+    ax.legend()
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_path")).name)
     plt.close(fig)
 
     fig, ax = new_figure(title="Lateral deviation of G from the reference")
-    for kind, lab in _LOOP_LABELS:
+    for (kind, lab), col in zip(_LOOP_LABELS, _OKABE_ITO):
         a = loops[kind]["arrays"]
-        ax.plot(a["t"], 100 * a["e"], label=lab)
+        ax.plot(a["t"], 100 * a["e"], color=col, label=lab)
     ax.axhline(15.0, color="0.5", lw=0.8, ls=":", label="target ±15 cm")
     ax.axhline(-15.0, color="0.5", lw=0.8, ls=":")
     ax.set_xlabel("t [s]")
     ax.set_ylabel("lateral deviation [cm]")
-    ax.legend(fontsize=8)
+    ax.legend()
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_lateral_error")).name)
     plt.close(fig)
 
     fig, axs = new_figure(3, 1, title="Steering angle, steering rate and driving inputs")
     tr = np.linspace(0.0, st_.t_final, 501)
-    axs[0].plot(tr, np.degrees(s.ref.x(tr)[:, 3]), "k--", lw=1.0, label="reference")
-    axs[1].plot(tr, np.degrees(s.ref.xd(tr)[:, 3]), "k--", lw=1.0, label="reference")
-    for kind, lab in (("mpc", "LTV-MPC"), ("lqr", "finite-horizon LQR")):
+    reference_line(axs[0], tr, np.degrees(s.ref.x(tr)[:, 3]))
+    reference_line(axs[1], tr, np.degrees(s.ref.xd(tr)[:, 3]))
+    for (kind, lab), col in zip(_LOOP_LABELS[:2], _OKABE_ITO):
         a = loops[kind]["arrays"]
-        axs[0].plot(a["t"], np.degrees(a["x"][:, 3]), label=lab)
-        axs[1].plot(a["t"], np.degrees(a["xd"][:, 3]), label=lab)
-        axs[2].step(a["t_u"], a["u"][:, 2], where="post", label=f"T, {lab}")
-    for kind, lab in _LOOP_LABELS[2:]:
+        axs[0].plot(a["t"], np.degrees(a["x"][:, 3]), color=col, label=lab)
+        axs[1].plot(a["t"], np.degrees(a["xd"][:, 3]), color=col, label=lab)
+        axs[2].step(a["t_u"], a["u"][:, 2], where="post", color=col, label=f"T, {lab}")
+    for (kind, lab), col in zip(_LOOP_LABELS[2:], _OKABE_ITO[2:]):
         a = loops[kind]["arrays"]
-        axs[0].plot(a["t"], np.degrees(a["gamma"]), label=lab)
-        axs[1].plot(a["t"], np.degrees(a["gamma_d"]), label=lab)
+        axs[0].plot(a["t"], np.degrees(a["gamma"]), color=col, label=lab)
+        axs[1].plot(a["t"], np.degrees(a["gamma_d"]), color=col, label=lab)
     for ax, lim in ((axs[0], st_.steer_max_deg), (axs[1], st_.steer_rate_max_deg_s)):
-        ax.axhline(lim, color="r", lw=0.8, ls=":", label="limit")
-        ax.axhline(-lim, color="r", lw=0.8, ls=":")
+        ax.axhline(lim, color="0.3", lw=0.8, ls=":", label="limit")
+        ax.axhline(-lim, color="0.3", lw=0.8, ls=":")
     axs[0].set_ylabel("γ [deg]")
     axs[1].set_ylabel("γ̇ [deg/s]")
     axs[2].set_ylabel("steering torque T [N m]")
     axs[2].set_xlabel("t [s]")
     for ax in axs:
-        ax.legend(fontsize=6, loc="upper left", ncol=2)
+        ax.legend(loc="upper left", ncol=2)
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_inputs")).name)
     plt.close(fig)
+
+    fu = loops["reference_friction"]
+    fig, ax = new_figure(title=f"Friction utilisation |F|/(μN) of the skates, μ = {fu.mu:g}")
+    ax.plot(fu.t, fu.utilisation[:, 0], "k--", lw=1.0, label="reference, rear")
+    ax.plot(fu.t, fu.utilisation[:, 1], "k-", lw=1.0, label="reference, front")
+    for (kind, lab), col in zip(_LOOP_LABELS, _OKABE_ITO):
+        a = loops[kind]["arrays"]
+        ax.plot(a["t"], np.max(a["friction"], axis=1), color=col, lw=0.9,
+                label=f"{lab} (larger of the two)")
+    ax.axhline(1.0, color="0.3", lw=0.8, ls=":", label="friction limit")
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("friction utilisation |F|/(μN) [-]")
+    ax.set_ylim(0.0, max(1.1, 1.05 * max(float(np.max(loops[k]["arrays"]["friction"]))
+                                          for k, _ in _LOOP_LABELS)))
+    ax.legend(fontsize=7)
+    cite(fig, "road_review", extra=extra + "; lateral skate forces = constraint multipliers, "
+                                          "normal loads = static load split")
+    names.append(Path(savefig(fig, out, "road_vehicles_friction")).name)
+    plt.close(fig)
+
+    conv = loops["tyre_convergence"]
+    C, err = np.array(conv["stiffness_N_rad"]), np.array(conv["max_position_error_m"])
+    fig, ax = new_figure(title="Tyre plant → skate model as the cornering stiffness grows")
+    ax.loglog(C, err, "o-", color=_OKABE_ITO[0],
+              label=f"max |r_G(tyre) − r_G(skate)|, {conv['law']} tyres, same inputs")
+    lo, hi = conv["fit_stiffness_N_rad"]
+    m = (C >= lo) & (C <= hi)
+    k = np.polyfit(np.log(C[m]), np.log(err[m]), 1)
+    ax.loglog(C[m], np.exp(np.polyval(k, np.log(C[m]))), "--", color=_OKABE_ITO[1],
+              label=f"least-squares fit, slope {conv['convergence_slope']:.3f}")
+    ax.axvline(80e3, color="0.3", lw=0.8, ls=":", label="80 kN/rad (passenger car)")
+    ax.set_xlabel("cornering stiffness per axle C_α [N/rad]")
+    ax.set_ylabel("largest deviation of G [m]")
+    ax.legend(fontsize=7)
+    cite(fig, "road_review", extra=extra + "; tyre plant derived here (docs/theory/road_vehicles.md)")
+    names.append(Path(savefig(fig, out, "road_vehicles_tyre_convergence")).name)
+    plt.close(fig)
+
+    if "tyre_runs" in loops:
+        runs = loops["tyre_runs"]
+        keys = [k for k in runs if k.startswith("x")]
+        fig, axs = new_figure(len(keys), 1, title="Controllers designed on the skate models, "
+                              f"closed on the tyre plant ({runs['stiffness_N_rad'] / 1e3:g} kN/rad)")
+        labels = dict(zip((c[0] for c in TYRE_CONTROLLERS), (lab for _, lab in _LOOP_LABELS)))
+        for ax, key in zip(np.atleast_1d(axs), keys):
+            for (name, lab), col in zip(labels.items(), _OKABE_ITO):
+                a = runs["arrays"][key][name]
+                ax.plot(a["t"], a["e"], color=col, label=lab)
+            ax.set_title(f"{runs[key]['speed_m_s']:.2f} m/s: {runs[key]['lateral_acceleration_factor']:g}"
+                         " × the lane change's lateral acceleration", fontsize=9)
+            ax.set_ylabel("lateral deviation of G [m]")
+            ax.legend(fontsize=7, ncol=2)
+        np.atleast_1d(axs)[-1].set_xlabel("t [s]")
+        cite(fig, "road_review", extra=extra + "; magic-formula tyres (Pacejka 2012)")
+        names.append(Path(savefig(fig, out, "road_vehicles_tyre_plant")).name)
+        plt.close(fig)
     return names
 
 
@@ -196,7 +326,9 @@ def summary(result: dict[str, Any]) -> str:
     s = result["settings"]
     lines.append(f"ISO 3888-1 double lane change at {s['V']:g} m/s: reference peaks γ = "
                  f"{r['peak_steer_deg']:.2f}°, γ̇ = {r['peak_steer_rate_deg_s']:.1f}°/s, lateral "
-                 f"acceleration {r['peak_lateral_acceleration_m_s2']:.1f} m/s²; limits |γ| ≤ "
+                 f"acceleration {r['peak_lateral_acceleration_m_s2']:.2f} m/s², cone clearance "
+                 f"{100 * r['cone_clearance_m']:.1f} cm, friction utilisation "
+                 f"{r['peak_friction_utilisation']:.2f} (μ = {s['mu']:g}); limits |γ| ≤ "
                  f"{s['steer_max_deg']:g}°, |γ̇| ≤ {s['steer_rate_max_deg_s']:g}°/s")
     for key, lab in (("lane_change", "LTV-MPC (N = %d)" % s["horizon"]),
                      ("lane_change_lqr", "finite-horizon LQR"),
@@ -206,6 +338,22 @@ def summary(result: dict[str, Any]) -> str:
         lines.append(f"  {lab:20s} max |e| = {100 * b['max_lateral_error_m']:.1f} cm (after 1 s "
                      f"{100 * b['max_lateral_error_after_1s_m']:.1f} cm), rms {100 * b['rms_lateral_error_m']:.1f}"
                      f" cm, peak γ = {b['peak_steer_deg']:.2f}°, γ̇ = {b['peak_steer_rate_deg_s']:.1f}°/s"
-                     f" (bounds {'respected' if b['bounds_respected'] else 'VIOLATED'}), median step "
+                     f" (bounds {'respected' if b['bounds_respected'] else 'VIOLATED'}), friction "
+                     f"utilisation {b['peak_friction_utilisation']:.2f}, median step "
                      f"{1e3 * b['median_step_s']:.2f} ms (CPU {1e3 * b['median_step_cpu_s']:.2f} ms)")
+    ty = result.get("tyre_plant")
+    if ty:
+        c = ty["convergence"]
+        lines.append(f"tyre plant → skate model: deviation ∝ C_α^{ty['convergence_slope']:.3f} "
+                     f"(fit over {c['fit_stiffness_N_rad'][0]:.0e}–{c['fit_stiffness_N_rad'][1]:.0e}"
+                     f" N/rad); open loop at 1e5 N/rad: {c['max_position_error_m'][1]:.2f} m")
+        for key in [k for k in ty if k.startswith("x")]:
+            b = ty[key]
+            lines.append(f"  on the tyre plant at {b['speed_m_s']:.2f} m/s "
+                         f"({b['lateral_acceleration_factor']:g} × a_y):")
+            for name, *_ in TYRE_CONTROLLERS:
+                n = b[name]
+                lines.append(f"    {name:13s} max |e| = {n['max_lateral_error_m']:.2f} m, peak slip "
+                             f"{n['peak_slip_angle_deg']:.1f}°, bounds "
+                             f"{'respected' if n['bounds_respected'] else 'VIOLATED'}")
     return "\n".join(lines)

@@ -22,6 +22,7 @@ from scipy.optimize import brentq
 from .. import linearize as _lin
 from ..analysis import charpoly
 from ..models import rolling_wheel
+from nhcontrol.plotting.style import PALETTE, LINEWIDTH
 
 __all__ = ["run", "summary", "jacobian", "pair_coefficient", "critical_speed",
            "analytic_critical_speed"]
@@ -111,22 +112,22 @@ def _plot(result: dict, out: Path) -> None:
     vf = np.linspace(v.min(), v.max(), 301)
     for ax, kind in zip(axes, ("hoop", "disc")):
         eig = np.asarray(result[kind]["eigenvalues"])  # (N, 8, 2), nontrivial pair first
-        ax.plot(np.r_[v, v], np.r_[eig[:, 0, 0], eig[:, 1, 0]], "o", mfc="none", color="C0",
+        ax.plot(np.r_[v, v], np.r_[eig[:, 0, 0], eig[:, 1, 0]], "o", mfc="none", color=PALETTE[0],
                 label=r"Re $\lambda$, third procedure")
-        ax.plot(v, np.abs(eig[:, 0, 1]), "s", mfc="none", color="C3",
+        ax.plot(v, np.abs(eig[:, 0, 1]), "s", mfc="none", color=PALETTE[3],
                 label=r"|Im $\lambda$|, third procedure")
         pair = np.array([_analytic_pair(kind, s, p["r"], p["m"], p["g"]) for s in vf])
-        ax.plot(vf, pair.real, "-", color="k", lw=1.0, zorder=3,
+        ax.plot(vf, pair.real, "-", color="k", lw=LINEWIDTH, zorder=3,
                 label=r"closed form $\lambda^2 = (mgr - C(C+mr^2)\,\Omega^2/A)/(A+mr^2)$")
-        ax.plot(vf, -pair.real, "-", color="k", lw=1.0, zorder=3)
-        ax.plot(vf, np.abs(pair.imag), "--", color="k", lw=1.0, zorder=3)
+        ax.plot(vf, -pair.real, "-", color="k", lw=LINEWIDTH, zorder=3)
+        ax.plot(vf, np.abs(pair.imag), "--", color="k", lw=LINEWIDTH, zorder=3)
         ax.axvline(result[kind]["critical_speed"], color="0.4", ls=":", lw=1.0,
                    label=f"critical speed $v_c$ = {result[kind]['critical_speed']:.4f} m/s")
         ax.axhline(0, color="0.6", lw=0.6)
         ax.set_title(f"{kind} (A, C = {_FACTORS[kind][0]:g}, {_FACTORS[kind][1]:g} m r²)")
         ax.set_xlabel("forward speed v (m/s)")
         if kind == "hoop":
-            ax.legend(loc="upper left", fontsize=6.5)
+            ax.legend(loc="upper left")
     axes[0].set_ylabel(r"eigenvalue of the lean pair $\pm\lambda$ (1/s)")
     cite(fig, "thesis", "Sect. 5.3",
          extra=(f"r = {p['r']:g} m, m = {p['m']:g} kg, g = {p['g']:g} m/s², Ω = v/r; the six "

@@ -29,6 +29,7 @@ import scipy.linalg as sl
 from ..analysis import (MARGINAL_RTOL, charpoly_root, floquet, linearize_relative_equilibrium,
                         stability_threshold)
 from ..models import rolling_torus as rt
+from nhcontrol.plotting.style import PALETTE
 
 __all__ = ["run", "summary", "circular_linearization", "straight_jacobian", "straight_critical_speed",
            "vertical_spin_jacobian", "vertical_spin_threshold", "circular_stability",
@@ -243,7 +244,7 @@ def _plot(res: dict, out: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
 
-    from nhcontrol.plotting.style import cite, new_figure, savefig
+    from nhcontrol.plotting.style import PALETTE, cite, new_figure, savefig
 
     names = []
     hl = res["hoop_limit"]
@@ -265,7 +266,7 @@ def _plot(res: dict, out: Path) -> None:
     fig, axes = new_figure(nrow, ncol, figsize=(3.2 * ncol, 3.0 * nrow), squeeze=False,
                            title="Rolling torus, circular steady motion: linear stability "
                                  "(constant Jacobian)")
-    cmap = ListedColormap(["0.85", "tab:red", "tab:green"])
+    cmap = ListedColormap(["0.85", PALETTE[1], PALETTE[0]])   # none, unstable, stable
     for ax, k in zip(axes.ravel(), keys):
         ax.pcolormesh(sm["omega_bar"], sm["phi0_deg"], np.asarray(sm["maps"][k]), cmap=cmap,
                       vmin=-1, vmax=1, shading="nearest")
@@ -273,8 +274,8 @@ def _plot(res: dict, out: Path) -> None:
         ax.set_xlabel(r"spin $\bar\omega = \omega\sqrt{R/g}$ (-)")
     for row in axes:
         row[0].set_ylabel(r"lean $\varphi_0$ (deg)")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in ("tab:green", "tab:red", "0.85")]
-    axes[0][-1].legend(handles, ["stable", "unstable", "no motion"], fontsize=7, loc="upper right")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in (PALETTE[0], PALETTE[1], "0.85")]
+    axes[0][-1].legend(handles, ["stable", "unstable", "no motion"], loc="upper right")
     cite(fig, "thesis", "Sect. 6.3 (derived here)",
          extra=r"R = outer radius; $\mu$ = cross-section ratio a/ρ; grey: no circular motion "
                "with this lean and spin.")
@@ -293,7 +294,7 @@ def _plot(res: dict, out: Path) -> None:
     ax.set_xlabel(r"Re $\rho$ (-)")
     ax.set_ylabel(r"Im $\rho$ (-)")
     ax.set_aspect("equal")
-    ax.legend(fontsize=7)
+    ax.legend()
     cite(fig, "thesis", "Sect. 6.3.8",
          extra="Circles: multipliers of the periodic LTV linearization (monodromy matrix); "
                "dots: from the constant Jacobian after the change of variables (6.76).")

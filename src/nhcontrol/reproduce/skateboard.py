@@ -22,6 +22,7 @@ from scipy.optimize import brentq
 from .. import linearize as _lin
 from ..analysis import charpoly
 from ..models import sleigh
+from nhcontrol.plotting.style import PALETTE, LINEWIDTH
 
 __all__ = ["run", "summary", "jacobian", "yaw_eigenvalue", "analytic_yaw_eigenvalue"]
 
@@ -87,9 +88,9 @@ def _plot(result: dict, out: Path) -> None:
     p = result["parameters"]
     vf = np.linspace(v.min(), v.max(), 201)
     # closed-form line drawn on top of the markers so both stay visible
-    ax.plot(v, result["yaw_eigenvalue"], "o", mfc="none", color="C0", label="third procedure")
+    ax.plot(v, result["yaw_eigenvalue"], "o", mfc="none", color=PALETTE[0], label="third procedure")
     ax.plot(vf, [analytic_yaw_eigenvalue(s, p["m"], p["I_zz"], p["a"]) for s in vf], "-",
-            color="k", lw=1.0, label=r"closed form $\lambda = m a v/(I_G + m a^2)$", zorder=3)
+            color="k", lw=LINEWIDTH, label=r"closed form $\lambda = m a v/(I_G + m a^2)$", zorder=3)
     ax.axhline(0, color="0.6", lw=0.6)
     ax.set_xlabel("forward speed v (m/s)")
     ax.set_ylabel(r"yaw eigenvalue $\lambda$ (1/s)")

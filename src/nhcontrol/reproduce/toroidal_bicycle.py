@@ -184,10 +184,10 @@ def _plot(result: dict, out: Path) -> None:
         ax.plot(xs, vw, "o-", label=r"weave speed $v_w$")
         ax.plot(xs, vc, "s-", label=r"capsize speed $v_c$")
         ax.fill_between(xs, vw, vc, alpha=0.2, label=r"self-stable ($v_w < v < v_c$)")
-        ax.set_title(title, fontsize=8.5)
+        ax.set_title(title)
         ax.set_xlabel(xlabel)
     axes[0].set_ylabel("forward speed v (m/s)")
-    axes[0].legend(fontsize=7)
+    axes[0].legend()
     cite(fig, "thesis", "the trends of Ch. 9 (wheels of Sect. 4.5.1)",
          extra=(r"Torus of each wheel: overall radius $R$ (Table 4.1) kept, centre circle "
                 r"$\rho = R/(1+\mu)$, elliptic cross-section with semi-axes $a = \mu\rho$ "

@@ -23,6 +23,7 @@ from ..models import benchmark_bicycle as bb
 from ..models import waveboard as wb
 from .bicycle_benchmark import jacobian_polynomial
 from .escooter import spectrum, stable_ranges
+from nhcontrol.plotting.style import PALETTE
 
 __all__ = ["run", "summary", "reduction", "speed_polynomial", "inverse_dynamics_study", "harmonic_inverse",
            "caster_torus_trend", "CASTER_TILTS", "TORUS_RATIOS"]
@@ -290,22 +291,22 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
 
 
 def _plot(poly: tuple[np.ndarray, ...], ranges: list, out: Path) -> list[str]:
-    from nhcontrol.plotting.style import cite, new_figure, savefig
+    from nhcontrol.plotting.style import PALETTE, cite, new_figure, savefig
 
     vs = np.linspace(0.05, V_MAX, 300)
     ev = spectrum(poly, vs)
     fig, ax = new_figure(title="Waveboard with toroidal wheels: eigenvalues vs speed")
     ax.plot(vs, ev.real, "k.", ms=1.5)
-    ax.plot(vs, np.abs(ev.imag), ".", color="C0", ms=1.0)
+    ax.plot(vs, np.abs(ev.imag), ".", color=PALETTE[0], ms=1.0)
     ax.plot([], [], "k.", label="Re λ")
-    ax.plot([], [], ".", color="C0", label="|Im λ|")
+    ax.plot([], [], ".", color=PALETTE[0], label="|Im λ|")
     for i, (a, b) in enumerate(ranges):
-        ax.axvspan(a, b, color="C2", alpha=0.2, label="self-stable" if i == 0 else None)
+        ax.axvspan(a, b, color=PALETTE[2], alpha=0.3, label="self-stable" if i == 0 else None)
     ax.axhline(0.0, color="0.6", lw=0.6)
     ax.set_ylim(-20, 20)
     ax.set_xlabel("forward speed v (m/s)")
     ax.set_ylabel("eigenvalue λ (1/s)")
-    ax.legend(fontsize=8)
+    ax.legend()
     cite(fig, "thesis", "Sect. 5.5 (model derived here, parameters chosen)",
          extra="Steady forward motion; eigenvalues of the minimal Jacobian (third procedure). "
                + ("Shaded: self-stable speeds." if ranges else
@@ -333,7 +334,7 @@ def _plot_trend(tr: dict[str, Any], out: Path) -> str:
 
 
 def _plot_inverse_dynamics(study: dict[str, Any], out: Path) -> str:
-    from nhcontrol.plotting.style import cite, new_figure, savefig
+    from nhcontrol.plotting.style import PALETTE, cite, new_figure, savefig
 
     tt, curves = study["_curves"]
     labels = {"k_T": lambda v: f"k_T = {v:g} N m/rad", "nu": lambda v: f"ν = {np.degrees(v):.0f}°"}
@@ -348,7 +349,7 @@ def _plot_inverse_dynamics(study: dict[str, Any], out: Path) -> str:
                 axes[row, col].plot(tt, tau[:, row], label=labels[name](val))
         for row, inp in enumerate(wb.INPUTS):
             axes[row, col].set_ylabel(f"{'τ_B (roll, rear platform)' if row == 0 else 'τ_P (twist)'} (N m)")
-            axes[row, col].legend(fontsize=7)
+            axes[row, col].legend()
         axes[1, col].set_xlabel("time over one period t (s)")
         axes[0, col].set_title("torsion-bar stiffness (τ_B: the three curves coincide)" if name == "k_T"
                                else "caster tilt (both casters)")

@@ -14,7 +14,10 @@ stiff integrator; [`prescribed_motion()`][nhcontrol.simulate.prescribed_motion] 
 that realise prescribed coordinates (inverse dynamics of a partly prescribed motion);
 [`closed_loop_piecewise_linear()`][nhcontrol.simulate.closed_loop_piecewise_linear] closes a
 sampled loop whose controller commands inputs and their rates (the plant sees
-``u(t) = u_k + u̇_k (t − t_k)`` over each sample).
+``u(t) = u_k + u̇_k (t − t_k)`` over each sample);
+[`output_feedback_loop()`][nhcontrol.simulate.output_feedback_loop] closes a sampled loop with
+sensors (the declared outputs), seeded measurement and process noise, an estimator and a
+controller.
 """
 
 from .forward import DEFAULT_BAUMGARTE, ConditioningWarning, forward_dynamics
@@ -23,6 +26,7 @@ from .initial import InitialConditions, consistent_initial_conditions
 from .linear import LinearSimulationResult, simulate_discrete, simulate_ltv
 from .piecewise import PiecewiseLinearLoop, closed_loop_piecewise_linear
 from .nlsys import ConstraintDrift, constraint_drift, to_nlsys
+from .output_feedback import OutputFeedbackResult, output_feedback_loop
 from .prescribed import prescribed_motion
 from .result import SimulationResult, SimulationSamples
 from .turns import turn_simulation
@@ -47,5 +51,7 @@ __all__ = [
     "prescribed_motion",
     "closed_loop_piecewise_linear",
     "PiecewiseLinearLoop",
+    "output_feedback_loop",
+    "OutputFeedbackResult",
     "turn_simulation",
 ]

@@ -121,3 +121,76 @@ def as_breakpoints(breakpoints: ArrayLike | None, t0: float, tf: float,
         raise SimulationInputError(f"breakpoints must be finite times (the jumps of u inside "
                                    f"t_span = [{t0:g}, {tf:g}]), got {bp.tolist()}")
     return np.unique(bp[(bp > t0) & (bp < tf)])
+
+
+def _exact_derivative(u: Any) -> Callable[[float], Any] | None:
+    """The exact time derivative of a piecewise-polynomial input (scipy's ``PPoly`` family -
+    ``CubicSpline``, ``Akima1DInterpolator``, ``PchipInterpolator`` - and ``BSpline`` such as
+    ``make_interp_spline(t, U, k=1)``, the piecewise-linear input), or None."""
+    from scipy.interpolate import BSpline, PPoly
+    if isinstance(u, (PPoly, BSpline)):
+        return u.derivative()
+    return None
+
+
+def input_rates_for(u: Any, ev: ModelEvaluator, t0: float, tf: float,
+                    bps: NDArray[np.float64]) -> Callable[[float], Any] | None:
+    """Rates ``u̇(t)`` of open-loop inputs ``u`` given without ``ud`` when inputs enter the
+    nonholonomic constraints: exact where they can be (a `Reference`'s rates or the derivative
+    of its input interpolant; a scipy spline or piecewise polynomial), None for inputs that are
+    constant between the ``bps`` (zero rates are then right); otherwise `SimulationInputError`
+    naming the inputs, the constraints and the fix (a time-varying ``u(t)`` with ``u̇ = 0`` in
+    the acceleration level ``D ẍ = Q_d − E u̇`` leaves the constraints)."""
+    names = list(ev.inputs)
+    cin = [c for c in getattr(ev.cm, "constraint_inputs", ()) if c in names]
+    if not cin or u is None:
+        return None
+    is_ref = hasattr(u, "ud") and hasattr(u, "sample") and hasattr(u, "breakpoints")
+    if is_ref:
+        if getattr(u, "has_input_rates", True):
+            return u.ud
+        from nhcontrol.reference._timefns import _interp_rate
+        fu = getattr(u, "_fu", None)
+        rate = _interp_rate(fu) if fu is not None else None
+        if rate is not None:
+            return _DerivativeOf(rate, ev.k)
+        f = u.u
+        fix = "build the Reference with its rates: Reference.from_functions(..., u=..., ud=...)"
+    else:
+        d = _exact_derivative(u)
+        if d is not None:
+            return d
+        if not callable(u):
+            return None     # constant inputs: zero rates
+        f = u
+        fix = ("pass ud=lambda t: ... (the exact rates), or give u as a Reference with rates, or as "
+               "a scipy spline that is differentiated exactly (scipy.interpolate.CubicSpline(t, U); "
+               "make_interp_spline(t, U, k=1) for a piecewise-linear input)")
+    edges = np.concatenate([[t0], bps[(bps > t0) & (bps < tf)], [tf]])
+    idx = [names.index(c) for c in cin]
+    for a, b in zip(edges[:-1], edges[1:]):
+        probes = a + (b - a) * np.linspace(0.05, 0.95, 7)
+        vals = np.array([np.asarray(f(float(t)), dtype=float).reshape(-1)[idx] for t in probes])
+        spread = np.abs(vals - vals[0]).max(axis=0)
+        moving = [cin[j] for j in range(len(cin)) if spread[j] > 1e-12 * (1.0 + np.abs(vals[:, j]).max())]
+        if moving:
+            j = cin.index(moving[0])
+            raise SimulationInputError(
+                f"the inputs {moving} enter the nonholonomic constraints of model {ev.name!r} and u(t) "
+                f"changes in time ({moving[0]}({probes[0]:.4g}) = {vals[0, j]:.6g}, "
+                f"{moving[0]}({probes[-1]:.4g}) = {vals[-1, j]:.6g}) but no input rates ud were given: "
+                f"the acceleration level D ẍ = Q_d − E u̇ would take u̇ = 0 and the motion would leave "
+                f"the constraints. Fix: {fix}. (Inputs that only jump: give their jump times as "
+                f"breakpoints=...)")
+    return None
+
+
+class _DerivativeOf:
+    """``t -> (k,)`` from a vectorised time function (picklable)."""
+
+    def __init__(self, f: Callable, k: int) -> None:
+        self.f, self.k = f, k
+
+    def __call__(self, t: float) -> NDArray:
+        return np.asarray(self.f(np.atleast_1d(float(t))), dtype=float).reshape(-1)[: self.k]
+

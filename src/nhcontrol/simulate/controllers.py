@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import re
 from typing import Any, Callable
 
 import control
@@ -14,16 +16,23 @@ from nhcontrol._util.errors import SolverError
 __all__ = ["as_controller"]
 
 
+_DESIRED = re.compile(r"^(xd|ud)\[\d+\]$")
+"""python-control's default names of the desired state and input of
+``control.create_statefbk_iosystem`` (``xd[i]``, ``ud[j]``): zero in deviation coordinates."""
+
+
 class _IOController:
     """``u = u0(t) + y_c`` with ``y_c`` the output of a python-control system driven by the
-    deviation ``lin.deviation(ref, t, x, ẋ)`` (its inputs picked by name)."""
+    deviation ``lin.deviation(ref, t, x, ẋ)`` (its inputs picked by name; the inputs
+    ``xd[i]``, ``ud[j]`` of a ``create_statefbk_iosystem`` controller are held at zero)."""
 
     def __init__(self, sys: Any, lin: Any, ref: Any, idx: list[int], order: list[int], k: int) -> None:
         self.sys, self.lin, self.ref, self.idx, self.order, self.k = sys, lin, ref, idx, order, k
         self.xc = np.zeros(sys.nstates)
 
     def __call__(self, t: float, x: NDArray, xd: NDArray) -> NDArray:
-        y = np.asarray(self.lin.deviation(self.ref, t, x, xd))[self.idx]
+        dev = np.concatenate([np.asarray(self.lin.deviation(self.ref, t, x, xd), dtype=float), [0.0]])
+        y = dev[self.idx]
         out = np.asarray(self.sys.output(t, self.xc, y), dtype=float).reshape(-1)[self.order]
         if self.sys.nstates:
             self.xc = np.asarray(self.sys.dynamics(t, self.xc, y), dtype=float).reshape(-1)
@@ -36,6 +45,13 @@ def as_controller(controller: Any, cm: Any, sample_time: float | None, lineariza
     """Turn ``controller`` into ``(controller(t, x, ẋ), sample_time)`` for ``forward_dynamics``."""
     if controller is None:
         return None, sample_time
+    if _is_tracking_controller(controller):
+        # nhcontrol's controller objects carry their sample time; a run starts afresh
+        dt = float(controller.dt)
+        if sample_time is not None and abs(float(sample_time) - dt) > 1e-12 * dt:
+            raise SolverError(f"sample_time={sample_time} disagrees with the controller's dt = {dt}")
+        controller.reset()
+        return controller, dt
     if isinstance(controller, control.InputOutputSystem):
         return _from_iosystem(controller, cm, sample_time, linearization, reference)
     if not callable(controller):
@@ -53,6 +69,12 @@ def as_controller(controller: Any, cm: Any, sample_time: float | None, lineariza
     return controller, sample_time
 
 
+def _is_tracking_controller(obj: Any) -> bool:
+    """An nhcontrol tracking controller (``design.TrackingController`` protocol, duck-typed)."""
+    return (callable(getattr(obj, "control", None)) and callable(getattr(obj, "to_iosystem", None))
+            and callable(getattr(obj, "reset", None)) and hasattr(obj, "dt"))
+
+
 def _from_iosystem(sys: Any, cm: Any, sample_time: float | None, lin: Any, ref: Any
                    ) -> tuple[Callable[[float, NDArray, NDArray], NDArray], float | None]:
     name = getattr(sys, "name", type(sys).__name__)
@@ -62,11 +84,9 @@ def _from_iosystem(sys: Any, cm: Any, sample_time: float | None, lin: Any, ref: 
                           "reference=ref (x0, ẋ0 and the feed-forward u0)")
     states = list(lin.states)
     ins = list(sys.input_labels)
-    bad = [s for s in ins if s not in states]
+    bad = [s for s in ins if s not in states and not _DESIRED.match(s)]
     if bad:
-        raise SolverError(f"controller {name!r} has inputs {bad} that are not states of the linearization "
-                          f"{states}; name its inputs after the states it reads (e.g. "
-                          "lin.to_statespace(states='reduced').state_labels)")
+        raise SolverError(_mismatch_message(name, bad, states))
     k = int(cm.ninputs)
     outs = list(sys.output_labels)
     if len(outs) != k:
@@ -86,4 +106,25 @@ def _from_iosystem(sys: Any, cm: Any, sample_time: float | None, lin: Any, ref: 
         if sample_time is not None and abs(float(sample_time) - float(dt)) > 1e-12 * float(dt):
             raise SolverError(f"sample_time={sample_time} disagrees with the controller's dt = {dt}")
         sample_time = float(dt)
-    return _IOController(sys, lin, ref, [states.index(s) for s in ins], order, k), sample_time
+    idx = [states.index(s) if s in states else len(states) for s in ins]   # xd[i], ud[j] -> 0
+    return _IOController(sys, lin, ref, idx, order, k), sample_time
+
+
+def _mismatch_message(name: str, bad: list[str], states: list[str]) -> str:
+    """Which controller inputs match no state, the likely intended names, and how to fix it."""
+    hints = []
+    for b in bad:
+        if b.startswith("y_") and b[2:] in states:
+            hints.append(f"{b!r} -> {b[2:]!r} (outputs of to_statespace are named after the states)")
+            continue
+        close = difflib.get_close_matches(b, states, n=1)
+        if close:
+            hints.append(f"{b!r} -> {close[0]!r}?")
+    near = f" Did you mean: {'; '.join(hints)}." if hints else ""
+    return (f"controller {name!r} has inputs {bad} that are neither states of the linearization "
+            f"{states} nor the desired-state/input inputs xd[i], ud[j] of "
+            f"control.create_statefbk_iosystem.{near} The controller reads the deviation "
+            "lin.deviation(ref, t, x, ẋ) by name: design it on sys = lin.to_statespace(states=[...]) "
+            "(any subset of lin.states, e.g. the reduced ones) so that "
+            "control.create_statefbk_iosystem(sys, K) names its inputs after the states, or rename "
+            "its inputs (control.ss(..., inputs=[...]) / sys.update_names(inputs=[...]))")

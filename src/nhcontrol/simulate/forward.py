@@ -20,14 +20,15 @@ from scipy.integrate import BDF, DOP853, RK45, OdeSolution, Radau, solve_ivp
 
 from nhcontrol._util.errors import SimulationInputError, SolverError
 from nhcontrol._util.validation import COND_MAX, as_float_array, readonly
-from nhcontrol.reference._eval import ModelEvaluator
+from nhcontrol._util.work import check_evaluations
+from nhcontrol.reference._eval import ModelEvaluator, clock_offset
 
 from ._dynamics import Dynamics
 from ._inputs import (HeldInput, OnInterval, OpenLoopInput, RightContinuous, as_breakpoints,
                       as_input_function)
 from .controllers import as_controller
 from .result import SimulationResult
-from ._inputs import ConstantInput, UserInput
+from ._inputs import ConstantInput, UserInput, input_rates_for
 
 # The input laws were defined here, underscored, before they moved to _inputs: results pickled
 # then name them under this module, so the old names stay (same attribute layouts).
@@ -49,6 +50,9 @@ INITIAL_TOL = 1e-8
 
 
 DEFAULT_MAX_EVALUATIONS = 2_000_000
+MIN_EVALUATIONS_PER_STEP = {"DOP853": 11, "RK45": 5}
+"""Right-hand-side evaluations of one step of the explicit methods (first-same-as-last
+counted once): the least one integration interval costs (2 for the implicit ones)."""
 """Default work budget of `forward_dynamics`: right-hand-side evaluations (each one kernel call
 and one linear solve; a few minutes on one core for a bicycle-size model)."""
 
@@ -325,8 +329,13 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     ud : (k,) array_like or callable ``ud(t) -> (k,)``, optional
         Rates ``u̇(t)`` of open-loop inputs that enter the nonholonomic constraints
         ``B(x, u) ẋ + b(x, u) = 0``: the acceleration level is ``D ẍ = Q_d − E u̇``
-        (``E = ∂(B ẋ + b)/∂u``). Default: ``u.ud`` when ``u`` is a Reference, else zero
-        (constant inputs). Held inputs (``sample_time``) have ``u̇ = 0`` between the samples;
+        (``E = ∂(B ẋ + b)/∂u``). Default: ``u.ud`` when ``u`` is a Reference (or the exact
+        derivative of its input interpolant); the exact derivative when ``u`` is a scipy
+        piecewise polynomial or spline (``CubicSpline``, ``PchipInterpolator``,
+        ``make_interp_spline(t, U, k=1)`` for piecewise-linear inputs); zero for constant inputs.
+        A callable ``u(t)`` whose inputs in the constraints change between the ``breakpoints``
+        without ``ud`` is refused (`SimulationInputError` naming them): ``u̇ = 0`` would let the
+        motion leave the constraints. Held inputs (``sample_time``) have ``u̇ = 0`` between the samples;
         at each sample where they jump, the velocities are projected onto the new constraints
         ``D(x, u⁺) ẋ + b(x, u⁺) = 0`` by the constraint impulse (`Dynamics.project_velocities`),
         so the constraints hold to round-off after the jump.
@@ -337,8 +346,9 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
         where inputs that enter the nonholonomic constraints jump, the velocities are projected
         onto the new constraints as for held inputs. The samples at ``t_j`` (one each) are
         those after the jump. Times outside ``(t0, tf)`` are ignored. Without them a jump
-        inside an integration step is smoothed over by the step-size control, and after a
-        jump of such inputs the constraints are restored only by Baumgarte stabilisation.
+        inside an integration step is smoothed over by the step-size control; inputs that enter
+        the nonholonomic constraints and change without ``breakpoints`` (and without ``ud``)
+        are refused (see ``ud``).
         Default: ``u.breakpoints`` when ``u`` is a Reference.
 
     Returns
@@ -387,6 +397,13 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     if X0.shape[0] != 1 or XD0.shape[0] != 1:
         raise SimulationInputError(f"x0 and xd0 must be single points of shape ({n},), got "
                           f"{np.shape(x0)} and {np.shape(xd0)}")
+    off = clock_offset(cm, t0, X0[0]) if check_initial else None
+    if off is not None:
+        raise SimulationInputError(
+            f"the clock {off[0]!r} of model {ev.name!r} starts at {off[0]} = {off[1]:.6g} but t0 = "
+            f"{off[2]:.6g}: every rheonomic term would run {off[1] - off[2]:.6g} s off (the clock is "
+            f"the time, {off[0]}(t) = t). Start it at x0[{off[0]!r}] = t0 = {off[2]:.6g}, or give "
+            f"t_span = ({off[1]:.6g}, ...) if that is the time meant (check_initial=False skips this)")
     try:
         alpha, beta = (float(b) for b in baumgarte)
     except (TypeError, ValueError) as exc:
@@ -409,6 +426,14 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                               "controller=... as well (open-loop inputs need no sample_time)")
         if not (math.isfinite(h) and h > 0):
             raise SolverError(f"sample_time must be a positive number of seconds, got {sample_time!r}")
+        # counted before the first interval: every hold interval is at least one step
+        check_evaluations((tf - t0) / h, MIN_EVALUATIONS_PER_STEP.get(str(method), 2),
+                          max_evaluations if isinstance(max_evaluations, int) else None,
+                          f"forward_dynamics(t_span=({t0:g}, {tf:g}), sample_time={h:g}) of model "
+                          f"{getattr(cm, 'name', '?')!r}: {(tf - t0) / h:.6g} hold intervals",
+                          error=SimulationInputError,
+                          hint="shorten t_span, lengthen sample_time, or raise max_evaluations "
+                               "(None: no budget) if a run this long is intended")
     te = None
     if t_eval is not None:
         te = as_float_array(t_eval, "t_eval", ndim=1, error=SolverError)
@@ -438,7 +463,10 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
     if controller is None:
         u_of_t = as_input_function(u, ev, t0)
         seg_law = [("open", u_of_t)]
-        if ud is None and _is_reference(u) and callable(u.ud):
+        if ud is None and rate_inputs:
+            # a Reference's u̇0(t), the exact derivative of a spline, or refused (issue 22)
+            ud = input_rates_for(u, ev, t0, tf, bps)
+        elif ud is None and _is_reference(u) and callable(u.ud):
             ud = u.ud                                            # a Reference's u̇0(t)
         if ud is not None and rate_inputs:
             ud_of_t = as_input_function(ud, ev, t0)

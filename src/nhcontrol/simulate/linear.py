@@ -19,7 +19,9 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.integrate import solve_ivp
 
 from nhcontrol._util.errors import LinearSystemError, SolverError
+from nhcontrol._util.memory import check_allocation
 from nhcontrol._util.validation import as_float_array, check_finite, check_names, readonly
+from nhcontrol._util.work import check_iterations
 
 from .forward import _interval_count
 
@@ -211,6 +213,11 @@ def simulate_discrete(dsys: Any, x0: ArrayLike, controller: Any = None, u: Any =
             raise LinearSystemError("an LTI discrete system (2-D Ad) needs steps=...")
         steps = N
     steps = int(steps)
+    if lti:
+        check_iterations(steps, f"simulate_discrete(steps={steps})", error=LinearSystemError,
+                         hint="simulate fewer steps (a longer sample time, a shorter horizon)")
+        check_allocation(8.0 * (steps + 1) * (n + k), f"simulate_discrete(steps={steps}): states and inputs",
+                         error=LinearSystemError, hint="simulate fewer steps")
     if steps < 0 or (not lti and steps > N):
         raise LinearSystemError(f"steps must be in [0, {N}] for this sequence of {N} matrices, got "
                                 f"{steps}")
@@ -339,6 +346,9 @@ def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None
         h = float(sample_time)
         if not (math.isfinite(h) and h > 0):
             raise LinearSystemError(f"sample_time must be positive, got {sample_time!r}")
+        check_iterations((tf - t0) / h, f"simulate_ltv(t_span=({t0:g}, {tf:g}), sample_time={h:g}): "
+                                        f"{(tf - t0) / h:.6g} hold intervals", error=LinearSystemError,
+                         hint="shorten t_span or lengthen sample_time")
         nseg = _interval_count(tf - t0, h)
         y = x
         for j in range(nseg):

@@ -10,11 +10,11 @@ import control
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from nhcontrol._util.errors import SolverError
+from nhcontrol._util.errors import SimulationInputError, SolverError
 from nhcontrol.reference._eval import ModelEvaluator
 
 from ._dynamics import Dynamics
-from .forward import DEFAULT_BAUMGARTE, _velocity_names
+from .forward import DEFAULT_BAUMGARTE, INITIAL_TOL, _step_interval, _velocity_names
 
 __all__ = ["to_nlsys", "ConstraintDrift", "constraint_drift"]
 
@@ -24,12 +24,71 @@ class _Plant:
 
     def __init__(self, dyn: Dynamics, n: int, k: int) -> None:
         self.dyn, self.n, self.k = dyn, n, k
+        self.t_first: float | None = None   # earliest time seen: a call at or before it starts a run
 
     def update(self, t: float, state: NDArray, u: NDArray, params: Any = None) -> NDArray:
         n = self.n
         x, xd = np.asarray(state[:n], dtype=float), np.asarray(state[n:], dtype=float)
         uu = np.asarray(u, dtype=float).reshape(self.k) if self.k else None
+        if self.t_first is None or float(t) <= self.t_first:
+            self.t_first = float(t)
+            if not (isinstance(params, Mapping) and params.get("check_initial") is False):
+                self._check_start(float(t), x, xd, uu)
         return np.concatenate([xd, self.dyn.accel(float(t), x, xd, uu)[:n]])
+
+    def _check_start(self, t: float, x: NDArray, xd: NDArray, u: NDArray | None) -> None:
+        """The first state of a run must lie on the constraint manifold (issue 22)."""
+        out = self.dyn.stacked(x[None], xd[None], None if u is None else u[None], None)
+        ev = self.dyn.ev
+        names = list(ev.constraints)
+        C = np.abs(np.asarray(out["C"])[0])
+        V = np.abs(np.asarray(out["Dxd"])[0])
+        if np.all(C <= INITIAL_TOL) and np.all(V <= INITIAL_TOL):
+            return
+        worst = [f"|C| = {C[i]:.3g} in {names[i]!r}" for i in np.flatnonzero(C > INITIAL_TOL)[:3]]
+        worst += [f"|D ẋ + b| = {V[i]:.3g} in {names[i]!r}" for i in np.flatnonzero(V > INITIAL_TOL)[:3]]
+        raise SimulationInputError(
+            f"the state of the python-control plant of model {ev.name!r} at t = {t:.6g} (the start of "
+            f"the run) violates the constraints: {', '.join(worst)} (tolerance {INITIAL_TOL:g}); "
+            f"Baumgarte stabilisation would pull the motion back, so the response is not the motion "
+            f"you asked for. Start from a consistent state: ic = "
+            f"nhcontrol.simulate.consistent_initial_conditions(cm, x0, xd0, ...); X0 = "
+            f"np.concatenate([ic.x, ic.xd]) (or pass params={{'check_initial': False}} to "
+            f"input_output_response to start off the manifold on purpose)")
+
+
+class _SampledPlant:
+    """One sample ``h`` of Eq. (2.119) with the input held: ``[x; ẋ]_{k+1} = F([x; ẋ]_k, u_k)``.
+
+    Pure (no memory between calls): every call integrates ``[t, t + h]`` from scratch with the
+    stepper of ``forward_dynamics`` (DOP853 by default). When inputs enter the constraints the
+    velocities are first projected onto the constraints of the held input (the impulsive form
+    of Eq. (2.119), as ``forward_dynamics`` does at an input jump).
+    """
+
+    def __init__(self, dyn: Dynamics, n: int, k: int, h: float, method: str, rtol: float,
+                 atol: float, project: bool, name: str) -> None:
+        self.dyn, self.n, self.k, self.h = dyn, n, k, h
+        self.method, self.rtol, self.atol, self.project, self.name = method, rtol, atol, project, name
+
+    def update(self, t: float, state: NDArray, u: NDArray, params: Any = None) -> NDArray:
+        n, k = self.n, self.k
+        y = np.asarray(state, dtype=float).reshape(2 * n).copy()
+        uu = np.asarray(u, dtype=float).reshape(k).copy() if k else None
+        if self.project and uu is not None:
+            y[n:] = self.dyn.project_velocities(y[:n], y[n:], uu)
+        dyn = self.dyn
+
+        def rhs(tt: float, yy: NDArray) -> NDArray:
+            return np.concatenate([yy[n:], dyn.accel(tt, yy[:n], yy[n:], uu)[:n]])
+
+        a = float(t)
+        sol = _step_interval(self.method, rhs, a, a + self.h, y, rtol=self.rtol, atol=self.atol,
+                             max_step=np.inf, first=None, dense=False, model_name=self.name)
+        return sol.y[:, -1].copy()
+
+
+_SAMPLED_METHODS = ("DOP853", "RK45", "Radau", "BDF")
 
 
 class _Outputs:
@@ -42,8 +101,10 @@ class _Outputs:
 
 def to_nlsys(cm: Any, *, p: ArrayLike | Mapping[str, float] | None = None,
              outputs: Sequence[str] | None = None, name: str | None = None,
-             baumgarte: tuple[float, float] = DEFAULT_BAUMGARTE) -> control.NonlinearIOSystem:
-    """The nonlinear model as a python-control ``NonlinearIOSystem``.
+             baumgarte: tuple[float, float] = DEFAULT_BAUMGARTE, dt: float | None = None,
+             method: str = "DOP853", rtol: float = 1e-10,
+             atol: float = 1e-12) -> control.NonlinearIOSystem:
+    """The nonlinear model as a python-control ``NonlinearIOSystem`` (continuous or sampled).
 
     The states are ``[x; ẋ]`` named after the coordinates and their velocities
     (``<coordinate>_d``, as `LinearizationResult.states`); the inputs are ``cm.inputs``;
@@ -61,18 +122,36 @@ def to_nlsys(cm: Any, *, p: ArrayLike | Mapping[str, float] | None = None,
         System name (default: the model's name).
     baumgarte : (float, float)
         ``(α, β)`` in 1/s (thesis ``β_e``, ``γ_e``).
+    dt : float, optional
+        Sample time ``h`` [s]. When given, the result is the *sampled* plant, a discrete-time
+        system (``sys.dt == h``) whose update is the nonlinear model integrated over one sample
+        with the input held (zero-order hold),
+        ``[x; ẋ]_{k+1} = F([x; ẋ]_k, u_k)``; when inputs enter the constraints the velocities
+        are first projected onto the constraints of the held input (as
+        [`forward_dynamics()`][nhcontrol.simulate.forward_dynamics] does at an input jump).
+        python-control interconnects it with discrete controllers of the same ``dt`` (e.g. the
+        ``to_iosystem()`` of nhcontrol's controllers); the loop then matches
+        ``forward_dynamics(..., controller=..., sample_time=h)`` to the integration tolerance.
+    method : {"DOP853", "RK45", "Radau", "BDF"}
+        Integrator of the sampled plant (``dt`` given).
+    rtol, atol : float
+        Its tolerances.
 
     Returns
     -------
     control.NonlinearIOSystem
         Usable in ``control.interconnect`` and ``control.input_output_response``; check the
         constraint drift of a response with
-        [`constraint_drift()`][nhcontrol.simulate.constraint_drift].
+        [`constraint_drift()`][nhcontrol.simulate.constraint_drift]. The first call of a run
+        (the earliest time seen) checks that the state lies on the constraint manifold (to
+        1e-8) and raises `SimulationInputError` naming the violated constraints otherwise;
+        start from [`consistent_initial_conditions()`][nhcontrol.simulate.consistent_initial_conditions],
+        or pass ``params={"check_initial": False}`` to start off the manifold on purpose.
 
     Raises
     ------
     SolverError
-        For unknown output names.
+        For unknown output names, a non-positive ``dt`` or an unknown ``method``.
 
     Examples
     --------
@@ -89,10 +168,25 @@ def to_nlsys(cm: Any, *, p: ArrayLike | Mapping[str, float] | None = None,
     bad = [o for o in outs if o not in states]
     if bad:
         raise SolverError(f"outputs {bad} are not states of {cm.name!r}; valid names are {states}")
-    plant = _Plant(Dynamics(ev, *baumgarte), n, k)
-    return control.nlsys(plant.update, _Outputs([states.index(o) for o in outs]),
-                         states=states, inputs=list(cm.inputs), outputs=outs,
-                         name=name or str(cm.name))
+    out_fn = _Outputs([states.index(o) for o in outs])
+    if dt is None:
+        plant = _Plant(Dynamics(ev, *baumgarte), n, k)
+        return control.nlsys(plant.update, out_fn, states=states, inputs=list(cm.inputs),
+                             outputs=outs, name=name or str(cm.name))
+    try:
+        h = float(dt)
+    except (TypeError, ValueError) as exc:
+        raise SolverError(f"dt must be a positive sample time in seconds, got {dt!r}") from exc
+    if isinstance(dt, bool) or not (np.isfinite(h) and h > 0):
+        raise SolverError(f"dt must be a positive sample time in seconds, got {dt!r}")
+    if method not in _SAMPLED_METHODS:
+        raise SolverError(f"method must be one of {list(_SAMPLED_METHODS)} for the sampled plant, "
+                          f"got {method!r}")
+    project = bool(getattr(cm, "constraint_inputs", ())) and k > 0
+    sampled = _SampledPlant(Dynamics(ev, *baumgarte), n, k, h, method, float(rtol), float(atol),
+                            project, ev.name)
+    return control.nlsys(sampled.update, out_fn, states=states, inputs=list(cm.inputs),
+                         outputs=outs, name=name or str(cm.name), dt=h)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ such an input continuous and its rate exactly the commanded one.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -17,9 +18,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from nhcontrol._util.errors import SimulationInputError
+from nhcontrol._util.errors import SimulationInputError, SolverError
+from nhcontrol._util.memory import check_allocation
+from nhcontrol._util.work import check_evaluations
 
-from .forward import forward_dynamics
+from .controllers import _is_tracking_controller
+from .forward import DEFAULT_MAX_EVALUATIONS, MIN_EVALUATIONS_PER_STEP, forward_dynamics
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -72,7 +76,8 @@ def closed_loop_piecewise_linear(
         cm: CompiledModel, law: Callable[[int, float, NDArray, NDArray, NDArray], tuple[ArrayLike, ArrayLike]],
         t_final: float, x0: ArrayLike, xd0: ArrayLike, u0: ArrayLike, *, sample_time: float,
         p: dict | None = None, rtol: float = 1e-8, atol: float = 1e-10,
-        points_per_step: int = 4) -> PiecewiseLinearLoop:
+        points_per_step: int = 4, max_evaluations: int | None = DEFAULT_MAX_EVALUATIONS,
+        time_limit: float | None = None) -> PiecewiseLinearLoop:
     """Sampled closed loop whose controller commands inputs *and* their rates.
 
     At ``t_k = k h`` the law ``law(k, t_k, x, xd, u_now) -> (u_k, u̇_k)`` sees the state and the
@@ -90,8 +95,11 @@ def closed_loop_piecewise_linear(
     Parameters
     ----------
     cm : CompiledModel
-    law : callable
-        ``law(k, t_k, x (n,), xd (n,), u_now (k,)) -> (u_k (k,), u̇_k (k,))``.
+    law : callable or TrackingController
+        ``law(k, t_k, x (n,), xd (n,), u_now (k,)) -> (u_k (k,), u̇_k (k,))``; or one of
+        nhcontrol's controller objects (``nhcontrol.design.TrackingController``: held inputs,
+        ``u_k = ctrl.control(t_k, [x; ẋ])``, ``u̇_k = 0``; its ``dt`` must equal
+        ``sample_time``; it is reset first).
     t_final : float
         End time [s]; ``round(t_final / h)`` samples are taken.
     x0, xd0 : (n,) array_like
@@ -106,6 +114,14 @@ def closed_loop_piecewise_linear(
         Integration tolerances.
     points_per_step : int
         Output points per sample (plus the shared end point).
+    max_evaluations : int or None, default `DEFAULT_MAX_EVALUATIONS`
+        Work budget of the whole loop in right-hand-side evaluations. Counted before the first
+        sample (every sample costs at least one DOP853 step, 11 evaluations), projected from the
+        rate of the samples done (after 3 samples), and passed on to each sample's
+        ``forward_dynamics``. None: no budget (then only ``$NHCONTROL_MAX_ITERATIONS`` samples
+        at most).
+    time_limit : float or None
+        Wall-time limit of the whole loop [s].
 
     Returns
     -------
@@ -114,16 +130,50 @@ def closed_loop_piecewise_linear(
     Raises
     ------
     SimulationInputError
-        A non-positive ``sample_time`` or ``t_final`` shorter than one sample, or ``law``
-        returning arrays of the wrong shape.
+        A non-positive ``sample_time`` or ``t_final`` shorter than one sample, ``law``
+        returning arrays of the wrong shape, or a loop longer than the work budget allows
+        (counted before it starts: ``t_final = 1e9, sample_time = 1e-3`` is refused at once).
+    SolverError
+        The budget or the time limit runs out during the loop (the message says how far it got).
     """
     h = float(sample_time)
     if not (math.isfinite(h) and h > 0):
         raise SimulationInputError(f"sample_time must be a positive number of seconds, got {sample_time!r}")
-    nsteps = int(round(float(t_final) / h))
+    try:
+        tfin = float(t_final)
+    except (TypeError, ValueError) as exc:
+        raise SimulationInputError(f"t_final must be a number of seconds, got {t_final!r}") from exc
+    if not math.isfinite(tfin):
+        raise SimulationInputError(f"t_final must be finite, got {t_final!r}")
+    if max_evaluations is not None and (isinstance(max_evaluations, bool) or not isinstance(max_evaluations, int)
+                                        or max_evaluations < 1):
+        raise SimulationInputError(f"max_evaluations must be a positive integer or None, got {max_evaluations!r}")
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and math.isfinite(time_limit)
+                                       and time_limit > 0):
+        raise SimulationInputError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
+    what = (f"closed_loop_piecewise_linear(t_final={tfin:g}, sample_time={h:g}) of model "
+            f"{getattr(cm, 'name', '?')!r}: {tfin / h:.6g} samples")
+    fix = ("shorten t_final, lengthen sample_time, or raise max_evaluations (None: no budget) if a loop "
+           "this long is intended")
+    check_evaluations(tfin / h, MIN_EVALUATIONS_PER_STEP["DOP853"], max_evaluations, what,
+                      error=SimulationInputError, hint=fix)
+    if _is_tracking_controller(law):
+        ctrl = law
+        if abs(float(ctrl.dt) - h) > 1e-12 * h:
+            raise SimulationInputError(f"sample_time={h} disagrees with the controller's dt = {ctrl.dt}")
+        ctrl.reset()
+
+        def law(k: int, t: float, x: NDArray, xd: NDArray, u_now: NDArray) -> tuple:
+            u = np.asarray(ctrl.control(t, np.concatenate([x, xd])), dtype=float)
+            return u, np.zeros_like(u)
+    nsteps = int(round(tfin / h))
     if nsteps < 1:
         raise SimulationInputError(f"t_final = {t_final!r} is shorter than one sample (h = {h:g} s); "
                           "give t_final >= sample_time")
+    check_allocation(8.0 * nsteps * (points_per_step + 1) * (2 * len(cm.coordinates) + 2 * len(cm.inputs) + 1),
+                     what + " (the outputs)", error=SimulationInputError, hint=fix)
+    start = time.perf_counter()
+    used = 0
     x, xd = np.asarray(x0, dtype=float), np.asarray(xd0, dtype=float)
     u_now = np.asarray(u0, dtype=float)
     k_in = len(cm.inputs)
@@ -136,8 +186,20 @@ def closed_loop_piecewise_linear(
                               f"({k_in},) (inputs {list(cm.inputs)}), got {u_k.shape} and "
                               f"{ud_k.shape} at t = {t:.6g}")
         ramp = _Ramp(t, u_k, ud_k)
+        left = None if max_evaluations is None else max(1, max_evaluations - used)
+        tleft = None if time_limit is None else time_limit - (time.perf_counter() - start)
+        if tleft is not None and tleft <= 0:
+            raise SolverError(f"{what}: the wall-time limit time_limit={time_limit:g} s is reached at "
+                              f"sample {k} of {nsteps} (t = {t:.6g}); raise time_limit or shorten t_final")
         sim = forward_dynamics(cm, (t, t + h), x, xd, u=ramp.u, ud=ramp.ud, p=p, rtol=rtol,
-                               atol=atol, t_eval=np.linspace(t, t + h, points_per_step + 1))
+                               atol=atol, t_eval=np.linspace(t, t + h, points_per_step + 1),
+                               max_evaluations=left, time_limit=tleft)
+        used += int(sim.nfev)
+        if max_evaluations is not None and k >= 2 and used / (k + 1) * nsteps > max_evaluations:
+            raise SolverError(f"{what}: at the rate of the first {k + 1} samples ({used / (k + 1):.3g} "
+                              f"right-hand-side evaluations each) the loop needs about "
+                              f"{used / (k + 1) * nsteps:.3g}, more than max_evaluations={max_evaluations}; "
+                              f"{fix}")
         keep = slice(None) if k == nsteps - 1 else slice(0, -1)
         tk = np.asarray(sim.t)[keep]
         ts.append(tk)

@@ -21,8 +21,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError
 from .._util.memory import check_allocation
+from .._util.reprs import html_table, short_names as _short
 from .._util.validation import as_float_array, check_finite, check_names, readonly
-from .ltv import _output_map
+from .ltv import SELECT_RTOL, _check_decoupled, _output_map, _pick, _select_outputs
 
 __all__ = ["DiscreteLTV"]
 
@@ -51,6 +52,12 @@ class DiscreteLTV:
         outputs are the states).
     outputs : sequence of str, optional
         Output names (default: the state names for ``C = I``, else ``y[i]``).
+    D : (p, k) array_like, optional
+        Constant feed-through of ``y[k] = C x[k] + D u[k]`` (default zero).
+    Ck, Dk : (N + 1, p, n), (N + 1, p, k) array_like, optional
+        Time-varying output matrices at the samples ``t_k`` (``y[k] = Ck[k] x[k] + Dk[k] u[k]``,
+        e.g. the sampled ``C(t)``, ``D(t)`` of declared outputs); ``C`` and ``D`` must then be
+        omitted (read them with `output_matrices()`).
     breakpoints : tuple of float, default ()
         Jump times of the continuous ``A(t)``, ``B(t)`` on the grid's interval
         (``LTVSystem.breakpoints``): `discretize()` integrates a step that contains one in
@@ -87,6 +94,9 @@ class DiscreteLTV:
     C: NDArray[np.float64] | None = field(default=None, repr=False)
     outputs: tuple[str, ...] | None = None
     breakpoints: tuple[float, ...] = ()
+    D: NDArray[np.float64] | None = field(default=None, repr=False)
+    Ck: NDArray[np.float64] | None = field(default=None, repr=False)
+    Dk: NDArray[np.float64] | None = field(default=None, repr=False)
     times: NDArray[np.float64] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -118,9 +128,37 @@ class DiscreteLTV:
         object.__setattr__(self, "t0", t0)
         object.__setattr__(self, "states", states)
         object.__setattr__(self, "inputs", inputs)
-        Cm, outs = _output_map(self.C, self.outputs, states)
-        object.__setattr__(self, "C", Cm)
-        object.__setattr__(self, "outputs", outs)
+        k = Bd.shape[2]
+        if self.Ck is not None:
+            if self.C is not None or self.D is not None:
+                raise LinearSystemError("give either constant outputs (C, D) or time-varying ones "
+                                        "(Ck, Dk), not both")
+            Ck = as_float_array(self.Ck, "Ck", ndim=3)
+            if Ck.shape[0] != N + 1 or Ck.shape[2] != n:
+                raise LinearSystemError(f"Ck must have shape (N + 1, p, n) = ({N + 1}, p, {n}) "
+                                        f"(one output matrix per sample), got {Ck.shape}")
+            Dk = (np.zeros((N + 1, Ck.shape[1], k)) if self.Dk is None
+                  else as_float_array(self.Dk, "Dk", ndim=3))
+            if Dk.shape != (N + 1, Ck.shape[1], k):
+                raise LinearSystemError(f"Dk must have shape (N + 1, p, k) = ({N + 1}, "
+                                        f"{Ck.shape[1]}, {k}), got {Dk.shape}")
+            check_finite(Ck, "Ck")
+            check_finite(Dk, "Dk")
+            _, outs = _output_map(Ck[0], self.outputs, states)
+            object.__setattr__(self, "Ck", readonly(np.array(Ck)))
+            object.__setattr__(self, "Dk", readonly(np.array(Dk)))
+            object.__setattr__(self, "outputs", outs)
+        else:
+            if self.Dk is not None:
+                raise LinearSystemError("Dk needs Ck (time-varying output matrices)")
+            Cm, outs = _output_map(self.C, self.outputs, states)
+            object.__setattr__(self, "C", Cm)
+            object.__setattr__(self, "outputs", outs)
+            Dm = np.zeros((Cm.shape[0], k)) if self.D is None else as_float_array(self.D, "D")
+            if Dm.shape != (Cm.shape[0], k):
+                raise LinearSystemError(f"D must have shape (p, k) = ({Cm.shape[0]}, {k}), got {Dm.shape}")
+            check_finite(Dm, "D")
+            object.__setattr__(self, "D", readonly(np.array(Dm, dtype=float)))
         if self.period_steps is not None:
             object.__setattr__(self, "period_steps", int(self.period_steps))
         bp = as_float_array(self.breakpoints, "breakpoints").reshape(-1)
@@ -235,7 +273,12 @@ class DiscreteLTV:
         """Save to ``path`` (``.npz``: ``Ad``, ``Bd`` and JSON metadata); see `load()`."""
         from .._util.storage import save_npz
 
-        return save_npz(path, "DiscreteLTV", {"Ad": self.Ad, "Bd": self.Bd, "C": self.C},
+        arrays = {"Ad": self.Ad, "Bd": self.Bd}
+        if self.Ck is None:
+            arrays.update(C=self.C, D=self.D)
+        else:
+            arrays.update(Ck=self.Ck, Dk=self.Dk)
+        return save_npz(path, "DiscreteLTV", arrays,
                         {"dt": float(self.dt), "t0": float(self.t0), "period_steps": self.period_steps,
                          "states": None if self.states is None else list(self.states),
                          "inputs": None if self.inputs is None else list(self.inputs),
@@ -251,7 +294,8 @@ class DiscreteLTV:
         return cls(arr["Ad"], arr["Bd"], m["dt"], m["t0"], None if m["states"] is None else tuple(m["states"]),
                    None if m["inputs"] is None else tuple(m["inputs"]), period_steps=m["period_steps"],
                    C=arr.get("C"), outputs=None if m.get("outputs") is None else tuple(m["outputs"]),
-                   breakpoints=tuple(m.get("breakpoints", ())))
+                   breakpoints=tuple(m.get("breakpoints", ())), D=arr.get("D"), Ck=arr.get("Ck"),
+                   Dk=arr.get("Dk"))
 
     # python-control conventions (``StateSpace`` names): C = I, the outputs are the states
     @property
@@ -272,11 +316,32 @@ class DiscreteLTV:
     @property
     def noutputs(self) -> int:
         """Number of outputs ``p`` (``= nstates`` when ``C = I``)."""
-        return int(self.C.shape[0])
+        return int(self.Ck.shape[1] if self.Ck is not None else self.C.shape[0])
+
+    @property
+    def outputs_constant(self) -> bool:
+        """``True`` when the output matrices do not change from sample to sample."""
+        return self.Ck is None
+
+    def output_matrices(self, k: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(C_k, D_k)`` of ``y[k] = C_k x[k] + D_k u[k]`` at sample ``k`` (``0 <= k <= N``)."""
+        kk = int(k)
+        if kk != k or not (0 <= kk <= self.nsteps):
+            raise LinearSystemError(f"sample index must be an integer in [0, {self.nsteps}], got {k!r}")
+        if self.Ck is None:
+            return self.C, self.D
+        return self.Ck[kk], self.Dk[kk]
 
     def output(self, X: ArrayLike) -> NDArray[np.float64]:
-        """``y = C x`` for states ``X`` of shape (n,) or (N, n) (e.g. from [`simulate()`][nhcontrol.simulate])."""
-        return np.asarray(X, dtype=float) @ self.C.T
+        """``y = C x`` for states ``X`` of shape (n,) or (N, n) (e.g. from [`simulate()`][nhcontrol.simulate]);
+        with time-varying outputs ``X`` must be (N + 1, n) (``y[k] = C_k x[k]``)."""
+        X = np.asarray(X, dtype=float)
+        if self.Ck is None:
+            return X @ self.C.T
+        if X.shape != (self.nsteps + 1, self.nstates):
+            raise LinearSystemError(f"with time-varying outputs X must have shape (N + 1, n) = "
+                                    f"({self.nsteps + 1}, {self.nstates}), got {X.shape}")
+        return np.einsum("kpn,kn->kp", self.Ck, X)
 
     def isdtime(self, strict: bool = False) -> bool:
         """True: a discrete-time system with sampling time `dt` (python-control's ``isdtime``)."""
@@ -306,7 +371,8 @@ class DiscreteLTV:
             With ``dt`` set and the state/input names.
         """
         kk = self._index(k)
-        return control.ss(self.Ad[kk], self.Bd[kk], self.C, np.zeros((self.noutputs, self.ninputs)), self.dt,
+        Ck, Dk = self.output_matrices(kk)
+        return control.ss(self.Ad[kk], self.Bd[kk], Ck, Dk, self.dt,
                           states=list(self.states), inputs=list(self.inputs),
                           outputs=list(self.outputs))
 
@@ -360,9 +426,45 @@ class DiscreteLTV:
             raise LinearSystemError(f"step index must be an integer in [-{N}, {N}), got {k!r}")
         return kk % N
 
+    def select(self, states: Sequence[str] | None = None, outputs: Sequence[str] | None = None,
+               inputs: Sequence[str] | None = None, *, rtol: float = SELECT_RTOL) -> "DiscreteLTV":
+        """The sequences on chosen states, outputs and inputs, picked by name (as
+        [`LTVSystem.select()`][nhcontrol.systems.LTVSystem.select]).
+
+        ``Ad[k][kept, dropped]`` must vanish at every step (else the coupling is named); dropped
+        inputs are held at zero; an output may not read a dropped state.
+        """
+        keep = _pick("states", states, self.states)
+        ukeep = _pick("inputs", inputs, self.inputs)
+        drop = [i for i in range(self.nstates) if i not in keep]
+        if drop:
+            blk = np.abs(self.Ad[:, keep][:, :, drop])
+            worst = int(np.argmax(blk.max(axis=(1, 2)))) if blk.size else 0
+            _check_decoupled(self.Ad[worst], keep, drop, self.states, rtol, f"at step {worst}")
+        identity = bool(self.C.shape[0] == self.nstates and np.array_equal(self.C, np.eye(self.nstates))
+                        and tuple(self.outputs) == tuple(self.states))
+        C, onames = _select_outputs(self.C, self.outputs, self.states, keep, drop, outputs, identity)
+        ix, ju = np.asarray(keep), np.asarray(ukeep, dtype=int)
+        return DiscreteLTV(self.Ad[:, ix[:, None], ix], self.Bd[:, ix[:, None], ju], self.dt, self.t0,
+                           tuple(self.states[i] for i in keep), tuple(self.inputs[j] for j in ukeep),
+                           period_steps=self.period_steps, C=C,
+                           outputs=None if onames is None else tuple(onames),
+                           breakpoints=self.breakpoints)
+
     def __repr__(self) -> str:
-        return (f"DiscreteLTV(nstates={self.nstates}, ninputs={self.ninputs}, nsteps={self.nsteps}, "
-                f"dt={self.dt!r}, t0={self.t0!r}, period_steps={self.period_steps!r})")
+        per = f", period_steps={self.period_steps}" if self.period_steps else ""
+        outs = ("" if tuple(self.outputs) == tuple(self.states) and self.C.shape[0] == self.nstates
+                else f", outputs={_short(self.outputs)}")
+        rho = float(np.max(np.abs(np.linalg.eigvals(self.Ad[0])))) if self.nstates else 0.0
+        return (f"<DiscreteLTV {self.nsteps} steps of dt={self.dt:g} from t0={self.t0:g}: "
+                f"{self.nstates} states {_short(self.states)}, {self.ninputs} inputs "
+                f"{_short(self.inputs)}{outs}{per}, spectral radius of Ad[0] {rho:.4g}>")
+
+    def _repr_html_(self) -> str:
+        rows = [("steps", f"{self.nsteps} × dt = {self.dt:g} from t0 = {self.t0:g}"),
+                ("states", ", ".join(self.states)), ("inputs", ", ".join(self.inputs)),
+                ("outputs", ", ".join(self.outputs)), ("period_steps", str(self.period_steps))]
+        return html_table(f"DiscreteLTV ({self.nstates} states, {self.ninputs} inputs)", rows)
 
 
 def _check_steps(steps: object) -> int:

@@ -161,8 +161,10 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
                      hint="use fewer steps or a larger dt (a periodic system needs one period only)")
     if s.is_constant:
         Ad, Bd = _zoh_lti(s.A(t0f), s.B(t0f), dtf)
-        return DiscreteLTV.from_lti(Ad, Bd, dtf, N, t0=t0f, states=s.states, inputs=s.inputs,
-                                    C=s.C, outputs=s.outputs)
+        out = DiscreteLTV.from_lti(Ad, Bd, dtf, N, t0=t0f, states=s.states, inputs=s.inputs,
+                                   C=s.C if s.outputs_constant else None,
+                                   outputs=s.outputs if s.outputs_constant else None)
+        return _with_outputs(out, s)
     bps = np.asarray(s.breakpoints, dtype=float)
     bps = bps[(bps >= t0f) & (bps <= t0f + N * dtf)]
     if bps.size:
@@ -186,9 +188,24 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
         reps = -(-N // nint)
         Ad = np.tile(Ad, (reps, 1, 1))[:N]
         Bd = np.tile(Bd, (reps, 1, 1))[:N]
-    return DiscreteLTV(Ad, Bd, dtf, t0f, s.states, s.inputs,
-                       period_steps=p_steps if p_steps is not None and p_steps <= N else None,
-                       C=s.C, outputs=s.outputs, breakpoints=tuple(bps.tolist()))
+    out = DiscreteLTV(Ad, Bd, dtf, t0f, s.states, s.inputs,
+                      period_steps=p_steps if p_steps is not None and p_steps <= N else None,
+                      C=s.C if s.outputs_constant else None,
+                      outputs=s.outputs if s.outputs_constant else None,
+                      breakpoints=tuple(bps.tolist()))
+    return _with_outputs(out, s)
+
+
+def _with_outputs(d: DiscreteLTV, s: LTVSystem) -> DiscreteLTV:
+    """``d`` with the output map of ``s``: its constant ``D``, or ``C(t_k)``, ``D(t_k)`` sampled
+    at the ``N + 1`` grid times when the outputs vary with time."""
+    from dataclasses import replace
+
+    if s.outputs_constant:
+        D = s.D
+        return d if not np.any(D) else replace(d, D=D)
+    Ck, Dk = s.output_matrices(np.asarray(d.times))
+    return replace(d, C=None, D=None, Ck=Ck, Dk=Dk, outputs=s.outputs)
 
 
 class _OneSided:

@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import make_interp_spline
 
 from .._util.errors import LinearSystemError, LinearSystemTypeError, TimeRangeError
+from .._util.reprs import html_table, short_names as _short
 from .._util.validation import as_float_array, check_finite, check_names, readonly
 
 __all__ = ["LTVSystem", "as_ltv", "DerivativeMethod"]
@@ -42,6 +43,11 @@ SPECTRAL_MAX_SAMPLES = 4096
 """Largest number of samples per period used for spectral differentiation."""
 SPECTRAL_TAIL_RTOL = 1e-13
 """Relative size of the discarded Fourier tail accepted by spectral differentiation."""
+
+
+SELECT_RTOL = 1e-10
+"""Relative size below which ``A[kept, dropped]`` counts as zero in `LTVSystem.select()` and
+`DiscreteLTV.select()`."""
 
 
 class LTVSystem:
@@ -68,9 +74,12 @@ class LTVSystem:
     vectorized : bool, default False
         ``True`` when ``A(ts)``/``B(ts)`` (and ``dA``, ``dB``) accept an array ``ts`` of shape
         (N,) and return (N, n, n)/(N, n, k); speeds up discretization and derivatives.
-    C : (p, n) array_like, optional
-        Constant output matrix of ``y = C x`` (``D = 0``); default the identity (the outputs are
-        the states), as python-control's ``ss(A, B, I, 0)``.
+    C : (p, n) array_like or callable ``t -> (p, n)``, optional
+        Output matrix of ``y = C(t) x + D(t) u``; default the identity (the outputs are
+        the states), as python-control's ``ss(A, B, I, 0)``. A callable gives time-varying
+        outputs (read them with `output_matrices()`; the property `C` is then refused).
+    D : (p, k) array_like or callable ``t -> (p, k)``, optional
+        Feed-through of the outputs (default zero).
     outputs : sequence of str, optional
         Output names (default: the state names when ``C`` is the identity, else ``y[i]``).
     breakpoints : (J,) array_like, optional
@@ -113,7 +122,8 @@ class LTVSystem:
                  dB: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
                  vectorized: bool = False, C: ArrayLike | None = None,
                  outputs: Sequence[str] | None = None,
-                 breakpoints: ArrayLike | None = None) -> None:
+                 breakpoints: ArrayLike | None = None,
+                 D: MatrixFunction | ArrayLike | None = None) -> None:
         self._t_range = _check_t_range(t_range)
         self._period = _check_period(period)
         self._breakpoints = _check_breakpoints(breakpoints, self._t_range)
@@ -139,7 +149,7 @@ class LTVSystem:
         self._n, self._k = n, B0.shape[1]
         self._states = check_names(states, n, "states", "x")
         self._inputs = check_names(inputs, self._k, "inputs", "u")
-        self._C, self._outputs = _output_map(C, outputs, self._states)
+        self._set_outputs(C, D, outputs, probe)
         if const_A:
             A0 = readonly(np.array(A0))
         if const_B:
@@ -255,7 +265,8 @@ class LTVSystem:
                            dA: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
                            dB: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
                            input_states: bool = False,
-                           breakpoints: ArrayLike | None = None) -> "LTVSystem":
+                           breakpoints: ArrayLike | None = None,
+                           outputs: Literal["states", "declared"] = "states") -> "LTVSystem":
         """LTV system ``A(t)``, ``B(t)`` of [`nhcontrol.linearize()`][nhcontrol.linearize] along a reference.
 
         Every evaluation of ``A(t)`` or ``B(t)`` runs the third numerical procedure (thesis
@@ -301,6 +312,11 @@ class LTVSystem:
             (``is_constant``) with the matrices at the probe time. Its ``breakpoints`` are
             the reference's (inside ``t_range``): `simulate_ltv()` and `discretize()` use
             them by default.
+        outputs : {"states", "declared"}, default "states"
+            ``"declared"``: the outputs are the model's declared outputs
+            (`MultibodySystem.add_output`) with the time-varying ``C(t)``, ``D(t)`` of the
+            same linearization (`LinearizationResult.C`, `LinearizationResult.D`); with
+            ``input_states`` the rate inputs' columns of ``D`` move to ``C``.
 
         Raises
         ------
@@ -319,6 +335,14 @@ class LTVSystem:
             partition = Partition.from_dict(partition)
         first = linearize(cm, ref, partition, t=probe, check=True)
         states, inputs = list(first.states), list(first.inputs)
+        if outputs not in ("states", "declared"):
+            raise LinearSystemError(f"outputs must be 'states' or 'declared', got {outputs!r}")
+        declared = outputs == "declared"
+        if declared and first.C is None:
+            raise LinearSystemError(
+                f"model {getattr(cm, 'name', '?')!r} declares no outputs: outputs='declared' needs "
+                "sensors added with MultibodySystem.add_output(name, expr) before compiling")
+        out_names = list(first.outputs) if declared else None
         rate_inputs = tuple(getattr(cm, "constraint_inputs", ()) or ())
         if rate_inputs and not input_states:
             raise LinearSystemError(
@@ -333,13 +357,23 @@ class LTVSystem:
             f = res.input_state_form(rate_inputs)
             return f.A, f.B
 
+        def out_form(res: Any) -> tuple[Any, Any]:
+            if not rate_inputs:
+                return res.C, res.D
+            r = [list(res.inputs).index(s) for s in rate_inputs]
+            o = [j for j in range(len(res.inputs)) if j not in r]
+            Dm = np.asarray(res.D)
+            return (np.concatenate([res.C, Dm[..., r]], axis=-1),
+                    np.concatenate([Dm[..., o], np.zeros(Dm.shape[:-1] + (len(r),))], axis=-1))
+
         if rate_inputs:
             f = first.input_state_form(rate_inputs)
             states, inputs = list(f.states), list(f.inputs)
         if getattr(ref, "steady", False):
             A0, B0 = form(first)
+            C0, D0 = out_form(first) if declared else (None, None)
             return cls(np.array(A0), np.array(B0), states=states, inputs=inputs,
-                       t_range=rng, breakpoints=jumps)
+                       t_range=rng, breakpoints=jumps, C=C0, D=D0, outputs=out_names)
         last: dict[str, Any] = {}
 
         def pair(t: Any) -> Any:
@@ -348,10 +382,15 @@ class LTVSystem:
                 res = linearize(cm, ref, partition, t=key, check=check)
                 A_t, B_t = form(res)
                 last.update(t=key.copy(), A=A_t, B=B_t)
+                if declared:
+                    C_t, D_t = out_form(res)
+                    last.update(C=C_t, D=D_t)
             return last
 
         return cls(lambda t: pair(t)["A"], lambda t: pair(t)["B"], states=states, inputs=inputs,
-                   t_range=rng, period=per, dA=dA, dB=dB, vectorized=True, breakpoints=jumps)
+                   t_range=rng, period=per, dA=dA, dB=dB, vectorized=True, breakpoints=jumps,
+                   C=(lambda t: pair(t)["C"]) if declared else None,
+                   D=(lambda t: pair(t)["D"]) if declared else None, outputs=out_names)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -402,26 +441,104 @@ class LTVSystem:
 
     @property
     def C(self) -> NDArray[np.float64]:
-        """Constant output matrix ``(p, n)`` of ``y = C x`` (``D = 0``); the identity by default."""
+        """Constant output matrix ``(p, n)`` of ``y = C x + D u``; the identity by default.
+
+        Raises
+        ------
+        LinearSystemError
+            When the outputs vary with time (use `output_matrices()`).
+        """
+        self._need_constant_outputs("C")
         return self._C
 
     @property
     def has_identity_output(self) -> bool:
         """True when the outputs are the states (``C = I``, output names = state names)."""
-        return (self._C.shape[0] == self._n and bool(np.array_equal(self._C, np.eye(self._n)))
-                and self._outputs == self._states)
+        return (self.outputs_constant and self._C.shape[0] == self._n
+                and bool(np.array_equal(self._C, np.eye(self._n))) and self._outputs == self._states
+                and not np.any(getattr(self, "_D", 0.0)))
 
-    def with_outputs(self, C: ArrayLike | None = None, outputs: Sequence[str] | None = None) -> "LTVSystem":
-        """The same system with the output map ``y = C x`` (``D = 0``) and output names.
+    def with_outputs(self, C: ArrayLike | MatrixFunction | None = None,
+                     outputs: Sequence[str] | None = None,
+                     D: ArrayLike | MatrixFunction | None = None) -> "LTVSystem":
+        """The same system with the output map ``y = C(t) x + D(t) u`` and output names.
 
         ``C=None`` restores the identity. Useful after `from_linearization()`, e.g.
-        ``sys.with_outputs(C, outputs=["phi_b"])`` to measure the lean only.
+        ``sys.with_outputs(C, outputs=["phi_b"])`` to measure the lean only; ``C`` and ``D``
+        may be callables of ``t`` (time-varying outputs).
         """
         import copy
 
         new = copy.copy(self)
-        new._C, new._outputs = _output_map(C, outputs, self._states)
+        probe = 0.0 if self._t_range is None else self._t_range[0]
+        new._set_outputs(C, D, outputs, probe)
         return new
+
+    def _set_outputs(self, C: Any, D: Any, outputs: Sequence[str] | None, probe: float) -> None:
+        """Validate and store the output map (constant or callables of ``t``)."""
+        self._Cf = C if callable(C) else None
+        self._Df = D if callable(D) else None
+        C0 = C(probe) if callable(C) else C
+        self._C, self._outputs = _output_map(C0, outputs, self._states)
+        p = self._C.shape[0]
+        D0 = D(probe) if callable(D) else D
+        if D0 is None:
+            self._D = readonly(np.zeros((p, self._k)))
+        else:
+            Dm = as_float_array(D0, "D")
+            if Dm.ndim == 1 and p == 1:
+                Dm = Dm.reshape(1, -1)
+            if Dm.shape != (p, self._k):
+                raise LinearSystemError(f"D must have shape (p, k) = ({p}, {self._k}) (outputs "
+                                        f"{list(self._outputs)}, inputs {list(self._inputs)}), got {Dm.shape}")
+            check_finite(Dm, "D")
+            self._D = readonly(np.array(Dm))
+
+    @property
+    def outputs_constant(self) -> bool:
+        """``True`` when ``C`` and ``D`` do not depend on time."""
+        return getattr(self, "_Cf", None) is None and getattr(self, "_Df", None) is None
+
+    @property
+    def D(self) -> NDArray[np.float64]:
+        """Constant feed-through ``(p, k)`` of the outputs (zero by default).
+
+        Raises
+        ------
+        LinearSystemError
+            When the outputs vary with time (use `output_matrices()`).
+        """
+        self._need_constant_outputs("D")
+        return getattr(self, "_D", np.zeros((self.noutputs, self._k)))
+
+    def _need_constant_outputs(self, what: str) -> None:
+        if not self.outputs_constant:
+            raise LinearSystemError(f"the outputs of this LTV system vary with time: {what} is not "
+                                    f"one matrix; use sys.output_matrices(t) for C(t), D(t)")
+
+    def output_matrices(self, t: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``C(t)`` and ``D(t)`` of ``y = C(t) x + D(t) u``: (p, n), (p, k) for a scalar ``t``,
+        (N, p, n), (N, p, k) for ``t`` of shape (N,)."""
+        ta = self.check_time(t)
+        p, n, k = self.noutputs, self._n, self._k
+        D0 = getattr(self, "_D", np.zeros((p, k)))
+
+        def ev(f: Any, const: NDArray[np.float64], shape: tuple[int, int], name: str
+               ) -> NDArray[np.float64]:
+            if f is None:
+                return np.broadcast_to(const, ta.shape + shape).copy() if ta.ndim else const
+            if ta.ndim == 0:
+                out = as_float_array(f(float(ta)), f"{name}(t)").reshape(shape)
+            elif self._vectorized:
+                out = as_float_array(f(ta), f"{name}(t)").reshape(ta.shape + shape)
+            else:
+                out = np.stack([as_float_array(f(float(tt)), f"{name}(t)").reshape(shape)
+                                for tt in ta.ravel()]).reshape(ta.shape + shape)
+            check_finite(out, f"{name}(t)")
+            return out
+
+        return (ev(getattr(self, "_Cf", None), self._C, (p, n), "C"),
+                ev(getattr(self, "_Df", None), D0, (p, k), "D"))
 
     @property
     def dt(self) -> float:
@@ -481,7 +598,8 @@ class LTVSystem:
         stability of the LTV system (see ``docs/theory/ltv.md``).
         """
         tt = float(t)
-        return control.ss(self.A(tt), self.B(tt), self._C, np.zeros((self.noutputs, self._k)),
+        Ct, Dt = self.output_matrices(tt)
+        return control.ss(self.A(tt), self.B(tt), Ct, Dt,
                           states=list(self._states), inputs=list(self._inputs),
                           outputs=list(self._outputs))
 
@@ -755,10 +873,151 @@ class LTVSystem:
                 out[j][i] = _cheb.chebval((ti - c) / r, dcoef).reshape(shape)
         return [v.reshape((*ta.shape, *shape)) for v in out]
 
+    def select(self, states: Sequence[str] | None = None, outputs: Sequence[str] | None = None,
+               inputs: Sequence[str] | None = None, *, check_times: ArrayLike | None = None,
+               rtol: float = SELECT_RTOL) -> "LTVSystem":
+        """The system on chosen states, outputs and inputs, picked by name.
+
+        ``sys.select(states=["phi", "theta", "phi_d", "theta_d"], outputs=["phi"])`` keeps those
+        states (in that order), the output ``phi`` and all inputs. Dropping states is exact only
+        when no kept state depends on a dropped one: ``A(t)[kept, dropped]`` must vanish (cyclic
+        coordinates, spurious directions); this is checked at ``check_times`` (default: the ends
+        and three interior points of ``t_range``, or of one period, or ``0`` and ``1``) and a
+        violation names the coupling. Dropped inputs are held at zero. An output is kept only if
+        it does not read a dropped state.
+
+        Parameters
+        ----------
+        states, outputs, inputs : sequence of str, optional
+            Names to keep, in the new order; ``None`` keeps all (for outputs: all outputs that
+            read only kept states when ``C = I``, i.e. the kept states).
+        check_times : array_like, optional
+            Times at which ``A(t)[kept, dropped] = 0`` is checked.
+        rtol : float
+            Entries below ``rtol · max(1, max|A(t)|)`` count as zero.
+
+        Returns
+        -------
+        LTVSystem
+            Same ``t_range``, ``period``, breakpoints and vectorization; exact derivatives of
+            the selected blocks wherever ``sys`` has exact ones.
+
+        Raises
+        ------
+        LinearSystemError
+            Unknown or repeated names (the valid ones are listed), a kept state that depends on
+            a dropped one, an output that reads a dropped state.
+        """
+        keep = _pick("states", states, self._states)
+        ukeep = _pick("inputs", inputs, self._inputs)
+        drop = [i for i in range(self._n) if i not in keep]
+        if drop:
+            if check_times is None:
+                if self._t_range is not None:
+                    check_times = np.linspace(*self._t_range, 5)
+                elif self._period is not None:
+                    check_times = np.linspace(0.0, self._period, 5)[:-1]
+                else:
+                    check_times = [0.0, 1.0]
+            ts = np.atleast_1d(np.asarray(check_times, dtype=float))
+            for t in ts:
+                A = self.A(float(t))
+                _check_decoupled(A, keep, drop, self._states, rtol, f"at t = {float(t):g}")
+        C, onames = _select_outputs(self._C, self._outputs, self._states, keep, drop, outputs,
+                                    self.has_identity_output)
+        ix = np.asarray(keep)
+        ju = np.asarray(ukeep, dtype=int)
+        sA = (lambda M: M[..., ix[:, None], ix])
+        sB = (lambda M: M[..., ix[:, None], ju])
+        out = {} if C is None else {"C": C, "outputs": onames}
+        names = {"states": [self._states[i] for i in keep], "inputs": [self._inputs[j] for j in ukeep]}
+        if self.is_constant:
+            return LTVSystem(sA(self.A(0.0)), sB(self.B(0.0)), t_range=self._t_range,
+                             period=self._period, breakpoints=self._breakpoints, **names, **out)
+        derivs: dict[str, Any] = {}
+        for key, which, sel in (("dA", "A", sA), ("dB", "B", sB)):
+            ex = self.max_exact_order(which)
+
+            def f(t: Any, k: int, _w: str = which, _s: Any = sel) -> NDArray[np.float64]:
+                return _s(self.derivative(_w, t, k, method="exact"))
+            if ex is None:
+                derivs[key] = f
+            elif ex > 0:
+                derivs[key] = [(lambda t, _k=j, _f=f: _f(t, _k)) for j in range(1, ex + 1)]
+        return LTVSystem(lambda t: sA(self.A(t)), lambda t: sB(self.B(t)), t_range=self._t_range,
+                         period=self._period, vectorized=self._vectorized,
+                         breakpoints=self._breakpoints, **derivs, **names, **out)
+
     def __repr__(self) -> str:
         kind = "constant" if self.is_constant else ("periodic" if self._period else "time-varying")
-        return (f"LTVSystem(nstates={self._n}, ninputs={self._k}, {kind}, t_range={self._t_range}, "
-                f"period={self._period})")
+        extra = f", t_range={self._t_range}" if self._t_range is not None else ""
+        extra += f", period={self._period:.6g}" if self._period else ""
+        outs = "" if self.has_identity_output else f", outputs={_short(self._outputs)}"
+        return (f"<LTVSystem {kind}: {self._n} states {_short(self._states)}, {self._k} inputs "
+                f"{_short(self._inputs)}{outs}{extra}>")
+
+    def _repr_html_(self) -> str:
+        rows = [("kind", "constant" if self.is_constant else ("periodic" if self._period else "time-varying")),
+                ("states", ", ".join(self._states)), ("inputs", ", ".join(self._inputs)),
+                ("outputs", "= states (C = I)" if self.has_identity_output else ", ".join(self._outputs)),
+                ("t_range", str(self._t_range)), ("period", str(self._period))]
+        return html_table(f"LTVSystem ({self._n} states, {self._k} inputs)", rows)
+
+
+def _pick(kind: str, wanted: Sequence[str] | None, available: Sequence[str]) -> list[int]:
+    """Indices of the names ``wanted`` among ``available`` (all when ``None``)."""
+    import difflib
+
+    avail = list(available)
+    if wanted is None:
+        return list(range(len(avail)))
+    if isinstance(wanted, str):
+        wanted = [wanted]
+    wanted = list(wanted)
+    unknown = [w for w in wanted if w not in avail]
+    if unknown:
+        near = {w: difflib.get_close_matches(str(w), avail, n=1) for w in unknown}
+        hint = "; ".join(f"{w!r} -> {c[0]!r}?" for w, c in near.items() if c)
+        raise LinearSystemError(f"select: unknown {kind} {unknown}; the {kind} are {avail}"
+                                + (f" (did you mean: {hint})" if hint else ""))
+    dup = sorted({w for w in wanted if wanted.count(w) > 1})
+    if dup:
+        raise LinearSystemError(f"select: {kind} {dup} given more than once")
+    if not wanted:
+        raise LinearSystemError(f"select: keep at least one of the {kind} {avail}")
+    return [avail.index(w) for w in wanted]
+
+
+def _check_decoupled(A: NDArray[np.float64], keep: list[int], drop: list[int], states: Sequence[str],
+                     rtol: float, where: str) -> None:
+    """Raise when a kept state depends on a dropped one (``A[kept, dropped] ≠ 0``)."""
+    blk = np.abs(A[np.ix_(keep, drop)])
+    tol = rtol * max(1.0, float(np.max(np.abs(A))))
+    if blk.size and float(blk.max()) > tol:
+        i, j = np.unravel_index(int(np.argmax(blk)), blk.shape)
+        raise LinearSystemError(
+            f"select: the kept state {states[keep[i]]!r} depends on the dropped state "
+            f"{states[drop[j]]!r} {where} (|A| = {float(blk[i, j]):.3g} > {tol:.3g}); dropping it "
+            "would change the motion. Keep it, or drop only states that nothing depends on "
+            "(cyclic coordinates, spurious directions: LinearizationResult.reduced_states())")
+
+
+def _select_outputs(C: NDArray[np.float64], onames: Sequence[str], states: Sequence[str],
+                    keep: list[int], drop: list[int], outputs: Sequence[str] | None,
+                    identity: bool) -> tuple[NDArray[np.float64] | None, list[str] | None]:
+    """The output map on the kept states: ``(C, names)``, or ``(None, None)`` for ``C = I``."""
+    if identity and (outputs is None or list(outputs) == [states[i] for i in keep]):
+        return None, None
+    if identity and outputs is None:
+        return None, None
+    rows = _pick("outputs", outputs, onames) if outputs is not None else list(range(len(onames)))
+    Cs = C[rows]
+    reads = np.abs(Cs[:, drop]) > 0 if drop else np.zeros((len(rows), 0), dtype=bool)
+    if reads.any():
+        r, j = np.argwhere(reads)[0]
+        raise LinearSystemError(f"select: the output {onames[rows[r]]!r} reads the dropped state "
+                                f"{states[drop[j]]!r}; keep that state or drop the output")
+    return Cs[:, keep], [onames[r] for r in rows]
 
 
 class _TrigInterp:

@@ -1,0 +1,217 @@
+"""Warm start without SymPy: a compiled model found from the recipe that builds it.
+
+A model's cache key (`nhcontrol.compiled.cache.cache_key`) is the hash of its symbolic
+description, so finding it needs the symbolic model, i.e. SymPy and the whole derivation of the
+bodies and constraints (about 0.7 s for the benchmark bicycle).  A *recipe* names the model
+without building it:
+
+    recipe key = sha256(nhcontrol version, generator version, the builder's module and name,
+                        its arguments, the sha256 of every source file involved)
+
+where the sources are the builder's own module, the ``nhcontrol.modeling`` package (which
+turns the builder's calls into equations), for a catalogue builder every module of
+``nhcontrol.models`` (they share helpers), and any file the caller names.  The cache holds, per
+recipe, a small JSON record ``recipe_<key>.json`` (written with a sha256 record like every
+artefact, `nhcontrol.compiled.cache.write_artefact`, and verified before it is read; it is
+data, never executed) that gives the model's cache key; the kernels are then loaded by
+`load_compiled` (hash-checked as always).  A missing, damaged or stale record (any change of
+a source file or of the arguments gives another recipe key) means a build: the builder runs,
+the model is compiled as usual and the record is written.
+
+`cached_model` is what the catalogue's ``model()`` functions use; a user model gets the same
+warm start with ``cached_model(my_builder, *args, **kwargs)`` (arguments: numbers, strings,
+booleans, None and tuples/lists/dicts of them; anything else is built every time).
+Nothing here imports SymPy; the symbolic model is built only when the recipe is unknown, or
+when the caller asks for it (``builder(*args)``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .._util.errors import CacheError
+from . import cache as _cache
+from ._layout import C_GENERATOR_VERSION, GENERATOR_VERSION
+
+__all__ = ["cached_model", "recipe_key", "RECIPE_VERSION"]
+
+RECIPE_VERSION = "r1"
+"""Version of the recipe record format (part of the recipe key)."""
+
+_LOCK = threading.Lock()
+_DIGESTS: dict[str, str] = {}         # source path -> sha256 (once per process)
+_MODELS: dict[str, Any] = {}           # recipe key -> CompiledModel (this process)
+
+
+def _plain(v: Any) -> Any:
+    """``v`` as JSON-able plain data, or raise TypeError (an argument a recipe cannot name)."""
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise TypeError("a non-finite number")
+        return {"float": v.hex()}
+    if isinstance(v, (tuple, list)):
+        return [_plain(e) for e in v]
+    if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+        return {"dict": sorted((k, _plain(e)) for k, e in v.items())}
+    try:                                     # numpy scalars
+        import numpy as np
+
+        if isinstance(v, np.floating):
+            return _plain(float(v))
+        if isinstance(v, np.integer):
+            return int(v)
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        pass
+    raise TypeError(f"{type(v).__name__}")
+
+
+def _digest(path: str) -> str:
+    hit = _DIGESTS.get(path)
+    if hit is None:
+        with open(path, "rb") as fh:
+            hit = hashlib.sha256(fh.read()).hexdigest()
+        _DIGESTS[path] = hit
+    return hit
+
+
+def _modeling_sources() -> list[str]:
+    here = Path(__file__).resolve().parent.parent / "modeling"
+    return sorted(str(p) for p in here.rglob("*.py"))
+
+
+def _catalogue_sources() -> list[str]:
+    here = Path(__file__).resolve().parent.parent / "models"
+    return sorted(str(p) for p in here.glob("*.py"))
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return str(__version__)
+
+
+def recipe_key(builder: Callable[..., Any], args: tuple = (), kwargs: dict | None = None,
+               sources: Iterable[str | os.PathLike] = ()) -> str | None:
+    """The recipe key of ``builder(*args, **kwargs)`` (sha256 hex), or None when an argument is
+    not plain data or the builder's source file is unknown (no recipe: built every time)."""
+    import sys
+
+    module = sys.modules.get(getattr(builder, "__module__", None) or "")
+    file = getattr(module, "__file__", None)
+    qual = getattr(builder, "__qualname__", None)
+    if file is None or qual is None or "<locals>" in qual:
+        return None
+    try:
+        plain = [_plain(list(args)), _plain(dict(kwargs or {}))]
+    except TypeError:
+        return None
+    files = [str(Path(file).resolve())] + _modeling_sources() + \
+        [str(Path(s).resolve()) for s in sources]
+    if builder.__module__.startswith("nhcontrol.models."):
+        files += _catalogue_sources()       # catalogue builders share helpers (bicycle frame ...)
+    try:
+        digests = [[Path(f).name, _digest(f)] for f in files]
+    except OSError:
+        return None
+    text = json.dumps([RECIPE_VERSION, _version(), GENERATOR_VERSION, C_GENERATOR_VERSION,
+                       builder.__module__, qual, plain, digests], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def recipe_path(key: str, cache_dir: str | os.PathLike | None = None) -> Path:
+    """``<cache_dir>/recipe_<key>.json`` (the trusted cache directory)."""
+    return _cache.trusted_cache_dir(cache_dir) / f"recipe_{key}.json"
+
+
+def _read(path: Path) -> str | None:
+    """The model key of a verified recipe record, or None (missing or unusable: discarded)."""
+    if not (path.exists() or _cache.record_path(path).exists()):
+        return None
+    try:
+        data = json.loads(_cache.verify_artefact(path).decode("utf-8"))
+        key = data["model_key"]
+        if data.get("version") != RECIPE_VERSION or not (
+                isinstance(key, str) and len(key) == 64 and all(c in "0123456789abcdef" for c in key)):
+            raise CacheError("malformed record")
+        return key
+    except (CacheError, OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        _cache.discard_artefact(path)
+        _cache.warn_once("artefact", path, f"ignoring unusable model recipe {path} ({exc}); it was "
+                                           "discarded and the model is built again")
+        return None
+
+
+def cached_model(builder: Callable[..., Any], *args: Any,
+                 sources: Iterable[str | os.PathLike] = (),
+                 cache_dir: str | os.PathLike | None = None, **kwargs: Any) -> Any:
+    """The compiled model of ``builder(*args, **kwargs)`` (a `MultibodySystem`), from the
+    cache without building it (and without SymPy) when this recipe was compiled before.
+
+    Parameters
+    ----------
+    builder : callable
+        A module-level function returning a ``MultibodySystem``.
+    *args, **kwargs
+        Its arguments (plain data: numbers, strings, booleans, None, tuples/lists/dicts).
+    sources : iterable of path-like
+        Further source files whose content the model depends on (the builder's module and
+        ``nhcontrol.modeling`` are always included).
+    cache_dir : path-like, optional
+        Kernel cache directory (default ``$NHCONTROL_CACHE_DIR`` or ``~/.cache/nhcontrol``).
+
+    Returns
+    -------
+    CompiledModel
+        The same object for the same recipe within a process.  Its kernels come from the
+        hash-checked cache (`load_compiled`) or from ``builder(*args, **kwargs).compile()``.
+    """
+    sources = tuple(sources)
+    key = recipe_key(builder, args, kwargs, sources)
+    if key is None:
+        return builder(*args, **kwargs).compile(cache_dir=cache_dir)
+    memo = (key, str(cache_dir))
+    with _LOCK:
+        hit = _MODELS.get(memo)
+    if hit is not None:
+        return hit
+    from .model import load_compiled
+
+    cm = None
+    try:
+        path = recipe_path(key, cache_dir)
+    except (CacheError, OSError):
+        path = None
+    model_key = _read(path) if path is not None else None
+    if model_key is not None:
+        from . import cbackend as _cb
+
+        try:
+            cm = load_compiled(model_key, cache_dir=cache_dir)
+        except CacheError:
+            cm = None               # the kernels left the cache: build again
+        if cm is not None and cm.backend != "c" and _cb.requested_backend(None) != "python":
+            cm = None               # no cached C library: compile() builds it (or says why not)
+    if cm is None:
+        cm = builder(*args, **kwargs).compile(cache_dir=cache_dir)
+        if path is not None and cm.source_path is not None:
+            record = {"version": RECIPE_VERSION, "model_key": cm.model_hash,
+                      "builder": f"{builder.__module__}.{builder.__qualname__}", "name": cm.name}
+            try:
+                _cache.write_artefact(path, json.dumps(record, sort_keys=True))
+            except CacheError:
+                pass                # a read-only cache: the next process builds again
+    with _LOCK:
+        if len(_MODELS) > 64:
+            _MODELS.clear()
+        _MODELS[memo] = cm
+    return cm

@@ -1,0 +1,551 @@
+"""Tracking controllers as objects (issue 24): one protocol for TV-LQR, LTV-MPC and RTI-NMPC.
+
+Every controller here tracks a reference motion with a sampled, zero-order-hold input and
+follows the same protocol ([`TrackingController`][nhcontrol.design.TrackingController]):
+
+- ``control(t, state) -> u`` with ``state = [x; ẋ]`` the plant state at the sample ``t``
+  (``ctrl(t, x, xd)`` is the same call in the signature of
+  [`forward_dynamics()`][nhcontrol.simulate.forward_dynamics]'s controllers);
+- ``reset()`` forgets what the controller remembers (previous input, integrator, plan);
+- ``reference``, ``dt``, ``t0`` and ``inputs`` they carry;
+- ``to_iosystem()``: a python-control discrete-time ``NonlinearIOSystem`` whose inputs are the
+  plant state ``[x; ẋ]`` (named like [`to_nlsys()`][nhcontrol.simulate.to_nlsys]'s states),
+  whose outputs are the plant inputs, and whose state is what the controller remembers;
+  closed with the sampled plant ``to_nlsys(cm, dt=h)`` by ``control.interconnect``;
+- ``history``: one [`ControlRecord`][nhcontrol.design.ControlRecord] per sample (status,
+  solve time, slack used).
+
+The deviation the controller acts on is ``δx = S · dev(t, x, ẋ)`` with ``dev`` the linearization's
+``deviation(ref, t, x, ẋ)`` (Eq. (4.96)), a user callable, or ``[x − x0(t); ẋ − ẋ0(t)]``, and
+``S`` an optional state map (e.g. the ball-plate's spin reduction). The feed-forward is
+``u0(t_k + h/2)`` (``feedforward="midpoint"``, the input the ZOH sample sees on average) or
+``u0(t_k)``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._util.errors import DesignError, SolverError
+from .._util.validation import as_float_array
+from .lqr import LQRResult, finite_horizon_lqr
+from .mpc import LTVMPC, MPCStep
+
+__all__ = ["ControlRecord", "TrackingController", "TVLQRController", "MPCController",
+           "RiccatiSchedule"]
+
+
+@dataclass(frozen=True)
+class ControlRecord:
+    """What one sample of a tracking controller did.
+
+    Attributes
+    ----------
+    t : float
+        Sample time.
+    u : (k,) ndarray
+        Applied input.
+    status : str
+        ``"lqr"`` (TV-LQR), the QP status (``"optimal"``, ``"optimal_inaccurate"``), or a
+        named fallback ``"fallback: shifted plan (...)"`` / ``"fallback: lqr (...)"``.
+    solve_time : float
+        Wall-clock seconds of the sample (QP, re-linearization and discretization included).
+    slack_max : float
+        Largest slack of soft state bounds (0 when none were needed).
+    iterations : int
+        SQP iterations (1 for RTI and LTV-MPC, 0 for LQR).
+    kkt_residual : float
+        KKT residual of the discretized nonlinear problem after the step (NMPC; ``nan`` else).
+    """
+
+    t: float
+    u: NDArray[np.float64]
+    status: str
+    solve_time: float = 0.0
+    slack_max: float = 0.0
+    iterations: int = 0
+    kkt_residual: float = float("nan")
+
+
+class TrackingController:
+    """Base class and protocol of nhcontrol's sampled tracking controllers.
+
+    Subclasses implement ``_compute(t, x, ẋ, memory) -> (u, new_memory, record, side)``; the
+    memory is a flat float array (the controller's state in `to_iosystem`), ``side`` the
+    attributes to set when the sample is committed (a plan for warm starts and fallbacks):
+    python-control evaluates output functions more than once per sample (once with its
+    initial zero signals), so only the state update commits.
+    """
+
+    dt: float
+    t0: float
+    reference: Any
+    inputs: tuple[str, ...]
+
+    def __init__(self, reference: Any, dt: float, *, linearization: Any = None,
+                 deviation: Callable[[float, NDArray, NDArray], ArrayLike] | None = None,
+                 state_map: ArrayLike | Callable[[NDArray], NDArray] | None = None,
+                 t0: float = 0.0, feedforward: Literal["midpoint", "sample"] = "midpoint",
+                 inputs: tuple[str, ...] | None = None) -> None:
+        h = float(dt)
+        if not (math.isfinite(h) and h > 0):
+            raise DesignError(f"dt must be a positive sample time in seconds, got {dt!r}")
+        if feedforward not in ("midpoint", "sample"):
+            raise DesignError(f"feedforward must be 'midpoint' or 'sample', got {feedforward!r}")
+        if not callable(getattr(reference, "u", None)):
+            raise DesignError(f"reference must be a Reference (with x(t), xd(t), u(t)), got "
+                              f"{type(reference).__name__}")
+        self.reference, self.dt, self.t0 = reference, h, float(t0)
+        self.linearization, self._deviation, self.feedforward = linearization, deviation, feedforward
+        if state_map is None or callable(state_map):
+            self.state_map = state_map
+        else:
+            self.state_map = as_float_array(state_map, "state_map", ndim=2, error=DesignError)
+        ins = inputs if inputs is not None else tuple(getattr(reference, "inputs", ()) or ())
+        self.inputs = tuple(ins)
+        self.history: list[ControlRecord] = []
+        self._memory = self._initial_memory()
+
+    # ------------------------------------------------------------------ pieces
+    def _initial_memory(self) -> NDArray[np.float64]:
+        return np.zeros(0)
+
+    def deviation(self, t: float, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
+        """The state the controller acts on, ``δx = S dev(t, x, ẋ)``."""
+        x = np.asarray(x, dtype=float)
+        xd = np.asarray(xd, dtype=float)
+        if self._deviation is not None:
+            d = np.asarray(self._deviation(t, x, xd), dtype=float).reshape(-1)
+        elif self.linearization is not None:
+            d = np.asarray(self.linearization.deviation(self.reference, t, x, xd), dtype=float)
+        else:
+            ref = self.reference
+            d = np.concatenate([x - ref.x(t), xd - ref.xd(t)])
+        if self.state_map is None:
+            return d
+        if callable(self.state_map):
+            return np.asarray(self.state_map(d), dtype=float).reshape(-1)
+        return self.state_map @ d
+
+    def u_ref(self, t: ArrayLike) -> NDArray[np.float64]:
+        """Feed-forward ``u0`` for the sample(s) starting at ``t`` (midpoint or sample time)."""
+        tt = np.asarray(t, dtype=float)
+        return np.asarray(self.reference.u(tt + (0.5 * self.dt if self.feedforward == "midpoint"
+                                                 else 0.0)), dtype=float)
+
+    def index(self, t: float) -> int:
+        """Sample index ``k = round((t − t0)/dt)``."""
+        k = int(round((float(t) - self.t0) / self.dt))
+        if k < 0:
+            raise DesignError(f"t = {t:.6g} is before the controller's first sample t0 = {self.t0:.6g}")
+        return k
+
+    def _compute(self, t: float, x: NDArray, xd: NDArray, memory: NDArray
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64], ControlRecord, dict]:
+        raise NotImplementedError
+
+    def _commit(self, rec: ControlRecord, side: dict) -> None:
+        self.__dict__.update(side)
+        self.history.append(rec)
+
+    # ------------------------------------------------------------------ protocol
+    def control(self, t: float, state: ArrayLike) -> NDArray[np.float64]:
+        """Input at the sample ``t`` for the plant state ``state = [x; ẋ]`` (2n,)."""
+        s = np.asarray(state, dtype=float).reshape(-1)
+        if s.size % 2:
+            raise DesignError(f"state must be [x; xd] of even length 2n, got {s.size} entries")
+        n = s.size // 2
+        u, self._memory, rec, side = self._compute(float(t), s[:n], s[n:], self._memory)
+        self._commit(rec, side)
+        return u
+
+    def __call__(self, t: float, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
+        """``control(t, [x; ẋ])`` in the signature of ``forward_dynamics``' controllers."""
+        return self.control(t, np.concatenate([np.asarray(x, float).ravel(),
+                                               np.asarray(xd, float).ravel()]))
+
+    def reset(self) -> None:
+        """Forget what the controller remembers (previous input, integrator, plan, history)."""
+        self._memory = self._initial_memory()
+        self.history = []
+
+    @property
+    def statuses(self) -> dict[str, int]:
+        """How many samples ended with each status (from `history`)."""
+        out: dict[str, int] = {}
+        for r in self.history:
+            key = r.status.split(" (")[0]
+            out[key] = out.get(key, 0) + 1
+        return out
+
+    def memory_labels(self) -> list[str]:
+        """Names of the controller's state in `to_iosystem` (what it remembers)."""
+        return []
+
+    def to_iosystem(self, state_labels: list[str] | None = None, *, name: str | None = None) -> Any:
+        """A python-control discrete-time ``NonlinearIOSystem`` of this controller.
+
+        Inputs: the plant state ``[x; ẋ]`` (``state_labels``; default the reference's
+        coordinates and ``<coordinate>_d``, the state names of ``to_nlsys``); outputs: the
+        plant inputs; state: `memory_labels` (what the controller remembers, zero = nothing
+        remembered yet); ``dt`` = the sample time. Close the loop with the sampled plant
+        ``to_nlsys(cm, dt=ctrl.dt)`` through ``control.interconnect`` (signals connect by name)
+        and simulate with ``control.input_output_response``.
+
+        A QP's warm start and the fallback plan stay inside the object (they change no optimum);
+        call `reset()` before a new run.
+        """
+        import control
+
+        if state_labels is None:
+            coords = tuple(getattr(self.reference, "coordinates", ()) or ())
+            if not coords:
+                raise DesignError("give state_labels: the reference does not name its coordinates")
+            state_labels = list(coords) + [f"{c}_d" for c in coords]
+        labels = list(state_labels)
+        if len(labels) % 2:
+            raise DesignError(f"state_labels must name [x; xd] (even length), got {len(labels)}")
+        n = len(labels) // 2
+        outs = list(self.inputs) or [f"u[{i}]" for i in range(len(np.atleast_1d(self.u_ref(self.t0))))]
+        cache: dict[tuple, tuple] = {}
+
+        def run(t: float, xc: NDArray, y: NDArray) -> tuple:
+            key = (float(t), np.asarray(y, float).tobytes(), np.asarray(xc, float).tobytes())
+            hit = cache.get(key)
+            if hit is None:
+                yy = np.asarray(y, dtype=float).reshape(-1)
+                hit = self._compute(float(t), yy[:n], yy[n:],
+                                    np.asarray(xc, dtype=float).reshape(-1).copy())
+                if len(cache) > 8:
+                    cache.clear()
+                cache[key] = hit
+            return hit
+
+        def upd(t: float, xc: NDArray, y: NDArray, params: Any = None) -> NDArray:
+            u, mem, rec, side = run(t, xc, y)
+            self._commit(rec, side)       # the update sees the converged signals: commit
+            return mem
+
+        def out(t: float, xc: NDArray, y: NDArray, params: Any = None) -> NDArray:
+            return run(t, xc, y)[0]
+
+        mem = self.memory_labels()
+        return control.nlsys(upd, out, inputs=labels, outputs=outs, states=mem or 0,
+                             dt=self.dt, name=name or type(self).__name__)
+
+
+# ---------------------------------------------------------------------------------------------
+class TVLQRController(TrackingController):
+    """Finite-horizon time-varying LQR tracking: ``u_k = u0 − K_k δx_k`` (Eq. (8.79)).
+
+    Parameters
+    ----------
+    gains : LQRResult
+        From [`finite_horizon_lqr()`][nhcontrol.design.finite_horizon_lqr] (gains ``K_k``
+        for the samples ``k = 0 … N−1`` of the discretized linearization).
+    reference : Reference
+        The reference motion (``u0(t)`` feed-forward; ``x0, ẋ0`` for the default deviation).
+    dt : float
+        Sample time [s] (the discretization's).
+    linearization, deviation, state_map, t0, feedforward, inputs :
+        How the deviation and the feed-forward are formed (see the module docstring).
+    u_min, u_max : scalar or (k,) array_like, optional
+        Input saturation (clipping).
+    periodic : bool
+        Gains repeat with their horizon (``K_{k mod N}``) instead of failing past it.
+
+    Raises
+    ------
+    DesignError
+        At a sample past the gains' horizon (non-periodic).
+    """
+
+    def __init__(self, gains: LQRResult, reference: Any, dt: float, *, linearization: Any = None,
+                 deviation: Callable | None = None, state_map: Any = None, t0: float = 0.0,
+                 feedforward: Literal["midpoint", "sample"] = "midpoint",
+                 inputs: tuple[str, ...] | None = None, u_min: ArrayLike | None = None,
+                 u_max: ArrayLike | None = None, periodic: bool = False) -> None:
+        if not isinstance(gains, LQRResult) or gains.horizon is None:
+            raise DesignError("gains must be a finite-horizon LQRResult (finite_horizon_lqr(...))")
+        self.gains, self.periodic = gains, bool(periodic)
+        self.u_min = -np.inf if u_min is None else np.asarray(u_min, dtype=float)
+        self.u_max = np.inf if u_max is None else np.asarray(u_max, dtype=float)
+        super().__init__(reference, dt, linearization=linearization, deviation=deviation,
+                         state_map=state_map, t0=t0, feedforward=feedforward, inputs=inputs)
+
+    def _compute(self, t: float, x: NDArray, xd: NDArray, memory: NDArray
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64], ControlRecord]:
+        start = time.perf_counter()
+        k = self.index(t)
+        N = int(self.gains.horizon)
+        if k >= N:
+            if not self.periodic:
+                raise DesignError(f"sample {k} (t = {t:.6g}) is past the LQR horizon of {N} steps; "
+                                  "compute the gains over a longer horizon or pass periodic=True")
+            k %= N
+        dx = self.deviation(t, x, xd)
+        u = np.clip(np.atleast_1d(self.u_ref(t)) - self.gains.K[k] @ dx, self.u_min, self.u_max)
+        return u, memory, ControlRecord(float(t), u, "lqr", time.perf_counter() - start), {}
+
+
+# ---------------------------------------------------------------------------------------------
+def _as_discrete(model: Any, dt: float | None) -> tuple[NDArray, NDArray, float, int | None]:
+    """``(Ad, Bd, dt, period_steps)`` from a DiscreteLTV, an ``(Ad, Bd)`` pair (with ``dt``),
+    a continuous LTVSystem or StateSpace (discretized with ``dt``)."""
+    from ._weights import system_arrays
+
+    if hasattr(model, "Ad") and hasattr(model, "Bd"):
+        Ad, Bd, mdt = system_arrays(model)
+        h = float(mdt if mdt is not None else dt)
+        if dt is not None and mdt is not None and abs(float(dt) - float(mdt)) > 1e-12 * float(mdt):
+            raise DesignError(f"dt = {dt} disagrees with the discrete model's dt = {mdt}")
+        return Ad, Bd, h, getattr(model, "period_steps", None)
+    if isinstance(model, (tuple, list)):
+        if dt is None:
+            raise DesignError("an (Ad, Bd) pair needs dt=")
+        Ad, Bd, _ = system_arrays(tuple(model))
+        return Ad, Bd, float(dt), None
+    from ..systems import discretize
+
+    if dt is None:
+        raise DesignError(f"a continuous model ({type(model).__name__}) needs dt= to be discretized")
+    if hasattr(model, "isdtime") and model.isdtime(strict=True):
+        Ad, Bd = np.asarray(model.A, float)[None], np.asarray(model.B, float)[None]
+        return Ad, Bd, float(model.dt), None
+    d = discretize(model, float(dt))
+    return np.asarray(d.Ad), np.asarray(d.Bd), float(d.dt), d.period_steps
+
+
+class RiccatiSchedule:
+    """Finite-horizon Riccati recursion over a controller's whole schedule (Eq. (8.80)).
+
+    Run once over the samples ``0 … steps + N + tail`` (one period plus ``N + tail`` for a
+    periodic model, whose ``P_j``, ``K_j`` are then read modulo the period; past the end of a
+    non-periodic model the last step is repeated). ``P(j)`` is the terminal weight of an MPC
+    window ending at sample ``j``, ``K(j)`` the LQR gain at sample ``j``.
+    """
+
+    def __init__(self, Ad: NDArray, Bd: NDArray, period: int | None, steps: int, horizon: int,
+                 Q: NDArray, R: NDArray, Qf: NDArray, tail: int | None = None) -> None:
+        self.Ad, self.Bd, self.period = Ad, Bd, period
+        tail = 5 * horizon if tail is None else int(tail)
+        span = (period if period else steps) + horizon + tail
+        self.lqr = finite_horizon_lqr((Ad[self.indices(0, span)], Bd[self.indices(0, span)]),
+                                      Q, R, Qf)
+
+    def indices(self, start: int, length: int) -> NDArray[np.intp]:
+        """Model steps of the window ``start … start + length − 1`` (wrapped or clipped)."""
+        idx = np.arange(start, start + length)
+        if self.period:
+            return idx % int(self.period)
+        return np.minimum(idx, self.Ad.shape[0] - 1)
+
+    def P(self, j: int) -> NDArray[np.float64]:
+        if self.period:
+            j %= int(self.period)
+        return self.lqr.P[min(j, self.lqr.P.shape[0] - 1)]
+
+    def K(self, j: int) -> NDArray[np.float64]:
+        if self.period:
+            j %= int(self.period)
+        return self.lqr.K[min(j, self.lqr.K.shape[0] - 1)]
+
+
+class MPCController(TrackingController):
+    r"""LTV-MPC tracking controller that slices its own windows (issue 24, points 1-2).
+
+    At the sample ``t_k`` it forms the deviation ``δx_k``, cuts the window ``A_{k…k+N−1}``,
+    ``B_{k…k+N−1}`` out of its discrete model (wrapping a periodic one; past the end of a
+    non-periodic one the last step is repeated: the window *shifts* to the end), the reference
+    inputs ``u0`` over the window and the terminal weight, solves the QP of
+    [`LTVMPC`][nhcontrol.design.LTVMPC] and applies the first input.
+
+    Terminal cost (default ``terminal="riccati"``): ``P_{k+N}`` of the finite-horizon Riccati
+    recursion of the same model and weights run over the whole schedule plus a tail of
+    ``riccati_tail`` steps (Eq. (8.80); the cost-to-go of the LQR that takes over after the
+    horizon, so the MPC equals the TV-LQR when no bound is active). ``terminal="fixed"`` keeps
+    ``Qf``.
+
+    Offset-free tracking (``integral=(C_i, Q_i)``): the integrator ``z_{k+1} = z_k + h C_i δx_k``
+    of the tracked components ``C_i δx`` is appended to the state (weight ``Q_i``); a constant
+    disturbance then leaves no steady offset in ``C_i δx``.
+
+    Failure (never a crash mid-run): when the QP fails (infeasible, solver error) the input is
+    the next one of the previous plan (``"fallback: shifted plan"``) while it lasts, then the
+    LQR of the Riccati recursion ``u0 − K_k δx_k`` clipped to the bounds
+    (``"fallback: lqr"``). The status of every sample is in `history`.
+
+    Parameters
+    ----------
+    model : DiscreteLTV, (Ad, Bd), LTVSystem or StateSpace
+        Prediction model of the deviation (continuous ones are discretized with ``dt``).
+    reference : Reference
+    horizon : int
+        ``N``.
+    Q, R : array_like
+        Stage weights of the deviation state and input.
+    Qf : array_like, optional
+        Terminal weight (``terminal="fixed"``) and the end condition of the Riccati recursion
+        (default ``Q``).
+    dt : float, optional
+        Sample time (default: the discrete model's).
+    steps : int, optional
+        Samples the controller will run (default: the model's; the Riccati schedule covers
+        ``steps + N + riccati_tail``).
+    terminal : {"riccati", "fixed"}
+    riccati_tail : int, optional
+        Extra steps of the Riccati recursion (default ``5 N``).
+    integral : (C_i, Q_i), optional
+        Integral action on ``C_i δx`` with weight ``Q_i``.
+    x_ref : callable ``t -> (n,)``, optional
+        The reference in the controller's state coordinates (absolute state bounds act on
+        ``x_ref + δx``); default 0 (bounds on ``δx``).
+    fallback : bool
+        Use the fallbacks above (default) instead of raising `SolverError`.
+    **mpc_options
+        ``u_min, u_max, du_min, du_max, x_min, x_max, soft_state, solver, solver_options ...``
+        of [`LTVMPC`][nhcontrol.design.LTVMPC].
+    """
+
+    def __init__(self, model: Any, reference: Any, horizon: int, Q: ArrayLike, R: ArrayLike,
+                 Qf: ArrayLike | None = None, *, dt: float | None = None, steps: int | None = None,
+                 terminal: Literal["riccati", "fixed"] = "riccati", riccati_tail: int | None = None,
+                 integral: tuple[ArrayLike, ArrayLike] | None = None,
+                 x_ref: Callable[[float], ArrayLike] | None = None, fallback: bool = True,
+                 linearization: Any = None, deviation: Callable | None = None,
+                 state_map: Any = None, t0: float = 0.0,
+                 feedforward: Literal["midpoint", "sample"] = "midpoint",
+                 inputs: tuple[str, ...] | None = None, **mpc_options: Any) -> None:
+        Ad, Bd, h, period = _as_discrete(model, dt)
+        if terminal not in ("riccati", "fixed"):
+            raise DesignError(f"terminal must be 'riccati' or 'fixed', got {terminal!r}")
+        M, n, k = Bd.shape
+        N = int(horizon)
+        Q_ = as_float_array(Q, "Q", shape=(n, n), error=DesignError)
+        R_ = as_float_array(R, "R", shape=(k, k), error=DesignError)
+        Qf_ = Q_ if Qf is None else as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)
+        self.ni = 0
+        if integral is not None:
+            Ci = as_float_array(integral[0], "integral C_i", ndim=2, error=DesignError)
+            if Ci.shape[1] != n:
+                raise DesignError(f"integral C_i must have {n} columns (the deviation state), got {Ci.shape}")
+            ni = Ci.shape[0]
+            Qi = as_float_array(integral[1], "integral Q_i", shape=(ni, ni), error=DesignError)
+            Aa = np.zeros((M, n + ni, n + ni))
+            Aa[:, :n, :n] = Ad
+            Aa[:, n:, :n] = h * Ci
+            Aa[:, n:, n:] = np.eye(ni)
+            Ba = np.zeros((M, n + ni, k))
+            Ba[:, :n] = Bd
+            Ad, Bd = Aa, Ba
+            Q_ = np.block([[Q_, np.zeros((n, ni))], [np.zeros((ni, n)), Qi]])
+            Qf_ = np.block([[Qf_, np.zeros((n, ni))], [np.zeros((ni, n)), Qi]])
+            self.ni, self.Ci = ni, Ci
+            for key in ("x_min", "x_max"):
+                if mpc_options.get(key) is not None:
+                    v = np.broadcast_to(np.asarray(mpc_options[key], float), (n,))
+                    mpc_options[key] = np.concatenate([v, np.full(ni, np.inf if key == "x_max" else -np.inf)])
+        self.Ad, self.Bd, self.period = Ad, Bd, period
+        self.nx = n
+        self.horizon = N
+        self.terminal = terminal
+        self.fallback = bool(fallback)
+        self.x_ref = x_ref
+        mpc_options.setdefault("on_failure", "raise")
+        self.mpc = LTVMPC(N, Q_, R_, Qf_, **mpc_options)
+        self.steps = int(steps) if steps is not None else (period or M)
+        self.schedule = RiccatiSchedule(Ad, Bd, period, self.steps, N, Q_, R_, Qf_, riccati_tail)
+        self.lqr = self.schedule.lqr
+        super().__init__(reference, h, linearization=linearization, deviation=deviation,
+                         state_map=state_map, t0=t0, feedforward=feedforward, inputs=inputs)
+        self._plan: tuple[int, NDArray] | None = None
+
+    def _indices(self, start: int, length: int) -> NDArray[np.intp]:
+        return self.schedule.indices(start, length)
+
+    def _P(self, j: int) -> NDArray[np.float64]:
+        return self.schedule.P(j)
+
+    def _K(self, j: int) -> NDArray[np.float64]:
+        return self.schedule.K(j)
+
+    def _initial_memory(self) -> NDArray[np.float64]:
+        return np.zeros(self.Bd.shape[2] + 1 + self.ni)
+
+    def memory_labels(self) -> list[str]:
+        names = list(self.inputs) or [f"u[{i}]" for i in range(self.Bd.shape[2])]
+        return ([f"{u}_prev" for u in names] + ["started"]
+                + [f"integral[{i}]" for i in range(self.ni)])
+
+    def reset(self) -> None:
+        super().reset()
+        self.mpc.reset()
+        self._plan = None
+
+    def _compute(self, t: float, x: NDArray, xd: NDArray, memory: NDArray
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64], ControlRecord]:
+        start = time.perf_counter()
+        kin = self.Bd.shape[2]
+        N = self.horizon
+        k = self.index(t)
+        dx = self.deviation(t, x, xd)
+        if dx.shape != (self.nx,):
+            raise DesignError(f"the deviation has shape {dx.shape}, the MPC model {self.nx} states; "
+                              "check linearization/deviation/state_map")
+        z = memory[kin + 1:]
+        xi = np.concatenate([dx, z])
+        tw = t + self.dt * np.arange(N)
+        ur = np.atleast_2d(self.u_ref(tw)).reshape(N, kin)
+        u_prev = memory[:kin] if memory[kin] > 0.5 else ur[0]
+        x_ref = None
+        if self.x_ref is not None:
+            xr = np.array([np.asarray(self.x_ref(ti), float) for ti in t + self.dt * np.arange(N + 1)])
+            x_ref = np.hstack([xr, np.zeros((N + 1, self.ni))]) if self.ni else xr
+        idx = self._indices(k, N)
+        Qf = self._P(k + N) if self.terminal == "riccati" else None
+        status, slack = "", 0.0
+        side: dict[str, Any] = {}
+        nxi = xi.size
+        warm: tuple = (np.zeros((N + 1, nxi)), np.zeros((N, kin)), None)   # a cold start
+        if self._plan is not None and k - self._plan[0] == 1:
+            # the previous plan shifted by one sample (last entry repeated), with its duals
+            _, _, xp, dup, duals = self._plan
+            qp = self.mpc._qp
+            if duals is not None and qp is not None:
+                duals = qp.shift_duals(duals)
+            warm = (np.vstack([xp[1:], xp[-1:]]), np.vstack([dup[1:], dup[-1:]]), duals)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                st: MPCStep = self.mpc.step(xi, self.Ad[idx], self.Bd[idx], u_prev=u_prev,
+                                            u_ref=ur, x_ref=x_ref, Qf=Qf, warm_start=warm,
+                                            _trusted_Qf=True)
+            u = np.asarray(st.u, float)
+            status, slack = st.status, st.slack_max
+            side["_plan"] = (k, ur + np.asarray(st.predicted_u), np.asarray(st.predicted_x),
+                             np.asarray(st.predicted_u), st.duals)
+        except SolverError as exc:
+            if not self.fallback:
+                raise
+            u, status = self._fallback(k, xi, ur[0], u_prev, str(exc).split(";")[0])
+        mem = np.concatenate([u, [1.0], z + self.dt * (self.Ci @ dx) if self.ni else np.zeros(0)])
+        rec = ControlRecord(float(t), u, status, time.perf_counter() - start, slack, 1)
+        return u, mem, rec, side
+
+    def _fallback(self, k: int, xi: NDArray, u0: NDArray, u_prev: NDArray, why: str
+                  ) -> tuple[NDArray[np.float64], str]:
+        b = self.mpc.bounds
+        if self._plan is not None and 0 < k - self._plan[0] < self.horizon:
+            u = np.clip(self._plan[1][k - self._plan[0]], b["u_min"], b["u_max"])
+            return u, f"fallback: shifted plan ({why})"
+        u = u0 - self._K(k) @ xi
+        u = np.clip(u, np.maximum(b["u_min"], u_prev + b["du_min"]),
+                    np.minimum(b["u_max"], u_prev + b["du_max"]))
+        return u, f"fallback: lqr ({why})"

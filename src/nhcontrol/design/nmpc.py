@@ -1,0 +1,401 @@
+r"""Real-time-iteration nonlinear MPC with the exact linearization (issue 24, point 3).
+
+At the sample ``t_k`` with measured ``(x, ẋ)`` the controller
+
+1. **shifts** its previous plan by one sample (states ``X̄_j``, inputs ``ū_j``; the first
+   node is the measurement, ``X̄_0 = X(t_k)``; the first plan is the reference);
+2. makes every predicted node **admissible**: the linear state
+   ``X = [x_ai, ẋ_ai, x_ad]`` of the partition (Eq. (4.123)) fixes ``x_ai, x_ad, ẋ_ai``; the
+   dependent coordinates solve ``C(x) = 0`` (Newton, Eq. (2.109), by
+   [`consistent_initial_conditions()`][nhcontrol.reference.consistent_initial_conditions]) and
+   the dependent velocities ``D(x) ẋ (+ b) = 0`` (Eq. (2.76), one batched solve); the
+   accelerations and multipliers come from Eq. (2.119) at the node;
+3. **re-linearizes exactly** at all ``N`` nodes in one stacked call of the third procedure
+   ([`linearize()`][nhcontrol.linearize.linearize], Eqs. (4.96)-(4.125), compiled path):
+   ``A_j, B_j`` and the node's rate ``f_j = Ẋ̄_j``;
+4. **discretizes** (zero-order hold) with one batched matrix exponential
+
+   $$
+   \exp\!\left(h\begin{bmatrix} A_j & B_j & f_j \\ 0 & 0 & 0 \\ 0 & 0 & 0\end{bmatrix}\right)
+   = \begin{bmatrix} Φ_j & Γ_j & γ_j \\ 0 & I & 0 \\ 0 & 0 & 1\end{bmatrix},
+   \qquad F(X̄_j, ū_j) = X̄_j + γ_j ,
+   $$
+
+   the exponential-Euler step (second order in ``h``, exact for a linear model), so the
+   prediction is ``X_{j+1} ≈ F(X̄_j, ū_j) + Φ_j δX_j + Γ_j δu_j`` with the defect
+   ``c_j = F(X̄_j, ū_j) − X̄_{j+1}`` (multiple shooting);
+5. solves **one QP** (direct OSQP, warm-started with the previous multipliers) for
+   ``δX, δu`` with the tracking cost written about the plan (linear terms
+   ``2 Q (X̄_j − X_ref,j)``, ``2 R (ū_j − u_ref,j)``) and **applies** ``ū_0 + δu_0``.
+
+``mode="sqp"`` repeats 2-5 from the new plan until the KKT residual of the discretized
+nonlinear problem (dynamics ``X_{j+1} = F(X_j, u_j)``, the same cost and bounds) is below
+``sqp_tol``: the reference solution RTI approximates with one iteration per sample. The KKT
+residual reported per sample (`ControlRecord.kkt_residual`) is evaluated at the last
+linearization point with the multipliers of its QP: the largest of the dynamics defects
+``|c_j|``, the stationarity ``‖q + A_cᵀ y‖∞`` and the complementarity of the bounds (with the
+Jacobians ``Φ_j, Γ_j`` of the ZOH-discretized exact linearization).
+
+Failure modes, each named in the sample's status (never a crash mid-run):
+
+- ``"fallback: reference linearization"`` — the partition is ill conditioned at a predicted
+  node (or a node cannot be made admissible): the QP is built about the reference instead
+  (the LTV-MPC of the nominal linearization);
+- ``"fallback: shifted plan"`` — the QP failed (infeasible, solver error): the next input of
+  the previous plan;
+- ``"fallback: lqr"`` — no plan left: the LQR ``u_ref − K_k (X − X_ref)`` of the Riccati
+  schedule, clipped to the bounds.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any, Callable, Literal, Mapping
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._util.errors import DesignError, NhcontrolError, SolverError
+from .._util.validation import as_float_array
+from .controllers import ControlRecord, RiccatiSchedule, TrackingController
+from .mpc import LTVMPC
+
+__all__ = ["NMPCController"]
+
+
+class _Nodes:
+    """The predicted nodes as the reference ``linearize`` reads (``values(ts)``)."""
+
+    def __init__(self, ref: Any, x: NDArray, xd: NDArray, xdd: NDArray, lam: NDArray,
+                 u: NDArray | None) -> None:
+        self.coordinates = getattr(ref, "coordinates", None)
+        self.model_name = getattr(ref, "model_name", "?")
+        self.parameters = getattr(ref, "parameters", None)
+        self.steady = False
+        self.check_tol = getattr(ref, "check_tol", 1e-8)
+        self._v = (x, xd, xdd, lam, u)
+
+    def values(self, ts: Any) -> tuple:
+        return self._v
+
+    def x(self, ts: Any) -> NDArray:
+        return self._v[0]
+
+    def xd(self, ts: Any) -> NDArray:
+        return self._v[1]
+
+    def xdd(self, ts: Any) -> NDArray:
+        return self._v[2]
+
+    def lam(self, ts: Any) -> NDArray:
+        return self._v[3]
+
+    def u(self, ts: Any) -> Any:
+        return self._v[4]
+
+
+class NMPCController(TrackingController):
+    """Nonlinear MPC by real-time iteration (``mode="rti"``) or SQP (``mode="sqp"``).
+
+    Parameters
+    ----------
+    cm : CompiledModel
+        The prediction model (may differ from the plant: a 10 % larger ball …).
+    reference : Reference
+        Tracked motion (``x0, ẋ0`` give ``X_ref``; ``u0`` the input target and first plan).
+    partition : Partition or mapping
+        Partition of the linearization (Eq. (4.96)); its linear state
+        ``X = [x_ai, ẋ_ai, x_ad]`` is the QP's state.
+    horizon : int
+        ``N``.
+    Q, R : array_like
+        Weights of ``X − X_ref`` (ns × ns, order of ``LinearizationResult.states``) and of
+        ``u − u_ref``.
+    Qf : array_like, optional
+        Terminal weight (``terminal="fixed"``) and end condition of the Riccati recursion
+        (default ``Q``).
+    dt : float
+        Sample time [s].
+    p : optional
+        Parameters of the prediction model (defaults: the reference's).
+    mode : {"rti", "sqp"}
+    sqp_max_iter : int
+        Iteration limit of the SQP (status ``"sqp: not converged"`` when reached).
+    sqp_tol : float
+        Relative KKT tolerance of the SQP: it stops when the residual is below
+        ``sqp_tol · max(1, residual of the first iterate)``.
+    terminal : {"riccati", "fixed"}
+        ``"riccati"`` (default): ``P_{k+N}`` of the finite-horizon Riccati recursion along the
+        reference (its exact linearization, ZOH-discretized), as in
+        [`MPCController`][nhcontrol.design.MPCController]; also the gains of the LQR fallback.
+    steps : int, optional
+        Samples the controller will run (length of the Riccati schedule of a non-periodic
+        reference; default: the reference's ``t_range``).
+    lqr_model : DiscreteLTV, optional
+        The discretized linearization along the reference for the Riccati schedule (computed
+        when omitted).
+    **mpc_options
+        ``u_min, u_max, du_min, du_max, x_min, x_max`` (bounds on ``X − X_ref``),
+        ``soft_state``, ``solver_options`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
+
+    Notes
+    -----
+    On a linear model the exponential-Euler step is the exact ZOH discretization and the
+    linearization is the same at every node, so one RTI step is the LTV-MPC step and the SQP
+    stops after its second QP (tested).
+    """
+
+    def __init__(self, cm: Any, reference: Any, partition: Any, horizon: int, Q: ArrayLike,
+                 R: ArrayLike, Qf: ArrayLike | None = None, *, dt: float,
+                 p: ArrayLike | Mapping[str, float] | None = None,
+                 mode: Literal["rti", "sqp"] = "rti", sqp_max_iter: int = 50,
+                 sqp_tol: float = 1e-6, terminal: Literal["riccati", "fixed"] = "riccati",
+                 steps: int | None = None, lqr_model: Any = None, t0: float = 0.0,
+                 feedforward: Literal["midpoint", "sample"] = "midpoint",
+                 **mpc_options: Any) -> None:
+        from ..linearize import Partition, linearize
+        from ..reference._eval import ModelEvaluator
+
+        if mode not in ("rti", "sqp"):
+            raise DesignError(f"mode must be 'rti' or 'sqp', got {mode!r}")
+        if terminal not in ("riccati", "fixed"):
+            raise DesignError(f"terminal must be 'riccati' or 'fixed', got {terminal!r}")
+        self.cm, self.mode = cm, mode
+        self.sqp_max_iter, self.sqp_tol = int(sqp_max_iter), float(sqp_tol)
+        self.partition = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
+        self.idx = self.partition.indices(cm)
+        self._linearize = linearize
+        self.ev = ModelEvaluator(cm, getattr(reference, "parameters", None) if p is None else p)
+        n, m, l = self.idx.n, self.idx.m, self.idx.l
+        self.n, self.m, self.l, self.k = n, m, l, int(cm.ninputs)
+        ai, ad = np.asarray(self.idx.ai), np.asarray(self.idx.ad)
+        self._ai, self._ad, self._d = ai, ad, np.asarray(self.idx.d)
+        self._dep = np.concatenate([ad, self._d]).astype(int)        # dependent velocities
+        self.ns = 2 * ai.size + ad.size
+        coords = tuple(cm.coordinates)
+        self.states = (tuple(coords[i] for i in ai) + tuple(f"{coords[i]}_d" for i in ai)
+                       + tuple(coords[i] for i in ad))
+        N, ns, k = int(horizon), self.ns, self.k
+        self.horizon = N
+        self.Q = as_float_array(Q, "Q", shape=(ns, ns), error=DesignError)
+        self.R = as_float_array(R, "R", shape=(k, k), error=DesignError)
+        self.Qf = self.Q if Qf is None else as_float_array(Qf, "Qf", shape=(ns, ns), error=DesignError)
+        self.terminal = terminal
+        mpc_options.setdefault("on_failure", "raise")
+        # real time: no solution polishing unless asked (one factorisation less per sample)
+        mpc_options["solver_options"] = {"polishing": False, **dict(mpc_options.get("solver_options") or {})}
+        if mpc_options.get("osqp_interface", "direct") != "direct":
+            raise DesignError("NMPCController uses the direct OSQP interface")
+        self.mpc = LTVMPC(N, self.Q, self.R, self.Qf, **mpc_options)
+        super().__init__(reference, dt, t0=t0, feedforward=feedforward,
+                         inputs=tuple(cm.inputs))
+        h = self.dt
+        if steps is None:
+            tr = getattr(reference, "t_range", None)
+            steps = int(np.ceil((tr[1] - self.t0) / h)) if tr else 10 * N
+        self.steps = int(steps)
+        # Riccati schedule along the reference: terminal weights and the LQR fallback
+        if lqr_model is None:
+            from ..systems import LTVSystem, discretize
+            period = getattr(reference, "period", None)
+            per = 1 if getattr(reference, "steady", False) else None   # LTI: one step repeats
+            if period and per is None:
+                r = period / h
+                per = int(round(r)) if abs(r - round(r)) < 1e-9 * max(1.0, r) else None
+            full = LTVSystem.from_linearization(cm, reference, self.partition)
+            nst = per if per else self.steps + 6 * N
+            lqr_model = discretize(full, h, t0=self.t0, steps=nst)
+            period_steps = per
+        else:
+            period_steps = getattr(lqr_model, "period_steps", None)
+        Ad, Bd = np.asarray(lqr_model.Ad), np.asarray(lqr_model.Bd)
+        self.schedule = RiccatiSchedule(Ad, Bd, period_steps, self.steps, N, self.Q, self.R,
+                                        self.Qf)
+        self._plan: tuple | None = None
+
+    # ------------------------------------------------------------------ model pieces
+    def reduce(self, x: NDArray, xd: NDArray) -> NDArray[np.float64]:
+        """Linear state ``X = [x_ai, ẋ_ai, x_ad]`` of ``(x, ẋ)`` (stacked over the last axis)."""
+        return np.concatenate([x[..., self._ai], xd[..., self._ai], x[..., self._ad]], axis=-1)
+
+    def _admissible(self, X: NDArray, xguess: NDArray, U: NDArray) -> tuple[NDArray, NDArray]:
+        """Full admissible ``(x, ẋ)`` (N, n) of the linear states ``X`` (N, ns)."""
+        na, nad = self._ai.size, self._ad.size
+        Nn = X.shape[0]
+        x = np.array(xguess, dtype=float, copy=True)
+        x[:, self._ai] = X[:, :na]
+        x[:, self._ad] = X[:, 2 * na:2 * na + nad]
+        xd = np.zeros_like(x)
+        xd[:, self._ai] = X[:, na:2 * na]
+        if self.m:
+            from ..reference import consistent_initial_conditions
+            for j in range(Nn):
+                ic = consistent_initial_conditions(
+                    self.cm, x[j], xd[j], partition=self.partition,
+                    u=U[j] if self.k else None, p=self.ev.p)
+                x[j], xd[j] = ic.x, ic.xd
+            return x, xd
+        if self.l:
+            Uu = U if self.k else None
+            D = self.ev.D(x, Uu)
+            dep = self._dep
+            rhs = -np.einsum("nij,nj->ni", D[:, :, self._ai], xd[:, self._ai])
+            if getattr(self.cm, "affine_names", ()):
+                rhs = rhs - self.ev.b(x, Uu)
+            xd[:, dep] = np.linalg.solve(D[:, :, dep], rhs[..., None])[..., 0]
+        return x, xd
+
+    def _accelerations(self, x: NDArray, xd: NDArray, U: NDArray) -> tuple[NDArray, NDArray]:
+        """``ẍ, Λ`` of Eq. (2.119) at admissible stacked points (no Baumgarte term needed)."""
+        ev, n, ml = self.ev, self.n, self.m + self.l
+        Uu = U if self.k else None
+        M, Qv = ev.M(x, Uu), ev.Q(x, xd, Uu)
+        if not ml:
+            return np.linalg.solve(M, Qv[..., None])[..., 0], np.zeros((x.shape[0], 0))
+        D, Qd = ev.D(x, Uu), ev.Qd(x, xd, Uu, None)
+        Nn = x.shape[0]
+        K = np.zeros((Nn, n + ml, n + ml))
+        K[:, :n, :n] = M
+        K[:, :n, n:] = np.transpose(D, (0, 2, 1))
+        K[:, n:, :n] = D
+        sol = np.linalg.solve(K, np.concatenate([Qv, Qd], axis=1)[..., None])[..., 0]
+        return sol[:, :n], sol[:, n:]
+
+    def _model(self, ts: NDArray, X: NDArray, U: NDArray, xguess: NDArray
+               ) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+        """``Φ_j, Γ_j, F(X̄_j, ū_j)`` at the nodes and their full coordinates."""
+        from ..systems.discretize import expm_batch
+
+        x, xd = self._admissible(X, xguess, U)
+        xdd, lam = self._accelerations(x, xd, U)
+        nodes = _Nodes(self.reference, x, xd, xdd, lam, U if self.k else None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lin = self._linearize(self.cm, nodes, self.partition, ts, check=False)
+        A, B = np.asarray(lin.A), np.asarray(lin.B)
+        f = self.reduce(xd, xdd)                     # Ẋ = [ẋ_ai, ẍ_ai, ẋ_ad]
+        ns, k = self.ns, self.k
+        E = np.zeros((ts.size, ns + k + 1, ns + k + 1))
+        E[:, :ns, :ns] = A
+        E[:, :ns, ns:ns + k] = B
+        E[:, :ns, -1] = f
+        Ex = expm_batch(E * self.dt)
+        Phi, Gam, gam = Ex[:, :ns, :ns], Ex[:, :ns, ns:ns + k], Ex[:, :ns, -1]
+        return Phi, Gam, X + gam, x
+
+    # ------------------------------------------------------------------ protocol
+    def memory_labels(self) -> list[str]:
+        return [f"{u}_prev" for u in self.inputs] + ["started"]
+
+    def _initial_memory(self) -> NDArray[np.float64]:
+        return np.zeros(self.k + 1)
+
+    def reset(self) -> None:
+        super().reset()
+        self.mpc.reset()
+        self._plan = None
+
+    def _compute(self, t: float, x: NDArray, xd: NDArray, memory: NDArray
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64], ControlRecord, dict]:
+        start = time.perf_counter()
+        N, ns, kin, h = self.horizon, self.ns, self.k, self.dt
+        k = self.index(t)
+        ref = self.reference
+        tn = t + h * np.arange(N + 1)
+        Xref = self.reduce(np.asarray(ref.x(tn)), np.asarray(ref.xd(tn)))
+        uref = np.atleast_2d(self.u_ref(tn[:N])).reshape(N, kin)
+        u_prev = memory[:kin] if memory[kin] > 0.5 else uref[0]
+        X0 = self.reduce(np.asarray(x, float), np.asarray(xd, float))
+        # 1. shift the plan (or start from the reference)
+        if self._plan is not None and k - self._plan[0] == 1:
+            _, Xp, Up, xp, duals = self._plan
+            Xbar = np.vstack([Xp[1:], Xp[-1:]])
+            Ubar = np.vstack([Up[1:], Up[-1:]])
+            qp = self.mpc._qp
+            duals = None if duals is None or qp is None else qp.shift_duals(duals)
+            xguess = np.vstack([xp[1:], xp[-1:]])
+        else:
+            Xbar, Ubar, duals = Xref.copy(), uref.copy(), None
+            xguess = np.asarray(ref.x(tn[:N]), dtype=float)
+        Xbar[0] = X0
+        xguess = np.array(xguess[:N], dtype=float)
+        xguess[0] = x
+        Qf = self.schedule.P(k + N) if self.terminal == "riccati" else None
+        status, slack, kkt, iters = "", 0.0, float("nan"), 0
+        side: dict[str, Any] = {}
+        u: NDArray | None = None
+        max_iter = 1 if self.mode == "rti" else self.sqp_max_iter
+        fallback_lin = ""
+        for it in range(max_iter):
+            try:
+                Phi, Gam, F, xfull = self._model(tn[:N], Xbar[:N], Ubar, xguess)
+            except (NhcontrolError, np.linalg.LinAlgError) as exc:
+                if it:
+                    break          # keep the last good SQP iterate
+                # named fallback: the QP about the reference (the nominal LTV-MPC step)
+                fallback_lin = f"fallback: reference linearization ({str(exc).split(';')[0][:120]})"
+                Xbar, Ubar = Xref.copy(), uref.copy()
+                xguess = np.asarray(ref.x(tn[:N]), dtype=float)
+                try:
+                    Phi, Gam, F, xfull = self._model(tn[:N], Xbar[:N], Ubar, xguess)
+                except (NhcontrolError, np.linalg.LinAlgError) as exc2:
+                    u, status = self._fallback(k, X0 - Xref[0], uref[0], u_prev,
+                                               f"model: {str(exc2).split(';')[0][:120]}")
+                    break
+            c = F - Xbar[1:]
+            e = Xbar - Xref
+            qx = 2.0 * e @ self.Q
+            Pn = self.mpc._Qf if Qf is None else Qf
+            qx[N] = 2.0 * Pn @ e[N]
+            qu = 2.0 * (Ubar - uref) @ self.R
+            warm = (np.zeros((N + 1, ns)), np.zeros((N, kin)), duals)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    st = self.mpc.step(X0 - Xbar[0], Phi, Gam, u_prev=u_prev, u_ref=Ubar,
+                                       x_ref=e, Qf=Qf, c=c, q_x=qx, q_u=qu, warm_start=warm,
+                                       _trusted_Qf=True)
+            except SolverError as exc:
+                if it:
+                    break
+                u, status = self._fallback(k, X0 - Xref[0], uref[0], u_prev,
+                                           str(exc).split(";")[0][:160])
+                break
+            iters = it + 1
+            qp = self.mpc._qp
+            res = qp.kkt_at_zero(qp.y) if qp is not None else None
+            kkt = max(res.values()) if res else float("nan")
+            dX, dU = np.asarray(st.predicted_x), np.asarray(st.predicted_u)
+            Xbar, Ubar = Xbar + dX, Ubar + dU
+            xguess = xfull
+            duals = st.duals
+            u = np.asarray(st.u, float)
+            status, slack = st.status, st.slack_max
+            if it == 0:
+                kkt0 = max(kkt, 1.0)
+            if self.mode == "sqp" and kkt <= self.sqp_tol * kkt0:
+                break
+        else:
+            if self.mode == "sqp":
+                status = f"sqp: not converged ({max_iter} iterations, KKT {kkt:.3g})"
+        if u is None:
+            u, status = self._fallback(k, X0 - Xref[0], uref[0], u_prev, "no iterate")
+        elif iters:
+            side["_plan"] = (k, Xbar, Ubar, np.vstack([xguess, xguess[-1:]]), duals)
+            if fallback_lin:
+                status = fallback_lin
+        mem = np.concatenate([u, [1.0]])
+        rec = ControlRecord(float(t), u, status, time.perf_counter() - start, slack, iters, kkt)
+        return u, mem, rec, side
+
+    def _fallback(self, k: int, e0: NDArray, u0: NDArray, u_prev: NDArray, why: str
+                  ) -> tuple[NDArray[np.float64], str]:
+        b = self.mpc.bounds
+        if self._plan is not None and 0 < k - self._plan[0] < self.horizon:
+            u = np.clip(self._plan[2][k - self._plan[0]], b["u_min"], b["u_max"])
+            return u, f"fallback: shifted plan ({why})"
+        u = u0 - self.schedule.K(k) @ e0
+        u = np.clip(u, np.maximum(b["u_min"], u_prev + b["du_min"]),
+                    np.minimum(b["u_max"], u_prev + b["du_max"]))
+        return u, f"fallback: lqr ({why})"

@@ -1,0 +1,117 @@
+"""Output matrices ``C, D`` of declared outputs in the minimal state of the third procedure.
+
+A model with measured outputs ``y = h(x, ẋ, u)`` (`MultibodySystem.add_output`) gives, along a
+reference, ``ỹ = ∂h/∂x x̃ + ∂h/∂ẋ ẋ̃ + ∂h/∂u ũ`` in the full deviations. The partition of
+Eq. (4.96) expresses them through the minimal state ``X̃ = [x̃_ai, ẋ̃_ai, x̃_ad]`` of
+Eq. (4.123) with the same maps that reduce the equations of motion (derived here, see
+docs/theory/estimation.md, "Outputs through the partition"):
+
+* position level, the linearized holonomic constraints ``C_x x̃ = 0`` (Eq. (4.97)):
+  ``x̃_d = −C_{x,d}⁻¹ C_{x,a} x̃_a`` with ``x_a = [x_ai, x_ad]``, i.e. ``x̃ = T_h x̃_a``;
+* velocity level, the linearized constraints ``D ẋ̃ + ∂(D ẋ0 + b)/∂x x̃ + E ũ = 0``
+  (Eqs. (4.99), (2.114); ``E = ∂(D ẋ + b)/∂u`` for inputs in the nonholonomic constraints):
+  ``ẋ̃_dd = −D_dd⁻¹ (D_ai ẋ̃_ai + ∂(D ẋ0 + b)/∂x x̃ + E ũ)`` for the ``m + l`` dependent
+  velocities ``dd = [ad, d]``, i.e. ``ẋ̃ = T ẋ̃_ai + V x̃ + W ũ``.
+
+Then ``G = (h_x + h_ẋ V) T_h`` and
+
+$$ C = [\\,G_{:,ai},\\; h_{\\dot x} T,\\; G_{:,ad}\\,], \\qquad D = h_u + h_{\\dot x} W. $$
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._util.errors import LinearSystemError
+from .partition import PartitionIndices
+
+__all__ = ["output_matrices", "output_matrices_from_terms"]
+
+Array = NDArray[np.float64]
+
+
+def output_matrices_from_terms(Cx: Array, Dm: Array, dDv_dx: Array, dh_dx: Array, dh_dxd: Array,
+                               dh_du: Array, idx: PartitionIndices,
+                               E: Array | None = None) -> tuple[Array, Array]:
+    """``C (…, q, ns)`` and ``D (…, q, k)`` from the terms at one point or stacked points.
+
+    Parameters
+    ----------
+    Cx : (…, m, n)
+        ``∂C/∂x`` (Eq. (2.82)).
+    Dm : (…, m+l, n)
+        ``D = [C_x; B]``.
+    dDv_dx : (…, m+l, n)
+        ``∂(D ẋ0 + b)/∂x`` (Eq. (4.99)).
+    dh_dx, dh_dxd : (…, q, n)
+    dh_du : (…, q, k)
+    idx : PartitionIndices
+    E : (…, m+l, k), optional
+        ``∂(D ẋ + b)/∂u`` when inputs enter the nonholonomic constraints.
+
+    Returns
+    -------
+    C, D : ndarray
+        In the state order ``[x_ai, ẋ_ai, x_ad]`` of `LinearizationResult.states`.
+    """
+    ai, ad, d = idx.ai, idx.ad, idx.d
+    n, m = idx.n, idx.m
+    n1 = ai.size
+    a = np.concatenate([ai, ad])
+    dd = np.concatenate([ad, d])
+    lead = dh_dx.shape[:-2]
+    # position level: x̃ = T_h x̃_a
+    Th = np.zeros(lead + (n, a.size))
+    Th[..., a, np.arange(a.size)] = 1.0
+    if m:
+        Th[..., d, :] = -np.linalg.solve(Cx[..., :, d], Cx[..., :, a])
+    # velocity level: ẋ̃ = T ẋ̃_ai + V x̃ + W ũ
+    T = np.zeros(lead + (n, n1))
+    T[..., ai, np.arange(n1)] = 1.0
+    V = np.zeros(lead + (n, n))
+    k = dh_du.shape[-1]
+    W = np.zeros(lead + (n, k))
+    if dd.size:
+        Ddd = Dm[..., :, dd]
+        rhs = [Dm[..., :, ai], dDv_dx] + ([E] if E is not None and k else [])
+        sol = -np.linalg.solve(Ddd, np.concatenate(rhs, axis=-1))
+        T[..., dd, :] = sol[..., :, :n1]
+        V[..., dd, :] = sol[..., :, n1:n1 + n]
+        if E is not None and k:
+            W[..., dd, :] = sol[..., :, n1 + n:]
+    G = (dh_dx + dh_dxd @ V) @ Th
+    C = np.concatenate([G[..., :, :n1], dh_dxd @ T, G[..., :, n1:]], axis=-1)
+    D = dh_du + dh_dxd @ W
+    if not (np.isfinite(C).all() and np.isfinite(D).all()):
+        raise LinearSystemError("the output matrices C, D are not finite at the reference: a "
+                                "dependent block (∂C/∂x_d or D_dd) is singular there; choose "
+                                "another partition (nhcontrol.linearize.suggest_partition)")
+    return C, D
+
+
+def output_matrices(cm: Any, idx: PartitionIndices, x: Array, xd: Array, u: Array | None,
+                    p: Any = None) -> tuple[Array, Array]:
+    """``C, D`` of the declared outputs of ``cm`` at ``(x0, ẋ0, u0)`` (one point ``(n,)`` or
+    stacked ``(N, n)``), through the partition ``idx`` (see the module docstring).
+
+    Raises
+    ------
+    LinearSystemError
+        If the model declares no outputs or a dependent block is singular.
+    """
+    if not getattr(cm, "outputs", ()):
+        raise LinearSystemError(f"model {getattr(cm, 'name', '?')!r} declares no outputs; add "
+                                f"sensors with MultibodySystem.add_output(name, expr)")
+    ot = cm.output_terms(x, xd, u, p)
+    Cx = cm.Cx(x, u, p)
+    Dm = cm.D(x, u, p)
+    dDv = cm.dDv_dx(x, xd, u, p)
+    E = None
+    if getattr(cm, "constraint_inputs", ()) and cm.ninputs:
+        E = cm.E(x, xd, u, p)
+    return output_matrices_from_terms(np.asarray(Cx), np.asarray(Dm), np.asarray(dDv),
+                                      np.asarray(ot.dh_dx), np.asarray(ot.dh_dxd),
+                                      np.asarray(ot.dh_du), idx, E)

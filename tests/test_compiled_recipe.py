@@ -1,0 +1,133 @@
+"""Warm start without SymPy (nhcontrol.compiled.recipe): a model found from the recipe that builds
+it, in a fresh process, without the symbolic build; a changed source or argument builds again; a
+damaged recipe record is discarded with a warning; ``import nhcontrol`` imports no heavy
+dependency."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+_MODULE = textwrap.dedent('''
+    """A user's model module: SymPy only inside the builder."""
+
+
+    def build(mass=1.0, name="user_sleigh"):
+        from nhcontrol.modeling.examples import sleigh
+
+        mb = sleigh()
+        mb.name = name
+        return mb
+''')
+
+_CHILD = textwrap.dedent('''
+    import json, sys, time
+    sys.path.insert(0, sys.argv[1])
+    import user_model
+    from nhcontrol.compiled.recipe import cached_model
+    t0 = time.perf_counter()
+    cm = cached_model(user_model.build, float(sys.argv[2]))
+    t1 = time.perf_counter()
+    import numpy as np
+    A = cm.M(np.zeros(cm.n)).tolist()
+    print(json.dumps({"sympy": "sympy" in sys.modules, "from_cache": cm.from_cache,
+                      "key": cm.model_hash, "name": cm.name, "M": A, "s": t1 - t0}))
+''')
+
+
+def _child(tmp_path: Path, cache: Path, arg: float = 1.0) -> dict:
+    env = dict(os.environ, PYTHONPATH=SRC, NHCONTROL_CACHE_DIR=str(cache))
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path), str(arg)], env=env,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture()
+def user_module(tmp_path):
+    mod = tmp_path / "mods"
+    mod.mkdir()
+    (mod / "user_model.py").write_text(_MODULE)
+    return mod
+
+
+def test_fresh_process_loads_without_sympy(tmp_path, user_module):
+    cache = tmp_path / "cache"
+    first = _child(user_module, cache)
+    assert first["sympy"] and not first["from_cache"]            # built: SymPy needed
+    recipes = list(cache.glob("recipe_*.json"))
+    assert len(recipes) == 1 and (cache / (recipes[0].name + ".sha256")).exists()
+    assert json.loads(recipes[0].read_text())["model_key"] == first["key"]
+    again = _child(user_module, cache)
+    assert not again["sympy"] and again["from_cache"]            # the warm start
+    assert again["key"] == first["key"] and again["M"] == first["M"]
+    # another argument is another recipe (here the same model: the argument is unused)
+    other = _child(user_module, cache, 2.0)
+    assert other["sympy"] and other["key"] == first["key"]
+    assert len(list(cache.glob("recipe_*.json"))) == 2
+    # a changed source file: the old recipe no longer applies, the model is built again
+    (user_module / "user_model.py").write_text(_MODULE.replace('"user_sleigh"', '"user_sleigh2"'))
+    changed = _child(user_module, cache)
+    assert changed["sympy"] and changed["name"] == "user_sleigh2" and changed["key"] != first["key"]
+
+
+def test_damaged_recipe_is_discarded(tmp_path, user_module, monkeypatch):
+    cache = tmp_path / "cache"
+    first = _child(user_module, cache)
+    (recipe,) = cache.glob("recipe_*.json")
+    data = json.loads(recipe.read_text())
+    data["model_key"] = "0" * 64                                  # points elsewhere
+    recipe.write_text(json.dumps(data))                          # its sha256 record now differs
+    sys.path.insert(0, str(user_module))
+    try:
+        import user_model
+        from nhcontrol.compiled import recipe as rc
+
+        monkeypatch.setenv("NHCONTROL_CACHE_DIR", str(cache))
+        rc._MODELS.clear()
+        with pytest.warns(RuntimeWarning, match="unusable model recipe"):
+            cm = rc.cached_model(user_model.build, 1.0)
+        assert cm.model_hash == first["key"]
+        assert json.loads(recipe.read_text())["model_key"] == first["key"]   # rewritten
+        rc._MODELS.clear()
+        assert rc.cached_model(user_model.build, 1.0).model_hash == first["key"]
+    finally:
+        sys.path.remove(str(user_module))
+        sys.modules.pop("user_model", None)
+
+
+def test_recipe_key_needs_plain_arguments():
+    from nhcontrol.compiled.recipe import recipe_key
+    from nhcontrol.models import benchmark_bicycle as bb
+
+    k1 = recipe_key(bb.build, ((),), {})
+    assert k1 == recipe_key(bb.build, ((),), {}) and len(k1) == 64
+    assert recipe_key(bb.build, (("T_phi",),), {}) != k1
+    assert recipe_key(bb.build, ((),), {"m_B": 90.0}) != recipe_key(bb.build, ((),), {"m_B": 90.0 + 1e-12})
+    assert recipe_key(bb.build, (object(),), {}) is None          # not plain data: no recipe
+    assert recipe_key(lambda: None) is None                       # no module-level name
+
+
+def test_catalogue_model_and_import_are_light(tmp_path):
+    """``import nhcontrol`` imports neither numpy nor SymPy; the cached bicycle loads without
+    SymPy in a fresh process."""
+    env = dict(os.environ, PYTHONPATH=SRC)
+    code = "import sys, nhcontrol; print(sorted(m for m in ('numpy', 'sympy', 'scipy', 'cvxpy', 'control') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+    from nhcontrol.models import benchmark_bicycle as bb
+
+    bb.model()                                                    # fills the cache (this process)
+    code = ("import sys; from nhcontrol.models import benchmark_bicycle as bb; cm = bb.model(); "
+            "print(cm.from_cache, 'sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["True", "False"]

@@ -1,0 +1,118 @@
+"""Real-time-iteration and SQP nonlinear MPC (issue 24, point 3).
+
+On a linear multibody model (a cart on a spring with a linear holonomic and a linear
+nonholonomic constraint: the nodes are made admissible through both) the exponential-Euler
+step is the exact ZOH discretization and the linearization is the same everywhere, so RTI must
+give the LTV-MPC inputs and the SQP must stop at the same point (the second QP finds no step).
+On the ball-plate (nonlinear, 8 states) RTI closes the loop, reports a status and a KKT residual
+per sample, and its python-control loop through the sampled plant is the same trajectory."""
+
+from __future__ import annotations
+
+import math
+
+import control
+import numpy as np
+import pytest
+import sympy as sp
+
+from nhcontrol.design import MPCController, NMPCController
+from nhcontrol.linearize import linearize
+from nhcontrol.modeling import MultibodySystem
+from nhcontrol.models import ball_plate as bp
+from nhcontrol.reference import Reference, consistent_initial_conditions
+from nhcontrol.simulate import forward_dynamics, to_nlsys
+
+TIGHT = dict(eps_abs=1e-10, eps_rel=1e-10)
+PART = dict(independent=("a",), admissible_dependent=("c",), dependent=("b",))
+
+
+@pytest.fixture(scope="module")
+def cart():
+    mb = MultibodySystem("linear_cart")
+    a, b, c = mb.add_coordinates("a b c")
+    k_, d_, m_ = mb.add_parameters(k=2.0, d=0.5, m=1.0)
+    u = mb.add_inputs("u")
+    for name, pos in (("p1", [a, 0, 0]), ("p2", [0, b, 0]), ("p3", [0, 0, c])):
+        mb.add_body(name, mass=m_, inertia=sp.eye(3) / 10, position=pos, orientation=sp.eye(3))
+    va, vb, vc = mb.velocities
+    mb.add_holonomic(b - a, name="link")
+    mb.add_nonholonomic(vc - va, name="follow")
+    mb.add_generalized_force([-k_ * a - d_ * va + u, 0, 0])
+    cm = mb.compile()
+    ref = Reference.equilibrium(cm, np.zeros(3), u=[0.0])
+    lin = linearize(cm, ref, PART)
+    ic = consistent_initial_conditions(cm, [1.0, 0.0, 0.3], [0.0, 0.0, 0.0], partition=PART, u=[0.0])
+    return cm, ref, lin, np.asarray(ic.x), np.asarray(ic.xd)
+
+
+def _controllers(cart, mode):
+    cm, ref, lin, x0, xd0 = cart
+    kw = dict(u_min=-0.5, u_max=0.5, du_min=-0.2, du_max=0.2, solver_options=TIGHT)
+    Q, R = np.diag([10.0, 1.0, 0.0]), np.eye(1)
+    ltv = MPCController(lin.to_statespace(), ref, 10, Q, R, dt=0.1, linearization=lin, steps=60, **kw)
+    nm = NMPCController(cm, ref, PART, 10, Q, R, dt=0.1, mode=mode, steps=60, **kw)
+    return ltv, nm
+
+
+@pytest.mark.parametrize("mode", ["rti", "sqp"])
+def test_on_a_linear_model_rti_and_sqp_equal_ltv_mpc(cart, mode):
+    cm, ref, lin, x0, xd0 = cart
+    ltv, nm = _controllers(cart, mode)
+    assert nm.states == tuple(lin.states)
+    runs = [forward_dynamics(cm, (0.0, 3.0), x0, xd0, controller=c, rtol=1e-10, atol=1e-12)
+            for c in (ltv, nm)]
+    u_ltv, u_nm = (np.asarray(r.control_inputs) for r in runs)
+    assert np.max(np.abs(u_ltv)) > 0.45                      # the bounds are active
+    np.testing.assert_allclose(u_nm, u_ltv, atol=1e-7)
+    np.testing.assert_allclose(runs[1].x, runs[0].x, atol=1e-7)
+    assert set(nm.statuses) == {"optimal"}
+    if mode == "sqp":   # the second QP finds the first one's point: converged in two
+        assert all(r.iterations == 2 for r in nm.history)
+        assert max(r.kkt_residual for r in nm.history) < 1e-5
+    else:
+        assert all(r.iterations == 1 for r in nm.history)
+
+
+@pytest.fixture(scope="module")
+def ball():
+    cm = bp.model()
+    x0, xd0 = bp.initial_conditions(cm, 5.0)
+    ref = bp.spin_matched_motion(cm, x0, xd0)
+    mo = bp.motion_from_reference(cm, ref)
+    return cm, x0, xd0, ref, mo, mo.period / 125
+
+
+def test_rti_ball_plate_closes_the_loop_in_nhcontrol_and_python_control(ball):
+    cm, x0, xd0, ref, mo, dt = ball
+    b, r = math.radians(10.0), math.radians(0.5)
+    Q = np.diag([1.0, 1.0, 1.0, 0.0, 0.1, 0.1, 1e4, 1e4])
+    ctrl = NMPCController(cm, ref, bp.PARTITION_8_72, 10, Q, 1e3 * np.eye(2), dt=dt, u_min=-b,
+                          u_max=b, du_min=-r, du_max=r, solver_options=TIGHT)
+    K = 6
+    T = dt * np.arange(K + 1)
+    own = forward_dynamics(cm, (0.0, K * dt), x0, xd0, controller=ctrl, t_eval=T)
+    assert set(ctrl.statuses) == {"optimal"}
+    assert all(np.isfinite(h.kkt_residual) and h.iterations == 1 for h in ctrl.history)
+    assert np.all(np.abs(np.diff(own.control_inputs, axis=0)) <= r + 1e-9)
+    plant = to_nlsys(cm, dt=dt)
+    io = ctrl.to_iosystem()
+    loop = control.interconnect([plant, io], inplist=[], outlist=plant.output_labels)
+    ctrl.reset()
+    resp = control.input_output_response(loop, T, 0, np.concatenate([x0, xd0, np.zeros(io.nstates)]))
+    np.testing.assert_allclose(np.asarray(resp.states)[:cm.n].T, own.x, atol=1e-7)
+
+
+def test_infeasible_qp_falls_back_and_soft_bounds_do_not(cart):
+    cm, ref, lin, x0, xd0 = cart
+    Q, R = np.diag([10.0, 1.0, 0.0]), np.eye(1)
+    kw = dict(u_min=-0.5, u_max=0.5, x_min=[-0.5, -1.0, -1.0], x_max=[0.5, 1.0, 1.0])
+    hard = NMPCController(cm, ref, PART, 10, Q, R, dt=0.1, steps=60, **kw)
+    s = np.concatenate([x0, xd0])                       # a = 1: outside |a| <= 0.5 at once
+    u = hard.control(0.0, s)
+    assert hard.history[-1].status.startswith("fallback: lqr")
+    np.testing.assert_allclose(u, np.clip(-hard.schedule.K(0) @ lin.deviation(ref, 0.0, x0, xd0),
+                                          -0.5, 0.5))
+    soft = NMPCController(cm, ref, PART, 10, Q, R, dt=0.1, steps=60, soft_state=True, **kw)
+    soft.control(0.0, s)
+    assert soft.history[-1].status == "optimal" and soft.history[-1].slack_max > 0.1

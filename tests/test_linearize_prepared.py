@@ -1,0 +1,272 @@
+"""The prepared one-point linearization ``cm.linearizer(partition)`` (nhcontrol.linearize.prepared):
+the numbers of ``linearize`` at the same point (C and Python kernels), its error messages when a
+check fails, ``out=`` buffers, ``at(ref, t)``, converted arguments and threads."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from nhcontrol._util.errors import ArgumentTypeError, PartitionError, ReferenceMotionError
+from nhcontrol.linearize import Linearizer, Partition, linearize, prepare_linearizer, suggest_partition
+from nhcontrol.reference import Reference
+
+
+def _rel(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    if not b.size:
+        return 0.0
+    return float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-300)
+
+
+@pytest.fixture(scope="module")
+def bicycle():
+    from nhcontrol.models import benchmark_bicycle as bb
+
+    cm = bb.model()
+    return cm, bb.steady_forward(cm, 5.0), Partition.from_dict(bb.PARTITION_4_172)
+
+
+@pytest.fixture(scope="module")
+def actuated():
+    from nhcontrol.models import benchmark_bicycle as bb
+
+    cm = bb.build(inputs=("T_phi", "T_delta")).compile()
+    return cm, bb.steady_forward(cm, 3.0), Partition.from_dict(bb.PARTITION_4_172)
+
+
+@pytest.fixture(scope="module")
+def sleigh():
+    from nhcontrol.models import sleigh as sl
+
+    cm = sl.model()
+    ref = sl.straight_motion(cm, 1.0)
+    return cm, ref, suggest_partition(cm, ref)
+
+
+@pytest.mark.parametrize("case", ["bicycle", "actuated", "sleigh"])
+def test_prepared_call_equals_linearize(case, request):
+    cm, ref, part = request.getfixturevalue(case)
+    lz = cm.linearizer(part)
+    assert isinstance(lz, Linearizer) and lz.compiled == (cm.backend == "c")
+    for t in (0.0, 0.37, 1.2):
+        res = linearize(cm, ref, part, t=t)
+        x, xd, xdd, lam, u = ref.values(t)
+        A, B = lz(x, xd, xdd, lam, u if u.size else None)
+        assert A.shape == res.A.shape and B.shape == res.B.shape
+        assert _rel(A, res.A) <= 1e-14 and _rel(B, res.B) <= 1e-14
+        A2, B2 = lz.at(ref, t)
+        assert _rel(A2, res.A) <= 1e-14 and _rel(B2, res.B) <= 1e-14
+    assert lz.states == res.states and lz.inputs == res.inputs
+    assert (lz.nstates, lz.ninputs) == res.B.shape
+
+
+def test_prepared_call_bicycle_eigenvalues(bicycle):
+    """The prepared call gives the benchmark bicycle's eigenvalues of Meijaard et al. (2007),
+    Table 2, to 1e-12 (the accuracy of the published digits is 1e-13 .. 1e-14)."""
+    from nhcontrol.analysis import match_spectra, structural_zeros
+    from nhcontrol.reproduce.bicycle_benchmark import reference_data
+
+    cm, ref, part = bicycle
+    A, _ = cm.linearizer(part)(*ref.values(0.0)[:4])
+    keep = structural_zeros(A).keep
+    eig = np.linalg.eigvals(A[np.ix_(keep, keep)])
+    assert match_spectra(reference_data()["eigenvalues"][5.0], eig)[1] < 1e-12
+
+
+def test_out_buffers_and_fresh_results(actuated):
+    cm, ref, part = actuated
+    lz = prepare_linearizer(cm, part)
+    x, xd, xdd, lam, u = ref.values(0.2)
+    A0, B0 = lz(x, xd, xdd, lam, u)
+    out = (np.full_like(A0, np.nan), np.full_like(B0, np.nan))
+    got = lz(x, xd, xdd, lam, u, out=out)
+    assert got[0] is out[0] and got[1] is out[1]
+    np.testing.assert_array_equal(out[0], A0)
+    np.testing.assert_array_equal(out[1], B0)
+    A1, _ = lz(*ref.values(0.9))          # a new array: earlier results are not overwritten
+    assert A1 is not A0 and not np.shares_memory(A1, A0)
+    np.testing.assert_array_equal(A0, lz(x, xd, xdd, lam, u)[0])
+    with pytest.raises(ArgumentTypeError, match=r"shape \(8, 8\)|out"):
+        lz(x, xd, xdd, lam, u, out=(np.empty((3, 3)), out[1]))
+
+
+def test_converted_arguments(actuated):
+    """Lists, non-contiguous views and integer arrays give the same numbers; wrong sizes a
+    clear error."""
+    cm, ref, part = actuated
+    lz = cm.linearizer(part)
+    x, xd, xdd, lam, u = ref.values(0.4)
+    A, B = lz(x, xd, xdd, lam, u)
+    wide = np.zeros((cm.n, 2))
+    wide[:, 0] = x
+    A2, B2 = lz(wide[:, 0], list(xd), tuple(xdd), lam.tolist(), list(u))
+    np.testing.assert_array_equal(A2, A)
+    np.testing.assert_array_equal(B2, B)
+    with pytest.raises(ReferenceMotionError, match=r"x must have shape \(11,\)"):
+        lz(x[:3], xd, xdd, lam, u)
+    with pytest.raises(ReferenceMotionError, match="lam must have shape"):
+        lz(x, xd, xdd, lam[:2], u)
+
+
+def test_failed_checks_give_the_messages_of_linearize(bicycle):
+    """A point that is not a motion of the model and a singular partition: the same error
+    types and messages as ``linearize`` at that point; check=False skips the motion check."""
+    cm, ref, part = bicycle
+    x, xd, xdd, lam, _ = ref.values(0.0)
+    bad_xd = xd * np.r_[1.0, np.ones(10) * 1.01]
+    bad = Reference.constant_velocity(cm, x, bad_xd, lam=lam, check=False)
+    with pytest.raises(ReferenceMotionError) as want:
+        linearize(cm, bad, part)
+    lz = cm.linearizer(part)
+    with pytest.raises(ReferenceMotionError) as got:
+        lz(x, bad_xd, xdd, lam)
+    assert str(got.value) == str(want.value)
+    with pytest.raises(ReferenceMotionError) as got_at:
+        lz.at(bad, 0.0)
+    assert str(got_at.value) == str(want.value)
+    free = cm.linearizer(part, check=False)
+    np.testing.assert_array_equal(free(x, bad_xd, xdd, lam)[0],
+                                  linearize(cm, bad, part, check=False).A)
+    with pytest.raises(ReferenceMotionError, match="not finite"):
+        lz(x * np.nan, xd, xdd, lam)
+    from test_linearize_cpoint import _swap_to_singular
+
+    singular = _swap_to_singular(cm, ref, {"independent": part.independent,
+                                           "admissible_dependent": part.admissible_dependent,
+                                           "dependent": part.dependent})
+    with pytest.raises(PartitionError) as want_p:
+        linearize(cm, ref, singular)
+    with pytest.raises(PartitionError) as got_p:
+        cm.linearizer(singular)(x, xd, xdd, lam)
+    assert str(got_p.value) == str(want_p.value)
+
+
+def test_python_backend_same_numbers(monkeypatch):
+    """NHCONTROL_BACKEND=python: the linearizer goes through ``linearize`` with the Python
+    kernels; the numbers equal the compiled path's to 1e-14 (the kernels are bit-identical)."""
+    from nhcontrol.models import benchmark_bicycle as bb
+
+    monkeypatch.setenv("NHCONTROL_BACKEND", "python")
+    py = bb.build(inputs=("T_phi", "T_delta")).compile()
+    assert py.backend == "python"
+    part = Partition.from_dict(bb.PARTITION_4_172)
+    ref = bb.steady_forward(py, 3.0)
+    lz = py.linearizer(part)
+    assert not lz.compiled
+    x, xd, xdd, lam, u = ref.values(0.1)
+    A, B = lz(x, xd, xdd, lam, u)
+    res = linearize(py, ref, part, t=0.1)
+    np.testing.assert_array_equal(A, res.A)
+    np.testing.assert_array_equal(B, res.B)
+    monkeypatch.delenv("NHCONTROL_BACKEND")
+    cc = bb.build(inputs=("T_phi", "T_delta")).compile(backend="c")
+    Ac, Bc = cc.linearizer(part)(x, xd, xdd, lam, u)
+    assert _rel(Ac, A) <= 1e-14 and _rel(Bc, B) <= 1e-14
+    out = (np.empty_like(A), np.empty_like(B))
+    lz(x, xd, xdd, lam, u, out=out)
+    np.testing.assert_array_equal(out[0], A)
+
+
+def test_parameters_bound_once(actuated):
+    cm, ref, part = actuated
+    p = cm.param_vector(m_R=3.0)
+    lz = cm.linearizer(part, p=p)
+    ref2 = Reference.constant_velocity(cm, ref.x(0.0), ref.xd(0.0), u=ref.u(0.0), p=p)
+    A, B = lz.at(ref2, 0.0)
+    res = linearize(cm, ref2, part)
+    assert _rel(A, res.A) <= 1e-14 and _rel(B, res.B) <= 1e-14
+    assert _rel(A, linearize(cm, ref, part).A) > 1e-6       # the parameters matter
+
+
+def test_bad_construction(bicycle):
+    cm, _, part = bicycle
+    with pytest.raises(ArgumentTypeError, match="give a partition"):
+        cm.linearizer(None)
+    with pytest.raises(ArgumentTypeError, match="must be a CompiledModel"):
+        Linearizer(object(), part)
+    with pytest.raises(PartitionError):
+        cm.linearizer({"independent": ["nope"], "admissible_dependent": [], "dependent": []})
+
+
+def test_threads_share_one_linearizer(bicycle):
+    cm, ref, part = bicycle
+    lz = cm.linearizer(part)
+    x, xd, xdd, lam, _ = ref.values(0.3)
+    A0 = lz(x, xd, xdd, lam)[0].copy()
+    bad: list[int] = []
+
+    def work() -> None:
+        for i in range(200):
+            if not np.array_equal(lz(x, xd, xdd, lam)[0], A0):
+                bad.append(i)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not bad
+
+
+def test_first_order_paths_compiled_equal_general(monkeypatch):
+    """linearize_first_order_system and linearize_with_first_order_states take the compiled
+    one-point call (mechanical rows and T0, V̄̄0, Th0 from one call) with C kernels: the same
+    matrices as the general path (linearize + third_procedure) to 1e-14, on a moving reference
+    with l = 1 (the motor-driven sleigh of test_first_order_general) and the hydraulic four-bar."""
+    from test_first_order_general import PART, _sleigh_motor, _trajectory
+
+    from nhcontrol.compiled import compile_rates
+    from nhcontrol.linearize import first_order as fo
+    from nhcontrol.linearize import linearize_first_order_system, linearize_with_first_order_states
+    from nhcontrol.models import hydraulic_fourbar as hf
+
+    mb = _sleigh_motor()
+    cm, rk = mb.compile(), compile_rates(mb)
+    ref = _trajectory(cm)
+    calls = []
+    real = fo._fast_point
+    monkeypatch.setattr(fo, "_fast_point",
+                        lambda *a: (lambda got: calls.append(got is not None) or got)(real(*a)))
+    for t in (0.0, 0.7):
+        fast = linearize_first_order_system(cm, rk, ref, PART, t=t)
+        with monkeypatch.context() as mp:
+            mp.setattr(fo, "_fast_point", lambda *a: None)
+            slow = linearize_first_order_system(cm, rk, ref, PART, t=t)
+        assert _rel(fast.A, slow.A) <= 1e-14 and _rel(fast.B, slow.B) <= 1e-14
+        assert _rel(fast.T0, slow.T0) <= 1e-14 and fast.states == slow.states
+    eq = hf.equilibrium(60.0, 3.5e6)
+    hcm = hf.model()
+    href = Reference.equilibrium(hcm, eq.x, u=eq.p)
+    kw = hf.circuit_jacobians(eq).as_kwargs()
+    fast = linearize_with_first_order_states(hcm, href, hf.PARTITION, **kw)
+    with monkeypatch.context() as mp:
+        mp.setattr(fo, "_fast_point", lambda *a: None)
+        slow = linearize_with_first_order_states(hcm, href, hf.PARTITION, **kw)
+    assert _rel(fast.A, slow.A) <= 1e-14 and _rel(fast.B, slow.B) <= 1e-14
+    assert fast.states == slow.states
+    if cm.backend == "c":
+        assert calls == [True, True, True]            # the compiled path was taken
+
+
+def test_bound_call_reads_the_current_arguments(actuated):
+    """lz.bind(...)(): arguments bound by memory, updated in place between calls; the numbers
+    and errors of an ordinary call."""
+    cm, ref, part = actuated
+    lz = cm.linearizer(part)
+    bufs = [np.array(v, dtype=float) for v in ref.values(0.0)]
+    call = lz.bind(*bufs)
+    for t in (0.0, 0.5, 1.1):
+        for b, v in zip(bufs, ref.values(t)):
+            b[...] = v
+        A, B = call()
+        A1, B1 = lz(*ref.values(t))
+        np.testing.assert_array_equal(A, A1)
+        np.testing.assert_array_equal(B, B1)
+    bufs[1][1:] *= 1.01                               # not a motion of the model any more
+    with pytest.raises(ReferenceMotionError):
+        call()
+    with pytest.raises(ArgumentTypeError, match="C-contiguous float64"):
+        lz.bind(bufs[0][::-1][::-1].astype(np.float32), *bufs[1:])
