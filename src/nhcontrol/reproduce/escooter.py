@@ -195,7 +195,7 @@ RIDER_CASES: dict[str, dict[str, float]] = {
     "rider_higher_z_B+0.15": {"z_B": es.PARAMETERS["z_B"] + 0.15},
     "rider_lower_z_B-0.15": {"z_B": es.PARAMETERS["z_B"] - 0.15},
 }
-"""Rider-model variants of body B (chosen: the thesis' Paudel et al. inertia is not in our copy)."""
+"""Rider-model variants of body B (chosen; Paudel et al.'s inertia tensor is not used)."""
 
 
 def rider_trends(cm: Any, *, quick: bool = False) -> dict:
