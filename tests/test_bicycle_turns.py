@@ -87,6 +87,10 @@ def test_bad_arguments(cm, reversed_family):
     from nhcontrol.models import bicycle_turns as bt
     with pytest.raises(ModelError, match="fix must be one of"):
         bt.solve_steady_turn(cm, reversed_family[1], fix="speed")
+    from nhcontrol._util.errors import SimulationInputError
+    from nhcontrol.simulate import turn_simulation
+    with pytest.raises(SimulationInputError, match="duration must be a positive"):
+        turn_simulation(cm, reversed_family[1], duration=-1.0)
     with pytest.raises(LinearSystemError, match="same stability"):
         stability_boundary(cm, reversed_family[1], reversed_family[2])
 

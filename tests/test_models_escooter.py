@@ -79,6 +79,16 @@ def test_ch9_trends_quick(tmp_path):
     assert result["stable_speed_ranges"] == []
     assert (tmp_path / "escooter_eigenvalues.png").exists()
     assert (tmp_path / "escooter_trends.png").exists()
+    tr = result["steady_turns"]
+    assert abs(tr["capsize_bifurcation_speed"] - tr["capsize_speed_straight_running"]) < 1e-6
+    assert tr["max_residual"] <= 1e-10
+    assert {"i_handlebar_forward", "iii_pivoting"} <= set(tr["families"])
+    assert {"v", "lean_deg", "steer_deg", "radius_m", "stable", "max_real_eig"} <= set(tr["families"]["iii_pivoting"][0])
+    assert (tmp_path / "escooter_steady_turns.png").exists()
+    st = result["suspension_trends"]
+    assert st["agrees"] and min(st["damping"]["slope_abs_real"]) > 0.9 and min(st["stiffness"]["slope_imag"]) > 0.4
+    assert result["rider_trends"]["agrees"]
+    assert (tmp_path / "escooter_suspension_trends.png").exists() and (tmp_path / "escooter_rider_trends.png").exists()
 
 
 def test_errors(cm):

@@ -52,6 +52,9 @@ def test_reproduce_json_and_figure(tmp_path):
     assert result["completely_unstable"] and result["stable_speed_ranges"] == []
     assert len(result["eigenvalues"]) == len(result["speeds"])
     assert (tmp_path / "waveboard_eigenvalues.png").exists()
+    tr = result["caster_torus_trend"]
+    assert tr["agrees"] and all(a > 0 for a in tr["vs_caster_tilt"]["min_spectral_abscissa"])
+    assert (tmp_path / "waveboard_caster_torus_trend.png").exists()
     assert "skipped" in result["inverse_dynamics"]           # quick: no actuated model compiled
 
 

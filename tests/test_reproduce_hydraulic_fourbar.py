@@ -37,6 +37,10 @@ def test_run_keys_and_numbers(tmp_path):
     assert tm["third_s"] > 0 and tm["ratio"] == tm["counterpart_s"] / tm["third_s"]
     assert (tmp_path / "hydraulic_fourbar_fd_error_vs_h.png").exists()
     lv = res["linear_vs_nonlinear"]
+    holds = res["damping_scenarios"]["holds"]
+    assert holds["overdamped_has_lower_cylinder_speed"] and holds["friction_taylor_relative_error_smaller_overdamped"]
+    assert not holds["friction_taylor_absolute_error_smaller_overdamped"]
+    assert not holds["response_error_smaller_overdamped"]
     for sc in ("nominal", "friction_div100", "frictionless"):
         runs = lv[sc]["runs"]
         assert [q["M0_Nm"] for q in runs] == [300.0, 100.0]
@@ -63,3 +67,26 @@ def test_benchmark_script_keys():
 
 def test_registered():
     assert TARGETS["hydraulic-fourbar"][0] == "hydraulic_fourbar"
+
+
+def test_friction_taylor_error_is_second_order_and_scales_with_friction():
+    from nhcontrol.reproduce.hydraulic_fourbar import damping_scenarios, friction_taylor_error
+    vs = 1.25e-2
+    r1, a1 = friction_taylor_error(1e-3 * vs, 1.0)
+    r2, a2 = friction_taylor_error(2e-3 * vs, 1.0)
+    assert 3.5 < r2 / r1 < 4.5                       # odd law: relative error ~ s_dot^2
+    r2, a2 = friction_taylor_error(0.3 * vs, 1.0)
+    r3, a3 = friction_taylor_error(0.3 * vs, 0.01)
+    assert abs(r3 - r2) < 1e-9 * r2 and abs(a3 - 0.01 * a2) < 1e-9 * a2
+    assert friction_taylor_error(1e-3, 0.0)[1] == 0.0
+
+    def run(M0, sd, f, phi):
+        return {"M0_Nm": M0, "s_dot_peak_over_v_s": sd, "friction_taylor_rel_error": f[0],
+                "friction_taylor_abs_error_N": f[1], "phi2_rel_diff": phi}
+    lvn = {"nominal": {"runs": [run(300.0, 0.2, (0.1, 20.0), 0.02)]},
+           "friction_div100": {"runs": [run(300.0, 0.5, (0.3, 2.0), 0.01)]}}
+    h = damping_scenarios(lvn)["holds"]
+    assert h == {"overdamped_has_lower_cylinder_speed": True,
+                 "friction_taylor_relative_error_smaller_overdamped": True,
+                 "friction_taylor_absolute_error_smaller_overdamped": False,
+                 "response_error_smaller_overdamped": False}

@@ -298,7 +298,7 @@ class _Layout:
         L = float(vals["w"])
         g = float(vals["g"])
         V0 = math.sqrt(g * L)
-        mass = sum(float(v) for k, v in vals.items() if k.startswith("m_") and k[2:] in "BHRF")
+        mass = sum(float(vals[f"m_{b}"]) for b in "BHRF")
         # scales of the unknowns (for the arclength metric) and of the residual rows
         self.sy = np.concatenate([np.ones(self.nf),
                                   [V0, V0, V0 / L, V0 / vals["rho_F"], V0 / vals["rho_R"]],

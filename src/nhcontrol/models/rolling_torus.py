@@ -266,9 +266,9 @@ def time_unit_from_pair(phi0: float, omega_bar: float, Omega_bar: float, vals: M
     """Time unit ``tau`` [s] in which ``(omega_bar, Omega_bar)`` at lean ``phi0`` is a circular motion.
 
     With ``omega = omega_bar / tau`` and ``Omega = Omega_bar / tau`` (one time unit for both
-    rates), the lean moment balance $a_2\Omega^2 + a_1\Omega + a_0 = 0$
+    rates), the lean moment balance $a_2\\Omega^2 + a_1\\Omega + a_0 = 0$
     (docs/theory/rolling_torus.md) reads
-    $\tau^2 = -(a_2\bar\Omega^2 + k_1\bar\omega\bar\Omega)/a_0$ with $a_1 = k_1\omega$: a printed
+    $\\tau^2 = -(a_2\\bar\\Omega^2 + k_1\\bar\\omega\\bar\\Omega)/a_0$ with $a_1 = k_1\\omega$: a printed
     pair fixes the ratio ``Omega / omega`` and hence, for a given torus, the physical motion and
     the unit (derived here). Used to read the thesis' pair ``phi0 = -5 deg, omega_bar = 0.75,
     Omega_bar = 0.0794`` (Sect. 6.3.8, Eq. (6.133)) as one physical motion.

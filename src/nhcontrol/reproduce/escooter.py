@@ -22,14 +22,17 @@ from typing import Any
 import numpy as np
 
 from .. import linearize as _lin
-from ..analysis import critical_points, structural_zeros
+from ..analysis import critical_points, structural_zeros, turn_floquet, turn_stability
+from ..analysis import stable_ranges as turn_stable_ranges
 from ..models import benchmark_bicycle as bb
+from ..models import bicycle_turns as bt
 from ..models import escooter as es
 from .bicycle_benchmark import jacobian_polynomial
 from .toroidal_bicycle import MEIJAARD_VC, MEIJAARD_VW
 from nhcontrol.plotting.style import PALETTE
 
-__all__ = ["run", "summary", "speed_polynomial", "stable_ranges", "spectrum"]
+__all__ = ["run", "summary", "speed_polynomial", "stable_ranges", "spectrum", "steady_turns",
+           "suspension_trends", "rider_trends", "RIDER_CASES"]
 
 V_MAX = 15.0
 SPEEDS = np.round(np.linspace(0.5, V_MAX, 30), 10)
@@ -137,8 +140,141 @@ def _abscissa_min(case: dict[str, Any]) -> float:
     return float(np.min(np.max(ev.real, axis=1)))
 
 
+SUSPENSION_SPEED = 5.0
+"""Speed [m/s] of the suspension-pair sensitivities (the real parts do not depend on it)."""
+
+
+def _pairs_at(cm: Any, v: float, **kw: float) -> np.ndarray:
+    poly, _ = speed_polynomial(cm, cm.param_vector(**kw), es.PARTITION)
+    ev = spectrum(poly, [v])[0]
+    up = ev[ev.imag > 0]
+    return up[np.argsort(-up.imag)][:2][::-1]
+
+
+def _slope(f: list[float], y: np.ndarray) -> list[float]:
+    return [float(np.polyfit(np.log(f), np.log(np.abs(y[:, j])), 1)[0]) for j in range(y.shape[1])]
+
+
+def suspension_trends(cm: Any, *, quick: bool = False) -> dict:
+    """The suspension eigenvalue pairs against damping, stiffness and mass (thesis Ch. 9).
+
+    Both dampers (``c_R, c_F``), both springs (``k_R, k_F``) or the rider-frame mass ``m_B``
+    are scaled by the factors; the two pairs of largest imaginary part at ``SUSPENSION_SPEED``
+    (the suspension modes; the lean-steer modes are slower) are tracked and the log-log slopes of ``|Re|`` and ``Im`` against the
+    factor reported (1 = proportional, 0.5 = square root, 0 = independent).
+    """
+    factors = [0.5, 1.0, 2.0] if quick else [0.5, 0.7, 1.0, 1.4, 2.0]
+    P = es.PARAMETERS
+    sweeps = {"damping": lambda f: {"c_R": P["c_R"] * f, "c_F": P["c_F"] * f},
+              "stiffness": lambda f: {"k_R": P["k_R"] * f, "k_F": P["k_F"] * f},
+              "mass_m_B": lambda f: {"m_B": P["m_B"] * f}}
+    mass_f = [0.7, 1.0, 1.3] if quick else [0.6, 0.8, 1.0, 1.2, 1.4]
+    out: dict[str, Any] = {"speed": SUSPENSION_SPEED, "factors": factors, "mass_factors": mass_f}
+    for name, kw in sweeps.items():
+        fs = mass_f if name == "mass_m_B" else factors
+        pairs = np.array([_pairs_at(cm, SUSPENSION_SPEED, **kw(f)) for f in fs])
+        out[name] = {"pairs": [[[float(z.real), float(z.imag)] for z in row] for row in pairs],
+                     "slope_abs_real": _slope(fs, pairs.real), "slope_imag": _slope(fs, pairs.imag)}
+    d, k, m = out["damping"], out["stiffness"], out["mass_m_B"]
+    out["thesis_statement"] = ("real parts independent of the speed, highly dependent on the damping "
+                               "coefficients; imaginary parts highly dependent on the stiffnesses and the mass")
+    out["computed_statement"] = (
+        f"d log|Re| / d log c = {d['slope_abs_real'][0]:.2f}, {d['slope_abs_real'][1]:.2f} (d log Im / d log c = "
+        f"{d['slope_imag'][0]:.2f}, {d['slope_imag'][1]:.2f}); d log Im / d log k = {k['slope_imag'][0]:.2f}, "
+        f"{k['slope_imag'][1]:.2f} (d log|Re| / d log k = {k['slope_abs_real'][0]:.2f}, {k['slope_abs_real'][1]:.2f}); "
+        f"d log Im / d log m_B = {m['slope_imag'][0]:.2f}, {m['slope_imag'][1]:.2f}")
+    out["agrees"] = bool(min(d["slope_abs_real"]) > 0.5 and max(np.abs(d["slope_imag"])) < 0.2
+                         and min(k["slope_imag"]) > 0.3 and max(np.abs(k["slope_abs_real"])) < 0.3
+                         and min(np.abs(m["slope_imag"])) > 0.05)
+    return out
+
+
+RIDER_CASES: dict[str, dict[str, float]] = {
+    "rider_inertia_x0.5": {k: es.PARAMETERS[k] * 0.5 for k in ("I_Bxx", "I_Byy", "I_Bzz", "I_Bxz")},
+    "rider_inertia_x2": {k: es.PARAMETERS[k] * 2.0 for k in ("I_Bxx", "I_Byy", "I_Bzz", "I_Bxz")},
+    "rider_higher_z_B+0.15": {"z_B": es.PARAMETERS["z_B"] + 0.15},
+    "rider_lower_z_B-0.15": {"z_B": es.PARAMETERS["z_B"] - 0.15},
+}
+"""Rider-model variants of body B (chosen; Paudel et al.'s inertia tensor is not used)."""
+
+
+def rider_trends(cm: Any, *, quick: bool = False) -> dict:
+    """Self-stable speed ranges for rider-model variants of body B, alone and with the handlebar
+    inertia reduced (thesis Ch. 9: modifying B alone gives no self-stable range; together with a
+    reduced handlebar inertia the eigenvalues evolve like Paudel et al.'s)."""
+    P = es.PARTITION
+    out: dict[str, Any] = {"cases": {}}
+    cases = {"nominal": {}, **RIDER_CASES}
+    if quick:
+        cases = {k: cases[k] for k in ("nominal", "rider_inertia_x2", "rider_lower_z_B-0.15")}
+    for name, kw in cases.items():
+        alone = _case(cm, P, **kw)
+        both = _case(cm, P, **kw, **_handlebar(REDUCED_HANDLEBAR))
+        out["cases"][name] = {"parameters": kw, "stable_ranges": alone["stable_speed_ranges"],
+                              "min_spectral_abscissa": _abscissa_min(alone),
+                              "with_reduced_handlebar": {"stable_ranges": both["stable_speed_ranges"],
+                                                         "min_spectral_abscissa": _abscissa_min(both)}}
+    cs = out["cases"]
+    out["thesis_statement"] = ("modifying the inertia of body B (rider model): no self-stability range; combined with "
+                               "a reduced handlebar inertia: eigenvalues evolve as in Paudel et al.")
+    # a self-stable window: Brent-refined ranges, or a stable point of the fine 300-speed grid (windows
+    # narrower than the 120-speed grid of the critical points, e.g. near the capsize speed)
+    no_range = all(not c["stable_ranges"] and c["min_spectral_abscissa"] > 0 for c in cs.values())
+    with_range = [k for k, c in cs.items() if c["with_reduced_handlebar"]["stable_ranges"]
+                  or c["with_reduced_handlebar"]["min_spectral_abscissa"] < 0]
+    out["computed_statement"] = (f"rider variants alone: self-stable range in none: {no_range}; with the handlebar "
+                                 f"inertia x{REDUCED_HANDLEBAR}: self-stable range in {with_range}")
+    out["agrees"] = bool(no_range)
+    return out
+
+
+def steady_turns(cm: Any, *, quick: bool = False) -> dict:
+    """Hands-free steady turns of the nominal e-scooter and their stability (thesis Ch. 9 outlook).
+
+    The families of [`bicycle_turns.families()`][nhcontrol.models.bicycle_turns.families]
+    (capsize bifurcation, reversed handlebar, rear-wheel pivoting), each point classified by the
+    constant Jacobian ([`turn_stability()`][nhcontrol.analysis.turn_stability]); outside quick
+    mode one point is checked against the Floquet multipliers of the periodic linearization.
+    """
+    fams, missing = bt.families(cm, max_step=0.2 if quick else 0.08, max_speed=10.0 if quick else 20.0,
+                                max_rate=30.0 if quick else 60.0)
+    pts = {}
+    for k, f in fams.items():
+        pts[k] = []
+        for t in f:
+            st = turn_stability(cm, t)
+            pts[k].append({"v": t.speed, "lean_deg": t.lean_deg, "steer_deg": t.steer_deg, "radius_m": t.radius,
+                           "Omega": t.Omega, "stable": st.stable, "max_real_eig": st.max_real,
+                           "residual": t.residual})
+    res: dict[str, Any] = {
+        "capsize_speed_straight_running": bt.capsize_speed(cm),
+        "capsize_bifurcation_speed": bt.bifurcation_speed(cm)[0],
+        "families": pts, "families_not_found": missing,
+        "max_residual": max(p["residual"] for f in pts.values() for p in f),
+        "stable_ranges": {k: turn_stable_ranges(cm, f) for k, f in fams.items()},
+    }
+    res["any_stable_turn"] = any(p["stable"] for f in pts.values() for p in f)
+    if bt.FAMILY_NAMES[0] in fams:
+        end = fams[bt.FAMILY_NAMES[0]][-1]
+        res["family_i_end"] = {"v": end.speed, "lean_deg": end.lean_deg, "steer_deg": end.steer_deg,
+                               "Omega": end.Omega}
+    if not quick:
+        fam = fams[bt.FAMILY_NAMES[0]]
+        t = fam[len(fam) // 3]
+        res["floquet_check"] = {"v": t.speed, "lean_deg": t.lean_deg, **turn_floquet(cm, t)}
+    res["thesis_statement"] = ("Ch. 9 proposes the stability of the e-scooter's circular motions as future work "
+                               "(no result printed)")
+    res["computed_statement"] = ("no stable steady turn on the families found" if not res["any_stable_turn"]
+                                 else "stable sections: " + str(res["stable_ranges"]))
+    if "family_i_end" in res and abs(res["family_i_end"]["Omega"]) > 0.5:
+        res["computed_statement"] += ("; family (i) does not end in a static equilibrium: at v -> 0 it keeps "
+                                      f"Omega = {res['family_i_end']['Omega']:.3f} rad/s and runs into the "
+                                      "rear-wheel pivoting motion, so (i) and (iii) are one family")
+    return res
+
+
 def run(*, out: Path | None = None, quick: bool = False) -> dict:
-    """Reduction check, nominal spectrum vs speed, and the Ch. 9 trends."""
+    """Reduction check, nominal spectrum vs speed, the Ch. 9 trends and the steady turns."""
     cm = es.model()
     P = es.PARTITION
     red = reduction(cm)
@@ -186,6 +322,9 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
             "steer_tilt_decreased": [clean(c) for c in nu_low],
         },
     }
+    result["steady_turns"] = steady_turns(cm, quick=quick)
+    result["suspension_trends"] = suspension_trends(cm, quick=quick)
+    result["rider_trends"] = rider_trends(cm, quick=quick)
     if out is not None:
         _plot(result, {"nominal": nominal, "reduced_hoop": reduced_hoop, "reduced_torus": reduced_torus,
                        "sigma": sig_cases}, Path(out))
@@ -236,7 +375,78 @@ def _plot(result: dict, cases: dict[str, Any], out: Path) -> None:
          extra="Below zero: asymptotically stable. σ: aspect ratio of the tyre's elliptic "
                "cross-section (docs/theory/toroidal_wheel.md).")
     names.append(savefig(fig, out, "escooter_trends").name)
+    names.append(_plot_turns(result["steady_turns"], out))
+    names.append(_plot_suspension(result["suspension_trends"], out))
+    names.append(_plot_rider(result["rider_trends"], out))
     result["figures"] = names
+
+
+def _plot_suspension(st: dict, out: Path) -> str:
+    from nhcontrol.plotting.style import cite, new_figure, savefig
+
+    fig, axes = new_figure(1, 3, figsize=(12.0, 4.0),
+                           title=f"E-scooter: suspension eigenvalue pairs at v = {st['speed']:g} m/s")
+    for ax, key, fs, lab in ((axes[0], "damping", st["factors"], "dampers c x"),
+                             (axes[1], "stiffness", st["factors"], "springs k x"),
+                             (axes[2], "mass_m_B", st["mass_factors"], "mass m_B x")):
+        z = np.asarray(st[key]["pairs"])
+        for j, mk in enumerate(("o-", "s--")):
+            ax.plot(z[:, j, 0], z[:, j, 1], mk, color=("#0072B2", "#D55E00")[j], label=f"pair {j + 1}")
+            for f, (x, y) in zip(fs, z[:, j]):
+                ax.annotate(f"{f:g}", (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ax.set_xlabel("Re λ (1/s)")
+        ax.set_title(lab + " factor (annotated)", fontsize=9)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("Im λ (rad/s)")
+    cite(fig, "thesis", "Ch. 9 (trend computed here)",
+         extra="Thesis: real parts depend on the damping, imaginary parts on the stiffness and mass. Computed: "
+               + st["computed_statement"])
+    return savefig(fig, out, "escooter_suspension_trends").name
+
+
+def _plot_rider(rt: dict, out: Path) -> str:
+    from nhcontrol.plotting.style import cite, new_figure, savefig
+
+    names = list(rt["cases"])
+    a = [rt["cases"][k]["min_spectral_abscissa"] for k in names]
+    b = [rt["cases"][k]["with_reduced_handlebar"]["min_spectral_abscissa"] for k in names]
+    fig, ax = new_figure(figsize=(7.5, 4.0), title="E-scooter: rider model (body B) and self-stability")
+    x = np.arange(len(names))
+    ax.bar(x - 0.2, a, 0.4, color="#0072B2", label="rider variant alone")
+    ax.bar(x + 0.2, b, 0.4, color="#009E73", label=f"with handlebar inertia x{REDUCED_HANDLEBAR}")
+    ax.axhline(0.0, color="0.4", lw=0.8)
+    ax.set_xticks(x)
+    ax.set_xticklabels([n.replace("rider_", "") for n in names], fontsize=7, rotation=15)
+    ax.set_ylabel("min over speed of max Re λ (1/s)")
+    ax.legend(fontsize=7)
+    cite(fig, "thesis", "Ch. 9 (trend computed here)",
+         extra="Below zero: a self-stable speed range exists. Thesis: modifying B alone gives none. Computed: "
+               + rt["computed_statement"])
+    return savefig(fig, out, "escooter_rider_trends").name
+
+
+def _plot_turns(tr: dict, out: Path) -> str:
+    from nhcontrol.plotting.style import cite, new_figure, savefig
+
+    colors = {"i_handlebar_forward": "#0072B2", "ii_handlebar_reversed": "#D55E00", "iii_pivoting": "#009E73"}
+    fig, axes = new_figure(1, 2, figsize=(10.0, 4.2), title="E-scooter: hands-free steady turns (thick: stable)")
+    for k, pts in tr["families"].items():
+        v = np.array([p["v"] for p in pts])
+        st = np.array([p["stable"] for p in pts])
+        for ax, key in zip(axes, ("lean_deg", "steer_deg")):
+            y = np.array([p[key] for p in pts])
+            ax.plot(v, y, "-", color=colors[k], lw=1.0, label=k.replace("_", " "))
+            ax.plot(v, np.where(st, y, np.nan), "-", color=colors[k], lw=4.0)
+    axes[0].set_ylabel("lean angle (deg)")
+    axes[1].set_ylabel("steer angle, Meijaard's sign (deg)")
+    for ax in axes:
+        ax.set_xlabel(r"speed $v = \rho_R\,\dot\theta_R$ (m/s)")
+        ax.axvline(tr["capsize_bifurcation_speed"], color="0.5", ls=":", lw=0.8)
+    axes[0].legend(fontsize=7)
+    cite(fig, "thesis", "the outlook of Ch. 9 (computed here)",
+         extra="Families of steady turns by continuation (nhcontrol.models.bicycle_turns); dotted: capsize "
+               "bifurcation of straight running. No section is stable for the chosen parameters.")
+    return savefig(fig, out, "escooter_steady_turns").name
 
 
 def summary(result: dict) -> str:
@@ -251,4 +461,12 @@ def summary(result: dict) -> str:
         "  Ch. 9 trends:",
     ]
     lines += [f"    {k}: {v}" for k, v in result["trends"].items()]
+    for key in ("suspension_trends", "rider_trends"):
+        lines.append(f"  {key}: thesis: {result[key]['thesis_statement']}; computed: "
+                     f"{result[key]['computed_statement']} (agrees {result[key]['agrees']})")
+    tr = result["steady_turns"]
+    lines.append(f"  steady turns: capsize bifurcation {tr['capsize_bifurcation_speed']:.6f} m/s (straight running "
+                 f"{tr['capsize_speed_straight_running']:.6f}); families "
+                 f"{ {k: len(v) for k, v in tr['families'].items()} }, not found {list(tr['families_not_found'])}; "
+                 f"max residual {tr['max_residual']:.1e}; {tr['computed_statement']}")
     return "\n".join(lines)

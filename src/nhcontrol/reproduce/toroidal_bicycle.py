@@ -15,6 +15,8 @@ With ``mu = sigma = 0`` the model is the hoop benchmark and must give Meijaard's
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from ..analysis import critical_points, structural_zeros
 from ..models import toroidal_bicycle as tb
 from .bicycle_benchmark import jacobian_polynomial
 
-__all__ = ["run", "summary", "speed_polynomial", "stable_range"]
+__all__ = ["run", "summary", "speed_polynomial", "stable_range", "steer_tilt_trend", "STEER_TILTS"]
 
 MEIJAARD_VW = 4.292382536341
 """Meijaard et al. (2007), Table 2: weave and capsize speeds of the benchmark [m/s]."""
@@ -88,6 +90,40 @@ def _sweeps(cm: Any, quick: bool) -> dict[str, list[dict[str, Any]]]:
     }
 
 
+STEER_TILTS = (0.1, 0.2, math.pi / 10, 0.4, 0.5)
+"""Steer axis tilts [rad] of the steer-tilt trend (Table 4.1: pi/10)."""
+TILT_WHEELS: dict[str, dict[str, float]] = {
+    "hoops": {},
+    "toroidal_mu_R0.1_mu_F0.01": {"mu_R": 0.1, "mu_F": 0.01, "sigma_R": 1.0, "sigma_F": 1.0},
+}
+
+
+def steer_tilt_trend(cm: Any, *, quick: bool = False) -> dict[str, Any]:
+    """Self-stable speed range against the steer axis tilt ``nu`` (thesis Ch. 9)."""
+    nus = (0.2, math.pi / 10, 0.4) if quick else STEER_TILTS
+    wheels = {"toroidal_mu_R0.1_mu_F0.01": TILT_WHEELS["toroidal_mu_R0.1_mu_F0.01"]} if quick else TILT_WHEELS
+    out: dict[str, Any] = {"nu_rad": list(nus), "nu_deg": [math.degrees(n) for n in nus], "wheels": {}}
+    for name, kw in wheels.items():
+        cases = [_case(cm, nu=n, **kw) for n in nus]
+        w = [c["width"] for c in cases]
+        out["wheels"][name] = {"parameters": kw, "vw": [c["vw"] for c in cases], "vc": [c["vc"] for c in cases],
+                               "width": w, "width_increases_with_nu": bool(np.all(np.diff(w) > 0)),
+                               "nu_of_widest_deg": math.degrees(nus[int(np.argmax(w))]),
+                               "range_shifts_up_with_nu": bool(all(c["vw"] is not None and c["vc"] is not None
+                                                                   for c in cases)
+                                                               and np.all(np.diff([c["vw"] for c in cases]) > 0)
+                                                               and np.all(np.diff([c["vc"] for c in cases]) > 0))}
+    out["thesis_statement"] = "the self-stability velocity range increases as the steering axis tilt angle increases"
+    parts = []
+    for name, d in out["wheels"].items():
+        parts.append(f"{name}: width {', '.join(f'{x:.3f}' for x in d['width'])} m/s at nu = "
+                     f"{', '.join(f'{x:.1f}' for x in out['nu_deg'])} deg (widest at {d['nu_of_widest_deg']:.1f} deg); "
+                     f"v_w and v_c both rise with nu")
+    out["computed_statement"] = "; ".join(parts)
+    out["agrees"] = all(d["width_increases_with_nu"] for d in out["wheels"].values())
+    return out
+
+
 def run(*, out: Path | None = None, quick: bool = False) -> dict:
     """Benchmark check (``mu = sigma = 0``) and the four sweeps, for both wheel-inertia options."""
     result: dict[str, Any] = {"jacobian_shape": None}
@@ -107,8 +143,10 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
         block["sweeps"] = _sweeps(cm, quick)
         result[inertia] = block
     result["trends"] = _trends(result["benchmark"]["sweeps"])
+    result["steer_tilt_trend"] = steer_tilt_trend(tb.model(wheel_inertia="benchmark"), quick=quick)
     if out is not None:
         _plot(result, out)
+        result["figures"].append(_plot_tilt(result["steer_tilt_trend"], Path(out)))
     return result
 
 
@@ -159,6 +197,24 @@ def _plot(result: dict, out: Path) -> None:
     result["figures"] = [savefig(fig, out, "toroidal_bicycle_sweeps").name]
 
 
+def _plot_tilt(tt: dict[str, Any], out: Path) -> str:
+    from nhcontrol.plotting.style import cite, new_figure, savefig
+
+    fig, ax = new_figure(figsize=(6.5, 4.2), title="Bicycle with toroidal wheels: self-stable range vs steer axis tilt")
+    for (name, d), col in zip(tt["wheels"].items(), ("#0072B2", "#D55E00")):
+        vw = [np.nan if v is None else v for v in d["vw"]]
+        vc = [np.nan if v is None else v for v in d["vc"]]
+        ax.plot(tt["nu_deg"], vw, "o-", color=col, label=f"{name}: weave speed")
+        ax.plot(tt["nu_deg"], vc, "s--", color=col, label=f"{name}: capsize speed")
+        ax.fill_between(tt["nu_deg"], vw, vc, color=col, alpha=0.15)
+    ax.set_xlabel(r"steer axis tilt $\nu$ (deg)")
+    ax.set_ylabel("forward speed v (m/s)")
+    ax.legend(fontsize=7)
+    cite(fig, "thesis", "Ch. 9 (trend computed here)",
+         extra="Thesis: the self-stable range grows with the steer axis tilt. Computed: " + tt["computed_statement"])
+    return savefig(fig, out, "toroidal_bicycle_steer_tilt").name
+
+
 def summary(result: dict) -> str:
     h = result["benchmark"]["hoop_limit"]
     lines = [f"Bicycle with elliptic toroidal wheels: Jacobian {result['jacobian_shape']}",
@@ -170,4 +226,8 @@ def summary(result: dict) -> str:
                           f"{c['width']:.3f}" for c in cases)
         lines.append(f"  {key:9s} stable-range width [m/s] ({cells})")
     lines.append("  trends (thesis Ch. 9): " + ", ".join(f"{k}={v}" for k, v in result["trends"].items()))
+    if "steer_tilt_trend" in result:
+        st = result["steer_tilt_trend"]
+        lines.append(f"  steer tilt: thesis: {st['thesis_statement']}; computed: {st['computed_statement']} "
+                     f"(agrees {st['agrees']})")
     return "\n".join(lines)

@@ -25,7 +25,8 @@ from .bicycle_benchmark import jacobian_polynomial
 from .escooter import spectrum, stable_ranges
 from nhcontrol.plotting.style import PALETTE
 
-__all__ = ["run", "summary", "reduction", "speed_polynomial", "inverse_dynamics_study", "harmonic_inverse"]
+__all__ = ["run", "summary", "reduction", "speed_polynomial", "inverse_dynamics_study", "harmonic_inverse",
+           "caster_torus_trend", "CASTER_TILTS", "TORUS_RATIOS"]
 
 V_MAX = 8.0
 SPEEDS = np.round(np.linspace(0.25, V_MAX, 32), 10)
@@ -220,6 +221,41 @@ def _nonlinear_check(nom: dict[str, Any], om: float) -> dict[str, Any]:
             "ratio": out[0]["max_rel_torque_diff"] / out[1]["max_rel_torque_diff"]}
 
 
+CASTER_TILTS = (0.15, 0.25, 0.35, 0.5, 0.7)
+"""Caster tilts of both casters [rad] of the stability trend (nominal 0.35)."""
+TORUS_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5)
+"""Torus ratios ``mu_R = mu_F`` of the stability trend (nominal 0.3)."""
+
+
+def _min_abscissa(cm: Any, **kw: float) -> tuple[float, list]:
+    poly, _ = speed_polynomial(cm, cm.param_vector(**kw), wb.PARTITION)
+    ev = spectrum(poly, np.linspace(0.05, V_MAX, 200))
+    return float(np.min(np.max(ev.real, axis=1))), stable_ranges(poly, v_max=V_MAX)
+
+
+def caster_torus_trend(cm: Any, *, quick: bool = False) -> dict[str, Any]:
+    """Stability of the steady forward motion against the caster tilt and the torus ratio (Ch. 9).
+
+    For each value: the smallest spectral abscissa over ``0.05 <= v <= V_MAX`` (positive: no
+    self-stable speed) and the self-stable ranges.
+    """
+    tilts = (0.2, 0.35, 0.6) if quick else CASTER_TILTS
+    mus = (0.1, 0.3, 0.5) if quick else TORUS_RATIOS
+    out: dict[str, Any] = {"caster_tilt_rad": list(tilts), "torus_ratio": list(mus)}
+    rows = [_min_abscissa(cm, nu_R=n, nu_F=n) for n in tilts]
+    out["vs_caster_tilt"] = {"min_spectral_abscissa": [r[0] for r in rows], "stable_ranges": [r[1] for r in rows]}
+    rows = [_min_abscissa(cm, mu_R=m, mu_F=m) for m in mus]
+    out["vs_torus_ratio"] = {"min_spectral_abscissa": [r[0] for r in rows], "stable_ranges": [r[1] for r in rows]}
+    allv = out["vs_caster_tilt"]["min_spectral_abscissa"] + out["vs_torus_ratio"]["min_spectral_abscissa"]
+    out["thesis_statement"] = ("the waveboard is completely unstable along the steady forward motion, whatever the "
+                               "forward speed, the casters' inclination angles and the tori aspect ratios")
+    out["computed_statement"] = (f"smallest spectral abscissa over speed: {min(allv):.3f} 1/s (positive in every case: "
+                                 f"{min(allv) > 0}); no self-stable range in any case: "
+                                 f"{not any(r for k in ('vs_caster_tilt', 'vs_torus_ratio') for r in out[k]['stable_ranges'])}")
+    out["agrees"] = bool(min(allv) > 0)
+    return out
+
+
 def run(*, out: Path | None = None, quick: bool = False) -> dict:
     """Reduction check, the steady-forward-motion spectrum vs speed and (not with ``quick``, which
     skips compiling the actuated model) the inverse-dynamics study."""
@@ -240,6 +276,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
         "completely_unstable": bool(not ranges and np.min(np.max(fine.real, axis=1)) > 0),
         "polynomial_residual": res,
     }
+    result["caster_torus_trend"] = caster_torus_trend(cm, quick=quick)
     study = None
     if quick:
         result["inverse_dynamics"] = "skipped in a quick run (it compiles the actuated model)"
@@ -247,7 +284,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict:
         study = inverse_dynamics_study()
         result["inverse_dynamics"] = {k: v for k, v in study.items() if not k.startswith("_")}
     if out is not None:
-        result["figures"] = _plot(poly, ranges, Path(out))
+        result["figures"] = _plot(poly, ranges, Path(out)) + [_plot_trend(result["caster_torus_trend"], Path(out))]
         if study is not None:
             result["figures"].append(_plot_inverse_dynamics(study, Path(out)))
     return result
@@ -276,6 +313,24 @@ def _plot(poly: tuple[np.ndarray, ...], ranges: list, out: Path) -> list[str]:
                   "No speed is self-stable: an eigenvalue has a positive real part at every "
                   "speed, the 'completely unstable' waveboard of Ch. 9."))
     return [savefig(fig, out, "waveboard_eigenvalues").name]
+
+
+def _plot_trend(tr: dict[str, Any], out: Path) -> str:
+    from nhcontrol.plotting.style import cite, new_figure, savefig
+
+    fig, axes = new_figure(1, 2, figsize=(10.0, 3.8), sharey=True,
+                           title="Waveboard: smallest spectral abscissa over speed (0.05-8 m/s)")
+    axes[0].plot(np.degrees(tr["caster_tilt_rad"]), tr["vs_caster_tilt"]["min_spectral_abscissa"], "o-",
+                 color="#0072B2")
+    axes[0].set_xlabel("caster tilt of both casters (deg)")
+    axes[1].plot(tr["torus_ratio"], tr["vs_torus_ratio"]["min_spectral_abscissa"], "s-", color="#D55E00")
+    axes[1].set_xlabel(r"torus ratio $\mu_R = \mu_F$ (-)")
+    axes[0].set_ylabel(r"$\min_v \max \mathrm{Re}\,\lambda$ (1/s)")
+    for ax in axes:
+        ax.axhline(0.0, color="0.4", lw=0.8)
+    cite(fig, "thesis", "Ch. 9 (trend computed here)",
+         extra="Above zero: unstable at every speed. Thesis: completely unstable. Computed: " + tr["computed_statement"])
+    return savefig(fig, out, "waveboard_caster_torus_trend").name
 
 
 def _plot_inverse_dynamics(study: dict[str, Any], out: Path) -> str:
@@ -315,6 +370,8 @@ def summary(result: dict) -> str:
         f"  stable speed ranges in (0, {V_MAX}] m/s: {result['stable_speed_ranges'] or 'none'}",
         f"  completely unstable: {result['completely_unstable']} "
         f"(min over speed of max Re λ = {result['min_spectral_abscissa']:.3f} 1/s)",
+        f"  caster tilt / torus ratio (Ch. 9): thesis: {result['caster_torus_trend']['thesis_statement']}; computed: "
+        f"{result['caster_torus_trend']['computed_statement']} (agrees {result['caster_torus_trend']['agrees']})",
     ] + _inverse_dynamics_lines(result.get("inverse_dynamics")))
 
 

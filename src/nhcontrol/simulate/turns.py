@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.errors import SimulationInputError
 from ..models import bicycle_turns as bt
 from .forward import forward_dynamics
 from .initial import consistent_initial_conditions
@@ -28,6 +29,11 @@ def turn_simulation(cm: Any, turn: "bt.SteadyTurn", *, duration: float = 10.0, p
     ([`consistent_initial_conditions()`][nhcontrol.simulate.consistent_initial_conditions]).
     The deviation ``e(t) = max(|phi - phi0|, |delta - delta0|)`` is tracked for ``duration`` s.
 
+    Raises
+    ------
+    SimulationInputError
+        A non-positive or non-finite ``duration``, ``perturbation`` or ``grow``.
+
     Returns
     -------
     dict
@@ -35,13 +41,17 @@ def turn_simulation(cm: Any, turn: "bt.SteadyTurn", *, duration: float = 10.0, p
         grow * e0``), ``diverges`` (``e_end > grow * e0``), ``duration``, ``t_end`` (the run
         stops early, diverged, once the deviation exceeds ``5 grow e0``), ``perturbation``.
     """
+    for name, val in (("duration", duration), ("perturbation", perturbation), ("grow", grow)):
+        if not (isinstance(val, (int, float)) and math.isfinite(val) and val > 0):
+            raise SimulationInputError(f"turn_simulation: {name} must be a positive finite number, got {val!r}")
     c = list(turn.coordinates)
     ip, idl = c.index("phi_b"), c.index("delta")
     x = turn.x0.copy()
     dphi = perturbation * max(abs(x[ip]), math.radians(1.0))
     x[ip] += dphi
     part = bt.turn_partition(cm)
-    ic = consistent_initial_conditions(cm, x, turn.xd0.copy(), independent=part["independent"], dependent=part["dependent"], p=turn.p)
+    ic = consistent_initial_conditions(cm, x, turn.xd0.copy(), independent=part["independent"],
+                                       dependent=part["dependent"], p=turn.p)
     x0, xd0 = ic
     ts = np.linspace(0.0, duration, int(50 * duration) + 1)
     e_init = abs(float(x0[ip] - turn.x0[ip]))
