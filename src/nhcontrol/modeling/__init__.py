@@ -7,7 +7,17 @@ See ``docs/dev/contracts.md`` section 1 and ``docs/theory/newton_euler.md``.
 # that a model loaded from the cache (nhcontrol.compiled.recipe) and the SymPy-free helpers
 # (nhcontrol.modeling.parameters) cost no SymPy import.
 import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
+
+if _TYPE_CHECKING:  # the same names for type checkers and the API docs (never run)
+    from .equations import EquationsOfMotion, derive_equations
+    from .joints import add_joint_spring_damper
+    from .parameters import check_parameters, override_parameters, parameter_values
+    from .rotations import (PROPER_EULER_SEQUENCES, SEQUENCES, TAIT_BRYAN_SEQUENCES, euler_rotation,
+                            rot_x, rot_y, rot_z)
+    from .simplify import cheap_trig
+    from .system import Body, Constraint, Load, MultibodySystem
 
 _LAZY = {
     "EquationsOfMotion": "equations", "derive_equations": "equations",
