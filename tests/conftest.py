@@ -1,4 +1,5 @@
-"""Suite-wide pytest hooks: the header names the versions this run resolved."""
+"""Suite-wide pytest hooks: the run names the versions it resolved (header and, since CI runs
+``pytest -q``, which hides the header, a line of the terminal summary)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ _DEPENDENCIES = ("numpy", "scipy", "sympy", "control", "slycot", "cvxpy", "osqp"
                  "matplotlib", "pandas", "dask")
 
 
-def pytest_report_header(config):  # noqa: ARG001 - pytest's hook signature
+def _versions() -> str:
     found = []
     for name in _DEPENDENCIES:
         try:
@@ -16,3 +17,11 @@ def pytest_report_header(config):  # noqa: ARG001 - pytest's hook signature
         except metadata.PackageNotFoundError:
             found.append(f"{name} -")
     return "nhcontrol dependencies: " + ", ".join(found)
+
+
+def pytest_report_header(config):  # noqa: ARG001 - pytest's hook signature
+    return _versions()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
+    terminalreporter.write_line(_versions())

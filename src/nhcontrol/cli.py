@@ -31,6 +31,11 @@ ENVIRONMENT: dict[str, str] = {
                               "BLAS alone)",
     "NHCONTROL_MAX_BYTES": "largest single allocation allowed, bytes (default half the available "
                            "memory)",
+    "NHCONTROL_LOCK_TIMEOUT": "seconds to wait for the kernel-cache lock held by another process "
+                              "(default 30; the error names the holder)",
+    "NHCONTROL_MAX_ITERATIONS": "largest number of steps a user-sized loop may take before it is "
+                                "refused up front (default 1e7)",
+    "NHCONTROL_TRACEBACK": "1: show the full traceback instead of the one-line CLI error",
 }
 """Every environment variable the library reads, with what it does (shown by ``--help``)."""
 
