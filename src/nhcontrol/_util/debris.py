@@ -40,7 +40,8 @@ def claim(folder: str | os.PathLike) -> None:
         pass
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (another user's process counts)."""
     if pid <= 0:
         return False
     try:
@@ -61,7 +62,7 @@ def in_use(folder: Path) -> bool:
         return False
     if host != _HOST:
         return True     # cannot be checked from here: leave it
-    return pid != os.getpid() and _alive(pid)
+    return pid != os.getpid() and pid_alive(pid)
 
 
 def remove_stale(parent: str | os.PathLike, pattern: str) -> list[Path]:

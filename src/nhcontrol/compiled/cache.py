@@ -41,6 +41,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Iterator
 
+from .._util.debris import pid_alive
 from .._util.errors import CacheError, CacheIntegrityError, CacheLockTimeout, ConfigurationError
 from ._layout import GENERATOR_VERSION
 
@@ -259,23 +260,13 @@ def lock_holder(directory: str | os.PathLike) -> dict | None:
         return None
     alive: bool | None = None
     if host in ("", _HOST):
-        alive = _pid_alive(pid)
+        alive = pid_alive(pid)
     return {"pid": pid, "since": since, "host": host, "alive": alive}
 
 
 _HOST = (os.uname().nodename if hasattr(os, "uname") else "") or "localhost"
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True     # exists (another user's process)
-    return True
 
 
 def _holder_text(holder: dict | None) -> str:

@@ -437,19 +437,6 @@ def heading_frame(states: "list[str] | tuple[str, ...]", Omega: float
         raise ModelError(f"heading_frame: the states {names} lack {missing}; use the partition "
                          f"{PARTITION} (x_C, y_C admissible dependent)")
     ix, iy = names.index("x_C"), names.index("y_C")
-    n = len(names)
-    Om = float(Omega)
+    from ._frames import rotating_pair_frame
 
-    def T(t: float) -> NDArray[np.float64]:
-        c, s = math.cos(Om * t), math.sin(Om * t)
-        out = np.eye(n)
-        out[np.ix_([ix, iy], [ix, iy])] = [[c, s], [-s, c]]
-        return out
-
-    def T_dot(t: float) -> NDArray[np.float64]:
-        c, s = math.cos(Om * t), math.sin(Om * t)
-        out = np.zeros((n, n))
-        out[np.ix_([ix, iy], [ix, iy])] = [[-Om * s, Om * c], [-Om * c, -Om * s]]
-        return out
-
-    return T, T_dot
+    return rotating_pair_frame(len(names), ix, iy, Omega)
