@@ -20,8 +20,8 @@ from matplotlib.colors import to_rgb
 from nhcontrol.plotting import style
 
 FAST_TARGETS = ("skateboard",)
-SLOW_TARGETS = ("rolling-hoop", "bicycle-benchmark", "e-scooter", "waveboard", "rolling-torus", "toroidal-bicycle",
-                "hydraulic-fourbar", "road-vehicles", "ball-plate", "monte-carlo-ball-plate")
+SLOW_TARGETS = ("rolling-hoop", "bicycle-benchmark", "bicycle-circular", "e-scooter", "waveboard", "rolling-torus", "toroidal-bicycle",
+                "hydraulic-fourbar", "road-vehicles", "ball-plate", "monte-carlo-ball-plate", "output-feedback", "nmpc")
 PALETTE_RGB = [to_rgb(c) for c in style.PALETTE]
 RAW_NAME = re.compile(r"\b[A-Za-z]+_[A-Za-z0-9]+\b")
 

@@ -23,7 +23,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from ..analysis import stable_ranges, turn_floquet, turn_stability
 from ..models import benchmark_bicycle as bb
@@ -144,26 +143,11 @@ def _statements(res: dict) -> list[dict]:
 
 
 def _plot(res: dict, out: Path) -> None:
-    from nhcontrol.plotting.style import cite, new_figure, savefig
+    from nhcontrol.plotting._turns import plot_turn_families
+    from nhcontrol.plotting.style import cite, savefig
 
-    colors = {"i_handlebar_forward": "#0072B2", "ii_handlebar_reversed": "#D55E00", "iii_pivoting": "#009E73"}
-    fig, axes = new_figure(1, 2, figsize=(10.0, 4.2),
-                           title="Benchmark bicycle: hands-free steady turns (thick: stable)")
-    for k, pts in res["families"].items():
-        v = np.array([p["v"] for p in pts])
-        for ax, key in zip(axes, ("lean_deg", "steer_deg")):
-            y = np.array([p[key] for p in pts])
-            ax.plot(v, y, "-", color=colors[k], lw=1.0, label=k.replace("_", " "))
-            st = np.array([p["stable"] for p in pts])
-            ys = np.where(st, y, np.nan)
-            ax.plot(v, ys, "-", color=colors[k], lw=4.0, alpha=0.8)
-    axes[0].set_ylabel("lean angle (deg)")
-    axes[1].set_ylabel("steer angle, Meijaard's sign (deg)")
-    for ax in axes:
-        ax.set_xlabel(r"speed $v = \rho_R\,\dot\theta_R$ (m/s)")
-        ax.axvline(res["capsize_bifurcation_speed"], color="0.5", ls=":", lw=0.8)
-    axes[0].plot([], [], "-", color="0.3", lw=4.0, label="stable (constant Jacobian)")
-    axes[0].legend(fontsize=7)
+    fig, _ = plot_turn_families(res["families"], res["capsize_bifurcation_speed"],
+                                "Benchmark bicycle: hands-free steady turns")
     cite(fig, "Basu-Mandal, Chatterjee & Papadopoulos, Proc. R. Soc. A 463 (2007) (families compared in the docs)", "",
          extra="Dotted: capsize speed of straight running (Meijaard et al. 2007). Computed here by continuation "
                "of the steady-turn equations.")

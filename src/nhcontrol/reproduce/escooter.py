@@ -388,7 +388,7 @@ def _plot_suspension(st: dict, out: Path) -> str:
                            title=f"E-scooter: suspension eigenvalue pairs at v = {st['speed']:g} m/s")
     for ax, key, fs, lab in ((axes[0], "damping", st["factors"], "dampers c x"),
                              (axes[1], "stiffness", st["factors"], "springs k x"),
-                             (axes[2], "mass_m_B", st["mass_factors"], "mass m_B x")):
+                             (axes[2], "mass_m_B", st["mass_factors"], r"mass $m_B$ x")):
         z = np.asarray(st[key]["pairs"])
         for j, mk in enumerate(("o-", "s--")):
             ax.plot(z[:, j, 0], z[:, j, 1], mk, color=("#0072B2", "#D55E00")[j], label=f"pair {j + 1}")
@@ -413,7 +413,7 @@ def _plot_rider(rt: dict, out: Path) -> str:
     fig, ax = new_figure(figsize=(7.5, 4.0), title="E-scooter: rider model (body B) and self-stability")
     x = np.arange(len(names))
     ax.bar(x - 0.2, a, 0.4, color="#0072B2", label="rider variant alone")
-    ax.bar(x + 0.2, b, 0.4, color="#009E73", label=f"with handlebar inertia x{REDUCED_HANDLEBAR}")
+    ax.bar(x + 0.2, b, 0.4, color="#E69F00", label=f"with handlebar inertia x{REDUCED_HANDLEBAR}")
     ax.axhline(0.0, color="0.4", lw=0.8)
     ax.set_xticks(x)
     ax.set_xticklabels([n.replace("rider_", "") for n in names], fontsize=7, rotation=15)
@@ -426,23 +426,10 @@ def _plot_rider(rt: dict, out: Path) -> str:
 
 
 def _plot_turns(tr: dict, out: Path) -> str:
-    from nhcontrol.plotting.style import cite, new_figure, savefig
+    from nhcontrol.plotting._turns import plot_turn_families
+    from nhcontrol.plotting.style import cite, savefig
 
-    colors = {"i_handlebar_forward": "#0072B2", "ii_handlebar_reversed": "#D55E00", "iii_pivoting": "#009E73"}
-    fig, axes = new_figure(1, 2, figsize=(10.0, 4.2), title="E-scooter: hands-free steady turns (thick: stable)")
-    for k, pts in tr["families"].items():
-        v = np.array([p["v"] for p in pts])
-        st = np.array([p["stable"] for p in pts])
-        for ax, key in zip(axes, ("lean_deg", "steer_deg")):
-            y = np.array([p[key] for p in pts])
-            ax.plot(v, y, "-", color=colors[k], lw=1.0, label=k.replace("_", " "))
-            ax.plot(v, np.where(st, y, np.nan), "-", color=colors[k], lw=4.0)
-    axes[0].set_ylabel("lean angle (deg)")
-    axes[1].set_ylabel("steer angle, Meijaard's sign (deg)")
-    for ax in axes:
-        ax.set_xlabel(r"speed $v = \rho_R\,\dot\theta_R$ (m/s)")
-        ax.axvline(tr["capsize_bifurcation_speed"], color="0.5", ls=":", lw=0.8)
-    axes[0].legend(fontsize=7)
+    fig, _ = plot_turn_families(tr["families"], tr["capsize_bifurcation_speed"], "E-scooter: hands-free steady turns")
     cite(fig, "thesis", "the outlook of Ch. 9 (computed here)",
          extra="Families of steady turns by continuation (nhcontrol.models.bicycle_turns); dotted: capsize "
                "bifurcation of straight running. No section is stable for the chosen parameters.")
