@@ -30,7 +30,7 @@ import numpy as np
 from nhcontrol.design import LTVMPC, finite_horizon_lqr
 from nhcontrol.lane_change_control import (LaneChangeSettings, assigned_steering_setup,
                                            closed_loop_assigned)
-from nhcontrol.linearize import Partition, linearize
+from nhcontrol.linearization import Partition, linearize
 from nhcontrol.models import lane_change as lc
 from nhcontrol.models import single_track as st
 from nhcontrol.simulate import forward_dynamics

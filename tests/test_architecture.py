@@ -1,11 +1,14 @@
 """Imports point one way (../shared/ARCHITECTURE.md): each stage imports only stages to its left
-and ``nhcontrol._util``; ``models`` is built only from ``modeling``, ``compiled``, ``reference`` and ``linearize``;
+and ``nhcontrol._util``; ``models`` is built only from ``modeling``, ``compiled``, ``reference`` and ``linearization``;
 nothing below the edge (``plotting``, ``cli``, ``reproduce``) imports the edge.
 
 The sanctioned exceptions are ``MultibodySystem.compile()`` (the architecture's own
 ``system.compile()``), which imports ``compiled`` lazily inside the method, and
 ``CompiledModel.linearizer()`` (the prepared one-point linearizer of ARCHITECTURE.md, stage 4),
-which imports ``linearize.prepared`` lazily inside the method.
+which imports ``linearization.prepared`` lazily inside the method.
+
+Former module paths (``nhcontrol.linearize`` for the subpackage) are not used inside the library:
+an import of one is reported with the current name.
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "nhcontrol"
-ORDER = ["_util", "modeling", "compiled", "reference", "linearize", "systems", "analysis",
+ORDER = ["_util", "modeling", "compiled", "reference", "linearization", "systems", "analysis",
          "design", "simulate"]
 EDGE = {"plotting", "cli", "reproduce"}
-# models may also use linearize (e.g. the bicycle's canonical matrices, Meijaard et al. 2007);
+# models may also use linearization (e.g. the bicycle's canonical matrices, Meijaard et al. 2007);
 # never analysis or design (ARCHITECTURE.md).
-ALLOWED_FOR_MODELS = {"_util", "modeling", "compiled", "reference", "linearize"}
-EXCEPTIONS = {("modeling", "compiled", "compile"), ("compiled", "linearize", "linearizer")}
+ALLOWED_FOR_MODELS = {"_util", "modeling", "compiled", "reference", "linearization"}
+EXCEPTIONS = {("modeling", "compiled", "compile"), ("compiled", "linearization", "linearizer")}
+# former names kept as import paths for users (nhcontrol/__init__.py); the library uses the new ones
+FORMER = {"linearize": "linearization"}
 
 
 def _stage(path: Path) -> str:
@@ -98,6 +103,9 @@ def _violations():
             if target == stage or target in ("__version__",):
                 continue
             where = f"{path.relative_to(SRC)}:{lineno}"
+            if target in FORMER:
+                out.append(f"{where} imports the former path {target!r}; use {FORMER[target]!r}")
+                continue
             if (stage, target, func) in EXCEPTIONS:
                 continue
             if target in EDGE:

@@ -200,7 +200,7 @@ def test_every_public_name_documented(site):
     assert not missing, f"public names (__all__) without an API entry: {missing}"
 
 
-@pytest.mark.parametrize("mod, first", [("nhcontrol.linearize", "linearize"),
+@pytest.mark.parametrize("mod, first", [("nhcontrol.linearization", "linearize"),
                                         ("nhcontrol.analysis", "controllability"),
                                         ("nhcontrol.design", "finite_horizon_lqr"),
                                         ("nhcontrol.simulate", "forward_dynamics"),
@@ -216,5 +216,5 @@ def test_entry_points_first(site, mod, first):
 
 def test_cross_references_link(site):
     """Docstring cross-references are resolved links, e.g. the linearize page links Partition."""
-    text = (site / "api" / "linearize" / "index.html").read_text()
-    assert re.search(r'<a class="autorefs[^"]*"[^>]*href="[^"]*#nhcontrol\.linearize\.Partition"', text)
+    text = (site / "api" / "linearization" / "index.html").read_text()
+    assert re.search(r'<a class="autorefs[^"]*"[^>]*href="[^"]*#nhcontrol\.linearization\.Partition"', text)

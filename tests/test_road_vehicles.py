@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
-from nhcontrol.linearize import Partition, linearize, reduced_ode_jacobian_fd
+from nhcontrol.linearization import Partition, linearize, reduced_ode_jacobian_fd
 from nhcontrol.models import lane_change as lc
 from nhcontrol.models import single_track as st
 from nhcontrol.reproduce import TARGETS

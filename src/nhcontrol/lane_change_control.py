@@ -55,7 +55,7 @@ from numpy.typing import ArrayLike, NDArray
 from nhcontrol._util.errors import DesignError
 from nhcontrol.compiled import CompiledModel
 from nhcontrol.design import LTVMPC, finite_horizon_lqr
-from nhcontrol.linearize import LinearizationResult, Partition, linearize
+from nhcontrol.linearization import LinearizationResult, Partition, linearize
 from nhcontrol.reference import Reference, friction_utilisation
 from nhcontrol.models import lane_change as lc
 from nhcontrol.models import single_track as st

@@ -326,7 +326,7 @@ def bicycle_ekf_run(v: float = 3.0, t_final: float = 5.0, *, roll0_deg: float = 
     import control
 
     from .design import ExtendedKalmanFilter
-    from .linearize import linearize
+    from .linearization import linearize
     from .models import benchmark_bicycle as bb
     from .simulate import output_feedback_loop
 

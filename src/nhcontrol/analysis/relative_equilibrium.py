@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from scipy.optimize import brentq
 
 from .._util.errors import LinearSystemError
-from ..linearize import Partition
+from ..linearization import Partition
 from ..systems import LTVSystem, change_of_variables
 
 __all__ = ["RelativeEquilibriumLinearization", "linearize_relative_equilibrium", "charpoly_root",

@@ -787,14 +787,14 @@ class CompiledModel:
                    cond_max: float = 1e10, tol: float = 1e-8) -> Any:
         """A prepared one-point linearization of this model: partition and buffers bound once.
 
-        Returns a [`Linearizer`][nhcontrol.linearize.Linearizer] ``lz`` with
+        Returns a [`Linearizer`][nhcontrol.linearization.Linearizer] ``lz`` with
         ``lz(x, xd, xdd, lam, u=None, *, out=None) -> (A, B)`` and ``lz.at(ref, t)``: the
-        numbers of [`linearize()`][nhcontrol.linearize.linearize] at that point (third
+        numbers of [`linearize()`][nhcontrol.linearization.linearize] at that point (third
         procedure, thesis Sect. 4.2.3; input matrix Sect. 8.1) in one compiled call with
         the C kernels, the checks as flags (an error only when a check fails, with
-        ``linearize``'s message).  See `nhcontrol.linearize.prepared` for the parameters.
+        ``linearize``'s message).  See `nhcontrol.linearization.prepared` for the parameters.
         """
-        from ..linearize.prepared import Linearizer   # the sanctioned lazy import (tests/test_architecture.py)
+        from ..linearization.prepared import Linearizer   # the sanctioned lazy import (tests/test_architecture.py)
 
         return Linearizer(self, partition, p=p, check=check, cond_max=cond_max, tol=tol)
 

@@ -11,7 +11,7 @@ At the sample ``t_k`` with measured ``(x, ẋ)`` the controller
    the dependent velocities ``D(x) ẋ (+ b) = 0`` (Eq. (2.76), one batched solve); the
    accelerations and multipliers come from Eq. (2.119) at the node;
 3. **re-linearizes exactly** at all ``N`` nodes in one stacked call of the third procedure
-   ([`linearize()`][nhcontrol.linearize.linearize], Eqs. (4.96)-(4.125), compiled path):
+   ([`linearize()`][nhcontrol.linearization.linearize], Eqs. (4.96)-(4.125), compiled path):
    ``A_j, B_j`` and the node's rate ``f_j = Ẋ̄_j``;
 4. **discretizes** (zero-order hold) with one batched matrix exponential
 
@@ -194,7 +194,7 @@ class NMPCController(TrackingController):
                  feedforward: Literal["midpoint", "sample"] = "midpoint",
                  state_bounds: Literal["absolute", "error"] = "absolute",
                  report_kkt: bool | None = None, **mpc_options: Any) -> None:
-        from ..linearize import Partition, linearize
+        from ..linearization import Partition, linearize
         from ..reference._eval import ModelEvaluator
 
         if mode not in ("rti", "sqp"):

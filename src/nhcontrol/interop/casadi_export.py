@@ -22,7 +22,7 @@ Jacobians at a motion of the model are exactly the ``A, B`` of Steps 1-7 (Eq. (4
     Inputs ``(X, u, p)``.
 ``route="kernels"``
     ``f`` is evaluated by the compiled kernels (a ``casadi.Callback``), and its Jacobian is
-    nhcontrol's exact linearization at the point ([`linearize()`][nhcontrol.linearize.linearize]
+    nhcontrol's exact linearization at the point ([`linearize()`][nhcontrol.linearization.linearize]
     of the reference point ``x, ẋ, ẍ, Λ, u`` that ``X, u`` define, by the prepared
     `CompiledModel.linearizer`). The parameters are fixed
     when the function is made (no derivative with respect to ``p`` exists in the kernels), so
@@ -173,7 +173,7 @@ def _check_supported(first_order: Any, constraint_inputs: Any, name: str) -> Non
 
 
 def _partition(coords: tuple[str, ...], n: int, m: int, l: int, partition: Any) -> tuple[list, list, list]:
-    from ..linearize.first import partition_indices
+    from ..linearization.first import partition_indices
 
     ai, ad, d = partition_indices(SimpleNamespace(coordinates=coords, n=n, m=m, l=l), partition)
     if len(ad) != l:
@@ -433,7 +433,7 @@ class _KernelCore:
         return x, xd
 
     def rhs(self, X: NDArray[np.float64], u: NDArray[np.float64] | None) -> NDArray[np.float64]:
-        from ..linearize import index1_accelerations
+        from ..linearization import index1_accelerations
 
         x, xd = self.full(X, u)
         xdd, _ = index1_accelerations(self.cm, x, xd, u, self.p)
@@ -441,7 +441,7 @@ class _KernelCore:
 
     def jac(self, X: NDArray[np.float64], u: NDArray[np.float64] | None
             ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        from ..linearize import index1_accelerations
+        from ..linearization import index1_accelerations
 
         x, xd = self.full(X, u)
         xdd, lam = index1_accelerations(self.cm, x, xd, u, self.p)
@@ -453,7 +453,7 @@ class _KernelCore:
 
 def _kernels_route(ca: Any, cm: Any, partition: Any, x_guess: Any, p: Any,
                    newton_tol: float) -> CasadiModel:
-    from ..linearize.first import partition_indices, velocity_names
+    from ..linearization.first import partition_indices, velocity_names
 
     _check_supported(getattr(cm, "first_order_states", ()), getattr(cm, "constraint_inputs", ()), cm.name)
     ai, ad, d = partition_indices(cm, partition)

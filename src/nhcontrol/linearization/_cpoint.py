@@ -1,7 +1,7 @@
 """Steps 1-7 of the third procedure at one point in compiled code: the fast one-point path of
-`nhcontrol.linearize.linearize`.
+`nhcontrol.linearization.linearize`.
 
-`nhcontrol.linearize._point.point_procedure` (with `point_suspect` and the one-point
+`nhcontrol.linearization._point.point_procedure` (with `point_suspect` and the one-point
 admissibility decision of `nhcontrol.reference.admissibility`) is the reference implementation;
 the C routine below computes the same matrices with the same formulas, in the model's
 coordinate order, for a model with C kernels: one call of the fused kernel (its flat output

@@ -2,7 +2,7 @@
 
 Two things live here:
 
-* [`finite_difference_jacobian()`][nhcontrol.linearize.finite_difference_jacobian] -- the
+* [`finite_difference_jacobian()`][nhcontrol.linearization.finite_difference_jacobian] -- the
   *conventional counterpart* of thesis Sect. 7.3.5,
   Eqs. (7.103)-(7.110) without the hydraulic states (``r = u = 0``): the index-1 DAE is solved for
   the accelerations, ``[xdd; Λ] = A_h(x)^{-1} f_h(X)`` (Eq. (7.107)), giving the ODE
@@ -12,17 +12,17 @@ Two things live here:
   Its error depends on ``h`` (truncation ``O(h^2)``, round-off ``O(eps/h)``; Fig. 7.14), unlike
   the exact procedures.
 *
-  [`finite_difference_jacobian_first_order()`][nhcontrol.linearize.finite_difference_jacobian_first_order]
+  [`finite_difference_jacobian_first_order()`][nhcontrol.linearization.finite_difference_jacobian_first_order]
   -- the same counterpart with the first-order
   states of Ch. 7 (pressures ``z = p`` as the model's inputs, spool positions ``w = U``),
   Eqs. (7.103)-(7.110) in full: ``X = [x, v, z, w]`` of size ``2n + r + u``, driven by the
   references ``r`` (``U_ref``).
-* [`reduced_ode_jacobian_fd()`][nhcontrol.linearize.reduced_ode_jacobian_fd] -- central
+* [`reduced_ode_jacobian_fd()`][nhcontrol.linearization.reduced_ode_jacobian_fd] -- central
   differences of the *nonlinear reduced ODE* whose exact
   linearization is the third numerical procedure (Eqs. (4.118)-(4.119), state
   ``[x_ai, xd_ai, x_ad]``: ``x_d`` from ``C(x) = 0`` by Newton's method, the dependent velocities
   from ``D(x) xd = 0``) or the second one (Eqs. (2.134)-(2.135), state ``[x_ai, xd_ai, x_dd]``).
-  It validates [`nhcontrol.linearize.linearize()`][nhcontrol.linearize.linearize] along non-steady
+  It validates [`nhcontrol.linearization.linearize()`][nhcontrol.linearization.linearize] along non-steady
   references.
 
 All perturbed points are evaluated in one stacked kernel call.
@@ -418,7 +418,7 @@ def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *
         ([`compile_rates()`][nhcontrol.compiled.compile_rates]): their values ``z`` (the model
         inputs at ``rates.state_index``) are appended to the state, with ``ż = H(x, ẋ, z, u)``
         (Eq. (7.12)); ``B`` then has the columns of the other inputs ``u``. Exact counterpart:
-        [`linearize_first_order_system()`][nhcontrol.linearize.linearize_first_order_system].
+        [`linearize_first_order_system()`][nhcontrol.linearization.linearize_first_order_system].
     ud : (k,) array_like, optional
         Input rates ``u̇0`` of a model whose inputs enter the nonholonomic constraints (default
         ``ref.ud(t)`` when the reference has them, else zero): the ODE is

@@ -31,7 +31,7 @@ conventional Eq. (3.39) and of the finite-difference Eq. (7.109)); its spectrum 
 ``2(n-m-l)`` eigenvalues of the constrained system and ``2(m+l)`` spurious ones
 (Sect. 4.3.4).
 
-This module exists to validate [`nhcontrol.linearize.linearize()`][nhcontrol.linearize.linearize]
+This module exists to validate [`nhcontrol.linearization.linearize()`][nhcontrol.linearization.linearize]
 (third procedure); it is
 not the product path.
 """
@@ -102,7 +102,7 @@ def reference_point(cm: Any, ref: Any, t: float = 0.0, *, p: Any = None) -> Refe
     ref : Reference or ReferencePoint
         Anything with methods ``x(t), xd(t), xdd(t), lam(t), u(t)`` (the contract of
         ``nhcontrol.reference.Reference``), or an already evaluated
-        [`ReferencePoint`][nhcontrol.linearize.ReferencePoint].
+        [`ReferencePoint`][nhcontrol.linearization.ReferencePoint].
     t : float
         Time of evaluation.
     p : (p,) array_like, optional
@@ -146,7 +146,7 @@ def velocity_names(cm: Any) -> tuple[str, ...]:
 def partition_indices(cm: Any, partition: Any) -> tuple[list[int], list[int], list[int]]:
     """Resolve a coordinate partition (Eq. (2.137)) to index lists ``(ai, ad, d)``.
 
-    ``partition`` may be a [`nhcontrol.linearize.Partition`][nhcontrol.linearize.Partition], any
+    ``partition`` may be a [`nhcontrol.linearization.Partition`][nhcontrol.linearization.Partition], any
     object with attributes
     ``independent``, ``admissible_dependent``, ``dependent``, or a mapping with those keys (the
     ``PARTITION_4_172``-style dicts of the model catalogue). A two-set partition of Eq. (2.129)

@@ -27,7 +27,7 @@ $$
 The Jacobian has size ``2n - 2m - l + r + u`` in the state ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃, w̃]``
 with ``l`` spurious eigenvalues, those of the linearized nonholonomic constraints. The
 matrices ``T0``, ``V̄̄0``, ``V^h_ai``, ``V^h_ad`` are those of
-[`third_procedure()`][nhcontrol.linearize.third_procedure] on the model's linearization terms.
+[`third_procedure()`][nhcontrol.linearization.third_procedure] on the model's linearization terms.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class FirstOrderLinearization:
     @property
     def spurious(self) -> SpuriousIdentification:
         """The ``l`` spurious eigenvalues (see
-        [`identify_spurious_first_order()`][nhcontrol.linearize.identify_spurious_first_order]).
+        [`identify_spurious_first_order()`][nhcontrol.linearization.identify_spurious_first_order]).
 
         Raises
         ------
@@ -115,7 +115,7 @@ def identify_spurious_first_order(A: ArrayLike, n_independent: int, l: int,  # n
     ``A`` is ordered ``[x̃_ai, ẋ̃_ai, x̃_ad, s̃]`` (``s = [z, w]``, any number). The rows of
     ``x̃_ad`` are ``[J31, J32, J33, 0]`` (the nonholonomic constraints do not involve ``z``), so
     the two exact structures of
-    [`identify_spurious()`][nhcontrol.linearize.identify_spurious] carry over: the columns of
+    [`identify_spurious()`][nhcontrol.linearization.identify_spurious] carry over: the columns of
     ``x̃_ad`` vanish in every other row (``"decoupled"``: ``eig(J33)`` splits off), or
     ``J31 + J33 J32 = 0`` (``"conserved"``: ``[-J32, 0, I, 0]`` spans a left-invariant
     subspace). Otherwise ``l`` zero eigenvalues (``"zero"``) or the ``l`` nearest to
@@ -344,7 +344,7 @@ def _remember(quick: tuple, cm: Any, part: Partition, p: Any, lz: Any) -> None:
 
 def _fast_point(cm: Any, ref: Any, part: Partition, t: float, check: bool) -> tuple | None:
     """The mechanical rows and the kinematics of Steps 1, 2, 4 at one time from one compiled
-    call (`nhcontrol.linearize.prepared`): ``(lz, A_m, B_m, T0, V̄̄0_dd, Th0, x0, ẋ0, u0)`` in
+    call (`nhcontrol.linearization.prepared`): ``(lz, A_m, B_m, T0, V̄̄0_dd, Th0, x0, ẋ0, u0)`` in
     model row order, or None (no C kernels, a check that needs the general path, ...)."""
     values = getattr(ref, "values", None)
     if values is None or getattr(cm, "backend", None) != "c":

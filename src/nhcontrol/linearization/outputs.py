@@ -99,7 +99,7 @@ def output_matrices_from_terms(Cx: Array, Dm: Array, dDv_dx: Array, dh_dx: Array
     if not (np.isfinite(C).all() and np.isfinite(D).all()):
         raise LinearSystemError("the output matrices C, D are not finite at the reference: a "
                                 "dependent block (∂C/∂x_d or D_dd) is singular there; choose "
-                                "another partition (nhcontrol.linearize.suggest_partition)")
+                                "another partition (nhcontrol.linearization.suggest_partition)")
     return C, D
 
 

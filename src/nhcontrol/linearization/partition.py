@@ -16,7 +16,7 @@ procedure inverts are well conditioned there:
 
 Because ``D_dd = [[Cx_ad, Cx_d], [B_ad, B_d]]`` has the Schur complement
 ``B_ad - B_d Cx_d⁻¹ Cx_ad = B̄_ad``, ``det D_dd = det(∂C/∂x_d) det(B̄_ad)``: the automatic
-choice ([`suggest_partition()`][nhcontrol.linearize.suggest_partition]) first pivots on ``Cx`` for
+choice ([`suggest_partition()`][nhcontrol.linearization.suggest_partition]) first pivots on ``Cx`` for
 ``x_d`` and then on ``B̄`` for
 ``x_ad``.
 """
@@ -43,7 +43,7 @@ __all__ = [
 
 PREFER_WEIGHT = 1e-6
 """Weight applied to the columns of coordinates listed in ``prefer`` before the column-pivoted QR of
-[`suggest_partition()`][nhcontrol.linearize.suggest_partition]: such columns are only pivoted (made
+[`suggest_partition()`][nhcontrol.linearization.suggest_partition]: such columns are only pivoted (made
 dependent) when the others are (numerically) exhausted.
 """
 
@@ -142,7 +142,7 @@ class BlockCondition:
 
 @dataclass(frozen=True)
 class PartitionReport:
-    """Result of [`Partition.check()`][nhcontrol.linearize.Partition.check]: conditioning of every inverted block.
+    """Result of [`Partition.check()`][nhcontrol.linearization.Partition.check]: conditioning of every inverted block.
 
     Attributes
     ----------
@@ -206,7 +206,7 @@ class Partition:
     -----
     The names are only checked against a model by `indices()` / `check()`
     (a partition does not store a model). ``report`` is filled by
-    [`suggest_partition()`][nhcontrol.linearize.suggest_partition] and does not take part in
+    [`suggest_partition()`][nhcontrol.linearization.suggest_partition] and does not take part in
     equality.
 
     Examples
@@ -319,7 +319,7 @@ class Partition:
             Structural problems (see `indices()`), or an ill-conditioned block: the
             message names the block and its coordinates, the condition number, and
             suggests a valid partition (from
-            [`suggest_partition()`][nhcontrol.linearize.suggest_partition]).
+            [`suggest_partition()`][nhcontrol.linearization.suggest_partition]).
         """
         report = self.conditioning(cm, ref, t, cond_max=cond_max)
         if not report.ok:

@@ -64,7 +64,7 @@ class SpuriousIdentification:
     via : tuple of str
         Empty when the structure was found in the result's own partition. Otherwise the
         ``x_ad`` names of the alternative partition (same ``x_d``, another split of
-        ``[x_ai, x_ad]``) in which [`linearize()`][nhcontrol.linearize.linearize] found the exact
+        ``[x_ai, x_ad]``) in which [`linearize()`][nhcontrol.linearization.linearize] found the exact
         structure for a steady
         reference, whose spectrum equals this one (see docs/theory/linearization.md).
     """
@@ -194,7 +194,7 @@ def state_deviation(states: Sequence[str], ref: Any, t: ArrayLike, x: ArrayLike,
 
     Entry ``i`` is ``x_q − x0_q(t)`` for ``states[i] = q`` (a coordinate) and ``ẋ_q − ẋ0_q(t)``
     for ``states[i] = "<q>_d"`` — the deviation ``X̃`` of Eq. (4.96) in any order;
-    [`LinearizationResult.deviation()`][nhcontrol.linearize.LinearizationResult.deviation] is this
+    [`LinearizationResult.deviation()`][nhcontrol.linearization.LinearizationResult.deviation] is this
     with the result's own states.
 
     Parameters
@@ -224,7 +224,7 @@ def state_deviation(states: Sequence[str], ref: Any, t: ArrayLike, x: ArrayLike,
 
 REDUCE_RTOL = 1e-10
 """Relative size below which an entry of ``A`` counts as zero in
-[`LinearizationResult.to_statespace()`][nhcontrol.linearize.LinearizationResult.to_statespace].
+[`LinearizationResult.to_statespace()`][nhcontrol.linearization.LinearizationResult.to_statespace].
 """
 
 
@@ -331,7 +331,7 @@ class LinearizationResult:
     C, D : (q, ns), (q, k) or stacked (N, q, ns), (N, q, k) arrays, or None
         Output matrices ``ỹ = C X̃ + D ũ`` of the model's declared outputs
         (`MultibodySystem.add_output`), through the partition's maps
-        ([`nhcontrol.linearize.outputs`][nhcontrol.linearize.outputs]); None when the model
+        ([`nhcontrol.linearization.outputs`][nhcontrol.linearization.outputs]); None when the model
         declares no outputs; read-only.
     outputs : tuple of str
         Names of the declared outputs (rows of ``C``; empty without outputs).
@@ -460,7 +460,7 @@ class LinearizationResult:
     @property
     def spurious_eigenvalues(self) -> NDArray[np.complex128]:
         """The ``l`` spurious eigenvalues, shape ``(l,)`` or ``(N, l)`` (see
-        [`identify_spurious()`][nhcontrol.linearize.identify_spurious])."""
+        [`identify_spurious()`][nhcontrol.linearization.identify_spurious])."""
         ids = self._identifications()
         ev = np.array([i.spurious for i in ids], dtype=complex).reshape(len(ids),
                                                                          self.n_spurious)

@@ -30,7 +30,7 @@ $$
 It has ``m+l`` spurious eigenvalues (Sect. 4.3.4). Its relations (thesis Eqs. (4.66)-(4.95)) are
 derived here from first principles, in ``docs/guide/bicycle_benchmark.md``.
 Validation only; the product path is
-[`nhcontrol.linearize.linearize()`][nhcontrol.linearize.linearize].
+[`nhcontrol.linearization.linearize()`][nhcontrol.linearization.linearize].
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def velocity_transformation(D: NDArray[np.float64], ai: list[int], dd: list[int]
         Ddd, np.eye(len(dd)),
         f"The dependent block D_dd (Eq. (2.131)) for dependent coordinates {dep} at t = {t}",
         PartitionError, "choose other independent coordinates (see "
-        "nhcontrol.linearize.suggest_partition)")
+        "nhcontrol.linearization.suggest_partition)")
     T0 = np.zeros((n, len(ai)))
     T0[ai, :] = np.eye(len(ai))
     T0[dd, :] = -Ddd_inv @ D[:, ai]

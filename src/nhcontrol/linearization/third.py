@@ -27,7 +27,7 @@ import os
 import sys
 import warnings
 from functools import lru_cache, partial
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -44,6 +44,10 @@ from .outputs import output_matrices
 from .partition import (Partition, PartitionIndices, _block_condition, _report,
                         _singular_message, suggest_partition)
 from .result import LinearizationResult, SpuriousIdentification, identify_spurious
+
+if TYPE_CHECKING:
+    from ..compiled import CompiledModel
+    from ..reference import Reference
 
 __all__ = ["linearize", "third_procedure", "INPUT_CONSTRAINT_ATOL", "MAX_PARTITION_SEARCH"]
 
@@ -305,7 +309,7 @@ def _batched_cond(mats: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 @limit_blas_threads(lambda cm, *args, **kwargs: cm.n)   # one BLAS thread for n >= 64 (_util/blas.py)
-def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None = None,
+def linearize(cm: CompiledModel, ref: Reference, partition: Partition | Mapping[str, Any] | None = None,
               t: ArrayLike = 0.0, *, check: bool = True,
               cond_max: float = COND_MAX) -> LinearizationResult:
     """Linearize a constrained multibody model about a reference (third procedure).
@@ -328,8 +332,8 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
         ``parameters``.
     partition : Partition or mapping, optional
         ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)); a mapping goes through
-        [`Partition.from_dict()`][nhcontrol.linearize.Partition.from_dict]; ``None`` uses
-        [`suggest_partition()`][nhcontrol.linearize.suggest_partition] at the first time.
+        [`Partition.from_dict()`][nhcontrol.linearization.Partition.from_dict]; ``None`` uses
+        [`suggest_partition()`][nhcontrol.linearization.suggest_partition] at the first time.
     t : float or (N,) array_like
         Time(s) on the reference. An array is evaluated vectorised (one stacked kernel call).
     check : bool
@@ -381,7 +385,7 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
 
     For a steady reference with ``l > 0`` the result keeps the terms of its first point, so
     that
-    [`LinearizationResult.spurious_eigenvalues`][nhcontrol.linearize.LinearizationResult.spurious_eigenvalues]
+    [`LinearizationResult.spurious_eigenvalues`][nhcontrol.linearization.LinearizationResult.spurious_eigenvalues]
     can, if this partition has no exact
     structure, look for another split of ``[x_ai, x_ad]`` that has one (no new kernel call;
     docs/theory/linearization.md, Sect. 6).
@@ -418,7 +422,7 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
 
     x, xd, xdd, lam, u = _reference_values(ref, ts, N, n, m + l, k)
     p = getattr(ref, "parameters", None)
-    # C kernels: the compiled Steps 1-7 and checks (linearize/_cpoint.py); None when the
+    # C kernels: the compiled Steps 1-7 and checks (linearization/_cpoint.py); None when the
     # general path must decide (a failed check, inputs in the constraints, NaN or inf in the
     # reference values, which the C kernels refuse, ...)
     tol = float(getattr(ref, "check_tol", ADMISSIBILITY_TOL))
@@ -443,7 +447,7 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
     # inputs in the nonholonomic constraints: their terms at the reference's input rates u̇0
     rates = _input_rate_terms(cm, ref, ts, x, xd, lam, u, p) if k else None
     if N == 1:
-        # one point: the scalar kernel and the single-point Steps 1-7 (linearize/_point.py),
+        # one point: the scalar kernel and the single-point Steps 1-7 (linearization/_point.py),
         # free of the per-operation numpy overhead of the stacked path
         terms = cm.linearization_terms(x[0], xd[0], xdd[0], lam[0],
                                        None if u is None else u[0], p)
@@ -507,7 +511,7 @@ def _stacked_block(cm: Any, ref: Any, partition: Partition, idx: PartitionIndice
     if warn and worst > INPUT_CONSTRAINT_ATOL:
         _warn_inputs(worst, cm)
     with np.errstate(all="ignore"):
-        # Steps 1-7 on the stack (linearize/_point.py; third_procedure is the same in the
+        # Steps 1-7 on the stack (linearization/_point.py; third_procedure is the same in the
         # thesis order, kept as the readable reference); a singular block gives NaN entries
         out = point_procedure(tv, idx, k, N, rates)
     if check:
@@ -696,7 +700,7 @@ def _result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
     Cy = Dy = None
     outs = tuple(getattr(cm, "outputs", ()) or ())
     if outs:
-        # declared outputs: C, D through the partition (linearize/outputs.py)
+        # declared outputs: C, D through the partition (linearization/outputs.py)
         ts = np.atleast_1d(np.asarray(t, dtype=float))
         x, xd, _, _, u = _reference_values(ref, ts, ts.shape[0], idx.n, idx.m + idx.l,
                                            int(cm.ninputs))
@@ -803,7 +807,7 @@ def _search_exact_partition(tv0: dict[str, NDArray[np.float64]], idx: PartitionI
     For a steady reference all valid partitions give the same spectrum, so the spurious
     eigenvalues found there are those of the original Jacobian. Re-uses the terms of the first
     point (no kernel call); each candidate costs one run of
-    [`third_procedure()`][nhcontrol.linearize.third_procedure].
+    [`third_procedure()`][nhcontrol.linearization.third_procedure].
     """
     n1, l, na = idx.n_ai, idx.l, idx.n - idx.m
     for ad in _swap_candidates(list(idx.ai), list(idx.ad), MAX_PARTITION_SEARCH):

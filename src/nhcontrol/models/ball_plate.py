@@ -67,7 +67,7 @@ from nhcontrol._util.errors import (ConditioningWarning, LinearSystemError, Mode
 from nhcontrol._util.validation import as_float_array, readonly
 from nhcontrol.modeling import (MultibodySystem, check_parameters, contacts, override_parameters,
                                 parameter_values, rot_x, rot_y, rot_z)
-from nhcontrol.linearize import state_deviation
+from nhcontrol.linearization import state_deviation
 from nhcontrol.reference import consistent_initial_conditions
 
 __all__ = [
@@ -500,7 +500,7 @@ def deviation(ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np
 
     Notes
     -----
-    [`nhcontrol.linearize.state_deviation()`][nhcontrol.linearize.state_deviation] with
+    [`nhcontrol.linearization.state_deviation()`][nhcontrol.linearization.state_deviation] with
     [`LTV_STATES`][nhcontrol.models.ball_plate.LTV_STATES]; the same as
     ``lin.deviation`` of a linearization with
     [`PARTITION_8_72`][nhcontrol.models.ball_plate.PARTITION_8_72], whose

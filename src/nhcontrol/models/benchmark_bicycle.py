@@ -555,7 +555,7 @@ def canonical_matrices(cm: "CompiledModel", p: ArrayLike | Mapping[str, float] |
     >>> round(mats["M"][0, 0], 5)                          # doctest: +SKIP
     80.81722
     """
-    from nhcontrol.linearize import linearize, second_order_matrices
+    from nhcontrol.linearization import linearize, second_order_matrices
 
     _require_bicycle(cm)
     vals = _parameter_values(cm, p)

@@ -511,7 +511,7 @@ def turn_jacobian(cm: "CompiledModel", turn: SteadyTurn) -> tuple[NDArray[np.flo
     heading).
     """
     from nhcontrol._util.errors import PartitionError
-    from nhcontrol.linearize import linearize
+    from nhcontrol.linearization import linearize
     from nhcontrol.reference import Reference
 
     _check_model(cm)

@@ -117,7 +117,7 @@ def consistent_initial_conditions(cm: Any, x_guess: ArrayLike, xd_guess: ArrayLi
         ones). Default: chosen by column-pivoted QR of ``Cx`` on the non-independent columns.
     partition : Partition or mapping, optional
         Instead of ``independent``/``dependent``: an object or dict with ``independent`` and
-        ``dependent`` entries, e.g. ``nhcontrol.linearize.Partition`` or the partition dicts of
+        ``dependent`` entries, e.g. ``nhcontrol.linearization.Partition`` or the partition dicts of
         the models (``benchmark_bicycle.PARTITION_4_172``); Eq. (4.96).
     u, p : optional
         Inputs and parameters.

@@ -582,7 +582,7 @@ class Reference:
             ``ż0 = H(x0, ẋ0, z0, u0)`` (Eq. (7.19)) with ``ż0`` the entries of ``ud`` (zero
             when ``ud`` is omitted, so a ``z0(t)`` that varies needs ``ud``), relative to the
             size of its terms (`nhcontrol.reference.admissibility`).
-            `nhcontrol.linearize.linearize_first_order_system()` checks it again.
+            `nhcontrol.linearization.linearize_first_order_system()` checks it again.
         breakpoints : (J,) array_like, optional
             Times at which ``u`` (and ``ud``) jump (steps, piecewise-constant schedules),
             inside ``t_range`` when one is given; kept as `breakpoints`.

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError
 from .._util.validation import readonly
-from ..linearize import Partition, linearize
+from ..linearization import Partition, linearize
 from ..models.ball_plate import (INPUTS, LTV_STATES, PARTITION_8_72, REDUCED_STATES, CircularMotion,
                                  closed_form_matrices, motion_from_reference, spin_reduction)
 from ..systems import LTVSystem, restrict

@@ -92,7 +92,7 @@ def jacobian_4_180(v: float) -> NDArray[np.float64]:
 
 
 def _jacobian_fn(cm: Any, partition: Any):
-    from nhcontrol.linearize import linearize
+    from nhcontrol.linearization import linearize
     from nhcontrol.models import benchmark_bicycle as bb
 
     def J(v: float) -> NDArray[np.float64]:
@@ -212,10 +212,10 @@ def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) 
     """
     from nhcontrol.analysis.stability import (critical_points, eigenvalues_vs_parameter,
                                               match_spectra, structural_zeros)
-    from nhcontrol.linearize import Partition, linearize
-    from nhcontrol.linearize.finite_difference import finite_difference_jacobian
-    from nhcontrol.linearize.first import first_procedure
-    from nhcontrol.linearize.second import second_procedure
+    from nhcontrol.linearization import Partition, linearize
+    from nhcontrol.linearization.finite_difference import finite_difference_jacobian
+    from nhcontrol.linearization.first import first_procedure
+    from nhcontrol.linearization.second import second_procedure
     from nhcontrol.models import benchmark_bicycle as bb
     from nhcontrol.sweep import sweep
 

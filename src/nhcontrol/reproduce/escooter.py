@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import linearize as _lin
+from .. import linearization as _lin
 from ..analysis import critical_points, structural_zeros, turn_floquet, turn_stability
 from ..analysis import stable_ranges as turn_stable_ranges
 from ..models import benchmark_bicycle as bb

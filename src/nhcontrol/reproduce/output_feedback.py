@@ -41,7 +41,7 @@ def _rank(r: Any) -> dict[str, Any]:
 def _observability(design: Any, quick: bool) -> dict[str, Any]:
     from nhcontrol.analysis import observability, observability_gramian
     from nhcontrol.output_feedback_studies import bicycle_sensor_model
-    from nhcontrol.linearize import linearize
+    from nhcontrol.linearization import linearize
     from nhcontrol.models import benchmark_bicycle as bb
     from nhcontrol.systems import LTVSystem
     from nhcontrol.models import ball_plate as bp

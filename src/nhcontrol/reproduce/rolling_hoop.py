@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from .. import linearize as _lin
+from .. import linearization as _lin
 from ..analysis import charpoly
 from ..models import rolling_wheel
 from nhcontrol.plotting.style import PALETTE, LINEWIDTH

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import linearize as _lin
+from .. import linearization as _lin
 from ..analysis import critical_points, structural_zeros
 from ..models import toroidal_bicycle as tb
 from .bicycle_benchmark import jacobian_polynomial

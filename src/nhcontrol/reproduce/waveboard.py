@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import linearize as _lin
+from .. import linearization as _lin
 from ..models import benchmark_bicycle as bb
 from ..models import waveboard as wb
 from .bicycle_benchmark import jacobian_polynomial

@@ -323,7 +323,7 @@ class LTVSystem:
         PartitionError, ReferenceMotionError
             From [`nhcontrol.linearize()`][nhcontrol.linearize] at the probe time.
         """
-        from ..linearize import Partition, linearize, suggest_partition
+        from ..linearization import Partition, linearize, suggest_partition
 
         rng = _check_t_range(t_range if t_range is not None else getattr(ref, "t_range", None))
         per = _check_period(period if period is not None else getattr(ref, "period", None))
