@@ -1,6 +1,8 @@
 """Imports point one way (../shared/ARCHITECTURE.md): each stage imports only stages to its left
 and ``nhcontrol._util``; ``models`` is built only from ``modeling``, ``compiled``, ``reference`` and ``linearization``;
-nothing below the edge (``plotting``, ``cli``, ``reproduce``) imports the edge.
+nothing below the edge (``plotting``, ``cli``, ``reproduce``) imports the edge. The application
+layer ``applications`` (lane change, Monte-Carlo verification, output-feedback studies) builds on
+the pipeline's stages, ``models`` and ``sweep``; nothing but the edge imports it.
 
 The sanctioned exceptions are ``MultibodySystem.compile()`` (the architecture's own
 ``system.compile()``), which imports ``compiled`` lazily inside the method, and
@@ -26,8 +28,12 @@ EDGE = {"plotting", "cli", "reproduce"}
 # never analysis or design (ARCHITECTURE.md).
 ALLOWED_FOR_MODELS = {"_util", "modeling", "compiled", "reference", "linearization"}
 EXCEPTIONS = {("modeling", "compiled", "compile"), ("compiled", "linearization", "linearizer")}
-# former names kept as import paths for users (nhcontrol/__init__.py); the library uses the new ones
-FORMER = {"linearize": "linearization"}
+APPLICATIONS = "applications"
+ALLOWED_FOR_APPLICATIONS = {*ORDER, "models", "sweep"}
+# former names kept as import paths for users (nhcontrol/__init__.py and the top-level shim
+# modules); the library itself uses the new ones
+FORMER = {"linearize": "linearization", "lane_change_control": "applications.lane_change",
+          "verify": "applications.verify", "output_feedback_studies": "applications.output_feedback"}
 
 
 def _stage(path: Path) -> str:
@@ -97,7 +103,7 @@ def _violations():
     out = []
     for path in sorted(SRC.rglob("*.py")):
         stage, found = _imports(path)
-        if stage in EDGE or stage == "__init__":
+        if stage in EDGE or stage == "__init__" or stage in FORMER:
             continue
         for target, func, lineno in found:
             if target == stage or target in ("__version__",):
@@ -110,6 +116,12 @@ def _violations():
                 continue
             if target in EDGE:
                 out.append(f"{where} imports the edge module {target!r}")
+            elif stage == APPLICATIONS:
+                if target not in ALLOWED_FOR_APPLICATIONS:
+                    out.append(f"{where}: applications import {target!r} (allowed: "
+                               f"{sorted(ALLOWED_FOR_APPLICATIONS)})")
+            elif target == APPLICATIONS:
+                out.append(f"{where}: {stage!r} imports the application layer (only the edge may)")
             elif stage == "models":
                 if target not in ALLOWED_FOR_MODELS:
                     out.append(f"{where}: models import {target!r} (allowed: {sorted(ALLOWED_FOR_MODELS)})")
@@ -126,3 +138,16 @@ def test_imports_point_one_way():
 @pytest.mark.parametrize("stage", ORDER[1:])
 def test_every_stage_exists(stage):
     assert (SRC / stage / "__init__.py").exists()
+
+
+def test_application_modules_live_in_their_layer():
+    """No application study sits at the top level beside the stages: the top-level modules are
+    the package's own files, the edge and the former paths (re-exports of ``applications``)."""
+    top = {p.stem for p in SRC.glob("*.py")} - {"__init__"}
+    assert top <= EDGE | set(FORMER), sorted(top - EDGE - set(FORMER))
+    for old, new in FORMER.items():
+        path = SRC / f"{old}.py"
+        if path.exists():
+            text = path.read_text()
+            assert f"from .{new.rpartition('.')[0]} import {new.rpartition('.')[2]} as _moved" in text
+            assert len(text.splitlines()) < 25, f"{old}.py is more than a re-export of {new}"

@@ -278,7 +278,7 @@ HANGS = [
     ("sweep_cartesian_grid_of_1e12_points", lambda c: __import__("nhcontrol.sweep", fromlist=["sweep"]).sweep(
         lambda a, b, d: a, {"a": range(10 ** 4), "b": range(10 ** 4), "d": range(10 ** 4)}),
      "SweepError", [r"the Cartesian grid a \(10000\) x b \(10000\) x d \(10000\): 1e\+12 grid points"]),
-    ("monte_carlo_1e12_runs", lambda c: __import__("nhcontrol.verify", fromlist=["monte_carlo"]).monte_carlo(
+    ("monte_carlo_1e12_runs", lambda c: __import__("nhcontrol.applications.verify", fromlist=["monte_carlo"]).monte_carlo(
         lambda x: {"value": x}, {"x": 1.0}, 10 ** 12, success={"value": 2.0}),
      "MonteCarloError", [r"monte_carlo\(n=1000000000000\)", r"1e\+12 iterations"]),
     ("simulate_discrete_1e12_steps", _discrete_steps,
@@ -935,7 +935,7 @@ def test_bad_input(ctx, case, call, error, patterns):
     import nhcontrol._util.errors as E
     from nhcontrol._util.storage import StorageError
     from nhcontrol.sweep import SweepError
-    from nhcontrol.verify import MonteCarloError
+    from nhcontrol.applications.verify import MonteCarloError
     cls = {"StorageError": StorageError, "SweepError": SweepError,
            "MonteCarloError": MonteCarloError}.get(error) or getattr(E, error)
     with warnings.catch_warnings():

@@ -109,3 +109,34 @@ def test_former_paths_in_a_fresh_process():
             "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("old, new", [("lane_change_control", "lane_change"),
+                                      ("verify", "verify"),
+                                      ("output_feedback_studies", "output_feedback")])
+def test_application_modules_former_paths(old, new):
+    """The application studies moved into nhcontrol.applications; the former top-level modules
+    re-export the same objects (user code and pickles keep working)."""
+    former = importlib.import_module(f"nhcontrol.{old}")
+    moved = importlib.import_module(f"nhcontrol.applications.{new}")
+    assert former.__all__ == moved.__all__
+    for name in moved.__all__:
+        assert getattr(former, name) is getattr(moved, name), name
+    private = [n for n in vars(moved) if n.startswith("_") and not n.startswith("__")]
+    for name in private[:5]:
+        assert getattr(former, name) is getattr(moved, name)
+    for name in moved.__all__:
+        obj = getattr(moved, name)
+        if isinstance(obj, type):
+            assert obj.__module__ == f"nhcontrol.applications.{new}"
+            assert pickle.loads(pickle.dumps(obj)) is obj
+            # a pickle written before the move names the former module (protocol 0, GLOBAL)
+            assert pickle.loads(f"cnhcontrol.{old}\n{name}\np0\n.".encode()) is obj
+    with pytest.raises(AttributeError, match="no_such_name"):
+        getattr(former, "no_such_name")
+
+
+def test_verify_stays_a_lazy_attribute():
+    assert nhcontrol.verify.monte_carlo is importlib.import_module(
+        "nhcontrol.applications.verify").monte_carlo
+    assert nhcontrol.applications.verify.monte_carlo is nhcontrol.verify.monte_carlo

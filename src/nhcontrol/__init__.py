@@ -44,7 +44,7 @@ __version__ = "0.1.0"
 
 _SUBPACKAGES = (
     "modeling", "compiled", "reference", "linearization", "systems", "analysis", "design",
-    "simulate", "models", "plotting", "reproduce", "sweep", "verify", "cli",
+    "simulate", "models", "plotting", "reproduce", "sweep", "applications", "verify", "cli",
     "interop",
 )
 

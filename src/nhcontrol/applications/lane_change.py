@@ -6,11 +6,11 @@ Two skates of `nhcontrol.models.single_track` follow the ISO 3888-1 lane change
 - the ``force_torque`` skate, steered by a torque ``T``: the third numerical procedure along its
   reference gives an LTV system in ``[x, γ, ẋ, γ̇, y, ψ]``, so bounds on ``|γ|`` and ``|γ̇|``
   are state bounds.
-  [`lane_change_setup`][nhcontrol.lane_change_control.lane_change_setup]: reference, LTV system
+  [`lane_change_setup`][nhcontrol.applications.lane_change.lane_change_setup]: reference, LTV system
   and its zero-order-hold sequences (inputs ``[F_R / 1 kN, T / 1 N m]``);
-  [`closed_loop`][nhcontrol.lane_change_control.closed_loop]: LTV-MPC or the finite-horizon
+  [`closed_loop`][nhcontrol.applications.lane_change.closed_loop]: LTV-MPC or the finite-horizon
   LQR, sampled with zero-order hold, on a nonlinear vehicle whose parameters may differ;
-  [`state_reference`][nhcontrol.lane_change_control.state_reference]: the reference of the
+  [`state_reference`][nhcontrol.applications.lane_change.state_reference]: the reference of the
   linear states over a window;
 - the ``force`` skate, whose steering angle ``γ`` is assigned (an input that enters the front
   skate constraint). Its lane-change reference carries input rates
@@ -18,10 +18,10 @@ Two skates of `nhcontrol.models.single_track` follow the ISO 3888-1 lane change
   the third numerical procedure with the rate matrix ``B_rate`` and ``input_states=True`` gives
   an LTV system with ``γ`` a state and ``γ̇`` an input (states ``[x, ẋ, y, ψ, γ]``), so a bound
   on ``|γ|`` is a state bound and a bound on ``|γ̇|`` an input bound.
-  [`assigned_steering_setup`][nhcontrol.lane_change_control.assigned_steering_setup]:
+  [`assigned_steering_setup`][nhcontrol.applications.lane_change.assigned_steering_setup]:
   reference, input-state LTV system and its zero-order-hold sequences (inputs
   ``[F_R / 1 kN, γ̇]``);
-  [`closed_loop_assigned`][nhcontrol.lane_change_control.closed_loop_assigned]: LTV-MPC
+  [`closed_loop_assigned`][nhcontrol.applications.lane_change.closed_loop_assigned]: LTV-MPC
   (``|γ|`` a state bound, ``|γ̇|`` an input bound) or the finite-horizon LQR with the same
   weights and no bounds, closed through
   [`closed_loop_piecewise_linear`][nhcontrol.simulate.closed_loop_piecewise_linear] (over each
@@ -31,10 +31,10 @@ Checks of the no-slip assumption: every loop reports its ``peak_friction_utilisa
 ([`friction_utilisation`][nhcontrol.reference.friction_utilisation]); both loops take another
 plant (``plant_model=``), e.g. the
 [`tyre_plant`][nhcontrol.models.single_track.tyre_plant] with lateral tyre slip;
-[`tyre_convergence`][nhcontrol.lane_change_control.tyre_convergence] measures how the tyre plant
+[`tyre_convergence`][nhcontrol.applications.lane_change.tyre_convergence] measures how the tyre plant
 tends to the skate model as the cornering stiffness grows,
-[`tyre_plant_runs`][nhcontrol.lane_change_control.tyre_plant_runs] and
-[`tyre_stiffness_sweep`][nhcontrol.lane_change_control.tyre_stiffness_sweep] close the
+[`tyre_plant_runs`][nhcontrol.applications.lane_change.tyre_plant_runs] and
+[`tyre_stiffness_sweep`][nhcontrol.applications.lane_change.tyre_stiffness_sweep] close the
 controllers designed on the skates on it.
 
 This module sits at the right end of the pipeline (it arranges ``models``, ``linearize``,
@@ -503,7 +503,7 @@ def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] =
     points_per_step : int
         Output points per sample.
     plant_model, plant_p
-        As in [`closed_loop`][nhcontrol.lane_change_control.closed_loop] (e.g. the compiled
+        As in [`closed_loop`][nhcontrol.applications.lane_change.closed_loop] (e.g. the compiled
         ``tyre_plant("force")``).
 
     Returns

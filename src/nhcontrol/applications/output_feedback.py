@@ -47,7 +47,7 @@ def nees_in_band(nees: NDArray[np.float64], dof: int, level: float = 0.95) -> fl
 # ---------------------------------------------------------------------------- ball-plate
 @lru_cache(maxsize=8)
 def _ball_plate_cm(items: tuple[tuple[str, float], ...]) -> Any:
-    from .models import ball_plate as bp
+    from ..models import ball_plate as bp
 
     mb = bp.build(**dict(items))
     xC, yC = mb.coordinates[:2]
@@ -103,9 +103,9 @@ def ball_plate_lqg(t_final: float = 20.0, *, phi0_deg: float = 5.0, steps_per_pe
                    q_angle: float = 1e-4, q_rate: float = 0.1, q_contact: float = 1e4,
                    r_input: float = 1e3, tail_periods: int = 2) -> BallPlateLQG:
     """Design the ball-plate LQG on the nominal model (see the module docstring)."""
-    from .design import finite_horizon_lqr, kalman_filter
-    from .models import ball_plate as bp
-    from .systems import LTVSystem, discretize
+    from ..design import finite_horizon_lqr, kalman_filter
+    from ..models import ball_plate as bp
+    from ..systems import LTVSystem, discretize
 
     cm = ball_plate_sensor_model()
     ref = bp.circular_motion(cm, phi0_deg)
@@ -141,7 +141,7 @@ def observable_bases(dsys: Any, steps: int, period_steps: int) -> tuple[NDArray[
     one period (`nhcontrol.analysis.observability_gramian`); at ``t_k`` it is its image under the
     transition matrix, ``N_k = Φ_{k,0} N_0``, and ``Q_k`` spans its orthogonal complement (the
     error components that the measurements correct). Returns ``(Q, r)``."""
-    from .analysis import observability_gramian
+    from ..analysis import observability_gramian
 
     g = observability_gramian(dsys, dsys.times[0], dsys.times[period_steps])
     r = g.rank
@@ -161,7 +161,7 @@ def observable_bases(dsys: Any, steps: int, period_steps: int) -> tuple[NDArray[
 
 def _ball_plate_x0(cm: Any, phi0_deg: float, dev: NDArray[np.float64], p: Any = None
                    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    from .models import ball_plate as bp
+    from ..models import ball_plate as bp
 
     eps_x, eps_y, eps_psi, eps_theta, eps_vx, eps_vy = dev
     x0, xd0 = bp.initial_conditions(cm, phi0_deg, eps_x=eps_x, eps_y=eps_y, eps_psi_deg=eps_psi,
@@ -203,9 +203,9 @@ def ball_plate_lqg_run(design: BallPlateLQG, t_final: float = 20.0, *, seed: int
         ``final_error_m`` (contact point to circle at ``t_final``), ``max_error_m`` (largest
         over the last period), ``nees`` (K,), ``result`` (OutputFeedbackResult), ``truth`` (K, 8).
     """
-    from .design import KalmanEstimator
-    from .models import ball_plate as bp
-    from .simulate import output_feedback_loop
+    from ..design import KalmanEstimator
+    from ..models import ball_plate as bp
+    from ..simulate import output_feedback_loop
 
     d = design
     cm_plant = d.cm
@@ -290,7 +290,7 @@ def ball_plate_lqg_trial(mass_factor: float = 1.0, radius_factor: float = 1.0,
 # ---------------------------------------------------------------------------- bicycle
 @lru_cache(maxsize=2)
 def _bicycle_cm() -> Any:
-    from .models import benchmark_bicycle as bb
+    from ..models import benchmark_bicycle as bb
 
     mb = bb.build(inputs=("T_delta",))
     q = {s.name: s for s in mb.coordinates}
@@ -325,10 +325,10 @@ def bicycle_ekf_run(v: float = 3.0, t_final: float = 5.0, *, roll0_deg: float = 
     """
     import control
 
-    from .design import ExtendedKalmanFilter
-    from .linearization import linearize
-    from .models import benchmark_bicycle as bb
-    from .simulate import output_feedback_loop
+    from ..design import ExtendedKalmanFilter
+    from ..linearization import linearize
+    from ..models import benchmark_bicycle as bb
+    from ..simulate import output_feedback_loop
 
     cm = bicycle_sensor_model()
     ref = bb.steady_forward(cm, v)

@@ -2,7 +2,7 @@
 
 A controller designed on a nominal linearization is only trusted once it has been run on the
 *nonlinear* plant over the uncertainty it must tolerate.
-[`monte_carlo()`][nhcontrol.verify.monte_carlo] draws ``n`` samples
+[`monte_carlo()`][nhcontrol.applications.verify.monte_carlo] draws ``n`` samples
 (model parameters, initial deviations, anything the run takes), calls the run for each of them
 through [`nhcontrol.sweep.sweep()`][nhcontrol.sweep.sweep] (serially, in processes, or on a Dask
 cluster: the same
@@ -11,7 +11,7 @@ samples that produced them.
 
 Examples
 --------
->>> from nhcontrol.verify import monte_carlo, uniform, relative
+>>> from nhcontrol.applications.verify import monte_carlo, uniform, relative
 >>> def settle(gain, x0):               # a first-order loop x' = -gain x, sampled at 1 s
 ...     return {"final": abs(x0) * 2.718281828 ** (-gain * 1.0)}
 >>> res = monte_carlo(settle, {"gain": relative(2.0, 0.5), "x0": uniform(-1.0, 1.0)}, n=200,
@@ -112,7 +112,7 @@ def relative(nominal: float, spread: float,
 
 
 def draw_samples(samplers: Mapping[str, Any], n: int, seed: Any = 0) -> list[dict[str, Any]]:
-    """The ``n`` samples [`monte_carlo()`][nhcontrol.verify.monte_carlo] draws for ``samplers`` and ``seed`` (sample ``i`` from
+    """The ``n`` samples [`monte_carlo()`][nhcontrol.applications.verify.monte_carlo] draws for ``samplers`` and ``seed`` (sample ``i`` from
     child ``i`` of ``SeedSequence(seed)``), e.g. to rerun one case or time the runs elsewhere."""
     if not isinstance(samplers, Mapping) or not samplers:
         raise MonteCarloError("samplers must be a non-empty mapping name -> sampler (or value), "
@@ -148,7 +148,7 @@ def _scalar_metrics(value: Any) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class MonteCarloResult:
-    """Outcome of [`monte_carlo()`][nhcontrol.verify.monte_carlo].
+    """Outcome of [`monte_carlo()`][nhcontrol.applications.verify.monte_carlo].
 
     Attributes
     ----------
@@ -325,9 +325,9 @@ def monte_carlo(run: Callable[..., Any], samplers: Mapping[str, Any], n: int, *,
         and returns a mapping of scalar metrics (e.g. ``{"final_error_m": ..., "peak_input":
         ...}``) or one number (metric ``"value"``). An exception is recorded as a failed run.
     samplers : mapping name -> sampler or value
-        A sampler is any callable ``f(rng) -> value`` ([`uniform()`][nhcontrol.verify.uniform],
-        [`normal()`][nhcontrol.verify.normal],
-        [`relative()`][nhcontrol.verify.relative], or your own); a plain value is passed unchanged
+        A sampler is any callable ``f(rng) -> value`` ([`uniform()`][nhcontrol.applications.verify.uniform],
+        [`normal()`][nhcontrol.applications.verify.normal],
+        [`relative()`][nhcontrol.applications.verify.relative], or your own); a plain value is passed unchanged
         to every run.
     n : int
         Number of runs (``>= 1``).
@@ -364,7 +364,7 @@ def monte_carlo(run: Callable[..., Any], samplers: Mapping[str, Any], n: int, *,
         raise MonteCarloError("monte_carlo always captures failing runs (errors='capture'); "
                               "do not pass errors=")
     check, words = _criterion(success)
-    from ._util.work import check_iterations
+    from .._util.work import check_iterations
     check_iterations(int(n), f"monte_carlo(n={int(n)}): {int(n)} runs", error=MonteCarloError,
                      hint="draw fewer samples (the 95 % interval of a success rate narrows like 1/sqrt(n))")
     samples = _draw(samplers, seed, int(n))
