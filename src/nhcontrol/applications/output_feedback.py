@@ -20,11 +20,15 @@ import math
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["ball_plate_sensor_model", "bicycle_sensor_model", "BallPlateLQG", "ball_plate_lqg",
            "ball_plate_lqg_run", "ball_plate_lqg_trial", "DEVIATION_SCALE", "observable_bases", "bicycle_ekf_run", "nees_in_band", "BALL_PLATE_SIGMAS",
@@ -84,8 +88,8 @@ class BallPlateLQG:
     states : tuple of str
     """
 
-    cm: Any
-    ref: Any
+    cm: CompiledModel
+    ref: Reference
     motion: Any
     dt: float
     lqr: Any
@@ -159,7 +163,7 @@ def observable_bases(dsys: Any, steps: int, period_steps: int) -> tuple[NDArray[
     return Q, r
 
 
-def _ball_plate_x0(cm: Any, phi0_deg: float, dev: NDArray[np.float64], p: Any = None
+def _ball_plate_x0(cm: CompiledModel, phi0_deg: float, dev: NDArray[np.float64], p: Any = None
                    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     from ..models import ball_plate as bp
 

@@ -26,7 +26,7 @@ one-point Steps 1-7 (`nhcontrol.linearization._point`), or from the prepared lin
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -35,6 +35,10 @@ from .._util.errors import DesignError, PartitionError, SolverError
 from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array
 from ._weights import check_psd
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
 
 __all__ = ["ExtendedKalmanFilter"]
 
@@ -141,7 +145,7 @@ class ExtendedKalmanFilter:
     See docs/guide/estimation.md and examples/bicycle_ekf.py.
     """
 
-    def __init__(self, cm: Any, partition: Any, dt: float, *,
+    def __init__(self, cm: CompiledModel, partition: Partition | Mapping[str, Any], dt: float, *,
                  Rn: ArrayLike, x0: ArrayLike, xd0: ArrayLike, P0: ArrayLike,
                  Qw: ArrayLike | None = None, Qx: ArrayLike | None = None,
                  u0: ArrayLike | None = None, p: ArrayLike | Mapping[str, float] | None = None,

@@ -33,11 +33,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
 from .._util.errors import InteropError
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
+    from nhcontrol.modeling import MultibodySystem
 
 __all__ = ["export_c", "export_lqr_c", "STATUS_CODES", "C_FLAGS", "resolve_model", "resolve_partition"]
 
@@ -110,7 +115,8 @@ def _point_work(n: int, m: int, l: int, k: int) -> int:
             + n1 * na + n1 * n1 + 3 * n1 * (ns + k) + n1 * n1 + (big + 1) * (big + 1) + 2 * n + 4 * c + 16)
 
 
-def export_c(model: Any, directory: str | Path, partition: Any, *, system: Any = None) -> dict:
+def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, partition: Partition | Mapping[str, Any], *,
+             system: MultibodySystem | None = None) -> dict:
     """Write standalone C99 sources of a model and its one-point third procedure.
 
     Parameters

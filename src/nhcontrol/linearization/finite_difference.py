@@ -31,7 +31,7 @@ All perturbed points are evaluated in one stacked kernel call.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,6 +40,12 @@ from .._util.errors import ConstraintError, LinearSystemError, PartitionError, S
 from .._util.validation import readonly
 from ._jacobian import _JacobianMembers
 from .first import partition_indices, reference_point, velocity_names
+
+if TYPE_CHECKING:
+    from typing import Mapping
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
+    from nhcontrol.reference import Reference
 
 __all__ = [
     "FiniteDifferenceResult",
@@ -91,7 +97,7 @@ def _stack(a: NDArray[np.float64] | None, N: int) -> NDArray[np.float64] | None:
     return np.broadcast_to(a, (N,) + a.shape[-1:]).copy() if a.ndim == 1 else a
 
 
-def index1_accelerations(cm: Any, x: Any, xd: Any, u: Any = None, p: Any = None,
+def index1_accelerations(cm: CompiledModel, x: Any, xd: Any, u: Any = None, p: Any = None,
                          ud: Any = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Accelerations and multipliers of the index-1 DAE, Eq. (2.127) / (7.107).
 
@@ -184,7 +190,7 @@ def _check_h(h: float) -> float:
 
 
 
-def _central_with_rates(cm: Any, pt: Any, rates: Any, F_mech: Any, S0: NDArray[np.float64],
+def _central_with_rates(cm: CompiledModel, pt: Any, rates: Any, F_mech: Any, S0: NDArray[np.float64],
                         h: float, states: tuple[str, ...], n_spurious: int,
                         coordinates: Any) -> FiniteDifferenceResult:
     """Central differences of the mechanical ODE ``F_mech`` with the first-order states appended.
@@ -218,7 +224,8 @@ def _central_with_rates(cm: Any, pt: Any, rates: Any, F_mech: Any, S0: NDArray[n
     return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states + tuple(rates.states),
                                   h=h, n_spurious=n_spurious, t=pt.t)
 
-def finite_difference_jacobian(cm: Any, ref: Any, t: float = 0.0, *, h: float = DEFAULT_STEP,
+def finite_difference_jacobian(cm: CompiledModel, ref: Reference, t: float = 0.0, *,
+                               h: float = DEFAULT_STEP,
                                p: Any = None, rates: Any = None) -> FiniteDifferenceResult:
     """Conventional counterpart linearization, Eqs. (7.104)-(7.110), by central differences.
 
@@ -273,7 +280,8 @@ def finite_difference_jacobian(cm: Any, ref: Any, t: float = 0.0, *, h: float = 
 
 
 def finite_difference_jacobian_first_order(
-        cm: Any, ref: Any, *, z_rate: Any, w_rate: Any, w0: Any, r0: Any, t: float = 0.0,
+        cm: CompiledModel, ref: Reference, *, z_rate: Any, w_rate: Any, w0: Any, r0: Any,
+        t: float = 0.0,
         h: float = DEFAULT_STEP, z_names: Any = None, w_names: Any = None,
         p: Any = None) -> FiniteDifferenceResult:
     """Conventional counterpart with first-order states, Eqs. (7.103)-(7.110), by central differences.
@@ -364,7 +372,7 @@ def finite_difference_jacobian_first_order(
                                   n_spurious=2 * (int(cm.m) + int(cm.l)), t=pt.t)
 
 
-def _project_holonomic(cm: Any, X: NDArray[np.float64], d: list[int], U, p,
+def _project_holonomic(cm: CompiledModel, X: NDArray[np.float64], d: list[int], U, p,
                        tol: float = 1e-14, maxiter: int = 30) -> NDArray[np.float64]:
     """Solve ``C(x) = 0`` for the dependent coordinates ``x_d`` (Newton, stacked points)."""
     X = X.copy()
@@ -392,7 +400,8 @@ def _project_holonomic(cm: Any, X: NDArray[np.float64], d: list[int], U, p,
                       f"iterations (max |C| = {err:.3g}); use a smaller step h")
 
 
-def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *,
+def reduced_ode_jacobian_fd(cm: CompiledModel, ref: Reference,
+                            partition: Partition | Mapping[str, Any], t: float = 0.0, *,
                             h: float = 1e-6, p: Any = None,
                             form: Literal["third", "second"] = "third",
                             rates: Any = None, ud: Any = None) -> FiniteDifferenceResult:

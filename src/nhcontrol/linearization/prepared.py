@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -34,6 +34,10 @@ from .._util.validation import COND_MAX, require_model, require_reference
 from ..reference.admissibility import ADMISSIBILITY_TOL
 from . import _cpoint
 from .partition import Partition
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["Linearizer", "prepare_linearizer"]
 
@@ -48,7 +52,7 @@ class _PointReference:
     steady = False
     lam_source = "given"
 
-    def __init__(self, cm: Any, x: NDArray[np.float64], xd: NDArray[np.float64],
+    def __init__(self, cm: CompiledModel, x: NDArray[np.float64], xd: NDArray[np.float64],
                  xdd: NDArray[np.float64], lam: NDArray[np.float64],
                  u: NDArray[np.float64], p: NDArray[np.float64], tol: float) -> None:
         self.coordinates = tuple(cm.coordinates)
@@ -128,7 +132,7 @@ class Linearizer:
     >>> A, B = lz.at(ref, 0.3)                                          # doctest: +SKIP
     """
 
-    def __init__(self, cm: Any, partition: Partition | Mapping[str, Any], *,
+    def __init__(self, cm: CompiledModel, partition: Partition | Mapping[str, Any], *,
                  p: ArrayLike | None = None, check: bool = True, cond_max: float = COND_MAX,
                  tol: float = ADMISSIBILITY_TOL) -> None:
         require_model(cm, "cm", "linearizer", needs=("linearization_terms",))
@@ -338,7 +342,7 @@ class Linearizer:
         out[1][...] = B
         return out[0], out[1]
 
-    def at(self, ref: Any, t: float = 0.0, *,
+    def at(self, ref: Reference, t: float = 0.0, *,
            out: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
            ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(A, B)`` at time ``t`` of the reference ``ref`` (its values; its parameters and
@@ -494,7 +498,7 @@ def _INPUT_CONSTRAINT_ATOL() -> float:
     return INPUT_CONSTRAINT_ATOL
 
 
-def prepare_linearizer(cm: Any, partition: Partition | Mapping[str, Any], *,
+def prepare_linearizer(cm: CompiledModel, partition: Partition | Mapping[str, Any], *,
                        p: ArrayLike | None = None, check: bool = True,
                        cond_max: float = COND_MAX, tol: float = ADMISSIBILITY_TOL) -> Linearizer:
     """A [`Linearizer`][nhcontrol.linearization.Linearizer]: model, partition and buffers bound once

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -13,6 +13,12 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.errors import LinearSystemError
 from .._util.reprs import html_table, short_names
 from .._util.validation import readonly
+
+if TYPE_CHECKING:
+    from typing import Mapping
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
+    from nhcontrol.reference import Reference
 
 __all__ = ["LinearizationResult", "SpuriousIdentification", "SPURIOUS_RTOL", "ZERO_RTOL",
            "identify_spurious", "state_deviation", "InputStateForm", "input_state_form"]
@@ -188,7 +194,7 @@ def _state_columns(states: Sequence[str], coords: Sequence[str],
     return cols
 
 
-def state_deviation(states: Sequence[str], ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike, *,
+def state_deviation(states: Sequence[str], ref: Reference, t: ArrayLike, x: ArrayLike, xd: ArrayLike, *,
                     error: type[Exception] = LinearSystemError) -> NDArray[np.float64]:
     """Deviation of ``(x, ẋ)`` from ``ref`` at ``t`` in the named linear states.
 
@@ -341,7 +347,7 @@ class LinearizationResult:
     B: NDArray[np.float64]
     states: tuple[str, ...]
     inputs: tuple[str, ...]
-    partition: Any
+    partition: Partition
     n_spurious: int
     t: float | NDArray[np.float64]
     steady: bool
@@ -653,7 +659,8 @@ class LinearizationResult:
                                    C=None if C is None else np.array(C),
                                    D=None if D is None else np.array(D), outputs=outputs))
 
-    def deviation(self, ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
+    def deviation(self, ref: Reference, t: ArrayLike, x: ArrayLike,
+                  xd: ArrayLike) -> NDArray[np.float64]:
         """The linear state of this linearization for the motion ``(x, ẋ)`` at ``t``.
 
         Entry ``i`` is ``x_q − x0_q(t)`` for a state named after a coordinate ``q`` and
@@ -673,7 +680,8 @@ class LinearizationResult:
         """
         return state_deviation(self.states, ref, t, x, xd)
 
-    def from_deviation(self, ref: Any, t: ArrayLike, dX: ArrayLike, *, cm: Any = None,
+    def from_deviation(self, ref: Reference, t: ArrayLike, dX: ArrayLike, *,
+                       cm: CompiledModel | None = None,
                        tol: float = 1e-12, max_iter: int = 50
                        ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Consistent coordinates and velocities ``(x, ẋ)`` with the linear state ``dX`` at ``t``.

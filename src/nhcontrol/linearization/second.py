@@ -36,7 +36,7 @@ Validation only; the product path is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,6 +45,12 @@ from .._util.errors import PartitionError
 from .._util.validation import readonly
 from ._jacobian import _JacobianMembers
 from .first import evaluate_terms, partition_indices, reference_point, solve_checked, velocity_names
+
+if TYPE_CHECKING:
+    from typing import Mapping
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
+    from nhcontrol.reference import Reference
 
 __all__ = ["SecondProcedureResult", "second_procedure", "velocity_transformation"]
 
@@ -124,7 +130,8 @@ def velocity_transformation(D: NDArray[np.float64], ai: list[int], dd: list[int]
     return T0, Ddd_inv
 
 
-def second_procedure(cm: Any, ref: Any, partition: Any, t: float = 0.0, *,
+def second_procedure(cm: CompiledModel, ref: Reference, partition: Partition | Mapping[str, Any],
+                     t: float = 0.0, *,
                      p: Any = None) -> SecondProcedureResult:
     """Linearize with the second numerical procedure (Sect. 4.2.2, Jacobian Eq. (4.95)).
 

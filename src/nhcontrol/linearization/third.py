@@ -493,7 +493,7 @@ STACK_CHUNK = 128
 """Points per block of a stacked linearization of at least ``2 * STACK_CHUNK`` points."""
 
 
-def _stacked_block(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
+def _stacked_block(cm: CompiledModel, ref: Reference, partition: Partition, idx: PartitionIndices,
                    ts: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray[np.float64],
                    xdd: NDArray[np.float64], lam: NDArray[np.float64],
                    u: NDArray[np.float64] | None, p: Any, check: bool, cond_max: float,
@@ -525,7 +525,7 @@ def _stacked_block(cm: Any, ref: Any, partition: Partition, idx: PartitionIndice
     return A, B, tv, worst, out.get("B_rate")
 
 
-def _stacked_chunks(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
+def _stacked_chunks(cm: CompiledModel, ref: Reference, partition: Partition, idx: PartitionIndices,
                     ts: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray[np.float64],
                     xdd: NDArray[np.float64], lam: NDArray[np.float64],
                     u: NDArray[np.float64] | None, p: Any, check: bool, cond_max: float
@@ -549,7 +549,7 @@ def _stacked_chunks(cm: Any, ref: Any, partition: Partition, idx: PartitionIndic
     return A, B, tv0, worst
 
 
-def _check_reference(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.float64],
+def _check_reference(cm: CompiledModel, ref: Reference, ts: NDArray[np.float64], x: NDArray[np.float64],
                      xd: NDArray[np.float64], xdd: NDArray[np.float64], lam: NDArray[np.float64],
                      u: NDArray[np.float64] | None, p: Any, terms: Any, rates: Any = None) -> None:
     """Admissibility of the reference at ``ts`` from the linearization terms (no extra kernel
@@ -581,7 +581,8 @@ def _check_reference(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.f
                           "linearize")
 
 
-def _input_rate_terms(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.float64],
+def _input_rate_terms(cm: CompiledModel, ref: Reference, ts: NDArray[np.float64],
+                      x: NDArray[np.float64],
                       xd: NDArray[np.float64], lam: NDArray[np.float64],
                       u: NDArray[np.float64] | None, p: Any) -> Any:
     """The terms of inputs that enter the nonholonomic constraints at the reference
@@ -607,7 +608,7 @@ class _RateTerms:
         self.dEw_du, self.dDTlam_du, self.ud = terms.dEw_du, terms.dDTlam_du, ud
 
 
-def _reference_values(ref: Any, ts: NDArray[np.float64], N: int, n: int, ml: int, k: int
+def _reference_values(ref: Reference, ts: NDArray[np.float64], N: int, n: int, ml: int, k: int
                       ) -> tuple[NDArray[np.float64], ...]:
     """``x0, ẋ0, ẍ0, Λ0`` (N, ·) and ``u0`` (N, k) or None at the times ``ts``.
 
@@ -640,7 +641,7 @@ def _stacked_terms(terms: Any, N: int, n: int, m: int, l: int,  # noqa: E741
 
 def _check_stacked(out: dict[str, NDArray[np.float64]], partition: Partition,
                    idx: PartitionIndices, tv: dict[str, NDArray[np.float64]],
-                   ts: NDArray[np.float64], cm: Any, ref: Any, cond_max: float) -> None:
+                   ts: NDArray[np.float64], cm: CompiledModel, ref: Reference, cond_max: float) -> None:
     """Conditioning of the inverted blocks at every point of a stacked linearization.
 
     With ``R`` the row norms of the full matrix ``F`` and ``F_s = R⁻¹F`` (unit rows), the
@@ -689,7 +690,7 @@ def _state_names(coords: tuple[str, ...], ai: tuple[int, ...],
     return ai_names + tuple(f"{s}_d" for s in ai_names) + tuple(coords[i] for i in ad)
 
 
-def _result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
+def _result(cm: CompiledModel, ref: Reference, partition: Partition, idx: PartitionIndices,
             A: NDArray[np.float64], B: NDArray[np.float64], t: Any,
             scalar: bool, B_rate: NDArray[np.float64] | None = None) -> LinearizationResult:
     names = idx.__dict__.get("_state_names")
@@ -719,7 +720,7 @@ def _result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
     return res
 
 
-def _linearize_point(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
+def _linearize_point(cm: CompiledModel, ref: Reference, partition: Partition, idx: PartitionIndices,
                      terms: Any, ts: NDArray[np.float64], scalar: bool, check: bool,
                      cond_max: float, rates: Any = None) -> LinearizationResult:
     """``linearize`` at one time from the one-point kernel terms (Steps 1-7 in 2-D)."""
@@ -758,7 +759,8 @@ def _linearize_point(cm: Any, ref: Any, partition: Partition, idx: PartitionIndi
     return res
 
 
-def _fast_result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices, got: tuple,
+def _fast_result(cm: CompiledModel, ref: Reference, partition: Partition, idx: PartitionIndices,
+                 got: tuple,
                  t_arr: NDArray[np.float64], ts: NDArray[np.float64], scalar: bool,
                  cond_max: float) -> LinearizationResult:
     """The result of the compiled path (``got = (A, B, kernel buffer of the first point)``)."""
@@ -773,7 +775,7 @@ def _fast_result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
     return res
 
 
-def _search_from_buffer(cm: Any, buf: NDArray[np.float64], idx: PartitionIndices, k: int,
+def _search_from_buffer(cm: CompiledModel, buf: NDArray[np.float64], idx: PartitionIndices, k: int,
                         cond_max: float) -> tuple[SpuriousIdentification, tuple[str, ...]] | None:
     """`_search_from_terms` from the flat output of the fused C kernel (compiled path)."""
     terms = LinearizationTerms(*cm._ck.split["linearization_terms"](buf))
@@ -834,7 +836,7 @@ def _search_exact_partition(tv0: dict[str, NDArray[np.float64]], idx: PartitionI
 
 
 def _check_blocks(partition: Partition, idx: PartitionIndices, tv: dict[str, NDArray[np.float64]],
-                  ts: NDArray[np.float64], cm: Any, ref: Any, cond_max: float,
+                  ts: NDArray[np.float64], cm: CompiledModel, ref: Reference, cond_max: float,
                   points: NDArray[np.intp]) -> None:
     """Exact (SVD) conditioning of D_dd, ∂C/∂x_d and B̄_ad at ``points``; raise a
     PartitionError at the first point where a block has ``cond >= cond_max``."""
@@ -872,14 +874,14 @@ def _inputs_worst(tv: dict[str, NDArray[np.float64]], carried: bool = False) -> 
 
 
 def _check_inputs_in_constraints(tv: dict[str, NDArray[np.float64]], ts: NDArray[np.float64],
-                                 cm: Any, carried: bool = False) -> None:
+                                 cm: CompiledModel, carried: bool = False) -> None:
     """Warn when inputs enter the constraints and their terms are not carried."""
     worst = _inputs_worst(tv, carried)
     if worst > INPUT_CONSTRAINT_ATOL:
         _warn_inputs(worst, cm)
 
 
-def _warn_inputs(worst: float, cm: Any) -> None:
+def _warn_inputs(worst: float, cm: CompiledModel) -> None:
     warnings.warn(
         f"the inputs {list(cm.inputs)} enter the constraints of model "
         f"{getattr(cm, 'name', '')!r} at the reference (max |∂C/∂u|, |∂(D ẍ0)/∂u|, "
