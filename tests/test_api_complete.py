@@ -43,10 +43,13 @@ def api_targets() -> dict[str, str]:
 
 def _resolve(target: str):
     try:
-        return importlib.import_module(target)
+        obj = importlib.import_module(target)
     except ImportError:
-        mod, _, attr = target.rpartition(".")
+        obj = None
+    if obj is None or getattr(obj, "_MOVED_TO", None):   # nhcontrol.linearize: the function, not
+        mod, _, attr = target.rpartition(".")            # the former import path of that name
         return getattr(importlib.import_module(mod), attr)
+    return obj
 
 
 def missing_entries() -> dict[str, list[str]]:

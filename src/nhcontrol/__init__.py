@@ -110,11 +110,11 @@ class _MovedPackage(types.ModuleType):
                                f"{target}'s).")
         self.__path__: list[str] = []            # a package: submodules go through _MovedFinder
         self.__package__ = name
-        self._moved_to = target
+        self._MOVED_TO = target
         self.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
 
     def __getattr__(self, name: str) -> Any:
-        target = importlib.import_module(self.__dict__["_moved_to"])
+        target = importlib.import_module(self.__dict__["_MOVED_TO"])
         try:
             return getattr(target, name)
         except AttributeError:
@@ -122,7 +122,7 @@ class _MovedPackage(types.ModuleType):
                                  f"attribute {name!r}") from None
 
     def __dir__(self) -> list[str]:
-        return dir(importlib.import_module(self.__dict__["_moved_to"]))
+        return dir(importlib.import_module(self.__dict__["_MOVED_TO"]))
 
 
 class _MovedLoader:
