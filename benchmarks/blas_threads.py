@@ -72,7 +72,7 @@ def _lqr(n: int, rng: np.random.Generator) -> Callable[[], None]:
 
 
 def _bicycle(N: int) -> Callable[[], None]:
-    from nhcontrol.linearize import Partition, linearize
+    from nhcontrol.linearization import Partition, linearize
     from nhcontrol.models import benchmark_bicycle as bb
 
     cm = bb.model()
@@ -94,7 +94,7 @@ def _trailers(N: int) -> Callable[[], None]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import scaling
 
-    from nhcontrol.linearize import linearize, suggest_partition
+    from nhcontrol.linearization import linearize, suggest_partition
     from nhcontrol.reference import Reference
 
     cm = scaling.build(N).compile()

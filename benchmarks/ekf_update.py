@@ -32,7 +32,7 @@ def main() -> dict:
     args = ap.parse_args()
     from nhcontrol.design import ExtendedKalmanFilter
     from nhcontrol.models import benchmark_bicycle as bb
-    from nhcontrol.output_feedback_studies import bicycle_sensor_model
+    from nhcontrol.applications.output_feedback import bicycle_sensor_model
 
     cm = bicycle_sensor_model()
     ref = bb.steady_forward(cm, 3.0)

@@ -4,7 +4,7 @@ Run ``python benchmarks/hydraulic_fourbar.py [--repeat R] [--h H]``; prints one 
 
 * ``third_s``: median wall time of the 6x6 Jacobian (7.96) at the equilibrium: the exact circuit
   partials (``hydraulic_fourbar.circuit_jacobians``) plus
-  ``nhcontrol.linearize.linearize_with_first_order_states`` (third procedure + rows (7.26), (7.28));
+  ``nhcontrol.linearization.linearize_with_first_order_states`` (third procedure + rows (7.26), (7.28));
 * ``counterpart_s``: median wall time of the 24x24 Jacobian (7.109) by central differences
   (``finite_difference_jacobian_first_order``: 48 perturbed points in one stacked call, step ``h``);
 * ``ratio``: ``counterpart_s / third_s`` (the thesis reports 0.016 s / 0.005 s = 3.2 in MATLAB);
@@ -14,14 +14,14 @@ Run ``python benchmarks/hydraulic_fourbar.py [--repeat R] [--h H]``; prints one 
   of the two Jacobians at this ``h``;
 * ``first_order_s``: median wall time of the same Jacobian with the circuit inside the model
   (``hydraulic_fourbar.build_with_circuit``, first-order states ``p1, p2, p3, U``):
-  ``nhcontrol.linearize.linearize_first_order_system`` with the generated rate kernels;
+  ``nhcontrol.linearization.linearize_first_order_system`` with the generated rate kernels;
   ``rate_jacobians_s``, ``rates_s``: one-point ``RateKernels.jacobians`` and ``rates`` of that
   model; ``compile_rates_s``: ``compile_rates`` once the model is compiled (its reference
   holds the equilibrium multipliers, as for ``third_s``);
 * ``load_average``: the machine's 1, 5, 15 minute load averages at the end of the run.
 
 With C kernels both linearizations run the compiled one-point routine
-(`nhcontrol.linearize.prepared`): the mechanical rows and the matrices ``T0``, ``V̄̄0``, ``Th0``
+(`nhcontrol.linearization.prepared`): the mechanical rows and the matrices ``T0``, ``V̄̄0``, ``Th0``
 of Steps 1, 2 and 4 come from one foreign call.
 
 Both start from the same compiled model, equilibrium and ``Reference`` (built before timing, with
@@ -48,7 +48,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--h", type=float, default=1e-5)
     args = parser.parse_args(argv)
 
-    from nhcontrol.linearize import (finite_difference_jacobian_first_order,
+    from nhcontrol.linearization import (finite_difference_jacobian_first_order,
                                      linearize_with_first_order_states)
     from nhcontrol.models import hydraulic_fourbar as hf
     from nhcontrol.reference import Reference
@@ -96,7 +96,7 @@ def main(argv=None) -> dict:
 def _first_order(repeat: int) -> dict:
     """Timings of the model with the circuit inside (first-order states, generated rate kernels)."""
     from nhcontrol.compiled import compile_rates
-    from nhcontrol.linearize import linearize_first_order_system
+    from nhcontrol.linearization import linearize_first_order_system
     from nhcontrol.models import hydraulic_fourbar as hf
     from nhcontrol.reference import Reference
 

@@ -77,10 +77,13 @@ def main(argv=None) -> dict:
     sys.path.insert(0, tmp.name)
     import importlib
 
-    from nhcontrol.linearize import Partition, linearize
+    from nhcontrol.linearization import Partition, linearize
     from nhcontrol.models import benchmark_bicycle as bb
 
-    old_lin = importlib.import_module(f"{_NAME}.linearize")
+    try:
+        old_lin = importlib.import_module(f"{_NAME}.linearization")
+    except ModuleNotFoundError:     # revisions before the subpackage was renamed
+        old_lin = importlib.import_module(f"{_NAME}.linearize")
     old_bb = importlib.import_module(f"{_NAME}.models.benchmark_bicycle")
 
     cm, cm0 = bb.model(), old_bb.model()

@@ -5,7 +5,7 @@ Run ``python benchmarks/linearize_bicycle.py [--repeat R] [--speed V]``; prints 
 
 * ``third_procedure_s``: median wall time of one full ``nhcontrol.linearize(cm, ref, partition)``
   (fused exact kernel + Steps 1-7 + the reference and partition checks; with C kernels Steps 1-7
-  and the checks are compiled too, ``nhcontrol.linearize._cpoint``) at one instant of the steady
+  and the checks are compiled too, ``nhcontrol.linearization._cpoint``) at one instant of the steady
   forward motion;
 * ``finite_difference_s``: median time of one central-difference Jacobian of the index-1 ODE
   (``2n = 22`` columns, 44 perturbed points in one stacked kernel call, ``h = 1e-5``);
@@ -19,7 +19,7 @@ Run ``python benchmarks/linearize_bicycle.py [--repeat R] [--speed V]``; prints 
   in use);
 * ``prepared_point_s``: one call of the prepared one-point linearizer
   ``lz = cm.linearizer(partition)``, ``lz(x0, ẋ0, ẍ0, Λ0, out=(A, B))`` (the same numbers as
-  ``linearize``, its checks included as flags; `nhcontrol.linearize.prepared`; goal ≤ 1.5e-5 s),
+  ``linearize``, its checks included as flags; `nhcontrol.linearization.prepared`; goal ≤ 1.5e-5 s),
   ``prepared_point_unchecked_s`` (``check=False``), ``prepared_at_s`` (``lz.at(ref, t)``: the
   reference evaluated too), ``prepared_bound_s`` (``lz.bind(x0, ẋ0, ẍ0, Λ0)()``: arguments and
   results bound by memory, like CasADi's buffer call) and ``prepared_point_max_rel_diff``
@@ -65,7 +65,7 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
 
     from nhcontrol.analysis import match_spectra, structural_zeros
-    from nhcontrol.linearize import Partition, finite_difference_jacobian, linearize
+    from nhcontrol.linearization import Partition, finite_difference_jacobian, linearize
     from nhcontrol.models import benchmark_bicycle as bb
     from nhcontrol.reproduce.bicycle_benchmark import reference_data
 

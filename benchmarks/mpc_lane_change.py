@@ -10,7 +10,7 @@ DPP), their ratio, and the largest difference of the first inputs. The first ste
 from the medians.
 
 Under ``assigned_steering`` the same numbers for the MPC of the skate whose steering angle is
-assigned (`nhcontrol.lane_change_control`: 5 states ``[x, ẋ, y, ψ, γ]``, inputs
+assigned (`nhcontrol.applications.lane_change`: 5 states ``[x, ẋ, y, ψ, γ]``, inputs
 ``[F_R, γ̇]``; ``|γ|`` a state bound, ``|γ̇|`` an input bound).
 """
 
@@ -27,7 +27,7 @@ import numpy as np
 
 def _loop(s, interface: str, steps: int) -> dict:
     from nhcontrol.design import LTVMPC, finite_horizon_lqr
-    from nhcontrol.lane_change_control import INPUT_SCALE, state_reference
+    from nhcontrol.applications.lane_change import INPUT_SCALE, state_reference
 
     st = s.st
     N = st.horizon
@@ -67,7 +67,7 @@ def _steps(s, mpc, P, window, steps: int) -> dict:
 
 def _loop_assigned(s, interface: str, steps: int) -> dict:
     from nhcontrol.design import LTVMPC, finite_horizon_lqr
-    from nhcontrol.lane_change_control import reference_window
+    from nhcontrol.applications.lane_change import reference_window
 
     st, ast = s.st, s.ast
     N = st.horizon
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=120)
     args = ap.parse_args(argv)
-    from nhcontrol.lane_change_control import (LaneChangeSettings, assigned_steering_setup,
+    from nhcontrol.applications.lane_change import (LaneChangeSettings, assigned_steering_setup,
                                                lane_change_setup)
 
     s = lane_change_setup(LaneChangeSettings())

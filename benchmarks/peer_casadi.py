@@ -292,7 +292,7 @@ def main(argv=None) -> dict:
         print(json.dumps(out, indent=2))
         return out
 
-    from nhcontrol.linearize import Partition, linearize
+    from nhcontrol.linearization import Partition, linearize
     from nhcontrol.models import benchmark_bicycle as bb
 
     cm = bb.model()

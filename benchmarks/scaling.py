@@ -199,7 +199,7 @@ def _fit(ns, ts) -> float | None:
 
 def one_case(N: int, repeat: int, sympy_cap: float, sympy_skip: str | None = None) -> dict:
     from nhcontrol.analysis import match_spectra
-    from nhcontrol.linearize import linearize, suggest_partition
+    from nhcontrol.linearization import linearize, suggest_partition
     from nhcontrol.reference import Reference
 
     with tempfile.TemporaryDirectory(prefix="nhc_scaling_") as cache:

@@ -83,7 +83,7 @@ def eig_chunk(c, v, model, part):
 
 # ------------------------------------------------------------------ expensive points: loops
 def loop_samples():
-    from nhcontrol.verify import draw_samples, relative, uniform
+    from nhcontrol.applications.verify import draw_samples, relative, uniform
 
     return draw_samples({"mass_factor": relative(1.0, 0.1), "radius_factor": relative(1.0, 0.1),
                          "deviation": uniform(-np.ones(6), np.ones(6))}, N_LOOPS, seed=0)

@@ -12,7 +12,7 @@ import numpy as np
 
 import nhcontrol
 from nhcontrol.analysis import critical_points, eigenvalues_vs_parameter, structural_zeros
-from nhcontrol.linearize import Partition
+from nhcontrol.linearization import Partition
 from nhcontrol.models import benchmark_bicycle as bb
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import control
 import numpy as np
 
-from nhcontrol.linearize import linearize
+from nhcontrol.linearization import linearize
 from nhcontrol.models import benchmark_bicycle as bb
 from nhcontrol.simulate import constraint_drift, to_nlsys
 

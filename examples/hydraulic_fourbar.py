@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from nhcontrol.linearize import linearize_with_first_order_states
+from nhcontrol.linearization import linearize_with_first_order_states
 from nhcontrol.models import hydraulic_fourbar as hf
 from nhcontrol.reference import Reference
 from nhcontrol.reference.inverse import inverse_dynamics

@@ -17,7 +17,7 @@ import control
 import numpy as np
 import sympy as sp
 
-from nhcontrol.linearize import linearize
+from nhcontrol.linearization import linearize
 from nhcontrol.modeling import MultibodySystem, contacts, rot_z
 from nhcontrol.reference import Reference
 from nhcontrol.simulate import constraint_drift, to_nlsys

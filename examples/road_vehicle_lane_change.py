@@ -15,7 +15,7 @@ Run ``python examples/road_vehicle_lane_change.py [OUTDIR]``. Public API only:
 5. the same lane change on the skate whose steering angle is assigned (an input in the front
    skate constraint): its LTV system in input-state form (``γ`` a state, ``γ̇`` the input) and
    ``LTVMPC`` with ``|γ|`` a state bound and ``|γ̇|`` an input bound, the plant's ``γ``
-   ramping at the commanded rate over each sample (`nhcontrol.lane_change_control`).
+   ramping at the commanded rate over each sample (`nhcontrol.applications.lane_change`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from nhcontrol.design import LTVMPC, finite_horizon_lqr
-from nhcontrol.lane_change_control import (LaneChangeSettings, assigned_steering_setup,
+from nhcontrol.applications.lane_change import (LaneChangeSettings, assigned_steering_setup,
                                            closed_loop_assigned)
-from nhcontrol.linearize import Partition, linearize
+from nhcontrol.linearization import Partition, linearize
 from nhcontrol.models import lane_change as lc
 from nhcontrol.models import single_track as st
 from nhcontrol.simulate import forward_dynamics

@@ -21,7 +21,7 @@ import numpy as np
 import sympy as sp
 
 from nhcontrol.design import ExtendedKalmanFilter
-from nhcontrol.linearize import linearize
+from nhcontrol.linearization import linearize
 from nhcontrol.modeling import MultibodySystem, contacts, rot_z
 from nhcontrol.reference import Reference
 from nhcontrol.simulate import output_feedback_loop

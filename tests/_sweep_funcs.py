@@ -51,7 +51,7 @@ def eig_one(v):
 
 
 def settle(gain, x0, t=1.0):
-    """A first-order loop x' = -gain x from x0: metrics for nhcontrol.verify tests."""
+    """A first-order loop x' = -gain x from x0: metrics for nhcontrol.applications.verify tests."""
     if gain <= 0:
         raise ValueError(f"gain must be positive, got {gain}")
     return {"final": abs(x0) * math.exp(-gain * t), "peak": abs(x0)}

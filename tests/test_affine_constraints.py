@@ -21,7 +21,7 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 from nhcontrol._util.errors import ModelError
-from nhcontrol.linearize import Partition, linearize, reduced_ode_jacobian_fd
+from nhcontrol.linearization import Partition, linearize, reduced_ode_jacobian_fd
 from nhcontrol.modeling.appell import appell_equations
 from nhcontrol.models import single_track as st
 from nhcontrol.reference import Reference

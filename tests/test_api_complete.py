@@ -20,10 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def public_modules() -> list[str]:
-    """Every importable module and package of nhcontrol whose dotted path has no ``_`` part."""
+    """Every importable module and package of nhcontrol whose dotted path has no ``_`` part
+    (former paths that only re-export a moved module, ``_MOVED_TO``, are documented there)."""
     names = ["nhcontrol"]
     for info in pkgutil.walk_packages(nhcontrol.__path__, "nhcontrol."):
         if any(part.startswith("_") for part in info.name.split(".")):
+            continue
+        if getattr(importlib.import_module(info.name), "_MOVED_TO", None):
             continue
         names.append(info.name)
     return sorted(names)
@@ -40,10 +43,13 @@ def api_targets() -> dict[str, str]:
 
 def _resolve(target: str):
     try:
-        return importlib.import_module(target)
+        obj = importlib.import_module(target)
     except ImportError:
-        mod, _, attr = target.rpartition(".")
+        obj = None
+    if obj is None or getattr(obj, "_MOVED_TO", None):   # nhcontrol.linearize: the function, not
+        mod, _, attr = target.rpartition(".")            # the former import path of that name
         return getattr(importlib.import_module(mod), attr)
+    return obj
 
 
 def missing_entries() -> dict[str, list[str]]:
@@ -68,6 +74,8 @@ def missing_entries() -> dict[str, list[str]]:
                 continue
             v = getattr(mod, n, None)
             if isinstance(v, types.ModuleType):
+                if getattr(v, "_MOVED_TO", None):       # a former path, documented where it moved
+                    continue
                 if any(t == v.__name__ or t.startswith(v.__name__ + ".") for t in targets):
                     continue
             elif f"{modname}.{n}" in rendered_names or f"{modname}.{n}" in targets:

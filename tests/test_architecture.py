@@ -1,11 +1,16 @@
 """Imports point one way (../shared/ARCHITECTURE.md): each stage imports only stages to its left
-and ``nhcontrol._util``; ``models`` is built only from ``modeling``, ``compiled``, ``reference`` and ``linearize``;
-nothing below the edge (``plotting``, ``cli``, ``reproduce``) imports the edge.
+and ``nhcontrol._util``; ``models`` is built only from ``modeling``, ``compiled``, ``reference`` and ``linearization``;
+nothing below the edge (``plotting``, ``cli``, ``reproduce``) imports the edge. The application
+layer ``applications`` (lane change, Monte-Carlo verification, output-feedback studies) builds on
+the pipeline's stages, ``models`` and ``sweep``; nothing but the edge imports it.
 
 The sanctioned exceptions are ``MultibodySystem.compile()`` (the architecture's own
 ``system.compile()``), which imports ``compiled`` lazily inside the method, and
 ``CompiledModel.linearizer()`` (the prepared one-point linearizer of ARCHITECTURE.md, stage 4),
-which imports ``linearize.prepared`` lazily inside the method.
+which imports ``linearization.prepared`` lazily inside the method.
+
+Former module paths (``nhcontrol.linearize`` for the subpackage) are not used inside the library:
+an import of one is reported with the current name.
 """
 
 from __future__ import annotations
@@ -16,13 +21,19 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "nhcontrol"
-ORDER = ["_util", "modeling", "compiled", "reference", "linearize", "systems", "analysis",
+ORDER = ["_util", "modeling", "compiled", "reference", "linearization", "systems", "analysis",
          "design", "simulate"]
 EDGE = {"plotting", "cli", "reproduce"}
-# models may also use linearize (e.g. the bicycle's canonical matrices, Meijaard et al. 2007);
+# models may also use linearization (e.g. the bicycle's canonical matrices, Meijaard et al. 2007);
 # never analysis or design (ARCHITECTURE.md).
-ALLOWED_FOR_MODELS = {"_util", "modeling", "compiled", "reference", "linearize"}
-EXCEPTIONS = {("modeling", "compiled", "compile"), ("compiled", "linearize", "linearizer")}
+ALLOWED_FOR_MODELS = {"_util", "modeling", "compiled", "reference", "linearization"}
+EXCEPTIONS = {("modeling", "compiled", "compile"), ("compiled", "linearization", "linearizer")}
+APPLICATIONS = "applications"
+ALLOWED_FOR_APPLICATIONS = {*ORDER, "models", "sweep"}
+# former names kept as import paths for users (nhcontrol/__init__.py and the top-level shim
+# modules); the library itself uses the new ones
+FORMER = {"linearize": "linearization", "lane_change_control": "applications.lane_change",
+          "verify": "applications.verify", "output_feedback_studies": "applications.output_feedback"}
 
 
 def _stage(path: Path) -> str:
@@ -92,16 +103,25 @@ def _violations():
     out = []
     for path in sorted(SRC.rglob("*.py")):
         stage, found = _imports(path)
-        if stage in EDGE or stage == "__init__":
+        if stage in EDGE or stage == "__init__" or stage in FORMER:
             continue
         for target, func, lineno in found:
             if target == stage or target in ("__version__",):
                 continue
             where = f"{path.relative_to(SRC)}:{lineno}"
+            if target in FORMER:
+                out.append(f"{where} imports the former path {target!r}; use {FORMER[target]!r}")
+                continue
             if (stage, target, func) in EXCEPTIONS:
                 continue
             if target in EDGE:
                 out.append(f"{where} imports the edge module {target!r}")
+            elif stage == APPLICATIONS:
+                if target not in ALLOWED_FOR_APPLICATIONS:
+                    out.append(f"{where}: applications import {target!r} (allowed: "
+                               f"{sorted(ALLOWED_FOR_APPLICATIONS)})")
+            elif target == APPLICATIONS:
+                out.append(f"{where}: {stage!r} imports the application layer (only the edge may)")
             elif stage == "models":
                 if target not in ALLOWED_FOR_MODELS:
                     out.append(f"{where}: models import {target!r} (allowed: {sorted(ALLOWED_FOR_MODELS)})")
@@ -118,3 +138,16 @@ def test_imports_point_one_way():
 @pytest.mark.parametrize("stage", ORDER[1:])
 def test_every_stage_exists(stage):
     assert (SRC / stage / "__init__.py").exists()
+
+
+def test_application_modules_live_in_their_layer():
+    """No application study sits at the top level beside the stages: the top-level modules are
+    the package's own files, the edge and the former paths (re-exports of ``applications``)."""
+    top = {p.stem for p in SRC.glob("*.py")} - {"__init__"}
+    assert top <= EDGE | set(FORMER), sorted(top - EDGE - set(FORMER))
+    for old, new in FORMER.items():
+        path = SRC / f"{old}.py"
+        if path.exists():
+            text = path.read_text()
+            assert f"from .{new.rpartition('.')[0]} import {new.rpartition('.')[2]} as _moved" in text
+            assert len(text.splitlines()) < 25, f"{old}.py is more than a re-export of {new}"

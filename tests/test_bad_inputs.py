@@ -25,7 +25,7 @@ from nhcontrol._util.errors import (ArgumentTypeError, ConditioningWarning, Desi
 from nhcontrol.analysis import controllability
 from nhcontrol.cli import main
 from nhcontrol.design import LTVMPC, finite_horizon_lqr, lqr
-from nhcontrol.linearize import Partition, linearize, linearize_with_first_order_states, \
+from nhcontrol.linearization import Partition, linearize, linearize_with_first_order_states, \
     suggest_partition
 from nhcontrol.models import ball_plate as bp
 from nhcontrol.models import hydraulic_fourbar as hf

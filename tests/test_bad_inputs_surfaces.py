@@ -278,7 +278,7 @@ HANGS = [
     ("sweep_cartesian_grid_of_1e12_points", lambda c: __import__("nhcontrol.sweep", fromlist=["sweep"]).sweep(
         lambda a, b, d: a, {"a": range(10 ** 4), "b": range(10 ** 4), "d": range(10 ** 4)}),
      "SweepError", [r"the Cartesian grid a \(10000\) x b \(10000\) x d \(10000\): 1e\+12 grid points"]),
-    ("monte_carlo_1e12_runs", lambda c: __import__("nhcontrol.verify", fromlist=["monte_carlo"]).monte_carlo(
+    ("monte_carlo_1e12_runs", lambda c: __import__("nhcontrol.applications.verify", fromlist=["monte_carlo"]).monte_carlo(
         lambda x: {"value": x}, {"x": 1.0}, 10 ** 12, success={"value": 2.0}),
      "MonteCarloError", [r"monte_carlo\(n=1000000000000\)", r"1e\+12 iterations"]),
     ("simulate_discrete_1e12_steps", _discrete_steps,
@@ -590,7 +590,7 @@ def _saved(kind: str, c=None) -> Path:
         return _FILES[kind]
     d = _files_dir()
     if kind == "lin":
-        from nhcontrol.linearize.result import LinearizationResult
+        from nhcontrol.linearization.result import LinearizationResult
         A = np.diag([-1.0, -2.0, -3.0, -4.0, -5.0])
         obj = LinearizationResult(A=A, B=np.ones((5, 1)), states=tuple("abcde"), inputs=("u",),
                                   partition=None, n_spurious=0, t=0.0, steady=True, n_independent=5,
@@ -635,7 +635,7 @@ def _edited(kind: str, c=None, *, arrays=None, meta=None, raw_meta=None, drop=()
 
 
 def _load(kind: str):
-    from nhcontrol.linearize.result import LinearizationResult
+    from nhcontrol.linearization.result import LinearizationResult
     from nhcontrol.simulate.result import SimulationResult
     from nhcontrol.systems import DiscreteLTV
     return {"lin": LinearizationResult.load, "dltv": DiscreteLTV.load, "sim": SimulationResult.load}[kind]
@@ -659,14 +659,14 @@ def _sweep_edited(c, *, leaf_dtype=None, raw=None, drop_column=None):
 
 
 def _not_a_zip(c):
-    from nhcontrol.linearize.result import LinearizationResult
+    from nhcontrol.linearization.result import LinearizationResult
     bad = _files_dir() / "notes.npz"
     bad.write_text("these are my notes, not a result")
     return LinearizationResult.load(bad)
 
 
 def _truncated_zip(c):
-    from nhcontrol.linearize.result import LinearizationResult
+    from nhcontrol.linearization.result import LinearizationResult
     bad = _files_dir() / "truncated.npz"
     bad.write_bytes(_saved("lin").read_bytes()[:60])
     return LinearizationResult.load(bad)
@@ -935,7 +935,7 @@ def test_bad_input(ctx, case, call, error, patterns):
     import nhcontrol._util.errors as E
     from nhcontrol._util.storage import StorageError
     from nhcontrol.sweep import SweepError
-    from nhcontrol.verify import MonteCarloError
+    from nhcontrol.applications.verify import MonteCarloError
     cls = {"StorageError": StorageError, "SweepError": SweepError,
            "MonteCarloError": MonteCarloError}.get(error) or getattr(E, error)
     with warnings.catch_warnings():

@@ -22,7 +22,7 @@ import pytest
 import sympy as sp
 
 from nhcontrol._util.errors import LinearSystemError, ModelError, ReferenceMotionError
-from nhcontrol.linearize import Partition, linearize
+from nhcontrol.linearization import Partition, linearize
 from nhcontrol.modeling import MultibodySystem, rot_x, rot_y, rot_z
 from nhcontrol.modeling.contacts import sphere_on_moving_plane
 from nhcontrol.models import ball_plate as bp

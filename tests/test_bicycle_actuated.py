@@ -60,7 +60,7 @@ def test_canonical_matrices_follow_parameters():
     mats = bb.canonical_matrices(cm, {"m_B": 90.0})
     assert abs(mats["M"][0, 0] - 80.81722) > 1.0
     # characteristic polynomial of the canonical form = eigenvalues of the linearization (v = 4)
-    from nhcontrol.linearize import linearize
+    from nhcontrol.linearization import linearize
     v = 4.0
     lin = linearize(cm, bb.steady_forward(cm, v, {"m_B": 90.0}), bb.PARTITION_4_172)
     M, C, K = mats["M"], v * mats["C1"], 9.81 * mats["K0"] + v**2 * mats["K2"]

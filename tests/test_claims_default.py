@@ -42,7 +42,7 @@ def test_appell_equals_newton_euler_on_a_rigid_wheel_model():
 
 def test_kanes_method_agrees_with_nhcontrol_on_a_sleigh_with_a_trailer():
     from nhcontrol.analysis import match_spectra
-    from nhcontrol.linearize import linearize, suggest_partition
+    from nhcontrol.linearization import linearize, suggest_partition
     from nhcontrol.reference import Reference
 
     sc = load_benchmark("scaling")

@@ -8,7 +8,7 @@ import pytest
 
 from nhcontrol._util.errors import DesignError, LinearSystemError
 from nhcontrol.design import finite_horizon_lqr, lqr
-from nhcontrol.linearize import linearize
+from nhcontrol.linearization import linearize
 from nhcontrol.models import benchmark_bicycle as bb
 from nhcontrol.simulate import simulate_discrete
 from nhcontrol.systems import DiscreteLTV, LTVSystem

@@ -330,12 +330,12 @@ def test_real_discrete_ltv_from_systems():
 
 
 def test_design_does_not_import_left_stages():
-    """nhcontrol.design is numbers in, numbers out: no modeling/compiled/reference/linearize."""
+    """nhcontrol.design is numbers in, numbers out: no modeling/compiled/reference/linearization."""
     import subprocess
     import sys
 
     code = ("import sys, nhcontrol.design; "
-            "print([m for m in ('modeling', 'compiled', 'reference', 'linearize') "
+            "print([m for m in ('modeling', 'compiled', 'reference', 'linearization') "
             "if 'nhcontrol.' + m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -17,7 +17,7 @@ import pytest
 import sympy as sp
 
 from nhcontrol.design import MPCController, NMPCController
-from nhcontrol.linearize import linearize
+from nhcontrol.linearization import linearize
 from nhcontrol.modeling import MultibodySystem
 from nhcontrol.models import ball_plate as bp
 from nhcontrol.reference import Reference, consistent_initial_conditions

@@ -34,7 +34,7 @@ def test_every_page_is_in_nav():
     assert not orphans, f"pages not reachable from the nav: {orphans}"
 
 
-@pytest.mark.parametrize("stage", ["modeling", "compiled", "reference", "linearize", "systems",
+@pytest.mark.parametrize("stage", ["modeling", "compiled", "reference", "linearization", "systems",
                                    "analysis", "design", "simulate", "models"])
 def test_api_page_per_stage(stage):
     page = DOCS / "api" / f"{stage}.md"

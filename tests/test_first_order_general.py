@@ -20,7 +20,7 @@ import pytest
 import sympy as sp
 
 from nhcontrol.compiled import compile_rates
-from nhcontrol.linearize import (identify_spurious_first_order, linearize, linearize_first_order_system,
+from nhcontrol.linearization import (identify_spurious_first_order, linearize, linearize_first_order_system,
                                  reduced_ode_jacobian_fd, finite_difference_jacobian)
 from nhcontrol.modeling import MultibodySystem, contacts, rot_z
 from nhcontrol.reference import Reference
@@ -195,7 +195,7 @@ def test_circuit_beside_the_model_gives_the_same_rows(toy):
     Jacobians passed in, the voltage as a state w with dV/dt = V_ref) along an accelerating
     straight run at psi0 = 0.3 (l = 1, xd0, xdd0 != 0, i0(t) varying) equals the rows of
     linearize_first_order_system for the model with the rate inside."""
-    from nhcontrol.linearize import linearize_with_first_order_states
+    from nhcontrol.linearization import linearize_with_first_order_states
     cm, rk = toy
     mb = MultibodySystem("sleigh_current_input")
     x, y, psi = mb.add_coordinates("x y psi")

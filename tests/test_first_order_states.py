@@ -16,7 +16,7 @@ import sympy as sp
 
 from nhcontrol._util.errors import LinearSystemError, ModelError
 from nhcontrol.compiled import compile_rates
-from nhcontrol.linearize import linearize_first_order_system
+from nhcontrol.linearization import linearize_first_order_system
 from nhcontrol.modeling import MultibodySystem
 from nhcontrol.reference import Reference
 

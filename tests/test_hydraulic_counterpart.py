@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nhcontrol._util.errors import LinearSystemError
-from nhcontrol.linearize import finite_difference_jacobian_first_order
+from nhcontrol.linearization import finite_difference_jacobian_first_order
 from nhcontrol.models import hydraulic_fourbar as hf
 from nhcontrol.reference import Reference
 

@@ -28,8 +28,8 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 from nhcontrol._util.errors import ReferenceMotionError, SolverError
-from nhcontrol.linearize import LinearizationResult, index1_accelerations, linearize
-from nhcontrol.linearize import reduced_ode_jacobian_fd
+from nhcontrol.linearization import LinearizationResult, index1_accelerations, linearize
+from nhcontrol.linearization import reduced_ode_jacobian_fd
 from nhcontrol.models import single_track as st
 from nhcontrol.reference import Reference
 from nhcontrol.simulate import forward_dynamics
@@ -291,7 +291,7 @@ def test_first_order_linearization_refuses_inputs_in_the_constraints(which, forc
     nonholonomic constraints before reading the reference: the message names those inputs and
     says what to use instead."""
     from nhcontrol._util.errors import LinearSystemError
-    from nhcontrol.linearize import linearize_first_order_system, linearize_with_first_order_states
+    from nhcontrol.linearization import linearize_first_order_system, linearize_with_first_order_states
 
     cm = force_model
     part = {"independent": ["x"], "admissible_dependent": ["y", "psi"]}

@@ -49,8 +49,8 @@ def _check(directory, point):
 def _random_points(cm, part, X0, scale, count, seed, uscale=1.0, guess=None):
     """Random admissible points: (X, u, x, xd, xdd, lam)."""
     from nhcontrol.interop.casadi_export import _KernelCore
-    from nhcontrol.linearize import index1_accelerations
-    from nhcontrol.linearize.first import partition_indices
+    from nhcontrol.linearization import index1_accelerations
+    from nhcontrol.linearization.first import partition_indices
 
     ai, ad, d = partition_indices(cm, part)
     rng = np.random.default_rng(seed)
@@ -176,7 +176,7 @@ def test_bicycle_export_agrees(tmp_path):
     ref = bb.steady_forward(cm, 4.0)
     _build(cm, bb.PARTITION_4_172, tmp_path)
     x0, xd0 = np.asarray(ref.x(0.4)), np.asarray(ref.xd(0.4))
-    from nhcontrol.linearize.first import partition_indices
+    from nhcontrol.linearization.first import partition_indices
 
     ai, ad, _ = partition_indices(cm, bb.PARTITION_4_172)
     X0 = np.concatenate([x0[ai], xd0[ai], x0[ad]])

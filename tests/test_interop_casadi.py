@@ -103,7 +103,7 @@ def skate():
 def _nhcontrol_AB(cm, part, cs, X, u):
     """nhcontrol's A, B at the point (x, ẋ, ẍ, Λ, u) that the state X and the input u define."""
     from nhcontrol import linearize
-    from nhcontrol.linearize import index1_accelerations
+    from nhcontrol.linearization import index1_accelerations
     from nhcontrol.reference import reference_points
 
     x, xd = (np.asarray(v).ravel() for v in cs.coordinates_of(*cs.args(X, u)))

@@ -43,7 +43,7 @@ def pendulum():
 
 def _nhcontrol_at(cm, x, xd, u):
     from nhcontrol import linearize
-    from nhcontrol.linearize import index1_accelerations
+    from nhcontrol.linearization import index1_accelerations
     from nhcontrol.reference import reference_points
 
     xdd, lam = index1_accelerations(cm, x, xd, u)
@@ -180,7 +180,7 @@ def test_joints_and_actuators_match_systems_own_linearization():
     torque T and a joint spring -k q2): nhcontrol's third procedure equals the linearization of
     the System's own Kane equations at a random moving point (the fixed ground body is left out)."""
     from nhcontrol import linearize
-    from nhcontrol.linearize import index1_accelerations
+    from nhcontrol.linearization import index1_accelerations
     from nhcontrol.reference import reference_points
 
     q1, q2, u1, u2, T = me.dynamicsymbols("q1 q2 u1 u2 T")

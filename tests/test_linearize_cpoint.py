@@ -1,4 +1,4 @@
-"""The compiled one-point path of ``linearize`` (nhcontrol.linearize._cpoint): the same matrices
+"""The compiled one-point path of ``linearize`` (nhcontrol.linearization._cpoint): the same matrices
 as the numpy path (``point_procedure``) for the shipped references and at random points, the
 general path (with its messages) whenever the compiled routine declines, and the hash-checked
 library cache."""
@@ -11,10 +11,10 @@ import warnings
 import numpy as np
 import pytest
 
-from nhcontrol.linearize import Partition, linearize, suggest_partition
-from nhcontrol.linearize import _cpoint
-from nhcontrol.linearize import third as third_mod
-from nhcontrol.linearize._point import point_procedure
+from nhcontrol.linearization import Partition, linearize, suggest_partition
+from nhcontrol.linearization import _cpoint
+from nhcontrol.linearization import third as third_mod
+from nhcontrol.linearization._point import point_procedure
 from nhcontrol.modeling import examples
 from nhcontrol.reference import Reference
 

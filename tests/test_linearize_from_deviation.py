@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from nhcontrol._util.errors import LinearSystemError
-from nhcontrol.linearize import linearize
+from nhcontrol.linearization import linearize
 from nhcontrol.models import ball_plate as bp
 from nhcontrol.models import benchmark_bicycle as bb
 from nhcontrol.simulate import constraint_drift

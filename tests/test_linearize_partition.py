@@ -8,7 +8,7 @@ import sympy as sp
 
 from nhcontrol._util.errors import PartitionError
 from nhcontrol._util.validation import COND_MAX
-from nhcontrol.linearize import Partition, linearize, suggest_partition
+from nhcontrol.linearization import Partition, linearize, suggest_partition
 from test_linearize_third_toys import (ToyModel, constant_reference, pendulum, sleigh,
                                        sleigh_redundant, sleigh_state)
 

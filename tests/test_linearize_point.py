@@ -1,6 +1,6 @@
 """The fast Steps 1-7 of ``linearize`` (issue 10, part 2) against the reference implementation.
 
-``linearize`` runs ``nhcontrol/linearize/_point.py`` (model coordinate order, signed right-hand
+``linearize`` runs ``nhcontrol/linearization/_point.py`` (model coordinate order, signed right-hand
 sides, one product for R0, S0, m0) at one point (2-D arrays) and on stacks; ``third_procedure``
 is the implementation in the thesis order that reads like Sect. 4.2.3 (the one the other tests
 validated against closed forms, finite differences and published eigenvalues before issue 10).
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from nhcontrol._util.errors import PartitionError
-from nhcontrol.linearize import Partition, linearize
-from nhcontrol.linearize._point import point_procedure
-from nhcontrol.linearize.third import _stacked_terms, third_procedure
+from nhcontrol.linearization import Partition, linearize
+from nhcontrol.linearization._point import point_procedure
+from nhcontrol.linearization.third import _stacked_terms, third_procedure
 from test_linearize_third_toys import (constant_reference, pendulum, point_reference, sleigh,
                                        sleigh_redundant, sleigh_state)
 
@@ -153,7 +153,7 @@ def test_precheck_bound_is_above_the_exact_condition_number(cases, name):
     """The pre-check flags a point whenever cond_max is below the exact relative condition
     number of a block (its bound sqrt(rows) ‖F_blk⁻¹R‖_F is an upper bound), and passes it
     with cond_max a little above the bound's slack (1e3 x the exact value here)."""
-    from nhcontrol.linearize._point import point_suspect
+    from nhcontrol.linearization._point import point_suspect
 
     _, cm, ref, part, _ = next(c for c in cases if c[0] == name)
     worst = max(part.conditioning(cm, ref, 0.0).conditions.values())
@@ -210,7 +210,7 @@ def test_stacked_blocks_equal_one_block_and_report_the_same_error(monkeypatch):
     same A, B bit for bit as one block, the steady search terms of the first point, and a
     reference that stops being a motion part-way gives the error of the one-block path."""
     from nhcontrol._util.errors import ReferenceMotionError
-    from nhcontrol.linearize import third
+    from nhcontrol.linearization import third
     from nhcontrol.models import benchmark_bicycle as bb
 
     # the blocks of the numpy path (the compiled path has its own: test_linearize_cpoint.py)

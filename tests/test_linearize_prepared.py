@@ -1,4 +1,4 @@
-"""The prepared one-point linearization ``cm.linearizer(partition)`` (nhcontrol.linearize.prepared):
+"""The prepared one-point linearization ``cm.linearizer(partition)`` (nhcontrol.linearization.prepared):
 the numbers of ``linearize`` at the same point (C and Python kernels), its error messages when a
 check fails, ``out=`` buffers, ``at(ref, t)``, converted arguments and threads."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nhcontrol._util.errors import ArgumentTypeError, PartitionError, ReferenceMotionError
-from nhcontrol.linearize import Linearizer, Partition, linearize, prepare_linearizer, suggest_partition
+from nhcontrol.linearization import Linearizer, Partition, linearize, prepare_linearizer, suggest_partition
 from nhcontrol.reference import Reference
 
 
@@ -220,8 +220,8 @@ def test_first_order_paths_compiled_equal_general(monkeypatch):
     from test_first_order_general import PART, _sleigh_motor, _trajectory
 
     from nhcontrol.compiled import compile_rates
-    from nhcontrol.linearize import first_order as fo
-    from nhcontrol.linearize import linearize_first_order_system, linearize_with_first_order_states
+    from nhcontrol.linearization import first_order as fo
+    from nhcontrol.linearization import linearize_first_order_system, linearize_with_first_order_states
     from nhcontrol.models import hydraulic_fourbar as hf
 
     mb = _sleigh_motor()
@@ -276,7 +276,7 @@ def test_bound_call_reads_the_current_arguments(actuated):
 def test_first_order_states_rate_check_on_the_compiled_path():
     """linearize_with_first_order_states on the compiled path still refuses ż0 != H0 (with the
     message of check_rate_equation) and accepts it with check=False."""
-    from nhcontrol.linearize import linearize_with_first_order_states
+    from nhcontrol.linearization import linearize_with_first_order_states
     from nhcontrol.models import hydraulic_fourbar as hf
 
     eq = hf.equilibrium(60.0, 3.5e6)

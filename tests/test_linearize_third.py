@@ -14,7 +14,7 @@ import pytest
 
 import nhcontrol
 from nhcontrol._util.errors import LinearSystemError, ReferenceMotionError
-from nhcontrol.linearize import (LinearizationResult, Partition, identify_spurious, linearize,
+from nhcontrol.linearization import (LinearizationResult, Partition, identify_spurious, linearize,
                                  suggest_partition)
 from test_linearize_third_toys import (ToyReference, constant_reference, fd_linearization,
                                        index1, inverse_dynamics, pendulum, point_reference,

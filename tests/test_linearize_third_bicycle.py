@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nhcontrol.linearize import Partition, identify_spurious, linearize, suggest_partition
+from nhcontrol.linearization import Partition, identify_spurious, linearize, suggest_partition
 from nhcontrol.models import benchmark_bicycle as bb
 
 #: Thesis Table 4.2, "Benchmark" column: zeta*_1 ... zeta*_7 of Eq. (4.184).

@@ -19,11 +19,11 @@ import sympy as sp
 from nhcontrol._util.errors import (ConstraintError, LinearSystemError, PartitionError,
                                     ReferenceMotionError)
 from nhcontrol.analysis.stability import match_spectra, structural_zeros
-from nhcontrol.linearize import linearize
-from nhcontrol.linearize.finite_difference import (finite_difference_jacobian,
+from nhcontrol.linearization import linearize
+from nhcontrol.linearization.finite_difference import (finite_difference_jacobian,
                                                    index1_accelerations, reduced_ode_jacobian_fd)
-from nhcontrol.linearize.first import ReferencePoint, first_procedure, reference_point
-from nhcontrol.linearize.second import second_procedure
+from nhcontrol.linearization.first import ReferencePoint, first_procedure, reference_point
+from nhcontrol.linearization.second import second_procedure
 from nhcontrol.models import rolling_wheel as rw
 
 from test_linearize_validation_fixtures import SympyKernels
@@ -56,8 +56,8 @@ def disc_sympy():
 
 def _consistent(cm, rng, u=None):
     """Random non-steady state on the constraint manifold (Newton on C = 0, D xd = 0)."""
-    from nhcontrol.linearize.finite_difference import _project_holonomic
-    from nhcontrol.linearize.first import partition_indices
+    from nhcontrol.linearization.finite_difference import _project_holonomic
+    from nhcontrol.linearization.first import partition_indices
 
     ai, ad, d = partition_indices(cm, PART)
     x = np.array(rw.upright_rolling(cm, 1.0).x(0.0), dtype=float)
@@ -357,7 +357,7 @@ def test_singular_saddle_point_matrix_raises(disc):
 
 def test_more_partition_and_projection_errors(disc):
     from nhcontrol._util.errors import SolverError
-    from nhcontrol.linearize.finite_difference import _project_holonomic
+    from nhcontrol.linearization.finite_difference import _project_holonomic
 
     ref = rw.upright_rolling(disc, 1.0)
     with pytest.raises(PartitionError, match=r"coordinates in no set: \['xi'\]"):
@@ -389,8 +389,8 @@ def test_bicycle_third_procedure_equals_fd_at_nonsteady_state():
     pitch/contact from C = 0): x_dd0 != 0 and Λ0 from the index-1 DAE. linearize() vs central
     differences of the nonlinear reduced ODE, 1e-6 relative (h = 1e-4); the first and second
     procedures vs their finite-difference counterparts likewise."""
-    from nhcontrol.linearize.finite_difference import _project_holonomic
-    from nhcontrol.linearize.first import partition_indices
+    from nhcontrol.linearization.finite_difference import _project_holonomic
+    from nhcontrol.linearization.first import partition_indices
     from nhcontrol.models import benchmark_bicycle as bb
     from nhcontrol.reference import Reference
 
@@ -424,7 +424,7 @@ def test_bicycle_third_procedure_equals_fd_at_nonsteady_state():
 
 
 def test_partition_object_and_dict_give_the_same_result(disc):
-    from nhcontrol.linearize import Partition
+    from nhcontrol.linearization import Partition
 
     ref = rw.upright_rolling(disc, 1.5)
     a = second_procedure(disc, ref, PART)

@@ -137,7 +137,7 @@ def test_circuit_equations_at_equilibrium_and_signs(eq):
 
 
 def _jacobian(phi2_deg=60.0, p3=3.5e6, **kw):
-    from nhcontrol.linearize import linearize_with_first_order_states
+    from nhcontrol.linearization import linearize_with_first_order_states
     from nhcontrol.reference import Reference
     mech = {k: v for k, v in kw.items() if k in hf.DEFAULTS}
     eq = hf.equilibrium(phi2_deg, p3, **mech)
@@ -240,7 +240,7 @@ def test_friction_scenarios(factor, damped):
 
 def test_first_order_linearization_states_and_errors(jac):
     from nhcontrol._util.errors import LinearSystemError
-    from nhcontrol.linearize import linearize_with_first_order_states
+    from nhcontrol.linearization import linearize_with_first_order_states
     from nhcontrol.reference import Reference
     res, eq = jac
     assert res.states == hf.STATES

@@ -161,7 +161,7 @@ def test_wrong_model_raises():
 def test_exact_linearization_with_suggested_partition(wheel, v):
     """nhcontrol.linearize (third numerical procedure) with PARTITION gives ±i omega / ±sqrt(-omega^2)
     of the closed form and zeros otherwise (exact derivatives: 1e-9 relative)."""
-    from nhcontrol.linearize import Partition, linearize
+    from nhcontrol.linearization import Partition, linearize
 
     kind, cm = wheel
     A, C = INERTIA[kind]

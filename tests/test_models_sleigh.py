@@ -86,7 +86,7 @@ def test_errors(cm):
 
 def test_exact_linearization_with_partition(cm):
     """nhcontrol.linearize with PARTITION: one eigenvalue m a v/(I_zz + m a^2), the others zero (1e-12)."""
-    from nhcontrol.linearize import Partition, linearize
+    from nhcontrol.linearization import Partition, linearize
 
     v = 2.0
     m, I, a = sleigh.DEFAULTS["m"], sleigh.DEFAULTS["I_zz"], sleigh.DEFAULTS["a"]

@@ -232,7 +232,7 @@ def test_discrete_ltv_output_checks():
 
 
 def test_save_load_keeps_outputs(disc, tmp_path):
-    from nhcontrol.linearize import LinearizationResult
+    from nhcontrol.linearization import LinearizationResult
 
     cm, ref, part = disc
     res = nhcontrol.linearize(cm, ref, part)

@@ -20,7 +20,7 @@ import pytest
 
 from nhcontrol._util.errors import CacheError, SolverError
 from nhcontrol.compiled import load_compiled
-from nhcontrol.linearize import linearize
+from nhcontrol.linearization import linearize
 from nhcontrol.models import benchmark_bicycle as bb
 from nhcontrol.models import sleigh
 from nhcontrol.reference import Reference, StateComponent
@@ -177,7 +177,7 @@ def test_to_response_selects_outputs(tmp_path):
 
 def test_save_load_results(tmp_path):
     from nhcontrol._util.storage import StorageError
-    from nhcontrol.linearize import LinearizationResult
+    from nhcontrol.linearization import LinearizationResult
     from nhcontrol.simulate import SimulationResult
 
     cm = bb.model()

@@ -121,7 +121,7 @@ def test_select_by_name():
 # --------------------------------------------------------------------------- the nonlinear plant
 @pytest.fixture(scope="module")
 def bicycle():
-    from nhcontrol.linearize import linearize
+    from nhcontrol.linearization import linearize
     from nhcontrol.models import benchmark_bicycle as bb
     from nhcontrol.simulate import consistent_initial_conditions
 

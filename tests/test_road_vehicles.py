@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
-from nhcontrol.linearize import Partition, linearize, reduced_ode_jacobian_fd
+from nhcontrol.linearization import Partition, linearize, reduced_ode_jacobian_fd
 from nhcontrol.models import lane_change as lc
 from nhcontrol.models import single_track as st
 from nhcontrol.reproduce import TARGETS
@@ -172,7 +172,7 @@ def test_assigned_steering_reference(force_cm, ref):
 
 @pytest.fixture(scope="module")
 def assigned_setup():
-    from nhcontrol.lane_change_control import LaneChangeSettings, assigned_steering_setup
+    from nhcontrol.applications.lane_change import LaneChangeSettings, assigned_steering_setup
 
     return assigned_steering_setup(LaneChangeSettings(rtol=1e-6, atol=1e-8))
 
@@ -182,7 +182,7 @@ def test_assigned_steering_mpc_first_two_seconds(assigned_setup):
     the first 2 s (the first lane change and the 5 cm initial offset) on the mismatched plant:
     every QP optimal, |γ| ≤ 8° and |γ̇| ≤ 40°/s, lateral deviation ≤ 0.15 m (measured 5.0 cm,
     the offset; 0.5 cm after 1 s at 15 m/s); γ is continuous and ramps at the commanded rate."""
-    from nhcontrol.lane_change_control import closed_loop_assigned
+    from nhcontrol.applications.lane_change import closed_loop_assigned
 
     s = assigned_setup
     assert s.states == ("x", "x_d", "y", "psi", "gamma")
@@ -204,7 +204,7 @@ def test_assigned_steering_lqr_first_two_seconds(assigned_setup):
     """Finite-horizon LQR (same weights, no bounds) on the assigned-steering skate over the
     first 2 s: it tracks (≤ 0.15 m; measured 5.0 cm, the offset) with the same sub-keys as the
     MPC's numbers but no solver statuses; γ continuous at the commanded rates."""
-    from nhcontrol.lane_change_control import closed_loop_assigned
+    from nhcontrol.applications.lane_change import closed_loop_assigned
 
     res = closed_loop_assigned(assigned_setup, "lqr", t_final=2.0)
     b, a = res["numbers"], res["arrays"]
@@ -218,7 +218,7 @@ def test_assigned_steering_lqr_first_two_seconds(assigned_setup):
 def test_closed_loop_kind_refused(name):
     """Both lane-change loops of the library take only the MPC or the LQR (checked before the
     setup is used)."""
-    import nhcontrol.lane_change_control as lcc
+    import nhcontrol.applications.lane_change as lcc
     from nhcontrol._util.errors import DesignError
 
     with pytest.raises(DesignError, match="kind must be 'mpc' or 'lqr', got 'pid'"):

@@ -119,7 +119,7 @@ def test_hoop_limit_matches_rolling_wheel_hoop(cm):
     assert rep.straight_critical_speed(cm, vals) == pytest.approx(math.sqrt(9.81 * r) / 2, rel=1e-12)
     hoop = rolling_wheel.model_hoop(r=r)
     part = rolling_wheel.PARTITION
-    from nhcontrol.linearize import Partition, linearize
+    from nhcontrol.linearization import Partition, linearize
     for v in (0.4, 1.5):
         Jh = np.asarray(linearize(hoop, rolling_wheel.upright_rolling(hoop, v), Partition.from_dict(part)).A)
         lam_h = np.sort_complex(np.linalg.eigvals(Jh))

@@ -183,7 +183,7 @@ def test_save_refuses_what_it_cannot_store(tmp_path):
 
 
 def test_monte_carlo_on_the_cluster_equals_serial(cluster):
-    from nhcontrol.verify import monte_carlo, uniform
+    from nhcontrol.applications.verify import monte_carlo, uniform
 
     samplers = {"gain": uniform(-0.5, 3.0), "x0": uniform(-1.0, 1.0)}
     serial = monte_carlo(sf.settle, samplers, 24, success={"final": 0.2}, seed=4)

@@ -14,7 +14,7 @@ from scipy.integrate import solve_ivp
 
 from nhcontrol._util.errors import PartitionError, TimeRangeError
 from nhcontrol.analysis import transition_matrix
-from nhcontrol.linearize import Partition, linearize
+from nhcontrol.linearization import Partition, linearize
 from nhcontrol.systems import LTVSystem, discretize
 from test_linearize_third import P_SLEIGH, curved_reference
 from test_linearize_third_toys import constant_reference, sleigh, sleigh_state

@@ -29,7 +29,7 @@ def _width(cm, **kw):
 def test_model_sizes(cm):
     assert (cm.n, cm.m, cm.l) == (13, 6, 4)
     ref = tb.steady_forward(cm, 5.0)
-    lin = nhcontrol.linearize(cm, ref, nhcontrol.linearize.Partition.from_dict(tb.PARTITION))
+    lin = nhcontrol.linearize(cm, ref, nhcontrol.linearization.Partition.from_dict(tb.PARTITION))
     assert lin.A.shape == (10, 10)
     report = ref.check(cm, np.linspace(0, 1, 5))
     assert report.ok
@@ -46,11 +46,11 @@ def test_hoop_limit_reproduces_benchmark(cm):
 def test_knife_edge_limit_equals_hoop_spectrum(cm, kw):
     """With sigma = 0 the cross-section is a radial segment: the contact is a hoop of radius R."""
     v = 3.0
-    part = nhcontrol.linearize.Partition.from_dict(tb.PARTITION)
+    part = nhcontrol.linearization.Partition.from_dict(tb.PARTITION)
     A = nhcontrol.linearize(cm, tb.steady_forward(cm, v, p=cm.param_vector(**kw)), part).A
     cb = bb.model()
     Ab = nhcontrol.linearize(cb, bb.steady_forward(cb, v),
-                             nhcontrol.linearize.Partition.from_dict(bb.PARTITION_4_172)).A
+                             nhcontrol.linearization.Partition.from_dict(bb.PARTITION_4_172)).A
     big = lambda M: np.sort_complex(np.linalg.eigvals(M)[np.abs(np.linalg.eigvals(M)) > 1e-6])
     assert np.allclose(big(A), big(Ab), rtol=1e-11, atol=1e-11)
 

@@ -59,7 +59,7 @@ def test_tyre_plant_converges_to_skate_model():
     """Open loop with the lane change's inputs: the deviation of G from the skate model's motion
     falls like 1 / C_α (computed local slopes −0.66 … −0.995 from 40 kN/rad to 10 MN/rad; fitted
     slope −0.976 over 0.3–10 MN/rad); at 80-100 kN/rad it is about a metre."""
-    from nhcontrol.lane_change_control import tyre_convergence
+    from nhcontrol.applications.lane_change import tyre_convergence
 
     r = tyre_convergence((1e5, 1e6, 1e7), fit_last=2)
     e = r["max_position_error_m"]
@@ -76,7 +76,7 @@ def test_controllers_on_tyre_plant():
     80 kN/rad per axle: at the lane change's speed the yaw mode the skate model lacks makes the
     loops oscillate (metre-scale deviations, slip angles near 9°); at 1.5 × the lateral
     acceleration they break down (the tyres saturate)."""
-    from nhcontrol.lane_change_control import LaneChangeSettings, tyre_plant_runs
+    from nhcontrol.applications.lane_change import LaneChangeSettings, tyre_plant_runs
 
     r = tyre_plant_runs(LaneChangeSettings(rtol=1e-6, atol=1e-8))
     for key in ("x1", "x1.5"):

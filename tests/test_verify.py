@@ -1,4 +1,4 @@
-"""nhcontrol.verify.monte_carlo: reproducible samples on every back-end, failures recorded as
+"""nhcontrol.applications.verify.monte_carlo: reproducible samples on every back-end, failures recorded as
 failed runs, statistics and worst cases, clear errors for malformed studies."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-import nhcontrol.verify as verify
-from nhcontrol.verify import MonteCarloError, monte_carlo, normal, relative, uniform
+import nhcontrol.applications.verify as verify
+from nhcontrol.applications.verify import MonteCarloError, monte_carlo, normal, relative, uniform
 
 import _sweep_funcs as sf
 
@@ -111,7 +111,7 @@ def test_relative_and_vector_samplers():
 
 
 def test_draw_samples_are_the_study_samples():
-    from nhcontrol.verify import draw_samples
+    from nhcontrol.applications.verify import draw_samples
 
     res = monte_carlo(sf.settle, SAMPLERS, 10, success={"final": 0.2}, seed=9)
     assert draw_samples(SAMPLERS, 10, seed=9) == list(res.samples)

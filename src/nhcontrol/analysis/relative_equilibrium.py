@@ -10,15 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import brentq
 
 from .._util.errors import LinearSystemError
-from ..linearize import Partition
+from ..linearization import Partition
 from ..systems import LTVSystem, change_of_variables
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["RelativeEquilibriumLinearization", "linearize_relative_equilibrium", "charpoly_root",
            "stability_threshold", "MARGINAL_RTOL"]
@@ -48,7 +52,7 @@ class RelativeEquilibriumLinearization:
     J: NDArray[np.float64]
 
 
-def linearize_relative_equilibrium(cm: Any, ref: Any, partition: Partition | dict,
+def linearize_relative_equilibrium(cm: CompiledModel, ref: Reference, partition: Partition | dict,
                                    frame: Frame | None = None, *,
                                    rename: dict[str, str] | None = None) -> RelativeEquilibriumLinearization:
     """Linearize along ``ref`` and map to constant form with ``frame``.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.linalg as sl
@@ -31,6 +31,9 @@ from .._util.errors import LinearSystemError
 from ..models import bicycle_turns as bt
 from .floquet import floquet
 from .relative_equilibrium import MARGINAL_RTOL, linearize_relative_equilibrium
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = ["TurnStability", "turn_stability", "turn_floquet", "stability_boundary", "stable_ranges"]
 
@@ -66,7 +69,7 @@ class TurnStability:
     stable: bool
 
 
-def turn_stability(cm: Any, turn: "bt.SteadyTurn") -> TurnStability:
+def turn_stability(cm: CompiledModel, turn: "bt.SteadyTurn") -> TurnStability:
     """Stability of a steady turn from the constant Jacobian (exact linearization).
 
     Raises
@@ -90,7 +93,7 @@ def turn_stability(cm: Any, turn: "bt.SteadyTurn") -> TurnStability:
                          stable=bool(mr < -MARGINAL_RTOL * scale))
 
 
-def turn_floquet(cm: Any, turn: "bt.SteadyTurn", *, trivial_tol: float = 1e-5) -> dict:
+def turn_floquet(cm: CompiledModel, turn: "bt.SteadyTurn", *, trivial_tol: float = 1e-5) -> dict:
     """Floquet multipliers of the periodic linearization against ``exp(T eig J)``.
 
     The periodic LTV linearization along the turn (one heading period ``T = 2 pi / |Omega|``) is
@@ -134,7 +137,7 @@ def turn_floquet(cm: Any, turn: "bt.SteadyTurn", *, trivial_tol: float = 1e-5) -
             "agree": bool(stable_f == ts.stable)}
 
 
-def stability_boundary(cm: Any, a: "bt.SteadyTurn", b: "bt.SteadyTurn", *, tol: float = 1e-10,
+def stability_boundary(cm: CompiledModel, a: "bt.SteadyTurn", b: "bt.SteadyTurn", *, tol: float = 1e-10,
                        max_iter: int = 60) -> "bt.SteadyTurn":
     """Turn where the stability changes between neighbours ``a`` and ``b`` of a family.
 
@@ -164,7 +167,7 @@ def stability_boundary(cm: Any, a: "bt.SteadyTurn", b: "bt.SteadyTurn", *, tol: 
     return best
 
 
-def stable_ranges(cm: Any, family: list) -> list[dict]:
+def stable_ranges(cm: CompiledModel, family: list) -> list[dict]:
     """Stable sections of a family of turns, with boundaries refined by `stability_boundary`.
 
     Returns

@@ -28,6 +28,8 @@ from ._layout import (DIRECT_KERNELS, DYNAMICS_FIELDS, GENERATOR_VERSION, INPUT_
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..modeling.system import MultibodySystem
+    from nhcontrol.linearization.partition import Partition
+    from nhcontrol.reference import Reference
 
 Array = NDArray[np.float64]
 
@@ -783,22 +785,24 @@ class CompiledModel:
         """``∂C/∂u`` (m, k)."""
         return self._kernel("dC_du", x, u, p)
 
-    def linearizer(self, partition: Any, *, p: ArrayLike | None = None, check: bool = True,
+    def linearizer(self, partition: Partition | Mapping[str, Any], *, p: ArrayLike | None = None,
+                   check: bool = True,
                    cond_max: float = 1e10, tol: float = 1e-8) -> Any:
         """A prepared one-point linearization of this model: partition and buffers bound once.
 
-        Returns a [`Linearizer`][nhcontrol.linearize.Linearizer] ``lz`` with
+        Returns a [`Linearizer`][nhcontrol.linearization.Linearizer] ``lz`` with
         ``lz(x, xd, xdd, lam, u=None, *, out=None) -> (A, B)`` and ``lz.at(ref, t)``: the
-        numbers of [`linearize()`][nhcontrol.linearize.linearize] at that point (third
+        numbers of [`linearize()`][nhcontrol.linearization.linearize] at that point (third
         procedure, thesis Sect. 4.2.3; input matrix Sect. 8.1) in one compiled call with
         the C kernels, the checks as flags (an error only when a check fails, with
-        ``linearize``'s message).  See `nhcontrol.linearize.prepared` for the parameters.
+        ``linearize``'s message).  See `nhcontrol.linearization.prepared` for the parameters.
         """
-        from ..linearize.prepared import Linearizer   # the sanctioned lazy import (tests/test_architecture.py)
+        from ..linearization.prepared import Linearizer   # the sanctioned lazy import (tests/test_architecture.py)
 
         return Linearizer(self, partition, p=p, check=check, cond_max=cond_max, tol=tol)
 
-    def export_c(self, directory: "str | Path", partition: Any, *, system: Any = None) -> dict:
+    def export_c(self, directory: "str | Path", partition: Partition | Mapping[str, Any], *,
+                 system: MultibodySystem | None = None) -> dict:
         """Write standalone C99 sources of this model and its one-point third procedure.
 
         See [`nhcontrol.interop.export_c()`][nhcontrol.interop.export_c] (the model's kernels,

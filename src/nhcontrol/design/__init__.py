@@ -25,7 +25,7 @@ re-linearization along its prediction) — import stages to the left of ``system
   time-varying Kalman filter of a discrete LTV system with outputs;
   [`KalmanEstimator`][nhcontrol.design.KalmanEstimator] runs it sample by sample on the deviations.
 - [`ExtendedKalmanFilter`][nhcontrol.design.ExtendedKalmanFilter] — EKF on the constraint
-  manifold with the exact Jacobians of the third procedure (imports ``compiled``/``linearize``
+  manifold with the exact Jacobians of the third procedure (imports ``compiled``/``linearization``
   for the model's kernels: the one design tool that works on the nonlinear model).
 """
 

@@ -28,7 +28,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -37,6 +37,9 @@ from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array
 from .lqr import LQRResult, finite_horizon_lqr
 from .mpc import LTVMPC, MPCStep
+
+if TYPE_CHECKING:
+    from nhcontrol.reference import Reference
 
 __all__ = ["ControlRecord", "TrackingController", "TVLQRController", "MPCController",
            "RiccatiSchedule"]
@@ -90,10 +93,10 @@ class TrackingController:
 
     dt: float
     t0: float
-    reference: Any
+    reference: Reference
     inputs: tuple[str, ...]
 
-    def __init__(self, reference: Any, dt: float, *, linearization: Any = None,
+    def __init__(self, reference: Reference, dt: float, *, linearization: Any = None,
                  deviation: Callable[[float, NDArray, NDArray], ArrayLike] | None = None,
                  state_map: ArrayLike | Callable[[NDArray], NDArray] | None = None,
                  t0: float = 0.0, feedforward: Literal["midpoint", "sample"] = "midpoint",
@@ -275,7 +278,7 @@ class TVLQRController(TrackingController):
         At a sample past the gains' horizon (non-periodic).
     """
 
-    def __init__(self, gains: LQRResult, reference: Any, dt: float, *, linearization: Any = None,
+    def __init__(self, gains: LQRResult, reference: Reference, dt: float, *, linearization: Any = None,
                  deviation: Callable | None = None, state_map: Any = None, t0: float = 0.0,
                  feedforward: Literal["midpoint", "sample"] = "midpoint",
                  inputs: tuple[str, ...] | None = None, u_min: ArrayLike | None = None,
@@ -422,7 +425,7 @@ class MPCController(TrackingController):
         of [`LTVMPC`][nhcontrol.design.LTVMPC].
     """
 
-    def __init__(self, model: Any, reference: Any, horizon: int, Q: ArrayLike, R: ArrayLike,
+    def __init__(self, model: Any, reference: Reference, horizon: int, Q: ArrayLike, R: ArrayLike,
                  Qf: ArrayLike | None = None, *, dt: float | None = None, steps: int | None = None,
                  terminal: Literal["riccati", "fixed"] = "riccati", riccati_tail: int | None = None,
                  integral: tuple[ArrayLike, ArrayLike] | None = None,

@@ -16,17 +16,17 @@ every prediction and every measurement update. One sample of length ``dt``:
   process noise of `nhcontrol.simulate.output_feedback_loop` does);
 * **update** — ``S = H P⁻ Hᵀ + R_n``, ``K = P⁻ Hᵀ S⁻¹``, ``X⁺ = X⁻ + K (y − h(x⁻, ẋ⁻, u))``,
   ``Z = (I − K H) P⁻ (I − K H)ᵀ + K R_n Kᵀ`` (Joseph form) with ``H`` the output matrix of the
-  declared outputs through the partition (`nhcontrol.linearize.outputs`) at the prior estimate.
+  declared outputs through the partition (`nhcontrol.linearization.outputs`) at the prior estimate.
 
 The Jacobians come from the generated kernels (``linearization_terms``, ``output_terms``) and the
-one-point Steps 1-7 (`nhcontrol.linearize._point`), or from the prepared linearizer
+one-point Steps 1-7 (`nhcontrol.linearization._point`), or from the prepared linearizer
 ``cm.linearizer(partition)`` when the model offers one.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -35,6 +35,10 @@ from .._util.errors import DesignError, PartitionError, SolverError
 from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array
 from ._weights import check_psd
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
 
 __all__ = ["ExtendedKalmanFilter"]
 
@@ -60,7 +64,7 @@ def _expm(E: Array) -> Array:
 
 class _EstimatePoint:
     """The current estimate as a one-point reference (``x``, ``ẋ``, ``u``, parameters) for the
-    partition checks of `nhcontrol.linearize.partition` (conditioning, `suggest_partition`)."""
+    partition checks of `nhcontrol.linearization.partition` (conditioning, `suggest_partition`)."""
 
     steady = False
 
@@ -141,7 +145,7 @@ class ExtendedKalmanFilter:
     See docs/guide/estimation.md and examples/bicycle_ekf.py.
     """
 
-    def __init__(self, cm: Any, partition: Any, dt: float, *,
+    def __init__(self, cm: CompiledModel, partition: Partition | Mapping[str, Any], dt: float, *,
                  Rn: ArrayLike, x0: ArrayLike, xd0: ArrayLike, P0: ArrayLike,
                  Qw: ArrayLike | None = None, Qx: ArrayLike | None = None,
                  u0: ArrayLike | None = None, p: ArrayLike | Mapping[str, float] | None = None,
@@ -155,8 +159,8 @@ class ExtendedKalmanFilter:
                               f"{list(cm.first_order_states)}: the EKF covers the mechanical "
                               f"state only; not supported yet")
         # lazily: importing nhcontrol.design loads no stage left of systems (numbers in, out)
-        from ..linearize.outputs import output_matrices_from_terms
-        from ..linearize.partition import Partition
+        from ..linearization.outputs import output_matrices_from_terms
+        from ..linearization.partition import Partition
 
         self._omft = output_matrices_from_terms
         self.cm = cm
@@ -250,7 +254,7 @@ class ExtendedKalmanFilter:
                 if not np.isfinite(step).all():
                     raise PartitionError(f"∂C/∂x_d is singular at the estimate for "
                                          f"{[cm.coordinates[j] for j in d]}; choose another "
-                                         f"partition (nhcontrol.linearize.suggest_partition)")
+                                         f"partition (nhcontrol.linearization.suggest_partition)")
                 x[d] -= step
             else:
                 raise SolverError(f"the estimate left the constraint manifold: Newton on C(x) = 0 "
@@ -266,7 +270,7 @@ class ExtendedKalmanFilter:
             sol = _solve(Ddd, rhs[:, None])[:, 0]
             if not np.isfinite(sol).all():
                 raise PartitionError(f"D_dd is singular at the estimate (Eq. (2.76)); choose "
-                                     f"another partition (nhcontrol.linearize.suggest_partition)")
+                                     f"another partition (nhcontrol.linearization.suggest_partition)")
             xd = xd.copy()
             xd[self._dd] = sol
         return x, xd
@@ -274,7 +278,7 @@ class ExtendedKalmanFilter:
     def _check_partition(self) -> None:
         """Raise `PartitionError` (with a suggested partition) when a block of the partition is
         ill conditioned at the estimate."""
-        from ..linearize.partition import _singular_message
+        from ..linearization.partition import _singular_message
 
         pt = _EstimatePoint(self)
         report = self.partition.conditioning(self.cm, pt, self.t, cond_max=self.cond_max)
@@ -333,7 +337,7 @@ class ExtendedKalmanFilter:
         if self._lz is not None:
             A, B = self._lz(x, xd, xdd, lam, uu)
         else:
-            from ..linearize._point import point_procedure
+            from ..linearization._point import point_procedure
 
             terms = self.cm.linearization_terms(x, xd, xdd, lam, uu, self.p)
             with np.errstate(all="ignore"):
@@ -342,7 +346,7 @@ class ExtendedKalmanFilter:
         if not (np.isfinite(A).all() and np.isfinite(B).all()):
             raise PartitionError(f"the linearization at the estimate is not finite: a block of "
                                  f"the partition {self.partition} is singular there; choose "
-                                 f"another partition (nhcontrol.linearize.suggest_partition)")
+                                 f"another partition (nhcontrol.linearization.suggest_partition)")
         return np.asarray(A), np.asarray(B)
 
     def _output_matrices(self, x: Array, xd: Array, u: Array, terms: Any = None

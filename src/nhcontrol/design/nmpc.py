@@ -11,7 +11,7 @@ At the sample ``t_k`` with measured ``(x, ẋ)`` the controller
    the dependent velocities ``D(x) ẋ (+ b) = 0`` (Eq. (2.76), one batched solve); the
    accelerations and multipliers come from Eq. (2.119) at the node;
 3. **re-linearizes exactly** at all ``N`` nodes in one stacked call of the third procedure
-   ([`linearize()`][nhcontrol.linearize.linearize], Eqs. (4.96)-(4.125), compiled path):
+   ([`linearize()`][nhcontrol.linearization.linearize], Eqs. (4.96)-(4.125), compiled path):
    ``A_j, B_j`` and the node's rate ``f_j = Ẋ̄_j``;
 4. **discretizes** (zero-order hold) with one batched matrix exponential
 
@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -60,6 +60,11 @@ from .._util.errors import DesignError, NhcontrolError, SolverError
 from .._util.validation import as_float_array
 from .controllers import ControlRecord, RiccatiSchedule, TrackingController
 from .mpc import LTVMPC
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
+    from nhcontrol.reference import Reference
 
 __all__ = ["NMPCController"]
 
@@ -89,7 +94,7 @@ class _Nodes:
     (``values(ts)`` for the stacked call; ``x(t)`` … at one or several node times for the
     diagnostics of a failed partition check)."""
 
-    def __init__(self, ref: Any, ts: NDArray, x: NDArray, xd: NDArray, xdd: NDArray,
+    def __init__(self, ref: Reference, ts: NDArray, x: NDArray, xd: NDArray, xdd: NDArray,
                  lam: NDArray, u: NDArray | None) -> None:
         self.coordinates = getattr(ref, "coordinates", None)
         self.model_name = getattr(ref, "model_name", "?")
@@ -185,7 +190,8 @@ class NMPCController(TrackingController):
     stops after its second QP (tested).
     """
 
-    def __init__(self, cm: Any, reference: Any, partition: Any, horizon: int, Q: ArrayLike,
+    def __init__(self, cm: CompiledModel, reference: Reference,
+                 partition: Partition | Mapping[str, Any], horizon: int, Q: ArrayLike,
                  R: ArrayLike, Qf: ArrayLike | None = None, *, dt: float,
                  p: ArrayLike | Mapping[str, float] | None = None,
                  mode: Literal["rti", "sqp"] = "rti", sqp_max_iter: int = 50,
@@ -194,7 +200,7 @@ class NMPCController(TrackingController):
                  feedforward: Literal["midpoint", "sample"] = "midpoint",
                  state_bounds: Literal["absolute", "error"] = "absolute",
                  report_kkt: bool | None = None, **mpc_options: Any) -> None:
-        from ..linearize import Partition, linearize
+        from ..linearization import Partition, linearize
         from ..reference._eval import ModelEvaluator
 
         if mode not in ("rti", "sqp"):

@@ -22,7 +22,7 @@ Jacobians at a motion of the model are exactly the ``A, B`` of Steps 1-7 (Eq. (4
     Inputs ``(X, u, p)``.
 ``route="kernels"``
     ``f`` is evaluated by the compiled kernels (a ``casadi.Callback``), and its Jacobian is
-    nhcontrol's exact linearization at the point ([`linearize()`][nhcontrol.linearize.linearize]
+    nhcontrol's exact linearization at the point ([`linearize()`][nhcontrol.linearization.linearize]
     of the reference point ``x, ẋ, ẍ, Λ, u`` that ``X, u`` define, by the prepared
     `CompiledModel.linearizer`). The parameters are fixed
     when the function is made (no derivative with respect to ``p`` exists in the kernels), so
@@ -33,13 +33,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import InteropError, SolverError
 from .sympy_casadi import require_casadi, sympy_to_casadi
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
+    from nhcontrol.modeling import MultibodySystem
 
 __all__ = ["to_casadi", "CasadiModel", "NEWTON_TOL"]
 
@@ -172,8 +177,9 @@ def _check_supported(first_order: Any, constraint_inputs: Any, name: str) -> Non
                            f"use nhcontrol's own simulate/linearize")
 
 
-def _partition(coords: tuple[str, ...], n: int, m: int, l: int, partition: Any) -> tuple[list, list, list]:
-    from ..linearize.first import partition_indices
+def _partition(coords: tuple[str, ...], n: int, m: int, l: int,
+               partition: Partition | Mapping[str, Any]) -> tuple[list, list, list]:
+    from ..linearization.first import partition_indices
 
     ai, ad, d = partition_indices(SimpleNamespace(coordinates=coords, n=n, m=m, l=l), partition)
     if len(ad) != l:
@@ -192,9 +198,10 @@ def _guess(x_guess: ArrayLike | None, n: int) -> NDArray[np.float64]:
     return g
 
 
-def to_casadi(model: Any, partition: Any, *, route: Literal["symbolic", "kernels"] = "symbolic",
+def to_casadi(model: MultibodySystem | CompiledModel, partition: Partition | Mapping[str, Any], *,
+              route: Literal["symbolic", "kernels"] = "symbolic",
               x_guess: ArrayLike | None = None, p: ArrayLike | Mapping[str, float] | None = None,
-              system: Any = None, newton_tol: float = NEWTON_TOL) -> CasadiModel:
+              system: MultibodySystem | None = None, newton_tol: float = NEWTON_TOL) -> CasadiModel:
     """The minimal-state dynamics ``Ẋ = f(X, u, p)`` of a model and its Jacobians as CasADi functions.
 
     Parameters
@@ -254,7 +261,8 @@ def to_casadi(model: Any, partition: Any, *, route: Literal["symbolic", "kernels
 
 
 # --------------------------------------------------------------------------- symbolic route
-def _symbolic_route(ca: Any, system: Any, partition: Any, x_guess: Any, p: Any,
+def _symbolic_route(ca: Any, system: Any, partition: Partition | Mapping[str, Any], x_guess: Any,
+                    p: Any,
                     newton_tol: float) -> CasadiModel:
     import sympy as sp
 
@@ -393,7 +401,8 @@ def _param_vector(p: Any, names: list[str], defaults: NDArray[np.float64]) -> ND
 class _KernelCore:
     """Numeric reduced ODE of a compiled model (the kernels route), one point at a time."""
 
-    def __init__(self, cm: Any, partition: Any, ai: list, ad: list, d: list,
+    def __init__(self, cm: CompiledModel, partition: Partition | Mapping[str, Any], ai: list,
+                 ad: list, d: list,
                  guess: NDArray[np.float64], p: NDArray[np.float64], tol: float) -> None:
         self.cm, self.partition = cm, partition
         self.ai, self.ad, self.d = ai, ad, d
@@ -433,7 +442,7 @@ class _KernelCore:
         return x, xd
 
     def rhs(self, X: NDArray[np.float64], u: NDArray[np.float64] | None) -> NDArray[np.float64]:
-        from ..linearize import index1_accelerations
+        from ..linearization import index1_accelerations
 
         x, xd = self.full(X, u)
         xdd, _ = index1_accelerations(self.cm, x, xd, u, self.p)
@@ -441,7 +450,7 @@ class _KernelCore:
 
     def jac(self, X: NDArray[np.float64], u: NDArray[np.float64] | None
             ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        from ..linearize import index1_accelerations
+        from ..linearization import index1_accelerations
 
         x, xd = self.full(X, u)
         xdd, lam = index1_accelerations(self.cm, x, xd, u, self.p)
@@ -451,9 +460,10 @@ class _KernelCore:
         return np.array(A), np.array(B)
 
 
-def _kernels_route(ca: Any, cm: Any, partition: Any, x_guess: Any, p: Any,
+def _kernels_route(ca: Any, cm: CompiledModel, partition: Partition | Mapping[str, Any],
+                   x_guess: Any, p: Any,
                    newton_tol: float) -> CasadiModel:
-    from ..linearize.first import partition_indices, velocity_names
+    from ..linearization.first import partition_indices, velocity_names
 
     _check_supported(getattr(cm, "first_order_states", ()), getattr(cm, "constraint_inputs", ()), cm.name)
     ai, ad, d = partition_indices(cm, partition)

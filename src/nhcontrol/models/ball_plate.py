@@ -56,7 +56,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
@@ -67,8 +67,12 @@ from nhcontrol._util.errors import (ConditioningWarning, LinearSystemError, Mode
 from nhcontrol._util.validation import as_float_array, readonly
 from nhcontrol.modeling import (MultibodySystem, check_parameters, contacts, override_parameters,
                                 parameter_values, rot_x, rot_y, rot_z)
-from nhcontrol.linearize import state_deviation
+from nhcontrol.linearization import state_deviation
 from nhcontrol.reference import consistent_initial_conditions
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = [
     "build", "model", "circular_motion", "COORDINATES", "INPUTS", "DEFAULTS", "PARTITION_8_72",
@@ -173,7 +177,7 @@ def model(**overrides: float):
     return _compiled(tuple(sorted(vals.items())))
 
 
-def _param_values(cm: Any, p: ArrayLike | Mapping[str, float] | None) -> tuple[NDArray[np.float64], dict[str, float]]:
+def _param_values(cm: CompiledModel, p: ArrayLike | Mapping[str, float] | None) -> tuple[NDArray[np.float64], dict[str, float]]:
     if tuple(getattr(cm, "coordinates", ())) != COORDINATES or tuple(getattr(cm, "inputs", ())) != INPUTS:
         raise ModelError(f"expected the ball-plate model (coordinates {list(COORDINATES)}, inputs "
                          f"{list(INPUTS)}), got {getattr(cm, 'name', '?')!r} with coordinates "
@@ -258,7 +262,7 @@ class CircularMotion:
                          mw2 * np.sin(wt) - self.m * self.g * np.sin(a)], axis=-1)
 
 
-def circular_parameters(cm: Any, phi0_deg: float, *, rho: float = 0.5, omega: float = 1.0,
+def circular_parameters(cm: CompiledModel, phi0_deg: float, *, rho: float = 0.5, omega: float = 1.0,
                         x_A: float = 0.0, y_A: float = 0.0,
                         p: ArrayLike | Mapping[str, float] | None = None) -> CircularMotion:
     """Parameters of the circular steady motion (Eqs. (8.62)--(8.64), (8.70)).
@@ -329,7 +333,7 @@ def circular_parameters(cm: Any, phi0_deg: float, *, rho: float = 0.5, omega: fl
                           m=m, R=R, g=g, I=I)
 
 
-def circular_motion(cm: Any, phi0_deg: float, *, rho: float = 0.5, omega: float = 1.0,
+def circular_motion(cm: CompiledModel, phi0_deg: float, *, rho: float = 0.5, omega: float = 1.0,
                     x_A: float = 0.0, y_A: float = 0.0,
                     p: ArrayLike | Mapping[str, float] | None = None):
     """Circular steady motion of the ball as a [`Reference`][nhcontrol.reference.Reference].
@@ -370,7 +374,7 @@ def circular_motion(cm: Any, phi0_deg: float, *, rho: float = 0.5, omega: float 
                                     steady=False, period=cmo.period)
 
 
-def motion_from_reference(cm: Any, ref: Any, *, rtol: float = 1e-9) -> CircularMotion:
+def motion_from_reference(cm: CompiledModel, ref: Reference, *, rtol: float = 1e-9) -> CircularMotion:
     """Recover the [`CircularMotion`][nhcontrol.models.ball_plate.CircularMotion] behind a reference made by [`circular_motion()`][nhcontrol.models.ball_plate.circular_motion].
 
     Reads ``ω = ψ̇0``, ``ρ = ẏ_C0(0)/ω``, ``φ0``, ``A`` at ``t = 0`` and checks ``x0, ẋ0, u0`` at
@@ -418,7 +422,7 @@ def motion_from_reference(cm: Any, ref: Any, *, rtol: float = 1e-9) -> CircularM
     return mo
 
 
-def initial_conditions(cm: Any, phi0_deg: float, *, eps_x: float = -0.1, eps_y: float = 0.1,
+def initial_conditions(cm: CompiledModel, phi0_deg: float, *, eps_x: float = -0.1, eps_y: float = 0.1,
                        eps_psi_deg: float = 5.0, eps_phi_deg: float = 0.0, eps_theta_deg: float = 10.0,
                        eps_vx: float = 0.1, eps_vy: float = 0.1, eps_wpsi: float = 0.1,
                        rho: float = 0.5, omega: float = 1.0,
@@ -446,7 +450,8 @@ def initial_conditions(cm: Any, phi0_deg: float, *, eps_x: float = -0.1, eps_y: 
     return ic.x, ic.xd
 
 
-def spin_matched_motion(cm: Any, x: ArrayLike, xd: ArrayLike, *, rho: float = 0.5, omega: float = 1.0,
+def spin_matched_motion(cm: CompiledModel, x: ArrayLike, xd: ArrayLike, *, rho: float = 0.5,
+                        omega: float = 1.0,
                         x_A: float = 0.0, y_A: float = 0.0,
                         p: ArrayLike | Mapping[str, float] | None = None):
     """Circular motion with the same normal spin as the state ``(x, ẋ)`` (reachable reference).
@@ -479,7 +484,7 @@ def spin_matched_motion(cm: Any, x: ArrayLike, xd: ArrayLike, *, rho: float = 0.
     return circular_motion(cm, math.degrees(phi0), rho=rho, omega=omega, x_A=x_A, y_A=y_A, p=p)
 
 
-def deviation(ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
+def deviation(ref: Reference, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
     """Deviation ``X̃(t) = [x_ai - x_ai0, ẋ_ai - ẋ_ai0, x_ad - x_ad0]`` of a full state (Eq. (8.74)).
 
     Parameters
@@ -500,7 +505,7 @@ def deviation(ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np
 
     Notes
     -----
-    [`nhcontrol.linearize.state_deviation()`][nhcontrol.linearize.state_deviation] with
+    [`nhcontrol.linearization.state_deviation()`][nhcontrol.linearization.state_deviation] with
     [`LTV_STATES`][nhcontrol.models.ball_plate.LTV_STATES]; the same as
     ``lin.deviation`` of a linearization with
     [`PARTITION_8_72`][nhcontrol.models.ball_plate.PARTITION_8_72], whose
@@ -673,6 +678,6 @@ def _spin_reduction(mo: CircularMotion) -> SpinReduction:
                          states=REDUCED_STATES)
 
 
-def spin_reduction(cm: Any, ref: Any) -> SpinReduction:
+def spin_reduction(cm: CompiledModel, ref: Reference) -> SpinReduction:
     """Uncontrollable direction and reduction maps for a circular reference (Sect. 8.4.5)."""
     return _spin_reduction(motion_from_reference(cm, ref))

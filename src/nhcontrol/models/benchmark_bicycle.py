@@ -350,11 +350,11 @@ def model(inputs: Any = (), **parameter_overrides: float) -> "CompiledModel":
     return _model_cached(changed, names)
 
 
-def _parameter_values(cm: Any, p: ArrayLike | Mapping[str, float] | None) -> dict[str, float]:
+def _parameter_values(cm: CompiledModel, p: ArrayLike | Mapping[str, float] | None) -> dict[str, float]:
     return parameter_values(cm, p)[1]
 
 
-def _require_bicycle(cm: Any) -> None:
+def _require_bicycle(cm: CompiledModel) -> None:
     if tuple(cm.coordinates) != COORDINATES:
         raise ModelError(f"expected the benchmark bicycle model with coordinates {list(COORDINATES)}, "
                          f"got model {getattr(cm, 'name', '?')!r} with {list(cm.coordinates)}; "
@@ -425,7 +425,7 @@ def static_wheel_loads(values: Mapping[str, float] | None = None) -> tuple[float
     return v["g"] * total - n_q, n_q
 
 
-def steady_forward_multipliers(cm: Any, p: ArrayLike | Mapping[str, float] | None = None
+def steady_forward_multipliers(cm: CompiledModel, p: ArrayLike | Mapping[str, float] | None = None
                                ) -> NDArray[np.float64]:
     """Exact Lagrange multipliers $\\Lambda^0$ of the steady forward motion.
 
@@ -555,7 +555,7 @@ def canonical_matrices(cm: "CompiledModel", p: ArrayLike | Mapping[str, float] |
     >>> round(mats["M"][0, 0], 5)                          # doctest: +SKIP
     80.81722
     """
-    from nhcontrol.linearize import linearize, second_order_matrices
+    from nhcontrol.linearization import linearize, second_order_matrices
 
     _require_bicycle(cm)
     vals = _parameter_values(cm, p)

@@ -49,6 +49,7 @@ from nhcontrol.modeling import parameter_values
 if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
     from nhcontrol.reference import Reference
+    from nhcontrol.linearization.partition import Partition
 
 __all__ = ["SteadyTurn", "TURN_PARTITION", "TURN_PARTITION_FRONT", "CYCLIC", "RATES", "turn_state", "turn_reference",
            "turn_residual", "solve_steady_turn", "straight_turn", "continue_turns",
@@ -83,7 +84,7 @@ rear wheel pivots (``omega_R = 0`` with the front wheel across the frame), where
 `TURN_PARTITION` is singular."""
 
 
-def turn_partition(cm: Any, front: bool = False) -> dict[str, list[str]]:
+def turn_partition(cm: CompiledModel, front: bool = False) -> dict[str, list[str]]:
     """`TURN_PARTITION` (or `TURN_PARTITION_FRONT` with ``front``) extended to the model's extra
     coordinates (``eta_*`` dependent, ``s_*`` independent)."""
     _check_model(cm)
@@ -93,7 +94,7 @@ def turn_partition(cm: Any, front: bool = False) -> dict[str, list[str]]:
     return part
 
 
-def _check_model(cm: Any) -> None:
+def _check_model(cm: CompiledModel) -> None:
     if tuple(cm.coordinates[:len(BASE)]) != BASE:
         raise ModelError(f"steady turns need a bicycle-like model whose coordinates start with {list(BASE)} "
                          f"(benchmark_bicycle, toroidal_bicycle, escooter); got model "
@@ -284,7 +285,7 @@ def turn_reference(cm: "CompiledModel", turn: SteadyTurn, *, check: bool = True)
 class _Layout:
     """Unknown vector ``y = [free coordinates, u, w, Omega, omega_F, omega_R, Lambda]`` and scales."""
 
-    def __init__(self, cm: Any, vals: Mapping[str, float]) -> None:
+    def __init__(self, cm: CompiledModel, vals: Mapping[str, float]) -> None:
         self.coords = tuple(cm.coordinates)
         self.n = len(self.coords)
         self.free = [i for i, c in enumerate(self.coords) if c not in CYCLIC]
@@ -342,7 +343,7 @@ def turn_residual(cm: "CompiledModel", y: ArrayLike, p: ArrayLike | None = None
     return _residual(cm, lay, np.asarray(y, dtype=float), pvec)
 
 
-def _residual(cm: Any, lay: _Layout, y: NDArray, pvec: NDArray) -> tuple[NDArray, NDArray]:
+def _residual(cm: CompiledModel, lay: _Layout, y: NDArray, pvec: NDArray) -> tuple[NDArray, NDArray]:
     x, xd, xdd, lam = lay.unpack(y)
     dt = cm.dynamics_terms(x, xd, p=pvec)
     M, Q, D = dt.M, dt.Q, dt.D
@@ -369,7 +370,8 @@ def _residual(cm: Any, lay: _Layout, y: NDArray, pvec: NDArray) -> tuple[NDArray
     return r / s, J / s[:, None]
 
 
-def _newton(cm: Any, lay: _Layout, y0: NDArray, pvec: NDArray, extra: Any, *, tol: float, max_iter: int
+def _newton(cm: CompiledModel, lay: _Layout, y0: NDArray, pvec: NDArray, extra: Any, *, tol: float,
+            max_iter: int
             ) -> tuple[NDArray, float, int]:
     """Gauss-Newton on ``[F(y); extra(y)] = 0`` (consistent, full column rank)."""
     y = y0.copy()
@@ -393,7 +395,7 @@ def _newton(cm: Any, lay: _Layout, y0: NDArray, pvec: NDArray, extra: Any, *, to
                       f"history {[f'{h:.2e}' for h in hist]}; start closer to a solution")
 
 
-def _make_turn(cm: Any, lay: _Layout, y: NDArray, pvec: NDArray, vals: Mapping[str, float],
+def _make_turn(cm: CompiledModel, lay: _Layout, y: NDArray, pvec: NDArray, vals: Mapping[str, float],
                residual: float) -> SteadyTurn:
     x, xd, xdd, lam = lay.unpack(y)
     return SteadyTurn(x0=x, xd0=xd, xdd0=xdd, lam=lam, p=pvec.copy(), coordinates=lay.coords,
@@ -511,7 +513,7 @@ def turn_jacobian(cm: "CompiledModel", turn: SteadyTurn) -> tuple[NDArray[np.flo
     heading).
     """
     from nhcontrol._util.errors import PartitionError
-    from nhcontrol.linearize import linearize
+    from nhcontrol.linearization import linearize
     from nhcontrol.reference import Reference
 
     _check_model(cm)
@@ -530,7 +532,7 @@ def shape_indices(states: Sequence[str]) -> list[int]:
     return [i for i, s in enumerate(states) if s not in CYCLIC]
 
 
-def _shape_matrix(cm: Any, turn: SteadyTurn) -> tuple[NDArray, list[str]]:
+def _shape_matrix(cm: CompiledModel, turn: SteadyTurn) -> tuple[NDArray, list[str]]:
     return turn_jacobian(cm, turn)
 
 

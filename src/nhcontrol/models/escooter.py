@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
@@ -58,6 +58,9 @@ from nhcontrol.modeling import (MultibodySystem, add_joint_spring_damper, contac
 
 from . import benchmark_bicycle as _bb
 from . import toroidal_bicycle as _tb
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = [
     "build", "model", "steady_forward", "COORDINATES", "PARAMETERS", "BENCHMARK_PARAMETERS",
@@ -167,7 +170,7 @@ def steady_forward_state(v: float, t: ArrayLike, values: Mapping[str, float], n:
     return np.pad(x, pad), np.pad(xd, pad), np.pad(xdd, pad)
 
 
-def steady_forward(model: Any, v: float, p: ArrayLike | Mapping[str, float] | None = None):
+def steady_forward(model: CompiledModel, v: float, p: ArrayLike | Mapping[str, float] | None = None):
     """Reference of the steady forward motion at speed ``v`` [m/s].
 
     The multipliers come from inverse dynamics, Eq. (2.112); the preloads of

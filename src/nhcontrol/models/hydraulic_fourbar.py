@@ -154,7 +154,7 @@ def build_with_circuit(**overrides: float) -> MultibodySystem:
     the rates of [`circuit_equations()`][nhcontrol.models.hydraulic_fourbar.circuit_equations]
     (``set_rates``); ``U_ref`` is the model's one other input. Compile the mechanics with
     ``.compile()`` and the rates with ``nhcontrol.compiled.compile_rates``; then
-    ``nhcontrol.linearize.linearize_first_order_system`` gives the 6x6 Jacobian (7.96).
+    ``nhcontrol.linearization.linearize_first_order_system`` gives the 6x6 Jacobian (7.96).
 
     Parameters
     ----------
@@ -570,7 +570,7 @@ class CircuitJacobians:
     H: NDArray[np.float64] | None = None
 
     def as_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of [`nhcontrol.linearize.linearize_with_first_order_states()`][nhcontrol.linearize.linearize_with_first_order_states]."""
+        """Keyword arguments of [`nhcontrol.linearization.linearize_with_first_order_states()`][nhcontrol.linearization.linearize_with_first_order_states]."""
         return dict(H_x=self.H_x, H_xd=self.H_xd, H_z=self.H_p, H_w=self.H_U, W_w=self.W_U,
                     W_r=self.W_Uref, z_names=INPUTS, w_names=("U",), r_names=("U_ref",),
                     H0=self.H)
@@ -580,7 +580,7 @@ def circuit_jacobians(eq: FourBarEquilibrium, **hydraulic_overrides: float) -> C
     """Partial derivatives of [`circuit_equations()`][nhcontrol.models.hydraulic_fourbar.circuit_equations] at an equilibrium (exact, SymPy).
 
     Use with
-    [`nhcontrol.linearize.linearize_with_first_order_states()`][nhcontrol.linearize.linearize_with_first_order_states]
+    [`nhcontrol.linearization.linearize_with_first_order_states()`][nhcontrol.linearization.linearize_with_first_order_states]
     for the 6x6
     Jacobian of Eq. (7.96):
 
@@ -679,7 +679,7 @@ def circuit_rates(x: NDArray[np.float64], xd: NDArray[np.float64], p: NDArray[np
     U : (N, 1), (N,) or scalar
         Spool positions.
     U_ref : ignored by ``H`` (accepted so the signature matches ``z_rate`` of
-        [`nhcontrol.linearize.finite_difference_jacobian_first_order()`][nhcontrol.linearize.finite_difference_jacobian_first_order]).
+        [`nhcontrol.linearization.finite_difference_jacobian_first_order()`][nhcontrol.linearization.finite_difference_jacobian_first_order]).
     **hydraulic_overrides : float
         Values replacing
         [`HYDRAULIC_DEFAULTS`][nhcontrol.models.hydraulic_fourbar.HYDRAULIC_DEFAULTS].
@@ -728,11 +728,11 @@ def linearization(phi2_deg: float = 60.0, p3: float = 3.5e6, **overrides: float)
 
     Returns
     -------
-    nhcontrol.linearize.FirstOrderLinearization
+    nhcontrol.linearization.FirstOrderLinearization
         ``A`` (6, 6) in [`STATES`][nhcontrol.models.hydraulic_fourbar.STATES], ``B`` (6, 1) for
         ``U_ref``.
     """
-    from nhcontrol.linearize import linearize_with_first_order_states
+    from nhcontrol.linearization import linearize_with_first_order_states
     from nhcontrol.reference import Reference
 
     mech, hyd = _split(overrides)
@@ -764,9 +764,9 @@ def counterpart_jacobian(h: float = 1e-5, phi2_deg: float = 60.0, p3: float = 3.
 
     Returns
     -------
-    nhcontrol.linearize.FiniteDifferenceResult
+    nhcontrol.linearization.FiniteDifferenceResult
     """
-    from nhcontrol.linearize import finite_difference_jacobian_first_order
+    from nhcontrol.linearization import finite_difference_jacobian_first_order
     from nhcontrol.reference import Reference
 
     mech, hyd = _split(overrides)

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
@@ -68,6 +68,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
 from nhcontrol.reference import Reference, inverse_dynamics
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = ["lane_change_reference", "assigned_steering_reference", "iso_3888_1_path", "lateral_error", "flat_states",
            "LaneChangePath", "ISO_3888_1_SECTIONS", "ISO_3888_1_OFFSET", "DRIVE_INPUTS",
@@ -319,7 +322,7 @@ class _FlatInputs:
     flat ``γ``, ``γ̇``, set before inverse dynamics (``D`` depends on ``γ``).
     """
 
-    def __init__(self, cm: Any, path: LaneChangePath, V: float, a: float, b: float,
+    def __init__(self, cm: CompiledModel, path: LaneChangePath, V: float, a: float, b: float,
                  x_start: float, drive: tuple[str, ...] = DRIVE_INPUTS,
                  assigned: bool = False) -> None:
         self.cm, self.path, self.V, self.a, self.b, self.x_start = cm, path, V, a, b, x_start
@@ -360,7 +363,7 @@ class _FlatInputRates:
         return ud
 
 
-def _check_model(cm: Any, expected: tuple[tuple[str, ...], tuple[str, ...]], variant: str,
+def _check_model(cm: CompiledModel, expected: tuple[tuple[str, ...], tuple[str, ...]], variant: str,
                  other: str) -> None:
     if (tuple(cm.coordinates), tuple(cm.inputs)) != expected:
         raise ReferenceMotionError(
@@ -370,7 +373,7 @@ def _check_model(cm: Any, expected: tuple[tuple[str, ...], tuple[str, ...]], var
             f"{list(cm.coordinates)} and inputs {list(cm.inputs)}; {other}")
 
 
-def _path_and_geometry(cm: Any, V: float, path: LaneChangePath | None, t_final: float | None,
+def _path_and_geometry(cm: CompiledModel, V: float, path: LaneChangePath | None, t_final: float | None,
                        x_start: float) -> tuple[LaneChangePath, float, float, float]:
     if not (np.isfinite(V) and V > 0):
         raise ReferenceMotionError(f"V must be a positive finite speed [m/s], got {V!r}")
@@ -381,7 +384,7 @@ def _path_and_geometry(cm: Any, V: float, path: LaneChangePath | None, t_final: 
     return path, float(p["a"]), float(p["b"]), float(t_final)
 
 
-def lane_change_reference(cm: Any, V: float = SPEED, *, path: LaneChangePath | None = None,
+def lane_change_reference(cm: CompiledModel, V: float = SPEED, *, path: LaneChangePath | None = None,
                           t_final: float | None = None, x_start: float = 0.0) -> Reference:
     """Reference motion of the double lane change for ``single_track.build("force_torque")``.
 
@@ -421,7 +424,8 @@ def lane_change_reference(cm: Any, V: float = SPEED, *, path: LaneChangePath | N
     return Reference.from_functions(cm, fx(0), fx(1), fx(2), u=f, t_range=(0.0, t_final))
 
 
-def assigned_steering_reference(cm: Any, V: float = SPEED, *, path: LaneChangePath | None = None,
+def assigned_steering_reference(cm: CompiledModel, V: float = SPEED, *,
+                                path: LaneChangePath | None = None,
                                 t_final: float | None = None, x_start: float = 0.0) -> Reference:
     """Reference motion of the double lane change for ``single_track.build("force")``.
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache, partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import sympy as sp
@@ -44,6 +44,9 @@ from nhcontrol._util.errors import ModelError
 from nhcontrol.modeling import MultibodySystem, contacts, override_parameters, parameter_values
 
 from . import benchmark_bicycle as _bb
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = [
     "build", "model", "steady_forward", "COORDINATES", "PARAMETERS", "PARTITION",
@@ -149,7 +152,7 @@ def steady_forward_state(v: float, t: ArrayLike, values: Mapping[str, float]
     return np.pad(x, pad), np.pad(xd, pad), np.pad(xdd, pad)
 
 
-def steady_forward(model: Any, v: float, p: ArrayLike | Mapping[str, float] | None = None):
+def steady_forward(model: CompiledModel, v: float, p: ArrayLike | Mapping[str, float] | None = None):
     """Reference of the steady forward motion at speed ``v`` (Eqs. (4.196)-(4.197)).
 
     The multipliers come from inverse dynamics, Eq. (2.112), which also checks that the motion

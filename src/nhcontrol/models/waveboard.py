@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
@@ -53,6 +53,9 @@ from nhcontrol.modeling import (MultibodySystem, add_joint_spring_damper, contac
                                 parameter_values, rot_x, rot_y, rot_z)
 
 from .toroidal_bicycle import torus_dimensions
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = [
     "build", "model", "steady_forward", "COORDINATES", "PARAMETERS", "PARTITION",
@@ -214,7 +217,7 @@ def steady_forward_state(v: float, t: ArrayLike, values: Mapping[str, float],
     return x, xd, xdd
 
 
-def steady_forward(model: Any, v: float, p: ArrayLike | Mapping[str, float] | None = None):
+def steady_forward(model: CompiledModel, v: float, p: ArrayLike | Mapping[str, float] | None = None):
     """Reference of the upright steady forward motion (multipliers by inverse dynamics, Eq. (2.112))."""
     from nhcontrol.reference import Reference
 

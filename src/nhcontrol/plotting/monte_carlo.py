@@ -1,6 +1,6 @@
-"""Figures of a Monte-Carlo verification ([`nhcontrol.verify`][nhcontrol.verify]): histograms and scatter.
+"""Figures of a Monte-Carlo verification ([`nhcontrol.applications.verify`][nhcontrol.applications.verify]): histograms and scatter.
 
-Numbers in, figures out: the functions take [`MonteCarloResult`][nhcontrol.verify.MonteCarloResult]
+Numbers in, figures out: the functions take [`MonteCarloResult`][nhcontrol.applications.verify.MonteCarloResult]
 objects
 keyed by controller name and draw them in the house style
 ([`nhcontrol.plotting.style`][nhcontrol.plotting.style]).

@@ -11,7 +11,7 @@ with the same methods works (the tests use small hand-written models).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -19,10 +19,13 @@ from numpy.typing import ArrayLike, NDArray
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
 from nhcontrol._util.validation import as_float_array, check_finite, require_model
 
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+
 __all__ = ["ModelEvaluator", "param_vector", "constraint_names"]
 
 
-def param_vector(cm: Any, p: ArrayLike | Mapping[str, float] | None) -> NDArray[np.float64]:
+def param_vector(cm: CompiledModel, p: ArrayLike | Mapping[str, float] | None) -> NDArray[np.float64]:
     """Return the parameter vector ``p`` for ``cm`` (defaults, overrides mapping or full vector).
 
     Parameters
@@ -52,7 +55,7 @@ def param_vector(cm: Any, p: ArrayLike | Mapping[str, float] | None) -> NDArray[
     return check(arr) if check is not None else arr
 
 
-def constraint_names(cm: Any) -> tuple[str, ...]:
+def constraint_names(cm: CompiledModel) -> tuple[str, ...]:
     """Names of the ``m + l`` constraints, holonomic first (the row order of ``D``)."""
     hol = tuple(getattr(cm, "holonomic_names", ()) or ())
     nh = tuple(getattr(cm, "nonholonomic_names", ()) or ())
@@ -79,7 +82,7 @@ class ModelEvaluator:
     when ``k = 0``) and return stacked results with a leading ``N`` axis.
     """
 
-    def __init__(self, cm: Any, p: ArrayLike | Mapping[str, float] | None = None) -> None:
+    def __init__(self, cm: CompiledModel, p: ArrayLike | Mapping[str, float] | None = None) -> None:
         require_model(cm, "cm")
         self.cm = cm
         self.n = int(cm.n)
@@ -186,7 +189,7 @@ class ModelEvaluator:
         return tuple(getattr(self.cm, "constraint_inputs", ()) or ())
 
 
-def clock_offset(cm: Any, t: Any, x: Any) -> tuple[str, float, float] | None:
+def clock_offset(cm: CompiledModel, t: Any, x: Any) -> tuple[str, float, float] | None:
     """``(clock name, τ, t)`` at the first sample where the clock coordinate of ``cm``
     (`MultibodySystem.add_clock`) differs from the time ``t`` by more than 1e-9 (relative to
     ``max(1, |t|)``), else None (also for models without a clock).

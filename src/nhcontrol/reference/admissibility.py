@@ -24,7 +24,7 @@ against 1 (m, rad) where a term can vanish:
 
 Models with first-order states ``z`` (``ż = H(x, ẋ, z, u)``, thesis Ch. 7; the mechanical kernels
 see ``z`` as inputs) add a fifth level, checked where the rate kernels are at hand
-(`nhcontrol.linearize.linearize_first_order_system()`, ``Reference.from_functions(...,
+(`nhcontrol.linearization.linearize_first_order_system()`, ``Reference.from_functions(...,
 rates=...)``): the reference's ``ż0`` (its input rates ``u̇0`` in the entries of ``z``) must be
 the rate equation at the reference point (Eq. (7.19)),
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
@@ -13,6 +13,10 @@ from numpy.typing import ArrayLike, NDArray
 from nhcontrol._util.errors import PartitionError, SolverError
 from nhcontrol._util.validation import COND_MAX, readonly
 from ._eval import ModelEvaluator
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
 
 
 class _LazyScipyLinalg:
@@ -89,10 +93,10 @@ def _cond(A: NDArray) -> float:
     return float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
 
 
-def consistent_initial_conditions(cm: Any, x_guess: ArrayLike, xd_guess: ArrayLike, *,
+def consistent_initial_conditions(cm: CompiledModel, x_guess: ArrayLike, xd_guess: ArrayLike, *,
                                   independent: Sequence[str] | None = None,
                                   dependent: Sequence[str] | None = None,
-                                  partition: Any = None,
+                                  partition: Partition | Mapping[str, Any] | None = None,
                                   u: ArrayLike | None = None,
                                   p: ArrayLike | Mapping[str, float] | None = None,
                                   tol: float = 1e-12, max_iter: int = 50) -> InitialConditions:
@@ -117,7 +121,7 @@ def consistent_initial_conditions(cm: Any, x_guess: ArrayLike, xd_guess: ArrayLi
         ones). Default: chosen by column-pivoted QR of ``Cx`` on the non-independent columns.
     partition : Partition or mapping, optional
         Instead of ``independent``/``dependent``: an object or dict with ``independent`` and
-        ``dependent`` entries, e.g. ``nhcontrol.linearize.Partition`` or the partition dicts of
+        ``dependent`` entries, e.g. ``nhcontrol.linearization.Partition`` or the partition dicts of
         the models (``benchmark_bicycle.PARTITION_4_172``); Eq. (4.96).
     u, p : optional
         Inputs and parameters.

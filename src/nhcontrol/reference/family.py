@@ -21,7 +21,7 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -33,6 +33,9 @@ from ._eval import ModelEvaluator
 from .admissibility import ADMISSIBILITY_TOL, check_admissible
 from .inverse import inverse_dynamics
 from .reference import Reference
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = ["reference_family", "reference_points"]
 
@@ -137,7 +140,7 @@ def _points(value: ArrayLike, N: int | None, d: int, what: str) -> NDArray[np.fl
     return check_finite(arr, what, error=ReferenceMotionError)
 
 
-def reference_points(cm: Any, x: ArrayLike, xd: ArrayLike, xdd: ArrayLike,
+def reference_points(cm: CompiledModel, x: ArrayLike, xd: ArrayLike, xdd: ArrayLike,
                      u: ArrayLike | None = None, lam: ArrayLike | None = None,
                      p: Any = None, *, steady: bool = False, check: bool = True,
                      tol: float = ADMISSIBILITY_TOL) -> Reference:

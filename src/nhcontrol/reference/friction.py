@@ -31,13 +31,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ReferenceMotionError
 from ._eval import ModelEvaluator
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["FrictionUtilisation", "friction_utilisation", "wheel_contacts", "FrictionError",
            "FrictionLimitWarning"]
@@ -64,7 +68,7 @@ _KNOWN: tuple[tuple[str, tuple[str, ...], str | None], ...] = (
 )
 
 
-def wheel_contacts(cm: Any) -> dict[str, tuple[tuple[str, ...], str | None]]:
+def wheel_contacts(cm: CompiledModel) -> dict[str, tuple[tuple[str, ...], str | None]]:
     """Wheels of a library model from its constraint names: ``{wheel: (tangential constraints,
     normal constraint or None)}`` (see the module notes for the names recognised).
 
@@ -145,7 +149,7 @@ class FrictionUtilisation:
                                             for i, w in enumerate(self.wheels)}}
 
 
-def _multipliers(cm: Any, source: Any, t: ArrayLike | None, p: Any
+def _multipliers(cm: CompiledModel, source: Any, t: ArrayLike | None, p: Any
                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(t, Λ)`` of a Reference, a result with ``lam``, or a trajectory ``t, x, xd, u[, ud]``
     (the saddle-point system of Eq. (2.119) solved at each sample with the parameters ``p``)."""
@@ -179,7 +183,7 @@ def _multipliers(cm: Any, source: Any, t: ArrayLike | None, p: Any
     return tt, sol[:, n:]
 
 
-def friction_utilisation(cm: Any, source: Any, mu: float,
+def friction_utilisation(cm: CompiledModel, source: Any, mu: float,
                          normal_loads: Mapping[str, float | ArrayLike] | None = None, *,
                          wheels: Mapping[str, tuple[Sequence[str], str | None]] | None = None,
                          t: ArrayLike | None = None, p: Any = None) -> FrictionUtilisation:

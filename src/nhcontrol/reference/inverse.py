@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -15,6 +15,9 @@ from nhcontrol._util.validation import RANK_RTOL, as_float_array, check_finite, 
 
 from ._eval import ModelEvaluator
 from ._linalg import column_rank, format_sv
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = ["InverseDynamicsResult", "inverse_dynamics", "RankDeficiencyWarning",
            "INVERSE_DYNAMICS_TOL"]
@@ -95,7 +98,7 @@ def _actuation_stack(actuation: Any, x: NDArray[np.float64], n: int) -> NDArray[
     return check_finite(np.asarray(A, dtype=float), "actuation (A_τ)", error=ReferenceMotionError)
 
 
-def inverse_dynamics(cm: Any, x: ArrayLike, xd: ArrayLike, xdd: ArrayLike,
+def inverse_dynamics(cm: CompiledModel, x: ArrayLike, xd: ArrayLike, xdd: ArrayLike,
                      u: ArrayLike | None = None,
                      p: ArrayLike | Mapping[str, float] | None = None,
                      actuation: ArrayLike | Callable[[NDArray[np.float64]], ArrayLike] | None = None,

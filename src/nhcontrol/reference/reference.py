@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import math
 
@@ -23,6 +23,9 @@ from ._timefns import (_interp_rate, _Previous, _Vectorized, _check_breakpoints,
                        _check_range, _check_rate_kernels, _constant, _interp, _probe_times,
                        _simulation_breakpoints, _vectorize)
 from . import _timefns
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 # The time functions were defined here before they moved to _timefns: references pickled then
 # name them under this module, so the names stay (same attribute layouts).
@@ -91,7 +94,7 @@ class StateComponent:
 class _InverseLam:
     """``Λ0(t)`` by inverse dynamics, Eq. (2.112), at the requested times (picklable)."""
 
-    def __init__(self, cm: Any, fx: _TimeFn, fxd: _TimeFn, fxdd: _TimeFn, fu: _TimeFn,
+    def __init__(self, cm: CompiledModel, fx: _TimeFn, fxd: _TimeFn, fxdd: _TimeFn, fu: _TimeFn,
                  p: NDArray[np.float64], k: int, ml: int, tol: float, check: bool) -> None:
         self.cm, self.fx, self.fxd, self.fxdd, self.fu = cm, fx, fxd, fxdd, fu
         self.p, self.k, self.ml, self.tol, self.check = p, k, ml, tol, check
@@ -357,7 +360,7 @@ class Reference:
             return np.linspace(t0, t0 + self.period, num)
         return np.array([0.0])
 
-    def check(self, cm: Any, ts: ArrayLike | None = None, *, tol: float = CHECK_TOL,
+    def check(self, cm: CompiledModel, ts: ArrayLike | None = None, *, tol: float = CHECK_TOL,
               raise_on_error: bool = False) -> ResidualReport:
         """Residuals of the motion in the constraints and the equations of motion.
 
@@ -437,7 +440,7 @@ class Reference:
                          "breakpoints": list(self.breakpoints)})
 
     @classmethod
-    def load(cls, path: Any, cm: Any) -> "Reference":
+    def load(cls, path: Any, cm: CompiledModel) -> "Reference":
         """Read a file of `save()` for the model ``cm`` (its coordinates, inputs and
         constraints must match). The motion is periodic (``period`` kept) when the samples span
         one period and the last equals the first; otherwise it is defined on the sampled range.
@@ -479,7 +482,7 @@ class Reference:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def _build(cls, cm: Any, ev: ModelEvaluator, fx: _TimeFn, fxd: _TimeFn, fxdd: _TimeFn,
+    def _build(cls, cm: CompiledModel, ev: ModelEvaluator, fx: _TimeFn, fxd: _TimeFn, fxdd: _TimeFn,
                flam: _TimeFn | None, fu: _TimeFn, *, steady: bool, period: float | None,
                t_range: tuple[float, float] | None, source: str, tol: float,
                check_dynamics: bool, check: bool = True, check_tol: float = ADMISSIBILITY_TOL,
@@ -536,7 +539,8 @@ class Reference:
                    lam_source=lam_source, _fud=fud, breakpoints=bps)
 
     @classmethod
-    def from_functions(cls, cm: Any, x: Any, xd: Any, xdd: Any, u: Any = None, lam: Any = None,
+    def from_functions(cls, cm: CompiledModel, x: Any, xd: Any, xdd: Any, u: Any = None,
+                       lam: Any = None,
                        p: ArrayLike | Mapping[str, float] | None = None, steady: bool = False,
                        period: float | None = None, t_range: ArrayLike | None = None, *,
                        tol: float = INVERSE_DYNAMICS_TOL, check: bool = True,
@@ -582,7 +586,7 @@ class Reference:
             ``ż0 = H(x0, ẋ0, z0, u0)`` (Eq. (7.19)) with ``ż0`` the entries of ``ud`` (zero
             when ``ud`` is omitted, so a ``z0(t)`` that varies needs ``ud``), relative to the
             size of its terms (`nhcontrol.reference.admissibility`).
-            `nhcontrol.linearize.linearize_first_order_system()` checks it again.
+            `nhcontrol.linearization.linearize_first_order_system()` checks it again.
         breakpoints : (J,) array_like, optional
             Times at which ``u`` (and ``ud``) jump (steps, piecewise-constant schedules),
             inside ``t_range`` when one is given; kept as `breakpoints`.
@@ -612,7 +616,8 @@ class Reference:
                           rates=rates, breakpoints=breakpoints)
 
     @classmethod
-    def constant_velocity(cls, cm: Any, x0: ArrayLike, xd0: ArrayLike, u: ArrayLike | None = None,
+    def constant_velocity(cls, cm: CompiledModel, x0: ArrayLike, xd0: ArrayLike,
+                          u: ArrayLike | None = None,
                           p: ArrayLike | Mapping[str, float] | None = None,
                           lam: ArrayLike | None = None, t_range: ArrayLike | None = None, *,
                           tol: float = INVERSE_DYNAMICS_TOL, check: bool = True,
@@ -641,7 +646,7 @@ class Reference:
                           rates=rates)
 
     @classmethod
-    def equilibrium(cls, cm: Any, x0: ArrayLike, u: ArrayLike | None = None,
+    def equilibrium(cls, cm: CompiledModel, x0: ArrayLike, u: ArrayLike | None = None,
                     p: ArrayLike | Mapping[str, float] | None = None, *,
                     tol: float = INVERSE_DYNAMICS_TOL, check: bool = True,
                     rates: Any = None) -> "Reference":
@@ -654,7 +659,7 @@ class Reference:
                                      rates=rates)
 
     @classmethod
-    def from_samples(cls, cm: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike | None = None,
+    def from_samples(cls, cm: CompiledModel, t: ArrayLike, x: ArrayLike, xd: ArrayLike | None = None,
                      xdd: ArrayLike | None = None, u: ArrayLike | None = None,
                      p: ArrayLike | Mapping[str, float] | None = None, *,
                      lam: ArrayLike | None = None, periodic: bool = False,

@@ -37,11 +37,15 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from numpy.typing import NDArray
 from . import ball_plate_ltv as bpl
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["run", "summary", "Settings", "contact_error",
            "ClosedLoop", "closed_loop_nonlinear", "closed_loop_linear", "lqr_gains"]
@@ -154,7 +158,8 @@ def lqr_gains(dsys: Any, steps: int, Q: NDArray, R: NDArray):
     return finite_horizon_lqr((Ad, Bd), Q, R, Q)
 
 
-def closed_loop_nonlinear(cm: Any, ref: Any, x0: NDArray, xd0: NDArray, law: Callable | None,
+def closed_loop_nonlinear(cm: CompiledModel, ref: Reference, x0: NDArray, xd0: NDArray,
+                          law: Callable | None,
                           dt: float, st: Settings, t_eval: NDArray | None = None) -> ClosedLoop:
     """Nonlinear model with a discrete controller ``law(k, t_k, x, xd) -> u`` held on each sample.
 
@@ -189,7 +194,7 @@ def closed_loop_nonlinear(cm: Any, ref: Any, x0: NDArray, xd0: NDArray, law: Cal
                       u=uu, step_times=np.asarray(times))
 
 
-def closed_loop_linear(ref: Any, Ad: NDArray, Bd: NDArray, X0: NDArray, feedback: Callable,
+def closed_loop_linear(ref: Reference, Ad: NDArray, Bd: NDArray, X0: NDArray, feedback: Callable,
                        dt: float, expand: Callable[[NDArray], NDArray]) -> ClosedLoop:
     """Discrete linear closed loop ``X_{k+1} = Ad_k X_k + Bd_k δu_k``, ``δu_k = feedback(k, X_k)``.
 
@@ -220,8 +225,8 @@ def _summarise(motion: Any, run: ClosedLoop) -> dict[str, float]:
             "peak_input_deg": float(np.degrees(np.max(np.abs(run.u))))}
 
 
-def _formulation(bp: Any, cm: Any, phi0: float, st: Settings, *, reduced: bool,
-                 ref: Any = None) -> dict[str, Any]:
+def _formulation(bp: Any, cm: CompiledModel, phi0: float, st: Settings, *, reduced: bool,
+                 ref: Reference | None = None) -> dict[str, Any]:
     """Reference, LTV system, discretization, LQR and deviation map of one formulation.
 
     The LTV system is the product path (third numerical procedure, ``method="linearize"``).
@@ -281,7 +286,7 @@ def _mpc_law(bp: Any, f: dict[str, Any], st: Settings, statuses: list[str]) -> C
     return law
 
 
-def _controllability(bp: Any, cm: Any, phi0: float) -> dict[str, Any]:
+def _controllability(bp: Any, cm: CompiledModel, phi0: float) -> dict[str, Any]:
     """Gramian (8.85) over one period and Silverman–Meadows rank (8.86)–(8.87) of both formulations.
 
     The Gramian integrates the closed form of ``A(t), B(t)`` (Eqs. (8.75)–(8.76)), which
@@ -410,7 +415,7 @@ def _window(f: dict[str, Any]) -> tuple[NDArray, NDArray]:
     return window(f["discrete"], 0, f["nsim"])
 
 
-def _linear_check(bp: Any, cm: Any, phi0: float, st: Settings) -> dict[str, float]:
+def _linear_check(bp: Any, cm: CompiledModel, phi0: float, st: Settings) -> dict[str, float]:
     """Controllable LQR loop, linear vs nonlinear, from ``s ×`` the deviations of Eq. (8.92).
 
     The reference is the spin-matched one of the scaled state, so the linear model describes
@@ -437,7 +442,8 @@ def _linear_check(bp: Any, cm: Any, phi0: float, st: Settings) -> dict[str, floa
             "relative_difference": diff / dev}
 
 
-def _animation(out: Path, key: str, ref: Any, run_: ClosedLoop, st: Settings, *, dpi: int) -> Path:
+def _animation(out: Path, key: str, ref: Reference, run_: ClosedLoop, st: Settings, *,
+               dpi: int) -> Path:
     """GIF of a closed loop: contact path over the reference circle, plate tilt."""
     from nhcontrol.plotting import animate
     from nhcontrol.plotting.animation import ball_plate_scene

@@ -10,17 +10,21 @@ closed form (Eqs. (8.75)-(8.76)), and the 7-state controllable formulation of Se
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import LinearSystemError
 from .._util.validation import readonly
-from ..linearize import Partition, linearize
+from ..linearization import Partition, linearize
 from ..models.ball_plate import (INPUTS, LTV_STATES, PARTITION_8_72, REDUCED_STATES, CircularMotion,
                                  closed_form_matrices, motion_from_reference, spin_reduction)
 from ..systems import LTVSystem, restrict
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["AGREEMENT_TOL", "closed_form_ltv", "ltv_system", "controllable_formulation"]
 
@@ -56,7 +60,7 @@ def closed_form_ltv(motion: CircularMotion):
 
 
 # ---------------------------------------------------------------------------- product path
-def ltv_system(cm: Any, ref: Any, *, method: Literal["linearize", "closed_form"] = "linearize"):
+def ltv_system(cm: CompiledModel, ref: Reference, *, method: Literal["linearize", "closed_form"] = "linearize"):
     """8-state LTV system of Eq. (8.74) from the third numerical procedure (Sect. 4.2.3, 8.1).
 
     ``A(t)``, ``B(t)`` are [`nhcontrol.linearize()`][nhcontrol.linearize] with
@@ -126,7 +130,7 @@ def ltv_system(cm: Any, ref: Any, *, method: Literal["linearize", "closed_form"]
                      dB=lambda t, k: closed_form_matrices(mo, t, k)[1], vectorized=True)
 
 
-def controllable_formulation(cm: Any, ref: Any, *,
+def controllable_formulation(cm: CompiledModel, ref: Reference, *,
                              method: Literal["linearize", "closed_form"] = "linearize"):
     """7-state LTV system without the conserved spin: controllable (Sect. 8.4.5).
 

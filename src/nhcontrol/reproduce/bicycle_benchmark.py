@@ -28,12 +28,17 @@ from __future__ import annotations
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from nhcontrol._util.errors import LinearSystemError
+
+if TYPE_CHECKING:
+    from typing import Mapping
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
 
 __all__ = ["run", "summary", "reference_data", "jacobian_polynomial", "jacobian_4_180",
            "zeta_from_jacobian", "ZETA_NAMES"]
@@ -91,8 +96,8 @@ def jacobian_4_180(v: float) -> NDArray[np.float64]:
     return J
 
 
-def _jacobian_fn(cm: Any, partition: Any):
-    from nhcontrol.linearize import linearize
+def _jacobian_fn(cm: CompiledModel, partition: Partition | Mapping[str, Any]):
+    from nhcontrol.linearization import linearize
     from nhcontrol.models import benchmark_bicycle as bb
 
     def J(v: float) -> NDArray[np.float64]:
@@ -212,10 +217,10 @@ def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) 
     """
     from nhcontrol.analysis.stability import (critical_points, eigenvalues_vs_parameter,
                                               match_spectra, structural_zeros)
-    from nhcontrol.linearize import Partition, linearize
-    from nhcontrol.linearize.finite_difference import finite_difference_jacobian
-    from nhcontrol.linearize.first import first_procedure
-    from nhcontrol.linearize.second import second_procedure
+    from nhcontrol.linearization import Partition, linearize
+    from nhcontrol.linearization.finite_difference import finite_difference_jacobian
+    from nhcontrol.linearization.first import first_procedure
+    from nhcontrol.linearization.second import second_procedure
     from nhcontrol.models import benchmark_bicycle as bb
     from nhcontrol.sweep import sweep
 
@@ -413,7 +418,7 @@ def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) 
     return result
 
 
-def _animation(cm: Any, out: Path, quick: bool) -> Path:
+def _animation(cm: CompiledModel, out: Path, quick: bool) -> Path:
     """Simulate the uncontrolled bicycle at 5 m/s after a lean-rate kick and animate it."""
     from nhcontrol.models import benchmark_bicycle as bb
     from nhcontrol.plotting import animate

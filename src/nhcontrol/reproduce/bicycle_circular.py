@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 from ..analysis import stable_ranges, turn_floquet, turn_stability
@@ -29,13 +29,17 @@ from ..models import benchmark_bicycle as bb
 from ..models import bicycle_turns as bt
 from ..simulate import turn_simulation
 
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
+
 __all__ = ["run", "summary", "turn_point", "families", "MEIJAARD_CAPSIZE"]
 
 MEIJAARD_CAPSIZE = 6.024262
 """Capsize speed of the benchmark, Meijaard et al. (2007), Table 2 [m/s]."""
 
 
-def turn_point(cm: Any, t: "bt.SteadyTurn") -> dict:
+def turn_point(cm: CompiledModel, t: "bt.SteadyTurn") -> dict:
     """JSON point of a turn."""
     s = turn_stability(cm, t)
     return {"v": t.speed, "lean_deg": t.lean_deg, "steer_deg": t.steer_deg, "radius_m": t.radius,
@@ -43,7 +47,7 @@ def turn_point(cm: Any, t: "bt.SteadyTurn") -> dict:
             "residual": t.residual}
 
 
-def families(cm: Any, *, quick: bool = False) -> dict[str, list]:
+def families(cm: CompiledModel, *, quick: bool = False) -> dict[str, list]:
     """The three families ([`families()`][nhcontrol.models.bicycle_turns.families])."""
     fams, missing = bt.families(cm, max_step=0.2 if quick else 0.06, max_speed=15.0 if quick else 30.0,
                                 max_rate=30.0 if quick else 60.0)
@@ -52,7 +56,7 @@ def families(cm: Any, *, quick: bool = False) -> dict[str, list]:
     return fams
 
 
-def _pick(cm: Any, fams: dict, quick: bool) -> list[tuple[str, Any]]:
+def _pick(cm: CompiledModel, fams: dict, quick: bool) -> list[tuple[str, Any]]:
     """Points for the Floquet and simulation checks: stable ones and clearly unstable ones."""
     out = []
     for name, fam in fams.items():

@@ -17,11 +17,11 @@ model) and Meijaard et al.'s ``v_w, v_c``. Trends of thesis Ch. 9 in ``"trends"`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import linearize as _lin
+from .. import linearization as _lin
 from ..analysis import critical_points, structural_zeros, turn_floquet, turn_stability
 from ..analysis import stable_ranges as turn_stable_ranges
 from ..models import benchmark_bicycle as bb
@@ -30,6 +30,10 @@ from ..models import escooter as es
 from .bicycle_benchmark import jacobian_polynomial
 from .toroidal_bicycle import MEIJAARD_VC, MEIJAARD_VW
 from nhcontrol.plotting.style import PALETTE
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
 
 __all__ = ["run", "summary", "speed_polynomial", "stable_ranges", "spectrum", "steady_turns",
            "suspension_trends", "rider_trends", "RIDER_CASES"]
@@ -41,7 +45,7 @@ SUSPENSION_IMAG = 15.0
 """Suspension pairs: eigenvalues with |Im| above this [rad/s] (lean-steer modes stay below)."""
 
 
-def speed_polynomial(cm: Any, p: np.ndarray, partition: dict) -> tuple[tuple[np.ndarray, ...], float]:
+def speed_polynomial(cm: CompiledModel, p: np.ndarray, partition: dict) -> tuple[tuple[np.ndarray, ...], float]:
     """``(J0, J1, J2)`` of ``J(v)`` and the relative residual of the fit at ``v = 7.3``."""
     part = _lin.Partition.from_dict(partition)
 
@@ -85,7 +89,7 @@ def stable_ranges(poly: tuple[np.ndarray, ...], v_max: float = V_MAX) -> list[li
     return ranges
 
 
-def _case(cm: Any, partition: dict, **kw: float) -> dict[str, Any]:
+def _case(cm: CompiledModel, partition: dict, **kw: float) -> dict[str, Any]:
     poly, res = speed_polynomial(cm, cm.param_vector(**kw), partition)
     ranges = stable_ranges(poly)
     ev = spectrum(poly, SPEEDS)
@@ -95,7 +99,7 @@ def _case(cm: Any, partition: dict, **kw: float) -> dict[str, Any]:
             "_poly": poly}
 
 
-def reduction(cm: Any) -> dict[str, Any]:
+def reduction(cm: CompiledModel) -> dict[str, Any]:
     """Hoop wheels + Table 4.1 + suspensions vs the benchmark bicycle and Meijaard's speeds."""
     p = cm.param_vector(**es.BENCHMARK_PARAMETERS)
     poly, _ = speed_polynomial(cm, p, es.PARTITION)
@@ -144,7 +148,7 @@ SUSPENSION_SPEED = 5.0
 """Speed [m/s] of the suspension-pair sensitivities (the real parts do not depend on it)."""
 
 
-def _pairs_at(cm: Any, v: float, **kw: float) -> np.ndarray:
+def _pairs_at(cm: CompiledModel, v: float, **kw: float) -> np.ndarray:
     poly, _ = speed_polynomial(cm, cm.param_vector(**kw), es.PARTITION)
     ev = spectrum(poly, [v])[0]
     up = ev[ev.imag > 0]
@@ -155,7 +159,7 @@ def _slope(f: list[float], y: np.ndarray) -> list[float]:
     return [float(np.polyfit(np.log(f), np.log(np.abs(y[:, j])), 1)[0]) for j in range(y.shape[1])]
 
 
-def suspension_trends(cm: Any, *, quick: bool = False) -> dict:
+def suspension_trends(cm: CompiledModel, *, quick: bool = False) -> dict:
     """The suspension eigenvalue pairs against damping, stiffness and mass (thesis Ch. 9).
 
     Both dampers (``c_R, c_F``), both springs (``k_R, k_F``) or the rider-frame mass ``m_B``
@@ -198,7 +202,7 @@ RIDER_CASES: dict[str, dict[str, float]] = {
 """Rider-model variants of body B (chosen; Paudel et al.'s inertia tensor is not used)."""
 
 
-def rider_trends(cm: Any, *, quick: bool = False) -> dict:
+def rider_trends(cm: CompiledModel, *, quick: bool = False) -> dict:
     """Self-stable speed ranges for rider-model variants of body B, alone and with the handlebar
     inertia reduced (thesis Ch. 9: modifying B alone gives no self-stable range; together with a
     reduced handlebar inertia the eigenvalues evolve like Paudel et al.'s)."""
@@ -228,7 +232,7 @@ def rider_trends(cm: Any, *, quick: bool = False) -> dict:
     return out
 
 
-def steady_turns(cm: Any, *, quick: bool = False) -> dict:
+def steady_turns(cm: CompiledModel, *, quick: bool = False) -> dict:
     """Hands-free steady turns of the nominal e-scooter and their stability (thesis Ch. 9 outlook).
 
     The families of [`bicycle_turns.families()`][nhcontrol.models.bicycle_turns.families]

@@ -2,7 +2,7 @@
 
 Arranges library calls: the equilibrium at phi2 = 60 deg with p3 = 3.5 MPa (Eqs. (7.84)-(7.99)),
 the multipliers by inverse dynamics (Eqs. (7.91)-(7.94)), the 6x6 Jacobian of Eq. (7.96) from
-[`nhcontrol.linearize.linearize_with_first_order_states()`][nhcontrol.linearize.linearize_with_first_order_states]
+[`nhcontrol.linearization.linearize_with_first_order_states()`][nhcontrol.linearization.linearize_with_first_order_states]
 for four friction scenarios
 (nominal, friction/10, friction/100, frictionless), the controllability with ``U_ref`` as
 input, and the conventional counterpart of Sect. 7.3.5 (Eqs. (7.103)-(7.110)): its 24x24
@@ -26,7 +26,7 @@ import numpy as np
 import control as ct
 
 from ..analysis.controllability import controllability
-from ..linearize import linearize_with_first_order_states
+from ..linearization import linearize_with_first_order_states
 from ..models import hydraulic_fourbar as hf
 from ..reference import Reference
 from ..reference.inverse import inverse_dynamics
@@ -103,7 +103,7 @@ def timing(repeat: int = 20, h: float = 1e-5) -> dict[str, float]:
     Both start from the compiled model and a reference that stores ``Λ0``; the same
     measurement, with more repeats and CPU times, is ``benchmarks/hydraulic_fourbar.py``.
     """
-    from ..linearize import finite_difference_jacobian_first_order
+    from ..linearization import finite_difference_jacobian_first_order
 
     eq = hf.equilibrium(60.0, 3.5e6)
     cm = hf.model()

@@ -200,7 +200,7 @@ def run(*, out: Path | None = None, quick: bool = False, n: int | None = None,
         deviations on the nominal plant), ``lqr`` and ``mpc`` (``n``, ``success_rate``,
         ``statistics``, ``worst``, ``backend``), ``timing_s``.
     """
-    from nhcontrol.verify import monte_carlo, relative, uniform
+    from nhcontrol.applications.verify import monte_carlo, relative, uniform
 
     study = QUICK if quick else FULL
     if n is not None:

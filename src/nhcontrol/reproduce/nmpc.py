@@ -16,7 +16,7 @@ Arranges library calls:
    size cannot follow both the contact-point path and the nominal ball's rotation),
    ``R = 10³ I``. Error: distance of the contact point from the reference point
    ``‖C(t) − C_ref(t)‖``.
-2. **double lane change** (ISO 3888-1, `nhcontrol.lane_change_control.lane_change_setup`: the
+2. **double lane change** (ISO 3888-1, `nhcontrol.applications.lane_change.lane_change_setup`: the
    torque-steered skate, reference by flatness and inverse dynamics, plant with other mass,
    inertia and centre of mass, initial lateral offset): RTI with the steering angle and rate as
    bounded states (with the margins of `LaneChangeSettings.backoff`), ``F_F = 0``.
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..design import MPCController, NMPCController
-from ..lane_change_control import LaneChangeSettings, lane_change_setup
+from ..applications.lane_change import LaneChangeSettings, lane_change_setup
 from ..models import ball_plate as bp
 from ..models import lane_change as lc
 from ..reference import consistent_initial_conditions

@@ -2,7 +2,7 @@
 
 ``nhcontrol reproduce output-feedback [--json] [--out DIR] [--quick] [--n N]``
 
-Arranges the calls of [`nhcontrol.output_feedback_studies`][nhcontrol.output_feedback_studies]:
+Arranges the calls of [`nhcontrol.applications.output_feedback`][nhcontrol.applications.output_feedback]:
 
 * ``ball_plate_lqg`` — the ball-plate circle (Ch. 8, ``φ0 = 5°``) with a camera on the contact
   point (σ = 1 mm, 50 Hz), plate-angle encoders (σ = 0.05°) and a plate-angle disturbance: the
@@ -12,7 +12,7 @@ Arranges the calls of [`nhcontrol.output_feedback_studies`][nhcontrol.output_fee
 * ``bicycle_ekf`` — the benchmark bicycle at 3 m/s (unstable weave) with a roll-rate gyro and a
   steer encoder: EKF + LQR from a 5° roll perturbation;
 * ``monte_carlo`` — the ball-plate LQG under ±10 % mass/radius uncertainty and random initial
-  deviations (``verify.monte_carlo``), success: final contact error ≤ 10 mm;
+  deviations (``applications.verify.monte_carlo``), success: final contact error ≤ 10 mm;
 * ``observability`` — Kalman/PBH ranks (frozen) and the observability Gramian over one period
   (ball-plate), ranks with their singular values and tolerances.
 """
@@ -40,8 +40,8 @@ def _rank(r: Any) -> dict[str, Any]:
 
 def _observability(design: Any, quick: bool) -> dict[str, Any]:
     from nhcontrol.analysis import observability, observability_gramian
-    from nhcontrol.output_feedback_studies import bicycle_sensor_model
-    from nhcontrol.linearize import linearize
+    from nhcontrol.applications.output_feedback import bicycle_sensor_model
+    from nhcontrol.linearization import linearize
     from nhcontrol.models import benchmark_bicycle as bb
     from nhcontrol.systems import LTVSystem
     from nhcontrol.models import ball_plate as bp
@@ -78,8 +78,8 @@ def _observability(design: Any, quick: bool) -> dict[str, Any]:
 
 def run(*, out: Path | None = None, quick: bool = False, n: int | None = None) -> dict:
     """Run the four studies (``quick``: shorter runs, 4 Monte-Carlo trials)."""
-    from nhcontrol import output_feedback_studies as of
-    from nhcontrol.verify import monte_carlo, relative, uniform
+    from nhcontrol.applications import output_feedback as of
+    from nhcontrol.applications.verify import monte_carlo, relative, uniform
 
     t_bp = 10.0 if quick else 20.0
     t_mc = 10.0

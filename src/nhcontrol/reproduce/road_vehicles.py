@@ -13,10 +13,10 @@ Arranges library calls:
    ``LTVMPC`` with steering-angle and steering-rate bounds (states ``gamma``, ``gamma_d``) and
    the finite-horizon LQR, each closed on the nonlinear model (``forward_dynamics`` with a
    sampled controller) whose mass, yaw inertia and centre of mass differ from the controller's
-   model, from a lateral offset (`nhcontrol.lane_change_control`: ``lane_change_setup``,
+   model, from a lateral offset (`nhcontrol.applications.lane_change`: ``lane_change_setup``,
    ``closed_loop``);
 3. the lane change on the ``force`` skate, whose steering angle is assigned (an input in the
-   front skate constraint; `nhcontrol.lane_change_control`): its reference with input rates →
+   front skate constraint; `nhcontrol.applications.lane_change`): its reference with input rates →
    the third procedure with the rate matrix ``B_rate`` → ``input_state_form`` (``γ`` a state,
    ``γ̇`` the input; states ``[x, ẋ, y, ψ, γ]``) → ``LTVMPC`` with ``|γ|`` a state bound and
    ``|γ̇|`` an input bound, and the finite-horizon LQR with the same weights, each closed on the
@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ..lane_change_control import (TYRE_CONTROLLERS, LaneChangeSettings, LaneChangeSetup,
+from ..applications.lane_change import (TYRE_CONTROLLERS, LaneChangeSettings, LaneChangeSetup,
                                    assigned_steering_setup, closed_loop, closed_loop_assigned,
                                    lane_change_setup, tyre_convergence, tyre_plant_runs,
                                    tyre_stiffness_sweep)

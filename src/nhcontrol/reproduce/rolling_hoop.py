@@ -14,15 +14,19 @@ Jacobian; no formula typed in), compared here with the closed form
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.optimize import brentq
 
-from .. import linearize as _lin
+from .. import linearization as _lin
 from ..analysis import charpoly
 from ..models import rolling_wheel
 from nhcontrol.plotting.style import PALETTE, LINEWIDTH
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
 
 __all__ = ["run", "summary", "jacobian", "pair_coefficient", "critical_speed",
            "analytic_critical_speed"]
@@ -36,19 +40,19 @@ def _model(kind: str, r: float, m: float, g: float):
     return build(r=r, m=m, g=g)
 
 
-def jacobian(cm: Any, v: float) -> np.ndarray:
+def jacobian(cm: CompiledModel, v: float) -> np.ndarray:
     """Minimal 8×8 Jacobian (Eq. (4.124)) of upright rolling at speed ``v``."""
     ref = rolling_wheel.upright_rolling(cm, v)
     part = _lin.Partition.from_dict(rolling_wheel.PARTITION)
     return np.asarray(_lin.linearize(cm, ref, part).A)
 
 
-def pair_coefficient(cm: Any, v: float) -> float:
+def pair_coefficient(cm: CompiledModel, v: float) -> float:
     """``c(v)``: coefficient of ``λ^6`` in ``det(λI - J(v))``; ``c = -λ^2`` of the wobble pair."""
     return float(charpoly(jacobian(cm, v))[2])
 
 
-def critical_speed(cm: Any, bracket: tuple[float, float] = (0.05, 5.0)) -> float:
+def critical_speed(cm: CompiledModel, bracket: tuple[float, float] = (0.05, 5.0)) -> float:
     """Speed at which the lean pair turns from real (capsize) to imaginary (wobble).
 
     Root of `pair_coefficient()` by Brent's method, ``xtol = 1e-14``.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.linalg as sl
@@ -30,6 +30,10 @@ from ..analysis import (MARGINAL_RTOL, charpoly_root, floquet, linearize_relativ
                         stability_threshold)
 from ..models import rolling_torus as rt
 from nhcontrol.plotting.style import PALETTE
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["run", "summary", "circular_linearization", "straight_jacobian", "straight_critical_speed",
            "vertical_spin_jacobian", "vertical_spin_threshold", "circular_stability",
@@ -41,36 +45,38 @@ CASES = [(-5.0, 0.75), (-5.0, 0.5), (-20.0, 1.5), (10.0, 2.0)]
 MUS = [0.2, 0.1, 0.05, 0.02, 0.01, 0.001, 0.0]
 
 
-def circular_linearization(cm: Any, ref: Any, mo: "rt.SteadyMotion"):
+def circular_linearization(cm: CompiledModel, ref: Reference, mo: "rt.SteadyMotion"):
     """Periodic LTV linearization (thesis partition) and its heading-frame constant form."""
     return linearize_relative_equilibrium(cm, ref, rt.PARTITION, lambda st: rt.heading_frame(st, mo.Omega),
                                           rename={"x_C": "u_C", "y_C": "v_C"})
 
 
-def straight_jacobian(cm: Any, v: float, p: Any = None) -> np.ndarray:
+def straight_jacobian(cm: CompiledModel, v: float, p: Any = None) -> np.ndarray:
     """Jacobian of upright straight rolling with centre speed ``v`` [m/s]."""
     vals = p if isinstance(p, dict) else dict(zip(cm.parameters, np.asarray(p if p is not None else cm.defaults)))
     ref, mo = rt.straight_rolling(cm, float(v) / (vals["rho"] + vals["a"]), p=p)
     return circular_linearization(cm, ref, mo).J
 
 
-def straight_critical_speed(cm: Any, p: Any = None, bracket: tuple[float, float] = (1e-3, 50.0)) -> float:
+def straight_critical_speed(cm: CompiledModel, p: Any = None, bracket: tuple[float, float] = (1e-3,
+                            50.0)) -> float:
     """Root of the pair coefficient: ``det(λI - J) = λ^6 (λ^2 + c(v))`` (hoop: ``sqrt(g rho)/2``)."""
     return charpoly_root(lambda v: straight_jacobian(cm, v, p), 2, bracket)
 
 
-def vertical_spin_jacobian(cm: Any, Omega: float, p: Any = None) -> np.ndarray:
+def vertical_spin_jacobian(cm: CompiledModel, Omega: float, p: Any = None) -> np.ndarray:
     """Constant (heading-frame) Jacobian of the spin about a vertical diameter."""
     ref, mo = rt.vertical_spin(cm, Omega, p=p)
     return circular_linearization(cm, ref, mo).J
 
 
-def vertical_spin_threshold(cm: Any, p: Any = None, bracket: tuple[float, float] = (1e-2, 200.0)) -> float:
+def vertical_spin_threshold(cm: CompiledModel, p: Any = None, bracket: tuple[float, float] = (1e-2,
+                            200.0)) -> float:
     """Spin rate [rad/s] above which the spin about a vertical diameter is (marginally) stable."""
     return stability_threshold(lambda Om: vertical_spin_jacobian(cm, Om, p), bracket)
 
 
-def circular_stability(cm: Any, phi0: float, omega: float, p: Any = None, *, branch: int = 0):
+def circular_stability(cm: CompiledModel, phi0: float, omega: float, p: Any = None, *, branch: int = 0):
     """``(motion, eig(J), stable)`` of a circular motion (stable: no ``Re λ > 0`` beyond round-off)."""
     ref, mo = rt.circular_motion(cm, phi0, omega=omega, p=p, branch=branch)
     lam = np.linalg.eigvals(circular_linearization(cm, ref, mo).J)
@@ -82,7 +88,7 @@ def _stable(J: np.ndarray) -> bool:
     return bool(lam.real.max() <= MARGINAL_RTOL * max(1.0, float(np.abs(lam).max())))
 
 
-def circular_stability_straight(cm: Any, v: float, p: Any) -> bool:
+def circular_stability_straight(cm: CompiledModel, v: float, p: Any) -> bool:
     """Linear (marginal) stability of upright straight rolling at centre speed ``v``."""
     return _stable(straight_jacobian(cm, v, p))
 
@@ -105,7 +111,7 @@ THESIS_PAIR = {"phi0_deg": -5.0, "omega_bar": 0.75, "Omega_bar": 0.0794,
 """Sect. 6.3.8, Eq. (6.133): the printed pair (stable) and the unstable case omega_bar = 0.5."""
 
 
-def thesis_unit_cases(cm: Any, vals: dict) -> dict:
+def thesis_unit_cases(cm: CompiledModel, vals: dict) -> dict:
     """The thesis' cases read in the time unit that makes its printed pair one physical motion.
 
     ``tau = rt.time_unit_from_pair(-5 deg, 0.75, 0.0794)``; both printed cases (``omega_bar =
@@ -135,7 +141,7 @@ def thesis_unit_cases(cm: Any, vals: dict) -> dict:
     return out
 
 
-def circular_case(cm: Any, vals: dict, phi0_deg: float, omega_bar: float) -> dict:
+def circular_case(cm: CompiledModel, vals: dict, phi0_deg: float, omega_bar: float) -> dict:
     """Floquet validation of one circular motion."""
     sc = _scale(vals)
     ref, mo = rt.circular_motion(cm, math.radians(phi0_deg), omega=omega_bar / sc, p=vals)
@@ -164,7 +170,8 @@ def circular_case(cm: Any, vals: dict, phi0_deg: float, omega_bar: float) -> dic
             "stable": stable}
 
 
-def stability_map(cm: Any, vals: dict, phis_deg: np.ndarray, omega_bars: np.ndarray) -> np.ndarray:
+def stability_map(cm: CompiledModel, vals: dict, phis_deg: np.ndarray,
+                  omega_bars: np.ndarray) -> np.ndarray:
     """1 stable, 0 unstable, -1 no circular motion, over (phi0, ω̄) (slow branch)."""
     sc = _scale(vals)
     out = np.empty((len(phis_deg), len(omega_bars)))

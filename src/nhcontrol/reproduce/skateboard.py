@@ -14,26 +14,30 @@ speed at which stability changes (``v = 0``, the direction reversal) is found by
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.optimize import brentq
 
-from .. import linearize as _lin
+from .. import linearization as _lin
 from ..analysis import charpoly
 from ..models import sleigh
 from nhcontrol.plotting.style import PALETTE, LINEWIDTH
 
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
+
 __all__ = ["run", "summary", "jacobian", "yaw_eigenvalue", "analytic_yaw_eigenvalue"]
 
 
-def jacobian(cm: Any, v: float) -> np.ndarray:
+def jacobian(cm: CompiledModel, v: float) -> np.ndarray:
     """Minimal 5×5 Jacobian (Eq. (4.124)) of the straight motion at speed ``v``."""
     ref = sleigh.straight_motion(cm, v)
     return np.asarray(_lin.linearize(cm, ref, _lin.Partition.from_dict(sleigh.PARTITION)).A)
 
 
-def yaw_eigenvalue(cm: Any, v: float) -> float:
+def yaw_eigenvalue(cm: CompiledModel, v: float) -> float:
     """The non-zero eigenvalue: ``-c1`` of ``det(λI - J) = λ^5 + c1 λ^4 + ...`` (all others vanish)."""
     return float(-charpoly(jacobian(cm, v))[1])
 

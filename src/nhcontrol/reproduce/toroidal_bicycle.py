@@ -18,14 +18,18 @@ from __future__ import annotations
 import math
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import linearize as _lin
+from .. import linearization as _lin
 from ..analysis import critical_points, structural_zeros
 from ..models import toroidal_bicycle as tb
 from .bicycle_benchmark import jacobian_polynomial
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
 
 __all__ = ["run", "summary", "speed_polynomial", "stable_range", "steer_tilt_trend", "STEER_TILTS"]
 
@@ -37,7 +41,7 @@ V_MAX = 20.0
 _GRID = np.linspace(0.25, V_MAX, 80)
 
 
-def speed_polynomial(cm: Any, p: np.ndarray) -> tuple[tuple[np.ndarray, ...], float]:
+def speed_polynomial(cm: CompiledModel, p: np.ndarray) -> tuple[tuple[np.ndarray, ...], float]:
     """``(J0, J1, J2)`` with ``J(v) = J0 + v J1 + v² J2`` and the relative residual at ``v = 7.3``."""
     part = _lin.Partition.from_dict(tb.PARTITION)
 
@@ -73,12 +77,12 @@ def stable_range(poly: tuple[np.ndarray, ...]) -> dict[str, Any]:
     return {"vw": vw, "vc": vc, "width": width, "open": vw is not None and vc is None}
 
 
-def _case(cm: Any, **kw: float) -> dict[str, Any]:
+def _case(cm: CompiledModel, **kw: float) -> dict[str, Any]:
     poly, res = speed_polynomial(cm, cm.param_vector(**kw))
     return {"parameters": kw, **stable_range(poly), "polynomial_residual": res}
 
 
-def _sweeps(cm: Any, quick: bool) -> dict[str, list[dict[str, Any]]]:
+def _sweeps(cm: CompiledModel, quick: bool) -> dict[str, list[dict[str, Any]]]:
     mus_r = [0.0, 0.1, 0.2, 0.3] if quick else [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3]
     mus_f = [0.0, 0.01, 0.02] if quick else [0.0, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05]
     sigmas = [1.0, 0.5, 0.2] if quick else [1.0, 0.8, 0.6, 0.5, 0.4, 0.3, 0.2]
@@ -98,7 +102,7 @@ TILT_WHEELS: dict[str, dict[str, float]] = {
 }
 
 
-def steer_tilt_trend(cm: Any, *, quick: bool = False) -> dict[str, Any]:
+def steer_tilt_trend(cm: CompiledModel, *, quick: bool = False) -> dict[str, Any]:
     """Self-stable speed range against the steer axis tilt ``nu`` (thesis Ch. 9)."""
     nus = (0.2, math.pi / 10, 0.4) if quick else STEER_TILTS
     wheels = {"toroidal_mu_R0.1_mu_F0.01": TILT_WHEELS["toroidal_mu_R0.1_mu_F0.01"]} if quick else TILT_WHEELS

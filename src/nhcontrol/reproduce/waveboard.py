@@ -14,16 +14,20 @@ the caster tilt ``nu`` change them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import linearize as _lin
+from .. import linearization as _lin
 from ..models import benchmark_bicycle as bb
 from ..models import waveboard as wb
 from .bicycle_benchmark import jacobian_polynomial
 from .escooter import spectrum, stable_ranges
 from nhcontrol.plotting.style import PALETTE
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
 
 __all__ = ["run", "summary", "reduction", "speed_polynomial", "inverse_dynamics_study", "harmonic_inverse",
            "caster_torus_trend", "CASTER_TILTS", "TORUS_RATIOS"]
@@ -37,7 +41,7 @@ LOCKED_PARTITION = dict(independent=["x_b", "phi_b", "delta_F"],
                         dependent=["z_b", "theta_b", "xi_R", "xi_F", "eta_R", "eta_F"])
 
 
-def speed_polynomial(cm: Any, p: np.ndarray, partition: dict) -> tuple[tuple[np.ndarray, ...], float]:
+def speed_polynomial(cm: CompiledModel, p: np.ndarray, partition: dict) -> tuple[tuple[np.ndarray, ...], float]:
     """``(J0, J1, J2)`` of ``J(v)`` and the relative residual of the fit at ``v = 5.3``."""
     part = _lin.Partition.from_dict(partition)
 
@@ -227,13 +231,13 @@ TORUS_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5)
 """Torus ratios ``mu_R = mu_F`` of the stability trend (nominal 0.3)."""
 
 
-def _min_abscissa(cm: Any, **kw: float) -> tuple[float, list]:
+def _min_abscissa(cm: CompiledModel, **kw: float) -> tuple[float, list]:
     poly, _ = speed_polynomial(cm, cm.param_vector(**kw), wb.PARTITION)
     ev = spectrum(poly, np.linspace(0.05, V_MAX, 200))
     return float(np.min(np.max(ev.real, axis=1))), stable_ranges(poly, v_max=V_MAX)
 
 
-def caster_torus_trend(cm: Any, *, quick: bool = False) -> dict[str, Any]:
+def caster_torus_trend(cm: CompiledModel, *, quick: bool = False) -> dict[str, Any]:
     """Stability of the steady forward motion against the caster tilt and the torus ratio (Ch. 9).
 
     For each value: the smallest spectral abscissa over ``0.05 <= v <= V_MAX`` (positive: no

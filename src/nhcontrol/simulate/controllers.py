@@ -5,13 +5,17 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import control
 import numpy as np
 from numpy.typing import NDArray
 
 from nhcontrol._util.errors import SolverError
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["as_controller"]
 
@@ -26,7 +30,8 @@ class _IOController:
     deviation ``lin.deviation(ref, t, x, ẋ)`` (its inputs picked by name; the inputs
     ``xd[i]``, ``ud[j]`` of a ``create_statefbk_iosystem`` controller are held at zero)."""
 
-    def __init__(self, sys: Any, lin: Any, ref: Any, idx: list[int], order: list[int], k: int) -> None:
+    def __init__(self, sys: Any, lin: Any, ref: Reference, idx: list[int], order: list[int],
+                 k: int) -> None:
         self.sys, self.lin, self.ref, self.idx, self.order, self.k = sys, lin, ref, idx, order, k
         self.xc = np.zeros(sys.nstates)
 
@@ -40,8 +45,8 @@ class _IOController:
         return u0 + out
 
 
-def as_controller(controller: Any, cm: Any, sample_time: float | None, linearization: Any,
-                  reference: Any) -> tuple[Callable[[float, NDArray, NDArray], NDArray] | None, float | None]:
+def as_controller(controller: Any, cm: CompiledModel, sample_time: float | None, linearization: Any,
+                  reference: Reference) -> tuple[Callable[[float, NDArray, NDArray], NDArray] | None, float | None]:
     """Turn ``controller`` into ``(controller(t, x, ẋ), sample_time)`` for ``forward_dynamics``."""
     if controller is None:
         return None, sample_time
@@ -75,7 +80,7 @@ def _is_tracking_controller(obj: Any) -> bool:
             and callable(getattr(obj, "reset", None)) and hasattr(obj, "dt"))
 
 
-def _from_iosystem(sys: Any, cm: Any, sample_time: float | None, lin: Any, ref: Any
+def _from_iosystem(sys: Any, cm: CompiledModel, sample_time: float | None, lin: Any, ref: Reference
                    ) -> tuple[Callable[[float, NDArray, NDArray], NDArray], float | None]:
     name = getattr(sys, "name", type(sys).__name__)
     if lin is None or ref is None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -33,6 +33,9 @@ from nhcontrol._util.validation import readonly
 from nhcontrol.reference._eval import param_vector
 
 from .forward import DEFAULT_MAX_EVALUATIONS, work_budget
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = ["FirstOrderSimulation", "forward_dynamics_first_order", "THESIS_BAUMGARTE"]
 
@@ -77,7 +80,8 @@ def _as_reference(r: Any, k_hint: int | None) -> tuple[Callable[..., NDArray[np.
     return (lambda t, x, xd, z, w: arr), arr.size
 
 
-def forward_dynamics_first_order(cm: Any, t_span: tuple[float, float], x0: ArrayLike, xd0: ArrayLike,
+def forward_dynamics_first_order(cm: CompiledModel, t_span: tuple[float, float], x0: ArrayLike,
+                                 xd0: ArrayLike,
                                  z0: ArrayLike, w0: ArrayLike = (), *,
                                  z_rate: Callable[..., Any] | None = None,
                                  w_rate: Callable[..., Any] | None = None, r: Any = 0.0,

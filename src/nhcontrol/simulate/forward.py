@@ -12,7 +12,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -29,6 +29,10 @@ from ._inputs import (HeldInput, OnInterval, OpenLoopInput, RightContinuous, as_
 from .controllers import as_controller
 from .result import SimulationResult
 from ._inputs import ConstantInput, UserInput, input_rates_for
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 # The input laws were defined here, underscored, before they moved to _inputs: results pickled
 # then name them under this module, so the old names stay (same attribute layouts).
@@ -143,7 +147,7 @@ class ConditioningWarning(UserWarning):
     """The saddle-point matrix of Eq. (2.119) became ill conditioned during a simulation."""
 
 
-def _velocity_names(cm: Any) -> tuple[str, ...]:
+def _velocity_names(cm: CompiledModel) -> tuple[str, ...]:
     vel = tuple(getattr(cm, "velocities", ()) or ())
     if len(vel) != int(cm.n):
         vel = tuple(f"{c}_d" for c in cm.coordinates)
@@ -238,7 +242,7 @@ def _is_reference(u: Any) -> bool:
     return hasattr(u, "ud") and hasattr(u, "sample") and hasattr(u, "breakpoints")
 
 
-def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: ArrayLike, *,
+def forward_dynamics(cm: CompiledModel, t_span: Sequence[float], x0: ArrayLike, xd0: ArrayLike, *,
                      u: Any = None, p: ArrayLike | Mapping[str, float] | None = None,
                      baumgarte: tuple[float, float] = DEFAULT_BAUMGARTE,
                      method: Method = "DOP853", rtol: float = 1e-10, atol: float = 1e-12,
@@ -247,7 +251,7 @@ def forward_dynamics(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: Array
                      sample_time: float | None = None, events: Any = None,
                      dense_output: bool = True, max_step: float = math.inf,
                      check_initial: bool = True, exact_jacobian: bool = True,
-                     linearization: Any = None, reference: Any = None,
+                     linearization: Any = None, reference: Reference | None = None,
                      max_evaluations: int | None = DEFAULT_MAX_EVALUATIONS,
                      time_limit: float | None = None, ud: Any = None,
                      breakpoints: ArrayLike | None = None) -> SimulationResult:

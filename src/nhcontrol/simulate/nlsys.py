@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import control
 import numpy as np
@@ -15,6 +15,9 @@ from nhcontrol.reference._eval import ModelEvaluator, clock_offset
 
 from ._dynamics import Dynamics
 from .forward import DEFAULT_BAUMGARTE, INITIAL_TOL, _step_interval, _velocity_names
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = ["to_nlsys", "ConstraintDrift", "constraint_drift"]
 
@@ -108,7 +111,7 @@ _SAMPLED_METHODS = ("DOP853", "RK45", "Radau", "BDF")
 
 
 class _Outputs:
-    def __init__(self, idx: list[int], cm: Any = None, sensors: list[tuple[int, int]] | None = None,
+    def __init__(self, idx: list[int], cm: CompiledModel | None = None, sensors: list[tuple[int, int]] | None = None,
                  p: Any = None) -> None:
         self.idx = idx
         # declared outputs (MultibodySystem.add_output): (position among the outputs, index of h)
@@ -129,7 +132,7 @@ class _Outputs:
         return out
 
 
-def to_nlsys(cm: Any, *, p: ArrayLike | Mapping[str, float] | None = None,
+def to_nlsys(cm: CompiledModel, *, p: ArrayLike | Mapping[str, float] | None = None,
              outputs: Sequence[str] | None = None, name: str | None = None,
              baumgarte: tuple[float, float] = DEFAULT_BAUMGARTE, dt: float | None = None,
              method: str = "DOP853", rtol: float = 1e-10,
@@ -239,7 +242,7 @@ class ConstraintDrift:
         return float(max(np.max(self.holonomic, initial=0.0), np.max(self.velocity, initial=0.0)))
 
 
-def constraint_drift(cm: Any, states: ArrayLike, u: ArrayLike | None = None,
+def constraint_drift(cm: CompiledModel, states: ArrayLike, u: ArrayLike | None = None,
                      p: ArrayLike | Mapping[str, float] | None = None) -> ConstraintDrift:
     """Drift of a trajectory of [`to_nlsys()`][nhcontrol.simulate.to_nlsys] off the constraints (Eqs. (2.109), (2.114)).
 

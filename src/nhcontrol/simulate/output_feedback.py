@@ -19,7 +19,7 @@ Both noises come from one ``numpy.random.Generator`` seeded with ``seed``: a run
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -28,6 +28,9 @@ from .._util.errors import SolverError
 from .._util.validation import as_float_array, readonly
 from .forward import forward_dynamics
 from .result import SimulationResult
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = ["output_feedback_loop", "OutputFeedbackResult"]
 
@@ -108,7 +111,7 @@ def _cov_or_std(val: ArrayLike | None, r: int, name: str) -> Array:
     return 0.5 * (a + a.T)
 
 
-def output_feedback_loop(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: ArrayLike, *,
+def output_feedback_loop(cm: CompiledModel, t_span: Sequence[float], x0: ArrayLike, xd0: ArrayLike, *,
                          estimator: Any, controller: Callable[[int, float, Array], ArrayLike],
                          sample_time: float, measurement_noise: ArrayLike | None = None,
                          process_noise: ArrayLike | None = None, seed: int | None = None,

@@ -24,7 +24,7 @@ drift (the prescription then holds like the holonomic constraints under Baumgart
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -34,6 +34,9 @@ from .._util.validation import COND_MAX
 from ..reference._eval import ModelEvaluator
 from ._dynamics import Dynamics
 from .forward import DEFAULT_BAUMGARTE, forward_dynamics
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = ["prescribed_motion", "AFFINE_RTOL"]
 
@@ -93,7 +96,7 @@ class _ServoController:
         return u
 
 
-def prescribed_motion(cm: Any, t_span: Sequence[float], x0: ArrayLike, xd0: ArrayLike,
+def prescribed_motion(cm: CompiledModel, t_span: Sequence[float], x0: ArrayLike, xd0: ArrayLike,
                       prescribed: Mapping[str, Prescription], *, inputs: Sequence[str] | None = None,
                       p: ArrayLike | Mapping[str, float] | None = None, gains: tuple[float, float] = (400.0, 40.0),
                       baumgarte: tuple[float, float] = DEFAULT_BAUMGARTE, **kwargs: Any) -> Any:

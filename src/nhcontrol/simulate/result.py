@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import control
 import numpy as np
@@ -13,6 +13,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import SolverError
 from nhcontrol._util.validation import readonly
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = ["SimulationResult", "SimulationSamples"]
 
@@ -99,7 +102,7 @@ class SimulationResult:
     velocities: tuple[str, ...]
     inputs: tuple[str, ...]
     constraints: tuple[str, ...]
-    model: Any = field(repr=False)
+    model: CompiledModel | None = field(repr=False)
     parameters: NDArray[np.float64] = field(repr=False)
     baumgarte: tuple[float, float]
     method: str
@@ -163,7 +166,7 @@ class SimulationResult:
         return save_npz(path, "SimulationResult", arrays, meta)
 
     @classmethod
-    def load(cls, path: Any, model: Any = None) -> "SimulationResult":
+    def load(cls, path: Any, model: CompiledModel | None = None) -> "SimulationResult":
         """Read a file of `save()`. ``model`` (optional) is attached after its hash is checked.
 
         Raises

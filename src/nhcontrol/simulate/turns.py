@@ -7,7 +7,7 @@ multipliers of [`nhcontrol.analysis.steady_turns`][nhcontrol.analysis.steady_tur
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,10 +16,13 @@ from ..models import bicycle_turns as bt
 from .forward import forward_dynamics
 from .initial import consistent_initial_conditions
 
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+
 __all__ = ["turn_simulation"]
 
 
-def turn_simulation(cm: Any, turn: "bt.SteadyTurn", *, duration: float = 10.0, perturbation: float = 0.01,
+def turn_simulation(cm: CompiledModel, turn: "bt.SteadyTurn", *, duration: float = 10.0, perturbation: float = 0.01,
                     grow: float = 10.0, rtol: float = 1e-9, atol: float = 1e-11) -> dict:
     """Nonlinear simulation from a perturbed steady turn.
 

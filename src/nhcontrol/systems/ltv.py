@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Callable, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
 
 import control
 import numpy as np
@@ -26,6 +26,12 @@ from scipy.interpolate import make_interp_spline
 from .._util.errors import LinearSystemError, LinearSystemTypeError, TimeRangeError
 from .._util.reprs import html_table, short_names as _short
 from .._util.validation import as_float_array, check_finite, check_names, readonly
+
+if TYPE_CHECKING:
+    from typing import Mapping
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
+    from nhcontrol.reference import Reference
 
 __all__ = ["LTVSystem", "as_ltv", "DerivativeMethod"]
 
@@ -259,7 +265,8 @@ class LTVSystem:
         return sys
 
     @classmethod
-    def from_linearization(cls, cm: Any, ref: Any, partition: Any = None, *,
+    def from_linearization(cls, cm: CompiledModel, ref: Reference,
+                           partition: Partition | Mapping[str, Any] | None = None, *,
                            t_range: tuple[float, float] | None = None,
                            period: float | None = None, check: bool = False,
                            dA: Callable[..., ArrayLike] | Sequence[MatrixFunction] | None = None,
@@ -323,7 +330,7 @@ class LTVSystem:
         PartitionError, ReferenceMotionError
             From [`nhcontrol.linearize()`][nhcontrol.linearize] at the probe time.
         """
-        from ..linearize import Partition, linearize, suggest_partition
+        from ..linearization import Partition, linearize, suggest_partition
 
         rng = _check_t_range(t_range if t_range is not None else getattr(ref, "t_range", None))
         per = _check_period(period if period is not None else getattr(ref, "period", None))

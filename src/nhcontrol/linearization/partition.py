@@ -16,7 +16,7 @@ procedure inverts are well conditioned there:
 
 Because ``D_dd = [[Cx_ad, Cx_d], [B_ad, B_d]]`` has the Schur complement
 ``B_ad - B_d Cx_d⁻¹ Cx_ad = B̄_ad``, ``det D_dd = det(∂C/∂x_d) det(B̄_ad)``: the automatic
-choice ([`suggest_partition()`][nhcontrol.linearize.suggest_partition]) first pivots on ``Cx`` for
+choice ([`suggest_partition()`][nhcontrol.linearization.suggest_partition]) first pivots on ``Cx`` for
 ``x_d`` and then on ``B̄`` for
 ``x_ad``.
 """
@@ -25,13 +25,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .._util.errors import PartitionError, PartitionTypeError
 from .._util.validation import COND_MAX, RANK_RTOL, require_model, require_reference
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = [
     "Partition",
@@ -43,7 +47,7 @@ __all__ = [
 
 PREFER_WEIGHT = 1e-6
 """Weight applied to the columns of coordinates listed in ``prefer`` before the column-pivoted QR of
-[`suggest_partition()`][nhcontrol.linearize.suggest_partition]: such columns are only pivoted (made
+[`suggest_partition()`][nhcontrol.linearization.suggest_partition]: such columns are only pivoted (made
 dependent) when the others are (numerically) exhausted.
 """
 
@@ -142,7 +146,7 @@ class BlockCondition:
 
 @dataclass(frozen=True)
 class PartitionReport:
-    """Result of [`Partition.check()`][nhcontrol.linearize.Partition.check]: conditioning of every inverted block.
+    """Result of [`Partition.check()`][nhcontrol.linearization.Partition.check]: conditioning of every inverted block.
 
     Attributes
     ----------
@@ -206,7 +210,7 @@ class Partition:
     -----
     The names are only checked against a model by `indices()` / `check()`
     (a partition does not store a model). ``report`` is filled by
-    [`suggest_partition()`][nhcontrol.linearize.suggest_partition] and does not take part in
+    [`suggest_partition()`][nhcontrol.linearization.suggest_partition] and does not take part in
     equality.
 
     Examples
@@ -269,7 +273,7 @@ class Partition:
         return self.independent + self.admissible_dependent + self.dependent
 
     # ------------------------------------------------------------------ structural check
-    def indices(self, cm: Any) -> PartitionIndices:
+    def indices(self, cm: CompiledModel) -> PartitionIndices:
         """Validate the names against ``cm`` and return the index arrays.
 
         Raises
@@ -283,7 +287,7 @@ class Partition:
                         str(getattr(cm, "name", "")))
 
     # ------------------------------------------------------------------ numerical check
-    def conditioning(self, cm: Any, ref: Any, t: float = 0.0, *,
+    def conditioning(self, cm: CompiledModel, ref: Reference, t: float = 0.0, *,
                      cond_max: float = COND_MAX) -> PartitionReport:
         """Condition numbers of ``D_dd``, ``∂C/∂x_d`` and ``B̄_ad`` at ``ref`` (no raise)."""
         idx = self.indices(cm)
@@ -294,7 +298,7 @@ class Partition:
         B = np.asarray(cm.B(x0, u0, p), dtype=float).reshape(idx.l, idx.n)
         return _report(self, idx, Cx, B, float(t), cond_max)
 
-    def check(self, cm: Any, ref: Any, t: float = 0.0, *,
+    def check(self, cm: CompiledModel, ref: Reference, t: float = 0.0, *,
               cond_max: float = COND_MAX) -> PartitionReport:
         """Validate the partition at the reference point ``ref(t)``.
 
@@ -319,7 +323,7 @@ class Partition:
             Structural problems (see `indices()`), or an ill-conditioned block: the
             message names the block and its coordinates, the condition number, and
             suggests a valid partition (from
-            [`suggest_partition()`][nhcontrol.linearize.suggest_partition]).
+            [`suggest_partition()`][nhcontrol.linearization.suggest_partition]).
         """
         report = self.conditioning(cm, ref, t, cond_max=cond_max)
         if not report.ok:
@@ -364,7 +368,8 @@ def _indices(independent: tuple[str, ...], admissible_dependent: tuple[str, ...]
     return PartitionIndices(ai, ad, d, perm, n, m, l)
 
 
-def _ref_u(ref: Any, t: float | NDArray[np.float64], cm: Any) -> NDArray[np.float64] | None:
+def _ref_u(ref: Reference, t: float | NDArray[np.float64],
+           cm: CompiledModel) -> NDArray[np.float64] | None:
     if int(getattr(cm, "ninputs", 0)) == 0:
         return None
     u = ref.u(t)
@@ -396,7 +401,8 @@ def _report(part: Partition, idx: PartitionIndices, Cx: NDArray[np.float64],
     return PartitionReport(t, blocks)
 
 
-def _singular_message(part: Partition, report: PartitionReport, cm: Any, ref: Any, t: float,
+def _singular_message(part: Partition, report: PartitionReport, cm: CompiledModel, ref: Reference,
+                      t: float,
                       cond_max: float) -> str:
     lines = [f"the partition is singular at the reference (t = {t:g}):"]
     for b in report.blocks:
@@ -437,7 +443,7 @@ def _pivot_columns(mat: NDArray[np.float64], cols: Sequence[int], k: int,
     return [cols[i] for i in piv[:k]]
 
 
-def suggest_partition(cm: Any, ref: Any, *, prefer: Sequence[str] = (), t: float = 0.0,
+def suggest_partition(cm: CompiledModel, ref: Reference, *, prefer: Sequence[str] = (), t: float = 0.0,
                       cond_max: float = COND_MAX) -> Partition:
     """Propose a valid partition at ``ref(t)`` by column-pivoted QR.
 

@@ -1,8 +1,8 @@
 """Members shared by the result classes of the validation procedures (Sect. 4.2).
 
-[`FirstProcedureResult`][nhcontrol.linearize.FirstProcedureResult],
-[`SecondProcedureResult`][nhcontrol.linearize.SecondProcedureResult] and
-[`FiniteDifferenceResult`][nhcontrol.linearize.FiniteDifferenceResult] all hold one square
+[`FirstProcedureResult`][nhcontrol.linearization.FirstProcedureResult],
+[`SecondProcedureResult`][nhcontrol.linearization.SecondProcedureResult] and
+[`FiniteDifferenceResult`][nhcontrol.linearization.FiniteDifferenceResult] all hold one square
 Jacobian ``J`` of a linear ODE ``X~' = J X~`` (Eqs. (4.93), (4.95), (7.110)) together with the
 number of its spurious eigenvalues; this mixin gives them the same two read-only members.
 """

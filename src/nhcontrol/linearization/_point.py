@@ -1,6 +1,6 @@
 """Steps 1-7 of the third procedure at one reference point, with little Python overhead.
 
-:func:`nhcontrol.linearize.third.third_procedure` works on stacks of points in the permuted
+:func:`nhcontrol.linearization.third.third_procedure` works on stacks of points in the permuted
 (thesis) coordinate order, which reads like the thesis and is fast per point for many points.
 For one point its cost is dominated by numpy's per-call overhead (permutations of ten
 matrices, three-dimensional slicing). This module computes the same matrices in the model's
@@ -79,7 +79,7 @@ def point_procedure(terms: Any, idx: PartitionIndices, k: int,
         ``u̇0``, same leading axis): their terms enter ``A`` (``∂(E u̇0)/∂x``, ``∂(E u̇0)/∂ẋ``)
         and ``B``, and the input-rate matrix ``B_rate`` is returned
         (docs/theory/road_vehicles.md, "Inputs in the constraints"; the same formulas as
-        `nhcontrol.linearize.third_procedure`).
+        `nhcontrol.linearization.third_procedure`).
 
     Returns
     -------
@@ -238,11 +238,11 @@ def _rate_terms(rates: Any, lead: tuple[int, ...], n: int, c: int,
 
 
 def point_suspect(out: dict[str, NDArray[np.float64]], cond_max: float) -> bool:
-    """The conditioning pre-check of :func:`~nhcontrol.linearize.third.linearize` at one point.
+    """The conditioning pre-check of :func:`~nhcontrol.linearization.third.linearize` at one point.
 
     With ``R`` the row norms of the full matrix ``F`` (``D``, ``∂C/∂x`` = its first ``m`` rows, or
     ``B̄``) and ``F_s = R⁻¹F`` (unit rows), the relative condition number of a block
-    (:class:`~nhcontrol.linearize.partition.BlockCondition`) is bounded by
+    (:class:`~nhcontrol.linearization.partition.BlockCondition`) is bounded by
     ``‖F_s‖₂ ‖F_blk⁻¹ R‖₂ <= sqrt(rows) ‖F_blk⁻¹ R‖_F`` (``‖F_s‖₂ <= ‖F_s‖_F = sqrt(rows)``), from
     the inverse the procedure computed anyway. True when that bound reaches ``cond_max`` (or is
     not finite): the exact (SVD) decision is then needed.

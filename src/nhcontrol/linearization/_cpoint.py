@@ -1,7 +1,7 @@
 """Steps 1-7 of the third procedure at one point in compiled code: the fast one-point path of
-`nhcontrol.linearize.linearize`.
+`nhcontrol.linearization.linearize`.
 
-`nhcontrol.linearize._point.point_procedure` (with `point_suspect` and the one-point
+`nhcontrol.linearization._point.point_procedure` (with `point_suspect` and the one-point
 admissibility decision of `nhcontrol.reference.admissibility`) is the reference implementation;
 the C routine below computes the same matrices with the same formulas, in the model's
 coordinate order, for a model with C kernels: one call of the fused kernel (its flat output
@@ -39,11 +39,14 @@ import json
 import sysconfig
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from .._util.errors import CacheError
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = ["point_function", "FIELDS", "INPUT_CONSTRAINT_FIELDS", "VERSION"]
 
@@ -620,7 +623,7 @@ def _library(directory: Path) -> "_Library | None":
 _FUNCS: dict[tuple[int, int], tuple[Any, Any, Any]] = {}
 
 
-def point_function(cm: Any, idx: Any, atol_u: float) -> "Callable[..., Any] | None":
+def point_function(cm: CompiledModel, idx: Any, atol_u: float) -> "Callable[..., Any] | None":
     """The compiled one-point linearization of model ``cm`` for partition ``idx``, or None
     (a model without C kernels, or a routine that cannot be built: the numpy path).
 
@@ -645,7 +648,7 @@ def point_function(cm: Any, idx: Any, atol_u: float) -> "Callable[..., Any] | No
     return fn
 
 
-def routine_arrays(cm: Any, idx: Any, ck: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def routine_arrays(cm: CompiledModel, idx: Any, ck: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(dims, offsets, ix)`` of the routine for model ``cm`` (C kernels ``ck``) and partition
     ``idx``: ``dims = [n, m, l, k, check = 1, number of input-constraint fields]``, the
     offsets of `FIELDS` (then offset, size pairs of `INPUT_CONSTRAINT_FIELDS`) in the fused
@@ -665,7 +668,7 @@ def routine_arrays(cm: Any, idx: Any, ck: Any) -> tuple[np.ndarray, np.ndarray, 
     return dims_on, offs, ix
 
 
-def library_for(cm: Any) -> "_Library | None":
+def library_for(cm: CompiledModel) -> "_Library | None":
     """The routine's library for the cache directory of ``cm``'s C kernels, or None (a model
     without C kernels or inputs in its nonholonomic constraints, or a routine that cannot be
     built: the numpy path)."""
@@ -675,7 +678,7 @@ def library_for(cm: Any) -> "_Library | None":
     return _library(Path(cm.library_path).parent)
 
 
-def _make(cm: Any, idx: Any, ck: Any, lib: _Library, atol_u: float) -> Callable[..., Any]:
+def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) -> Callable[..., Any]:
     n, m, l, k = int(idx.n), int(idx.m), int(idx.l), int(cm.ninputs)  # noqa: E741
     n1 = n - m - l
     ns = 2 * n1 + l

@@ -32,7 +32,7 @@ __all__ = ["SECOND_ORDER_RTOL", "second_order_matrices"]
 
 SECOND_ORDER_RTOL = 1e-8
 """Relative tolerance of the checks in
-[`second_order_matrices()`][nhcontrol.linearize.second_order_matrices] (closure of the rows on ``q``
+[`second_order_matrices()`][nhcontrol.linearization.second_order_matrices] (closure of the rows on ``q``
 and the polynomial dependence on ``v``).
 """
 
@@ -89,7 +89,7 @@ def second_order_matrices(linearization_at: Callable[[float], LinearizationResul
     ------
     LinearSystemError
         When the rows of ``q`` involve other states, ``B_q`` is singular, or ``C``/``K`` are not
-        linear/quadratic in ``v`` to [`SECOND_ORDER_RTOL`][nhcontrol.linearize.SECOND_ORDER_RTOL].
+        linear/quadratic in ``v`` to [`SECOND_ORDER_RTOL`][nhcontrol.linearization.SECOND_ORDER_RTOL].
     """
     v = [float(s) for s in speeds]
     if len(v) != 4 or v[0] != 0.0 or len(set(v)) != 4:

@@ -2,7 +2,7 @@
 
 Two things live here:
 
-* [`finite_difference_jacobian()`][nhcontrol.linearize.finite_difference_jacobian] -- the
+* [`finite_difference_jacobian()`][nhcontrol.linearization.finite_difference_jacobian] -- the
   *conventional counterpart* of thesis Sect. 7.3.5,
   Eqs. (7.103)-(7.110) without the hydraulic states (``r = u = 0``): the index-1 DAE is solved for
   the accelerations, ``[xdd; Λ] = A_h(x)^{-1} f_h(X)`` (Eq. (7.107)), giving the ODE
@@ -12,17 +12,17 @@ Two things live here:
   Its error depends on ``h`` (truncation ``O(h^2)``, round-off ``O(eps/h)``; Fig. 7.14), unlike
   the exact procedures.
 *
-  [`finite_difference_jacobian_first_order()`][nhcontrol.linearize.finite_difference_jacobian_first_order]
+  [`finite_difference_jacobian_first_order()`][nhcontrol.linearization.finite_difference_jacobian_first_order]
   -- the same counterpart with the first-order
   states of Ch. 7 (pressures ``z = p`` as the model's inputs, spool positions ``w = U``),
   Eqs. (7.103)-(7.110) in full: ``X = [x, v, z, w]`` of size ``2n + r + u``, driven by the
   references ``r`` (``U_ref``).
-* [`reduced_ode_jacobian_fd()`][nhcontrol.linearize.reduced_ode_jacobian_fd] -- central
+* [`reduced_ode_jacobian_fd()`][nhcontrol.linearization.reduced_ode_jacobian_fd] -- central
   differences of the *nonlinear reduced ODE* whose exact
   linearization is the third numerical procedure (Eqs. (4.118)-(4.119), state
   ``[x_ai, xd_ai, x_ad]``: ``x_d`` from ``C(x) = 0`` by Newton's method, the dependent velocities
   from ``D(x) xd = 0``) or the second one (Eqs. (2.134)-(2.135), state ``[x_ai, xd_ai, x_dd]``).
-  It validates [`nhcontrol.linearize.linearize()`][nhcontrol.linearize.linearize] along non-steady
+  It validates [`nhcontrol.linearization.linearize()`][nhcontrol.linearization.linearize] along non-steady
   references.
 
 All perturbed points are evaluated in one stacked kernel call.
@@ -31,7 +31,7 @@ All perturbed points are evaluated in one stacked kernel call.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,6 +40,12 @@ from .._util.errors import ConstraintError, LinearSystemError, PartitionError, S
 from .._util.validation import readonly
 from ._jacobian import _JacobianMembers
 from .first import partition_indices, reference_point, velocity_names
+
+if TYPE_CHECKING:
+    from typing import Mapping
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
+    from nhcontrol.reference import Reference
 
 __all__ = [
     "FiniteDifferenceResult",
@@ -91,7 +97,7 @@ def _stack(a: NDArray[np.float64] | None, N: int) -> NDArray[np.float64] | None:
     return np.broadcast_to(a, (N,) + a.shape[-1:]).copy() if a.ndim == 1 else a
 
 
-def index1_accelerations(cm: Any, x: Any, xd: Any, u: Any = None, p: Any = None,
+def index1_accelerations(cm: CompiledModel, x: Any, xd: Any, u: Any = None, p: Any = None,
                          ud: Any = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Accelerations and multipliers of the index-1 DAE, Eq. (2.127) / (7.107).
 
@@ -184,7 +190,7 @@ def _check_h(h: float) -> float:
 
 
 
-def _central_with_rates(cm: Any, pt: Any, rates: Any, F_mech: Any, S0: NDArray[np.float64],
+def _central_with_rates(cm: CompiledModel, pt: Any, rates: Any, F_mech: Any, S0: NDArray[np.float64],
                         h: float, states: tuple[str, ...], n_spurious: int,
                         coordinates: Any) -> FiniteDifferenceResult:
     """Central differences of the mechanical ODE ``F_mech`` with the first-order states appended.
@@ -218,7 +224,8 @@ def _central_with_rates(cm: Any, pt: Any, rates: Any, F_mech: Any, S0: NDArray[n
     return FiniteDifferenceResult(J=readonly(J), B=readonly(B), states=states + tuple(rates.states),
                                   h=h, n_spurious=n_spurious, t=pt.t)
 
-def finite_difference_jacobian(cm: Any, ref: Any, t: float = 0.0, *, h: float = DEFAULT_STEP,
+def finite_difference_jacobian(cm: CompiledModel, ref: Reference, t: float = 0.0, *,
+                               h: float = DEFAULT_STEP,
                                p: Any = None, rates: Any = None) -> FiniteDifferenceResult:
     """Conventional counterpart linearization, Eqs. (7.104)-(7.110), by central differences.
 
@@ -273,7 +280,8 @@ def finite_difference_jacobian(cm: Any, ref: Any, t: float = 0.0, *, h: float = 
 
 
 def finite_difference_jacobian_first_order(
-        cm: Any, ref: Any, *, z_rate: Any, w_rate: Any, w0: Any, r0: Any, t: float = 0.0,
+        cm: CompiledModel, ref: Reference, *, z_rate: Any, w_rate: Any, w0: Any, r0: Any,
+        t: float = 0.0,
         h: float = DEFAULT_STEP, z_names: Any = None, w_names: Any = None,
         p: Any = None) -> FiniteDifferenceResult:
     """Conventional counterpart with first-order states, Eqs. (7.103)-(7.110), by central differences.
@@ -364,7 +372,7 @@ def finite_difference_jacobian_first_order(
                                   n_spurious=2 * (int(cm.m) + int(cm.l)), t=pt.t)
 
 
-def _project_holonomic(cm: Any, X: NDArray[np.float64], d: list[int], U, p,
+def _project_holonomic(cm: CompiledModel, X: NDArray[np.float64], d: list[int], U, p,
                        tol: float = 1e-14, maxiter: int = 30) -> NDArray[np.float64]:
     """Solve ``C(x) = 0`` for the dependent coordinates ``x_d`` (Newton, stacked points)."""
     X = X.copy()
@@ -392,7 +400,8 @@ def _project_holonomic(cm: Any, X: NDArray[np.float64], d: list[int], U, p,
                       f"iterations (max |C| = {err:.3g}); use a smaller step h")
 
 
-def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *,
+def reduced_ode_jacobian_fd(cm: CompiledModel, ref: Reference,
+                            partition: Partition | Mapping[str, Any], t: float = 0.0, *,
                             h: float = 1e-6, p: Any = None,
                             form: Literal["third", "second"] = "third",
                             rates: Any = None, ud: Any = None) -> FiniteDifferenceResult:
@@ -418,7 +427,7 @@ def reduced_ode_jacobian_fd(cm: Any, ref: Any, partition: Any, t: float = 0.0, *
         ([`compile_rates()`][nhcontrol.compiled.compile_rates]): their values ``z`` (the model
         inputs at ``rates.state_index``) are appended to the state, with ``ż = H(x, ẋ, z, u)``
         (Eq. (7.12)); ``B`` then has the columns of the other inputs ``u``. Exact counterpart:
-        [`linearize_first_order_system()`][nhcontrol.linearize.linearize_first_order_system].
+        [`linearize_first_order_system()`][nhcontrol.linearization.linearize_first_order_system].
     ud : (k,) array_like, optional
         Input rates ``u̇0`` of a model whose inputs enter the nonholonomic constraints (default
         ``ref.ud(t)`` when the reference has them, else zero): the ODE is

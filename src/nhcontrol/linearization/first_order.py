@@ -27,7 +27,7 @@ $$
 The Jacobian has size ``2n - 2m - l + r + u`` in the state ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃, w̃]``
 with ``l`` spurious eigenvalues, those of the linearized nonholonomic constraints. The
 matrices ``T0``, ``V̄̄0``, ``V^h_ai``, ``V^h_ad`` are those of
-[`third_procedure()`][nhcontrol.linearize.third_procedure] on the model's linearization terms.
+[`third_procedure()`][nhcontrol.linearization.third_procedure] on the model's linearization terms.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -47,6 +47,10 @@ from .partition import Partition
 from .result import (SPURIOUS_RTOL, ZERO_RTOL, SpuriousIdentification, _remove_matched)
 from .third import _reference_values, _stacked_terms, linearize, third_procedure
 from . import prepared as _prepared
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["FirstOrderLinearization", "linearize_with_first_order_states",
            "linearize_first_order_system", "identify_spurious_first_order"]
@@ -92,7 +96,7 @@ class FirstOrderLinearization:
     @property
     def spurious(self) -> SpuriousIdentification:
         """The ``l`` spurious eigenvalues (see
-        [`identify_spurious_first_order()`][nhcontrol.linearize.identify_spurious_first_order]).
+        [`identify_spurious_first_order()`][nhcontrol.linearization.identify_spurious_first_order]).
 
         Raises
         ------
@@ -115,7 +119,7 @@ def identify_spurious_first_order(A: ArrayLike, n_independent: int, l: int,  # n
     ``A`` is ordered ``[x̃_ai, ẋ̃_ai, x̃_ad, s̃]`` (``s = [z, w]``, any number). The rows of
     ``x̃_ad`` are ``[J31, J32, J33, 0]`` (the nonholonomic constraints do not involve ``z``), so
     the two exact structures of
-    [`identify_spurious()`][nhcontrol.linearize.identify_spurious] carry over: the columns of
+    [`identify_spurious()`][nhcontrol.linearization.identify_spurious] carry over: the columns of
     ``x̃_ad`` vanish in every other row (``"decoupled"``: ``eig(J33)`` splits off), or
     ``J31 + J33 J32 = 0`` (``"conserved"``: ``[-J32, 0, I, 0]`` spans a left-invariant
     subspace). Otherwise ``l`` zero eigenvalues (``"zero"``) or the ``l`` nearest to
@@ -200,12 +204,12 @@ class _Kinematics:
         return out
 
 
-def _rates_given(ref: Any) -> bool:
+def _rates_given(ref: Reference) -> bool:
     """Whether the reference was given its input rates (else it says ``u̇0 = 0``)."""
     return bool(getattr(ref, "has_input_rates", True))
 
 
-def _refuse_constraint_inputs(cm: Any) -> None:
+def _refuse_constraint_inputs(cm: CompiledModel) -> None:
     """Raise when inputs of ``cm`` enter its nonholonomic constraints (their terms are not carried)."""
     if getattr(cm, "constraint_inputs", ()):
         raise LinearSystemError(
@@ -216,7 +220,7 @@ def _refuse_constraint_inputs(cm: Any) -> None:
             "those inputs coordinates of the model")
 
 
-def _kinematics(cm: Any, ref: Any, part: Partition, ts: NDArray[np.float64]
+def _kinematics(cm: CompiledModel, ref: Reference, part: Partition, ts: NDArray[np.float64]
                 ) -> tuple[_Kinematics, tuple]:
     """The reference values at the times ``ts`` (N,) and ``T0, V̄̄0, Th0`` from the model's
     linearization terms (one stacked kernel call)."""
@@ -305,7 +309,7 @@ def _rate_passes_one(zd: NDArray[np.float64], H: NDArray[np.float64], x: NDArray
     return bool(np.all(res <= tol * scale))
 
 
-def _shared_linearizer(cm: Any, part: Partition, check: bool, tol: float, p: Any) -> Any:
+def _shared_linearizer(cm: CompiledModel, part: Partition, check: bool, tol: float, p: Any) -> Any:
     """A prepared linearizer of ``cm`` (C kernels) kept per model, partition, check, tolerance
     and parameters (None: none can be made, the general path)."""
     if getattr(cm, "backend", None) != "c":
@@ -336,15 +340,16 @@ def _shared_linearizer(cm: Any, part: Partition, check: bool, tol: float, p: Any
     return lz
 
 
-def _remember(quick: tuple, cm: Any, part: Partition, p: Any, lz: Any) -> None:
+def _remember(quick: tuple, cm: CompiledModel, part: Partition, p: Any, lz: Any) -> None:
     if len(_SHARED_QUICK) > 64:
         _SHARED_QUICK.clear()
     _SHARED_QUICK[quick] = (cm, part, p, lz)     # holds the objects: their ids stay theirs
 
 
-def _fast_point(cm: Any, ref: Any, part: Partition, t: float, check: bool) -> tuple | None:
+def _fast_point(cm: CompiledModel, ref: Reference, part: Partition, t: float,
+                check: bool) -> tuple | None:
     """The mechanical rows and the kinematics of Steps 1, 2, 4 at one time from one compiled
-    call (`nhcontrol.linearize.prepared`): ``(lz, A_m, B_m, T0, V̄̄0_dd, Th0, x0, ẋ0, u0)`` in
+    call (`nhcontrol.linearization.prepared`): ``(lz, A_m, B_m, T0, V̄̄0_dd, Th0, x0, ẋ0, u0)`` in
     model row order, or None (no C kernels, a check that needs the general path, ...)."""
     values = getattr(ref, "values", None)
     if values is None or getattr(cm, "backend", None) != "c":
@@ -401,7 +406,8 @@ def _fast_assemble(Am: NDArray[np.float64], Bm: NDArray[np.float64], Gx: NDArray
     return A
 
 
-def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | Mapping[str, Any], *,
+def linearize_with_first_order_states(cm: CompiledModel, ref: Reference,
+                                      partition: Partition | Mapping[str, Any], *,
                                       H_x: ArrayLike, H_xd: ArrayLike, H_z: ArrayLike, H_w: ArrayLike,
                                       W_w: ArrayLike, W_r: ArrayLike, z_names: Sequence[str],
                                       w_names: Sequence[str], r_names: Sequence[str],
@@ -507,7 +513,7 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
                                    n_spurious=l, n_independent=n1, t=float(t))
 
 
-def linearize_first_order_system(cm: Any, rates: Any, ref: Any,
+def linearize_first_order_system(cm: CompiledModel, rates: Any, ref: Reference,
                                  partition: Partition | Mapping[str, Any], *,
                                  t: float = 0.0, check: bool = True) -> FirstOrderLinearization:
     """Third procedure for a model with first-order states built in ``MultibodySystem`` (Sect. 7.2).
@@ -612,7 +618,8 @@ def linearize_first_order_system(cm: Any, rates: Any, ref: Any,
                                    t=float(t_arr) if t_arr.ndim == 0 else ts.copy())
 
 
-def _first_order_point(cm: Any, rates: Any, ref: Any, fast: tuple, t: float, check: bool,
+def _first_order_point(cm: CompiledModel, rates: Any, ref: Reference, fast: tuple, t: float,
+                       check: bool,
                        n1: int, l: int) -> FirstOrderLinearization:  # noqa: E741
     """`linearize_first_order_system` at one time from the compiled call (`_fast_point`)."""
     lz, Am, Bm, T0, Vdd, Th0, x0, xd0, u_all = fast

@@ -30,13 +30,13 @@ $$
 It has ``m+l`` spurious eigenvalues (Sect. 4.3.4). Its relations (thesis Eqs. (4.66)-(4.95)) are
 derived here from first principles, in ``docs/guide/bicycle_benchmark.md``.
 Validation only; the product path is
-[`nhcontrol.linearize.linearize()`][nhcontrol.linearize.linearize].
+[`nhcontrol.linearization.linearize()`][nhcontrol.linearization.linearize].
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,6 +45,12 @@ from .._util.errors import PartitionError
 from .._util.validation import readonly
 from ._jacobian import _JacobianMembers
 from .first import evaluate_terms, partition_indices, reference_point, solve_checked, velocity_names
+
+if TYPE_CHECKING:
+    from typing import Mapping
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
+    from nhcontrol.reference import Reference
 
 __all__ = ["SecondProcedureResult", "second_procedure", "velocity_transformation"]
 
@@ -117,14 +123,15 @@ def velocity_transformation(D: NDArray[np.float64], ai: list[int], dd: list[int]
         Ddd, np.eye(len(dd)),
         f"The dependent block D_dd (Eq. (2.131)) for dependent coordinates {dep} at t = {t}",
         PartitionError, "choose other independent coordinates (see "
-        "nhcontrol.linearize.suggest_partition)")
+        "nhcontrol.linearization.suggest_partition)")
     T0 = np.zeros((n, len(ai)))
     T0[ai, :] = np.eye(len(ai))
     T0[dd, :] = -Ddd_inv @ D[:, ai]
     return T0, Ddd_inv
 
 
-def second_procedure(cm: Any, ref: Any, partition: Any, t: float = 0.0, *,
+def second_procedure(cm: CompiledModel, ref: Reference, partition: Partition | Mapping[str, Any],
+                     t: float = 0.0, *,
                      p: Any = None) -> SecondProcedureResult:
     """Linearize with the second numerical procedure (Sect. 4.2.2, Jacobian Eq. (4.95)).
 

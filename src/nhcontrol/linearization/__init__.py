@@ -1,25 +1,27 @@
 """Exact linearization of constrained multibody systems (thesis Ch. 4, Sect. 8.1).
 
 The product path is the third numerical procedure (Sect. 4.2.3, Eqs. (4.96)-(4.127)):
-[`linearize()`][nhcontrol.linearize.linearize] with a [`Partition`][nhcontrol.linearize.Partition]
+[`linearize()`][nhcontrol.linearization.linearize] with a [`Partition`][nhcontrol.linearization.Partition]
 ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)), validated by
-[`Partition.check()`][nhcontrol.linearize.Partition.check] or proposed by
-[`suggest_partition()`][nhcontrol.linearize.suggest_partition].
+[`Partition.check()`][nhcontrol.linearization.Partition.check] or proposed by
+[`suggest_partition()`][nhcontrol.linearization.suggest_partition].
 
-The module itself is callable:
+The same function is the package's one-line entry point
+[`nhcontrol.linearize()`][nhcontrol.linearize]:
 
 ```python
 import nhcontrol
-res = nhcontrol.linearize(model, reference, partition)      # same as linearize.linearize
-from nhcontrol.linearize import Partition, suggest_partition, linearize
+res = nhcontrol.linearize(model, reference, partition)      # same as linearization.linearize
+from nhcontrol.linearization import Partition, suggest_partition, linearize
 ```
+
+This package was called ``nhcontrol.linearize``; that import path still works
+(``from nhcontrol.linearize import Partition`` gives this package's ``Partition``), except
+``import nhcontrol.linearize as L``, which now binds the function: write
+``import nhcontrol.linearization as L``.
 """
 
 from __future__ import annotations
-
-import sys
-import types
-from typing import Any
 
 from .partition import (BlockCondition, Partition, PartitionIndices, PartitionReport,
                         suggest_partition)
@@ -49,15 +51,6 @@ __all__ = [
     "state_deviation",
 ]
 
-
-class _CallableModule(types.ModuleType):
-    """Module type whose instances delegate ``__call__`` to [`linearize()`][nhcontrol.linearize.linearize]."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> LinearizationResult:
-        return linearize(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
 
 # Validation procedures (first/second numerical procedures, finite differences) are added
 # below by their owner.

@@ -4,11 +4,11 @@
 path of estimators (EKF) and real-time iterations of nonlinear MPC: a callable
 ``lz(x, xd, xdd, lam, u=None, *, out=None) -> (A, B)`` that runs, for a model with C kernels,
 the fused exact kernel, ``C(x0)`` for the admissibility check and the compiled Steps 1-7 of the
-third procedure (`nhcontrol.linearize._cpoint`) in **one** foreign call, with every buffer
+third procedure (`nhcontrol.linearization._cpoint`) in **one** foreign call, with every buffer
 (the kernel's output, the work arrays, the C pointers) allocated when it is made.  The
 admissibility check of the point and the conditioning pre-check of the inverted blocks run in C
 and only return flags; when a flag is raised (or a kernel refuses the point), the call repeats
-the point through `nhcontrol.linearize.linearize`, which raises (or warns) with its own
+the point through `nhcontrol.linearization.linearize`, which raises (or warns) with its own
 message, or returns the matrices when the exact check passes.  The numbers are those of
 `linearize` at the same point (the same kernel and routine: bit for bit with the C kernels).
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -34,6 +34,10 @@ from .._util.validation import COND_MAX, require_model, require_reference
 from ..reference.admissibility import ADMISSIBILITY_TOL
 from . import _cpoint
 from .partition import Partition
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["Linearizer", "prepare_linearizer"]
 
@@ -48,7 +52,7 @@ class _PointReference:
     steady = False
     lam_source = "given"
 
-    def __init__(self, cm: Any, x: NDArray[np.float64], xd: NDArray[np.float64],
+    def __init__(self, cm: CompiledModel, x: NDArray[np.float64], xd: NDArray[np.float64],
                  xdd: NDArray[np.float64], lam: NDArray[np.float64],
                  u: NDArray[np.float64], p: NDArray[np.float64], tol: float) -> None:
         self.coordinates = tuple(cm.coordinates)
@@ -87,7 +91,7 @@ class Linearizer:
     Sect. 8.1).
 
     Make it with [`CompiledModel.linearizer()`][nhcontrol.compiled.CompiledModel.linearizer]
-    or [`prepare_linearizer()`][nhcontrol.linearize.prepare_linearizer]; call it as often as
+    or [`prepare_linearizer()`][nhcontrol.linearization.prepare_linearizer]; call it as often as
     needed.
 
     Parameters
@@ -128,14 +132,14 @@ class Linearizer:
     >>> A, B = lz.at(ref, 0.3)                                          # doctest: +SKIP
     """
 
-    def __init__(self, cm: Any, partition: Partition | Mapping[str, Any], *,
+    def __init__(self, cm: CompiledModel, partition: Partition | Mapping[str, Any], *,
                  p: ArrayLike | None = None, check: bool = True, cond_max: float = COND_MAX,
                  tol: float = ADMISSIBILITY_TOL) -> None:
         require_model(cm, "cm", "linearizer", needs=("linearization_terms",))
         if partition is None:
             raise ArgumentTypeError(
                 "linearizer: give a partition (Partition or mapping with 'independent', "
-                "'admissible_dependent', 'dependent'); nhcontrol.linearize.suggest_partition(cm, "
+                "'admissible_dependent', 'dependent'); nhcontrol.linearization.suggest_partition(cm, "
                 "ref) proposes one for a reference")
         if not isinstance(partition, Partition):
             partition = Partition.from_dict(partition)
@@ -249,7 +253,7 @@ class Linearizer:
         Raises
         ------
         ReferenceMotionError, PartitionError
-            As `nhcontrol.linearize.linearize` for the same point (a point that is not a
+            As `nhcontrol.linearization.linearize` for the same point (a point that is not a
             motion of the model, ill-conditioned blocks, a result that is not finite).
         """
         f = self._fast
@@ -338,7 +342,7 @@ class Linearizer:
         out[1][...] = B
         return out[0], out[1]
 
-    def at(self, ref: Any, t: float = 0.0, *,
+    def at(self, ref: Reference, t: float = 0.0, *,
            out: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
            ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(A, B)`` at time ``t`` of the reference ``ref`` (its values; its parameters and
@@ -458,7 +462,7 @@ class Linearizer:
         """``(A, B, T0, V̄̄0_dd, Th0)`` from one compiled call (model row order; ``V̄̄0_dd``: the
         rows ``[ad, d]`` of ``V̄̄0``, Eq. (4.100)); `_Refused` when the call cannot decide
         (the caller takes the general path). For the first-order rows of Sect. 7.2
-        (`nhcontrol.linearize.first_order`)."""
+        (`nhcontrol.linearization.first_order`)."""
         if self._fast is None:
             raise _Refused
         with self._lock:
@@ -494,9 +498,9 @@ def _INPUT_CONSTRAINT_ATOL() -> float:
     return INPUT_CONSTRAINT_ATOL
 
 
-def prepare_linearizer(cm: Any, partition: Partition | Mapping[str, Any], *,
+def prepare_linearizer(cm: CompiledModel, partition: Partition | Mapping[str, Any], *,
                        p: ArrayLike | None = None, check: bool = True,
                        cond_max: float = COND_MAX, tol: float = ADMISSIBILITY_TOL) -> Linearizer:
-    """A [`Linearizer`][nhcontrol.linearize.Linearizer]: model, partition and buffers bound once
+    """A [`Linearizer`][nhcontrol.linearization.Linearizer]: model, partition and buffers bound once
     (the same as ``cm.linearizer(partition, ...)``; see the class for the parameters)."""
     return Linearizer(cm, partition, p=p, check=check, cond_max=cond_max, tol=tol)

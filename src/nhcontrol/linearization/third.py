@@ -27,7 +27,7 @@ import os
 import sys
 import warnings
 from functools import lru_cache, partial
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -44,6 +44,10 @@ from .outputs import output_matrices
 from .partition import (Partition, PartitionIndices, _block_condition, _report,
                         _singular_message, suggest_partition)
 from .result import LinearizationResult, SpuriousIdentification, identify_spurious
+
+if TYPE_CHECKING:
+    from ..compiled import CompiledModel
+    from ..reference import Reference
 
 __all__ = ["linearize", "third_procedure", "INPUT_CONSTRAINT_ATOL", "MAX_PARTITION_SEARCH"]
 
@@ -305,7 +309,7 @@ def _batched_cond(mats: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 @limit_blas_threads(lambda cm, *args, **kwargs: cm.n)   # one BLAS thread for n >= 64 (_util/blas.py)
-def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None = None,
+def linearize(cm: CompiledModel, ref: Reference, partition: Partition | Mapping[str, Any] | None = None,
               t: ArrayLike = 0.0, *, check: bool = True,
               cond_max: float = COND_MAX) -> LinearizationResult:
     """Linearize a constrained multibody model about a reference (third procedure).
@@ -328,8 +332,8 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
         ``parameters``.
     partition : Partition or mapping, optional
         ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)); a mapping goes through
-        [`Partition.from_dict()`][nhcontrol.linearize.Partition.from_dict]; ``None`` uses
-        [`suggest_partition()`][nhcontrol.linearize.suggest_partition] at the first time.
+        [`Partition.from_dict()`][nhcontrol.linearization.Partition.from_dict]; ``None`` uses
+        [`suggest_partition()`][nhcontrol.linearization.suggest_partition] at the first time.
     t : float or (N,) array_like
         Time(s) on the reference. An array is evaluated vectorised (one stacked kernel call).
     check : bool
@@ -381,7 +385,7 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
 
     For a steady reference with ``l > 0`` the result keeps the terms of its first point, so
     that
-    [`LinearizationResult.spurious_eigenvalues`][nhcontrol.linearize.LinearizationResult.spurious_eigenvalues]
+    [`LinearizationResult.spurious_eigenvalues`][nhcontrol.linearization.LinearizationResult.spurious_eigenvalues]
     can, if this partition has no exact
     structure, look for another split of ``[x_ai, x_ad]`` that has one (no new kernel call;
     docs/theory/linearization.md, Sect. 6).
@@ -418,7 +422,7 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
 
     x, xd, xdd, lam, u = _reference_values(ref, ts, N, n, m + l, k)
     p = getattr(ref, "parameters", None)
-    # C kernels: the compiled Steps 1-7 and checks (linearize/_cpoint.py); None when the
+    # C kernels: the compiled Steps 1-7 and checks (linearization/_cpoint.py); None when the
     # general path must decide (a failed check, inputs in the constraints, NaN or inf in the
     # reference values, which the C kernels refuse, ...)
     tol = float(getattr(ref, "check_tol", ADMISSIBILITY_TOL))
@@ -443,7 +447,7 @@ def linearize(cm: Any, ref: Any, partition: Partition | Mapping[str, Any] | None
     # inputs in the nonholonomic constraints: their terms at the reference's input rates u̇0
     rates = _input_rate_terms(cm, ref, ts, x, xd, lam, u, p) if k else None
     if N == 1:
-        # one point: the scalar kernel and the single-point Steps 1-7 (linearize/_point.py),
+        # one point: the scalar kernel and the single-point Steps 1-7 (linearization/_point.py),
         # free of the per-operation numpy overhead of the stacked path
         terms = cm.linearization_terms(x[0], xd[0], xdd[0], lam[0],
                                        None if u is None else u[0], p)
@@ -489,7 +493,7 @@ STACK_CHUNK = 128
 """Points per block of a stacked linearization of at least ``2 * STACK_CHUNK`` points."""
 
 
-def _stacked_block(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
+def _stacked_block(cm: CompiledModel, ref: Reference, partition: Partition, idx: PartitionIndices,
                    ts: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray[np.float64],
                    xdd: NDArray[np.float64], lam: NDArray[np.float64],
                    u: NDArray[np.float64] | None, p: Any, check: bool, cond_max: float,
@@ -507,7 +511,7 @@ def _stacked_block(cm: Any, ref: Any, partition: Partition, idx: PartitionIndice
     if warn and worst > INPUT_CONSTRAINT_ATOL:
         _warn_inputs(worst, cm)
     with np.errstate(all="ignore"):
-        # Steps 1-7 on the stack (linearize/_point.py; third_procedure is the same in the
+        # Steps 1-7 on the stack (linearization/_point.py; third_procedure is the same in the
         # thesis order, kept as the readable reference); a singular block gives NaN entries
         out = point_procedure(tv, idx, k, N, rates)
     if check:
@@ -521,7 +525,7 @@ def _stacked_block(cm: Any, ref: Any, partition: Partition, idx: PartitionIndice
     return A, B, tv, worst, out.get("B_rate")
 
 
-def _stacked_chunks(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
+def _stacked_chunks(cm: CompiledModel, ref: Reference, partition: Partition, idx: PartitionIndices,
                     ts: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray[np.float64],
                     xdd: NDArray[np.float64], lam: NDArray[np.float64],
                     u: NDArray[np.float64] | None, p: Any, check: bool, cond_max: float
@@ -545,7 +549,7 @@ def _stacked_chunks(cm: Any, ref: Any, partition: Partition, idx: PartitionIndic
     return A, B, tv0, worst
 
 
-def _check_reference(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.float64],
+def _check_reference(cm: CompiledModel, ref: Reference, ts: NDArray[np.float64], x: NDArray[np.float64],
                      xd: NDArray[np.float64], xdd: NDArray[np.float64], lam: NDArray[np.float64],
                      u: NDArray[np.float64] | None, p: Any, terms: Any, rates: Any = None) -> None:
     """Admissibility of the reference at ``ts`` from the linearization terms (no extra kernel
@@ -577,7 +581,8 @@ def _check_reference(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.f
                           "linearize")
 
 
-def _input_rate_terms(cm: Any, ref: Any, ts: NDArray[np.float64], x: NDArray[np.float64],
+def _input_rate_terms(cm: CompiledModel, ref: Reference, ts: NDArray[np.float64],
+                      x: NDArray[np.float64],
                       xd: NDArray[np.float64], lam: NDArray[np.float64],
                       u: NDArray[np.float64] | None, p: Any) -> Any:
     """The terms of inputs that enter the nonholonomic constraints at the reference
@@ -603,7 +608,7 @@ class _RateTerms:
         self.dEw_du, self.dDTlam_du, self.ud = terms.dEw_du, terms.dDTlam_du, ud
 
 
-def _reference_values(ref: Any, ts: NDArray[np.float64], N: int, n: int, ml: int, k: int
+def _reference_values(ref: Reference, ts: NDArray[np.float64], N: int, n: int, ml: int, k: int
                       ) -> tuple[NDArray[np.float64], ...]:
     """``x0, ẋ0, ẍ0, Λ0`` (N, ·) and ``u0`` (N, k) or None at the times ``ts``.
 
@@ -636,7 +641,7 @@ def _stacked_terms(terms: Any, N: int, n: int, m: int, l: int,  # noqa: E741
 
 def _check_stacked(out: dict[str, NDArray[np.float64]], partition: Partition,
                    idx: PartitionIndices, tv: dict[str, NDArray[np.float64]],
-                   ts: NDArray[np.float64], cm: Any, ref: Any, cond_max: float) -> None:
+                   ts: NDArray[np.float64], cm: CompiledModel, ref: Reference, cond_max: float) -> None:
     """Conditioning of the inverted blocks at every point of a stacked linearization.
 
     With ``R`` the row norms of the full matrix ``F`` and ``F_s = R⁻¹F`` (unit rows), the
@@ -685,7 +690,7 @@ def _state_names(coords: tuple[str, ...], ai: tuple[int, ...],
     return ai_names + tuple(f"{s}_d" for s in ai_names) + tuple(coords[i] for i in ad)
 
 
-def _result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
+def _result(cm: CompiledModel, ref: Reference, partition: Partition, idx: PartitionIndices,
             A: NDArray[np.float64], B: NDArray[np.float64], t: Any,
             scalar: bool, B_rate: NDArray[np.float64] | None = None) -> LinearizationResult:
     names = idx.__dict__.get("_state_names")
@@ -696,7 +701,7 @@ def _result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
     Cy = Dy = None
     outs = tuple(getattr(cm, "outputs", ()) or ())
     if outs:
-        # declared outputs: C, D through the partition (linearize/outputs.py)
+        # declared outputs: C, D through the partition (linearization/outputs.py)
         ts = np.atleast_1d(np.asarray(t, dtype=float))
         x, xd, _, _, u = _reference_values(ref, ts, ts.shape[0], idx.n, idx.m + idx.l,
                                            int(cm.ninputs))
@@ -715,7 +720,7 @@ def _result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
     return res
 
 
-def _linearize_point(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
+def _linearize_point(cm: CompiledModel, ref: Reference, partition: Partition, idx: PartitionIndices,
                      terms: Any, ts: NDArray[np.float64], scalar: bool, check: bool,
                      cond_max: float, rates: Any = None) -> LinearizationResult:
     """``linearize`` at one time from the one-point kernel terms (Steps 1-7 in 2-D)."""
@@ -754,7 +759,8 @@ def _linearize_point(cm: Any, ref: Any, partition: Partition, idx: PartitionIndi
     return res
 
 
-def _fast_result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices, got: tuple,
+def _fast_result(cm: CompiledModel, ref: Reference, partition: Partition, idx: PartitionIndices,
+                 got: tuple,
                  t_arr: NDArray[np.float64], ts: NDArray[np.float64], scalar: bool,
                  cond_max: float) -> LinearizationResult:
     """The result of the compiled path (``got = (A, B, kernel buffer of the first point)``)."""
@@ -769,7 +775,7 @@ def _fast_result(cm: Any, ref: Any, partition: Partition, idx: PartitionIndices,
     return res
 
 
-def _search_from_buffer(cm: Any, buf: NDArray[np.float64], idx: PartitionIndices, k: int,
+def _search_from_buffer(cm: CompiledModel, buf: NDArray[np.float64], idx: PartitionIndices, k: int,
                         cond_max: float) -> tuple[SpuriousIdentification, tuple[str, ...]] | None:
     """`_search_from_terms` from the flat output of the fused C kernel (compiled path)."""
     terms = LinearizationTerms(*cm._ck.split["linearization_terms"](buf))
@@ -803,7 +809,7 @@ def _search_exact_partition(tv0: dict[str, NDArray[np.float64]], idx: PartitionI
     For a steady reference all valid partitions give the same spectrum, so the spurious
     eigenvalues found there are those of the original Jacobian. Re-uses the terms of the first
     point (no kernel call); each candidate costs one run of
-    [`third_procedure()`][nhcontrol.linearize.third_procedure].
+    [`third_procedure()`][nhcontrol.linearization.third_procedure].
     """
     n1, l, na = idx.n_ai, idx.l, idx.n - idx.m
     for ad in _swap_candidates(list(idx.ai), list(idx.ad), MAX_PARTITION_SEARCH):
@@ -830,7 +836,7 @@ def _search_exact_partition(tv0: dict[str, NDArray[np.float64]], idx: PartitionI
 
 
 def _check_blocks(partition: Partition, idx: PartitionIndices, tv: dict[str, NDArray[np.float64]],
-                  ts: NDArray[np.float64], cm: Any, ref: Any, cond_max: float,
+                  ts: NDArray[np.float64], cm: CompiledModel, ref: Reference, cond_max: float,
                   points: NDArray[np.intp]) -> None:
     """Exact (SVD) conditioning of D_dd, ∂C/∂x_d and B̄_ad at ``points``; raise a
     PartitionError at the first point where a block has ``cond >= cond_max``."""
@@ -868,14 +874,14 @@ def _inputs_worst(tv: dict[str, NDArray[np.float64]], carried: bool = False) -> 
 
 
 def _check_inputs_in_constraints(tv: dict[str, NDArray[np.float64]], ts: NDArray[np.float64],
-                                 cm: Any, carried: bool = False) -> None:
+                                 cm: CompiledModel, carried: bool = False) -> None:
     """Warn when inputs enter the constraints and their terms are not carried."""
     worst = _inputs_worst(tv, carried)
     if worst > INPUT_CONSTRAINT_ATOL:
         _warn_inputs(worst, cm)
 
 
-def _warn_inputs(worst: float, cm: Any) -> None:
+def _warn_inputs(worst: float, cm: CompiledModel) -> None:
     warnings.warn(
         f"the inputs {list(cm.inputs)} enter the constraints of model "
         f"{getattr(cm, 'name', '')!r} at the reference (max |∂C/∂u|, |∂(D ẍ0)/∂u|, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -13,6 +13,12 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.errors import LinearSystemError
 from .._util.reprs import html_table, short_names
 from .._util.validation import readonly
+
+if TYPE_CHECKING:
+    from typing import Mapping
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
+    from nhcontrol.reference import Reference
 
 __all__ = ["LinearizationResult", "SpuriousIdentification", "SPURIOUS_RTOL", "ZERO_RTOL",
            "identify_spurious", "state_deviation", "InputStateForm", "input_state_form"]
@@ -64,7 +70,7 @@ class SpuriousIdentification:
     via : tuple of str
         Empty when the structure was found in the result's own partition. Otherwise the
         ``x_ad`` names of the alternative partition (same ``x_d``, another split of
-        ``[x_ai, x_ad]``) in which [`linearize()`][nhcontrol.linearize.linearize] found the exact
+        ``[x_ai, x_ad]``) in which [`linearize()`][nhcontrol.linearization.linearize] found the exact
         structure for a steady
         reference, whose spectrum equals this one (see docs/theory/linearization.md).
     """
@@ -188,13 +194,13 @@ def _state_columns(states: Sequence[str], coords: Sequence[str],
     return cols
 
 
-def state_deviation(states: Sequence[str], ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike, *,
+def state_deviation(states: Sequence[str], ref: Reference, t: ArrayLike, x: ArrayLike, xd: ArrayLike, *,
                     error: type[Exception] = LinearSystemError) -> NDArray[np.float64]:
     """Deviation of ``(x, ẋ)`` from ``ref`` at ``t`` in the named linear states.
 
     Entry ``i`` is ``x_q − x0_q(t)`` for ``states[i] = q`` (a coordinate) and ``ẋ_q − ẋ0_q(t)``
     for ``states[i] = "<q>_d"`` — the deviation ``X̃`` of Eq. (4.96) in any order;
-    [`LinearizationResult.deviation()`][nhcontrol.linearize.LinearizationResult.deviation] is this
+    [`LinearizationResult.deviation()`][nhcontrol.linearization.LinearizationResult.deviation] is this
     with the result's own states.
 
     Parameters
@@ -224,7 +230,7 @@ def state_deviation(states: Sequence[str], ref: Any, t: ArrayLike, x: ArrayLike,
 
 REDUCE_RTOL = 1e-10
 """Relative size below which an entry of ``A`` counts as zero in
-[`LinearizationResult.to_statespace()`][nhcontrol.linearize.LinearizationResult.to_statespace].
+[`LinearizationResult.to_statespace()`][nhcontrol.linearization.LinearizationResult.to_statespace].
 """
 
 
@@ -331,7 +337,7 @@ class LinearizationResult:
     C, D : (q, ns), (q, k) or stacked (N, q, ns), (N, q, k) arrays, or None
         Output matrices ``ỹ = C X̃ + D ũ`` of the model's declared outputs
         (`MultibodySystem.add_output`), through the partition's maps
-        ([`nhcontrol.linearize.outputs`][nhcontrol.linearize.outputs]); None when the model
+        ([`nhcontrol.linearization.outputs`][nhcontrol.linearization.outputs]); None when the model
         declares no outputs; read-only.
     outputs : tuple of str
         Names of the declared outputs (rows of ``C``; empty without outputs).
@@ -341,7 +347,7 @@ class LinearizationResult:
     B: NDArray[np.float64]
     states: tuple[str, ...]
     inputs: tuple[str, ...]
-    partition: Any
+    partition: Partition
     n_spurious: int
     t: float | NDArray[np.float64]
     steady: bool
@@ -460,7 +466,7 @@ class LinearizationResult:
     @property
     def spurious_eigenvalues(self) -> NDArray[np.complex128]:
         """The ``l`` spurious eigenvalues, shape ``(l,)`` or ``(N, l)`` (see
-        [`identify_spurious()`][nhcontrol.linearize.identify_spurious])."""
+        [`identify_spurious()`][nhcontrol.linearization.identify_spurious])."""
         ids = self._identifications()
         ev = np.array([i.spurious for i in ids], dtype=complex).reshape(len(ids),
                                                                          self.n_spurious)
@@ -653,7 +659,8 @@ class LinearizationResult:
                                    C=None if C is None else np.array(C),
                                    D=None if D is None else np.array(D), outputs=outputs))
 
-    def deviation(self, ref: Any, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
+    def deviation(self, ref: Reference, t: ArrayLike, x: ArrayLike,
+                  xd: ArrayLike) -> NDArray[np.float64]:
         """The linear state of this linearization for the motion ``(x, ẋ)`` at ``t``.
 
         Entry ``i`` is ``x_q − x0_q(t)`` for a state named after a coordinate ``q`` and
@@ -673,7 +680,8 @@ class LinearizationResult:
         """
         return state_deviation(self.states, ref, t, x, xd)
 
-    def from_deviation(self, ref: Any, t: ArrayLike, dX: ArrayLike, *, cm: Any = None,
+    def from_deviation(self, ref: Reference, t: ArrayLike, dX: ArrayLike, *,
+                       cm: CompiledModel | None = None,
                        tol: float = 1e-12, max_iter: int = 50
                        ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Consistent coordinates and velocities ``(x, ẋ)`` with the linear state ``dX`` at ``t``.

@@ -31,7 +31,7 @@ conventional Eq. (3.39) and of the finite-difference Eq. (7.109)); its spectrum 
 ``2(n-m-l)`` eigenvalues of the constrained system and ``2(m+l)`` spurious ones
 (Sect. 4.3.4).
 
-This module exists to validate [`nhcontrol.linearize.linearize()`][nhcontrol.linearize.linearize]
+This module exists to validate [`nhcontrol.linearization.linearize()`][nhcontrol.linearization.linearize]
 (third procedure); it is
 not the product path.
 """
@@ -39,7 +39,7 @@ not the product path.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,6 +47,11 @@ from numpy.typing import NDArray
 from .._util.errors import ConstraintError, PartitionError, ReferenceMotionError
 from .._util.validation import COND_MAX, as_float_array, check_finite, readonly
 from ._jacobian import _JacobianMembers
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.linearization.partition import Partition
+    from nhcontrol.reference import Reference
 
 __all__ = [
     "ReferencePoint",
@@ -92,7 +97,8 @@ def _as_vector(value: Any, name: str, size: int) -> NDArray[np.float64]:
     return readonly(check_finite(arr.copy(), name, error=ReferenceMotionError))
 
 
-def reference_point(cm: Any, ref: Any, t: float = 0.0, *, p: Any = None) -> ReferencePoint:
+def reference_point(cm: CompiledModel, ref: Reference, t: float = 0.0, *,
+                    p: Any = None) -> ReferencePoint:
     """Evaluate a reference motion at time ``t``.
 
     Parameters
@@ -102,7 +108,7 @@ def reference_point(cm: Any, ref: Any, t: float = 0.0, *, p: Any = None) -> Refe
     ref : Reference or ReferencePoint
         Anything with methods ``x(t), xd(t), xdd(t), lam(t), u(t)`` (the contract of
         ``nhcontrol.reference.Reference``), or an already evaluated
-        [`ReferencePoint`][nhcontrol.linearize.ReferencePoint].
+        [`ReferencePoint`][nhcontrol.linearization.ReferencePoint].
     t : float
         Time of evaluation.
     p : (p,) array_like, optional
@@ -135,7 +141,7 @@ def reference_point(cm: Any, ref: Any, t: float = 0.0, *, p: Any = None) -> Refe
     return ReferencePoint(t, x, xd, xdd, lam, u, p_arr)
 
 
-def velocity_names(cm: Any) -> tuple[str, ...]:
+def velocity_names(cm: CompiledModel) -> tuple[str, ...]:
     """Names of the velocities ``xd`` (``cm.velocities`` or ``<coord>_d``)."""
     names = getattr(cm, "velocities", None)
     if names is None or isinstance(names, str) or len(names) != cm.n:
@@ -143,10 +149,11 @@ def velocity_names(cm: Any) -> tuple[str, ...]:
     return tuple(str(s) for s in names)
 
 
-def partition_indices(cm: Any, partition: Any) -> tuple[list[int], list[int], list[int]]:
+def partition_indices(cm: CompiledModel,
+                      partition: Partition | Mapping[str, Any]) -> tuple[list[int], list[int], list[int]]:
     """Resolve a coordinate partition (Eq. (2.137)) to index lists ``(ai, ad, d)``.
 
-    ``partition`` may be a [`nhcontrol.linearize.Partition`][nhcontrol.linearize.Partition], any
+    ``partition`` may be a [`nhcontrol.linearization.Partition`][nhcontrol.linearization.Partition], any
     object with attributes
     ``independent``, ``admissible_dependent``, ``dependent``, or a mapping with those keys (the
     ``PARTITION_4_172``-style dicts of the model catalogue). A two-set partition of Eq. (2.129)
@@ -204,7 +211,7 @@ class _Terms:
                  "dDv_dx", "dDa_dx", "dQd_dx", "dQd_dxd", "dCxv_dx", "dBv_dx")
 
 
-def evaluate_terms(cm: Any, pt: ReferencePoint) -> _Terms:
+def evaluate_terms(cm: CompiledModel, pt: ReferencePoint) -> _Terms:
     """Evaluate every exact (symbolic) kernel at a reference point.
 
     Uses the fused ``cm.linearization_terms`` when the model has it, else the single kernels
@@ -306,7 +313,8 @@ class FirstProcedureResult(_JacobianMembers):
     t: float
 
 
-def first_procedure(cm: Any, ref: Any, t: float = 0.0, *, p: Any = None) -> FirstProcedureResult:
+def first_procedure(cm: CompiledModel, ref: Reference, t: float = 0.0, *,
+                    p: Any = None) -> FirstProcedureResult:
     """Linearize the index-1 DAE directly in redundant coordinates (Sect. 4.2.1).
 
     Parameters

@@ -20,7 +20,7 @@ $$ C = [\\,G_{:,ai},\\; h_{\\dot x} T,\\; G_{:,ad}\\,], \\qquad D = h_u + h_{\\d
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,6 +28,9 @@ from numpy.typing import NDArray
 from .._util.errors import LinearSystemError
 from .._util.fastlinalg import solve as _solve
 from .partition import PartitionIndices
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = ["output_matrices", "output_matrices_from_terms"]
 
@@ -99,11 +102,11 @@ def output_matrices_from_terms(Cx: Array, Dm: Array, dDv_dx: Array, dh_dx: Array
     if not (np.isfinite(C).all() and np.isfinite(D).all()):
         raise LinearSystemError("the output matrices C, D are not finite at the reference: a "
                                 "dependent block (∂C/∂x_d or D_dd) is singular there; choose "
-                                "another partition (nhcontrol.linearize.suggest_partition)")
+                                "another partition (nhcontrol.linearization.suggest_partition)")
     return C, D
 
 
-def output_matrices(cm: Any, idx: PartitionIndices, x: Array, xd: Array, u: Array | None,
+def output_matrices(cm: CompiledModel, idx: PartitionIndices, x: Array, xd: Array, u: Array | None,
                     p: Any = None) -> tuple[Array, Array]:
     """``C, D`` of the declared outputs of ``cm`` at ``(x0, ẋ0, u0)`` (one point ``(n,)`` or
     stacked ``(N, n)``), through the partition ``idx`` (see the module docstring).
