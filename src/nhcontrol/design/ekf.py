@@ -196,7 +196,7 @@ class ExtendedKalmanFilter:
         lz = getattr(cm, "linearizer", None)
         if callable(lz) and getattr(cm, "backend", None) == "c":
             try:
-                self._lz = lz(self.partition, p=self.p, check=False)
+                self._lz = lz(self.partition, p=self.p)
             except TypeError:
                 self._lz = None
         x = as_float_array(x0, "x0", shape=(self.n,), error=DesignError).copy()
