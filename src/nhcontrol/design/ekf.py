@@ -192,6 +192,9 @@ class ExtendedKalmanFilter:
         self._ai, self._ad, self._d = idx.ai, idx.ad, idx.d
         self._dd = np.concatenate([idx.ad, idx.d]).astype(np.intp)
         self._affine = bool(getattr(cm, "affine_names", ()))
+        self._eye = np.eye(self.ns)
+        self._u_none = np.zeros(self.k)                  # the kernels' u when k = 0
+        self._bind_kernels()
         self._lz = None
         lz = getattr(cm, "linearizer", None)
         if callable(lz) and getattr(cm, "backend", None) == "c":
@@ -216,6 +219,51 @@ class ExtendedKalmanFilter:
         check_psd(Wm, name, definite=definite)
         return 0.5 * (Wm + Wm.T)
 
+    def _bind_kernels(self) -> None:
+        """Kernel calls of the hot path (projection, output Jacobian): with C kernels the
+        one-point compiled function itself on the filter's own float64 vectors (the arguments
+        are this filter's arrays, already of the model's sizes: the per-call argument
+        conversion of the public methods is skipped; the C code still checks that they are
+        finite and raises through the model's messages); else the public methods."""
+        cm = self.cm
+        call = getattr(cm, "_call_c", None)
+        from ..compiled._layout import LINEARIZATION_FIELDS
+
+        p = np.ascontiguousarray(self.p, dtype=float)
+        zl, zn = np.zeros(self.m + self.l), np.zeros(self.n)
+        iD, iDv = LINEARIZATION_FIELDS.index("D"), LINEARIZATION_FIELDS.index("dDv_dx")
+        if getattr(cm, "backend", None) == "c" and callable(call) \
+                and p.shape == (len(getattr(cm, "parameters", p)),):
+            def C(x: Array, u: Array) -> Array:
+                return call("C", [x, u, p], "C")[0]
+
+            def D(x: Array, u: Array) -> Array:
+                return call("D", [x, u, p], "D")[0]
+
+            def terms(x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
+                t = call("linearization_terms", [x, xd, zn, zl, u, p], "linearization_terms")
+                return t[iD], t[iDv]                       # D, ∂(D ẋ + b)/∂x (one call)
+
+            def outputs(x: Array, xd: Array, u: Array) -> tuple:
+                return call("output_terms", [x, xd, u, p], "output_terms")
+        else:
+            k = self.k
+
+            def C(x: Array, u: Array) -> Array:
+                return cm.C(x, u if k else None, p)
+
+            def D(x: Array, u: Array) -> Array:
+                return cm.D(x, u if k else None, p)
+
+            def terms(x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
+                uu = u if k else None
+                return cm.D(x, uu, p), cm.dDv_dx(x, xd, uu, p)
+
+            def outputs(x: Array, xd: Array, u: Array) -> tuple:
+                ot = cm.output_terms(x, xd, u if k else None, p)
+                return ot.h, ot.dh_dx, ot.dh_dxd, ot.dh_du
+        self._kC, self._kD, self._kterms, self._kout = C, D, terms, outputs
+
     @property
     def X(self) -> Array:
         """Minimal state ``[x_ai, ẋ_ai, x_ad]`` of the current estimate."""
@@ -225,44 +273,66 @@ class ExtendedKalmanFilter:
     def nstates(self) -> int:
         return self.ns
 
-    def _from_minimal(self, X: Array, x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
-        """``(x, ẋ)`` on the manifold with the minimal entries ``X`` (others from ``x, ẋ``)."""
+    def _from_minimal(self, X: Array, x: Array, xd: Array, u: Array,
+                      D0: Array | None = None) -> tuple[Array, Array]:
+        """``(x, ẋ)`` on the manifold with the minimal entries ``X`` (others from ``x, ẋ``;
+        ``D0``: ``D(x)`` of the given point, for the projection)."""
         n1 = self._ai.size
         x = x.copy()
         xd = xd.copy()
         x[self._ai] = X[:n1]
         xd[self._ai] = X[n1:2 * n1]
         x[self._ad] = X[2 * n1:]
-        return self._project(x, xd, u)
+        return self._project(x, xd, u, D0)
 
-    def _project(self, x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
-        """Newton on ``C(x) = 0`` for ``x_d``; ``D_dd ẋ_dd = −(D_ai ẋ_ai + b)`` (Eq. (2.76))."""
-        cm, p, m = self.cm, self.p, self.m
-        uu = u if self.k else None
+    def _project(self, x: Array, xd: Array, u: Array, D0: Array | None = None
+                 ) -> tuple[Array, Array]:
+        """Newton on ``C(x) = 0`` for ``x_d``; ``D_dd ẋ_dd = −(D_ai ẋ_ai + b)`` (Eq. (2.76)).
+
+        ``D0``: ``D`` at a nearby point (the prior of a measurement update): the iteration
+        starts as a chord method with its ``∂C/∂x_d`` and takes Newton steps with ``D(x)``
+        as soon as a chord step reduces ``max |C|`` by less than a factor 10."""
+        cm, m = self.cm, self.m
+        uu = u if self.k else self._u_none
+        kC, kD = self._kC, self._kD
+        Dm = None
         if m:
             d = self._d
+            J0 = None if D0 is None else D0[:m, d]
+            last = math.inf
             for it in range(50):
-                C = cm.C(x, uu, p)
-                if float(np.max(np.abs(C))) <= self.tol:
+                C = kC(x, uu)
+                cmax = float(np.abs(C).max())
+                if cmax <= self.tol:
                     break
-                J = cm.D(x, uu, p)[:m, d]                 # ∂C/∂x_d: the first m rows of D
+                if J0 is not None and cmax > 0.1 * last:
+                    J0 = None                               # chord too slow: Newton
+                last = cmax
+                if J0 is not None:
+                    J = J0
+                else:
+                    Dm = kD(x, uu)
+                    J = Dm[:m, d]                           # ∂C/∂x_d: the first m rows of D
                 step = _solve(J, C[:, None])[:, 0]
                 if not np.isfinite(step).all():
                     raise PartitionError(f"∂C/∂x_d is singular at the estimate for "
                                          f"{[cm.coordinates[j] for j in d]}; choose another "
                                          f"partition (nhcontrol.linearize.suggest_partition)")
+                x = x.copy() if it == 0 else x
                 x[d] -= step
+                Dm = None                                   # x moved: D is not D(x) any more
             else:
                 raise SolverError(f"the estimate left the constraint manifold: Newton on C(x) = 0 "
                                   f"for {[cm.coordinates[j] for j in d]} did not converge "
                                   f"(max |C| = {float(np.max(np.abs(C))):.3g}); the estimate "
                                   f"diverged (check Rn, Qw and the initial covariance)")
         if self._dd.size:
-            Dm = cm.D(x, uu, p)
+            if Dm is None:
+                Dm = kD(x, uu)
             Ddd = Dm[:, self._dd]
             rhs = -(Dm[:, self._ai] @ xd[self._ai])
             if self._affine:
-                rhs = rhs - cm.b(x, uu, p)
+                rhs = rhs - cm.b(x, u if self.k else None, self.p)
             sol = _solve(Ddd, rhs[:, None])[:, 0]
             if not np.isfinite(sol).all():
                 raise PartitionError(f"D_dd is singular at the estimate (Eq. (2.76)); choose "
@@ -350,19 +420,20 @@ class ExtendedKalmanFilter:
         return self._output_terms(x, xd, u, terms)[:2]
 
     def _output_terms(self, x: Array, xd: Array, u: Array, terms: Any = None
-                      ) -> tuple[Array, Array, Array]:
-        """``H, D_y`` through the partition and ``h`` at ``(x, ẋ, u)`` (one output kernel call)."""
-        cm, uu = self.cm, (u if self.k else None)
-        ot = cm.output_terms(x, xd, uu, self.p)
+                      ) -> tuple[Array, Array, Array, Array]:
+        """``H, D_y`` through the partition, ``h`` and ``D`` at ``(x, ẋ, u)`` (two kernel
+        calls: the outputs with their derivatives, and ``D``, ``∂(D ẋ)/∂x`` from the fused
+        terms)."""
+        uu = u if self.k else self._u_none
+        h, dh_dx, dh_dxd, dh_du = self._kout(x, xd, uu)
         if terms is not None:
             Dm, dDv = terms.D, terms.dDv_dx
         else:
-            Dm, dDv = cm.D(x, uu, self.p), cm.dDv_dx(x, xd, uu, self.p)
+            Dm, dDv = self._kterms(x, xd, uu)
         Dm = np.asarray(Dm).reshape(self.m + self.l, self.n)
-        H, Dy = self._omft(Dm[:self.m], Dm,
-                                           np.asarray(dDv).reshape(self.m + self.l, self.n),
-                                           ot.dh_dx, ot.dh_dxd, ot.dh_du, self._idx)
-        return H, Dy, np.asarray(ot.h)
+        H, Dy = self._omft(Dm[:self.m], Dm, np.asarray(dDv).reshape(self.m + self.l, self.n),
+                           dh_dx, dh_dxd, dh_du, self._idx)
+        return H, Dy, np.asarray(h), Dm
 
     # ------------------------------------------------------------------ the filter
     def predict(self, u: ArrayLike | None = None) -> Array:
@@ -389,17 +460,18 @@ class ExtendedKalmanFilter:
         returns ``X⁺``."""
         u = self.u if u is None else as_float_array(u, "u", shape=(self.k,), error=DesignError)
         yv = as_float_array(y, "y", shape=(len(self.outputs),), error=DesignError)
-        H, _, h = self._output_terms(self.x, self.xd, u)
+        H, _, h, Dm = self._output_terms(self.x, self.xd, u)
         P = self.P
-        S = H @ P @ H.T + self.Rn
-        K = _solve(S, H @ P).T
+        HP = H @ P
+        S = HP @ H.T + self.Rn
+        K = _solve(S, HP).T
         if not np.isfinite(K).all():
             raise SolverError("the innovation covariance H P Hᵀ + Rn is singular")
         X = self.X + K @ (yv - h)
-        IKH = np.eye(self.ns) - K @ H
+        IKH = self._eye - K @ H
         Z = IKH @ P @ IKH.T + K @ self.Rn @ K.T
         self.P = 0.5 * (Z + Z.T)
-        self.x, self.xd = self._from_minimal(X, self.x, self.xd, u)
+        self.x, self.xd = self._from_minimal(X, self.x, self.xd, u, Dm)
         self._S, self._K = S, K
         return self.X
 
