@@ -288,3 +288,54 @@ def test_first_order_states_rate_check_on_the_compiled_path():
         linearize_with_first_order_states(cm, ref, hf.PARTITION, **kw)
     res = linearize_with_first_order_states(cm, ref, hf.PARTITION, check=False, **kw)
     assert res.A.shape == (6, 6)
+
+
+def test_admissibility_floor_at_rest():
+    """A body at rest: ẋ0 = 0 and ẍ0 zero up to the round-off of the KKT solve that produced it.
+    The acceleration row's own scale ‖D_i‖₁‖ẍ0‖∞ is then round-off itself; the check judges it
+    against the round-off floor of the problem (ρ ‖D‖ S/max|M|), so the point passes with the
+    checks on (compiled path and linearize) and gives linearize's matrices, while an ẍ0 that is
+    wrong by 1e-9 is still refused."""
+    import math
+
+    import sympy as sp
+
+    from nhcontrol.modeling import MultibodySystem, rot_z
+    from nhcontrol.reference.admissibility import _passes_one
+
+    mb = MultibodySystem("pendulum_at_rest")
+    x, y, th = mb.add_coordinates("x y theta")
+    L, m, g = mb.add_parameters(L=1.2, m=2.0, g=9.81)
+    tau = mb.add_inputs("tau")
+    bar = mb.add_body("bar", mass=m, inertia=sp.diag(m * L**2 / 12, 0, m * L**2 / 12),
+                      position=[x, y, 0], orientation=rot_z(th))
+    mb.add_gravity(g, direction=(0, -1, 0))
+    mb.add_torque(bar, [0, 0, tau])
+    mb.add_holonomic(x - L / 2 * sp.sin(th), name="pin_x")
+    mb.add_holonomic(y + L / 2 * sp.cos(th), name="pin_y")
+    cm = mb.compile()
+    th0 = 0.4
+    xv = np.array([0.6 * math.sin(th0), -0.6 * math.cos(th0), th0])
+    xdv = np.zeros(3)
+    u = np.array([2.0 * 9.81 * 0.6 * math.sin(th0)])
+    t = cm.dynamics_terms(xv, xdv, u)
+    K = np.block([[t.M, t.D.T], [t.D, np.zeros((2, 2))]])
+    sol = np.linalg.solve(K, np.concatenate([t.Q, t.Qd]))
+    xdd, lam = sol[:3], sol[3:]
+    part = {"independent": ["theta"], "admissible_dependent": [], "dependent": ["x", "y"]}
+    terms = cm.linearization_terms(xv, xdv, xdd, lam, u)
+    C = np.asarray(cm.C(xv, u))
+    acc = np.asarray(terms.D) @ xdd - np.asarray(terms.Qd)
+    row = np.abs(terms.D).sum(axis=1) * np.abs(xdd).max()
+    assert np.any(np.abs(acc) > 1e-8 * row)          # the tolerance relative to the row alone fails
+    assert _passes_one(xv, xdv, xdd, lam, terms.M, terms.Q, terms.D, terms.Qd, C, None, 1e-8)
+    lz = cm.linearizer(part, check=True)
+    A, B = lz(xv, xdv, xdd, lam, u)
+    ref = Reference.equilibrium(cm, xv, u=u)
+    lin = linearize(cm, ref, part)
+    np.testing.assert_allclose(A, lin.A, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(B, lin.B, rtol=1e-12, atol=1e-12)
+    bad = xdd + np.array([0.0, 1e-9, 0.0])
+    assert not _passes_one(xv, xdv, bad, lam, terms.M, terms.Q, terms.D, terms.Qd, C, None, 1e-8)
+    with pytest.raises(ReferenceMotionError, match="acceleration residual"):
+        lz(xv, xdv, bad, lam, u)

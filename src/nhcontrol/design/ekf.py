@@ -20,7 +20,14 @@ every prediction and every measurement update. One sample of length ``dt``:
 
 The Jacobians come from the generated kernels (``linearization_terms``, ``output_terms``) and the
 one-point Steps 1-7 (`nhcontrol.linearization._point`), or from the prepared linearizer
-``cm.linearizer(partition)`` when the model offers one.
+``cm.linearizer(partition)`` when the model offers one (its admissibility and conditioning
+checks on).
+
+Models with first-order states ``z`` (``add_first_order_states``, ``set_rates``: pressures,
+currents, ``ż = H(x, ẋ, z, u)``, thesis Sect. 7.2) are estimated in ``[x_ai, ẋ_ai, x_ad, z]``:
+the prediction integrates ``ż = H`` beside the mechanics, ``A, B`` are the Jacobian of Sect. 7.2
+(`nhcontrol.linearization.linearize_first_order_system`) at the estimate, ``H`` has the columns
+``∂h/∂z``; the filter's inputs are the model's other inputs.
 """
 
 from __future__ import annotations
@@ -80,13 +87,61 @@ class _EstimatePoint:
         return self._e.xd
 
     def xdd(self, t: Any) -> Array:
-        return self._e._accelerations(self._e.x, self._e.xd, self._e.u)[0]
+        e = self._e
+        return e._accelerations(e.x, e.xd, e._ua(e.u))[0]
 
     def lam(self, t: Any) -> Array:
-        return self._e._accelerations(self._e.x, self._e.xd, self._e.u)[1]
+        e = self._e
+        return e._accelerations(e.x, e.xd, e._ua(e.u))[1]
 
     def u(self, t: Any) -> Array:
-        return self._e.u
+        return self._e._ua(self._e.u)
+
+
+class _RatePoint:
+    """The estimate as a one-point reference for `linearize_first_order_system` (the path
+    without C kernels): its values, and input rates ``ud`` with ``ż0 = H`` in the entries of the
+    first-order states (the rate equation holds at the estimate by construction; the check
+    runs)."""
+
+    steady = False
+    lam_source = "given"
+    has_input_rates = True
+
+    def __init__(self, cm: Any, x: Array, xd: Array, xdd: Array, lam: Array, u: Array,
+                 ud: Array, p: Array) -> None:
+        self.coordinates = tuple(cm.coordinates)
+        self.model_name = str(getattr(cm, "name", ""))
+        self.parameters = p
+        self._v = (x, xd, xdd, lam, u)
+        self._ud = ud
+
+    def values(self, ts: Any) -> tuple[Array, ...]:
+        if np.ndim(ts) == 0:
+            return self._v
+        N = np.shape(ts)[0]
+        return tuple(np.broadcast_to(v, (N, v.shape[0])) for v in self._v)
+
+    def _one(self, v: Array, ts: Any) -> Array:
+        return v if np.ndim(ts) == 0 else np.broadcast_to(v, (np.shape(ts)[0], v.shape[0]))
+
+    def x(self, t: Any) -> Array:
+        return self._one(self._v[0], t)
+
+    def xd(self, t: Any) -> Array:
+        return self._one(self._v[1], t)
+
+    def xdd(self, t: Any) -> Array:
+        return self._one(self._v[2], t)
+
+    def lam(self, t: Any) -> Array:
+        return self._one(self._v[3], t)
+
+    def u(self, t: Any) -> Array:
+        return self._one(self._v[4], t)
+
+    def ud(self, t: Any) -> Array:
+        return self._one(self._ud, t)
 
 
 class ExtendedKalmanFilter:
@@ -97,7 +152,7 @@ class ExtendedKalmanFilter:
     cm : CompiledModel
         With declared outputs (`MultibodySystem.add_output`): the measurements ``y = h(x, ẋ, u)``.
     partition : Partition or mapping
-        ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)); the filter state is ``[x_ai, ẋ_ai, x_ad]``.
+        ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)); the filter state is ``[x_ai, ẋ_ai, x_ad]`` (and ``z``).
     dt : float
         Sample time of the measurements (and of the held inputs).
     Rn : (q, q) array_like
@@ -105,15 +160,19 @@ class ExtendedKalmanFilter:
     x0, xd0 : (n,) array_like
         Initial estimate (projected onto the manifold).
     P0 : (ns, ns) array_like
-        Covariance of the initial estimate.
+        Covariance of the initial estimate (``ns = 2(n − m − l) + l + r``, ``r`` first-order
+        states).
     Qw : (k, k) array_like, optional
-        Covariance of a disturbance added to the input held over one sample (default zero).
+        Covariance of a disturbance added to the input held over one sample (default zero;
+        ``k``: the model's inputs other than first-order states).
     Qx : (ns, ns) array_like, optional
         Additional process-noise covariance per sample on the minimal state (default zero).
     u0 : (k,) array_like, optional
         Input held before the first sample (zeros).
     p : array_like or mapping, optional
         Parameters (defaults).
+    z0 : (r,) array_like
+        Initial estimate of the first-order states (required when the model has them).
     t0 : float
         Time of the first sample.
     substeps : int, default 4
@@ -132,8 +191,10 @@ class ExtendedKalmanFilter:
     ----------
     x, xd : (n,) ndarray
         Current estimate of coordinates and velocities (on the manifold).
+    z : (r,) ndarray
+        Current estimate of the first-order states (empty without).
     X : (ns,) ndarray
-        Current estimate in the minimal state.
+        Current estimate in the minimal state ``[x_ai, ẋ_ai, x_ad, z]``.
     P : (ns, ns) ndarray
         Its covariance (a priori after `predict()`, a posteriori after `correct()`).
     states, outputs, inputs : tuple of str
@@ -149,15 +210,11 @@ class ExtendedKalmanFilter:
                  Rn: ArrayLike, x0: ArrayLike, xd0: ArrayLike, P0: ArrayLike,
                  Qw: ArrayLike | None = None, Qx: ArrayLike | None = None,
                  u0: ArrayLike | None = None, p: ArrayLike | Mapping[str, float] | None = None,
-                 t0: float = 0.0, substeps: int = 4, tol: float = 1e-12,
+                 z0: ArrayLike | None = None, t0: float = 0.0, substeps: int = 4, tol: float = 1e-12,
                  check_partition: bool = True, cond_max: float = 1e10) -> None:
         if not getattr(cm, "outputs", ()):
             raise DesignError(f"model {getattr(cm, 'name', '?')!r} declares no outputs: the EKF "
                               f"needs sensors added with MultibodySystem.add_output(name, expr)")
-        if getattr(cm, "first_order_states", ()):
-            raise DesignError(f"model {cm.name!r} has first-order states "
-                              f"{list(cm.first_order_states)}: the EKF covers the mechanical "
-                              f"state only; not supported yet")
         # lazily: importing nhcontrol.design loads no stage left of systems (numbers in, out)
         from ..linearization.outputs import output_matrices_from_terms
         from ..linearization.partition import Partition
@@ -167,9 +224,14 @@ class ExtendedKalmanFilter:
         self.partition = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
         idx = self.partition.indices(cm)
         self._idx = idx
-        self.n, self.m, self.l, self.k = idx.n, idx.m, idx.l, int(cm.ninputs)
+        self.n, self.m, self.l = idx.n, idx.m, idx.l
+        names = list(cm.inputs)
+        zs = tuple(getattr(cm, "first_order_states", ()) or ())
+        self._zi = np.array([names.index(z) for z in zs], dtype=np.intp)
+        self._ui = np.array([i for i, nm in enumerate(names) if nm not in zs], dtype=np.intp)
+        self.r, self.k, self._kall = len(zs), int(self._ui.size), len(names)
         n1 = idx.n_ai
-        self.ns = 2 * n1 + self.l
+        self.ns = 2 * n1 + self.l + self.r
         self.dt = float(dt)
         if not (math.isfinite(self.dt) and self.dt > 0):
             raise DesignError(f"dt must be a positive sample time, got {dt!r}")
@@ -183,9 +245,9 @@ class ExtendedKalmanFilter:
             np.array(cm.param_vector()) if p is None else as_float_array(p, "p", error=DesignError))
         coords = tuple(cm.coordinates)
         self.states = (tuple(coords[i] for i in idx.ai) + tuple(f"{coords[i]}_d" for i in idx.ai)
-                       + tuple(coords[i] for i in idx.ad))
+                       + tuple(coords[i] for i in idx.ad) + zs)
         self.outputs = tuple(cm.outputs)
-        self.inputs = tuple(cm.inputs)
+        self.inputs = tuple(names[i] for i in self._ui)
         q = len(self.outputs)
         self.Rn = self._cov(Rn, q, "Rn", definite=True)
         self.Qw = np.zeros((self.k, self.k)) if Qw is None else self._cov(Qw, self.k, "Qw")
@@ -196,16 +258,26 @@ class ExtendedKalmanFilter:
         self._ai, self._ad, self._d = idx.ai, idx.ad, idx.d
         self._dd = np.concatenate([idx.ad, idx.d]).astype(np.intp)
         self._affine = bool(getattr(cm, "affine_names", ()))
+        self._eye = np.eye(self.ns)
+        self._u_none = np.zeros(self._kall)              # the kernels' u when there is none
+        if self.r:
+            if z0 is None:
+                raise DesignError(f"model {cm.name!r} has first-order states {list(zs)}: give "
+                                  f"their initial estimate z0 ({self.r} values)")
+            self.z = as_float_array(z0, "z0", shape=(self.r,), error=DesignError).copy()
+        else:
+            self.z = np.zeros(0)
+        self._bind_kernels()
         self._lz = None
         lz = getattr(cm, "linearizer", None)
         if callable(lz) and getattr(cm, "backend", None) == "c":
             try:
-                self._lz = lz(self.partition, p=self.p, check=False)
+                self._lz = lz(self.partition, p=self.p)
             except TypeError:
                 self._lz = None
         x = as_float_array(x0, "x0", shape=(self.n,), error=DesignError).copy()
         xd = as_float_array(xd0, "xd0", shape=(self.n,), error=DesignError).copy()
-        self.x, self.xd = self._project(x, xd, self.u)
+        self.x, self.xd = self._project(x, xd, self._ua(self.u))
         self.t = float(t0)
         self._started = False
 
@@ -220,53 +292,135 @@ class ExtendedKalmanFilter:
         check_psd(Wm, name, definite=definite)
         return 0.5 * (Wm + Wm.T)
 
+    def _bind_kernels(self) -> None:
+        """Kernel calls of the hot path (projection, output Jacobian): with C kernels the
+        one-point compiled function itself on the filter's own float64 vectors (the arguments
+        are this filter's arrays, already of the model's sizes: the per-call argument
+        conversion of the public methods is skipped; the C code still checks that they are
+        finite and raises through the model's messages); else the public methods."""
+        cm = self.cm
+        call = getattr(cm, "_call_c", None)
+        from ..compiled._layout import LINEARIZATION_FIELDS
+
+        p = np.ascontiguousarray(self.p, dtype=float)
+        zl, zn = np.zeros(self.m + self.l), np.zeros(self.n)
+        iD, iDv = LINEARIZATION_FIELDS.index("D"), LINEARIZATION_FIELDS.index("dDv_dx")
+        if getattr(cm, "backend", None) == "c" and callable(call) \
+                and p.shape == (len(getattr(cm, "parameters", p)),):
+            def C(x: Array, u: Array) -> Array:
+                return call("C", [x, u, p], "C")[0]
+
+            def D(x: Array, u: Array) -> Array:
+                return call("D", [x, u, p], "D")[0]
+
+            def terms(x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
+                t = call("linearization_terms", [x, xd, zn, zl, u, p], "linearization_terms")
+                return t[iD], t[iDv]                       # D, ∂(D ẋ + b)/∂x (one call)
+
+            def outputs(x: Array, xd: Array, u: Array) -> tuple:
+                return call("output_terms", [x, xd, u, p], "output_terms")
+        else:
+            k = self._kall
+
+            def C(x: Array, u: Array) -> Array:
+                return cm.C(x, u if k else None, p)
+
+            def D(x: Array, u: Array) -> Array:
+                return cm.D(x, u if k else None, p)
+
+            def terms(x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
+                uu = u if k else None
+                return cm.D(x, uu, p), cm.dDv_dx(x, xd, uu, p)
+
+            def outputs(x: Array, xd: Array, u: Array) -> tuple:
+                ot = cm.output_terms(x, xd, u if k else None, p)
+                return ot.h, ot.dh_dx, ot.dh_dxd, ot.dh_du
+        self._kC, self._kD, self._kterms, self._kout = C, D, terms, outputs
+
+    def _ua(self, u: Array, z: Array | None = None) -> Array:
+        """The model's input vector ``[z, u]`` (model order) of the filter's inputs ``u`` and
+        first-order states ``z`` (default the current estimate); ``u`` itself without them."""
+        if not self.r:
+            return u if self._kall else self._u_none
+        ua = np.empty(self._kall)
+        ua[self._zi] = self.z if z is None else z
+        ua[self._ui] = u
+        return ua
+
     @property
     def X(self) -> Array:
-        """Minimal state ``[x_ai, ẋ_ai, x_ad]`` of the current estimate."""
-        return np.concatenate([self.x[self._ai], self.xd[self._ai], self.x[self._ad]])
+        """Minimal state ``[x_ai, ẋ_ai, x_ad, z]`` of the current estimate (``z``: the
+        first-order states, when the model has them)."""
+        return np.concatenate([self.x[self._ai], self.xd[self._ai], self.x[self._ad], self.z])
 
     @property
     def nstates(self) -> int:
         return self.ns
 
-    def _from_minimal(self, X: Array, x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
-        """``(x, ẋ)`` on the manifold with the minimal entries ``X`` (others from ``x, ẋ``)."""
+    def _from_minimal(self, X: Array, x: Array, xd: Array, u: Array,
+                      D0: Array | None = None) -> tuple[Array, Array, Array]:
+        """``(x, ẋ, z)`` on the manifold with the minimal entries ``X`` (others from ``x, ẋ``;
+        ``u``: the filter's inputs; ``D0``: ``D(x)`` of the given point, for the projection)."""
         n1 = self._ai.size
+        nm = 2 * n1 + self.l
         x = x.copy()
         xd = xd.copy()
         x[self._ai] = X[:n1]
         xd[self._ai] = X[n1:2 * n1]
-        x[self._ad] = X[2 * n1:]
-        return self._project(x, xd, u)
+        x[self._ad] = X[2 * n1:nm]
+        z = np.array(X[nm:], dtype=float)
+        x, xd = self._project(x, xd, self._ua(u, z), D0)
+        return x, xd, z
 
-    def _project(self, x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
-        """Newton on ``C(x) = 0`` for ``x_d``; ``D_dd ẋ_dd = −(D_ai ẋ_ai + b)`` (Eq. (2.76))."""
-        cm, p, m = self.cm, self.p, self.m
-        uu = u if self.k else None
+    def _project(self, x: Array, xd: Array, u: Array, D0: Array | None = None
+                 ) -> tuple[Array, Array]:
+        """Newton on ``C(x) = 0`` for ``x_d``; ``D_dd ẋ_dd = −(D_ai ẋ_ai + b)`` (Eq. (2.76));
+        ``u`` is the model's input vector (`_ua`).
+
+        ``D0``: ``D`` at a nearby point (the prior of a measurement update): the iteration
+        starts as a chord method with its ``∂C/∂x_d`` and takes Newton steps with ``D(x)``
+        as soon as a chord step reduces ``max |C|`` by less than a factor 10."""
+        cm, m = self.cm, self.m
+        uu = u if self._kall else self._u_none
+        kC, kD = self._kC, self._kD
+        Dm = None
         if m:
             d = self._d
+            J0 = None if D0 is None else D0[:m, d]
+            last = math.inf
             for it in range(50):
-                C = cm.C(x, uu, p)
-                if float(np.max(np.abs(C))) <= self.tol:
+                C = kC(x, uu)
+                cmax = float(np.abs(C).max())
+                if cmax <= self.tol:
                     break
-                J = cm.D(x, uu, p)[:m, d]                 # ∂C/∂x_d: the first m rows of D
+                if J0 is not None and cmax > 0.1 * last:
+                    J0 = None                               # chord too slow: Newton
+                last = cmax
+                if J0 is not None:
+                    J = J0
+                else:
+                    Dm = kD(x, uu)
+                    J = Dm[:m, d]                           # ∂C/∂x_d: the first m rows of D
                 step = _solve(J, C[:, None])[:, 0]
                 if not np.isfinite(step).all():
                     raise PartitionError(f"∂C/∂x_d is singular at the estimate for "
                                          f"{[cm.coordinates[j] for j in d]}; choose another "
                                          f"partition (nhcontrol.linearization.suggest_partition)")
+                x = x.copy() if it == 0 else x
                 x[d] -= step
+                Dm = None                                   # x moved: D is not D(x) any more
             else:
                 raise SolverError(f"the estimate left the constraint manifold: Newton on C(x) = 0 "
                                   f"for {[cm.coordinates[j] for j in d]} did not converge "
                                   f"(max |C| = {float(np.max(np.abs(C))):.3g}); the estimate "
                                   f"diverged (check Rn, Qw and the initial covariance)")
         if self._dd.size:
-            Dm = cm.D(x, uu, p)
+            if Dm is None:
+                Dm = kD(x, uu)
             Ddd = Dm[:, self._dd]
             rhs = -(Dm[:, self._ai] @ xd[self._ai])
             if self._affine:
-                rhs = rhs - cm.b(x, uu, p)
+                rhs = rhs - cm.b(x, u if self._kall else None, self.p)
             sol = _solve(Ddd, rhs[:, None])[:, 0]
             if not np.isfinite(sol).all():
                 raise PartitionError(f"D_dd is singular at the estimate (Eq. (2.76)); choose "
@@ -289,9 +443,10 @@ class ExtendedKalmanFilter:
                                  + "\n(the estimate left the region where this partition is "
                                    "valid: restart the filter with the suggested partition)")
 
-    def _accelerations(self, x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
-        """``ẍ, Λ`` of Eq. (2.119) (held input, no Baumgarte terms)."""
-        t = self.cm.dynamics_terms(x, xd, u if self.k else None, self.p)
+    def _accelerations(self, x: Array, xd: Array, ua: Array) -> tuple[Array, Array]:
+        """``ẍ, Λ`` of Eq. (2.119) (held input, no Baumgarte terms; ``ua`` the model's input
+        vector, `_ua`)."""
+        t = self.cm.dynamics_terms(x, xd, ua if self._kall else None, self.p)
         n, c = self.n, self.m + self.l
         K = np.zeros((n + c, n + c))
         K[:n, :n] = t.M
@@ -300,73 +455,149 @@ class ExtendedKalmanFilter:
         sol = _solve(K, np.concatenate([t.Q, t.Qd])[:, None])[:, 0]
         return sol[:n], sol[n:]
 
-    def _integrate(self, x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
-        """Classical Runge–Kutta over one sample with the input held."""
+    def _rates(self, x: Array, xd: Array, z: Array, u: Array) -> Array:
+        """``ż = H(x, ẋ, z, u)`` of the first-order states (Eq. (7.19))."""
+        return np.asarray(self.cm.rates(x, xd, self._ua(u, z), self.p), dtype=float)
+
+    def _integrate(self, x: Array, xd: Array, z: Array, u: Array
+                   ) -> tuple[Array, Array, Array]:
+        """Classical Runge–Kutta over one sample with the input held (the first-order states
+        ``ż = H`` alongside the mechanics)."""
         h = self.dt / self.substeps
+        r = self.r
         for _ in range(self.substeps):
-            a1, _ = self._accelerations(x, xd, u)
-            x2, v2 = x + 0.5 * h * xd, xd + 0.5 * h * a1
-            a2, _ = self._accelerations(x2, v2, u)
-            x3, v3 = x + 0.5 * h * v2, xd + 0.5 * h * a2
-            a3, _ = self._accelerations(x3, v3, u)
-            x4, v4 = x + h * v3, xd + h * a3
-            a4, _ = self._accelerations(x4, v4, u)
+            if r:
+                ua = self._ua(u, z)
+                a1, _ = self._accelerations(x, xd, ua)
+                g1 = self._rates(x, xd, z, u)
+                x2, v2, z2 = x + 0.5 * h * xd, xd + 0.5 * h * a1, z + 0.5 * h * g1
+                a2, _ = self._accelerations(x2, v2, self._ua(u, z2))
+                g2 = self._rates(x2, v2, z2, u)
+                x3, v3, z3 = x + 0.5 * h * v2, xd + 0.5 * h * a2, z + 0.5 * h * g2
+                a3, _ = self._accelerations(x3, v3, self._ua(u, z3))
+                g3 = self._rates(x3, v3, z3, u)
+                x4, v4, z4 = x + h * v3, xd + h * a3, z + h * g3
+                a4, _ = self._accelerations(x4, v4, self._ua(u, z4))
+                g4 = self._rates(x4, v4, z4, u)
+                z = z + h / 6.0 * (g1 + 2 * g2 + 2 * g3 + g4)
+            else:
+                ua = self._ua(u)
+                a1, _ = self._accelerations(x, xd, ua)
+                x2, v2 = x + 0.5 * h * xd, xd + 0.5 * h * a1
+                a2, _ = self._accelerations(x2, v2, ua)
+                x3, v3 = x + 0.5 * h * v2, xd + 0.5 * h * a2
+                a3, _ = self._accelerations(x3, v3, ua)
+                x4, v4 = x + h * v3, xd + h * a3
+                a4, _ = self._accelerations(x4, v4, ua)
             x = x + h / 6.0 * (xd + 2 * v2 + 2 * v3 + v4)
             xd = xd + h / 6.0 * (a1 + 2 * a2 + 2 * a3 + a4)
-        if not (np.isfinite(x).all() and np.isfinite(xd).all()):
+        if not (np.isfinite(x).all() and np.isfinite(xd).all() and np.isfinite(z).all()):
             raise SolverError("the EKF prediction is not finite: the estimate diverged")
-        return self._project(x, xd, u)
+        x, xd = self._project(x, xd, self._ua(u, z))
+        return x, xd, z
 
     def jacobians(self, x: ArrayLike | None = None, xd: ArrayLike | None = None,
-                  u: ArrayLike | None = None) -> tuple[Array, Array, Array, Array]:
-        """Exact ``A, B`` (third procedure) and ``H, D_y`` (declared outputs through the
-        partition) at ``(x, ẋ, u)`` (default: the current estimate and held input)."""
+                  u: ArrayLike | None = None, z: ArrayLike | None = None
+                  ) -> tuple[Array, Array, Array, Array]:
+        """Exact ``A, B`` (third procedure; with first-order states the Jacobian of Sect. 7.2,
+        `nhcontrol.linearization.linearize_first_order_system`) and ``H, D_y`` (declared outputs
+        through the partition) at ``(x, ẋ, z, u)`` (default: the current estimate and held
+        input)."""
         x = self.x if x is None else np.asarray(x, dtype=float)
         xd = self.xd if xd is None else np.asarray(xd, dtype=float)
         u = self.u if u is None else np.asarray(u, dtype=float)
-        A, B = self._AB(x, xd, u)
-        H, Dy = self._output_matrices(x, xd, u)
+        z = self.z if z is None else np.asarray(z, dtype=float)
+        A, B = self._AB(x, xd, u, z)
+        H, Dy = self._output_matrices(x, xd, self._ua(u, z))
         return A, B, H, Dy
 
-    def _AB(self, x: Array, xd: Array, u: Array) -> tuple[Array, Array]:
+    def _AB(self, x: Array, xd: Array, u: Array, z: Array | None = None
+            ) -> tuple[Array, Array]:
         """``A, B`` of the third procedure at the point of a motion through ``(x, ẋ)``: its
         accelerations and multipliers from Eq. (2.119) — the prepared linearizer
-        (``cm.linearizer``, C kernels) or the one-point Steps 1-7."""
-        xdd, lam = self._accelerations(x, xd, u)
-        uu = u if self.k else None
-        if self._lz is not None:
-            A, B = self._lz(x, xd, xdd, lam, uu)
+        (``cm.linearizer``, C kernels) or the one-point Steps 1-7; with first-order states the
+        rows of ``z`` appended (Sect. 7.2, `_AB_first_order`)."""
+        ua = self._ua(u, z)
+        xdd, lam = self._accelerations(x, xd, ua)
+        if self.r:
+            A, B = self._AB_first_order(x, xd, xdd, lam, ua)
         else:
-            from ..linearization._point import point_procedure
+            uu = ua if self._kall else None
+            if self._lz is not None:
+                A, B = self._lz(x, xd, xdd, lam, uu)
+            else:
+                from ..linearization._point import point_procedure
 
-            terms = self.cm.linearization_terms(x, xd, xdd, lam, uu, self.p)
-            with np.errstate(all="ignore"):
-                out = point_procedure(terms, self._idx, self.k)
-            A, B = out["A"], out["B"]
+                terms = self.cm.linearization_terms(x, xd, xdd, lam, uu, self.p)
+                with np.errstate(all="ignore"):
+                    out = point_procedure(terms, self._idx, self.k)
+                A, B = out["A"], out["B"]
         if not (np.isfinite(A).all() and np.isfinite(B).all()):
             raise PartitionError(f"the linearization at the estimate is not finite: a block of "
                                  f"the partition {self.partition} is singular there; choose "
                                  f"another partition (nhcontrol.linearization.suggest_partition)")
         return np.asarray(A), np.asarray(B)
 
-    def _output_matrices(self, x: Array, xd: Array, u: Array, terms: Any = None
-                         ) -> tuple[Array, Array]:
-        return self._output_terms(x, xd, u, terms)[:2]
+    def _AB_first_order(self, x: Array, xd: Array, xdd: Array, lam: Array, ua: Array
+                        ) -> tuple[Array, Array]:
+        """``A, B`` in ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃]`` at the estimate: the mechanical rows and the
+        kinematics ``T0, V̄̄0, T_h0`` of one compiled call, the rate rows
+        ``(H_x + H_ẋ V̄̄0) T_h0``, ``H_ẋ T0``, ``H_z`` from the exact rate Jacobians (kernel
+        ``rate_terms``), the numbers of `linearize_first_order_system` at this point; without
+        C kernels (or when the compiled call cannot decide) that function itself, on the
+        estimate as a one-point reference whose ``ż0`` is the rate equation (so its checks
+        run)."""
+        from ..linearization import first_order as fo
+        from ..linearization import prepared as pr
 
-    def _output_terms(self, x: Array, xd: Array, u: Array, terms: Any = None
-                      ) -> tuple[Array, Array, Array]:
-        """``H, D_y`` through the partition and ``h`` at ``(x, ẋ, u)`` (one output kernel call)."""
-        cm, uu = self.cm, (u if self.k else None)
-        ot = cm.output_terms(x, xd, uu, self.p)
+        n1 = self._ai.size
+        zi, ui = self._zi, self._ui
+        if self._lz is not None:
+            try:
+                Am, Bm, T0, Vdd, Th0 = self._lz._with_kinematics(x, xd, xdd, lam, ua)
+            except pr._Refused:
+                pass
+            else:
+                rt = self.cm.rate_terms(x, xd, ua, self.p)
+                Hx, Hxd, Hdu = (np.asarray(a, dtype=float) for a in (rt.dH_dx, rt.dH_dxd,
+                                                                     rt.dH_du))
+                if np.isfinite(Hx).all() and np.isfinite(Hxd).all() and np.isfinite(Hdu).all():
+                    Gx, Gxd = fo._fast_rate_rows(self._lz, T0, Vdd, Th0, Hx, Hxd)
+                    A = fo._fast_assemble(Am, Bm, Gx, Gxd, Hdu[:, zi], list(zi), n1, self.l)
+                    B = np.vstack([Bm[:, ui], Hdu[:, ui]])
+                    return A, B
+        from ..compiled.rates import RateKernels
+
+        H = self.cm.rates(x, xd, ua, self.p)
+        ud = np.zeros(self._kall)
+        ud[zi] = H
+        ref = _RatePoint(self.cm, x, xd, xdd, lam, ua, ud, self.p)
+        res = fo.linearize_first_order_system(self.cm, RateKernels(self.cm), ref, self.partition)
+        return np.asarray(res.A), np.asarray(res.B)
+
+    def _output_matrices(self, x: Array, xd: Array, ua: Array, terms: Any = None
+                         ) -> tuple[Array, Array]:
+        return self._output_terms(x, xd, ua, terms)[:2]
+
+    def _output_terms(self, x: Array, xd: Array, ua: Array, terms: Any = None
+                      ) -> tuple[Array, Array, Array, Array]:
+        """``H, D_y`` through the partition, ``h`` and ``D`` at ``(x, ẋ)`` and the model's input
+        vector ``ua`` (two kernel calls: the outputs with their derivatives, and ``D``,
+        ``∂(D ẋ)/∂x`` from the fused terms). With first-order states ``H`` has their columns
+        ``∂h/∂z`` and ``D_y`` the columns of the other inputs (docs/theory/estimation.md)."""
+        uu = ua if self._kall else self._u_none
+        h, dh_dx, dh_dxd, dh_du = self._kout(x, xd, uu)
         if terms is not None:
             Dm, dDv = terms.D, terms.dDv_dx
         else:
-            Dm, dDv = cm.D(x, uu, self.p), cm.dDv_dx(x, xd, uu, self.p)
+            Dm, dDv = self._kterms(x, xd, uu)
         Dm = np.asarray(Dm).reshape(self.m + self.l, self.n)
-        H, Dy = self._omft(Dm[:self.m], Dm,
-                                           np.asarray(dDv).reshape(self.m + self.l, self.n),
-                                           ot.dh_dx, ot.dh_dxd, ot.dh_du, self._idx)
-        return H, Dy, np.asarray(ot.h)
+        H, Dy = self._omft(Dm[:self.m], Dm, np.asarray(dDv).reshape(self.m + self.l, self.n),
+                           dh_dx, dh_dxd, dh_du, self._idx)
+        if self.r:
+            H = np.concatenate([H, Dy[:, self._zi]], axis=1)
+            Dy = Dy[:, self._ui]
+        return H, Dy, np.asarray(h), Dm
 
     # ------------------------------------------------------------------ the filter
     def predict(self, u: ArrayLike | None = None) -> Array:
@@ -383,7 +614,7 @@ class ExtendedKalmanFilter:
         Ad, Bd = F[:ns, :ns], F[:ns, ns:]
         P = Ad @ self.P @ Ad.T + Bd @ self.Qw @ Bd.T + self.Qx
         self.P = 0.5 * (P + P.T)
-        self.x, self.xd = self._integrate(self.x, self.xd, u)
+        self.x, self.xd, self.z = self._integrate(self.x, self.xd, self.z, u)
         self.u = u
         self.t += self.dt
         return self.X
@@ -393,17 +624,18 @@ class ExtendedKalmanFilter:
         returns ``X⁺``."""
         u = self.u if u is None else as_float_array(u, "u", shape=(self.k,), error=DesignError)
         yv = as_float_array(y, "y", shape=(len(self.outputs),), error=DesignError)
-        H, _, h = self._output_terms(self.x, self.xd, u)
+        H, _, h, Dm = self._output_terms(self.x, self.xd, self._ua(u))
         P = self.P
-        S = H @ P @ H.T + self.Rn
-        K = _solve(S, H @ P).T
+        HP = H @ P
+        S = HP @ H.T + self.Rn
+        K = _solve(S, HP).T
         if not np.isfinite(K).all():
             raise SolverError("the innovation covariance H P Hᵀ + Rn is singular")
         X = self.X + K @ (yv - h)
-        IKH = np.eye(self.ns) - K @ H
+        IKH = self._eye - K @ H
         Z = IKH @ P @ IKH.T + K @ self.Rn @ K.T
         self.P = 0.5 * (Z + Z.T)
-        self.x, self.xd = self._from_minimal(X, self.x, self.xd, u)
+        self.x, self.xd, self.z = self._from_minimal(X, self.x, self.xd, u, Dm)
         self._S, self._K = S, K
         return self.X
 
@@ -451,7 +683,7 @@ class ExtendedKalmanFilter:
         def updfcn(t: float, state: Array, inp: Array, params: Any) -> Array:
             X, P = state[:ns], state[ns:].reshape(ns, ns)
             y, u = inp[:q], inp[q:]
-            work.x, work.xd = work._from_minimal(X, work.x, work.xd, u)
+            work.x, work.xd, work.z = work._from_minimal(X, work.x, work.xd, u)
             work.P = P
             work.u = u
             work.correct(y, u)

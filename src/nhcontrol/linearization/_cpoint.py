@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = ["point_function", "FIELDS", "INPUT_CONSTRAINT_FIELDS", "VERSION"]
 
-VERSION = "p3"
+VERSION = "p4"
 """Version of the C routine (part of the library's file name and cache key)."""
 
 FIELDS = ("M", "Q", "D", "Cx", "B", "Qd", "dMa_dx", "dMa_du", "dDTlam_dx", "dQ_dx", "dQ_dxd",
@@ -258,31 +258,16 @@ NHC_API int nhc_point_third(const int64_t *dims, const int64_t *ix, const double
         for (i = 0; i < off[F_COUNT + 2 * f + 1]; i++)
             if (!(fabs(T[off[F_COUNT + 2 * f] + i]) <= atol_u)) return 8;
 
-    /* ---- the reference admissibility check (reference/admissibility.py, _passes_one) ---- */
+    /* ---- the reference admissibility check (reference/admissibility.py, _passes_one):
+       |r| <= tol * scale + floor, floor = rho * (the level's scale over the whole problem) ---- */
     if (check) {
-        double vx = 0.0, ax = 0.0, S = 0.0, maxM = 0.0;
+        double vx = 0.0, ax = 0.0, S = 0.0, maxM = 0.0, aF = 0.0;
+        double fh = 0.0, fv = 0.0, fa = 0.0;
+        const double rho = 4.0 * (double)(n + c) * 2.220446049250313e-16;
         const double *Q = T + off[F_Q], *Qd = T + off[F_Qd];
         for (i = 0; i < n; i++) {
             if (fabs(xd0[i]) > vx) vx = fabs(xd0[i]);
             if (fabs(xdd0[i]) > ax) ax = fabs(xdd0[i]);
-        }
-        for (i = 0; i < m; i++) {                       /* C(x0) = 0 */
-            double sc = 0.0;
-            for (j = 0; j < n; j++) sc += fabs(D[i * n + j]) * (fabs(x0[j]) > 1.0 ? fabs(x0[j]) : 1.0);
-            if (!(fabs(Cv[i]) <= tol * sc)) flags |= 1;
-        }
-        for (i = 0; i < c; i++) {                       /* D xd0 + b = 0, D xdd0 = Qd */
-            double row = 0.0, r1 = 0.0, r2 = 0.0;
-            for (j = 0; j < n; j++) {
-                row += fabs(D[i * n + j]);
-                r1 += D[i * n + j] * xd0[j];
-                r2 += D[i * n + j] * xdd0[j];
-            }
-            double s1 = row * vx;
-            if (bv) { r1 += bv[i]; s1 += fabs(bv[i]); }
-            r2 -= Qd[i];
-            if (!(fabs(r1) <= tol * s1)) flags |= 1;
-            if (!(fabs(r2) <= tol * (row * (ax + vx * vx) + fabs(Qd[i])))) flags |= 1;
         }
         for (i = 0; i < n; i++) {                       /* scale of M xdd0 + D^T Lam0 - Q */
             double t = fabs(Q[i]);
@@ -294,13 +279,46 @@ NHC_API int nhc_point_third(const int64_t *dims, const int64_t *ix, const double
             if (t > S) S = t;
         }
         if (maxM * (1.0 + vx * vx + ax) > S) S = maxM * (1.0 + vx * vx + ax);
+        if (maxM > 0.0) aF = S / maxM;
+        for (i = 0; i < m; i++) {                       /* floors: largest scale of the level */
+            double sc = 0.0;
+            for (j = 0; j < n; j++) sc += fabs(D[i * n + j]) * (fabs(x0[j]) > 1.0 ? fabs(x0[j]) : 1.0);
+            if (sc > fh) fh = sc;
+        }
+        for (i = 0; i < c; i++) {
+            double row = 0.0;
+            for (j = 0; j < n; j++) row += fabs(D[i * n + j]);
+            double s1 = row * vx + (bv ? fabs(bv[i]) : 0.0);
+            double s2 = row * (ax + vx * vx + aF) + fabs(Qd[i]);
+            if (s1 > fv) fv = s1;
+            if (s2 > fa) fa = s2;
+        }
+        fh *= rho; fv *= rho; fa *= rho;
+        for (i = 0; i < m; i++) {                       /* C(x0) = 0 */
+            double sc = 0.0;
+            for (j = 0; j < n; j++) sc += fabs(D[i * n + j]) * (fabs(x0[j]) > 1.0 ? fabs(x0[j]) : 1.0);
+            if (!(fabs(Cv[i]) <= tol * sc + fh)) flags |= 1;
+        }
+        for (i = 0; i < c; i++) {                       /* D xd0 + b = 0, D xdd0 = Qd */
+            double row = 0.0, r1 = 0.0, r2 = 0.0;
+            for (j = 0; j < n; j++) {
+                row += fabs(D[i * n + j]);
+                r1 += D[i * n + j] * xd0[j];
+                r2 += D[i * n + j] * xdd0[j];
+            }
+            double s1 = row * vx;
+            if (bv) { r1 += bv[i]; s1 += fabs(bv[i]); }
+            r2 -= Qd[i];
+            if (!(fabs(r1) <= tol * s1 + fv)) flags |= 1;
+            if (!(fabs(r2) <= tol * (row * (ax + vx * vx) + fabs(Qd[i])) + fa)) flags |= 1;
+        }
         for (i = 0; i < n; i++) {
             double r = 0.0;
             for (j = 0; j < n; j++) r += M[i * n + j] * xdd0[j];
             double dl = 0.0;
             for (j = 0; j < c; j++) dl += lam0[j] * D[j * n + i];
             r = (r + dl) - Q[i];
-            if (!(fabs(r) <= tol * S)) flags |= 1;
+            if (!(fabs(r) <= tol * S + rho * S)) flags |= 1;
         }
         if (flags) return flags;
     }

@@ -76,6 +76,14 @@ class FirstOrderLinearization:
         ``n - m - l``.
     t : float or (N,) ndarray
         Time(s) on the reference.
+    C, D : (q, ns), (q, k) ndarray or None
+        The model's declared outputs ``y = h(x, ẋ, u)`` (`MultibodySystem.add_output`) in this
+        state and these inputs (``(N, ·, ·)`` for stacked times): the mechanical columns through
+        the partition as [`linearize()`][nhcontrol.linearize] gives them, ``∂h/∂z`` in the
+        columns of the first-order states, zeros in those of ``w`` (derived here,
+        docs/theory/estimation.md); None when the model declares no outputs.
+    outputs : tuple of str
+        Names of the outputs (empty without).
     """
 
     A: NDArray[np.float64]
@@ -86,6 +94,9 @@ class FirstOrderLinearization:
     n_spurious: int = 0
     n_independent: int = field(default=-1)
     t: Any = 0.0
+    C: Any = None
+    D: Any = None
+    outputs: tuple[str, ...] = ()
 
     @property
     def eigenvalues(self) -> NDArray[np.complex128]:
@@ -383,6 +394,37 @@ def _fast_rate_rows(lz: Any, T0: NDArray[np.float64], Vdd: NDArray[np.float64],
     return G @ Th0, H_xd @ T0
 
 
+def _declared_outputs(cm: Any, part: Partition, x0: NDArray[np.float64],
+                      xd0: NDArray[np.float64], u0: NDArray[np.float64], p: Any,
+                      zi: Sequence[int], ui: Sequence[int] | None, nw: int, nr: int = 0
+                      ) -> tuple[Any, Any, tuple[str, ...]]:
+    """``C, D`` of the declared outputs in ``[x̃_ai, ẋ̃_ai, x̃_ad, z̃, w̃]`` (one point or
+    stacked ``(N, ·)``), or ``(None, None, ())`` without outputs.
+
+    The mechanical columns are those of `output_matrices` (the chain rule through the dependent
+    coordinates and velocities, Eqs. (4.98)-(4.100)); the first-order states ``z`` are inputs of
+    the mechanical model and enter neither the constraints (refused) nor the dependent
+    velocities, so their columns are ``∂h/∂z`` itself; ``w`` does not enter ``h`` (zeros). ``D``
+    holds ``∂h/∂u`` of the other inputs ``ui`` (None: ``nr`` zero columns, the references of
+    ``w``)."""
+    outs = tuple(getattr(cm, "outputs", ()) or ())
+    if not outs:
+        return None, None, ()
+    from .outputs import output_matrices
+
+    idx = part.indices(cm)
+    Cm, Dm = output_matrices(cm, idx, x0, xd0, u0 if int(cm.ninputs) else None, p)
+    Cm, Dm = np.asarray(Cm, dtype=float), np.asarray(Dm, dtype=float)
+    lead = Cm.shape[:-2]
+    q = Cm.shape[-2]
+    C = np.concatenate([Cm, Dm[..., list(zi)], np.zeros(lead + (q, nw))], axis=-1)
+    D = Dm[..., list(ui)] if ui is not None else np.zeros(lead + (q, nr))
+    D = np.array(D, dtype=float)
+    for a in (C, D):
+        a.flags.writeable = False
+    return C, D, outs
+
+
 def _fast_assemble(Am: NDArray[np.float64], Bm: NDArray[np.float64], Gx: NDArray[np.float64],
                    Gxd: NDArray[np.float64], H_z: NDArray[np.float64], zi: Sequence[int],
                    n1: int, l: int, H_w: Any = None,  # noqa: E741
@@ -509,8 +551,12 @@ def linearize_with_first_order_states(cm: CompiledModel, ref: Reference,
     for a in (A, B, T0):
         a.flags.writeable = False
     states = tuple(states0) + tuple(z_names) + tuple(w_names)
+    Cy, Dy, outs = _declared_outputs(cm, part, x0[0], xd0[0], z0[0],
+                                     getattr(ref, "parameters", None), range(r), None, nw,
+                                     len(r_names))
     return FirstOrderLinearization(A=A, B=B, states=states, inputs=tuple(r_names), T0=T0,
-                                   n_spurious=l, n_independent=n1, t=float(t))
+                                   n_spurious=l, n_independent=n1, t=float(t), C=Cy, D=Dy,
+                                   outputs=outs)
 
 
 def linearize_first_order_system(cm: CompiledModel, rates: Any, ref: Reference,
@@ -608,14 +654,18 @@ def linearize_first_order_system(cm: CompiledModel, rates: Any, ref: Reference,
     B[:, :nm, :] = Bm[:, :, ui]
     B[:, nm:, :] = H["H_u"]
     T0 = kin.T0_model()
+    Cy, Dy, outs = _declared_outputs(cm, part, x0, xd0, u_all, p, zi, ui, 0)
     if t_arr.ndim == 0:
         A, B, T0 = A[0], B[0], T0[0]
+        if Cy is not None:
+            Cy, Dy = Cy[0], Dy[0]
     for a in (A, B, T0):
         a.flags.writeable = False
     states = tuple(lin.states) + tuple(rates.states)
     return FirstOrderLinearization(A=A, B=B, states=states, inputs=tuple(rates.inputs), T0=T0,
                                    n_spurious=l, n_independent=n1,
-                                   t=float(t_arr) if t_arr.ndim == 0 else ts.copy())
+                                   t=float(t_arr) if t_arr.ndim == 0 else ts.copy(), C=Cy,
+                                   D=Dy, outputs=outs)
 
 
 def _first_order_point(cm: CompiledModel, rates: Any, ref: Reference, fast: tuple, t: float,
@@ -650,6 +700,7 @@ def _first_order_point(cm: CompiledModel, rates: Any, ref: Reference, fast: tupl
     B[nm:, :] = J["H_u"]
     for a in (A, B, T0):
         a.flags.writeable = False
+    Cy, Dy, outs = _declared_outputs(cm, lz.partition, x0, xd0, u_all, p, zi, ui, 0)
     return FirstOrderLinearization(A=A, B=B, states=tuple(lz.states) + tuple(rates.states),
                                    inputs=tuple(rates.inputs), T0=T0, n_spurious=l,
-                                   n_independent=n1, t=t)
+                                   n_independent=n1, t=t, C=Cy, D=Dy, outputs=outs)

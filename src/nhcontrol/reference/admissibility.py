@@ -35,9 +35,16 @@ the rate equation at the reference point (Eq. (7.19)),
 (the terms of ``H`` linearized about zero: for the throttle between two chambers, the two
 pressure terms whose difference is the flow).
 
-A row fails when ``|residual| > tol · scale``; the default ``tol`` is
-`ADMISSIBILITY_TOL` (closed-form motions are exact to round-off, ~1e-15 relative).
-Derived here (the thesis assumes admissible references, Sect. 4.2.3).
+A row fails when ``|residual| > tol · scale + floor``; the default ``tol`` is
+`ADMISSIBILITY_TOL` (closed-form motions are exact to round-off, ~1e-15 relative). The
+``floor`` is the round-off of the level at the size of the whole problem, independent of
+``tol``: ``ρ = 4 (n + m + l) ε`` (``ε`` the machine epsilon) times the largest scale of the
+level over its rows (holonomic, velocity), ``ρ S`` (dynamics), and for the acceleration level
+``ρ max_i (‖D_i‖₁ (‖ẍ0‖∞ + ‖ẋ0‖∞² + S / max abs(M)) + abs(Qd_i))`` — ``S / max abs(M)``
+is the acceleration the forces of the dynamics row can produce. A row whose own terms
+vanish (a body at rest: ``ẋ0 = 0`` and ``ẍ0`` zero up to the round-off of the solve that
+produced it) is then judged against the round-off of the problem, not against its own
+vanishing scale. Derived here (the thesis assumes admissible references, Sect. 4.2.3).
 
 The check costs no extra kernel call in `nhcontrol.linearize()`: ``M, Q, D, Qd`` are fields
 of the linearization terms it evaluates anyway; only ``C(x0)`` (a small direct kernel) is added
@@ -47,7 +54,7 @@ when ``m > 0``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -63,6 +70,14 @@ __all__ = ["ADMISSIBILITY_TOL", "SAMPLED_ADMISSIBILITY_TOL", "AdmissibilityRepor
 
 ADMISSIBILITY_TOL = 1e-8
 """Default relative tolerance of the admissibility check (closed-form references)."""
+
+ROUNDOFF_FACTOR = 4.0
+"""``ρ = ROUNDOFF_FACTOR · (n + m + l) · ε``: the absolute round-off floor of each level
+relative to the problem's scale (module docstring)."""
+
+
+def _rho(n: int, c: int) -> float:
+    return ROUNDOFF_FACTOR * (n + c) * float(np.finfo(float).eps)
 
 SAMPLED_ADMISSIBILITY_TOL = 1e-3
 """Default relative tolerance for references interpolated from samples
@@ -99,16 +114,23 @@ class AdmissibilityReport:
         Size of the terms each residual is compared with (module table).
     tol : float
         Relative tolerance.
+    floor : mapping kind -> (N,) ndarray
+        Absolute round-off floor of each level (module docstring); empty: none.
     """
 
     t: NDArray[np.float64]
     residual: Mapping[str, NDArray[np.float64]]
     scale: Mapping[str, NDArray[np.float64]]
     tol: float
+    floor: Mapping[str, NDArray[np.float64]] = field(default_factory=lambda: MappingProxyType({}))
 
     def ratio(self, kind: str) -> NDArray[np.float64]:
-        """``|residual| / scale`` for ``kind`` (``(N, rows)``; 0 where both vanish)."""
+        """``max(|residual| − floor, 0) / scale`` for ``kind`` (``(N, rows)``; 0 where both
+        vanish): the row passes when it is ``<= tol``."""
         r, s = np.abs(self.residual[kind]), self.scale[kind]
+        f = self.floor.get(kind)
+        if f is not None:
+            r = np.where(np.isnan(r), r, np.maximum(r - np.asarray(f)[:, None], 0.0))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             out = np.where(r > 0, r / np.where(s > 0, s, np.finfo(float).tiny), 0.0)
         return np.where(np.isnan(r) | ~np.isfinite(out), np.inf, out)     # NaN fails
@@ -168,21 +190,23 @@ def admissibility_report(t: NDArray[np.float64], x: NDArray[np.float64],
     """
     if not (np.isfinite(tol) and tol > 0):
         raise ReferenceMotionError(f"the admissibility tolerance must be a positive number, got {tol!r}")
-    res, scale = _residuals(x, xd, xdd, lam, M, Q, D, Qd, C, b)
+    res, scale, floor = _residuals(x, xd, xdd, lam, M, Q, D, Qd, C, b)
     return AdmissibilityReport(
         t=readonly(np.array(t, dtype=float)),
         residual=MappingProxyType({k: readonly(np.array(v)) for k, v in res.items()}),
         scale=MappingProxyType({k: readonly(np.array(v)) for k, v in scale.items()}),
-        tol=float(tol))
+        tol=float(tol),
+        floor=MappingProxyType({k: readonly(np.array(v)) for k, v in floor.items()}))
 
 
 def _residuals(x: NDArray[np.float64], xd: NDArray[np.float64], xdd: NDArray[np.float64],
                lam: NDArray[np.float64], M: NDArray[np.float64], Q: NDArray[np.float64],
                D: NDArray[np.float64], Qd: NDArray[np.float64], C: NDArray[np.float64],
                b: NDArray[np.float64] | None = None
-               ) -> tuple[dict[str, NDArray[np.float64]], dict[str, NDArray[np.float64]]]:
-    """Residuals and scales of the module table, ``(N, rows)`` each (few, fused numpy calls:
-    this runs in every `nhcontrol.linearize()`)."""
+               ) -> tuple[dict[str, NDArray[np.float64]], dict[str, NDArray[np.float64]],
+                          dict[str, NDArray[np.float64]]]:
+    """Residuals and scales of the module table, ``(N, rows)`` each, and the round-off floors
+    ``(N,)`` of the levels (few, fused numpy calls: this runs in every `nhcontrol.linearize()`)."""
     m = C.shape[1]
     V = np.stack([xd, xdd, x], axis=2)                     # (N, n, 3)
     absV = np.abs(V)
@@ -204,15 +228,23 @@ def _residuals(x: NDArray[np.float64], xd: NDArray[np.float64], xdd: NDArray[np.
              "velocity": rowD * vx[:, None] + (0.0 if b is None else np.abs(b)),
              "acceleration": rowD * (ax + vx * vx)[:, None] + np.abs(Qd),
              "dynamics": np.broadcast_to(S[:, None], dyn.shape)}
-    return res, scale
+    rho = _rho(M.shape[1], D.shape[1])
+    maxM = absM.max(axis=(1, 2), initial=0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        aF = np.where(maxM > 0, S / np.where(maxM > 0, maxM, 1.0), 0.0)
+    acc_floor = (rowD * (ax + vx * vx + aF)[:, None] + np.abs(Qd)).max(axis=1, initial=0.0)
+    floor = {"holonomic": rho * scale["holonomic"].max(axis=1, initial=0.0),
+             "velocity": rho * scale["velocity"].max(axis=1, initial=0.0),
+             "acceleration": rho * acc_floor, "dynamics": rho * S}
+    return res, scale, floor
 
 
 def _passes_one(x: NDArray[np.float64], xd: NDArray[np.float64], xdd: NDArray[np.float64],
                 lam: NDArray[np.float64], M: NDArray[np.float64], Q: NDArray[np.float64],
                 D: NDArray[np.float64], Qd: NDArray[np.float64], C: NDArray[np.float64],
                 b: NDArray[np.float64] | None, tol: float) -> bool:
-    """The pass decision of `_residuals()` at one point (same scales), with the fewest numpy
-    calls: one residual and one scale buffer filled in place, one comparison."""
+    """The pass decision of `_residuals()` at one point (same scales and floors), with the
+    fewest numpy calls: one residual and one scale buffer filled in place, one comparison."""
     m, ml, n = C.shape[0], D.shape[0], M.shape[0]
     r = np.empty(m + 2 * ml + n)
     sc = np.empty_like(r)
@@ -240,8 +272,22 @@ def _passes_one(x: NDArray[np.float64], xd: NDArray[np.float64], xdd: NDArray[np
     S = max(float(np.maximum.reduce(terms)) if n else 0.0,
             (float(np.maximum.reduce(absM, axis=None)) if n else 0.0) * (1.0 + vx * vx + ax))
     sc[m + 2 * ml:] = S
+    rho = _rho(n, ml)
+    maxM = float(np.maximum.reduce(absM, axis=None)) if n else 0.0
+    aF = S / maxM if maxM > 0 else 0.0
+    fl = np.empty(4)
+    fl[0] = float(np.maximum.reduce(sc[:m])) if m else 0.0
+    fl[1] = float(np.maximum.reduce(sc[m:m + ml])) if ml else 0.0
+    fl[2] = float(np.maximum.reduce(rowD * (ax + vx * vx + aF) + np.abs(Qd))) if ml else 0.0
+    fl[3] = S
+    fl *= rho
+    sc *= tol
+    sc[:m] += fl[0]
+    sc[m:m + ml] += fl[1]
+    sc[m + ml:m + 2 * ml] += fl[2]
+    sc[m + 2 * ml:] += fl[3]
     np.abs(r, out=r)
-    return bool(np.all(r <= tol * sc))
+    return bool(np.all(r <= sc))
 
 
 def _fmt(v: NDArray[np.float64]) -> str:
@@ -342,12 +388,9 @@ def check_admissible(t: NDArray[np.float64], x: NDArray[np.float64], xd: NDArray
                        None if b is None else b[0], tol):
             return None    # the common case in linearize: one point, no report objects built
     else:
-        res, scale = _residuals(x, xd, xdd, lam, M, Q, D, Qd, C, b)
-        r = np.concatenate([res["holonomic"], res["velocity"], res["acceleration"],
-                            res["dynamics"]], axis=1)
-        sc = np.concatenate([scale["holonomic"], scale["velocity"], scale["acceleration"],
-                             scale["dynamics"]], axis=1)
-        if bool(np.all(np.abs(r) <= tol * sc)):
+        res, scale, floor = _residuals(x, xd, xdd, lam, M, Q, D, Qd, C, b)
+        kinds = ("holonomic", "velocity", "acceleration", "dynamics")
+        if all(bool(np.all(np.abs(res[k]) <= tol * scale[k] + floor[k][:, None])) for k in kinds):
             return None    # no report objects built
     rep = admissibility_report(t, x, xd, xdd, lam, M=M, Q=Q, D=D, Qd=Qd, C=C, b=b, tol=tol)
     fails = rep.failures

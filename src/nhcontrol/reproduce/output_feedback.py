@@ -87,19 +87,17 @@ def run(*, out: Path | None = None, quick: bool = False, n: int | None = None) -
     c0 = time.perf_counter()
     design = of.ball_plate_lqg(t_bp)
     design_s = time.perf_counter() - c0
-    small = (-0.005, 0.005, 1.0, 2.0, 0.005, 0.005)
     large = (-0.02, 0.02, 5.0, 10.0, 0.02, 0.02)
     seeds = (1, 2) if quick else (1, 2, 3, 4)
-    runs = [of.ball_plate_lqg_run(design, t_bp, seed=s, deviation=small) for s in seeds]
-    fs = of.ball_plate_lqg_run(design, t_bp, seed=seeds[0], deviation=small, full_state=True)
+    runs = [of.ball_plate_lqg_run(design, t_bp, seed=s, deviation="prior") for s in seeds]
+    fs = of.ball_plate_lqg_run(design, t_bp, seed=seeds[0], deviation="prior", full_state=True)
     big = of.ball_plate_lqg_run(design, t_bp, seed=seeds[0], deviation=large)
     dof = int(design.extra["observable_dof"])
-    fr = [of.nees_in_band(r["nees_observable"], dof) for r in runs]
-    fr_all = [of.nees_in_band(r["nees"], 8) for r in runs]
+    fr = [of.nees_in_band(r["nees"], r["nees_dof"]) for r in runs]
+    fr_obs = [of.nees_in_band(r["nees_observable"], dof) for r in runs]
     ball = {
-        "initial_deviation": {"eps_x_m": small[0], "eps_y_m": small[1], "eps_psi_deg": small[2],
-                              "eps_theta_deg": small[3], "eps_vx_m_s": small[4],
-                              "eps_vy_m_s": small[5]},
+        "initial_deviation": "drawn from the filter's prior N(0, P0) (seeded with [seed, 1])",
+        "prior_sigma": dict(of.BALL_PLATE_PRIOR),
         "sample_time_s": design.dt, "t_final_s": t_bp, "seeds": list(seeds),
         "sensors": dict(of.BALL_PLATE_SIGMAS),
         "final_error_m": float(np.median([r["final_error_m"] for r in runs])),
@@ -108,18 +106,24 @@ def run(*, out: Path | None = None, quick: bool = False, n: int | None = None) -
         "full_state_final_error_m": fs["final_error_m"],
         "nees_in_95_fraction": float(np.mean(fr)),
         "nees_in_95_fraction_per_seed": fr,
-        "nees_mean": float(np.mean([r["nees_observable"].mean() for r in runs])),
-        "nees_dof": dof,
-        "nees_note": ("NEES of the observable part of the error (the complement of the "
-                      "unobservable subspace Φ(t_k, 0) ker W_o, W_o the observability Gramian "
-                      "over one period: the ball's orientation is invisible to a camera on the "
-                      "contact point); all 8 states: nees_in_95_fraction_all_states"),
-        "nees_in_95_fraction_all_states": float(np.mean(fr_all)),
+        "nees_mean": float(np.mean([r["nees"].mean() for r in runs])),
+        "nees_dof": int(runs[0]["nees_dof"]),
+        "spin_error_max": float(max(r["spin_error_max"] for r in runs)),
+        "nees_note": ("NEES of all states, initial deviation drawn from the prior: the seven "
+                      "of the spin-reduced state Z = S X (psi, phi, theta, phi_d, theta_d, x_C, "
+                      "y_C); the eighth direction, the spin psi_d + theta_d sin phi (a first "
+                      "integral), is known to the filter (zero variance; its largest error "
+                      "spin_error_max). The unobservable orientation error is a single draw "
+                      "per run, so one run's fraction scatters and the mean over seeds is the "
+                      "test; nees_in_95_fraction_observable: the observable part alone"),
+        "nees_in_95_fraction_observable": float(np.mean(fr_obs)),
+        "nees_observable_dof": dof,
         "large_deviation": {"initial_deviation": list(large),
                             "final_error_m": big["final_error_m"],
-                            "nees_in_95_fraction": of.nees_in_band(big["nees_observable"], dof),
-                            "nees_in_95_fraction_all_states": of.nees_in_band(big["nees"], 8),
-                            "nees_mean": float(big["nees_observable"].mean())},
+                            "nees_in_95_fraction": of.nees_in_band(big["nees"], big["nees_dof"]),
+                            "nees_in_95_fraction_observable": of.nees_in_band(
+                                big["nees_observable"], dof),
+                            "nees_mean": float(big["nees"].mean())},
         "design_time_s": design_s,
         "goal_final_error_m": GOALS["ball_plate_final_error_m"],
     }
@@ -128,7 +132,7 @@ def run(*, out: Path | None = None, quick: bool = False, n: int | None = None) -
     bicycle = {k: bike[k] for k in ("stabilised", "roll_rms_deg", "final_roll_deg",
                                     "max_roll_estimation_error_deg",
                                     "initial_roll_estimation_error_deg", "update_time_s",
-                                    "predict_time_s")}
+                                    "update_cpu_time_s", "predict_time_s")}
     bicycle.update(speed_m_s=3.0, t_final_s=t_bb, sensors=dict(of.BICYCLE_SIGMAS),
                    speed_process_noise_m_s=3e-3,
                    nees_in_95_fraction=bfr, nees_mean=float(bike["nees"].mean()),
@@ -136,7 +140,9 @@ def run(*, out: Path | None = None, quick: bool = False, n: int | None = None) -
                    goal_update_time_s=GOALS["update_time_s"],
                    update_time_note="median of the EKF measurement update (output Jacobian "
                                     "through the partition, gain, Joseph covariance, projection "
-                                    "onto the manifold); predict_time_s: exact A, B, ZOH, RK4 "
+                                    "onto the manifold; wall clock; update_cpu_time_s: the "
+                                    "thread's CPU time, which other processes on the machine "
+                                    "do not inflate); predict_time_s: exact A, B, ZOH, RK4 "
                                     "integration, projection")
     nmc = int(n) if n is not None else (4 if quick else 200)
     c0 = time.perf_counter()
@@ -207,9 +213,11 @@ def summary(result: dict) -> str:
         f"  final contact error {1e3 * b['final_error_m']:.3f} mm (goal <= 2 mm: "
         f"{ok(b['final_error_m'] <= 2e-3)}), max over the last period {1e3 * b['max_error_m']:.3f} mm, "
         f"full-state LQR {1e3 * b['full_state_final_error_m']:.3f} mm",
-        f"  NEES in the 95 % band: {b['nees_in_95_fraction']:.3f} (goal >= 0.85: "
-        f"{ok(b['nees_in_95_fraction'] >= 0.85)}); from the 4x larger deviation "
-        f"{b['large_deviation']['nees_in_95_fraction']:.3f} (linearized filter inconsistent there)",
+        f"  NEES (all 8 states, initial error drawn from the prior) in the 95 % band: "
+        f"{b['nees_in_95_fraction']:.3f} (goal >= 0.85: {ok(b['nees_in_95_fraction'] >= 0.85)}), "
+        f"observable part {b['nees_in_95_fraction_observable']:.3f}; from the fixed 2 cm / 5-10 deg "
+        f"deviation {b['large_deviation']['nees_in_95_fraction']:.3f} (linearized filter "
+        f"inconsistent there)",
         "Bicycle at 3 m/s (EKF on the manifold + LQR):",
         f"  stabilised {k['stabilised']}, roll rms {k['roll_rms_deg']:.3f} deg, max roll estimation "
         f"error after 0.5 s {k['max_roll_estimation_error_deg']:.3f} deg",
