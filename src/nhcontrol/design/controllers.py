@@ -417,9 +417,15 @@ class MPCController(TrackingController):
         ``x_ref + δx``); default 0 (bounds on ``δx``).
     fallback : bool
         Use the fallbacks above (default) instead of raising `SolverError`.
+    y_ref : callable ``t -> (p,)``, optional
+        The outputs along the reference (absolute output bounds act on ``y_ref + C δx + D δu``);
+        default 0 (bounds on the output deviation).
     **mpc_options
-        ``u_min, u_max, du_min, du_max, x_min, x_max, soft_state, solver, solver_options ...``
-        of [`LTVMPC`][nhcontrol.design.LTVMPC].
+        ``u_min, u_max, du_min, du_max, x_min, x_max, soft_state, y_min, y_max, C_y, D_y,
+        soft_output, solver, solver_options ...`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
+        Output bounds without ``C_y`` use the discrete model's outputs (``Ck, Dk`` of a
+        ``DiscreteLTV``, time-varying: the window takes the samples ``k+1 … k+N``, wrapped or
+        clipped like ``A_j``); ``C_y`` given as ``(steps, p, n)`` is sliced the same way.
     """
 
     def __init__(self, model: Any, reference: Any, horizon: int, Q: ArrayLike, R: ArrayLike,
@@ -427,6 +433,7 @@ class MPCController(TrackingController):
                  terminal: Literal["riccati", "fixed"] = "riccati", riccati_tail: int | None = None,
                  integral: tuple[ArrayLike, ArrayLike] | None = None,
                  x_ref: Callable[[float], ArrayLike] | None = None, fallback: bool = True,
+                 y_ref: Callable[[float], ArrayLike] | None = None,
                  linearization: Any = None, deviation: Callable | None = None,
                  state_map: Any = None, t0: float = 0.0,
                  feedforward: Literal["midpoint", "sample"] = "midpoint",
@@ -460,6 +467,32 @@ class MPCController(TrackingController):
                 if mpc_options.get(key) is not None:
                     v = np.broadcast_to(np.asarray(mpc_options[key], float), (n,))
                     mpc_options[key] = np.concatenate([v, np.full(ni, np.inf if key == "x_max" else -np.inf)])
+        # output bounds: the output matrices per model sample (sliced per window) or constant
+        self._Cy_seq = self._Dy_seq = None
+        if mpc_options.get("y_min") is not None or mpc_options.get("y_max") is not None:
+            Cy, Dy = mpc_options.get("C_y"), mpc_options.get("D_y")
+            if Cy is None:
+                Ck, Dk = getattr(model, "Ck", None), getattr(model, "Dk", None)
+                if Ck is None and getattr(model, "C", None) is not None:
+                    Ck, Dk = np.asarray(model.C, float), getattr(model, "D", None)
+                if Ck is None:
+                    raise DesignError("output bounds y_min/y_max need output matrices: pass C_y "
+                                      "(and D_y) or a DiscreteLTV with outputs (C or Ck)")
+                Cy, Dy = np.asarray(Ck, float), None if Dk is None else np.asarray(Dk, float)
+                if Dy is not None and not np.any(Dy):
+                    Dy = None
+            Cy = as_float_array(Cy, "C_y", error=DesignError)
+            Dy = None if Dy is None else as_float_array(Dy, "D_y", error=DesignError)
+            if self.ni:                       # no bound on the integrators
+                pad = [(0, 0)] * (Cy.ndim - 1) + [(0, self.ni)]
+                Cy = np.pad(Cy, pad)
+            if Cy.ndim == 3 and Cy.shape[0] != N:
+                self._Cy_seq, self._Dy_seq = Cy, (Dy if Dy is not None and Dy.ndim == 3 else None)
+                mpc_options["C_y"] = Cy[:N]
+                mpc_options["D_y"] = Dy[:N] if self._Dy_seq is not None else Dy
+            else:
+                mpc_options["C_y"], mpc_options["D_y"] = Cy, Dy
+        self.y_ref = y_ref
         self.Ad, self.Bd, self.period = Ad, Bd, period
         self.nx = n
         self.horizon = N
@@ -518,6 +551,15 @@ class MPCController(TrackingController):
             x_ref = np.hstack([xr, np.zeros((N + 1, self.ni))]) if self.ni else xr
         idx = self._indices(k, N)
         Qf = self._P(k + N) if self.terminal == "riccati" else None
+        out_kw: dict[str, Any] = {}
+        if self._Cy_seq is not None:                  # outputs at the samples k+1 … k+N
+            iy = np.minimum(self._indices(k + 1, N), self._Cy_seq.shape[0] - 1)
+            out_kw["C_y"] = self._Cy_seq[iy]
+            if self._Dy_seq is not None:
+                out_kw["D_y"] = self._Dy_seq[np.minimum(iy, self._Dy_seq.shape[0] - 1)]
+        if self.y_ref is not None:
+            out_kw["y_ref"] = np.array([np.asarray(self.y_ref(ti), float)
+                                        for ti in t + self.dt * np.arange(N + 1)])
         status, slack = "", 0.0
         side: dict[str, Any] = {}
         nxi = xi.size
@@ -534,7 +576,7 @@ class MPCController(TrackingController):
                 warnings.simplefilter("ignore", RuntimeWarning)
                 st: MPCStep = self.mpc.step(xi, self.Ad[idx], self.Bd[idx], u_prev=u_prev,
                                             u_ref=ur, x_ref=x_ref, Qf=Qf, warm_start=warm,
-                                            _trusted_Qf=True)
+                                            _trusted_Qf=True, **out_kw)
             u = np.asarray(st.u, float)
             status, slack = st.status, st.slack_max
             side["_plan"] = (k, ur + np.asarray(st.predicted_u), np.asarray(st.predicted_x),
