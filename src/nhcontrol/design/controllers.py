@@ -66,6 +66,9 @@ class ControlRecord:
     cpu_time : float
         CPU seconds of the sample in this thread (``time.thread_time``; less sensitive than the
         wall clock to other processes on a shared machine).
+    kkt_history : tuple of float
+        KKT residual after each SQP iteration of the sample (NMPC with the residual reported;
+        empty otherwise): its ratios show the (linear) rate of convergence.
     """
 
     t: float
@@ -76,6 +79,7 @@ class ControlRecord:
     iterations: int = 0
     kkt_residual: float = float("nan")
     cpu_time: float = 0.0
+    kkt_history: tuple[float, ...] = ()
 
 
 class TrackingController:

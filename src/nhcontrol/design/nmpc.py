@@ -90,10 +90,11 @@ class _Nodes:
     diagnostics of a failed partition check)."""
 
     def __init__(self, ref: Any, ts: NDArray, x: NDArray, xd: NDArray, xdd: NDArray,
-                 lam: NDArray, u: NDArray | None) -> None:
+                 lam: NDArray, u: NDArray | None, parameters: Any = None) -> None:
         self.coordinates = getattr(ref, "coordinates", None)
         self.model_name = getattr(ref, "model_name", "?")
-        self.parameters = getattr(ref, "parameters", None)
+        # the prediction model's parameters (``NMPCController(p=...)``), not the reference's
+        self.parameters = getattr(ref, "parameters", None) if parameters is None else parameters
         self.steady = False
         self.check_tol = getattr(ref, "check_tol", 1e-8)
         self._ts = np.asarray(ts, dtype=float)
@@ -323,7 +324,7 @@ class NMPCController(TrackingController):
         """``Φ_j, Γ_j, F(X̄_j, ū_j)`` at the nodes and their full coordinates."""
         x, xd = self._admissible(X, xguess, U)
         xdd, lam = self._accelerations(x, xd, U)
-        nodes = _Nodes(self.reference, ts, x, xd, xdd, lam, U if self.k else None)
+        nodes = _Nodes(self.reference, ts, x, xd, xdd, lam, U if self.k else None, self.ev.p)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             lin = self._linearize(self.cm, nodes, self.partition, ts, check=False)
@@ -381,6 +382,7 @@ class NMPCController(TrackingController):
         u: NDArray | None = None
         max_iter = 1 if self.mode == "rti" else self.sqp_max_iter
         fallback_lin = ""
+        hist: list[float] = []
         for it in range(max_iter):
             try:
                 Phi, Gam, F, xfull = self._model(tn[:N], Xbar[:N], Ubar, xguess)
@@ -419,8 +421,12 @@ class NMPCController(TrackingController):
                 break
             iters = it + 1
             qp = self.mpc._qp
-            res = qp.kkt_at_zero(qp.y) if qp is not None and self.report_kkt else None
+            # (the multipliers of OSQP's answer; none when the fallback solver answered)
+            res = (qp.kkt_at_zero(st.duals) if qp is not None and self.report_kkt
+                   and st.duals is not None else None)
             kkt = max(res.values()) if res else float("nan")
+            if res:
+                hist.append(kkt)
             dX, dU = np.asarray(st.predicted_x), np.asarray(st.predicted_u)
             Xbar, Ubar = Xbar + dX, Ubar + dU
             xguess = xfull
@@ -441,7 +447,8 @@ class NMPCController(TrackingController):
             if fallback_lin:
                 status = fallback_lin
         mem = np.concatenate([u, [1.0]])
-        rec = ControlRecord(float(t), u, status, time.perf_counter() - start, slack, iters, kkt)
+        rec = ControlRecord(float(t), u, status, time.perf_counter() - start, slack, iters, kkt,
+                            kkt_history=tuple(hist))
         return u, mem, rec, side
 
     def _fallback(self, k: int, e0: NDArray, u0: NDArray, u_prev: NDArray, why: str
