@@ -165,3 +165,19 @@ def test_node_exponentials_match_scipy():
     X = rng.normal(size=(6, 11, 11)) * np.array([0.01, 0.3, 1.0, 3.0, 10.0, 0.0])[:, None, None]
     ref = np.array([expm(x) for x in X])
     np.testing.assert_allclose(_expm_nodes(X), ref, rtol=1e-13, atol=1e-13 * np.abs(ref).max())
+
+
+def test_prediction_model_parameters_reach_the_relinearization(cart):
+    """NMPCController(p=...) predicts with those parameters everywhere: its node Jacobians are
+    the exact linearization of the model with p (a stiffer spring), not with the reference's."""
+    from scipy.linalg import expm
+
+    cm, ref, lin, x0, xd0 = cart
+    p2 = {"k": 5.0, "d": 0.5, "m": 1.0}
+    nm = NMPCController(cm, ref, PART, 4, np.diag([10.0, 1.0, 0.0]), np.eye(1), dt=0.1,
+                        steps=20, p=p2)
+    X = np.tile(nm.reduce(x0, xd0), (4, 1))
+    Phi, Gam, F, _ = nm._model(0.1 * np.arange(4), X, np.zeros((4, 1)), np.tile(x0, (4, 1)))
+    lin2 = linearize(cm, Reference.equilibrium(cm, np.zeros(3), u=[0.0], p=p2), PART)
+    np.testing.assert_allclose(Phi[0], expm(0.1 * np.asarray(lin2.A)), atol=1e-12)
+    assert not np.allclose(Phi[0], expm(0.1 * np.asarray(lin.A)), atol=1e-6)
