@@ -58,7 +58,7 @@ class ControlRecord:
     solve_time : float
         Wall-clock seconds of the sample (QP, re-linearization and discretization included).
     slack_max : float
-        Largest slack of soft state bounds (0 when none were needed).
+        Largest slack of soft state and output bounds (0 when none were needed).
     iterations : int
         SQP iterations (1 for RTI and LTV-MPC, 0 for LQR).
     kkt_residual : float
