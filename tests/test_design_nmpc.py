@@ -181,3 +181,22 @@ def test_prediction_model_parameters_reach_the_relinearization(cart):
     lin2 = linearize(cm, Reference.equilibrium(cm, np.zeros(3), u=[0.0], p=p2), PART)
     np.testing.assert_allclose(Phi[0], expm(0.1 * np.asarray(lin2.A)), atol=1e-12)
     assert not np.allclose(Phi[0], expm(0.1 * np.asarray(lin.A)), atol=1e-6)
+
+
+def test_output_bounds_act_on_the_absolute_outputs(cart):
+    """Output bounds of the NMPC bound ``C_y X`` itself (the QP is written about the plan): on
+    the linear cart RTI equals the LTV-MPC with the same soft output bound, which is active (the
+    spring pulls harder than |u| <= 0.5 can hold: the slack is used) and changes the inputs."""
+    cm, ref, lin, x0, xd0 = cart
+    kw = dict(u_min=-0.5, u_max=0.5, solver_options=TIGHT, y_min=-0.3, y_max=0.3,
+              C_y=[[0.0, 1.0, 0.0]], soft_output=True)          # the velocity of a
+    Q, R = np.diag([10.0, 1.0, 0.0]), np.eye(1)
+    ltv = MPCController(lin.to_statespace(), ref, 10, Q, R, dt=0.1, linearization=lin, steps=60, **kw)
+    nm = NMPCController(cm, ref, PART, 10, Q, R, dt=0.1, steps=60, **kw)
+    free = NMPCController(cm, ref, PART, 10, Q, R, dt=0.1, steps=60, u_min=-0.5, u_max=0.5,
+                          solver_options=TIGHT)
+    runs = [forward_dynamics(cm, (0.0, 2.0), x0, xd0, controller=c, rtol=1e-10, atol=1e-12)
+            for c in (ltv, nm, free)]
+    np.testing.assert_allclose(runs[1].control_inputs, runs[0].control_inputs, atol=1e-7)
+    assert set(nm.statuses) == {"optimal"} and max(r.slack_max for r in nm.history) > 0.05
+    assert np.max(np.abs(runs[2].control_inputs - runs[1].control_inputs)) > 0.05

@@ -176,8 +176,9 @@ class NMPCController(TrackingController):
         error ``X − X_ref``.
     **mpc_options
         ``u_min, u_max, du_min, du_max, x_min, x_max`` (on ``X`` or ``X − X_ref``, see
-        ``state_bounds``; predicted samples ``j = 1 … N``), ``soft_state``,
-        ``solver_options`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
+        ``state_bounds``; predicted samples ``j = 1 … N``), ``soft_state``, output bounds
+        ``y_min, y_max`` on ``y = C_y X + D_y u`` (absolute; ``C_y`` in the order of `states`)
+        with ``soft_output``, ``solver_options`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
 
     Notes
     -----
@@ -339,6 +340,19 @@ class NMPCController(TrackingController):
         Phi, Gam, gam = Ex[:, :ns, :ns], Ex[:, :ns, ns:ns + k], Ex[:, :ns, -1]
         return Phi, Gam, X + gam, x
 
+    def _plan_outputs(self, Xbar: NDArray, Ubar: NDArray) -> NDArray[np.float64] | None:
+        """Outputs ``C_j X̄_j + D_j ū_j`` of the plan (rows ``j = 0 … N``; the last input held):
+        the output bounds of the QP in ``δX, δu`` act on the absolute ``y = C X + D u``."""
+        mpc = self.mpc
+        if not mpc.noutputs or mpc._Cy is None:
+            return None
+        N = self.horizon
+        y = np.zeros((N + 1, mpc.noutputs))
+        y[1:] = np.einsum("jpn,jn->jp", mpc._Cy, Xbar[1:])
+        if mpc._Dy is not None:
+            y[1:] += np.einsum("jpk,jk->jp", mpc._Dy, np.vstack([Ubar[1:], Ubar[-1:]]))
+        return y
+
     # ------------------------------------------------------------------ protocol
     def memory_labels(self) -> list[str]:
         return [f"{u}_prev" for u in self.inputs] + ["started"]
@@ -412,7 +426,7 @@ class NMPCController(TrackingController):
                     st = self.mpc.step(X0 - Xbar[0], Phi, Gam, u_prev=u_prev, u_ref=Ubar,
                                        x_ref=Xbar if self.state_bounds == "absolute" else e,
                                        Qf=Qf, c=c, q_x=qx, q_u=qu, warm_start=warm,
-                                       _trusted_Qf=True)
+                                       _trusted_Qf=True, y_ref=self._plan_outputs(Xbar, Ubar))
             except SolverError as exc:
                 if it:
                     break
