@@ -119,3 +119,26 @@ def test_output_bound_errors():
         LTVMPC(5, np.eye(2), np.eye(1), y_min=2.0, y_max=1.0, C_y=np.ones((1, 2)))
     with pytest.raises(DesignError, match="soft_output"):
         LTVMPC(5, np.eye(2), np.eye(1), y_max=1.0, C_y=np.ones((1, 2)), soft_output=(-1, 0))
+
+
+def test_time_varying_outputs_of_the_model_are_sliced_per_window():
+    """A DiscreteLTV with time-varying outputs Ck: the controller bounds C_{k+j} δx_{k+j} at its
+    sample k (the window moves with k), the same as LTVMPC given those windows explicitly."""
+    M = 60
+    Ck = np.stack([[[1.0, 0.2 + 0.01 * i]] for i in range(M + 1)])
+    dsys = DiscreteLTV(np.broadcast_to(A, (M, 2, 2)).copy(), np.broadcast_to(B, (M, 2, 1)).copy(),
+                       H, Ck=Ck)
+    tight = {"eps_abs": 1e-10, "eps_rel": 1e-10}
+    ctrl = MPCController(dsys, _ZeroRef(), 10, np.eye(2), 0.01 * np.eye(1), u_min=-1.0,
+                         u_max=1.0, y_min=-0.4, y_max=0.4, soft_output=True, steps=40,
+                         terminal="fixed", solver_options=tight)
+    ref = LTVMPC(10, np.eye(2), 0.01 * np.eye(1), u_min=-1.0, u_max=1.0, y_min=-0.4, y_max=0.4,
+                 C_y=Ck[1:11], soft_output=True, solver_options=tight)
+    s = np.array([0.6, 0.0])
+    for k in range(5):
+        u = ctrl.control(k * H, s)
+        st = ref.step(s, A, B, C_y=Ck[k + 1:k + 11])
+        np.testing.assert_allclose(u, st.u, atol=1e-5)
+        assert ctrl.history[-1].slack_max == pytest.approx(st.slack_max, abs=1e-5)
+        s = A @ s + B @ u
+    assert max(r.slack_max for r in ctrl.history) > 0.05

@@ -335,6 +335,23 @@ def _as_discrete(model: Any, dt: float | None) -> tuple[NDArray, NDArray, float,
     return np.asarray(d.Ad), np.asarray(d.Bd), float(d.dt), d.period_steps
 
 
+def _model_outputs(model: Any, t0: float, h: float, count: int) -> tuple[Any, Any]:
+    """``(C, D)`` of a model's outputs: ``Ck, Dk`` of a time-varying ``DiscreteLTV``, the
+    samples ``t0 + i h`` (``i < count``) of a continuous ``LTVSystem``'s ``C(t), D(t)``, or the
+    constant ``C, D`` (StateSpace, DiscreteLTV)."""
+    if getattr(model, "Ck", None) is not None:
+        return model.Ck, getattr(model, "Dk", None)
+    om = getattr(model, "output_matrices", None)
+    if om is not None and not hasattr(model, "Ad"):            # continuous LTVSystem
+        return om(t0 + h * np.arange(count))
+    C = getattr(model, "C", None)
+    if C is None:
+        raise DesignError("output bounds y_min/y_max need output matrices: pass C_y (and D_y) "
+                          "or a model with outputs (a DiscreteLTV with C or Ck, an LTVSystem, a "
+                          "StateSpace)")
+    return C, getattr(model, "D", None)
+
+
 class RiccatiSchedule:
     """Finite-horizon Riccati recursion over a controller's whole schedule (Eq. (8.80)).
 
@@ -475,13 +492,9 @@ class MPCController(TrackingController):
         self._Cy_seq = self._Dy_seq = None
         if mpc_options.get("y_min") is not None or mpc_options.get("y_max") is not None:
             Cy, Dy = mpc_options.get("C_y"), mpc_options.get("D_y")
+            from_model = Cy is None
             if Cy is None:
-                Ck, Dk = getattr(model, "Ck", None), getattr(model, "Dk", None)
-                if Ck is None and getattr(model, "C", None) is not None:
-                    Ck, Dk = np.asarray(model.C, float), getattr(model, "D", None)
-                if Ck is None:
-                    raise DesignError("output bounds y_min/y_max need output matrices: pass C_y "
-                                      "(and D_y) or a DiscreteLTV with outputs (C or Ck)")
+                Ck, Dk = _model_outputs(model, float(t0), h, M + 1)
                 Cy, Dy = np.asarray(Ck, float), None if Dk is None else np.asarray(Dk, float)
                 if Dy is not None and not np.any(Dy):
                     Dy = None
@@ -490,10 +503,12 @@ class MPCController(TrackingController):
             if self.ni:                       # no bound on the integrators
                 pad = [(0, 0)] * (Cy.ndim - 1) + [(0, self.ni)]
                 Cy = np.pad(Cy, pad)
-            if Cy.ndim == 3 and Cy.shape[0] != N:
+            if Cy.ndim == 3 and (from_model or Cy.shape[0] != N):
                 self._Cy_seq, self._Dy_seq = Cy, (Dy if Dy is not None and Dy.ndim == 3 else None)
-                mpc_options["C_y"] = Cy[:N]
-                mpc_options["D_y"] = Dy[:N] if self._Dy_seq is not None else Dy
+                js = np.arange(1, N + 1)                 # the first window: samples 1 … N
+                mpc_options["C_y"] = Cy[np.minimum(js, Cy.shape[0] - 1)]
+                mpc_options["D_y"] = (Dy[np.minimum(js, Dy.shape[0] - 1)]
+                                      if self._Dy_seq is not None else Dy)
             else:
                 mpc_options["C_y"], mpc_options["D_y"] = Cy, Dy
         self.y_ref = y_ref
