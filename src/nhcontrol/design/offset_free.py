@@ -123,9 +123,13 @@ class OffsetFreeMPCController(TrackingController):
         M, n, k = Bd.shape
         N = int(horizon)
         if C is None:
-            C = getattr(model, "C", None)
+            try:
+                C = getattr(model, "C", None)
+            except Exception:           # an LTVSystem with time-varying outputs
+                C = None
             if C is None:
-                raise DesignError("give the measured outputs C (p, n): the model has none")
+                raise DesignError("give the measured outputs C (p, n) (constant): the model has "
+                                  "no constant output matrix")
         C_ = as_float_array(C, "C", ndim=2, error=DesignError)
         if C_.shape[1] != n:
             raise DesignError(f"C must have {n} columns (the model's states), got {C_.shape}")
