@@ -2,7 +2,7 @@ r"""Offset-free output-feedback MPC: a disturbance model estimated by the Kalman
 
 The scheme of [Muske & Badgwell 2002](../references.md#muske-2002) and
 [Pannocchia & Rawlings 2003](../references.md#pannocchia-2003) on the deviation model of
-[`MPCController`][nhcontrol.design.MPCController] (equations (N.12)-(N.15) of
+[`MPCController`][nhcontrol.design.MPCController] (equations (N.13)-(N.16) of
 ``docs/theory/nmpc.md``):
 
 1. the prediction model is augmented with a constant disturbance ``d`` entering the state
@@ -223,7 +223,7 @@ class OffsetFreeMPCController(TrackingController):
 
     def target(self, k: int, dhat: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The steady target ``(δx_s, δu_s)`` for the disturbance estimate ``d̂`` at sample ``k``
-        (Eq. (N.14)): least squares, least norm when not unique."""
+        (Eq. (N.15)): least squares, least norm when not unique."""
         n, k_in = self.nx, self.Bd.shape[2]
         j = int(self.schedule.indices(k, 1)[0])
         A, B = self.Ad[j], self.Bd[j]
