@@ -1,7 +1,7 @@
 r"""Offset-free output-feedback MPC: a disturbance model estimated by the Kalman filter.
 
-The scheme of [Muske & Badgwell 2002](../references.md#muske-2002) and
-[Pannocchia & Rawlings 2003](../references.md#pannocchia-2003) on the deviation model of
+The scheme of Muske & Badgwell 2002 and Pannocchia & Rawlings 2003 (``docs/references.md``) on
+the deviation model of
 [`MPCController`][nhcontrol.design.MPCController] (equations (N.13)-(N.16) of
 ``docs/theory/nmpc.md``):
 
