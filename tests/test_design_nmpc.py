@@ -165,3 +165,38 @@ def test_node_exponentials_match_scipy():
     X = rng.normal(size=(6, 11, 11)) * np.array([0.01, 0.3, 1.0, 3.0, 10.0, 0.0])[:, None, None]
     ref = np.array([expm(x) for x in X])
     np.testing.assert_allclose(_expm_nodes(X), ref, rtol=1e-13, atol=1e-13 * np.abs(ref).max())
+
+
+def test_prediction_model_parameters_reach_the_relinearization(cart):
+    """NMPCController(p=...) predicts with those parameters everywhere: its node Jacobians are
+    the exact linearization of the model with p (a stiffer spring), not with the reference's."""
+    from scipy.linalg import expm
+
+    cm, ref, lin, x0, xd0 = cart
+    p2 = {"k": 5.0, "d": 0.5, "m": 1.0}
+    nm = NMPCController(cm, ref, PART, 4, np.diag([10.0, 1.0, 0.0]), np.eye(1), dt=0.1,
+                        steps=20, p=p2)
+    X = np.tile(nm.reduce(x0, xd0), (4, 1))
+    Phi, Gam, F, _ = nm._model(0.1 * np.arange(4), X, np.zeros((4, 1)), np.tile(x0, (4, 1)))
+    lin2 = linearize(cm, Reference.equilibrium(cm, np.zeros(3), u=[0.0], p=p2), PART)
+    np.testing.assert_allclose(Phi[0], expm(0.1 * np.asarray(lin2.A)), atol=1e-12)
+    assert not np.allclose(Phi[0], expm(0.1 * np.asarray(lin.A)), atol=1e-6)
+
+
+def test_output_bounds_act_on_the_absolute_outputs(cart):
+    """Output bounds of the NMPC bound ``C_y X`` itself (the QP is written about the plan): on
+    the linear cart RTI equals the LTV-MPC with the same soft output bound, which is active (the
+    spring pulls harder than |u| <= 0.5 can hold: the slack is used) and changes the inputs."""
+    cm, ref, lin, x0, xd0 = cart
+    kw = dict(u_min=-0.5, u_max=0.5, solver_options=TIGHT, y_min=-0.3, y_max=0.3,
+              C_y=[[0.0, 1.0, 0.0]], soft_output=True)          # the velocity of a
+    Q, R = np.diag([10.0, 1.0, 0.0]), np.eye(1)
+    ltv = MPCController(lin.to_statespace(), ref, 10, Q, R, dt=0.1, linearization=lin, steps=60, **kw)
+    nm = NMPCController(cm, ref, PART, 10, Q, R, dt=0.1, steps=60, **kw)
+    free = NMPCController(cm, ref, PART, 10, Q, R, dt=0.1, steps=60, u_min=-0.5, u_max=0.5,
+                          solver_options=TIGHT)
+    runs = [forward_dynamics(cm, (0.0, 2.0), x0, xd0, controller=c, rtol=1e-10, atol=1e-12)
+            for c in (ltv, nm, free)]
+    np.testing.assert_allclose(runs[1].control_inputs, runs[0].control_inputs, atol=1e-7)
+    assert set(nm.statuses) == {"optimal"} and max(r.slack_max for r in nm.history) > 0.05
+    assert np.max(np.abs(runs[2].control_inputs - runs[1].control_inputs)) > 0.05

@@ -18,6 +18,8 @@ re-linearization along its prediction) — import stages to the left of ``system
   [`TVLQRController`][nhcontrol.design.TVLQRController],
   [`MPCController`][nhcontrol.design.MPCController] (soft bounds, Riccati terminal cost,
   integral action, named fallbacks),
+  [`OffsetFreeMPCController`][nhcontrol.design.OffsetFreeMPCController] (output feedback:
+  a disturbance model estimated by the Kalman filter, offset-free),
   [`NMPCController`][nhcontrol.design.NMPCController] (real-time iteration / SQP nonlinear MPC
   re-linearizing exactly along the predicted trajectory; algorithm, fallbacks and equations in
   ``docs/theory/nmpc.md``).
@@ -36,10 +38,11 @@ from .kalman import KalmanEstimator, KalmanFilterResult, kalman_filter
 from .lqr import LQRResult, dlqr, finite_horizon_lqr, lqr
 from .mpc import LTVMPC, MPCStep, window
 from .nmpc import NMPCController
+from .offset_free import OffsetFreeMPCController
 
 __all__ = [
     "finite_horizon_lqr", "dlqr", "LTVMPC", "lqr", "LQRResult", "MPCStep", "window",
     "TrackingController", "TVLQRController", "MPCController", "ControlRecord", "NMPCController",
-    "RiccatiSchedule",
+    "RiccatiSchedule", "OffsetFreeMPCController",
     "kalman_filter", "KalmanFilterResult", "KalmanEstimator", "ExtendedKalmanFilter",
 ]

@@ -23,7 +23,10 @@ Rows of ``A_c`` (derived here, the same constraints as the cvxpy formulation):
 * ``δu_0[i]`` and ``δu_j[i] − δu_{j−1}[i]`` for the components with a finite rate bound;
 * ``δx_j[i]``, ``j = 1 … N``, for the state components with a finite bound (hard bounds);
   with soft bounds instead ``δx_j[i] + s_j[i] ≥ lo`` and ``δx_j[i] − s_j[i] ≤ hi`` with one
-  slack ``s_j[i] ≥ 0`` per bounded component and step (its own rows ``s_j[i] ≥ 0``).
+  slack ``s_j[i] ≥ 0`` per bounded component and step (its own rows ``s_j[i] ≥ 0``);
+* output rows ``C_j[i] δx_j + D_j[i] δu_{min(j, N−1)}``, ``j = 1 … N``, for the output
+  components with a finite bound (``set_outputs`` writes ``C_j``, ``D_j``), hard or soft like the
+  state rows, with their own slacks (after the state slacks) and penalty.
 
 ``P = 2 blkdiag(Q, …, Q, Q_f, R, …, R, ρ₂ I)`` (upper triangle; the non-zero entries of the fixed
 ``Q``, ``R`` blocks, every entry of the ``Q_f`` block so that it can be replaced), so that ``½ zᵀPz + qᵀz`` is the MPC cost
@@ -110,6 +113,12 @@ class WindowQP:
         OSQP settings overriding `OSQP_DEFAULTS`.
     soft : (float, float), optional
         ``(ρ₁, ρ₂)``: make the state bounds soft with the penalty ``ρ₁ s + ρ₂ s²`` per slack.
+    iy : (p,) int array, optional
+        Output components with at least one finite bound (rows ``C_j[iy] δx_j + D_j[iy] δu``).
+    ny_d : bool
+        Whether the output rows have a feed-through ``D_j`` (its entries enter the pattern).
+    soft_output : (float, float), optional
+        ``(ρ₁, ρ₂)`` of soft output bounds (hard when None).
 
     Raises
     ------
@@ -120,13 +129,18 @@ class WindowQP:
     def __init__(self, N: int, n: int, k: int, Q: NDArray[np.float64], R: NDArray[np.float64],
                  Qf: NDArray[np.float64], iu: NDArray[np.intp], ir: NDArray[np.intp],
                  ix: NDArray[np.intp], options: Mapping[str, Any],
-                 soft: tuple[float, float] | None = None) -> None:
+                 soft: tuple[float, float] | None = None, iy: NDArray[np.intp] | None = None,
+                 ny_d: bool = False, soft_output: tuple[float, float] | None = None) -> None:
         import osqp
 
         self.N, self.n, self.k = N, n, k
         ns = ix.size if soft is not None else 0
         self.ns = ns
-        nx, nz = (N + 1) * n, (N + 1) * n + N * k + N * ns
+        iy = np.zeros(0, np.intp) if iy is None else np.asarray(iy, np.intp)
+        py = iy.size
+        nsy = py if soft_output is not None else 0
+        self.py, self.nsy = py, nsy
+        nx, nz = (N + 1) * n, (N + 1) * n + N * k + N * ns + N * nsy
         self._xu = nx  # first column of the inputs
         self._xs = nx + N * k  # first column of the slacks
         self.nz = nz
@@ -149,10 +163,16 @@ class WindowQP:
         if ns:
             cs = self._xs + np.arange(N * ns)
             Pp.add(cs, cs, np.full(N * ns, 2.0 * float(soft[1])))
+        self._ys = self._xs + N * ns          # first column of the output slacks
+        if nsy:
+            cs = self._ys + np.arange(N * nsy)
+            Pp.add(cs, cs, np.full(N * nsy, 2.0 * float(soft_output[1])))   # type: ignore[index]
         P, self._Pvals, self._Ppos = Pp.csc((nz, nz))
         self.q = np.zeros(nz)
         if ns:
-            self.q[self._xs:] = float(soft[0])
+            self.q[self._xs:self._ys] = float(soft[0])
+        if nsy:
+            self.q[self._ys:] = float(soft_output[0])                        # type: ignore[index]
         self._q_slack = self.q[self._xs:].copy()
         self._Pdata = P.data.copy()
 
@@ -201,6 +221,30 @@ class WindowQP:
             for j in range(1, N + 1):                                       # δx_j[ix]
                 Ap.add(row + np.arange(ix.size), j * n + ix, np.ones(ix.size))
                 row += ix.size
+        # output rows C_j[iy] δx_j + D_j[iy] δu_{min(j, N−1)} (+ s / − s when soft), j = 1 … N
+        rows_y = row
+        c_sl, d_sl = [], []
+        ry, cy = np.meshgrid(np.arange(py), np.arange(n), indexing="ij")
+        rdy, cdy = np.meshgrid(np.arange(py), np.arange(k), indexing="ij")
+        for side in ((0, 1) if nsy else (0,)):
+            for j in range(1, N + 1):
+                sl_c = Ap.add(row + ry, j * n + cy, np.zeros(py * n))
+                sl_d = (Ap.add(row + rdy, nx + min(j, N - 1) * k + cdy, np.zeros(py * k))
+                        if ny_d else None)
+                if side == 0:
+                    c_sl.append(sl_c)
+                    d_sl.append(sl_d)
+                else:
+                    c_sl[j - 1] = (c_sl[j - 1], sl_c)
+                    d_sl[j - 1] = (d_sl[j - 1], sl_d)
+                if nsy:
+                    sc = self._ys + (j - 1) * nsy + np.arange(nsy)
+                    Ap.add(row + np.arange(py), sc, np.full(py, 1.0 if side == 0 else -1.0))
+                row += py
+        rows_y2 = row
+        if nsy:
+            Ap.add(row + np.arange(N * nsy), self._ys + np.arange(N * nsy), np.ones(N * nsy))
+            row += N * nsy
         A, _, Apos = Ap.csc((row, nz))
         self._Adata = A.data.copy()
         # the same numbers as OSQP's A_c (shares _Adata, updated in place) for KKT residuals
@@ -210,18 +254,32 @@ class WindowQP:
         self._At.data = self._Adata
         self._posA = np.concatenate([Apos[s] for s in a_sl])  # (j, r, c) order
         self._posB = np.concatenate([Apos[s] for s in b_sl])
-        self._rows = {"u": (rows_u, iu), "r": (rows_r, ir), "x": (rows_x, ix)}
+        # positions of C_j (and D_j) in A_c, (j, r, c) order; soft: both row sets per stage
+        if py:
+            sets = [tuple(Apos[t] for t in ((s,) if not nsy else s)) for s in c_sl]
+            self._posC = np.stack([np.concatenate([a.reshape(-1) for a in grp]).reshape(
+                len(grp), py * n) for grp in sets])            # (N, sides, py n)
+            self._posD = (np.stack([np.concatenate([Apos[t].reshape(-1) for t in (
+                (s,) if not nsy else s)]).reshape(-1, py * k) for s in d_sl]) if ny_d else None)
+        self._last_CD: NDArray[np.float64] | None = None
+        self._rows = {"u": (rows_u, iu), "r": (rows_r, ir), "x": (rows_x, ix), "y": (rows_y, iy)}
         self.l = np.zeros(row)
         self.u = np.zeros(row)
         # (first row, rows per stage) of the stage-wise row blocks, for shift_duals
         segs = [(n, n), (rows_u, iu.size), (rows_r, ir.size)]
         segs += ([(rows_x, ns), (rows_x2, ns), (rows_s, ns)] if ns else [(rows_x, ix.size)])
+        segs += ([(rows_y, py), (rows_y + N * py, py), (rows_y2, py)] if nsy else [(rows_y, py)])
         self._segments = [(a, b) for a, b in segs if b]
         if ns:
             self._soft_rows = (rows_x, rows_x2, rows_s)
             self.l[rows_x2:rows_s] = -np.inf
             self.u[rows_x:rows_x2] = np.inf
-            self.u[rows_s:] = np.inf
+            self.u[rows_s:rows_y] = np.inf
+        if nsy:
+            self._soft_rows_y = (rows_y, rows_y + N * py, rows_y2)
+            self.l[rows_y + N * py:rows_y2] = -np.inf
+            self.u[rows_y:rows_y + N * py] = np.inf
+            self.u[rows_y2:] = np.inf
         self._last_AB: NDArray[np.float64] | None = None
         self._pending: dict[str, NDArray[np.float64]] = {}
 
@@ -250,6 +308,21 @@ class WindowQP:
         self._Adata[self._posB] = B.ravel()
         self._pending["Ax"] = self._Adata          # sent with the next solve (one factorisation)
 
+    def set_outputs(self, C: NDArray[np.float64], D: NDArray[np.float64] | None) -> None:
+        """Write the bounded output rows ``C_j[iy]`` (N, py, n) and ``D_j[iy]`` (N, py, k)
+        (``j = 1 … N``) into ``A_c`` (no update when they equal the previous ones)."""
+        if not self.py:
+            return
+        CD = np.concatenate([np.ravel(C), np.ravel(D) if D is not None else []])
+        if self._last_CD is not None and np.array_equal(CD, self._last_CD):
+            return
+        self._last_CD = CD
+        Cv = np.asarray(C, dtype=float).reshape(self.N, 1, -1)
+        self._Adata[self._posC] = Cv
+        if self._posD is not None and D is not None:
+            self._Adata[self._posD] = np.asarray(D, dtype=float).reshape(self.N, 1, -1)
+        self._pending["Ax"] = self._Adata
+
     def set_bounds(self, x0: NDArray[np.float64], shifts: Mapping[str, tuple[
             NDArray[np.float64], NDArray[np.float64]]],
             c: NDArray[np.float64] | None = None) -> None:
@@ -265,8 +338,8 @@ class WindowQP:
         for key, (lo, hi) in shifts.items():
             start, idx = self._rows[key]
             if idx.size:
-                if key == "x" and self.ns:
-                    r1, r2, _ = self._soft_rows
+                if (key == "x" and self.ns) or (key == "y" and self.nsy):
+                    r1, r2, _ = self._soft_rows if key == "x" else self._soft_rows_y
                     self.l[r1:r1 + lo.size] = lo.ravel()
                     self.u[r2:r2 + hi.size] = hi.ravel()
                     continue
@@ -334,7 +407,8 @@ class WindowQP:
             return status, None, None, float("nan")
         z = np.array(res.x, dtype=float)  # a copy: OSQP reuses its buffers
         nx = self._xu
-        self.slack = z[self._xs:].reshape(self.N, self.ns)
+        self.slack = z[self._xs:self._ys].reshape(self.N, self.ns)
+        self.slack_y = z[self._ys:].reshape(self.N, self.nsy)
         n = self.n
         self.y = np.array(res.y, dtype=float)
         self.dyn_duals = self.y[n:n + self.N * n].reshape(self.N, n)

@@ -61,7 +61,7 @@ class ControlRecord:
     solve_time : float
         Wall-clock seconds of the sample (QP, re-linearization and discretization included).
     slack_max : float
-        Largest slack of soft state bounds (0 when none were needed).
+        Largest slack of soft state and output bounds (0 when none were needed).
     iterations : int
         SQP iterations (1 for RTI and LTV-MPC, 0 for LQR).
     kkt_residual : float
@@ -69,6 +69,9 @@ class ControlRecord:
     cpu_time : float
         CPU seconds of the sample in this thread (``time.thread_time``; less sensitive than the
         wall clock to other processes on a shared machine).
+    kkt_history : tuple of float
+        KKT residual after each SQP iteration of the sample (NMPC with the residual reported;
+        empty otherwise): its ratios show the (linear) rate of convergence.
     """
 
     t: float
@@ -79,6 +82,7 @@ class ControlRecord:
     iterations: int = 0
     kkt_residual: float = float("nan")
     cpu_time: float = 0.0
+    kkt_history: tuple[float, ...] = ()
 
 
 class TrackingController:
@@ -334,6 +338,23 @@ def _as_discrete(model: Any, dt: float | None) -> tuple[NDArray, NDArray, float,
     return np.asarray(d.Ad), np.asarray(d.Bd), float(d.dt), d.period_steps
 
 
+def _model_outputs(model: Any, t0: float, h: float, count: int) -> tuple[Any, Any]:
+    """``(C, D)`` of a model's outputs: ``Ck, Dk`` of a time-varying ``DiscreteLTV``, the
+    samples ``t0 + i h`` (``i < count``) of a continuous ``LTVSystem``'s ``C(t), D(t)``, or the
+    constant ``C, D`` (StateSpace, DiscreteLTV)."""
+    if getattr(model, "Ck", None) is not None:
+        return model.Ck, getattr(model, "Dk", None)
+    om = getattr(model, "output_matrices", None)
+    if om is not None and not hasattr(model, "Ad"):            # continuous LTVSystem
+        return om(t0 + h * np.arange(count))
+    C = getattr(model, "C", None)
+    if C is None:
+        raise DesignError("output bounds y_min/y_max need output matrices: pass C_y (and D_y) "
+                          "or a model with outputs (a DiscreteLTV with C or Ck, an LTVSystem, a "
+                          "StateSpace)")
+    return C, getattr(model, "D", None)
+
+
 class RiccatiSchedule:
     """Finite-horizon Riccati recursion over a controller's whole schedule (Eq. (8.80)).
 
@@ -420,9 +441,15 @@ class MPCController(TrackingController):
         ``x_ref + δx``); default 0 (bounds on ``δx``).
     fallback : bool
         Use the fallbacks above (default) instead of raising `SolverError`.
+    y_ref : callable ``t -> (p,)``, optional
+        The outputs along the reference (absolute output bounds act on ``y_ref + C δx + D δu``);
+        default 0 (bounds on the output deviation).
     **mpc_options
-        ``u_min, u_max, du_min, du_max, x_min, x_max, soft_state, solver, solver_options ...``
-        of [`LTVMPC`][nhcontrol.design.LTVMPC].
+        ``u_min, u_max, du_min, du_max, x_min, x_max, soft_state, y_min, y_max, C_y, D_y,
+        soft_output, solver, solver_options ...`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
+        Output bounds without ``C_y`` use the discrete model's outputs (``Ck, Dk`` of a
+        ``DiscreteLTV``, time-varying: the window takes the samples ``k+1 … k+N``, wrapped or
+        clipped like ``A_j``); ``C_y`` given as ``(steps, p, n)`` is sliced the same way.
     """
 
     def __init__(self, model: Any, reference: Reference, horizon: int, Q: ArrayLike, R: ArrayLike,
@@ -430,6 +457,7 @@ class MPCController(TrackingController):
                  terminal: Literal["riccati", "fixed"] = "riccati", riccati_tail: int | None = None,
                  integral: tuple[ArrayLike, ArrayLike] | None = None,
                  x_ref: Callable[[float], ArrayLike] | None = None, fallback: bool = True,
+                 y_ref: Callable[[float], ArrayLike] | None = None,
                  linearization: Any = None, deviation: Callable | None = None,
                  state_map: Any = None, t0: float = 0.0,
                  feedforward: Literal["midpoint", "sample"] = "midpoint",
@@ -463,6 +491,30 @@ class MPCController(TrackingController):
                 if mpc_options.get(key) is not None:
                     v = np.broadcast_to(np.asarray(mpc_options[key], float), (n,))
                     mpc_options[key] = np.concatenate([v, np.full(ni, np.inf if key == "x_max" else -np.inf)])
+        # output bounds: the output matrices per model sample (sliced per window) or constant
+        self._Cy_seq = self._Dy_seq = None
+        if mpc_options.get("y_min") is not None or mpc_options.get("y_max") is not None:
+            Cy, Dy = mpc_options.get("C_y"), mpc_options.get("D_y")
+            from_model = Cy is None
+            if Cy is None:
+                Ck, Dk = _model_outputs(model, float(t0), h, M + 1)
+                Cy, Dy = np.asarray(Ck, float), None if Dk is None else np.asarray(Dk, float)
+                if Dy is not None and not np.any(Dy):
+                    Dy = None
+            Cy = as_float_array(Cy, "C_y", error=DesignError)
+            Dy = None if Dy is None else as_float_array(Dy, "D_y", error=DesignError)
+            if self.ni:                       # no bound on the integrators
+                pad = [(0, 0)] * (Cy.ndim - 1) + [(0, self.ni)]
+                Cy = np.pad(Cy, pad)
+            if Cy.ndim == 3 and (from_model or Cy.shape[0] != N):
+                self._Cy_seq, self._Dy_seq = Cy, (Dy if Dy is not None and Dy.ndim == 3 else None)
+                js = np.arange(1, N + 1)                 # the first window: samples 1 … N
+                mpc_options["C_y"] = Cy[np.minimum(js, Cy.shape[0] - 1)]
+                mpc_options["D_y"] = (Dy[np.minimum(js, Dy.shape[0] - 1)]
+                                      if self._Dy_seq is not None else Dy)
+            else:
+                mpc_options["C_y"], mpc_options["D_y"] = Cy, Dy
+        self.y_ref = y_ref
         self.Ad, self.Bd, self.period = Ad, Bd, period
         self.nx = n
         self.horizon = N
@@ -521,6 +573,15 @@ class MPCController(TrackingController):
             x_ref = np.hstack([xr, np.zeros((N + 1, self.ni))]) if self.ni else xr
         idx = self._indices(k, N)
         Qf = self._P(k + N) if self.terminal == "riccati" else None
+        out_kw: dict[str, Any] = {}
+        if self._Cy_seq is not None:                  # outputs at the samples k+1 … k+N
+            iy = np.minimum(self._indices(k + 1, N), self._Cy_seq.shape[0] - 1)
+            out_kw["C_y"] = self._Cy_seq[iy]
+            if self._Dy_seq is not None:
+                out_kw["D_y"] = self._Dy_seq[np.minimum(iy, self._Dy_seq.shape[0] - 1)]
+        if self.y_ref is not None:
+            out_kw["y_ref"] = np.array([np.asarray(self.y_ref(ti), float)
+                                        for ti in t + self.dt * np.arange(N + 1)])
         status, slack = "", 0.0
         side: dict[str, Any] = {}
         nxi = xi.size
@@ -537,7 +598,7 @@ class MPCController(TrackingController):
                 warnings.simplefilter("ignore", RuntimeWarning)
                 st: MPCStep = self.mpc.step(xi, self.Ad[idx], self.Bd[idx], u_prev=u_prev,
                                             u_ref=ur, x_ref=x_ref, Qf=Qf, warm_start=warm,
-                                            _trusted_Qf=True)
+                                            _trusted_Qf=True, **out_kw)
             u = np.asarray(st.u, float)
             status, slack = st.status, st.slack_max
             side["_plan"] = (k, ur + np.asarray(st.predicted_u), np.asarray(st.predicted_x),

@@ -8,7 +8,6 @@ angles ``|α|, |β| ≤ 10°``) and are shifted by the reference window at each 
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -20,18 +19,9 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.log import get_logger
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array, check_finite, readonly
+from ._mpc_checks import _bound, _output_window, _ready, _soft
 from ._osqp import WindowQP
 from ._weights import check_psd, psd_factor
-
-_F64 = np.dtype(np.float64)
-
-
-def _ready(a: Any, shape: tuple[int, ...]) -> bool:
-    """True for a float64 ndarray of ``shape`` whose entries are all finite (their sum is: the
-    per-step fast path of `LTVMPC.step`; anything else takes the validating path)."""
-    return (type(a) is np.ndarray and a.dtype == _F64 and a.shape == shape
-            and math.isfinite(float(np.add.reduce(a, axis=None))))
-
 
 _log = get_logger(__name__)
 __all__ = ["LTVMPC", "MPCStep", "window"]
@@ -78,6 +68,9 @@ class MPCStep:
         Slacks ``s_j`` of the soft state bounds (one column per bounded state component,
         rows ``j = 1 … N``); an empty ``(N, 0)`` array for hard bounds. Nonzero entries mark
         where the prediction leaves the bounds.
+    slack_output : (N, p_y) ndarray
+        Slacks of the soft output bounds (one column per bounded output component, rows
+        ``j = 1 … N``); ``(N, 0)`` for hard output bounds or none.
     """
 
     status: str
@@ -92,11 +85,13 @@ class MPCStep:
     attempts: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     slack: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     duals: NDArray[np.float64] | None = None
+    slack_output: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
 
     @property
     def slack_max(self) -> float:
-        """Largest slack of the soft state bounds (0 for hard bounds or none used)."""
-        return float(np.max(self.slack, initial=0.0))
+        """Largest slack of the soft state and output bounds (0 for hard bounds or none
+        used)."""
+        return float(max(np.max(self.slack, initial=0.0), np.max(self.slack_output, initial=0.0)))
 
 
 def window(dsys: Any, start: int, horizon: int, *,
@@ -147,19 +142,6 @@ def window(dsys: Any, start: int, horizon: int, *,
     return Ad[idx], Bd[idx]
 
 
-def _bound(value: ArrayLike | None, name: str, size: int) -> NDArray[np.float64]:
-    if value is None:
-        return np.full(size, np.inf)
-    arr = as_float_array(value, name, error=DesignError)
-    if arr.ndim == 0:
-        arr = np.full(size, float(arr))
-    if arr.shape != (size,):
-        raise DesignError(f"{name} must be a scalar or have shape ({size},), got {arr.shape}")
-    if np.any(np.isnan(arr)):
-        raise DesignError(f"{name} contains NaN; use ±inf for an absent bound")
-    return arr
-
-
 class LTVMPC:
     r"""Receding-horizon controller for ``δx_{j+1} = A_j δx_j + B_j δu_j`` with bounds.
 
@@ -172,7 +154,9 @@ class LTVMPC:
     subject to $δx_0 = x_0$, $δx_{j+1} = A_j δx_j + B_j δu_j$,
     $u_{min} \le u_{ref,j} + δu_j \le u_{max}$,
     $Δu_{min} \le u_j - u_{j-1} \le Δu_{max}$ (with $u_{-1}$ the previous input),
-    $x_{min} \le x_{ref,j} + δx_j \le x_{max}$ for $j = 1 … N$.
+    $x_{min} \le x_{ref,j} + δx_j \le x_{max}$ for $j = 1 … N$, and
+    $y_{min} \le y_{ref,j} + C_j δx_j + D_j δu_{\min(j, N-1)} \le y_{max}$ for $j = 1 … N$
+    (outputs; the last input held at $j = N$).
 
     Parameters
     ----------
@@ -208,6 +192,18 @@ class LTVMPC:
         exceeds the largest multiplier of the state bounds, the soft problem has the same
         solution with zero slacks; when it is infeasible the soft one still has a solution
         (the smallest violation in the weighted sense). See ``docs/theory/nmpc.md``.
+    y_min, y_max : scalar or (p,) array_like, optional
+        Bounds on the absolute predicted output ``y_j = y_ref,j + C_j δx_j + D_j δu_j``,
+        ``j = 1 … N`` (``δu_N := δu_{N−1}``, the last input held); need ``C_y``.
+    C_y : (p, n) or (N, p, n) array_like, optional
+        Output matrices of the bounded outputs (one for all samples or one per predicted sample
+        ``j = 1 … N``); replace them per step with ``step(C_y=...)`` (time-varying outputs).
+    D_y : (p, k) or (N, p, k) array_like, optional
+        Feed-through of the bounded outputs (default none).
+    soft_output : bool or (float, float)
+        Make the output bounds soft, as ``soft_state`` for the states: slacks ``σ_j ≥ 0`` per
+        bounded output component and sample, ``y_{min} − σ_j ≤ y_j ≤ y_{max} + σ_j``, charged
+        ``ρ₁ Σ σ + ρ₂ Σ σ²`` (exact L1 penalty); reported in `MPCStep.slack_output`.
     osqp_interface : {"direct", "cvxpy"}
         How OSQP is called. ``"direct"`` (default): the QP is written once in OSQP's standard
         form and only the changing numbers are overwritten at each step (no cvxpy work per
@@ -244,7 +240,10 @@ class LTVMPC:
                  solver_options: Mapping[str, Any] | None = None,
                  fallback_options: Mapping[str, Any] | None = None,
                  osqp_interface: Literal["direct", "cvxpy"] = "direct",
-                 soft_state: bool | tuple[float, float] = False) -> None:
+                 soft_state: bool | tuple[float, float] = False,
+                 y_min: ArrayLike | None = None, y_max: ArrayLike | None = None,
+                 C_y: ArrayLike | None = None, D_y: ArrayLike | None = None,
+                 soft_output: bool | tuple[float, float] = False) -> None:
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise DesignError(f"horizon must be a positive integer number of steps, got {horizon!r}")
         N = int(horizon)
@@ -278,23 +277,34 @@ class LTVMPC:
                 raise DesignError(f"{lo_name} must not exceed {hi_name}; violated at components "
                                   f"{bad.tolist()}: {lo_a[bad].tolist()} > {hi_a[bad].tolist()}")
             bounds[lo_name], bounds[hi_name] = lo_a, hi_a
+        # outputs: C_y fixes their number
+        if C_y is None:
+            if y_min is not None or y_max is not None:
+                raise DesignError("output bounds y_min/y_max need the output matrices C_y (p, n) "
+                                  "or (N, p, n) (and D_y for a feed-through)")
+            py = 0
+        else:
+            Cy = as_float_array(C_y, "C_y", error=DesignError)
+            if Cy.ndim not in (2, 3) or Cy.shape[-1] != n:
+                raise DesignError(f"C_y must have shape (p, {n}) or ({N}, p, {n}), got {Cy.shape}")
+            py = Cy.shape[-2]
+        for lo_name, lo, hi_name, hi in (("y_min", y_min, "y_max", y_max),):
+            lo_a, hi_a = -_bound(lo, lo_name, py), _bound(hi, hi_name, py)
+            if lo is not None:
+                lo_a = _bound(lo, lo_name, py)
+            bad = np.flatnonzero(lo_a > hi_a)
+            if bad.size:
+                raise DesignError(f"y_min must not exceed y_max; violated at components "
+                                  f"{bad.tolist()}: {lo_a[bad].tolist()} > {hi_a[bad].tolist()}")
+            bounds[lo_name], bounds[hi_name] = lo_a, hi_a
+        self.noutputs = py
+        self._Cy = None if C_y is None else _output_window(C_y, "C_y", N, (py, n))
+        self._Dy = None if D_y is None else _output_window(D_y, "D_y", N, (py, k))
 
         if osqp_interface not in ("direct", "cvxpy"):
             raise DesignError(f"osqp_interface must be 'direct' or 'cvxpy', got {osqp_interface!r}")
-        if soft_state is True:
-            soft: tuple[float, float] | None = (1e4, 1e2)
-        elif soft_state is False or soft_state is None:
-            soft = None
-        else:
-            try:
-                soft = (float(soft_state[0]), float(soft_state[1]))   # type: ignore[index]
-            except (TypeError, ValueError, IndexError) as exc:
-                raise DesignError(f"soft_state must be True, False or a pair (rho1, rho2) of "
-                                  f"penalties, got {soft_state!r}") from exc
-            if not (soft[0] > 0 and soft[1] >= 0 and np.isfinite(soft[0]) and np.isfinite(soft[1])):
-                raise DesignError(f"soft_state penalties must be finite with rho1 > 0 and rho2 >= 0, "
-                                  f"got {soft_state!r}")
-        self.soft_state = soft
+        self.soft_state = _soft(soft_state, "soft_state")
+        self.soft_output = _soft(soft_output, "soft_output")
 
         self.horizon, self.nstates, self.ninputs = N, n, k
         self.Q, self.R = readonly(Q_.copy()), readonly(R_.copy())
@@ -307,6 +317,7 @@ class LTVMPC:
         self.fallback_options = dict(fallback_options or {})
         self._u_last: NDArray[np.float64] | None = None
         self._slack_value = np.zeros((N, 0))
+        self._slack_y_value = np.zeros((N, 0))
         self._Qf_given: Any = None
         self._duals: NDArray[np.float64] | None = None
         self._Lf_value = psd_factor(Qf_)
@@ -315,7 +326,7 @@ class LTVMPC:
         # components with at least one finite bound, per group (input, rate, state)
         self._idx = {g: np.flatnonzero(np.isfinite(bounds[lo]) | np.isfinite(bounds[hi]))
                      for g, lo, hi in (("u", "u_min", "u_max"), ("r", "du_min", "du_max"),
-                                       ("x", "x_min", "x_max"))}
+                                       ("x", "x_min", "x_max"), ("y", "y_min", "y_max"))}
         self._Qf = Qf_.copy()
         self._qp: WindowQP | None = self._make_qp() if osqp_interface == "direct" else None
 
@@ -323,14 +334,16 @@ class LTVMPC:
         return WindowQP(self.horizon, self.nstates, self.ninputs, self.Q, self.R, self._Qf,
                         self._idx["u"], self._idx["r"], self._idx["x"],
                         self.solver_options if self.solver == "OSQP" else self.fallback_options,
-                        soft=self.soft_state)
+                        soft=self.soft_state, iy=self._idx["y"], ny_d=self._Dy is not None,
+                        soft_output=self.soft_output)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle without the solver objects (OSQP's workspace, cvxpy's compiled problem):
         they are rebuilt from the weights and bounds on first use (no warm start then)."""
         state = {key: val for key, val in self.__dict__.items()
                  if key not in ("_qp", "_problem", "_loaded", "_x0", "_A", "_B", "_Lf",
-                                "_bound_params", "_X", "_U", "_S", "_c", "_qx", "_qu")}
+                                "_bound_params", "_X", "_U", "_S", "_c", "_qx", "_qu",
+                                "_Cp", "_Dp", "_Sy")}
         state["_qp"], state["_problem"], state["_loaded"] = None, None, None
         return state
 
@@ -339,6 +352,15 @@ class LTVMPC:
         state.setdefault("_Qf_given", None)
         state.setdefault("_duals", None)
         state.setdefault("_slack_value", np.zeros((state.get("horizon", 1), 0)))
+        state.setdefault("_slack_y_value", np.zeros((state.get("horizon", 1), 0)))
+        state.setdefault("soft_output", None)
+        state.setdefault("noutputs", 0)
+        state.setdefault("_Cy", None)
+        state.setdefault("_Dy", None)
+        if "_idx" in state:
+            state["_idx"].setdefault("y", np.zeros(0, np.intp))
+        for key in ("y_min", "y_max"):
+            state["bounds"].setdefault(key, np.zeros(0))
         self.__dict__.update(state)
         if self.osqp_interface == "direct":
             self._qp = self._make_qp()
@@ -420,6 +442,35 @@ class LTVMPC:
                     self._bound_params[name] = (par, ix[sel])
                     e = full[:, sel]
                     cons.append(e - S[:, sel] <= par if upper else e + S[:, sel] >= par)
+        # outputs C_j δx_j + D_j δu_{min(j, N−1)}, j = 1 … N, of the bounded components
+        iy = self._idx["y"]
+        self._Cp = self._Dp = self._Sy = None
+        if iy.size:
+            py = iy.size
+            self._Cp = cp.Parameter((N * py, n), name="C_y")
+            self._Dp = cp.Parameter((N * py, k), name="D_y") if self._Dy is not None else None
+            rows = []
+            for j in range(1, N + 1):
+                e = self._Cp[(j - 1) * py:j * py, :] @ X[j]
+                if self._Dp is not None:
+                    e = e + self._Dp[(j - 1) * py:j * py, :] @ U[min(j, N - 1)]
+                rows.append(cp.reshape(e, (1, py), order="C"))
+            Y = cp.vstack(rows)                                   # (N, py)
+            if self.soft_output is not None:
+                Sy = cp.Variable((N, py), name="slack_y", nonneg=True)
+                self._Sy = Sy
+                cost = cost + self.soft_output[0] * cp.sum(Sy) + self.soft_output[1] * cp.sum_squares(Sy)
+            for name, lim, upper in (("y_lo", bounds["y_min"][iy], False),
+                                     ("y_hi", bounds["y_max"][iy], True)):
+                sel = np.flatnonzero(np.isfinite(lim))
+                if sel.size:
+                    par = cp.Parameter((N, sel.size), name=name)
+                    self._bound_params[name] = (par, iy[sel])
+                    e = Y[:, sel] if sel.size < py else Y
+                    if self._Sy is not None:
+                        sl = self._Sy[:, sel] if sel.size < py else self._Sy
+                        e = e - sl if upper else e + sl
+                    cons.append(e <= par if upper else e >= par)
         self._X, self._U = X, U
         problem = cp.Problem(cp.Minimize(cost), cons)
         if not problem.is_dpp():  # pragma: no cover - guards future edits of the QP
@@ -456,6 +507,9 @@ class LTVMPC:
     def _solve_direct(self, qp: WindowQP, data: dict[str, Any]) -> tuple[str, Any, Any, float]:
         """OSQP on the in-place QP: ``(status, δx, δu, cost)`` (arrays are fresh copies)."""
         qp.set_window(data["A"], data["B"])
+        if data["Cy"] is not None and qp.py:
+            iy = self._idx["y"]
+            qp.set_outputs(data["Cy"][:, iy], None if data["Dy"] is None else data["Dy"][:, iy])
         qp.set_bounds(data["x0"], data["shift"], data["c"])
         if data["linear"] or getattr(qp, "_had_linear", False):
             qp.set_linear(data["qx"], data["qu"])
@@ -465,6 +519,7 @@ class LTVMPC:
         out = qp.solve()
         if out[1] is not None:
             self._slack_value = np.maximum(qp.slack, 0.0)
+            self._slack_y_value = np.maximum(qp.slack_y, 0.0)
             self._duals = qp.y.copy()
         return out
 
@@ -480,6 +535,11 @@ class LTVMPC:
             self._c.value = data["c"]
             self._qx.value = data["qx"]
             self._qu.value = data["qu"]
+            if self._Cp is not None:
+                iy = self._idx["y"]
+                self._Cp.value = data["Cy"][:, iy].reshape(-1, self.nstates)
+                if self._Dp is not None:
+                    self._Dp.value = data["Dy"][:, iy].reshape(-1, self.ninputs)
             for name, (par, idx) in self._bound_params.items():
                 # the parameter's finite side (idx) within the group's bounded components
                 lo, hi = data["shift"][name[0]]
@@ -492,6 +552,8 @@ class LTVMPC:
             return status, None, None, float("nan")
         self._slack_value = (np.zeros((self.horizon, 0)) if self._S is None
                              else np.maximum(np.array(self._S.value, dtype=float), 0.0))
+        self._slack_y_value = (np.zeros((self.horizon, 0)) if self._Sy is None
+                               else np.maximum(np.array(self._Sy.value, dtype=float), 0.0))
         return (status, np.array(self._X.value, dtype=float), np.array(self._U.value, dtype=float),
                 float(problem.value))
 
@@ -505,7 +567,8 @@ class LTVMPC:
              c: ArrayLike | None = None, q_x: ArrayLike | None = None,
              q_u: ArrayLike | None = None,
              warm_start: tuple[ArrayLike, ArrayLike] | tuple[ArrayLike, ArrayLike, ArrayLike] | None = None,
-             _trusted_Qf: bool = False) -> MPCStep:
+             y_ref: ArrayLike | None = None, C_y: ArrayLike | None = None,
+             D_y: ArrayLike | None = None, _trusted_Qf: bool = False) -> MPCStep:
         """Solve the QP for the current deviation state and return the first input.
 
         Parameters
@@ -538,6 +601,12 @@ class LTVMPC:
             `MPCStep.duals` of an earlier step (zeros otherwise); default: OSQP's own (the
             previous solution). An explicit warm start makes the step independent of any
             solve in between.
+        y_ref : (N+1, p) or (p,) array_like, optional
+            Reference output over the window (default 0), used only by the output bounds
+            (rows ``j = 1 … N``).
+        C_y, D_y : (N, p, n), (N, p, k) array_like, optional
+            New output matrices of the bounded outputs for the predicted samples ``j = 1 … N``
+            (or one matrix for all); kept for the following steps.
 
         Returns
         -------
@@ -593,6 +662,20 @@ class LTVMPC:
                     off = np.vstack([ur[0:1] - up, ur[1:] - ur[:-1]])
                 o = off[:, idx]
                 shift[g] = (bd[lo][idx] - o, bd[hi][idx] - o)
+        if C_y is not None:
+            if self._Cy is None:
+                raise DesignError("C_y given to step() but the controller has no outputs; pass "
+                                  "C_y (and y_min/y_max) to LTVMPC(...)")
+            self._Cy = _output_window(C_y, "C_y", N, (self.noutputs, n))
+        if D_y is not None:
+            if self._Dy is None:
+                raise DesignError("D_y given to step() but the controller was built without a "
+                                  "feed-through; pass D_y to LTVMPC(...)")
+            self._Dy = _output_window(D_y, "D_y", N, (self.noutputs, k))
+        iy = self._idx["y"]
+        if iy.size:
+            yr = self._ref(y_ref, "y_ref", N + 1, self.noutputs)[1:, iy]
+            shift["y"] = (bd["y_min"][iy] - yr, bd["y_max"][iy] - yr)
         cc = self._ref(c, "c", N, n)
         qx = self._ref(q_x, "q_x", N + 1, n)
         qu = self._ref(q_u, "q_u", N, k)
@@ -605,7 +688,8 @@ class LTVMPC:
                     or np.size(warm_start[2]) != self._qp.l.size
                     else np.asarray(warm_start[2], dtype=float))
         data = {"x0": x0v, "A": A, "B": B, "shift": shift, "c": cc, "qx": qx, "qu": qu,
-                "linear": q_x is not None or q_u is not None, "warm": warm}
+                "linear": q_x is not None or q_u is not None, "warm": warm,
+                "Cy": self._Cy, "Dy": self._Dy}
 
         attempts: list[tuple[str, str]] = []
         elapsed = 0.0
@@ -655,7 +739,8 @@ class LTVMPC:
                            predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),
                            cost=cost, solve_time=elapsed, solver=solver, held=False,
                            attempts=tuple(attempts), slack=readonly(self._slack_value.copy()),
-                           duals=self._duals if solver == "OSQP" and self._qp is not None else None)
+                           duals=self._duals if solver == "OSQP" and self._qp is not None else None,
+                           slack_output=readonly(self._slack_y_value.copy()))
         why = "; ".join(f"{s}: {st}" for s, st in attempts)
         if self.on_failure == "raise":
             raise SolverError(
@@ -677,4 +762,5 @@ class LTVMPC:
         return MPCStep(status=f"held: {why}", u=readonly(up.copy()), du=readonly(du_hold),
                        predicted_x=readonly(x_pred), predicted_u=readonly(du_pred), cost=cost,
                        solve_time=elapsed, solver=attempts[-1][0], held=True,
-                       attempts=tuple(attempts), slack=readonly(np.zeros((N, 0))))
+                       attempts=tuple(attempts), slack=readonly(np.zeros((N, 0))),
+                       slack_output=readonly(np.zeros((N, 0))))

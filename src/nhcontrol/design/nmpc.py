@@ -95,10 +95,11 @@ class _Nodes:
     diagnostics of a failed partition check)."""
 
     def __init__(self, ref: Reference, ts: NDArray, x: NDArray, xd: NDArray, xdd: NDArray,
-                 lam: NDArray, u: NDArray | None) -> None:
+                 lam: NDArray, u: NDArray | None, parameters: Any = None) -> None:
         self.coordinates = getattr(ref, "coordinates", None)
         self.model_name = getattr(ref, "model_name", "?")
-        self.parameters = getattr(ref, "parameters", None)
+        # the prediction model's parameters (``NMPCController(p=...)``), not the reference's
+        self.parameters = getattr(ref, "parameters", None) if parameters is None else parameters
         self.steady = False
         self.check_tol = getattr(ref, "check_tol", 1e-8)
         self._ts = np.asarray(ts, dtype=float)
@@ -180,8 +181,9 @@ class NMPCController(TrackingController):
         error ``X − X_ref``.
     **mpc_options
         ``u_min, u_max, du_min, du_max, x_min, x_max`` (on ``X`` or ``X − X_ref``, see
-        ``state_bounds``; predicted samples ``j = 1 … N``), ``soft_state``,
-        ``solver_options`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
+        ``state_bounds``; predicted samples ``j = 1 … N``), ``soft_state``, output bounds
+        ``y_min, y_max`` on ``y = C_y X + D_y u`` (absolute; ``C_y`` in the order of `states`)
+        with ``soft_output``, ``solver_options`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
 
     Notes
     -----
@@ -329,7 +331,7 @@ class NMPCController(TrackingController):
         """``Φ_j, Γ_j, F(X̄_j, ū_j)`` at the nodes and their full coordinates."""
         x, xd = self._admissible(X, xguess, U)
         xdd, lam = self._accelerations(x, xd, U)
-        nodes = _Nodes(self.reference, ts, x, xd, xdd, lam, U if self.k else None)
+        nodes = _Nodes(self.reference, ts, x, xd, xdd, lam, U if self.k else None, self.ev.p)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             lin = self._linearize(self.cm, nodes, self.partition, ts, check=False)
@@ -343,6 +345,19 @@ class NMPCController(TrackingController):
         Ex = _expm_nodes(E * self.dt)
         Phi, Gam, gam = Ex[:, :ns, :ns], Ex[:, :ns, ns:ns + k], Ex[:, :ns, -1]
         return Phi, Gam, X + gam, x
+
+    def _plan_outputs(self, Xbar: NDArray, Ubar: NDArray) -> NDArray[np.float64] | None:
+        """Outputs ``C_j X̄_j + D_j ū_j`` of the plan (rows ``j = 0 … N``; the last input held):
+        the output bounds of the QP in ``δX, δu`` act on the absolute ``y = C X + D u``."""
+        mpc = self.mpc
+        if not mpc.noutputs or mpc._Cy is None:
+            return None
+        N = self.horizon
+        y = np.zeros((N + 1, mpc.noutputs))
+        y[1:] = np.einsum("jpn,jn->jp", mpc._Cy, Xbar[1:])
+        if mpc._Dy is not None:
+            y[1:] += np.einsum("jpk,jk->jp", mpc._Dy, np.vstack([Ubar[1:], Ubar[-1:]]))
+        return y
 
     # ------------------------------------------------------------------ protocol
     def memory_labels(self) -> list[str]:
@@ -387,6 +402,7 @@ class NMPCController(TrackingController):
         u: NDArray | None = None
         max_iter = 1 if self.mode == "rti" else self.sqp_max_iter
         fallback_lin = ""
+        hist: list[float] = []
         for it in range(max_iter):
             try:
                 Phi, Gam, F, xfull = self._model(tn[:N], Xbar[:N], Ubar, xguess)
@@ -416,7 +432,7 @@ class NMPCController(TrackingController):
                     st = self.mpc.step(X0 - Xbar[0], Phi, Gam, u_prev=u_prev, u_ref=Ubar,
                                        x_ref=Xbar if self.state_bounds == "absolute" else e,
                                        Qf=Qf, c=c, q_x=qx, q_u=qu, warm_start=warm,
-                                       _trusted_Qf=True)
+                                       _trusted_Qf=True, y_ref=self._plan_outputs(Xbar, Ubar))
             except SolverError as exc:
                 if it:
                     break
@@ -425,8 +441,12 @@ class NMPCController(TrackingController):
                 break
             iters = it + 1
             qp = self.mpc._qp
-            res = qp.kkt_at_zero(qp.y) if qp is not None and self.report_kkt else None
+            # (the multipliers of OSQP's answer; none when the fallback solver answered)
+            res = (qp.kkt_at_zero(st.duals) if qp is not None and self.report_kkt
+                   and st.duals is not None else None)
             kkt = max(res.values()) if res else float("nan")
+            if res:
+                hist.append(kkt)
             dX, dU = np.asarray(st.predicted_x), np.asarray(st.predicted_u)
             Xbar, Ubar = Xbar + dX, Ubar + dU
             xguess = xfull
@@ -447,7 +467,8 @@ class NMPCController(TrackingController):
             if fallback_lin:
                 status = fallback_lin
         mem = np.concatenate([u, [1.0]])
-        rec = ControlRecord(float(t), u, status, time.perf_counter() - start, slack, iters, kkt)
+        rec = ControlRecord(float(t), u, status, time.perf_counter() - start, slack, iters, kkt,
+                            kkt_history=tuple(hist))
         return u, mem, rec, side
 
     def _fallback(self, k: int, e0: NDArray, u0: NDArray, u_prev: NDArray, why: str
