@@ -365,13 +365,6 @@ def _fast_point(cm: Any, ref: Any, part: Partition, t: float, check: bool) -> tu
     return (lz, *got, x, xd, u)
 
 
-def _c_block(a: Any, shape: tuple[int, int]) -> Any:
-    """``a`` as a C-contiguous float64 array of ``shape`` without conversion, or None."""
-    if type(a) is np.ndarray and a.dtype == _f64 and a.shape == shape:
-        return a if a.flags.c_contiguous else np.ascontiguousarray(a)
-    return None
-
-
 def _first_order_plan(lz: Any, r: int, nw: int, nr: int) -> Any:
     """The bound arguments of `_cpoint`'s ``nhc_point_first_order`` for linearizer ``lz`` and
     ``r`` states ``z``, ``nw`` states ``w``, ``nr`` inputs ``r`` (kept on ``lz``), or None."""
@@ -402,12 +395,14 @@ def _fast_first_order(cm: Any, ref: Any, part: Partition, t: float, check: bool,
     if values is None:
         return None
     coords = getattr(ref, "coordinates", None)
-    if coords is not None and tuple(coords) != tuple(cm.coordinates):
+    if coords is not None and coords != cm.coordinates and tuple(coords) != tuple(cm.coordinates):
         return None
-    blocks = (_c_block(H_x, (r, n)), _c_block(H_xd, (r, n)), _c_block(H_z, (r, r)),
-              _c_block(H_w, (r, nw)), _c_block(W_w, (nw, nw)), _c_block(W_r, (nw, nr)))
-    if any(b is None for b in blocks):
-        return None
+    blocks = []
+    for a, shape in ((H_x, (r, n)), (H_xd, (r, n)), (H_z, (r, r)), (H_w, (r, nw)),
+                     (W_w, (nw, nw)), (W_r, (nw, nr))):
+        if not (type(a) is np.ndarray and a.dtype == _f64 and a.shape == shape):
+            return None
+        blocks.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
     tol = float(getattr(ref, "check_tol", ADMISSIBILITY_TOL))
     lz = _shared_linearizer(cm, part, check, tol, getattr(ref, "parameters", None))
     if lz is None:
@@ -560,11 +555,15 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
         On a shape mismatch, or if inputs of the model enter its nonholonomic constraints.
     """
     _refuse_constraint_inputs(cm)
-    t_arr = _one_time(t)
-    if t_arr.ndim:
-        raise LinearSystemError(f"linearize_with_first_order_states linearizes at one time (its "
-                                f"H_x, H_xd, ... belong to one reference point); got t of shape "
-                                f"{t_arr.shape}: call it once per time")
+    if type(t) is float and math.isfinite(t):
+        tf = t                  # the common case: one finite time
+    else:
+        t_arr = _one_time(t)
+        if t_arr.ndim:
+            raise LinearSystemError(f"linearize_with_first_order_states linearizes at one time "
+                                    f"(its H_x, H_xd, ... belong to one reference point); got t "
+                                    f"of shape {t_arr.shape}: call it once per time")
+        tf = float(t_arr)
     part = _partition(partition)
     n, l = int(cm.n), int(cm.l)
     n1 = n - int(cm.m) - l
@@ -572,21 +571,17 @@ def linearize_with_first_order_states(cm: Any, ref: Any, partition: Partition | 
     if int(cm.ninputs) == r and getattr(cm, "backend", None) == "c":
         # C kernels: the whole Jacobian from one compiled call (kernel, Steps 1-7, the rows of
         # Eqs. (7.26), (7.28) and the finiteness of the blocks; _cpoint.nhc_point_first_order)
-        whole = _fast_first_order(cm, ref, part, float(t_arr), check, r, nw, len(r_names), n,
+        whole = _fast_first_order(cm, ref, part, tf, check, r, nw, len(r_names), n,
                                   H_x, H_xd, H_z, H_w, W_w, W_r)
         if whole is not None:
-            return _finish_first_order(cm, ref, whole, float(t_arr), check, H0, z_names,
+            return _finish_first_order(cm, ref, whole, tf, check, H0, z_names,
                                        w_names, r_names, r, n1, l)
-    part = _partition(partition)
-    n, l = int(cm.n), int(cm.l)
-    n1 = n - int(cm.m) - l
-    r, nw = len(z_names), len(w_names)
     blocks = dict(H_x=_mat(H_x, (r, n), "H_x"), H_xd=_mat(H_xd, (r, n), "H_xd"),
                   H_z=_mat(H_z, (r, r), "H_z"), H_w=_mat(H_w, (r, nw), "H_w"),
                   W_w=_mat(W_w, (nw, nw), "W_w"))
     Wr = _mat(W_r, (nw, len(r_names)), "W_r")
     # C kernels: the mechanical rows and T0, V̄̄0, Th0 from one compiled call (prepared.py)
-    fast = _fast_point(cm, ref, part, float(t_arr), check) if int(cm.ninputs) == r else None
+    fast = _fast_point(cm, ref, part, tf, check) if int(cm.ninputs) == r else None
     if fast is not None:
         lz, Am, Bm, T0m, Vdd, Th0, x0, xd0, z0 = fast
         states0 = lz.states
