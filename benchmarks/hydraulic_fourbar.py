@@ -22,7 +22,9 @@ Run ``python benchmarks/hydraulic_fourbar.py [--repeat R] [--h H]``; prints one 
 
 With C kernels both linearizations run the compiled one-point routine
 (`nhcontrol.linearize.prepared`): the mechanical rows and the matrices ``T0``, ``V̄̄0``, ``Th0``
-of Steps 1, 2 and 4 come from one foreign call.
+of Steps 1, 2 and 4 come from one foreign call; for ``third_s`` the same call also assembles the
+rows of Eqs. (7.26), (7.28) and ``B`` (``nhc_point_first_order`` in
+`nhcontrol.linearize._cpoint`).
 
 Both start from the same compiled model, equilibrium and ``Reference`` (built before timing, with
 the equilibrium multipliers ``Λ0`` of Eqs. (7.91)-(7.94) stored in it).
