@@ -467,6 +467,7 @@ def _finish_first_order(cm: Any, ref: Any, whole: tuple, t: float, check: bool, 
                                    inputs=tuple(r_names), T0=T0, n_spurious=l, n_independent=n1,
                                    t=t)
 
+
 def _fast_rate_rows(lz: Any, T0: NDArray[np.float64], Vdd: NDArray[np.float64],
                     Th0: NDArray[np.float64], H_x: NDArray[np.float64],
                     H_xd: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
