@@ -401,3 +401,28 @@ def test_control_guide_snippets_run():
     exec("\n".join(blocks[:upto]), ns)  # noqa: S102 - our own documentation
     assert ns["step"].status == "optimal"
     assert np.max(np.abs(ns["K"])) > 0       # the gain of the python-control block
+
+
+def test_direct_osqp_extension_and_interface_paths_agree():
+    """The step calls OSQP's extension object directly (update + solve as OSQP.update/solve
+    do); without it (another OSQP build) it goes through OSQP's Python interface: the same
+    inputs, predictions, duals and iterations over a receding LTV loop with changing windows,
+    bounds and a terminal weight update."""
+    N, n, k = 12, 3, 2
+    A, B = random_ltv(40, n, k, 7)
+    kw = dict(u_min=-0.4, u_max=0.4, du_min=-0.2, du_max=0.2)
+    a = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), 5 * np.eye(n), **kw)
+    b = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), 5 * np.eye(n), **kw)
+    assert a._qp._ext is not None                     # osqp >= 1.0 (a requirement)
+    b._qp._ext = None
+    x = np.array([1.0, -0.5, 0.3])
+    for j in range(6):
+        Qf = 6 * np.eye(n) if j == 3 else None
+        sa = a.step(x, A[j:j + N], B[j:j + N], Qf=Qf, c=np.full((N, n), 0.01 * j))
+        sb = b.step(x, A[j:j + N], B[j:j + N], Qf=Qf, c=np.full((N, n), 0.01 * j))
+        assert sa.status == sb.status == "optimal"
+        np.testing.assert_array_equal(sa.u, sb.u)
+        np.testing.assert_array_equal(sa.predicted_x, sb.predicted_x)
+        np.testing.assert_array_equal(sa.duals, sb.duals)
+        assert sa.cost == sb.cost and a._qp.iterations == b._qp.iterations
+        x = A[j] @ x + B[j] @ sa.u

@@ -242,14 +242,22 @@ def test_first_order_paths_compiled_equal_general(monkeypatch):
     hcm = hf.model()
     href = Reference.equilibrium(hcm, eq.x, u=eq.p)
     kw = hf.circuit_jacobians(eq).as_kwargs()
+    real_whole = fo._fast_first_order       # the whole Jacobian from one compiled call
+    monkeypatch.setattr(fo, "_fast_first_order",
+                        lambda *a: (lambda got: calls.append(got is not None) or got)(real_whole(*a)))
     fast = linearize_with_first_order_states(hcm, href, hf.PARTITION, **kw)
     with monkeypatch.context() as mp:
         mp.setattr(fo, "_fast_point", lambda *a: None)
+        mp.setattr(fo, "_fast_first_order", lambda *a: None)
         slow = linearize_with_first_order_states(hcm, href, hf.PARTITION, **kw)
-    assert _rel(fast.A, slow.A) <= 1e-14 and _rel(fast.B, slow.B) <= 1e-14
-    assert fast.states == slow.states
+    with monkeypatch.context() as mp:          # the one-point call with the rows in numpy
+        mp.setattr(fo, "_fast_first_order", lambda *a: None)
+        mixed = linearize_with_first_order_states(hcm, href, hf.PARTITION, **kw)
+    for other in (slow, mixed):
+        assert _rel(fast.A, other.A) <= 1e-14 and _rel(fast.B, other.B) <= 1e-14
+        assert _rel(fast.T0, other.T0) <= 1e-14 and fast.states == other.states
     if cm.backend == "c":
-        assert calls == [True, True, True]            # the compiled path was taken
+        assert calls == [True, True, True, True]      # the compiled paths were taken
 
 
 def test_bound_call_reads_the_current_arguments(actuated):
@@ -339,3 +347,22 @@ def test_admissibility_floor_at_rest():
     assert not _passes_one(xv, xdv, bad, lam, terms.M, terms.Q, terms.D, terms.Qd, C, None, 1e-8)
     with pytest.raises(ReferenceMotionError, match="acceleration residual"):
         lz(xv, xdv, bad, lam, u)
+
+
+def test_first_order_states_non_finite_blocks_named_on_the_compiled_path():
+    """A non-finite circuit block is refused by the one compiled call of
+    linearize_with_first_order_states and named by the general path (not returned as NaN)."""
+    from nhcontrol._util.errors import LinearSystemError
+    from nhcontrol.linearization import linearize_with_first_order_states
+    from nhcontrol.models import hydraulic_fourbar as hf
+
+    eq = hf.equilibrium(60.0, 3.5e6)
+    cm = hf.model()
+    ref = Reference.equilibrium(cm, eq.x, u=eq.p)
+    for name in ("H_x", "H_xd", "H_z", "H_w", "W_w"):
+        kw = hf.circuit_jacobians(eq).as_kwargs()
+        bad = np.array(kw[name], dtype=float)
+        bad[0, 0] = np.inf if name != "H_z" else np.nan
+        kw[name] = bad
+        with pytest.raises(LinearSystemError, match=rf"{name} has non-finite entries"):
+            linearize_with_first_order_states(cm, ref, hf.PARTITION, **kw)

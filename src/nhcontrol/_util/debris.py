@@ -12,13 +12,25 @@ touched).
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import time
 from pathlib import Path
 
 OWNER_FILE = ".nhcontrol-owner"
-_HOST = socket.gethostname() or "localhost"
+
+
+def _hostname() -> str:
+    """This machine's name (``uname``'s node name, as the kernel cache's lock records it;
+    ``socket.gethostname()`` where there is no ``uname``)."""
+    if hasattr(os, "uname"):
+        name = os.uname().nodename
+    else:   # pragma: no cover - Windows
+        import socket
+
+        name = socket.gethostname()
+    return name or "localhost"
+
+
+_HOST = _hostname()
 
 
 def process_start_time() -> float:
@@ -87,6 +99,8 @@ def remove_stale(parent: str | os.PathLike, pattern: str) -> list[Path]:
             continue
         if st.st_mtime >= start or in_use(d):
             continue
+        import shutil   # here: a process that loads cached kernels does not need it
+
         shutil.rmtree(d, ignore_errors=True)
         if not d.exists():
             removed.append(d)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Sequence
 
 
@@ -16,6 +15,7 @@ def short_names(names: Sequence[str], limit: int = 8) -> str:
 
 def html_table(title: str, rows: Iterable[tuple[str, str]]) -> str:
     """A small two-column HTML table (notebook ``_repr_html_``), every value escaped."""
+    import html     # here: only notebooks render it
     body = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
                    f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>" for k, v in rows)
     return f"<b>{html.escape(title)}</b><table>{body}</table>"

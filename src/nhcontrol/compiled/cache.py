@@ -30,10 +30,8 @@ import contextlib
 import hashlib
 import marshal
 import os
-import shutil
 import stat
 import sys
-import tempfile
 import threading
 import time
 import warnings
@@ -155,6 +153,9 @@ _PRIVATE_LOCK = threading.Lock()
 
 def private_fallback_dir() -> Path:
     """A private directory (0700, removed at exit) for this process's kernels."""
+    import shutil
+    import tempfile
+
     with _PRIVATE_LOCK:
         if not _PRIVATE:
             d = Path(tempfile.mkdtemp(prefix="nhcontrol-kernels-"))
@@ -356,6 +357,8 @@ def _locked(directory: Path, timeout: float | None = None) -> Iterator[None]:
 
 
 def _replace_atomic(path: Path, data: bytes) -> None:
+    import tempfile     # here: loading cached kernels writes nothing
+
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=str(path.parent))
     try:
         with os.fdopen(fd, "wb") as fh:

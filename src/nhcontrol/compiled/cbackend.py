@@ -22,10 +22,8 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import sysconfig
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -106,6 +104,8 @@ def compile_library(units: list[str], out: Path, workers: int | None = None) -> 
     if _NO_COMPILER:
         raise CompilerUnavailable(_NO_COMPILER[0])
     from concurrent.futures import ThreadPoolExecutor   # here: loading a cached library needs no threads
+    import shutil                                        # (nor these)
+    import tempfile
 
     try:
         import setuptools  # noqa: F401  (provides ``distutils`` on Python >= 3.12)

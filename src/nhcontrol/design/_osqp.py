@@ -292,6 +292,7 @@ class WindowQP:
             raise DesignError(f"OSQP refused the solver options {dict(options)!r}: {exc}; see "
                               "https://osqp.org/docs/interfaces/solver_settings.html for the "
                               "setting names and ranges") from exc
+        self._ext, self._infty = _extension(self.solver)
 
     def set_terminal(self, Qf: NDArray[np.float64]) -> None:
         """Replace the terminal weight block of ``P`` (OSQP refactorises)."""
@@ -332,9 +333,13 @@ class WindowQP:
         n, N = self.n, self.N
         self.l[:n] = x0
         self.u[:n] = x0
-        cc = np.zeros(N * n) if c is None else -np.asarray(c, dtype=float).ravel()
-        self.l[n:n + N * n] = cc
-        self.u[n:n + N * n] = cc
+        if c is None:
+            self.l[n:n + N * n] = 0.0
+            self.u[n:n + N * n] = 0.0
+        else:
+            cc = -np.asarray(c, dtype=float).ravel()
+            self.l[n:n + N * n] = cc
+            self.u[n:n + N * n] = cc
         for key, (lo, hi) in shifts.items():
             start, idx = self._rows[key]
             if idx.size:
@@ -397,7 +402,37 @@ class WindowQP:
 
         The slacks of the last solution (soft bounds) are in `slack` ((N, ns), zeros when
         hard), the multipliers of the dynamics rows in `dyn_duals` ((N, n))."""
-        if self._pending:                 # P and A_c changes in one update: one factorisation
+        ext = self._ext
+        if ext is None:                   # an OSQP without the extension object: its interface
+            return self._solve_interface()
+        pending = self._pending
+        if pending:                       # P and A_c changes in one update: one factorisation
+            # what OSQP.update does (bounds clipped to ±OSQP_INFTY, vectors before matrices),
+            # without the copies it keeps for its derivatives (not used here)
+            q, lo, hi = pending.get("q"), pending.get("l"), pending.get("u")
+            if lo is not None:
+                lo = np.maximum(lo, -self._infty)
+            if hi is not None:
+                hi = np.minimum(hi, self._infty)
+            if q is not None or lo is not None or hi is not None:
+                ext.update_data_vec(q=q, l=lo, u=hi)
+            if "Px" in pending or "Ax" in pending:
+                ext.update_data_mat(P_x=pending.get("Px"), P_i=None, A_x=pending.get("Ax"),
+                                    A_i=None)
+            self._pending = {}
+        ext.solve()
+        info = ext.info
+        status = OSQP_STATUS.get(int(info.status_val), "solver_error")
+        self.iterations = int(info.iter)
+        if status not in ("optimal", "optimal_inaccurate"):
+            return status, None, None, float("nan")
+        sol = ext.solution
+        return self._read(status, sol.x, sol.y, float(info.obj_val))
+
+    def _solve_interface(self) -> tuple[str, NDArray[np.float64] | None,
+                                         NDArray[np.float64] | None, float]:
+        """`solve` through OSQP's Python interface."""
+        if self._pending:
             self.solver.update(**self._pending)
             self._pending = {}
         res = self.solver.solve(raise_error=False)
@@ -405,13 +440,33 @@ class WindowQP:
         self.iterations = int(getattr(res.info, "iter", 0))
         if status not in ("optimal", "optimal_inaccurate") or res.x is None:
             return status, None, None, float("nan")
-        z = np.array(res.x, dtype=float)  # a copy: OSQP reuses its buffers
+        return self._read(status, res.x, res.y, float(res.info.obj_val))
+
+    def _read(self, status: str, x: Any, y: Any, cost: float) -> tuple[
+            str, NDArray[np.float64], NDArray[np.float64], float]:
+        """The solution ``(status, δx, δu, cost)`` from OSQP's ``x``, ``y`` (own copies)."""
+        z = np.array(x, dtype=float)      # a copy: OSQP reuses its buffers
         nx = self._xu
         self.slack = z[self._xs:self._ys].reshape(self.N, self.ns)
         self.slack_y = z[self._ys:].reshape(self.N, self.nsy)
         n = self.n
-        self.y = np.array(res.y, dtype=float)
+        self.y = np.array(y, dtype=float)
         self.dyn_duals = self.y[n:n + self.N * n].reshape(self.N, n)
         self.z = z
         return (status, z[:nx].reshape(self.N + 1, self.n), z[nx:self._xs].reshape(self.N, self.k),
-                float(res.info.obj_val))
+                cost)
+
+
+def _extension(solver: Any) -> tuple[Any, float]:
+    """OSQP's extension object behind ``solver`` (osqp >= 1.0: ``solver._solver`` with
+    ``update_data_vec``, ``update_data_mat``, ``solve``, ``info``, ``solution``) and
+    ``OSQP_INFTY``, or ``(None, inf)`` (then the Python interface is used)."""
+    ext = getattr(solver, "_solver", None)
+    if ext is None or not all(hasattr(ext, a) for a in ("update_data_vec", "update_data_mat",
+                                                          "solve", "info", "solution")):
+        return None, float("inf")
+    try:
+        infty = float(solver.constant("OSQP_INFTY"))
+    except Exception:   # noqa: BLE001 - an interface without it: keep the interface path
+        return None, float("inf")
+    return ext, infty

@@ -343,7 +343,7 @@ class LTVMPC:
         state = {key: val for key, val in self.__dict__.items()
                  if key not in ("_qp", "_problem", "_loaded", "_x0", "_A", "_B", "_Lf",
                                 "_bound_params", "_X", "_U", "_S", "_c", "_qx", "_qu",
-                                "_Cp", "_Dp", "_Sy")}
+                                "_Cp", "_Dp", "_Sy", "_groups")}
         state["_qp"], state["_problem"], state["_loaded"] = None, None, None
         return state
 
@@ -492,6 +492,25 @@ class LTVMPC:
                               f"got {arr.shape}")
         return check_finite(np.asarray(arr), name, error=DesignError)
 
+    def _bound_groups(self) -> dict[str, tuple[Any, Any, Any]]:
+        """``{group: (lower, upper, idx)}`` for the groups with a finite bound: the bounds of
+        their bounded components (``idx``; None when every component is bounded, no gather);
+        kept while `bounds` is the same object."""
+        hit = self.__dict__.get("_groups")
+        if hit is not None and hit[0] is self.bounds:
+            return hit[1]
+        bd = self.bounds
+        out = {}
+        for g, lo, hi in (("u", "u_min", "u_max"), ("r", "du_min", "du_max"),
+                          ("x", "x_min", "x_max")):
+            idx = self._idx[g]
+            if idx.size:
+                full = idx.size == bd[lo].shape[0]
+                out[g] = (bd[lo] if full else bd[lo][idx], bd[hi] if full else bd[hi][idx],
+                          None if full else idx)
+        self.__dict__["_groups"] = (bd, out)
+        return out
+
     def _ref(self, value: ArrayLike | None, name: str, rows: int, size: int) -> NDArray[np.float64]:
         if value is None:
             return np.zeros((rows, size))
@@ -532,9 +551,9 @@ class LTVMPC:
             self._x0.value = data["x0"]
             self._A.value = data["A"].reshape(N * n, n)
             self._B.value = data["B"].reshape(N * n, k)
-            self._c.value = data["c"]
-            self._qx.value = data["qx"]
-            self._qu.value = data["qu"]
+            self._c.value = np.zeros((N, n)) if data["c"] is None else data["c"]
+            self._qx.value = np.zeros((N + 1, n)) if data["qx"] is None else data["qx"]
+            self._qu.value = np.zeros((N, k)) if data["qu"] is None else data["qu"]
             if self._Cp is not None:
                 iy = self._idx["y"]
                 self._Cp.value = data["Cy"][:, iy].reshape(-1, self.nstates)
@@ -625,7 +644,8 @@ class LTVMPC:
         A = self._window(Ad, "Ad", (n, n))
         B = self._window(Bd, "Bd", (n, k))
         ur = self._ref(u_ref, "u_ref", N, k)
-        xr = self._ref(x_ref, "x_ref", N + 1, n)
+        xr = self._ref(x_ref, "x_ref", N + 1, n) if (x_ref is not None or self._idx["x"].size) \
+            else None      # used only by the state bounds
         if u_prev is not None:
             up = check_finite(as_float_array(u_prev, "u_prev", shape=(k,), error=DesignError),
                               "u_prev", error=DesignError)
@@ -653,15 +673,15 @@ class LTVMPC:
         # shifted absolute bounds on δu_j, on the rates, on δx_j (j = 1 … N): (lower, upper),
         # for the components with a bound (the others are not in the QP)
         shift = {}
-        for g, lo, hi, off in (("u", "u_min", "u_max", ur),
-                               ("r", "du_min", "du_max", None),
-                               ("x", "x_min", "x_max", xr[1:])):
-            idx = self._idx[g]
-            if idx.size:
-                if off is None:  # rates: δu_0 − (u_prev − u_ref_0), δu_j − δu_{j−1}
-                    off = np.vstack([ur[0:1] - up, ur[1:] - ur[:-1]])
-                o = off[:, idx]
-                shift[g] = (bd[lo][idx] - o, bd[hi][idx] - o)
+        for g, (lo_b, hi_b, idx) in self._bound_groups().items():
+            if g == "u":
+                off = ur
+            elif g == "r":      # rates: δu_0 − (u_prev − u_ref_0), δu_j − δu_{j−1}
+                off = np.vstack([ur[0:1] - up, ur[1:] - ur[:-1]])
+            else:
+                off = xr[1:]
+            o = off if idx is None else off[:, idx]
+            shift[g] = (lo_b - o, hi_b - o)
         if C_y is not None:
             if self._Cy is None:
                 raise DesignError("C_y given to step() but the controller has no outputs; pass "
@@ -676,9 +696,9 @@ class LTVMPC:
         if iy.size:
             yr = self._ref(y_ref, "y_ref", N + 1, self.noutputs)[1:, iy]
             shift["y"] = (bd["y_min"][iy] - yr, bd["y_max"][iy] - yr)
-        cc = self._ref(c, "c", N, n)
-        qx = self._ref(q_x, "q_x", N + 1, n)
-        qu = self._ref(q_u, "q_u", N, k)
+        cc = None if c is None else self._ref(c, "c", N, n)        # None: zero
+        qx = None if q_x is None else self._ref(q_x, "q_x", N + 1, n)
+        qu = None if q_u is None else self._ref(q_u, "q_u", N, k)
         warm = None
         if warm_start is not None and self._qp is not None:
             wx = self._ref(warm_start[0], "warm_start[0]", N + 1, n)
@@ -713,7 +733,7 @@ class LTVMPC:
                 _log.info("MPC step: %s returned %r; trying the fallback solver %s", solver, status,
                           self.fallback)
             if status in _ACCEPTED and du_pred is not None and x_pred is not None:
-                if np.all(np.isfinite(du_pred)) and np.all(np.isfinite(x_pred)):
+                if np.isfinite(du_pred).all() and np.isfinite(x_pred).all():
                     if status == "optimal":
                         candidate = (solver, status, du_pred, x_pred, cost)
                         break
@@ -729,11 +749,12 @@ class LTVMPC:
             # hard input bounds: project the first move (moves it by at most the solver's
             # primal tolerance, e.g. 3e-8 rad for OSQP's default on the ball-plate loop)
             # and the rate bounds of the first move (u_prev ± Δu), where they are compatible
-            lo = np.maximum(bd["u_min"], up + bd["du_min"])
-            hi = np.minimum(bd["u_max"], up + bd["du_max"])
-            ok = lo <= hi
             u = np.minimum(np.maximum(ur[0] + du_pred[0], bd["u_min"]), bd["u_max"])
-            u[ok] = np.clip(u[ok], lo[ok], hi[ok])
+            if self._idx["r"].size:     # (without rate bounds lo, hi are u_min, u_max: no change)
+                lo = np.maximum(bd["u_min"], up + bd["du_min"])
+                hi = np.minimum(bd["u_max"], up + bd["du_max"])
+                ok = lo <= hi
+                u[ok] = np.clip(u[ok], lo[ok], hi[ok])
             self._u_last = u.copy()
             return MPCStep(status=status, u=readonly(u), du=readonly(u - ur[0]),
                            predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),
@@ -752,7 +773,7 @@ class LTVMPC:
         x_pred[0] = x0v
         du_pred = np.tile(up, (N, 1)) - ur
         for j in range(N):
-            x_pred[j + 1] = A[j] @ x_pred[j] + B[j] @ du_pred[j] + cc[j]
+            x_pred[j + 1] = A[j] @ x_pred[j] + B[j] @ du_pred[j] + (0.0 if cc is None else cc[j])
         Lq, Lr, Lf = psd_factor(self.Q), psd_factor(self.R), self._Lf_factor()
         cost = float(np.sum((x_pred[:N] @ Lq.T) ** 2) + np.sum((du_pred @ Lr.T) ** 2)
                      + np.sum((Lf @ x_pred[N]) ** 2))

@@ -77,6 +77,12 @@ int nhc_point_prepared(const int64_t *, const int64_t *, const int64_t *, const 
                        double *, double *, double *, const double *, const double *,
                        const double *, const double *, const double *, const double *, double,
                        double, double, double *, double *, double *, int64_t, int64_t *);
+int nhc_point_first_order(const int64_t *, const int64_t *, const int64_t *, const int64_t *,
+                          double *, double *, double *, const double *, const double *,
+                          const double *, const double *, const double *, const double *, double,
+                          double, double, double *, double *, double *, int64_t, int64_t *,
+                          const int64_t *, const double *, const double *, const double *,
+                          const double *, const double *, const double *, double *, double *);
 extern const char nhc_layout[];
 """
 
@@ -556,6 +562,74 @@ NHC_API int nhc_point_prepared(const int64_t *fp, const int64_t *dims, const int
                            tol, cond_max, atol_u, A, Bout, W, nW, ipiv);
 }
 
+/* the first-order rows of Sect. 7.2 (nhcontrol.linearize.first_order, derived there): after
+   nhc_point_prepared (A, B: its mechanical rows, scratch here), with T0 (n x n1), the rows [ad, d]
+   of Vbb0 and Th0 (n x (n - m)) in the work array W (model row order, nhc_point_third's layout),
+   the full Jacobian Aout (nt x nt, nt = ns + r + nw) in [x_ai, xd_ai, x_ad, z, w] and its input
+   matrix Rout (nt x nr, rdims = [r, nw, nr]: zeros above the rows of w, W_r there):
+       [ A   B    0  ]        Gx = (H_x + H_xd[:, dd] Vbb0_dd) Th0  (columns x_ai | x_ad)
+       [ Gx  H_z  H_w]        Gxd = H_xd T0                         (columns xd_ai)
+       [ 0   0    W_w]
+   (requires k = r: the model's inputs are the states z).  64 when a block is not finite (the
+   caller names it), 4 when the result is not finite; else the flags of nhc_point_prepared. */
+NHC_API int nhc_point_first_order(const int64_t *fp, const int64_t *dims, const int64_t *ix,
+                                  const int64_t *off, double *T, double *Cv, double *bv,
+                                  const double *x, const double *xd, const double *xdd,
+                                  const double *lam, const double *u, const double *p, double tol,
+                                  double cond_max, double atol_u, double *A, double *Bout,
+                                  double *W, int64_t nW, int64_t *ipiv, const int64_t *rdims,
+                                  const double *Hx, const double *Hxd, const double *Hz,
+                                  const double *Hw, const double *Ww, const double *Wr,
+                                  double *Aout, double *Rout)
+{
+    const int64_t n = dims[0], m = dims[1], l = dims[2], k = dims[3];
+    const int64_t r = rdims[0], nw = rdims[1], nr = rdims[2];
+    const int64_t n1 = n - m - l, na = n - m, c = m + l, ns = 2 * n1 + l, nt = ns + r + nw;
+    const int64_t w7 = 2 * n + n1 + k, rw = n1 + 3 * n;
+    const int64_t at_sol = n * n1 + n * w7 + c * c + c * rw;
+    const int64_t at_th0 = at_sol + c * rw + n1 * w7 + n1 * n;
+    const int64_t *dd = ix + n1;
+    int64_t i, j, q, s;
+    if (k != r) return 16;
+    if (!(finite_all(Hx, r * n) && finite_all(Hxd, r * n) && finite_all(Hz, r * r)
+          && finite_all(Hw, r * nw) && finite_all(Ww, nw * nw) && finite_all(Wr, nw * nr)))
+        return 64;
+    int rc = nhc_point_prepared(fp, dims, ix, off, T, Cv, bv, x, xd, xdd, lam, u, p, tol,
+                                cond_max, atol_u, A, Bout, W, nW, ipiv);
+    if (rc) return rc;
+    const double *T0 = W, *sol = W + at_sol, *Th0 = W + at_th0;
+    for (i = 0; i < nt * nt; i++) Aout[i] = 0.0;
+    for (i = 0; i < ns; i++) {
+        for (j = 0; j < ns; j++) Aout[i * nt + j] = A[i * ns + j];
+        for (j = 0; j < r; j++) Aout[i * nt + ns + j] = Bout[i * k + j];
+    }
+    for (i = 0; i < r; i++) {
+        double *row = Aout + (ns + i) * nt;
+        const double *hx = Hx + i * n, *hxd = Hxd + i * n;
+        for (q = 0; q < n; q++) {                    /* G[i, q] Th0[q, :] */
+            double g = 0.0;
+            for (s = 0; s < c; s++) g += hxd[dd[s]] * sol[s * rw + n1 + q];
+            g = hx[q] + g;
+            if (g == 0.0) continue;
+            const double *th = Th0 + q * na;
+            for (j = 0; j < n1; j++) row[j] += g * th[j];
+            for (j = n1; j < na; j++) row[n1 + j] += g * th[j];
+        }
+        for (q = 0; q < n; q++) {                    /* H_xd[i, q] T0[q, :] */
+            double h = hxd[q];
+            if (h == 0.0) continue;
+            for (j = 0; j < n1; j++) row[n1 + j] += h * T0[q * n1 + j];
+        }
+        for (j = 0; j < r; j++) row[ns + j] = Hz[i * r + j];
+        for (j = 0; j < nw; j++) row[ns + r + j] = Hw[i * nw + j];
+    }
+    for (i = 0; i < nw; i++)
+        for (j = 0; j < nw; j++) Aout[(ns + r + i) * nt + ns + r + j] = Ww[i * nw + j];
+    for (i = 0; i < (ns + r) * nr; i++) Rout[i] = 0.0;
+    for (i = 0; i < nw * nr; i++) Rout[(ns + r) * nr + i] = Wr[i];
+    return finite_all(Aout, nt * nt) ? 0 : 4;
+}
+
 NHC_API const char nhc_layout[] = NHC_LAYOUT;
 '''
 """The routine (``NHC_LAYOUT`` is replaced by the library's layout string)."""
@@ -606,6 +680,7 @@ class _Library:
         self.path, self._raw, self.ffi, self.lib = path, raw, ffi, lib
         self.fn, self.fn_n, self.work = lib.nhc_point_third, lib.nhc_point_third_n, lib.nhc_point_work
         self.prepared = lib.nhc_point_prepared
+        self.first_order = lib.nhc_point_first_order
 
 
 def _library(directory: Path) -> "_Library | None":

@@ -46,6 +46,7 @@ from ..reference.admissibility import ADMISSIBILITY_TOL, check_rate_equation, ch
 from .partition import Partition
 from .result import (SPURIOUS_RTOL, ZERO_RTOL, SpuriousIdentification, _remove_matched)
 from .third import _reference_values, _stacked_terms, linearize, third_procedure
+from . import _cpoint
 from . import prepared as _prepared
 
 if TYPE_CHECKING:
@@ -380,6 +381,109 @@ def _fast_point(cm: CompiledModel, ref: Reference, part: Partition, t: float,
     return (lz, *got, x, xd, u)
 
 
+def _first_order_plan(lz: Any, r: int, nw: int, nr: int) -> Any:
+    """The bound arguments of `_cpoint`'s ``nhc_point_first_order`` for linearizer ``lz`` and
+    ``r`` states ``z``, ``nw`` states ``w``, ``nr`` inputs ``r`` (kept on ``lz``), or None."""
+    plan = lz.__dict__.get("_fo_plan")
+    if plan is not None and plan[0] == (r, nw, nr):
+        return plan
+    lib = _cpoint.library_for(lz.model)
+    fo = getattr(lib, "first_order", None)
+    if fo is None or lz._fast is None:
+        return None
+    _, head, tail, c_p, c_u0, scal = lz._fast
+    fb, dbl = lz._fb, lz._dbl
+    ns, k = lz.nstates, lz._k
+    Am, Bm = np.empty(max(1, ns * ns)), np.empty(max(1, ns * k))
+    rd = np.array([r, nw, nr], dtype=np.int64)
+    after_p = scal + (fb(dbl, Am), fb(dbl, Bm)) + tail + (fb(lib.ffi.typeof("int64_t[]"), rd),)
+    plan = ((r, nw, nr), fo, head, after_p, c_p, c_u0, lz._kin_views[0], (Am, Bm, rd), ns + r + nw)
+    lz.__dict__["_fo_plan"] = plan
+    return plan
+
+
+def _fast_first_order(cm: Any, ref: Any, part: Partition, t: float, check: bool, r: int, nw: int,
+                      nr: int, n: int, H_x: Any, H_xd: Any, H_z: Any, H_w: Any, W_w: Any,
+                      W_r: Any) -> tuple | None:
+    """``(lz, A, B, T0, x0, ẋ0, z0, blocks)`` of `linearize_with_first_order_states` from one
+    compiled call, or None (then the general path decides, checks and names every problem)."""
+    values = getattr(ref, "values", None)
+    if values is None:
+        return None
+    coords = getattr(ref, "coordinates", None)
+    if coords is not None and coords != cm.coordinates and tuple(coords) != tuple(cm.coordinates):
+        return None
+    blocks = []
+    for a, shape in ((H_x, (r, n)), (H_xd, (r, n)), (H_z, (r, r)), (H_w, (r, nw)),
+                     (W_w, (nw, nw)), (W_r, (nw, nr))):
+        if not (type(a) is np.ndarray and a.dtype == _f64 and a.shape == shape):
+            return None
+        blocks.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+    tol = float(getattr(ref, "check_tol", ADMISSIBILITY_TOL))
+    lz = _shared_linearizer(cm, part, check, tol, getattr(ref, "parameters", None))
+    if lz is None:
+        return None
+    plan = _first_order_plan(lz, r, nw, nr)
+    if plan is None:
+        return None
+    _, fn, head, after_p, c_p, c_u0, T0view, _, nt = plan
+    x, xd, xdd, lam, u = values(t)
+    sizes = (n, n, n, lz._c)
+    for a, size in zip((x, xd, xdd, lam), sizes):
+        if not (type(a) is np.ndarray and a.dtype == _f64 and a.shape == (size,)):
+            return None
+    if not (type(u) is np.ndarray and u.dtype == _f64 and u.shape == (r,)):
+        return None
+    fb, dbl = lz._fb, lz._dbl
+    A = np.empty((nt, nt))
+    B = np.empty((nt, nr))
+    try:
+        args = (fb(dbl, x), fb(dbl, xd), fb(dbl, xdd), fb(dbl, lam),
+                fb(dbl, u) if r else c_u0, c_p)
+        bargs = tuple(fb(dbl, b) for b in blocks) + (fb(dbl, A), fb(dbl, B))
+        with lz._lock:
+            if fn(*head, *args, *after_p, *bargs):
+                return None
+            T0 = T0view.copy()
+    except (ValueError, BufferError, TypeError):
+        return None
+    return lz, A, B, T0, x, xd, u, blocks
+
+
+def _finish_first_order(cm: Any, ref: Any, whole: tuple, t: float, check: bool, H0: Any,
+                        z_names: Sequence[str], w_names: Sequence[str], r_names: Sequence[str],
+                        r: int, n1: int, l: int) -> FirstOrderLinearization:  # noqa: E741
+    """`linearize_with_first_order_states` after the compiled call: the rate check (Eq. (7.19))."""
+    lz, A, B, T0, x0, xd0, z0, (Hx, Hxd, Hz, _, _, _) = whole
+    if check and H0 is not None:
+        tol = float(getattr(ref, "check_tol", ADMISSIBILITY_TOL))
+        zd0 = np.asarray(ref.ud(t), dtype=float).reshape(-1)
+        H = np.asarray(H0, dtype=float).reshape(-1)
+        ok = H.shape == zd0.shape == (r,) and math.isfinite(tol) and tol > 0
+        if ok:      # within the first two (non-negative) terms of the scale (_rate_passes_one)
+            for a, b in zip(zd0.tolist(), H.tolist()):
+                if not (abs(a - b) <= tol * (abs(a) + abs(b)) and math.isfinite(b)):
+                    ok = False
+                    break
+        if not ok:
+            H = _mat(H.reshape(1, -1), (1, r), "H0")
+            zd = zd0.reshape(1, r)
+            blocks = {"H_x": Hx, "H_xd": Hxd, "H_z": Hz}
+            if not _rate_passes_one(zd[0], H[0], x0, xd0, z0, blocks, tol):
+                check_rate_equation(
+                    np.array([t]), zd, H, x=x0[None], xd=xd0[None], z=z0[None],
+                    u=np.zeros((1, 0)), H_x=Hx[None], H_xd=Hxd[None], H_z=Hz[None],
+                    H_u=np.zeros((1, r, 0)), states=tuple(z_names), inputs=tuple(w_names),
+                    rates_given=_rates_given(ref), tol=tol,
+                    what=f"the reference of {cm.name!r} passed to linearize_with_first_order_states")
+    A.flags.writeable = False
+    B.flags.writeable = False
+    T0.flags.writeable = False
+    return FirstOrderLinearization(A=A, B=B, states=lz.states + tuple(z_names) + tuple(w_names),
+                                   inputs=tuple(r_names), T0=T0, n_spurious=l, n_independent=n1,
+                                   t=t)
+
+
 def _fast_rate_rows(lz: Any, T0: NDArray[np.float64], Vdd: NDArray[np.float64],
                     Th0: NDArray[np.float64], H_x: NDArray[np.float64],
                     H_xd: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -500,21 +604,33 @@ def linearize_with_first_order_states(cm: CompiledModel, ref: Reference,
         On a shape mismatch, or if inputs of the model enter its nonholonomic constraints.
     """
     _refuse_constraint_inputs(cm)
-    t_arr = _one_time(t)
-    if t_arr.ndim:
-        raise LinearSystemError(f"linearize_with_first_order_states linearizes at one time (its "
-                                f"H_x, H_xd, ... belong to one reference point); got t of shape "
-                                f"{t_arr.shape}: call it once per time")
+    if type(t) is float and math.isfinite(t):
+        tf = t                  # the common case: one finite time
+    else:
+        t_arr = _one_time(t)
+        if t_arr.ndim:
+            raise LinearSystemError(f"linearize_with_first_order_states linearizes at one time "
+                                    f"(its H_x, H_xd, ... belong to one reference point); got t "
+                                    f"of shape {t_arr.shape}: call it once per time")
+        tf = float(t_arr)
     part = _partition(partition)
     n, l = int(cm.n), int(cm.l)
     n1 = n - int(cm.m) - l
     r, nw = len(z_names), len(w_names)
+    if int(cm.ninputs) == r and getattr(cm, "backend", None) == "c":
+        # C kernels: the whole Jacobian from one compiled call (kernel, Steps 1-7, the rows of
+        # Eqs. (7.26), (7.28) and the finiteness of the blocks; _cpoint.nhc_point_first_order)
+        whole = _fast_first_order(cm, ref, part, tf, check, r, nw, len(r_names), n,
+                                  H_x, H_xd, H_z, H_w, W_w, W_r)
+        if whole is not None:
+            return _finish_first_order(cm, ref, whole, tf, check, H0, z_names,
+                                       w_names, r_names, r, n1, l)
     blocks = dict(H_x=_mat(H_x, (r, n), "H_x"), H_xd=_mat(H_xd, (r, n), "H_xd"),
                   H_z=_mat(H_z, (r, r), "H_z"), H_w=_mat(H_w, (r, nw), "H_w"),
                   W_w=_mat(W_w, (nw, nw), "W_w"))
     Wr = _mat(W_r, (nw, len(r_names)), "W_r")
     # C kernels: the mechanical rows and T0, V̄̄0, Th0 from one compiled call (prepared.py)
-    fast = _fast_point(cm, ref, part, float(t_arr), check) if int(cm.ninputs) == r else None
+    fast = _fast_point(cm, ref, part, tf, check) if int(cm.ninputs) == r else None
     if fast is not None:
         lz, Am, Bm, T0m, Vdd, Th0, x0, xd0, z0 = fast
         states0 = lz.states

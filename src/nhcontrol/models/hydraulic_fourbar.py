@@ -592,25 +592,44 @@ def circuit_jacobians(eq: FourBarEquilibrium, **hydraulic_overrides: float) -> C
     """
     _, hyd = _split(hydraulic_overrides) if hydraulic_overrides else ({}, {})
     key = tuple(sorted(hyd.items()))
-    i_s = COORDINATES.index("s")
-    s0, p0, U0 = float(eq.x[i_s]), [float(v) for v in eq.p], float(eq.U)
+    fJ, fH, Wj, dest = _circuit_point_plan(key)
+    s0, p0, U0 = float(eq.x[_I_S]), [float(v) for v in eq.p], float(eq.U)
     try:   # H depends on x, xd only through s, s_d; one point, active Piecewise branches only
-        Js = np.array(_circuit_scalar_jacobian(key)(s0, 0.0, *p0, U0), dtype=float).reshape(3, 6)
-        H = np.array(_circuit_scalar(key)(s0, 0.0, *p0, U0), dtype=float)
+        vals = fJ(s0, 0.0, *p0, U0) + fH(s0, 0.0, *p0, U0)
     except (ZeroDivisionError, ValueError):
-        Js, H = np.full((3, 6), np.nan), np.full(3, np.nan)
-    Wj = _spool_jacobian(key)
+        vals = [math.nan] * 21
     if Wj is None:           # a spool law whose Jacobian is not constant: evaluate it here
         Wj = np.asarray(_circuit_functions(key)[2](eq.x, np.zeros(10), eq.p, eq.U, 0.0), dtype=float)
-    if not (np.isfinite(Js).all() and np.isfinite(Wj).all()):
+    vals = np.array(vals + [float(Wj[0, 0]), float(Wj[0, 1])], dtype=float)
+    if not (math.isfinite(float(np.add.reduce(vals))) and np.isfinite(Wj).all()):
         raise ReferenceMotionError(f"the circuit Jacobian is not finite at p = {list(eq.p)} Pa, "
                                    f"s = {eq.x[8]} m (a chamber volume or pressure out of range?)")
-    H_x, H_xd = np.zeros((3, 10)), np.zeros((3, 10))
-    H_x[:, i_s], H_xd[:, i_s] = Js[:, 0], Js[:, 1]
-    return CircuitJacobians(H_x=_readonly(H_x), H_xd=_readonly(H_xd),
-                            H_p=_readonly(Js[:, 2:5]), H_U=_readonly(Js[:, 5:6]),
-                            W_U=_readonly(Wj[:, :1]), W_Uref=_readonly(Wj[:, 1:2]),
-                            H=_readonly(H))
+    # one read-only buffer (its views are read-only and C-contiguous): [H_x, H_xd, H_p, H_U,
+    # W_U, W_Uref, H]
+    buf = np.zeros(_BUF_SIZE)
+    buf[dest] = vals
+    buf.flags.writeable = False
+    return CircuitJacobians(H_x=buf[:30].reshape(3, 10), H_xd=buf[30:60].reshape(3, 10),
+                            H_p=buf[60:69].reshape(3, 3), H_U=buf[69:72].reshape(3, 1),
+                            W_U=buf[72:73].reshape(1, 1), W_Uref=buf[73:74].reshape(1, 1),
+                            H=buf[74:77])
+
+
+_I_S = COORDINATES.index("s")
+_BUF_SIZE = 77
+
+
+@lru_cache(maxsize=8)
+def _circuit_point_plan(hyd_items: tuple[tuple[str, float], ...]) -> tuple[Any, Any, Any, Any]:
+    """``(∂H/∂[s, s_d, p, U], H, [∂W/∂U, ∂W/∂U_ref] or None, dest)`` for `circuit_jacobians`:
+    ``dest`` places the 18 partials (row-major ``(3, 6)``), the 3 rates and the 2 spool partials
+    in its buffer ``[H_x (3, 10), H_xd (3, 10), H_p (3, 3), H_U (3, 1), W_U, W_Uref, H (3,)]``."""
+    dest = []
+    for i in range(3):
+        dest += [10 * i + _I_S, 30 + 10 * i + _I_S, 60 + 3 * i, 61 + 3 * i, 62 + 3 * i, 69 + i]
+    dest += [74, 75, 76, 72, 73]
+    return (_circuit_scalar_jacobian(hyd_items), _circuit_scalar(hyd_items),
+            _spool_jacobian(hyd_items), np.array(dest, dtype=np.intp))
 
 
 @lru_cache(maxsize=8)

@@ -31,6 +31,10 @@ class _Constant:
         out[...] = self.value
         return out
 
+    def one(self, t: float) -> NDArray[np.float64]:
+        """The value at one time (a new array)."""
+        return self.value.copy()
+
 
 def _constant(value: NDArray[np.float64]) -> _TimeFn:
     return _Constant(value)

@@ -115,6 +115,10 @@ class _Affine:
     def __call__(self, tt: NDArray[np.float64]) -> NDArray[np.float64]:
         return self.x0[None, :] + tt[:, None] * self.xd0[None, :]
 
+    def one(self, t: float) -> NDArray[np.float64]:
+        """The value at one time ``t`` (the same numbers as a row of ``self(tt)``)."""
+        return self.x0 + t * self.xd0
+
 
 class _DenseSimulation:
     """One dense evaluation of a simulation serves x, ẋ, ẍ, Λ and u at the same times."""
@@ -308,6 +312,15 @@ class Reference:
     def values(self, t: ArrayLike) -> tuple[NDArray[np.float64], ...]:
         """``(x0, ẋ0, ẍ0, Λ0, u0)`` at ``t`` with one check of the times (what ``linearize``
         needs; the same numbers as the five methods)."""
+        if type(t) is float and self.period is None and self.t_range is None:
+            one = self.__dict__.get("_one")
+            if one is None:     # constant and affine functions of time: one point without a
+                one = all(hasattr(f, "one") for f in    # stacked axis (the same numbers)
+                          (self._fx, self._fxd, self._fxdd, self._flam, self._fu))
+                object.__setattr__(self, "_one", one)   # a cache, not a field
+            if one and math.isfinite(t):
+                return (self._fx.one(t), self._fxd.one(t), self._fxdd.one(t),
+                        self._flam.one(t), self._fu.one(t))
         tt, scalar = self._times(t)
         shared: dict[int, Any] = {}
         vals = []
