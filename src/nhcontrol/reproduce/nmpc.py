@@ -230,7 +230,7 @@ def _figures(out: Path, bpa: dict[str, Any], lca: dict[str, Any]) -> list[str]:
         a = bpa[key]
         ax.plot(a["t"], 100 * a["e"], label=lab)
     ax.set_xlabel("t [s]")
-    ax.set_ylabel("‖C − C_ref‖ [cm]")
+    ax.set_ylabel(r"$\|C - C_\mathrm{ref}\|$ (cm)")
     ax.legend(fontsize=8)
     cite(fig, "thesis", "Ch. 8 circle", extra="controllers designed on the nominal ball")
     names.append(Path(savefig(fig, out, "nmpc_ball_plate_error")).name)

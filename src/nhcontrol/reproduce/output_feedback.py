@@ -167,14 +167,14 @@ def run(*, out: Path | None = None, quick: bool = False, n: int | None = None) -
 
 
 def _plot(bp_run: dict, design: Any, bike: dict, out: Path) -> list[Path]:
-    from nhcontrol.plotting.style import cite, new_figure, savefig
+    from nhcontrol.plotting.style import PALETTE, cite, new_figure, savefig
 
-    colors = ("#0072B2", "#D55E00", "#009E73")       # Okabe–Ito (colour-blind safe)
+    colors = PALETTE                                 # the house palette (colour-blind safe)
     paths = []
     res = bp_run["result"]
     sd = res.std()
     fig, axes = new_figure(2, 1, title="Ball-plate LQG: contact point, estimate vs truth (±3σ)")
-    for ax, i, nm in zip(axes, (6, 7), ("x_C", "y_C")):
+    for ax, i, nm in zip(axes, (6, 7), ("$x_C$", "$y_C$")):
         ax.fill_between(res.time, 1e3 * (res.estimates[:, i] - 3 * sd[:, i]),
                         1e3 * (res.estimates[:, i] + 3 * sd[:, i]), color=colors[0], alpha=0.25,
                         label="estimate ±3σ")
