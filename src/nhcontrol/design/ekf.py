@@ -108,7 +108,7 @@ class _RatePoint:
     lam_source = "given"
     has_input_rates = True
 
-    def __init__(self, cm: Any, x: Array, xd: Array, xdd: Array, lam: Array, u: Array,
+    def __init__(self, cm: CompiledModel, x: Array, xd: Array, xdd: Array, lam: Array, u: Array,
                  ud: Array, p: Array) -> None:
         self.coordinates = tuple(cm.coordinates)
         self.model_name = str(getattr(cm, "name", ""))

@@ -402,7 +402,7 @@ def _first_order_plan(lz: Any, r: int, nw: int, nr: int) -> Any:
     return plan
 
 
-def _fast_first_order(cm: Any, ref: Any, part: Partition, t: float, check: bool, r: int, nw: int,
+def _fast_first_order(cm: CompiledModel, ref: Reference, part: Partition, t: float, check: bool, r: int, nw: int,
                       nr: int, n: int, H_x: Any, H_xd: Any, H_z: Any, H_w: Any, W_w: Any,
                       W_r: Any) -> tuple | None:
     """``(lz, A, B, T0, x0, ẋ0, z0, blocks)`` of `linearize_with_first_order_states` from one
@@ -450,7 +450,7 @@ def _fast_first_order(cm: Any, ref: Any, part: Partition, t: float, check: bool,
     return lz, A, B, T0, x, xd, u, blocks
 
 
-def _finish_first_order(cm: Any, ref: Any, whole: tuple, t: float, check: bool, H0: Any,
+def _finish_first_order(cm: CompiledModel, ref: Reference, whole: tuple, t: float, check: bool, H0: Any,
                         z_names: Sequence[str], w_names: Sequence[str], r_names: Sequence[str],
                         r: int, n1: int, l: int) -> FirstOrderLinearization:  # noqa: E741
     """`linearize_with_first_order_states` after the compiled call: the rate check (Eq. (7.19))."""
@@ -479,9 +479,12 @@ def _finish_first_order(cm: Any, ref: Any, whole: tuple, t: float, check: bool, 
     A.flags.writeable = False
     B.flags.writeable = False
     T0.flags.writeable = False
+    Cy, Dy, outs = _declared_outputs(cm, lz.partition, x0, xd0, z0,
+                                     getattr(ref, "parameters", None), range(r), None, len(w_names),
+                                     len(r_names))
     return FirstOrderLinearization(A=A, B=B, states=lz.states + tuple(z_names) + tuple(w_names),
                                    inputs=tuple(r_names), T0=T0, n_spurious=l, n_independent=n1,
-                                   t=t)
+                                   t=t, C=Cy, D=Dy, outputs=outs)
 
 
 def _fast_rate_rows(lz: Any, T0: NDArray[np.float64], Vdd: NDArray[np.float64],
@@ -498,7 +501,7 @@ def _fast_rate_rows(lz: Any, T0: NDArray[np.float64], Vdd: NDArray[np.float64],
     return G @ Th0, H_xd @ T0
 
 
-def _declared_outputs(cm: Any, part: Partition, x0: NDArray[np.float64],
+def _declared_outputs(cm: CompiledModel, part: Partition, x0: NDArray[np.float64],
                       xd0: NDArray[np.float64], u0: NDArray[np.float64], p: Any,
                       zi: Sequence[int], ui: Sequence[int] | None, nw: int, nr: int = 0
                       ) -> tuple[Any, Any, tuple[str, ...]]:
