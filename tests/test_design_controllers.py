@@ -19,6 +19,8 @@ from nhcontrol.models import ball_plate as bp
 from nhcontrol.simulate import closed_loop_piecewise_linear, forward_dynamics, to_nlsys
 from nhcontrol.systems import DiscreteLTV, LTVSystem, discretize, restrict
 
+from _toy_models import ZeroRef as _ZeroRef
+
 TIGHT = dict(eps_abs=1e-10, eps_rel=1e-10)
 
 
@@ -90,21 +92,6 @@ def test_mpc_without_bounds_is_the_tvlqr(ball):
     s = np.concatenate([x0, xd0])
     u = ctrl.control(0.0, s)
     np.testing.assert_allclose(u, ref.u(0.5 * dt) - ctrl.lqr.K[0] @ dev(0.0, x0, xd0), atol=1e-7)
-
-
-class _ZeroRef:
-    """A linear plant regulated to zero: the reference is the origin (u0 = 0)."""
-    inputs = ("f",)
-    coordinates = ("p",)
-
-    def u(self, t):
-        return np.zeros(np.shape(t) + (1,))
-
-    def x(self, t):
-        return np.zeros(1)
-
-    def xd(self, t):
-        return np.zeros(1)
 
 
 def _double_integrator(h=0.1):

@@ -9,14 +9,15 @@ import math
 
 import numpy as np
 import pytest
-import sympy as sp
 
 import nhcontrol
 from nhcontrol._util.errors import DesignError
 from nhcontrol.design import ExtendedKalmanFilter
-from nhcontrol.modeling import MultibodySystem, rot_z
 from nhcontrol.reference import Reference
 from nhcontrol.simulate import output_feedback_loop
+
+from _toy_models import SLEIGH, pinned_pendulum
+from _toy_models import sleigh_motor as build_sleigh_motor
 
 TH0 = 0.4
 PART = {"independent": ["theta"], "admissible_dependent": [], "dependent": ["x", "y"]}
@@ -24,16 +25,8 @@ PART = {"independent": ["theta"], "admissible_dependent": [], "dependent": ["x",
 
 @pytest.fixture(scope="module")
 def pendulum():
-    mb = MultibodySystem("pendulum_ekf")
-    x, y, th = mb.add_coordinates("x y theta")
-    L, m, g = mb.add_parameters(L=1.2, m=2.0, g=9.81)
-    tau = mb.add_inputs("tau")
-    bar = mb.add_body("bar", mass=m, inertia=sp.diag(m * L**2 / 12, 0, m * L**2 / 12),
-                      position=[x, y, 0], orientation=rot_z(th))
-    mb.add_gravity(g, direction=(0, -1, 0))
-    mb.add_torque(bar, [0, 0, tau])
-    mb.add_holonomic(x - L / 2 * sp.sin(th), name="pin_x")
-    mb.add_holonomic(y + L / 2 * sp.cos(th), name="pin_y")
+    mb, s = pinned_pendulum("pendulum_ekf")
+    x = s.x
     mb.add_output("camera_tip_x", 2 * x)          # a camera sees the tip: a dependent coordinate
     cm = mb.compile()
     tau0 = 2.0 * 9.81 * 0.6 * math.sin(TH0)
@@ -175,7 +168,6 @@ def test_update_refuses_a_wrong_sample_time(pendulum):
 
 
 # ---------------------------------------------------------------- first-order states (Sect. 7.2)
-SLEIGH = dict(m=1.0, I_zz=0.05, a=-0.2, kt=0.5, ke=0.5, R=1.0, Lm=0.05, c=0.3)
 SLEIGH_PART = dict(independent=["x", "psi"], admissible_dependent=["y"], dependent=[])
 
 
@@ -183,24 +175,9 @@ SLEIGH_PART = dict(independent=["x", "psi"], admissible_dependent=["y"], depende
 def sleigh_motor():
     """Chaplygin sleigh (l = 1) pushed by a DC motor whose current i is a first-order state,
     L_m di/dt = V - R i - k_e v; a compass on the heading and a wheel-speed sensor on v."""
-    from nhcontrol.modeling import contacts
-
     P = SLEIGH
-    mb = MultibodySystem("sleigh_motor_ekf")
-    x, y, psi = mb.add_coordinates("x y psi")
-    m, I_zz, a, kt, ke, R, Lm, c = mb.add_parameters(**P)
-    i = mb.add_first_order_states("i")
-    V, tau = mb.add_inputs("V tau")
-    Rz = rot_z(psi)
-    G = sp.Matrix([x, y, 0])
-    body = mb.add_body("sleigh", mass=m, inertia=sp.diag(I_zz / 2, I_zz / 2, I_zz), position=G,
-                       orientation=Rz)
-    contacts.knife_edge(mb, body, G + Rz * sp.Matrix([a, 0, 0]), (1, 0, 0), name="blade")
-    xd, yd, _ = mb.velocities
-    v = sp.cos(psi) * xd + sp.sin(psi) * yd
-    mb.add_force(body, (kt * i - c * v) * (Rz * sp.Matrix([1, 0, 0])))
-    mb.add_torque(body, sp.Matrix([0, 0, tau]))
-    mb.set_rates({i: (V - R * i - ke * v) / Lm})
+    mb, s = build_sleigh_motor("sleigh_motor_ekf")
+    psi, v = s.psi, s.v
     mb.add_output("compass", psi)
     mb.add_output("wheel_speed", v)
     cm = mb.compile()

@@ -13,6 +13,8 @@ from nhcontrol._util.errors import DesignError, SolverError
 from nhcontrol.design import LTVMPC, MPCController
 from nhcontrol.systems import DiscreteLTV
 
+from _toy_models import ZeroRef as _ZeroRef
+
 H = 0.1
 A = np.array([[1.0, H], [0.0, 1.0]])
 B = np.array([[H * H / 2], [H]])
@@ -70,20 +72,6 @@ def test_direct_and_cvxpy_output_paths_agree_with_time_varying_outputs():
     np.testing.assert_allclose(steps[0].predicted_x, steps[1].predicted_x, atol=1e-6)
     np.testing.assert_allclose(steps[0].slack_output, steps[1].slack_output, atol=1e-6)
     assert steps[0].slack_max > 1e-3      # a small ρ₁: the penalty trades violation for cost
-
-
-class _ZeroRef:
-    coordinates = ("p",)
-    inputs = ("f",)
-
-    def u(self, t):
-        return np.zeros(np.shape(t) + (1,))
-
-    def x(self, t):
-        return np.zeros(1)
-
-    def xd(self, t):
-        return np.zeros(1)
 
 
 def test_closed_loop_soft_outputs_recover_where_hard_falls_back():

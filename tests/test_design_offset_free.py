@@ -14,26 +14,14 @@ from nhcontrol._util.errors import DesignError
 from nhcontrol.design import OffsetFreeMPCController
 from nhcontrol.systems import DiscreteLTV
 
+from _toy_models import ZeroRef as _ZeroRef
+
 H = 0.1
 A = np.array([[1.0, H], [0.0, 1.0]])
 B = np.array([[H * H / 2], [H]])
 C = np.array([[1.0, 0.0]])                  # only the position is measured
 DIST = 0.3                                   # unmeasured constant input disturbance
 TIGHT = {"eps_abs": 1e-10, "eps_rel": 1e-10}
-
-
-class _ZeroRef:
-    coordinates = ("p",)
-    inputs = ("f",)
-
-    def u(self, t):
-        return np.zeros(np.shape(t) + (1,))
-
-    def x(self, t):
-        return np.zeros(1)
-
-    def xd(self, t):
-        return np.zeros(1)
 
 
 def _ctrl(disturbance, **kw):

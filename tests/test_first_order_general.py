@@ -25,27 +25,14 @@ from nhcontrol.linearization import (identify_spurious_first_order, linearize, l
 from nhcontrol.modeling import MultibodySystem, contacts, rot_z
 from nhcontrol.reference import Reference
 
-P = dict(m=1.0, I_zz=0.05, a=-0.2, kt=0.5, ke=0.5, R=1.0, Lm=0.05, c=0.3)
+from _toy_models import SLEIGH as P, sleigh_motor
+
 PART = dict(independent=["x", "psi"], admissible_dependent=["y"], dependent=[])
 PART_PSI = dict(independent=["x", "y"], admissible_dependent=["psi"], dependent=[])
 
 
 def _sleigh_motor():
-    mb = MultibodySystem("sleigh_motor")
-    x, y, psi = mb.add_coordinates("x y psi")
-    m, I_zz, a, kt, ke, R, Lm, c = mb.add_parameters(**P)
-    i = mb.add_first_order_states("i")
-    V, tau = mb.add_inputs("V tau")
-    Rz = rot_z(psi)
-    G = sp.Matrix([x, y, 0])
-    body = mb.add_body("sleigh", mass=m, inertia=sp.diag(I_zz / 2, I_zz / 2, I_zz), position=G,
-                       orientation=Rz)
-    contacts.knife_edge(mb, body, G + Rz * sp.Matrix([a, 0, 0]), (1, 0, 0), name="blade")
-    xd, yd, _ = mb.velocities
-    v = sp.cos(psi) * xd + sp.sin(psi) * yd
-    mb.add_force(body, (kt * i - c * v) * (Rz * sp.Matrix([1, 0, 0])))
-    mb.add_torque(body, sp.Matrix([0, 0, tau]))
-    mb.set_rates({i: (V - R * i - ke * v) / Lm})
+    mb, _ = sleigh_motor("sleigh_motor")
     return mb
 
 

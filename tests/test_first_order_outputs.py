@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 import pytest
-import sympy as sp
 
 from nhcontrol.linearization import (linearize, linearize_first_order_system,
                                  linearize_with_first_order_states)
@@ -74,24 +73,11 @@ def test_fourbar_outputs_through_first_order_states(fourbar_sensors):
 
 
 def _sleigh_motor_sensors():
-    from nhcontrol.modeling import MultibodySystem, contacts, rot_z
+    from _toy_models import SLEIGH, sleigh_motor
 
-    P = dict(m=1.0, I_zz=0.05, a=-0.2, kt=0.5, ke=0.5, R=1.0, Lm=0.05, c=0.3)
-    mb = MultibodySystem("sleigh_motor_sensors")
-    x, y, psi = mb.add_coordinates("x y psi")
-    m, I_zz, a, kt, ke, R, Lm, c = mb.add_parameters(**P)
-    i = mb.add_first_order_states("i")
-    V, tau = mb.add_inputs("V tau")
-    Rz = rot_z(psi)
-    G = sp.Matrix([x, y, 0])
-    body = mb.add_body("sleigh", mass=m, inertia=sp.diag(I_zz / 2, I_zz / 2, I_zz), position=G,
-                       orientation=Rz)
-    contacts.knife_edge(mb, body, G + Rz * sp.Matrix([a, 0, 0]), (1, 0, 0), name="blade")
-    xd, yd, _ = mb.velocities
-    v = sp.cos(psi) * xd + sp.sin(psi) * yd
-    mb.add_force(body, (kt * i - c * v) * (Rz * sp.Matrix([1, 0, 0])))
-    mb.add_torque(body, sp.Matrix([0, 0, tau]))
-    mb.set_rates({i: (V - R * i - ke * v) / Lm})
+    P = SLEIGH
+    mb, s = sleigh_motor("sleigh_motor_sensors")
+    V, R, i, yd, psi = s.V, s.R, s.i, s.yd, s.psi
     mb.add_output("motor_power", (V - R * i) * i)            # depends on z and an input
     mb.add_output("lateral_speed", yd * i)                   # a dependent velocity times z
     mb.add_output("heading", psi)

@@ -306,21 +306,11 @@ def test_admissibility_floor_at_rest():
     wrong by 1e-9 is still refused."""
     import math
 
-    import sympy as sp
+    from _toy_models import pinned_pendulum
 
-    from nhcontrol.modeling import MultibodySystem, rot_z
     from nhcontrol.reference.admissibility import _passes_one
 
-    mb = MultibodySystem("pendulum_at_rest")
-    x, y, th = mb.add_coordinates("x y theta")
-    L, m, g = mb.add_parameters(L=1.2, m=2.0, g=9.81)
-    tau = mb.add_inputs("tau")
-    bar = mb.add_body("bar", mass=m, inertia=sp.diag(m * L**2 / 12, 0, m * L**2 / 12),
-                      position=[x, y, 0], orientation=rot_z(th))
-    mb.add_gravity(g, direction=(0, -1, 0))
-    mb.add_torque(bar, [0, 0, tau])
-    mb.add_holonomic(x - L / 2 * sp.sin(th), name="pin_x")
-    mb.add_holonomic(y + L / 2 * sp.cos(th), name="pin_y")
+    mb, _ = pinned_pendulum("pendulum_at_rest")
     cm = mb.compile()
     th0 = 0.4
     xv = np.array([0.6 * math.sin(th0), -0.6 * math.cos(th0), th0])

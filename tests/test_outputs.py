@@ -14,8 +14,10 @@ import sympy as sp
 
 import nhcontrol
 from nhcontrol._util.errors import LinearSystemError, ModelError
-from nhcontrol.modeling import MultibodySystem, rot_z
+from nhcontrol.modeling import MultibodySystem
 from nhcontrol.reference import Reference
+
+from _toy_models import pinned_pendulum
 
 EPS = 1e-6
 # central differences of smooth functions with step 1e-6: truncation ~1e-12 |h'''|, round-off
@@ -24,16 +26,8 @@ FD_TOL = 1e-7
 
 
 def _pendulum() -> MultibodySystem:
-    mb = MultibodySystem("pendulum_sensor")
-    x, y, th = mb.add_coordinates("x y theta")
-    L, m, g = mb.add_parameters(L=1.2, m=2.0, g=9.81)
-    tau = mb.add_inputs("tau")
-    bar = mb.add_body("bar", mass=m, inertia=sp.diag(m * L**2 / 12, 0, m * L**2 / 12),
-                      position=[x, y, 0], orientation=rot_z(th))
-    mb.add_gravity(g, direction=(0, -1, 0))
-    mb.add_torque(bar, [0, 0, tau])
-    mb.add_holonomic(x - L / 2 * sp.sin(th), name="pin_x")
-    mb.add_holonomic(y + L / 2 * sp.cos(th), name="pin_y")
+    mb, s = pinned_pendulum("pendulum_sensor")
+    x, y, tau = s.x, s.y, s.tau
     # a camera on the tip (dependent coordinates only), a nonlinear speed-like signal with the input
     mb.add_output(["tip_x", "tip_y"], sp.Matrix([2 * x, 2 * y]))
     mb.add_output("mixed", y * mb.velocities[2] + tau * x ** 2 + sp.sin(mb.velocities[0]))

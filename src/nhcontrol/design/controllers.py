@@ -311,6 +311,19 @@ class TVLQRController(TrackingController):
 
 
 # ---------------------------------------------------------------------------------------------
+
+def _shifted_warm_start(plan: Any, k: int, mpc: Any, N: int, n: int, m: int) -> tuple:
+    """The warm start of an MPC step at sample ``k``: the previous plan ``(k_prev, _, X, dU,
+    duals)`` shifted by one sample (last entry repeated), with its duals shifted by the QP, when
+    the previous step was sample ``k - 1``; else a cold start (zeros, no duals)."""
+    if plan is None or k - plan[0] != 1:
+        return (np.zeros((N + 1, n)), np.zeros((N, m)), None)
+    _, _, xp, dup, duals = plan
+    qp = mpc._qp
+    if duals is not None and qp is not None:
+        duals = qp.shift_duals(duals)
+    return (np.vstack([xp[1:], xp[-1:]]), np.vstack([dup[1:], dup[-1:]]), duals)
+
 def _as_discrete(model: Any, dt: float | None) -> tuple[NDArray, NDArray, float, int | None]:
     """``(Ad, Bd, dt, period_steps)`` from a DiscreteLTV, an ``(Ad, Bd)`` pair (with ``dt``),
     a continuous LTVSystem or StateSpace (discretized with ``dt``)."""
@@ -585,14 +598,7 @@ class MPCController(TrackingController):
         status, slack = "", 0.0
         side: dict[str, Any] = {}
         nxi = xi.size
-        warm: tuple = (np.zeros((N + 1, nxi)), np.zeros((N, kin)), None)   # a cold start
-        if self._plan is not None and k - self._plan[0] == 1:
-            # the previous plan shifted by one sample (last entry repeated), with its duals
-            _, _, xp, dup, duals = self._plan
-            qp = self.mpc._qp
-            if duals is not None and qp is not None:
-                duals = qp.shift_duals(duals)
-            warm = (np.vstack([xp[1:], xp[-1:]]), np.vstack([dup[1:], dup[-1:]]), duals)
+        warm = _shifted_warm_start(self._plan, k, self.mpc, N, nxi, kin)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)

@@ -42,7 +42,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array
-from .controllers import ControlRecord, RiccatiSchedule, TrackingController, _as_discrete
+from .controllers import (ControlRecord, RiccatiSchedule, TrackingController, _as_discrete,
+                          _shifted_warm_start)
 from .kalman import KalmanFilterResult, kalman_filter
 from .mpc import LTVMPC, MPCStep
 
@@ -267,13 +268,7 @@ class OffsetFreeMPCController(TrackingController):
         qx[N] = -2.0 * Qf @ xs
         qu = np.tile(-2.0 * self.mpc.R @ us, (N, 1))
         side: dict[str, Any] = {}
-        warm: tuple = (np.zeros((N + 1, n)), np.zeros((N, kin)), None)
-        if self._plan is not None and k - self._plan[0] == 1:
-            _, _, xp, dup, duals = self._plan
-            qp = self.mpc._qp
-            if duals is not None and qp is not None:
-                duals = qp.shift_duals(duals)
-            warm = (np.vstack([xp[1:], xp[-1:]]), np.vstack([dup[1:], dup[-1:]]), duals)
+        warm = _shifted_warm_start(self._plan, k, self.mpc, N, n, kin)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
