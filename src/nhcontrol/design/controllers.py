@@ -227,29 +227,7 @@ class TrackingController:
             raise DesignError(f"state_labels must name [x; xd] (even length), got {len(labels)}")
         n = len(labels) // 2
         outs = list(self.inputs) or [f"u[{i}]" for i in range(len(np.atleast_1d(self.u_ref(self.t0))))]
-        cache: dict[tuple, tuple] = {}
-
-        def run(t: float, xc: NDArray, y: NDArray) -> tuple:
-            key = (float(t), np.asarray(y, float).tobytes(), np.asarray(xc, float).tobytes())
-            hit = cache.get(key)
-            if hit is None:
-                yy = np.asarray(y, dtype=float).reshape(-1)
-                c0 = time.thread_time()
-                hit = self._compute(float(t), yy[:n], yy[n:],
-                                    np.asarray(xc, dtype=float).reshape(-1).copy())
-                hit = (hit[0], hit[1], replace(hit[2], cpu_time=time.thread_time() - c0), hit[3])
-                if len(cache) > 8:
-                    cache.clear()
-                cache[key] = hit
-            return hit
-
-        def upd(t: float, xc: NDArray, y: NDArray, params: Any = None) -> NDArray:
-            u, mem, rec, side = run(t, xc, y)
-            self._commit(rec, side)       # the update sees the converged signals: commit
-            return mem
-
-        def out(t: float, xc: NDArray, y: NDArray, params: Any = None) -> NDArray:
-            return run(t, xc, y)[0]
+        upd, out = _io_callbacks(lambda t, yy, xc: self._compute(t, yy[:n], yy[n:], xc), self._commit)
 
         mem = self.memory_labels()
         return control.nlsys(upd, out, inputs=labels, outputs=outs, states=mem or 0,
@@ -311,6 +289,40 @@ class TVLQRController(TrackingController):
 
 
 # ---------------------------------------------------------------------------------------------
+
+
+def _io_callbacks(compute: Callable[[float, NDArray, NDArray], tuple],
+                  commit: Callable[[Any, Any], None]) -> tuple[Callable, Callable]:
+    """The update and output functions of a controller's discrete-time `NonlinearIOSystem`.
+
+    python-control evaluates the output and the update at the same ``(t, x, y)``; both are served
+    by one call of ``compute(t, y, x)`` (its ``(u, memory, record, side)``, the record's
+    ``cpu_time`` set), kept in a small cache, and the update commits the record: the update sees
+    the converged signals."""
+    cache: dict[tuple, tuple] = {}
+
+    def run(t: float, xc: NDArray, y: NDArray) -> tuple:
+        key = (float(t), np.asarray(y, float).tobytes(), np.asarray(xc, float).tobytes())
+        hit = cache.get(key)
+        if hit is None:
+            c0 = time.thread_time()
+            hit = compute(float(t), np.asarray(y, dtype=float).reshape(-1),
+                          np.asarray(xc, dtype=float).reshape(-1).copy())
+            hit = (hit[0], hit[1], replace(hit[2], cpu_time=time.thread_time() - c0), hit[3])
+            if len(cache) > 8:
+                cache.clear()
+            cache[key] = hit
+        return hit
+
+    def upd(t: float, xc: NDArray, y: NDArray, params: Any = None) -> NDArray:
+        _, mem, rec, side = run(t, xc, y)
+        commit(rec, side)
+        return mem
+
+    def out(t: float, xc: NDArray, y: NDArray, params: Any = None) -> NDArray:
+        return run(t, xc, y)[0]
+
+    return upd, out
 
 def _shifted_warm_start(plan: Any, k: int, mpc: Any, N: int, n: int, m: int) -> tuple:
     """The warm start of an MPC step at sample ``k``: the previous plan ``(k_prev, _, X, dU,

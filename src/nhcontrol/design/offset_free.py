@@ -43,7 +43,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array
 from .controllers import (ControlRecord, RiccatiSchedule, TrackingController, _as_discrete,
-                          _shifted_warm_start)
+                          _io_callbacks, _shifted_warm_start)
 from .kalman import KalmanFilterResult, kalman_filter
 from .mpc import LTVMPC, MPCStep
 
@@ -328,35 +328,13 @@ class OffsetFreeMPCController(TrackingController):
         (``output_labels``, default `outputs`), outputs the plant inputs, state `memory_labels`
         (previous input, ``started``, the estimate ``(δx̂, d̂)``)."""
         import control
-        from dataclasses import replace
 
         labels = list(output_labels) if output_labels is not None else list(self.outputs)
         if len(labels) != self.noutputs:
             raise DesignError(f"output_labels must name the {self.noutputs} measured outputs, "
                               f"got {len(labels)}")
         outs = list(self.inputs) or [f"u[{i}]" for i in range(self.Bd.shape[2])]
-        cache: dict[tuple, tuple] = {}
-
-        def run(t: float, xc: NDArray, y: NDArray) -> tuple:
-            key = (float(t), np.asarray(y, float).tobytes(), np.asarray(xc, float).tobytes())
-            hit = cache.get(key)
-            if hit is None:
-                c0 = time.thread_time()
-                hit = self._compute(float(t), np.asarray(y, float).reshape(-1),
-                                    np.asarray(xc, float).reshape(-1).copy())
-                hit = (hit[0], hit[1], replace(hit[2], cpu_time=time.thread_time() - c0), hit[3])
-                if len(cache) > 8:
-                    cache.clear()
-                cache[key] = hit
-            return hit
-
-        def upd(t: float, xc: NDArray, y: NDArray, params: Any = None) -> NDArray:
-            u, mem, rec, side = run(t, xc, y)
-            self._commit(rec, side)
-            return mem
-
-        def out(t: float, xc: NDArray, y: NDArray, params: Any = None) -> NDArray:
-            return run(t, xc, y)[0]
+        upd, out = _io_callbacks(self._compute, self._commit)
 
         return control.nlsys(upd, out, inputs=labels, outputs=outs, states=self.memory_labels(),
                              dt=self.dt, name=name or type(self).__name__)
