@@ -407,7 +407,7 @@ def test_warm_linearizer_imports_only_the_compiled_path(bicycle):
             "from nhcontrol.models import benchmark_bicycle as bb\n"
             "cm = bb.model(); lz = cm.linearizer(bb.PARTITION_4_172)\n"
             f"A, B = lz(*(np.array(v) for v in {[v.tolist() for v in ref.values(0.0)[:4]]!r}))\n"
-            "assert lz.compiled and cm.backend == 'c'\n"
+            "assert lz.compiled and cm.backend == 'c' and cm.from_cache\n"
             "print(' '.join(sorted(sys.modules)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=dict(os.environ)).stdout.split()
@@ -417,3 +417,21 @@ def test_warm_linearizer_imports_only_the_compiled_path(bicycle):
                 "nhcontrol.linearization.first", "nhcontrol.linearization.second",
                 "nhcontrol.reference", "nhcontrol.compiled.codegen", "nhcontrol.compiled.ccodegen"]
     assert not [m for m in unwanted if m in loaded]
+    # the Python kernel module is not executed when the C kernels load (its META is read from
+    # the verified source)
+    assert not [m for m in loaded if m.startswith("_nhcontrol_kernels_")]
+
+
+def test_meta_read_from_the_source_is_the_executed_one(bicycle):
+    import time
+
+    from nhcontrol.compiled import cache as _cache
+    from nhcontrol.compiled.model import _cached_meta, _load_cached
+
+    cm = bicycle[0]
+    if cm.source_path is None:
+        pytest.skip("no cached kernel module")
+    full = _load_cached(cm.source_path, cm.model_hash, time.perf_counter())
+    assert full is not None and full.backend == "python"
+    assert _cached_meta(_cache.verify_artefact(cm.source_path)) == full._mod.META
+    assert cm.kernel_source() == full.kernel_source()

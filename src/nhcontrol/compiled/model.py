@@ -1021,6 +1021,9 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
     t0 = time.perf_counter()
     backend = _cb.requested_backend(None)
     path = _cache.cache_path(key, cache_dir)
+    cm = _load_cached_c(path, key, t0) if backend != "python" else None
+    if cm is not None:
+        return _register(cm)
     cm = _load_cached(path, key, t0)
     if cm is not None:
         return _register(_with_c(cm, backend, None, t0))
@@ -1077,6 +1080,49 @@ def _first_call(cm: CompiledModel) -> None:
         cm._fs["dynamics_terms"](*(cm._lists0[g] for g in _FUNC_ARGS["dynamics_terms"]))
     except (ArithmeticError, ValueError):
         pass
+
+
+def _cached_meta(source: bytes) -> dict[str, Any]:
+    """``META`` of a generated kernel module read from its (verified) source, without executing
+    it: the literal of its line ``META = json.loads(<string literal>)`` (`codegen.generate_module`
+    writes it with ``json.dumps(json.dumps(meta))``; the literal is ASCII JSON, read by
+    ``json.loads`` exactly as Python reads it)."""
+    import json
+
+    head = b"\nMETA = json.loads("
+    start = source.index(head) + len(head)
+    line = source[start:source.index(b"\n", start)].decode("ascii")
+    if not line.endswith(")"):
+        raise ValueError("malformed META line")
+    meta = json.loads(json.loads(line[:-1]))
+    if not isinstance(meta, dict):
+        raise ValueError("META is not a mapping")
+    return meta
+
+
+def _load_cached_c(path: Path, key: str, t0: float) -> CompiledModel | None:
+    """The model from its cached artefacts with the C kernels, without executing its Python
+    kernel module (which a model with C kernels never calls): ``META`` is read from the verified
+    source (`_cached_meta`) and the library is verified before it is opened (`CKernels`).  None
+    when an artefact is missing or anything is unusable; the caller then takes the full path
+    (`_load_cached` and `_with_c`), which discards, warns and rebuilds as usual."""
+    lib = _cb.library_path(key, path.parent)
+    if not (_cache.record_path(path).exists() and _cache.record_path(lib).exists()):
+        return None
+    try:
+        source = _cache.verify_artefact(path)
+        meta = _cached_meta(source)
+        if meta.get("key") != key:
+            return None
+        ck = _cb.CKernels(lib, key)
+        module = ModuleType(f"_nhcontrol_kernels_{key[:24]}")   # what CompiledModel reads of it
+        module.__file__ = str(path)
+        module.META = meta                                      # type: ignore[attr-defined]
+        module.__nhcontrol_source_bytes__ = source              # type: ignore[attr-defined]
+        return CompiledModel(module, meta, from_cache=ck.loaded_from_cache, source_path=path,
+                             build_time=time.perf_counter() - t0, ckernels=ck)
+    except (CacheError, OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
 
 
 def _load_cached(path: Path, key: str, t0: float) -> CompiledModel | None:
