@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import threading
+from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -864,7 +864,7 @@ _KEY_RE = re.compile(r"[0-9a-f]{64}")
 
 _REGISTRY: "weakref.WeakValueDictionary[str, CompiledModel]" = weakref.WeakValueDictionary()
 """Per-process registry: cache key -> CompiledModel (weak, so unused models are freed)."""
-_REGISTRY_LOCK = threading.Lock()
+_REGISTRY_LOCK = _new_lock()
 
 
 def _register(cm: CompiledModel) -> CompiledModel:

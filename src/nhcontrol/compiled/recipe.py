@@ -31,7 +31,7 @@ import hashlib
 import json
 import math
 import os
-import threading
+from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -44,7 +44,7 @@ __all__ = ["cached_model", "recipe_key", "RECIPE_VERSION"]
 RECIPE_VERSION = "r1"
 """Version of the recipe record format (part of the recipe key)."""
 
-_LOCK = threading.Lock()
+_LOCK = _new_lock()
 _DIGESTS: dict[str, str] = {}         # source path -> sha256 (once per process)
 _MODELS: dict[str, Any] = {}           # recipe key -> CompiledModel (this process)
 

@@ -23,7 +23,7 @@ parallel use.
 from __future__ import annotations
 
 import math
-import threading
+from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
@@ -167,7 +167,7 @@ class Linearizer:
         self._p.setflags(write=False)
         self._u0 = np.zeros(k)
         self._u0.setflags(write=False)
-        self._lock = threading.Lock()
+        self._lock = _new_lock()
         self._out_key: Any = None
         self._out_c: Any = None
         self._fast = self._bind() if getattr(cm, "backend", None) == "c" else None
