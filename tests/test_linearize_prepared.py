@@ -4,6 +4,10 @@ check fails, ``out=`` buffers, ``at(ref, t)``, converted arguments and threads."
 
 from __future__ import annotations
 
+import importlib
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -356,3 +360,68 @@ def test_first_order_states_non_finite_blocks_named_on_the_compiled_path():
         kw[name] = bad
         with pytest.raises(LinearSystemError, match=rf"{name} has non-finite entries"):
             linearize_with_first_order_states(cm, ref, hf.PARTITION, **kw)
+
+
+def test_constants_copied_for_the_compiled_path_agree():
+    # prepared.py and _util.validation hold copies so that the compiled path imports neither the
+    # general path (third) nor the reference stage
+    from nhcontrol._util import validation
+    from nhcontrol.linearization import prepared, third
+    from nhcontrol.reference import admissibility
+
+    assert prepared._INPUT_CONSTRAINT_ATOL == third.INPUT_CONSTRAINT_ATOL
+    assert validation.ADMISSIBILITY_TOL == admissibility.ADMISSIBILITY_TOL
+    assert Linearizer.__init__.__kwdefaults__["tol"] == admissibility.ADMISSIBILITY_TOL
+
+
+def test_package_exports_are_lazy_but_complete():
+    import nhcontrol.linearization as L
+
+    assert set(L.__all__) == set(L._EXPORTS) and len(L.__all__) == len(L._EXPORTS)
+    assert set(L.__all__) <= set(dir(L))
+    for name in L.__all__:
+        obj = getattr(L, name)
+        assert obj is getattr(importlib.import_module(f"nhcontrol.linearization.{L._EXPORTS[name]}"), name)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        L.nope
+
+
+def test_warm_linearizer_imports_only_the_compiled_path(bicycle):
+    # a fresh process with the model cached: loading it and linearizing one point with the C
+    # kernels imports neither SymPy nor the general path, the reference stage or the validation
+    # procedures (what the warm start of benchmarks/peer_casadi.py measures)
+    cm, ref, part = bicycle
+    if cm.backend != "c":
+        pytest.skip("the C kernels are not available")
+    code = ("import sys, numpy as np\n"
+            "from nhcontrol.models import benchmark_bicycle as bb\n"
+            "cm = bb.model(); lz = cm.linearizer(bb.PARTITION_4_172)\n"
+            f"A, B = lz(*(np.array(v) for v in {[v.tolist() for v in ref.values(0.0)[:4]]!r}))\n"
+            "assert lz.compiled and cm.backend == 'c' and cm.from_cache\n"
+            "print(' '.join(sorted(sys.modules)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ)).stdout.split()
+    loaded = set(out)
+    unwanted = ["sympy", "nhcontrol.linearization.third", "nhcontrol.linearization.result",
+                "nhcontrol.linearization.first_order", "nhcontrol.linearization.finite_difference",
+                "nhcontrol.linearization.first", "nhcontrol.linearization.second",
+                "nhcontrol.reference", "nhcontrol.compiled.codegen", "nhcontrol.compiled.ccodegen"]
+    assert not [m for m in unwanted if m in loaded]
+    # the Python kernel module is not executed when the C kernels load (its META is read from
+    # the verified source)
+    assert not [m for m in loaded if m.startswith("_nhcontrol_kernels_")]
+
+
+def test_meta_read_from_the_source_is_the_executed_one(bicycle):
+    import time
+
+    from nhcontrol.compiled import cache as _cache
+    from nhcontrol.compiled.model import _cached_meta, _load_cached
+
+    cm = bicycle[0]
+    if cm.source_path is None:
+        pytest.skip("no cached kernel module")
+    full = _load_cached(cm.source_path, cm.model_hash, time.perf_counter())
+    assert full is not None and full.backend == "python"
+    assert _cached_meta(_cache.verify_artefact(cm.source_path)) == full._mod.META
+    assert cm.kernel_source() == full.kernel_source()

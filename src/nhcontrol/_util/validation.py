@@ -22,6 +22,11 @@ caller overrides it (same convention as ``numpy.linalg.matrix_rank``).
 COND_MAX = 1e10
 """Condition number above which a block that must be inverted is called singular."""
 
+ADMISSIBILITY_TOL = 1e-8
+"""Default relative tolerance of the admissibility check (closed-form references): the value
+of `nhcontrol.reference.ADMISSIBILITY_TOL` (equal, tests/test_linearize_prepared.py), here so
+that the prepared linearizer's default needs no import of the reference stage."""
+
 
 def as_float_array(value: ArrayLike, name: str, *, ndim: int | None = None,
                    shape: Sequence[int | None] | None = None,

@@ -1,16 +1,25 @@
 """nhcontrol.compiled — exact generated numeric kernels with a disk cache (contracts section 2).
 
 See ``docs/theory/newton_euler.md`` for the kernel table and the cache.
+
+The names below are imported from their modules when first used (PEP 562), so that loading a
+cached model (`cached_model`, `load_compiled`) imports only what that needs.
 """
 
-from .cache import default_cache_dir
-from .cbackend import ENV_BACKEND
-from ._layout import C_GENERATOR_VERSION, GENERATOR_VERSION
-from .model import (KERNEL_ARGS, LINEARIZATION_FIELDS, CompiledModel, DynamicsTerms, InputRateTerms,
-                    LinearizationTerms, OutputTerms, RateTerms,
-                    compile_system, generate_c_source, generate_source, load_compiled)
-from .rates import RateJacobians, RateKernels, compile_rates
-from .recipe import cached_model
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:   # the names below, for type checkers and the API pages (imported on first use)
+    from ._layout import C_GENERATOR_VERSION, GENERATOR_VERSION
+    from .cache import default_cache_dir
+    from .cbackend import ENV_BACKEND
+    from .model import (KERNEL_ARGS, LINEARIZATION_FIELDS, CompiledModel, DynamicsTerms,
+                        InputRateTerms, LinearizationTerms, OutputTerms, RateTerms,
+                        compile_system, generate_c_source, generate_source, load_compiled)
+    from .rates import RateJacobians, RateKernels, compile_rates
+    from .recipe import cached_model
 
 __all__ = [
     "compile_system", "CompiledModel", "LinearizationTerms", "DynamicsTerms", "InputRateTerms",
@@ -19,3 +28,30 @@ __all__ = [
     "GENERATOR_VERSION", "generate_c_source", "C_GENERATOR_VERSION", "ENV_BACKEND",
     "compile_rates", "RateKernels", "RateJacobians", "RateTerms", "OutputTerms", "cached_model",
 ]
+
+# name -> module that defines it (the keys are __all__)
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(["compile_system", "CompiledModel", "LinearizationTerms", "DynamicsTerms",
+                     "InputRateTerms", "generate_source", "load_compiled", "KERNEL_ARGS",
+                     "LINEARIZATION_FIELDS", "generate_c_source", "RateTerms", "OutputTerms"],
+                    "model"),
+    "default_cache_dir": "cache",
+    "GENERATOR_VERSION": "_layout",
+    "C_GENERATOR_VERSION": "_layout",
+    "ENV_BACKEND": "cbackend",
+    **dict.fromkeys(["compile_rates", "RateKernels", "RateJacobians"], "rates"),
+    "cached_model": "recipe",
+}
+
+
+def __getattr__(name: str) -> Any:
+    sub = _EXPORTS.get(name)
+    if sub is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{sub}"), name)
+    globals()[name] = value          # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -32,7 +32,7 @@ import marshal
 import os
 import stat
 import sys
-import threading
+from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 import time
 import warnings
 from pathlib import Path
@@ -72,7 +72,7 @@ def cache_key(description: str) -> str:
 
 # ---------------------------------------------------------------------------------- trust
 _WARNED: set[tuple[str, str]] = set()
-_WARN_LOCK = threading.Lock()
+_WARN_LOCK = _new_lock()
 
 
 def warn_once(kind: str, subject: str | os.PathLike, message: str, stacklevel: int = 3) -> None:
@@ -148,7 +148,7 @@ def file_problem(path: str | os.PathLike) -> str | None:
 
 
 _PRIVATE: list[Path] = []
-_PRIVATE_LOCK = threading.Lock()
+_PRIVATE_LOCK = _new_lock()
 
 
 def private_fallback_dir() -> Path:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-import threading
+from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -157,7 +157,7 @@ def compile_library(units: list[str], out: Path, workers: int | None = None) -> 
 
 
 # ----------------------------------------------------------------------- loading and calling
-_FFI_LOCK = threading.Lock()
+_FFI_LOCK = _new_lock()
 
 
 class CKernels:

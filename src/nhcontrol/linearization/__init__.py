@@ -23,50 +23,83 @@ This package was called ``nhcontrol.linearize``; that import path still works
 
 from __future__ import annotations
 
-from .partition import (BlockCondition, Partition, PartitionIndices, PartitionReport,
-                        suggest_partition)
-from .result import LinearizationResult, SpuriousIdentification, identify_spurious, state_deviation
-from .third import linearize, third_procedure
-from .prepared import Linearizer, prepare_linearizer
-from .first_order import (FirstOrderLinearization, identify_spurious_first_order,
-                          linearize_first_order_system, linearize_with_first_order_states)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:   # the names below, for type checkers and the API pages (imported on first use)
+    from .finite_difference import (FiniteDifferenceResult, finite_difference_jacobian,
+                                    finite_difference_jacobian_first_order, index1_accelerations,
+                                    reduced_ode_jacobian_fd)
+    from .first import FirstProcedureResult, ReferencePoint, first_procedure
+    from .first_order import (FirstOrderLinearization, identify_spurious_first_order,
+                              linearize_first_order_system, linearize_with_first_order_states)
+    from .partition import (BlockCondition, Partition, PartitionIndices, PartitionReport,
+                            suggest_partition)
+    from .prepared import Linearizer, prepare_linearizer
+    from .result import (LinearizationResult, SpuriousIdentification, identify_spurious,
+                         state_deviation)
+    from .second import SecondProcedureResult, second_procedure
+    from .second_order import SECOND_ORDER_RTOL, second_order_matrices
+    from .third import linearize, third_procedure
+
+# name -> submodule that defines it.  Each submodule is imported when one of its names is first
+# used, so that the prepared linearizer (``CompiledModel.linearizer``) loads only what it runs
+# (``partition``, ``prepared``, ``_cpoint``), not the general path, the validation procedures
+# or the result class.
+_EXPORTS: dict[str, str] = {
+    "linearize": "third",
+    "Linearizer": "prepared",
+    "prepare_linearizer": "prepared",
+    "linearize_with_first_order_states": "first_order",
+    "linearize_first_order_system": "first_order",
+    "FirstOrderLinearization": "first_order",
+    "identify_spurious_first_order": "first_order",
+    "third_procedure": "third",
+    "Partition": "partition",
+    "PartitionIndices": "partition",
+    "PartitionReport": "partition",
+    "BlockCondition": "partition",
+    "suggest_partition": "partition",
+    "LinearizationResult": "result",
+    "SpuriousIdentification": "result",
+    "identify_spurious": "result",
+    "state_deviation": "result",
+    # validation procedures (first/second numerical procedures, finite differences)
+    "first_procedure": "first",
+    "FirstProcedureResult": "first",
+    "ReferencePoint": "first",
+    "second_procedure": "second",
+    "SecondProcedureResult": "second",
+    "finite_difference_jacobian": "finite_difference",
+    "reduced_ode_jacobian_fd": "finite_difference",
+    "finite_difference_jacobian_first_order": "finite_difference",
+    "index1_accelerations": "finite_difference",
+    "FiniteDifferenceResult": "finite_difference",
+    "second_order_matrices": "second_order",
+    "SECOND_ORDER_RTOL": "second_order",
+}
 
 __all__ = [
-    "linearize",
-    "Linearizer",
-    "prepare_linearizer",
-    "linearize_with_first_order_states",
-    "linearize_first_order_system",
-    "FirstOrderLinearization",
-    "identify_spurious_first_order",
-    "third_procedure",
-    "Partition",
-    "PartitionIndices",
-    "PartitionReport",
-    "BlockCondition",
-    "suggest_partition",
-    "LinearizationResult",
-    "SpuriousIdentification",
-    "identify_spurious",
+    "linearize", "Linearizer", "prepare_linearizer", "linearize_with_first_order_states",
+    "linearize_first_order_system", "FirstOrderLinearization", "identify_spurious_first_order",
+    "third_procedure", "Partition", "PartitionIndices", "PartitionReport", "BlockCondition",
+    "suggest_partition", "LinearizationResult", "SpuriousIdentification", "identify_spurious",
     "state_deviation",
-]
-
-
-# Validation procedures (first/second numerical procedures, finite differences) are added
-# below by their owner.
-from .finite_difference import (FiniteDifferenceResult, finite_difference_jacobian,  # noqa: E402
-                                finite_difference_jacobian_first_order, index1_accelerations,
-                                reduced_ode_jacobian_fd)
-from .first import FirstProcedureResult, ReferencePoint, first_procedure  # noqa: E402
-from .second import SecondProcedureResult, second_procedure  # noqa: E402
-
-__all__ += [
     "first_procedure", "FirstProcedureResult", "ReferencePoint", "second_procedure",
     "SecondProcedureResult", "finite_difference_jacobian", "reduced_ode_jacobian_fd",
-    "finite_difference_jacobian_first_order",
-    "index1_accelerations", "FiniteDifferenceResult",
-]
+    "finite_difference_jacobian_first_order", "index1_accelerations", "FiniteDifferenceResult",
+    "second_order_matrices", "SECOND_ORDER_RTOL",
+]                                   # the keys of _EXPORTS (tests/test_linearize_prepared.py)
 
-from .second_order import SECOND_ORDER_RTOL, second_order_matrices  # noqa: E402
 
-__all__ += ["second_order_matrices", "SECOND_ORDER_RTOL"]
+def __getattr__(name: str) -> Any:
+    sub = _EXPORTS.get(name)
+    if sub is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{sub}"), name)
+    globals()[name] = value          # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

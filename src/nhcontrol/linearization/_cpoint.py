@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sysconfig
-import threading
+from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -634,7 +634,7 @@ NHC_API const char nhc_layout[] = NHC_LAYOUT;
 '''
 """The routine (``NHC_LAYOUT`` is replaced by the library's layout string)."""
 
-_LOCK = threading.Lock()
+_LOCK = _new_lock()
 _LIBS: dict[str, Any] = {}        # cache directory -> _Library or None (unusable: numpy path)
 
 
@@ -796,6 +796,8 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
     empty = np.zeros(1)
     null = ffi.NULL
     fn = lib.fn
+    import threading
+
     local = threading.local()        # per-thread work arrays of the routine (reused)
     from ..compiled.cbackend import FloatingPointFlags
 

@@ -23,15 +23,14 @@ parallel use.
 from __future__ import annotations
 
 import math
-import threading
+from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import ArgumentTypeError, ReferenceMotionError
-from .._util.validation import COND_MAX, require_model, require_reference
-from ..reference.admissibility import ADMISSIBILITY_TOL
+from .._util.validation import ADMISSIBILITY_TOL, COND_MAX, require_model, require_reference
 from . import _cpoint
 from .partition import Partition
 
@@ -168,7 +167,7 @@ class Linearizer:
         self._p.setflags(write=False)
         self._u0 = np.zeros(k)
         self._u0.setflags(write=False)
-        self._lock = threading.Lock()
+        self._lock = _new_lock()
         self._out_key: Any = None
         self._out_c: Any = None
         self._fast = self._bind() if getattr(cm, "backend", None) == "c" else None
@@ -224,7 +223,7 @@ class Linearizer:
                 fb(dbl, bv))
         tail = (fb(dbl, W), nwork, fb(i64, piv))
         c_p, c_u0 = fb(dbl, self._p), fb(dbl, self._u0)
-        tol, cond_max, atol_u = self.tol, self.cond_max, float(_INPUT_CONSTRAINT_ATOL())
+        tol, cond_max, atol_u = self.tol, self.cond_max, _INPUT_CONSTRAINT_ATOL
         return fn, head, tail, c_p, c_u0, (tol, cond_max, atol_u)
 
     # ------------------------------------------------------------------ calls
@@ -492,10 +491,9 @@ def _check_out(out: Any, ns: int, k: int) -> None:
                 f"{type(a).__name__} {getattr(a, 'dtype', '')} {getattr(a, 'shape', '')}")
 
 
-def _INPUT_CONSTRAINT_ATOL() -> float:
-    from .third import INPUT_CONSTRAINT_ATOL
-
-    return INPUT_CONSTRAINT_ATOL
+_INPUT_CONSTRAINT_ATOL = 1e-12
+"""`nhcontrol.linearization.third.INPUT_CONSTRAINT_ATOL` (equal, tests/test_linearize_prepared.py),
+here so that a linearizer on the compiled path never imports the general path."""
 
 
 def prepare_linearizer(cm: CompiledModel, partition: Partition | Mapping[str, Any], *,

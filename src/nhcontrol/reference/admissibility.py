@@ -68,7 +68,7 @@ __all__ = ["ADMISSIBILITY_TOL", "SAMPLED_ADMISSIBILITY_TOL", "AdmissibilityRepor
            "admissibility_report", "check_admissible", "ADMISSIBILITY_KINDS", "RATE_KIND",
            "rate_residuals", "check_rate_equation", "check_rates"]
 
-ADMISSIBILITY_TOL = 1e-8
+ADMISSIBILITY_TOL = 1e-8        # = nhcontrol._util.validation.ADMISSIBILITY_TOL (tested)
 """Default relative tolerance of the admissibility check (closed-form references)."""
 
 ROUNDOFF_FACTOR = 4.0
