@@ -362,15 +362,15 @@ def test_first_order_states_non_finite_blocks_named_on_the_compiled_path():
             linearize_with_first_order_states(cm, ref, hf.PARTITION, **kw)
 
 
-def test_constants_copied_for_the_compiled_path_agree():
-    # prepared.py and _util.validation hold copies so that the compiled path imports neither the
-    # general path (third) nor the reference stage
+def test_constants_of_the_compiled_path_are_the_stages_own():
+    # defined once in _util.validation, so that the compiled path imports neither the general
+    # path (third) nor the reference stage, and the same objects there
     from nhcontrol._util import validation
     from nhcontrol.linearization import prepared, third
     from nhcontrol.reference import admissibility
 
-    assert prepared._INPUT_CONSTRAINT_ATOL == third.INPUT_CONSTRAINT_ATOL
-    assert validation.ADMISSIBILITY_TOL == admissibility.ADMISSIBILITY_TOL
+    assert prepared.INPUT_CONSTRAINT_ATOL is third.INPUT_CONSTRAINT_ATOL
+    assert validation.ADMISSIBILITY_TOL is admissibility.ADMISSIBILITY_TOL
     assert Linearizer.__init__.__kwdefaults__["tol"] == admissibility.ADMISSIBILITY_TOL
 
 

@@ -23,9 +23,17 @@ COND_MAX = 1e10
 """Condition number above which a block that must be inverted is called singular."""
 
 ADMISSIBILITY_TOL = 1e-8
-"""Default relative tolerance of the admissibility check (closed-form references): the value
-of `nhcontrol.reference.ADMISSIBILITY_TOL` (equal, tests/test_linearize_prepared.py), here so
-that the prepared linearizer's default needs no import of the reference stage."""
+"""Default relative tolerance of the admissibility check (closed-form references), exported as
+`nhcontrol.reference.ADMISSIBILITY_TOL`; defined here so that the prepared linearizer's default
+needs no import of the reference stage."""
+
+INPUT_CONSTRAINT_ATOL = 1e-12
+"""Absolute tolerance above which inputs are said to enter the holonomic constraints at the
+reference (``∂C/∂u`` non-zero; for a model without the ``input_rate_terms`` kernel also
+``∂(D ẍ0)/∂u`` or ``∂Q_d/∂u``). Their terms are not carried (quasi-static inputs in ``C(x, u)``),
+so the input matrix then misses terms; inputs in the nonholonomic constraints are carried.
+Exported as `nhcontrol.linearization.third.INPUT_CONSTRAINT_ATOL`; defined here so that the
+prepared linearizer needs no import of the general path."""
 
 
 def as_float_array(value: ArrayLike, name: str, *, ndim: int | None = None,

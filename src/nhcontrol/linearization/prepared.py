@@ -30,7 +30,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import ArgumentTypeError, ReferenceMotionError
-from .._util.validation import ADMISSIBILITY_TOL, COND_MAX, require_model, require_reference
+from .._util.validation import (ADMISSIBILITY_TOL, COND_MAX, INPUT_CONSTRAINT_ATOL, require_model,
+                                require_reference)
 from . import _cpoint
 from .partition import Partition
 
@@ -223,7 +224,7 @@ class Linearizer:
                 fb(dbl, bv))
         tail = (fb(dbl, W), nwork, fb(i64, piv))
         c_p, c_u0 = fb(dbl, self._p), fb(dbl, self._u0)
-        tol, cond_max, atol_u = self.tol, self.cond_max, _INPUT_CONSTRAINT_ATOL
+        tol, cond_max, atol_u = self.tol, self.cond_max, INPUT_CONSTRAINT_ATOL
         return fn, head, tail, c_p, c_u0, (tol, cond_max, atol_u)
 
     # ------------------------------------------------------------------ calls
@@ -491,9 +492,6 @@ def _check_out(out: Any, ns: int, k: int) -> None:
                 f"{type(a).__name__} {getattr(a, 'dtype', '')} {getattr(a, 'shape', '')}")
 
 
-_INPUT_CONSTRAINT_ATOL = 1e-12
-"""`nhcontrol.linearization.third.INPUT_CONSTRAINT_ATOL` (equal, tests/test_linearize_prepared.py),
-here so that a linearizer on the compiled path never imports the general path."""
 
 
 def prepare_linearizer(cm: CompiledModel, partition: Partition | Mapping[str, Any], *,

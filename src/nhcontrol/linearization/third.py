@@ -56,12 +56,9 @@ MAX_PARTITION_SEARCH = 400
 spurious eigenvalues of a steady linearization (single swaps first, then double swaps).
 """
 
-INPUT_CONSTRAINT_ATOL = 1e-12
-"""Absolute tolerance above which inputs are said to enter the holonomic constraints at the
-reference (``∂C/∂u`` non-zero; for a model without the ``input_rate_terms`` kernel also
-``∂(D ẍ0)/∂u`` or ``∂Q_d/∂u``). Their terms are not carried (quasi-static inputs in ``C(x, u)``),
-so the input matrix then misses terms; inputs in the nonholonomic constraints are carried.
-"""
+# INPUT_CONSTRAINT_ATOL (documented in nhcontrol._util.validation): ∂C/∂u, ∂(D ẍ0)/∂u, ∂Q_d/∂u
+# above it mean that inputs enter the constraints at the reference.
+from .._util.validation import INPUT_CONSTRAINT_ATOL  # noqa: E402
 
 
 @lru_cache(maxsize=64)

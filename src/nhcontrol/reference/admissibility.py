@@ -62,14 +62,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
-from nhcontrol._util.validation import readonly
+from nhcontrol._util.validation import ADMISSIBILITY_TOL, readonly
 
 __all__ = ["ADMISSIBILITY_TOL", "SAMPLED_ADMISSIBILITY_TOL", "AdmissibilityReport",
            "admissibility_report", "check_admissible", "ADMISSIBILITY_KINDS", "RATE_KIND",
            "rate_residuals", "check_rate_equation", "check_rates"]
-
-ADMISSIBILITY_TOL = 1e-8        # = nhcontrol._util.validation.ADMISSIBILITY_TOL (tested)
-"""Default relative tolerance of the admissibility check (closed-form references)."""
 
 ROUNDOFF_FACTOR = 4.0
 """``ρ = ROUNDOFF_FACTOR · (n + m + l) · ε``: the absolute round-off floor of each level
