@@ -8,8 +8,9 @@ cached model (`cached_model`, `load_compiled`) imports only what that needs.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._util.lazy import lazy_getattr
 
 if TYPE_CHECKING:   # the names below, for type checkers and the API pages (imported on first use)
     from ._layout import C_GENERATOR_VERSION, GENERATOR_VERSION
@@ -44,13 +45,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    sub = _EXPORTS.get(name)
-    if sub is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{sub}"), name)
-    globals()[name] = value          # later look-ups skip this function
-    return value
+__getattr__ = lazy_getattr(__name__, globals(), _EXPORTS)
 
 
 def __dir__() -> list[str]:

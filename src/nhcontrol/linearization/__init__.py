@@ -23,8 +23,9 @@ This package was called ``nhcontrol.linearize``; that import path still works
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._util.lazy import lazy_getattr
 
 if TYPE_CHECKING:   # the names below, for type checkers and the API pages (imported on first use)
     from .finite_difference import (FiniteDifferenceResult, finite_difference_jacobian,
@@ -92,13 +93,7 @@ __all__ = [
 ]                                   # the keys of _EXPORTS (tests/test_linearize_prepared.py)
 
 
-def __getattr__(name: str) -> Any:
-    sub = _EXPORTS.get(name)
-    if sub is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{sub}"), name)
-    globals()[name] = value          # later look-ups skip this function
-    return value
+__getattr__ = lazy_getattr(__name__, globals(), _EXPORTS)
 
 
 def __dir__() -> list[str]:

@@ -6,9 +6,9 @@ See ``docs/dev/contracts.md`` section 1 and ``docs/theory/newton_euler.md``.
 # Imported lazily (PEP 562): the names below load their submodule (and SymPy) on first use, so
 # that a model loaded from the cache (nhcontrol.compiled.recipe) and the SymPy-free helpers
 # (nhcontrol.modeling.parameters) cost no SymPy import.
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import Any as _Any
+
+from .._util.lazy import lazy_getattr as _lazy_getattr
 
 if _TYPE_CHECKING:  # the same names for type checkers and the API docs (never run)
     from .equations import EquationsOfMotion, derive_equations
@@ -33,14 +33,7 @@ _LAZY = {
 _SUBMODULES = ("contacts", "hydraulics")
 
 
-def __getattr__(name: str) -> _Any:
-    if name in _LAZY:
-        value = getattr(_importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    if name in _SUBMODULES:
-        return _importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_getattr(__name__, globals(), _LAZY, _SUBMODULES)
 
 
 def __dir__() -> list[str]:
