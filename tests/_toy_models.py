@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
 import sympy as sp
 
 from nhcontrol.modeling import MultibodySystem, contacts, rot_z
@@ -58,16 +59,10 @@ class ZeroRef:
     inputs = ("f",)
 
     def u(self, t):
-        import numpy as np
-
         return np.zeros(np.shape(t) + (1,))
 
     def x(self, t):
-        import numpy as np
-
         return np.zeros(1)
 
     def xd(self, t):
-        import numpy as np
-
         return np.zeros(1)
