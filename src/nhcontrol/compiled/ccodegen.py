@@ -52,18 +52,18 @@ UNIT_STATEMENTS = 1200
 SIMD_FUNCTIONS = ("linearization_terms",)
 #: Points per block of the blocked entry points.
 SIMD_BLOCK = 4
-# C library calls (scalar calls in a loop: a statement with one is a loop of its own, the others
-# are loops the compiler can vectorize); sqrt and fabs are vector instructions
-_CALL = re.compile(r"\b(?:sin|cos|tan|exp|log|asin|acos|atan|atan2|sinh|cosh|tanh|asinh|acosh|"
-                   r"atanh|erf|erfc|pow)\(")
-_ARGREF = re.compile(r"\b(x|xd|xdd|a|lam|v|u|p|ud)\[(\d+)\]")
-#: Compiler settings of the blocked chunk functions (GCC on x86: AVX2 and the loop vectorizer,
-#: no change to the floating-point semantics: no fast-math, no contraction; the loader calls the
-#: blocked entry points only when ``nhc_simd_ok()`` says the processor has AVX2)
-_SIMD_PUSH = ("#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))\n"
-              "#define NHC_SIMD 1\n#pragma GCC push_options\n#pragma GCC target(\"avx2\")\n"
-              "#pragma GCC optimize(\"tree-vectorize\")\n#endif\n")
-_SIMD_POP = "#if defined(NHC_SIMD)\n#pragma GCC pop_options\n#endif\n"
+# a vector statement is + - * / of names, arguments and numbers; anything else goes lane by lane
+_SCALAR = re.compile(r"[A-Za-z_]\w*\s*\(|[?<>=!&|]|NAN")
+# the vector values of a printed statement (locals, work slots, arguments), for lane access
+_LANE = re.compile(r"\b[wt]\d+\b|\b(?:W|x|xd|xdd|a|lam|v|u|p|ud)\[\d+\]")
+#: Compiler settings of the blocked chunk functions: GCC on x86 compiles them for AVX2 (one
+#: register holds the block's four points); the floating-point semantics do not change (no
+#: fast-math, no contraction).  The loader calls the blocked entry points only when
+#: ``nhc_simd_ok()`` says the processor has AVX2.
+_SIMD_PUSH = ("#if defined(NHC_HAVE_V)\n"
+              "#if !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))\n"
+              "#define NHC_SIMD 1\n#pragma GCC push_options\n#pragma GCC target(\"avx2\")\n#endif\n")
+_SIMD_POP = "#if defined(NHC_SIMD)\n#pragma GCC pop_options\n#endif\n#endif\n"
 _SIMD_OK = """NHC_API int nhc_simd_ok(void)
 {
 #if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
@@ -170,8 +170,8 @@ _ARG_C = {"x": "x", "xd": "xd", "xdd": "xdd", "a": "a", "lam": "lam", "v": "v", 
           "ud": "ud"}
 
 
-def _signature(args: Iterable[str], const: bool = True) -> str:
-    q = "const double *restrict " if const else "double *"
+def _signature(args: Iterable[str], const: bool = True, vector: bool = False) -> str:
+    q = "const nhc_v *restrict " if vector else ("const double *restrict " if const else "double *")
     return ", ".join(f"{q}{_ARG_C[a]}" for a in args)
 
 
@@ -212,6 +212,8 @@ class _Function:
             self.outputs.append((at, size, [int(s) for s in shape]))
         self.size = len(flat)
         stmts += [(None, f"o[{k}] = {it};") for k, it in enumerate(flat) if it != "0.0"]
+        #: the flat output entries the kernels write (all others stay 0: structural zeros)
+        self.nonzero = [k for k, it in enumerate(flat) if it != "0.0"]
         # chunks, and the names that cross a chunk boundary (work array slots)
         self.chunks = [stmts[i:i + CHUNK_STATEMENTS] for i in range(0, len(stmts), CHUNK_STATEMENTS)] or [[]]
         home: dict[str, int] = {}
@@ -252,95 +254,89 @@ class _Function:
     def soa_chunk_source(self, ci: int) -> str:
         """Chunk ``ci`` over a block of `SIMD_BLOCK` points (``nhc_<name>_<ci>_b``).
 
-        The arguments arrive transposed (``x[i*NHC_B + j]``: entry ``i`` of point ``j``), the
-        work array holds ``NHC_B`` values per slot, and ``o`` is the output rows of the block
-        (``o[j*size + k]``).  The statements keep their order and their arithmetic; they are
-        grouped into loops over the block's points: a statement that calls the C library is a
-        loop of its own, and each run of the other statements between two such statements is one
-        loop, which the compiler vectorizes (one lane per point: the same operations, in the same
-        order, as the one-point chunk, so the results are identical bit for bit).  A value used in
-        another loop than the one that defines it lives in an array of ``NHC_B`` entries.
+        Every value is a vector of the block's points (``nhc_v``, GCC's vector extension: one
+        lane per point). The arguments arrive transposed (``x[i]``: entry ``i`` of the block's
+        points), the work array holds one vector per slot, and ``o`` is the output rows of the
+        block (``o[j*size + k]``).  The statements keep their order and their text: a statement
+        of ``+ - * /`` only is one vector statement (each lane the same IEEE operations, in the
+        same order, as the one-point chunk); a statement with anything else (a C library call, a
+        comparison, a conditional) is evaluated lane by lane from the same text.  So the results
+        are the one-point results bit for bit (no fast-math, no contraction).
         """
         slots, size = self.slots, self.size
-        segs: list[list[tuple[str | None, str]]] = []
-        call_prev = True
-        for name, text in self.chunks[ci]:
-            call = bool(_CALL.search(text))
-            if call or call_prev:
-                segs.append([])
-            segs[-1].append((name, text))
-            call_prev = call
-        home: dict[str, int] = {}
-        for si, seg in enumerate(segs):
-            for name, _ in seg:
-                if name is not None:
-                    home[name] = si
-        arrays: set = set()
-        for si, seg in enumerate(segs):
-            for _, text in seg:
-                for ident in _IDENT.findall(text):
-                    if ident in home and home[ident] != si:
-                        arrays.add(ident)
+        local: set = set()
 
         def ref(m: re.Match) -> str:
             ident = m.group(0)
-            if ident not in home:
-                return f"W[{slots[ident]}*NHC_B + j]"
-            return f"{ident}[j]" if ident in arrays else ident
+            return ident if ident in local else f"W[{slots[ident]}]"
 
-        def arg(m: re.Match) -> str:
-            return f"{m.group(1)}[{m.group(2)}*NHC_B + j]"
+        def lane(text: str, j: int) -> str:
+            return _LANE.sub(lambda m: f"{m.group(0)}[{j}]", text)
 
-        lines = [f"NHC_CHUNK void nhc_{self.name}_{ci}_b({_signature(self.args)}, double *restrict W, "
-                 f"double *restrict o)", "{", "    int j;"]
-        lines += [f"    double {name}[NHC_B];" for name in sorted(arrays, key=lambda v: (v[0], int(v[1:])))]
-        for seg in segs:
-            lines.append("    for (j = 0; j < NHC_B; j++) {")
-            for name, text in seg:
-                body = _IDENT.sub(ref, _ARGREF.sub(arg, text))
-                if name is None:                      # o[k] = ...;
-                    k, rest = body[2:].split("]", 1)
-                    lines.append(f"        o[j*{size} + {k}]{rest}")
-                    continue
-                lines.append(f"        {name}[j] = {body};" if name in arrays
-                             else f"        const double {name} = {body};")
-                if name in slots:
-                    lines.append(f"        W[{slots[name]}*NHC_B + j] = {name}{'[j]' if name in arrays else ''};")
-            lines.append("    }")
+        lines = [f"NHC_CHUNK void nhc_{self.name}_{ci}_b({_signature(self.args, vector=True)}, "
+                 f"nhc_v *restrict W, nhc_v *restrict o)", "{"]
+        for name, text in self.chunks[ci]:
+            body = _IDENT.sub(ref, text)
+            if name is None:                                      # o[k] = ...;
+                k, rest = body[2:].split("] = ", 1)
+                expr = rest.rstrip(";")
+                if _SCALAR.search(expr) or not _LANE.search(expr):
+                    expr = "(nhc_v){" + ", ".join(lane(expr, j) for j in range(SIMD_BLOCK)) + "}"
+                lines.append(f"    o[{k}] = {expr};")
+                continue
+            if _SCALAR.search(body) or not _LANE.search(body):      # a call, a test, a constant
+                body = "(nhc_v){" + ", ".join(lane(body, j) for j in range(SIMD_BLOCK)) + "}"
+            lines.append(f"    const nhc_v {name} = {body};")
+            local.add(name)
+            if name in slots:
+                lines.append(f"    W[{slots[name]}] = {name};")
         lines.append("}")
         return "\n".join(lines)
 
     def soa_prototypes(self) -> list[str]:
-        return [f"NHC_CHUNK void nhc_{self.name}_{ci}_b({_signature(self.args)}, double *restrict W, "
-                f"double *restrict o);" for ci in range(len(self.chunks))] if self.simd else []
+        return [f"NHC_CHUNK void nhc_{self.name}_{ci}_b({_signature(self.args, vector=True)}, "
+                f"nhc_v *restrict W, nhc_v *restrict o);" for ci in range(len(self.chunks))] if self.simd else []
 
     def block_entry_source(self) -> str:
         """``nhc_<name>_b``: the signature and results of ``nhc_<name>_n``, blocks of
-        `SIMD_BLOCK` points through the blocked chunks, the remaining points one by one."""
+        `SIMD_BLOCK` points through the blocked chunks, the remaining points one by one (all
+        points one by one where the compiler has no vector extension)."""
         nsig = ", ".join(f"const double *{_ARG_C[a]}, long s_{_ARG_C[a]}" for a in self.args)
         bargs = ", ".join(f"B_{_ARG_C[a]}" for a in self.args)
         pcall = ", ".join(f"{_ARG_C[a]} + i*s_{_ARG_C[a]}" for a in self.args)
-        decl = "\n".join(f"    double B_{_ARG_C[a]}[{max(n, 1)}*NHC_B];" for a, n in self.sizes.items())
+        decl = "\n".join(f"    nhc_v B_{_ARG_C[a]}[{max(n, 1)}];" for a, n in self.sizes.items())
         fill = "\n".join(
-            f"        for (j = 0; j < NHC_B; j++) for (k = 0; k < {n}; k++) "
-            f"B_{_ARG_C[a]}[k*NHC_B + j] = {_ARG_C[a]}[(i + j)*s_{_ARG_C[a]} + k];"
+            f"        for (k = 0; k < {n}; k++) for (j = 0; j < NHC_B; j++) "
+            f"B_{_ARG_C[a]}[k][j] = {_ARG_C[a]}[(i + j)*s_{_ARG_C[a]} + k];"
             for a, n in self.sizes.items() if n)
-        bcalls = "\n".join(f"        nhc_{self.name}_{ci}_b({bargs}, W, o + i*{self.size});"
-                            for ci in range(len(self.chunks)))
+        bcalls = "\n".join(f"        nhc_{self.name}_{ci}_b({bargs}, V, O);" for ci in range(len(self.chunks)))
+        nz = self.nonzero
+        nzlist = ", ".join(str(k) for k in nz) or "0"
         pcalls = "\n".join(f"        nhc_{self.name}_{ci}({pcall}, W, o + i*{self.size});"
                             for ci in range(len(self.chunks)))
         return f"""NHC_API int nhc_{self.name}_b(long N, {nsig}, double *o)
 {{
     long i = 0;
+    double *W = (double *)malloc({self.nwork} * sizeof(double));
+    if (W == NULL) return 8;
+#if defined(NHC_HAVE_V)
+    {{
     int j, k;
 {decl}
-    double *W = (double *)malloc({self.nwork} * NHC_B * sizeof(double));
-    if (W == NULL) return 8;
+    static const int nz[] = {{{nzlist}}};
+    nhc_v *V = (nhc_v *)malloc({self.nwork} * sizeof(nhc_v));
+    nhc_v *O = (nhc_v *)malloc({max(self.size, 1)} * sizeof(nhc_v));
+    if (V == NULL || O == NULL) {{ free(V); free(O); free(W); return 8; }}
     (void)j; (void)k;
     for (; i + NHC_B <= N; i += NHC_B) {{
 {fill}
 {bcalls}
+        for (k = 0; k < {len(nz)}; k++) for (j = 0; j < NHC_B; j++) o[(i + j)*{self.size} + nz[k]] = O[nz[k]][j];
     }}
+    free(V);
+    free(O);
+    }}
+#endif
     for (; i < N; i++) {{
 {pcalls}
     }}
@@ -413,7 +409,10 @@ _STATIC_CHUNK = ("#if defined(_MSC_VER)\n#define NHC_CHUNK static __declspec(noi
                  "#define NHC_CHUNK static __attribute__((noinline))\n#endif\n")
 _HEAD = ("/* Generated by nhcontrol.compiled ({ver}); do not edit. */\n#include <math.h>\n"
          "#if defined(_MSC_VER)\n#define restrict __restrict\n#define NHC_API __declspec(dllexport)\n"
-         "#else\n#define NHC_API\n#endif\n" + f"#define NHC_B {SIMD_BLOCK}\n" + _EXTERN_CHUNK)
+         "#else\n#define NHC_API\n#endif\n" + f"#define NHC_B {SIMD_BLOCK}\n"
+         "#if defined(__GNUC__)\n#define NHC_HAVE_V 1\n"
+         "typedef double nhc_v __attribute__((vector_size(NHC_B * sizeof(double)), aligned(8)));\n"
+         "#endif\n" + _EXTERN_CHUNK)
 
 
 def generate_c(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict, meta: dict,
