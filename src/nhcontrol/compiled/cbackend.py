@@ -189,10 +189,16 @@ class CKernels:
         self.split: dict[str, Callable[[np.ndarray], tuple]] = {}
         #: N points, the ``(N, size)`` output buffer itself (rows: the buffers of ``raw``)
         self.raw_many: dict[str, Callable[..., np.ndarray]] = {}
+        #: True when the blocked entry points ``nhc_<name>_b`` (vectorized over blocks of points,
+        #: `nhcontrol.compiled.ccodegen.SIMD_FUNCTIONS`) are used for ``many``/``raw_many``:
+        #: the library has them and the processor runs them (``nhc_simd_ok()``)
+        self.simd = bool(getattr(lib, "nhc_simd_ok")()) if "int nhc_simd_ok(void);" in layout["cdef"] else False
         for name, spec in layout["functions"].items():
             self.one[name] = self._make_one(getattr(lib, f"nhc_{name}"), spec, name)
             self.raw[name] = self._make_raw(getattr(lib, f"nhc_{name}"), spec)
-            self.many[name] = self._make_many(getattr(lib, f"nhc_{name}_n"), spec, name)
+            blocked = self.simd and spec.get("block")
+            self.many[name] = self._make_many(getattr(lib, f"nhc_{name}_b" if blocked else f"nhc_{name}_n"),
+                                              spec, name)
 
     def _make_one(self, fn: Any, spec: dict, name: str) -> Callable[..., tuple]:
         fb = self._ffi.from_buffer

@@ -9,7 +9,12 @@ For every `FunctionSpec` ``f`` the library exports
   (``1`` invalid operation, ``2`` division by zero, ``4`` overflow; ``8`` out of memory), so a
   domain error raises in Python like the ``math``-based Python kernel does;
 * ``int nhc_f_n(long N, const double *x, long sx, ..., double *o)`` -- ``N`` points; the row
-  stride of every argument is given (0 broadcasts one row to all points), ``o`` is ``(N, F)``.
+  stride of every argument is given (0 broadcasts one row to all points), ``o`` is ``(N, F)``;
+* ``int nhc_f_b(...)`` -- for ``f`` in `SIMD_FUNCTIONS` only: the signature and the results
+  (bit for bit) of ``nhc_f_n``, evaluated in blocks of `SIMD_BLOCK` points by chunk functions
+  whose statements are loops over the block, vectorized by the compiler
+  (`_Function.soa_chunk_source`); ``int nhc_simd_ok(void)`` tells whether this processor runs
+  them (the loader uses ``nhc_f_n`` otherwise).
 
 The arithmetic is printed in exactly the order of the Python one-point kernel (left-to-right
 sums and products, ``pow`` where Python calls ``float.__pow__``, the C library's ``sin``,
@@ -43,6 +48,31 @@ from ._layout import C_GENERATOR_VERSION  # noqa: E402,F401  (part of the librar
 #: Statements per chunk function and per translation unit.
 CHUNK_STATEMENTS = 150
 UNIT_STATEMENTS = 1200
+#: Functions that also get a blocked entry point ``nhc_<name>_b`` (see `_Function.soa_chunk_source`).
+SIMD_FUNCTIONS = ("linearization_terms",)
+#: Points per block of the blocked entry points.
+SIMD_BLOCK = 4
+# a vector statement is + - * / of names, arguments and numbers; anything else goes lane by lane
+_SCALAR = re.compile(r"[A-Za-z_]\w*\s*\(|[?<>=!&|]|NAN")
+# the vector values of a printed statement (locals, work slots, arguments), for lane access
+_LANE = re.compile(r"\b[wt]\d+\b|\b(?:W|x|xd|xdd|a|lam|v|u|p|ud)\[\d+\]")
+#: Compiler settings of the blocked chunk functions: GCC on x86 compiles them for AVX2 (one
+#: register holds the block's four points); the floating-point semantics do not change (no
+#: fast-math, no contraction).  The loader calls the blocked entry points only when
+#: ``nhc_simd_ok()`` says the processor has AVX2.
+_SIMD_PUSH = ("#if defined(NHC_HAVE_V)\n"
+              "#if !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))\n"
+              "#define NHC_SIMD 1\n#pragma GCC push_options\n#pragma GCC target(\"avx2\")\n#endif\n")
+_SIMD_POP = "#if defined(NHC_SIMD)\n#pragma GCC pop_options\n#endif\n#endif\n"
+_SIMD_OK = """NHC_API int nhc_simd_ok(void)
+{
+#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? 1 : 0;
+#else
+    return 0;   /* the blocked entry points are plain C here: correct, not faster */
+#endif
+}"""
 
 # the C library functions Python's math module calls for the same name (math.gamma, for
 # instance, is CPython's own and has no counterpart here: such models keep the Python kernels)
@@ -140,8 +170,8 @@ _ARG_C = {"x": "x", "xd": "xd", "xdd": "xdd", "a": "a", "lam": "lam", "v": "v", 
           "ud": "ud"}
 
 
-def _signature(args: Iterable[str], const: bool = True) -> str:
-    q = "const double *restrict " if const else "double *"
+def _signature(args: Iterable[str], const: bool = True, vector: bool = False) -> str:
+    q = "const nhc_v *restrict " if vector else ("const double *restrict " if const else "double *")
     return ", ".join(f"{q}{_ARG_C[a]}" for a in args)
 
 
@@ -182,6 +212,8 @@ class _Function:
             self.outputs.append((at, size, [int(s) for s in shape]))
         self.size = len(flat)
         stmts += [(None, f"o[{k}] = {it};") for k, it in enumerate(flat) if it != "0.0"]
+        #: the flat output entries the kernels write (all others stay 0: structural zeros)
+        self.nonzero = [k for k, it in enumerate(flat) if it != "0.0"]
         # chunks, and the names that cross a chunk boundary (work array slots)
         self.chunks = [stmts[i:i + CHUNK_STATEMENTS] for i in range(0, len(stmts), CHUNK_STATEMENTS)] or [[]]
         home: dict[str, int] = {}
@@ -195,6 +227,7 @@ class _Function:
                     home[name] = ci
         self.slots = slots
         self.nwork = max(len(slots), 1)
+        self.simd = spec.name in SIMD_FUNCTIONS
 
     def chunk_source(self, ci: int) -> str:
         slots = self.slots
@@ -217,6 +250,99 @@ class _Function:
                 lines.append(f"    W[{slots[name]}] = {name};")
         lines.append("}")
         return "\n".join(lines)
+
+    def soa_chunk_source(self, ci: int) -> str:
+        """Chunk ``ci`` over a block of `SIMD_BLOCK` points (``nhc_<name>_<ci>_b``).
+
+        Every value is a vector of the block's points (``nhc_v``, GCC's vector extension: one
+        lane per point). The arguments arrive transposed (``x[i]``: entry ``i`` of the block's
+        points), the work array holds one vector per slot, and ``o`` is the output rows of the
+        block (``o[j*size + k]``).  The statements keep their order and their text: a statement
+        of ``+ - * /`` only is one vector statement (each lane the same IEEE operations, in the
+        same order, as the one-point chunk); a statement with anything else (a C library call, a
+        comparison, a conditional) is evaluated lane by lane from the same text.  So the results
+        are the one-point results bit for bit (no fast-math, no contraction).
+        """
+        slots, size = self.slots, self.size
+        local: set = set()
+
+        def ref(m: re.Match) -> str:
+            ident = m.group(0)
+            return ident if ident in local else f"W[{slots[ident]}]"
+
+        def lane(text: str, j: int) -> str:
+            return _LANE.sub(lambda m: f"{m.group(0)}[{j}]", text)
+
+        lines = [f"NHC_CHUNK void nhc_{self.name}_{ci}_b({_signature(self.args, vector=True)}, "
+                 f"nhc_v *restrict W, nhc_v *restrict o)", "{"]
+        for name, text in self.chunks[ci]:
+            body = _IDENT.sub(ref, text)
+            if name is None:                                      # o[k] = ...;
+                k, rest = body[2:].split("] = ", 1)
+                expr = rest.rstrip(";")
+                if _SCALAR.search(expr) or not _LANE.search(expr):
+                    expr = "(nhc_v){" + ", ".join(lane(expr, j) for j in range(SIMD_BLOCK)) + "}"
+                lines.append(f"    o[{k}] = {expr};")
+                continue
+            if _SCALAR.search(body) or not _LANE.search(body):      # a call, a test, a constant
+                body = "(nhc_v){" + ", ".join(lane(body, j) for j in range(SIMD_BLOCK)) + "}"
+            lines.append(f"    const nhc_v {name} = {body};")
+            local.add(name)
+            if name in slots:
+                lines.append(f"    W[{slots[name]}] = {name};")
+        lines.append("}")
+        return "\n".join(lines)
+
+    def soa_prototypes(self) -> list[str]:
+        return [f"NHC_CHUNK void nhc_{self.name}_{ci}_b({_signature(self.args, vector=True)}, "
+                f"nhc_v *restrict W, nhc_v *restrict o);" for ci in range(len(self.chunks))] if self.simd else []
+
+    def block_entry_source(self) -> str:
+        """``nhc_<name>_b``: the signature and results of ``nhc_<name>_n``, blocks of
+        `SIMD_BLOCK` points through the blocked chunks, the remaining points one by one (all
+        points one by one where the compiler has no vector extension)."""
+        nsig = ", ".join(f"const double *{_ARG_C[a]}, long s_{_ARG_C[a]}" for a in self.args)
+        bargs = ", ".join(f"B_{_ARG_C[a]}" for a in self.args)
+        pcall = ", ".join(f"{_ARG_C[a]} + i*s_{_ARG_C[a]}" for a in self.args)
+        decl = "\n".join(f"    nhc_v B_{_ARG_C[a]}[{max(n, 1)}];" for a, n in self.sizes.items())
+        fill = "\n".join(
+            f"        for (k = 0; k < {n}; k++) for (j = 0; j < NHC_B; j++) "
+            f"B_{_ARG_C[a]}[k][j] = {_ARG_C[a]}[(i + j)*s_{_ARG_C[a]} + k];"
+            for a, n in self.sizes.items() if n)
+        bcalls = "\n".join(f"        nhc_{self.name}_{ci}_b({bargs}, V, O);" for ci in range(len(self.chunks)))
+        nz = self.nonzero
+        nzlist = ", ".join(str(k) for k in nz) or "0"
+        pcalls = "\n".join(f"        nhc_{self.name}_{ci}({pcall}, W, o + i*{self.size});"
+                            for ci in range(len(self.chunks)))
+        return f"""NHC_API int nhc_{self.name}_b(long N, {nsig}, double *o)
+{{
+    long i = 0;
+    double *W = (double *)malloc({self.nwork} * sizeof(double));
+    if (W == NULL) return 8;
+#if defined(NHC_HAVE_V)
+    {{
+    int j, k;
+{decl}
+    static const int nz[] = {{{nzlist}}};
+    nhc_v *V = (nhc_v *)malloc({self.nwork} * sizeof(nhc_v));
+    nhc_v *O = (nhc_v *)malloc({max(self.size, 1)} * sizeof(nhc_v));
+    if (V == NULL || O == NULL) {{ free(V); free(O); free(W); return 8; }}
+    (void)j; (void)k;
+    for (; i + NHC_B <= N; i += NHC_B) {{
+{fill}
+{bcalls}
+        for (k = 0; k < {len(nz)}; k++) for (j = 0; j < NHC_B; j++) o[(i + j)*{self.size} + nz[k]] = O[nz[k]][j];
+    }}
+    free(V);
+    free(O);
+    }}
+#endif
+    for (; i < N; i++) {{
+{pcalls}
+    }}
+    free(W);
+    return 0;
+}}"""
 
     def prototypes(self) -> list[str]:
         return [f"NHC_CHUNK void nhc_{self.name}_{ci}({_signature(self.args)}, double *restrict W, double *restrict o);"
@@ -262,10 +388,16 @@ NHC_API int nhc_{self.name}_n(long N, {nsig}, double *o)
     def cdefs(self) -> list[str]:
         sig = ", ".join("const double *" for _ in self.args)
         nsig = ", ".join("const double *, long" for _ in self.args)
-        return [f"int nhc_{self.name}({sig}, double *);", f"int nhc_{self.name}_n(long, {nsig}, double *);"]
+        out = [f"int nhc_{self.name}({sig}, double *);", f"int nhc_{self.name}_n(long, {nsig}, double *);"]
+        if self.simd:
+            out.append(f"int nhc_{self.name}_b(long, {nsig}, double *);")
+        return out
 
     def layout(self) -> dict:
-        return {"args": list(self.args), "size": self.size, "outputs": self.outputs}
+        out = {"args": list(self.args), "size": self.size, "outputs": self.outputs}
+        if self.simd:
+            out["block"] = SIMD_BLOCK
+        return out
 
 
 def _prefix(name: str) -> str:
@@ -277,7 +409,10 @@ _STATIC_CHUNK = ("#if defined(_MSC_VER)\n#define NHC_CHUNK static __declspec(noi
                  "#define NHC_CHUNK static __attribute__((noinline))\n#endif\n")
 _HEAD = ("/* Generated by nhcontrol.compiled ({ver}); do not edit. */\n#include <math.h>\n"
          "#if defined(_MSC_VER)\n#define restrict __restrict\n#define NHC_API __declspec(dllexport)\n"
-         "#else\n#define NHC_API\n#endif\n" + _EXTERN_CHUNK)
+         "#else\n#define NHC_API\n#endif\n" + f"#define NHC_B {SIMD_BLOCK}\n"
+         "#if defined(__GNUC__)\n#define NHC_HAVE_V 1\n"
+         "typedef double nhc_v __attribute__((vector_size(NHC_B * sizeof(double)), aligned(8)));\n"
+         "#endif\n" + _EXTERN_CHUNK)
 
 
 def generate_c(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict, meta: dict,
@@ -315,7 +450,24 @@ def generate_c(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict, m
                 cur, count = [], 0
     if cur:
         units.append(head + "\n\n".join(cur) + "\n")
+    # the blocked chunks (SIMD_FUNCTIONS), in units of their own with the vectorizer's settings
+    simd_units: list[str] = []
+    cur, count = [], 0
+    for f in funcs:
+        if not f.simd:
+            continue
+        for ci, chunk in enumerate(f.chunks):
+            cur.append(f.soa_chunk_source(ci))
+            count += len(chunk)
+            if count >= UNIT_STATEMENTS:
+                simd_units.append("\n\n".join(cur) + "\n")
+                cur, count = [], 0
+    if cur:
+        simd_units.append("\n\n".join(cur) + "\n")
+    simd = any(f.simd for f in funcs)
     cdef = [d for f in funcs for d in f.cdefs()] + ["extern const char nhc_layout[];"]
+    if simd:
+        cdef.append("int nhc_simd_ok(void);")
     layout = {"key": meta["key"], "generator": C_GENERATOR_VERSION,
               "functions": {f.name: f.layout() for f in funcs}, "cdef": "\n".join(cdef)}
     ffi_args = prebuilt_ffi_arguments(layout["cdef"])
@@ -323,19 +475,22 @@ def generate_c(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict, m
         layout["ffi"] = ffi_args
     text = json.dumps(layout, sort_keys=True)
     literal = json.dumps(text)  # a valid C string literal: JSON escapes are a subset of C's
-    protos = "\n".join(p for f in funcs for p in f.prototypes())
-    if len(units) <= 1:
+    protos = "\n".join(p for f in funcs for p in f.prototypes() + f.soa_prototypes())
+    entries = "\n\n".join(f.entries_source() for f in funcs)
+    if simd:
+        entries += "\n\n" + "\n\n".join(f.block_entry_source() for f in funcs if f.simd) + "\n\n" + _SIMD_OK
+    if len(units) <= 1 and len(simd_units) <= 1:
         # a small model: one unit (one compiler run); the chunks are static and never inlined
         # into the entry points, so no arithmetic moves across the floating-point flag calls
         chunks = "".join(u[len(head):] for u in units)
+        if simd_units:
+            chunks += "\n" + _SIMD_PUSH + "".join(simd_units) + _SIMD_POP
         entry = (head.replace(_EXTERN_CHUNK, _STATIC_CHUNK) + "#include <fenv.h>\n#include <stdlib.h>\n\n"
-                 + chunks + "\n" + "\n\n".join(f.entries_source() for f in funcs)
-                 + f"\n\nNHC_API const char nhc_layout[] = {literal};\n")
+                 + chunks + "\n" + entries + f"\n\nNHC_API const char nhc_layout[] = {literal};\n")
         return [entry], layout
-    entry = (head + "#include <fenv.h>\n#include <stdlib.h>\n\n" + protos + "\n\n"
-             + "\n\n".join(f.entries_source() for f in funcs)
+    entry = (head + "#include <fenv.h>\n#include <stdlib.h>\n\n" + protos + "\n\n" + entries
              + f"\n\nNHC_API const char nhc_layout[] = {literal};\n")
-    return [entry] + units, layout
+    return [entry] + units + [head + _SIMD_PUSH + u + _SIMD_POP for u in simd_units], layout
 
 
 def prebuilt_ffi_arguments(cdef: str) -> dict | None:
@@ -396,4 +551,4 @@ def _jsonable(v: object) -> object:
 
 
 __all__ = ["prebuilt_ffi_arguments", "generate_c", "CPrinter", "CCodegenError", "C_GENERATOR_VERSION", "CHUNK_STATEMENTS",
-           "UNIT_STATEMENTS"]
+           "UNIT_STATEMENTS", "SIMD_FUNCTIONS", "SIMD_BLOCK"]
