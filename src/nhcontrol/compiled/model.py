@@ -235,6 +235,10 @@ class CompiledModel:
         same numbers (to 1e-15 relative; in practice bit for bit).  See [`compile_system`][nhcontrol.compiled.compile_system].
     library_path : pathlib.Path or None
         The shared library of the C kernels (None for the Python back-end).
+    vectorized : bool
+        True when N-point calls of the fused linearization kernel (a stacked `linearize`) go
+        through its blocked entry: four points per AVX2 register, the same numbers bit for bit
+        (False for the Python back-end, a library without it, or a processor without AVX2).
     """
 
     def __init__(self, module: ModuleType, meta: Mapping[str, Any], *, from_cache: bool,
@@ -242,6 +246,7 @@ class CompiledModel:
         self._mod = module
         self.backend: str = "c" if ckernels is not None else "python"
         self.library_path: Path | None = ckernels.path if ckernels is not None else None
+        self.vectorized: bool = bool(ckernels is not None and ckernels.simd)
         self._ck = ckernels
         self.name: str = meta["name"]
         self.coordinates: tuple[str, ...] = tuple(meta["coordinates"])
