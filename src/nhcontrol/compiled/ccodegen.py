@@ -43,6 +43,9 @@ from ._layout import C_GENERATOR_VERSION  # noqa: E402,F401  (part of the librar
 #: Statements per chunk function and per translation unit.
 CHUNK_STATEMENTS = 150
 UNIT_STATEMENTS = 1200
+#: Work arrays of at most this many doubles (32 KiB) live on the stack of the one-point entry
+#: point; larger ones are allocated per call.
+STACK_WORK = 4096
 
 # the C library functions Python's math module calls for the same name (math.gamma, for
 # instance, is CPython's own and has no counterpart here: such models keep the Python kernels)
@@ -181,7 +184,10 @@ class _Function:
                 starts.append((at, items))
             self.outputs.append((at, size, [int(s) for s in shape]))
         self.size = len(flat)
-        stmts += [(None, f"o[{k}] = {it};") for k, it in enumerate(flat) if it != "0.0"]
+        #: the flat indices the function writes (its structural non-zeros): every other entry of
+        #: the output is zero whatever the arguments (the specialised Steps 1-7 rely on it)
+        self.nonzero = [k for k, it in enumerate(flat) if it != "0.0"]
+        stmts += [(None, f"o[{k}] = {flat[k]};") for k in self.nonzero]
         # chunks, and the names that cross a chunk boundary (work array slots)
         self.chunks = [stmts[i:i + CHUNK_STATEMENTS] for i in range(0, len(stmts), CHUNK_STATEMENTS)] or [[]]
         home: dict[str, int] = {}
@@ -232,18 +238,23 @@ class _Function:
                            for ci in range(len(self.chunks)))
         checks = "\n".join(f"    for (k = 0; k < {n}; k++) if (!isfinite({_ARG_C[a]}[k])) return 16;"
                            for a, n in self.sizes.items() if n)
+        if self.nwork <= STACK_WORK:      # a small work array on the stack: no malloc per call
+            alloc, release = f"double W[{self.nwork}];", ""
+        else:
+            alloc = (f"double *W = (double *)malloc({self.nwork} * sizeof(double));\n"
+                     f"    if (W == NULL) return 8;")
+            release = "\n    free(W);"
         return f"""NHC_API int nhc_{self.name}({sig}, double *o)
 {{
-    double *W;
     int flags, k;
 {checks}
     (void)k;
-    W = (double *)malloc({self.nwork} * sizeof(double));
-    if (W == NULL) return 8;
+    {{
+    {alloc}
     feclearexcept(FE_ALL_EXCEPT);
 {calls}
-    flags = fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW);
-    free(W);
+    flags = fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW);{release}
+    }}
     return ((flags & FE_INVALID) ? 1 : 0) | ((flags & FE_DIVBYZERO) ? 2 : 0) | ((flags & FE_OVERFLOW) ? 4 : 0);
 }}
 
@@ -265,7 +276,8 @@ NHC_API int nhc_{self.name}_n(long N, {nsig}, double *o)
         return [f"int nhc_{self.name}({sig}, double *);", f"int nhc_{self.name}_n(long, {nsig}, double *);"]
 
     def layout(self) -> dict:
-        return {"args": list(self.args), "size": self.size, "outputs": self.outputs}
+        return {"args": list(self.args), "size": self.size, "outputs": self.outputs,
+                "nonzero": self.nonzero}
 
 
 def _prefix(name: str) -> str:

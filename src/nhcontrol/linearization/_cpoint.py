@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = ["point_function", "FIELDS", "INPUT_CONSTRAINT_FIELDS", "VERSION"]
 
-VERSION = "p4"
+VERSION = "p5"
 """Version of the C routine (part of the library's file name and cache key)."""
 
 FIELDS = ("M", "Q", "D", "Cx", "B", "Qd", "dMa_dx", "dMa_du", "dDTlam_dx", "dQ_dx", "dQ_dxd",
@@ -532,7 +532,7 @@ NHC_API int nhc_point_third_n(int64_t N, const int64_t *dims, const int64_t *ix,
 }
 
 /* the prepared one-point call (nhcontrol.linearize.prepared): the kernels of the model's own
-   library through their addresses fp = [linearization_terms, C (0: none), b (0: none)]
+   library through their addresses fp = [linearization_terms, C (0: none), b (0: none), ...]
    (int nhc_f(const double *..., double *o), nhcontrol/compiled/ccodegen.py), then
    nhc_point_third; T (the kernel's output, zeroed once: the kernel writes the same entries at
    every call), Cv, bv are the caller's buffers.  A kernel that fails returns
@@ -540,6 +540,11 @@ NHC_API int nhc_point_third_n(int64_t N, const int64_t *dims, const int64_t *ix,
 typedef int (*nhc_kernel6)(const double *, const double *, const double *, const double *,
                            const double *, const double *, double *);
 typedef int (*nhc_kernel3)(const double *, const double *, const double *, double *);
+typedef int (*nhc_prepared)(const int64_t *, const int64_t *, const int64_t *, const int64_t *,
+                            double *, double *, double *, const double *, const double *,
+                            const double *, const double *, const double *, const double *,
+                            double, double, double, double *, double *, double *, int64_t,
+                            int64_t *);
 
 NHC_API int nhc_point_prepared(const int64_t *fp, const int64_t *dims, const int64_t *ix,
                                const int64_t *off, double *T, double *Cv, double *bv,
@@ -594,8 +599,12 @@ NHC_API int nhc_point_first_order(const int64_t *fp, const int64_t *dims, const 
     if (!(finite_all(Hx, r * n) && finite_all(Hxd, r * n) && finite_all(Hz, r * r)
           && finite_all(Hw, r * nw) && finite_all(Ww, nw * nw) && finite_all(Wr, nw * nr)))
         return 64;
-    int rc = nhc_point_prepared(fp, dims, ix, off, T, Cv, bv, x, xd, xdd, lam, u, p, tol,
-                                cond_max, atol_u, A, Bout, W, nW, ipiv);
+    /* fp[3]: the same call specialised to the model and partition (linearization/_cspecial.py;
+       0: none), which writes T0, Vbb0 and Th0 into W in the layout of nhc_point_third */
+    int rc = fp[3] ? ((nhc_prepared)(intptr_t)fp[3])(fp, dims, ix, off, T, Cv, bv, x, xd, xdd, lam,
+                                                     u, p, tol, cond_max, atol_u, A, Bout, W, nW, ipiv)
+                   : nhc_point_prepared(fp, dims, ix, off, T, Cv, bv, x, xd, xdd, lam, u, p, tol,
+                                        cond_max, atol_u, A, Bout, W, nW, ipiv);
     if (rc) return rc;
     const double *T0 = W, *sol = W + at_sol, *Th0 = W + at_th0;
     for (i = 0; i < nt * nt; i++) Aout[i] = 0.0;
@@ -796,6 +805,12 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
     empty = np.zeros(1)
     null = ffi.NULL
     fn = lib.fn
+    work_arg: Any = None              # the generic routine: the thread's work array
+    from . import _cspecial
+
+    sp = _cspecial.routine(cm, idx, ck)
+    if sp is not None:                # specialised to the model and partition: no work array
+        fn, work_arg = sp.third, null
     import threading
 
     local = threading.local()        # per-thread work arrays of the routine (reused)
@@ -830,8 +845,8 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
                 local.keep = (W, piv)
             flags = fn(c_on if check else c_off, c_ix, fb(dbl, buf), c_offs, fb(dbl, Cv),
                        null if bv is None else fb(dbl, bv), fb(dbl, x), fb(dbl, xd), fb(dbl, xdd),
-                       fb(dbl, lam), tol, cond_max, atol_u, fb(dbl, A), fb(dbl, B), c_W,
-                       nwork, c_piv)
+                       fb(dbl, lam), tol, cond_max, atol_u, fb(dbl, A), fb(dbl, B),
+                       c_W if work_arg is None else work_arg, nwork, c_piv)
         except (FloatingPointFlags, ValueError):
             return None
         if flags:
@@ -841,7 +856,7 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
     raw_terms_n = ck.raw_many["linearization_terms"]
     raw_C_n = ck.raw_many.get("C") if m else None
     raw_b_n = ck.raw_many.get("b") if getattr(cm, "affine_names", ()) else None
-    fn_n = lib.fn_n
+    fn_n = lib.fn_n if sp is None else sp.third_n
     size = int(spec["size"])
     sizeC = int(ck.layout["functions"]["C"]["size"]) if raw_C_n is not None else 0
     sizeb = int(ck.layout["functions"]["b"]["size"]) if raw_b_n is not None else 0

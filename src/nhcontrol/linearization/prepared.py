@@ -193,8 +193,13 @@ class Linearizer:
         fl = ck.layout["functions"]
         has_C = bool(self.model.m) and "C" in fl
         has_b = bool(getattr(cm, "affine_names", ())) and "b" in fl
+        from . import _cspecial
+
+        sp = _cspecial.routine(cm, idx, ck)         # specialised to the model and partition
         fp = np.array([address("linearization_terms"), address("C") if has_C else 0,
-                       address("b") if has_b else 0], dtype=np.int64)
+                       address("b") if has_b else 0,
+                       0 if sp is None else int(sp.ffi.cast("intptr_t", sp.prepared))],
+                      dtype=np.int64)
         T = np.zeros(int(fl["linearization_terms"]["size"]))
         Cv = np.zeros(max(1, int(fl["C"]["size"]) if has_C else 1))
         bv = np.zeros(max(1, int(fl["b"]["size"]) if has_b else 1))
@@ -205,7 +210,7 @@ class Linearizer:
         nwork = int(lib.work(c_dims))
         W = np.empty(nwork)
         piv = np.empty(self._n + 1, dtype=np.int64)
-        self._keep = (dims, offs, ix, fp, T, Cv, bv, W, piv, ck, lib)   # alive with the cdata
+        self._keep = (dims, offs, ix, fp, T, Cv, bv, W, piv, ck, lib, sp)   # alive with the cdata
         # views of the routine's work array after a call (its layout, nhc_point_third in
         # _cpoint.py): T0 (n, n1) and Th0 (n, n - m) in model row order, and the rows ``[ad, d]``
         # of V̄̄0 (m + l, n) (Steps 1, 2, 4: the kinematics of the first-order rows)
@@ -219,10 +224,15 @@ class Linearizer:
                            W[at_th0:at_th0 + n * na].reshape(n, na))
         self._T = T
         self._fb, self._dbl = fb, dbl
-        fn = lib.prepared
         head = (fb(i64, fp), c_dims, fb(i64, ix), fb(i64, offs), fb(dbl, T), fb(dbl, Cv),
                 fb(dbl, bv))
-        tail = (fb(dbl, W), nwork, fb(i64, piv))
+        # the tail with the work array (the kinematics views above are filled); the specialised
+        # routine needs none for A and B alone (NULL: it skips writing the kinematics)
+        self._kin_tail = (fb(dbl, W), nwork, fb(i64, piv))
+        if sp is None:
+            fn, tail = lib.prepared, self._kin_tail
+        else:
+            fn, tail = sp.prepared, (ffi.NULL, nwork, self._kin_tail[2])
         c_p, c_u0 = fb(dbl, self._p), fb(dbl, self._u0)
         tol, cond_max, atol_u = self.tol, self.cond_max, INPUT_CONSTRAINT_ATOL
         return fn, head, tail, c_p, c_u0, (tol, cond_max, atol_u)
@@ -378,9 +388,12 @@ class Linearizer:
     def _call_fast(self, x: Any, xd: Any, xdd: Any, lam: Any, u: Any,
                    out: Any, locked: bool = False) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The compiled call only; `_Refused` when it cannot decide (the caller goes through
-        `linearize` with the reference itself, for its messages)."""
+        `linearize` with the reference itself, for its messages).  ``locked``: the caller
+        holds the lock and reads the kinematics views after the call."""
         f = self._fast
         fn, head, tail, c_p, c_u0, scal = f
+        if locked:
+            tail = self._kin_tail
         fb, dbl = self._fb, self._dbl
         try:
             if out is None:
