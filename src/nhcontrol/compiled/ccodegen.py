@@ -303,7 +303,9 @@ def generate_c(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict, m
         C string); the others hold the chunk functions.  A small model (chunks of at most
         `UNIT_STATEMENTS` statements in all) is one unit.
     layout : dict
-        ``{"key", "generator", "functions": {name: {"args", "size", "outputs"}}, "cdef"}``;
+        ``{"key", "generator", "functions": {name: {"args", "size", "outputs", "nonzero"}},
+        "cdef"}``; ``nonzero``: the flat indices the function writes (every other entry is
+        zero for all arguments: the structural non-zeros of its expressions);
         ``outputs`` are ``(offset, size, shape)`` into the flat buffer of ``size`` doubles.
 
     Raises

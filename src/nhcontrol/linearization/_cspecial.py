@@ -660,7 +660,6 @@ def routine(cm: Any, idx: Any, ck: Any) -> "_Library | None":
             return _LIBS[str(path)]
         from ..compiled import cache as _cache
         from ..compiled.cbackend import CompilerUnavailable, compile_library
-        from ..compiled.ccodegen import prebuilt_ffi_arguments
 
         lib = None
         try:
@@ -677,6 +676,8 @@ def routine(cm: Any, idx: Any, ck: Any) -> "_Library | None":
                 except (ValueError, KeyError, IndexError, TypeError):
                     _LIBS[str(path)] = None    # not a layout this generator can read
                     return None
+                from ..compiled.ccodegen import prebuilt_ffi_arguments   # a cold build only
+
                 layout: dict[str, Any] = {"key": key, "generator": VERSION, "cdef": _CDEF}
                 ffi_args = prebuilt_ffi_arguments(_CDEF)
                 if ffi_args is not None:
