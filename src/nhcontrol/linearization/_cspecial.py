@@ -21,7 +21,10 @@ constraints (8).  The entry points have the generic routine's signatures (``dims
 one function pointer:
 
 * ``nhc_sp_third`` / ``nhc_sp_third_n`` for `_cpoint`'s ``run`` / ``run_n``;
-* ``nhc_sp_prepared`` for the prepared linearizer; it writes ``T0``, the rows ``[ad, d]`` of
+* ``nhc_sp_call`` (bound arguments in one array: each foreign argument costs Python time)
+  and ``nhc_sp_bound`` (all arguments bound: `Linearizer.bind`) for the prepared
+  linearizer;
+* ``nhc_sp_prepared`` for the prepared linearizer's other calls; it writes ``T0``, the rows ``[ad, d]`` of
   ``V̄̄0`` and ``Th0`` into the work array at the generic layout only when the work array is
   given (not NULL), for the first-order rows (`Linearizer._with_kinematics`,
   ``nhc_point_first_order``).
@@ -48,7 +51,7 @@ from .._util.errors import CacheError
 
 __all__: list[str] = []
 
-VERSION = "s1"
+VERSION = "s2"
 """Version of the generator (part of the library's file name and key)."""
 
 OPT_FLAGS = ["-O2"]
@@ -69,6 +72,9 @@ int nhc_sp_prepared(const int64_t *, const int64_t *, const int64_t *, const int
                     double *, double *, double *, const double *, const double *,
                     const double *, const double *, const double *, const double *, double,
                     double, double, double *, double *, double *, int64_t, int64_t *);
+int nhc_sp_call(const int64_t *, const double *, const double *, const double *, const double *,
+                const double *, double *, double *);
+int nhc_sp_bound(const int64_t *);
 extern const char nhc_layout[];
 """
 
@@ -578,6 +584,45 @@ NHC_API int nhc_sp_prepared(const int64_t *fp, const int64_t *dims, const int64_
                    cond_max, atol_u, A, Bout, W);
 }}
 
+/* the prepared call with its bound arguments in one array (fewer foreign arguments: each costs
+   Python time): ctx = [fp[0], fp[1], fp[2], check, T, Cv, bv, p, W (0: no kinematics),
+   scalars (tol, cond_max, atol_u), and for nhc_sp_bound: x, xd, xdd, lam, u, A, B], as
+   int64 addresses */
+#define PTR(t, i) ((t)(intptr_t)ctx[i])
+static int sp_run(const int64_t *ctx, const double *x, const double *xd, const double *xdd,
+                  const double *lam, const double *u, double *A, double *Bout)
+{{
+    const double *p = PTR(const double *, 7), *sc = PTR(const double *, 9);
+    double *T = PTR(double *, 4), *Cv = PTR(double *, 5), *bv = PTR(double *, 6);
+    const int check = (int)ctx[3];
+    int rc = PTR(nhc_kernel6, 0)(x, xd, xdd, lam, u, p, T);
+    if (rc) return 32 | (rc << 8);
+    if (check && ctx[1]) {{
+        rc = PTR(nhc_kernel3, 1)(x, u, p, Cv);
+        if (rc) return 32 | (rc << 8);
+    }}
+    if (check && ctx[2]) {{
+        rc = PTR(nhc_kernel3, 2)(x, u, p, bv);
+        if (rc) return 32 | (rc << 8);
+    }}
+    return sp_body(check, T, Cv, (check && ctx[2]) ? bv : 0, x, xd, xdd, lam, sc[0], sc[1], sc[2],
+                   A, Bout, PTR(double *, 8));
+}}
+
+NHC_API int nhc_sp_call(const int64_t *ctx, const double *x, const double *xd, const double *xdd,
+                        const double *lam, const double *u, double *A, double *Bout)
+{{
+    return sp_run(ctx, x, xd, xdd, lam, u, A, Bout);
+}}
+
+NHC_API int nhc_sp_bound(const int64_t *ctx)
+{{
+    return sp_run(ctx, PTR(const double *, 10), PTR(const double *, 11), PTR(const double *, 12),
+                  PTR(const double *, 13), PTR(const double *, 14), PTR(double *, 15),
+                  PTR(double *, 16));
+}}
+#undef PTR
+
 NHC_API const char nhc_layout[] = NHC_LAYOUT;
 """
 
@@ -609,6 +654,7 @@ class _Library:
         lib = ffi.dlopen(str(path))
         self.path, self._raw, self.ffi, self.lib = path, raw, ffi, lib
         self.third, self.third_n, self.prepared = lib.nhc_sp_third, lib.nhc_sp_third_n, lib.nhc_sp_prepared
+        self.call, self.bound = lib.nhc_sp_call, lib.nhc_sp_bound
 
 
 _SELF: list[bytes] = []

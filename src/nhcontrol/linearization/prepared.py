@@ -171,6 +171,9 @@ class Linearizer:
         self._lock = _new_lock()
         self._out_key: Any = None
         self._out_c: Any = None
+        self._in_key: Any = None
+        self._in_c: Any = None
+        self._sp: Any = None
         self._fast = self._bind() if getattr(cm, "backend", None) == "c" else None
         self.compiled = self._fast is not None
 
@@ -233,6 +236,17 @@ class Linearizer:
             fn, tail = lib.prepared, self._kin_tail
         else:
             fn, tail = sp.prepared, (ffi.NULL, nwork, self._kin_tail[2])
+            # the bound arguments of nhc_sp_call / nhc_sp_bound as one array of addresses
+            # (_cspecial.py): fewer foreign arguments per call
+            scal = np.array([self.tol, self.cond_max, INPUT_CONSTRAINT_ATOL])
+
+            def addr(a: Any) -> int:
+                return 0 if a is None else int(ffi.cast("intptr_t", fb(dbl, a)))
+
+            ctx = np.array(list(fp[:3]) + [int(dims[4]), addr(T), addr(Cv), addr(bv), addr(self._p),
+                                          0, addr(scal)] + [0] * 7, dtype=np.int64)
+            self._keep += (scal, ctx)
+            self._sp = (sp, ctx, fb(i64, ctx))
         c_p, c_u0 = fb(dbl, self._p), fb(dbl, self._u0)
         tol, cond_max, atol_u = self.tol, self.cond_max, INPUT_CONSTRAINT_ATOL
         return fn, head, tail, c_p, c_u0, (tol, cond_max, atol_u)
@@ -284,10 +298,22 @@ class Linearizer:
                     else:
                         A, B = out
                         cA, cB = self._out_cdata(out)
-                    args = (fb(dbl, x), fb(dbl, xd), fb(dbl, xdd), fb(dbl, lam),
-                            c_u0 if u is None else fb(dbl, u), c_p)
+                    # the cdata of the inputs, remembered for the last arrays used (like out):
+                    # the same array objects are the same memory
+                    key = self._in_key
+                    if key is not None and key[0] is x and key[1] is xd and key[2] is xdd \
+                            and key[3] is lam:
+                        cin = self._in_c
+                    else:
+                        cin = (fb(dbl, x), fb(dbl, xd), fb(dbl, xdd), fb(dbl, lam))
+                        self._in_key, self._in_c = (x, xd, xdd, lam), cin
+                    cu = c_u0 if u is None else fb(dbl, u)
+                    sp = self._sp
                     with self._lock:
-                        flags = fn(*head, *args, *scal, cA, cB, *tail)
+                        if sp is not None:
+                            flags = sp[0].call(sp[2], *cin, cu, cA, cB)
+                        else:
+                            flags = fn(*head, *cin, cu, c_p, *scal, cA, cB, *tail)
                 except (ValueError, BufferError, TypeError):
                     flags = -1          # not contiguous (from_buffer), a bad out: the slow path
                 if not flags:
@@ -455,10 +481,16 @@ class Linearizer:
         fn, head, tail, c_p, c_u0, scal = f
         fb, dbl = self._fb, self._dbl
         cA, cB = self._out_cdata(out)
-        args = head + (fb(dbl, x), fb(dbl, xd), fb(dbl, xdd), fb(dbl, lam),
-                       c_u0 if u is None else fb(dbl, u), c_p) + scal + (cA, cB) + tail
+        cin = (fb(dbl, x), fb(dbl, xd), fb(dbl, xdd), fb(dbl, lam), c_u0 if u is None else fb(dbl, u))
+        args = head + cin + (c_p,) + scal + (cA, cB) + tail
         lock, general = self._lock, self._general
-        keep = (x, xd, xdd, lam, u, out)          # the memory behind the bound cdata
+        keep: tuple = (x, xd, xdd, lam, u, out, cin, cA, cB)   # the memory behind the bound cdata
+        if self._sp is not None:         # the specialised routine: every argument in one array
+            sp, ctx0, _ = self._sp
+            ctx = ctx0.copy()
+            ctx[10:17] = [int(sp.ffi.cast("intptr_t", c)) for c in cin + (cA, cB)]
+            keep += (ctx,)
+            fn, args = sp.bound, (fb(sp.ffi.typeof("int64_t[]"), ctx),)
 
         def call() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
             with lock:
