@@ -43,9 +43,6 @@ from ._layout import C_GENERATOR_VERSION  # noqa: E402,F401  (part of the librar
 #: Statements per chunk function and per translation unit.
 CHUNK_STATEMENTS = 150
 UNIT_STATEMENTS = 1200
-#: Work arrays of at most this many doubles (32 KiB) live on the stack of the one-point entry
-#: point; larger ones are allocated per call.
-STACK_WORK = 4096
 
 # the C library functions Python's math module calls for the same name (math.gamma, for
 # instance, is CPython's own and has no counterpart here: such models keep the Python kernels)
@@ -238,23 +235,18 @@ class _Function:
                            for ci in range(len(self.chunks)))
         checks = "\n".join(f"    for (k = 0; k < {n}; k++) if (!isfinite({_ARG_C[a]}[k])) return 16;"
                            for a, n in self.sizes.items() if n)
-        if self.nwork <= STACK_WORK:      # a small work array on the stack: no malloc per call
-            alloc, release = f"double W[{self.nwork}];", ""
-        else:
-            alloc = (f"double *W = (double *)malloc({self.nwork} * sizeof(double));\n"
-                     f"    if (W == NULL) return 8;")
-            release = "\n    free(W);"
         return f"""NHC_API int nhc_{self.name}({sig}, double *o)
 {{
+    double *W;
     int flags, k;
 {checks}
     (void)k;
-    {{
-    {alloc}
+    W = (double *)malloc({self.nwork} * sizeof(double));
+    if (W == NULL) return 8;
     feclearexcept(FE_ALL_EXCEPT);
 {calls}
-    flags = fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW);{release}
-    }}
+    flags = fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW);
+    free(W);
     return ((flags & FE_INVALID) ? 1 : 0) | ((flags & FE_DIVBYZERO) ? 2 : 0) | ((flags & FE_OVERFLOW) ? 4 : 0);
 }}
 
