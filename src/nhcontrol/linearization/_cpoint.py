@@ -854,6 +854,11 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
         return A, B, buf
 
     raw_terms_n = ck.raw_many["linearization_terms"]
+    # the N-point kernel called directly (cbackend.CKernels: N, then argument, row stride pairs,
+    # then the output) when its arguments are those of the raw call
+    direct = list(spec["args"]) == ["x", "xd", "xdd", "lam", "u", "p"]
+    kern_n = getattr(ck._lib, "nhc_linearization_terms_n")
+    kfb, kdbl = ck._ffi.from_buffer, ck._ffi.typeof("double[]")
     raw_C_n = ck.raw_many.get("C") if m else None
     raw_b_n = ck.raw_many.get("b") if getattr(cm, "affine_names", ()) else None
     fn_n = lib.fn_n if sp is None else sp.third_n
@@ -888,6 +893,11 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
         piv = np.empty(n + 1, dtype=np.int64)
         c_W, c_piv = fb(dbl, W), fb(i64, piv)
         first = None
+        # one zeroed kernel buffer for all blocks: the kernel writes the same entries (its
+        # structural non-zeros) at every point, the others stay zero (a fresh 1 MB buffer per
+        # block cost its zeroing and page faults)
+        kbuf = np.zeros((min(N, BLOCK), size))
+        c_kbuf = kfb(kdbl, kbuf)
         for s in range(0, N, BLOCK):
             e = min(N, s + BLOCK)
             nb = e - s
@@ -896,7 +906,14 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
             us = u0row if u is None else contiguous(u[s:e], dtype=np.float64)
             ps = p if p.shape[0] == 1 else contiguous(p[s:e])
             try:
-                buf = raw_terms_n(xs, xds, xdds, lams, us, ps, nb)
+                if nb and not direct:
+                    kbuf[:nb] = raw_terms_n(xs, xds, xdds, lams, us, ps, nb)
+                elif nb:
+                    rows = (xs, xds, xdds, lams, us, ps)
+                    if kern_n(nb, *[v for a in rows for v in (kfb(kdbl, a), a.shape[1] if a.shape[0] > 1 else 0)],
+                              c_kbuf):
+                        raise MemoryError("the C kernel could not allocate its work array")
+                buf = kbuf[:nb]
                 Cv = raw_C_n(xs, us, ps, nb) if (check and raw_C_n is not None) else empty2
                 bv = raw_b_n(xs, us, ps, nb) if (check and raw_b_n is not None) else None
             except MemoryError:

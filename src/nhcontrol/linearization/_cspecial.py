@@ -82,6 +82,9 @@ extern const char nhc_layout[];
 ONE = "1.0"
 CHUNK = 150
 """Statements per chunk function of the generated routine."""
+MAX_VALUES = 3000
+"""Larger routines are not generated (their compile time would grow past seconds; the generic
+routine serves them). The bicycle benchmark needs about 800 values."""
 
 
 def _helpers() -> str:
@@ -123,6 +126,8 @@ class _Gen:
     def var(self, expr: str) -> str:
         name = f"w[{self.k}]"
         self.k += 1
+        if self.k > MAX_VALUES:
+            raise ValueError(f"more than {MAX_VALUES} intermediate values: the generic routine")
         self.emit(f"{name} = {expr};")
         return name
 
