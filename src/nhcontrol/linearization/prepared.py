@@ -169,10 +169,8 @@ class Linearizer:
         self._u0 = np.zeros(k)
         self._u0.setflags(write=False)
         self._lock = _new_lock()
-        self._out_key: Any = None
-        self._out_c: Any = None
-        self._in_key: Any = None
-        self._in_c: Any = None
+        self._out_last: Any = None       # (A, B, their cdata) of the last out used
+        self._in: Any = None             # (x, xd, xdd, lam, their cdata) of the last call
         self._sp: Any = None
         self._fast = self._bind() if getattr(cm, "backend", None) == "c" else None
         self.compiled = self._fast is not None
@@ -300,13 +298,13 @@ class Linearizer:
                         cA, cB = self._out_cdata(out)
                     # the cdata of the inputs, remembered for the last arrays used (like out):
                     # the same array objects are the same memory
-                    key = self._in_key
-                    if key is not None and key[0] is x and key[1] is xd and key[2] is xdd \
-                            and key[3] is lam:
-                        cin = self._in_c
+                    last = self._in          # one attribute: read and replaced atomically
+                    if last is not None and last[0] is x and last[1] is xd and last[2] is xdd \
+                            and last[3] is lam:
+                        cin = last[4]
                     else:
                         cin = (fb(dbl, x), fb(dbl, xd), fb(dbl, xdd), fb(dbl, lam))
-                        self._in_key, self._in_c = (x, xd, xdd, lam), cin
+                        self._in = (x, xd, xdd, lam, cin)
                     cu = c_u0 if u is None else fb(dbl, u)
                     sp = self._sp
                     with self._lock:
@@ -322,8 +320,9 @@ class Linearizer:
 
     def _out_cdata(self, out: Any) -> tuple[Any, Any]:
         """The cdata of ``out`` (remembered for the last ``out`` tuple used)."""
-        if self._out_key is not None and self._out_key[0] is out[0] and self._out_key[1] is out[1]:
-            return self._out_c
+        last = self._out_last            # one attribute: read and replaced atomically (threads)
+        if last is not None and last[0] is out[0] and last[1] is out[1]:
+            return last[2]
         A, B = out
         ns, k = self.nstates, self._k
         for a, shape, name in ((A, (ns, ns), "A"), (B, (ns, k), "B")):
@@ -334,7 +333,7 @@ class Linearizer:
                     f"float64 array of shape {shape}, got "
                     f"{type(a).__name__} {getattr(a, 'dtype', '')} {getattr(a, 'shape', '')}")
         c = (self._fb(self._dbl, A), self._fb(self._dbl, B))
-        self._out_key, self._out_c = (A, B), c
+        self._out_last = (A, B, c)
         return c
 
     def _vector(self, a: Any, size: int, name: str) -> NDArray[np.float64]:
