@@ -257,9 +257,10 @@ def _both(cm, idx):
     """``(specialised, generic)`` one-point functions of `_cpoint` for ``cm`` and ``idx``."""
     from nhcontrol.linearization import _cspecial
 
+    assert _cspecial.routine(cm, idx, cm._ck) is not None       # built: point_function loads it
     _cpoint._FUNCS.clear()
     sp = _cpoint.point_function(cm, idx, np.inf)
-    assert sp is not None and _cspecial.routine(cm, idx, cm._ck) is not None
+    assert sp is not None
     orig = _cspecial.routine
     _cspecial.routine = lambda *a, **k: None
     try:
@@ -396,3 +397,29 @@ def test_specialised_routine_equals_generic_every_model(name):
         pt = [rng.uniform(-0.5, 0.5, s) for s in (n, n, n, c)]
         u = rng.uniform(-1, 1, k) if k else None
         _same_or_both_declined(sp(*pt, u, None, False, 1e-8, 1e8), gen(*pt, u, None, False, 1e-8, 1e8))
+
+
+def test_linearize_specialises_after_some_points(tmp_path, monkeypatch):
+    """`linearize` builds the specialised routine only after `_cpoint.SPECIALISE_AFTER` points of
+    one model and partition (a one-off call does not wait for the compiler); the prepared
+    linearizer builds it at once; the results do not change."""
+    from nhcontrol.models import sleigh as sl
+
+    cm = sl.build().compile(cache_dir=tmp_path)
+    ref = sl.straight_motion(cm, 1.0)
+    part = suggest_partition(cm, ref)
+    monkeypatch.setattr(_cpoint, "SPECIALISE_AFTER", 50)
+    _cpoint._FUNCS.clear()
+
+    def libs():
+        return [p for p in tmp_path.glob("nhc_pspec_*") if not p.name.endswith(".sha256")]
+
+    one = linearize(cm, ref, part, t=0.1)
+    assert not libs()
+    ts = np.linspace(0.0, 1.0, 60)
+    first = linearize(cm, ref, part, t=ts)
+    assert len(libs()) == 1
+    again = linearize(cm, ref, part, t=ts)
+    assert _rel(again.A, first.A) <= 1e-13 and _rel(again.B, first.B) <= 1e-13
+    assert _rel(linearize(cm, ref, part, t=0.1).A, one.A) <= 1e-13
+    _cpoint._FUNCS.clear()

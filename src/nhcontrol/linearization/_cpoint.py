@@ -804,13 +804,23 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
     psize = p0.shape[0]
     empty = np.zeros(1)
     null = ffi.NULL
-    fn = lib.fn
-    work_arg: Any = None              # the generic routine: the thread's work array
     from . import _cspecial
 
-    sp = _cspecial.routine(cm, idx, ck)
-    if sp is not None:                # specialised to the model and partition: no work array
-        fn, work_arg = sp.third, null
+    # the routine specialised to the model and partition (_cspecial.py) when its library is
+    # in the cache; else the generic one until SPECIALISE_AFTER points have gone through this
+    # function, then it is built (a one-off call does not wait for a compiler)
+    sp = _cspecial.routine(cm, idx, ck, build=False)
+    cur = [(lib.fn, lib.fn_n, None) if sp is None else (sp.third, sp.third_n, null),
+           sp is not None, 0]                  # routines (one tuple), specialised tried, points
+
+    def count(N: int) -> None:
+        cur[2] += N
+        if not cur[1] and cur[2] >= SPECIALISE_AFTER:
+            cur[1] = True
+            got = _cspecial.routine(cm, idx, ck)
+            if got is not None:
+                cur[0] = (got.third, got.third_n, null)
+
     import threading
 
     local = threading.local()        # per-thread work arrays of the routine (reused)
@@ -837,6 +847,7 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
             bv = raw_b(x, u, p) if (check and raw_b is not None) else None
             A = np.empty((ns, ns))
             B = np.empty((ns, k))
+            fn, _, work_arg = cur[0]
             try:
                 c_W, c_piv = local.work
             except AttributeError:      # first call in this thread: its own work arrays
@@ -851,6 +862,8 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
             return None
         if flags:
             return None
+        if not cur[1]:
+            count(1)
         return A, B, buf
 
     raw_terms_n = ck.raw_many["linearization_terms"]
@@ -861,7 +874,6 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
     kfb, kdbl = ck._ffi.from_buffer, ck._ffi.typeof("double[]")
     raw_C_n = ck.raw_many.get("C") if m else None
     raw_b_n = ck.raw_many.get("b") if getattr(cm, "affine_names", ()) else None
-    fn_n = lib.fn_n if sp is None else sp.third_n
     size = int(spec["size"])
     sizeC = int(ck.layout["functions"]["C"]["size"]) if raw_C_n is not None else 0
     sizeb = int(ck.layout["functions"]["b"]["size"]) if raw_b_n is not None else 0
@@ -887,6 +899,7 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
                 return None
         if u is not None and not (type(u) is np.ndarray and u.shape == (N, k)):
             return None
+        fn_n = cur[0][1]
         A = np.empty((N, ns, ns))
         B = np.empty((N, ns, k))
         W = np.empty(nwork)
@@ -929,6 +942,8 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
                 return None
             if first is None:
                 first = buf[0].copy()
+        if not cur[1]:
+            count(N)
         return A, B, first
 
     run.__dict__["_keep"] = keep
@@ -937,6 +952,11 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
     run.__dict__["many"] = run_n
     return run
 
+
+SPECIALISE_AFTER = 1000
+"""Points a compiled one-point function of `linearize` runs with the generic routine before it
+builds the routine specialised to its model and partition (`_cspecial`; about 0.5-1.5 s of
+compiling, once per model and partition: the prepared linearizer builds it at once)."""
 
 BLOCK = 128
 """Points per kernel call of the stacked compiled path (the kernel output of a block, ~0.3 MB for

@@ -700,9 +700,10 @@ def inputs_for(cm: Any, idx: Any, ck: Any) -> "tuple[tuple, str] | None":
     return args, h.hexdigest()
 
 
-def routine(cm: Any, idx: Any, ck: Any) -> "_Library | None":
+def routine(cm: Any, idx: Any, ck: Any, build: bool = True) -> "_Library | None":
     """The specialised routine of model ``cm`` and partition ``idx`` (built on first use into
-    the kernels' cache directory), or None: the generic routine."""
+    the kernels' cache directory; with ``build=False`` only loaded when it is there), or None:
+    the generic routine."""
     got = inputs_for(cm, idx, ck)
     if got is None:
         return None
@@ -711,6 +712,10 @@ def routine(cm: Any, idx: Any, ck: Any) -> "_Library | None":
     with _LOCK:
         if str(path) in _LIBS:
             return _LIBS[str(path)]
+        from ..compiled import cache as _cache
+
+        if not build and not (path.exists() or _cache.record_path(path).exists()):
+            return None
         from ..compiled import cache as _cache
         from ..compiled.cbackend import CompilerUnavailable, compile_library
 
