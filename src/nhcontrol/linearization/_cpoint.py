@@ -649,7 +649,7 @@ _LIBS: dict[str, Any] = {}        # cache directory -> _Library or None (unusabl
 
 def _source() -> tuple[str, str]:
     """The C source with its layout, and the cache key (sha256 of the routine and its version)."""
-    from ..compiled.ccodegen import prebuilt_ffi_arguments
+    from ..compiled._ffi_tables import prebuilt_ffi_arguments
 
     key = hashlib.sha256((VERSION + "\n" + C_SOURCE).encode()).hexdigest()
     layout: dict[str, Any] = {"key": key, "generator": VERSION, "cdef": _CDEF}
@@ -923,8 +923,8 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
                     kbuf[:nb] = raw_terms_n(xs, xds, xdds, lams, us, ps, nb)
                 elif nb:
                     rows = (xs, xds, xdds, lams, us, ps)
-                    if kern_n(nb, *[v for a in rows for v in (kfb(kdbl, a), a.shape[1] if a.shape[0] > 1 else 0)],
-                              c_kbuf):
+                    strided = [v for a in rows for v in (kfb(kdbl, a), a.shape[1] if a.shape[0] > 1 else 0)]
+                    if kern_n(nb, *strided, c_kbuf):
                         raise MemoryError("the C kernel could not allocate its work array")
                 buf = kbuf[:nb]
                 Cv = raw_C_n(xs, us, ps, nb) if (check and raw_C_n is not None) else empty2

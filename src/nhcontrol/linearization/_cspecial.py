@@ -16,26 +16,28 @@ dense in the rows and keeps the zero columns of the right factor.
 
 Same checks, flags and fallback as the generic routine: admissibility (1), conditioning
 pre-check (2), a singular block or a result that is not finite (4), inputs in the
-constraints (8).  The entry points have the generic routine's signatures (``dims``, ``ix``,
+constraints (8).  Three entry points have the generic routine's signatures (``dims``, ``ix``,
 ``off`` are checked against the baked constants: 16 when they differ), so the callers swap
 one function pointer:
 
 * ``nhc_sp_third`` / ``nhc_sp_third_n`` for `_cpoint`'s ``run`` / ``run_n``;
-* ``nhc_sp_call`` (bound arguments in one array: each foreign argument costs Python time)
-  and ``nhc_sp_bound`` (all arguments bound: `Linearizer.bind`) for the prepared
-  linearizer;
-* ``nhc_sp_prepared`` for the prepared linearizer's other calls; it writes ``T0``, the rows ``[ad, d]`` of
-  ``V̄̄0`` and ``Th0`` into the work array at the generic layout only when the work array is
-  given (not NULL), for the first-order rows (`Linearizer._with_kinematics`,
-  ``nhc_point_first_order``).
+* ``nhc_sp_prepared`` for the prepared linearizer's ``_call_fast`` and, through ``fp[3]``,
+  ``nhc_point_first_order``; it writes ``T0``, the rows ``[ad, d]`` of ``V̄̄0`` and ``Th0`` into
+  the work array at the generic layout only when the work array is given (not NULL), for the
+  first-order rows (`Linearizer._with_kinematics`).
+
+Two more take the prepared call's bound arguments as one array of addresses (each foreign
+argument costs Python time): ``nhc_sp_call`` (the point and the outputs as arguments:
+`Linearizer.__call__`) and ``nhc_sp_bound`` (everything bound: `Linearizer.bind`).
 
 The library is per (kernel library, partition): generated from the kernel layout and the
 partition indices alone (no SymPy, a few milliseconds), compiled once with
 `nhcontrol.compiled.cbackend.compile_library` into the model's cache directory as
 ``nhc_pspec_<key>.<VERSION>.<platform>.so`` (key: sha256 of the generator's version and code
 and of its inputs, so a warm start generates nothing) with the sha256 record of the cache,
-verified before it is opened.  A layout without the pattern, a generation or build
-that fails: None, and the callers use the generic routine.
+verified before it is opened.  A layout without the pattern, a routine of more than
+`MAX_VALUES` intermediate values, a generation or build that fails: None, and the callers
+use the generic routine.
 """
 
 from __future__ import annotations
@@ -261,10 +263,12 @@ def generate(n: int, m: int, l: int, k: int, ai: Sequence[int], ad: Sequence[int
         return " + ".join(terms) if terms else "0.0"
 
     for i in range(m):
-        g.emit(f"double sc{i} = {sum_or_zero([f'fabs({D[i][j]}) * xs[{j}]' for j in range(n) if D[i][j] is not None])};")
+        sc = sum_or_zero([f"fabs({D[i][j]}) * xs[{j}]" for j in range(n) if D[i][j] is not None])
+        g.emit(f"double sc{i} = {sc};")
         g.emit(f"if (sc{i} > fh) fh = sc{i};")
     for i in range(c):
-        g.emit(f"double row{i} = {sum_or_zero([f'fabs({D[i][j]})' for j in range(n) if D[i][j] is not None])};")
+        row = sum_or_zero([f"fabs({D[i][j]})" for j in range(n) if D[i][j] is not None])
+        g.emit(f"double row{i} = {row};")
         qd = f"fabs({Qd[i]})" if Qd[i] is not None else "0.0"
         g.emit(f"t = row{i} * vx + (bv ? fabs(bv[{i}]) : 0.0); if (t > fv) fv = t;")
         g.emit(f"t = row{i} * (ax + vx * vx + aF) + {qd}; if (t > fa) fa = t;")
@@ -489,7 +493,7 @@ def generate(n: int, m: int, l: int, k: int, ai: Sequence[int], ad: Sequence[int
             chunks.append([])
         chunks[-1].extend(unit)
     arrays = dict(g.arrays)
-    struct = ("struct sp_ctx {\n    int flags;\n    int64_t ipv[%d];\n    double w[%d];\n" % (big, max(1, g.k))
+    struct = (f"struct sp_ctx {{\n    int flags;\n    int64_t ipv[{big}];\n    double w[{max(1, g.k)}];\n"
               + "".join(f"    double {a}[{sz}];\n" for a, sz in arrays.items()) + "};\n")
     unpack = "".join(f"    double *{a} = ctx->{a}; (void){a};\n" for a in arrays)
     args = ("struct sp_ctx *restrict ctx, int check, const double *restrict T, const double *Cv, "
@@ -501,7 +505,8 @@ def generate(n: int, m: int, l: int, k: int, ai: Sequence[int], ad: Sequence[int
     for ci, lines in enumerate(chunks):
         funcs.append(f"static NHC_NOINLINE int sp_c{ci}({args})\n{{\n"
                      "    (void)check; (void)T; (void)Cv; (void)bv; (void)x0; (void)xd0; (void)xdd0;\n"
-                     "    (void)lam0; (void)tol; (void)cond_max; (void)atol_u; (void)A; (void)Bout; (void)W;\n"
+                     "    (void)lam0; (void)tol; (void)cond_max; (void)atol_u; (void)A; (void)Bout;\n"
+                     "    (void)W;\n"
                      "    double *restrict w = ctx->w; int64_t *ipv = ctx->ipv; (void)w; (void)ipv;\n"
                      "    const double lim = cond_max * cond_max; (void)lim;\n"
                      + unpack + "\n".join(lines) + "\n    return 0;\n}\n")
@@ -672,7 +677,10 @@ def _generator_digest() -> bytes:
     if not _SELF:
         from ._cpoint import C_SOURCE
 
-        h = hashlib.sha256(Path(__file__).read_bytes())
+        try:
+            h = hashlib.sha256(Path(__file__).read_bytes())
+        except OSError:                  # pragma: no cover - no source file (then VERSION decides)
+            h = hashlib.sha256(VERSION.encode())
         h.update(C_SOURCE.encode())
         _SELF.append(h.digest())
     return _SELF[0]
@@ -734,7 +742,7 @@ def routine(cm: Any, idx: Any, ck: Any, build: bool = True) -> "_Library | None"
                 except (ValueError, KeyError, IndexError, TypeError):
                     _LIBS[str(path)] = None    # not a layout this generator can read
                     return None
-                from ..compiled.ccodegen import prebuilt_ffi_arguments   # a cold build only
+                from ..compiled._ffi_tables import prebuilt_ffi_arguments   # a cold build only
 
                 layout: dict[str, Any] = {"key": key, "generator": VERSION, "cdef": _CDEF}
                 ffi_args = prebuilt_ffi_arguments(_CDEF)

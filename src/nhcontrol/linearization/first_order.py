@@ -391,7 +391,7 @@ def _first_order_plan(lz: Any, r: int, nw: int, nr: int) -> Any:
     fo = getattr(lib, "first_order", None)
     if fo is None or lz._fast is None:
         return None
-    _, head, tail, c_p, c_u0, scal = lz._fast
+    _, head, _, c_p, c_u0, scal = lz._fast      # the tail with the work array: lz._kin_tail
     fb, dbl = lz._fb, lz._dbl
     ns, k = lz.nstates, lz._k
     Am, Bm = np.empty(max(1, ns * ns)), np.empty(max(1, ns * k))
