@@ -90,6 +90,33 @@ def _compare(c: CompiledModel, py: CompiledModel, seed: int = 0, N: int = 6) -> 
                                                                     P["p"][i]).__dict__.values()):
             _close(f1[i], f2)
         _close(Mc[i], py.M(P["x"][i], P["u"][i], P["p"][0]))
+    _pattern_holds(c, py, P)
+
+
+def _pattern_holds(c: CompiledModel, py: CompiledModel, P: dict) -> None:
+    """The structural non-zeros recorded in the layout (``"nonzero"``: the entries the C kernel
+    writes; the specialised Steps 1-7 of linearization/_cspecial.py rely on them): the C
+    kernel writes no other entry (a sentinel survives there) and the Python kernel, evaluated
+    independently at random points, is zero there."""
+    lin = ("x", "xd", "xdd", "lam", "u", "p")
+    for name, spec in c._ck.layout["functions"].items():
+        nz = np.zeros(spec["size"], dtype=bool)
+        nz[np.asarray(spec["nonzero"], dtype=np.int64)] = True
+        if not set(spec["args"]) <= set(P):
+            continue
+        fn, ffi = getattr(c._ck._lib, f"nhc_{name}"), c._ck._ffi
+        args = [np.ascontiguousarray(P[g][0]) for g in spec["args"]]
+        out = np.full(spec["size"], 7.25)
+        assert fn(*[ffi.from_buffer("double[]", a) for a in args], ffi.from_buffer("double[]", out)) == 0
+        assert np.all(out[~nz] == 7.25), name
+        if name != "linearization_terms":
+            continue
+        for i in range(P["x"].shape[0]):
+            flat = np.zeros(spec["size"])
+            vals = py.linearization_terms(*[P[g][i] for g in lin]).__dict__.values()
+            for (at, size, _), v in zip(spec["outputs"], vals):
+                flat[at:at + size] = np.asarray(v).ravel()
+            assert np.all(flat[~nz] == 0.0), np.nonzero(flat[~nz])
 
 
 @pytest.fixture(scope="module")

@@ -250,3 +250,176 @@ def test_compiled_point_from_threads():
     for th in threads:
         th.join()
     assert not bad
+
+
+# ------------------------------------------------- the routine specialised to model and partition
+def _both(cm, idx):
+    """``(specialised, generic)`` one-point functions of `_cpoint` for ``cm`` and ``idx``."""
+    from nhcontrol.linearization import _cspecial
+
+    assert _cspecial.routine(cm, idx, cm._ck) is not None       # built: point_function loads it
+    _cpoint._FUNCS.clear()
+    sp = _cpoint.point_function(cm, idx, np.inf)
+    assert sp is not None
+    orig = _cspecial.routine
+    _cspecial.routine = lambda *a, **k: None
+    try:
+        _cpoint._FUNCS.clear()
+        gen = _cpoint.point_function(cm, idx, np.inf)
+    finally:
+        _cspecial.routine = orig
+        _cpoint._FUNCS.clear()
+    return sp, gen
+
+
+def _same_or_both_declined(a, b, tol=1e-13):
+    assert (a is None) == (b is None)
+    if a is not None:
+        assert _rel(a[0], b[0]) <= tol and _rel(a[1], b[1]) <= tol
+
+
+@pytest.mark.parametrize("name", sorted(_cases()))
+def test_specialised_routine_equals_generic_routine(name):
+    """The routine generated for the model and partition (linearization/_cspecial.py) gives the
+    generic routine's A and B (to 1e-13; in practice bit for bit) and declines the same points:
+    the shipped reference, points that are not motions (flag 1), random points without the
+    check, one and stacked points."""
+    cm, ref, part = _cases()[name]()
+    sp, gen = _both(cm, part.indices(cm))
+    rng = np.random.default_rng(5)
+    for t in (0.0, 0.37):
+        x, xd, xdd, lam, u = ref.values(t)
+        u = u if u.size else None
+        a = sp(x, xd, xdd, lam, u, None, True, ref.check_tol, 1e8)
+        assert a is not None
+        _same_or_both_declined(a, gen(x, xd, xdd, lam, u, None, True, ref.check_tol, 1e8))
+        bad = xd * 1.01 + 0.01
+        assert sp(x, bad, xdd, lam, u, None, True, ref.check_tol, 1e8) is None
+        assert gen(x, bad, xdd, lam, u, None, True, ref.check_tol, 1e8) is None
+    n, c, k = cm.n, cm.m + cm.l, cm.ninputs
+    for _ in range(10):
+        pt = [rng.uniform(-0.5, 0.5, s) for s in (n, n, n, c)]
+        u = rng.uniform(-1, 1, k) if k else None
+        _same_or_both_declined(sp(*pt, u, None, False, 1e-8, 1e8), gen(*pt, u, None, False, 1e-8, 1e8))
+    ts = np.linspace(0.0, 1.0, 7)
+    X = ref.values(ts)
+    U = X[4] if X[4].size else None
+    _same_or_both_declined(sp.many(*X[:4], U, None, True, ref.check_tol, 1e8),
+                           gen.many(*X[:4], U, None, True, ref.check_tol, 1e8))
+
+
+def test_specialised_routine_in_the_prepared_linearizer():
+    """The prepared linearizer calls the specialised routine; its kinematics for the first-order
+    rows (T0, the rows [ad, d] of V̄̄0, Th0) equal the generic routine's."""
+    from nhcontrol.linearization import _cspecial
+
+    cm, ref, part = _cases()["bicycle"]()
+    lz = cm.linearizer(part)
+    assert lz._keep[-1] is not None            # the specialised library
+    orig = _cspecial.routine
+    _cspecial.routine = lambda *a, **k: None
+    try:
+        lg = cm.linearizer(part)
+    finally:
+        _cspecial.routine = orig
+    assert lg._keep[-1] is None
+    for t in (0.0, 0.5):
+        vals = ref.values(t)
+        got, want = lz._with_kinematics(*vals[:4], None), lg._with_kinematics(*vals[:4], None)
+        for a, b in zip(got, want):
+            assert _rel(a, b) <= 1e-13
+        A, B = lz(*vals[:4])
+        assert _rel(A, want[0]) <= 1e-13
+        assert np.array_equal(lz.bind(*vals[:4])()[0], A)
+
+
+def test_specialised_routine_guards():
+    """A layout without the structural pattern keeps the generic routine; arguments of another
+    model or partition are refused (16) instead of being misread."""
+    from nhcontrol.linearization import _cspecial
+
+    cm, ref, part = _cases()["sleigh"]()
+    idx = part.indices(cm)
+    lib = _cspecial.routine(cm, idx, cm._ck)
+    assert lib is not None
+
+    class NoPattern:
+        layout = {"functions": {"linearization_terms": {
+            k: v for k, v in cm._ck.layout["functions"]["linearization_terms"].items() if k != "nonzero"}}}
+
+    assert _cspecial.routine(cm, idx, NoPattern()) is None
+    dims, offs, ix = _cpoint.routine_arrays(cm, idx, cm._ck)
+    x, xd, xdd, lam, _ = ref.values(0.0)
+    T = cm._ck.raw["linearization_terms"](x, xd, xdd, lam, np.zeros(cm.ninputs), cm._p0)
+    ns = 2 * (idx.n - idx.m - idx.l) + idx.l
+    A, B = np.empty((ns, ns)), np.empty((ns, max(cm.ninputs, 1)))
+    ffi = lib.ffi
+    fb = ffi.from_buffer
+
+    def call(dims, ix):
+        return lib.third(fb("int64_t[]", dims), fb("int64_t[]", ix), fb("double[]", T),
+                         fb("int64_t[]", offs), fb("double[]", np.zeros(max(1, idx.m))), ffi.NULL,
+                         fb("double[]", x), fb("double[]", xd), fb("double[]", xdd),
+                         fb("double[]", lam), 1e-8, 1e8, 1e-12, fb("double[]", A), fb("double[]", B),
+                         ffi.NULL, 0, ffi.NULL)
+
+    d0 = dims.copy()
+    d0[4] = 0
+    assert call(d0, ix) == 0
+    assert call(d0, ix[::-1].copy()) == 16
+    d1 = d0.copy()
+    d1[0] += 1
+    assert call(d1, ix) == 16
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ball_plate", "escooter", "rolling_torus", "hoop", "single_track",
+                                  "skateboard", "toroidal_bicycle", "waveboard", "hydraulic_fourbar"])
+def test_specialised_routine_equals_generic_every_model(name):
+    """Every other shipped model: the specialised and the generic routine at random points
+    (Steps 1-7 without the check) agree to 1e-13."""
+    from nhcontrol.models import (ball_plate, escooter, hydraulic_fourbar, rolling_torus, rolling_wheel,
+                                  single_track, sleigh, toroidal_bicycle, waveboard)
+    build = {"ball_plate": ball_plate.build, "escooter": escooter.build, "rolling_torus": rolling_torus.build,
+             "hoop": rolling_wheel.build_hoop, "single_track": lambda: single_track.build().system,
+             "skateboard": sleigh.build_skateboard, "toroidal_bicycle": toroidal_bicycle.build,
+             "waveboard": waveboard.build, "hydraulic_fourbar": hydraulic_fourbar.build}[name]
+    cm = build().compile()
+    if getattr(cm, "constraint_inputs", ()):
+        pytest.skip("inputs in the nonholonomic constraints: the general path")
+    rng = np.random.default_rng(11)
+    n, c, k = cm.n, cm.m + cm.l, cm.ninputs
+    x0 = rng.uniform(-0.5, 0.5, n)
+    part = suggest_partition(cm, Reference.constant_velocity(cm, x0, np.zeros(n), lam=np.zeros(c),
+                                                             check=False))
+    sp, gen = _both(cm, part.indices(cm))
+    for _ in range(10):
+        pt = [rng.uniform(-0.5, 0.5, s) for s in (n, n, n, c)]
+        u = rng.uniform(-1, 1, k) if k else None
+        _same_or_both_declined(sp(*pt, u, None, False, 1e-8, 1e8), gen(*pt, u, None, False, 1e-8, 1e8))
+
+
+def test_linearize_specialises_after_some_points(tmp_path, monkeypatch):
+    """`linearize` builds the specialised routine only after `_cpoint.SPECIALISE_AFTER` points of
+    one model and partition (a one-off call does not wait for the compiler); the prepared
+    linearizer builds it at once; the results do not change."""
+    from nhcontrol.models import sleigh as sl
+
+    cm = sl.build().compile(cache_dir=tmp_path)
+    ref = sl.straight_motion(cm, 1.0)
+    part = suggest_partition(cm, ref)
+    monkeypatch.setattr(_cpoint, "SPECIALISE_AFTER", 50)
+    _cpoint._FUNCS.clear()
+
+    def libs():
+        return [p for p in tmp_path.glob("nhc_pspec_*") if not p.name.endswith(".sha256")]
+
+    one = linearize(cm, ref, part, t=0.1)
+    assert not libs()
+    ts = np.linspace(0.0, 1.0, 60)
+    first = linearize(cm, ref, part, t=ts)
+    assert len(libs()) == 1
+    again = linearize(cm, ref, part, t=ts)
+    assert _rel(again.A, first.A) <= 1e-13 and _rel(again.B, first.B) <= 1e-13
+    assert _rel(linearize(cm, ref, part, t=0.1).A, one.A) <= 1e-13
+    _cpoint._FUNCS.clear()

@@ -216,6 +216,36 @@ def test_threads_share_one_linearizer(bicycle):
     assert not bad
 
 
+def test_threads_with_their_own_points(bicycle):
+    """Threads calling one linearizer with their own arrays (fresh or reused, with and without
+    out=): each gets its own point's matrices (the remembered cdata of the last inputs and
+    outputs never mix two calls)."""
+    from nhcontrol.models import benchmark_bicycle as bb
+
+    cm, _, part = bicycle
+    lz = cm.linearizer(part)
+    refs = [bb.steady_forward(cm, v) for v in (3.0, 4.0, 5.0, 6.0)]
+    want = [lz(*r.values(0.1)[:4])[0].copy() for r in refs]
+    assert not np.array_equal(want[0], want[1])
+    bad: list[tuple] = []
+
+    def work(j: int) -> None:
+        pts = [np.array(v) for v in refs[j].values(0.1)[:4]]
+        out = (np.empty_like(want[j]), np.empty((want[j].shape[0], lz.ninputs)))
+        for i in range(150):
+            args = pts if i % 2 else [v.copy() for v in pts]
+            got = lz(*args, out=out)[0] if i % 3 else lz(*args)[0]
+            if not np.array_equal(got, want[j]):
+                bad.append((j, i))
+
+    threads = [threading.Thread(target=work, args=(j,)) for j in range(len(refs))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not bad
+
+
 def test_first_order_paths_compiled_equal_general(monkeypatch):
     """linearize_first_order_system and linearize_with_first_order_states take the compiled
     one-point call (mechanical rows and T0, V̄̄0, Th0 from one call) with C kernels: the same

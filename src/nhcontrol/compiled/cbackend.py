@@ -93,8 +93,12 @@ def _workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def compile_library(units: list[str], out: Path, workers: int | None = None) -> None:
+def compile_library(units: list[str], out: Path, workers: int | None = None,
+                    optimise: str | None = None) -> None:
     """Compile the translation units ``units`` in parallel and link them into ``out``.
+
+    ``optimise`` (``"-O2"``, say) replaces the ``-O1`` of the Unix flags (MSVC: ``/O2``
+    always); the other flags (no fast-math, no contraction) stay.
 
     Raises
     ------
@@ -131,7 +135,8 @@ def compile_library(units: list[str], out: Path, workers: int | None = None) -> 
             src.write_text(text, encoding="ascii")
             sources.append(str(src))
         cc0 = compiler()
-        flags = _MSVC_FLAGS if cc0.compiler_type == "msvc" else _UNIX_FLAGS
+        flags = _MSVC_FLAGS if cc0.compiler_type == "msvc" else [
+            optimise if (optimise and f == "-O1") else f for f in _UNIX_FLAGS]
         order = sorted(range(len(sources)), key=lambda i: -len(units[i]))   # largest first
 
         def one(i: int) -> list[str]:

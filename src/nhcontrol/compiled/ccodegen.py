@@ -44,6 +44,7 @@ from ..modeling.graph import ExprGraph
 from .codegen import FastPrinter, _find_block, cached_plan, symbol_names
 from .derivatives import FunctionSpec
 
+from ._ffi_tables import _jsonable, prebuilt_ffi_arguments  # noqa: F401  (re-exported)
 from ._layout import C_GENERATOR_VERSION  # noqa: E402,F401  (part of the library's file name)
 #: Statements per chunk function and per translation unit.
 CHUNK_STATEMENTS = 150
@@ -211,9 +212,11 @@ class _Function:
                 starts.append((at, items))
             self.outputs.append((at, size, [int(s) for s in shape]))
         self.size = len(flat)
-        stmts += [(None, f"o[{k}] = {it};") for k, it in enumerate(flat) if it != "0.0"]
-        #: the flat output entries the kernels write (all others stay 0: structural zeros)
+        #: the flat indices the function writes (its structural non-zeros): every other entry of
+        #: the output is zero whatever the arguments (the specialised Steps 1-7 and the blocked
+        #: entry's copy-out rely on it)
         self.nonzero = [k for k, it in enumerate(flat) if it != "0.0"]
+        stmts += [(None, f"o[{k}] = {flat[k]};") for k in self.nonzero]
         # chunks, and the names that cross a chunk boundary (work array slots)
         self.chunks = [stmts[i:i + CHUNK_STATEMENTS] for i in range(0, len(stmts), CHUNK_STATEMENTS)] or [[]]
         home: dict[str, int] = {}
@@ -394,7 +397,8 @@ NHC_API int nhc_{self.name}_n(long N, {nsig}, double *o)
         return out
 
     def layout(self) -> dict:
-        out = {"args": list(self.args), "size": self.size, "outputs": self.outputs}
+        out = {"args": list(self.args), "size": self.size, "outputs": self.outputs,
+               "nonzero": self.nonzero}
         if self.simd:
             out["block"] = SIMD_BLOCK
         return out
@@ -426,7 +430,9 @@ def generate_c(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict, m
         C string); the others hold the chunk functions.  A small model (chunks of at most
         `UNIT_STATEMENTS` statements in all) is one unit.
     layout : dict
-        ``{"key", "generator", "functions": {name: {"args", "size", "outputs"}}, "cdef"}``;
+        ``{"key", "generator", "functions": {name: {"args", "size", "outputs", "nonzero"}},
+        "cdef"}``; ``nonzero``: the flat indices the function writes (every other entry is
+        zero for all arguments: the structural non-zeros of its expressions);
         ``outputs`` are ``(offset, size, shape)`` into the flat buffer of ``size`` doubles.
 
     Raises
@@ -491,63 +497,6 @@ def generate_c(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict, m
     entry = (head + "#include <fenv.h>\n#include <stdlib.h>\n\n" + protos + "\n\n" + entries
              + f"\n\nNHC_API const char nhc_layout[] = {literal};\n")
     return [entry] + units + [head + _SIMD_PUSH + u + _SIMD_POP for u in simd_units], layout
-
-
-def prebuilt_ffi_arguments(cdef: str) -> dict | None:
-    """The declarations ``cdef`` parsed once, at build time, for cffi's out-of-line ABI mode.
-
-    cffi parses ``cdef`` text with pycparser, whose first use in a process costs ~15 ms; its
-    out-of-line ABI mode (``ffi.set_source(name, None)`` + ``ffi.emit_python_code``) instead
-    writes the parsed type tables as a module ``ffi = _cffi_backend.FFI(name, _version=…,
-    _types=b"…", _globals=(…))``.  The library stores those literal arguments in its layout
-    (as JSON: bytes as latin-1 text) and the loader builds the FFI from them without parsing
-    and without executing any file (`nhcontrol.compiled.cbackend`).  None when cffi is
-    unavailable or writes another form (the loader then parses ``cdef``).
-    """
-    import ast
-    import contextlib
-    import io
-    import os
-    import tempfile
-
-    try:
-        import cffi
-    except ImportError:
-        return None
-    ffi = cffi.FFI()
-    ffi.cdef(cdef)
-    ffi.set_source("_nhc_kernels", None)
-    fd, tmp = tempfile.mkstemp(suffix=".py")
-    os.close(fd)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):   # cffi reports "generating <file>"
-            ffi.emit_python_code(tmp)
-        with open(tmp, encoding="utf-8") as fh:
-            tree = ast.parse(fh.read())
-    except Exception:  # pragma: no cover - another cffi version: parse at load time instead
-        return None
-    finally:
-        os.unlink(tmp)
-    for node in tree.body:
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                and [getattr(t, "id", None) for t in node.targets] == ["ffi"]):
-            call = node.value
-            try:
-                name = ast.literal_eval(call.args[0])
-                kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
-            except (ValueError, IndexError):  # pragma: no cover
-                return None
-            return {"name": name, "kwargs": {k: _jsonable(v) for k, v in kw.items()}}
-    return None  # pragma: no cover
-
-
-def _jsonable(v: object) -> object:
-    """bytes → ``{"b": latin-1 text}``, tuples → lists (inverse: ``cbackend._from_json``)."""
-    if isinstance(v, bytes):
-        return {"b": v.decode("latin-1")}
-    if isinstance(v, (tuple, list)):
-        return [_jsonable(e) for e in v]
-    return v
 
 
 __all__ = ["prebuilt_ffi_arguments", "generate_c", "CPrinter", "CCodegenError", "C_GENERATOR_VERSION", "CHUNK_STATEMENTS",

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = ["point_function", "FIELDS", "INPUT_CONSTRAINT_FIELDS", "VERSION"]
 
-VERSION = "p4"
+VERSION = "p5"
 """Version of the C routine (part of the library's file name and cache key)."""
 
 FIELDS = ("M", "Q", "D", "Cx", "B", "Qd", "dMa_dx", "dMa_du", "dDTlam_dx", "dQ_dx", "dQ_dxd",
@@ -532,7 +532,7 @@ NHC_API int nhc_point_third_n(int64_t N, const int64_t *dims, const int64_t *ix,
 }
 
 /* the prepared one-point call (nhcontrol.linearize.prepared): the kernels of the model's own
-   library through their addresses fp = [linearization_terms, C (0: none), b (0: none)]
+   library through their addresses fp = [linearization_terms, C (0: none), b (0: none), ...]
    (int nhc_f(const double *..., double *o), nhcontrol/compiled/ccodegen.py), then
    nhc_point_third; T (the kernel's output, zeroed once: the kernel writes the same entries at
    every call), Cv, bv are the caller's buffers.  A kernel that fails returns
@@ -540,6 +540,11 @@ NHC_API int nhc_point_third_n(int64_t N, const int64_t *dims, const int64_t *ix,
 typedef int (*nhc_kernel6)(const double *, const double *, const double *, const double *,
                            const double *, const double *, double *);
 typedef int (*nhc_kernel3)(const double *, const double *, const double *, double *);
+typedef int (*nhc_prepared)(const int64_t *, const int64_t *, const int64_t *, const int64_t *,
+                            double *, double *, double *, const double *, const double *,
+                            const double *, const double *, const double *, const double *,
+                            double, double, double, double *, double *, double *, int64_t,
+                            int64_t *);
 
 NHC_API int nhc_point_prepared(const int64_t *fp, const int64_t *dims, const int64_t *ix,
                                const int64_t *off, double *T, double *Cv, double *bv,
@@ -594,8 +599,12 @@ NHC_API int nhc_point_first_order(const int64_t *fp, const int64_t *dims, const 
     if (!(finite_all(Hx, r * n) && finite_all(Hxd, r * n) && finite_all(Hz, r * r)
           && finite_all(Hw, r * nw) && finite_all(Ww, nw * nw) && finite_all(Wr, nw * nr)))
         return 64;
-    int rc = nhc_point_prepared(fp, dims, ix, off, T, Cv, bv, x, xd, xdd, lam, u, p, tol,
-                                cond_max, atol_u, A, Bout, W, nW, ipiv);
+    /* fp[3]: the same call specialised to the model and partition (linearization/_cspecial.py;
+       0: none), which writes T0, Vbb0 and Th0 into W in the layout of nhc_point_third */
+    int rc = fp[3] ? ((nhc_prepared)(intptr_t)fp[3])(fp, dims, ix, off, T, Cv, bv, x, xd, xdd, lam,
+                                                     u, p, tol, cond_max, atol_u, A, Bout, W, nW, ipiv)
+                   : nhc_point_prepared(fp, dims, ix, off, T, Cv, bv, x, xd, xdd, lam, u, p, tol,
+                                        cond_max, atol_u, A, Bout, W, nW, ipiv);
     if (rc) return rc;
     const double *T0 = W, *sol = W + at_sol, *Th0 = W + at_th0;
     for (i = 0; i < nt * nt; i++) Aout[i] = 0.0;
@@ -640,7 +649,7 @@ _LIBS: dict[str, Any] = {}        # cache directory -> _Library or None (unusabl
 
 def _source() -> tuple[str, str]:
     """The C source with its layout, and the cache key (sha256 of the routine and its version)."""
-    from ..compiled.ccodegen import prebuilt_ffi_arguments
+    from ..compiled._ffi_tables import prebuilt_ffi_arguments
 
     key = hashlib.sha256((VERSION + "\n" + C_SOURCE).encode()).hexdigest()
     layout: dict[str, Any] = {"key": key, "generator": VERSION, "cdef": _CDEF}
@@ -795,7 +804,23 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
     psize = p0.shape[0]
     empty = np.zeros(1)
     null = ffi.NULL
-    fn = lib.fn
+    from . import _cspecial
+
+    # the routine specialised to the model and partition (_cspecial.py) when its library is
+    # in the cache; else the generic one until SPECIALISE_AFTER points have gone through this
+    # function, then it is built (a one-off call does not wait for a compiler)
+    sp = _cspecial.routine(cm, idx, ck, build=False)
+    cur = [(lib.fn, lib.fn_n, None) if sp is None else (sp.third, sp.third_n, null),
+           sp is not None, 0]                  # routines (one tuple), specialised tried, points
+
+    def count(N: int) -> None:
+        cur[2] += N
+        if not cur[1] and cur[2] >= SPECIALISE_AFTER:
+            cur[1] = True
+            got = _cspecial.routine(cm, idx, ck)
+            if got is not None:
+                cur[0] = (got.third, got.third_n, null)
+
     import threading
 
     local = threading.local()        # per-thread work arrays of the routine (reused)
@@ -822,6 +847,7 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
             bv = raw_b(x, u, p) if (check and raw_b is not None) else None
             A = np.empty((ns, ns))
             B = np.empty((ns, k))
+            fn, _, work_arg = cur[0]
             try:
                 c_W, c_piv = local.work
             except AttributeError:      # first call in this thread: its own work arrays
@@ -830,18 +856,24 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
                 local.keep = (W, piv)
             flags = fn(c_on if check else c_off, c_ix, fb(dbl, buf), c_offs, fb(dbl, Cv),
                        null if bv is None else fb(dbl, bv), fb(dbl, x), fb(dbl, xd), fb(dbl, xdd),
-                       fb(dbl, lam), tol, cond_max, atol_u, fb(dbl, A), fb(dbl, B), c_W,
-                       nwork, c_piv)
+                       fb(dbl, lam), tol, cond_max, atol_u, fb(dbl, A), fb(dbl, B),
+                       c_W if work_arg is None else work_arg, nwork, c_piv)
         except (FloatingPointFlags, ValueError):
             return None
         if flags:
             return None
+        if not cur[1]:
+            count(1)
         return A, B, buf
 
     raw_terms_n = ck.raw_many["linearization_terms"]
+    # the N-point kernel called directly (cbackend.CKernels: N, then argument, row stride pairs,
+    # then the output) when its arguments are those of the raw call
+    direct = list(spec["args"]) == ["x", "xd", "xdd", "lam", "u", "p"]
+    kern_n = getattr(ck._lib, "nhc_linearization_terms_n")
+    kfb, kdbl = ck._ffi.from_buffer, ck._ffi.typeof("double[]")
     raw_C_n = ck.raw_many.get("C") if m else None
     raw_b_n = ck.raw_many.get("b") if getattr(cm, "affine_names", ()) else None
-    fn_n = lib.fn_n
     size = int(spec["size"])
     sizeC = int(ck.layout["functions"]["C"]["size"]) if raw_C_n is not None else 0
     sizeb = int(ck.layout["functions"]["b"]["size"]) if raw_b_n is not None else 0
@@ -867,12 +899,18 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
                 return None
         if u is not None and not (type(u) is np.ndarray and u.shape == (N, k)):
             return None
+        fn_n = cur[0][1]
         A = np.empty((N, ns, ns))
         B = np.empty((N, ns, k))
         W = np.empty(nwork)
         piv = np.empty(n + 1, dtype=np.int64)
         c_W, c_piv = fb(dbl, W), fb(i64, piv)
         first = None
+        # one zeroed kernel buffer for all blocks: the kernel writes the same entries (its
+        # structural non-zeros) at every point, the others stay zero (a fresh 1 MB buffer per
+        # block cost its zeroing and page faults)
+        kbuf = np.zeros((min(N, BLOCK), size))
+        c_kbuf = kfb(kdbl, kbuf)
         for s in range(0, N, BLOCK):
             e = min(N, s + BLOCK)
             nb = e - s
@@ -881,7 +919,14 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
             us = u0row if u is None else contiguous(u[s:e], dtype=np.float64)
             ps = p if p.shape[0] == 1 else contiguous(p[s:e])
             try:
-                buf = raw_terms_n(xs, xds, xdds, lams, us, ps, nb)
+                if nb and not direct:
+                    kbuf[:nb] = raw_terms_n(xs, xds, xdds, lams, us, ps, nb)
+                elif nb:
+                    rows = (xs, xds, xdds, lams, us, ps)
+                    strided = [v for a in rows for v in (kfb(kdbl, a), a.shape[1] if a.shape[0] > 1 else 0)]
+                    if kern_n(nb, *strided, c_kbuf):
+                        raise MemoryError("the C kernel could not allocate its work array")
+                buf = kbuf[:nb]
                 Cv = raw_C_n(xs, us, ps, nb) if (check and raw_C_n is not None) else empty2
                 bv = raw_b_n(xs, us, ps, nb) if (check and raw_b_n is not None) else None
             except MemoryError:
@@ -897,6 +942,8 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
                 return None
             if first is None:
                 first = buf[0].copy()
+        if not cur[1]:
+            count(N)
         return A, B, first
 
     run.__dict__["_keep"] = keep
@@ -905,6 +952,11 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
     run.__dict__["many"] = run_n
     return run
 
+
+SPECIALISE_AFTER = 1000
+"""Points a compiled one-point function of `linearize` runs with the generic routine before it
+builds the routine specialised to its model and partition (`_cspecial`; about 0.5-1.5 s of
+compiling, once per model and partition: the prepared linearizer builds it at once)."""
 
 BLOCK = 128
 """Points per kernel call of the stacked compiled path (the kernel output of a block, ~0.3 MB for

@@ -391,12 +391,12 @@ def _first_order_plan(lz: Any, r: int, nw: int, nr: int) -> Any:
     fo = getattr(lib, "first_order", None)
     if fo is None or lz._fast is None:
         return None
-    _, head, tail, c_p, c_u0, scal = lz._fast
+    _, head, _, c_p, c_u0, scal = lz._fast      # the tail with the work array: lz._kin_tail
     fb, dbl = lz._fb, lz._dbl
     ns, k = lz.nstates, lz._k
     Am, Bm = np.empty(max(1, ns * ns)), np.empty(max(1, ns * k))
     rd = np.array([r, nw, nr], dtype=np.int64)
-    after_p = scal + (fb(dbl, Am), fb(dbl, Bm)) + tail + (fb(lib.ffi.typeof("int64_t[]"), rd),)
+    after_p = scal + (fb(dbl, Am), fb(dbl, Bm)) + lz._kin_tail + (fb(lib.ffi.typeof("int64_t[]"), rd),)
     plan = ((r, nw, nr), fo, head, after_p, c_p, c_u0, lz._kin_views[0], (Am, Bm, rd), ns + r + nw)
     lz.__dict__["_fo_plan"] = plan
     return plan

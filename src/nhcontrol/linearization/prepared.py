@@ -169,8 +169,9 @@ class Linearizer:
         self._u0 = np.zeros(k)
         self._u0.setflags(write=False)
         self._lock = _new_lock()
-        self._out_key: Any = None
-        self._out_c: Any = None
+        self._out_last: Any = None       # (A, B, their cdata) of the last out used
+        self._in: Any = None             # (x, xd, xdd, lam, their cdata) of the last call
+        self._sp: Any = None
         self._fast = self._bind() if getattr(cm, "backend", None) == "c" else None
         self.compiled = self._fast is not None
 
@@ -193,8 +194,13 @@ class Linearizer:
         fl = ck.layout["functions"]
         has_C = bool(self.model.m) and "C" in fl
         has_b = bool(getattr(cm, "affine_names", ())) and "b" in fl
+        from . import _cspecial
+
+        sp = _cspecial.routine(cm, idx, ck)         # specialised to the model and partition
         fp = np.array([address("linearization_terms"), address("C") if has_C else 0,
-                       address("b") if has_b else 0], dtype=np.int64)
+                       address("b") if has_b else 0,
+                       0 if sp is None else int(sp.ffi.cast("intptr_t", sp.prepared))],
+                      dtype=np.int64)
         T = np.zeros(int(fl["linearization_terms"]["size"]))
         Cv = np.zeros(max(1, int(fl["C"]["size"]) if has_C else 1))
         bv = np.zeros(max(1, int(fl["b"]["size"]) if has_b else 1))
@@ -205,7 +211,7 @@ class Linearizer:
         nwork = int(lib.work(c_dims))
         W = np.empty(nwork)
         piv = np.empty(self._n + 1, dtype=np.int64)
-        self._keep = (dims, offs, ix, fp, T, Cv, bv, W, piv, ck, lib)   # alive with the cdata
+        self._keep = (dims, offs, ix, fp, T, Cv, bv, W, piv, ck, lib, sp)   # alive with the cdata
         # views of the routine's work array after a call (its layout, nhc_point_third in
         # _cpoint.py): T0 (n, n1) and Th0 (n, n - m) in model row order, and the rows ``[ad, d]``
         # of V̄̄0 (m + l, n) (Steps 1, 2, 4: the kinematics of the first-order rows)
@@ -219,10 +225,26 @@ class Linearizer:
                            W[at_th0:at_th0 + n * na].reshape(n, na))
         self._T = T
         self._fb, self._dbl = fb, dbl
-        fn = lib.prepared
         head = (fb(i64, fp), c_dims, fb(i64, ix), fb(i64, offs), fb(dbl, T), fb(dbl, Cv),
                 fb(dbl, bv))
-        tail = (fb(dbl, W), nwork, fb(i64, piv))
+        # the tail with the work array (the kinematics views above are filled); the specialised
+        # routine needs none for A and B alone (NULL: it skips writing the kinematics)
+        self._kin_tail = (fb(dbl, W), nwork, fb(i64, piv))
+        if sp is None:
+            fn, tail = lib.prepared, self._kin_tail
+        else:
+            fn, tail = sp.prepared, (ffi.NULL, nwork, self._kin_tail[2])
+            # the bound arguments of nhc_sp_call / nhc_sp_bound as one array of addresses
+            # (_cspecial.py): fewer foreign arguments per call
+            scal = np.array([self.tol, self.cond_max, INPUT_CONSTRAINT_ATOL])
+
+            def addr(a: Any) -> int:
+                return 0 if a is None else int(ffi.cast("intptr_t", fb(dbl, a)))
+
+            ctx = np.array(list(fp[:3]) + [int(dims[4]), addr(T), addr(Cv), addr(bv), addr(self._p),
+                                          0, addr(scal)] + [0] * 7, dtype=np.int64)
+            self._keep += (scal, ctx)
+            self._sp = (sp, ctx, fb(i64, ctx))
         c_p, c_u0 = fb(dbl, self._p), fb(dbl, self._u0)
         tol, cond_max, atol_u = self.tol, self.cond_max, INPUT_CONSTRAINT_ATOL
         return fn, head, tail, c_p, c_u0, (tol, cond_max, atol_u)
@@ -274,10 +296,22 @@ class Linearizer:
                     else:
                         A, B = out
                         cA, cB = self._out_cdata(out)
-                    args = (fb(dbl, x), fb(dbl, xd), fb(dbl, xdd), fb(dbl, lam),
-                            c_u0 if u is None else fb(dbl, u), c_p)
+                    # the cdata of the inputs, remembered for the last arrays used (like out):
+                    # the same array objects are the same memory
+                    last = self._in          # one attribute: read and replaced atomically
+                    if last is not None and last[0] is x and last[1] is xd and last[2] is xdd \
+                            and last[3] is lam:
+                        cin = last[4]
+                    else:
+                        cin = (fb(dbl, x), fb(dbl, xd), fb(dbl, xdd), fb(dbl, lam))
+                        self._in = (x, xd, xdd, lam, cin)
+                    cu = c_u0 if u is None else fb(dbl, u)
+                    sp = self._sp
                     with self._lock:
-                        flags = fn(*head, *args, *scal, cA, cB, *tail)
+                        if sp is not None:
+                            flags = sp[0].call(sp[2], *cin, cu, cA, cB)
+                        else:
+                            flags = fn(*head, *cin, cu, c_p, *scal, cA, cB, *tail)
                 except (ValueError, BufferError, TypeError):
                     flags = -1          # not contiguous (from_buffer), a bad out: the slow path
                 if not flags:
@@ -286,8 +320,9 @@ class Linearizer:
 
     def _out_cdata(self, out: Any) -> tuple[Any, Any]:
         """The cdata of ``out`` (remembered for the last ``out`` tuple used)."""
-        if self._out_key is not None and self._out_key[0] is out[0] and self._out_key[1] is out[1]:
-            return self._out_c
+        last = self._out_last            # one attribute: read and replaced atomically (threads)
+        if last is not None and last[0] is out[0] and last[1] is out[1]:
+            return last[2]
         A, B = out
         ns, k = self.nstates, self._k
         for a, shape, name in ((A, (ns, ns), "A"), (B, (ns, k), "B")):
@@ -298,7 +333,7 @@ class Linearizer:
                     f"float64 array of shape {shape}, got "
                     f"{type(a).__name__} {getattr(a, 'dtype', '')} {getattr(a, 'shape', '')}")
         c = (self._fb(self._dbl, A), self._fb(self._dbl, B))
-        self._out_key, self._out_c = (A, B), c
+        self._out_last = (A, B, c)
         return c
 
     def _vector(self, a: Any, size: int, name: str) -> NDArray[np.float64]:
@@ -378,9 +413,12 @@ class Linearizer:
     def _call_fast(self, x: Any, xd: Any, xdd: Any, lam: Any, u: Any,
                    out: Any, locked: bool = False) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The compiled call only; `_Refused` when it cannot decide (the caller goes through
-        `linearize` with the reference itself, for its messages)."""
+        `linearize` with the reference itself, for its messages).  ``locked``: the caller
+        holds the lock and reads the kinematics views after the call."""
         f = self._fast
         fn, head, tail, c_p, c_u0, scal = f
+        if locked:
+            tail = self._kin_tail
         fb, dbl = self._fb, self._dbl
         try:
             if out is None:
@@ -442,10 +480,16 @@ class Linearizer:
         fn, head, tail, c_p, c_u0, scal = f
         fb, dbl = self._fb, self._dbl
         cA, cB = self._out_cdata(out)
-        args = head + (fb(dbl, x), fb(dbl, xd), fb(dbl, xdd), fb(dbl, lam),
-                       c_u0 if u is None else fb(dbl, u), c_p) + scal + (cA, cB) + tail
+        cin = (fb(dbl, x), fb(dbl, xd), fb(dbl, xdd), fb(dbl, lam), c_u0 if u is None else fb(dbl, u))
+        args = head + cin + (c_p,) + scal + (cA, cB) + tail
         lock, general = self._lock, self._general
-        keep = (x, xd, xdd, lam, u, out)          # the memory behind the bound cdata
+        keep: tuple = (x, xd, xdd, lam, u, out, cin, cA, cB)   # the memory behind the bound cdata
+        if self._sp is not None:         # the specialised routine: every argument in one array
+            sp, ctx0, _ = self._sp
+            ctx = ctx0.copy()
+            ctx[10:17] = [int(sp.ffi.cast("intptr_t", c)) for c in cin + (cA, cB)]
+            keep += (ctx,)
+            fn, args = sp.bound, (fb(sp.ffi.typeof("int64_t[]"), ctx),)
 
         def call() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
             with lock:

@@ -1,0 +1,64 @@
+"""cffi's parsed type tables of a library's declarations, made at build time (free of SymPy:
+the routines of `nhcontrol.linearization` built on first use call it from a warm start).
+`nhcontrol.compiled.ccodegen` re-exports these names."""
+
+from __future__ import annotations
+
+__all__ = ["prebuilt_ffi_arguments"]
+
+
+def prebuilt_ffi_arguments(cdef: str) -> dict | None:
+    """The declarations ``cdef`` parsed once, at build time, for cffi's out-of-line ABI mode.
+
+    cffi parses ``cdef`` text with pycparser, whose first use in a process costs ~15 ms; its
+    out-of-line ABI mode (``ffi.set_source(name, None)`` + ``ffi.emit_python_code``) instead
+    writes the parsed type tables as a module ``ffi = _cffi_backend.FFI(name, _version=…,
+    _types=b"…", _globals=(…))``.  The library stores those literal arguments in its layout
+    (as JSON: bytes as latin-1 text) and the loader builds the FFI from them without parsing
+    and without executing any file (`nhcontrol.compiled.cbackend`).  None when cffi is
+    unavailable or writes another form (the loader then parses ``cdef``).
+    """
+    import ast
+    import contextlib
+    import io
+    import os
+    import tempfile
+
+    try:
+        import cffi
+    except ImportError:
+        return None
+    ffi = cffi.FFI()
+    ffi.cdef(cdef)
+    ffi.set_source("_nhc_kernels", None)
+    fd, tmp = tempfile.mkstemp(suffix=".py")
+    os.close(fd)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):   # cffi reports "generating <file>"
+            ffi.emit_python_code(tmp)
+        with open(tmp, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except Exception:  # pragma: no cover - another cffi version: parse at load time instead
+        return None
+    finally:
+        os.unlink(tmp)
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and [getattr(t, "id", None) for t in node.targets] == ["ffi"]):
+            call = node.value
+            try:
+                name = ast.literal_eval(call.args[0])
+                kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+            except (ValueError, IndexError):  # pragma: no cover
+                return None
+            return {"name": name, "kwargs": {k: _jsonable(v) for k, v in kw.items()}}
+    return None  # pragma: no cover
+
+
+def _jsonable(v: object) -> object:
+    """bytes → ``{"b": latin-1 text}``, tuples → lists (inverse: ``cbackend._from_json``)."""
+    if isinstance(v, bytes):
+        return {"b": v.decode("latin-1")}
+    if isinstance(v, (tuple, list)):
+        return [_jsonable(e) for e in v]
+    return v
