@@ -89,6 +89,19 @@ def test_compiled_stack_equals_numpy_path(name, monkeypatch):
     np.testing.assert_array_equal(fast.t, ts)
 
 
+def test_stack_through_the_blocked_kernel_equals_one_point_calls_bit_for_bit():
+    """A stack of times goes through the blocked (vectorized) kernel entry when the processor
+    runs it, and every point has the numbers of the one-point call, bit for bit."""
+    cm, ref, part = _cases()["bicycle"]()
+    run = _cpoint.point_function(cm, part.indices(cm), third_mod.INPUT_CONSTRAINT_ATOL)
+    assert run.kernel_n == ("nhc_linearization_terms_b" if cm.vectorized else "nhc_linearization_terms_n")
+    ts = np.linspace(0.0, 1.0, _cpoint.BLOCK + 7)       # a partial block and a partial SIMD block
+    stacked = linearize(cm, ref, part, t=ts)
+    for i in (0, 3, 4, 5, _cpoint.BLOCK - 1, _cpoint.BLOCK, ts.size - 1):
+        one = linearize(cm, ref, part, t=ts[i])
+        np.testing.assert_array_equal(stacked.A[i], one.A)
+
+
 def test_compiled_stack_of_a_time_varying_reference(monkeypatch):
     """A non-steady reference (the lane change of the single-track model): every point differs."""
     from nhcontrol.models import lane_change as lc

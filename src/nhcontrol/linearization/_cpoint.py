@@ -870,7 +870,10 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
     # the N-point kernel called directly (cbackend.CKernels: N, then argument, row stride pairs,
     # then the output) when its arguments are those of the raw call
     direct = list(spec["args"]) == ["x", "xd", "xdd", "lam", "u", "p"]
-    kern_n = getattr(ck._lib, "nhc_linearization_terms_n")
+    # the blocked (vectorized) N-point entry when the processor runs it: the same numbers
+    kern_name = ("nhc_linearization_terms_b" if (getattr(ck, "simd", False) and spec.get("block"))
+                 else "nhc_linearization_terms_n")
+    kern_n = getattr(ck._lib, kern_name)
     kfb, kdbl = ck._ffi.from_buffer, ck._ffi.typeof("double[]")
     raw_C_n = ck.raw_many.get("C") if m else None
     raw_b_n = ck.raw_many.get("b") if getattr(cm, "affine_names", ()) else None
@@ -950,6 +953,7 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
     run.__dict__["nstates"] = ns
     run.__dict__["c"] = c
     run.__dict__["many"] = run_n
+    run.__dict__["kernel_n"] = kern_name if direct else "raw_many"
     return run
 
 
