@@ -14,7 +14,6 @@ from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import CacheError, ModelError
 from .._util.memory import check_allocation
@@ -26,11 +25,15 @@ from ._layout import (DIRECT_KERNELS, DYNAMICS_FIELDS, GENERATOR_VERSION, INPUT_
                       KERNEL_SIGNATURES, LINEARIZATION_FIELDS, OUTPUT_FIELDS, RATE_FIELDS, ROUTES)
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
     from ..modeling.system import MultibodySystem
     from nhcontrol.linearization.partition import Partition
     from nhcontrol.reference import Reference
 
-Array = NDArray[np.float64]
+    Array = NDArray[np.float64]
+
 
 KERNEL_ARGS: dict[str, tuple[str, ...]] = {k: v[:-2] for k, v in KERNEL_SIGNATURES.items()}
 """Kernel name -> argument groups (the table of contracts section 2)."""
@@ -126,84 +129,6 @@ class LinearizationTerms:
     dC_du: Array
 
 
-@dataclass(frozen=True)
-class InputRateTerms:
-    """Terms of inputs that enter the nonholonomic constraints ``B(x, u) ẋ + b(x, u) = 0``.
-
-    With ``E = ∂(B ẋ + b)/∂u`` (holonomic rows zero) the acceleration level of the constraints
-    is ``D ẍ = Qd − E u̇`` (docs/theory/road_vehicles.md, "Inputs in the constraints").
-    Shapes for one point; ``N`` stacked points add a leading axis.
-
-    Attributes
-    ----------
-    E : (m+l, k)
-        ``∂(D ẋ + b)/∂u``; at the reference also the input term ``∂(D ẋ0 + b)/∂u`` of the
-        linearized velocity constraints.
-    dEw_dx, dEw_dxd : (m+l, n)
-        ``∂(E u̇0)/∂x``, ``∂(E u̇0)/∂ẋ``.
-    dEw_du : (m+l, k)
-        ``∂(E u̇0)/∂u``.
-    dDTlam_du : (n, k)
-        ``∂(Dᵀ Λ0)/∂u``.
-    """
-
-    E: Array
-    dEw_dx: Array
-    dEw_dxd: Array
-    dEw_du: Array
-    dDTlam_du: Array
-
-
-@dataclass(frozen=True)
-class RateTerms:
-    """Rates ``ż = H(x, ẋ, u)`` of the first-order states and their exact partial derivatives
-    (thesis Eqs. (7.12)-(7.13), (7.26), (7.28)); ``u`` is the model's whole input vector, the
-    states ``z`` included (`CompiledModel.first_order_states`). Shapes for one point; ``N``
-    stacked points add a leading axis.
-
-    Attributes
-    ----------
-    H : (r,)
-    dH_dx, dH_dxd : (r, n)
-    dH_du : (r, k)
-        Columns of the states ``z`` give ``H_z``, the other columns ``H_u``.
-    """
-
-    H: Array
-    dH_dx: Array
-    dH_dxd: Array
-    dH_du: Array
-
-
-@dataclass(frozen=True)
-class OutputTerms:
-    """Declared outputs ``y = h(x, ẋ, u)`` (`MultibodySystem.add_output`) and their exact
-    partial derivatives; ``u`` is the model's whole input vector (first-order states
-    included). Shapes for one point; ``N`` stacked points add a leading axis.
-
-    Attributes
-    ----------
-    h : (q,)
-    dh_dx, dh_dxd : (q, n)
-    dh_du : (q, k)
-    """
-
-    h: Array
-    dh_dx: Array
-    dh_dxd: Array
-    dh_du: Array
-
-
-@dataclass(frozen=True)
-class DynamicsTerms:
-    """``M (n, n)``, ``Q (n,)``, ``D (m+l, n)``, ``Qd (m+l,)`` of the index-1 form Eq. (2.119)."""
-
-    M: Array
-    Q: Array
-    D: Array
-    Qd: Array
-
-
 class CompiledModel:
     """Exact numeric kernels of a [`MultibodySystem`][nhcontrol.modeling.MultibodySystem].
 
@@ -280,12 +205,8 @@ class CompiledModel:
         # defaults as Python lists for the one-point fast path (never mutated by the kernels)
         self._lists0 = {g: (self._p0 if g == "p" else z).tolist() for g, z in self._zeros.items()}
         self._body_specs = [b for b in meta.get("bodies", ()) if b.get("mass") is not None]
-        self._bodies_fn = None
+        self._bodies_fn: Callable[..., tuple] | None = None   # compiled on first use (`_bodies`)
         self._checked: set[bytes] = set()   # parameter vectors already checked (bounded)
-        if self._body_specs:  # expressions from the verified kernel module (same trust as its code)
-            args = ", ".join(f"_p{i}" for i in range(len(self._p0))) or "*_"
-            body = ", ".join(f"({b['mass']}, {b['inertia']})" for b in self._body_specs)
-            self._bodies_fn = eval(f"lambda {args}: ({body},)", {"math": math})  # noqa: S307
         funcs = list(DIRECT_KERNELS) + [f for f in _FUNC_ARGS
                                         if (f not in _RATE_FUNCS or self.first_order_states)
                                         and (f not in _OUTPUT_FUNCS or self.outputs)]
@@ -330,6 +251,17 @@ class CompiledModel:
             raise AttributeError(f"CompiledModel is immutable; cannot set {name!r} (compile a new model "
                                  f"or pass parameters with p=...)")
         object.__setattr__(self, name, value)
+
+    def _bodies(self) -> Callable[..., tuple]:
+        """``(mass, inertia)`` of every body of `_body_specs` as a function of the parameters,
+        compiled when first needed (a model loaded and never given parameters skips it)."""
+        fn = self._bodies_fn
+        if fn is None:   # expressions from the verified kernel module (same trust as its code)
+            args = ", ".join(f"_p{i}" for i in range(len(self._p0))) or "*_"
+            body = ", ".join(f"({b['mass']}, {b['inertia']})" for b in self._body_specs)
+            fn = eval(f"lambda {args}: ({body},)", {"math": math})  # noqa: S307
+            object.__setattr__(self, "_bodies_fn", fn)
+        return fn
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -402,7 +334,7 @@ class CompiledModel:
         if bad:
             raise ModelError(f"parameter value(s) {', '.join(bad)} of model {self.name!r} are not finite; "
                              f"give finite numbers")
-        if self._bodies_fn is None:
+        if not self._body_specs:
             return pv
         token = pv.tobytes()
         if token in self._checked:  # the same values were found possible before
@@ -410,7 +342,7 @@ class CompiledModel:
         from ..modeling.validation import inertia_problem
 
         problems = []
-        for spec, (mass, inertia) in zip(self._body_specs, self._bodies_fn(*pv.tolist())):
+        for spec, (mass, inertia) in zip(self._body_specs, self._bodies()(*pv.tolist())):
             if mass is None:
                 continue
             shown = [k for k in spec["params"] if k in changed] or spec["params"]
@@ -598,6 +530,8 @@ class CompiledModel:
         -------
         InputRateTerms
         """
+        from ._terms import InputRateTerms
+
         return InputRateTerms(*self._eval("input_rate_terms", ("x", "xd", "ud", "lam", "u", "p"),
                                           (x, xd, ud, lam, u, p)))
 
@@ -627,6 +561,8 @@ class CompiledModel:
             If the model has no first-order states, or a rate is not defined at the point.
         """
         self._need_rates()
+        from ._terms import RateTerms
+
         return RateTerms(*self._eval("rate_terms", _FUNC_ARGS["rate_terms"], (x, xd, u, p)))
 
     def rates(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
@@ -668,6 +604,8 @@ class CompiledModel:
             If the model declares no outputs, or an output is not defined at the point.
         """
         self._need_outputs()
+        from ._terms import OutputTerms
+
         return OutputTerms(*self._eval("output_terms", _FUNC_ARGS["output_terms"], (x, xd, u, p)))
 
     def output(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
@@ -696,6 +634,8 @@ class CompiledModel:
         -------
         DynamicsTerms
         """
+        from ._terms import DynamicsTerms
+
         return DynamicsTerms(*self._eval("dynamics_terms", ("x", "xd", "u", "p"), (x, xd, u, p)))
 
     # ------------------------------------------------------------------ kernels
@@ -1324,6 +1264,22 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
     _log().info("model %r built in %.1f s (back-end %s)", name, time.perf_counter() - t0,
               out.backend)
     return out
+
+
+
+_TERMS = ("InputRateTerms", "RateTerms", "OutputTerms", "DynamicsTerms")
+
+
+def __getattr__(name: str) -> Any:
+    """The term records that loading a cached model does not need (`nhcontrol.compiled._terms`),
+    imported when first used (PEP 562)."""
+    if name in _TERMS:
+        from . import _terms
+
+        value = getattr(_terms, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["CompiledModel", "load_compiled", "LinearizationTerms", "DynamicsTerms", "InputRateTerms", "RateTerms",
