@@ -25,8 +25,7 @@ import os
 import sys
 import sysconfig
 from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
-from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -34,6 +33,9 @@ from .._util.debris import claim, remove_stale
 from .._util.errors import CacheError, ModelError
 from . import cache as _cache
 from ._layout import C_GENERATOR_VERSION
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
 
 ENV_BACKEND = "NHCONTROL_BACKEND"
 """Environment variable choosing the kernel back-end: ``c`` or ``python`` (unset: ``c`` when a
@@ -64,9 +66,14 @@ def requested_backend(backend: str | None = None) -> str:
 
 def library_path(key: str, directory: Path) -> Path:
     """``<directory>/nhc_<key>.<C generator version>.<platform>.so`` (``.dll`` on Windows)."""
+    return _cache._path(library_file(key, directory))
+
+
+def library_file(key: str, directory: str | os.PathLike) -> str:
+    """`library_path()` as a ``str`` (loading a cached model imports no pathlib)."""
     plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
     ext = ".dll" if sys.platform == "win32" else ".so"
-    return directory / f"nhc_{key}.{C_GENERATOR_VERSION}.{plat}{ext}"
+    return os.path.join(os.fspath(directory), f"nhc_{key}.{C_GENERATOR_VERSION}.{plat}{ext}")
 
 
 # ----------------------------------------------------------------------- compiling
@@ -104,7 +111,8 @@ def compile_library(units: list[str], out: Path, workers: int | None = None) -> 
     if _NO_COMPILER:
         raise CompilerUnavailable(_NO_COMPILER[0])
     from concurrent.futures import ThreadPoolExecutor   # here: loading a cached library needs no threads
-    import shutil                                        # (nor these)
+    from pathlib import Path                             # (nor pathlib,
+    import shutil                                        # nor these)
     import tempfile
 
     try:
@@ -167,7 +175,7 @@ class CKernels:
     outputs (views of one ``(N, size)`` buffer).
     """
 
-    def __init__(self, path: Path, key: str, built: bool = False) -> None:
+    def __init__(self, path: str | Path, key: str, built: bool = False) -> None:
         _cache.verify_artefact(path)   # immediately before dlopen; the cache directory is private
         with _FFI_LOCK:
             raw, layout = _read_layout(path)
@@ -268,7 +276,7 @@ class CKernels:
         return many
 
 
-def _read_layout(path: Path) -> tuple[Any, dict]:
+def _read_layout(path: str | Path) -> tuple[Any, dict]:
     """The library's handle (ctypes, kept open while the kernels live) and its JSON layout
     ``nhc_layout``, read without cffi's declaration parser."""
     import ctypes

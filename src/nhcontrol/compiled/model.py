@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
+import os
 import re
 from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 import time
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -17,6 +16,7 @@ import numpy as np
 
 from .._util.errors import CacheError, ModelError
 from .._util.memory import check_allocation
+from .._util.sha import sha256_hex
 from . import cache as _cache
 from . import cbackend as _cb
 # the SymPy-free layout: loading a cached model imports no SymPy (the generators, which do,
@@ -25,6 +25,8 @@ from ._layout import (DIRECT_KERNELS, DYNAMICS_FIELDS, GENERATOR_VERSION, INPUT_
                       KERNEL_SIGNATURES, LINEARIZATION_FIELDS, OUTPUT_FIELDS, RATE_FIELDS, ROUTES)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     import numpy as np
     from numpy.typing import ArrayLike, NDArray
 
@@ -163,10 +165,11 @@ class CompiledModel:
     """
 
     def __init__(self, module: ModuleType, meta: Mapping[str, Any], *, from_cache: bool,
-                 source_path: Path | None, build_time: float, ckernels: "_cb.CKernels | None" = None) -> None:
+                 source_path: str | Path | None, build_time: float, ckernels: "_cb.CKernels | None" = None) -> None:
         self._mod = module
         self.backend: str = "c" if ckernels is not None else "python"
-        self.library_path: Path | None = ckernels.path if ckernels is not None else None
+        # kept as str (pathlib is imported when a path is asked for: `source_path`, `library_path`)
+        self._library_path = os.fspath(ckernels.path) if ckernels is not None else None
         self._ck = ckernels
         self.name: str = meta["name"]
         self.coordinates: tuple[str, ...] = tuple(meta["coordinates"])
@@ -192,7 +195,7 @@ class CompiledModel:
         self.ninputs: int = len(self.inputs)
         self.model_hash: str = meta["key"]
         self.from_cache = from_cache
-        self.source_path = source_path
+        self._source_path = os.fspath(source_path) if source_path is not None else None
         self.build_time = build_time
         self._p0 = _ro(np.array(meta["parameter_defaults"], dtype=float))
         self._u0 = _ro(np.zeros(self.ninputs))
@@ -251,6 +254,16 @@ class CompiledModel:
             raise AttributeError(f"CompiledModel is immutable; cannot set {name!r} (compile a new model "
                                  f"or pass parameters with p=...)")
         object.__setattr__(self, name, value)
+
+    @property
+    def source_path(self) -> Path | None:
+        """The generated module file (None for ``cache=False``)."""
+        return _cache._path(self._source_path) if self._source_path is not None else None
+
+    @property
+    def library_path(self) -> Path | None:
+        """The shared library of the C kernels (None for the Python back-end)."""
+        return _cache._path(self._library_path) if self._library_path is not None else None
 
     def _bodies(self) -> Callable[..., tuple]:
         """``(mass, inertia)`` of every body of `_body_specs` as a function of the parameters,
@@ -792,7 +805,7 @@ class CompiledModel:
         # disk cache, else the carried source (hash-checked, executed in memory only and never
         # written to the cache) - never a SymPy re-derivation.
         src = self.kernel_source()
-        return (load_compiled, (self.model_hash, src, hashlib.sha256(src.encode("utf-8")).hexdigest()))
+        return (load_compiled, (self.model_hash, src, sha256_hex(src.encode("utf-8"))))
 
     def __repr__(self) -> str:
         return (f"CompiledModel({self.name!r}, n={self.n}, m={self.m}, l={self.l}, k={self.ninputs}, "
@@ -960,17 +973,17 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
         return have
     t0 = time.perf_counter()
     backend = _cb.requested_backend(None)
-    path = _cache.cache_path(key, cache_dir)
+    path = os.path.join(_cache.trusted_dir(cache_dir), f"nhc_{key}.py")     # = cache_path(key, cache_dir)
     cm = _load_cached_c(path, key, t0) if backend != "python" else None
     if cm is not None:
         return _register(cm)
-    cm = _load_cached(path, key, t0)
+    cm = _load_cached(_cache._path(path), key, t0)
     if cm is not None:
         return _register(_with_c(cm, backend, None, t0))
     if source is None:
         raise CacheError(f"no compiled model with key {key[:12]}... in this process or in the kernel "
-                         f"cache {path.parent}; compile the model again (system.compile())")
-    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
+                         f"cache {os.path.dirname(path)}; compile the model again (system.compile())")
+    digest = sha256_hex(source.encode("utf-8"))
     if sha256 is None or digest != sha256:
         raise CacheError(f"the kernel source carried for model key {key[:12]}... fails its integrity "
                          f"check (sha256 {digest[:12]}... != {str(sha256)[:12]}...); it is not executed. "
@@ -1040,29 +1053,50 @@ def _cached_meta(source: bytes) -> dict[str, Any]:
     return meta
 
 
-def _load_cached_c(path: Path, key: str, t0: float) -> CompiledModel | None:
+def _load_cached_c(path: str | Path, key: str, t0: float, meta: dict[str, Any] | None = None) -> CompiledModel | None:
     """The model from its cached artefacts with the C kernels, without executing its Python
     kernel module (which a model with C kernels never calls): ``META`` is read from the verified
-    source (`_cached_meta`) and the library is verified before it is opened (`CKernels`).  None
-    when an artefact is missing or anything is unusable; the caller then takes the full path
-    (`_load_cached` and `_with_c`), which discards, warns and rebuilds as usual."""
-    lib = _cb.library_path(key, path.parent)
-    if not (_cache.record_path(path).exists() and _cache.record_path(lib).exists()):
+    source (`_cached_meta`), or given (``meta``: from a verified recipe record, then the source
+    is not read at all; `kernel_source` verifies it when the model is pickled), and the library
+    is verified before it is opened (`CKernels`).  None when an artefact is missing or anything
+    is unusable; the caller then takes the full path (`_load_cached` and `_with_c`), which
+    discards, warns and rebuilds as usual."""
+    path = os.fspath(path)
+    lib = _cb.library_file(key, os.path.dirname(path))
+    if not (os.path.exists(_cache._record(path)) and os.path.exists(_cache._record(lib))):
         return None
     try:
-        source = _cache.verify_artefact(path)
-        meta = _cached_meta(source)
+        source = None
+        if meta is None:
+            source = _cache.verify_artefact(path)
+            meta = _cached_meta(source)
         if meta.get("key") != key:
             return None
         ck = _cb.CKernels(lib, key)
         module = ModuleType(f"_nhcontrol_kernels_{key[:24]}")   # what CompiledModel reads of it
-        module.__file__ = str(path)
+        module.__file__ = path
         module.META = meta                                      # type: ignore[attr-defined]
-        module.__nhcontrol_source_bytes__ = source              # type: ignore[attr-defined]
+        if source is not None:
+            module.__nhcontrol_source_bytes__ = source          # type: ignore[attr-defined]
         return CompiledModel(module, meta, from_cache=ck.loaded_from_cache, source_path=path,
                              build_time=time.perf_counter() - t0, ckernels=ck)
     except (CacheError, OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
+
+
+def _load_from_recipe(key: str, meta: dict[str, Any], directory: str) -> CompiledModel | None:
+    """The model of ``key`` with its C kernels from the trusted cache ``directory``, its ``META``
+    given by a verified recipe record (`nhcontrol.compiled.recipe`): the model alive in this
+    process, or `_load_cached_c`; None when the Python kernels are requested or the artefacts
+    are unusable (the caller then uses `load_compiled`)."""
+    with _REGISTRY_LOCK:
+        have = _REGISTRY.get(key)
+    if have is not None:
+        return have
+    if _cb.requested_backend(None) == "python":
+        return None
+    cm = _load_cached_c(os.path.join(directory, f"nhc_{key}.py"), key, time.perf_counter(), meta)
+    return _register(cm) if cm is not None else None
 
 
 def _load_cached(path: Path, key: str, t0: float) -> CompiledModel | None:
