@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
@@ -90,6 +91,69 @@ def _digest(path: str) -> str:
     return hit
 
 
+SOURCES_MEMO = "source_digests.json"
+"""The cache's record of source digests: ``{"version": 1, "files": {path: [size, mtime_ns,
+ctime_ns, inode, device, sha256]}}`` (a verified artefact like every other)."""
+_RACY_NS = 2_000_000_000     # a file changed less than 2 s before it was hashed is not recorded
+_MEMO_MAX = 2000
+
+
+def _status(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def _digests_from_memo(files: list[str], directory: str) -> None:
+    """Put the sha256 of ``files`` into `_DIGESTS`, taken from the cache's record of source digests
+    (`SOURCES_MEMO` in ``directory``) for every file whose status (size, modification and change
+    times in ns, inode, device) is the recorded one, else read and hashed (and recorded).
+
+    A file is recorded only when it did not change while it was read and its last change is more
+    than 2 s older than the reading (a later write then changes its change time, which no
+    user-level tool can set back), so the record never stands for other content than the
+    file's.  Missing or unreadable files are left to `_digest` (which raises)."""
+    path = os.path.join(directory, SOURCES_MEMO)
+    memo: dict[str, Any] = {}
+    if os.path.exists(path) or os.path.exists(_cache._record(path)):
+        try:
+            data = json.loads(_cache.verify_artefact(path).decode("utf-8"))
+            if data.get("version") == 1 and isinstance(data.get("files"), dict):
+                memo = data["files"]
+        except (CacheError, OSError, ValueError, UnicodeDecodeError, AttributeError):
+            _cache.discard_artefact(path)      # unusable: rebuilt below (it is only a shortcut)
+    changed = False
+    now = time.time_ns()
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            continue
+        status = _status(st)
+        entry = memo.get(f)
+        if (isinstance(entry, list) and len(entry) == 6 and entry[:5] == status
+                and isinstance(entry[5], str) and len(entry[5]) == 64):
+            _DIGESTS[f] = entry[5]
+            continue
+        try:
+            with open(f, "rb") as fh:
+                blob = fh.read()
+            after = _status(os.stat(f))
+        except OSError:
+            continue
+        _DIGESTS[f] = sha256_hex(blob)
+        if after == status and max(st.st_mtime_ns, st.st_ctime_ns) < now - _RACY_NS:
+            memo[f] = status + [_DIGESTS[f]]
+            changed = True
+        elif memo.pop(f, None) is not None:
+            changed = True
+    if changed:
+        if len(memo) > _MEMO_MAX:
+            memo = {f: memo[f] for f in files if f in memo}
+        try:
+            _cache.write_artefact(path, json.dumps({"version": 1, "files": memo}, sort_keys=True))
+        except CacheError:
+            pass                               # a read-only cache: hashed again next time
+
+
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))   # .../nhcontrol
 
 
@@ -116,6 +180,15 @@ def recipe_key(builder: Callable[..., Any], args: tuple = (), kwargs: dict | Non
                sources: Iterable[str | os.PathLike] = ()) -> str | None:
     """The recipe key of ``builder(*args, **kwargs)`` (sha256 hex), or None when an argument is
     not plain data or the builder's source file is unknown (no recipe: built every time)."""
+    return _recipe_key(builder, args, kwargs, sources, None)
+
+
+def _recipe_key(builder: Callable[..., Any], args: tuple, kwargs: dict | None,
+                sources: Iterable[str | os.PathLike],
+                directory: Callable[[], str | None] | None) -> str | None:
+    """`recipe_key`; the digests of source files not hashed in this process yet are taken from
+    the record of source digests in the trusted cache directory ``directory()`` when it has
+    them (`_digests_from_memo`)."""
     import sys
 
     module = sys.modules.get(getattr(builder, "__module__", None) or "")
@@ -131,6 +204,9 @@ def recipe_key(builder: Callable[..., Any], args: tuple = (), kwargs: dict | Non
     if builder.__module__.startswith("nhcontrol.models."):
         files += _catalogue_sources()       # catalogue builders share helpers (bicycle frame ...)
     try:
+        where = directory() if directory is not None and any(f not in _DIGESTS for f in files) else None
+        if where is not None:
+            _digests_from_memo(files, where)
         digests = [[os.path.basename(f), _digest(f)] for f in files]
     except OSError:
         return None
@@ -193,7 +269,18 @@ def cached_model(builder: Callable[..., Any], *args: Any,
         hash-checked cache (`load_compiled`) or from ``builder(*args, **kwargs).compile()``.
     """
     sources = tuple(sources)
-    key = recipe_key(builder, args, kwargs, sources)
+    found_dir: list[str | None] = []
+
+    def directory() -> str | None:
+        """The trusted cache directory (None: unusable), found once."""
+        if not found_dir:
+            try:
+                found_dir.append(_cache.trusted_dir(cache_dir))
+            except (CacheError, OSError):
+                found_dir.append(None)
+        return found_dir[0]
+
+    key = _recipe_key(builder, args, kwargs, sources, directory)
     if key is None:
         return builder(*args, **kwargs).compile(cache_dir=cache_dir)
     memo = (key, str(cache_dir))
@@ -204,10 +291,7 @@ def cached_model(builder: Callable[..., Any], *args: Any,
     from .model import load_compiled
 
     cm = None
-    try:
-        path = _recipe_file(key, cache_dir)
-    except (CacheError, OSError):
-        path = None
+    path = os.path.join(directory(), f"recipe_{key}.json") if directory() is not None else None
     found = _read(path) if path is not None else None
     if found is not None:
         from . import cbackend as _cb
