@@ -111,8 +111,7 @@ def compile_library(units: list[str], out: Path, workers: int | None = None) -> 
     if _NO_COMPILER:
         raise CompilerUnavailable(_NO_COMPILER[0])
     from concurrent.futures import ThreadPoolExecutor   # here: loading a cached library needs no threads
-    from pathlib import Path                             # (nor pathlib,
-    import shutil                                        # nor these)
+    import shutil                                        # (nor these)
     import tempfile
 
     try:
@@ -130,7 +129,7 @@ def compile_library(units: list[str], out: Path, workers: int | None = None) -> 
         return cc
 
     remove_stale(out.parent, "nhc_build_*")          # left by builds that were killed
-    build = Path(tempfile.mkdtemp(prefix="nhc_build_", dir=str(out.parent)))
+    build = _cache._path(tempfile.mkdtemp(prefix="nhc_build_", dir=str(out.parent)))
     claim(build)
     try:
         sources = []

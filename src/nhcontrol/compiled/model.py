@@ -8,7 +8,6 @@ import re
 from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 import time
 import weakref
-from dataclasses import dataclass
 from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -31,6 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import ArrayLike, NDArray
 
     from ..modeling.system import MultibodySystem
+    from ._linearization_terms import LinearizationTerms
+    from ._terms import DynamicsTerms, InputRateTerms, OutputTerms, RateTerms
     from nhcontrol.linearization.partition import Partition
     from nhcontrol.reference import Reference
 
@@ -72,63 +73,6 @@ def _missing_kernel(model: str, generator: str) -> Callable[..., Any]:
 def _ro(a: np.ndarray) -> np.ndarray:
     a.flags.writeable = False
     return a
-
-
-@dataclass(frozen=True)
-class LinearizationTerms:
-    """All terms the third numerical procedure needs at one point (or N points).
-
-    Shapes are given for one point; with ``N`` stacked points every field has a leading
-    ``N`` axis.  ``a = ẍ0`` and ``v = ẋ0`` (Sect. 4.2.3).
-
-    Attributes
-    ----------
-    M : (n, n)
-        Mass matrix, Eq. (2.103).
-    Q : (n,)
-        Generalized forces ``Qa + Qv``, Eq. (2.108).
-    D, Cx, B : (m+l, n), (m, n), (l, n)
-        Constraint Jacobians, Eq. (2.82).
-    Qd : (m+l,)
-        ``-∂(D ẋ)/∂x ẋ``, Eq. (2.117).
-    dMa_dx, dMa_du : (n, n), (n, k)
-        ``∂(M ẍ0)/∂x``, ``∂(M ẍ0)/∂u``.
-    dDTlam_dx : (n, n)
-        ``∂(Dᵀ Λ0)/∂x``.
-    dQ_dx, dQ_dxd, dQ_du : (n, n), (n, n), (n, k)
-    dDv_dx : (m+l, n)
-        ``∂(D ẋ0)/∂x`` of Eq. (4.99).
-    dDa_dx : (m+l, n)
-        ``∂(D ẍ0)/∂x`` of Eq. (4.103).
-    dQd_dx, dQd_dxd : (m+l, n)
-    dCxv_dx, dBv_dx : (m, n), (l, n)
-        ``∂(Cx ẋ0)/∂x``, ``∂(B ẋ0)/∂x``.
-    dQd_du, dDa_du : (m+l, k)
-        ``∂Qd/∂u``, ``∂(D ẍ0)/∂u`` (Sect. 8.1).
-    dC_du : (m, k)
-    """
-
-    M: Array
-    Q: Array
-    D: Array
-    Cx: Array
-    B: Array
-    Qd: Array
-    dMa_dx: Array
-    dMa_du: Array
-    dDTlam_dx: Array
-    dQ_dx: Array
-    dQ_dxd: Array
-    dQ_du: Array
-    dDv_dx: Array
-    dDa_dx: Array
-    dQd_dx: Array
-    dQd_dxd: Array
-    dCxv_dx: Array
-    dBv_dx: Array
-    dQd_du: Array
-    dDa_du: Array
-    dC_du: Array
 
 
 class CompiledModel:
@@ -523,6 +467,8 @@ class CompiledModel:
         LinearizationTerms
         """
         out = self._eval("linearization_terms", ("x", "xd", "xdd", "lam", "u", "p"), (x, xd, xdd, lam, u, p))
+        from ._linearization_terms import LinearizationTerms
+
         return LinearizationTerms(*out)
 
     def input_rate_terms(self, x: ArrayLike, xd: ArrayLike, ud: ArrayLike | None = None,
@@ -1301,16 +1247,19 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
 
 
 
-_TERMS = ("InputRateTerms", "RateTerms", "OutputTerms", "DynamicsTerms")
+_TERMS = {"LinearizationTerms": "_linearization_terms", "InputRateTerms": "_terms",
+          "RateTerms": "_terms", "OutputTerms": "_terms", "DynamicsTerms": "_terms"}
 
 
 def __getattr__(name: str) -> Any:
-    """The term records that loading a cached model does not need (`nhcontrol.compiled._terms`),
-    imported when first used (PEP 562)."""
-    if name in _TERMS:
-        from . import _terms
+    """The term records (frozen dataclasses: `nhcontrol.compiled._linearization_terms`,
+    `nhcontrol.compiled._terms`), imported when first used (PEP 562): loading a cached model and
+    binding its prepared linearizer create none of them."""
+    sub = _TERMS.get(name)
+    if sub is not None:
+        import importlib
 
-        value = getattr(_terms, name)
+        value = getattr(importlib.import_module(f"{__package__}.{sub}"), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
