@@ -202,3 +202,21 @@ def test_loading_a_cached_model_imports_no_pathlib_or_hashlib(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=SRC),
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True []"
+
+
+def test_builtin_sha256_equals_hashlib():
+    """nhcontrol._util.sha gives hashlib's sha256 whichever implementation it picked."""
+    import hashlib
+
+    from nhcontrol._util import sha
+
+    blobs = [b"", b"abc", bytes(range(256)) * 1000]
+    for blob in blobs:
+        assert sha.sha256_hex(blob) == hashlib.sha256(blob).hexdigest()
+        h = sha.sha256(blob[:7])
+        h.update(blob[7:])
+        assert h.hexdigest() == hashlib.sha256(blob).hexdigest()
+    # the interpreter's built-in module (used when hashlib is not imported yet) agrees too
+    name = "_sha2" if sys.version_info >= (3, 12) else "_sha256"
+    builtin = pytest.importorskip(name).sha256
+    assert all(builtin(b).hexdigest() == hashlib.sha256(b).hexdigest() for b in blobs)

@@ -23,13 +23,12 @@ def _impl() -> Callable[..., Any]:
         if hashlib is not None:
             _IMPL.append(hashlib.sha256)
         else:
+            # the module of this version only (a failed import searches the whole sys.path)
+            name = "_sha2" if sys.version_info >= (3, 12) else "_sha256"
             try:
-                from _sha2 import sha256 as fn  # type: ignore[import-not-found]   # Python >= 3.12
-            except ImportError:
-                try:
-                    from _sha256 import sha256 as fn  # type: ignore[import-not-found,no-redef]
-                except ImportError:  # pragma: no cover - an interpreter without built-in hashes
-                    from hashlib import sha256 as fn  # type: ignore[no-redef]
+                fn = __import__(name).sha256
+            except (ImportError, AttributeError):  # pragma: no cover - no built-in hashes
+                from hashlib import sha256 as fn
             _IMPL.append(fn)
     return _IMPL[0]
 
