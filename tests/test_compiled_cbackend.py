@@ -348,3 +348,13 @@ def test_library_without_a_needed_function_is_discarded_and_rebuilt(tmp_path, mo
     assert again.backend == "c" and not again.from_cache
     x = np.array([0.1, 0.2, 0.3])
     np.testing.assert_array_equal(again.Q(x, x), first.Q(x, x))
+
+
+def test_platform_tag_is_sysconfigs():
+    """The library file names use sysconfig's platform (read without sysconfig on Linux)."""
+    import sysconfig
+
+    from nhcontrol.compiled.cbackend import library_file, platform_tag
+
+    assert platform_tag() == sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    assert library_file("k" * 64, "d").endswith(f".{platform_tag()}.so") or sys.platform == "win32"

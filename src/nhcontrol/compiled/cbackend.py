@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -71,9 +70,21 @@ def library_path(key: str, directory: Path) -> Path:
 
 def library_file(key: str, directory: str | os.PathLike) -> str:
     """`library_path()` as a ``str`` (loading a cached model imports no pathlib)."""
-    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
     ext = ".dll" if sys.platform == "win32" else ".so"
-    return os.path.join(os.fspath(directory), f"nhc_{key}.{C_GENERATOR_VERSION}.{plat}{ext}")
+    return os.path.join(os.fspath(directory), f"nhc_{key}.{C_GENERATOR_VERSION}.{platform_tag()}{ext}")
+
+
+def platform_tag() -> str:
+    """``sysconfig.get_platform()`` with ``-`` and ``.`` as ``_`` (part of a library's file name);
+    on Linux read from ``os.uname()`` as sysconfig does there, without importing sysconfig."""
+    if (sys.platform == "linux" and hasattr(os, "uname") and "_PYTHON_HOST_PLATFORM" not in os.environ
+            and os.uname().sysname == "Linux"):
+        plat = "linux-" + os.uname().machine.replace(" ", "_").replace("/", "-")
+    else:
+        import sysconfig
+
+        plat = sysconfig.get_platform()
+    return plat.replace("-", "_").replace(".", "_")
 
 
 # ----------------------------------------------------------------------- compiling
