@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 import time
 import weakref
@@ -758,8 +757,10 @@ class CompiledModel:
                 f"hash={self.model_hash[:12]}, from_cache={self.from_cache}, backend={self.backend!r})")
 
 
-_KEY_RE = re.compile(r"[0-9a-f]{64}")
-"""A cache key: the sha256 hex digest of a model description (never a path)."""
+def _is_key(key: object) -> bool:
+    """A cache key: the sha256 hex digest of a model description (64 characters 0-9a-f, never a
+    path)."""
+    return isinstance(key, str) and len(key) == 64 and not key.strip("0123456789abcdef")
 
 _REGISTRY: "weakref.WeakValueDictionary[str, CompiledModel]" = weakref.WeakValueDictionary()
 """Per-process registry: cache key -> CompiledModel (weak, so unused models are freed)."""
@@ -910,7 +911,7 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
         When ``key`` is not a sha256 hex digest, when the source does not match its sha256 or
         its own key, or when neither the cache nor a source is available.
     """
-    if not isinstance(key, str) or _KEY_RE.fullmatch(key) is None:
+    if not _is_key(key):
         raise CacheError(f"the model key {str(key)[:80]!r} carried by a pickle is not a sha256 hex digest "
                          f"(64 characters 0-9a-f); the pickle is malformed or crafted and is not loaded")
     with _REGISTRY_LOCK:
