@@ -33,8 +33,12 @@ faster):
 * ``ratio_casadi_warm_over_warm``: a fresh process from the first statement to the first
   Jacobian with everything cached (nhcontrol: ``benchmark_bicycle.model()`` +
   ``cm.linearizer(...)`` + one call at the reference point; CasADi: ``import casadi`` +
-  ``casadi.external`` + one call; both get the point as JSON), median of 5 processes;
-  goal ≥ 1;
+  ``casadi.external`` + one call; both get the point as JSON), median of 11 interleaved
+  processes each (``warm_*_range_s``: their minimum and maximum);
+  goal ≥ 1; ``warm_floor_s`` is the same kind of process doing only what both do (``import
+  numpy``, ``json``, the point's arrays: most of either time), so
+  ``ratio_casadi_warm_over_floor`` is the highest ``ratio_casadi_warm_over_warm`` any
+  nhcontrol could reach;
 * the underlying times (``*_s``), ``casadi_call_s`` (ordinary CasADi Python call),
   ``load_average``.
 """
@@ -256,6 +260,16 @@ _WARM_NHC = textwrap.dedent("""
     print(json.dumps({"s": t1 - t0}))
 """)
 
+_WARM_FLOOR = textwrap.dedent("""
+    import time, sys
+    t0 = time.perf_counter()
+    import json
+    import numpy as np
+    x, xd, xdd, lam, p = (np.array(v) for v in json.loads(sys.argv[1]))
+    t1 = time.perf_counter()
+    print(json.dumps({"s": t1 - t0}))
+""")
+
 _WARM_CASADI = textwrap.dedent("""
     import time, sys
     t0 = time.perf_counter()
@@ -371,15 +385,20 @@ def main(argv=None) -> dict:
         print(json.dumps(result), file=sys.stderr)          # the in-process part, early
 
         # warm: fresh processes, everything cached (the model once loaded by this process)
-        warm_n, warm_c = [], []
+        warm_n, warm_c, warm_f = [], [], []
         point = json.dumps([np.asarray(v, dtype=float).tolist() for v in (x, xd, xdd, lam, p)])
         run_child(_WARM_NHC, point)
         run_child(_WARM_CASADI, point, so)
-        for _ in range(5):
-            warm_n.append(run_child(_WARM_NHC, point)["s"])
-            warm_c.append(run_child(_WARM_CASADI, point, so)["s"])
+        jobs = [(warm_n, _WARM_NHC, ()), (warm_c, _WARM_CASADI, (so,)), (warm_f, _WARM_FLOOR, ())]
+        for i in range(11):                          # interleaved, the order reversed every round
+            for out_, script, extra in (jobs if i % 2 == 0 else jobs[::-1]):
+                out_.append(run_child(script, point, *extra)["s"])
         result.update({"warm_nhcontrol_s": med(warm_n), "warm_casadi_s": med(warm_c),
-                       "ratio_casadi_warm_over_warm": med(warm_c) / med(warm_n)})
+                       "ratio_casadi_warm_over_warm": med(warm_c) / med(warm_n),
+                       "warm_floor_s": med(warm_f),
+                       "ratio_casadi_warm_over_floor": med(warm_c) / med(warm_f),
+                       **{f"warm_{k}_range_s": [min(v), max(v)] for k, v in
+                          (("nhcontrol", warm_n), ("casadi", warm_c), ("floor", warm_f))}})
 
         if not args.skip_cold:
             cold_n = run_child(_COLD_NHC, tempfile.mkdtemp(prefix="nhc_cold_", dir=work))

@@ -426,3 +426,13 @@ def test_blocked_kernel_with_special_functions_and_piecewise(tmp_path):
     for i in range(9):
         for f1, f2 in zip(Lc.__dict__.values(), py.linearization_terms(X[i], X[i], X[i], np.zeros(0)).__dict__.values()):
             assert np.all(np.abs(f1[i] - f2) <= RTOL * np.abs(f2))
+
+
+def test_platform_tag_is_sysconfigs():
+    """The library file names use sysconfig's platform (read without sysconfig on Linux)."""
+    import sysconfig
+
+    from nhcontrol.compiled.cbackend import library_file, platform_tag
+
+    assert platform_tag() == sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    assert library_file("k" * 64, "d").endswith(f".{platform_tag()}.so") or sys.platform == "win32"

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -38,8 +39,13 @@ _CHILD = textwrap.dedent('''
     t1 = time.perf_counter()
     import numpy as np
     A = cm.M(np.zeros(cm.n)).tolist()
+    # whether the Python kernel module was read at load (a C model from a recipe record: no)
+    read = hasattr(cm._mod, "__nhcontrol_source_bytes__")
+    import pickle
+    same = pickle.loads(pickle.dumps(cm)) is cm       # pickling reads and verifies it then
     print(json.dumps({"sympy": "sympy" in sys.modules, "from_cache": cm.from_cache,
-                      "key": cm.model_hash, "name": cm.name, "M": A, "s": t1 - t0}))
+                      "key": cm.model_hash, "name": cm.name, "M": A, "s": t1 - t0,
+                      "backend": cm.backend, "source_read": read, "pickles": same}))
 ''')
 
 
@@ -64,10 +70,13 @@ def test_fresh_process_loads_without_sympy(tmp_path, user_module):
     assert first["sympy"] and not first["from_cache"]            # built: SymPy needed
     recipes = list(cache.glob("recipe_*.json"))
     assert len(recipes) == 1 and (cache / (recipes[0].name + ".sha256")).exists()
-    assert json.loads(recipes[0].read_text())["model_key"] == first["key"]
+    record = json.loads(recipes[0].read_text())
+    assert record["model_key"] == first["key"] and record["meta"]["key"] == first["key"]
     again = _child(user_module, cache)
     assert not again["sympy"] and again["from_cache"]            # the warm start
-    assert again["key"] == first["key"] and again["M"] == first["M"]
+    assert again["key"] == first["key"] and again["M"] == first["M"] and again["pickles"]
+    # with C kernels the META comes from the record: the 0.5 MB kernel module is not read
+    assert again["source_read"] == (again["backend"] != "c")
     # another argument is another recipe (here the same model: the argument is unused)
     other = _child(user_module, cache, 2.0)
     assert other["sympy"] and other["key"] == first["key"]
@@ -132,3 +141,82 @@ def test_catalogue_model_and_import_are_light(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
     assert out.stdout.split() == ["True", "False", "False"]   # a prepared linearizer, light
+
+
+def test_source_digests_are_recorded_and_follow_changes(tmp_path, user_module, monkeypatch):
+    """The digests of the recipe's source files come from the cache's record of source digests
+    while a file's status is the recorded one; a rewrite of the same size with the modification
+    time set back still changes the key (its change time moved), and a damaged record is
+    rebuilt."""
+    from nhcontrol.compiled import cache as _cache
+    from nhcontrol.compiled import recipe as rc
+
+    monkeypatch.setattr(rc, "_RACY_NS", -10**15)     # record files changed a moment ago too
+    monkeypatch.setattr(rc, "_DIGESTS", {})
+    directory = str(_cache.ensure_private_dir(tmp_path / "cache"))
+    sys.path.insert(0, str(user_module))
+    try:
+        import user_model
+
+        src = user_module / "user_model.py"
+        k1 = rc._recipe_key(user_model.build, (), {}, (), lambda: directory)
+        memo = tmp_path / "cache" / rc.SOURCES_MEMO
+        files = json.loads(_cache.verify_artefact(memo))["files"]
+        assert str(src.resolve()) in files and len(files) > 10      # the builder's and the modeling sources
+        assert k1 == rc.recipe_key(user_model.build)                 # the same key as without the record
+        hashed = []
+        monkeypatch.setattr(rc, "sha256_hex", lambda b: hashed.append(len(b)) or _cache.sha256_hex(b))
+        monkeypatch.setattr(rc, "_DIGESTS", {})
+        assert rc._recipe_key(user_model.build, (), {}, (), lambda: directory) == k1
+        assert len(hashed) == 1                                      # the key text only: no file read
+        st = src.stat()
+        text = src.read_text()
+        time.sleep(0.05)          # past the file system's timestamp granularity (the record's
+        #                          guard against that is the 2 s margin switched off above)
+        src.write_text(text.replace('"user_sleigh"', '"user_sleigx"'))   # same size
+        os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))               # same modification time
+        assert src.stat().st_size == st.st_size and src.stat().st_mtime_ns == st.st_mtime_ns
+        monkeypatch.setattr(rc, "_DIGESTS", {})
+        k2 = rc._recipe_key(user_model.build, (), {}, (), lambda: directory)
+        monkeypatch.setattr(rc, "_DIGESTS", {})
+        assert k2 != k1 and k2 == rc.recipe_key(user_model.build)
+        memo.write_text("{not json")                                 # damaged: its sha256 differs
+        monkeypatch.setattr(rc, "_DIGESTS", {})
+        assert rc._recipe_key(user_model.build, (), {}, (), lambda: directory) == k2
+        assert json.loads(_cache.verify_artefact(memo))["version"] == 1   # rebuilt
+    finally:
+        sys.path.remove(str(user_module))
+        sys.modules.pop("user_model", None)
+
+
+def test_loading_a_cached_model_imports_no_pathlib_or_hashlib(tmp_path):
+    """The kernel cache's loading path (recipe, record checks, C library) works on str paths and
+    the built-in sha256: a fresh process that loads the cached bicycle imports neither pathlib
+    nor hashlib (OpenSSL) for it."""
+    from nhcontrol.models import benchmark_bicycle as bb
+
+    bb.model()                                                    # fills the cache (this process)
+    code = ("import sys; before = set(sys.modules); import numpy; "
+            "from nhcontrol.models import benchmark_bicycle as bb; cm = bb.model(); "
+            "print(cm.from_cache, sorted({'pathlib', 'hashlib', 'sympy'} & (set(sys.modules) - before)))")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=SRC),
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True []"
+
+
+def test_builtin_sha256_equals_hashlib():
+    """nhcontrol._util.sha gives hashlib's sha256 whichever implementation it picked."""
+    import hashlib
+
+    from nhcontrol._util import sha
+
+    blobs = [b"", b"abc", bytes(range(256)) * 1000]
+    for blob in blobs:
+        assert sha.sha256_hex(blob) == hashlib.sha256(blob).hexdigest()
+        h = sha.sha256(blob[:7])
+        h.update(blob[7:])
+        assert h.hexdigest() == hashlib.sha256(blob).hexdigest()
+    # the interpreter's built-in module (used when hashlib is not imported yet) agrees too
+    name = "_sha2" if sys.version_info >= (3, 12) else "_sha256"
+    builtin = pytest.importorskip(name).sha256
+    assert all(builtin(b).hexdigest() == hashlib.sha256(b).hexdigest() for b in blobs)

@@ -247,3 +247,35 @@ def test_nearly_singular_block_caught_by_condition_number():
     # with the check disabled the (meaningless) result is returned, finite
     res = linearize(cm, ref, part, check=False)
     assert np.all(np.isfinite(res.A))
+
+
+def test_partition_is_an_immutable_value():
+    """Partition and PartitionIndices behave as the frozen dataclasses they were: keyword or
+    positional construction, equality and hash over the names (not the report), a repr of
+    them, no assignment, pickling."""
+    import pickle
+    from dataclasses import FrozenInstanceError
+
+    from nhcontrol.linearization import PartitionIndices
+
+    p = Partition(["x", "theta"], "y", dependent=())
+    q = Partition(independent=("x", "theta"), admissible_dependent=["y"])
+    assert p == q and hash(p) == hash(q) and p != Partition(["x"], ["theta", "y"])
+    assert p != ("x", "theta", "y") and p.__eq__(object()) is NotImplemented
+    assert repr(p) == "Partition(independent=('x', 'theta'), admissible_dependent=('y',), dependent=())"
+    r = Partition(p.independent, p.admissible_dependent, p.dependent, report="evidence")
+    assert r == p and hash(r) == hash(p) and repr(r) == repr(p) and r.report == "evidence"
+    with pytest.raises(FrozenInstanceError, match="independent"):
+        p.independent = ("y",)
+    with pytest.raises(FrozenInstanceError):
+        del p.dependent
+    assert pickle.loads(pickle.dumps(p)) == p
+    with pytest.raises(TypeError):
+        Partition()                                           # independent is required
+    idx = PartitionIndices(np.array([0]), np.array([1]), np.array([], dtype=np.intp),
+                           np.array([0, 1]), 2, 0, 1)
+    assert idx.n_ai == 1 and repr(idx).startswith("PartitionIndices(ai=array([0]), ad=array([1])")
+    with pytest.raises(FrozenInstanceError):
+        idx.n = 3
+    idx.__dict__["_cache"] = 1                                # third.py caches state names there
+    assert idx._cache == 1

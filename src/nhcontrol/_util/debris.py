@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
 
 OWNER_FILE = ".nhcontrol-owner"
 
@@ -47,6 +50,8 @@ _IMPORTED = time.time()
 def claim(folder: str | os.PathLike) -> None:
     """Mark ``folder`` as in use by this process (best effort)."""
     try:
+        from pathlib import Path   # here: loading cached kernels imports no pathlib
+
         (Path(folder) / OWNER_FILE).write_text(f"{os.getpid()} {time.time():.3f} {_HOST}\n")
     except OSError:
         pass
@@ -86,6 +91,8 @@ def remove_stale(parent: str | os.PathLike, pattern: str) -> list[Path]:
     start = process_start_time()
     removed: list[Path] = []
     try:
+        from pathlib import Path
+
         candidates = list(Path(parent).glob(pattern))
     except OSError:
         return removed

@@ -7,12 +7,15 @@ these helpers, so that messages look alike across the toolbox:
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from .errors import ArgumentTypeError, LinearSystemError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import ArrayLike, NDArray
+
 
 RANK_RTOL = float(np.finfo(float).eps)
 """Default relative tolerance for rank decisions: ``tol = RANK_RTOL * s_max * max(shape)`` unless a

@@ -16,9 +16,10 @@ if TYPE_CHECKING:   # the names below, for type checkers and the API pages (impo
     from ._layout import C_GENERATOR_VERSION, GENERATOR_VERSION
     from .cache import default_cache_dir
     from .cbackend import ENV_BACKEND
-    from .model import (KERNEL_ARGS, LINEARIZATION_FIELDS, CompiledModel, DynamicsTerms,
-                        InputRateTerms, LinearizationTerms, OutputTerms, RateTerms,
-                        compile_system, generate_c_source, generate_source, load_compiled)
+    from ._linearization_terms import LinearizationTerms
+    from ._terms import DynamicsTerms, InputRateTerms, OutputTerms, RateTerms
+    from .model import (KERNEL_ARGS, LINEARIZATION_FIELDS, CompiledModel, compile_system,
+                        generate_c_source, generate_source, load_compiled)
     from .rates import RateJacobians, RateKernels, compile_rates
     from .recipe import cached_model
 
@@ -32,10 +33,10 @@ __all__ = [
 
 # name -> module that defines it (the keys are __all__)
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(["compile_system", "CompiledModel", "LinearizationTerms", "DynamicsTerms",
-                     "InputRateTerms", "generate_source", "load_compiled", "KERNEL_ARGS",
-                     "LINEARIZATION_FIELDS", "generate_c_source", "RateTerms", "OutputTerms"],
-                    "model"),
+    **dict.fromkeys(["compile_system", "CompiledModel", "generate_source", "load_compiled",
+                     "KERNEL_ARGS", "LINEARIZATION_FIELDS", "generate_c_source"], "model"),
+    "LinearizationTerms": "_linearization_terms",
+    **dict.fromkeys(["DynamicsTerms", "InputRateTerms", "RateTerms", "OutputTerms"], "_terms"),
     "default_cache_dir": "cache",
     "GENERATOR_VERSION": "_layout",
     "C_GENERATOR_VERSION": "_layout",

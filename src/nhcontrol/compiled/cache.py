@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import marshal
 import os
 import stat
@@ -35,18 +34,17 @@ import sys
 from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 import time
 import warnings
-from pathlib import Path
 from types import ModuleType
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .._util.debris import pid_alive
 from .._util.errors import CacheError, CacheIntegrityError, CacheLockTimeout, ConfigurationError
+from .._util.sha import sha256_hex
 from ._layout import GENERATOR_VERSION
 
-try:  # POSIX advisory locks keep an artefact and its record consistent between processes
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
 
 ENV_VAR = "NHCONTROL_CACHE_DIR"
 RECORD_SUFFIX = ".sha256"
@@ -55,19 +53,41 @@ _RECORD_TAG = "nhcontrol-artefact-sha256"
 _MARSHAL_MAGIC = b"nhc-marshal-2 "
 
 
+def _path(p: Any) -> Path:
+    """``pathlib.Path(p)``; pathlib is imported by the functions that return or build paths, not
+    by the checks and reads of loading a cached model (which work on ``str``)."""
+    from pathlib import Path
+
+    return Path(p)
+
+
+def _clean(p: str | os.PathLike) -> str:
+    """``str(Path(p))`` (no empty or ``.`` parts, no trailing separator) without pathlib for the
+    usual POSIX path."""
+    s = os.fspath(p)
+    if (os.sep == "/" and isinstance(s, str) and s and s != "." and "//" not in s and "/./" not in s
+            and not s.endswith(("/", "/.")) and not s.startswith("./")):
+        return s
+    return str(_path(s))
+
+
+def _default_dir() -> str:
+    env = os.environ.get(ENV_VAR)
+    return _clean(os.path.expanduser(env)) if env else os.path.join(os.path.expanduser("~"), ".cache", "nhcontrol")
+
+
 def _euid() -> int | None:
     return os.geteuid() if hasattr(os, "geteuid") else None
 
 
 def default_cache_dir() -> Path:
     """``$NHCONTROL_CACHE_DIR`` or ``~/.cache/nhcontrol``."""
-    env = os.environ.get(ENV_VAR)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "nhcontrol"
+    return _path(_default_dir())
 
 
 def cache_key(description: str) -> str:
     """sha256 hex digest of ``description`` and [`GENERATOR_VERSION`][nhcontrol.compiled.GENERATOR_VERSION]."""
-    return hashlib.sha256((GENERATOR_VERSION + "\n" + description).encode()).hexdigest()
+    return sha256_hex((GENERATOR_VERSION + "\n" + description).encode())
 
 
 # ---------------------------------------------------------------------------------- trust
@@ -108,9 +128,8 @@ def directory_problem(path: str | os.PathLike) -> str | None:
     writable by group/others without the sticky bit (then others could replace the
     directory itself).
     """
-    p = Path(path)
     try:
-        real = p.resolve(strict=True)
+        real = os.path.realpath(os.fspath(path), strict=True)
         st = os.stat(real)
     except OSError as exc:
         return f"it cannot be inspected ({exc})"
@@ -122,7 +141,9 @@ def directory_problem(path: str | os.PathLike) -> str | None:
     euid = _euid()
     if euid is None:  # pragma: no cover - no ownership model (Windows)
         return None
-    for parent in real.parents:
+    parent = real
+    while os.path.dirname(parent) != parent:      # every ancestor up to the root
+        parent = os.path.dirname(parent)
         try:
             pst = os.stat(parent)
         except OSError as exc:  # pragma: no cover
@@ -158,7 +179,7 @@ def private_fallback_dir() -> Path:
 
     with _PRIVATE_LOCK:
         if not _PRIVATE:
-            d = Path(tempfile.mkdtemp(prefix="nhcontrol-kernels-"))
+            d = _path(tempfile.mkdtemp(prefix="nhcontrol-kernels-"))
             atexit.register(shutil.rmtree, str(d), True)
             _PRIVATE.append(d)
         return _PRIVATE[0]
@@ -174,7 +195,7 @@ def ensure_private_dir(path: str | os.PathLike) -> Path:
     CacheIntegrityError
         When it exists but cannot be trusted (see `directory_problem()`), or cannot be created.
     """
-    p = Path(path).expanduser()
+    p = _path(path).expanduser()
     try:
         missing = []
         q = p
@@ -198,21 +219,31 @@ def trusted_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
     """The directory to use for kernels: ``cache_dir`` (default [`default_cache_dir()`][nhcontrol.compiled.default_cache_dir])
     created private, or - when it cannot be created or trusted - a private per-process
     directory, with one warning that names the directory, the reason and the fix."""
-    base = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    return _path(trusted_dir(cache_dir))
+
+
+def trusted_dir(cache_dir: str | os.PathLike | None = None) -> str:
+    """`trusted_cache_dir()` as a ``str`` (what loading a cached model uses: no pathlib)."""
+    base = _clean(os.path.expanduser(os.fspath(cache_dir))) if cache_dir is not None else _default_dir()
     try:
-        return ensure_private_dir(base)
+        if os.path.isdir(base):    # the usual case: only the checks of ensure_private_dir
+            problem = directory_problem(base)
+            if problem:
+                raise CacheIntegrityError(f"the kernel cache directory {base} is not trusted: {problem}")
+            return base
+        return str(ensure_private_dir(base))
     except CacheIntegrityError as exc:
         fallback = private_fallback_dir()
         warn_once("dir", base, f"nhcontrol could not write the kernel cache in {base}: {exc}. Kernels are "
                                f"built in the private directory {fallback} for this process (and rebuilt "
                                f"next time). Fix: point {ENV_VAR} to a directory that only you can write "
                                f"(mode 0700, owned by you), or remove the group/other write bits.")
-        return fallback
+        return str(fallback)
 
 
 def cache_path(key: str, cache_dir: str | os.PathLike | None = None) -> Path:
     """``<trusted cache dir>/nhc_<key>.py`` (see `trusted_cache_dir()`)."""
-    return trusted_cache_dir(cache_dir) / f"nhc_{key}.py"
+    return _path(os.path.join(trusted_dir(cache_dir), f"nhc_{key}.py"))
 
 
 def code_path(path: Path) -> Path:
@@ -224,8 +255,12 @@ def code_path(path: Path) -> Path:
 def record_path(path: str | os.PathLike) -> Path:
     """Where the sha256 record of artefact ``path`` lives: ``<path>.sha256`` in the same
     (private) directory."""
-    p = Path(path)
-    return p.with_name(p.name + RECORD_SUFFIX)
+    return _path(_clean(path) + RECORD_SUFFIX)
+
+
+def _record(path: str) -> str:
+    """`record_path()` of a clean ``str`` path, as a ``str``."""
+    return path + RECORD_SUFFIX
 
 
 ENV_LOCK_TIMEOUT = "NHCONTROL_LOCK_TIMEOUT"
@@ -255,7 +290,7 @@ def lock_holder(directory: str | os.PathLike) -> dict | None:
     "alive"}`` read from the lock file, or None when it names nobody. ``alive`` is None when the
     holder runs on another host (it cannot be checked from here)."""
     try:
-        text = (Path(directory) / LOCK_NAME).read_text(encoding="ascii", errors="replace").split()
+        text = (_path(directory) / LOCK_NAME).read_text(encoding="ascii", errors="replace").split()
         pid, since, host = int(text[0]), float(text[1]), text[2] if len(text) > 2 else ""
     except (OSError, ValueError, IndexError):
         return None
@@ -294,11 +329,15 @@ def _locked(directory: Path, timeout: float | None = None) -> Iterator[None]:
     what to do. A lock of a process that died is released by the operating system (``flock``),
     so a crashed build never blocks the next one.
     """
+    try:  # POSIX advisory locks keep an artefact and its record consistent between processes
+        import fcntl    # here: loading verified artefacts takes no lock
+    except ImportError:  # pragma: no cover - Windows
+        fcntl = None  # type: ignore[assignment]
     if fcntl is None:  # pragma: no cover
         yield
         return
     limit = _lock_timeout() if timeout is None else float(timeout)
-    path = Path(directory) / LOCK_NAME
+    path = _path(directory) / LOCK_NAME
     deadline = time.monotonic() + limit
     delay = 0.005
     dead: tuple | None = None   # ((pid, since), when first seen dead)
@@ -390,9 +429,9 @@ def write_artefact(path: str | os.PathLike, data: str | bytes) -> str:
     CacheError
         When the directory cannot be written.
     """
-    p = Path(path)
+    p = _path(path)
     blob = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    digest = hashlib.sha256(blob).hexdigest()
+    digest = sha256_hex(blob)
     try:
         with _locked(p.parent):
             _replace_atomic(p, blob)
@@ -414,33 +453,39 @@ def record_artefact(path: str | os.PathLike) -> str:
     str
         The sha256 hex digest recorded.
     """
-    p = Path(path)
+    p = _path(path)
     problem = file_problem(p)
     if problem:
         raise CacheIntegrityError(f"cannot record the kernel cache artefact {p}: {problem}")
     try:
         with _locked(p.parent):
             blob = p.read_bytes()
-            digest = hashlib.sha256(blob).hexdigest()
+            digest = sha256_hex(blob)
             _replace_atomic(record_path(p), _record_text(p, digest, len(blob)))
     except OSError as exc:
         raise CacheError(f"could not record the kernel cache artefact {p} ({exc})") from exc
     return digest
 
 
-def _verify_once(p: Path) -> bytes:
-    for f in (p, record_path(p)):
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _verify_once(p: str) -> bytes:
+    rp = _record(p)
+    for f in (p, rp):
         problem = file_problem(f)
         if problem:
             raise CacheIntegrityError(f"the kernel cache file {f} is not trusted: {problem}")
     try:
-        rec = record_path(p).read_bytes().decode("ascii").split()
-        blob = p.read_bytes()
+        rec = _read_bytes(rp).decode("ascii").split()
+        blob = _read_bytes(p)
     except (OSError, UnicodeDecodeError) as exc:
         raise CacheIntegrityError(f"cannot read the kernel cache artefact {p} or its record ({exc})") from exc
-    if len(rec) != 4 or rec[0] != _RECORD_TAG or rec[3] != p.name:
-        raise CacheIntegrityError(f"the sha256 record {record_path(p)} of {p} is malformed")
-    digest = hashlib.sha256(blob).hexdigest()
+    if len(rec) != 4 or rec[0] != _RECORD_TAG or rec[3] != os.path.basename(p):
+        raise CacheIntegrityError(f"the sha256 record {rp} of {p} is malformed")
+    digest = sha256_hex(blob)
     if digest != rec[1] or str(len(blob)) != rec[2]:
         raise CacheIntegrityError(f"the kernel cache artefact {p} fails its integrity check (sha256 "
                                   f"{digest[:12]}..., {len(blob)} bytes; recorded {rec[1][:12]}..., "
@@ -462,21 +507,22 @@ def verify_artefact(path: str | os.PathLike) -> bytes:
         writable by group/others, or when the sha256 or size of the bytes read differs from
         the record.
     """
-    p = Path(path)
+    p = _clean(path)
     try:
         return _verify_once(p)
     except CacheIntegrityError:
-        if not p.parent.is_dir():
+        if not os.path.isdir(os.path.dirname(p) or "."):
             raise
-        with _locked(p.parent):  # a writer may have been between the artefact and its record
+        with _locked(_path(p).parent):  # a writer may have been between the artefact and its record
             return _verify_once(p)
 
 
 def discard_artefact(path: str | os.PathLike) -> None:
     """Remove the artefact ``path`` and its record (missing files are ignored)."""
-    for f in (Path(path), record_path(path)):
+    p = _clean(path)
+    for f in (p, _record(p)):
         with contextlib.suppress(OSError):
-            f.unlink()
+            os.unlink(f)
 
 
 def write_atomic(path: Path, data: str | bytes, quiet: bool = False) -> bool:
@@ -510,9 +556,9 @@ def load_module(path: Path, key: str) -> ModuleType:
         (any exception at import, `SystemExit` included).  The caller discards the
         artefacts and rebuilds.
     """
-    path = Path(path)
+    path = _path(path)
     source = verify_artefact(path)
-    digest = hashlib.sha256(source).hexdigest()
+    digest = sha256_hex(source)
     modname = _modname(key)
     cached = sys.modules.get(modname)
     if cached is not None and getattr(cached, "__nhcontrol_stamp__", None) == (str(path), digest):
@@ -553,7 +599,7 @@ def discard_module(path: Path, key: str) -> None:
     """Forget the kernel module of ``key`` and remove its artefacts (source, code, records)."""
     sys.modules.pop(_modname(key), None)
     discard_artefact(path)
-    discard_artefact(code_path(Path(path)))
+    discard_artefact(code_path(_path(path)))
 
 
 def module_from_source(source: str, key: str) -> ModuleType:

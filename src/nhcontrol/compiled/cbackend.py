@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
-from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -34,6 +32,9 @@ from .._util.debris import claim, remove_stale
 from .._util.errors import CacheError, ModelError
 from . import cache as _cache
 from ._layout import C_GENERATOR_VERSION
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
 
 ENV_BACKEND = "NHCONTROL_BACKEND"
 """Environment variable choosing the kernel back-end: ``c`` or ``python`` (unset: ``c`` when a
@@ -64,9 +65,26 @@ def requested_backend(backend: str | None = None) -> str:
 
 def library_path(key: str, directory: Path) -> Path:
     """``<directory>/nhc_<key>.<C generator version>.<platform>.so`` (``.dll`` on Windows)."""
-    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    return _cache._path(library_file(key, directory))
+
+
+def library_file(key: str, directory: str | os.PathLike) -> str:
+    """`library_path()` as a ``str`` (loading a cached model imports no pathlib)."""
     ext = ".dll" if sys.platform == "win32" else ".so"
-    return directory / f"nhc_{key}.{C_GENERATOR_VERSION}.{plat}{ext}"
+    return os.path.join(os.fspath(directory), f"nhc_{key}.{C_GENERATOR_VERSION}.{platform_tag()}{ext}")
+
+
+def platform_tag() -> str:
+    """``sysconfig.get_platform()`` with ``-`` and ``.`` as ``_`` (part of a library's file name);
+    on Linux read from ``os.uname()`` as sysconfig does there, without importing sysconfig."""
+    if (sys.platform == "linux" and hasattr(os, "uname") and "_PYTHON_HOST_PLATFORM" not in os.environ
+            and os.uname().sysname == "Linux"):
+        plat = "linux-" + os.uname().machine.replace(" ", "_").replace("/", "-")
+    else:
+        import sysconfig
+
+        plat = sysconfig.get_platform()
+    return plat.replace("-", "_").replace(".", "_")
 
 
 # ----------------------------------------------------------------------- compiling
@@ -126,7 +144,7 @@ def compile_library(units: list[str], out: Path, workers: int | None = None,
         return cc
 
     remove_stale(out.parent, "nhc_build_*")          # left by builds that were killed
-    build = Path(tempfile.mkdtemp(prefix="nhc_build_", dir=str(out.parent)))
+    build = _cache._path(tempfile.mkdtemp(prefix="nhc_build_", dir=str(out.parent)))
     claim(build)
     try:
         sources = []
@@ -172,7 +190,7 @@ class CKernels:
     outputs (views of one ``(N, size)`` buffer).
     """
 
-    def __init__(self, path: Path, key: str, built: bool = False) -> None:
+    def __init__(self, path: str | Path, key: str, built: bool = False) -> None:
         _cache.verify_artefact(path)   # immediately before dlopen; the cache directory is private
         with _FFI_LOCK:
             raw, layout = _read_layout(path)
@@ -279,7 +297,7 @@ class CKernels:
         return many
 
 
-def _read_layout(path: Path) -> tuple[Any, dict]:
+def _read_layout(path: str | Path) -> tuple[Any, dict]:
     """The library's handle (ctypes, kept open while the kernels live) and its JSON layout
     ``nhc_layout``, read without cffi's declaration parser."""
     import ctypes

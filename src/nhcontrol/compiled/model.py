@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
+import os
 from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 import time
 import weakref
-from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import CacheError, ModelError
 from .._util.memory import check_allocation
+from .._util.sha import sha256_hex
 from . import cache as _cache
 from . import cbackend as _cb
 # the SymPy-free layout: loading a cached model imports no SymPy (the generators, which do,
@@ -26,11 +23,19 @@ from ._layout import (DIRECT_KERNELS, DYNAMICS_FIELDS, GENERATOR_VERSION, INPUT_
                       KERNEL_SIGNATURES, LINEARIZATION_FIELDS, OUTPUT_FIELDS, RATE_FIELDS, ROUTES)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
     from ..modeling.system import MultibodySystem
+    from ._linearization_terms import LinearizationTerms
+    from ._terms import DynamicsTerms, InputRateTerms, OutputTerms, RateTerms
     from nhcontrol.linearization.partition import Partition
     from nhcontrol.reference import Reference
 
-Array = NDArray[np.float64]
+    Array = NDArray[np.float64]
+
 
 KERNEL_ARGS: dict[str, tuple[str, ...]] = {k: v[:-2] for k, v in KERNEL_SIGNATURES.items()}
 """Kernel name -> argument groups (the table of contracts section 2)."""
@@ -67,141 +72,6 @@ def _missing_kernel(model: str, generator: str) -> Callable[..., Any]:
 def _ro(a: np.ndarray) -> np.ndarray:
     a.flags.writeable = False
     return a
-
-
-@dataclass(frozen=True)
-class LinearizationTerms:
-    """All terms the third numerical procedure needs at one point (or N points).
-
-    Shapes are given for one point; with ``N`` stacked points every field has a leading
-    ``N`` axis.  ``a = ẍ0`` and ``v = ẋ0`` (Sect. 4.2.3).
-
-    Attributes
-    ----------
-    M : (n, n)
-        Mass matrix, Eq. (2.103).
-    Q : (n,)
-        Generalized forces ``Qa + Qv``, Eq. (2.108).
-    D, Cx, B : (m+l, n), (m, n), (l, n)
-        Constraint Jacobians, Eq. (2.82).
-    Qd : (m+l,)
-        ``-∂(D ẋ)/∂x ẋ``, Eq. (2.117).
-    dMa_dx, dMa_du : (n, n), (n, k)
-        ``∂(M ẍ0)/∂x``, ``∂(M ẍ0)/∂u``.
-    dDTlam_dx : (n, n)
-        ``∂(Dᵀ Λ0)/∂x``.
-    dQ_dx, dQ_dxd, dQ_du : (n, n), (n, n), (n, k)
-    dDv_dx : (m+l, n)
-        ``∂(D ẋ0)/∂x`` of Eq. (4.99).
-    dDa_dx : (m+l, n)
-        ``∂(D ẍ0)/∂x`` of Eq. (4.103).
-    dQd_dx, dQd_dxd : (m+l, n)
-    dCxv_dx, dBv_dx : (m, n), (l, n)
-        ``∂(Cx ẋ0)/∂x``, ``∂(B ẋ0)/∂x``.
-    dQd_du, dDa_du : (m+l, k)
-        ``∂Qd/∂u``, ``∂(D ẍ0)/∂u`` (Sect. 8.1).
-    dC_du : (m, k)
-    """
-
-    M: Array
-    Q: Array
-    D: Array
-    Cx: Array
-    B: Array
-    Qd: Array
-    dMa_dx: Array
-    dMa_du: Array
-    dDTlam_dx: Array
-    dQ_dx: Array
-    dQ_dxd: Array
-    dQ_du: Array
-    dDv_dx: Array
-    dDa_dx: Array
-    dQd_dx: Array
-    dQd_dxd: Array
-    dCxv_dx: Array
-    dBv_dx: Array
-    dQd_du: Array
-    dDa_du: Array
-    dC_du: Array
-
-
-@dataclass(frozen=True)
-class InputRateTerms:
-    """Terms of inputs that enter the nonholonomic constraints ``B(x, u) ẋ + b(x, u) = 0``.
-
-    With ``E = ∂(B ẋ + b)/∂u`` (holonomic rows zero) the acceleration level of the constraints
-    is ``D ẍ = Qd − E u̇`` (docs/theory/road_vehicles.md, "Inputs in the constraints").
-    Shapes for one point; ``N`` stacked points add a leading axis.
-
-    Attributes
-    ----------
-    E : (m+l, k)
-        ``∂(D ẋ + b)/∂u``; at the reference also the input term ``∂(D ẋ0 + b)/∂u`` of the
-        linearized velocity constraints.
-    dEw_dx, dEw_dxd : (m+l, n)
-        ``∂(E u̇0)/∂x``, ``∂(E u̇0)/∂ẋ``.
-    dEw_du : (m+l, k)
-        ``∂(E u̇0)/∂u``.
-    dDTlam_du : (n, k)
-        ``∂(Dᵀ Λ0)/∂u``.
-    """
-
-    E: Array
-    dEw_dx: Array
-    dEw_dxd: Array
-    dEw_du: Array
-    dDTlam_du: Array
-
-
-@dataclass(frozen=True)
-class RateTerms:
-    """Rates ``ż = H(x, ẋ, u)`` of the first-order states and their exact partial derivatives
-    (thesis Eqs. (7.12)-(7.13), (7.26), (7.28)); ``u`` is the model's whole input vector, the
-    states ``z`` included (`CompiledModel.first_order_states`). Shapes for one point; ``N``
-    stacked points add a leading axis.
-
-    Attributes
-    ----------
-    H : (r,)
-    dH_dx, dH_dxd : (r, n)
-    dH_du : (r, k)
-        Columns of the states ``z`` give ``H_z``, the other columns ``H_u``.
-    """
-
-    H: Array
-    dH_dx: Array
-    dH_dxd: Array
-    dH_du: Array
-
-
-@dataclass(frozen=True)
-class OutputTerms:
-    """Declared outputs ``y = h(x, ẋ, u)`` (`MultibodySystem.add_output`) and their exact
-    partial derivatives; ``u`` is the model's whole input vector (first-order states
-    included). Shapes for one point; ``N`` stacked points add a leading axis.
-
-    Attributes
-    ----------
-    h : (q,)
-    dh_dx, dh_dxd : (q, n)
-    dh_du : (q, k)
-    """
-
-    h: Array
-    dh_dx: Array
-    dh_dxd: Array
-    dh_du: Array
-
-
-@dataclass(frozen=True)
-class DynamicsTerms:
-    """``M (n, n)``, ``Q (n,)``, ``D (m+l, n)``, ``Qd (m+l,)`` of the index-1 form Eq. (2.119)."""
-
-    M: Array
-    Q: Array
-    D: Array
-    Qd: Array
 
 
 class CompiledModel:
@@ -242,10 +112,11 @@ class CompiledModel:
     """
 
     def __init__(self, module: ModuleType, meta: Mapping[str, Any], *, from_cache: bool,
-                 source_path: Path | None, build_time: float, ckernels: "_cb.CKernels | None" = None) -> None:
+                 source_path: str | Path | None, build_time: float, ckernels: "_cb.CKernels | None" = None) -> None:
         self._mod = module
         self.backend: str = "c" if ckernels is not None else "python"
-        self.library_path: Path | None = ckernels.path if ckernels is not None else None
+        # kept as str (pathlib is imported when a path is asked for: `source_path`, `library_path`)
+        self._library_path = os.fspath(ckernels.path) if ckernels is not None else None
         self.vectorized: bool = bool(ckernels is not None and ckernels.simd)
         self._ck = ckernels
         self.name: str = meta["name"]
@@ -272,7 +143,7 @@ class CompiledModel:
         self.ninputs: int = len(self.inputs)
         self.model_hash: str = meta["key"]
         self.from_cache = from_cache
-        self.source_path = source_path
+        self._source_path = os.fspath(source_path) if source_path is not None else None
         self.build_time = build_time
         self._p0 = _ro(np.array(meta["parameter_defaults"], dtype=float))
         self._u0 = _ro(np.zeros(self.ninputs))
@@ -285,12 +156,8 @@ class CompiledModel:
         # defaults as Python lists for the one-point fast path (never mutated by the kernels)
         self._lists0 = {g: (self._p0 if g == "p" else z).tolist() for g, z in self._zeros.items()}
         self._body_specs = [b for b in meta.get("bodies", ()) if b.get("mass") is not None]
-        self._bodies_fn = None
+        self._bodies_fn: Callable[..., tuple] | None = None   # compiled on first use (`_bodies`)
         self._checked: set[bytes] = set()   # parameter vectors already checked (bounded)
-        if self._body_specs:  # expressions from the verified kernel module (same trust as its code)
-            args = ", ".join(f"_p{i}" for i in range(len(self._p0))) or "*_"
-            body = ", ".join(f"({b['mass']}, {b['inertia']})" for b in self._body_specs)
-            self._bodies_fn = eval(f"lambda {args}: ({body},)", {"math": math})  # noqa: S307
         funcs = list(DIRECT_KERNELS) + [f for f in _FUNC_ARGS
                                         if (f not in _RATE_FUNCS or self.first_order_states)
                                         and (f not in _OUTPUT_FUNCS or self.outputs)]
@@ -335,6 +202,27 @@ class CompiledModel:
             raise AttributeError(f"CompiledModel is immutable; cannot set {name!r} (compile a new model "
                                  f"or pass parameters with p=...)")
         object.__setattr__(self, name, value)
+
+    @property
+    def source_path(self) -> Path | None:
+        """The generated module file (None for ``cache=False``)."""
+        return _cache._path(self._source_path) if self._source_path is not None else None
+
+    @property
+    def library_path(self) -> Path | None:
+        """The shared library of the C kernels (None for the Python back-end)."""
+        return _cache._path(self._library_path) if self._library_path is not None else None
+
+    def _bodies(self) -> Callable[..., tuple]:
+        """``(mass, inertia)`` of every body of `_body_specs` as a function of the parameters,
+        compiled when first needed (a model loaded and never given parameters skips it)."""
+        fn = self._bodies_fn
+        if fn is None:   # expressions from the verified kernel module (same trust as its code)
+            args = ", ".join(f"_p{i}" for i in range(len(self._p0))) or "*_"
+            body = ", ".join(f"({b['mass']}, {b['inertia']})" for b in self._body_specs)
+            fn = eval(f"lambda {args}: ({body},)", {"math": math})  # noqa: S307
+            object.__setattr__(self, "_bodies_fn", fn)
+        return fn
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -407,7 +295,7 @@ class CompiledModel:
         if bad:
             raise ModelError(f"parameter value(s) {', '.join(bad)} of model {self.name!r} are not finite; "
                              f"give finite numbers")
-        if self._bodies_fn is None:
+        if not self._body_specs:
             return pv
         token = pv.tobytes()
         if token in self._checked:  # the same values were found possible before
@@ -415,7 +303,7 @@ class CompiledModel:
         from ..modeling.validation import inertia_problem
 
         problems = []
-        for spec, (mass, inertia) in zip(self._body_specs, self._bodies_fn(*pv.tolist())):
+        for spec, (mass, inertia) in zip(self._body_specs, self._bodies()(*pv.tolist())):
             if mass is None:
                 continue
             shown = [k for k in spec["params"] if k in changed] or spec["params"]
@@ -583,6 +471,8 @@ class CompiledModel:
         LinearizationTerms
         """
         out = self._eval("linearization_terms", ("x", "xd", "xdd", "lam", "u", "p"), (x, xd, xdd, lam, u, p))
+        from ._linearization_terms import LinearizationTerms
+
         return LinearizationTerms(*out)
 
     def input_rate_terms(self, x: ArrayLike, xd: ArrayLike, ud: ArrayLike | None = None,
@@ -603,6 +493,8 @@ class CompiledModel:
         -------
         InputRateTerms
         """
+        from ._terms import InputRateTerms
+
         return InputRateTerms(*self._eval("input_rate_terms", ("x", "xd", "ud", "lam", "u", "p"),
                                           (x, xd, ud, lam, u, p)))
 
@@ -632,6 +524,8 @@ class CompiledModel:
             If the model has no first-order states, or a rate is not defined at the point.
         """
         self._need_rates()
+        from ._terms import RateTerms
+
         return RateTerms(*self._eval("rate_terms", _FUNC_ARGS["rate_terms"], (x, xd, u, p)))
 
     def rates(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
@@ -673,6 +567,8 @@ class CompiledModel:
             If the model declares no outputs, or an output is not defined at the point.
         """
         self._need_outputs()
+        from ._terms import OutputTerms
+
         return OutputTerms(*self._eval("output_terms", _FUNC_ARGS["output_terms"], (x, xd, u, p)))
 
     def output(self, x: ArrayLike, xd: ArrayLike, u: ArrayLike | None = None,
@@ -701,6 +597,8 @@ class CompiledModel:
         -------
         DynamicsTerms
         """
+        from ._terms import DynamicsTerms
+
         return DynamicsTerms(*self._eval("dynamics_terms", ("x", "xd", "u", "p"), (x, xd, u, p)))
 
     # ------------------------------------------------------------------ kernels
@@ -857,15 +755,17 @@ class CompiledModel:
         # disk cache, else the carried source (hash-checked, executed in memory only and never
         # written to the cache) - never a SymPy re-derivation.
         src = self.kernel_source()
-        return (load_compiled, (self.model_hash, src, hashlib.sha256(src.encode("utf-8")).hexdigest()))
+        return (load_compiled, (self.model_hash, src, sha256_hex(src.encode("utf-8"))))
 
     def __repr__(self) -> str:
         return (f"CompiledModel({self.name!r}, n={self.n}, m={self.m}, l={self.l}, k={self.ninputs}, "
                 f"hash={self.model_hash[:12]}, from_cache={self.from_cache}, backend={self.backend!r})")
 
 
-_KEY_RE = re.compile(r"[0-9a-f]{64}")
-"""A cache key: the sha256 hex digest of a model description (never a path)."""
+def _is_key(key: object) -> bool:
+    """A cache key: the sha256 hex digest of a model description (64 characters 0-9a-f, never a
+    path)."""
+    return isinstance(key, str) and len(key) == 64 and not key.strip("0123456789abcdef")
 
 _REGISTRY: "weakref.WeakValueDictionary[str, CompiledModel]" = weakref.WeakValueDictionary()
 """Per-process registry: cache key -> CompiledModel (weak, so unused models are freed)."""
@@ -1016,7 +916,7 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
         When ``key`` is not a sha256 hex digest, when the source does not match its sha256 or
         its own key, or when neither the cache nor a source is available.
     """
-    if not isinstance(key, str) or _KEY_RE.fullmatch(key) is None:
+    if not _is_key(key):
         raise CacheError(f"the model key {str(key)[:80]!r} carried by a pickle is not a sha256 hex digest "
                          f"(64 characters 0-9a-f); the pickle is malformed or crafted and is not loaded")
     with _REGISTRY_LOCK:
@@ -1025,17 +925,17 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
         return have
     t0 = time.perf_counter()
     backend = _cb.requested_backend(None)
-    path = _cache.cache_path(key, cache_dir)
+    path = os.path.join(_cache.trusted_dir(cache_dir), f"nhc_{key}.py")     # = cache_path(key, cache_dir)
     cm = _load_cached_c(path, key, t0) if backend != "python" else None
     if cm is not None:
         return _register(cm)
-    cm = _load_cached(path, key, t0)
+    cm = _load_cached(_cache._path(path), key, t0)
     if cm is not None:
         return _register(_with_c(cm, backend, None, t0))
     if source is None:
         raise CacheError(f"no compiled model with key {key[:12]}... in this process or in the kernel "
-                         f"cache {path.parent}; compile the model again (system.compile())")
-    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
+                         f"cache {os.path.dirname(path)}; compile the model again (system.compile())")
+    digest = sha256_hex(source.encode("utf-8"))
     if sha256 is None or digest != sha256:
         raise CacheError(f"the kernel source carried for model key {key[:12]}... fails its integrity "
                          f"check (sha256 {digest[:12]}... != {str(sha256)[:12]}...); it is not executed. "
@@ -1105,29 +1005,50 @@ def _cached_meta(source: bytes) -> dict[str, Any]:
     return meta
 
 
-def _load_cached_c(path: Path, key: str, t0: float) -> CompiledModel | None:
+def _load_cached_c(path: str | Path, key: str, t0: float, meta: dict[str, Any] | None = None) -> CompiledModel | None:
     """The model from its cached artefacts with the C kernels, without executing its Python
     kernel module (which a model with C kernels never calls): ``META`` is read from the verified
-    source (`_cached_meta`) and the library is verified before it is opened (`CKernels`).  None
-    when an artefact is missing or anything is unusable; the caller then takes the full path
-    (`_load_cached` and `_with_c`), which discards, warns and rebuilds as usual."""
-    lib = _cb.library_path(key, path.parent)
-    if not (_cache.record_path(path).exists() and _cache.record_path(lib).exists()):
+    source (`_cached_meta`), or given (``meta``: from a verified recipe record, then the source
+    is not read at all; `kernel_source` verifies it when the model is pickled), and the library
+    is verified before it is opened (`CKernels`).  None when an artefact is missing or anything
+    is unusable; the caller then takes the full path (`_load_cached` and `_with_c`), which
+    discards, warns and rebuilds as usual."""
+    path = os.fspath(path)
+    lib = _cb.library_file(key, os.path.dirname(path))
+    if not (os.path.exists(_cache._record(path)) and os.path.exists(_cache._record(lib))):
         return None
     try:
-        source = _cache.verify_artefact(path)
-        meta = _cached_meta(source)
+        source = None
+        if meta is None:
+            source = _cache.verify_artefact(path)
+            meta = _cached_meta(source)
         if meta.get("key") != key:
             return None
         ck = _cb.CKernels(lib, key)
         module = ModuleType(f"_nhcontrol_kernels_{key[:24]}")   # what CompiledModel reads of it
-        module.__file__ = str(path)
+        module.__file__ = path
         module.META = meta                                      # type: ignore[attr-defined]
-        module.__nhcontrol_source_bytes__ = source              # type: ignore[attr-defined]
+        if source is not None:
+            module.__nhcontrol_source_bytes__ = source          # type: ignore[attr-defined]
         return CompiledModel(module, meta, from_cache=ck.loaded_from_cache, source_path=path,
                              build_time=time.perf_counter() - t0, ckernels=ck)
     except (CacheError, OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
+
+
+def _load_from_recipe(key: str, meta: dict[str, Any], directory: str) -> CompiledModel | None:
+    """The model of ``key`` with its C kernels from the trusted cache ``directory``, its ``META``
+    given by a verified recipe record (`nhcontrol.compiled.recipe`): the model alive in this
+    process, or `_load_cached_c`; None when the Python kernels are requested or the artefacts
+    are unusable (the caller then uses `load_compiled`)."""
+    with _REGISTRY_LOCK:
+        have = _REGISTRY.get(key)
+    if have is not None:
+        return have
+    if _cb.requested_backend(None) == "python":
+        return None
+    cm = _load_cached_c(os.path.join(directory, f"nhc_{key}.py"), key, time.perf_counter(), meta)
+    return _register(cm) if cm is not None else None
 
 
 def _load_cached(path: Path, key: str, t0: float) -> CompiledModel | None:
@@ -1329,6 +1250,25 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
     _log().info("model %r built in %.1f s (back-end %s)", name, time.perf_counter() - t0,
               out.backend)
     return out
+
+
+
+_TERMS = {"LinearizationTerms": "_linearization_terms", "InputRateTerms": "_terms",
+          "RateTerms": "_terms", "OutputTerms": "_terms", "DynamicsTerms": "_terms"}
+
+
+def __getattr__(name: str) -> Any:
+    """The term records (frozen dataclasses: `nhcontrol.compiled._linearization_terms`,
+    `nhcontrol.compiled._terms`), imported when first used (PEP 562): loading a cached model and
+    binding its prepared linearizer create none of them."""
+    sub = _TERMS.get(name)
+    if sub is not None:
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__package__}.{sub}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["CompiledModel", "load_compiled", "LinearizationTerms", "DynamicsTerms", "InputRateTerms", "RateTerms",

@@ -13,8 +13,11 @@ turns the builder's calls into equations), for a catalogue builder every module 
 ``nhcontrol.models`` (they share helpers), and any file the caller names.  The cache holds, per
 recipe, a small JSON record ``recipe_<key>.json`` (written with a sha256 record like every
 artefact, `nhcontrol.compiled.cache.write_artefact`, and verified before it is read; it is
-data, never executed) that gives the model's cache key; the kernels are then loaded by
-`load_compiled` (hash-checked as always).  A missing, damaged or stale record (any change of
+data, never executed) that gives the model's cache key and its ``META`` (names, sizes,
+parameter defaults: what `CompiledModel` reads of the generated module); the C kernel library
+is then verified and opened without reading the much larger Python kernel module (which is
+verified when the model is pickled), else the kernels are loaded by `load_compiled`
+(hash-checked as always).  A missing, damaged or stale record (any change of
 a source file or of the arguments gives another recipe key) means a build: the builder runs,
 the model is compiled as usual and the record is written.
 
@@ -27,22 +30,26 @@ when the caller asks for it (``builder(*args)``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
+import time
 from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
-from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .._util.errors import CacheError
+from .._util.sha import sha256_hex
 from . import cache as _cache
 from ._layout import C_GENERATOR_VERSION, GENERATOR_VERSION
 
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
 __all__ = ["cached_model", "recipe_key", "RECIPE_VERSION"]
 
-RECIPE_VERSION = "r1"
-"""Version of the recipe record format (part of the recipe key)."""
+RECIPE_VERSION = "r2"
+"""Version of the recipe record format (part of the recipe key); ``r2`` records carry the
+model's ``META``."""
 
 _LOCK = _new_lock()
 _DIGESTS: dict[str, str] = {}         # source path -> sha256 (once per process)
@@ -79,9 +86,72 @@ def _digest(path: str) -> str:
     hit = _DIGESTS.get(path)
     if hit is None:
         with open(path, "rb") as fh:
-            hit = hashlib.sha256(fh.read()).hexdigest()
+            hit = sha256_hex(fh.read())
         _DIGESTS[path] = hit
     return hit
+
+
+SOURCES_MEMO = "source_digests.json"
+"""The cache's record of source digests: ``{"version": 1, "files": {path: [size, mtime_ns,
+ctime_ns, inode, device, sha256]}}`` (a verified artefact like every other)."""
+_RACY_NS = 2_000_000_000     # a file changed less than 2 s before it was hashed is not recorded
+_MEMO_MAX = 2000
+
+
+def _status(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def _digests_from_memo(files: list[str], directory: str) -> None:
+    """Put the sha256 of ``files`` into `_DIGESTS`, taken from the cache's record of source digests
+    (`SOURCES_MEMO` in ``directory``) for every file whose status (size, modification and change
+    times in ns, inode, device) is the recorded one, else read and hashed (and recorded).
+
+    A file is recorded only when it did not change while it was read and its last change is more
+    than 2 s older than the reading (a later write then changes its change time, which no
+    user-level tool can set back), so the record never stands for other content than the
+    file's.  Missing or unreadable files are left to `_digest` (which raises)."""
+    path = os.path.join(directory, SOURCES_MEMO)
+    memo: dict[str, Any] = {}
+    if os.path.exists(path) or os.path.exists(_cache._record(path)):
+        try:
+            data = json.loads(_cache.verify_artefact(path).decode("utf-8"))
+            if data.get("version") == 1 and isinstance(data.get("files"), dict):
+                memo = data["files"]
+        except (CacheError, OSError, ValueError, UnicodeDecodeError, AttributeError):
+            _cache.discard_artefact(path)      # unusable: rebuilt below (it is only a shortcut)
+    changed = False
+    now = time.time_ns()
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            continue
+        status = _status(st)
+        entry = memo.get(f)
+        if (isinstance(entry, list) and len(entry) == 6 and entry[:5] == status
+                and isinstance(entry[5], str) and len(entry[5]) == 64):
+            _DIGESTS[f] = entry[5]
+            continue
+        try:
+            with open(f, "rb") as fh:
+                blob = fh.read()
+            after = _status(os.stat(f))
+        except OSError:
+            continue
+        _DIGESTS[f] = sha256_hex(blob)
+        if after == status and max(st.st_mtime_ns, st.st_ctime_ns) < now - _RACY_NS:
+            memo[f] = status + [_DIGESTS[f]]
+            changed = True
+        elif memo.pop(f, None) is not None:
+            changed = True
+    if changed:
+        if len(memo) > _MEMO_MAX:
+            memo = {f: memo[f] for f in files if f in memo}
+        try:
+            _cache.write_artefact(path, json.dumps({"version": 1, "files": memo}, sort_keys=True))
+        except CacheError:
+            pass                               # a read-only cache: hashed again next time
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))   # .../nhcontrol
@@ -110,6 +180,15 @@ def recipe_key(builder: Callable[..., Any], args: tuple = (), kwargs: dict | Non
                sources: Iterable[str | os.PathLike] = ()) -> str | None:
     """The recipe key of ``builder(*args, **kwargs)`` (sha256 hex), or None when an argument is
     not plain data or the builder's source file is unknown (no recipe: built every time)."""
+    return _recipe_key(builder, args, kwargs, sources, None)
+
+
+def _recipe_key(builder: Callable[..., Any], args: tuple, kwargs: dict | None,
+                sources: Iterable[str | os.PathLike],
+                directory: Callable[[], str | None] | None) -> str | None:
+    """`recipe_key`; the digests of source files not hashed in this process yet are taken from
+    the record of source digests in the trusted cache directory ``directory()`` when it has
+    them (`_digests_from_memo`)."""
     import sys
 
     module = sys.modules.get(getattr(builder, "__module__", None) or "")
@@ -121,27 +200,34 @@ def recipe_key(builder: Callable[..., Any], args: tuple = (), kwargs: dict | Non
         plain = [_plain(list(args)), _plain(dict(kwargs or {}))]
     except TypeError:
         return None
-    files = [str(Path(file).resolve())] + _modeling_sources() + \
-        [str(Path(s).resolve()) for s in sources]
+    files = [os.path.realpath(file)] + _modeling_sources() + [os.path.realpath(s) for s in sources]
     if builder.__module__.startswith("nhcontrol.models."):
         files += _catalogue_sources()       # catalogue builders share helpers (bicycle frame ...)
     try:
-        digests = [[Path(f).name, _digest(f)] for f in files]
+        where = directory() if directory is not None and any(f not in _DIGESTS for f in files) else None
+        if where is not None:
+            _digests_from_memo(files, where)
+        digests = [[os.path.basename(f), _digest(f)] for f in files]
     except OSError:
         return None
     text = json.dumps([RECIPE_VERSION, _version(), GENERATOR_VERSION, C_GENERATOR_VERSION,
                        builder.__module__, qual, plain, digests], sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_hex(text.encode())
 
 
 def recipe_path(key: str, cache_dir: str | os.PathLike | None = None) -> Path:
     """``<cache_dir>/recipe_<key>.json`` (the trusted cache directory)."""
-    return _cache.trusted_cache_dir(cache_dir) / f"recipe_{key}.json"
+    return _cache._path(_recipe_file(key, cache_dir))
 
 
-def _read(path: Path) -> str | None:
-    """The model key of a verified recipe record, or None (missing or unusable: discarded)."""
-    if not (path.exists() or _cache.record_path(path).exists()):
+def _recipe_file(key: str, cache_dir: str | os.PathLike | None = None) -> str:
+    return os.path.join(_cache.trusted_dir(cache_dir), f"recipe_{key}.json")
+
+
+def _read(path: str) -> tuple[str, dict | None] | None:
+    """The model key of a verified recipe record and the model's ``META`` it carries (None when
+    it carries none for that key), or None (missing or unusable: discarded)."""
+    if not (os.path.exists(path) or os.path.exists(_cache._record(path))):
         return None
     try:
         data = json.loads(_cache.verify_artefact(path).decode("utf-8"))
@@ -149,7 +235,8 @@ def _read(path: Path) -> str | None:
         if data.get("version") != RECIPE_VERSION or not (
                 isinstance(key, str) and len(key) == 64 and all(c in "0123456789abcdef" for c in key)):
             raise CacheError("malformed record")
-        return key
+        meta = data.get("meta")
+        return key, (meta if isinstance(meta, dict) and meta.get("key") == key else None)
     except (CacheError, OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
         _cache.discard_artefact(path)
         _cache.warn_once("artefact", path, f"ignoring unusable model recipe {path} ({exc}); it was "
@@ -182,7 +269,18 @@ def cached_model(builder: Callable[..., Any], *args: Any,
         hash-checked cache (`load_compiled`) or from ``builder(*args, **kwargs).compile()``.
     """
     sources = tuple(sources)
-    key = recipe_key(builder, args, kwargs, sources)
+    found_dir: list[str | None] = []
+
+    def directory() -> str | None:
+        """The trusted cache directory (None: unusable), found once."""
+        if not found_dir:
+            try:
+                found_dir.append(_cache.trusted_dir(cache_dir))
+            except (CacheError, OSError):
+                found_dir.append(None)
+        return found_dir[0]
+
+    key = _recipe_key(builder, args, kwargs, sources, directory)
     if key is None:
         return builder(*args, **kwargs).compile(cache_dir=cache_dir)
     memo = (key, str(cache_dir))
@@ -193,25 +291,29 @@ def cached_model(builder: Callable[..., Any], *args: Any,
     from .model import load_compiled
 
     cm = None
-    try:
-        path = recipe_path(key, cache_dir)
-    except (CacheError, OSError):
-        path = None
-    model_key = _read(path) if path is not None else None
-    if model_key is not None:
+    path = os.path.join(directory(), f"recipe_{key}.json") if directory() is not None else None
+    found = _read(path) if path is not None else None
+    if found is not None:
         from . import cbackend as _cb
+        from .model import _load_from_recipe
 
-        try:
-            cm = load_compiled(model_key, cache_dir=cache_dir)
-        except CacheError:
-            cm = None               # the kernels left the cache: build again
+        model_key, meta = found
+        # the C kernels straight from the record's META (the Python kernel module is not read),
+        # else the general loader
+        cm = _load_from_recipe(model_key, meta, os.path.dirname(path)) if meta is not None else None
+        if cm is None:
+            try:
+                cm = load_compiled(model_key, cache_dir=cache_dir)
+            except CacheError:
+                cm = None               # the kernels left the cache: build again
         if cm is not None and cm.backend != "c" and _cb.requested_backend(None) != "python":
             cm = None               # no cached C library: compile() builds it (or says why not)
     if cm is None:
         cm = builder(*args, **kwargs).compile(cache_dir=cache_dir)
         if path is not None and cm.source_path is not None:
             record = {"version": RECIPE_VERSION, "model_key": cm.model_hash,
-                      "builder": f"{builder.__module__}.{builder.__qualname__}", "name": cm.name}
+                      "builder": f"{builder.__module__}.{builder.__qualname__}", "name": cm.name,
+                      "meta": getattr(cm._mod, "META", None)}
             try:
                 _cache.write_artefact(path, json.dumps(record, sort_keys=True))
             except CacheError:

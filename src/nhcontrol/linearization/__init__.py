@@ -34,8 +34,8 @@ if TYPE_CHECKING:   # the names below, for type checkers and the API pages (impo
     from .first import FirstProcedureResult, ReferencePoint, first_procedure
     from .first_order import (FirstOrderLinearization, identify_spurious_first_order,
                               linearize_first_order_system, linearize_with_first_order_states)
-    from .partition import (BlockCondition, Partition, PartitionIndices, PartitionReport,
-                            suggest_partition)
+    from ._conditioning import BlockCondition, PartitionReport
+    from .partition import Partition, PartitionIndices, suggest_partition
     from .prepared import Linearizer, prepare_linearizer
     from .result import (LinearizationResult, SpuriousIdentification, identify_spurious,
                          state_deviation)
@@ -58,8 +58,8 @@ _EXPORTS: dict[str, str] = {
     "third_procedure": "third",
     "Partition": "partition",
     "PartitionIndices": "partition",
-    "PartitionReport": "partition",
-    "BlockCondition": "partition",
+    "PartitionReport": "_conditioning",
+    "BlockCondition": "_conditioning",
     "suggest_partition": "partition",
     "LinearizationResult": "result",
     "SpuriousIdentification": "result",

@@ -23,17 +23,17 @@ choice ([`suggest_partition()`][nhcontrol.linearization.suggest_partition]) firs
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
-from numpy.typing import NDArray
 
 from .._util.errors import PartitionError, PartitionTypeError
 from .._util.validation import COND_MAX, RANK_RTOL, require_model, require_reference
 
 if TYPE_CHECKING:
+    from ._conditioning import BlockCondition, PartitionReport
+    from numpy.typing import NDArray
     from nhcontrol.compiled import CompiledModel
     from nhcontrol.reference import Reference
 
@@ -71,8 +71,40 @@ def _as_names(value: Any, what: str) -> tuple[str, ...]:
                              f"{type(value).__name__}") from exc
 
 
-@dataclass(frozen=True)
-class PartitionIndices:
+class _Frozen:
+    """Base of the immutable records of this module (what ``@dataclass(frozen=True)`` gives:
+    keyword or positional construction, equality and hash over ``_fields``, a ``repr`` of them,
+    no assignment), written out because creating dataclasses costs about a millisecond each
+    when the module is imported, which every warm start pays."""
+
+    _fields: tuple[str, ...] = ()
+
+    def _key(self) -> tuple:
+        return tuple(getattr(self, f) for f in self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._key() == other._key()   # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields) + ")"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+class PartitionIndices(_Frozen):
     """Index arrays of a partition in the model's coordinate order (precomputed once).
 
     Attributes
@@ -84,6 +116,8 @@ class PartitionIndices:
     n, m, l : int
     """
 
+    _fields = ("ai", "ad", "d", "perm", "n", "m", "l")
+    __match_args__ = _fields
     ai: NDArray[np.intp]
     ad: NDArray[np.intp]
     d: NDArray[np.intp]
@@ -92,109 +126,24 @@ class PartitionIndices:
     m: int
     l: int  # noqa: E741  (thesis symbol)
 
+    def __init__(self, ai: NDArray[np.intp], ad: NDArray[np.intp], d: NDArray[np.intp],
+                 perm: NDArray[np.intp], n: int, m: int, l: int) -> None:  # noqa: E741
+        _set = object.__setattr__
+        _set(self, "ai", ai)
+        _set(self, "ad", ad)
+        _set(self, "d", d)
+        _set(self, "perm", perm)
+        _set(self, "n", n)
+        _set(self, "m", m)
+        _set(self, "l", l)
+
     @property
     def n_ai(self) -> int:
         """Number of independent coordinates ``n - m - l``."""
         return self.n - self.m - self.l
 
 
-@dataclass(frozen=True)
-class BlockCondition:
-    """Conditioning evidence of one block that the procedure inverts.
-
-    Attributes
-    ----------
-    block : str
-        ``"D_dd"``, ``"dC/dx_d"`` or ``"Bbar_ad"``.
-    equation : str
-        Thesis equation that defines the block.
-    coordinates : tuple of str
-        The columns (coordinates) of the block.
-    singular_values : (k,) array
-        Singular values of the block after scaling each row of the full matrix to unit
-        2-norm (descending).
-    cond : float
-        Relative condition number ``‖F‖₂ / σ_min(F_block)`` where ``F`` is the full matrix
-        (``D``, ``Cx`` or ``B̄``) with unit rows and ``F_block`` its columns of this block;
-        ``inf`` when singular or a constraint row vanishes, ``1.0`` for an empty block.
-        It bounds the classical ``cond(F_block)`` from above and also measures how much
-        ``F_block⁻¹`` amplifies the other columns (the entries of ``T = -D_dd⁻¹ D_ai``), so a
-        1 x 1 block ``[1e-12]`` next to O(1) entries is rejected although its classical
-        condition number is 1.
-    cond_max : float
-        The tolerance the decision used.
-    """
-
-    block: str
-    equation: str
-    coordinates: tuple[str, ...]
-    singular_values: NDArray[np.float64]
-    cond: float
-    cond_max: float
-
-    @property
-    def ok(self) -> bool:
-        """``cond < cond_max``."""
-        return bool(self.cond < self.cond_max)
-
-    def describe(self) -> str:
-        sv = ", ".join(f"{s:.3g}" for s in self.singular_values)
-        return (f"{self.block} ({self.equation}) for {list(self.coordinates)}: cond = "
-                f"{self.cond:.3g} (tolerance COND_MAX = {self.cond_max:.3g}; singular values "
-                f"[{sv}])")
-
-
-@dataclass(frozen=True)
-class PartitionReport:
-    """Result of [`Partition.check()`][nhcontrol.linearization.Partition.check]: conditioning of every inverted block.
-
-    Attributes
-    ----------
-    t : float
-        Time at which the reference was evaluated.
-    blocks : tuple of BlockCondition
-        ``D_dd`` (Eq. (2.131)), ``∂C/∂x_d`` (Eq. (4.105)), ``B̄_ad`` (Eq. (4.116)).
-    """
-
-    t: float
-    blocks: tuple[BlockCondition, ...]
-
-    @property
-    def ok(self) -> bool:
-        return all(b.ok for b in self.blocks)
-
-    @property
-    def conditions(self) -> dict[str, float]:
-        """Mapping block name → condition number."""
-        return {b.block: b.cond for b in self.blocks}
-
-    def __str__(self) -> str:
-        return f"partition conditioning at t = {self.t:g}:\n  " + "\n  ".join(
-            b.describe() for b in self.blocks)
-
-
-def _block_condition(block: str, equation: str, names: Sequence[str],
-                     full: NDArray[np.float64], cols: NDArray[np.intp] | Sequence[int],
-                     cond_max: float) -> BlockCondition:
-    """Relative condition number of the columns ``cols`` of ``full`` (see BlockCondition)."""
-    cols = np.asarray(cols, dtype=np.intp)
-    if full.shape[0] == 0 or cols.size == 0:
-        sv = np.zeros(0)
-        cond = 1.0
-    else:
-        rn = np.linalg.norm(full, axis=1)
-        F = full / np.where(rn > 0, rn, 1.0)[:, None]
-        sv = np.linalg.svd(F[:, cols], compute_uv=False)
-        if np.any(rn == 0) or sv[-1] == 0:
-            cond = float("inf")
-        else:
-            cond = float(np.linalg.norm(F, 2) / sv[-1])
-    sv.setflags(write=False)
-    return BlockCondition(block, equation, tuple(names), sv, cond, float(cond_max))
-
-
-@dataclass(frozen=True)
-class Partition:
+class Partition(_Frozen):
     """Coordinate partition ``x = [x_ai, x_ad, x_d]`` of Eq. (4.96), by coordinate names.
 
     Parameters
@@ -220,16 +169,20 @@ class Partition:
     ('x', 'theta', 'y')
     """
 
+    _fields = ("independent", "admissible_dependent", "dependent")   # equality, hash and repr
+    __match_args__ = ("independent", "admissible_dependent", "dependent", "report")
     independent: tuple[str, ...]
-    admissible_dependent: tuple[str, ...] = ()
-    dependent: tuple[str, ...] = ()
-    report: PartitionReport | None = field(default=None, compare=False, repr=False)
+    admissible_dependent: tuple[str, ...]
+    dependent: tuple[str, ...]
+    report: PartitionReport | None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "independent", _as_names(self.independent, "independent"))
-        object.__setattr__(self, "admissible_dependent",
-                           _as_names(self.admissible_dependent, "admissible_dependent"))
-        object.__setattr__(self, "dependent", _as_names(self.dependent, "dependent"))
+    def __init__(self, independent: Sequence[str] | str, admissible_dependent: Sequence[str] | str = (),
+                 dependent: Sequence[str] | str = (), report: PartitionReport | None = None) -> None:
+        _set = object.__setattr__
+        _set(self, "independent", _as_names(independent, "independent"))
+        _set(self, "admissible_dependent", _as_names(admissible_dependent, "admissible_dependent"))
+        _set(self, "dependent", _as_names(dependent, "dependent"))
+        _set(self, "report", report)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Iterable[str]]) -> "Partition":
@@ -378,6 +331,8 @@ def _ref_u(ref: Reference, t: float | NDArray[np.float64],
 
 def _report(part: Partition, idx: PartitionIndices, Cx: NDArray[np.float64],
             B: NDArray[np.float64], t: float, cond_max: float) -> PartitionReport:
+    from ._conditioning import PartitionReport, _block_condition
+
     dd = np.concatenate([idx.ad, idx.d])
     D = np.vstack([Cx, B])
     Cxd = Cx[:, idx.d]
@@ -513,3 +468,15 @@ def suggest_partition(cm: CompiledModel, ref: Reference, *, prefer: Sequence[str
     if not report.ok:
         raise PartitionError(f"suggest_partition found no well-conditioned partition:\n{report}")
     return Partition(part.independent, part.admissible_dependent, part.dependent, report=report)
+
+
+def __getattr__(name: str) -> Any:
+    """`BlockCondition` and `PartitionReport` (`nhcontrol.linearization._conditioning`), imported
+    when first used (PEP 562)."""
+    if name in ("BlockCondition", "PartitionReport"):
+        from . import _conditioning
+
+        value = getattr(_conditioning, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,7 +27,6 @@ from _thread import allocate_lock as _new_lock   # threading.Lock, without impor
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import ArgumentTypeError, ReferenceMotionError
 from .._util.validation import (ADMISSIBILITY_TOL, COND_MAX, INPUT_CONSTRAINT_ATOL, require_model,
@@ -36,6 +35,7 @@ from . import _cpoint
 from .partition import Partition
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
     from nhcontrol.compiled import CompiledModel
     from nhcontrol.reference import Reference
 

@@ -41,8 +41,8 @@ from ..reference.admissibility import ADMISSIBILITY_TOL, _passes_one, check_admi
 from . import _cpoint
 from ._point import point_procedure, point_suspect
 from .outputs import output_matrices
-from .partition import (Partition, PartitionIndices, _block_condition, _report,
-                        _singular_message, suggest_partition)
+from ._conditioning import _block_condition
+from .partition import Partition, PartitionIndices, _report, _singular_message, suggest_partition
 from .result import LinearizationResult, SpuriousIdentification, identify_spurious
 
 if TYPE_CHECKING:

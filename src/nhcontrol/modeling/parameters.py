@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from nhcontrol._util.errors import ModelError
 from nhcontrol._util.validation import as_float_array
+
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import NDArray
+
 
 __all__ = ["check_parameters", "override_parameters", "parameter_values"]
 

@@ -44,7 +44,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
 # SymPy and the symbolic modeling are imported where the model is built (build(),
@@ -52,6 +51,7 @@ from nhcontrol._util.errors import ModelError, ReferenceMotionError
 from nhcontrol.modeling.parameters import override_parameters, parameter_values
 
 if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import ArrayLike, NDArray
     import sympy as sp
 
     from nhcontrol.compiled import CompiledModel
