@@ -195,13 +195,16 @@ def test_loading_a_cached_model_imports_no_pathlib_or_hashlib(tmp_path):
     nor hashlib (OpenSSL) for it."""
     from nhcontrol.models import benchmark_bicycle as bb
 
-    bb.model()                                                    # fills the cache (this process)
+    cm = bb.model()                                               # fills the cache (this process),
+    cm.linearizer(bb.PARTITION_4_172)                             # the compiled Steps 1-7 too
     code = ("import sys; before = set(sys.modules); import numpy; "
             "from nhcontrol.models import benchmark_bicycle as bb; cm = bb.model(); "
-            "print(cm.from_cache, sorted({'pathlib', 'hashlib', 'sympy'} & (set(sys.modules) - before)))")
+            "lz = cm.linearizer(bb.PARTITION_4_172); "
+            "print(cm.from_cache, lz.compiled, sorted({'pathlib', 'hashlib', 'sysconfig', 'sympy'} "
+            "& (set(sys.modules) - before)))")
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=SRC),
                          capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "True []"
+    assert out.stdout.strip() == f"True {cm.backend == 'c'} []"
 
 
 def test_builtin_sha256_equals_hashlib():

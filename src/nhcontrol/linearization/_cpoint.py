@@ -34,11 +34,9 @@ built or loaded gives one warning and the numpy path.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import sysconfig
+import os
 from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -46,6 +44,8 @@ import numpy as np
 from .._util.errors import CacheError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from nhcontrol.compiled import CompiledModel
 
 __all__ = ["point_function", "FIELDS", "INPUT_CONSTRAINT_FIELDS", "VERSION"]
@@ -651,7 +651,7 @@ def _source() -> tuple[str, str]:
     """The C source with its layout, and the cache key (sha256 of the routine and its version)."""
     from ..compiled._ffi_tables import prebuilt_ffi_arguments
 
-    key = hashlib.sha256((VERSION + "\n" + C_SOURCE).encode()).hexdigest()
+    key = _key()
     layout: dict[str, Any] = {"key": key, "generator": VERSION, "cdef": _CDEF}
     ffi_args = prebuilt_ffi_arguments(_CDEF)
     if ffi_args is not None:
@@ -661,22 +661,32 @@ def _source() -> tuple[str, str]:
 
 
 def _key() -> str:
-    return hashlib.sha256((VERSION + "\n" + C_SOURCE).encode()).hexdigest()
+    from .._util.sha import sha256_hex      # hashlib (OpenSSL) only if already imported
+
+    return sha256_hex((VERSION + "\n" + C_SOURCE).encode())
 
 
-def library_path(directory: Path) -> Path:
+def library_path(directory: str | os.PathLike) -> Path:
+    """``<directory>/nhc_point_<key>.<platform>.so`` (``.dll`` on Windows)."""
+    from ..compiled import cache as _cache
+
+    return _cache._path(_library_file(os.fspath(directory)))
+
+
+def _library_file(directory: str) -> str:
     """``<directory>/nhc_point_<key>.<platform>.so`` (``.dll`` on Windows)."""
     import sys
 
-    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    from ..compiled.cbackend import platform_tag      # sysconfig's, without importing it on Linux
+
     ext = ".dll" if sys.platform == "win32" else ".so"
-    return directory / f"nhc_point_{_key()[:24]}.{VERSION}.{plat}{ext}"
+    return os.path.join(directory, f"nhc_point_{_key()[:24]}.{VERSION}.{platform_tag()}{ext}")
 
 
 class _Library:
     """The loaded routine: ``fn``, ``work(dims)`` and the FFI."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str) -> None:
         from ..compiled import cache as _cache
         from ..compiled.cbackend import _ffi_of, _read_layout
 
@@ -692,7 +702,7 @@ class _Library:
         self.first_order = lib.nhc_point_first_order
 
 
-def _library(directory: Path) -> "_Library | None":
+def _library(directory: str) -> "_Library | None":
     key = str(directory)
     with _LOCK:
         if key in _LIBS:
@@ -700,10 +710,10 @@ def _library(directory: Path) -> "_Library | None":
         from ..compiled import cache as _cache
         from ..compiled.cbackend import CompilerUnavailable, compile_library
 
-        path = library_path(directory)
+        path = _library_file(directory)
         lib = None
         try:
-            if path.exists() or _cache.record_path(path).exists():
+            if os.path.exists(path) or os.path.exists(_cache._record(path)):
                 try:
                     lib = _Library(path)
                 except (CacheError, OSError, ValueError, KeyError) as exc:
@@ -711,7 +721,7 @@ def _library(directory: Path) -> "_Library | None":
                     _cache.warn_once("artefact", path, f"discarded the unusable compiled linearization "
                                                        f"library {path} ({exc}); it is rebuilt")
             if lib is None:
-                compile_library([_source()[0]], path, workers=1)
+                compile_library([_source()[0]], _cache._path(path), workers=1)
                 lib = _Library(path)
         except (CompilerUnavailable, CacheError, OSError, ValueError, KeyError, AttributeError) as exc:
             _cache.warn_once("backend", "point",
@@ -735,12 +745,12 @@ def point_function(cm: CompiledModel, idx: Any, atol_u: float) -> "Callable[...,
     docstring).  Its attribute ``many`` does the same for stacked points (``x (N, n)`` …).
     """
     ck = getattr(cm, "_ck", None)
-    if ck is None or getattr(cm, "library_path", None) is None or getattr(cm, "constraint_inputs", ()):
+    if ck is None or getattr(cm, "_library_path", None) is None or getattr(cm, "constraint_inputs", ()):
         return None     # no C kernels, or inputs in the nonholonomic constraints (input rates)
     hit = _FUNCS.get((id(cm), id(idx)))
     if hit is not None and hit[0] is cm and hit[1] is idx:
         return hit[2]
-    lib = _library(Path(cm.library_path).parent)
+    lib = _library(os.path.dirname(cm._library_path))
     if lib is None:
         return None
     fn = _make(cm, idx, ck, lib, float(atol_u))
@@ -757,9 +767,7 @@ def routine_arrays(cm: CompiledModel, idx: Any, ck: Any) -> tuple[np.ndarray, np
     kernel's output, and the permutation ``[ai, ad, d]``."""
     n, m, l, k = int(idx.n), int(idx.m), int(idx.l), int(cm.ninputs)  # noqa: E741
     spec = ck.layout["functions"]["linearization_terms"]
-    from ..compiled.model import LinearizationTerms
-
-    names = list(LinearizationTerms.__dataclass_fields__)
+    from ..compiled._layout import LINEARIZATION_FIELDS as names
     at = {nm: int(o[0]) for nm, o in zip(names, spec["outputs"])}
     sizes = {nm: int(o[1]) for nm, o in zip(names, spec["outputs"])}
     ucons = [f for f in INPUT_CONSTRAINT_FIELDS if f in at]
@@ -774,10 +782,10 @@ def library_for(cm: CompiledModel) -> "_Library | None":
     """The routine's library for the cache directory of ``cm``'s C kernels, or None (a model
     without C kernels or inputs in its nonholonomic constraints, or a routine that cannot be
     built: the numpy path)."""
-    if (getattr(cm, "_ck", None) is None or getattr(cm, "library_path", None) is None
+    if (getattr(cm, "_ck", None) is None or getattr(cm, "_library_path", None) is None
             or getattr(cm, "constraint_inputs", ())):
         return None
-    return _library(Path(cm.library_path).parent)
+    return _library(os.path.dirname(cm._library_path))
 
 
 def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) -> Callable[..., Any]:

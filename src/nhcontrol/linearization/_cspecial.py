@@ -42,11 +42,9 @@ use the generic routine.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import sysconfig
+import os
 from _thread import allocate_lock as _new_lock
-from pathlib import Path
 from typing import Any, Sequence
 
 from .._util.errors import CacheError
@@ -647,14 +645,15 @@ _LIBS: dict[str, Any] = {}        # library path -> _Library or None (unusable: 
 def _plat() -> str:
     import sys
 
-    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
-    return plat + (".dll" if sys.platform == "win32" else ".so")
+    from ..compiled.cbackend import platform_tag      # sysconfig's, without importing it on Linux
+
+    return platform_tag() + (".dll" if sys.platform == "win32" else ".so")
 
 
 class _Library:
     """The loaded specialised routine: ``third``, ``third_n``, ``prepared``."""
 
-    def __init__(self, path: Path, key: str) -> None:
+    def __init__(self, path: str, key: str) -> None:
         from ..compiled import cache as _cache
         from ..compiled.cbackend import _ffi_of, _read_layout
 
@@ -675,12 +674,14 @@ _SELF: list[bytes] = []
 def _generator_digest() -> bytes:
     """sha256 of this generator's own code and of the generic routine's helpers it copies."""
     if not _SELF:
+        from .._util.sha import sha256
         from ._cpoint import C_SOURCE
 
         try:
-            h = hashlib.sha256(Path(__file__).read_bytes())
+            with open(__file__, "rb") as fh:
+                h = sha256(fh.read())
         except OSError:                  # pragma: no cover - no source file (then VERSION decides)
-            h = hashlib.sha256(VERSION.encode())
+            h = sha256(VERSION.encode())
         h.update(C_SOURCE.encode())
         _SELF.append(h.digest())
     return _SELF[0]
@@ -697,13 +698,13 @@ def inputs_for(cm: Any, idx: Any, ck: Any) -> "tuple[tuple, str] | None":
     nonzero = spec.get("nonzero")
     if nonzero is None:
         return None
-    from ..compiled.model import LinearizationTerms
+    from .._util.sha import sha256
+    from ..compiled._layout import LINEARIZATION_FIELDS as names
 
-    names = list(LinearizationTerms.__dataclass_fields__)
     fields = {nm: o for nm, o in zip(names, spec["outputs"])}
     ints = [[int(i) for i in a] for a in (idx.ai, idx.ad, idx.d)]
     args = (int(idx.n), int(idx.m), int(idx.l), int(cm.ninputs), *ints, fields, nonzero)
-    h = hashlib.sha256(VERSION.encode() + _generator_digest())
+    h = sha256(VERSION.encode() + _generator_digest())
     h.update(json.dumps(args, sort_keys=True).encode())
     return args, h.hexdigest()
 
@@ -716,20 +717,20 @@ def routine(cm: Any, idx: Any, ck: Any, build: bool = True) -> "_Library | None"
     if got is None:
         return None
     args, key = got
-    path = Path(cm.library_path).parent / f"nhc_pspec_{key[:24]}.{VERSION}.{_plat()}"
+    path = os.path.join(os.path.dirname(cm._library_path), f"nhc_pspec_{key[:24]}.{VERSION}.{_plat()}")
     with _LOCK:
-        if str(path) in _LIBS:
-            return _LIBS[str(path)]
+        if path in _LIBS:
+            return _LIBS[path]
         from ..compiled import cache as _cache
 
-        if not build and not (path.exists() or _cache.record_path(path).exists()):
+        there = os.path.exists(path) or os.path.exists(_cache._record(path))
+        if not build and not there:
             return None
-        from ..compiled import cache as _cache
         from ..compiled.cbackend import CompilerUnavailable, compile_library
 
         lib = None
         try:
-            if path.exists() or _cache.record_path(path).exists():
+            if there:
                 try:
                     lib = _Library(path, key)
                 except (CacheError, OSError, ValueError, KeyError) as exc:
@@ -740,7 +741,7 @@ def routine(cm: Any, idx: Any, ck: Any, build: bool = True) -> "_Library | None"
                 try:
                     src = generate(*args)
                 except (ValueError, KeyError, IndexError, TypeError):
-                    _LIBS[str(path)] = None    # not a layout this generator can read
+                    _LIBS[path] = None         # not a layout this generator can read
                     return None
                 from ..compiled._ffi_tables import prebuilt_ffi_arguments   # a cold build only
 
@@ -749,7 +750,7 @@ def routine(cm: Any, idx: Any, ck: Any, build: bool = True) -> "_Library | None"
                 if ffi_args is not None:
                     layout["ffi"] = ffi_args
                 literal = json.dumps(json.dumps(layout, sort_keys=True))
-                compile_library([src.replace("NHC_LAYOUT", literal)], path, workers=1,
+                compile_library([src.replace("NHC_LAYOUT", literal)], _cache._path(path), workers=1,
                                 optimise=OPT_FLAGS[0])
                 lib = _Library(path, key)
         except CompilerUnavailable:
@@ -761,5 +762,5 @@ def routine(cm: Any, idx: Any, ck: Any, build: bool = True) -> "_Library | None"
             lib = None
         if len(_LIBS) > 256:
             _LIBS.clear()
-        _LIBS[str(path)] = lib
+        _LIBS[path] = lib
         return lib
