@@ -13,7 +13,7 @@ For every `FunctionSpec` ``f`` the library exports
 * ``int nhc_f_b(...)`` -- for ``f`` in `SIMD_FUNCTIONS` only: the signature and the results
   (bit for bit) of ``nhc_f_n``, evaluated in blocks of `SIMD_BLOCK` points by chunk functions
   whose statements are loops over the block, vectorized by the compiler
-  (`_Function.soa_chunk_source`); ``int nhc_simd_ok(void)`` tells whether this processor runs
+  (`_Function.chunk_source`); ``int nhc_simd_ok(void)`` tells whether this processor runs
   them (the loader uses ``nhc_f_n`` otherwise).
 
 The arithmetic is printed in exactly the order of the Python one-point kernel (left-to-right
@@ -49,7 +49,7 @@ from ._layout import C_GENERATOR_VERSION  # noqa: E402,F401  (part of the librar
 #: Statements per chunk function and per translation unit.
 CHUNK_STATEMENTS = 150
 UNIT_STATEMENTS = 1200
-#: Functions that also get a blocked entry point ``nhc_<name>_b`` (see `_Function.soa_chunk_source`).
+#: Functions that also get a blocked entry point ``nhc_<name>_b`` (see `_Function.chunk_source`).
 SIMD_FUNCTIONS = ("linearization_terms",)
 #: Points per block of the blocked entry points.
 SIMD_BLOCK = 4
@@ -232,7 +232,20 @@ class _Function:
         self.nwork = max(len(slots), 1)
         self.simd = spec.name in SIMD_FUNCTIONS
 
-    def chunk_source(self, ci: int) -> str:
+    def chunk_source(self, ci: int, vector: bool = False) -> str:
+        """Chunk ``ci`` (``nhc_<name>_<ci>``), or with ``vector`` over a block of `SIMD_BLOCK`
+        points (``nhc_<name>_<ci>_b``).
+
+        The blocked chunk holds every value as a vector of the block's points (``nhc_v``, GCC's
+        vector extension: one lane per point). The arguments arrive transposed (``x[i]``: entry
+        ``i`` of the block's points), the work array holds one vector per slot, and ``o`` is the
+        block's output (one vector per entry).  The statements keep their order and their text:
+        a statement of ``+ - * /`` only is one vector statement (each lane the same IEEE
+        operations, in the same order, as the one-point chunk); a statement with anything else
+        (a C library call, a comparison, a conditional, a constant) is evaluated lane by lane
+        from the same text.  So the results are the one-point results bit for bit (no fast-math,
+        no contraction).
+        """
         slots = self.slots
         local: set = set()
 
@@ -240,56 +253,27 @@ class _Function:
             ident = m.group(0)
             return ident if ident in local else f"W[{slots[ident]}]"
 
-        lines = [f"NHC_CHUNK void nhc_{self.name}_{ci}({_signature(self.args)}, double *restrict W, "
-                 f"double *restrict o)", "{"]
-        for name, text in self.chunks[ci]:
-            body = _IDENT.sub(ref, text)
-            if name is None:
-                lines.append(f"    {body}")
-                continue
-            lines.append(f"    const double {name} = {body};")
-            local.add(name)
-            if name in slots:
-                lines.append(f"    W[{slots[name]}] = {name};")
-        lines.append("}")
-        return "\n".join(lines)
+        def value(text: str) -> str:
+            """``text`` as a value of the chunk's type (lane by lane unless ``+ - * /`` only)."""
+            if not vector or not (_SCALAR.search(text) or not _LANE.search(text)):
+                return text
+            return "(nhc_v){" + ", ".join(_LANE.sub(lambda m: f"{m.group(0)}[{j}]", text)
+                                          for j in range(SIMD_BLOCK)) + "}"
 
-    def soa_chunk_source(self, ci: int) -> str:
-        """Chunk ``ci`` over a block of `SIMD_BLOCK` points (``nhc_<name>_<ci>_b``).
-
-        Every value is a vector of the block's points (``nhc_v``, GCC's vector extension: one
-        lane per point). The arguments arrive transposed (``x[i]``: entry ``i`` of the block's
-        points), the work array holds one vector per slot, and ``o`` is the output rows of the
-        block (``o[j*size + k]``).  The statements keep their order and their text: a statement
-        of ``+ - * /`` only is one vector statement (each lane the same IEEE operations, in the
-        same order, as the one-point chunk); a statement with anything else (a C library call, a
-        comparison, a conditional) is evaluated lane by lane from the same text.  So the results
-        are the one-point results bit for bit (no fast-math, no contraction).
-        """
-        slots, size = self.slots, self.size
-        local: set = set()
-
-        def ref(m: re.Match) -> str:
-            ident = m.group(0)
-            return ident if ident in local else f"W[{slots[ident]}]"
-
-        def lane(text: str, j: int) -> str:
-            return _LANE.sub(lambda m: f"{m.group(0)}[{j}]", text)
-
-        lines = [f"NHC_CHUNK void nhc_{self.name}_{ci}_b({_signature(self.args, vector=True)}, "
-                 f"nhc_v *restrict W, nhc_v *restrict o)", "{"]
+        if vector:
+            lines = [f"NHC_CHUNK void nhc_{self.name}_{ci}_b({_signature(self.args, vector=True)}, "
+                     f"nhc_v *restrict W, nhc_v *restrict o)", "{"]
+        else:
+            lines = [f"NHC_CHUNK void nhc_{self.name}_{ci}({_signature(self.args)}, double *restrict W, "
+                     f"double *restrict o)", "{"]
+        kind = "nhc_v" if vector else "double"
         for name, text in self.chunks[ci]:
             body = _IDENT.sub(ref, text)
             if name is None:                                      # o[k] = ...;
                 k, rest = body[2:].split("] = ", 1)
-                expr = rest.rstrip(";")
-                if _SCALAR.search(expr) or not _LANE.search(expr):
-                    expr = "(nhc_v){" + ", ".join(lane(expr, j) for j in range(SIMD_BLOCK)) + "}"
-                lines.append(f"    o[{k}] = {expr};")
+                lines.append(f"    o[{k}] = {value(rest.rstrip(';'))};")
                 continue
-            if _SCALAR.search(body) or not _LANE.search(body):      # a call, a test, a constant
-                body = "(nhc_v){" + ", ".join(lane(body, j) for j in range(SIMD_BLOCK)) + "}"
-            lines.append(f"    const nhc_v {name} = {body};")
+            lines.append(f"    const {kind} {name} = {value(body)};")
             local.add(name)
             if name in slots:
                 lines.append(f"    W[{slots[name]}] = {name};")
@@ -463,7 +447,7 @@ def generate_c(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict, m
         if not f.simd:
             continue
         for ci, chunk in enumerate(f.chunks):
-            cur.append(f.soa_chunk_source(ci))
+            cur.append(f.chunk_source(ci, vector=True))
             count += len(chunk)
             if count >= UNIT_STATEMENTS:
                 simd_units.append("\n\n".join(cur) + "\n")

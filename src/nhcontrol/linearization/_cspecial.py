@@ -260,6 +260,21 @@ def generate(n: int, m: int, l: int, k: int, ai: Sequence[int], ad: Sequence[int
     def sum_or_zero(terms: list[str]) -> str:
         return " + ".join(terms) if terms else "0.0"
 
+    def precheck(F: list, rows: int, cols: int, inv: str) -> None:
+        """The conditioning pre-check of the inverted block ``inv`` (``suspect`` of the generic
+        routine) with the squared row norms of the ``rows x cols`` matrix ``F``: flag 2 when a row
+        vanishes or the bound reaches ``cond_max``."""
+        g.begin()
+        g.emit("if (check) {")
+        zero = []
+        for i in range(rows):
+            terms = [f"{F[i][j]}*{F[i][j]}" for j in range(cols) if F[i][j] is not None]
+            g.emit(f"rn2[{i}] = {sum_or_zero(terms)};")
+            zero.append(f"!(rn2[{i}] != 0.0)")
+        g.emit(f"if (({' || '.join(zero)}) || suspect({inv}, {rows}, rn2, lim)) ctx->flags |= 2;")
+        g.emit("}")
+        g.end()
+
     for i in range(m):
         sc = sum_or_zero([f"fabs({D[i][j]}) * xs[{j}]" for j in range(n) if D[i][j] is not None])
         g.emit(f"double sc{i} = {sc};")
@@ -344,16 +359,7 @@ def generate(n: int, m: int, l: int, k: int, ai: Sequence[int], ad: Sequence[int
                 terms = [g.mul(M[i][dd[q]], sol[q][n1 + n + j]) for q in range(c)
                          if M[i][dd[q]] is not None and sol[q][n1 + n + j] is not None]
                 W7[i][j] = g.acc(W7[i][j], terms, "-")
-        g.begin()
-        g.emit("if (check) {")
-        zero = []
-        for i in range(c):
-            terms = [f"{D[i][j]}*{D[i][j]}" for j in range(n) if D[i][j] is not None]
-            g.emit(f"rn2[{i}] = {sum_or_zero(terms)};")
-            zero.append(f"!(rn2[{i}] != 0.0)")
-        g.emit(f"if (({' || '.join(zero)}) || suspect(Ddd, {c}, rn2, lim)) ctx->flags |= 2;")
-        g.emit("}")
-        g.end()
+        precheck(D, c, n, "Ddd")
     MT0 = g.mm(M, T0)
     for i in range(n):
         for j in range(n1):
@@ -415,16 +421,7 @@ def generate(n: int, m: int, l: int, k: int, ai: Sequence[int], ad: Sequence[int
         for i in range(l):
             for j in range(ns):
                 A[2 * n1 + i][j] = soln[i][j]
-        g.begin()
-        g.emit("if (check) {")
-        zero = []
-        for i in range(l):
-            terms = [f"{Bbar[i][j]}*{Bbar[i][j]}" for j in range(na) if Bbar[i][j] is not None]
-            g.emit(f"rn2[{i}] = {sum_or_zero(terms)};")
-            zero.append(f"!(rn2[{i}] != 0.0)")
-        g.emit(f"if (({' || '.join(zero)}) || suspect(Bad, {l}, rn2, lim)) ctx->flags |= 2;")
-        g.emit("}")
-        g.end()
+        precheck(Bbar, l, na, "Bad")
 
     # ---- Step 7 ----
     RVST = g.mm(RVS, Th0)
