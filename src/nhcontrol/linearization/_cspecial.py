@@ -45,9 +45,12 @@ from __future__ import annotations
 import json
 import os
 from _thread import allocate_lock as _new_lock
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .._util.errors import CacheError
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__: list[str] = []
 
@@ -684,7 +687,7 @@ def _generator_digest() -> bytes:
     return _SELF[0]
 
 
-def inputs_for(cm: Any, idx: Any, ck: Any) -> "tuple[tuple, str] | None":
+def inputs_for(cm: CompiledModel, idx: Any, ck: Any) -> "tuple[tuple, str] | None":
     """``(arguments of generate, key)`` of the specialised routine of model ``cm`` (C kernels
     ``ck``) and partition ``idx``, or None (a kernel layout without the structural pattern).
 
@@ -706,7 +709,7 @@ def inputs_for(cm: Any, idx: Any, ck: Any) -> "tuple[tuple, str] | None":
     return args, h.hexdigest()
 
 
-def routine(cm: Any, idx: Any, ck: Any, build: bool = True) -> "_Library | None":
+def routine(cm: CompiledModel, idx: Any, ck: Any, build: bool = True) -> "_Library | None":
     """The specialised routine of model ``cm`` and partition ``idx`` (built on first use into
     the kernels' cache directory; with ``build=False`` only loaded when it is there), or None:
     the generic routine."""
