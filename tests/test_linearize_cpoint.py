@@ -328,6 +328,7 @@ def test_specialised_routine_in_the_prepared_linearizer():
 
     cm, ref, part = _cases()["bicycle"]()
     lz = cm.linearizer(part)
+    lz._specialise()                           # built now (else after SPECIALISE_AFTER calls)
     assert lz._keep[-1] is not None            # the specialised library
     orig = _cspecial.routine
     _cspecial.routine = lambda *a, **k: None
@@ -436,3 +437,31 @@ def test_linearize_specialises_after_some_points(tmp_path, monkeypatch):
     assert _rel(again.A, first.A) <= 1e-13 and _rel(again.B, first.B) <= 1e-13
     assert _rel(linearize(cm, ref, part, t=0.1).A, one.A) <= 1e-13
     _cpoint._FUNCS.clear()
+
+
+def test_prepared_linearizer_specialises_after_some_calls_or_when_bound(tmp_path, monkeypatch):
+    """In an empty cache a linearizer starts with the generic routine (no compiler wait for a
+    few calls), binds the specialised one after `_cpoint.SPECIALISE_AFTER` calls, or at once
+    for `bind`; the numbers do not change."""
+    from nhcontrol.models import sleigh as sl
+
+    cm = sl.build().compile(cache_dir=tmp_path)
+    ref = sl.straight_motion(cm, 1.0)
+    part = suggest_partition(cm, ref)
+    monkeypatch.setattr(_cpoint, "SPECIALISE_AFTER", 5)
+    vals = [ref.values(t)[:4] for t in np.linspace(0.0, 1.0, 8)]
+    lz = cm.linearizer(part)
+    assert lz.compiled and lz._sp is None
+    first = [lz(*v)[0].copy() for v in vals]
+    assert lz._sp is not None                       # after 5 calls
+    for v, A in zip(vals, first):
+        np.testing.assert_array_equal(lz(*v)[0], A)
+    again = cm.linearizer(part)                     # now in the cache: loaded at once
+    assert again._sp is not None
+    other = suggest_partition(cm, ref)
+    fresh = sl.build().compile(cache_dir=tmp_path / "b")
+    lb = fresh.linearizer(other)
+    assert lb._sp is None
+    call = lb.bind(*[np.array(a) for a in vals[0]])
+    assert lb._sp is not None                       # bind: a hot loop, specialised at once
+    np.testing.assert_array_equal(call()[0], first[0])

@@ -58,12 +58,14 @@ _SCALAR = re.compile(r"[A-Za-z_]\w*\s*\(|[?<>=!&|]|NAN")
 # the vector values of a printed statement (locals, work slots, arguments), for lane access
 _LANE = re.compile(r"\b[wt]\d+\b|\b(?:W|x|xd|xdd|a|lam|v|u|p|ud)\[\d+\]")
 #: Compiler settings of the blocked chunk functions: GCC on x86 compiles them for AVX2 (one
-#: register holds the block's four points); the floating-point semantics do not change (no
-#: fast-math, no contraction).  The loader calls the blocked entry points only when
+#: register holds the block's four points) at ``-Og`` (measured on the bicycle: 1.38 µs per
+#: point against 1.30 at ``-O1``, for 57 % of its compile time); the floating-point semantics
+#: do not change (no fast-math, no contraction).  The loader calls the blocked entry points only when
 #: ``nhc_simd_ok()`` says the processor has AVX2.
 _SIMD_PUSH = ("#if defined(NHC_HAVE_V)\n"
               "#if !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))\n"
-              "#define NHC_SIMD 1\n#pragma GCC push_options\n#pragma GCC target(\"avx2\")\n#endif\n")
+              "#define NHC_SIMD 1\n#pragma GCC push_options\n#pragma GCC target(\"avx2\")\n"
+              "#pragma GCC optimize(\"Og\")\n#endif\n")
 _SIMD_POP = "#if defined(NHC_SIMD)\n#pragma GCC pop_options\n#endif\n#endif\n"
 _SIMD_OK = """NHC_API int nhc_simd_ok(void)
 {

@@ -968,7 +968,8 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
 SPECIALISE_AFTER = 1000
 """Points a compiled one-point function of `linearize` runs with the generic routine before it
 builds the routine specialised to its model and partition (`_cspecial`; about 0.5-1.5 s of
-compiling, once per model and partition: the prepared linearizer builds it at once)."""
+compiling, once per model and partition; the prepared linearizer builds it after as many calls,
+or at once when a call is bound with `Linearizer.bind`)."""
 
 BLOCK = 128
 """Points per kernel call of the stacked compiled path (the kernel output of a block, ~0.3 MB for

@@ -172,6 +172,10 @@ class Linearizer:
         self._out_last: Any = None       # (A, B, their cdata) of the last out used
         self._in: Any = None             # (x, xd, xdd, lam, their cdata) of the last call
         self._sp: Any = None
+        # the routine specialised to the model and partition (_cspecial.py): loaded when it is
+        # in the cache, else built after SPECIALISE_AFTER calls or by bind() (`_specialise`)
+        self._calls = 0
+        self._build_sp = False
         self._fast = self._bind() if getattr(cm, "backend", None) == "c" else None
         self.compiled = self._fast is not None
 
@@ -196,7 +200,7 @@ class Linearizer:
         has_b = bool(getattr(cm, "affine_names", ())) and "b" in fl
         from . import _cspecial
 
-        sp = _cspecial.routine(cm, idx, ck)         # specialised to the model and partition
+        sp = _cspecial.routine(cm, idx, ck, build=self._build_sp)   # specialised to the model and partition
         fp = np.array([address("linearization_terms"), address("C") if has_C else 0,
                        address("b") if has_b else 0,
                        0 if sp is None else int(sp.ffi.cast("intptr_t", sp.prepared))],
@@ -315,8 +319,24 @@ class Linearizer:
                 except (ValueError, BufferError, TypeError):
                     flags = -1          # not contiguous (from_buffer), a bad out: the slow path
                 if not flags:
+                    if sp is None:
+                        self._calls += 1
+                        if self._calls == _cpoint.SPECIALISE_AFTER:
+                            self._specialise()
                     return A, B
         return self._general(x, xd, xdd, lam, u, out)
+
+    def _specialise(self) -> None:
+        """Build (or load) the Steps 1-7 routine specialised to the model and partition and bind
+        it: the calls that follow use it (after `_cpoint.SPECIALISE_AFTER` calls, or from
+        `bind`).  One attempt; without it the generic routine stays (same numbers)."""
+        if self._sp is not None or self._fast is None or self._build_sp:
+            return
+        with self._lock:
+            self._build_sp = True
+            fast = self._bind()
+            if fast is not None:
+                self._fast = fast
 
     def _out_cdata(self, out: Any) -> tuple[Any, Any]:
         """The cdata of ``out`` (remembered for the last ``out`` tuple used)."""
@@ -459,6 +479,7 @@ class Linearizer:
         not copied). Checks, errors and numbers are those of a call ``lz(x, xd, xdd, lam, u)``.
         """
         n, c, k, ns = self._n, self._c, self._k, self.nstates
+        self._specialise()                  # a bound call is a hot loop: the fast routine now
         for a, size, name in ((x, n, "x"), (xd, n, "xd"), (xdd, n, "xdd"), (lam, c, "lam"),
                               (u if u is not None else self._u0, k, "u")):
             if not (type(a) is _nd and a.dtype == _f64 and a.shape == (size,)
