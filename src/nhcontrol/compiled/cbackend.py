@@ -70,8 +70,13 @@ def library_path(key: str, directory: Path) -> Path:
 
 def library_file(key: str, directory: str | os.PathLike) -> str:
     """`library_path()` as a ``str`` (loading a cached model imports no pathlib)."""
-    ext = ".dll" if sys.platform == "win32" else ".so"
-    return os.path.join(os.fspath(directory), f"nhc_{key}.{C_GENERATOR_VERSION}.{platform_tag()}{ext}")
+    return os.path.join(os.fspath(directory), f"nhc_{key}.{C_GENERATOR_VERSION}.{library_suffix()}")
+
+
+def library_suffix() -> str:
+    """``<platform>.so`` (``.dll`` on Windows): the end of every shared library's file name in
+    the cache (the kernels, the compiled Steps 1-7)."""
+    return platform_tag() + (".dll" if sys.platform == "win32" else ".so")
 
 
 def platform_tag() -> str:

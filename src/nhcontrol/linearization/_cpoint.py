@@ -660,10 +660,16 @@ def _source() -> tuple[str, str]:
     return C_SOURCE.replace("NHC_LAYOUT", literal), key
 
 
-def _key() -> str:
-    from .._util.sha import sha256_hex      # hashlib (OpenSSL) only if already imported
+_KEY: list[str] = []
 
-    return sha256_hex((VERSION + "\n" + C_SOURCE).encode())
+
+def _key() -> str:
+    """sha256 of the routine's version and source (computed once per process)."""
+    if not _KEY:
+        from .._util.sha import sha256_hex      # hashlib (OpenSSL) only if already imported
+
+        _KEY.append(sha256_hex((VERSION + "\n" + C_SOURCE).encode()))
+    return _KEY[0]
 
 
 def library_path(directory: str | os.PathLike) -> Path:
@@ -675,12 +681,9 @@ def library_path(directory: str | os.PathLike) -> Path:
 
 def _library_file(directory: str) -> str:
     """``<directory>/nhc_point_<key>.<platform>.so`` (``.dll`` on Windows)."""
-    import sys
+    from ..compiled.cbackend import library_suffix     # sysconfig's platform, without sysconfig on Linux
 
-    from ..compiled.cbackend import platform_tag      # sysconfig's, without importing it on Linux
-
-    ext = ".dll" if sys.platform == "win32" else ".so"
-    return os.path.join(directory, f"nhc_point_{_key()[:24]}.{VERSION}.{platform_tag()}{ext}")
+    return os.path.join(directory, f"nhc_point_{_key()[:24]}.{VERSION}.{library_suffix()}")
 
 
 class _Library:

@@ -642,14 +642,6 @@ _LOCK = _new_lock()
 _LIBS: dict[str, Any] = {}        # library path -> _Library or None (unusable: generic routine)
 
 
-def _plat() -> str:
-    import sys
-
-    from ..compiled.cbackend import platform_tag      # sysconfig's, without importing it on Linux
-
-    return platform_tag() + (".dll" if sys.platform == "win32" else ".so")
-
-
 class _Library:
     """The loaded specialised routine: ``third``, ``third_n``, ``prepared``."""
 
@@ -717,7 +709,9 @@ def routine(cm: CompiledModel, idx: Any, ck: Any, build: bool = True) -> "_Libra
     if got is None:
         return None
     args, key = got
-    path = os.path.join(os.path.dirname(cm._library_path), f"nhc_pspec_{key[:24]}.{VERSION}.{_plat()}")
+    from ..compiled.cbackend import library_suffix
+
+    path = os.path.join(os.path.dirname(cm._library_path), f"nhc_pspec_{key[:24]}.{VERSION}.{library_suffix()}")
     with _LOCK:
         if path in _LIBS:
             return _LIBS[path]
