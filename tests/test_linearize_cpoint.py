@@ -465,3 +465,20 @@ def test_prepared_linearizer_specialises_after_some_calls_or_when_bound(tmp_path
     call = lb.bind(*[np.array(a) for a in vals[0]])
     assert lb._sp is not None                       # bind: a hot loop, specialised at once
     np.testing.assert_array_equal(call()[0], first[0])
+
+
+def test_documented_sizes_of_the_compiled_paths():
+    """The numbers docs/theory/linearization.md and docs/guide/performance.md state: the
+    bicycle kernel's written entries (439 of 1,064; M 53 of 121), the specialisation
+    threshold (1,000), the stacked block (128 points), the blocked kernel's four points and the
+    specialised routine's size cap (3,000 values)."""
+    from nhcontrol.compiled.ccodegen import SIMD_BLOCK
+    from nhcontrol.linearization import _cspecial
+
+    cm, _, _ = _cases()["bicycle"]()
+    spec = cm._ck.layout["functions"]["linearization_terms"]
+    assert (len(spec["nonzero"]), spec["size"]) == (439, 1064)
+    at, size, _ = spec["outputs"][0]                        # M
+    assert (sum(at <= k < at + size for k in spec["nonzero"]), size) == (53, 121)
+    assert _cpoint.SPECIALISE_AFTER == 1000 and _cpoint.BLOCK == 128
+    assert SIMD_BLOCK == 4 and _cspecial.MAX_VALUES == 3000
