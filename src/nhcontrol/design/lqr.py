@@ -23,6 +23,7 @@ from .._util.memory import check_allocation
 from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array, check_finite, readonly
 from ._weights import PD_RTOL, check_weights, per_step, system_arrays
+from .._util.combinations import format_combination, pbh_directions
 
 __all__ = ["LQRResult", "finite_horizon_lqr", "lqr", "dlqr"]
 
@@ -382,22 +383,37 @@ def _boundary_mode_reports(A: NDArray[np.float64], B: NDArray[np.float64], Qe: N
 
     bad_b: list[str] = []
     bad_q: list[str] = []
+    # eigenvalues that agree to round-off are one mode (a repeated or defective eigenvalue is
+    # split by round-off); the PBH test of one of them finds all its directions
+    ctol = 1e-7 * max(1.0, float(np.max(np.abs(lam)))) if lam.size else 1e-7
     seen: list[complex] = []
     for i, li in enumerate(lam):
-        if any(abs(li - s0) <= btol for s0 in seen):      # a repeated eigenvalue: one report
+        li = complex(li)
+        if abs(li.real) <= ctol:
+            li = complex(0.0, li.imag)
+        if abs(li.imag) <= ctol:
+            li = complex(li.real, 0.0)
+        if li.imag < 0 or any(abs(li - s0) <= ctol for s0 in seen):   # one report per pair
             continue
         seen.append(li)
         outside = (abs(li) >= 1.0 - btol) if discrete else (li.real >= -btol)
         if not outside:
             continue
-        M = np.hstack([A - li * np.eye(n), B])
+        lam_i = li.real if li.imag == 0 else li
+        M = np.hstack([A - lam_i * np.eye(n), B])
         sv = np.linalg.svd(M, compute_uv=False)
         if sv[-1] <= PBH_RTOL * scale_b:
-            bad_b.append(f"eigenvalue {complex(np.round(li, 9))} (smallest singular value of [A - λI, B] "
-                         f"{sv[-1]:.1e} <= tolerance {PBH_RTOL * scale_b:.1e}) carried by {carried(i)}")
+            R, _ = pbh_directions(A, B, lam_i, names, tol=PBH_RTOL * scale_b)
+            combos = [format_combination(r, names) for r in R]
+            who = [names[j] for j in np.flatnonzero(np.any(np.abs(R) > 0, axis=0))]
+            rank = int(np.sum(sv > PBH_RTOL * scale_b))
+            bad_b.append(f"eigenvalue {complex(np.round(li, 9))}: rank [A - λI, B] = {rank} < {n} "
+                         f"(smallest singular values {np.array2string(sv[rank:], precision=1)} <= "
+                         f"tolerance {PBH_RTOL * scale_b:.1e}), {len(combos)} direction(s) no input "
+                         f"moves: {'; '.join(combos)} (carried by {who})")
         on_boundary = (abs(abs(li) - 1.0) <= btol) if discrete else (abs(li.real) <= btol)
         if on_boundary:
-            sq = np.linalg.svd(np.vstack([A - li * np.eye(n), Qe]), compute_uv=False)
+            sq = np.linalg.svd(np.vstack([A - lam_i * np.eye(n), Qe]), compute_uv=False)
             if sq[-1] <= PBH_RTOL * scale_q:
                 bad_q.append(f"eigenvalue {complex(np.round(li, 9))} (smallest singular value of "
                              f"[A - λI; Q] {sq[-1]:.1e} <= tolerance {PBH_RTOL * scale_q:.1e}) carried by "
@@ -420,10 +436,12 @@ def _unstabilisable_report(A: NDArray[np.float64], B: NDArray[np.float64], discr
     boundary = "|λ| >= 1" if discrete else "Re λ >= 0"
     if bad:
         return (f"(A, B) is not stabilisable: {len(bad)} mode(s) with {boundary} cannot be moved by the "
-                f"inputs: " + "; ".join(bad) + ". Remove the states that carry them (cyclic coordinates and "
-                "spurious directions of a linearization are typical) and design on the rest: for a "
-                "linearization use lin.to_statespace(states=\"reduced\") (or a list of state names); "
-                "otherwise control.ss(A[keep][:, keep], B[keep], ...) or a controllable formulation")
+                f"inputs: " + " | ".join(bad) + ". Design on the controllable part: "
+                "nhcontrol.analysis.kalman_decomposition(sys).controllable_subsystem() names it by "
+                "the states (full_gain() maps its gain back); or remove the states that carry these "
+                "directions (cyclic coordinates and spurious directions of a linearization are "
+                "typical): for a linearization lin.to_statespace(states=\"reduced\") (or a list of "
+                "state names), otherwise control.ss(A[keep][:, keep], B[keep], ...)")
     if badq:
         return (f"the state weight Q does not see {len(badq)} mode(s) on the stability boundary "
                 f"({'|λ| = 1' if discrete else 'Re λ = 0'}): " + "; ".join(badq) + ". Weight the states "
@@ -467,26 +485,41 @@ def _cross_weight(N: ArrayLike | None, S: ArrayLike | None, n: int, k: int, stac
     return arr
 
 
-def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None = None, *,
-        S: ArrayLike | None = None) -> LQRResult:
+def lqr(*args: Any, integral_action: ArrayLike | None = None, S: ArrayLike | None = None,
+        **kwargs: Any) -> LQRResult:
     r"""Infinite-horizon LQR of an LTI system through python-control (slycot).
 
-    ``K, S, E = lqr(sys, Q, R)`` unpacks as python-control's ``control.lqr``: the gain, the
-    Riccati solution and the closed-loop eigenvalues; the result is also an `LQRResult` with
-    the Riccati residual and the conditioning of the design.
+    Called as python-control's ``control.lqr``:
+
+    * ``K, S, E = lqr(sys, Q, R)`` or ``lqr(sys, Q, R, N)`` with an LTI ``control.StateSpace``
+      (a discrete one is designed as by `dlqr()`);
+    * ``K, S, E = lqr(A, B, Q, R)`` or ``lqr(A, B, Q, R, N)`` with plain matrices (continuous
+      time).
+
+    It unpacks as ``control.lqr``'s result (the gain, the Riccati solution and the closed-loop
+    eigenvalues) and is also an `LQRResult` with the Riccati residual and the conditioning of
+    the design.
 
     Parameters
     ----------
     sys : control.StateSpace
         Continuous (``dt == 0``) or discrete (``dt > 0``; ``dt=True`` counts as discrete with
-        unspecified period) LTI system with ``n`` states and ``k`` inputs.
+        unspecified period) LTI system with ``n`` states and ``k`` inputs. Or, instead of
+        ``sys``, the two matrices ``A`` (n, n) and ``B`` (n, k).
     Q : (n, n), (n,) or scalar array_like
         State weight, symmetric positive semi-definite (a 1-D array is the diagonal, a scalar
-        that multiple of the identity).
+        that multiple of the identity); ``(n + p, n + p)`` with ``integral_action``.
     R : (k, k), (k,) or scalar array_like
         Input weight, symmetric positive definite (same shorthands).
     N : (n, k) array_like, optional
-        Cross weight, the term ``2 xᵀ N u`` of the cost (python-control's ``N``).
+        Cross weight, the term ``2 xᵀ N u`` of the cost (python-control's ``N``), positional
+        (as in python-control) or keyword.
+    integral_action : (p, n) array_like, optional
+        python-control's ``integral_action``: the matrix ``C`` of the integrated signals. The
+        system is augmented with ``p`` integrator states ``ż = C x`` (continuous) or
+        ``z[k+1] = z[k] + C x[k]`` (discrete), as ``control.lqr``/``control.dlqr`` do; ``Q``
+        then weights ``[x; z]`` and the gain ``K`` is ``(k, n + p)`` (the form
+        ``control.create_statefbk_iosystem(sys, K, integral_action=C)`` takes).
     S : (n, k) array_like, optional
         Deprecated name of ``N`` (a `DeprecationWarning`); python-control's ``S`` is the
         Riccati solution.
@@ -500,8 +533,11 @@ def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None = None, *,
     Raises
     ------
     DesignError
-        Not an LTI state-space system, bad shapes, indefinite weights, or no stabilising
-        solution (``(A, B)`` not stabilisable — python-control's message is included).
+        Bad shapes, indefinite weights, or no stabilising solution (``(A, B)`` not
+        stabilisable: every direction the PBH test finds is named as a combination of the
+        states; python-control's message is included when its solver fails).
+    DesignTypeError
+        Neither an LTI ``control.StateSpace`` nor matrices ``A, B``.
 
     Notes
     -----
@@ -518,19 +554,26 @@ def lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None = None, *,
     >>> K, S, E = lqr(sys, [1.0, 1.0], 1.0)
     >>> np.round(K, 6)
     array([[1.      , 1.732051]])
+    >>> K2, _, _ = lqr(sys.A, sys.B, np.eye(2), 1.0)          # plain matrices
+    >>> bool(np.allclose(K2, K))
+    True
     """
-    return _lqr(sys, Q, R, N, S, discrete_only=False)
+    sys, Q, R, N = _parse_lqr_args(args, kwargs, "lqr", discrete=False)
+    return _lqr(sys, Q, R, N, S, discrete_only=False, integral_action=integral_action)
 
 
-def dlqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None = None, *,
-         S: ArrayLike | None = None) -> LQRResult:
+def dlqr(*args: Any, integral_action: ArrayLike | None = None, S: ArrayLike | None = None,
+         **kwargs: Any) -> LQRResult:
     r"""Infinite-horizon LQR of a discrete LTI system (python-control's ``dlqr``).
 
     The same as [`lqr()`][nhcontrol.design.lqr.lqr] for a discrete ``control.StateSpace``
-    (``dt > 0`` or ``dt=True``); a continuous system is refused (discretize it first with
-    ``control.c2d(sys, dt)`` or [`nhcontrol.systems.discretize()`][nhcontrol.systems.discretize]).
-    ``K, S, E = dlqr(dsys, Q, R)`` with ``S`` the DARE solution and ``E`` the closed-loop
-    eigenvalues (inside the unit circle).
+    (``dt > 0`` or ``dt=True``): ``dlqr(dsys, Q, R[, N])`` or, with plain matrices,
+    ``dlqr(A, B, Q, R[, N])`` (discrete time, unspecified period). A continuous system is
+    refused (discretize it first with ``control.c2d(sys, dt)`` or
+    [`nhcontrol.systems.discretize()`][nhcontrol.systems.discretize]). ``K, S, E = dlqr(dsys,
+    Q, R)`` with ``S`` the DARE solution and ``E`` the closed-loop eigenvalues (inside the unit
+    circle). ``integral_action=C`` augments with ``z[k+1] = z[k] + C x[k]``, as
+    ``control.dlqr`` does.
 
     Examples
     --------
@@ -540,12 +583,97 @@ def dlqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None = None, *,
     >>> K, S, E = dlqr(dsys, np.eye(2), 1.0)
     >>> bool(np.all(np.abs(E) < 1))
     True
+    >>> K2, _, _ = dlqr(dsys.A, dsys.B, np.eye(2), 1.0)       # plain matrices
+    >>> bool(np.allclose(K2, K))
+    True
     """
-    return _lqr(sys, Q, R, N, S, discrete_only=True)
+    sys, Q, R, N = _parse_lqr_args(args, kwargs, "dlqr", discrete=True)
+    return _lqr(sys, Q, R, N, S, discrete_only=True, integral_action=integral_action)
+
+
+def _parse_lqr_args(args: tuple, kwargs: dict, fname: str, *, discrete: bool
+                    ) -> tuple[Any, Any, Any, Any]:
+    """``(sys, Q, R, N)`` from python-control's two call forms ``(sys, Q, R[, N])`` and
+    ``(A, B, Q, R[, N])`` (keywords ``sys, Q, R, N`` accepted too)."""
+    import control
+
+    kw = dict(kwargs)
+    unknown = sorted(set(kw) - {"sys", "A", "B", "Q", "R", "N"})
+    if unknown:
+        raise DesignTypeError(f"{fname}() got unexpected keyword(s) {unknown}; it takes "
+                              f"{fname}(sys, Q, R[, N]) or {fname}(A, B, Q, R[, N]) and "
+                              "integral_action=")
+    if "sys" in kw:
+        args = (kw.pop("sys"),) + tuple(args)
+    elif "A" in kw or "B" in kw:
+        args = (kw.pop("A", None), kw.pop("B", None)) + tuple(args)
+    first = args[0] if args else None
+    if isinstance(first, control.StateSpace):
+        names = ("sys", "Q", "R", "N")
+    elif first is not None and not isinstance(first, control.InputOutputSystem) and (
+            len(args) >= 4 or ("Q" in kw and len(args) >= 2)) and _is_matrix_like(first):
+        names = ("A", "B", "Q", "R", "N")
+    else:
+        got = type(first).__name__ if args else "nothing"
+        raise DesignTypeError(
+            f"sys must be a control.StateSpace (LTI), got {got}; {fname}() is called as "
+            f"{fname}(sys, Q, R[, N]) or with plain matrices {fname}(A, B, Q, R[, N]) (as "
+            f"control.{fname}); for a time-varying system discretize it and use finite_horizon_lqr")
+    if len(args) > len(names):
+        raise DesignTypeError(f"{fname}() takes at most {len(names)} positional arguments "
+                              f"{names}, got {len(args)}")
+    vals = dict(zip(names, args))
+    for key in names:
+        if key in kw:
+            if key in vals:
+                raise DesignTypeError(f"{fname}() got {key} twice (positional and keyword)")
+            vals[key] = kw.pop(key)
+    missing = [key for key in names[:-1] if vals.get(key) is None]
+    if missing:
+        raise DesignTypeError(f"{fname}() is missing {missing}: call {fname}(sys, Q, R[, N]) or "
+                              f"{fname}(A, B, Q, R[, N])")
+    if names[0] == "A":
+        A = as_float_array(vals["A"], "A", error=DesignError)
+        B = as_float_array(vals["B"], "B", error=DesignError)
+        if B.ndim == 1 and A.ndim == 2:
+            B = B.reshape(-1, 1)
+        if A.ndim != 2 or A.shape[0] != A.shape[1] or B.ndim != 2 or B.shape[0] != A.shape[0]:
+            raise DesignError(f"A must be square (n, n) and B (n, k) with the same n, got A "
+                              f"{A.shape} and B {B.shape}")
+        n = A.shape[0]
+        sys = control.ss(A, B, np.eye(n), np.zeros((n, B.shape[1])), True if discrete else 0)
+    else:
+        sys = vals["sys"]
+    return sys, vals["Q"], vals["R"], vals.get("N")
+
+
+def _is_matrix_like(obj: Any) -> bool:
+    try:
+        return np.asarray(obj).dtype.kind in "biuf" and np.ndim(obj) in (1, 2)
+    except (TypeError, ValueError):
+        return False
+
+
+def _augment_integral(A: NDArray[np.float64], B: NDArray[np.float64], C: Any, discrete: bool,
+                      names: list[str]) -> tuple[NDArray, NDArray, list[str]]:
+    """python-control's integral augmentation ``[[A, 0], [C, 0]]`` (continuous) or
+    ``[[A, 0], [C, I]]`` (discrete), ``[B; 0]``; the integrators are named ``z[i]``."""
+    n, k = B.shape
+    Ci = as_float_array(C, "integral_action", error=DesignError)
+    if Ci.ndim == 1:
+        Ci = Ci.reshape(1, -1)
+    if Ci.ndim != 2 or Ci.shape[1] != n:
+        raise DesignError(f"integral_action must be a (p, n) = (p, {n}) matrix C of the integrated "
+                          f"signals C x (python-control's integral_action), got shape {Ci.shape}")
+    check_finite(Ci, "integral_action", error=DesignError)
+    p = Ci.shape[0]
+    Aa = np.block([[A, np.zeros((n, p))], [Ci, np.eye(p) if discrete else np.zeros((p, p))]])
+    Ba = np.vstack([B, np.zeros((p, k))])
+    return Aa, Ba, list(names) + [f"z[{i}]" for i in range(p)]
 
 
 def _lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None, S: ArrayLike | None, *,
-         discrete_only: bool) -> LQRResult:
+         discrete_only: bool, integral_action: ArrayLike | None = None) -> LQRResult:
     import control
 
     fname = "dlqr" if discrete_only else "lqr"
@@ -555,11 +683,14 @@ def _lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None, S: ArrayLike
                               "time); for a time-varying system discretize it and use finite_horizon_lqr")
     A = np.asarray(sys.A, dtype=float)
     B = np.asarray(sys.B, dtype=float)
-    n, k = B.shape
     discrete = control.isdtime(sys, strict=True)
     if discrete_only and not discrete:
         raise DesignError(f"{fname}: sys is continuous (dt = {sys.dt!r}); discretize it first "
                           "(control.c2d(sys, dt)) or call lqr() for the continuous design")
+    names = _labels(sys, A.shape[0])
+    if integral_action is not None:
+        A, B, names = _augment_integral(A, B, integral_action, discrete, names)
+    n, k = B.shape
     Q_ = _weight(Q, "Q", n)
     R_ = _weight(R, "R", k)
     S_ = _cross_weight(N, S, n, k, stacklevel=4)
@@ -577,11 +708,11 @@ def _lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None, S: ArrayLike
     # Decide existence ourselves (PBH, with singular values), before any solver sees the pair:
     # slycot releases differ in whether they refuse or return a non-stabilising solution.
     Qe = Q_ if S_ is None else Q_ - S_ @ np.linalg.solve(R_, S_.T)
-    bad_b, bad_q = _boundary_mode_reports(A, B, 0.5 * (Qe + Qe.T), discrete, _labels(sys, n))
+    bad_b, bad_q = _boundary_mode_reports(A, B, 0.5 * (Qe + Qe.T), discrete, names)
     if bad_b or bad_q:
         raise DesignError(
             f"no stabilising solution of the {'DARE' if discrete else 'CARE'} exists: "
-            + _unstabilisable_report(A, B, discrete, _labels(sys, n), 0.5 * (Qe + Qe.T)))
+            + _unstabilisable_report(A, B, discrete, names, 0.5 * (Qe + Qe.T)))
     try:
         if discrete:
             K, P, E = control.dlqr(*args)
@@ -590,7 +721,7 @@ def _lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None, S: ArrayLike
     except Exception as exc:  # python-control raises ControlArgument / ValueError / slycot errors
         raise DesignError(
             f"python-control could not solve the {'DARE' if discrete else 'CARE'} "
-            f"({type(exc).__name__}: {exc}). " + _unstabilisable_report(A, B, discrete, _labels(sys, n))
+            f"({type(exc).__name__}: {exc}). " + _unstabilisable_report(A, B, discrete, names)
         ) from exc
     K = np.asarray(K, dtype=float)
     P = np.asarray(P, dtype=float) * w
