@@ -1,4 +1,4 @@
-"""Time one EKF step on the benchmark bicycle with sensors (output-feedback showcase, issue 23).
+"""Time one EKF step on the benchmark bicycle with sensors (output-feedback showcase).
 
 ``python benchmarks/ekf_update.py [--repeat N]`` prints one JSON object: medians (seconds) of
 

@@ -11,7 +11,7 @@ Run ``python benchmarks/linearize_bicycle.py [--repeat R] [--speed V]``; prints 
   (``2n = 22`` columns, 44 perturbed points in one stacked kernel call, ``h = 1e-5``);
 * ``ratio_fd_over_third``;
 * ``vectorised_1000_s``: one ``linearize`` call with 1,000 time samples (stacked kernels), and
-  ``vectorised_per_point_s`` (= ``stacked_per_point_s``, the name of issue 10: goal ≤ 2e-5 s);
+  ``vectorised_per_point_s`` (= ``stacked_per_point_s``, its former name: goal ≤ 2e-5 s);
 * ``kernel_one_point_s``: the one-point ``linearization_terms`` call alone (the rest of
   ``third_procedure_s`` is Steps 1-7, the checks, the reference and the result object:
   ``point_overhead_s``); ``third_procedure_unchecked_s``: the same with ``check=False`` (no
@@ -29,7 +29,7 @@ Run ``python benchmarks/linearize_bicycle.py [--repeat R] [--speed V]``; prints 
 
 ``cpu`` repeats the three timings with ``time.process_time`` (robust on a shared machine).
 The thesis reports 0.5 ms per linearization in MATLAB; the target here is ≤ 0.1 ms per point
-(issue 10: ``third_procedure_s`` ≤ 1e-4 s, ``ratio_fd_over_third`` ≥ 10).
+(goals: ``third_procedure_s`` ≤ 1e-4 s, ``ratio_fd_over_third`` ≥ 10).
 The model is compiled (or loaded from the disk cache) before timing starts.
 """
 

@@ -1,5 +1,5 @@
 """Benchmark: nonlinear MPC of the ball-plate circle by nhcontrol's RTI and SQP and by do-mpc
-(CasADi + IPOPT, orthogonal collocation), in one run (issue 24, point 4).
+(CasADi + IPOPT, orthogonal collocation), in one run.
 
 Run ``python benchmarks/nmpc_peer.py [--steps S] [--horizon N] [--skip-dompc]``; prints one JSON
 object:

@@ -1,4 +1,4 @@
-"""Affine nonholonomic constraints ``B(x) ẋ + b(x) = 0`` in the Newton–Euler route (issue 12).
+"""Affine nonholonomic constraints ``B(x) ẋ + b(x) = 0`` in the Newton–Euler route.
 
 The skate single-track model with steering torque (``force_torque`` variant, its driving forces
 left at 0) and a prescribed speed that varies along the road,

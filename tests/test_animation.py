@@ -1,4 +1,4 @@
-"""Animations (issue 29, item 3): nhcontrol.plotting.animate writes GIFs (Pillow) of the three
+"""Animations: nhcontrol.plotting.animate writes GIFs (Pillow) of the three
 scenes at low resolution; MP4 needs ffmpeg (a clear error without it); --animate on the
 reproduce targets that have a simulation, refused elsewhere."""
 

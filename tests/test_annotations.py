@@ -1,4 +1,4 @@
-"""Public signatures name the real classes (issue 29, item 6): ``cm: CompiledModel``,
+"""Public signatures name the real classes: ``cm: CompiledModel``,
 ``ref: Reference``, ``partition: Partition | Mapping``, imported under ``if TYPE_CHECKING:`` (no
 import cost, no cycle). Every such annotation resolves to the class it names."""
 

@@ -1,4 +1,4 @@
-"""Every public name has an API entry (issue 29, item 5): each name in ``__all__`` of every
+"""Every public name has an API entry: each name in ``__all__`` of every
 public module and subpackage of nhcontrol is rendered by a ``::: target`` line of docs/api/*.md
 — the module itself, a package that re-exports the same object, or the object named directly.
 

@@ -1,4 +1,4 @@
-"""Bad inputs end in a clear error (issue 8, parts 1 and 5, and the design, LTV and CLI stages).
+"""Bad inputs end in a clear error.
 
 Each case of the catalogue asserts the error class and that the message names the culprit in
 the user's names (the constraint, coordinate, argument or option) and, where there is one, the

@@ -1,4 +1,4 @@
-"""Models and parameter values that cannot exist are refused (issue 8, part 2).
+"""Models and parameter values that cannot exist are refused.
 
 Each case asserts the error class and that the message names the culprit (the constraint,
 body or parameter in the user's names, and the offending expression or value).

@@ -1,4 +1,4 @@
-"""Nothing silently wrong on the newer surfaces (issue 22): pickles, locks, long loops, Gramians
+"""Nothing silently wrong on the newer surfaces: pickles, locks, long loops, Gramians
 of constant systems, inputs in constraints, clocks, off-manifold plants, Appell maps, hydraulic
 parameters, loaded files, one-coordinate orientations, the CLI and sweeps.
 

@@ -1,4 +1,4 @@
-"""Ball-plate closed loops (thesis Ch. 8, issue 5): example, invariants, and the reproduce target.
+"""Ball-plate closed loops (thesis Ch. 8): example, invariants, and the reproduce target.
 
 Published numbers: Ω ≃ 10.0382 rad/s (φ0 = 5°) and 12.2077 rad/s (φ0 = 35°) (Sect. 8.4.5, four
 decimals → tolerance 5e-5); Gramian and Silverman–Meadows rank 7 of 8 for Eq. (8.74). The

@@ -1,4 +1,4 @@
-"""Smoke test of ``benchmarks/lqr.py`` (issue 10, part 4): keys and internal consistency.
+"""Smoke test of ``benchmarks/lqr.py``: keys and internal consistency.
 
 Timings are machine dependent and only asked to be positive; the two recursions (Joseph form
 with checks, and the textbook loop) must agree to round-off.

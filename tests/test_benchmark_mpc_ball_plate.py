@@ -1,4 +1,4 @@
-"""Smoke tests of ``benchmarks/mpc_ball_plate.py`` (issue 5: MPC step time vs rebuild vs peers).
+"""Smoke tests of ``benchmarks/mpc_ball_plate.py`` (MPC step time vs rebuild vs peers).
 
 The benchmark is run in-process through its ``main(argv)`` with reduced settings (few receding
 horizon steps), and the JSON keys named by the issue are checked together with the internal
@@ -26,7 +26,7 @@ def _positive(x) -> bool:
 
 
 def test_benchmark_keys_without_peer_steps(capsys):
-    """``--steps 3 --peer-steps 0`` (about 6 s): the keys of issue 5, ratio consistent to 1e-12
+    """``--steps 3 --peer-steps 0`` (about 6 s): the documented keys, ratio consistent to 1e-12
     relative, the compiled and the rebuilt QP give the same first inputs (< 1e-5 rad: both are
     OSQP solutions at its default tolerances, measured 1e-8), python-control reported as skipped."""
     out = _load().main(["--steps", "3", "--peer-steps", "0"])
@@ -38,7 +38,7 @@ def test_benchmark_keys_without_peer_steps(capsys):
     assert out["ratio_rebuild_over_step_N20"] == pytest.approx(
         out["rebuild_step_s_N20"] / out["step_s_N20"], rel=1e-12)
     assert 0.0 <= out["rebuild_max_input_difference"] < 1e-5
-    # issue 10: the hand-built OSQP problem, interleaved; same inputs (goal 1e-6, measured 1e-16:
+    # the hand-built OSQP problem, interleaved; same inputs (goal 1e-6, measured 1e-16:
     # the same QP in the same standard form); cvxpy's parameter path agrees to OSQP's tolerance
     for key in ("osqp_direct_step_s_N20", "interleaved_step_s_N20", "cvxpy_step_s_N20"):
         assert _positive(out[key]), (key, out[key])

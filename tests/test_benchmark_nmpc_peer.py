@@ -1,4 +1,4 @@
-"""Smoke tests of ``benchmarks/nmpc_peer.py`` (issue 24, point 4): the keys of the issue and
+"""Smoke tests of ``benchmarks/nmpc_peer.py``: the documented keys and
 their consistency on a short closed loop; do-mpc skipped with a message when asked (or not
 installed), and run (slow) when installed. Timings are only asked to be positive."""
 

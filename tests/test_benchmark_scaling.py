@@ -1,4 +1,4 @@
-"""Smoke tests of ``benchmarks/scaling.py`` (issue 10, part 5): the sleigh with N trailers.
+"""Smoke tests of ``benchmarks/scaling.py``: the sleigh with N trailers.
 
 The first (slow: fresh processes build the model) builds N = 1 only without SymPy; the second
 (slow) runs SymPy's KanesMethod for N = 1, 2 and checks that both linearizations have the same

@@ -1,4 +1,4 @@
-"""The benchmark bicycle with lean/steer torques and its canonical matrices (issue 9, points 1-2).
+"""The benchmark bicycle with lean/steer torques and its canonical matrices.
 
 Reference values: Meijaard et al. (2007), Sect. 5.3 (14 decimals as printed, g = 9.81 m/s²), kept
 in ``src/nhcontrol/reproduce/data/bicycle_benchmark_reference.txt``; compared at 1e-11 absolute

@@ -1,4 +1,4 @@
-"""Bounded work and atomic outputs (issue 8, part 4): a stiff model under an explicit method stops
+"""Bounded work and atomic outputs: a stiff model under an explicit method stops
 with an error saying how far it got and suggesting Radau/BDF; allocations are estimated before
 they are made; ``nhcontrol reproduce --out DIR`` never leaves a mix of old and new files."""
 

@@ -1,4 +1,4 @@
-"""Kernel cache integrity and trust (issue 8, part 3; threat model in docs/dev/kernel_cache.md).
+"""Kernel cache integrity and trust (threat model in docs/dev/kernel_cache.md).
 
 Every generated artefact (kernel source, compiled code object) carries a sha256 record written
 with it; an artefact that fails its check, cannot be executed, or sits in a directory / file that
@@ -256,7 +256,7 @@ def test_unpickling_never_executes_a_tampered_cache(tmp_path, reference_M):
     with pytest.warns(RuntimeWarning, match="ignoring unusable kernel cache file"):
         cm2 = load_compiled(key, src, sha, cache_dir=d)
     np.testing.assert_array_equal(cm2.M(X), reference_M)
-    # the carried source runs from memory; only mb.compile() writes kernels to the cache (issue 22)
+    # the carried source runs from memory; only mb.compile() writes kernels to the cache
     assert not (d / f"nhc_{key}.py").exists() and cm2.source_path is None and not cm2.from_cache
     assert blob
 

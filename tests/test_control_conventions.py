@@ -1,4 +1,4 @@
-"""python-control conventions of the linear systems and the design errors (issue 9, point 7)."""
+"""python-control conventions of the linear systems and the design errors."""
 
 from __future__ import annotations
 

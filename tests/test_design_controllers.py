@@ -1,4 +1,4 @@
-"""Controllers as objects (issue 24, points 1-2): TV-LQR and LTV-MPC close the loop in nhcontrol
+"""Controllers as objects: TV-LQR and LTV-MPC close the loop in nhcontrol
 (forward_dynamics, the piecewise loop) and in python-control (interconnect with the sampled
 plant to_nlsys(cm, dt)) with the same trajectory; soft state bounds stay feasible where hard
 ones are infeasible and agree where feasible; integral action removes a constant-disturbance

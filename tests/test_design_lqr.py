@@ -341,7 +341,7 @@ def test_design_does_not_import_left_stages():
     assert out.stdout.strip() == "[]"
 
 
-# ------------------------------------------------- issue 10: the recursion without overhead ---
+# ------------------------------------------------- the recursion without overhead ---
 
 def _reference_recursion(Ad, Bd, Qs, Rs, Ss, Qf):
     """The per-step recursion with its checks inside the loop (the implementation before issue

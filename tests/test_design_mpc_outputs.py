@@ -1,4 +1,4 @@
-"""Soft output constraints of the LTV-MPC (issue 24, point 2): bounds on ``y = C δx + D δu``
+"""Soft output constraints of the LTV-MPC: bounds on ``y = C δx + D δu``
 (time-varying ``C_j``, a feed-through ``D_j``) with slacks, an exact L1 plus a quadratic penalty
 and the slack usage reported per step. The soft problem stays feasible where the hard one is
 not and equals it where it is feasible (both OSQP paths); in a closed loop the soft controller

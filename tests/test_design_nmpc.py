@@ -1,4 +1,4 @@
-"""Real-time-iteration and SQP nonlinear MPC (issue 24, point 3).
+"""Real-time-iteration and SQP nonlinear MPC.
 
 On a linear multibody model (a cart on a spring with a linear holonomic and a linear
 nonholonomic constraint: the nodes are made admissible through both) the exponential-Euler

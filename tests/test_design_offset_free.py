@@ -1,4 +1,4 @@
-"""Offset-free output-feedback MPC (issue 24, point 2): a constant unmeasured input disturbance
+"""Offset-free output-feedback MPC: a constant unmeasured input disturbance
 on a linear plant measured through its outputs only. With the disturbance model estimated by
 the Kalman filter (Muske & Badgwell 2002; Pannocchia & Rawlings 2003) the output offset is
 removed; with the plain Kalman filter (no disturbance model) it remains. The controller object

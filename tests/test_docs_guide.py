@@ -1,4 +1,4 @@
-"""Every ```python block of docs/guide/*.md runs, top to bottom per page (issue 9, point 9).
+"""Every ```python block of docs/guide/*.md runs, top to bottom per page.
 
 Convention for a fragment that is not meant to run: its first line is a comment starting with
 ``# not run`` followed by the reason, e.g. ``# not run: fragment of build()`` — visible in the

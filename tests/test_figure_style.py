@@ -1,4 +1,4 @@
-"""Every generated figure in the house style (issue 29, item 2): read back from the figure
+"""Every generated figure in the house style: read back from the figure
 objects at save time — fonts (titles 10, labels 9, ticks 8, legends 8, annotations 8), line
 widths (data lines 1.3), colours (the colour-blind-safe palette or greys: no red/green pair),
 one width per figure kind, typeset symbols (no raw ``v_d`` outside mathtext), captions kept out

@@ -1,5 +1,5 @@
 """``nhcontrol.linearize`` is an ordinary function; the subpackage is ``nhcontrol.linearization``
-and its former import paths give the very same objects (issue 29, item 6)."""
+and its former import paths give the very same objects."""
 
 from __future__ import annotations
 

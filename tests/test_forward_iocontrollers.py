@@ -1,4 +1,4 @@
-"""python-control controllers in forward_dynamics (issue 9, point 6): the bicycle at 2 m/s with a
+"""python-control controllers in forward_dynamics: the bicycle at 2 m/s with a
 steer-torque LQR, as a static StateSpace, a discrete StateSpace (ZOH) and a static
 NonlinearIOSystem; each levels a 2° lean (|φ(4 s)| < 1e-4 rad) and the static ones agree with a
 hand-written feedback callable to the integration tolerance."""

@@ -1,6 +1,6 @@
 """Friction utilisation from the constraint multipliers (nhcontrol.reference.friction_utilisation).
 
-Closed form (issue 27; derived in docs/theory/road_vehicles.md, "Friction utilisation"): a skate
+Closed form (derived in docs/theory/road_vehicles.md, "Friction utilisation"): a skate
 single-track vehicle on a steady circle of rear-axle radius ``R`` at rear-axle speed ``v`` with
 front steer ``γ`` (``force`` variant with ``γ`` assigned: chassis mass ``m`` only; the rear
 driving force ``F_R = F_f sin γ − m ω² b`` along ``i_1`` keeps the speed constant). ``G`` moves on a circle about the

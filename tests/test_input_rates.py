@@ -248,7 +248,7 @@ def test_open_loop_steering_step_at_a_breakpoint_reprojects_velocities(force_mod
 def test_open_loop_step_without_breakpoints_is_refused(force_model):
     """Without ``breakpoints`` nothing would re-project at the jump (|B ẋ| of the order of v·Δγ
     right after it, pulled back only by Baumgarte stabilisation): an input in the constraints that
-    changes inside an interval without rates is refused, naming it and the fix (issue 22)."""
+    changes inside an interval without rates is refused, naming it and the fix."""
     with pytest.raises(SolverError, match=r"(?s)\['gamma'\] enter the nonholonomic constraints.*"
                                           r"no input rates ud were given.*breakpoints="):
         forward_dynamics(force_model, (0.0, 0.15), np.zeros(3), np.array([15.0, 0.0, 0.0]),

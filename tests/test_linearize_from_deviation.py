@@ -1,4 +1,4 @@
-"""``lin.from_deviation``: consistent ``(x, ẋ)`` from a linear state (issue 9, point 4).
+"""``lin.from_deviation``: consistent ``(x, ẋ)`` from a linear state.
 
 Round trip with ``lin.deviation``, constraint residuals, and the solved dependent velocities
 against the linearization itself (the ``x_ad`` rows of ``A`` predict ``ẋ̃_ad`` to first order).

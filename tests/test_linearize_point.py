@@ -1,9 +1,9 @@
-"""The fast Steps 1-7 of ``linearize`` (issue 10, part 2) against the reference implementation.
+"""The fast Steps 1-7 of ``linearize`` against the reference implementation.
 
 ``linearize`` runs ``nhcontrol/linearization/_point.py`` (model coordinate order, signed right-hand
 sides, one product for R0, S0, m0) at one point (2-D arrays) and on stacks; ``third_procedure``
 is the implementation in the thesis order that reads like Sect. 4.2.3 (the one the other tests
-validated against closed forms, finite differences and published eigenvalues before issue 10).
+validated against closed forms, finite differences and published eigenvalues).
 They are the same sums in another order, so they agree to round-off: the tolerance is 1e-14
 relative to the largest entry (measured: up to a few 1e-16).
 """

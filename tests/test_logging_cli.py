@@ -1,4 +1,4 @@
-"""Logging and progress (issue 29, item 4): the "nhcontrol" logger is silent by default and
+"""Logging and progress: the "nhcontrol" logger is silent by default and
 tells, with -v, about builds, cache decisions and long runs; --help documents every environment
 variable the code reads and the cache location; progress bars obey NHCONTROL_PROGRESS."""
 

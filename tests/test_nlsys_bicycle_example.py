@@ -1,4 +1,4 @@
-"""to_nlsys and examples/bicycle_steer_control.py (issue 9, points 5 and 9).
+"""to_nlsys and examples/bicycle_steer_control.py.
 
 Headline numbers: the open-loop lean-steer eigenvalues at v = 2 m/s are Meijaard et al. (2007),
 Table 2 (b) (weave 2.68234517512745 ± 1.68066296590675i, -3.07158645641514, -8.67387984831735),

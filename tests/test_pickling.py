@@ -1,4 +1,4 @@
-"""Pickling of models, references and results (issue 9, point 8).
+"""Pickling of models, references and results.
 
 A :class:`CompiledModel` pickles by its cache key plus the generated Python kernel source and
 its sha256; the receiving process reuses the live model of that key, else the disk cache, else

@@ -1,4 +1,4 @@
-"""A python-control user's habits (issue 29, item 1): ``K, S, E = lqr(...)`` in python-control's
+"""A python-control user's habits: ``K, S, E = lqr(...)`` in python-control's
 order and meaning, the cross weight ``N``, scalar and 1-D weights, ``dlqr``; a controller from
 ``control.create_statefbk_iosystem`` on the nonlinear bicycle (forward_dynamics and
 interconnect, no renaming); selection of states/outputs by name; concise reprs."""

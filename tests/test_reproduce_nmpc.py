@@ -1,4 +1,4 @@
-"""``nhcontrol reproduce nmpc`` (issue 24, point 5): the keys of the issue, bounds kept, every
+"""``nhcontrol reproduce nmpc``: the documented keys, bounds kept, every
 sample solved (no fallback), RTI's final error within 10 % of SQP's; the maximum error is the
 initial offset (t = 0 included) and the diagnostic RTI with the plant's ball tracks far closer. Run in quick mode (3 s of
 the ball-plate, looser tolerances on the lane change); marked slow (a few seconds of CPU)."""

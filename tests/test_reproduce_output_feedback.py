@@ -1,4 +1,4 @@
-"""``nhcontrol reproduce output-feedback --quick``: the keys of issue 23 and its goals.
+"""``nhcontrol reproduce output-feedback --quick``: the documented keys and goals.
 
 Slow (≈ 30-60 s: the bicycle with sensors is compiled, ~1,000 sampled loop steps); the full
 run (20 s ball-plate, 200 Monte-Carlo trials) belongs to the reproduce target itself. The

@@ -1,4 +1,4 @@
-"""Rheonomic constraints through a clock coordinate (issue 12): `MultibodySystem.add_clock`.
+"""Rheonomic constraints through a clock coordinate: `MultibodySystem.add_clock`.
 
 The skate single-track model with steering torque (``force_torque`` variant, its driving forces
 left at 0) whose longitudinal speed is prescribed as a function of time,

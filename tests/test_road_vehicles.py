@@ -1,4 +1,4 @@
-"""ISO 3888-1 double lane change on the single-track skate model (issues 12 and 27, showcase).
+"""ISO 3888-1 double lane change on the single-track skate model (showcase).
 
 Issue 27: the lane change is drivable (15 m/s, peak lateral acceleration of G 3.88 m/s², body
 inside the cones), and every run reports its friction utilisation.

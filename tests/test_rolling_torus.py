@@ -2,7 +2,7 @@
 
 Tolerances: the closed-form steady motions must pass the inverse-dynamics admissibility check
 (Eq. (2.112), relative 1e-9 by default); the Floquet validation asks for 1e-9 relative on the
-monodromy matrix and the nontrivial multipliers (issue 13); the hoop limit is exact at a = 0
+monodromy matrix and the nontrivial multipliers; the hoop limit is exact at a = 0
 (the torus model then *is* the hoop), 1e-12.
 """
 

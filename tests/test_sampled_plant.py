@@ -1,4 +1,4 @@
-"""The sampled plant ``to_nlsys(cm, dt=h)`` (issue 24, point 1): one sample of the nonlinear
+"""The sampled plant ``to_nlsys(cm, dt=h)``: one sample of the nonlinear
 model with the input held, as a discrete-time python-control system. Checked against
 ``forward_dynamics`` with the same held inputs (a discrete controller replaying a schedule), for
 a model whose input enters the constraints (the skateboard: velocities re-projected at the input

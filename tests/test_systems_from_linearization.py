@@ -1,5 +1,5 @@
 """``LTVSystem.from_linearization``: the output of ``nhcontrol.linearize`` along a trajectory as
-an LTV system (issue 4: "the output of nhcontrol.linearize along a trajectory is one of these").
+an LTV system.
 
 Tolerances: the LTV system calls the same third procedure as ``linearize``, so its matrices agree
 to 1e-13 (identical arithmetic up to the order of stacked evaluation); the transition-matrix check

@@ -1,5 +1,5 @@
 """Single-track tyre plant (nhcontrol.models.single_track.tyre_plant) and its convergence to the
-nonholonomic (skate) model as the cornering stiffness grows (issue 27)."""
+nonholonomic (skate) model as the cornering stiffness grows."""
 
 from __future__ import annotations
 

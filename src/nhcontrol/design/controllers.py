@@ -1,4 +1,4 @@
-"""Tracking controllers as objects (issue 24): one protocol for TV-LQR, LTV-MPC and RTI-NMPC.
+"""Tracking controllers as objects: one protocol for TV-LQR, LTV-MPC and RTI-NMPC.
 
 Every controller here tracks a reference motion with a sampled, zero-order-hold input and
 follows the same protocol ([`TrackingController`][nhcontrol.design.TrackingController]):
@@ -416,7 +416,7 @@ class RiccatiSchedule:
 
 
 class MPCController(TrackingController):
-    r"""LTV-MPC tracking controller that slices its own windows (issue 24, points 1-2).
+    r"""LTV-MPC tracking controller that slices its own windows.
 
     At the sample ``t_k`` it forms the deviation ``δx_k``, cuts the window ``A_{k…k+N−1}``,
     ``B_{k…k+N−1}`` out of its discrete model (wrapping a periodic one; past the end of a

@@ -1,4 +1,4 @@
-r"""Real-time-iteration nonlinear MPC with the exact linearization (issue 24, point 3).
+r"""Real-time-iteration nonlinear MPC with the exact linearization.
 
 At the sample ``t_k`` with measured ``(x, ẋ)`` the controller
 

@@ -419,7 +419,7 @@ TYRE_DEFAULTS: Mapping[str, float] = {"C_R": 80e3, "C_F": 80e3, "mu": 0.9, "mf_C
                                       "mf_E": 0.0, "g": GRAVITY}
 """Tyre parameters of [`tyre_plant`][nhcontrol.models.single_track.tyre_plant]: cornering
 stiffness per axle ``C_R``, ``C_F`` [N/rad] (80 kN/rad: Rajamani (2012) uses 80 kN/rad per
-*tyre* with these vehicle parameters, so this is a soft axle; chosen here as the issue's
+*tyre* with these vehicle parameters, so this is a soft axle; chosen here as the
 realistic-to-soft case), friction coefficient ``mu`` (0.9, dry asphalt), the magic formula's
 shape factor ``mf_C`` (1.3 for the side force, Bakker, Nyborg & Pacejka 1987) and curvature
 factor ``mf_E`` (0, chosen here), gravity ``g`` [m/s²]."""

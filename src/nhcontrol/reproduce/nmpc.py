@@ -1,5 +1,5 @@
 """``nhcontrol reproduce nmpc``: LTV-MPC about the nominal reference against real-time-iteration
-and SQP nonlinear MPC re-linearizing exactly along the prediction (issue 24, point 5).
+and SQP nonlinear MPC re-linearizing exactly along the prediction.
 
 Arranges library calls:
 
@@ -189,7 +189,7 @@ def run(*, out: Path | None = None, quick: bool = False) -> dict[str, Any]:
         ``statuses`` (and for ``sqp`` ``median_iterations``, ``max_kkt_residual``,
         ``kkt_history_at_1s``), plus ``settings``; ``lane_change`` →
         ``rti`` with ``max_lateral_error_m``, ``peak_steer_rate_deg_s``, ``peak_steer_deg``,
-        ``bounds_respected``, ``median_step_s`` …; ``goals`` (the issue's goals, measured);
+        ``bounds_respected``, ``median_step_s`` …; ``goals`` (the documented goals, measured);
         ``timing_s``.
     """
     t0 = time.perf_counter()

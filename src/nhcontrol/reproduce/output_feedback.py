@@ -30,7 +30,7 @@ __all__ = ["run", "summary"]
 
 GOALS = {"ball_plate_final_error_m": 2e-3, "nees_fraction": 0.85, "success_rate": 0.95,
          "update_time_s": 2e-4}
-"""Targets of issue 23 (reported next to the measured values)."""
+"""Targets of the output-feedback study (reported next to the measured values)."""
 
 
 def _rank(r: Any) -> dict[str, Any]:

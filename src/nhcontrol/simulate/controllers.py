@@ -1,4 +1,4 @@
-"""python-control controllers in [`forward_dynamics()`][nhcontrol.simulate.forward_dynamics] (issue 9, point 6)."""
+"""python-control controllers in [`forward_dynamics()`][nhcontrol.simulate.forward_dynamics]."""
 
 from __future__ import annotations
 

@@ -468,7 +468,7 @@ def forward_dynamics(cm: CompiledModel, t_span: Sequence[float], x0: ArrayLike, 
         u_of_t = as_input_function(u, ev, t0)
         seg_law = [("open", u_of_t)]
         if ud is None and rate_inputs:
-            # a Reference's u̇0(t), the exact derivative of a spline, or refused (issue 22)
+            # a Reference's u̇0(t), the exact derivative of a spline, or refused
             ud = input_rates_for(u, ev, t0, tf, bps)
         elif ud is None and _is_reference(u) and callable(u.ud):
             ud = u.ud                                            # a Reference's u̇0(t)

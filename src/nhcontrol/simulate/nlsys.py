@@ -43,7 +43,7 @@ class _Plant:
 
     def _check_start(self, t: float, x: NDArray, xd: NDArray, u: NDArray | None) -> None:
         """The first state of a run must lie on the constraint manifold, with its clock (if
-        any) at the time of the call (issue 22)."""
+        any) at the time of the call."""
         off = clock_offset(self.dyn.ev.cm, t, x)
         if off is not None:
             raise SimulationInputError(
