@@ -244,3 +244,40 @@ def test_cli_export_c(tmp_path, capsys):
         with pytest.raises(SystemExit, match="^2$"):
             main(argv)
         assert msg in capsys.readouterr().err
+
+
+def test_cli_export_c_user_function_with_inputs(tmp_path, monkeypatch, capsys):
+    """``export-c pkg.mod:function --inputs a,b``: a user's package imported from the current
+    directory, --inputs passed as ``inputs=``; a function without an inputs parameter, a failing
+    import inside the module and a missing module each get their own message."""
+    from nhcontrol.cli import main
+
+    pkg = tmp_path / "userpkg_i39"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "robots.py").write_text(
+        "from nhcontrol.models import sleigh\n"
+        "SEEN = []\n"
+        "PARTITION = sleigh.PARTITION\n"
+        "def build(inputs=()):\n"
+        "    SEEN.append(tuple(inputs))\n"
+        "    return sleigh.build()\n"
+        "def plain():\n"
+        "    return sleigh.build()\n")
+    (pkg / "broken.py").write_text("import not_a_module_anywhere_i39\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["export-c", "userpkg_i39.robots:build", "--out", str(tmp_path / "o"),
+                 "--inputs", "T_left, T_right"]) == 0
+    import userpkg_i39.robots as robots
+
+    assert robots.SEEN == [("T_left", "T_right")]
+    capsys.readouterr()
+    for argv, msg in (
+            (["userpkg_i39.robots:plain", "--inputs", "T"], "cannot be given to userpkg_i39.robots.plain()"),
+            (["userpkg_i39.broken:build"], "failed inside the module: No module named 'not_a_module_anywhere_i39'"),
+            (["nowhere_pkg_i39.mod:build"], "cannot import module 'nowhere_pkg_i39.mod'"),
+            (["userpkg_i39.robots:nope"], "has no function 'nope'; it defines ['build', 'plain']")):
+        with pytest.raises(SystemExit, match="^2$"):
+            main(["export-c", *argv, "--out", str(tmp_path / "c")])
+        err = capsys.readouterr().err
+        assert msg in err and "catalogue" not in err

@@ -694,9 +694,11 @@ def resolve_model(spec: str, inputs: Any = None) -> tuple[Any, Any]:
     """The model named on the command line (``nhcontrol export-c MODEL``) and its module.
 
     ``spec`` is a catalogue name (a module of ``nhcontrol.models`` with a ``build()`` function,
-    e.g. ``benchmark_bicycle``) or ``package.module:function`` (a function without arguments that
-    returns a `MultibodySystem`, a compiled model, or an object with a ``system`` attribute).
-    ``inputs`` (catalogue models) is passed to ``build(inputs=...)``.
+    e.g. ``benchmark_bicycle``) or ``package.module:function`` (a function that returns a
+    `MultibodySystem`, a compiled model, or an object with a ``system`` attribute). A user's
+    module is imported as ``python -m`` would: from the current directory first, then the
+    installed packages. ``inputs`` (``--inputs``) is passed as ``inputs=(...)`` to the catalogue's
+    ``build`` or to a user function that has an ``inputs`` parameter (or ``**kwargs``).
 
     Returns
     -------
@@ -705,17 +707,31 @@ def resolve_model(spec: str, inputs: Any = None) -> tuple[Any, Any]:
     Raises
     ------
     InteropError
-        Unknown module or function, or a function that returns something else.
+        Unknown module or function, a module that fails to import (its own error is quoted),
+        ``inputs`` for a function without an ``inputs`` parameter, or a function that needs
+        other arguments.
     """
     import importlib
+    import inspect
 
-    if ":" in spec:
+    user = ":" in spec
+    if user:
         modname, func = spec.split(":", 1)
+        if not modname or not func:
+            raise InteropError(f"model {spec!r} must read package.module:function (both parts given)")
     else:
         modname, func = f"nhcontrol.models.{spec}", "build"
     try:
-        module = importlib.import_module(modname)
+        module = _import_user_module(modname) if user else importlib.import_module(modname)
     except ImportError as exc:
+        missing = getattr(exc, "name", None)
+        if user:
+            if missing and modname.split(".")[0] != missing.split(".")[0]:
+                raise InteropError(f"importing {modname} (for {spec!r}) failed inside the module: {exc}. "
+                                   "Install what it imports, then retry") from exc
+            raise InteropError(f"cannot import module {modname!r} (for {spec!r}): {exc}. Run from the "
+                               "directory that contains it, install its package (pip install -e .) or "
+                               "add its folder to PYTHONPATH") from exc
         from .. import models
 
         known = sorted(n for n in dir(models) if not n.startswith("_") and n[0].islower())
@@ -724,13 +740,45 @@ def resolve_model(spec: str, inputs: Any = None) -> tuple[Any, Any]:
                            + (f"; the catalogue has {known}" if known else "")) from exc
     fn = getattr(module, func, None)
     if not callable(fn):
-        raise InteropError(f"{modname} has no function {func!r}")
+        funcs = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                       and getattr(v, "__module__", None) == module.__name__)
+        raise InteropError(f"{modname} has no function {func!r}" + (f"; it defines {funcs}" if funcs else ""))
     try:
-        model = fn(inputs=tuple(inputs)) if inputs else fn()
-    except TypeError as exc:
-        raise InteropError(f"{modname}.{func}() cannot be called as needed ({exc}); give a function "
-                           f"without required arguments (package.module:function)") from exc
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        sig = None
+    params = {} if sig is None else sig.parameters
+    takes_inputs = "inputs" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    if inputs and sig is not None and not takes_inputs:
+        raise InteropError(f"--inputs {','.join(inputs)} cannot be given to {modname}.{func}(): it has no "
+                           f"inputs parameter (signature {func}{sig}); add one, e.g. def {func}(inputs="
+                           f"(...)): ..., that builds the model with those actuators, or drop --inputs")
+    required = [n for n, p in params.items() if p.default is p.empty
+                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                and not (n == "inputs" and inputs)]
+    if required:
+        raise InteropError(f"{modname}.{func}() needs the arguments {required} (signature {func}{sig}); "
+                           "export-c calls it without arguments (and with inputs= for --inputs): give "
+                           "them defaults or name a function that needs none")
+    model = fn(inputs=tuple(inputs)) if inputs else fn()
     return model, module
+
+
+def _import_user_module(modname: str) -> Any:
+    """Import a user's module the way ``python -m`` does: the current directory first."""
+    import importlib
+    import os
+    import sys
+
+    cwd = os.getcwd()
+    added = cwd not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(modname)
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
 
 
 def resolve_partition(spec: str | None, module: Any) -> Any:
