@@ -79,7 +79,7 @@ def main(outdir: str | Path = ".") -> dict:
                                    np.concatenate([x[[0, 2]], xd[[0, 2]], x[[1]]])))   # [x, ψ, ẋ, ψ̇, y]
     T = np.array(truth)
     err = T - res.estimates
-    nees = res.nees(T, ["psi", "psi_d"])
+    nees = res.nees_of(T, ["psi", "psi_d"])
     from scipy.stats import chi2
     inside = float(np.mean((nees >= chi2.ppf(0.025, 2)) & (nees <= chi2.ppf(0.975, 2))))
     late = res.time >= 3.0
@@ -89,7 +89,7 @@ def main(outdir: str | Path = ".") -> dict:
           f"3 s <= {out['max_psi_error_late']:.4f} rad; NEES in the 95 % band {inside:.2f}")
 
     import matplotlib.pyplot as plt
-    sd = res.std()
+    sd = res.std
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.fill_between(res.time, res.estimates[:, i_psi] - 3 * sd[:, i_psi],
                     res.estimates[:, i_psi] + 3 * sd[:, i_psi], color="#0072B2", alpha=0.25,

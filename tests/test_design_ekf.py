@@ -71,6 +71,12 @@ def test_output_feedback_loop_ekf_consistent_and_reproducible(pendulum):
     # NEES (2 states): mean near 2, most samples in the two-sided 95 % band
     nees = res.nees(truth)
     assert 1.0 < nees.mean() < 3.5
+    # python-control habit: an array property over all states, the truth read by name
+    np.testing.assert_array_equal(res.true_states, truth)
+    np.testing.assert_allclose(res.nees, nees, rtol=1e-12)
+    assert np.mean(res.nees) == pytest.approx(nees.mean(), rel=1e-12)
+    np.testing.assert_array_equal(res.std, res.std())
+    assert res.std.shape == res.estimates.shape and "OutputFeedbackResult(" in repr(res)
     from scipy.stats import chi2
 
     inside = np.mean((nees >= chi2.ppf(0.025, 2)) & (nees <= chi2.ppf(0.975, 2)))

@@ -458,7 +458,7 @@ def bicycle_ekf_run(v: float = 3.0, t_final: float = 5.0, *, roll0_deg: float = 
     e = T - res.estimates
     ip = st.index("phi_b")
     late = res.time >= 0.5
-    nees = res.nees(T, red)
+    nees = res.nees_of(T, red)
     xe, xde = np.asarray(res.simulation.x)[-1], np.asarray(res.simulation.xd)[-1]
     names = list(cm.coordinates)
     fin = {nm: (xe if lvl == 0 else xde)[names.index(nm)] for nm, lvl in

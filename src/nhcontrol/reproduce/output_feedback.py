@@ -172,7 +172,7 @@ def _plot(bp_run: dict, design: Any, bike: dict, out: Path) -> list[Path]:
     colors = PALETTE                                 # the house palette (colour-blind safe)
     paths = []
     res = bp_run["result"]
-    sd = res.std()
+    sd = res.std
     fig, axes = new_figure(2, 1, title="Ball-plate LQG: contact point, estimate vs truth (±3σ)")
     for ax, i, nm in zip(axes, (6, 7), ("$x_C$", "$y_C$")):
         ax.fill_between(res.time, 1e3 * (res.estimates[:, i] - 3 * sd[:, i]),
@@ -188,7 +188,7 @@ def _plot(bp_run: dict, design: Any, bike: dict, out: Path) -> list[Path]:
     paths.append(savefig(fig, out, "output_feedback_ball_plate"))
     r = bike["result"]
     st = list(bike["states"])
-    sdb = r.std()
+    sdb = r.std
     fig, axes = new_figure(2, 1, title="Bicycle at 3 m/s, EKF + LQR: estimate vs truth (±3σ)")
     for ax, nm, lab in zip(axes, ("phi_b", "delta"), ("roll φ", "steer δ")):
         i = st.index(nm)

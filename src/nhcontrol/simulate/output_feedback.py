@@ -84,19 +84,98 @@ class OutputFeedbackResult:
         """Alias of `time`."""
         return self.time
 
+    @property
     def std(self) -> Array:
-        """``sqrt(diag P_k)`` (K, ns): the 1σ bands of the estimates."""
-        return np.sqrt(np.clip(np.einsum("kii->ki", self.covariances), 0.0, None))
+        """``sqrt(diag P_k)`` (K, ns): the 1σ bands of the estimates (a property; the former
+        call ``res.std()`` still returns the same array)."""
+        return _CallableArray.of(np.sqrt(np.clip(np.einsum("kii->ki", self.covariances), 0.0, None)),
+                                 "std", None)
 
-    def nees(self, truth: ArrayLike, states: Sequence[str] | None = None) -> Array:
+    @property
+    def true_states(self) -> Array:
+        """The true state in the estimator's coordinates (K, ns): entry ``q`` is the true
+        coordinate ``q`` and ``<q>_d`` its rate, read from `x`, `xd` at the samples.
+
+        Raises
+        ------
+        SolverError
+            When a state label is neither a coordinate nor ``<coordinate>_d`` (a deviation or
+            a transformed state): compute the truth yourself and call `nees_of()`.
+        """
+        coords = list(getattr(self.simulation, "coordinates", ()) or ())
+        cols = []
+        for s in self.state_labels:
+            if s in coords:
+                cols.append(self.x[:, coords.index(s)])
+            elif s.endswith("_d") and s[:-2] in coords:
+                cols.append(self.xd[:, coords.index(s[:-2])])
+            else:
+                raise SolverError(f"the estimator state {s!r} is neither a coordinate {coords} nor the "
+                                  "rate <coordinate>_d of one, so the true state is not known by name: "
+                                  "form the truth in the estimator's states (e.g. with pre_sample=) and "
+                                  "call res.nees_of(truth)")
+        return readonly(np.column_stack(cols) if cols else np.zeros((self.time.size, 0)))
+
+    @property
+    def estimation_error(self) -> Array:
+        """``true_states − estimates`` (K, ns)."""
+        return readonly(self.true_states - self.estimates)
+
+    @property
+    def nees(self) -> Array:
+        """Normalized estimation error squared ``eᵀ P⁻¹ e`` (K,) over all states, with
+        ``e = `` `true_states` ``− X̂`` (``np.mean(res.nees)`` is the average NEES).
+
+        Calling it, ``res.nees(truth, states)``, is the former method form: the same as
+        `nees_of()`.
+        """
+        return _CallableArray.of(self.nees_of(self.true_states), "nees", self.nees_of)
+
+    def nees_of(self, truth: ArrayLike, states: Sequence[str] | None = None) -> Array:
         """Normalized estimation error squared ``eᵀ P⁻¹ e`` (K,) with ``e = truth − X̂``
         (``truth`` (K, ns) in the estimator's state), over the named ``states`` (all by default)."""
         T = as_float_array(truth, "truth", shape=self.estimates.shape)
-        idx = (list(range(T.shape[1])) if states is None
-               else [list(self.state_labels).index(s) for s in states])
+        names = list(self.state_labels)
+        bad = [] if states is None else [s for s in states if s not in names]
+        if bad:
+            raise SolverError(f"states {bad} are not estimator states {names}")
+        idx = (list(range(T.shape[1])) if states is None else [names.index(s) for s in states])
         e = (T - self.estimates)[:, idx]
         P = self.covariances[:, idx][:, :, idx]
         return np.einsum("ki,ki->k", e, np.linalg.solve(P, e[..., None])[..., 0])
+
+    def __repr__(self) -> str:
+        return (f"OutputFeedbackResult({self.time.size} samples on t in [{self.time[0]:.4g}, "
+                f"{self.time[-1]:.4g}] s, states={list(self.state_labels)}, "
+                f"outputs={list(self.output_labels)}, seed={self.seed})" if self.time.size else
+                "OutputFeedbackResult(0 samples)")
+
+
+class _CallableArray(np.ndarray):
+    """A result array that can still be called as the method it used to be."""
+
+    _fn: Any = None
+    _what: str = ""
+
+    @classmethod
+    def of(cls, arr: Array, what: str, fn: Any) -> "_CallableArray":
+        out = np.asarray(arr).view(cls)
+        out._fn, out._what = fn, what
+        out.flags.writeable = False
+        return out
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self._fn = getattr(obj, "_fn", None)
+        self._what = getattr(obj, "_what", "")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Array:
+        if self._fn is None:
+            if args or kwargs:
+                raise TypeError(f"res.{self._what} is an array; it takes no arguments")
+            return np.asarray(self)
+        if not args and not kwargs:
+            return np.asarray(self)
+        return self._fn(*args, **kwargs)
 
 
 def _cov_or_std(val: ArrayLike | None, r: int, name: str) -> Array:
