@@ -473,6 +473,14 @@ class DiscreteLTV:
                            outputs=None if onames is None else tuple(onames),
                            breakpoints=self.breakpoints)
 
+    def to_iosystem(self, name: str | None = None) -> Any:
+        """This sequence as a discrete python-control ``NonlinearIOSystem`` (``dt`` the sample
+        time): ``x[k+1] = A_k x[k] + B_k u[k]``, ``y = C_k x + D_k u`` with ``k = round((t −
+        t0)/dt)`` (wrapped for a periodic sequence), named like this system."""
+        from .iosystem import discrete_ltv_to_iosystem
+
+        return discrete_ltv_to_iosystem(self, name)
+
     def __repr__(self) -> str:
         per = f", period_steps={self.period_steps}" if self.period_steps else ""
         outs = ("" if tuple(self.outputs) == tuple(self.states) and self.C.shape[0] == self.nstates

@@ -598,6 +598,27 @@ class LTVSystem:
         """``[A(t) B(t)]`` stacked: (n, n + k) or (N, n, n + k)."""
         return np.concatenate([self.A(t), self.B(t)], axis=-1)
 
+    def to_iosystem(self, name: str | None = None) -> control.NonlinearIOSystem:
+        """This system as a python-control ``NonlinearIOSystem`` (time-varying, continuous).
+
+        The update function is ``A(t) x + B(t) u``, the output ``C(t) x + D(t) u``; states,
+        inputs and outputs carry this system's names, so ``control.interconnect`` connects it
+        by name and ``control.input_output_response`` simulates it (see
+        [`nhcontrol.systems.iosystem`][nhcontrol.systems.iosystem]).
+
+        Examples
+        --------
+        >>> import control, numpy as np
+        >>> sys = LTVSystem(lambda t: [[0.0, 1.0], [-1.0 - 0.1 * np.cos(t), 0.0]],
+        ...                 lambda t: [[0.0], [1.0]], states=["q", "v"], inputs=["f"])
+        >>> io = sys.to_iosystem(name="mathieu")
+        >>> io.state_labels, io.input_labels, io.dt
+        (['q', 'v'], ['f'], 0)
+        """
+        from .iosystem import ltv_to_iosystem
+
+        return ltv_to_iosystem(self, name)
+
     def at(self, t: float) -> control.StateSpace:
         """Frozen-time python-control ``StateSpace`` ``(A(t), B(t), C, 0)`` with signal names.
 
