@@ -125,3 +125,84 @@ def test_ltv_to_iosystem_simulates_like_simulate_ltv():
     assert dio.dt == 0.05 and dio.state_labels == ["q", "v"]
     x1 = dio._rhs(d.t0 + 3 * 0.05, np.array([1.0, -1.0]), np.array([0.5]))
     np.testing.assert_allclose(x1, d.Ad[3] @ [1.0, -1.0] + d.Bd[3] @ [0.5], rtol=1e-14)
+
+
+def _double_integrator(dt=0.1):
+    return control.c2d(control.ss([[0.0, 1.0], [0.0, 0.0]], [[0.0], [1.0]], np.eye(2), 0,
+                                  states=["p", "v"], inputs=["F"], outputs=["p", "v"], name="cart"), dt)
+
+
+def _run(ctrl, dsys, x0, steps, disturbance=0.0):
+    x = np.array(x0, float)
+    for i in range(steps):
+        u = ctrl.control(i * dsys.dt, x)
+        x = dsys.A @ x + dsys.B @ (u + disturbance)
+    return x
+
+
+def test_controllers_on_a_plain_statespace_regulate_to_zero():
+    from nhcontrol.design import MPCController, TVLQRController
+
+    dsys = _double_integrator()
+    Q, R = np.eye(2), np.array([[1.0]])
+    K = dlqr(dsys, Q, R).K
+    lqr_ctrl = TVLQRController(dlqr(dsys, Q, R), None)
+    assert lqr_ctrl.dt == 0.1 and lqr_ctrl.inputs == ("F",)
+    np.testing.assert_allclose(lqr_ctrl.control(0.0, [1.0, 0.0]), -K @ [1.0, 0.0], rtol=1e-12)
+    mpc = MPCController(dsys, None, 20, Q, R, u_min=-5.0, u_max=5.0)
+    assert mpc.inputs == ("F",) and mpc.plain
+    # unconstrained region: the MPC with the Riccati terminal cost is the LQR
+    np.testing.assert_allclose(mpc.control(0.0, [0.1, 0.0]), -K @ [0.1, 0.0], rtol=1e-4, atol=1e-7)
+    mpc.reset()
+    x = _run(mpc, dsys, [1.0, 0.0], 150)
+    assert np.linalg.norm(x) < 1e-3
+    assert all(abs(r.u[0]) <= 5.0 + 1e-6 for r in mpc.history)
+    assert repr(mpc) == "MPCController(cart, N=20, dt=0.1 s, inputs=['F'], qp='OSQP')"
+    with pytest.raises(DesignError, match=r"state must be the 2 states \['p', 'v'\]"):
+        mpc.control(0.0, [1.0, 0.0, 0.0, 0.0])
+
+
+def test_plain_controllers_track_x_ref_and_u_ref():
+    from nhcontrol.design import MPCController, TVLQRController
+
+    dsys = _double_integrator()
+    Q, R = np.eye(2), np.array([[1.0]])
+    target = lambda t: [2.0, 0.0]            # noqa: E731 - a set point, zero feed-forward
+    for ctrl in (TVLQRController(dlqr(dsys, Q, R), None, x_ref=target),
+                 MPCController(dsys, None, 15, Q, R, x_ref=target, u_ref=lambda t: [0.0])):
+        x = _run(ctrl, dsys, [0.0, 0.0], 200)
+        np.testing.assert_allclose(x, [2.0, 0.0], atol=1e-3)
+
+
+def test_integral_action_removes_offset_in_plain_controllers():
+    """A constant input disturbance: python-control's integral augmentation (dlqr with
+    integral_action, then the controller with the same C) leaves no steady offset in C x."""
+    from nhcontrol.design import MPCController, TVLQRController
+
+    dsys = _double_integrator()
+    C = np.array([[1.0, 0.0]])
+    Qa, R = np.diag([1.0, 1.0, 0.5]), np.array([[1.0]])
+    gains = dlqr(dsys, Qa, R, integral_action=C)
+    ctrl = TVLQRController(gains, None, integral_action=C)
+    assert ctrl.memory_labels() == ["z[0]"]
+    x = _run(ctrl, dsys, [1.0, 0.0], 600, disturbance=0.3)
+    assert abs(x[0]) < 1e-4
+    plain = _run(TVLQRController(dlqr(dsys, np.eye(2), R), None), dsys, [1.0, 0.0], 600, 0.3)
+    assert abs(plain[0]) > 0.1                  # without the integrator: an offset
+    mpc = MPCController(dsys, None, 15, Qa, R, integral_action=C)
+    x = _run(mpc, dsys, [1.0, 0.0], 600, disturbance=0.3)
+    assert abs(x[0]) < 1e-3
+
+
+def test_plain_controller_to_iosystem_closes_the_loop_in_python_control():
+    from nhcontrol.design import TVLQRController
+
+    dsys = _double_integrator()
+    ctrl = TVLQRController(dlqr(dsys, np.eye(2), 1.0), None)
+    io = ctrl.to_iosystem()
+    assert io.input_labels == ["p", "v"] and io.output_labels == ["F"] and io.dt == 0.1
+    loop = control.interconnect([dsys, io], inputs=[], outputs=["p", "v"])
+    T = np.arange(0, 100) * 0.1
+    resp = control.input_output_response(loop, T, 0, X0=[1.0, 0.0])
+    x = _run(TVLQRController(dlqr(dsys, np.eye(2), 1.0), None), dsys, [1.0, 0.0], 99)
+    np.testing.assert_allclose(resp.states[:, -1], x, atol=1e-12)

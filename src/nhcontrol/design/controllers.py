@@ -36,6 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array
 from .lqr import LQRResult, finite_horizon_lqr
+from ._plain import PlainReference, model_names, plain_reference
 from .mpc import LTVMPC, MPCStep
 
 if TYPE_CHECKING:
@@ -114,12 +115,15 @@ class TrackingController:
             raise DesignError(f"reference must be a Reference (with x(t), xd(t), u(t)), got "
                               f"{type(reference).__name__}")
         self.reference, self.dt, self.t0 = reference, h, float(t0)
+        self.plain = isinstance(reference, PlainReference)
         self.linearization, self._deviation, self.feedforward = linearization, deviation, feedforward
         if state_map is None or callable(state_map):
             self.state_map = state_map
         else:
             self.state_map = as_float_array(state_map, "state_map", ndim=2, error=DesignError)
         ins = inputs if inputs is not None else tuple(getattr(reference, "inputs", ()) or ())
+        if self.plain and inputs is not None and len(tuple(inputs)) != reference.ninputs:
+            raise DesignError(f"inputs names {list(inputs)} must name the {reference.ninputs} inputs")
         self.inputs = tuple(ins)
         self.history: list[ControlRecord] = []
         self._memory = self._initial_memory()
@@ -134,6 +138,8 @@ class TrackingController:
         xd = np.asarray(xd, dtype=float)
         if self._deviation is not None:
             d = np.asarray(self._deviation(t, x, xd), dtype=float).reshape(-1)
+        elif self.plain:
+            d = x - self.reference.x(t)
         elif self.linearization is not None:
             d = np.asarray(self.linearization.deviation(self.reference, t, x, xd), dtype=float)
         else:
@@ -168,8 +174,17 @@ class TrackingController:
 
     # ------------------------------------------------------------------ protocol
     def control(self, t: float, state: ArrayLike) -> NDArray[np.float64]:
-        """Input at the sample ``t`` for the plant state ``state = [x; ẋ]`` (2n,)."""
+        """Input at the sample ``t`` for the plant state ``state = [x; ẋ]`` (2n,), or the
+        state ``x`` of the plain linear system (``reference=None``)."""
         s = np.asarray(state, dtype=float).reshape(-1)
+        if self.plain:
+            if s.size != self.reference.nstates:
+                raise DesignError(f"state must be the {self.reference.nstates} states "
+                                  f"{list(self.reference.states)} of the system, got {s.size} entries")
+            c0 = time.thread_time()
+            u, self._memory, rec, side = self._compute(float(t), s, np.zeros(0), self._memory)
+            self._commit(replace(rec, cpu_time=time.thread_time() - c0), side)
+            return u
         if s.size % 2:
             raise DesignError(f"state must be [x; xd] of even length 2n, got {s.size} entries")
         n = s.size // 2
@@ -180,7 +195,10 @@ class TrackingController:
         return u
 
     def __call__(self, t: float, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
-        """``control(t, [x; ẋ])`` in the signature of ``forward_dynamics``' controllers."""
+        """``control(t, [x; ẋ])`` in the signature of ``forward_dynamics``' controllers
+        (``control(t, x)`` for a plain linear system, ``xd`` ignored)."""
+        if self.plain:
+            return self.control(t, x)
         return self.control(t, np.concatenate([np.asarray(x, float).ravel(),
                                                np.asarray(xd, float).ravel()]))
 
@@ -217,6 +235,14 @@ class TrackingController:
         """
         import control
 
+        if self.plain:
+            labels = list(state_labels) if state_labels is not None else list(self.reference.states)
+            if len(labels) != self.reference.nstates:
+                raise DesignError(f"state_labels must name the {self.reference.nstates} states, got {labels}")
+            upd, out = _io_callbacks(lambda t, yy, xc: self._compute(t, yy, np.zeros(0), xc), self._commit)
+            mem = self.memory_labels()
+            return control.nlsys(upd, out, inputs=labels, outputs=list(self.inputs), states=mem or 0,
+                                 dt=self.dt, name=name or type(self).__name__)
         if state_labels is None:
             coords = tuple(getattr(self.reference, "coordinates", ()) or ())
             if not coords:
@@ -242,50 +268,123 @@ class TVLQRController(TrackingController):
     ----------
     gains : LQRResult
         From [`finite_horizon_lqr()`][nhcontrol.design.finite_horizon_lqr] (gains ``K_k``
-        for the samples ``k = 0 … N−1`` of the discretized linearization).
-    reference : Reference
+        for the samples ``k = 0 … N−1`` of the discretized linearization), or an
+        infinite-horizon (constant) gain from [`dlqr()`][nhcontrol.design.dlqr].
+    reference : Reference or None
         The reference motion (``u0(t)`` feed-forward; ``x0, ẋ0`` for the default deviation).
-    dt : float
-        Sample time [s] (the discretization's).
+        ``None``: a plain linear system (python-control's habit): the controller reads the
+        system's state ``x`` (``control(t, x)``), regulates ``δx = x − x_ref(t)`` to zero and
+        commands ``u = u_ref(t) − K δx`` (see [`nhcontrol.design._plain`][nhcontrol.design._plain]).
+    dt : float, optional
+        Sample time [s] (the discretization's; default the gains' ``dt``).
     linearization, deviation, state_map, t0, feedforward, inputs :
         How the deviation and the feed-forward are formed (see the module docstring).
     u_min, u_max : scalar or (k,) array_like, optional
         Input saturation (clipping).
     periodic : bool
         Gains repeat with their horizon (``K_{k mod N}``) instead of failing past it.
+    x_ref, u_ref : callable ``t -> (n,)``, ``t -> (k,)``, optional
+        Desired state and feed-forward of a plain system (``reference=None``); default zero.
+    states : sequence of str, optional
+        State names of a plain system (the inputs of `to_iosystem`).
+    integral_action : (p, n) array_like, optional
+        python-control's ``integral_action`` with a gain of ``dlqr(..., integral_action=C)``
+        (``K`` of shape ``(k, n + p)``): the integrator ``z_{k+1} = z_k + C δx_k`` (the discrete
+        form of ``control.create_statefbk_iosystem``) and ``u = u0 − K_x δx − K_z z``.
 
     Raises
     ------
     DesignError
-        At a sample past the gains' horizon (non-periodic).
+        At a sample past the gains' horizon (non-periodic); gains of the wrong size.
     """
 
-    def __init__(self, gains: LQRResult, reference: Reference, dt: float, *, linearization: Any = None,
+    def __init__(self, gains: LQRResult, reference: Reference | None = None, dt: float | None = None, *,
+                 linearization: Any = None,
                  deviation: Callable | None = None, state_map: Any = None, t0: float = 0.0,
                  feedforward: Literal["midpoint", "sample"] = "midpoint",
                  inputs: tuple[str, ...] | None = None, u_min: ArrayLike | None = None,
-                 u_max: ArrayLike | None = None, periodic: bool = False) -> None:
-        if not isinstance(gains, LQRResult) or gains.horizon is None:
-            raise DesignError("gains must be a finite-horizon LQRResult (finite_horizon_lqr(...))")
+                 u_max: ArrayLike | None = None, periodic: bool = False,
+                 x_ref: Callable[[float], ArrayLike] | None = None,
+                 u_ref: Callable[[float], ArrayLike] | None = None,
+                 states: tuple[str, ...] | None = None,
+                 integral_action: ArrayLike | None = None) -> None:
+        if not isinstance(gains, LQRResult):
+            raise DesignError("gains must be an LQRResult (finite_horizon_lqr(...) or dlqr(...))")
+        if gains.horizon is None and gains.method == "care":
+            raise DesignError("gains come from a continuous-time lqr(); a sampled controller needs a "
+                              "discrete design: dlqr(control.c2d(sys, dt), Q, R) or finite_horizon_lqr")
+        if dt is None:
+            if not gains.dt:
+                raise DesignError("give dt= (the gains carry no sample time)")
+            dt = gains.dt
         self.gains, self.periodic = gains, bool(periodic)
         self.u_min = -np.inf if u_min is None else np.asarray(u_min, dtype=float)
         self.u_max = np.inf if u_max is None else np.asarray(u_max, dtype=float)
+        k, ntot = gains.K.shape[-2:]
+        self.Ci = None
+        if integral_action is not None:
+            Ci = as_float_array(integral_action, "integral_action", error=DesignError)
+            Ci = Ci.reshape(1, -1) if Ci.ndim == 1 else Ci
+            if Ci.ndim != 2 or Ci.shape[1] + Ci.shape[0] != ntot:
+                raise DesignError(f"integral_action must be (p, n) with n + p = {ntot} (the columns of "
+                                  f"the gain K), got shape {Ci.shape}")
+            self.Ci = Ci
+        n = ntot - (0 if self.Ci is None else self.Ci.shape[0])
+        if reference is None:
+            states = states or (gains.states[:n] if len(gains.states) >= n else None)
+            inputs = inputs or (tuple(gains.inputs) if len(gains.inputs) == k else None)
+        reference = plain_reference(reference, n, k, x_ref, u_ref, states, inputs)
         super().__init__(reference, dt, linearization=linearization, deviation=deviation,
                          state_map=state_map, t0=t0, feedforward=feedforward, inputs=inputs)
+
+    def _initial_memory(self) -> NDArray[np.float64]:
+        return np.zeros(0 if getattr(self, "Ci", None) is None else self.Ci.shape[0])
+
+    def memory_labels(self) -> list[str]:
+        return [] if self.Ci is None else [f"z[{i}]" for i in range(self.Ci.shape[0])]
 
     def _compute(self, t: float, x: NDArray, xd: NDArray, memory: NDArray
                  ) -> tuple[NDArray[np.float64], NDArray[np.float64], ControlRecord]:
         start = time.perf_counter()
         k = self.index(t)
-        N = int(self.gains.horizon)
-        if k >= N:
-            if not self.periodic:
-                raise DesignError(f"sample {k} (t = {t:.6g}) is past the LQR horizon of {N} steps; "
-                                  "compute the gains over a longer horizon or pass periodic=True")
-            k %= N
+        if self.gains.horizon is None:
+            K = self.gains.K
+        else:
+            N = int(self.gains.horizon)
+            if k >= N:
+                if not self.periodic:
+                    raise DesignError(f"sample {k} (t = {t:.6g}) is past the LQR horizon of {N} steps; "
+                                      "compute the gains over a longer horizon or pass periodic=True")
+                k %= N
+            K = self.gains.K[k]
         dx = self.deviation(t, x, xd)
-        u = np.clip(np.atleast_1d(self.u_ref(t)) - self.gains.K[k] @ dx, self.u_min, self.u_max)
-        return u, memory, ControlRecord(float(t), u, "lqr", time.perf_counter() - start), {}
+        if self.Ci is None:
+            if dx.shape[0] != K.shape[1]:
+                raise DesignError(f"the deviation has {dx.shape[0]} entries, the gain {K.shape[1]} "
+                                  "columns; check linearization/deviation/state_map")
+            u = np.clip(np.atleast_1d(self.u_ref(t)) - K @ dx, self.u_min, self.u_max)
+            return u, memory, ControlRecord(float(t), u, "lqr", time.perf_counter() - start), {}
+        n = dx.shape[0]
+        u = np.clip(np.atleast_1d(self.u_ref(t)) - K[:, :n] @ dx - K[:, n:] @ memory,
+                    self.u_min, self.u_max)
+        mem = memory + self.Ci @ dx
+        return u, mem, ControlRecord(float(t), u, "lqr", time.perf_counter() - start), {}
+
+    def __repr__(self) -> str:
+        hz = "infinite horizon" if self.gains.horizon is None else f"horizon={self.gains.horizon}"
+        return (f"TVLQRController({_target(self)}, {hz}, dt={self.dt:.4g} s, "
+                f"inputs={list(self.inputs)})")
+
+
+def _target(ctrl: TrackingController) -> str:
+    """What a controller regulates, for its repr."""
+    if ctrl.plain:
+        return f"plain system, states={list(ctrl.reference.states)}"
+    ref = ctrl.reference
+    name = getattr(ref, "model_name", None) or getattr(ref, "name", None)
+    if not name:
+        name = getattr(getattr(ref, "model", None), "name", None) or type(ref).__name__
+    return str(name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,11 +453,15 @@ def _as_discrete(model: Any, dt: float | None) -> tuple[NDArray, NDArray, float,
         return Ad, Bd, float(dt), None
     from ..systems import discretize
 
-    if dt is None:
-        raise DesignError(f"a continuous model ({type(model).__name__}) needs dt= to be discretized")
     if hasattr(model, "isdtime") and model.isdtime(strict=True):
+        if isinstance(model.dt, bool):
+            raise DesignError("the discrete StateSpace has no numeric sample time (dt=True); give it one")
+        if dt is not None and abs(float(dt) - float(model.dt)) > 1e-12 * float(model.dt):
+            raise DesignError(f"dt = {dt} disagrees with the discrete model's dt = {model.dt}")
         Ad, Bd = np.asarray(model.A, float)[None], np.asarray(model.B, float)[None]
         return Ad, Bd, float(model.dt), None
+    if dt is None:
+        raise DesignError(f"a continuous model ({type(model).__name__}) needs dt= to be discretized")
     d = discretize(model, float(dt))
     return np.asarray(d.Ad), np.asarray(d.Bd), float(d.dt), d.period_steps
 
@@ -443,7 +546,10 @@ class MPCController(TrackingController):
     ----------
     model : DiscreteLTV, (Ad, Bd), LTVSystem or StateSpace
         Prediction model of the deviation (continuous ones are discretized with ``dt``).
-    reference : Reference
+    reference : Reference or None
+        ``None``: a plain linear system (python-control's habit): the controller reads the
+        model's own state ``x`` (``control(t, x)``), acts on ``δx = x − x_ref(t)`` and
+        commands ``u = u_ref(t) + δu`` (regulation to zero by default).
     horizon : int
         ``N``.
     Q, R : array_like
@@ -469,6 +575,13 @@ class MPCController(TrackingController):
     y_ref : callable ``t -> (p,)``, optional
         The outputs along the reference (absolute output bounds act on ``y_ref + C δx + D δu``);
         default 0 (bounds on the output deviation).
+    u_ref : callable ``t -> (k,)``, optional
+        Feed-forward of a plain system (``reference=None``; default 0).
+    states : sequence of str, optional
+        State names of a plain system (default the model's).
+    integral_action : (p, n) array_like, optional
+        python-control's form of integral action: ``z_{k+1} = z_k + C δx_k`` with ``Q`` of
+        shape ``(n + p, n + p)`` weighing ``[δx; z]`` (as ``dlqr(..., integral_action=C)``).
     **mpc_options
         ``u_min, u_max, du_min, du_max, x_min, x_max, soft_state, y_min, y_max, C_y, D_y,
         soft_output, solver, solver_options ...`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
@@ -477,7 +590,7 @@ class MPCController(TrackingController):
         clipped like ``A_j``); ``C_y`` given as ``(steps, p, n)`` is sliced the same way.
     """
 
-    def __init__(self, model: Any, reference: Reference, horizon: int, Q: ArrayLike, R: ArrayLike,
+    def __init__(self, model: Any, reference: Reference | None, horizon: int, Q: ArrayLike, R: ArrayLike,
                  Qf: ArrayLike | None = None, *, dt: float | None = None, steps: int | None = None,
                  terminal: Literal["riccati", "fixed"] = "riccati", riccati_tail: int | None = None,
                  integral: tuple[ArrayLike, ArrayLike] | None = None,
@@ -486,12 +599,35 @@ class MPCController(TrackingController):
                  linearization: Any = None, deviation: Callable | None = None,
                  state_map: Any = None, t0: float = 0.0,
                  feedforward: Literal["midpoint", "sample"] = "midpoint",
-                 inputs: tuple[str, ...] | None = None, **mpc_options: Any) -> None:
+                 inputs: tuple[str, ...] | None = None,
+                 u_ref: Callable[[float], ArrayLike] | None = None,
+                 states: tuple[str, ...] | None = None,
+                 integral_action: ArrayLike | None = None, **mpc_options: Any) -> None:
         Ad, Bd, h, period = _as_discrete(model, dt)
         if terminal not in ("riccati", "fixed"):
             raise DesignError(f"terminal must be 'riccati' or 'fixed', got {terminal!r}")
         M, n, k = Bd.shape
         N = int(horizon)
+        self.model_name = str(getattr(model, "name", None) or getattr(model, "model_name", None) or "")
+        if reference is None:
+            st, ins = model_names(model)
+            reference = plain_reference(None, n, k, x_ref, u_ref, states or (st if len(st) == n else ()),
+                                        inputs or (ins if len(ins) == k else ()))
+            inputs = inputs or reference.inputs
+        else:
+            plain_reference(reference, n, k, None, u_ref, None, None)
+        Qfull = None
+        if integral_action is not None:           # python-control's form: Q weighs [x; z]
+            if integral is not None:
+                raise DesignError("give integral action once: integral=(C_i, Q_i) or integral_action=C")
+            Ca = as_float_array(integral_action, "integral_action", error=DesignError)
+            Ca = Ca.reshape(1, -1) if Ca.ndim == 1 else Ca
+            if Ca.ndim != 2 or Ca.shape[1] != n:
+                raise DesignError(f"integral_action must be a (p, n) = (p, {n}) matrix, got {Ca.shape}")
+            p_ = Ca.shape[0]
+            Qfull = as_float_array(Q, "Q", shape=(n + p_, n + p_), error=DesignError)
+            integral = (Ca / h, Qfull[n:, n:])          # z_{k+1} = z_k + C δx_k
+            Q = Qfull[:n, :n]
         Q_ = as_float_array(Q, "Q", shape=(n, n), error=DesignError)
         R_ = as_float_array(R, "R", shape=(k, k), error=DesignError)
         Qf_ = Q_ if Qf is None else as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)
@@ -512,6 +648,10 @@ class MPCController(TrackingController):
             Q_ = np.block([[Q_, np.zeros((n, ni))], [np.zeros((ni, n)), Qi]])
             Qf_ = np.block([[Qf_, np.zeros((n, ni))], [np.zeros((ni, n)), Qi]])
             self.ni, self.Ci = ni, Ci
+            if Qfull is not None:
+                Q_ = Qfull
+                if Qf is None:
+                    Qf_ = Qfull
             for key in ("x_min", "x_max"):
                 if mpc_options.get(key) is not None:
                     v = np.broadcast_to(np.asarray(mpc_options[key], float), (n,))
@@ -554,6 +694,12 @@ class MPCController(TrackingController):
         super().__init__(reference, h, linearization=linearization, deviation=deviation,
                          state_map=state_map, t0=t0, feedforward=feedforward, inputs=inputs)
         self._plan: tuple[int, NDArray] | None = None
+
+    def __repr__(self) -> str:
+        qp = getattr(self.mpc, "solver", None) or getattr(self.mpc, "_solver_name", None)
+        target = self.model_name.replace("$sampled", "") if self.model_name else _target(self)
+        return (f"MPCController({target}, N={self.horizon}, dt={self.dt:.4g} s, "
+                f"inputs={list(self.inputs)}" + (f", qp={qp!r}" if isinstance(qp, str) else "") + ")")
 
     def _indices(self, start: int, length: int) -> NDArray[np.intp]:
         return self.schedule.indices(start, length)

@@ -71,6 +71,10 @@ class LQRResult:
     method: str
     _residual: Any = field(default=None, repr=False, compare=False)
     """the residuals, or a picklable callable that computes them (evaluated once, on access)"""
+    states: tuple[str, ...] = field(default=(), compare=False)
+    """state names of the design (an LTI ``StateSpace``'s labels, integrators ``z[i]`` appended)"""
+    inputs: tuple[str, ...] = field(default=(), compare=False)
+    """input names of the design (empty when the system did not name them)"""
 
     @property
     def riccati_residual(self) -> NDArray[np.float64]:
@@ -738,4 +742,5 @@ def _lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None, S: ArrayLike
     return LQRResult(K=readonly(K), P=readonly(0.5 * (P + P.T)), horizon=None, dt=dt,
                      min_eig_Rbar=readonly(np.array([np.linalg.eigvalsh(0.5 * (rbar + rbar.T))[0]])),
                      E=readonly(np.asarray(E, dtype=complex)),
-                     method="dare" if discrete else "care", _residual=readonly(resid))
+                     method="dare" if discrete else "care", _residual=readonly(resid),
+                     states=tuple(names), inputs=tuple(getattr(sys, "input_labels", ()) or ()))
