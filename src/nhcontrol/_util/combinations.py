@@ -18,12 +18,18 @@ COEF_RTOL = 1e-9
 """Coefficients of a combination below ``COEF_RTOL × max |coefficient|`` are printed as zero."""
 
 
-def format_combination(c: ArrayLike, names: Sequence[str], digits: int = 6) -> str:
-    """``"x - 0.05 phiL - 0.05 phiR"``: a combination written with the state names."""
+def format_combination(c: ArrayLike, names: Sequence[str], digits: int = 6,
+                       first: int | None = None) -> str:
+    """``"x - 0.05 phiL - 0.05 phiR"``: a combination written with the state names (the state
+    ``first``, e.g. the pivot, leading)."""
     cv = np.asarray(c, dtype=float)
     tol = COEF_RTOL * max(1.0, float(np.abs(cv).max(initial=0.0)))
     parts: list[str] = []
-    for v, nm in zip(cv, names):
+    order = list(range(cv.size))
+    if first is not None:
+        order.remove(first)
+        order.insert(0, first)
+    for v, nm in ((cv[i], names[i]) for i in order):
         if abs(v) <= tol:
             continue
         mag = abs(v)
@@ -83,7 +89,8 @@ def echelon_combinations(W: ArrayLike, names: Sequence[str], *, order: Sequence[
 
 
 def pbh_directions(A: ArrayLike, B: ArrayLike, lam: complex, names: Sequence[str], *,
-                   tol: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+                   tol: float, order: Sequence[str] | None = None
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Every real direction ``w`` with ``w [A − λI, B] = 0`` (the PBH test of ``λ``).
 
     The left null space of ``[A − λI, B]`` (from its SVD, singular values ``<= tol``); for a
@@ -99,7 +106,7 @@ def pbh_directions(A: ArrayLike, B: ArrayLike, lam: complex, names: Sequence[str
     W = U[:, rank:].conj().T
     if np.iscomplexobj(W) and np.any(np.abs(W.imag) > 1e-12):
         W = np.vstack([W.real, W.imag])
-    R, _ = echelon_combinations(np.real(W), names)
+    R, _ = echelon_combinations(np.real(W), names, order=order)
     return R, s
 
 

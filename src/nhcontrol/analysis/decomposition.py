@@ -73,7 +73,7 @@ class StateCombination:
         return bool(np.isfinite(self.rate) and self.rate == 0)
 
     def __str__(self) -> str:
-        return format_combination(self.coefficients, self.states)
+        return format_combination(self.coefficients, self.states, first=self.states.index(self.pivot))
 
     def __repr__(self) -> str:
         extra = ", conserved" if self.conserved else (f", rate={self.rate:.4g}"
@@ -199,6 +199,14 @@ class KalmanDecomposition:
                 f"{self.controllability.rank}{obs}, uncontrollable=[{unc}])")
 
 
+def _physical_pivots(sys: Any) -> list[str]:
+    """For a linearization: its admissible dependent coordinates ``x_ad`` (Eq. (4.123)), the
+    positions the nonholonomic constraints tie to the others, as the first pivots."""
+    part = getattr(sys, "partition", None)
+    names = list(getattr(sys, "states", ()))
+    return [s for s in (getattr(part, "admissible_dependent", ()) or ()) if s in names]
+
+
 def _as_matrices(sys: Any, states: Sequence[str] | None
                  ) -> tuple[NDArray, NDArray, NDArray | None, list[str], list[str], list[str], Any]:
     if hasattr(sys, "to_statespace") and hasattr(sys, "partition"):      # a linearization
@@ -249,10 +257,13 @@ def kalman_decomposition(sys: Any, *, states: Sequence[str] | None = None,
         Rank thresholds of [`rank_decision()`][nhcontrol.analysis.rank_decision]; default
         ``rtol = DECOMPOSITION_RTOL`` (1e-9).
     pivot_order : sequence of str, optional
-        The order in which states become pivots of the uncontrollable combinations (the states
-        the controllable subsystem leaves out); default the state order. E.g.
-        ``["phiL", "phiR"]`` writes the robot's combinations as ``phiL = …`` and keeps ``x``
-        and ``psi``.
+        The states tried first as pivots of the uncontrollable combinations (the states the
+        controllable subsystem leaves out), then the others in the state order. Default for a
+        linearization: its admissible dependent coordinates ``x_ad`` (the positions the
+        nonholonomic constraints tie to the others: a two-wheeled robot's ``x, y, psi`` give
+        ``x - 0.05 phiL - 0.05 phiR`` and ``psi + 0.25 phiL - 0.25 phiR``, i.e.
+        ``x − r(φL + φR)/2`` and ``ψ − r(φR − φL)/d``); for other systems the state order.
+        ``["phiL", "phiR"]`` would write them as ``phiL = …`` and keep ``x`` and ``psi``.
 
     Returns
     -------
@@ -283,7 +294,12 @@ def kalman_decomposition(sys: Any, *, states: Sequence[str] | None = None,
     >>> [str(c) for c in kd.uncontrollable], kd.kept_states
     (['a - b'], ('b', 'v'))
     """
+    if pivot_order is None:
+        pivot_order = _physical_pivots(sys)
     A, B, C, names, ins, outs, dt = _as_matrices(sys, states)
+    bad = [s for s in pivot_order if s not in names]
+    if bad:
+        raise LinearSystemError(f"pivot_order names {bad}, which are not states {names}")
     n = A.shape[0]
     alpha = max(1.0, float(np.linalg.norm(A, 2)))
     if tol is None and rtol is None:

@@ -408,7 +408,8 @@ def _boundary_mode_reports(A: NDArray[np.float64], B: NDArray[np.float64], Qe: N
         sv = np.linalg.svd(M, compute_uv=False)
         if sv[-1] <= PBH_RTOL * scale_b:
             R, _ = pbh_directions(A, B, lam_i, names, tol=PBH_RTOL * scale_b)
-            combos = [format_combination(r, names) for r in R]
+            combos = [format_combination(r, names, first=int(np.flatnonzero(np.abs(r - 1.0) <= 1e-12)[0])
+                                         if np.any(np.abs(r - 1.0) <= 1e-12) else None) for r in R]
             who = [names[j] for j in np.flatnonzero(np.any(np.abs(R) > 0, axis=0))]
             rank = int(np.sum(sv > PBH_RTOL * scale_b))
             bad_b.append(f"eigenvalue {complex(np.round(li, 9))}: rank [A - λI, B] = {rank} < {n} "

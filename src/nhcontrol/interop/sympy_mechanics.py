@@ -67,19 +67,27 @@ def _parts(model: Any) -> dict:
                 "holonomic": list(model.holonomic_constraints),
                 "nonholonomic": list(model.nonholonomic_constraints)}
     if isinstance(model, me.KanesMethod):
-        if len(getattr(model, "_qdep", [])) or len(getattr(model, "_udep", [])):
-            raise InteropError("a KanesMethod with dependent coordinates or speeds: its velocity "
-                               "constraints mix the derivatives of the configuration constraints with "
-                               "the nonholonomic ones; build the model as a sympy.physics.mechanics.System "
-                               "(holonomic_constraints and nonholonomic_constraints apart) and pass that")
+        config = getattr(model, "_f_h", None)
+        if len(getattr(model, "_qdep", [])) or (config is not None and len(config)):
+            raise InteropError("a KanesMethod with dependent coordinates (configuration constraints): its "
+                               "velocity constraints mix the derivatives of the configuration constraints "
+                               "with the nonholonomic ones; build the model as a "
+                               "sympy.physics.mechanics.System (holonomic_constraints and "
+                               "nonholonomic_constraints apart) and pass that")
         if model.bodies is None:
             raise InteropError("the KanesMethod has no bodies yet: call kanes_equations(bodies, loads) "
                                "first, or pass a System")
         kd = model.kindiffdict()
         kdes = [qd - rhs for qd, rhs in kd.items()]
+        # without configuration constraints every velocity constraint k_nh u + f_nh = 0 of the
+        # dependent speeds is nonholonomic
+        nonhol: list = []
+        if len(getattr(model, "_udep", [])):
+            k_nh, f_nh = model._k_nh, model._f_nh
+            nonhol = list(k_nh * sp.Matrix(list(model.u)) + f_nh)
         return {"frame": model._inertial, "origin": None, "q": list(model.q), "u": list(model.u),
                 "kdes": kdes, "bodies": list(model.bodies), "loads": list(model.loads or []),
-                "holonomic": [], "nonholonomic": []}
+                "holonomic": [], "nonholonomic": nonhol}
     raise InteropError(f"from_sympy_mechanics needs a sympy.physics.mechanics System (or KanesMethod), "
                        f"got {type(model).__name__}")
 
@@ -127,7 +135,9 @@ def from_sympy_mechanics(model: Any, parameters: Mapping[Any, float], *, inputs:
         A ``System`` (bodies, loads, actuators with ``to_loads()``, kinematic differential
         equations, holonomic and nonholonomic constraints, independent and dependent
         coordinates and speeds) or a ``KanesMethod`` after ``kanes_equations`` without
-        dependent coordinates or speeds (e.g. ``sympy.physics.mechanics.models``).
+        dependent coordinates (e.g. ``sympy.physics.mechanics.models``); its dependent speeds
+        and velocity constraints (``u_dependent``, ``velocity_constraints``) are accepted and
+        become the nonholonomic constraints.
     parameters : mapping symbol or name -> float
         The value of every constant symbol of the model (masses, lengths, ``g`` ...); they
         become nhcontrol parameters with these defaults and the same names.

@@ -40,6 +40,7 @@ if TYPE_CHECKING:   # the names below, for type checkers and the API pages (impo
     from .result import (LinearizationResult, SpuriousIdentification, identify_spurious,
                          state_deviation)
     from .second import SecondProcedureResult, second_procedure
+    from .signals import ReferenceSignals, reference_signals
     from .second_order import SECOND_ORDER_RTOL, second_order_matrices
     from .third import linearize, third_procedure
 
@@ -65,6 +66,8 @@ _EXPORTS: dict[str, str] = {
     "SpuriousIdentification": "result",
     "identify_spurious": "result",
     "state_deviation": "result",
+    "ReferenceSignals": "signals",
+    "reference_signals": "signals",
     # validation procedures (first/second numerical procedures, finite differences)
     "first_procedure": "first",
     "FirstProcedureResult": "first",
@@ -85,7 +88,7 @@ __all__ = [
     "linearize_first_order_system", "FirstOrderLinearization", "identify_spurious_first_order",
     "third_procedure", "Partition", "PartitionIndices", "PartitionReport", "BlockCondition",
     "suggest_partition", "LinearizationResult", "SpuriousIdentification", "identify_spurious",
-    "state_deviation",
+    "state_deviation", "ReferenceSignals", "reference_signals",
     "first_procedure", "FirstProcedureResult", "ReferencePoint", "second_procedure",
     "SecondProcedureResult", "finite_difference_jacobian", "reduced_ode_jacobian_fd",
     "finite_difference_jacobian_first_order", "index1_accelerations", "FiniteDifferenceResult",

@@ -680,6 +680,15 @@ class LinearizationResult:
         """
         return state_deviation(self.states, ref, t, x, xd)
 
+    def reference_signals(self, ref: Reference, t: ArrayLike, states: Any = None) -> Any:
+        """Desired states ``xd(t)`` (in the order of `states`, or of ``states=``) and inputs
+        ``ud(t)`` along ``ref``, for python-control controllers such as
+        ``control.create_statefbk_iosystem`` (no name mapping by hand); see
+        [`reference_signals()`][nhcontrol.linearization.signals.reference_signals]."""
+        from .signals import reference_signals
+
+        return reference_signals(self, ref, t, states)
+
     def from_deviation(self, ref: Reference, t: ArrayLike, dX: ArrayLike, *,
                        cm: CompiledModel | None = None,
                        tol: float = 1e-12, max_iter: int = 50

@@ -1,0 +1,129 @@
+"""State selection that knows the physics, on a two-wheeled self-balancing robot written with
+sympy.physics.mechanics (``tests/_twowheel.py``: 6 coordinates, 3 nonholonomic constraints,
+9 states).
+
+Closed forms (derived in the model's docstring): straight running conserves
+``x − r(φL + φR)/2`` and ``ψ − r(φR − φL)/d`` (r = 0.1, d = 0.4: coefficients 0.05 and 0.25),
+which no torque moves; every other direction is controllable.
+"""
+
+from __future__ import annotations
+
+import control
+import numpy as np
+import pytest
+
+import _twowheel as tw
+from nhcontrol import linearize
+from nhcontrol._util.errors import DesignError
+from nhcontrol.analysis import kalman_decomposition
+from nhcontrol.design import lqr
+
+R, D = tw.VALUES["r"], tw.VALUES["d"]
+
+
+@pytest.fixture(scope="module")
+def robot():
+    cm = tw.build().compile()
+    ref = tw.straight_running(cm, 0.5)
+    return cm, ref, linearize(cm, ref, tw.PARTITION)
+
+
+def test_kalman_decomposition_names_the_two_conserved_directions(robot):
+    _, _, lin = robot
+    assert lin.nstates == 9
+    kd = kalman_decomposition(lin)
+    assert kd.controllability.rank == 7
+    sv = kd.controllability.singular_values
+    assert sv[6] > 100 * kd.controllability.tol and sv[7] < 1e-6 * kd.controllability.tol
+    assert [c.pivot for c in kd.uncontrollable] == ["x", "psi"]
+    assert all(c.conserved for c in kd.uncontrollable) and len(kd.conserved) == 2
+    names = list(lin.states)
+    want = {"x": {"x": 1.0, "phiL": -R / 2, "phiR": -R / 2}, "psi": {"psi": 1.0, "phiL": R / D, "phiR": -R / D}}
+    for c in kd.uncontrollable:
+        expect = np.zeros(9)
+        for s, v in want[c.pivot].items():
+            expect[names.index(s)] = v
+        np.testing.assert_allclose(c.coefficients, expect, atol=1e-10)
+        assert set(c.carriers) == set(want[c.pivot])
+        # conserved: w A = 0 and w B = 0 for the linearization itself
+        assert np.abs(c.coefficients @ lin.A).max() < 1e-9 and np.abs(c.coefficients @ lin.B).max() < 1e-9
+    assert [str(c) for c in kd.uncontrollable] == ["x - 0.05 phiL - 0.05 phiR", "psi + 0.25 phiL - 0.25 phiR"]
+    # the controllable part keeps the wheels, the pitch and y
+    assert kd.kept_states == ("theta", "phiL", "phiR", "theta_d", "phiL_d", "phiR_d", "y")
+    # the other choice of pivots keeps x and psi
+    alt = kalman_decomposition(lin, pivot_order=["phiL", "phiR"])
+    assert [c.pivot for c in alt.uncontrollable] == ["phiL", "phiR"] and "x" in alt.kept_states
+    assert "KalmanDecomposition(nstates=9, controllable=7" in repr(kd)
+
+
+def test_lqr_refusal_lists_every_direction(robot):
+    _, _, lin = robot
+    with pytest.raises(DesignError) as err:
+        lqr(lin.to_statespace(), np.eye(9), np.eye(2))
+    msg = str(err.value)
+    assert "rank [A - λI, B] = 7 < 9" in msg and "2 direction(s) no input moves" in msg
+    assert "carried by ['phiL', 'phiR', 'x', 'psi']" in msg
+    assert "kalman_decomposition(sys).controllable_subsystem()" in msg
+
+
+def test_controllable_subsystem_balances_the_robot(robot):
+    """LQR on the named controllable subsystem; its gain on the full state leaves only the two
+    conserved directions at zero; the nonlinear robot balances from a pitch offset and the
+    wheels keep the reference speed."""
+    cm, ref, lin = robot
+    kd = kalman_decomposition(lin)
+    sub = kd.controllable_subsystem(name="robot_c")
+    assert sub.state_labels == list(kd.kept_states) and sub.input_labels == ["TL", "TR"]
+    assert control.ctrb(sub.A, sub.B).shape == (7, 14)
+    assert np.linalg.matrix_rank(control.ctrb(sub.A, sub.B)) == 7
+    Kc, _, E = lqr(sub, np.eye(7), np.eye(2))
+    assert np.all(E.real < 0)
+    K = kd.full_gain(Kc)
+    ev = np.sort_complex(np.linalg.eigvals(lin.A - lin.B @ K))
+    assert np.sum(np.abs(ev) < 1e-8) == 2 and np.all(ev[np.abs(ev) >= 1e-8].real < 0)
+    # python-control's state-feedback controller on the subsystem drives the nonlinear robot
+    from nhcontrol.simulate import forward_dynamics
+
+    ctrl, _ = control.create_statefbk_iosystem(sub, Kc)
+    x0, xd0 = ref.x(0.0), ref.xd(0.0)
+    x0 = x0.copy()
+    x0[tw.COORDS.index("theta")] = 0.1
+    res = forward_dynamics(cm, (0.0, 4.0), x0, xd0, controller=ctrl, sample_time=0.005,
+                           linearization=lin, reference=ref, t_eval=np.linspace(0, 4.0, 41))
+    th = res.x[:, tw.COORDS.index("theta")]
+    assert abs(th[0]) == pytest.approx(0.1) and abs(th[-1]) < 1e-3
+    wheel_speed = res.xd[-1, tw.COORDS.index("phiL")]
+    assert wheel_speed == pytest.approx(0.5 / R, abs=0.1)          # 5 rad/s, within 2 %
+
+
+def test_kanes_method_with_dependent_speeds_is_accepted(robot):
+    """The same robot as a KanesMethod with dependent speeds (no configuration constraint)
+    gives the same linearization as the System."""
+    _, ref, lin = robot
+    cm_k = tw.build("kane").compile()
+    lin_k = linearize(cm_k, tw.straight_running(cm_k, 0.5), tw.PARTITION)
+    assert lin_k.states == lin.states
+    np.testing.assert_allclose(lin_k.A, lin.A, atol=1e-10 * np.abs(lin.A).max())
+    np.testing.assert_allclose(lin_k.B, lin.B, atol=1e-10 * np.abs(lin.B).max())
+
+
+def test_reference_signals_in_the_order_of_the_states(robot):
+    _, ref, lin = robot
+    T = np.linspace(0.0, 2.0, 5)
+    sig = lin.reference_signals(ref, T)
+    assert sig.state_labels == lin.states and sig.input_labels == ("TL", "TR")
+    i = list(lin.states).index
+    np.testing.assert_allclose(sig.xd[i("x")], 0.5 * T, atol=1e-12)
+    np.testing.assert_allclose(sig.xd[i("phiL")], 0.5 / R * T, atol=1e-12)
+    np.testing.assert_allclose(sig.xd[i("phiR_d")], 0.5 / R, atol=1e-12)
+    np.testing.assert_allclose(sig.ud, 0.0, atol=1e-12)
+    assert sig.U.shape == (11, 5) and sig.labels[:2] == ["xd[0]", "xd[1]"] and sig.labels[-1] == "ud[1]"
+    # a python-control state-feedback controller fed with them commands u0 on the reference
+    sub = kalman_decomposition(lin).controllable_subsystem()
+    Kc = lqr(sub, np.eye(7), np.eye(2)).K
+    ctrl, _ = control.create_statefbk_iosystem(sub, Kc)
+    s2 = lin.reference_signals(ref, T, states=sub)
+    assert s2.state_labels == tuple(sub.state_labels)
+    u = ctrl.output(1.0, [], np.concatenate([s2.U[:, 2], s2.xd[:, 2]]))
+    np.testing.assert_allclose(u, s2.ud[:, 2], atol=1e-12)
