@@ -127,3 +127,53 @@ def test_reference_signals_in_the_order_of_the_states(robot):
     assert s2.state_labels == tuple(sub.state_labels)
     u = ctrl.output(1.0, [], np.concatenate([s2.U[:, 2], s2.xd[:, 2]]))
     np.testing.assert_allclose(u, s2.ud[:, 2], atol=1e-12)
+
+
+def test_reference_from_op_point_robot(robot):
+    """sympy's op_point of straight running (speeds u through the kinematic equations) is the
+    same steady Reference as the closed form."""
+    from nhcontrol.interop import reference_from_op_point
+
+    cm, ref, lin = robot
+    model, sy, (TL, TR) = tw.sympy_model()
+    q, u = model.q, model.u
+    speeds = {"x_u": 0.5, "phiL_u": 0.5 / R, "phiR_u": 0.5 / R}
+    op = {**{s: 0.0 for s in q}, **{s: speeds.get(s.name if hasattr(s, "name") else type(s).__name__, 0.0)
+                                     for s in u}, TL: 0.0, TR: 0.0}
+    r2 = reference_from_op_point(cm, [op, {sy["g"]: 9.81}], model)
+    assert r2.steady
+    np.testing.assert_allclose(r2.xd(0.0), ref.xd(0.0), atol=1e-14)
+    np.testing.assert_allclose(linearize(cm, r2, tw.PARTITION).A, lin.A, atol=1e-12)
+    from nhcontrol._util.errors import InteropError
+
+    with pytest.raises(InteropError, match=r"no value to the coordinates \['x'"):
+        reference_from_op_point(cm, {TL: 0.0})
+    with pytest.raises(InteropError, match=r"pass the sympy model \(model=...\)"):
+        reference_from_op_point(cm, op)
+
+
+def test_reference_from_op_point_matches_kanes_linearize():
+    """sympy's pendulum on a cart at a non-equilibrium point with accelerations: the op_point
+    dictionary sympy linearizes at gives the same A, B through nhcontrol (1e-12)."""
+    import sympy as sp
+    import sympy.physics.mechanics as me
+    from sympy.physics.mechanics.models import n_link_pendulum_on_cart
+
+    from nhcontrol.interop import from_sympy_mechanics, reference_from_op_point
+    from nhcontrol.linearization import index1_accelerations
+
+    kane = n_link_pendulum_on_cart(1, cart_force=True, joint_torques=False)
+    g, l0, m0, m1 = sp.symbols("g l0 m0 m1")
+    vals = {g: 9.81, l0: 0.8, m0: 1.0, m1: 0.6}
+    F = me.dynamicsymbols("F")
+    cm = from_sympy_mechanics(kane, vals, inputs=[F], name="cart_pendulum_op").compile()
+    x, xd, Fv = np.array([0.2, 0.4]), np.array([-0.3, 0.5]), 0.7
+    xdd = np.asarray(index1_accelerations(cm, x, xd, [Fv])[0])
+    op = {**dict(zip(kane.q, x)), **dict(zip(kane.u, xd)), **{s.diff(): a for s, a in zip(kane.u, xdd)}, F: Fv}
+    ref = reference_from_op_point(cm, [op, vals], kane)
+    assert not ref.steady
+    lin = linearize(cm, ref, dict(independent=list(cm.coordinates)), 0.0)
+    A, B = kane.linearize(A_and_B=True, op_point=[op, vals])[:2]
+    A, B = np.array(A.evalf(), dtype=float), np.array(B.evalf(), dtype=float)
+    assert np.abs(lin.A - A).max() <= 1e-12 * max(1.0, np.abs(A).max())
+    assert np.abs(lin.B - B).max() <= 1e-12 * max(1.0, np.abs(B).max())

@@ -6,7 +6,9 @@
   ``f(X, u, p) → Ẋ`` and its Jacobians ``A, B`` as ``casadi.Function`` objects, by two routes
   (the symbolic graph, or the compiled kernels with nhcontrol's exact Jacobian).
 * [`from_sympy_mechanics()`][nhcontrol.interop.from_sympy_mechanics]: a
-  ``sympy.physics.mechanics`` ``System`` (or ``KanesMethod``) as a `MultibodySystem`.
+  ``sympy.physics.mechanics`` ``System`` (or ``KanesMethod``) as a `MultibodySystem`;
+  [`reference_from_op_point()`][nhcontrol.interop.reference_from_op_point]: sympy's
+  ``op_point`` dictionaries as a `Reference`.
 * [`export_c()`][nhcontrol.interop.export_c] (also `CompiledModel.export_c`, CLI
   ``nhcontrol export-c``): standalone C99 sources of the model, its minimal-state right-hand
   side and the one-point third procedure; [`export_lqr_c()`][nhcontrol.interop.export_lqr_c]
@@ -22,7 +24,8 @@ from .sympy_casadi import SUPPORTED_FUNCTIONS, casadi_function, require_casadi, 
 from .casadi_export import CasadiModel, to_casadi
 from .c_export import STATUS_CODES, export_c, export_lqr_c
 from .sympy_mechanics import from_sympy_mechanics
+from .sympy_op_point import reference_from_op_point
 
-__all__ = ["from_sympy_mechanics", "to_casadi", "CasadiModel", "export_c", "export_lqr_c",
+__all__ = ["from_sympy_mechanics", "reference_from_op_point", "to_casadi", "CasadiModel", "export_c", "export_lqr_c",
            "STATUS_CODES", "sympy_to_casadi", "casadi_function", "SUPPORTED_FUNCTIONS",
            "require_casadi"]
