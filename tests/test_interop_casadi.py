@@ -163,9 +163,20 @@ def test_skate_jacobian_equals_third_procedure(skate):
 
 
 def test_skate_sx_graph(skate):
-    """m = 0: f as one SX graph (for acados' explicit expressions) equals f, and so do its Jacobians."""
-    cm, sym, _, part, X0 = skate
-    assert isinstance(sym.f_sx.sx_in(0), ca.SX)
+    """m = 0: f is one SX graph (for acados' explicit expressions), callable with SX and MX
+    symbols; it equals the compiled-kernels route, and so do its Jacobians."""
+    cm, sym, ker, part, X0 = skate
+    assert isinstance(sym.f_sx.sx_in(0), ca.SX) and isinstance(sym.f.sx_in(0), ca.SX)
+    Xm, um, pm = ca.MX.sym("X", 5), ca.MX.sym("u", 1), ca.MX.sym("p", 7)
+    fm = ca.Function("fm", [Xm, um, pm], [sym.f(Xm, um, pm)])
+    Xs0, us0, ps0 = ca.SX.sym("X", 5), ca.SX.sym("u", 1), ca.SX.sym("p", 7)
+    fsx = ca.Function("fsx", [Xs0, us0, ps0], [sym.f(Xs0, us0, ps0)])
+    X1, u1 = X0 + 0.1, np.array([2.0])
+    want = np.asarray(ker.f(X1, u1)).ravel()
+    for fn in (fm, fsx):
+        assert _rel(np.asarray(fn(X1, u1, sym.p)).ravel(), want) <= 1e-10
+    xs, xds = sym.coordinates_of(Xs0, us0, ps0)
+    assert isinstance(xs, ca.SX) and isinstance(xds, ca.SX)
     rng = np.random.default_rng(8)
     Xs, us, ps = ca.SX.sym("X", 5), ca.SX.sym("u", 1), ca.SX.sym("p", 7)
     expr = sym.f_sx(Xs, us, ps)
@@ -174,10 +185,10 @@ def test_skate_sx_graph(skate):
         X, u = X0 + rng.normal(0, 0.3, 5), rng.normal(0, 5.0, 1)
         # symbolic vs numeric QR of the saddle-point matrix (masses 1573 kg and 20 kg, inertias
         # 2873 and 1 kg m²: condition 6.7e6 at such points): agreement to round-off of that size
-        assert _rel(np.asarray(sym.f_sx(X, u, sym.p)), np.asarray(sym.f(X, u, sym.p))) <= 1e-10
+        assert _rel(np.asarray(sym.f_sx(X, u, sym.p)).ravel(), np.asarray(ker.f(X, u)).ravel()) <= 1e-10
         A, B = (np.asarray(v) for v in J(X, u, sym.p))
-        As, Bs = (np.asarray(v) for v in sym.AB(X, u, sym.p))
-        assert _rel(A, As) <= 1e-10 and _rel(B, Bs) <= 1e-10
+        Ak, Bk = (np.asarray(v) for v in ker.AB(X, u))
+        assert _rel(A, Ak) <= 1e-10 and _rel(B, Bk) <= 1e-10
 
 
 def test_bicycle_has_no_sx_graph(bicycle):

@@ -60,7 +60,11 @@ class CasadiModel:
     ----------
     f : casadi.Function
         ``f(X, u, p) → Xdot`` (route ``"symbolic"``) or ``f(X, u) → Xdot`` (route
-        ``"kernels"``, parameters fixed at `p`), ``X = [x_ai, ẋ_ai, x_ad]``.
+        ``"kernels"``, parameters fixed at `p`), ``X = [x_ai, ẋ_ai, x_ad]``. Symbolic route
+        without holonomic constraints (``m = 0``): an ``SX`` graph with symbolic linear
+        solves, callable with numbers, ``SX`` and ``MX`` symbols; with ``m > 0`` an ``MX``
+        graph (the Newton rootfinder for ``x_d`` and QR linear solves: numbers and ``MX``
+        only).
     AB : casadi.Function
         Same inputs ``→ (A, B)``: ``A = ∂f/∂X``, ``B = ∂f/∂u`` (CasADi's ``jacobian`` of `f`;
         for the kernels route nhcontrol's exact Jacobian).
@@ -365,8 +369,14 @@ def _symbolic_route(ca: Any, system: Any, partition: Partition | Mapping[str, An
         xd_s = ca.vertcat(*vel_s)
         Ms, Qs, Dss, Qds, _ = terms(xs_full, xd_s, Us, Ps)
         sol_s = ca.solve(ca.vertcat(ca.horzcat(Ms, Dss.T), ca.horzcat(Dss, ca.SX(c, c))), ca.vertcat(Qs, Qds))
-        f_sx = ca.Function("f_sx", [Xs, Us, Ps], [ca.vertcat(vs_ai, sol_s[list(ai)], xd_s[list(ad)])],
-                           names, ["Xdot"])
+        Xdot_s = ca.vertcat(vs_ai, sol_s[list(ai)], xd_s[list(ad)])
+        f_sx = ca.Function("f_sx", [Xs, Us, Ps], [Xdot_s], names, ["Xdot"])
+        # without holonomic constraints nothing needs a rootfinder: f, AB and coordinates_of are
+        # SX graphs (symbolic linear solves), callable with numbers, SX and MX alike
+        f = ca.Function("f", [Xs, Us, Ps], [Xdot_s], names, ["Xdot"])
+        AB = ca.Function("AB", [Xs, Us, Ps], [ca.jacobian(Xdot_s, Xs), ca.jacobian(Xdot_s, Us)], names,
+                         ["A", "B"])
+        coordinates_of = ca.Function("coordinates_of", [Xs, Us, Ps], [xs_full, xd_s], names, ["x", "xd"])
     vnames = tuple(s.name for s in eom.xd)
     states = tuple(coords[i] for i in ai) + tuple(vnames[i] for i in ai) + tuple(coords[i] for i in ad)
     return CasadiModel(f=f, AB=AB, coordinates_of=coordinates_of, accelerations=accelerations, f_sx=f_sx,
