@@ -44,7 +44,7 @@ def test_discrete_ltv_open_loop_matches_products():
     np.testing.assert_allclose(res.x[-1], x, rtol=1e-13, atol=1e-13)
     assert res.t[0] == 2.0 and res.t[-1] == pytest.approx(2.0 + 1.2)
     assert res.x.shape == (N + 1, n) and res.u.shape == (N + 1, k)
-    assert res.states == ("x[0]", "x[1]", "x[2]")
+    assert res.state_labels == ("x[0]", "x[1]", "x[2]") and res.states.shape == (n, N + 1)
 
 
 def test_discrete_gain_object_and_callable_controller_agree():
@@ -175,7 +175,8 @@ def test_real_ltv_system_named_signals():
     te = np.linspace(0, 4, 9)
     res = simulate_ltv(sys, (0.0, 4.0), [2.0], t_eval=te)
     np.testing.assert_allclose(res.x[:, 0], 2.0 * np.exp(-te + 1 - np.cos(te)), rtol=1e-9)
-    assert res.states == ("q",) and res.inputs == ("f",)
+    assert res.state_labels == ("q",) and res.input_labels == ("f",)
+    assert res.states.shape == (1, 9) and res.inputs.shape == (1, 9) and res.time is res.t
 
 
 def test_simulate_ltv_stops_at_breakpoints():

@@ -41,24 +41,47 @@ class LinearSimulationResult:
     u : (len(t), k) ndarray
         Inputs applied from ``t`` on (for a discrete system the last row repeats the last input,
         so that every row of ``x`` has one).
-    states, inputs : tuple of str
+    state_labels, input_labels : tuple of str
     dt : float or None
         Sample time (discrete or zero-order-hold simulations).
     C, D : ndarray or None
         Output map ``y = C x + D u`` of the simulated system (``None``: the outputs are the states).
-    outputs : tuple of str or None
-        Output names (the state names when ``C`` is ``None``).
+    output_names : tuple of str or None
+        Output names (the state names when ``C`` is ``None``); see `output_labels`.
+    time, states, inputs, outputs : ndarray
+        python-control's names for the data (``TimeResponseData``): ``time`` (N,), ``states``
+        (n, N), ``inputs`` (k, N), ``outputs`` (p, N), signals in rows.
     """
 
     t: NDArray[np.float64]
     x: NDArray[np.float64]
     u: NDArray[np.float64]
-    states: tuple[str, ...]
-    inputs: tuple[str, ...]
+    state_labels: tuple[str, ...]
+    input_labels: tuple[str, ...]
     dt: float | None
     C: NDArray[np.float64] | None = None
     D: NDArray[np.float64] | None = None
-    outputs: tuple[str, ...] | None = None
+    output_names: tuple[str, ...] | None = None
+
+    @property
+    def time(self) -> NDArray[np.float64]:
+        """Times (python-control's ``time``; the same array as `t`)."""
+        return self.t
+
+    @property
+    def states(self) -> NDArray[np.float64]:
+        """States (n, N), rows named by `state_labels` (``TimeResponseData.states``)."""
+        return readonly(np.ascontiguousarray(self.x.T))
+
+    @property
+    def inputs(self) -> NDArray[np.float64]:
+        """Inputs (k, N), rows named by `input_labels`."""
+        return readonly(np.ascontiguousarray(self.u.T))
+
+    @property
+    def outputs(self) -> NDArray[np.float64]:
+        """Outputs ``y = C x + D u`` (p, N), rows named by `output_labels`."""
+        return readonly(np.ascontiguousarray(self.y.T))
 
     @property
     def y(self) -> NDArray[np.float64]:
@@ -73,15 +96,15 @@ class LinearSimulationResult:
     @property
     def output_labels(self) -> list[str]:
         """Output names (python-control's ``output_labels``)."""
-        return list(self.outputs) if self.outputs is not None else list(self.states)
+        return list(self.output_names) if self.output_names is not None else list(self.state_labels)
 
     def to_response(self) -> control.TimeResponseData:
         """The trajectory as a python-control ``TimeResponseData`` (outputs ``y``, states ``x``)."""
-        has_u = bool(self.inputs)
+        has_u = bool(self.input_labels)
         return control.TimeResponseData(
             self.t, self.y.T, self.x.T, self.u.T if has_u else None, issiso=False,
-            output_labels=self.output_labels, state_labels=list(self.states),
-            input_labels=list(self.inputs) if has_u else None, plot_inputs=has_u)
+            output_labels=self.output_labels, state_labels=list(self.state_labels),
+            input_labels=list(self.input_labels) if has_u else None, plot_inputs=has_u)
 
 
 def _output_map(sys: Any, n: int, k: int) -> dict[str, Any]:
@@ -101,7 +124,7 @@ def _output_map(sys: Any, n: int, k: int) -> dict[str, Any]:
     if (C.shape[0] == n and np.array_equal(C, np.eye(n)) and (D is None or not D.any())
             and states is not None and list(outs) == list(states)):
         return {}
-    return {"C": readonly(C), "D": None if D is None or not D.any() else readonly(D), "outputs": outs}
+    return {"C": readonly(C), "D": None if D is None or not D.any() else readonly(D), "output_names": outs}
 
 
 def _controller_fn(controller: Any, k: int, n: int) -> Callable[[int, float, NDArray], NDArray]:
@@ -240,8 +263,8 @@ def simulate_discrete(dsys: Any, x0: ArrayLike, controller: Any = None, u: Any =
     if steps:
         Uo[steps] = Uo[steps - 1]
     t = t0 + dt * np.arange(steps + 1)
-    return LinearSimulationResult(t=readonly(t), x=readonly(X), u=readonly(Uo), states=states,
-                                  inputs=inputs, dt=dt, **_output_map(dsys, n, k))
+    return LinearSimulationResult(t=readonly(t), x=readonly(X), u=readonly(Uo), state_labels=states,
+                                  input_labels=inputs, dt=dt, **_output_map(dsys, n, k))
 
 
 def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None,
@@ -374,6 +397,6 @@ def simulate_ltv(sys: Any, t_span: Sequence[float], x0: ArrayLike, u: Any = None
         for i in sel:
             U[i] = segs[j][3](T[i], X[i])
     return LinearSimulationResult(t=readonly(np.array(T)), x=readonly(X), u=readonly(U),
-                                  states=states, inputs=inputs,
+                                  state_labels=states, input_labels=inputs,
                                   dt=None if sample_time is None else float(sample_time),
                                   **_output_map(sys, n, k))

@@ -62,7 +62,12 @@ class SimulationResult:
         ``max_i |(D ẋ)_i|`` (Eq. (2.114)).
     condition : (N,) ndarray
         Condition number of ``[[M, Dᵀ], [D, 0]]`` at each output time.
-    coordinates, velocities, inputs, constraints : tuple of str
+    coordinates, velocities, input_labels, constraints : tuple of str
+        Names (``input_labels`` as python-control names them).
+    time, states, inputs, outputs : ndarray
+        python-control's names for the data (`TimeResponseData`): ``time`` (N,), ``states``
+        ``[x; ẋ]`` (2n, N), ``inputs`` (k, N), ``outputs`` = ``states`` (2n, N); their labels
+        ``state_labels``, ``input_labels``, ``output_labels``.
     model : CompiledModel
         The model simulated (kept for `evaluate()` and ``Reference.from_simulation``).
     parameters : (np,) ndarray
@@ -100,7 +105,7 @@ class SimulationResult:
     condition: NDArray[np.float64]
     coordinates: tuple[str, ...]
     velocities: tuple[str, ...]
-    inputs: tuple[str, ...]
+    input_labels: tuple[str, ...]
     constraints: tuple[str, ...]
     model: CompiledModel | None = field(repr=False)
     parameters: NDArray[np.float64] = field(repr=False)
@@ -138,10 +143,52 @@ class SimulationResult:
         """Largest of the holonomic and velocity drifts."""
         return max(self.max_holonomic_drift, self.max_velocity_drift)
 
+    # ------------------------------------------------------------------ python-control names
     @property
-    def states(self) -> tuple[str, ...]:
-        """State names ``coordinates + velocities`` (the order of ``to_response().states``)."""
-        return self.coordinates + self.velocities
+    def state_labels(self) -> list[str]:
+        """State names ``coordinates + velocities`` (the rows of `states`)."""
+        return list(self.coordinates + self.velocities)
+
+    @property
+    def output_labels(self) -> list[str]:
+        """Output names: the states (the rows of `outputs`)."""
+        return self.state_labels
+
+    @property
+    def time(self) -> NDArray[np.float64]:
+        """Sample times (N,) (python-control's ``time``; the same array as `t`)."""
+        return self.t
+
+    @property
+    def states(self) -> NDArray[np.float64]:
+        """State trajectory ``[x; ẋ]`` (2n, N), rows named by `state_labels` (as
+        ``TimeResponseData.states``)."""
+        return readonly(np.vstack([self.x.T, self.xd.T]))
+
+    @property
+    def inputs(self) -> NDArray[np.float64]:
+        """Input trajectory (k, N), rows named by `input_labels`."""
+        return readonly(np.ascontiguousarray(self.u.T))
+
+    @property
+    def outputs(self) -> NDArray[np.float64]:
+        """Outputs (2n, N): the states (see `to_response()` to select some)."""
+        return self.states
+
+    @property
+    def nstates(self) -> int:
+        """``2n``."""
+        return 2 * len(self.coordinates)
+
+    @property
+    def ninputs(self) -> int:
+        """``k``."""
+        return len(self.input_labels)
+
+    @property
+    def noutputs(self) -> int:
+        """``2n`` (the outputs are the states)."""
+        return self.nstates
 
     # ------------------------------------------------------------------ files
     _ARRAYS = ("t", "x", "xd", "xdd", "lam", "u", "holonomic_drift", "nonholonomic_drift", "velocity_drift",
@@ -157,7 +204,7 @@ class SimulationResult:
         arrays = {k: getattr(self, k) for k in self._ARRAYS}
         arrays.update({f"t_events_{i}": e for i, e in enumerate(self.t_events)})
         meta = {"coordinates": list(self.coordinates), "velocities": list(self.velocities),
-                "inputs": list(self.inputs), "constraints": list(self.constraints),
+                "inputs": list(self.input_labels), "constraints": list(self.constraints),
                 "baumgarte": list(self.baumgarte), "method": self.method, "sample_time": self.sample_time,
                 "status": int(self.status), "message": self.message, "nfev": int(self.nfev),
                 "n_events": len(self.t_events), "model_name": self.model_name,
@@ -209,7 +256,7 @@ class SimulationResult:
             raise f.fail("baumgarte", f"is {list(base)}, not a pair (alpha, beta)")
         res = f.build(lambda: cls(
             **{k: readonly(np.array(arr[k])) for k in cls._ARRAYS},
-            coordinates=coords, velocities=vels, inputs=inputs, constraints=cons, model=model,
+            coordinates=coords, velocities=vels, input_labels=inputs, constraints=cons, model=model,
             baumgarte=base, method=f.text("method"),
             sample_time=f.number("sample_time", positive=True, allow_none=True),
             t_events=events, status=f.integer("status", minimum=-1), message=f.text("message"),
@@ -298,7 +345,7 @@ class SimulationResult:
         starts = np.array([s[0] for s in self._segments])
         idx = np.clip(np.searchsorted(starts, tt, side="right") - 1, 0, len(self._segments) - 1)
         Y = np.empty((tt.size, 2 * n))
-        U = np.empty((tt.size, len(self.inputs)))
+        U = np.empty((tt.size, len(self.input_labels)))
         for j in np.unique(idx):
             sel = idx == j
             _, _, sol, ufun = self._segments[j]
@@ -307,7 +354,7 @@ class SimulationResult:
         X, XD = Y[:, :n], Y[:, n:]
         udf = getattr(self._dynamics, "input_rates", None)
         UD = None if udf is None else np.array([udf(ti) for ti in tt]).reshape(tt.size, -1)
-        out = self._dynamics.stacked(X, XD, U if self.inputs else None, UD)
+        out = self._dynamics.stacked(X, XD, U if self.input_labels else None, UD)
         return SimulationSamples(t=readonly(tt), x=readonly(X), xd=readonly(XD),
                                  xdd=readonly(out["xdd"]), lam=readonly(out["lam"]),
                                  u=readonly(U))
@@ -327,18 +374,18 @@ class SimulationResult:
             For names that are not states.
         """
         states = np.vstack([self.x.T, self.xd.T])
-        names = list(self.states)
+        names = self.state_labels
         outs = names if outputs is None else list(outputs)
         bad = [o for o in outs if o not in names]
         if bad or not outs:
             raise SolverError(f"outputs {bad or outs} are not states of {self.model_name!r}; valid names "
                               f"are {names}")
         idx = [names.index(o) for o in outs]
-        has_u = bool(self.inputs)
+        has_u = bool(self.input_labels)
         return control.TimeResponseData(
             self.t, states[idx], states, self.u.T if has_u else None, issiso=False,
             output_labels=outs, state_labels=names,
-            input_labels=list(self.inputs) if has_u else None,
+            input_labels=list(self.input_labels) if has_u else None,
             title=f"forward dynamics of {self.model_name}",
             sysname=self.model_name, success=self.status >= 0, message=self.message,
             plot_inputs=has_u)
