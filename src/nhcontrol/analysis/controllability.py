@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.errors import LinearSystemError
 from .._util.validation import RANK_RTOL, as_float_array, check_finite, readonly
 from ..systems.ltv import LTVSystem, as_ltv
+from .._util.reprs import concise_repr
 
 __all__ = ["RankResult", "rank_decision", "ctrb_matrix", "controllability", "ControllabilityResult",
            "PBHMode"]
@@ -144,6 +145,8 @@ def ctrb_matrix(A: ArrayLike, B: ArrayLike) -> NDArray[np.float64]:
 class PBHMode:
     """PBH test of one eigenvalue: rank of ``[λI − A, B]``."""
 
+    __repr__ = concise_repr
+
     eigenvalue: complex
     rank: RankResult
 
@@ -169,6 +172,8 @@ class ControllabilityResult:
         Kalman decision (``kalman.is_controllable``).
     states, inputs : tuple of str
     """
+
+    __repr__ = concise_repr
 
     kalman: RankResult
     pbh: tuple[PBHMode, ...]

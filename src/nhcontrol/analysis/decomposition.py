@@ -203,7 +203,9 @@ def _physical_pivots(sys: Any) -> list[str]:
     """For a linearization: its admissible dependent coordinates ``x_ad`` (Eq. (4.123)), the
     positions the nonholonomic constraints tie to the others, as the first pivots."""
     part = getattr(sys, "partition", None)
-    names = list(getattr(sys, "states", ()))
+    if part is None or not hasattr(sys, "to_statespace"):
+        return []
+    names = list(sys.states)
     return [s for s in (getattr(part, "admissible_dependent", ()) or ()) if s in names]
 
 

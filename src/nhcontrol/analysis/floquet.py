@@ -20,6 +20,7 @@ from .._util.errors import LinearSystemError
 from .._util.validation import readonly
 from ..systems.ltv import LTVSystem, as_ltv
 from .transition import TRANSITION_RTOL, transition_matrix
+from .._util.reprs import concise_repr
 
 __all__ = ["floquet", "FloquetResult", "FLOQUET_TOL"]
 
@@ -53,6 +54,8 @@ class FloquetResult:
     is_stable : bool
         ``classification == "stable"`` (asymptotic stability).
     """
+
+    __repr__ = concise_repr
 
     monodromy: NDArray[np.float64]
     multipliers: NDArray[np.complex128]

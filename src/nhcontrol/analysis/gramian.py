@@ -29,6 +29,7 @@ from ..systems.discrete import DiscreteLTV
 from ..systems.discretize import expm_batch
 from ..systems.ltv import LTVSystem, as_ltv
 from .controllability import RankResult, rank_decision
+from .._util.reprs import concise_repr
 
 __all__ = ["gramian", "GramianResult", "GRAMIAN_RTOL", "constant_gramian"]
 
@@ -54,6 +55,8 @@ class GramianResult:
         Rank decision on ``W`` (singular values = eigenvalues of ``W``).
     states : tuple of str
     """
+
+    __repr__ = concise_repr
 
     W: NDArray[np.float64]
     t0: float

@@ -36,6 +36,7 @@ from ..systems.discrete import DiscreteLTV
 from ..systems.ltv import LTVSystem, as_ltv
 from .controllability import PBHMode, RankResult, controllability
 from .gramian import GRAMIAN_RTOL, gramian
+from .._util.reprs import concise_repr
 
 __all__ = ["observability", "ObservabilityResult", "obsv_matrix", "observability_gramian",
            "ObservabilityGramianResult", "dual_system"]
@@ -68,6 +69,8 @@ class ObservabilityResult:
     is_observable : bool
     states, outputs : tuple of str
     """
+
+    __repr__ = concise_repr
 
     kalman: RankResult
     pbh: tuple[PBHMode, ...]
@@ -199,6 +202,8 @@ class ObservabilityGramianResult:
         Rank decision on ``W`` (``uncontrollable_directions`` = unobservable directions).
     states : tuple of str
     """
+
+    __repr__ = concise_repr
 
     W: NDArray[np.float64]
     t0: float

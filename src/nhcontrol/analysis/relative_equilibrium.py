@@ -19,6 +19,7 @@ from scipy.optimize import brentq
 from .._util.errors import LinearSystemError
 from ..linearization import Partition
 from ..systems import LTVSystem, change_of_variables
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -46,6 +47,8 @@ class RelativeEquilibriumLinearization:
     J : (n, n) ndarray
         ``constant.A(0)``.
     """
+
+    __repr__ = concise_repr
 
     periodic: LTVSystem
     constant: LTVSystem

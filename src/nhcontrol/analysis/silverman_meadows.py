@@ -31,6 +31,7 @@ from .._util.errors import LinearSystemError
 from .._util.validation import readonly
 from ..systems.ltv import DerivativeMethod, LTVSystem, as_ltv
 from .controllability import RankResult, rank_decision
+from .._util.reprs import concise_repr
 
 __all__ = ["silverman_meadows", "SilvermanMeadowsResult"]
 
@@ -63,6 +64,8 @@ class SilvermanMeadowsResult:
         ``N_0 = C``, ``N_{j+1} = N_j A + Ṅ_j``; `is_controllable` then means "observable"
         (see `is_observable`).
     """
+
+    __repr__ = concise_repr
 
     times: NDArray[np.float64]
     Q: NDArray[np.float64]

@@ -33,6 +33,7 @@ from scipy.optimize import brentq, linear_sum_assignment
 
 from .._util.errors import LinearSystemError, SolverError
 from .._util.validation import as_float_array, check_finite, readonly
+from .._util.reprs import concise_repr
 
 __all__ = [
     "STRUCTURAL_ZERO_RTOL",
@@ -75,6 +76,8 @@ class StructuralZeros:
     block : (k, k) ndarray
         The non-trivial block.
     """
+
+    __repr__ = concise_repr
 
     keep: tuple[int, ...]
     removed: tuple[int, ...]
@@ -163,6 +166,8 @@ class EigenvalueSweep:
     parameter : str
         Name of the parameter (for plots).
     """
+
+    __repr__ = concise_repr
 
     values: NDArray[np.float64]
     eigenvalues: NDArray[np.complex128]
@@ -270,6 +275,8 @@ class CriticalPoint:
     bracket : tuple of float
         Grid interval that contained the change.
     """
+
+    __repr__ = concise_repr
 
     kind: Literal["oscillatory", "real", "coalescence"]
     value: float

@@ -31,6 +31,7 @@ from .._util.errors import LinearSystemError
 from ..models import bicycle_turns as bt
 from .floquet import floquet
 from .relative_equilibrium import MARGINAL_RTOL, linearize_relative_equilibrium
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -60,6 +61,8 @@ class TurnStability:
         ``max_real < -MARGINAL_RTOL * max(1, max|lambda|)`` (asymptotic stability of the shape
         variables; the turn is then orbitally stable up to a shift along the family).
     """
+
+    __repr__ = concise_repr
 
     J: NDArray[np.float64]
     states: list[str]

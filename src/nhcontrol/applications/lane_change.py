@@ -61,6 +61,7 @@ from nhcontrol.models import lane_change as lc
 from nhcontrol.models import single_track as st
 from nhcontrol.simulate import closed_loop_piecewise_linear, forward_dynamics
 from nhcontrol.systems import LTVSystem, discretize
+from nhcontrol._util.reprs import concise_repr
 
 __all__ = ["LaneChangeSettings", "LaneChangeSetup", "PARTITION", "INPUT_SCALE",
            "lane_change_setup", "closed_loop", "state_reference",
@@ -116,6 +117,8 @@ class LaneChangeSettings:
     rtol, atol : float
         Integration tolerances of the nonlinear model.
     """
+
+    __repr__ = concise_repr
 
     V: float = lc.SPEED
     dt: float = 0.05
@@ -180,6 +183,8 @@ class LaneChangeSetup(_LinearizedLaneChange):
     ``t = 0`` (for ``lin0.deviation``), the LTV system ``ltv`` (states ``states``) and its ZOH
     sequences ``Ad`` (K, 6, 6), ``Bd`` (K, 6, 2) (inputs ``[F_R / 1 kN, T / 1 N m]``, columns
     ``cols`` of the model's inputs), for the settings ``st``."""
+
+    __repr__ = concise_repr
 
 
 def lane_change_setup(st_: LaneChangeSettings = LaneChangeSettings()) -> LaneChangeSetup:
@@ -367,6 +372,8 @@ class AssignedSteeringSettings:
         the tolerance of the QP solver only.
     """
 
+    __repr__ = concise_repr
+
     q: tuple[float, ...] = (1.0, 1.0, 100.0, 10.0, 1.0)
     r: tuple[float, ...] = (1.0, 0.1)
     backoff: tuple[float, float] = (0.99, 0.99)
@@ -378,6 +385,8 @@ class AssignedSteeringSetup(_LinearizedLaneChange):
     sequences ``Ad`` (K, 5, 5), ``Bd`` (K, 5, 2) (inputs ``[F_R / 1 kN, γ̇]``, columns ``cols``
     of the LTV system's inputs); fields as in `LaneChangeSetup`, plus the controllers' weights
     ``ast``."""
+
+    __repr__ = concise_repr
 
     ast: AssignedSteeringSettings
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import sympy as sp
 from numpy.typing import NDArray
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -97,6 +98,8 @@ class BallPlateLQG:
     P0 : initial covariance of the filter.
     states : tuple of str
     """
+
+    __repr__ = concise_repr
 
     cm: CompiledModel
     ref: Reference

@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import NhcontrolError
 from nhcontrol.sweep import SweepResult, sweep
+from nhcontrol._util.reprs import concise_repr
 
 __all__ = ["MonteCarloError", "MonteCarloResult", "monte_carlo", "draw_samples", "uniform",
            "normal", "relative", "Sampler"]
@@ -165,6 +166,8 @@ class MonteCarloResult:
     sweep : SweepResult
         The underlying sweep (back-end, cluster).
     """
+
+    __repr__ = concise_repr
 
     samples: tuple[dict[str, Any], ...]
     metrics: tuple[dict[str, float] | None, ...]

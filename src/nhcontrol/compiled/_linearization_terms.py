@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -50,6 +51,8 @@ class LinearizationTerms:
         ``∂Qd/∂u``, ``∂(D ẍ0)/∂u`` (Sect. 8.1).
     dC_du : (m, k)
     """
+
+    __repr__ = concise_repr
 
     M: Array
     Q: Array

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -39,6 +40,8 @@ class InputRateTerms:
         ``∂(Dᵀ Λ0)/∂u``.
     """
 
+    __repr__ = concise_repr
+
     E: Array
     dEw_dx: Array
     dEw_dxd: Array
@@ -61,6 +64,8 @@ class RateTerms:
         Columns of the states ``z`` give ``H_z``, the other columns ``H_u``.
     """
 
+    __repr__ = concise_repr
+
     H: Array
     dH_dx: Array
     dH_dxd: Array
@@ -80,6 +85,8 @@ class OutputTerms:
     dh_du : (q, k)
     """
 
+    __repr__ = concise_repr
+
     h: Array
     dh_dx: Array
     dh_dxd: Array
@@ -89,6 +96,8 @@ class OutputTerms:
 @dataclass(frozen=True)
 class DynamicsTerms:
     """``M (n, n)``, ``Q (n,)``, ``D (m+l, n)``, ``Qd (m+l,)`` of the index-1 form Eq. (2.119)."""
+
+    __repr__ = concise_repr
 
     M: Array
     Q: Array

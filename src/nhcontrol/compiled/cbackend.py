@@ -195,6 +195,9 @@ class CKernels:
     outputs (views of one ``(N, size)`` buffer).
     """
 
+    def __repr__(self) -> str:
+        return f"CKernels({len(getattr(self, 'one', {}) or {})} functions)"
+
     def __init__(self, path: str | Path, key: str, built: bool = False) -> None:
         _cache.verify_artefact(path)   # immediately before dlopen; the cache directory is private
         with _FFI_LOCK:

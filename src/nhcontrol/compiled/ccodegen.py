@@ -103,6 +103,9 @@ class CPrinter(FastPrinter):
     `math` functions as the C library's; the printed text keeps the same association.
     """
 
+    def __repr__(self) -> str:
+        return "CPrinter()"
+
     def __init__(self, names: dict) -> None:
         super().__init__(names, False, None)
 

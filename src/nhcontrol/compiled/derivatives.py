@@ -19,12 +19,15 @@ from ..modeling.graph import Direction
 from ._layout import (ARG_PREFIX, DIRECT_KERNELS, DYNAMICS_FIELDS, INPUT_RATE_FIELDS,  # noqa: F401
                       KERNEL_SIGNATURES, LINEARIZATION_FIELDS, OUTPUT_FIELDS, RATE_FIELDS, ROUTES,
                       _VECTOR_OUTPUTS)
+from .._util.reprs import concise_repr
 
 
 
 @dataclass(frozen=True)
 class FunctionSpec:
     """One generated function: argument groups and named outputs (graph-level matrices)."""
+
+    __repr__ = concise_repr
 
     name: str
     args: tuple[str, ...]

@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import ModelError
 from .model import CompiledModel
+from .._util.reprs import concise_repr
 
 __all__ = ["RateKernels", "RateJacobians", "compile_rates"]
 
@@ -36,6 +37,8 @@ class RateJacobians:
     H_u : (r, k_u) ndarray
         With respect to the inputs that are not first-order states.
     """
+
+    __repr__ = concise_repr
 
     H_x: NDArray[np.float64]
     H_xd: NDArray[np.float64]

@@ -38,6 +38,7 @@ from .._util.validation import as_float_array
 from .lqr import LQRResult, finite_horizon_lqr
 from ._plain import PlainReference, model_names, plain_reference
 from .mpc import LTVMPC, MPCStep
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.reference import Reference
@@ -74,6 +75,8 @@ class ControlRecord:
         KKT residual after each SQP iteration of the sample (NMPC with the residual reported;
         empty otherwise): its ratios show the (linear) rate of convergence.
     """
+
+    __repr__ = concise_repr
 
     t: float
     u: NDArray[np.float64]
@@ -219,6 +222,11 @@ class TrackingController:
     def memory_labels(self) -> list[str]:
         """Names of the controller's state in `to_iosystem` (what it remembers)."""
         return []
+
+    def __repr__(self) -> str:
+        hz = getattr(self, "horizon", None)
+        return (f"{type(self).__name__}({_target(self)}" + (f", N={hz}" if hz is not None else "")
+                + f", dt={self.dt:.4g} s, inputs={list(self.inputs)})")
 
     def to_iosystem(self, state_labels: list[str] | None = None, *, name: str | None = None) -> Any:
         """A python-control discrete-time ``NonlinearIOSystem`` of this controller.
@@ -499,6 +507,10 @@ class RiccatiSchedule:
         span = (period if period else steps) + horizon + tail
         self.lqr = finite_horizon_lqr((Ad[self.indices(0, span)], Bd[self.indices(0, span)]),
                                       Q, R, Qf)
+
+    def __repr__(self) -> str:
+        return (f"RiccatiSchedule({self.lqr.horizon} steps, nstates={self.lqr.nstates}, "
+                f"ninputs={self.lqr.ninputs}, period={self.period})")
 
     def indices(self, start: int, length: int) -> NDArray[np.intp]:
         """Model steps of the window ``start … start + length − 1`` (wrapped or clipped)."""

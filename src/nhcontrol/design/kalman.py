@@ -32,6 +32,7 @@ from .._util.errors import DesignError, SolverError
 from .._util.memory import check_allocation
 from .._util.validation import as_float_array, check_finite, readonly
 from ._weights import PD_RTOL, check_psd, per_step, system_arrays
+from .._util.reprs import concise_repr
 
 __all__ = ["KalmanFilterResult", "kalman_filter", "KalmanEstimator"]
 
@@ -60,6 +61,8 @@ class KalmanFilterResult:
     dt : float or None
     states, outputs : tuple of str
     """
+
+    __repr__ = concise_repr
 
     L: NDArray[np.float64]
     M: NDArray[np.float64]
@@ -284,6 +287,10 @@ class KalmanEstimator:
         self.P = np.array(kf.P[0])
         self.k = -1
         self.states = kf.states
+
+    def __repr__(self) -> str:
+        return (f"KalmanEstimator(horizon={self.kf.horizon}, states={list(self.states)}, "
+                f"noutputs={self.kf.noutputs}, sample={self.k})")
 
     def update(self, t: float, y: ArrayLike, u_prev: ArrayLike | None = None) -> NDArray[np.float64]:
         """Next sample at time ``t``: predict with the held input ``u_prev`` (absolute), correct

@@ -22,6 +22,7 @@ from .._util.validation import as_float_array, check_finite, readonly
 from ._mpc_checks import _bound, _output_window, _ready, _soft
 from ._osqp import WindowQP
 from ._weights import check_psd, psd_factor
+from .._util.reprs import concise_repr
 
 _log = get_logger(__name__)
 __all__ = ["LTVMPC", "MPCStep", "window"]
@@ -72,6 +73,8 @@ class MPCStep:
         Slacks of the soft output bounds (one column per bounded output component, rows
         ``j = 1 … N``); ``(N, 0)`` for hard output bounds or none.
     """
+
+    __repr__ = concise_repr
 
     status: str
     u: NDArray[np.float64]
@@ -230,6 +233,10 @@ class LTVMPC:
     canonicalisation is therefore done once and each step only re-evaluates the problem data
     and warm-starts the solver.
     """
+
+    def __repr__(self) -> str:
+        return (f"LTVMPC(N={self.horizon}, nstates={self.nstates}, ninputs={self.ninputs}, "
+                f"qp={self.solver!r})")
 
     def __init__(self, horizon: int, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike | None = None, *,
                  u_min: ArrayLike | None = None, u_max: ArrayLike | None = None,

@@ -40,6 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import InteropError, SolverError
 from .sympy_casadi import require_casadi, sympy_to_casadi
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -90,6 +91,8 @@ class CasadiModel:
         expressions, e.g. an acados model ``f_expl_expr = f_sx(X, u, p)`` with ``SX`` symbols.
         ``None`` otherwise (``x_d`` from ``C(x) = 0`` needs the Newton rootfinder).
     """
+
+    __repr__ = concise_repr
 
     f: Any
     AB: Any

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray
@@ -45,6 +46,8 @@ class BlockCondition:
         The tolerance the decision used.
     """
 
+    __repr__ = concise_repr
+
     block: str
     equation: str
     coordinates: tuple[str, ...]
@@ -75,6 +78,8 @@ class PartitionReport:
     blocks : tuple of BlockCondition
         ``D_dd`` (Eq. (2.131)), ``∂C/∂x_d`` (Eq. (4.105)), ``B̄_ad`` (Eq. (4.116)).
     """
+
+    __repr__ = concise_repr
 
     t: float
     blocks: tuple[BlockCondition, ...]

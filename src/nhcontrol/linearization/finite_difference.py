@@ -40,6 +40,7 @@ from .._util.errors import ConstraintError, LinearSystemError, PartitionError, S
 from .._util.validation import readonly
 from ._jacobian import _JacobianMembers
 from .first import partition_indices, reference_point, velocity_names
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from typing import Mapping
@@ -80,6 +81,8 @@ class FiniteDifferenceResult(_JacobianMembers):
         Matrix of the input rates ``u̇`` by the same differences (reduced ODE of a model whose
         inputs enter the nonholonomic constraints), else None.
     """
+
+    __repr__ = concise_repr
 
     J: NDArray[np.float64]
     B: NDArray[np.float64]

@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 from .._util.errors import ConstraintError, PartitionError, ReferenceMotionError
 from .._util.validation import COND_MAX, as_float_array, check_finite, readonly
 from ._jacobian import _JacobianMembers
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -79,6 +80,8 @@ class ReferencePoint:
     u : (k,) ndarray or None
     p : (p,) ndarray or None
     """
+
+    __repr__ = concise_repr
 
     t: float
     x: NDArray[np.float64]
@@ -299,6 +302,8 @@ class FirstProcedureResult(_JacobianMembers):
     t : float
         Time of the reference point.
     """
+
+    __repr__ = concise_repr
 
     J: NDArray[np.float64]
     J_lambda: NDArray[np.float64]

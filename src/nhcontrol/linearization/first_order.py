@@ -48,6 +48,7 @@ from .result import (SPURIOUS_RTOL, ZERO_RTOL, SpuriousIdentification, _remove_m
 from .third import _reference_values, _stacked_terms, linearize, third_procedure
 from . import _cpoint
 from . import prepared as _prepared
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -86,6 +87,8 @@ class FirstOrderLinearization:
     outputs : tuple of str
         Names of the outputs (empty without).
     """
+
+    __repr__ = concise_repr
 
     A: NDArray[np.float64]
     B: NDArray[np.float64]

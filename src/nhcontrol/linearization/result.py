@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.errors import LinearSystemError
 from .._util.reprs import html_table, short_names
 from .._util.validation import readonly
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from typing import Mapping
@@ -74,6 +75,8 @@ class SpuriousIdentification:
         structure for a steady
         reference, whose spectrum equals this one (see docs/theory/linearization.md).
     """
+
+    __repr__ = concise_repr
 
     eigenvalues: NDArray[np.complex128]
     spurious: NDArray[np.complex128]
@@ -263,6 +266,8 @@ class InputStateForm:
         The other inputs, then ``<input>_dot`` of the rate-carrying ones (``_`` appended while
         the name is taken).
     """
+
+    __repr__ = concise_repr
 
     A: NDArray[np.float64]
     B: NDArray[np.float64]

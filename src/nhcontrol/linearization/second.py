@@ -45,6 +45,7 @@ from .._util.errors import PartitionError
 from .._util.validation import readonly
 from ._jacobian import _JacobianMembers
 from .first import evaluate_terms, partition_indices, reference_point, solve_checked, velocity_names
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from typing import Mapping
@@ -85,6 +86,8 @@ class SecondProcedureResult(_JacobianMembers):
         ``m + l``.
     t : float
     """
+
+    __repr__ = concise_repr
 
     J: NDArray[np.float64]
     m0: NDArray[np.float64]

@@ -50,6 +50,7 @@ import sympy as sp
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import ModelError
+from .._util.reprs import concise_repr
 
 __all__ = ["AppellEquations", "appell_equations"]
 
@@ -78,6 +79,8 @@ class AppellEquations:
     defaults : dict
         Parameter defaults of the model.
     """
+
+    __repr__ = concise_repr
 
     x: tuple
     w: tuple

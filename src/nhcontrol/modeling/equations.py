@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import sympy as sp
 
 from .graph import Direction, ExprGraph
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:  # pragma: no cover
     from .system import MultibodySystem
@@ -56,6 +57,8 @@ class EquationsOfMotion:
         acceleration level is ``D ẍ = Qd − E u̇``.
     holonomic_names, nonholonomic_names : tuple of str
     """
+
+    __repr__ = concise_repr
 
     x: tuple
     xd: tuple

@@ -74,6 +74,9 @@ class ExprGraph:
         vectors).  Any other free symbol of a node expression must be a node.
     """
 
+    def __repr__(self) -> str:
+        return f"ExprGraph({len(getattr(self, 'nodes', ()) or ())} nodes)"
+
     def __init__(self, args: Iterable[sp.Symbol]) -> None:
         self.args: set[sp.Symbol] = set(args)
         self.defs: dict[sp.Symbol, sp.Expr] = {}

@@ -23,6 +23,7 @@ import sympy as sp
 
 from .._util.errors import ModelError
 from .simplify import angular_velocity_jacobian
+from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compiled import CompiledModel
@@ -66,6 +67,8 @@ class Body:
 class Constraint:
     """A holonomic (``kind='holonomic'``) or nonholonomic constraint as given by the user."""
 
+    __repr__ = concise_repr
+
     name: str
     kind: str
     expr: sp.Expr
@@ -75,6 +78,8 @@ class Constraint:
 @dataclass(frozen=True, eq=False)
 class Load:
     """An applied load: ``kind`` in {'gravity', 'force', 'torque', 'spring', 'damper', 'generalized'}."""
+
+    __repr__ = concise_repr
 
     kind: str
     data: tuple

@@ -69,6 +69,7 @@ from nhcontrol.modeling import (MultibodySystem, check_parameters, contacts, ove
                                 parameter_values, rot_x, rot_y, rot_z)
 from nhcontrol.linearization import state_deviation
 from nhcontrol.reference import consistent_initial_conditions
+from nhcontrol._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -205,6 +206,8 @@ class CircularMotion:
     m, R, g, I : float
         Parameters used.
     """
+
+    __repr__ = concise_repr
 
     phi0: float
     rho: float
@@ -643,6 +646,8 @@ class SpinReduction:
     states : tuple of str
         [`REDUCED_STATES`][nhcontrol.models.ball_plate.REDUCED_STATES].
     """
+
+    __repr__ = concise_repr
 
     w: NDArray[np.float64]
     S: NDArray[np.float64]

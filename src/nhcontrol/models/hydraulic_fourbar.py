@@ -62,6 +62,7 @@ from numpy.typing import NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
 from nhcontrol.modeling import MultibodySystem, check_parameters, hydraulics, rot_x, rot_y, rot_z
+from nhcontrol._util.reprs import concise_repr
 
 if TYPE_CHECKING:  # pragma: no cover
     from nhcontrol.compiled import CompiledModel
@@ -254,6 +255,8 @@ class FourBarEquilibrium:
     cylinder_force : float
         ``A2 p2 - A3 p3`` [N] (friction vanishes at rest).
     """
+
+    __repr__ = concise_repr
 
     x: NDArray[np.float64]
     p: NDArray[np.float64]
@@ -561,6 +564,8 @@ class CircuitJacobians:
         ``H0``, the linearization checks the reference's ``ṗ0`` against them (Eq. (7.19)).
     """
 
+    __repr__ = concise_repr
+
     H_x: NDArray[np.float64]
     H_xd: NDArray[np.float64]
     H_p: NDArray[np.float64]
@@ -816,6 +821,8 @@ class TorquePulse:
 
     with amplitude ``M0`` [N m] and duration ``T_p`` [s]. Its impulse is ``2 M0 T_p / pi``.
     """
+
+    __repr__ = concise_repr
 
     M0: float
     duration: float = 0.02

@@ -68,6 +68,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
 from nhcontrol.reference import Reference, inverse_dynamics
+from nhcontrol._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -118,6 +119,8 @@ class LaneChangePath:
     starts, lengths, heights : tuple of float
         Start ``X_a`` [m], length ``ℓ`` [m] and lateral change ``h`` [m] of each transition.
     """
+
+    __repr__ = concise_repr
 
     starts: tuple[float, ...]
     lengths: tuple[float, ...]
@@ -179,6 +182,8 @@ class Iso3888Track:
     x_start : float
         ``X`` of the start of section 1 [m].
     """
+
+    __repr__ = concise_repr
 
     vehicle_width: float = 1.8
     offset: float = ISO_3888_1_OFFSET

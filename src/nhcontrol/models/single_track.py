@@ -63,6 +63,7 @@ from scipy.integrate import solve_ivp
 from nhcontrol._util.errors import ModelError
 from nhcontrol.modeling import MultibodySystem, rot_y, rot_z
 from nhcontrol.modeling.appell import AppellEquations, appell_equations
+from nhcontrol._util.reprs import concise_repr
 
 __all__ = [
     "build", "DEFAULTS", "WHEEL_DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "kinematic_steady_turn",
@@ -109,6 +110,8 @@ class SingleTrackModel:
     l : int
         Number of kinematic constraints of Table 1 (``n - nw``).
     """
+
+    __repr__ = concise_repr
 
     variant: str
     system: MultibodySystem

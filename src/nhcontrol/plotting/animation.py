@@ -36,6 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.errors import ConfigurationError
 from .._util.log import get_logger
 from .style import PALETTE, REFERENCE_STYLE, animation_figure, rc_params
+from .._util.reprs import concise_repr
 
 __all__ = ["AnimationError", "Scene", "animate", "bicycle_scene", "ball_plate_scene",
            "lane_change_scene", "iso_3888_1_cones", "ffmpeg_available"]
@@ -62,6 +63,8 @@ class Scene:
     height : float
         Figure height (in); the width is ``WIDTHS["wide"]``.
     """
+
+    __repr__ = concise_repr
 
     t: NDArray[np.float64]
     setup: Callable[[Any], Callable[[int], None]]

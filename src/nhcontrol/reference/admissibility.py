@@ -63,6 +63,7 @@ from numpy.typing import NDArray
 
 from nhcontrol._util.errors import ModelError, ReferenceMotionError
 from nhcontrol._util.validation import ADMISSIBILITY_TOL, readonly
+from nhcontrol._util.reprs import concise_repr
 
 __all__ = ["ADMISSIBILITY_TOL", "SAMPLED_ADMISSIBILITY_TOL", "AdmissibilityReport",
            "admissibility_report", "check_admissible", "ADMISSIBILITY_KINDS", "RATE_KIND",
@@ -114,6 +115,8 @@ class AdmissibilityReport:
     floor : mapping kind -> (N,) ndarray
         Absolute round-off floor of each level (module docstring); empty: none.
     """
+
+    __repr__ = concise_repr
 
     t: NDArray[np.float64]
     residual: Mapping[str, NDArray[np.float64]]

@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 from nhcontrol._util.errors import PartitionError, SolverError
 from nhcontrol._util.validation import COND_MAX, readonly
 from ._eval import ModelEvaluator
+from nhcontrol._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -56,6 +57,8 @@ class InitialConditions:
     cond_position, cond_velocity : float
         Condition numbers of ``∂C/∂x_d`` and ``D_dd`` (Eq. (2.76)) at the solution.
     """
+
+    __repr__ = concise_repr
 
     x: NDArray[np.float64]
     xd: NDArray[np.float64]

@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import ReferenceMotionError
 from ._eval import ModelEvaluator
+from nhcontrol._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -109,6 +110,8 @@ class FrictionUtilisation:
         ``|F_t| / (μ N)``.
     mu : float
     """
+
+    __repr__ = concise_repr
 
     t: NDArray[np.float64]
     wheels: tuple[str, ...]

@@ -15,6 +15,7 @@ from nhcontrol._util.validation import RANK_RTOL, as_float_array, check_finite, 
 
 from ._eval import ModelEvaluator
 from ._linalg import column_rank, format_sv
+from nhcontrol._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -62,6 +63,8 @@ class InverseDynamicsResult:
     rank_tol : (N,) ndarray
         Rank threshold per sample (``RANK_RTOL * s_max * n``).
     """
+
+    __repr__ = concise_repr
 
     lam: NDArray[np.float64]
     tau: NDArray[np.float64]

@@ -23,6 +23,7 @@ from ._timefns import (_interp_rate, _Previous, _Vectorized, _check_breakpoints,
                        _check_range, _check_rate_kernels, _constant, _interp, _probe_times,
                        _simulation_breakpoints, _vectorize)
 from . import _timefns
+from nhcontrol._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -55,6 +56,8 @@ class ReferenceSamples:
     u : (N, k) ndarray
         ``u0``.
     """
+
+    __repr__ = concise_repr
 
     t: NDArray[np.float64]
     x: NDArray[np.float64]

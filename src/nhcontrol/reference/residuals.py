@@ -13,6 +13,7 @@ from nhcontrol._util.errors import ReferenceMotionError
 from nhcontrol._util.validation import readonly
 
 from ._eval import ModelEvaluator
+from nhcontrol._util.reprs import concise_repr
 
 __all__ = ["ResidualReport", "compute_residuals", "RESIDUAL_KINDS"]
 
@@ -47,6 +48,8 @@ class ResidualReport:
         For each kind, the name of the constraint (or coordinate, for ``dynamics``) where the
         maximum occurs.
     """
+
+    __repr__ = concise_repr
 
     t: NDArray[np.float64]
     holonomic: NDArray[np.float64]

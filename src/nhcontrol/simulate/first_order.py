@@ -33,6 +33,7 @@ from nhcontrol._util.validation import readonly
 from nhcontrol.reference._eval import param_vector
 
 from .forward import DEFAULT_MAX_EVALUATIONS, work_budget
+from nhcontrol._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -60,6 +61,8 @@ class FirstOrderSimulation:
     nfev : int
         Right-hand-side evaluations of the integrator.
     """
+
+    __repr__ = concise_repr
 
     t: NDArray[np.float64]
     x: NDArray[np.float64]

@@ -24,6 +24,7 @@ from nhcontrol._util.validation import as_float_array, check_finite, check_names
 from nhcontrol._util.work import check_iterations
 
 from .forward import _interval_count
+from nhcontrol._util.reprs import concise_repr
 
 __all__ = ["LinearSimulationResult", "simulate_discrete", "simulate_ltv"]
 
@@ -52,6 +53,8 @@ class LinearSimulationResult:
         python-control's names for the data (``TimeResponseData``): ``time`` (N,), ``states``
         (n, N), ``inputs`` (k, N), ``outputs`` (p, N), signals in rows.
     """
+
+    __repr__ = concise_repr
 
     t: NDArray[np.float64]
     x: NDArray[np.float64]

@@ -15,6 +15,7 @@ from nhcontrol.reference._eval import ModelEvaluator, clock_offset
 
 from ._dynamics import Dynamics
 from .forward import DEFAULT_BAUMGARTE, INITIAL_TOL, _step_interval, _velocity_names
+from nhcontrol._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -232,6 +233,8 @@ def to_nlsys(cm: CompiledModel, *, p: ArrayLike | Mapping[str, float] | None = N
 @dataclass(frozen=True)
 class ConstraintDrift:
     """Constraint residuals along a trajectory: ``max_i |C_i(x)|`` and ``max_i |(D ẋ)_i|`` per time."""
+
+    __repr__ = concise_repr
 
     holonomic: NDArray[np.float64]
     velocity: NDArray[np.float64]

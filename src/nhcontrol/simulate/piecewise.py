@@ -24,6 +24,7 @@ from nhcontrol._util.work import check_evaluations
 
 from .controllers import _is_tracking_controller
 from .forward import DEFAULT_MAX_EVALUATIONS, MIN_EVALUATIONS_PER_STEP, forward_dynamics
+from nhcontrol._util.reprs import concise_repr
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -48,6 +49,8 @@ class PiecewiseLinearLoop:
     u_k, ud_k : (K, k) ndarray
         Commanded inputs and rates at the samples.
     """
+
+    __repr__ = concise_repr
 
     t: NDArray[np.float64]
     x: NDArray[np.float64]

@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from nhcontrol._util.errors import SolverError
 from nhcontrol._util.validation import readonly
+from nhcontrol._util.reprs import concise_repr, short_names
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -31,6 +32,8 @@ class SimulationSamples:
     lam : (N, m + l) ndarray
     u : (N, k) ndarray
     """
+
+    __repr__ = concise_repr
 
     t: NDArray[np.float64]
     x: NDArray[np.float64]
@@ -311,7 +314,10 @@ class SimulationResult:
                 f"max |D ẋ| = {self.max_velocity_drift:.2e}; {self.message}")
 
     def __repr__(self) -> str:
-        return f"<{self}>"
+        span = f"[{self.t[0]:.6g}, {self.t[-1]:.6g}]" if self.t.size else "[]"
+        return (f"SimulationResult({self.model_name!r}, {self.t.size} samples, t in {span} s, "
+                f"states={short_names(self.state_labels, 6)}, inputs={short_names(self.input_labels, 6)}, "
+                f"status={self.status})")
 
     # ------------------------------------------------------------------ dense evaluation
     def evaluate(self, t: ArrayLike) -> SimulationSamples:

@@ -12,6 +12,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from ._grid import SweepError
+from .._util.reprs import concise_repr
 
 __all__ = ["SweepResult", "load_sweep"]
 
@@ -73,6 +74,8 @@ class SweepResult:
         For ``backend="dask"``: which cluster ran it (``"client"``, ``"address"``,
         ``"current"``, ``"local"``); ``""`` otherwise.
     """
+
+    __repr__ = concise_repr
 
     points: tuple[dict[str, Any], ...]
     values: tuple[Any, ...]

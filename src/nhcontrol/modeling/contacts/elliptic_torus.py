@@ -49,6 +49,7 @@ import sympy as sp
 from nhcontrol.modeling.rotations import rot_y
 
 from ._checks import as_vec3, check_coordinate, check_name, contact_error
+from ..._util.reprs import concise_repr
 
 __all__ = ["EllipticTorusContact", "elliptic_torus"]
 
@@ -72,6 +73,8 @@ class EllipticTorusContact:
     xi, eta : sympy.Symbol
         Contact coordinates.
     """
+
+    __repr__ = concise_repr
 
     name: str
     holonomic_names: tuple[str, ...]

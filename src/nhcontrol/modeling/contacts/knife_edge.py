@@ -26,6 +26,7 @@ import sympy as sp
 from nhcontrol._util.errors import ModelError
 
 from ._checks import as_vec3, check_name, contact_error
+from nhcontrol._util.reprs import concise_repr
 
 __all__ = ["KnifeEdgeContact", "knife_edge"]
 
@@ -51,6 +52,8 @@ class KnifeEdgeContact:
     contact_velocity : (3, 1) sympy.ImmutableMatrix
         Velocity of the material point $v_P(x, \\dot x)$.
     """
+
+    __repr__ = concise_repr
 
     name: str
     nonholonomic_names: tuple[str, ...]

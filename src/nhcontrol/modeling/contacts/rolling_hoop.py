@@ -54,6 +54,7 @@ from nhcontrol._util.errors import ModelError
 from nhcontrol.modeling.rotations import rot_x, rot_y, rot_z
 
 from ._checks import as_vec3, check_coordinate, check_name, contact_error
+from nhcontrol._util.reprs import concise_repr
 
 __all__ = ["RollingHoopContact", "rolling_hoop", "wheel_frame_axes"]
 
@@ -91,6 +92,8 @@ class RollingHoopContact:
     xi : sympy.Symbol
         Contact coordinate $\\xi$.
     """
+
+    __repr__ = concise_repr
 
     name: str
     holonomic_names: tuple[str, ...]

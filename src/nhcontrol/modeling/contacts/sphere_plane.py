@@ -52,6 +52,7 @@ from nhcontrol._util.errors import ModelError
 from nhcontrol.modeling.simplify import cheap_trig
 
 from ._checks import as_vec3, check_name, contact_error
+from nhcontrol._util.reprs import concise_repr
 
 __all__ = ["SphereOnPlaneContact", "sphere_on_moving_plane"]
 
@@ -78,6 +79,8 @@ class SphereOnPlaneContact:
     plate_orientation : (3, 3) sympy.ImmutableMatrix
         $R_2$.
     """
+
+    __repr__ = concise_repr
 
     name: str
     nonholonomic_names: tuple[str, ...]
