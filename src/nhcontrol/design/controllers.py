@@ -282,7 +282,7 @@ class TVLQRController(TrackingController):
         The reference motion (``u0(t)`` feed-forward; ``x0, ẋ0`` for the default deviation).
         ``None``: a plain linear system (python-control's habit): the controller reads the
         system's state ``x`` (``control(t, x)``), regulates ``δx = x − x_ref(t)`` to zero and
-        commands ``u = u_ref(t) − K δx`` (see [`nhcontrol.design._plain`][nhcontrol.design._plain]).
+        commands ``u = u_ref(t) − K δx``.
     dt : float, optional
         Sample time [s] (the discretization's; default the gains' ``dt``).
     linearization, deviation, state_map, t0, feedforward, inputs :
