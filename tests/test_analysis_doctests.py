@@ -10,7 +10,7 @@ import pytest
 MODULES = ["nhcontrol.systems.discrete", "nhcontrol.systems.ltv", "nhcontrol.systems.discretize",
            "nhcontrol.analysis.transition", "nhcontrol.analysis.gramian",
            "nhcontrol.analysis.silverman_meadows", "nhcontrol.analysis.controllability",
-           "nhcontrol.analysis.floquet"]
+           "nhcontrol.analysis.floquet", "nhcontrol.analysis.decomposition", "nhcontrol.design.lqr"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -281,7 +281,7 @@ def kalman_decomposition(sys: Any, *, states: Sequence[str] | None = None,
     the subspace that vanished on the kept states would be supported on the pivots, where
     ``W`` is the identity, so ``W v = v ≠ 0``), and ``z = S V Vᵀ x`` gives
 
-    .. math:: \dot z = (S V)(V^T A V)(S V)^{-1} z + S B u + (S V) V^T A (I - V V^T) x ,
+    $$ \dot z = (S V)(V^T A V)(S V)^{-1} z + S B u + (S V) V^T A (I - V V^T) x , $$
 
     whose last term vanishes on the controllable subspace (and for conserved combinations
     that do not enter the dynamics, e.g. cyclic coordinates).
