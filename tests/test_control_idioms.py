@@ -43,8 +43,11 @@ def test_dlqr_with_plain_matrices_matches_python_control():
     np.testing.assert_allclose(K, K0, rtol=1e-8)
     np.testing.assert_allclose(S, S0, rtol=1e-8)
     assert np.all(np.abs(E) < 1)
-    res = dlqr(dsys.A, dsys.B, Q, R)
+    res = dlqr(dsys.A, dsys.B, Q, R, method="scipy")
     assert res.method == "dare" and res.dt is None
+    np.testing.assert_allclose(res.K, K0, rtol=1e-8)
+    with pytest.raises(DesignError, match=r"method must be 'slycot', 'scipy'"):
+        lqr(A, B, Q, R, method="magic")
     with pytest.raises(DesignError, match=r"A must be square \(n, n\) and B \(n, k\)"):
         dlqr(np.eye(3), np.ones((2, 1)), Q, R)
     with pytest.raises(DesignError, match=r"unexpected keyword\(s\) \['foo'\]"):

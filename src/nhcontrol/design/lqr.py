@@ -528,6 +528,8 @@ def lqr(*args: Any, integral_action: ArrayLike | None = None, S: ArrayLike | Non
     S : (n, k) array_like, optional
         Deprecated name of ``N`` (a `DeprecationWarning`); python-control's ``S`` is the
         Riccati solution.
+    method : {"slycot", "scipy"}, optional
+        python-control's Riccati solver (default: slycot when installed, else scipy).
 
     Returns
     -------
@@ -564,7 +566,8 @@ def lqr(*args: Any, integral_action: ArrayLike | None = None, S: ArrayLike | Non
     True
     """
     sys, Q, R, N = _parse_lqr_args(args, kwargs, "lqr", discrete=False)
-    return _lqr(sys, Q, R, N, S, discrete_only=False, integral_action=integral_action)
+    return _lqr(sys, Q, R, N, S, discrete_only=False, integral_action=integral_action,
+                method=_method(kwargs))
 
 
 def dlqr(*args: Any, integral_action: ArrayLike | None = None, S: ArrayLike | None = None,
@@ -593,7 +596,8 @@ def dlqr(*args: Any, integral_action: ArrayLike | None = None, S: ArrayLike | No
     True
     """
     sys, Q, R, N = _parse_lqr_args(args, kwargs, "dlqr", discrete=True)
-    return _lqr(sys, Q, R, N, S, discrete_only=True, integral_action=integral_action)
+    return _lqr(sys, Q, R, N, S, discrete_only=True, integral_action=integral_action,
+                method=_method(kwargs))
 
 
 def _parse_lqr_args(args: tuple, kwargs: dict, fname: str, *, discrete: bool
@@ -603,7 +607,7 @@ def _parse_lqr_args(args: tuple, kwargs: dict, fname: str, *, discrete: bool
     import control
 
     kw = dict(kwargs)
-    unknown = sorted(set(kw) - {"sys", "A", "B", "Q", "R", "N"})
+    unknown = sorted(set(kw) - {"sys", "A", "B", "Q", "R", "N", "method"})
     if unknown:
         raise DesignTypeError(f"{fname}() got unexpected keyword(s) {unknown}; it takes "
                               f"{fname}(sys, Q, R[, N]) or {fname}(A, B, Q, R[, N]) and "
@@ -652,6 +656,15 @@ def _parse_lqr_args(args: tuple, kwargs: dict, fname: str, *, discrete: bool
     return sys, vals["Q"], vals["R"], vals.get("N")
 
 
+def _method(kwargs: dict) -> str | None:
+    """python-control's ``method=`` (``"slycot"`` or ``"scipy"``; default: slycot, else scipy)."""
+    m = kwargs.get("method")
+    if m not in (None, "slycot", "scipy"):
+        raise DesignError(f"method must be 'slycot', 'scipy' or None (python-control's Riccati "
+                          f"solvers), got {m!r}")
+    return m
+
+
 def _is_matrix_like(obj: Any) -> bool:
     try:
         return np.asarray(obj).dtype.kind in "biuf" and np.ndim(obj) in (1, 2)
@@ -678,7 +691,8 @@ def _augment_integral(A: NDArray[np.float64], B: NDArray[np.float64], C: Any, di
 
 
 def _lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None, S: ArrayLike | None, *,
-         discrete_only: bool, integral_action: ArrayLike | None = None) -> LQRResult:
+         discrete_only: bool, integral_action: ArrayLike | None = None,
+         method: str | None = None) -> LQRResult:
     import control
 
     fname = "dlqr" if discrete_only else "lqr"
@@ -720,9 +734,9 @@ def _lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None, S: ArrayLike
             + _unstabilisable_report(A, B, discrete, names, 0.5 * (Qe + Qe.T)))
     try:
         if discrete:
-            K, P, E = control.dlqr(*args)
+            K, P, E = control.dlqr(*args, method=method)
         else:
-            K, P, E = control.lqr(*args)
+            K, P, E = control.lqr(*args, method=method)
     except Exception as exc:  # python-control raises ControlArgument / ValueError / slycot errors
         raise DesignError(
             f"python-control could not solve the {'DARE' if discrete else 'CARE'} "
