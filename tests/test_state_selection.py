@@ -65,6 +65,10 @@ def test_lqr_refusal_lists_every_direction(robot):
     assert "rank [A - λI, B] = 7 < 9" in msg and "2 direction(s) no input moves" in msg
     assert "carried by ['phiL', 'phiR', 'x', 'psi']" in msg
     assert "kalman_decomposition(sys).controllable_subsystem()" in msg
+    # the linearization itself: the same refusal, pivoted on x_ad as the decomposition
+    with pytest.raises(DesignError) as err:
+        lqr(lin, np.eye(9), np.eye(2))
+    assert "x - 0.05 phiL - 0.05 phiR; psi + 0.25 phiL - 0.25 phiR" in str(err.value)
 
 
 def test_controllable_subsystem_balances_the_robot(robot):

@@ -356,7 +356,8 @@ def _labels(sys: Any, n: int) -> list[str]:
 
 
 def _boundary_mode_reports(A: NDArray[np.float64], B: NDArray[np.float64], Qe: NDArray[np.float64],
-                           discrete: bool, names: list[str]) -> tuple[list[str], list[str]]:
+                           discrete: bool, names: list[str], order: list[str] | None = None
+                           ) -> tuple[list[str], list[str]]:
     """The modes that make the algebraic Riccati equation lack a stabilising solution.
 
     A stabilising solution exists if and only if ``(A, B)`` is stabilisable and ``(Qe, A)``
@@ -407,9 +408,8 @@ def _boundary_mode_reports(A: NDArray[np.float64], B: NDArray[np.float64], Qe: N
         M = np.hstack([A - lam_i * np.eye(n), B])
         sv = np.linalg.svd(M, compute_uv=False)
         if sv[-1] <= PBH_RTOL * scale_b:
-            R, _ = pbh_directions(A, B, lam_i, names, tol=PBH_RTOL * scale_b)
-            combos = [format_combination(r, names, first=int(np.flatnonzero(np.abs(r - 1.0) <= 1e-12)[0])
-                                         if np.any(np.abs(r - 1.0) <= 1e-12) else None) for r in R]
+            R, _ = pbh_directions(A, B, lam_i, names, tol=PBH_RTOL * scale_b, order=order)
+            combos = [format_combination(r, names, first=_pivot(r, names, order)) for r in R]
             who = [names[j] for j in np.flatnonzero(np.any(np.abs(R) > 0, axis=0))]
             rank = int(np.sum(sv > PBH_RTOL * scale_b))
             bad_b.append(f"eigenvalue {complex(np.round(li, 9))}: rank [A - λI, B] = {rank} < {n} "
@@ -426,8 +426,15 @@ def _boundary_mode_reports(A: NDArray[np.float64], B: NDArray[np.float64], Qe: N
     return bad_b, bad_q
 
 
+def _pivot(r: NDArray[np.float64], names: list[str], order: list[str] | None) -> int | None:
+    """The pivot of an echelon row: its first coefficient 1 in the pivot order."""
+    idx = [names.index(o) for o in (order or [])] + list(range(len(names)))
+    return next((j for j in idx if abs(r[j] - 1.0) <= 1e-12), None)
+
+
 def _unstabilisable_report(A: NDArray[np.float64], B: NDArray[np.float64], discrete: bool,
-                           names: list[str], Qe: NDArray[np.float64] | None = None) -> str:
+                           names: list[str], Qe: NDArray[np.float64] | None = None,
+                           order: list[str] | None = None) -> str:
     """Name the modes that fail the PBH stabilisability test and the states that carry them.
 
     A mode ``λ`` of ``A`` with ``Re λ >= 0`` (``|λ| >= 1`` in discrete time) is unstabilisable
@@ -437,7 +444,7 @@ def _unstabilisable_report(A: NDArray[np.float64], B: NDArray[np.float64], discr
     stabilising solution.
     """
     n = A.shape[0]
-    bad, badq = _boundary_mode_reports(A, B, np.eye(n) if Qe is None else Qe, discrete, names)
+    bad, badq = _boundary_mode_reports(A, B, np.eye(n) if Qe is None else Qe, discrete, names, order)
     boundary = "|λ| >= 1" if discrete else "Re λ >= 0"
     if bad:
         return (f"(A, B) is not stabilisable: {len(bad)} mode(s) with {boundary} cannot be moved by the "
@@ -507,9 +514,11 @@ def lqr(*args: Any, integral_action: ArrayLike | None = None, S: ArrayLike | Non
 
     Parameters
     ----------
-    sys : control.StateSpace
+    sys : control.StateSpace or LinearizationResult
         Continuous (``dt == 0``) or discrete (``dt > 0``; ``dt=True`` counts as discrete with
-        unspecified period) LTI system with ``n`` states and ``k`` inputs. Or, instead of
+        unspecified period) LTI system with ``n`` states and ``k`` inputs; a linearization
+        about a steady reference is used through its ``to_statespace()`` (and a refusal names
+        the directions pivoted on its admissible dependent coordinates). Or, instead of
         ``sys``, the two matrices ``A`` (n, n) and ``B`` (n, k).
     Q : (n, n), (n,) or scalar array_like
         State weight, symmetric positive semi-definite (a 1-D array is the diagonal, a scalar
@@ -617,7 +626,8 @@ def _parse_lqr_args(args: tuple, kwargs: dict, fname: str, *, discrete: bool
     elif "A" in kw or "B" in kw:
         args = (kw.pop("A", None), kw.pop("B", None)) + tuple(args)
     first = args[0] if args else None
-    if isinstance(first, control.StateSpace):
+    if isinstance(first, control.StateSpace) or (hasattr(first, "to_statespace")
+                                                 and hasattr(first, "partition")):
         names = ("sys", "Q", "R", "N")
     elif first is not None and not isinstance(first, control.InputOutputSystem) and (
             len(args) >= 4 or ("Q" in kw and len(args) >= 2)) and _is_matrix_like(first):
@@ -696,6 +706,12 @@ def _lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None, S: ArrayLike
     import control
 
     fname = "dlqr" if discrete_only else "lqr"
+    order: list[str] | None = None
+    if hasattr(sys, "to_statespace") and hasattr(sys, "partition"):       # a linearization
+        # report the directions pivoted on its admissible dependent coordinates x_ad (Eq. (4.123))
+        order = [s for s in (getattr(sys.partition, "admissible_dependent", ()) or ())
+                 if s in tuple(sys.states)]
+        sys = sys.to_statespace()
     if not isinstance(sys, control.StateSpace):
         raise DesignTypeError(f"sys must be a control.StateSpace (LTI), got {type(sys).__name__}; "
                               "for matrices pass control.ss(A, B, np.eye(n), 0) (add dt= for discrete "
@@ -727,11 +743,11 @@ def _lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None, S: ArrayLike
     # Decide existence ourselves (PBH, with singular values), before any solver sees the pair:
     # slycot releases differ in whether they refuse or return a non-stabilising solution.
     Qe = Q_ if S_ is None else Q_ - S_ @ np.linalg.solve(R_, S_.T)
-    bad_b, bad_q = _boundary_mode_reports(A, B, 0.5 * (Qe + Qe.T), discrete, names)
+    bad_b, bad_q = _boundary_mode_reports(A, B, 0.5 * (Qe + Qe.T), discrete, names, order)
     if bad_b or bad_q:
         raise DesignError(
             f"no stabilising solution of the {'DARE' if discrete else 'CARE'} exists: "
-            + _unstabilisable_report(A, B, discrete, names, 0.5 * (Qe + Qe.T)))
+            + _unstabilisable_report(A, B, discrete, names, 0.5 * (Qe + Qe.T), order))
     try:
         if discrete:
             K, P, E = control.dlqr(*args, method=method)
@@ -740,7 +756,7 @@ def _lqr(sys: Any, Q: ArrayLike, R: ArrayLike, N: ArrayLike | None, S: ArrayLike
     except Exception as exc:  # python-control raises ControlArgument / ValueError / slycot errors
         raise DesignError(
             f"python-control could not solve the {'DARE' if discrete else 'CARE'} "
-            f"({type(exc).__name__}: {exc}). " + _unstabilisable_report(A, B, discrete, names)
+            f"({type(exc).__name__}: {exc}). " + _unstabilisable_report(A, B, discrete, names, order=order)
         ) from exc
     K = np.asarray(K, dtype=float)
     P = np.asarray(P, dtype=float) * w
