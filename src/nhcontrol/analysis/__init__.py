@@ -1,5 +1,6 @@
 """nhcontrol.analysis: transition matrices, controllability (Kalman, PBH, Gramians,
-Silverman–Meadows) and Floquet analysis of linear systems (see docs/dev/contracts.md).
+Silverman–Meadows, the Kalman decomposition with named conserved directions) and Floquet
+analysis of linear systems (see docs/dev/contracts.md).
 
 Numbers in, numbers out: every function accepts an ``nhcontrol.systems.LTVSystem``, a
 python-control ``StateSpace`` or (where it applies) a ``DiscreteLTV``.

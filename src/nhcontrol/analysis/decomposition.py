@@ -17,7 +17,7 @@ with the transformation documented in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import control
 import numpy as np
@@ -28,6 +28,9 @@ from .._util.validation import as_float_array, readonly
 from .controllability import RankResult, ctrb_matrix, rank_decision
 from .observability import obsv_matrix
 from .._util.combinations import COEF_RTOL, echelon_combinations, format_combination, pbh_directions
+
+if TYPE_CHECKING:
+    from nhcontrol.linearization import LinearizationResult
 
 __all__ = ["DECOMPOSITION_RTOL", "StateCombination", "KalmanDecomposition", "kalman_decomposition", "echelon_combinations",
            "pbh_directions"]
@@ -242,7 +245,8 @@ def _as_matrices(sys: Any, states: Sequence[str] | None
     return A, B, C, names, ins, outs, dt
 
 
-def kalman_decomposition(sys: Any, *, states: Sequence[str] | None = None,
+def kalman_decomposition(sys: LinearizationResult | control.StateSpace | tuple,
+                         *, states: Sequence[str] | None = None,
                          tol: float | None = None, rtol: float | None = None,
                          pivot_order: Sequence[str] | None = None) -> KalmanDecomposition:
     r"""Kalman decomposition of an LTI system, with the directions named by the states.

@@ -8,13 +8,15 @@ re-linearization along its prediction) — import stages to the left of ``system
 - [`finite_horizon_lqr()`][nhcontrol.design.finite_horizon_lqr] — backward Riccati recursion for
   a discrete LTV system.
 - [`lqr()`][nhcontrol.design.lqr.lqr], [`dlqr()`][nhcontrol.design.dlqr] — infinite-horizon LQR of
-  an LTI ``control.StateSpace`` (python-control/slycot); ``K, S, E = lqr(sys, Q, R)`` as in
-  python-control.
+  an LTI ``control.StateSpace``, a steady linearization or plain matrices (python-control/slycot);
+  ``K, S, E = lqr(sys, Q, R)`` and ``lqr(A, B, Q, R)`` as in python-control, with
+  ``integral_action=``; a refusal names every direction the PBH test finds.
 - [`LTVMPC`][nhcontrol.design.LTVMPC] — cvxpy MPC with input, input-rate and state bounds,
   compiled once (DPP);
   [`window()`][nhcontrol.design.window] cuts its prediction window out of a ``DiscreteLTV``.
 - Controllers as objects ([`TrackingController`][nhcontrol.design.TrackingController] protocol:
-  ``control(t, [x; ẋ])``, ``reset()``, ``to_iosystem()``):
+  ``control(t, [x; ẋ])``, ``reset()``, ``to_iosystem()``; with ``reference=None`` a plain
+  ``StateSpace``/``DiscreteLTV`` regulated to zero or to ``x_ref(t)``, ``control(t, x)``):
   [`TVLQRController`][nhcontrol.design.TVLQRController],
   [`MPCController`][nhcontrol.design.MPCController] (soft bounds, Riccati terminal cost,
   integral action, named fallbacks),

@@ -16,6 +16,7 @@ from .._util.validation import readonly
 from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:
+    from .signals import ReferenceSignals
     from typing import Mapping
     from nhcontrol.compiled import CompiledModel
     from nhcontrol.linearization.partition import Partition
@@ -685,7 +686,7 @@ class LinearizationResult:
         """
         return state_deviation(self.states, ref, t, x, xd)
 
-    def reference_signals(self, ref: Reference, t: ArrayLike, states: Any = None) -> Any:
+    def reference_signals(self, ref: Reference, t: ArrayLike, states: Any = None) -> ReferenceSignals:
         """Desired states ``xd(t)`` (in the order of `states`, or of ``states=``) and inputs
         ``ud(t)`` along ``ref``, for python-control controllers such as
         ``control.create_statefbk_iosystem`` (no name mapping by hand); see

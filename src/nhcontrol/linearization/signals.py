@@ -22,7 +22,11 @@ from .._util.errors import LinearSystemError
 from .._util.validation import readonly
 
 if TYPE_CHECKING:
+    import control
+
     from nhcontrol.reference import Reference
+
+    from .result import LinearizationResult
 
 __all__ = ["ReferenceSignals", "reference_signals"]
 
@@ -65,8 +69,9 @@ class ReferenceSignals:
                 f"ud for {list(self.input_labels)})")
 
 
-def reference_signals(lin: Any, ref: Reference, t: ArrayLike,
-                      states: Sequence[str] | str | Any | None = None) -> ReferenceSignals:
+def reference_signals(lin: LinearizationResult, ref: Reference, t: ArrayLike,
+                      states: Sequence[str] | str | control.StateSpace | None = None
+                      ) -> ReferenceSignals:
     """Desired states ``xd(t)`` and inputs ``ud(t)`` along ``ref`` in a linearization's order.
 
     Parameters
