@@ -181,3 +181,25 @@ def test_reference_from_op_point_matches_kanes_linearize():
     A, B = np.array(A.evalf(), dtype=float), np.array(B.evalf(), dtype=float)
     assert np.abs(lin.A - A).max() <= 1e-12 * max(1.0, np.abs(A).max())
     assert np.abs(lin.B - B).max() <= 1e-12 * max(1.0, np.abs(B).max())
+
+
+def test_bicycle_conserved_combinations_come_first():
+    """Benchmark bicycle (Meijaard et al. 2007: wheel radii rR = 0.3 m, rF = 0.35 m) at 5 m/s,
+    steer torque only: the forward speed and the wheel angles rolled with it are conserved
+    (theta_R - x_b/rR, theta_F - x_b/rF, x_b_d); x_b itself is driven by the speed."""
+    from nhcontrol.models import benchmark_bicycle as bb
+
+    cm = bb.model(inputs=("T_delta",))
+    lin = linearize(cm, bb.steady_forward(cm, 5.0), bb.PARTITION_4_172)
+    kd = kalman_decomposition(lin)
+    assert kd.controllability.rank == 6
+    names = list(lin.states)
+    conserved = {c.pivot: c for c in kd.conserved}
+    assert set(conserved) == {"theta_R", "theta_F", "x_b_d"}
+    for wheel, radius in (("theta_R", 0.3), ("theta_F", 0.35)):
+        want = np.zeros(10)
+        want[names.index(wheel)], want[names.index("x_b")] = 1.0, -1.0 / radius
+        np.testing.assert_allclose(conserved[wheel].coefficients, want, atol=1e-9)
+    driven = [c for c in kd.uncontrollable if not c.conserved]
+    assert [c.pivot for c in driven] == ["x_b"] and np.isnan(driven[0].rate)
+    assert kd.kept_states == ("phi_b", "delta", "phi_b_d", "delta_d", "y_b", "psi_b")

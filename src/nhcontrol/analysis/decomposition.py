@@ -245,6 +245,37 @@ def _as_matrices(sys: Any, states: Sequence[str] | None
     return A, B, C, names, ins, outs, dt
 
 
+def _conserved_first(W: NDArray[np.float64], A: NDArray[np.float64], names: list[str],
+                     order: Sequence[str] | None) -> tuple[NDArray[np.float64], list[int]]:
+    """Echelon form of the uncontrollable directions ``W`` with the conserved ones first.
+
+    ``η = W x`` obeys ``η̇ = M η``; the conserved combinations are ``c W`` with ``c M = 0``.
+    They are put in echelon form first (pivots in ``order``); the remaining directions are
+    reduced by them (their pivot columns cleared) and put in echelon form on the other columns.
+    The pivot block is then block triangular with identity blocks, so the states outside the
+    pivots still name the controllable subspace (see `kalman_decomposition`).
+    """
+    n = W.shape[1]
+    if W.shape[0] == 0:
+        return np.zeros((0, n)), []
+    Wo, _ = echelon_combinations(W, names)                 # a basis of the row space
+    M = Wo @ A @ np.linalg.pinv(Wo)
+    scale = max(1.0, float(np.abs(A).max()))
+    _, sv, Vt = np.linalg.svd(M.T)                         # c M = 0: the null space of Mᵀ
+    k0 = int(np.sum(sv > 1e-9 * scale))
+    Cn = Vt[k0:]
+    if Cn.shape[0] in (0, Wo.shape[0]):
+        return echelon_combinations(W, names, order=order)
+    Rc, pc = echelon_combinations(Cn @ Wo, names, order=order)
+    rest = Wo - (Wo @ np.linalg.pinv(Rc)) @ Rc               # the part not in the conserved span
+    rest = rest - rest[:, pc] @ Rc                         # clear the conserved pivots
+    taken = [names[j] for j in pc]
+    rest_order = [o for o in (order or []) if o not in taken] + [nm for nm in names if nm not in taken]
+    Rr, pr = echelon_combinations(rest, names, order=rest_order)
+    Rr[:, pc] = 0.0
+    return np.vstack([Rc, Rr]), pc + pr
+
+
 def kalman_decomposition(sys: LinearizationResult | control.StateSpace | tuple,
                          *, states: Sequence[str] | None = None,
                          tol: float | None = None, rtol: float | None = None,
@@ -315,7 +346,7 @@ def kalman_decomposition(sys: LinearizationResult | control.StateSpace | tuple,
     U, _, _ = np.linalg.svd(ctrb_matrix(A / alpha, B), full_matrices=True)
     r = ctr.rank
     V = U[:, :r]
-    Wr, piv = echelon_combinations(U[:, r:].T, names, order=pivot_order)
+    Wr, piv = _conserved_first(U[:, r:].T, A, names, pivot_order)
     rates = _rates(Wr, A)
     unc = tuple(StateCombination(readonly(Wr[i].copy()), tuple(names), names[piv[i]], rates[i])
                 for i in range(Wr.shape[0]))
