@@ -117,8 +117,9 @@ class KalmanDecomposition:
     controllable_basis : (n, r) ndarray
         Orthonormal basis ``V`` of the controllable subspace.
     uncontrollable : tuple of StateCombination
-        The ``n − r`` combinations ``w x`` no input moves (``w V = 0``), in reduced row
-        echelon form with pivots taken in the state order; ``rate`` 0 marks a conserved one.
+        The ``n − r`` combinations ``w x`` no input moves (``w V = 0``): first the conserved
+        ones (``rate`` 0; reduced row echelon form, pivots in ``pivot_order``), then the
+        directions they drive (e.g. a position driven by a conserved speed; ``rate`` nan).
     unobservable : tuple of StateCombination
         Directions ``v`` of the state space the outputs cannot see (``C Aʲ v = 0``), in
         echelon form (read ``"a + 0.5 b"`` as the state change ``δa = 1, δb = 0.5``).
