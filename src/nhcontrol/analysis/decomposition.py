@@ -312,10 +312,10 @@ def kalman_decomposition(sys: LinearizationResult | control.StateSpace | tuple,
     Let ``V`` (n, r) be an orthonormal basis of the controllable subspace (the range of the
     controllability matrix) and ``W`` the echelon form of its left null space, ``W V = 0``.
     ``W`` is left-invariant, ``W A = M W``, and ``W B = 0``, so ``η = W x`` obeys ``η̇ = M η``
-    whatever the input: a zero row of ``M`` is a conserved combination. With ``S`` the
+    whatever the input: ``c W`` with ``c M = 0`` is a conserved combination. With ``S`` the
     selection of the states that are not pivots of ``W``, ``S V`` is invertible (a vector of
     the subspace that vanished on the kept states would be supported on the pivots, where
-    ``W`` is the identity, so ``W v = v ≠ 0``), and ``z = S V Vᵀ x`` gives
+    ``W`` is unit block triangular, so ``W v ≠ 0``), and ``z = S V Vᵀ x`` gives
 
     $$ \dot z = (S V)(V^T A V)(S V)^{-1} z + S B u + (S V) V^T A (I - V V^T) x , $$
 
