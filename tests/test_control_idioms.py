@@ -34,6 +34,12 @@ def test_lqr_with_plain_matrices_matches_python_control(N):
     np.testing.assert_allclose(res.K, K, rtol=1e-10)
 
 
+def test_scalar_plain_matrices_as_python_control():
+    """python-control reads A, B, Q, R with ndmin=2: scalars are 1 x 1 systems."""
+    np.testing.assert_allclose(lqr(1.0, 1.0, 1.0, 1.0).K, control.lqr(1.0, 1.0, 1.0, 1.0)[0], rtol=1e-10)
+    np.testing.assert_allclose(dlqr(1.1, 1.0, 1.0, 1.0).K, control.dlqr(1.1, 1.0, 1.0, 1.0)[0], rtol=1e-10)
+
+
 def test_dlqr_with_plain_matrices_matches_python_control():
     A, B = _plant()
     dsys = control.c2d(control.ss(A, B, np.eye(3), 0), 0.05)

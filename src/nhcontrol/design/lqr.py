@@ -652,10 +652,9 @@ def _parse_lqr_args(args: tuple, kwargs: dict, fname: str, *, discrete: bool
         raise DesignTypeError(f"{fname}() is missing {missing}: call {fname}(sys, Q, R[, N]) or "
                               f"{fname}(A, B, Q, R[, N])")
     if names[0] == "A":
-        A = as_float_array(vals["A"], "A", error=DesignError)
+        A = np.atleast_2d(as_float_array(vals["A"], "A", error=DesignError))   # ndmin=2, as control.lqr
         B = as_float_array(vals["B"], "B", error=DesignError)
-        if B.ndim == 1 and A.ndim == 2:
-            B = B.reshape(-1, 1)
+        B = B.reshape(-1, 1) if B.ndim == 1 and B.size == A.shape[0] else np.atleast_2d(B)
         if A.ndim != 2 or A.shape[0] != A.shape[1] or B.ndim != 2 or B.shape[0] != A.shape[0]:
             raise DesignError(f"A must be square (n, n) and B (n, k) with the same n, got A "
                               f"{A.shape} and B {B.shape}")
@@ -677,7 +676,7 @@ def _method(kwargs: dict) -> str | None:
 
 def _is_matrix_like(obj: Any) -> bool:
     try:
-        return np.asarray(obj).dtype.kind in "biuf" and np.ndim(obj) in (1, 2)
+        return np.asarray(obj).dtype.kind in "biuf" and np.ndim(obj) in (0, 1, 2)
     except (TypeError, ValueError):
         return False
 
