@@ -215,3 +215,17 @@ def test_plain_controller_to_iosystem_closes_the_loop_in_python_control():
     resp = control.input_output_response(loop, T, 0, X0=[1.0, 0.0])
     x = _run(TVLQRController(dlqr(dsys, np.eye(2), 1.0), None), dsys, [1.0, 0.0], 99)
     np.testing.assert_allclose(resp.states[:, -1], x, atol=1e-12)
+
+
+def test_kalman_decomposition_discrete_time_conserves_multiplier_one():
+    """In discrete time a conserved combination keeps its value from step to step
+    (multiplier 1); the continuous and the sampled system name the same direction."""
+    from nhcontrol.analysis import kalman_decomposition
+
+    sys = control.ss([[0, 0, 1.0], [0, 0, 2.0], [0, 0, -1.0]], [[0], [0], [1.0]], np.eye(3), 0,
+                     states=["a", "b", "v"], inputs=["F"])
+    kc = kalman_decomposition(sys)
+    kdisc = kalman_decomposition(control.c2d(sys, 0.1))
+    for kd in (kc, kdisc):
+        assert [str(c) for c in kd.uncontrollable] == ["a - 0.5 b"] and kd.uncontrollable[0].conserved
+    assert kdisc.controllable_subsystem().dt == 0.1

@@ -54,8 +54,9 @@ class StateCombination:
         The state whose coefficient is 1 and that no other combination of the same set contains.
     rate : float or complex
         For an uncontrollable combination ``w``: the eigenvalue of ``d(w x)/dt`` when the
-        combination evolves on its own (``0``: it is conserved); ``nan`` when it is coupled to
-        the other uncontrollable combinations.
+        combination evolves on its own (discrete time: its multiplier minus 1, the rate of
+        ``w x[k+1] − w x[k]``); ``0``: it is conserved; ``nan`` when it is coupled to the
+        other uncontrollable combinations.
     """
 
     coefficients: NDArray[np.float64]
@@ -347,8 +348,11 @@ def kalman_decomposition(sys: LinearizationResult | control.StateSpace | tuple,
     U, _, _ = np.linalg.svd(ctrb_matrix(A / alpha, B), full_matrices=True)
     r = ctr.rank
     V = U[:, :r]
-    Wr, piv = _conserved_first(U[:, r:].T, A, names, pivot_order)
-    rates = _rates(Wr, A)
+    # conserved: d(w x)/dt = 0, or w x[k+1] = w x[k] in discrete time (the quotient of A − I)
+    discrete = not (dt is None or dt == 0) if not isinstance(dt, bool) else bool(dt)
+    A_q = A - np.eye(n) if discrete else A
+    Wr, piv = _conserved_first(U[:, r:].T, A_q, names, pivot_order)
+    rates = _rates(Wr, A_q)
     unc = tuple(StateCombination(readonly(Wr[i].copy()), tuple(names), names[piv[i]], rates[i])
                 for i in range(Wr.shape[0]))
     obs = None
