@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PATTERN = re.compile(r"\bissues? \d+|\(issue\b|\bissue #?\d+")
+PATTERN = re.compile(r"\bissues? \d+|\(issue\b|\bissue #?\d+|\(#\d+\)")
 
 
 def test_no_issue_numbers_in_sources_and_docs():
