@@ -77,6 +77,10 @@ def test_output_feedback_loop_ekf_consistent_and_reproducible(pendulum):
     assert np.mean(res.nees) == pytest.approx(nees.mean(), rel=1e-12)
     np.testing.assert_array_equal(res.std, res.std())
     assert res.std.shape == res.estimates.shape and "OutputFeedbackResult(" in repr(res)
+    resp = res.to_response()
+    np.testing.assert_array_equal(resp.outputs, res.outputs.T)
+    np.testing.assert_array_equal(resp.states, res.estimates.T)
+    assert resp.state_labels == list(res.state_labels) and resp.time.shape == res.time.shape
     from scipy.stats import chi2
 
     inside = np.mean((nees >= chi2.ppf(0.025, 2)) & (nees <= chi2.ppf(0.975, 2)))

@@ -144,6 +144,19 @@ class OutputFeedbackResult:
         P = self.covariances[:, idx][:, :, idx]
         return np.einsum("ki,ki->k", e, np.linalg.solve(P, e[..., None])[..., 0])
 
+    def to_response(self) -> Any:
+        """The loop as a python-control ``TimeResponseData`` (signals in rows): outputs the
+        measurements ``y_k``, states the estimates ``X̂_k``, inputs the applied ``u_k``, with
+        their labels."""
+        import control
+
+        has_u = bool(self.input_labels)
+        return control.TimeResponseData(
+            self.time, self.outputs.T, self.estimates.T, self.inputs.T if has_u else None,
+            issiso=False, output_labels=list(self.output_labels), state_labels=list(self.state_labels),
+            input_labels=list(self.input_labels) if has_u else None,
+            title="output-feedback loop (estimates as states)", plot_inputs=has_u)
+
     def __repr__(self) -> str:
         return (f"OutputFeedbackResult({self.time.size} samples on t in [{self.time[0]:.4g}, "
                 f"{self.time[-1]:.4g}] s, states={list(self.state_labels)}, "
