@@ -23,7 +23,7 @@ def html_table(title: str, rows: Iterable[tuple[str, str]]) -> str:
 
 def short_value(v: object, width: int = 60) -> str:
     """A field's value in a few characters: small arrays printed, large ones by shape, long
-    sequences cut, objects with long reprs by their type."""
+    sequences cut, long reprs cut at ``width`` characters (``…``)."""
     import numpy as np
 
     if isinstance(v, np.ndarray):
@@ -44,8 +44,8 @@ def short_value(v: object, width: int = 60) -> str:
         return "{" + ", ".join(map(str, keys[:5])) + (", …" if len(keys) > 5 else "") + "}"
     if callable(v) and not isinstance(v, type) and hasattr(v, "__name__"):
         return f"<function {v.__name__}>"
-    r = repr(v)
-    return r if len(r) <= width else f"<{type(v).__name__}>"
+    r = repr(v).replace("\n", " ")
+    return r if len(r) <= width else r[:width - 1] + "…"
 
 
 def concise_repr(self: object) -> str:
