@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import importlib
 import inspect
 import pkgutil
@@ -51,6 +52,7 @@ def test_every_public_class_has_a_concise_repr():
     assert not bad, "\n".join(bad)
 
 
+@functools.lru_cache(maxsize=1)
 def _examples():
     from nhcontrol.analysis import controllability, gramian, kalman_decomposition
     from nhcontrol.design import (LTVMPC, KalmanEstimator, MPCController, TVLQRController, dlqr,
