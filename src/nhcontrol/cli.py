@@ -215,7 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "nhcontrol.interop.export_c.")
     exp.add_argument("model", metavar="MODEL",
                      help="a catalogue name (benchmark_bicycle, sleigh, ...) or package.module:function")
-    exp.add_argument("--out", type=Path, required=True, help="output folder (created)")
+    exp.add_argument("--out", type=Path, required=True,
+                     help="output folder (created); files nhcontrol did not write there are "
+                          "never overwritten without --force, symbolic links never followed")
+    exp.add_argument("--force", action="store_true",
+                     help="overwrite files in --out that nhcontrol did not write (or that were "
+                          "edited since the last export)")
     exp.add_argument("--partition", default=None,
                      help="a partition constant of the model's module (e.g. PARTITION_4_172) or "
                           "'independent=a,b;admissible_dependent=c;dependent=d'")
@@ -225,15 +230,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _export_c(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from ._util.errors import NhcontrolError
     from .interop.c_export import export_c, resolve_model, resolve_partition
 
     try:
         inputs = [s.strip() for s in args.inputs.split(",") if s.strip()] if args.inputs else None
         model, module = resolve_model(args.model, inputs)
-        meta = export_c(model, args.out, resolve_partition(args.partition, module))
-    except NhcontrolError as exc:
-        parser.exit(2, f"nhcontrol export-c: {exc}\n")
+        meta = export_c(model, args.out, resolve_partition(args.partition, module), force=args.force)
+    except (NhcontrolError, OSError) as exc:
+        if os.environ.get("NHCONTROL_TRACEBACK"):
+            raise
+        parser.exit(2, f"nhcontrol export-c: {_one_line(exc, args)}\n")
     print(json.dumps({k: meta[k] for k in ("model", "n", "m", "l", "k", "ns", "states", "work_doubles",
                                            "memory_bytes", "files")}, indent=1))
     print(f"Build and check with: make -C {args.out} && echo '{{\"x\": [...], ...}}' | {args.out}/nhc_check",
@@ -328,6 +334,8 @@ def _one_line(exc: BaseException, args: argparse.Namespace) -> str:
         hint = _HINTS.get(exc.errno or -1, "check the path and try again (set NHCONTROL_TRACEBACK=1 "
                                            "for the full traceback)")
         text = f"{what}" + (f" ({where})" if where else "") + f"; {hint}"
+    elif isinstance(exc, NhcontrolError) and getattr(args, "command", None) == "export-c":
+        text = str(exc)
     else:
         text = f"{exc} ({type(exc).__name__}; set NHCONTROL_TRACEBACK=1 for the full traceback)"
     return " ".join(text.split())
