@@ -755,11 +755,32 @@ def resolve_model(spec: str, inputs: Any = None) -> tuple[Any, Any]:
     fn = getattr(module, func, None)
     if not callable(fn):
         raise InteropError(f"{modname} has no function {func!r}")
+    if inputs is not None:
+        inputs = [str(s) for s in inputs]
+        if not inputs:
+            raise InteropError("--inputs names no actuator; give comma-separated names, e.g. "
+                               "--inputs T_phi,T_delta, or leave --inputs out")
+        import inspect
+
+        try:
+            takes = "inputs" in inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            takes = True
+        if not takes:
+            raise InteropError(f"--inputs {','.join(inputs)!r}: {modname}.{func}() takes no inputs= "
+                               f"(model {spec!r} has fixed actuators); leave --inputs out")
     try:
         model = fn(inputs=tuple(inputs)) if inputs else fn()
     except TypeError as exc:
         raise InteropError(f"{modname}.{func}() cannot be called as needed ({exc}); give a function "
                            f"without required arguments (package.module:function)") from exc
+    from ..compiled import CompiledModel
+    from ..modeling import MultibodySystem
+
+    if not isinstance(model, (MultibodySystem, CompiledModel)) and not isinstance(
+            getattr(model, "system", None), MultibodySystem):
+        raise InteropError(f"{modname}.{func}() returned a {type(model).__name__}, not a model; give a "
+                           f"function that returns a MultibodySystem or a compiled model")
     return model, module
 
 

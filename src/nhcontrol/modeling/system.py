@@ -629,6 +629,10 @@ class MultibodySystem:
                 raise ModelError(f"output {nm!r} contains unknown symbol(s) {bad}; outputs may use "
                                  f"coordinates {[str(q) for q in self._coords]}, their velocities "
                                  f"'<name>_d', inputs and parameters (not accelerations)")
+            if e.has(sp.nan, sp.zoo, sp.oo, sp.S.NegativeInfinity):
+                raise ModelError(f"output {nm!r} of model {self.name!r} contains a non-finite "
+                                 f"constant (nan, inf or zoo) in {str(e)[:80]!r}; every output "
+                                 f"must be finite: fix its expression")
             taken.add(nm)
             self._outputs.append((nm, e))
         self._changed()
