@@ -575,3 +575,28 @@ def test_sweep_save_below_a_file_and_onto_a_folder(tmp_path):
         res.save(tmp_path)
     assert res.save(tmp_path / "ok.parquet").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt", "ok.parquet"]   # no temp left
+
+
+@pytest.mark.parametrize("fn", ["finite_horizon_lqr", "kalman_filter"])
+def test_recursion_length_refused_before_work(fn):
+    import control
+
+    from nhcontrol import design
+
+    sys_ = control.ss(A2, B2, np.array([[1.0, 0.0]]), 0, 0.1)
+    args = ((np.eye(2), np.eye(1), np.eye(2)) if fn == "finite_horizon_lqr"
+            else (np.eye(2) * 1e-4, [[1e-2]]))
+    with pytest.raises(DesignError, match=rf"{fn}\(N=100000000\).*\$NHCONTROL_MAX_ITERATIONS"):
+        getattr(design, fn)(sys_, *args, N=10**8)
+
+
+@pytest.mark.parametrize("substeps,culprit", [(0, "must be an integer >= 1, got 0"),
+                                              (2.5, "got 2.5"),
+                                              (10**9, r"substeps=1000000000.*NHCONTROL_MAX_ITERATIONS")])
+def test_ekf_substeps_refused(pendulum, substeps, culprit):
+    from nhcontrol.design import ExtendedKalmanFilter
+
+    cm, ref, tau0 = pendulum
+    with pytest.raises(DesignError, match=rf"ExtendedKalmanFilter.*{culprit}"):
+        ExtendedKalmanFilter(cm, PART, 0.01, Rn=[[1e-6]], x0=ref.x(0.0), xd0=ref.xd(0.0),
+                             P0=np.eye(2), u0=[tau0], substeps=substeps)
