@@ -600,3 +600,37 @@ def test_ekf_substeps_refused(pendulum, substeps, culprit):
     with pytest.raises(DesignError, match=rf"ExtendedKalmanFilter.*{culprit}"):
         ExtendedKalmanFilter(cm, PART, 0.01, Rn=[[1e-6]], x0=ref.x(0.0), xd0=ref.xd(0.0),
                              P0=np.eye(2), u0=[tau0], substeps=substeps)
+
+
+def _one_figure_target():
+    import types
+
+    def run(out=None, quick=False):
+        (out / "fig0.png").write_text("new")
+        return {"figures": [str(out / "fig0.png")]}
+
+    return types.SimpleNamespace(run=run, summary=lambda result: "summary")
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symbolic links")
+def test_reproduce_out_keeps_foreign_files_and_never_follows_links(tmp_path, monkeypatch, capsys):
+    from nhcontrol import cli
+
+    monkeypatch.setattr(cli, "load", lambda target: _one_figure_target())
+    out = tmp_path / "figs"
+    out.mkdir()
+    (out / "fig0.png").write_text("my own picture")
+    with pytest.raises(SystemExit) as ex:
+        cli.main(["reproduce", "skateboard", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert ex.value.code == 2 and "fig0.png" in err and "--force" in err and len(err.strip().splitlines()) == 1
+    assert (out / "fig0.png").read_text() == "my own picture"
+    victim = tmp_path / "victim.json"
+    victim.write_text("precious")
+    (out / "fig0.png").unlink()
+    os.symlink(victim, out / "skateboard.json")
+    with pytest.raises(SystemExit) as ex:
+        cli.main(["reproduce", "skateboard", "--out", str(out), "--force"])
+    err = capsys.readouterr().err
+    assert ex.value.code == 2 and "skateboard.json (a symbolic link)" in err
+    assert victim.read_text() == "precious" and not (out / "fig0.png").exists()

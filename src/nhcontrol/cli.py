@@ -127,24 +127,10 @@ def _relocate(obj, old: str, new: str):
     return obj
 
 
-def _move_into_place(staging: Path, out: Path, last: str) -> None:
-    """Move every file of ``staging`` to the same place under ``out`` (``os.replace``, atomic per
-    file, same file system), the file ``last`` at the end."""
-    files = sorted((p for p in staging.rglob("*") if p.is_file() and p.name != OWNER_FILE),
-                   key=lambda p: p.name == last)
-    for src in files:
-        dst = out / src.relative_to(staging)
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(src, dst)
-        except OSError as exc:
-            if exc.errno != errno.EXDEV:
-                raise
-            # --out is a mount point (the staging folder is on another file system): copy next
-            # to the target, then rename there (still one atomic step per file)
-            tmp = dst.with_name(f".{dst.name}.nhcontrol-tmp")
-            shutil.copy2(src, tmp)
-            os.replace(tmp, dst)
+def _collect(staging: Path) -> dict[str, bytes]:
+    """The files a target wrote into ``staging`` (relative POSIX path -> bytes), owner file left out."""
+    return {src.relative_to(staging).as_posix(): src.read_bytes()
+            for src in sorted(staging.rglob("*")) if src.is_file() and src.name != OWNER_FILE}
 
 
 def _staging_folder(out: Path) -> Path:
@@ -196,6 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--format", choices=FORMATS, default="png", dest="fmt",
                      help="figure format with --out: png (300 dpi), svg or pdf (default png)")
     rep.add_argument("--quick", action="store_true", help="coarser grids, for smoke tests")
+    rep.add_argument("--force", action="store_true",
+                     help="with --out: overwrite files there that nhcontrol did not write (or "
+                          "that were edited since); without it such files are kept and the run "
+                          "stops with exit code 2")
     rep.add_argument("--animate", action="store_true",
                      help="with --out: also write a GIF of the target's simulation "
                           "(bicycle-benchmark, ball-plate, road-vehicles; MP4 from Python with "
@@ -373,15 +363,21 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, module: obje
         with figure_format(args.fmt), house_style():
             result = _to_jsonable(module.run(out=None, quick=args.quick, **options))
     else:
-        # everything is written to a staging folder next to --out and moved into place at the
-        # end (the JSON last): an interrupted or failed run leaves --out as it was
+        # the target draws into a staging folder next to --out; its files and the JSON (last)
+        # then go through the one writer of user folders (nhcontrol._util.staging.write_tree:
+        # staged, renamed in at the end, a manifest of what it wrote, no file it did not write
+        # overwritten without --force, no symbolic link followed): an interrupted or failed run
+        # leaves --out as it was
+        from ._util.staging import write_tree
+
         staging = _staging_folder(args.out)
         try:
             with figure_format(args.fmt), house_style():
                 result = _to_jsonable(module.run(out=staging, quick=args.quick, **options))
             result = _relocate(result, str(staging), str(args.out))
-            (staging / f"{args.target}.json").write_text(json.dumps(result, indent=2))
-            _move_into_place(staging, args.out, last=f"{args.target}.json")
+            files: dict[str, str | bytes] = dict(_collect(staging))
+            files[f"{args.target}.json"] = json.dumps(result, indent=2)
+            write_tree(args.out, files, force=args.force, what=f"reproduce {args.target}")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     log.info("reproduce %s: finished in %.1f s", args.target, time.perf_counter() - t_run)

@@ -248,6 +248,9 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
     ExportConflictError
         Files that nhcontrol did not write (or that were edited since) would be overwritten and
         ``force`` is False (all of them named). Nothing is written then.
+    OSError
+        The file system fails while the files are written or moved (a full disk: ``errno``
+        and ``filename`` say which); the files moved in so far are in the manifest.
     """
     if not files:
         raise ExportError(f"{what}: nothing to write")
@@ -317,6 +320,7 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
             current = _read_regular(target / k)
             if current is not None and sha256_of(current) == v:
                 record[k] = v
+        complete = False
         try:
             for name, rel, data in items:
                 dst = target.joinpath(*rel.parts)
@@ -336,18 +340,19 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
                 _move(staging.joinpath(*rel.parts), dst)
                 written.append(name)
                 record[name] = sha256_of(data)
+            complete = True
         finally:
+            # the manifest records what is in place, also after a failure half way (then its
+            # own failure must not hide the first one)
             body = json.dumps({"format": _MANIFEST_FORMAT, "writer": "nhcontrol",
                                "files": dict(sorted(record.items()))}, indent=1) + "\n"
             mpath = staging / manifest
-            _write_new(mpath, body.encode("utf-8"))
-            _move(mpath, target / manifest)
-    except ExportError:
-        raise
-    except OSError as exc:
-        raise ExportError(f"{what}: cannot write {exc.filename or str(target)!r}: "
-                          f"{exc.strerror or exc}; choose a folder you can write (and with free "
-                          f"space)") from exc
+            try:
+                _write_new(mpath, body.encode("utf-8"))
+                _move(mpath, target / manifest)
+            except OSError:
+                if complete:
+                    raise
     finally:
         import shutil
 
