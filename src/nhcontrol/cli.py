@@ -9,13 +9,12 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
 
 from . import __version__
-from ._util.debris import OWNER_FILE, claim, remove_stale
+from ._util.debris import OWNER_FILE
 from ._util.errors import NhcontrolError
 from .plotting.style import FORMATS, REFERENCES, figure_format, house_style
 from .reproduce import TARGETS, load
@@ -131,25 +130,6 @@ def _collect(staging: Path) -> dict[str, bytes]:
     """The files a target wrote into ``staging`` (relative POSIX path -> bytes), owner file left out."""
     return {src.relative_to(staging).as_posix(): src.read_bytes()
             for src in sorted(staging.rglob("*")) if src.is_file() and src.name != OWNER_FILE}
-
-
-def _staging_folder(out: Path) -> Path:
-    """A fresh staging folder next to ``out`` (same file system: ``os.replace`` is atomic), or
-    inside it when its parent cannot be written (a writable --out in a read-only folder).
-    Staging folders of earlier runs that were killed are removed first (`remove_stale`)."""
-    real = out.resolve()
-    prefix = f".{real.name}.nhcontrol-"
-    for parent in (real.parent, real):
-        remove_stale(parent, prefix + "*")
-        try:
-            staging = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-        except OSError:
-            if parent == real:
-                raise
-            continue
-        claim(staging)
-        return staging
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -368,9 +348,9 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, module: obje
         # staged, renamed in at the end, a manifest of what it wrote, no file it did not write
         # overwritten without --force, no symbolic link followed): an interrupted or failed run
         # leaves --out as it was
-        from ._util.staging import write_tree
+        from ._util.staging import staging_folder, write_tree
 
-        staging = _staging_folder(args.out)
+        staging = staging_folder(args.out)
         try:
             with figure_format(args.fmt), house_style():
                 result = _to_jsonable(module.run(out=staging, quick=args.quick, **options))

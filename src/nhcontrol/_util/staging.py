@@ -173,13 +173,15 @@ def _check_parents(target: Path, rel: PurePosixPath) -> str | None:
     return None
 
 
-def _staging(target: Path) -> Path:
-    """A fresh private staging folder next to ``target`` (or inside it when its parent cannot be
-    written); staging folders of killed runs are removed first."""
+def staging_folder(target: str | os.PathLike) -> Path:
+    """A fresh private staging folder next to the folder ``target`` (same file system: each
+    final move is one atomic rename), or inside it when its parent cannot be written; staging
+    folders of killed runs are removed first (`nhcontrol._util.debris`)."""
     import tempfile
 
     from .debris import claim, remove_stale
 
+    target = Path(target).resolve()
     prefix = f".{target.name}.nhcontrol-"
     last: OSError | None = None
     for parent in (target.parent, target):
@@ -307,7 +309,7 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
             f"(or which were edited since it did); nothing was written. Move them away, choose an "
             f"empty folder, or pass force=True (--force on the command line) to overwrite them")
 
-    staging = _staging(target)
+    staging = staging_folder(target)
     written: list[str] = []
     try:
         for name, rel, data in items:
@@ -361,4 +363,4 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
             "unchanged": unchanged, "manifest": manifest}
 
 
-__all__ = ["write_tree", "read_manifest", "sha256_of", "MANIFEST"]
+__all__ = ["write_tree", "read_manifest", "sha256_of", "staging_folder", "MANIFEST"]
