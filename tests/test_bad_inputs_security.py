@@ -634,3 +634,14 @@ def test_reproduce_out_keeps_foreign_files_and_never_follows_links(tmp_path, mon
     err = capsys.readouterr().err
     assert ex.value.code == 2 and "skateboard.json (a symbolic link)" in err
     assert victim.read_text() == "precious" and not (out / "fig0.png").exists()
+
+
+def test_discretize_of_a_time_varying_system_counts_its_integrations(monkeypatch):
+    from nhcontrol._util.errors import LinearSystemError
+    from nhcontrol.systems import LTVSystem, discretize
+
+    s = LTVSystem(lambda t: [[0.0, 1.0], [-2.0 - np.cos(t), -0.1]], lambda t: [[0.0], [1.0]])
+    monkeypatch.setenv("NHCONTROL_MAX_BYTES", "1e15")              # memory is not what stops it
+    with pytest.raises(LinearSystemError, match=r"discretize\(\.\.\., steps=100000000\): 100000000 "
+                                                r"integrations.*\$NHCONTROL_MAX_ITERATIONS"):
+        discretize(s, 0.01, steps=10**8)
