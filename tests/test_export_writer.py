@@ -143,3 +143,17 @@ def test_target_below_a_file(tmp_path):
     f.write_text("data\n")
     with pytest.raises(ExportError, match=r"cannot create the export folder .*file\.txt/sub"):
         write_tree(f / "sub", {"a.h": "x\n"})
+
+
+def test_unwritable_target_simulated(tmp_path, monkeypatch):
+    """Where permissions cannot be tested (root), a folder that refuses every new entry."""
+    import tempfile
+
+    def refuse(prefix="", dir=None, **kw):
+        raise PermissionError(13, "Permission denied", str(dir))
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+    with pytest.raises(ExportError, match=r"cannot write into the export folder .*out'?: Permission "
+                                          r"denied; choose a folder you can write") as err:
+        write_tree(tmp_path / "out", {"a.h": "x\n"})
+    assert "\n" not in str(err.value) and not (tmp_path / "out" / "a.h").exists()
