@@ -157,3 +157,14 @@ def test_unwritable_target_simulated(tmp_path, monkeypatch):
                                           r"denied; choose a folder you can write") as err:
         write_tree(tmp_path / "out", {"a.h": "x\n"})
     assert "\n" not in str(err.value) and not (tmp_path / "out" / "a.h").exists()
+
+
+def test_manifest_entries_outside_the_folder_are_dropped(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("v")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MANIFEST).write_text(json.dumps({"files": {"../victim.txt": sha256_of(b"v"),
+                                                      "/etc/passwd": "0"}}))
+    write_tree(out, {"a.h": "x\n"})
+    assert read_manifest(out) == {"a.h": sha256_of(b"x\n")} and victim.read_text() == "v"

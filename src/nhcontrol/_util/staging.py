@@ -319,6 +319,10 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
         # earlier entries stay recorded while their files are unchanged
         record = {}
         for k, v in old.items():
+            try:
+                _relative(k)
+            except ExportError:
+                continue          # a manifest entry outside the folder is dropped, never read
             current = _read_regular(target / k)
             if current is not None and sha256_of(current) == v:
                 record[k] = v
@@ -326,7 +330,12 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
         try:
             for name, rel, data in items:
                 dst = target.joinpath(*rel.parts)
-                dst.parent.mkdir(parents=True, exist_ok=True)
+                for _ in range(2):      # before the folders are made, and after
+                    moved_parent = _check_parents(target, rel)
+                    if moved_parent:
+                        raise ExportError(f"{what}: {moved_parent} (changed during the export); "
+                                          f"{name} not written")
+                    dst.parent.mkdir(parents=True, exist_ok=True)
                 if name in unchanged:
                     written.append(name)
                     record[name] = sha256_of(data)
