@@ -645,3 +645,23 @@ def test_discretize_of_a_time_varying_system_counts_its_integrations(monkeypatch
     with pytest.raises(LinearSystemError, match=r"discretize\(\.\.\., steps=100000000\): 100000000 "
                                                 r"integrations.*\$NHCONTROL_MAX_ITERATIONS"):
         discretize(s, 0.01, steps=10**8)
+
+
+@pytest.mark.parametrize("name,args", [("M */ void planted(void) { } /*", ("x",)),
+                                       ("M", ("x); system(\"id\"", ))])
+def test_kernel_writers_refuse_a_non_identifier(name, args):
+    """Defence in depth: the C and Python kernel printers accept identifiers only (the kernel
+    names are the library's own; no user text can become a symbol)."""
+    from nhcontrol.compiled.ccodegen import CCodegenError, _Function
+    from nhcontrol.compiled.codegen import generate_function
+    from nhcontrol.compiled.derivatives import FunctionSpec
+    from nhcontrol.modeling.graph import ExprGraph
+
+    spec = FunctionSpec(name, args, ())
+    bad = name if name != "M" else args[0]
+    with pytest.raises(CCodegenError, match="cannot become a C symbol") as err:
+        _Function(spec, ExprGraph([]), {}, {}, {"x": 1}, True)
+    assert repr(bad) in str(err.value)
+    with pytest.raises(ValueError, match="cannot become a Python name") as err:
+        generate_function(spec, ExprGraph([]), {}, {}, {"x": 1})
+    assert repr(bad) in str(err.value)
