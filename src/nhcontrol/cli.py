@@ -239,7 +239,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             root.setLevel(level)
 
 
+def _check_environment(parser: argparse.ArgumentParser) -> None:
+    """Every ``NHCONTROL_*`` setting with a value outside its range stops the command at once, in
+    one line naming the variable, the value and the accepted range (never ignored until the code
+    that reads it happens to run)."""
+    from ._util.blas import configured_limit
+    from ._util.memory import ENV_VAR as MAX_BYTES, allocation_limit
+    from ._util.progress import _disable
+    from ._util.work import iteration_limit
+    from .compiled.cache import _lock_timeout
+    from .compiled.cbackend import requested_backend
+
+    checks = [iteration_limit, _disable, configured_limit, _lock_timeout, requested_backend]
+    if os.environ.get(MAX_BYTES, "").strip():
+        checks.append(allocation_limit)
+    problems = []
+    for check in checks:
+        try:
+            check()
+        except NhcontrolError as exc:
+            problems.append(str(exc))
+    if problems:
+        parser.exit(2, "nhcontrol: " + " ".join("; ".join(problems).split()) + "\n")
+
+
 def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    _traceback_wanted(parser)
+    _check_environment(parser)
     if args.command is None:
         parser.print_help()
         return 0
