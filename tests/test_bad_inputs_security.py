@@ -676,3 +676,24 @@ def test_cli_checks_every_setting_up_front(tmp_path):
                     "NHCONTROL_BLAS_THREADS='many'"):
         assert culprit in lines[0]
     assert _cli("targets", env={"NHCONTROL_PROGRESS": "0", "NHCONTROL_MAX_BYTES": "4e9"}).returncode == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symbolic links")
+def test_result_files_written_atomically_and_never_through_a_link(tmp_path):
+    """save() of a result (the .npz files of nhcontrol._util.storage) writes a temporary file
+    next to the target and renames it: a link at the target is replaced, not followed; a path
+    below a file is one clear StorageError."""
+    from nhcontrol._util.storage import StorageError, load_npz, save_npz
+
+    victim = tmp_path / "victim.npz"
+    victim.write_bytes(b"precious")
+    os.symlink(victim, tmp_path / "res.npz")
+    p = save_npz(tmp_path / "res", "Probe", {"a": np.arange(3.0)}, {"m": 1})
+    assert victim.read_bytes() == b"precious" and not os.path.islink(p)
+    arrays, meta = load_npz(p, "Probe")
+    assert arrays["a"].tolist() == [0.0, 1.0, 2.0] and meta == {"m": 1}
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    with pytest.raises(StorageError, match=r"Probe.save: cannot write .*file\.txt/r\.npz.*is a file"):
+        save_npz(blocker / "r", "Probe", {"a": np.zeros(1)}, {})
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["file.txt", "res.npz", "victim.npz"]

@@ -24,6 +24,10 @@ Every export that writes several files into a folder the user names (``export_c`
 4. **Clear errors.** A target that is a file, a folder that cannot be created or written, a
    refused file: `ExportError` (an `OSError`), whose message names the path and says what to do,
    in one line, so the command line reports it with exit code 2 and no traceback.
+
+A single file the user names (``SweepResult.save``, the ``save()`` of results) goes through
+`write_file()`: a fresh temporary file next to it, then one rename (a link at the path is
+replaced, never followed; an interrupted write leaves the old file).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import json
 import os
 import stat
 from pathlib import Path, PurePosixPath
-from typing import Mapping
+from typing import Any, BinaryIO, Callable, Mapping
 
 from .errors import ExportConflictError, ExportError
 
@@ -372,4 +376,45 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
             "unchanged": unchanged, "manifest": manifest}
 
 
-__all__ = ["write_tree", "read_manifest", "sha256_of", "staging_folder", "MANIFEST"]
+def write_file(path: str | os.PathLike, write: Callable[[BinaryIO], Any], *, what: str,
+               error: type[Exception] = ExportError) -> Path:
+    """Write one file the user names: ``write(file object)`` into a fresh temporary file next to
+    ``path`` (created exclusively: never through a planted link), then one rename onto
+    ``path`` (a link there is replaced, never followed; an interrupted write leaves the old file).
+
+    Raises ``error`` (one line, naming the path) when ``path`` is a folder, lies below a file or
+    cannot be written.
+    """
+    import tempfile
+
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise error(f"{what}: {str(p)!r} is a folder; give a file name, e.g. "
+                        f"{str(p / ('result' + (p.suffix or '')))!r}")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        try:
+            os.chmod(tmp, 0o644)
+            with os.fdopen(fd, "wb") as fh:
+                write(fh)
+            os.replace(tmp, p)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except (NotADirectoryError, FileExistsError) as exc:
+        raise error(f"{what}: cannot write {str(p)!r}: a part of the path "
+                    f"({exc.filename or p.parent}) is a file, not a folder; choose another "
+                    f"location") from exc
+    except OSError as exc:
+        if isinstance(exc, error):
+            raise
+        raise error(f"{what}: cannot write {str(p)!r}: {exc.strerror or exc}; choose a location "
+                    f"you can write") from exc
+    return p
+
+
+__all__ = ["write_tree", "write_file", "read_manifest", "sha256_of", "staging_folder", "MANIFEST"]
