@@ -168,3 +168,9 @@ def test_manifest_entries_outside_the_folder_are_dropped(tmp_path):
                                                       "/etc/passwd": "0"}}))
     write_tree(out, {"a.h": "x\n"})
     assert read_manifest(out) == {"a.h": sha256_of(b"x\n")} and victim.read_text() == "v"
+
+
+def test_same_file_given_twice_refused(tmp_path):
+    with pytest.raises(ExportError, match=r"'\./a\.h' is given twice \(as 'a\.h'\)"):
+        write_tree(tmp_path, {"a.h": "1", "./a.h": "2"})
+    assert list(tmp_path.iterdir()) == []

@@ -266,6 +266,8 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
         if str(rel) == manifest:
             raise ExportError(f"{what}: the file name {name!r} is reserved for the manifest")
         data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        if any(str(rel) == seen for seen, _, _ in items):
+            raise ExportError(f"{what}: the file {name!r} is given twice (as {str(rel)!r})")
         items.append((str(rel), rel, data))
     target = _resolve_target(directory)
     old = read_manifest(target, manifest)
