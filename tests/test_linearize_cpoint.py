@@ -469,7 +469,8 @@ def test_prepared_linearizer_specialises_after_some_calls_or_when_bound(tmp_path
 
 def test_documented_sizes_of_the_compiled_paths():
     """The numbers docs/theory/linearization.md and docs/guide/performance.md state: the
-    bicycle kernel's written entries (439 of 1,064; M 53 of 121), the specialisation
+    bicycle kernel's written entries (439 of 1,064 with SymPy 1.14, 436 where SymPy cancels
+    the three sums of ∂Q/∂x that vanish numerically; M 53 of 121), the specialisation
     threshold (1,000), the stacked block (128 points), the blocked kernel's four points and the
     specialised routine's size cap (3,000 values)."""
     from nhcontrol.compiled.ccodegen import SIMD_BLOCK
@@ -477,7 +478,7 @@ def test_documented_sizes_of_the_compiled_paths():
 
     cm, _, _ = _cases()["bicycle"]()
     spec = cm._ck.layout["functions"]["linearization_terms"]
-    assert (len(spec["nonzero"]), spec["size"]) == (439, 1064)
+    assert len(spec["nonzero"]) in (436, 439) and spec["size"] == 1064
     at, size, _ = spec["outputs"][0]                        # M
     assert (sum(at <= k < at + size for k in spec["nonzero"]), size) == (53, 121)
     assert _cpoint.SPECIALISE_AFTER == 1000 and _cpoint.BLOCK == 128

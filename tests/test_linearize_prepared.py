@@ -333,11 +333,16 @@ def test_first_order_states_rate_check_on_the_compiled_path():
 
 
 def test_admissibility_floor_at_rest():
-    """A body at rest: ẋ0 = 0 and ẍ0 zero up to the round-off of the KKT solve that produced it.
-    The acceleration row's own scale ‖D_i‖₁‖ẍ0‖∞ is then round-off itself; the check judges it
-    against the round-off floor of the problem (ρ ‖D‖ S/max|M|), so the point passes with the
-    checks on (compiled path and linearize) and gives linearize's matrices, while an ẍ0 that is
-    wrong by 1e-9 is still refused."""
+    """A body at rest: ẋ0 = 0 and ẍ0 zero up to round-off. The acceleration row's own scale
+    ‖D_i‖₁‖ẍ0‖∞ is then round-off itself; the check judges it against the round-off floor of the
+    problem (ρ ‖D‖ S/max|M|), so the point passes with the checks on (compiled path and linearize)
+    and gives linearize's matrices, while an ẍ0 that is wrong by 1e-9 is still refused.
+
+    The round-off is built explicitly (ẍ0 = [1e-15, 0, 0], where the exact static answer is 0),
+    not left to the KKT solve: a LAPACK that solves this system exactly leaves no residual at all.
+    The floors here are ≈ 7e-14 (acceleration rows) and ≈ 9e-14 (dynamics rows), 40-70 times the
+    residuals built, while the tolerance relative to the row alone (1e-8 ‖D_i‖₁‖ẍ0‖∞ ≈ 2e-23)
+    is far below them."""
     import math
 
     from _toy_models import pinned_pendulum
@@ -349,16 +354,16 @@ def test_admissibility_floor_at_rest():
     th0 = 0.4
     xv = np.array([0.6 * math.sin(th0), -0.6 * math.cos(th0), th0])
     xdv = np.zeros(3)
-    u = np.array([2.0 * 9.81 * 0.6 * math.sin(th0)])
+    u = np.array([2.0 * 9.81 * 0.6 * math.sin(th0)])     # the torque that holds it: ẍ0 = 0 exactly
     t = cm.dynamics_terms(xv, xdv, u)
-    K = np.block([[t.M, t.D.T], [t.D, np.zeros((2, 2))]])
-    sol = np.linalg.solve(K, np.concatenate([t.Q, t.Qd]))
-    xdd, lam = sol[:3], sol[3:]
+    xdd = np.array([1e-15, 0.0, 0.0])                     # a round-off residual of chosen size
+    lam = np.linalg.lstsq(t.D.T, t.Q - t.M @ xdd, rcond=None)[0]
     part = {"independent": ["theta"], "admissible_dependent": [], "dependent": ["x", "y"]}
     terms = cm.linearization_terms(xv, xdv, xdd, lam, u)
     C = np.asarray(cm.C(xv, u))
     acc = np.asarray(terms.D) @ xdd - np.asarray(terms.Qd)
     row = np.abs(terms.D).sum(axis=1) * np.abs(xdd).max()
+    assert np.abs(acc).max() == pytest.approx(1e-15, rel=1e-12)
     assert np.any(np.abs(acc) > 1e-8 * row)          # the tolerance relative to the row alone fails
     assert _passes_one(xv, xdv, xdd, lam, terms.M, terms.Q, terms.D, terms.Qd, C, None, 1e-8)
     lz = cm.linearizer(part, check=True)
