@@ -116,7 +116,7 @@ def _point_work(n: int, m: int, l: int, k: int) -> int:
 
 
 def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, partition: Partition | Mapping[str, Any], *,
-             system: MultibodySystem | None = None) -> dict:
+             system: MultibodySystem | None = None, write: bool = True) -> Any:
     """Write standalone C99 sources of a model and its one-point third procedure.
 
     Parameters
@@ -130,6 +130,9 @@ def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, part
     partition : Partition or mapping
         ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)) for ``nhc_linearize`` and ``nhc_rhs``.
     system : MultibodySystem, optional
+    write : bool, default True
+        False: write nothing and return ``(metadata, {file name: text})`` (the controllers'
+        exports add their files to the model's and write them together).
 
     Returns
     -------
@@ -205,7 +208,6 @@ def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, part
     iwork = n + c + 1
 
     out_dir = Path(directory)
-    out_dir.mkdir(parents=True, exist_ok=True)
     params = [s.name for s in eom.p]
     defaults = [float(mb.defaults[p_]) for p_ in params]
     vel = [s.name for s in eom.xd]
@@ -225,12 +227,22 @@ def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, part
 
     header = _header(meta, funcs, lay_terms, lay_dyn, kw, affine, INPUT_CONSTRAINT_ATOL)
     body = _body(meta, funcs, ai, ad, d, offs, len(ucons), affine, kw)
-    (out_dir / "nhc_model.h").write_text(header, encoding="ascii")
-    (out_dir / "nhc_model.c").write_text(body, encoding="ascii")
-    (out_dir / "nhc_check.c").write_text(_CHECK, encoding="ascii")
-    (out_dir / "Makefile").write_text(_MAKEFILE.format(flags=C_FLAGS), encoding="ascii")
-    (out_dir / "nhc_model.json").write_text(json.dumps(meta, indent=1), encoding="ascii")
+    files = {"nhc_model.h": header, "nhc_model.c": body, "nhc_check.c": _CHECK,
+             "Makefile": _MAKEFILE.format(flags=C_FLAGS),
+             "nhc_model.json": json.dumps(meta, indent=1)}
+    if not write:
+        return meta, files
+    write_files(out_dir, files)
     return meta
+
+
+def write_files(directory: str | Path, files: Mapping[str, str]) -> None:
+    """Write the generated files ``{name: text}`` of one export into ``directory`` (created)
+    in one call (ASCII text)."""
+    out_dir = Path(directory)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (out_dir / name).write_text(text, encoding="ascii")
 
 
 def _c_list(vals: Any, fmt: str = "{}") -> str:
