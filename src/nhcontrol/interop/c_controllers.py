@@ -327,7 +327,7 @@ static const double T0 = {float(ctrl.t0)!r}, DT = {float(ctrl.dt)!r};
 {_table("UREF", uref)}/* the discrete model's steps used and the step of each sample */
 {_table("AD", Ad)}{_table("BD", Bd)}{_table("WIN", remap, "int")}/* terminal weights P(k + N) of the Riccati schedule (or the fixed Qf) and their index per sample */
 {_table("PF", Pm)}{_table("PIDX", pidx, "int")}/* the LQR gains K(k) of the fallback and their index per sample */
-{_table("KG", Km)}{_table("KIDX", kidx, "int")}{_table("XREF", xref if xref is not None else [0.0])}{prob_src}
+{_table("KG", Km)}{_table("KIDX", kidx, "int")}{_table("XREF", xref) if xref is not None else ""}{prob_src}
 {prob_init}
 void nhc_ctrl_init(nhc_ctrl_workspace *ws)
 {{

@@ -98,10 +98,26 @@ def _point_source() -> str:
 
     src = _cpoint.C_SOURCE
     src = src.replace("NHC_API const char nhc_layout[] = NHC_LAYOUT;\n", "")
+    # byte counts as size_t (no -Wsign-conversion under -Wconversion; the same numbers)
+    src = re.sub(r"memset\((\w+), 0, sizeof\(double\) \* ([^;]+)\);",
+                 lambda m: f"memset({m.group(1)}, 0, sizeof(double) * (size_t)({m.group(2)}));", src)
     if "NHC_LAYOUT" in src or "nhc_point_third(" not in src:   # pragma: no cover - a changed routine
         raise InteropError("the C routine of nhcontrol.linearization._cpoint changed its layout; the C "
                            "export cannot include it")
     return src
+
+
+_CHUNK_HEAD = re.compile(r"^NHC_CHUNK void \w+\((?P<params>[^)]*)\)\n\{\n", re.M)
+
+
+def _mark_used(src: str) -> str:
+    """A generated chunk function with ``(void)arg;`` for each parameter (a chunk reads only
+    some of its arguments: no ``-Wunused-parameter`` under ``-Wextra``)."""
+    def add(m: re.Match) -> str:
+        names = re.findall(r"\*\s*(?:restrict\s+)?(\w+)\s*(?:,|$)", m.group("params"))
+        return m.group(0) + "    " + " ".join(f"(void){nm};" for nm in names) + "\n"
+
+    return _CHUNK_HEAD.sub(add, src)
 
 
 def _point_work(n: int, m: int, l: int, k: int) -> int:
@@ -361,7 +377,7 @@ def _body(meta: dict, funcs: dict, ai: list, ad: list, d: list, offs: list, nuco
              "/* ---- the model's kernels (nhcontrol.compiled.ccodegen) ---- */",
              "#define NHC_CHUNK static", ""]
     for f in funcs.values():
-        parts += [f.chunk_source(ci) for ci in range(len(f.chunks))]
+        parts += [_mark_used(f.chunk_source(ci)) for ci in range(len(f.chunks))]
     parts.append("")
     parts.append("static int nhc_finite(const double *a, int64_t len)\n{\n    double s = 0.0;\n"
                  "    int64_t i;\n    for (i = 0; i < len; i++) s += a[i] * 0.0;\n    return s == 0.0;\n}\n")
