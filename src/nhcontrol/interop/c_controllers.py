@@ -429,15 +429,16 @@ def controller_files(controller: Any, steps: int | None = None) -> tuple[dict[st
                        "MPCController, NMPCController (mode='rti'), TVLQRController")
 
 
-def estimator_files(estimator: Any, steps: int | None = None) -> tuple[dict[str, str], dict]:
+def estimator_files(estimator: Any, steps: int | None = None,
+                    reference: Any = None) -> tuple[dict[str, str], dict]:
     """The generated estimator files (``nhc_estimator.h/.c``, the model's for the EKF)."""
     from ..design import ExtendedKalmanFilter, KalmanEstimator
     from ._c_estimators import ekf_files, kalman_files
 
     if isinstance(estimator, KalmanEstimator):
-        return kalman_files(estimator, steps)
+        return kalman_files(estimator, steps, reference)
     if isinstance(estimator, ExtendedKalmanFilter):
-        return ekf_files(estimator, steps)
+        return ekf_files(estimator, steps, reference)
     raise InteropError(f"no C export for a {type(estimator).__name__}; exportable estimators: "
                        "KalmanEstimator, ExtendedKalmanFilter")
 
@@ -472,7 +473,7 @@ def export_loop(controller: MPCController | NMPCController | TVLQRController, ou
     files, meta = controller_files(controller, steps)
     est_meta = None
     if estimator is not None:
-        efiles, est_meta = estimator_files(estimator, meta["steps"])
+        efiles, est_meta = estimator_files(estimator, meta["steps"] + 1, controller.reference)
         for name, text in efiles.items():
             if name in files and files[name] != text:
                 raise InteropError(f"the controller and the estimator need different {name} (two "
