@@ -26,16 +26,18 @@ ENVIRONMENT: dict[str, str] = {
     "NHCONTROL_BACKEND": "kernel back-end: c, python or auto (default auto: C when a compiler "
                          "works, else Python)",
     "NHCONTROL_PROGRESS": "progress bars on standard error: 0 off, 1 always (default: on an "
-                          "interactive terminal, for steps longer than 2 s)",
+                          "interactive terminal, for steps longer than 2 s); other values refused",
     "NHCONTROL_BLAS_THREADS": "BLAS threads for large matrices (an integer, or off to leave the "
                               "BLAS alone)",
-    "NHCONTROL_MAX_BYTES": "largest single allocation allowed, bytes (default half the available "
-                           "memory)",
+    "NHCONTROL_MAX_BYTES": "largest single allocation allowed, bytes: a number >= 1 (default half "
+                           "the available memory)",
     "NHCONTROL_LOCK_TIMEOUT": "seconds to wait for the kernel-cache lock held by another process "
                               "(default 30; the error names the holder)",
-    "NHCONTROL_MAX_ITERATIONS": "largest number of steps a user-sized loop may take before it is "
-                                "refused up front (default 1e7)",
-    "NHCONTROL_TRACEBACK": "1: show the full traceback instead of the one-line CLI error",
+    "NHCONTROL_MAX_ITERATIONS": "largest number of steps a user-sized loop (horizons, nodes, "
+                                "samples) may take before it is refused up front: a number >= 1 "
+                                "(default 1e7)",
+    "NHCONTROL_TRACEBACK": "1: show the full traceback instead of the one-line CLI error (0 or "
+                           "unset: one line)",
 }
 """Every environment variable the library reads, with what it does (shown by ``--help``)."""
 
@@ -215,7 +217,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "nhcontrol.interop.export_c.")
     exp.add_argument("model", metavar="MODEL",
                      help="a catalogue name (benchmark_bicycle, sleigh, ...) or package.module:function")
-    exp.add_argument("--out", type=Path, required=True, help="output folder (created)")
+    exp.add_argument("--out", type=Path, required=True,
+                     help="output folder (created); files nhcontrol did not write there are "
+                          "never overwritten without --force, symbolic links never followed")
+    exp.add_argument("--force", action="store_true",
+                     help="overwrite files in --out that nhcontrol did not write (or that were "
+                          "edited since the last export)")
     exp.add_argument("--partition", default=None,
                      help="a partition constant of the model's module (e.g. PARTITION_4_172) or "
                           "'independent=a,b;admissible_dependent=c;dependent=d'")
@@ -225,15 +232,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _export_c(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from ._util.errors import NhcontrolError
     from .interop.c_export import export_c, resolve_model, resolve_partition
 
     try:
-        inputs = [s.strip() for s in args.inputs.split(",") if s.strip()] if args.inputs else None
+        inputs = ([s.strip() for s in args.inputs.split(",") if s.strip()]
+                  if args.inputs is not None else None)
         model, module = resolve_model(args.model, inputs)
-        meta = export_c(model, args.out, resolve_partition(args.partition, module))
-    except NhcontrolError as exc:
-        parser.exit(2, f"nhcontrol export-c: {exc}\n")
+        meta = export_c(model, args.out, resolve_partition(args.partition, module), force=args.force)
+    except (NhcontrolError, OSError) as exc:
+        if _traceback_wanted(parser):
+            raise
+        parser.exit(2, f"nhcontrol export-c: {_one_line(exc, args)}\n")
     print(json.dumps({k: meta[k] for k in ("model", "n", "m", "l", "k", "ns", "states", "work_doubles",
                                            "memory_bytes", "files")}, indent=1))
     print(f"Build and check with: make -C {args.out} && echo '{{\"x\": [...], ...}}' | {args.out}/nhc_check",
@@ -283,10 +292,22 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
         return _run(parser, args, module, options)
     except (NhcontrolError, OSError) as exc:
-        if os.environ.get("NHCONTROL_TRACEBACK"):
+        if _traceback_wanted(parser):
             raise
         parser.exit(2, f"nhcontrol: reproduce {args.target} failed: {_one_line(exc, args)}\n")
     return 2  # pragma: no cover - parser.exit raises
+
+
+def _traceback_wanted(parser: argparse.ArgumentParser) -> bool:
+    """``$NHCONTROL_TRACEBACK``: 1 shows the traceback, 0 or unset the one-line error."""
+    raw = os.environ.get("NHCONTROL_TRACEBACK", "")
+    if raw.strip() in ("", "0"):
+        return False
+    if raw.strip() == "1":
+        return True
+    parser.exit(2, f"nhcontrol: NHCONTROL_TRACEBACK={raw!r} is not valid; accepted: 1 (full "
+                   f"tracebacks), 0 or unset (one-line errors)\n")
+    return False  # pragma: no cover - parser.exit raises
 
 
 def _unreachable(address: str, timeout: float = 5.0) -> str | None:
@@ -328,6 +349,8 @@ def _one_line(exc: BaseException, args: argparse.Namespace) -> str:
         hint = _HINTS.get(exc.errno or -1, "check the path and try again (set NHCONTROL_TRACEBACK=1 "
                                            "for the full traceback)")
         text = f"{what}" + (f" ({where})" if where else "") + f"; {hint}"
+    elif isinstance(exc, NhcontrolError) and getattr(args, "command", None) == "export-c":
+        text = str(exc)
     else:
         text = f"{exc} ({type(exc).__name__}; set NHCONTROL_TRACEBACK=1 for the full traceback)"
     return " ".join(text.split())

@@ -129,11 +129,12 @@ class LQRResult:
         xv = as_float_array(x, "x", shape=(self.nstates,), error=DesignError)
         return -self.gain(step) @ xv
 
-    def export_c(self, directory: Any, name: str = "lqr") -> dict:
+    def export_c(self, directory: Any, name: str = "lqr", *, force: bool = False) -> dict:
         """Write the gain tables as standalone C99 (``<name>.h``, ``<name>.c``): read-only tables
         and ``<name>_control(step, dx, u)`` computing ``u = −K_step dx`` without allocation.
 
-        See [`nhcontrol.interop.export_lqr_c()`][nhcontrol.interop.export_lqr_c].
+        See [`nhcontrol.interop.export_lqr_c()`][nhcontrol.interop.export_lqr_c] (``force``:
+        overwrite files in ``directory`` that nhcontrol did not write).
 
         Returns
         -------
@@ -142,7 +143,7 @@ class LQRResult:
         """
         from ..interop.c_export import export_lqr_c
 
-        return export_lqr_c(self, directory, name)
+        return export_lqr_c(self, directory, name, force=force)
 
     def cost(self, x0: ArrayLike) -> float:
         """Optimal cost ``x0ᵀ P0 x0`` from the (deviation) state ``x0`` (n,)."""

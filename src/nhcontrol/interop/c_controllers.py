@@ -444,7 +444,7 @@ def estimator_files(estimator: Any, steps: int | None = None,
 
 
 def export_loop(controller: MPCController | NMPCController | TVLQRController, out: str | Path,
-                estimator: Any = None, *, steps: int | None = None) -> dict:
+                estimator: Any = None, *, steps: int | None = None, force: bool = False) -> dict:
     """Write a controller (and an estimator) as standalone C99 with the harness ``nhc_loop``.
 
     Parameters
@@ -458,6 +458,10 @@ def export_loop(controller: MPCController | NMPCController | TVLQRController, ou
         measurement update) gives the state the controller acts on.
     steps : int, optional
         Samples the exported schedule covers (default: the controller's ``steps``).
+    force : bool, default False
+        Overwrite files in ``out`` that nhcontrol did not write (never a symbolic link); the
+        files are written through `nhcontrol._util.staging.write_tree` (staging folder, a
+        manifest ``.nhcontrol-export.json``).
 
     Returns
     -------
@@ -469,6 +473,9 @@ def export_loop(controller: MPCController | NMPCController | TVLQRController, ou
     ------
     InteropError
         A controller or an option the C export does not cover (named in the message).
+    ExportError
+        ``out`` cannot be written; `ExportConflictError` when it holds files nhcontrol did not
+        write and ``force`` is False (nothing is written then).
     """
     files, meta = controller_files(controller, steps)
     est_meta = None
@@ -510,5 +517,6 @@ def export_loop(controller: MPCController | NMPCController | TVLQRController, ou
     out_meta = {"controller": meta, "estimator": est_meta, "files": names, "sources": sources,
                 "cflags": C_FLAGS, "strict_flags": STRICT_FLAGS}
     files["nhc_export.json"] = json.dumps(out_meta, indent=1)
-    write_files(out, files)
+    info = write_files(out, files, force=force, what=f"{type(controller).__name__}.export_c")
+    out_meta["directory"] = info.get("directory")
     return out_meta
