@@ -31,6 +31,7 @@ LQR (`LQRResult.export_c`) as read-only C arrays with ``nhc_lqr_control(step, dx
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
