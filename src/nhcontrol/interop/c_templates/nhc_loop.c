@@ -2,9 +2,9 @@
  * object a line on stdin, {"t": ..., "x": [...], "xd": [...]} (state feedback) or
  * {"t": ..., "y": [...]} (with an estimator), and writes one line {"u": [...], "status": "..."}
  * for each ({"u": null, "status": "refused: ..."} for a line it cannot use); at the end of
- * the input {"summary": {"steps", "median_step_s", "max_step_s", "workspace_bytes"}}, the step
- * times measured with clock_gettime(CLOCK_MONOTONIC) around the control call (estimator
- * update included) only. Part of nhcontrol's C export; licence: that of nhcontrol. */
+ * the input {"summary": {"steps", "median_step_s", "max_step_s", "workspace_bytes"}} (and
+ * "median_estimator_s", the estimator's share, with an estimator), the step times measured
+ * with clock_gettime(CLOCK_MONOTONIC) around the control call (estimator update included) only. Part of nhcontrol's C export; licence: that of nhcontrol. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +21,9 @@
 
 static char line[NHC_LOOP_LINE];
 static double times[NHC_LOOP_MAX_TIMES];
+#if NHC_LOOP_ESTIMATOR
+static double est_times[NHC_LOOP_MAX_TIMES];
+#endif
 static nhc_ctrl_workspace ctrl_ws;
 #if NHC_LOOP_ESTIMATOR
 static nhc_est_workspace est_ws;
@@ -75,6 +78,9 @@ int main(void)
         size_t len;
         int rc;
         double t0, t1;
+#if NHC_LOOP_ESTIMATOR
+        double tm;
+#endif
         if (!fgets(line, (int)sizeof line, stdin)) break;
         len = strlen(line);
         if (len == sizeof line - 1 && line[len - 1] != '\n') {
@@ -93,8 +99,10 @@ int main(void)
         }
         t0 = nhc_now();
         rc = nhc_est_update(&est_ws, t, y, u_prev, x, xd, &status);
+        tm = nhc_now();
         if (!rc) rc = nhc_ctrl_step(&ctrl_ws, t, x, xd, u, &status);
         t1 = nhc_now();
+        if (!rc && kept < NHC_LOOP_MAX_TIMES) est_times[kept] = tm - t0;
         if (!rc) for (i = 0; i < NHC_CTRL_K; i++) u_prev[i] = u[i];
 #else
         if (fields[0].count != 1 || fields[1].count != NHC_CTRL_NQ || fields[2].count != NHC_CTRL_NQ) {
@@ -121,6 +129,14 @@ int main(void)
         median = (kept % 2) ? times[kept / 2] : 0.5 * (times[kept / 2 - 1] + times[kept / 2]);
     }
     printf("{\"summary\": {\"steps\": %ld, \"median_step_s\": %.9g, \"max_step_s\": %.9g, "
-           "\"workspace_bytes\": %lu}}\n", steps, median, tmax, (unsigned long)NHC_LOOP_WORKSPACE_BYTES);
+           "\"workspace_bytes\": %lu", steps, median, tmax, (unsigned long)NHC_LOOP_WORKSPACE_BYTES);
+#if NHC_LOOP_ESTIMATOR
+    if (kept) {
+        nhc_sort(est_times, kept);
+        median = (kept % 2) ? est_times[kept / 2] : 0.5 * (est_times[kept / 2 - 1] + est_times[kept / 2]);
+    }
+    printf(", \"median_estimator_s\": %.9g", median);
+#endif
+    printf("}}\n");
     return 0;
 }
