@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import statistics
@@ -33,50 +32,15 @@ from pathlib import Path
 import numpy as np
 
 
-def _setup():
-    from nhcontrol.models import ball_plate as bp
-    from nhcontrol.reference import consistent_initial_conditions
-    from nhcontrol.systems import LTVSystem, discretize, restrict
-
-    cm = bp.model()
-    plant = bp.model(R=1.1 * bp.DEFAULTS["R"])
-    x0, xd0 = bp.initial_conditions(cm, 5.0, eps_x=0.05, eps_y=0.0, eps_psi_deg=0.0,
-                                    eps_theta_deg=0.0, eps_vx=0.0, eps_vy=0.0, eps_wpsi=0.0)
-    ic = consistent_initial_conditions(plant, x0, xd0, independent=("x_C", "y_C", "psi"))
-    x0, xd0 = np.asarray(ic.x), np.asarray(ic.xd)
-    ref = bp.spin_matched_motion(cm, x0, xd0)
-    mo = bp.motion_from_reference(cm, ref)
-    red = bp.spin_reduction(cm, ref)
-    dt = mo.period / 125
-    b, r = math.radians(10.0), math.radians(0.5)
-    full = LTVSystem.from_linearization(cm, ref, bp.PARTITION_8_72)
-    dsys = discretize(restrict(full, red.S, red.P, states=red.states), dt)
-    return dict(bp=bp, cm=cm, plant=plant, x0=x0, xd0=xd0, ref=ref, red=red, dt=dt, dsys=dsys,
-                bounds=dict(u_min=-b, u_max=b, du_min=-r, du_max=r))
-
-
 def _controllers(s):
-    from nhcontrol.applications.output_feedback import ball_plate_sensor_model
-    from nhcontrol.design import ExtendedKalmanFilter, MPCController, NMPCController
+    from nhcontrol.applications.ball_plate_control import ball_plate_controller, ball_plate_estimator
 
-    bp, ref, red = s["bp"], s["ref"], s["red"]
-
-    def deviation(t, x, xd):
-        return red.reduce(bp.deviation(ref, t, x, xd))
-
-    Q7 = np.diag([0.0, 0.0, 0.0, 0.1, 0.1, 1e4, 1e4])
-    Q8 = np.diag([0.0, 0.0, 0.0, 0.0, 0.1, 0.1, 1e4, 1e4])
-    R = 1e3 * np.eye(2)
-    mpc = MPCController(s["dsys"], ref, 20, Q7, R, deviation=deviation, **s["bounds"])
+    mpc = ball_plate_controller(s, "mpc")
     # the RTI's QP polished (solved exactly, as the C one) so that the inputs can be compared
-    rti = NMPCController(s["cm"], ref, bp.PARTITION_8_72, 20, Q8, R, dt=s["dt"],
-                         solver_options={"polishing": True}, **s["bounds"])
-    mpc_e = MPCController(s["dsys"], ref, 20, Q7, R, deviation=deviation, **s["bounds"])
-    cms = ball_plate_sensor_model()
-    ekf = ExtendedKalmanFilter(cms, bp.PARTITION_8_72, s["dt"], Rn=np.diag([1e-6, 1e-6, 1e-8, 1e-8]),
-                               x0=ref.x(0.0), xd0=ref.xd(0.0), P0=1e-4 * np.eye(8),
-                               Qw=1e-6 * np.eye(2), Qx=1e-8 * np.eye(8))
-    return mpc, rti, mpc_e, ekf, cms
+    rti = ball_plate_controller(s, "rti", solver_options={"polishing": True})
+    mpc_e = ball_plate_controller(s, "mpc")
+    ekf = ball_plate_estimator(s, "ekf", 0, None)
+    return mpc, rti, mpc_e, ekf, ekf.cm
 
 
 def _python_loop(s, ctrl, samples, ekf=None, sensors=None):
@@ -105,9 +69,9 @@ def _python_loop(s, ctrl, samples, ekf=None, sensors=None):
         return u
 
     ctrl.reset()
-    te = s["dt"] * np.arange(samples + 1)
-    forward_dynamics(s["plant"], (0.0, float(te[-1])), s["x0"], s["xd0"], controller=law,
-                     sample_time=s["dt"], rtol=1e-8, atol=1e-10, t_eval=te)
+    te = s.dt * np.arange(samples + 1)
+    forward_dynamics(s.plant, (0.0, float(te[-1])), s.x0, s.xd0, controller=law,
+                     sample_time=s.dt, rtol=1e-8, atol=1e-10, t_eval=te)
     return lines[:samples], np.array(us[:samples]), times[:samples]
 
 
@@ -135,9 +99,11 @@ def main(argv=None):
     from nhcontrol.interop.c_controllers import QP_MAX_ITER
 
     out = {"load_average_before": [round(v, 2) for v in os.getloadavg()]}
-    s = _setup()
+    from nhcontrol.applications.ball_plate_control import ball_plate_nmpc_setup
+
+    s = ball_plate_nmpc_setup()
     mpc, rti, mpc_e, ekf, cms = _controllers(s)
-    samples = int(round(args.seconds / s["dt"]))
+    samples = int(round(args.seconds / s.dt))
     out["samples"] = samples
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

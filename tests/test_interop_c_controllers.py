@@ -17,7 +17,6 @@ when one is present but the build did not happen.
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -28,6 +27,7 @@ import pytest
 from _helpers import c_compiler
 
 from nhcontrol._util.errors import InteropError
+from nhcontrol.models.ball_plate import PARTITION_8_72
 
 CC = c_compiler()
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on this machine")
@@ -37,86 +37,65 @@ TOL = 1e-6
 
 @pytest.fixture(scope="module")
 def setup():
-    from nhcontrol.models import ball_plate as bp
-    from nhcontrol.reference import consistent_initial_conditions
-    from nhcontrol.systems import LTVSystem, discretize, restrict
+    from nhcontrol.applications.ball_plate_control import ball_plate_nmpc_setup
 
-    cm = bp.model()
-    plant = bp.model(R=1.1 * bp.DEFAULTS["R"])
-    x0, xd0 = bp.initial_conditions(cm, 5.0, eps_x=0.05, eps_y=0.0, eps_psi_deg=0.0,
-                                    eps_theta_deg=0.0, eps_vx=0.0, eps_vy=0.0, eps_wpsi=0.0)
-    ic = consistent_initial_conditions(plant, x0, xd0, independent=("x_C", "y_C", "psi"))
-    x0, xd0 = np.asarray(ic.x), np.asarray(ic.xd)
-    ref = bp.spin_matched_motion(cm, x0, xd0)
-    mo = bp.motion_from_reference(cm, ref)
-    red = bp.spin_reduction(cm, ref)
-    dt = mo.period / 125
-    b, r = math.radians(10.0), math.radians(0.5)
-    full = LTVSystem.from_linearization(cm, ref, bp.PARTITION_8_72)
-    dsys = discretize(restrict(full, red.S, red.P, states=red.states), dt)
-    return dict(bp=bp, cm=cm, plant=plant, x0=x0, xd0=xd0, ref=ref, red=red, dt=dt, dsys=dsys,
-                bounds=dict(u_min=-b, u_max=b, du_min=-r, du_max=r))
+    return ball_plate_nmpc_setup()
 
 
 def _mpc(s, **kw):
-    from nhcontrol.design import MPCController
+    from nhcontrol.applications.ball_plate_control import ball_plate_controller
 
-    bp, ref, red = s["bp"], s["ref"], s["red"]
-
-    def deviation(t, x, xd):
-        return red.reduce(bp.deviation(ref, t, x, xd))
-
-    Q7 = np.diag([0.0, 0.0, 0.0, 0.1, 0.1, 1e4, 1e4])
-    return MPCController(s["dsys"], ref, 20, Q7, 1e3 * np.eye(2), deviation=deviation,
-                         **s["bounds"], **kw)
+    return ball_plate_controller(s, "mpc", **kw)
 
 
 def _rti(s):
-    from nhcontrol.design import NMPCController
+    from nhcontrol.applications.ball_plate_control import ball_plate_controller
 
-    Q8 = np.diag([0.0, 0.0, 0.0, 0.0, 0.1, 0.1, 1e4, 1e4])
-    return NMPCController(s["cm"], s["ref"], s["bp"].PARTITION_8_72, 20, Q8, 1e3 * np.eye(2),
-                          dt=s["dt"], solver_options={"polishing": True}, **s["bounds"])
+    return ball_plate_controller(s, "rti", solver_options={"polishing": True})
 
 
 def _ekf(s):
-    from nhcontrol.applications.output_feedback import ball_plate_sensor_model
-    from nhcontrol.design import ExtendedKalmanFilter
+    from nhcontrol.applications.ball_plate_control import ball_plate_estimator
 
-    cms = ball_plate_sensor_model()
-    ref = s["ref"]
-    ekf = ExtendedKalmanFilter(cms, s["bp"].PARTITION_8_72, s["dt"],
-                               Rn=np.diag([1e-6, 1e-6, 1e-8, 1e-8]), x0=ref.x(0.0),
-                               xd0=ref.xd(0.0), P0=1e-4 * np.eye(8), Qw=1e-6 * np.eye(2),
-                               Qx=1e-8 * np.eye(8))
-    return ekf, cms
+    ekf = ball_plate_estimator(s, "ekf", 0, None)
+    return ekf, ekf.cm
 
 
-def _closed_loop(s, ctrl, samples, ekf=None, sensors=None):
-    """The Python closed loop with the plant; per sample (t, x, xd) or (t, y), and u, status."""
+def _closed_loop(s, ctrl, samples, ekf=None, sensors=None, estimate=None):
+    """The Python closed loop with the plant; per sample (t, x, xd) or (t, y), and u, status.
+    With an estimator: ``y = sensors(x, xd, u_prev)``, ``(x̂, ẋ̂) = estimate(t, y, u_prev)``."""
     from nhcontrol.simulate import forward_dynamics
 
     rec = []
     held = {"u": None}
+    if ekf is not None:
+        def estimate(t, y, u_prev):
+            ekf.update(t, y, u_prev)
+            return ekf.x, ekf.xd
+        measure = sensors.output
+    else:
+        measure = sensors
 
     def law(t, x, xd):
-        if ekf is None:
+        if estimate is None:
             u = ctrl(t, x, xd)
             rec.append(({"t": float(t), "x": list(map(float, x)), "xd": list(map(float, xd))},
                         np.array(u)))
         else:
-            u_prev = ekf.u if held["u"] is None else held["u"]
-            y = np.asarray(sensors.output(x, xd, u_prev), float)
-            ekf.update(t, y, u_prev)
-            u = ctrl(t, ekf.x, ekf.xd)
+            u_prev = held["u"] if held["u"] is not None else held.setdefault("u0", None)
+            if u_prev is None:
+                u_prev = ekf.u if ekf is not None else np.asarray(ctrl.u_ref(0.0), float)
+            y = np.asarray(measure(x, xd, u_prev), float)
+            xh, xdh = estimate(t, y, u_prev)
+            u = ctrl(t, xh, xdh)
             held["u"] = u
             rec.append(({"t": float(t), "y": list(map(float, y))}, np.array(u)))
         return u
 
     ctrl.reset()
-    te = s["dt"] * np.arange(samples + 1)
-    forward_dynamics(s["plant"], (0.0, float(te[-1])), s["x0"], s["xd0"], controller=law,
-                     sample_time=s["dt"], rtol=1e-8, atol=1e-10, t_eval=te)
+    te = s.dt * np.arange(samples + 1)
+    forward_dynamics(s.plant, (0.0, float(te[-1])), s.x0, s.xd0, controller=law,
+                     sample_time=s.dt, rtol=1e-8, atol=1e-10, t_eval=te)
     statuses = [h.status.split(" (")[0] for h in ctrl.history]
     return rec[:samples], statuses[:samples]
 
@@ -162,9 +141,9 @@ def _loop_case(s, tmp_path, which, samples):
         ctrl.export_c(folder)
         rec, st = _closed_loop(s, ctrl, samples)
     else:
-        # the LTV-MPC's QP solved tightly in Python (its default tolerance, 1e-5 before polishing,
-        # shows through the estimator's gains at the 1e-7 level)
-        ctrl = _mpc(s, solver_options={"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iter": 400000})
+        # the LTV-MPC's QP solved tighter in Python (OSQP's default tolerance, 1e-5 where its
+        # polishing does not take, shows through the estimator at the 5e-7 level)
+        ctrl = _mpc(s, solver_options={"eps_abs": 1e-7, "eps_rel": 1e-7})
         ekf, cms = _ekf(s)
         folder = tmp_path / "ekf"
         ctrl.export_c(folder, estimator=ekf)        # the filter's initial state is exported
@@ -186,8 +165,40 @@ def test_c_loop_reproduces_python_inputs(setup, tmp_path, which):
 @pytest.mark.parametrize("which", ["mpc", "rti", "ekf_mpc"])
 def test_c_loop_reproduces_python_inputs_3s(setup, tmp_path, which):
     """The full 3 s loops of ``reproduce nmpc``'s ball-plate (60 samples)."""
-    samples = int(round(3.0 / setup["dt"]))
+    samples = int(round(3.0 / setup.dt))
     folder, rec, st = _loop_case(setup, tmp_path, which, samples)
+    _build(folder)
+    _compare(folder, rec, st)
+
+
+@needs_cc
+def test_c_lqr_with_kalman_filter_reproduces_python(setup, tmp_path):
+    """TV-LQR fed by the linearized Kalman filter (measured x_C, y_C, φ, θ): the C loop returns
+    the Python inputs (the estimate handed on as the reference plus the estimated deviations)."""
+    from nhcontrol.applications.ball_plate_control import ball_plate_controller, ball_plate_estimator
+
+    s = setup
+    ctrl = ball_plate_controller(s, "lqr")
+    samples = 8
+    est = ball_plate_estimator(s, "kf", samples + 1, ctrl)
+    folder = tmp_path / "lqr_kf"
+    ctrl.export_c(folder, estimator=est, steps=samples + 1)
+    coords = list(s.cm.coordinates)
+    sel = [coords.index(nm) for nm in ("x_C", "y_C", "phi", "theta")]
+    names = list(est.states)
+
+    def estimate(t, y, u_prev):
+        X = est.update(t, y, u_prev)
+        x, xd = np.array(s.ref.x(t), float), np.array(s.ref.xd(t), float)
+        for v, nm in zip(X, names):
+            if nm in coords:
+                x[coords.index(nm)] += v
+            else:
+                xd[coords.index(nm[:-2])] += v
+        return x, xd
+
+    rec, st = _closed_loop(s, ctrl, samples, sensors=lambda x, xd, u: np.asarray(x)[sel],
+                           estimate=estimate)
     _build(folder)
     _compare(folder, rec, st)
 
@@ -209,11 +220,10 @@ def test_generated_files_build_strict_without_allocation(setup, tmp_path):
     s = setup
     ekf, _ = _ekf(s)
     folders = {"rti": (_rti(s), None), "mpc_ekf": (_mpc(s), ekf)}
-    lqr = finite_horizon_lqr(s["dsys"], np.diag([0.0, 0.0, 0.0, 0.1, 0.1, 1e4, 1e4]),
+    lqr = finite_horizon_lqr(s.dsys, np.diag([0.0, 0.0, 0.0, 0.1, 0.1, 1e4, 1e4]),
                              1e3 * np.eye(2), np.eye(7))
-    bp, ref, red = s["bp"], s["ref"], s["red"]
-    folders["lqr"] = (TVLQRController(lqr, ref, s["dt"], deviation=lambda t, x, xd: red.reduce(
-        bp.deviation(ref, t, x, xd)), u_min=-0.17, u_max=0.17), None)
+    folders["lqr"] = (TVLQRController(lqr, s.ref, s.dt, deviation=s.deviation, u_min=-0.17,
+                                      u_max=0.17), None)
     for name, (ctrl, est) in folders.items():
         folder = tmp_path / name
         ctrl.export_c(folder, estimator=est, steps=10)
@@ -237,7 +247,7 @@ def test_generated_files_build_strict_without_allocation(setup, tmp_path):
     from nhcontrol.interop import export_c
 
     mfold = tmp_path / "model"
-    export_c(s["cm"], mfold, s["bp"].PARTITION_8_72)
+    export_c(s.cm, mfold, PARTITION_8_72)
     for cc in _compilers():
         for src in ("nhc_model.c", "nhc_check.c"):
             out = subprocess.run([cc, *STRICT, "-c", str(mfold / src), "-o", str(tmp_path / "m.o")],
@@ -254,7 +264,7 @@ def test_harness_refuses_malformed_lines(setup, tmp_path):
     folder = tmp_path / "h"
     ctrl.export_c(folder, steps=5)
     _build(folder)
-    x, xd = list(map(float, s["x0"])), list(map(float, s["xd0"]))
+    x, xd = list(map(float, s.x0)), list(map(float, s.xd0))
     good = json.dumps({"t": 0.0, "x": x, "xd": xd}) + "\n"
     bad = ["not json\n", "{\"t\": 0.0}\n", "{\"t\": 0.0, \"x\": [1, 2], \"xd\": [1, 2]}\n",
            "{\"t\": [0], \"x\": " + json.dumps(x) + ", \"xd\": " + json.dumps(xd) + "}\n",
@@ -267,7 +277,7 @@ def test_harness_refuses_malformed_lines(setup, tmp_path):
     assert all(r["u"] is None and r["status"].startswith("refused") for r in res[:len(bad)])
     assert res[len(bad)]["status"] == "optimal" and len(res[len(bad)]["u"]) == 2
     assert res[-1]["summary"]["steps"] == 1
-    u_py = ctrl.control(0.0, np.concatenate([s["x0"], s["xd0"]]))
+    u_py = ctrl.control(0.0, np.concatenate([s.x0, s.xd0]))
     assert np.abs(np.array(res[len(bad)]["u"]) - u_py).max() < TOL
 
 
@@ -276,11 +286,11 @@ def test_export_refuses_what_it_does_not_cover(setup, tmp_path):
     from nhcontrol.design import NMPCController
 
     s = setup
-    sqp = NMPCController(s["cm"], s["ref"], s["bp"].PARTITION_8_72, 20, np.eye(8), np.eye(2),
-                         dt=s["dt"], mode="sqp")
+    sqp = NMPCController(s.cm, s.ref, PARTITION_8_72, 20, np.eye(8), np.eye(2),
+                         dt=s.dt, mode="sqp")
     with pytest.raises(InteropError, match="real-time iteration"):
         sqp.export_c(tmp_path / "a")
-    ref = s["ref"]
+    ref = s.ref
     bad = _mpc(s)
     bad._deviation = lambda t, x, xd: np.sin(np.concatenate([x - ref.x(t), xd - ref.xd(t)])[:7])
     with pytest.raises(InteropError, match="constant S"):
