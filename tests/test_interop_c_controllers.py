@@ -298,3 +298,26 @@ def test_export_refuses_what_it_does_not_cover(setup, tmp_path):
     with pytest.raises(InteropError, match="integral action"):
         _mpc(s, integral=(np.eye(7)[5:], np.eye(2))).export_c(tmp_path / "c")
     assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()
+
+
+def test_cli_export_controller(tmp_path, capsys):
+    """``nhcontrol export-c ball_plate --controller mpc --estimator ekf`` writes a buildable loop;
+    --estimator without --controller and --controller for a model without designs exit 2."""
+    from nhcontrol.cli import main
+
+    out = tmp_path / "bp"
+    assert main(["export-c", "ball_plate", "--controller", "mpc", "--estimator", "ekf", "--steps",
+                 "10", "--out", str(out)]) == 0
+    meta = json.loads((out / "nhc_export.json").read_text())
+    assert meta["controller"]["controller"] == "mpc" and meta["estimator"]["estimator"] == "ekf"
+    assert {"nhc_loop.c", "nhc_estimator.c", "nhc_model.c", "Makefile"} <= set(meta["files"])
+    for argv, msg in ((["export-c", "ball_plate", "--estimator", "kf", "--out", str(tmp_path / "x")],
+                       "needs --controller"),
+                      (["export-c", "sleigh", "--controller", "mpc", "--out", str(tmp_path / "y")],
+                       "available for")):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        assert msg in capsys.readouterr().err
+    if CC is not None:
+        _build(out)
