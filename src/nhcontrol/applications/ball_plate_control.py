@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["BallPlateSetup", "ball_plate_nmpc_setup", "ball_plate_controller",
            "ball_plate_estimator", "HORIZON", "BOUND_DEG", "RATE_DEG", "R_SCALE", "OFFSET_M"]
@@ -36,11 +40,11 @@ R_SCALE, OFFSET_M = 1.1, 0.05
 class BallPlateSetup:
     """The ball-plate tracking case (see the module docstring)."""
 
-    cm: Any
-    plant: Any
+    cm: CompiledModel
+    plant: CompiledModel
     x0: np.ndarray
     xd0: np.ndarray
-    ref: Any
+    ref: Reference
     red: Any
     dt: float
     dsys: Any
