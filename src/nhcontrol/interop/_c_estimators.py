@@ -71,6 +71,7 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
     c = f"""/* Time-varying LQR tracking controller exported by nhcontrol; do not edit. */
 #include <math.h>
 #include "nhc_controller.h"
+#include "nhc_mpc.h"
 
 static const double T0 = {float(ctrl.t0)!r}, DT = {float(ctrl.dt)!r};
 {_table("SDEV", S)}{_table("REF", refx)}{_table("UREF", uref)}{_table("KG", Km)}{_table("KIDX", kidx, "int")}{_table("UMIN", umin)}{_table("UMAX", umax)}
@@ -86,22 +87,13 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
     const int n = NHC_CTRL_NX, k = NHC_CTRL_K, nq = NHC_CTRL_NQ;
     double *s = ws->work, *dx = s + 2 * nq;
     const double *Kg;
-    double kf = (t - T0) / DT;
     int kk, i, q;
-    if (!(kf > -0.5 && kf < (double)NHC_CTRL_STEPS - 0.5)) {{
+    kk = nhc_sample(t, T0, DT, NHC_CTRL_STEPS);
+    if (kk < 0) {{
         *status = "refused: t outside the exported schedule";
         return 1;
     }}
-    kk = (int)floor(kf + 0.5);
-    for (i = 0; i < nq; i++) {{
-        s[i] = x[i] - REF[kk * 2 * nq + i];
-        s[nq + i] = xd[i] - REF[kk * 2 * nq + nq + i];
-    }}
-    for (i = 0; i < n; i++) {{
-        double v = 0.0;
-        for (q = 0; q < 2 * nq; q++) v += SDEV[i * 2 * nq + q] * s[q];
-        dx[i] = v;
-    }}
+    nhc_deviation(SDEV, REF + kk * 2 * nq, x, xd, nq, n, s, dx);
     Kg = KG + KIDX[kk] * k * n;
     for (i = 0; i < k; i++) {{
         double v = UREF[kk * k + i];

@@ -183,13 +183,12 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
     double *dX = du + N * k, *X0 = dX + (N + 1) * ns, *S = X0 + ns;
     double *W = S + N * ne * ne + 3 * ne * ne + 4 * n + 2 * ns + ns * ns + ns * k + (NHC_C > 0 ? NHC_C : 1);
     const double *Xr, *ur, *up, *Pn;
-    double kf = (t - T0) / DT;
     int kk, i, j, q, st, iters, lin_fallback = 0;
-    if (!(kf > -0.5 && kf < (double)NHC_CTRL_STEPS - 0.5)) {{
+    kk = nhc_sample(t, T0, DT, NHC_CTRL_STEPS);
+    if (kk < 0) {{
         *status = "refused: t outside the exported schedule";
         return 1;
     }}
-    kk = (int)floor(kf + 0.5);
     Xr = XREF + kk * ns;
     ur = UREF + kk * k;
     up = ws->started ? ws->u_prev : ur;
@@ -260,35 +259,12 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
         }}
     }}
     /* fallbacks: the next input of the previous plan, else the LQR of the Riccati schedule */
-    if (ws->has_plan && kk - ws->plan_k > 0 && kk - ws->plan_k < N) {{
-        const long off = (kk - ws->plan_k) * k;
-        for (i = 0; i < k; i++) {{
-            double v = ws->plan_U[off + i];
-            if (v < UMIN[i]) v = UMIN[i];
-            if (v > UMAX[i]) v = UMAX[i];
-            u[i] = v;
-        }}
-        *status = "fallback: shifted plan";
-    }} else {{
-        const double *Kg = KG + KIDX[kk] * k * ns;
-        for (i = 0; i < ns; i++) {{
-            double v = 0.0;
-            for (j = 0; j < {na}; j++) if (i == j) v = x[AI[j]];
-            for (j = 0; j < {na}; j++) if (i == {na} + j) v = xd[AI[j]];
-            for (j = 0; j < {nad}; j++) if (i == {2 * na} + j) v = x[AD[j]];
-            e[i] = v - Xr[i];
-        }}
-        for (i = 0; i < k; i++) {{
-            double v = ur[i], lo = up[i] + DUMIN[i], hi = up[i] + DUMAX[i];
-            for (q = 0; q < ns; q++) v -= Kg[i * ns + q] * e[q];
-            if (UMIN[i] > lo) lo = UMIN[i];
-            if (UMAX[i] < hi) hi = UMAX[i];
-            if (v < lo) v = lo;
-            if (v > hi) v = hi;
-            u[i] = v;
-        }}
-        *status = "fallback: lqr";
-    }}
+    for (j = 0; j < {na}; j++) {{ e[j] = x[AI[j]]; e[{na} + j] = xd[AI[j]]; }}
+    for (j = 0; j < {nad}; j++) e[{2 * na} + j] = x[AD[j]];
+    for (i = 0; i < ns; i++) e[i] -= Xr[i];
+    st = nhc_mpc_fallback(&PROB, ws->has_plan, ws->plan_k, kk, ws->plan_U, ur, up,
+                          KG + KIDX[kk] * k * ns, e, ns, u);
+    *status = st == 1 ? "fallback: shifted plan" : "fallback: lqr";
     for (i = 0; i < k; i++) ws->u_prev[i] = u[i];
     ws->started = 1;
     return 0;

@@ -345,22 +345,13 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
     double *dx = ws->work, *s = dx + n, *A = s + 2 * nq, *B = A + N * n * n, *du = B + N * n * k;
     double *xp = du + N * k, *W = xp + (N + 1) * n;
     const double *ur, *up;
-    double kf = (t - T0) / DT;
-    int kk, i, j, q, st, iters;
-    if (!(kf > -0.5 && kf < (double)NHC_CTRL_STEPS - 0.5)) {{
+    int kk, i, j, st, iters;
+    kk = nhc_sample(t, T0, DT, NHC_CTRL_STEPS);
+    if (kk < 0) {{
         *status = "refused: t outside the exported schedule";
         return 1;
     }}
-    kk = (int)floor(kf + 0.5);
-    for (i = 0; i < nq; i++) {{
-        s[i] = x[i] - REF[kk * 2 * nq + i];
-        s[nq + i] = xd[i] - REF[kk * 2 * nq + nq + i];
-    }}
-    for (i = 0; i < n; i++) {{
-        double v = 0.0;
-        for (q = 0; q < 2 * nq; q++) v += SDEV[i * 2 * nq + q] * s[q];
-        dx[i] = v;
-    }}
+    nhc_deviation(SDEV, REF + kk * 2 * nq, x, xd, nq, n, s, dx);
     for (j = 0; j < N; j++) {{
         const int w = WIN[kk + j];
         for (i = 0; i < n * n; i++) A[j * n * n + i] = AD[w * n * n + i];
@@ -376,27 +367,10 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
         ws->plan_k = kk;
         ws->has_plan = 1;
         *status = "optimal";
-    }} else if (ws->has_plan && kk - ws->plan_k > 0 && kk - ws->plan_k < N) {{
-        const long off = (kk - ws->plan_k) * k;
-        for (i = 0; i < k; i++) {{
-            double v = ws->plan_u[off + i];
-            if (v < UMIN[i]) v = UMIN[i];
-            if (v > UMAX[i]) v = UMAX[i];
-            u[i] = v;
-        }}
-        *status = "fallback: shifted plan";
     }} else {{
-        const double *Kg = KG + KIDX[kk] * k * n;
-        for (i = 0; i < k; i++) {{
-            double v = ur[i], lo = up[i] + DUMIN[i], hi = up[i] + DUMAX[i];
-            for (q = 0; q < n; q++) v -= Kg[i * n + q] * dx[q];
-            if (UMIN[i] > lo) lo = UMIN[i];
-            if (UMAX[i] < hi) hi = UMAX[i];
-            if (v < lo) v = lo;
-            if (v > hi) v = hi;
-            u[i] = v;
-        }}
-        *status = "fallback: lqr";
+        st = nhc_mpc_fallback(&PROB, ws->has_plan, ws->plan_k, kk, ws->plan_u, ur, up,
+                              KG + KIDX[kk] * k * n, dx, n, u);
+        *status = st == 1 ? "fallback: shifted plan" : "fallback: lqr";
     }}
     for (i = 0; i < k; i++) ws->u_prev[i] = u[i];
     ws->started = 1;

@@ -124,3 +124,52 @@ void nhc_mpc_project(const nhc_mpc_problem *pr, const double *u_ref0, const doub
         u[i] = v;
     }
 }
+
+int nhc_sample(double t, double t0, double dt, int steps)
+{
+    const double kf = (t - t0) / dt;
+    if (!(kf > -0.5 && kf < (double)steps - 0.5)) return -1;
+    return (int)floor(kf + 0.5);
+}
+
+void nhc_deviation(const double *S, const double *r, const double *x, const double *xd, int nq,
+                   int n, double *s, double *dx)
+{
+    int i, q;
+    for (i = 0; i < nq; i++) {
+        s[i] = x[i] - r[i];
+        s[nq + i] = xd[i] - r[nq + i];
+    }
+    for (i = 0; i < n; i++) {
+        double v = 0.0;
+        for (q = 0; q < 2 * nq; q++) v += S[i * 2 * nq + q] * s[q];
+        dx[i] = v;
+    }
+}
+
+int nhc_mpc_fallback(const nhc_mpc_problem *pr, int has_plan, long plan_k, long k,
+                     const double *plan_u, const double *u_ref0, const double *u_prev,
+                     const double *Kg, const double *e, int n, double *u)
+{
+    int i, q;
+    if (has_plan && k - plan_k > 0 && k - plan_k < pr->N) {
+        const long off = (k - plan_k) * pr->k;
+        for (i = 0; i < pr->k; i++) {
+            double v = plan_u[off + i];
+            if (v < pr->u_min[i]) v = pr->u_min[i];
+            if (v > pr->u_max[i]) v = pr->u_max[i];
+            u[i] = v;
+        }
+        return 1;
+    }
+    for (i = 0; i < pr->k; i++) {
+        double v = u_ref0[i], lo = u_prev[i] + pr->du_min[i], hi = u_prev[i] + pr->du_max[i];
+        for (q = 0; q < n; q++) v -= Kg[i * n + q] * e[q];
+        if (pr->u_min[i] > lo) lo = pr->u_min[i];
+        if (pr->u_max[i] < hi) hi = pr->u_max[i];
+        if (v < lo) v = lo;
+        if (v > hi) v = hi;
+        u[i] = v;
+    }
+    return 2;
+}

@@ -46,4 +46,20 @@ int nhc_mpc_solve(const nhc_mpc_problem *pr, const double *x0, const double *A, 
 void nhc_mpc_project(const nhc_mpc_problem *pr, const double *u_ref0, const double *du0,
                      const double *u_prev, double *u);
 
+/* the sample index k = round((t - t0) / dt) of a schedule of `steps` samples, or -1 when t is
+ * outside it */
+int nhc_sample(double t, double t0, double dt, int steps);
+
+/* dx (n) = S (n x 2 nq) [x - r[0:nq]; xd - r[nq:2 nq]]; s: 2 nq doubles of scratch */
+void nhc_deviation(const double *S, const double *r, const double *x, const double *xd, int nq,
+                   int n, double *s, double *dx);
+
+/* The named fallbacks of a step whose QP failed (nhcontrol.design's _fallback): while the last
+ * plan lasts (0 < k - plan_k < N) its input of sample k, clipped to [u_min, u_max] (returns 1,
+ * "fallback: shifted plan"); else the LQR u_ref0 - Kg e (Kg: k x n) clipped to the input and
+ * rate bounds about u_prev (returns 2, "fallback: lqr"). */
+int nhc_mpc_fallback(const nhc_mpc_problem *pr, int has_plan, long plan_k, long k,
+                     const double *plan_u, const double *u_ref0, const double *u_prev,
+                     const double *Kg, const double *e, int n, double *u);
+
 #endif
