@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from .._util.errors import InteropError
-from .c_controllers import QP_MAX_ITER, _mpc_checks, _mpc_problem_tables, _nq, _sample_times, \
-    _schedule_index, _table
+from .c_controllers import _INIT_C, QP_MAX_ITER, _mpc_checks, _mpc_problem_tables, _nq, \
+    _riccati_tables, _sample_times, _table
 
 
 def nmpc_controller_files(ctrl: Any, steps: int | None) -> tuple[dict[str, str], dict]:
@@ -45,12 +45,6 @@ def nmpc_controller_files(ctrl: Any, steps: int | None) -> tuple[dict[str, str],
     xds = np.asarray(ref.xd(ts), float).reshape(K + N + 1, n)
     Xref = ctrl.reduce(xs, xds)
     uref = np.asarray(ctrl.u_ref(ts[:K + N]), float).reshape(K + N, k)
-    terminal = ctrl.terminal == "riccati"
-    if terminal:
-        Pm, pidx = _schedule_index(ctrl.schedule, np.arange(N, K + N), "P")
-    else:
-        Pm, pidx = np.asarray(mpc._Qf, float)[None], np.zeros(K, int)
-    Km, kidx = _schedule_index(ctrl.schedule, np.arange(K), "K")
     prob_src, prob_init, nbx = _mpc_problem_tables(mpc)
     na, nad = len(ctrl._ai), len(ctrl._ad)
     ne = ns + k + 1
@@ -115,19 +109,9 @@ static const int AD[{max(nad, 1)}] = {{{ad}}};
 {_table("PARAM", ctrl.ev.p)}/* the reference in the linear state X = [x_ai, xd_ai, x_ad] at the samples 0 ... STEPS + N */
 {_table("XREF", Xref)}/* the reference coordinates (the first guess of the nodes' dependent coordinates) */
 {_table("XG", xs[:K + N])}/* the feed-forward u0 of the samples 0 ... STEPS + N - 1 */
-{_table("UREF", uref)}/* terminal weights P(k + N) (or the fixed Qf) and their index per sample */
-{_table("PF", Pm)}{_table("PIDX", pidx, "int")}/* the LQR gains K(k) of the fallback and their index per sample */
-{_table("KG", Km)}{_table("KIDX", kidx, "int")}{prob_src}
+{_table("UREF", uref)}{_riccati_tables(ctrl, K)}{prob_src}
 {prob_init}
-void nhc_ctrl_init(nhc_ctrl_workspace *ws)
-{{
-    int i;
-    for (i = 0; i < NHC_CTRL_K; i++) ws->u_prev[i] = 0.0;
-    ws->started = 0;
-    ws->has_plan = 0;
-    ws->plan_k = -1;
-}}
-
+{_INIT_C}
 /* Phi_j, Gam_j, F_j = Xbar_j + gam_j at the nodes j < N and their full coordinates xf (the
    nodes made admissible, linearized exactly, discretized by the exponential-Euler step) */
 static int nhc_nodes(nhc_ctrl_workspace *ws, const double *Xbar, const double *Ubar,

@@ -40,7 +40,7 @@ from .c_export import C_FLAGS, write_files
 if TYPE_CHECKING:
     from nhcontrol.design import MPCController, NMPCController, TVLQRController
 
-__all__ = ["export_loop", "controller_files", "estimator_files", "TEMPLATES", "QP_MAX_ITER",
+__all__ = ["export_loop", "export_estimator", "controller_files", "estimator_files", "TEMPLATES", "QP_MAX_ITER",
            "STRICT_FLAGS"]
 
 TEMPLATES = ("nhc_linalg.h", "nhc_linalg.c", "nhc_qp.h", "nhc_qp.c", "nhc_mpc.h", "nhc_mpc.c",
@@ -246,6 +246,32 @@ def _schedule_index(schedule: Any, js: Any, which: str) -> tuple[np.ndarray, np.
     return table[used], np.searchsorted(used, rows)
 
 
+_INIT_C = """void nhc_ctrl_init(nhc_ctrl_workspace *ws)
+{
+    int i;
+    for (i = 0; i < NHC_CTRL_K; i++) ws->u_prev[i] = 0.0;
+    ws->started = 0;
+    ws->has_plan = 0;
+    ws->plan_k = -1;
+}
+"""
+
+
+def _riccati_tables(ctrl: Any, K: int) -> str:
+    """The C tables of the Riccati schedule a step reads: the terminal weights ``P(k + N)`` (or
+    the fixed ``Q_f``) and the fallback gains ``K(k)``, each with its index per sample."""
+    N = ctrl.horizon
+    if ctrl.terminal == "riccati":
+        Pm, pidx = _schedule_index(ctrl.schedule, np.arange(N, K + N), "P")
+    else:
+        Pm, pidx = np.asarray(ctrl.mpc._Qf, float)[None], np.zeros(K, int)
+    Km, kidx = _schedule_index(ctrl.schedule, np.arange(K), "K")
+    return ("/* terminal weights P(k + N) of the Riccati schedule (or the fixed Qf), index per sample */\n"
+            + _table("PF", Pm) + _table("PIDX", pidx, "int")
+            + "/* the LQR gains K(k) of the fallback and their index per sample */\n"
+            + _table("KG", Km) + _table("KIDX", kidx, "int"))
+
+
 def _mpc_controller_files(ctrl: MPCController, steps: int | None) -> tuple[dict[str, str], dict]:
     from ..design import MPCController
 
@@ -270,12 +296,6 @@ def _mpc_controller_files(ctrl: MPCController, steps: int | None) -> tuple[dict[
     used = np.unique(win)
     remap = np.searchsorted(used, win)
     Ad, Bd = np.asarray(ctrl.Ad)[used], np.asarray(ctrl.Bd)[used]
-    terminal = ctrl.terminal == "riccati"
-    if terminal:
-        Pm, pidx = _schedule_index(ctrl.schedule, np.arange(N, K + N), "P")
-    else:
-        Pm, pidx = np.asarray(mpc._Qf, float)[None], np.zeros(K, int)
-    Km, kidx = _schedule_index(ctrl.schedule, np.arange(K), "K")
     xref = None
     if ctrl.x_ref is not None:
         xref = np.array([np.asarray(ctrl.x_ref(t), float) for t in ts])
@@ -325,19 +345,9 @@ static const double T0 = {float(ctrl.t0)!r}, DT = {float(ctrl.dt)!r};
 {_table("SDEV", S)}/* the reference [x0; xd0] at the samples (STEPS x 2 NQ) */
 {_table("REF", refx)}/* the feed-forward u0 of the samples 0 ... STEPS + N - 1 */
 {_table("UREF", uref)}/* the discrete model's steps used and the step of each sample */
-{_table("AD", Ad)}{_table("BD", Bd)}{_table("WIN", remap, "int")}/* terminal weights P(k + N) of the Riccati schedule (or the fixed Qf) and their index per sample */
-{_table("PF", Pm)}{_table("PIDX", pidx, "int")}/* the LQR gains K(k) of the fallback and their index per sample */
-{_table("KG", Km)}{_table("KIDX", kidx, "int")}{_table("XREF", xref) if xref is not None else ""}{prob_src}
+{_table("AD", Ad)}{_table("BD", Bd)}{_table("WIN", remap, "int")}{_riccati_tables(ctrl, K)}{_table("XREF", xref) if xref is not None else ""}{prob_src}
 {prob_init}
-void nhc_ctrl_init(nhc_ctrl_workspace *ws)
-{{
-    int i;
-    for (i = 0; i < NHC_CTRL_K; i++) ws->u_prev[i] = 0.0;
-    ws->started = 0;
-    ws->has_plan = 0;
-    ws->plan_k = -1;
-}}
-
+{_INIT_C}
 int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const double *xd, double *u,
                   const char **status)
 {{
@@ -491,5 +501,53 @@ def export_loop(controller: MPCController | NMPCController | TVLQRController, ou
                 "cflags": C_FLAGS, "strict_flags": STRICT_FLAGS}
     files["nhc_export.json"] = json.dumps(out_meta, indent=1)
     info = write_files(out, files, force=force, what=f"{type(controller).__name__}.export_c")
+    out_meta["directory"] = info.get("directory")
+    return out_meta
+
+
+def export_estimator(estimator: Any, out: str | Path, *, controller: Any = None,
+                     reference: Any = None, steps: int | None = None, force: bool = False) -> dict:
+    """Write an estimator (`KalmanEstimator`, `ExtendedKalmanFilter`) as standalone C99.
+
+    With ``controller`` this is ``export_loop(controller, out, estimator)`` (the harness closes
+    the loop). Alone, the folder holds ``nhc_estimator.h/.c`` (and the model for the EKF), the
+    model-independent C and a ``Makefile`` whose default target compiles them (``make``) into
+    objects to link into your program: ``nhc_est_init``, ``nhc_est_update(ws, t, y, u_prev, x,
+    xd, &status)`` with one caller-owned ``nhc_est_workspace``.
+
+    Parameters
+    ----------
+    estimator : KalmanEstimator or ExtendedKalmanFilter
+        Its current state (estimate, covariance, held input, time) is the exported start.
+    out : path-like
+    controller : MPCController, NMPCController or TVLQRController, optional
+    reference : Reference, optional
+        The reference whose coordinates the Kalman filter's deviations are added to (required
+        for a `KalmanEstimator` without ``controller``; the controller's otherwise).
+    steps : int, optional
+        Samples covered (the Kalman filter's horizon at most).
+    force : bool, default False
+        Overwrite files in ``out`` that nhcontrol did not write.
+
+    Returns
+    -------
+    dict
+        The metadata written to ``nhc_export.json``.
+    """
+    if controller is not None:
+        return export_loop(controller, out, estimator, steps=steps, force=force)
+    files, meta = estimator_files(estimator, steps, reference)
+    _files_common(files)
+    files.pop("nhc_loop.c")
+    sources = sorted(n for n in files if n.endswith(".c"))
+    objs = " ".join(s[:-2] + ".o" for s in sources)
+    files["Makefile"] = (f"# Compiles the exported nhcontrol estimator (objects to link into your program).\n"
+                         f"CC ?= cc\nCFLAGS ?= {C_FLAGS}\nOBJS = {objs}\n\nall: $(OBJS)\n\n"
+                         f"%.o: %.c *.h\n\t$(CC) $(CFLAGS) -c $< -o $@\n\nclean:\n\trm -f $(OBJS)\n\n"
+                         f".PHONY: all clean\n")
+    out_meta = {"controller": None, "estimator": meta, "files": sorted(files) + ["nhc_export.json"],
+                "sources": sources, "cflags": C_FLAGS, "strict_flags": STRICT_FLAGS}
+    files["nhc_export.json"] = json.dumps(out_meta, indent=1)
+    info = write_files(out, files, force=force, what=f"{type(estimator).__name__}.export_c")
     out_meta["directory"] = info.get("directory")
     return out_meta
