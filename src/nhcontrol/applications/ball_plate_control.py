@@ -30,10 +30,15 @@ __all__ = ["BallPlateSetup", "ball_plate_nmpc_setup", "ball_plate_controller",
            "ball_plate_estimator", "HORIZON", "BOUND_DEG", "RATE_DEG", "R_SCALE", "OFFSET_M"]
 
 HORIZON = 20
-BOUND_DEG, RATE_DEG = 10.0, 0.5
-"""Plate-angle bound and largest step per sample [deg]."""
-R_SCALE, OFFSET_M = 1.1, 0.05
-"""Plant ball radius / nominal, initial radial offset of the contact point [m]."""
+"""Prediction horizon ``N`` of the MPC and RTI controllers (samples)."""
+BOUND_DEG = 10.0
+"""Plate-angle bound ``|α|, |β|`` [deg]."""
+RATE_DEG = 0.5
+"""Largest step of a plate angle per sample [deg]."""
+R_SCALE = 1.1
+"""Plant ball radius over the nominal (designed) radius."""
+OFFSET_M = 0.05
+"""Initial radial offset of the contact point from the circle [m]."""
 
 
 @dataclass(frozen=True, eq=False)
