@@ -10,8 +10,9 @@ set by the Python QP: OSQP with its defaults and solution polishing (the LTV-MPC
 reference here polishes (an exactly solved QP, ~1e-15 rad). Tolerance 1e-6 rad (the issue's).
 The 3 s loops take a few seconds each (the build dominates).
 
-A test that needs the C compiler skips only when the machine has none (``_helpers``), and fails
-when one is present but the build did not happen.
+A test that needs the C compiler is marked ``c_compiler``: skipped only when the machine has
+none (``conftest``, ``_helpers.c_compiler_present``), failed when one is present but the build
+did not happen.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from nhcontrol._util.errors import InteropError
 from nhcontrol.models.ball_plate import PARTITION_8_72
 
 CC = c_compiler()
-needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on this machine")
+needs_cc = pytest.mark.c_compiler     # skipped by conftest only where the machine has no compiler
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wconversion", "-Werror"]
 TOL = 1e-6
 
