@@ -408,3 +408,20 @@ def test_estimators_export_alone(setup, tmp_path):
         assert (folder / "nhc_estimator.o").exists()
     with pytest.raises(InteropError, match="needs the reference"):
         kf.export_c(tmp_path / "kf2")
+
+
+@pytest.mark.c_compiler
+def test_c_fallback_statuses_agree(setup, tmp_path):
+    """Hard state bounds that the 5 cm initial offset violates at every predicted sample make
+    the QP infeasible: Python (OSQP, then Clarabel) and C (the dual active-set method reports
+    infeasibility) both apply the LQR fallback of the Riccati schedule, clipped to the bounds,
+    with the status "fallback: lqr"."""
+    s = setup
+    tiny = np.array([np.inf, np.inf, np.inf, np.inf, np.inf, 1e-4, 1e-4])
+    ctrl = _mpc(s, x_min=-tiny, x_max=tiny)
+    folder = tmp_path / "fb"
+    ctrl.export_c(folder, steps=6)
+    rec, st = _closed_loop(s, ctrl, 4)
+    assert set(st) == {"fallback: lqr"}
+    _build(folder)
+    _compare(folder, rec, st)
