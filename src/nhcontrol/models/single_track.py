@@ -65,7 +65,7 @@ from nhcontrol.modeling import MultibodySystem, rot_y, rot_z
 from nhcontrol.modeling.appell import AppellEquations, appell_equations
 
 __all__ = [
-    "build", "DEFAULTS", "WHEEL_DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "kinematic_steady_turn",
+    "build", "lateral_force_expressions", "DEFAULTS", "WHEEL_DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "kinematic_steady_turn",
     "appell_vs_newton_euler", "newton_euler_wdot", "kinematic_turn_error", "APPELL_CHECKS",
     "static_axle_loads", "GRAVITY", "tyre_plant", "TYRE_DEFAULTS", "TYRE_LAWS", "TYRE_VARIANTS",
     "slip_angles", "lateral_tyre_force",
@@ -133,7 +133,8 @@ class SingleTrackModel:
         return 2 * self.n - self.l
 
 
-def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
+def build(variant: Variant = "force", *, lateral_force_outputs: bool = False,
+          **overrides: float) -> SingleTrackModel:
     """Build one single-track model of Table 1 (skate or rigid-wheel).
 
     Parameters
@@ -144,6 +145,12 @@ def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
         'rigid_force', 'rigid_torque', 'rigid_force_torque'`` (wheel spin angles
         ``phi_R, phi_F`` added as coordinates, rolling constraints added, driven by axle
         torques ``M_R, M_F`` instead of forces).
+    lateral_force_outputs : bool
+        Declare the skates' lateral forces ``lateral_force_rear``, ``lateral_force_front`` [N]
+        (the multipliers of ``rear_skate``, ``front_skate``) as outputs ``h(x, ẋ, u)``
+        ([`lateral_force_expressions`][nhcontrol.models.single_track.lateral_force_expressions]);
+        skate variants only. Their linearization ``C, D`` lets a controller bound the friction
+        utilisation ``|F| / (μ N)`` (`nhcontrol.applications.lane_change`).
     **overrides : float
         Parameter defaults to change (names of `DEFAULTS`; ``r_w``, ``J_w`` of
         `WHEEL_DEFAULTS` for the rigid-wheel variants).
@@ -254,7 +261,53 @@ def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
     if rigid:
         xdot += [u1 / r_w, u1 / (r_w * sp.cos(gam))]
     ae = appell_equations(mb, xdot, w, input_rates=None if rate is None else {gam: rate})
-    return SingleTrackModel(variant=variant, system=mb, appell=ae)
+    mdl = SingleTrackModel(variant=variant, system=mb, appell=ae)
+    if lateral_force_outputs:
+        if rigid:
+            raise ModelError(f"lateral_force_outputs is available for the skate variants "
+                             f"{list(VARIANTS[:4])}, not {variant!r}")
+        mb.add_output(["lateral_force_rear", "lateral_force_front"], lateral_force_expressions(mdl))
+    return mdl
+
+
+def lateral_force_expressions(mdl: SingleTrackModel) -> sp.Matrix:
+    """The skates' lateral forces ``[Λ_rear, Λ_front]`` [N] as expressions of ``x, ẋ, u``
+    (derived here).
+
+    Appell's equations give ``ẇ = M_w⁻¹ F_w(x, w, u)``; the velocity map ``ẋ = Φ(x, u) w + φ``
+    differentiated along the motion gives ``ẍ = ∂(Φw+φ)/∂x ẋ + Φ ẇ + ∂(Φw+φ)/∂γ γ̇`` (the last
+    term for an assigned steering angle, ``γ̇`` the input ``gamma_rate``), and Newton–Euler,
+    ``M ẍ + Dᵀ Λ = Q``, the multipliers ``Λ = (D Dᵀ)⁻¹ D (Q − M ẍ)`` (``Q − M ẍ`` lies in the
+    range of ``Dᵀ``). The pseudo velocities are replaced by the velocities, ``v = cos ψ ẋ +
+    sin ψ ẏ`` (and ``gamma_d``), so the expressions hold on the constraint manifold. The skate
+    constraints are written ``n · v_P = 0`` with ``|n| = 1``: the multipliers are forces in
+    newtons, as in [`friction_utilisation`][nhcontrol.reference.friction_utilisation].
+    """
+    mb, ae = mdl.system, mdl.appell
+    eq = mb.equations()
+    x, xd_s = list(eq.x), list(eq.xd)
+    names = list(mb.constraints[i].name for i in range(len(mb.constraints)))
+    rows = [names.index("rear_skate"), names.index("front_skate")]
+    xdot = sp.Matrix(ae.xdot)
+    wdot = ae.M_w.LUsolve(ae.F_w) if ae.nw else sp.zeros(0, 1)
+    xdd = xdot.jacobian(list(ae.x)) * xdot
+    if ae.nw:
+        xdd += xdot.jacobian(list(ae.w)) * wdot
+    ins = [str(u) for u in ae.u]
+    if "gamma_rate" in ins:
+        gam, rate = ae.u[ins.index("gamma")], ae.u[ins.index("gamma_rate")]
+        xdd += xdot.diff(gam) * rate
+    D = sp.Matrix(eq.D)
+    Q = sp.Matrix(eq.Q).subs(dict(zip(xd_s, list(xdot))))
+    lam = (D * D.T).LUsolve(D * (Q - sp.Matrix(eq.M) * xdd))
+    psi = x[2]
+    to_vel = {}
+    for wi in ae.w:
+        if str(wi) == "v":
+            to_vel[wi] = sp.cos(psi) * xd_s[0] + sp.sin(psi) * xd_s[1]
+        else:
+            to_vel[wi] = xd_s[[str(q) for q in xd_s].index(str(wi))]
+    return sp.Matrix([lam[r].subs(to_vel) for r in rows])
 
 
 def static_axle_loads(cm: object, p: Mapping[str, float] | None = None,
