@@ -46,7 +46,7 @@ REGRESSION_LOWER_BOUND_80_KM_H = {"centre-to-near-row": 3.859, "row-to-row": 2.5
 """Lower bound [m/s²] of the acceleration any motion through the cones needs at 80 km/h."""
 REGRESSION_CONE_CLEARANCE = (0.10, 0.16)
 """Bracket [m] of the reference's cone clearance (computed 12.9 cm and 14.9 cm)."""
-REGRESSION_LOOP_FRICTION_15 = (0.6, 0.66)
+REGRESSION_LOOP_FRICTION_15 = (0.6, 0.64)
 """Bracket of the four closed loops' peak friction utilisation at 15 m/s (computed 0.628-0.634)."""
 REGRESSION_LOOP_ERROR_15 = 0.0125
 """Largest lateral deviation [m] of the four closed loops at 15 m/s, started on the reference
@@ -374,6 +374,40 @@ def test_ltv_along_lane_change_matches_finite_differences(cm, ref, t):
     assert np.max(np.abs(lin.B - fd.B)) < 1e-5 * (1.0 + np.max(np.abs(lin.B)))
 
 
+APPELL_ROUNDOFF_FACTOR = 10.0
+"""Bound on ``|Δẇ| / (ε κ₂(M) ‖ẍ‖)``, Appell vs Newton–Euler (derived in
+`single_track.appell_check`: a backward-stable solve, a constant of the dimension; measured at
+most 0.33 over every variant of the full run)."""
+
+
+def _appell_all(**kw):
+    return {v: st.appell_check(st.build(v), **kw) for v in st.APPELL_CHECKS}
+
+
+def test_appell_equals_newton_euler_on_every_variant():
+    """Every single-track variant with dynamics (three skate, three rigid-wheel models), on a
+    shortened Appell trajectory (0.5 s, 5 samples): Appell's ẇ equals Newton–Euler's to
+    round-off, |Δẇ| ≤ 10 ε κ₂(M) ‖ẍ‖ at every sample (the README's claim). The full run's
+    trajectories (2 s, 20 samples): `test_appell_full_run_every_variant` (slow)."""
+    checks = _appell_all(t_final=0.5, samples=5)
+    assert set(checks) == {"force", "torque", "force_torque", "rigid_force", "rigid_torque",
+                           "rigid_force_torque"}
+    for v, c in checks.items():
+        assert c["max_relative_to_roundoff"] <= APPELL_ROUNDOFF_FACTOR, v
+        assert c["max_wdot"] > 0.1 and c["max_cond_M"] >= 1.0
+
+
+@pytest.mark.slow
+def test_appell_full_run_every_variant():
+    """The trajectories of the full ``reproduce road-vehicles`` run (2 s, 20 samples) on every
+    variant: |Δẇ| ≤ 10 ε κ₂(M) ‖ẍ‖ (measured at most 0.33; absolute at most 4.7e-13, rigid
+    torque model, where κ₂(M) ≈ 3000)."""
+    checks = _appell_all()
+    for v, c in checks.items():
+        assert c["max_relative_to_roundoff"] <= APPELL_ROUNDOFF_FACTOR, v
+        assert c["max_abs_diff"] < 1e-11, v
+
+
 def test_registered():
     assert TARGETS["road-vehicles"][0] == "road_vehicles"
 
@@ -398,7 +432,8 @@ def test_reproduce_quick(tmp_path):
     assert [res["models"][f"rigid_{v}"]["dof"] for v in ("kinematic", "force", "torque",
                                                          "force_torque")] == [2.5, 3.0, 3.5, 4.0]
     assert set(res["appell_vs_newton_euler"]) == {"force", "torque", "force_torque"}  # quick
-    assert res["appell_vs_newton_euler_max_diff"] <= 5e-13     # the README's claim
+    assert res["appell_vs_newton_euler_max_relative"] <= APPELL_ROUNDOFF_FACTOR   # README
+    assert set(res["appell_vs_newton_euler_relative"]) == set(res["appell_vs_newton_euler"])
     assert res["kinematic_turning_radius_rel_error"] < 1e-8
     mpc, lqr = res["lane_change"], res["lane_change_lqr"]
     asg, alqr = res["lane_change_assigned_steering"], res["lane_change_assigned_steering_lqr"]

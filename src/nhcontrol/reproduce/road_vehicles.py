@@ -70,9 +70,13 @@ def _models(quick: bool) -> dict[str, Any]:
     table = {v: {"n": m.n, "l": m.l, "dof": m.dof, "first_order_odes": m.first_order_odes}
              for v, m in models.items()}
     checked = [v for v in st.APPELL_CHECKS if not (quick and v.startswith("rigid_"))]
-    diffs = {v: st.appell_vs_newton_euler(models[v]) for v in checked}
+    checks = {v: st.appell_check(models[v]) for v in checked}
+    diffs = {v: c["max_abs_diff"] for v, c in checks.items()}
+    rel = {v: c["max_relative_to_roundoff"] for v, c in checks.items()}
     return {"models": table, "appell_vs_newton_euler": diffs,
             "appell_vs_newton_euler_max_diff": float(max(diffs.values())),
+            "appell_vs_newton_euler_relative": rel,
+            "appell_vs_newton_euler_max_relative": float(max(rel.values())),
             "kinematic_turning_radius_rel_error": st.kinematic_turn_error(mdl=models["kinematic"])}
 
 
@@ -182,8 +186,11 @@ def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) 
     -------
     dict
         ``models`` (per variant of Table 1, skate and rigid-wheel: ``n``, ``l``, ``dof``,
-        ``first_order_odes``), ``appell_vs_newton_euler`` (per variant checked) and
-        ``appell_vs_newton_euler_max_diff``, ``kinematic_turning_radius_rel_error``,
+        ``first_order_odes``), ``appell_vs_newton_euler`` (per variant checked: largest
+        ``|Δẇ|``) and ``appell_vs_newton_euler_max_diff``, ``appell_vs_newton_euler_relative``
+        (per variant: largest ``|Δẇ| / (ε κ₂(M) ‖ẍ‖)``,
+        [`appell_check`][nhcontrol.models.single_track.appell_check]) and
+        ``appell_vs_newton_euler_max_relative``, ``kinematic_turning_radius_rel_error``,
         ``lane_change`` (MPC) and ``lane_change_lqr`` (``max_lateral_error_m``,
         ``rms_lateral_error_m``, ``peak_steer_deg``, ``peak_steer_rate_deg_s``,
         ``median_step_s``, ...), ``lane_change_assigned_steering`` (the same numbers for the
@@ -452,7 +459,8 @@ def summary(result: dict[str, Any]) -> str:
         lines.append(f"  {v:18s} n = {m['n']}, l = {m['l']}, dof = {m['dof']:g}, "
                      f"first-order ODEs = {m['first_order_odes']}")
     lines.append(f"Appell vs Newton–Euler (multipliers), max |Δẇ| = "
-                 f"{result['appell_vs_newton_euler_max_diff']:.2e} over "
+                 f"{result['appell_vs_newton_euler_max_diff']:.2e}, at most "
+                 f"{result['appell_vs_newton_euler_max_relative']:.2f} ε κ₂(M) ‖ẍ‖ over "
                  f"{', '.join(result['appell_vs_newton_euler'])}")
     lines.append(f"kinematic bicycle steady turn: radius relative error = "
                  f"{result['kinematic_turning_radius_rel_error']:.2e}")
