@@ -490,7 +490,8 @@ def test_reproduce_quick(tmp_path):
     for b in table.values():
         lo, hi = REGRESSION_LOOP_FRICTION_15
         assert lo < b["peak_friction_utilisation"] < hi and b["within_friction"]
-        assert b["bounds_respected"] and b["inside_cones"] and b["cone_clearance_m"] > 0.1
+        assert b["bounds_respected"] and b["inside_cones"]
+        assert b["cone_clearance_m"] > REGRESSION_CONE_CLEARANCE[0]
     assert res["friction_warnings"] == [] and "lane_change_80_km_h" not in res
     assert sorted(res["figures"]) == sorted(["road_vehicles_path.png",
                                              "road_vehicles_lateral_error.png",
