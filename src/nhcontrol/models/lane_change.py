@@ -111,8 +111,9 @@ LEAD: float = 10.0
 leaves and ends after the start of the lane it enters (chosen here)."""
 
 SPEED: float = 15.0
-"""Speed [m/s] of the lane change (54 km/h): peak lateral acceleration 3.9 m/s² of the mass
-centre along the body's lateral axis with the default path and ``single_track.DEFAULTS``."""
+"""Speed [m/s] of the lane change (54 km/h): peak lateral acceleration 5.07 m/s² of the mass
+centre along the body's lateral axis with the default path and ``single_track.DEFAULTS``
+(3.88 m/s² with ``offset_reference="row-to-row"``)."""
 
 DRIVE_INPUTS: tuple[str, ...] = ("F_R", "T")
 """Inputs of ``single_track.build("force_torque")`` that drive the lane change (``F_F = 0``)."""
