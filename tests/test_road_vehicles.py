@@ -349,6 +349,30 @@ def test_assigned_steering_at_80_km_h_keeps_friction():
     assert lo < lqr["peak_friction_utilisation"] < hi
 
 
+REGRESSION_80_KM_H_WHOLE_TRACK = {"mpc": (0.85, 0.95), "lqr": (1.3, 1.45)}
+"""Peak friction utilisation of the four loops over the whole track at 80 km/h (full run:
+MPCs 0.93 and 0.90, LQRs 1.38 and 1.40)."""
+
+
+@pytest.mark.slow
+def test_four_loops_at_80_km_h_whole_track():
+    """The full run's 80 km/h loops (docs/theory/road_vehicles.md): both MPCs within friction,
+    inside the cones and within the steering bounds, every QP optimal; both LQRs beyond the
+    friction limit (the reference needs 1.36 μN)."""
+    from nhcontrol.reproduce import road_vehicles as rv
+    from nhcontrol.applications.lane_change import LaneChangeSettings
+
+    loops, _, _ = rv._loops(LaneChangeSettings(V=lc.TEST_SPEED))
+    for kind in ("mpc", "assigned"):
+        b = loops[kind]["numbers"]
+        lo, hi = REGRESSION_80_KM_H_WHOLE_TRACK["mpc"]
+        assert lo < b["peak_friction_utilisation"] < hi and b["bounds_respected"]
+        assert b["cone_clearance_m"] > 0.0 and set(b["statuses"]) == {"optimal"}
+    for kind in ("lqr", "assigned_lqr"):
+        lo, hi = REGRESSION_80_KM_H_WHOLE_TRACK["lqr"]
+        assert lo < loops[kind]["numbers"]["peak_friction_utilisation"] < hi
+
+
 @pytest.mark.parametrize("name", ["closed_loop", "closed_loop_assigned"])
 def test_closed_loop_kind_refused(name):
     """Both lane-change loops of the library take only the MPC or the LQR (checked before the
