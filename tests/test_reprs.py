@@ -49,7 +49,8 @@ def test_every_public_class_has_a_concise_repr():
         elif dataclasses.is_dataclass(cls) and getattr(getattr(rep, "__code__", None), "co_filename",
                                                        "").endswith("dataclasses.py"):
             bad.append(f"{key}: the dataclass's field-by-field repr")
-    assert not bad, "\n".join(bad)
+    assert not bad, ("give these classes a concise repr (`__repr__ = concise_repr` from "
+                     "nhcontrol._util.reprs, or their own):\n" + "\n".join(bad))
 
 
 @functools.lru_cache(maxsize=1)

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from nhcontrol._util.reprs import concise_repr
+
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
     from nhcontrol.reference import Reference
@@ -44,6 +46,8 @@ OFFSET_M = 0.05
 @dataclass(frozen=True, eq=False)
 class BallPlateSetup:
     """The ball-plate tracking case (see the module docstring)."""
+
+    __repr__ = concise_repr
 
     cm: CompiledModel
     plant: CompiledModel
