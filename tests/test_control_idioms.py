@@ -229,3 +229,16 @@ def test_kalman_decomposition_discrete_time_conserves_multiplier_one():
     for kd in (kc, kdisc):
         assert [str(c) for c in kd.uncontrollable] == ["a - 0.5 b"] and kd.uncontrollable[0].conserved
     assert kdisc.controllable_subsystem().dt == 0.1
+
+
+def test_kalman_decomposition_of_a_constant_ltv_system():
+    from nhcontrol._util.errors import LinearSystemError
+    from nhcontrol.analysis import kalman_decomposition
+    from nhcontrol.systems import LTVSystem
+
+    ltv = LTVSystem.constant([[0, 0, 1.0], [0, 0, 2.0], [0, 0, -1.0]], [[0], [0], [1.0]],
+                             states=["a", "b", "v"], inputs=["F"])
+    assert [str(c) for c in kalman_decomposition(ltv).uncontrollable] == ["a - 0.5 b"]
+    varying = LTVSystem(lambda t: [[0.0, 1.0], [-1.0 - np.cos(t), 0.0]], lambda t: [[0.0], [1.0]])
+    with pytest.raises(LinearSystemError, match="varies with time"):
+        kalman_decomposition(varying)

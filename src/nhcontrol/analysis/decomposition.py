@@ -27,6 +27,7 @@ from .._util.errors import LinearSystemError
 from .._util.validation import as_float_array, readonly
 from .controllability import RankResult, ctrb_matrix, rank_decision
 from .observability import obsv_matrix
+from ..systems.ltv import LTVSystem
 from .._util.combinations import COEF_RTOL, echelon_combinations, format_combination, pbh_directions
 
 if TYPE_CHECKING:
@@ -218,6 +219,11 @@ def _as_matrices(sys: Any, states: Sequence[str] | None
                  ) -> tuple[NDArray, NDArray, NDArray | None, list[str], list[str], list[str], Any]:
     if hasattr(sys, "to_statespace") and hasattr(sys, "partition"):      # a linearization
         sys = sys.to_statespace()
+    if isinstance(sys, LTVSystem):
+        if not sys.is_constant:
+            raise LinearSystemError("kalman_decomposition decomposes an LTI system; this LTVSystem varies "
+                                    "with time: freeze it (sys.at(t)) or use gramian / silverman_meadows")
+        sys = sys.at(0.0 if sys.t_range is None else sys.t_range[0])
     if isinstance(sys, control.StateSpace):
         A, B, C = (np.asarray(m, dtype=float) for m in (sys.A, sys.B, sys.C))
         names = list(sys.state_labels)
@@ -286,10 +292,10 @@ def kalman_decomposition(sys: LinearizationResult | control.StateSpace | tuple,
 
     Parameters
     ----------
-    sys : LinearizationResult, control.StateSpace or (A, B[, C]) tuple
+    sys : LinearizationResult, control.StateSpace, LTVSystem or (A, B[, C]) tuple
         A linearization about a steady reference (its ``to_statespace()``), a continuous or
         discrete ``StateSpace`` (outputs other than the states themselves are decomposed too),
-        or matrices.
+        a constant ``LTVSystem``, or matrices.
     states : sequence of str, optional
         State names (default: the system's).
     tol, rtol : float, optional
