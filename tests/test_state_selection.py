@@ -226,3 +226,21 @@ def test_python_control_closes_the_nonlinear_loop_with_reference_signals(robot):
     i = plant.state_labels.index
     assert abs(resp.states[i("theta"), -1]) < 5e-3
     assert resp.states[i("phiL_d"), -1] == pytest.approx(0.5 / R, abs=0.2)
+
+
+def test_badly_scaled_states_are_balanced():
+    """Hydraulic four-bar (thesis Ch. 7; pressures in Pa beside angles in rad): unscaled, the
+    decomposition finds the rank of the hand-scaled pair of examples/hydraulic_fourbar_control.py
+    (5 of 6, one conserved direction: the states are balanced before the rank decision)."""
+    from nhcontrol.analysis import rank_decision
+    from nhcontrol.models import hydraulic_fourbar as hf
+
+    lin = hf.linearization(60.0, 3.5e6)
+    A, B = np.asarray(lin.A), np.asarray(lin.B)
+    kd = kalman_decomposition((A, B), states=list(lin.states))
+    scale = np.diag([1.0, 1.0, 1e-6, 1e-6, 1e-6, 1.0])          # MPa, as the example does
+    pbh0 = rank_decision(np.hstack([scale @ A @ np.linalg.inv(scale), scale @ B]), rtol=1e-9)
+    assert kd.controllability.rank == pbh0.rank == 5           # one direction, at λ = 0
+    (w,) = kd.uncontrollable
+    assert w.conserved and w.pivot == "phi2"
+    assert np.abs(w.coefficients @ A).max() <= 1e-9 * np.abs(A).max() and not np.any(w.coefficients @ B)

@@ -38,7 +38,8 @@ __all__ += ["MARGINAL_RTOL", "RelativeEquilibriumLinearization", "charpoly_root"
 from .steady_turns import (TurnStability, stability_boundary, stable_ranges, turn_floquet,  # noqa: E402
                            turn_stability)
 __all__ += ["TurnStability", "stability_boundary", "stable_ranges", "turn_floquet", "turn_stability"]
-from .decomposition import (DECOMPOSITION_RTOL, KalmanDecomposition, StateCombination,  # noqa: E402
+from .decomposition import (BALANCE_LOG2, DECOMPOSITION_RTOL, KalmanDecomposition,  # noqa: E402
+                            StateCombination,
                             echelon_combinations, kalman_decomposition, pbh_directions)
-__all__ += ["DECOMPOSITION_RTOL", "KalmanDecomposition", "StateCombination", "echelon_combinations",
+__all__ += ["BALANCE_LOG2", "DECOMPOSITION_RTOL", "KalmanDecomposition", "StateCombination", "echelon_combinations",
             "kalman_decomposition", "pbh_directions"]

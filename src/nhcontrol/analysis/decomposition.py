@@ -33,8 +33,11 @@ from .._util.combinations import COEF_RTOL, echelon_combinations, format_combina
 if TYPE_CHECKING:
     from nhcontrol.linearization import LinearizationResult
 
-__all__ = ["DECOMPOSITION_RTOL", "StateCombination", "KalmanDecomposition", "kalman_decomposition", "echelon_combinations",
+__all__ = ["BALANCE_LOG2", "DECOMPOSITION_RTOL", "StateCombination", "KalmanDecomposition", "kalman_decomposition", "echelon_combinations",
            "pbh_directions"]
+
+BALANCE_LOG2 = 16
+"""The state scaling of `kalman_decomposition` stays within ``2^±16``."""
 
 DECOMPOSITION_RTOL = 1e-9
 """Default relative rank threshold of `kalman_decomposition()` (``tol = rtol · s_max``): a
@@ -112,8 +115,11 @@ class KalmanDecomposition:
     ----------
     states, inputs, outputs : tuple of str
     controllability : RankResult
-        Rank of the controllability matrix of ``(A/α, B)``, ``α = max(1, ‖A‖₂)`` (the same
-        range as ``[B, AB, …]``, better scaled), with singular values and tolerance.
+        Rank of the controllability matrix of the balanced pair ``(A_b/α, B_b)``,
+        ``A_b = D⁻¹ A D``, ``B_b = D⁻¹ B`` (``D`` diagonal, powers of 2, from
+        ``scipy.linalg.matrix_balance`` of ``[[A, B], [0, 0]]``, bounded to ``2^±16``;
+        ``α = max(1, ‖A_b‖₂)``): the same subspaces as ``[B, AB, …]``, with singular values
+        and tolerance of a matrix where pressures in Pa and angles in rad weigh alike.
     observability : RankResult or None
         Rank of the observability matrix of ``(C, A/α)`` (``None`` without outputs).
     controllable_basis : (n, r) ndarray
@@ -284,6 +290,33 @@ def _conserved_first(W: NDArray[np.float64], A: NDArray[np.float64], names: list
     return np.vstack([Rc, Rr]), pc + pr
 
 
+def _balancing(A: NDArray[np.float64], B: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Diagonal state scaling ``d`` (powers of 2) of ``[[A, B], [0, 0]]`` (scipy's balancing)."""
+    from scipy.linalg import matrix_balance
+
+    n, k = B.shape
+    if n == 0:
+        return np.ones(0)
+    M = np.block([[A, B], [np.zeros((k, n)), np.zeros((k, k))]])
+    _, (scale, _) = matrix_balance(M, permute=False, separate=True)
+    d = np.asarray(scale[:n], dtype=float)
+    d = np.where(np.isfinite(d) & (d > 0), d, 1.0)
+    # a zero column (a cyclic coordinate) drives balancing to extremes: bound the scaling to
+    # 2^±BALANCE_LOG2 (enough for pressures in Pa beside angles in rad)
+    return np.clip(d, 2.0 ** -BALANCE_LOG2, 2.0 ** BALANCE_LOG2)
+
+
+def _unbalance(R: NDArray[np.float64], f: NDArray[np.float64], pivots: list[int]) -> NDArray[np.float64]:
+    """Echelon rows of balanced coordinates in the original ones: columns times ``f``, each row
+    divided by its pivot entry (the zeros of the echelon form stay zeros)."""
+    out = R * f[None, :]
+    for i, j in enumerate(pivots):
+        out[i] /= out[i, j]
+        out[i, j] = 1.0
+    out[np.abs(out) <= COEF_RTOL * np.abs(out).max(axis=1, keepdims=True)] = 0.0
+    return out
+
+
 def kalman_decomposition(sys: LinearizationResult | control.StateSpace | tuple,
                          *, states: Sequence[str] | None = None,
                          tol: float | None = None, rtol: float | None = None,
@@ -346,30 +379,40 @@ def kalman_decomposition(sys: LinearizationResult | control.StateSpace | tuple,
     if bad:
         raise LinearSystemError(f"pivot_order names {bad}, which are not states {names}")
     n = A.shape[0]
-    alpha = max(1.0, float(np.linalg.norm(A, 2)))
     if tol is None and rtol is None:
         rtol = DECOMPOSITION_RTOL
-    ctr = rank_decision(ctrb_matrix(A / alpha, B), tol=tol, rtol=rtol,
-                        name="controllability matrix [B, (A/α)B, ...]")
-    U, _, _ = np.linalg.svd(ctrb_matrix(A / alpha, B), full_matrices=True)
+    # balance the states (powers of 2, scipy.linalg.matrix_balance of [[A, B], [0, 0]]): the rank
+    # decisions and the pivots are taken in x_b = D⁻¹ x, where pressures in Pa and angles in rad
+    # weigh alike; covectors map back as w = w_b D⁻¹, vectors as v = D v_b (echelon structure kept)
+    d = _balancing(A, B)
+    Ab, Bb = A / d[:, None] * d[None, :], B / d[:, None]
+    alpha = max(1.0, float(np.linalg.norm(Ab, 2)))
+    K = ctrb_matrix(Ab / alpha, Bb)
+    ctr = rank_decision(K, tol=tol, rtol=rtol,
+                        name="controllability matrix [B, (A/α)B, ...] of the balanced states")
+    U, _, _ = np.linalg.svd(K, full_matrices=True)
     r = ctr.rank
-    V = U[:, :r]
+    V = np.linalg.qr(d[:, None] * U[:, :r])[0] if r else np.zeros((n, 0))
     # conserved: d(w x)/dt = 0, or w x[k+1] = w x[k] in discrete time (the quotient of A − I)
     discrete = not (dt is None or dt == 0) if not isinstance(dt, bool) else bool(dt)
-    A_q = A - np.eye(n) if discrete else A
-    Wr, piv = _conserved_first(U[:, r:].T, A_q, names, pivot_order)
-    rates = _rates(Wr, A_q)
+    Ab_q = Ab - np.eye(n) if discrete else Ab
+    Wb, piv = _conserved_first(U[:, r:].T, Ab_q, names, pivot_order)
+    rates = _rates(Wb, Ab_q)
+    Wr = _unbalance(Wb, 1.0 / d, piv)
     unc = tuple(StateCombination(readonly(Wr[i].copy()), tuple(names), names[piv[i]], rates[i])
                 for i in range(Wr.shape[0]))
     obs = None
     unobs: tuple[StateCombination, ...] = ()
     if C is not None and C.shape[0]:
-        O = obsv_matrix(A / alpha, C)
-        obs = rank_decision(O.T, tol=tol, rtol=rtol, name="observability matrix [C; C(A/α); ...]")
-        N = np.asarray(obs.uncontrollable_directions)          # null space of O
-        Nr, npiv = echelon_combinations(N.T, names)
+        O = obsv_matrix(Ab / alpha, C * d[None, :])
+        obs = rank_decision(O.T, tol=tol, rtol=rtol,
+                            name="observability matrix [C; C(A/α); ...] of the balanced states")
+        N = np.asarray(obs.uncontrollable_directions)          # null space of O (balanced)
+        Nb, npiv = echelon_combinations(N.T, names)
+        Nr = _unbalance(Nb, d, npiv)
         unobs = tuple(StateCombination(readonly(Nr[i].copy()), tuple(names), names[npiv[i]])
                       for i in range(Nr.shape[0]))
+    alpha = max(1.0, float(np.linalg.norm(A, 2)))
     keep = [j for j in range(n) if j not in piv]
     S = np.eye(n)[keep]
     SV = S @ V
