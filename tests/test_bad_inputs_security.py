@@ -27,8 +27,6 @@ from nhcontrol._util.errors import (ConfigurationError, DesignError, ExportConfl
 from nhcontrol._util.names import check_name, source_text
 from nhcontrol.modeling import MultibodySystem
 
-from _helpers import c_compiler_present
-
 HOSTILE = ["evil */ int planted; /*", "x */ __attribute__((constructor)) void f(void){} /*",
            "a\nb", "a'b", 'a"b', "a\\b", "??/", "q\x00", "\u03c8", "x y", "1x", "x-y", "x.y", ""]
 RESERVED = ["int", "static", "_Bool", "while", "lambda", "None", "class", "nhc_model", "NHC_N",
@@ -154,7 +152,7 @@ def test_source_text_is_one_to_one():
     assert len(set(outs)) == len(outs)
 
 
-@pytest.mark.skipif(not c_compiler_present(), reason="no C compiler on this machine")
+@pytest.mark.c_compiler
 def test_source_text_compiles_inert_in_c(tmp_path):
     """Every hostile text, escaped, in a comment and a string literal of a C99 unit compiled with
     trigraphs on (-std=c99): the program prints exactly the escaped text and nothing else runs."""
