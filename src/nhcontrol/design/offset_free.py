@@ -326,7 +326,11 @@ class OffsetFreeMPCController(TrackingController):
         yv = _checks.finite_vector(y, "y", self.noutputs, what=what, error=DesignError)
         t = tv
         c0 = time.thread_time()
-        u, self._memory, rec, side = self._compute(float(t), yv, self._memory)
+        u, memory, rec, side = self._compute(float(t), yv, self._memory)
+        if not np.all(np.isfinite(u)):
+            raise SolverError(f"{what} at t = {tv:.9g} computed a non-finite input {np.asarray(u).tolist()}; "
+                              f"nothing was applied (check the weights, the noise covariances and y)")
+        self._memory = memory
         from dataclasses import replace
         self._commit(replace(rec, cpu_time=time.thread_time() - c0), side)
         self._last_sample = k
