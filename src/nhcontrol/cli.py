@@ -198,12 +198,64 @@ def build_parser() -> argparse.ArgumentParser:
                           "'independent=a,b;admissible_dependent=c;dependent=d'")
     exp.add_argument("--inputs", default=None,
                      help="comma-separated actuators for a catalogue model's build(inputs=...)")
+    exp.add_argument("--controller", choices=EXPORT_CONTROLLERS, default=None,
+                     help="also export the tracking controller of the model's reproduce target "
+                          "(ball_plate: the case of 'reproduce nmpc') as C99 with the closed-loop "
+                          "harness nhc_loop (JSON lines in, inputs out)")
+    exp.add_argument("--estimator", choices=EXPORT_ESTIMATORS, default=None,
+                     help="with --controller: the estimator in the loop (kf: linearized Kalman "
+                          "filter; ekf: EKF on the constraint manifold); nhc_loop then reads "
+                          "measurements {\"t\", \"y\"}")
+    exp.add_argument("--steps", type=int, default=None,
+                     help="with --controller: samples the exported schedule covers (default the "
+                          "controller's)")
     return parser
+
+
+EXPORT_CONTROLLERS = ("lqr", "mpc", "rti")
+EXPORT_ESTIMATORS = ("kf", "ekf")
+EXPORT_DESIGNS = {"ball_plate": "nhcontrol.applications.ball_plate_control"}
+"""Catalogue models whose reproduce target builds tracking controllers that export to C."""
+
+
+def _export_controller(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``export-c MODEL --controller ... [--estimator ...]``: the controller (and estimator) of
+    the model's reproduce target with the harness."""
+    if args.model not in EXPORT_DESIGNS:
+        parser.exit(2, f"nhcontrol export-c: --controller is available for {sorted(EXPORT_DESIGNS)} "
+                       f"(their reproduce targets build tracking controllers), not {args.model!r}; for "
+                       "your own model design the controller in Python and call its export_c(out) "
+                       "(docs/guide/c_export.md)\n")
+    try:
+        from .applications import ball_plate_control as bpc
+
+        setup = bpc.ball_plate_nmpc_setup()
+        ctrl = bpc.ball_plate_controller(setup, args.controller)
+        steps = args.steps
+        est = None
+        if args.estimator is not None:
+            n_est = steps if steps is not None else int(getattr(ctrl, "steps", 0) or 125)
+            est = bpc.ball_plate_estimator(setup, args.estimator, n_est + 1, ctrl)
+        meta = ctrl.export_c(args.out, estimator=est, steps=steps, force=args.force)
+    except (NhcontrolError, OSError) as exc:
+        if _traceback_wanted(parser):
+            raise
+        parser.exit(2, f"nhcontrol export-c: {_one_line(exc, args)}\n")
+    print(json.dumps({"controller": meta["controller"], "estimator": meta["estimator"],
+                      "files": meta["files"]}, indent=1))
+    print(f"Build and run with: make -C {args.out} && {args.out}/nhc_loop < lines.jsonl",
+          file=sys.stderr)
+    return 0
 
 
 def _export_c(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from .interop.c_export import export_c, resolve_model, resolve_partition
 
+    if getattr(args, "controller", None) is not None:
+        return _export_controller(parser, args)
+    if getattr(args, "estimator", None) is not None:
+        parser.exit(2, "nhcontrol export-c: --estimator needs --controller (the harness closes the "
+                       "loop through a controller)\n")
     try:
         inputs = ([s.strip() for s in args.inputs.split(",") if s.strip()]
                   if args.inputs is not None else None)

@@ -220,6 +220,33 @@ class TrackingController:
         """Names of the controller's state in `to_iosystem` (what it remembers)."""
         return []
 
+    def export_c(self, out: Any, *, estimator: Any = None, steps: int | None = None,
+                 force: bool = False) -> dict:
+        """Write this controller as standalone C99 with the closed-loop harness ``nhc_loop``
+        (``make`` in ``out`` builds it); see
+        [`nhcontrol.interop.export_loop()`][nhcontrol.interop.export_loop] and
+        docs/guide/c_export.md.
+
+        Parameters
+        ----------
+        out : path-like
+            Output folder.
+        estimator : KalmanEstimator or ExtendedKalmanFilter, optional
+            Exported beside the controller: the harness then reads measurements.
+        steps : int, optional
+            Samples the exported schedule covers (default: the controller's).
+        force : bool, default False
+            Overwrite files in ``out`` that nhcontrol did not write (never a symbolic link).
+
+        Returns
+        -------
+        dict
+            The export's metadata (``nhc_export.json``).
+        """
+        from ..interop.c_controllers import export_loop
+
+        return export_loop(self, out, estimator, steps=steps, force=force)
+
     def to_iosystem(self, state_labels: list[str] | None = None, *, name: str | None = None) -> Any:
         """A python-control discrete-time ``NonlinearIOSystem`` of this controller.
 

@@ -673,6 +673,17 @@ class ExtendedKalmanFilter:
         self._started = True
         return self.correct(y)
 
+    def export_c(self, out: Any, *, controller: Any = None, reference: Any = None,
+                 steps: int | None = None, force: bool = False) -> dict:
+        """Write this estimator as standalone C99 (its current state is the exported start);
+        with ``controller`` together with the controller and the closed-loop harness
+        ``nhc_loop``. See [`nhcontrol.interop.export_estimator()`][nhcontrol.interop.c_controllers.export_estimator]
+        and docs/guide/c_export.md."""
+        from ..interop.c_controllers import export_estimator
+
+        return export_estimator(self, out, controller=controller, reference=reference,
+                                steps=steps, force=force)
+
     # ------------------------------------------------------------------ python-control
     def to_iosystem(self, name: str = "ekf") -> Any:
         """Discrete-time ``control.NonlinearIOSystem`` (``dt`` = the sample time) in the

@@ -291,6 +291,17 @@ class KalmanEstimator:
         self.k = -1
         self.states = kf.states
 
+    def export_c(self, out: Any, *, controller: Any = None, reference: Any = None,
+                 steps: int | None = None, force: bool = False) -> dict:
+        """Write this estimator as standalone C99 (its current state is the exported start);
+        with ``controller`` together with the controller and the closed-loop harness
+        ``nhc_loop``. See [`nhcontrol.interop.export_estimator()`][nhcontrol.interop.c_controllers.export_estimator]
+        and docs/guide/c_export.md."""
+        from ..interop.c_controllers import export_estimator
+
+        return export_estimator(self, out, controller=controller, reference=reference,
+                                steps=steps, force=force)
+
     def update(self, t: float, y: ArrayLike, u_prev: ArrayLike | None = None) -> NDArray[np.float64]:
         """Next sample at time ``t``: predict with the held input ``u_prev`` (absolute), correct
         with ``y`` (absolute); returns the a posteriori deviation estimate.

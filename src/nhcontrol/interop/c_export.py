@@ -31,6 +31,7 @@ LQR (`LQRResult.export_c`) as read-only C arrays with ``nhc_lqr_control(step, dx
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -92,10 +93,26 @@ def _point_source() -> str:
 
     src = _cpoint.C_SOURCE
     src = src.replace("NHC_API const char nhc_layout[] = NHC_LAYOUT;\n", "")
+    # byte counts as size_t (no -Wsign-conversion under -Wconversion; the same numbers)
+    src = re.sub(r"memset\((\w+), 0, sizeof\(double\) \* ([^;]+)\);",
+                 lambda m: f"memset({m.group(1)}, 0, sizeof(double) * (size_t)({m.group(2)}));", src)
     if "NHC_LAYOUT" in src or "nhc_point_third(" not in src:   # pragma: no cover - a changed routine
         raise InteropError("the C routine of nhcontrol.linearization._cpoint changed its layout; the C "
                            "export cannot include it")
     return src
+
+
+_CHUNK_HEAD = re.compile(r"^NHC_CHUNK void \w+\((?P<params>[^)]*)\)\n\{\n", re.M)
+
+
+def _mark_used(src: str) -> str:
+    """A generated chunk function with ``(void)arg;`` for each parameter (a chunk reads only
+    some of its arguments: no ``-Wunused-parameter`` under ``-Wextra``)."""
+    def add(m: re.Match) -> str:
+        names = re.findall(r"\*\s*(?:restrict\s+)?(\w+)\s*(?:,|$)", m.group("params"))
+        return m.group(0) + "    " + " ".join(f"(void){nm};" for nm in names) + "\n"
+
+    return _CHUNK_HEAD.sub(add, src)
 
 
 def _point_work(n: int, m: int, l: int, k: int) -> int:
@@ -110,7 +127,8 @@ def _point_work(n: int, m: int, l: int, k: int) -> int:
 
 
 def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, partition: Partition | Mapping[str, Any], *,
-             system: MultibodySystem | None = None, force: bool = False) -> dict:
+             system: MultibodySystem | None = None, force: bool = False,
+             write: bool = True) -> Any:
     """Write standalone C99 sources of a model and its one-point third procedure.
 
     Parameters
@@ -129,6 +147,9 @@ def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, part
     force : bool, default False
         Overwrite files in ``directory`` that nhcontrol did not write (or that were edited since
         the last export); never a symbolic link.
+    write : bool, default True
+        False: write nothing and return ``(metadata, {file name: text})`` (the controllers'
+        exports add their files to the model's and write them together).
 
     Returns
     -------
@@ -183,6 +204,8 @@ def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, part
     by_name = {s.name: s for s in specs}
     wanted = {"terms": "linearization_terms", "dynamics": "dynamics_terms", "C": "C", "Cx": "Cx",
               "D": "D", "b": "b"}
+    if "output_terms" in by_name:      # declared outputs y = h(x, xd, u) and their derivatives
+        wanted["outputs"] = "output_terms"
     names, group_of = symbol_names(graph, symbols)
     sizes = {grp: len(s) for grp, s in symbols.items()}
     try:
@@ -222,20 +245,35 @@ def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, part
                            "jacobian": work_jac},
             "admissibility_tol": ADMISSIBILITY_TOL, "cond_max": COND_MAX,
             "status_codes": dict(STATUS_CODES),
-            "files": ["nhc_model.h", "nhc_model.c", "nhc_check.c", "Makefile", "nhc_model.json"]}
+            "files": ["nhc_model.h", "nhc_model.c", "nhc_check.c", "Makefile", "nhc_model.json"],
+            "outputs": list(mb.outputs) if "outputs" in funcs else [],
+            "ny": (_layout_of(funcs["outputs"], by_name["output_terms"])["h"][1]
+                   if "outputs" in funcs else 0)}
 
     _check_meta_names(meta)
-    header = _header(meta, funcs, lay_terms, lay_dyn, kw, affine, INPUT_CONSTRAINT_ATOL)
+    lay_out = _layout_of(funcs["outputs"], by_name["output_terms"]) if "outputs" in funcs else {}
+    header = _header(meta, funcs, lay_terms, lay_dyn, kw, affine, INPUT_CONSTRAINT_ATOL, lay_out)
     body = _body(meta, funcs, ai, ad, d, offs, len(ucons), affine, kw)
-    from .._util.staging import write_tree
-
     files = {"nhc_model.h": header, "nhc_model.c": body, "nhc_check.c": _CHECK,
              "Makefile": _MAKEFILE.format(flags=C_FLAGS), "nhc_model.json": json.dumps(meta, indent=1)}
     for fname, text in files.items():
         if not text.isascii():   # pragma: no cover - every user text goes through source_text
             raise InteropError(f"internal: generated {fname} is not ASCII")
-    write_tree(directory, files, force=force, what="export_c")
+    if not write:
+        return meta, files
+    write_files(directory, files, force=force, what="export_c")
     return meta
+
+
+def write_files(directory: str | Path, files: Mapping[str, str], *, force: bool = False,
+                what: str = "export") -> dict:
+    """Write the generated files ``{name: text}`` of one export into ``directory`` through the
+    one writer of user folders (`nhcontrol._util.staging.write_tree`: staging folder, no
+    symbolic links followed, no file overwritten that nhcontrol did not write unless
+    ``force``, a manifest)."""
+    from .._util.staging import write_tree
+
+    return write_tree(directory, dict(files), force=force, what=what)
 
 
 def _check_meta_names(meta: dict) -> None:
@@ -264,7 +302,7 @@ def _c_list(vals: Any, fmt: str = "{}") -> str:
 
 
 def _header(meta: dict, funcs: dict, lay_terms: dict, lay_dyn: dict, kw: int, affine: bool,
-            atol_u: float) -> str:
+            atol_u: float, lay_out: dict | None = None) -> str:
     n, m, l, k, npar, ns = (meta[s] for s in ("n", "m", "l", "k", "np", "ns"))
     from .._util.names import source_text
 
@@ -307,6 +345,15 @@ def _header(meta: dict, funcs: dict, lay_terms: dict, lay_dyn: dict, kw: int, af
         lines.append(f"#define NHC_DYNAMICS_{name} {off}   /* {'x'.join(map(str, shape))} */")
     for key in ("C", "Cx", "D", "b"):
         lines.append(f"#define NHC_{key.upper()}_SIZE {funcs[key].size}")
+    if "outputs" in funcs:
+        lines.append(f"/* declared outputs y = h(x, xd, u): NHC_NY = {meta['ny']} values; nhc_output_terms writes h and")
+        lines.append("   its partial derivatives (row-major) at NHC_OUTPUTS_<F> of NHC_OUTPUTS_SIZE doubles */")
+        lines.append(f"#define NHC_NY {meta['ny']}")
+        lines.append(f"#define NHC_OUTPUTS_SIZE {funcs['outputs'].size}")
+        for name, (off, size, shape) in lay_out.items():
+            lines.append(f"#define NHC_OUTPUTS_{name} {off}   /* {'x'.join(map(str, shape)) or 'scalar'} */")
+        lines.append("int nhc_output_terms(const double *x, const double *xd, const double *u, const double *p,")
+        lines.append("                     double *out, double *work);")
     lines += ["",
               "/* the parameter defaults of the model */",
               "void nhc_default_parameters(double p[NHC_NP]);",
@@ -378,7 +425,7 @@ def _body(meta: dict, funcs: dict, ai: list, ad: list, d: list, offs: list, nuco
              "/* ---- the model's kernels (nhcontrol.compiled.ccodegen) ---- */",
              "#define NHC_CHUNK static", ""]
     for f in funcs.values():
-        parts += [f.chunk_source(ci) for ci in range(len(f.chunks))]
+        parts += [_mark_used(f.chunk_source(ci)) for ci in range(len(f.chunks))]
     parts.append("")
     parts.append("static int nhc_finite(const double *a, int64_t len)\n{\n    double s = 0.0;\n"
                  "    int64_t i;\n    for (i = 0; i < len; i++) s += a[i] * 0.0;\n    return s == 0.0;\n}\n")
@@ -387,8 +434,9 @@ def _body(meta: dict, funcs: dict, ai: list, ad: list, d: list, offs: list, nuco
                            for i, (nm, v) in enumerate(zip(meta["parameters"], meta["parameter_defaults"])))
                  + ("    (void)p;\n" if not meta["parameters"] else "") + "}\n")
     for key, cname in (("terms", "nhc_terms"), ("dynamics", "nhc_dynamics"), ("C", "nhc_C"), ("Cx", "nhc_Cx"),
-                       ("D", "nhc_D"), ("b", "nhc_b")):
-        parts.append(_kernel_wrapper(cname, funcs[key]))
+                       ("D", "nhc_D"), ("b", "nhc_b"), ("outputs", "nhc_output_terms")):
+        if key in funcs:
+            parts.append(_kernel_wrapper(cname, funcs[key]))
     ix = list(ai) + list(ad) + list(d)
     Msz, Csz = max(m, 1), max(c, 1)
     parts.append(f"""
