@@ -114,7 +114,8 @@ class TrackingController:
         if not callable(getattr(reference, "u", None)):
             raise DesignError(f"reference must be a Reference (with x(t), xd(t), u(t)), got "
                               f"{type(reference).__name__}")
-        self.reference, self.dt, self.t0 = reference, h, float(t0)
+        t0v = _checks.sample_time(t0, what=type(self).__name__, error=DesignError, name="t0")
+        self.reference, self.dt, self.t0 = reference, h, t0v
         self.linearization, self._deviation, self.feedforward = linearization, deviation, feedforward
         if state_map is None or callable(state_map):
             self.state_map = state_map
