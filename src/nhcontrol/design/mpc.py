@@ -20,6 +20,7 @@ from .._util.log import get_logger
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array, check_finite, readonly
 from ._mpc_checks import _bound, _output_window, _ready, _soft
+from ._condensed import DenseWindowQP, daqp_available
 from ._osqp import WindowQP
 from ._weights import check_psd, psd_factor
 
@@ -243,7 +244,9 @@ class LTVMPC:
                  soft_state: bool | tuple[float, float] = False,
                  y_min: ArrayLike | None = None, y_max: ArrayLike | None = None,
                  C_y: ArrayLike | None = None, D_y: ArrayLike | None = None,
-                 soft_output: bool | tuple[float, float] = False) -> None:
+                 soft_output: bool | tuple[float, float] = False,
+                 qp_solver: Literal["daqp", "osqp"] = "daqp",
+                 daqp_options: Mapping[str, Any] | None = None) -> None:
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise DesignError(f"horizon must be a positive integer number of steps, got {horizon!r}")
         N = int(horizon)
@@ -329,6 +332,42 @@ class LTVMPC:
                                        ("x", "x_min", "x_max"), ("y", "y_min", "y_max"))}
         self._Qf = Qf_.copy()
         self._qp: WindowQP | None = self._make_qp() if osqp_interface == "direct" else None
+        if qp_solver not in ("daqp", "osqp"):
+            raise DesignError(f"qp_solver must be 'daqp' or 'osqp', got {qp_solver!r}")
+        self.qp_solver = qp_solver
+        self.daqp_options = dict(daqp_options or {})
+        self.qp_path_reason = ""
+        self._dense: DenseWindowQP | None = None
+        self._last_qp: WindowQP | None = self._qp
+        if qp_solver == "daqp":
+            self._dense = self._make_dense()
+        self.qp_path = "daqp" if self._dense is not None else "osqp"
+
+    @property
+    def _layout_qp(self) -> WindowQP | None:
+        """The QP whose row layout the multipliers (`MPCStep.duals`) follow (both paths share
+        it): for shifting them to the next window."""
+        return self._dense if self._dense is not None else self._qp
+
+    def _make_dense(self) -> DenseWindowQP | None:
+        """The condensed DAQP problem, or None with the reason in `qp_path_reason` (the OSQP
+        path then solves every step)."""
+        why = ""
+        if not daqp_available():
+            why = "the daqp package is not installed (pip install daqp)"
+        else:
+            for name, sf in (("soft_state", self.soft_state), ("soft_output", self.soft_output)):
+                if sf is not None and not sf[1] > 0:
+                    why = (f"{name} has rho2 = 0: the condensed Hessian would be singular in the "
+                           "slacks")
+        if why:
+            self.qp_path_reason = why
+            _log.info("LTV-MPC: the OSQP path solves the QP: %s", why)
+            return None
+        return DenseWindowQP(self.horizon, self.nstates, self.ninputs, self.Q, self.R, self._Qf,
+                             self._idx["u"], self._idx["r"], self._idx["x"], self.daqp_options,
+                             soft=self.soft_state, iy=self._idx["y"], ny_d=self._Dy is not None,
+                             soft_output=self.soft_output)
 
     def _make_qp(self) -> WindowQP:
         return WindowQP(self.horizon, self.nstates, self.ninputs, self.Q, self.R, self._Qf,
@@ -341,10 +380,11 @@ class LTVMPC:
         """Pickle without the solver objects (OSQP's workspace, cvxpy's compiled problem):
         they are rebuilt from the weights and bounds on first use (no warm start then)."""
         state = {key: val for key, val in self.__dict__.items()
-                 if key not in ("_qp", "_problem", "_loaded", "_x0", "_A", "_B", "_Lf",
+                 if key not in ("_qp", "_dense", "_last_qp", "_problem", "_loaded", "_x0", "_A", "_B", "_Lf",
                                 "_bound_params", "_X", "_U", "_S", "_c", "_qx", "_qu",
                                 "_Cp", "_Dp", "_Sy", "_groups")}
         state["_qp"], state["_problem"], state["_loaded"] = None, None, None
+        state["_dense"] = state["_last_qp"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -361,9 +401,15 @@ class LTVMPC:
             state["_idx"].setdefault("y", np.zeros(0, np.intp))
         for key in ("y_min", "y_max"):
             state["bounds"].setdefault(key, np.zeros(0))
+        state.setdefault("qp_solver", "osqp")
+        state.setdefault("daqp_options", {})
+        state.setdefault("qp_path_reason", "")
         self.__dict__.update(state)
         if self.osqp_interface == "direct":
             self._qp = self._make_qp()
+        self._dense = self._make_dense() if self.qp_solver == "daqp" else None
+        self.qp_path = "daqp" if self._dense is not None else "osqp"
+        self._last_qp = self._qp
 
     def _Lf_factor(self) -> NDArray[np.float64]:
         if self._Lf_value is None:
@@ -536,6 +582,7 @@ class LTVMPC:
         if data["warm"] is not None:
             qp.warm_start(*data["warm"])
         out = qp.solve()
+        self._last_qp = qp
         if out[1] is not None:
             self._slack_value = np.maximum(qp.slack, 0.0)
             self._slack_y_value = np.maximum(qp.slack_y, 0.0)
@@ -666,6 +713,8 @@ class LTVMPC:
             self._Qf = Qf_.copy()
             if self._qp is not None:
                 self._qp.set_terminal(Qf_)
+            if self._dense is not None:
+                self._dense.set_terminal(Qf_)
             if self._problem is not None:
                 self._Lf.value = self._Lf_factor()
 
@@ -700,12 +749,13 @@ class LTVMPC:
         qx = None if q_x is None else self._ref(q_x, "q_x", N + 1, n)
         qu = None if q_u is None else self._ref(q_u, "q_u", N, k)
         warm = None
-        if warm_start is not None and self._qp is not None:
+        lay = self._dense if self._dense is not None else self._qp
+        if warm_start is not None and lay is not None:
             wx = self._ref(warm_start[0], "warm_start[0]", N + 1, n)
             wu = self._ref(warm_start[1], "warm_start[1]", N, k)
-            warm = (np.concatenate([wx.ravel(), wu.ravel(), np.zeros(self._qp.nz - wx.size - wu.size)]),
+            warm = (np.concatenate([wx.ravel(), wu.ravel(), np.zeros(lay.nz - wx.size - wu.size)]),
                     None if len(warm_start) < 3 or warm_start[2] is None
-                    or np.size(warm_start[2]) != self._qp.l.size
+                    or np.size(warm_start[2]) != lay.l.size
                     else np.asarray(warm_start[2], dtype=float))
         data = {"x0": x0v, "A": A, "B": B, "shift": shift, "c": cc, "qx": qx, "qu": qu,
                 "linear": q_x is not None or q_u is not None, "warm": warm,
@@ -716,11 +766,15 @@ class LTVMPC:
         # an "optimal_inaccurate" answer is kept as a candidate while the other solver is tried;
         # it is used (with a warning) only if that one does not reach "optimal"
         candidate: tuple[str, str, NDArray, NDArray, float] | None = None
-        for solver, opts in ((self.solver, self.solver_options),
-                             (self.fallback, self.fallback_options)):
+        chain = [(self.solver, self.solver_options), (self.fallback, self.fallback_options)]
+        if self._dense is not None:
+            chain.insert(0, ("DAQP", self.daqp_options))
+        for solver, opts in chain:
             t0 = time.perf_counter()
             try:
-                if solver == "OSQP" and self._qp is not None:
+                if solver == "DAQP":
+                    status, x_pred, du_pred, cost = self._solve_direct(self._dense, data)
+                elif solver == "OSQP" and self._qp is not None:
                     status, x_pred, du_pred, cost = self._solve_direct(self._qp, data)
                 else:
                     status, x_pred, du_pred, cost = self._solve_cvxpy(solver, opts, data)
@@ -729,9 +783,8 @@ class LTVMPC:
                 x_pred = du_pred = None
             elapsed += time.perf_counter() - t0
             attempts.append((solver, status))
-            if status != "optimal" and solver == self.solver:
-                _log.info("MPC step: %s returned %r; trying the fallback solver %s", solver, status,
-                          self.fallback)
+            if status != "optimal" and solver != chain[-1][0]:
+                _log.info("MPC step: %s returned %r; trying the next solver", solver, status)
             if status in _ACCEPTED and du_pred is not None and x_pred is not None:
                 if np.isfinite(du_pred).all() and np.isfinite(x_pred).all():
                     if status == "optimal":
@@ -760,7 +813,9 @@ class LTVMPC:
                            predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),
                            cost=cost, solve_time=elapsed, solver=solver, held=False,
                            attempts=tuple(attempts), slack=readonly(self._slack_value.copy()),
-                           duals=self._duals if solver == "OSQP" and self._qp is not None else None,
+                           duals=(self._duals if solver == "DAQP" or (solver == "OSQP"
+                                                                      and self._qp is not None)
+                                  else None),
                            slack_output=readonly(self._slack_y_value.copy()))
         why = "; ".join(f"{s}: {st}" for s, st in attempts)
         if self.on_failure == "raise":

@@ -387,7 +387,7 @@ class NMPCController(TrackingController):
             _, Xp, Up, xp, duals = self._plan
             Xbar = np.vstack([Xp[1:], Xp[-1:]])
             Ubar = np.vstack([Up[1:], Up[-1:]])
-            qp = self.mpc._qp
+            qp = self.mpc._layout_qp
             duals = None if duals is None or qp is None else qp.shift_duals(duals)
             xguess = np.vstack([xp[1:], xp[-1:]])
         else:
@@ -440,8 +440,8 @@ class NMPCController(TrackingController):
                                            str(exc).split(";")[0][:160])
                 break
             iters = it + 1
-            qp = self.mpc._qp
-            # (the multipliers of OSQP's answer; none when the fallback solver answered)
+            qp = self.mpc._last_qp
+            # (the multipliers of the DAQP or OSQP answer; none when Clarabel answered)
             res = (qp.kkt_at_zero(st.duals) if qp is not None and self.report_kkt
                    and st.duals is not None else None)
             kkt = max(res.values()) if res else float("nan")
