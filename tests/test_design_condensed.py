@@ -191,6 +191,21 @@ def test_osqp_path_when_daqp_cannot(monkeypatch):
     assert z.step(x, A, B).solver == "OSQP"
 
 
+@pytest.mark.parametrize("kw", [dict(), dict(u_min=-0.3, u_max=0.3)])
+def test_receding_loop_without_general_rows(kw):
+    """Only simple bounds (or none): the condensed QP has no general rows; every step of a
+    receding loop is solved by DAQP (no silent switch to OSQP) and equals tight OSQP (1e-7)."""
+    N, n, k = 10, 3, 2
+    A, B = random_window(N + 8, n, k, seed=9)
+    a, b = _pair(N, n, k, **kw)
+    x = np.array([1.0, -0.5, 0.3])
+    for t in range(8):
+        sa, sb = (m.step(x, A[t:t + N], B[t:t + N]) for m in (a, b))
+        assert sa.attempts == (("DAQP", "optimal"),)
+        np.testing.assert_allclose(sa.predicted_u, sb.predicted_u, atol=1e-7)
+        x = A[t] @ x + B[t] @ sa.u
+
+
 def test_bad_qp_solver_name():
     from nhcontrol._util.errors import DesignError
 

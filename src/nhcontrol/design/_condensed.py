@@ -257,8 +257,9 @@ class DenseWindowQP(WindowQP):
                                   "https://darnstrom.github.io/daqp/parameters") from exc
             self._model = model
         else:
-            flag = model.update(H=qp.H, f=qp.g, A=qp.A, bupper=qp.upper, blower=qp.lower,
-                                sense=sense)
+            # (no general rows: A is left out, DAQP's update indexes an empty A out of bounds)
+            model.update(H=qp.H, f=qp.g, A=qp.A if self.m else None, bupper=qp.upper,
+                         blower=qp.lower, sense=sense)
         v, fval, exitflag, info = model.solve()
         if exitflag == -6 and sense is not None and np.any(sense):
             # the warm-start active set is linearly dependent: start cold

@@ -1,4 +1,4 @@
-r"""Real-time-iteration nonlinear MPC with the exact linearization (issue 24, point 3).
+r"""Real-time-iteration nonlinear MPC with the exact linearization.
 
 At the sample ``t_k`` with measured ``(x, ẋ)`` the controller
 
@@ -24,7 +24,8 @@ At the sample ``t_k`` with measured ``(x, ẋ)`` the controller
    the exponential-Euler step (second order in ``h``, exact for a linear model), so the
    prediction is ``X_{j+1} ≈ F(X̄_j, ū_j) + Φ_j δX_j + Γ_j δu_j`` with the defect
    ``c_j = F(X̄_j, ū_j) − X̄_{j+1}`` (multiple shooting);
-5. solves **one QP** (direct OSQP, warm-started with the previous multipliers) for
+5. solves **one QP** (condensed and solved by DAQP by default, or the sparse QP by OSQP with
+   ``qp_solver="osqp"``; warm-started with the previous multipliers) for
    ``δX, δu`` with the tracking cost written about the plan (linear terms
    ``2 Q (X̄_j − X_ref,j)``, ``2 R (ū_j − u_ref,j)``) and **applies** ``ū_0 + δu_0``.
 
