@@ -36,6 +36,7 @@ acados'), each time with its range (``*_range_s``), and ``load_average``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -162,6 +163,17 @@ def _rms_error_mm(case, sim) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
+def _preload(lib_dir: str) -> None:
+    """Load the wheel's shared libraries globally (the generated solver links them by name,
+    and their folder is not on the loader's path)."""
+    import ctypes
+
+    for name in ("libblasfeo.so", "libhpipm.so", "libqpOASES_e.so.3.1", "libacados.so"):
+        path = os.path.join(lib_dir, name)
+        if os.path.exists(path):
+            ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+
+
 class _Acados:
     """acados SQP_RTI of the same problem as a ``controller(t, x, ẋ)``, timed."""
 
@@ -175,6 +187,7 @@ class _Acados:
             os.environ.setdefault("ACADOS_SOURCE_DIR", acados.DIR)
             os.environ.setdefault("ACADOS_PYTHON_INTERFACE_PATH", acados.TEMPLATE_DIR)
             os.environ.setdefault("TERA_PATH", acados.TERA_PATH)
+            _preload(acados.LIB_DIR)
         except ImportError:
             from acados_template import AcadosModel, AcadosOcp, AcadosOcpSolver
 
@@ -245,13 +258,15 @@ class _Acados:
         cwd = os.getcwd()
         os.chdir(workdir)
         try:
-            self.solver = AcadosOcpSolver(ocp, json_file=str(workdir / f"ocp_{backend}.json"),
-                                          verbose=False)
+            with contextlib.redirect_stdout(sys.stderr):       # acados prints; JSON is ours
+                self.solver = AcadosOcpSolver(ocp, json_file=str(workdir / f"ocp_{backend}.json"),
+                                              verbose=False)
         finally:
             os.chdir(cwd)
         self.build_s = time.perf_counter() - t0
         self.ns, self.k = ns, k
         self.core, self.whole = [], []
+        self.statuses: dict[int, int] = {}
         self.u_prev = None
         self.schedule = case["rti"].schedule
         self.idx = _partition_indices(cm, case["part"])
@@ -273,9 +288,10 @@ class _Acados:
             s.set(j, "yref", np.concatenate([Xr[j], ur[j]]))
         s.set(N, "yref", Xr[N])
         s.cost_set(N, "W", 2.0 * self.schedule.P(kk + N))
-        s.solve()
+        status = int(s.solve())
+        self.statuses[status] = self.statuses.get(status, 0) + 1
         u = np.asarray(s.get(0, "u"), float)
-        self.core.append(float(s.get_stats("time_tot")))
+        self.core.append(float(np.ravel(s.get_stats("time_tot"))[0]))
         self.u_prev = u
         self.whole.append(time.perf_counter() - w0)
         return u
@@ -360,7 +376,8 @@ def main(argv=None) -> dict:
             acados[backend] = {"core_step_s": statistics.median(ac.core[1:]),
                                "core_step_range_s": [min(ac.core[1:]), max(ac.core[1:])],
                                "python_step_s": statistics.median(ac.whole[1:]),
-                               "build_s": ac.build_s, "rms_error_mm": _rms_error_mm(case, sim)}
+                               "build_s": ac.build_s, "rms_error_mm": _rms_error_mm(case, sim),
+                               "statuses": {str(k): v for k, v in ac.statuses.items()}}
     out["acados"] = acados
     ok = {b: v for b, v in acados.items() if "core_step_s" in v}
     if not ok:

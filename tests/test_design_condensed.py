@@ -156,6 +156,55 @@ def test_condensed_qp_matches_a_generic_elimination():
     assert abs(qp.const - const) <= 1e-12 * abs(const)
 
 
+def test_c_and_numpy_condensing_agree():
+    """The compiled recursions (one foreign call) and the numpy ones give the same QP data to
+    round-off (1e-12 relative) with every kind of row, constant term and linear cost; without a
+    compiler only the numpy path exists (skipped then)."""
+    from _helpers import c_compiler_present
+
+    if not c_compiler_present():
+        pytest.skip("no C compiler on this machine")
+    N, n, k = 9, 3, 2
+    A, B = random_window(N, n, k, seed=12)
+    C = np.array([[1.0, 1.0, 0.0]])
+    mpc = LTVMPC(N, np.diag([1.0, 2.0, 3.0]), 0.3 * np.eye(k), 4 * np.eye(n), **KW,
+                 soft_state=True, y_min=-0.1, y_max=0.1, C_y=C, D_y=np.array([[0.5, 0.0]]))
+    lay = mpc._dense
+    assert lay._c_library() is not None
+    rng = np.random.default_rng(3)
+    args = (A, B, rng.standard_normal((N, n)), rng.standard_normal(n), 4 * np.eye(n) + 0.5,
+            rng.standard_normal((N + 1, n)), rng.standard_normal((N, k)),
+            {g: (-np.ones((N, lay._rows[g][1].size)), np.ones((N, lay._rows[g][1].size)))
+             for g in ("u", "r", "x", "y")},
+            np.broadcast_to(C, (N, 1, n)).copy(), np.broadcast_to([[0.5, 0.0]], (N, 1, k)).copy())
+    qc = condensed_qp(lay, *args, backend="c")
+    qn = condensed_qp(lay, *args, backend="numpy")
+    for name in ("H", "g", "A", "M"):
+        a, b = getattr(qc, name), getattr(qn, name)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max())
+    np.testing.assert_allclose(qc.lower, qn.lower, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(qc.upper, qn.upper, rtol=1e-12, atol=1e-12)
+    assert abs(qc.const - qn.const) <= 1e-12 * abs(qn.const)
+    np.testing.assert_array_equal(qc.H, qc.H.T)
+
+
+def test_numpy_fallback_gives_the_same_steps(monkeypatch):
+    """With the compiled condensing unavailable (no compiler), the numpy recursions give the
+    same steps (1e-10) as the compiled ones over a receding loop."""
+    N, n, k = 8, 3, 2
+    A, B = random_window(N + 6, n, k, seed=5)
+    a = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), soft_state=True, **KW)
+    b = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), soft_state=True, **KW)
+    b._dense._clib, b._dense._clib_tried = None, True          # the numpy path
+    x = np.array([0.8, -0.3, 0.5])
+    for t in range(6):
+        sa, sb = (m.step(x, A[t:t + N], B[t:t + N]) for m in (a, b))
+        assert sa.solver == sb.solver == "DAQP"
+        np.testing.assert_allclose(sa.predicted_u, sb.predicted_u, atol=1e-10)
+        np.testing.assert_allclose(sa.duals, sb.duals, atol=1e-8)
+        x = A[t] @ x + B[t] @ sa.u
+
+
 def test_infeasible_statuses_and_hold():
     """Hard state bounds that cannot hold: DAQP, OSQP and Clarabel all report ``infeasible``;
     ``on_failure="hold"`` holds the previous input (the same chain as the OSQP path)."""

@@ -29,7 +29,7 @@ eliminated dynamics rows follow from the backward costate recursion
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 import numpy as np
 from numpy.typing import NDArray
@@ -179,6 +179,22 @@ class DenseWindowQP(WindowQP):
         self._model: Any = None
         self._layout_stale = False
         self.iterations = 0
+        self._Qc, self._Rc = np.ascontiguousarray(self.Qs), np.ascontiguousarray(self.Rs)
+        self._zeros_n = np.zeros((N, n))
+        self._zeros_qx = np.zeros((N + 1, n))
+        self._clib: Any = None
+        self._clib_tried = False
+
+    def _c_library(self, required: bool = False) -> Any:
+        """The compiled condensing routines (built on first use), or None (numpy)."""
+        if not self._clib_tried:
+            from ._ccondense import condense_library
+
+            self._clib, self._clib_tried = condense_library(), True
+        if required and self._clib is None:
+            raise DesignError("the compiled condensing routine is not available (no C compiler "
+                              "or no usable cache directory); use backend='numpy'")
+        return self._clib
 
     # ---- the data of the step (kept as given; written into the sparse layout only for KKT)
     def set_terminal(self, Qf: NDArray[np.float64]) -> None:
@@ -342,7 +358,7 @@ class DenseWindowQP(WindowQP):
                 mu = y[r1:r1 + N * ix.size] + y[r2:r2 + N * ix.size]
             else:
                 mu = y[rx:rx + N * ix.size]
-            np.add.at(rl, (slice(None), ix), mu.reshape(N, ix.size))
+            rl[:, ix] += mu.reshape(N, ix.size)            # (ix: distinct components)
         if self.py:
             ry = self._rows["y"][0]
             py = self.py
@@ -353,12 +369,21 @@ class DenseWindowQP(WindowQP):
                 mu = y[ry:ry + N * py]
             rl += np.einsum("jpn,jp->jn", self._C, mu.reshape(N, py))
         A = self._A
-        yd = np.empty((N, n))
-        acc = rl[N - 1]
-        yd[N - 1] = acc
-        for j in range(N - 1, 0, -1):                   # y_{j−1} = r_j + A_jᵀ y_j
-            acc = rl[j - 1] + acc @ A[j]
-            yd[j - 1] = acc
+        lib = self._clib
+        if lib is not None:
+            from ._ccondense import as_c
+
+            yd = np.empty((N, n))
+            fb = lib.ffi.from_buffer
+            lib.costate(fb("long long[]", np.array([N, n], np.int64)), fb("double[]", as_c(A)),
+                        fb("double[]", as_c(rl)), fb("double[]", yd))
+        else:
+            yd = np.empty((N, n))
+            acc = rl[N - 1]
+            yd[N - 1] = acc
+            for j in range(N - 1, 0, -1):               # y_{j−1} = r_j + A_jᵀ y_j
+                acc = rl[j - 1] + acc @ A[j]
+                yd[j - 1] = acc
         y[n:n + N * n] = yd.ravel()
         r0 = 2.0 * self.Qs @ X[0] + (0.0 if self._qx is None else self._qx[0])
         y[:n] = -(r0 + yd[0] @ A[0])
@@ -371,7 +396,8 @@ def condensed_qp(layout: DenseWindowQP, A: NDArray[np.float64], B: NDArray[np.fl
                  qu: NDArray[np.float64] | None,
                  shift: Mapping[str, tuple[NDArray[np.float64], NDArray[np.float64]]],
                  C: NDArray[np.float64] | None = None,
-                 D: NDArray[np.float64] | None = None) -> CondensedQP:
+                 D: NDArray[np.float64] | None = None,
+                 backend: Literal["auto", "c", "numpy"] = "auto") -> CondensedQP:
     """The condensed QP (``H, g, A, lower, upper, const``) of one MPC window.
 
     Parameters
@@ -393,6 +419,9 @@ def condensed_qp(layout: DenseWindowQP, A: NDArray[np.float64], B: NDArray[np.fl
         `WindowQP.set_bounds` takes them).
     C, D : (N, p_y, n), (N, p_y, k) ndarray, optional
         Rows ``C_j[iy]``, ``D_j[iy]`` of the bounded outputs, ``j = 1 … N``.
+    backend : {"auto", "c", "numpy"}
+        The recursions in C (`nhcontrol.design._ccondense`, one foreign call; "auto": when the
+        library can be built) or in numpy (the same numbers to round-off).
 
     Returns
     -------
@@ -402,33 +431,55 @@ def condensed_qp(layout: DenseWindowQP, A: NDArray[np.float64], B: NDArray[np.fl
     L = layout
     N, n, k = L.N, L.n, L.k
     Nk = N * k
-    M = np.zeros((N + 1, n, Nk + 1))
-    M[0, :, Nk] = x0
-    for j in range(N):                                  # M_{j+1} = A_j M_j + [B_j | c_j]
-        Mj = M[j + 1]
-        np.matmul(A[j], M[j], out=Mj)
-        Mj[:, j * k:(j + 1) * k] = B[j]
-        if c is not None:
-            Mj[:, Nk] += c[j]
-    W = np.matmul(L.Qs, M[1:])                          # Q M_l (l = 1 … N)
-    W[N - 1] = Qf @ M[N]
-    if qx is not None:
-        W[:, :, Nk] += 0.5 * qx[1:]
-    for l in range(N - 1, 0, -1):                       # W_l += A_lᵀ W_{l+1}
-        W[l - 1] += A[l].T @ W[l]
-    HG = np.matmul(np.transpose(B, (0, 2, 1)), W)       # block row i: B_iᵀ W_{i+1}
-    HG *= 2.0
+    lib = L._c_library() if backend == "auto" else (None if backend == "numpy" else
+                                                     L._c_library(required=True))
     H = L._H0.copy()
-    Huu = HG[:, :, :Nk].reshape(Nk, Nk)
-    H[:Nk, :Nk] = 0.5 * (Huu + Huu.T) + L._R2
     g = L._g0.copy()
-    g[:Nk] = HG[:, :, Nk].reshape(Nk)
+    if lib is not None:
+        from ._ccondense import as_c
+
+        ffi = lib.ffi
+        M = np.empty((N + 1, n, Nk + 1))
+        W = np.empty((N, n, Nk + 1))
+        cst = np.zeros(1)
+        Ac, Bc = as_c(A), as_c(B)
+        cc = as_c(c) if c is not None else L._zeros_n
+        qxc = as_c(qx) if qx is not None else L._zeros_qx
+        dims = np.array([N, n, k, L.nv, c is not None, qx is not None], dtype=np.int64)
+        fb = ffi.from_buffer
+        lib.condense(fb("long long[]", dims), fb("double[]", Ac), fb("double[]", Bc),
+                     fb("double[]", cc), fb("double[]", as_c(x0)), fb("double[]", L._Qc),
+                     fb("double[]", as_c(Qf)), fb("double[]", L._Rc), fb("double[]", qxc),
+                     fb("double[]", M), fb("double[]", W), fb("double[]", H),
+                     fb("double[]", g), fb("double[]", cst))
+        const = float(cst[0])
+        xf = M[:, :, Nk]
+    else:
+        M = np.zeros((N + 1, n, Nk + 1))
+        M[0, :, Nk] = x0
+        for j in range(N):                              # M_{j+1} = A_j M_j + [B_j | c_j]
+            Mj = M[j + 1]
+            np.matmul(A[j], M[j], out=Mj)
+            Mj[:, j * k:(j + 1) * k] = B[j]
+            if c is not None:
+                Mj[:, Nk] += c[j]
+        W = np.matmul(L.Qs, M[1:])                      # Q M_l (l = 1 … N)
+        W[N - 1] = Qf @ M[N]
+        if qx is not None:
+            W[:, :, Nk] += 0.5 * qx[1:]
+        for l in range(N - 1, 0, -1):                   # W_l += A_lᵀ W_{l+1}
+            W[l - 1] += A[l].T @ W[l]
+        HG = np.matmul(np.transpose(B, (0, 2, 1)), W)   # block row i: B_iᵀ W_{i+1}
+        HG *= 2.0
+        Huu = HG[:, :, :Nk].reshape(Nk, Nk)
+        H[:Nk, :Nk] = 0.5 * (Huu + Huu.T) + L._R2
+        g[:Nk] = HG[:, :, Nk].reshape(Nk)
+        xf = M[:, :, Nk]                                 # free response δx_j (U = 0)
+        const = float(np.sum((xf[:N] @ L.Qs) * xf[:N]) + xf[N] @ Qf @ xf[N])
+        if qx is not None:
+            const += float(np.sum(qx * xf))
     if qu is not None:
         g[:Nk] += qu.ravel()
-    xf = M[:, :, Nk]                                     # free response δx_j (U = 0)
-    const = float(np.einsum("ji,ik,jk->", xf[:N], L.Qs, xf[:N]) + xf[N] @ Qf @ xf[N])
-    if qx is not None:
-        const += float(np.sum(qx * xf))
     lo, hi = L._lo0.copy(), L._hi0.copy()
     Ag = L._Ag.copy()
     if L.iu.size and "u" in shift:

@@ -175,9 +175,9 @@ class TrackingController:
         if s.size % 2:
             raise DesignError(f"state must be [x; xd] of even length 2n, got {s.size} entries")
         n = s.size // 2
-        w0, c0 = time.perf_counter(), time.thread_time()
+        c0, w0 = time.thread_time(), time.perf_counter()
         u, self._memory, rec, side = self._compute(float(t), s[:n], s[n:], self._memory)
-        c1, w1 = time.thread_time(), time.perf_counter()
+        w1, c1 = time.perf_counter(), time.thread_time()
         rec = replace(rec, solve_time=w1 - w0, cpu_time=c1 - c0)
         self._commit(rec, side)
         return u
@@ -308,10 +308,10 @@ def _io_callbacks(compute: Callable[[float, NDArray, NDArray], tuple],
         key = (float(t), np.asarray(y, float).tobytes(), np.asarray(xc, float).tobytes())
         hit = cache.get(key)
         if hit is None:
-            w0, c0 = time.perf_counter(), time.thread_time()
+            c0, w0 = time.thread_time(), time.perf_counter()
             hit = compute(float(t), np.asarray(y, dtype=float).reshape(-1),
                           np.asarray(xc, dtype=float).reshape(-1).copy())
-            c1, w1 = time.thread_time(), time.perf_counter()
+            w1, c1 = time.perf_counter(), time.thread_time()
             hit = (hit[0], hit[1], replace(hit[2], solve_time=w1 - w0, cpu_time=c1 - c0),
                    hit[3])
             if len(cache) > 8:

@@ -307,9 +307,9 @@ class OffsetFreeMPCController(TrackingController):
     def control(self, t: float, y: ArrayLike) -> NDArray[np.float64]:  # type: ignore[override]
         """Input at the sample ``t`` for the measured outputs ``y`` (p,)."""
         yv = as_float_array(y, "y", shape=(self.noutputs,), error=DesignError)
-        w0, c0 = time.perf_counter(), time.thread_time()
+        c0, w0 = time.thread_time(), time.perf_counter()
         u, self._memory, rec, side = self._compute(float(t), yv, self._memory)
-        c1, w1 = time.thread_time(), time.perf_counter()
+        w1, c1 = time.perf_counter(), time.thread_time()
         from dataclasses import replace
         self._commit(replace(rec, solve_time=w1 - w0, cpu_time=c1 - c0), side)
         return u
