@@ -282,6 +282,11 @@ class _Acados:
         X0 = _reduce(self.idx, x, xd)
         up = ur[0] if self.u_prev is None else self.u_prev
         x0 = np.concatenate([X0, up])
+        if self.u_prev is None:          # first call: the reference as the initial guess
+            for j in range(N + 1):
+                s.set(j, "x", np.concatenate([Xr[j], ur[min(j, N - 1)]]))
+            for j in range(N):
+                s.set(j, "u", ur[j])
         s.set(0, "lbx", x0)
         s.set(0, "ubx", x0)
         for j in range(N):
