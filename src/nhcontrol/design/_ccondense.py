@@ -198,15 +198,9 @@ class _Library:
     """The loaded routines ``condense``, ``costate`` and the FFI."""
 
     def __init__(self, path: str) -> None:
-        from ..compiled import cache as _cache
-        from ..compiled.cbackend import _ffi_of, _read_layout
+        from ..compiled.cbackend import open_routine
 
-        _cache.verify_artefact(path)     # immediately before opening (private directory)
-        raw, layout = _read_layout(path)
-        if layout.get("key") != _key() or layout.get("generator") != VERSION:
-            raise CacheError(f"the library {path} belongs to another version of the routine")
-        ffi = _ffi_of(layout)
-        lib = ffi.dlopen(str(path))
+        raw, ffi, lib = open_routine(path, _key(), VERSION)
         self.path, self._raw, self.ffi, self.lib = path, raw, ffi, lib
         self.condense, self.costate = lib.nhc_condense, lib.nhc_costate
 
@@ -227,27 +221,12 @@ def condense_library(cache_dir: str | os.PathLike | None = None) -> "_Library | 
     with _LOCK:
         if directory in _LIBS:
             return _LIBS[directory]
-        from ..compiled.cbackend import CompilerUnavailable, compile_library
+        from ..compiled.cbackend import load_or_build_routine
 
-        path = _library_file(directory)
-        lib = None
-        try:
-            if os.path.exists(path) or os.path.exists(_cache._record(path)):
-                try:
-                    lib = _Library(path)
-                except (CacheError, OSError, ValueError, KeyError) as exc:
-                    _cache.discard_artefact(path)
-                    _cache.warn_once("artefact", path, f"discarded the unusable condensing "
-                                                       f"library {path} ({exc}); it is rebuilt")
-            if lib is None:
-                compile_library([_source()], _cache._path(path), workers=1, optimise="-O2")
-                lib = _Library(path)
-        except (CompilerUnavailable, CacheError, OSError, ValueError, KeyError,
-                AttributeError) as exc:
-            _cache.warn_once("backend", "condense",
-                             f"the MPC QP is condensed with numpy (same results, slower): the "
-                             f"compiled condensing cannot be built or loaded ({exc})")
-            lib = None
+        lib = load_or_build_routine(
+            _library_file(directory), _Library, _source, what="compiled MPC condensing library",
+            fallback="the MPC QP is condensed with numpy (same results, slower)",
+            optimise="-O2")
         _LIBS[directory] = lib
         return lib
 
