@@ -15,14 +15,16 @@ skips python-control); prints one JSON object:
 * ``osqp_direct_step_s_N20``: a hand-built OSQP problem of the same QP (sparse standard form
   written here, ``A_j``, ``B_j`` and the bounds overwritten in place each step, warm-started,
   the same OSQP settings), timed interleaved with ``LTVMPC.step`` on the same states (the
-  order alternates from step to step); ``ratio_step_over_osqp_direct_N20`` (goal ≤ 1.1): the
+  order alternates from step to step); ``ratio_step_over_osqp_direct_N20`` (goal ≤ 1.1; the
+  step is the default condensed DAQP path, the hand-built one the sparse OSQP QP): the
   median over the steps of the paired ratio ``LTVMPC.step`` / hand-built step at the same
   receding-horizon step (each pair measured back to back, so load from other processes
   cancels in the ratio), ``ratio_of_medians_step_over_osqp_direct_N20`` the ratio of the two
   medians, ``interleaved_step_s_N20`` the median of ``LTVMPC.step`` in this loop (``step_s_N20``
   is the separate loop above), and ``osqp_direct_max_input_difference``
   (the two first inputs, goal ≤ 1e-6); ``cvxpy_step_s_N20``: ``LTVMPC(...,
-  osqp_interface="cvxpy")`` (cvxpy's parameter path) in the same interleaved loop, with
+  osqp_interface="cvxpy", qp_solver="osqp")`` (cvxpy's parameter path) in the same interleaved
+  loop, with
   ``ratio_cvxpy_over_step_N20``;
 * ``ratio_step_over_qp_floor`` (goal ≤ 1.5): the whole ``LTVMPC.step`` (N = 20, the default
   condensed path: condensing, DAQP, reading the answer) over the bare QP solve of the same
