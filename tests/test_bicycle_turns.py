@@ -127,3 +127,38 @@ def test_reproduce_bicycle_circular_quick(tmp_path):
     assert len(res["stable_ranges"]["ii_handlebar_reversed"]) == 1
     assert not res["stable_ranges"]["i_handlebar_forward"]
     assert (tmp_path / "bicycle_circular_families.png").exists()
+
+
+# nhcontrol's own output (the paper prints no digits for these): kept to notice change
+REGRESSION_III_GAINED_V = 3.255273
+REGRESSION_III_FOLD_V = 3.387883
+REGRESSION_III_LOST_V = 3.386105
+
+
+def test_stable_section_with_a_fold_is_a_set_of_turns(cm):
+    """Family (iii) gains stability at 3.2553 m/s, folds in speed at 3.3879 m/s while still
+    stable, and loses stability on the return branch at 3.3861 m/s: the section's speed range
+    is the maximum over its turns (the fold), not its end speeds, and the fold is reported.
+    Independent of the refinement: the fold turn is stable, and the family's turns on both of
+    its sides are slower."""
+    from nhcontrol.analysis import stable_ranges, turn_stability
+    from nhcontrol.reproduce import bicycle_circular as bc
+
+    fam = bc.families(cm, quick=True)["iii_pivoting"]
+    sections = stable_ranges(cm, fam)
+    assert len(sections) == 1
+    (r,) = sections
+    gained, lost = r["boundaries"]
+    assert gained["kind"] == "stability gained" and lost["kind"] == "stability lost"
+    assert abs(gained["v"] - REGRESSION_III_GAINED_V) < 2e-6
+    assert abs(lost["v"] - REGRESSION_III_LOST_V) < 2e-6
+    assert gained["crossing"] == "complex pair" and lost["crossing"] == "real"
+    (fold,) = r["folds"]
+    assert fold["kind"] == "maximum" and abs(fold["v"] - REGRESSION_III_FOLD_V) < 2e-6
+    assert r["v_min"] == gained["v"] and r["v_max"] == fold["v"] > lost["v"]
+    stab = [turn_stability(cm, t).stable for t in fam]
+    inside = [t.speed for t, s in zip(fam, stab) if s]
+    assert len(inside) == r["points"] and max(inside) <= r["v_max"] and min(inside) >= r["v_min"]
+    k = int(np.argmax([t.speed if s else -np.inf for t, s in zip(fam, stab)]))
+    assert fam[k - 1].speed < fold["v"] and fam[k + 1].speed < fold["v"]
+    assert bc._section_text(r).startswith("v in [3.255273, 3.387883] m/s")
