@@ -156,14 +156,11 @@ def test_condensed_qp_matches_a_generic_elimination():
     assert abs(qp.const - const) <= 1e-12 * abs(const)
 
 
+@pytest.mark.c_compiler
 def test_c_and_numpy_condensing_agree():
     """The compiled recursions (one foreign call) and the numpy ones give the same QP data to
     round-off (1e-12 relative) with every kind of row, constant term and linear cost; without a
     compiler only the numpy path exists (skipped then)."""
-    from _helpers import c_compiler_present
-
-    if not c_compiler_present():
-        pytest.skip("no C compiler on this machine")
     N, n, k = 9, 3, 2
     A, B = random_window(N, n, k, seed=12)
     C = np.array([[1.0, 1.0, 0.0]])
