@@ -178,6 +178,7 @@ class DenseWindowQP(WindowQP):
         self._sense: NDArray[np.int32] | None = None
         self._model: Any = None
         self._layout_stale = False
+        self._vectors_stale = False
         self.iterations = 0
         self._Qc, self._Rc = np.ascontiguousarray(self.Qs), np.ascontiguousarray(self.Rs)
         self._zeros_n = np.zeros((N, n))
@@ -212,13 +213,13 @@ class DenseWindowQP(WindowQP):
     def set_bounds(self, x0: NDArray[np.float64], shifts: Mapping[str, tuple[
             NDArray[np.float64], NDArray[np.float64]]],
             c: NDArray[np.float64] | None = None) -> None:
-        super().set_bounds(x0, shifts, c)
+        self._vectors_stale = True          # l, u of the sparse layout: written for KKT only
         self._x0 = np.asarray(x0, dtype=float)
         self._c = None if c is None else np.asarray(c, dtype=float).reshape(self.N, self.n)
         self._shift = shifts
 
     def set_linear(self, qx: NDArray[np.float64] | None, qu: NDArray[np.float64] | None) -> None:
-        super().set_linear(qx, qu)
+        self._vectors_stale = True
         self._qx = None if qx is None else np.asarray(qx, dtype=float).reshape(self.N + 1, self.n)
         self._qu = None if qu is None else np.asarray(qu, dtype=float).reshape(self.N, self.k)
 
@@ -227,8 +228,12 @@ class DenseWindowQP(WindowQP):
             WindowQP.set_window(self, self._A, self._B)
             if self.py and self._C is not None:
                 WindowQP.set_outputs(self, self._C, self._D)
-            self._pending = {}
             self._layout_stale = False
+        if self._vectors_stale:
+            WindowQP.set_bounds(self, self._x0, self._shift, self._c)
+            WindowQP.set_linear(self, self._qx, self._qu)
+            self._vectors_stale = False
+        self._pending = {}
         return super().kkt_at_zero(y)
 
     def warm_start(self, z: NDArray[np.float64], y: NDArray[np.float64] | None = None) -> None:

@@ -570,7 +570,11 @@ class LTVMPC:
         return check_finite(np.asarray(arr, dtype=float), name, error=DesignError)
 
     def _solve_direct(self, qp: WindowQP, data: dict[str, Any]) -> tuple[str, Any, Any, float]:
-        """OSQP on the in-place QP: ``(status, δx, δu, cost)`` (arrays are fresh copies)."""
+        """OSQP on the in-place QP, or DAQP on the condensed one: ``(status, δx, δu, cost)``
+        (arrays are fresh copies)."""
+        if qp is self._qp and self.__dict__.get("_qp_Qf_stale"):
+            qp.set_terminal(self._Qf)
+            self._qp_Qf_stale = False
         qp.set_window(data["A"], data["B"])
         if data["Cy"] is not None and qp.py:
             iy = self._idx["y"]
@@ -711,10 +715,11 @@ class LTVMPC:
                 check_psd(Qf_, "Qf")
             self._Lf_value = None           # factored when the cvxpy path needs it
             self._Qf = Qf_.copy()
-            if self._qp is not None:
-                self._qp.set_terminal(Qf_)
             if self._dense is not None:
                 self._dense.set_terminal(Qf_)
+                self._qp_Qf_stale = True        # OSQP gets it when it solves (_solve_direct)
+            elif self._qp is not None:
+                self._qp.set_terminal(Qf_)
             if self._problem is not None:
                 self._Lf.value = self._Lf_factor()
 
