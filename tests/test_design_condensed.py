@@ -262,6 +262,8 @@ def test_bad_qp_solver_name():
 
     with pytest.raises(DesignError, match="qp_solver must be 'daqp' or 'osqp'"):
         LTVMPC(4, np.eye(2), np.eye(1), qp_solver="qpoases")
+    with pytest.raises(DesignError, match=r"unknown DAQP settings \['primal_tolerance'\]"):
+        LTVMPC(4, np.eye(2), np.eye(1), daqp_options={"primal_tolerance": 1e-9})
 
 
 def test_pickled_controller_rebuilds_the_condensed_path():

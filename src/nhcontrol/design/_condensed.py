@@ -124,6 +124,13 @@ class DenseWindowQP(WindowQP):
         self.soft, self.soft_output = soft, soft_output
         settings = dict(DAQP_DEFAULTS)
         settings.update(options)
+        import daqp
+
+        known = set(daqp.Model().settings)
+        bad = sorted(set(settings) - known)
+        if bad:
+            raise DesignError(f"unknown DAQP settings {bad} in daqp_options; known: "
+                              f"{sorted(known)} (https://darnstrom.github.io/daqp/parameters)")
         self.settings = settings
         Nk = N * k
         self.nv = Nk + N * self.ns + N * self.nsy

@@ -59,13 +59,16 @@ class MPCStep:
     solve_time : float
         Wall-clock seconds spent in ``problem.solve`` (all attempts).
     solver : str
-        Solver that produced the answer (or the last one tried).
+        Solver that produced the answer (``"DAQP"``, ``"OSQP"``, ``"CLARABEL"``; or the last
+        one tried).
     held : bool
         True when the previous input was held after a failure.
     attempts : tuple of (str, str)
         ``(solver, cvxpy status)`` of every attempt, in order.
     duals : ndarray or None
-        OSQP's dual vector (direct path), for a later ``step(warm_start=(δx, δu, duals))``.
+        Multipliers of the sparse QP's rows in OSQP's layout and sign convention (OSQP's own,
+        or DAQP's mapped back with the costate recursion of the dynamics rows), for a later
+        ``step(warm_start=(δx, δu, duals))``; None when Clarabel answered.
     slack : (N, p) ndarray
         Slacks ``s_j`` of the soft state bounds (one column per bounded state component,
         rows ``j = 1 … N``); an empty ``(N, 0)`` array for hard bounds. Nonzero entries mark
@@ -213,6 +216,16 @@ class LTVMPC:
         parametrised cvxpy problem `problem`. Clarabel always goes through cvxpy. Both
         give the same QP; unset OSQP settings are cvxpy's defaults (``eps_abs = eps_rel =
         1e-5``, ``max_iter = 10000``) with polishing.
+    qp_solver : {"daqp", "osqp"}
+        ``"daqp"`` (default): each step condenses the QP (states eliminated by the structured
+        recursions of ``docs/theory/condensed_qp.md``, in C when a compiler is available) and
+        solves it with DAQP (dual active set, warm-started from the previous window's active
+        set); when it fails, OSQP and then Clarabel are tried. ``"osqp"``: the sparse QP by
+        OSQP (then Clarabel). The OSQP path also solves when daqp is not installed or a soft
+        bound has ``ρ₂ = 0`` (reason in `qp_path_reason`; `qp_path` says which path solves).
+    daqp_options : mapping, optional
+        DAQP settings overriding ``nhcontrol.design._condensed.DAQP_DEFAULTS``
+        (``primal_tol = 1e-9``, ``iter_limit = 10000``).
 
     Raises
     ------

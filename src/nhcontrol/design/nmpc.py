@@ -185,7 +185,8 @@ class NMPCController(TrackingController):
         ``u_min, u_max, du_min, du_max, x_min, x_max`` (on ``X`` or ``X − X_ref``, see
         ``state_bounds``; predicted samples ``j = 1 … N``), ``soft_state``, output bounds
         ``y_min, y_max`` on ``y = C_y X + D_y u`` (absolute; ``C_y`` in the order of `states`)
-        with ``soft_output``, ``solver_options`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
+        with ``soft_output``, ``solver_options``, ``qp_solver`` (``"daqp"``: the condensed QP
+        by DAQP, default; ``"osqp"``), ``daqp_options`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
 
     Notes
     -----
