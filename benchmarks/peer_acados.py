@@ -5,7 +5,12 @@ Run ``python benchmarks/peer_acados.py [--case ball-plate|robot] [--t-final T]
 [--backends hpipm,qpoases]``. Needs the optional ``peers`` extra and acados' Python interface
 with its template renderer (the acados wheel of the package index, ``pip install
 comma-deps-acados``); without them it prints ``{"skipped": reason}``. acados' generated code
-is written into a temporary directory and deleted afterwards.
+is written into a temporary directory and deleted afterwards. That wheel (0.2.2.post92) also
+installs a reduced CasADi 3.6 as a top-level ``casadi`` package, which shadows a full CasADi
+and lacks the linear-solver plugins ``to_casadi`` needs (``libcasadi_linsol_qr.so``): the
+build then fails with that message (reported in ``acados.<backend>.skipped``); with a full
+CasADi first on the path (acados' templates work with CasADi 3.8) the benchmark runs. acados
+is therefore not part of the ``peers`` extra.
 
 Problems (horizon N = 20):
 
