@@ -166,7 +166,7 @@ def test_controllers_on_a_plain_statespace_regulate_to_zero():
     x = _run(mpc, dsys, [1.0, 0.0], 150)
     assert np.linalg.norm(x) < 1e-3
     assert all(abs(r.u[0]) <= 5.0 + 1e-6 for r in mpc.history)
-    assert repr(mpc) == "MPCController(cart, N=20, dt=0.1 s, inputs=['F'], qp='OSQP')"
+    assert repr(mpc) == "MPCController(cart, N=20, dt=0.1 s, inputs=['F'], qp='daqp')"
     with pytest.raises(DesignError, match=r"state must be the 2 states \['p', 'v'\]"):
         mpc.control(0.0, [1.0, 0.0, 0.0, 0.0])
 

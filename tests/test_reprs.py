@@ -95,6 +95,6 @@ def test_results_and_controllers_print_in_one_short_line(key):
 
 def test_controller_reprs_read_like_the_issue():
     ex = _examples()
-    assert repr(ex["MPCController"]) == "MPCController(cart, N=10, dt=0.1 s, inputs=['F'], qp='OSQP')"
+    assert repr(ex["MPCController"]) == "MPCController(cart, N=10, dt=0.1 s, inputs=['F'], qp='daqp')"
     assert repr(ex["TVLQRController"]).startswith("TVLQRController(plain system, states=['p', 'v'], "
                                                   "infinite horizon, dt=0.1 s")
