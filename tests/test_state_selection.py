@@ -244,3 +244,17 @@ def test_badly_scaled_states_are_balanced():
     (w,) = kd.uncontrollable
     assert w.conserved and w.pivot == "phi2"
     assert np.abs(w.coefficients @ A).max() <= 1e-9 * np.abs(A).max() and not np.any(w.coefficients @ B)
+
+
+def test_time_varying_linearization_is_refused_with_the_ltv_tools():
+    """The catalogue's self-balancing robot on a circle: A(t), B(t) vary with time, so the LTI
+    decomposition refuses and names the LTV tools (and the frozen-pair form)."""
+    from nhcontrol._util.errors import LinearSystemError
+    from nhcontrol.models import self_balancing_robot as sbr
+
+    cm = sbr.model()
+    lin = linearize(cm, sbr.circle(cm), sbr.PARTITION)
+    with pytest.raises(LinearSystemError, match=r"not steady.*gramian or silverman_meadows"):
+        kalman_decomposition(lin)
+    frozen = kalman_decomposition((lin.A, lin.B), states=lin.states)
+    assert frozen.nstates == 9 and frozen.controllability.rank < 9

@@ -224,6 +224,12 @@ def _physical_pivots(sys: Any) -> list[str]:
 def _as_matrices(sys: Any, states: Sequence[str] | None
                  ) -> tuple[NDArray, NDArray, NDArray | None, list[str], list[str], list[str], Any]:
     if hasattr(sys, "to_statespace") and hasattr(sys, "partition"):      # a linearization
+        if not getattr(sys, "steady", True):
+            raise LinearSystemError(
+                "kalman_decomposition decomposes an LTI system; this linearization is about a reference "
+                "that is not steady (A(t), B(t) vary with time). For the time-varying system use "
+                "nhcontrol.analysis.gramian or silverman_meadows (Eqs. (8.85)-(8.87)); to look at the "
+                "frozen pair at one instant anyway pass (lin.A, lin.B) with states=lin.states")
         sys = sys.to_statespace()
     if isinstance(sys, LTVSystem):
         if not sys.is_constant:
