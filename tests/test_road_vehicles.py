@@ -313,6 +313,14 @@ def test_assigned_steering_mpc_first_two_seconds(assigned_setup):
     assert b["bounds_respected"] and b["max_lateral_error_m"] <= 0.03
     assert b["peak_steer_deg"] <= 8.0 and b["peak_steer_rate_deg_s"] <= 40.0
     assert b["peak_friction_utilisation"] < 1.0 and b["cone_clearance_m"] > 0.0
+    # the friction rows are inactive at 15 m/s: without them (friction_bound=None, the plain
+    # MPC on the unaugmented state) the inputs are the same to the QP's tolerance
+    import dataclasses
+
+    plain = dataclasses.replace(s, st=dataclasses.replace(s.st, friction_bound=None))
+    a0 = closed_loop_assigned(plain, "mpc", t_final=1.0)["arrays"]
+    n0 = a0["u"].shape[0]
+    assert np.max(np.abs(a0["u"][:, 3] - a["u"][:n0, 3])) < 1e-4
     # γ_{k+1} = γ_k + dt γ̇_k at the samples: the plant's steering is the MPC's integrator
     dt = s.st.dt
     g = a["u"][:, 2]
