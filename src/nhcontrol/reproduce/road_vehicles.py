@@ -42,7 +42,7 @@ import time
 import warnings
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -55,6 +55,9 @@ from ..applications.lane_change import (TYRE_CONTROLLERS, LaneChangeSettings, La
 from ..models import lane_change as lc
 from ..reference import FrictionLimitWarning, friction_utilisation
 from ..models import single_track as st
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = ["run", "summary", "QUICK"]
 
@@ -99,7 +102,7 @@ def _track(s: LaneChangeSetup) -> dict[str, Any]:
             "transition_shape": "degree-9 smoothstep (curvature and its first two rates continuous)"}
 
 
-def _reference_numbers(cm: Any, V: float, offset_reference: str, mu: float) -> dict[str, Any]:
+def _reference_numbers(cm: CompiledModel, V: float, offset_reference: str, mu: float) -> dict[str, Any]:
     """Peaks of the lane-change reference of ``cm`` (``force_torque``) at the speed ``V`` on the
     track read as ``offset_reference``: lateral acceleration, friction utilisation (from the
     multipliers of inverse dynamics), cone clearance, and the geometric lower bound of the
@@ -125,7 +128,7 @@ def _reference_numbers(cm: Any, V: float, offset_reference: str, mu: float) -> d
             "excluded_by_geometry": bool(bound["lower_bound_m_s2"] > mug)}
 
 
-def _readings(cm: Any, st_: LaneChangeSettings) -> dict[str, Any]:
+def _readings(cm: CompiledModel, st_: LaneChangeSettings) -> dict[str, Any]:
     """`_reference_numbers` for both readings of the 3.5 m offset, at ``st_.V`` and at the
     standard's test speed (80 km/h)."""
     return {ref: {f"{3.6 * V:.0f}_km_h": _reference_numbers(cm, V, ref, st_.mu)
