@@ -425,3 +425,24 @@ def test_c_fallback_statuses_agree(setup, tmp_path):
     assert set(st) == {"fallback: lqr"}
     _build(folder)
     _compare(folder, rec, st)
+
+
+@pytest.mark.c_compiler
+@pytest.mark.parametrize("soft", [False, True])
+def test_c_state_bounds_reproduce_python(setup, tmp_path, soft):
+    """State bounds on the contact-point deviation that the 5 cm offset violates: hard but wide
+    enough to stay feasible, or soft (slacks as extra variables of the condensed QP, exact L1 plus
+    quadratic penalty) and narrower than the offset, so that slacks are used. The C inputs equal
+    Python's (its QP solved tightly) and the statuses agree."""
+    s = setup
+    w = 0.02 if soft else 0.08
+    lim = np.array([np.inf] * 5 + [w, w])
+    tight = {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iter": 100000}
+    ctrl = _mpc(s, x_min=-lim, x_max=lim, soft_state=soft, solver_options=tight)
+    folder = tmp_path / "xb"
+    ctrl.export_c(folder, steps=8)
+    rec, st = _closed_loop(s, ctrl, 6)
+    if soft:
+        assert max(h.slack_max for h in ctrl.history) > 1e-3
+    _build(folder)
+    _compare(folder, rec, st)

@@ -69,7 +69,6 @@ def nmpc_controller_files(ctrl: Any, steps: int | None) -> tuple[dict[str, str],
 #define NHC_CTRL_HORIZON {N}
 #define NHC_CTRL_STEPS {K}
 #define NHC_CTRL_QP_MAX_ITER {QP_MAX_ITER}
-#define NHC_CTRL_NBX {nbx}
 #define NHC_CTRL_SCRATCH {scratch}
 #define NHC_CTRL_WORK (NHC_MPC_WORK({N}, {ns}, {k}, {nbx}) + NHC_CTRL_SCRATCH)
 #define NHC_CTRL_IWORK NHC_MPC_IWORK({N}, {ns}, {k}, {nbx})

@@ -217,9 +217,10 @@ def _mpc_checks(ctrl: Any) -> None:
     mpc = ctrl.mpc
     if mpc.noutputs:
         raise InteropError("the C export does not cover output bounds (y_min/y_max) yet")
-    b = mpc.bounds
-    if mpc.soft_state is not None and (np.isfinite(b["x_min"]).any() or np.isfinite(b["x_max"]).any()):
-        raise InteropError("the C export covers hard state bounds only (soft_state=False)")
+    if mpc.soft_state is not None and not float(mpc.soft_state[1]) > 0.0:
+        raise InteropError("soft state bounds need a positive quadratic penalty rho2 for the C export "
+                           "(its dense QP solver needs a strictly convex programme): "
+                           f"soft_state={tuple(mpc.soft_state)}")
 
 
 def _mpc_problem_tables(mpc: Any, prefix: str = "") -> tuple[str, str, int]:
@@ -232,9 +233,12 @@ def _mpc_problem_tables(mpc: Any, prefix: str = "") -> tuple[str, str, int]:
                    _table("UMIN", _bounds(b["u_min"], k)), _table("UMAX", _bounds(b["u_max"], k)),
                    _table("DUMIN", _bounds(b["du_min"], k)), _table("DUMAX", _bounds(b["du_max"], k)),
                    _table("XMIN", xlo), _table("XMAX", xhi), _table("IX", ix, "int")])
+    soft = mpc.soft_state is not None and ix.size > 0
+    rho = tuple(float(r) for r in mpc.soft_state) if soft else (0.0, 0.0)
     init = (f"static const nhc_mpc_problem PROB = {{{mpc.horizon}, {n}, {k}, {ix.size}, IX, "
-            f"NHC_CTRL_QP_MAX_ITER, {QP_TOL!r}, QW, RW, UMIN, UMAX, DUMIN, DUMAX, XMIN, XMAX}};\n")
-    return src, init, int(ix.size)
+            f"NHC_CTRL_QP_MAX_ITER, {QP_TOL!r}, QW, RW, UMIN, UMAX, DUMIN, DUMAX, XMIN, XMAX, "
+            f"{1 if soft else 0}, {rho[0]!r}, {rho[1]!r}}};\n")
+    return src, init, f"{ix.size}, {1 if soft else 0}"
 
 
 def _schedule_index(schedule: Any, js: Any, which: str) -> tuple[np.ndarray, np.ndarray]:
@@ -318,7 +322,6 @@ def _mpc_controller_files(ctrl: MPCController, steps: int | None) -> tuple[dict[
 #define NHC_CTRL_HORIZON {N}
 #define NHC_CTRL_STEPS {K}
 #define NHC_CTRL_QP_MAX_ITER {QP_MAX_ITER}
-#define NHC_CTRL_NBX {nbx}
 #define NHC_CTRL_WORK (NHC_MPC_WORK({N}, {n}, {k}, {nbx}) + {2 * n + 2 * nq + N * n * n + N * n * k + N * k + (N + 1) * n})
 #define NHC_CTRL_IWORK NHC_MPC_IWORK({N}, {n}, {k}, {nbx})
 typedef struct {{
@@ -392,7 +395,8 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
 """
     meta = {"controller": "mpc", "horizon": N, "nstates": n, "ninputs": k, "ncoordinates": nq,
             "steps": K, "t0": float(ctrl.t0), "dt": float(ctrl.dt), "qp_max_iter": QP_MAX_ITER,
-            "what": f"LTV-MPC (N = {N}, {n} states, {k} inputs), condensed QP of {N * k} variables"}
+            "what": f"LTV-MPC (N = {N}, {n} states, {k} inputs), condensed QP of {N * k} inputs"
+                    + (" and the slacks of the soft state bounds" if mpc.soft_state is not None else "")}
     return {"nhc_controller.h": h, "nhc_controller.c": c}, meta
 
 

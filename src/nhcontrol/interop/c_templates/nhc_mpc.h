@@ -6,7 +6,9 @@
  *   s.t. dx_0 = x0, dx_{j+1} = A_j dx_j + B_j du_j + c_j,
  *        u_min <= u_ref_j + du_j <= u_max,
  *        du_min <= u_j - u_{j-1} <= du_max (u_{-1} = u_prev),
- *        x_min <= x_ref_j + dx_j <= x_max (j = 1 ... N, the components listed in ix),
+ *        x_min <= x_ref_j + dx_j <= x_max (j = 1 ... N, the components listed in ix;
+ *        soft: x_min - s_j <= x_ref_j + dx_j <= x_max + s_j, s_j >= 0, charged
+ *        rho1 sum s + rho2 sum s^2, the slacks extra variables after the inputs),
  *
  * the programme of nhcontrol.design.LTVMPC. With G the prediction matrix of dx in du and w
  * the free response (du = 0), the condensed Hessian is 2 (sum_j G_j^T Q_j G_j + blkdiag R)
@@ -23,14 +25,20 @@ typedef struct {
     const double *Q, *R;    /* n x n, k x k */
     const double *u_min, *u_max, *du_min, *du_max;   /* k each (+-NHC_QP_INF or beyond: none) */
     const double *x_min, *x_max;                     /* n each (+-NHC_QP_INF or beyond: none) */
+    int soft;               /* soft state bounds: x_min - s <= x_ref + dx <= x_max + s, s >= 0 */
+    double rho1, rho2;      /* their penalty rho1 sum s + rho2 sum s^2 (the exact L1 penalty) */
 } nhc_mpc_problem;
 
-#define NHC_MPC_ROWS(N, n, k, nbx) (2 * (N) * (k) + (N) * (nbx))
-#define NHC_MPC_WORK(N, n, k, nbx) ((((N) + 1) * (n)) * ((N) * (k)) + 2 * ((N) + 1) * (n) \
-    + ((N) * (k)) * ((N) * (k)) + (N) * (k) + (n) * ((N) * (k)) \
-    + NHC_MPC_ROWS(N, n, k, nbx) * ((N) * (k)) + 2 * NHC_MPC_ROWS(N, n, k, nbx) \
-    + 2 * ((N) * (k)) * ((N) * (k)) + 5 * ((N) * (k)) + 1)
-#define NHC_MPC_IWORK(N, n, k, nbx) ((N) * (k) + NHC_MPC_ROWS(N, n, k, nbx) + 1)
+/* variables: the N k inputs, then with soft state bounds one slack per bounded state
+ * component and predicted sample (soft = 1) */
+#define NHC_MPC_NV(N, k, nbx, soft) ((N) * (k) + (soft) * (N) * (nbx))
+#define NHC_MPC_ROWS(N, n, k, nbx, soft) (2 * (N) * (k) + (N) * (nbx) * (1 + 2 * (soft)))
+#define NHC_MPC_WORK(N, n, k, nbx, soft) ((((N) + 1) * (n)) * NHC_MPC_NV(N, k, nbx, soft) \
+    + 2 * ((N) + 1) * (n) + 3 * NHC_MPC_NV(N, k, nbx, soft) * NHC_MPC_NV(N, k, nbx, soft) \
+    + 7 * NHC_MPC_NV(N, k, nbx, soft) + (n) * NHC_MPC_NV(N, k, nbx, soft) \
+    + NHC_MPC_ROWS(N, n, k, nbx, soft) * (NHC_MPC_NV(N, k, nbx, soft) + 2) + 1)
+#define NHC_MPC_IWORK(N, n, k, nbx, soft) (NHC_MPC_NV(N, k, nbx, soft) \
+    + NHC_MPC_ROWS(N, n, k, nbx, soft) + 1)
 
 /* Solve the window QP. A (N n n), B (N n k), c (N n, or NULL: zero), Qf (n n), x0 (n),
  * qx ((N+1) n or NULL), qu (N k or NULL), u_ref (N k), u_prev (k), x_ref ((N+1) n or NULL:
