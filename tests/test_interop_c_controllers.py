@@ -284,7 +284,8 @@ def test_harness_refuses_malformed_lines(setup, tmp_path):
 
 
 def test_export_refuses_what_it_does_not_cover(setup, tmp_path):
-    """SQP mode, integral action and a deviation that is not a constant linear map: InteropError."""
+    """SQP mode, a deviation that is not a constant linear map, soft bounds without a quadratic
+    penalty: InteropError, nothing written."""
     from nhcontrol.design import NMPCController
 
     s = setup
@@ -297,8 +298,8 @@ def test_export_refuses_what_it_does_not_cover(setup, tmp_path):
     bad._deviation = lambda t, x, xd: np.sin(np.concatenate([x - ref.x(t), xd - ref.xd(t)])[:7])
     with pytest.raises(InteropError, match="constant S"):
         bad.export_c(tmp_path / "b")
-    with pytest.raises(InteropError, match="integral action"):
-        _mpc(s, integral=(np.eye(7)[5:], np.eye(2))).export_c(tmp_path / "c")
+    with pytest.raises(InteropError, match="quadratic penalty"):
+        _mpc(s, x_max=np.full(7, 1.0), soft_state=(1e3, 0.0)).export_c(tmp_path / "c")
     assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()
 
 
@@ -423,6 +424,19 @@ def test_c_fallback_statuses_agree(setup, tmp_path):
     ctrl.export_c(folder, steps=6)
     rec, st = _closed_loop(s, ctrl, 4)
     assert set(st) == {"fallback: lqr"}
+    _build(folder)
+    _compare(folder, rec, st)
+
+
+@pytest.mark.c_compiler
+def test_c_integral_action_reproduces_python(setup, tmp_path):
+    """Offset-free tracking (``integral=(C_i, Q_i)`` on the contact point): the integrators are
+    the controller's memory in C as in Python; the inputs agree."""
+    s = setup
+    ctrl = _mpc(s, integral=(np.eye(7)[5:], 1e3 * np.eye(2)))
+    folder = tmp_path / "int"
+    ctrl.export_c(folder, steps=10)
+    rec, st = _closed_loop(s, ctrl, 8)
     _build(folder)
     _compare(folder, rec, st)
 

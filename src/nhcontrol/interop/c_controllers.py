@@ -212,8 +212,6 @@ def _version() -> str:
 
 # ------------------------------------------------------------------------------------ MPC
 def _mpc_checks(ctrl: Any) -> None:
-    if getattr(ctrl, "ni", 0):
-        raise InteropError("the C export does not cover integral action (MPCController(integral=...)) yet")
     mpc = ctrl.mpc
     if mpc.noutputs:
         raise InteropError("the C export does not cover output bounds (y_min/y_max) yet")
@@ -291,9 +289,11 @@ def _mpc_controller_files(ctrl: MPCController, steps: int | None) -> tuple[dict[
     mpc = ctrl.mpc
     N, n, k = ctrl.horizon, mpc.nstates, mpc.ninputs
     nq = _nq(ctrl)
+    ni = int(ctrl.ni)                    # integrators of the offset-free tracking (appended)
     S = _deviation_matrix(ctrl, K)
-    if S.shape[0] != n:
-        raise InteropError(f"the deviation has {S.shape[0]} entries, the MPC model {n} states")
+    if S.shape[0] != n - ni:
+        raise InteropError(f"the deviation has {S.shape[0]} entries, the MPC model {n - ni} states")
+    ci = np.asarray(ctrl.Ci, float) if ni else np.zeros((1, 1))
     ts = _sample_times(ctrl, K + N + 1)
     ref = ctrl.reference
     refx = np.hstack([np.asarray(ref.x(ts[:K]), float).reshape(K, nq),
@@ -318,6 +318,7 @@ def _mpc_controller_files(ctrl: MPCController, steps: int | None) -> tuple[dict[
 #include "nhc_mpc.h"
 #define NHC_CTRL_NQ {nq}
 #define NHC_CTRL_NX {n}
+#define NHC_CTRL_NI {ni}
 #define NHC_CTRL_K {k}
 #define NHC_CTRL_HORIZON {N}
 #define NHC_CTRL_STEPS {K}
@@ -326,6 +327,7 @@ def _mpc_controller_files(ctrl: MPCController, steps: int | None) -> tuple[dict[
 #define NHC_CTRL_IWORK NHC_MPC_IWORK({N}, {n}, {k}, {nbx})
 typedef struct {{
     double u_prev[NHC_CTRL_K];
+    double z[NHC_CTRL_NI + 1];          /* the integrators of the offset-free tracking */
     double plan_u[NHC_CTRL_HORIZON * NHC_CTRL_K];
     long plan_k;
     int started;
@@ -348,7 +350,8 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
 
 static const double T0 = {float(ctrl.t0)!r}, DT = {float(ctrl.dt)!r};
 /* deviation S [x - x0(t_k); xd - xd0(t_k)] (NX x 2 NQ) */
-{_table("SDEV", S)}/* the reference [x0; xd0] at the samples (STEPS x 2 NQ) */
+{_table("SDEV", S)}/* the tracked components C_i of the integrators z_(k+1) = z_k + dt C_i dx_k */
+{_table("CI", ci)}/* the reference [x0; xd0] at the samples (STEPS x 2 NQ) */
 {_table("REF", refx)}/* the feed-forward u0 of the samples 0 ... STEPS + N - 1 */
 {_table("UREF", uref)}/* the discrete model's steps used and the step of each sample */
 {_table("AD", Ad)}{_table("BD", Bd)}{_table("WIN", remap, "int")}{_riccati_tables(ctrl, K)}{_table("XREF", xref) if xref is not None else ""}{prob_src}
@@ -367,7 +370,8 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
         *status = "refused: t outside the exported schedule";
         return 1;
     }}
-    nhc_deviation(SDEV, REF + kk * 2 * nq, x, xd, nq, n, s, dx);
+    nhc_deviation(SDEV, REF + kk * 2 * nq, x, xd, nq, n - NHC_CTRL_NI, s, dx);
+    for (i = 0; i < NHC_CTRL_NI; i++) dx[n - NHC_CTRL_NI + i] = ws->started ? ws->z[i] : 0.0;
     for (j = 0; j < N; j++) {{
         const int w = WIN[kk + j];
         for (i = 0; i < n * n; i++) A[j * n * n + i] = AD[w * n * n + i];
@@ -387,6 +391,11 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
         st = nhc_mpc_fallback(&PROB, ws->has_plan, ws->plan_k, kk, ws->plan_u, ur, up,
                               KG + KIDX[kk] * k * n, dx, n, u);
         *status = st == 1 ? "fallback: shifted plan" : "fallback: lqr";
+    }}
+    for (i = 0; i < NHC_CTRL_NI; i++) {{
+        double v = dx[n - NHC_CTRL_NI + i];
+        for (j = 0; j < n - NHC_CTRL_NI; j++) v += DT * CI[i * (n - NHC_CTRL_NI) + j] * dx[j];
+        ws->z[i] = v;
     }}
     for (i = 0; i < k; i++) ws->u_prev[i] = u[i];
     ws->started = 1;
