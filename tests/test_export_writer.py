@@ -143,3 +143,34 @@ def test_target_below_a_file(tmp_path):
     f.write_text("data\n")
     with pytest.raises(ExportError, match=r"cannot create the export folder .*file\.txt/sub"):
         write_tree(f / "sub", {"a.h": "x\n"})
+
+
+def test_unwritable_target_simulated(tmp_path, monkeypatch):
+    """Where permissions cannot be tested (root), a folder that refuses every new entry."""
+    import tempfile
+
+    def refuse(prefix="", dir=None, **kw):
+        raise PermissionError(13, "Permission denied", str(dir))
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+    with pytest.raises(ExportError, match=r"cannot write into the export folder .*out'?: Permission "
+                                          r"denied; choose a folder you can write") as err:
+        write_tree(tmp_path / "out", {"a.h": "x\n"})
+    assert "\n" not in str(err.value) and not (tmp_path / "out" / "a.h").exists()
+
+
+def test_manifest_entries_outside_the_folder_are_dropped(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("v")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MANIFEST).write_text(json.dumps({"files": {"../victim.txt": sha256_of(b"v"),
+                                                      "/etc/passwd": "0"}}))
+    write_tree(out, {"a.h": "x\n"})
+    assert read_manifest(out) == {"a.h": sha256_of(b"x\n")} and victim.read_text() == "v"
+
+
+def test_same_file_given_twice_refused(tmp_path):
+    with pytest.raises(ExportError, match=r"'\./a\.h' is given twice \(as 'a\.h'\)"):
+        write_tree(tmp_path, {"a.h": "1", "./a.h": "2"})
+    assert list(tmp_path.iterdir()) == []

@@ -9,13 +9,12 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
 
 from . import __version__
-from ._util.debris import OWNER_FILE, claim, remove_stale
+from ._util.debris import OWNER_FILE
 from ._util.errors import NhcontrolError
 from .plotting.style import FORMATS, REFERENCES, figure_format, house_style
 from .reproduce import TARGETS, load
@@ -127,43 +126,10 @@ def _relocate(obj, old: str, new: str):
     return obj
 
 
-def _move_into_place(staging: Path, out: Path, last: str) -> None:
-    """Move every file of ``staging`` to the same place under ``out`` (``os.replace``, atomic per
-    file, same file system), the file ``last`` at the end."""
-    files = sorted((p for p in staging.rglob("*") if p.is_file() and p.name != OWNER_FILE),
-                   key=lambda p: p.name == last)
-    for src in files:
-        dst = out / src.relative_to(staging)
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(src, dst)
-        except OSError as exc:
-            if exc.errno != errno.EXDEV:
-                raise
-            # --out is a mount point (the staging folder is on another file system): copy next
-            # to the target, then rename there (still one atomic step per file)
-            tmp = dst.with_name(f".{dst.name}.nhcontrol-tmp")
-            shutil.copy2(src, tmp)
-            os.replace(tmp, dst)
-
-
-def _staging_folder(out: Path) -> Path:
-    """A fresh staging folder next to ``out`` (same file system: ``os.replace`` is atomic), or
-    inside it when its parent cannot be written (a writable --out in a read-only folder).
-    Staging folders of earlier runs that were killed are removed first (`remove_stale`)."""
-    real = out.resolve()
-    prefix = f".{real.name}.nhcontrol-"
-    for parent in (real.parent, real):
-        remove_stale(parent, prefix + "*")
-        try:
-            staging = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-        except OSError:
-            if parent == real:
-                raise
-            continue
-        claim(staging)
-        return staging
-    raise AssertionError("unreachable")  # pragma: no cover
+def _collect(staging: Path) -> dict[str, bytes]:
+    """The files a target wrote into ``staging`` (relative POSIX path -> bytes), owner file left out."""
+    return {src.relative_to(staging).as_posix(): src.read_bytes()
+            for src in sorted(staging.rglob("*")) if src.is_file() and src.name != OWNER_FILE}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -196,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--format", choices=FORMATS, default="png", dest="fmt",
                      help="figure format with --out: png (300 dpi), svg or pdf (default png)")
     rep.add_argument("--quick", action="store_true", help="coarser grids, for smoke tests")
+    rep.add_argument("--force", action="store_true",
+                     help="with --out: overwrite files there that nhcontrol did not write (or "
+                          "that were edited since); without it such files are kept and the run "
+                          "stops with exit code 2")
     rep.add_argument("--animate", action="store_true",
                      help="with --out: also write a GIF of the target's simulation "
                           "(bicycle-benchmark, ball-plate, road-vehicles; MP4 from Python with "
@@ -321,7 +291,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             root.setLevel(level)
 
 
+def _check_environment(parser: argparse.ArgumentParser) -> None:
+    """Every ``NHCONTROL_*`` setting with a value outside its range stops the command at once, in
+    one line naming the variable, the value and the accepted range (never ignored until the code
+    that reads it happens to run)."""
+    from ._util.blas import configured_limit
+    from ._util.memory import ENV_VAR as MAX_BYTES, allocation_limit
+    from ._util.progress import _disable
+    from ._util.work import iteration_limit
+    from .compiled.cache import _lock_timeout
+    from .compiled.cbackend import requested_backend
+
+    checks = [iteration_limit, _disable, configured_limit, _lock_timeout, requested_backend]
+    if os.environ.get(MAX_BYTES, "").strip():
+        checks.append(allocation_limit)
+    problems = []
+    for check in checks:
+        try:
+            check()
+        except NhcontrolError as exc:
+            problems.append(str(exc))
+    if problems:
+        parser.exit(2, "nhcontrol: " + " ".join("; ".join(problems).split()) + "\n")
+
+
 def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    _traceback_wanted(parser)
+    _check_environment(parser)
     if args.command is None:
         parser.print_help()
         return 0
@@ -425,15 +421,21 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, module: obje
         with figure_format(args.fmt), house_style():
             result = _to_jsonable(module.run(out=None, quick=args.quick, **options))
     else:
-        # everything is written to a staging folder next to --out and moved into place at the
-        # end (the JSON last): an interrupted or failed run leaves --out as it was
-        staging = _staging_folder(args.out)
+        # the target draws into a staging folder next to --out; its files and the JSON (last)
+        # then go through the one writer of user folders (nhcontrol._util.staging.write_tree:
+        # staged, renamed in at the end, a manifest of what it wrote, no file it did not write
+        # overwritten without --force, no symbolic link followed): an interrupted or failed run
+        # leaves --out as it was
+        from ._util.staging import staging_folder, write_tree
+
+        staging = staging_folder(args.out)
         try:
             with figure_format(args.fmt), house_style():
                 result = _to_jsonable(module.run(out=staging, quick=args.quick, **options))
             result = _relocate(result, str(staging), str(args.out))
-            (staging / f"{args.target}.json").write_text(json.dumps(result, indent=2))
-            _move_into_place(staging, args.out, last=f"{args.target}.json")
+            files: dict[str, str | bytes] = dict(_collect(staging))
+            files[f"{args.target}.json"] = json.dumps(result, indent=2)
+            write_tree(args.out, files, force=args.force, what=f"reproduce {args.target}")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     log.info("reproduce %s: finished in %.1f s", args.target, time.perf_counter() - t_run)

@@ -24,6 +24,10 @@ Every export that writes several files into a folder the user names (``export_c`
 4. **Clear errors.** A target that is a file, a folder that cannot be created or written, a
    refused file: `ExportError` (an `OSError`), whose message names the path and says what to do,
    in one line, so the command line reports it with exit code 2 and no traceback.
+
+A single file the user names (``SweepResult.save``, the ``save()`` of results) goes through
+`write_file()`: a fresh temporary file next to it, then one rename (a link at the path is
+replaced, never followed; an interrupted write leaves the old file).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import json
 import os
 import stat
 from pathlib import Path, PurePosixPath
-from typing import Mapping
+from typing import Any, BinaryIO, Callable, Mapping
 
 from .errors import ExportConflictError, ExportError
 
@@ -173,13 +177,15 @@ def _check_parents(target: Path, rel: PurePosixPath) -> str | None:
     return None
 
 
-def _staging(target: Path) -> Path:
-    """A fresh private staging folder next to ``target`` (or inside it when its parent cannot be
-    written); staging folders of killed runs are removed first."""
+def staging_folder(target: str | os.PathLike) -> Path:
+    """A fresh private staging folder next to the folder ``target`` (same file system: each
+    final move is one atomic rename), or inside it when its parent cannot be written; staging
+    folders of killed runs are removed first (`nhcontrol._util.debris`)."""
     import tempfile
 
     from .debris import claim, remove_stale
 
+    target = Path(target).resolve()
     prefix = f".{target.name}.nhcontrol-"
     last: OSError | None = None
     for parent in (target.parent, target):
@@ -248,6 +254,9 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
     ExportConflictError
         Files that nhcontrol did not write (or that were edited since) would be overwritten and
         ``force`` is False (all of them named). Nothing is written then.
+    OSError
+        The file system fails while the files are written or moved (a full disk: ``errno``
+        and ``filename`` say which); the files moved in so far are in the manifest.
     """
     if not files:
         raise ExportError(f"{what}: nothing to write")
@@ -257,6 +266,8 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
         if str(rel) == manifest:
             raise ExportError(f"{what}: the file name {name!r} is reserved for the manifest")
         data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        if any(str(rel) == seen for seen, _, _ in items):
+            raise ExportError(f"{what}: the file {name!r} is given twice (as {str(rel)!r})")
         items.append((str(rel), rel, data))
     target = _resolve_target(directory)
     old = read_manifest(target, manifest)
@@ -304,7 +315,7 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
             f"(or which were edited since it did); nothing was written. Move them away, choose an "
             f"empty folder, or pass force=True (--force on the command line) to overwrite them")
 
-    staging = _staging(target)
+    staging = staging_folder(target)
     written: list[str] = []
     try:
         for name, rel, data in items:
@@ -314,13 +325,23 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
         # earlier entries stay recorded while their files are unchanged
         record = {}
         for k, v in old.items():
+            try:
+                _relative(k)
+            except ExportError:
+                continue          # a manifest entry outside the folder is dropped, never read
             current = _read_regular(target / k)
             if current is not None and sha256_of(current) == v:
                 record[k] = v
+        complete = False
         try:
             for name, rel, data in items:
                 dst = target.joinpath(*rel.parts)
-                dst.parent.mkdir(parents=True, exist_ok=True)
+                for _ in range(2):      # before the folders are made, and after
+                    moved_parent = _check_parents(target, rel)
+                    if moved_parent:
+                        raise ExportError(f"{what}: {moved_parent} (changed during the export); "
+                                          f"{name} not written")
+                    dst.parent.mkdir(parents=True, exist_ok=True)
                 if name in unchanged:
                     written.append(name)
                     record[name] = sha256_of(data)
@@ -336,18 +357,19 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
                 _move(staging.joinpath(*rel.parts), dst)
                 written.append(name)
                 record[name] = sha256_of(data)
+            complete = True
         finally:
+            # the manifest records what is in place, also after a failure half way (then its
+            # own failure must not hide the first one)
             body = json.dumps({"format": _MANIFEST_FORMAT, "writer": "nhcontrol",
                                "files": dict(sorted(record.items()))}, indent=1) + "\n"
             mpath = staging / manifest
-            _write_new(mpath, body.encode("utf-8"))
-            _move(mpath, target / manifest)
-    except ExportError:
-        raise
-    except OSError as exc:
-        raise ExportError(f"{what}: cannot write {exc.filename or str(target)!r}: "
-                          f"{exc.strerror or exc}; choose a folder you can write (and with free "
-                          f"space)") from exc
+            try:
+                _write_new(mpath, body.encode("utf-8"))
+                _move(mpath, target / manifest)
+            except OSError:
+                if complete:
+                    raise
     finally:
         import shutil
 
@@ -356,4 +378,45 @@ def write_tree(directory: str | os.PathLike, files: Mapping[str, str | bytes], *
             "unchanged": unchanged, "manifest": manifest}
 
 
-__all__ = ["write_tree", "read_manifest", "sha256_of", "MANIFEST"]
+def write_file(path: str | os.PathLike, write: Callable[[BinaryIO], Any], *, what: str,
+               error: type[Exception] = ExportError) -> Path:
+    """Write one file the user names: ``write(file object)`` into a fresh temporary file next to
+    ``path`` (created exclusively: never through a planted link), then one rename onto
+    ``path`` (a link there is replaced, never followed; an interrupted write leaves the old file).
+
+    Raises ``error`` (one line, naming the path) when ``path`` is a folder, lies below a file or
+    cannot be written.
+    """
+    import tempfile
+
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise error(f"{what}: {str(p)!r} is a folder; give a file name, e.g. "
+                        f"{str(p / ('result' + (p.suffix or '')))!r}")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        try:
+            os.chmod(tmp, 0o644)
+            with os.fdopen(fd, "wb") as fh:
+                write(fh)
+            os.replace(tmp, p)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except (NotADirectoryError, FileExistsError) as exc:
+        raise error(f"{what}: cannot write {str(p)!r}: a part of the path "
+                    f"({exc.filename or p.parent}) is a file, not a folder; choose another "
+                    f"location") from exc
+    except OSError as exc:
+        if isinstance(exc, error):
+            raise
+        raise error(f"{what}: cannot write {str(p)!r}: {exc.strerror or exc}; choose a location "
+                    f"you can write") from exc
+    return p
+
+
+__all__ = ["write_tree", "write_file", "read_manifest", "sha256_of", "staging_folder", "MANIFEST"]

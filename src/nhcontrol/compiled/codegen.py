@@ -419,6 +419,12 @@ def generate_function(spec: FunctionSpec, graph: ExprGraph, names: dict, group_o
     only lines that use no temporary of the function are memoised.  ``cse=False`` prints
     every node definition as it is (no temporaries; same values bit for bit, more operations).
     """
+    from .._util.names import name_problem
+
+    for label in (spec.name, *spec.args):
+        if name_problem(label):          # defence in depth: only identifiers become Python names
+            raise ValueError(f"generated function {spec.name!r}: {label!r} cannot become a Python "
+                             f"name ({name_problem(label)})")
     sprint, vprint = _printers(names)
     printed = {} if printed is None else printed
     plan, avail_final = cached_plan(plans, spec, graph, names, group_of, cse)

@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util import checks as _checks
+from .._util.work import check_iterations
 from .._util.errors import DesignError, PartitionError, SolverError
 from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array
@@ -236,9 +237,10 @@ class ExtendedKalmanFilter:
         self.dt = float(dt)
         if not (math.isfinite(self.dt) and self.dt > 0):
             raise DesignError(f"dt must be a positive sample time, got {dt!r}")
-        self.substeps = int(substeps)
-        if self.substeps < 1 or self.substeps != substeps:
-            raise DesignError(f"substeps must be a positive integer, got {substeps!r}")
+        self.substeps = _checks.positive_int(substeps, "substeps", what="ExtendedKalmanFilter",
+                                             error=DesignError)
+        check_iterations(self.substeps, f"ExtendedKalmanFilter(substeps={self.substeps}): integration "
+                         f"steps per sample", error=DesignError, hint="a few substeps per sample suffice")
         self.tol = float(tol)
         self.check_partition = bool(check_partition)
         self.cond_max = float(cond_max)

@@ -31,6 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._util import checks as _checks
 from .._util.errors import DesignError, SolverError
 from .._util.memory import check_allocation
+from .._util.work import check_iterations
 from .._util.validation import as_float_array, check_finite, readonly
 from ._weights import PD_RTOL, check_psd, per_step, system_arrays
 
@@ -181,6 +182,8 @@ def kalman_filter(dsys: Any, Qn: ArrayLike, Rn: ArrayLike, *, N: int | None = No
     dsys = _from_statespace(dsys, N, "kalman_filter")
     Ad, Bd, dt = system_arrays(dsys)
     Nh, n, k = Bd.shape
+    check_iterations(Nh, f"kalman_filter over N = {Nh} steps", error=DesignError,
+                     hint="use a shorter horizon")
     C, D, outs = _output_sequences(dsys, Nh, n, k)
     p = C.shape[1]
     if p == 0:

@@ -764,6 +764,13 @@ def families(cm: "CompiledModel", p: ArrayLike | Mapping[str, float] | None = No
     -------
     (dict, dict)
         Families by name (lists of `SteadyTurn`), and for each family not found the reason.
+
+    Raises
+    ------
+    ModelError
+        Parameters that are not physical (`POSITIVE`: a wheel radius, the wheelbase, gravity
+        or a mass not positive), before any turn is computed: with ``rho_R < 0`` the speed
+        ``v = rho_R omega_R`` would change sign.
     """
     _check_model(cm)
     _check_physical(parameter_values(cm, p)[1], "families")

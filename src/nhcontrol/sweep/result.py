@@ -229,46 +229,10 @@ class SweepResult:
         if meta["axes"] is not None and any(v is None for v in meta["axes"].values()):
             meta["axes"] = None
         table = pa.table(arrays).replace_schema_metadata({_META_KEY: json.dumps(meta).encode()})
-        _write_atomically(path, lambda fh: pq.write_table(table, fh))
+        from .._util.staging import write_file
+
+        write_file(path, lambda fh: pq.write_table(table, fh), what="SweepResult.save")
         return path
-
-
-def _write_atomically(path: Path, write: Any) -> None:
-    """``write(file object)`` into a fresh temporary file next to ``path`` (created exclusively:
-    never through a planted link), then one rename onto ``path``; file-system problems as one
-    clear `ExportError` naming the path."""
-    import os
-    import tempfile
-
-    from .._util.errors import ExportError
-
-    what = "SweepResult.save"
-    try:
-        if path.is_dir():
-            raise ExportError(f"{what}: {str(path)!r} is a folder; give a file name, e.g. "
-                              f"{str(path / 'sweep.parquet')!r}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            os.chmod(tmp, 0o644)
-            with os.fdopen(fd, "wb") as fh:
-                write(fh)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-    except ExportError:
-        raise
-    except (NotADirectoryError, FileExistsError) as exc:
-        raise ExportError(f"{what}: cannot write {str(path)!r}: a part of the path "
-                          f"({exc.filename or path.parent}) is a file, not a folder; choose "
-                          f"another location") from exc
-    except OSError as exc:
-        raise ExportError(f"{what}: cannot write {str(path)!r}: {exc.strerror or exc}; choose a "
-                          f"location you can write") from exc
 
 
 def _expanded(name: str, col: list[Any]) -> dict[str, list[Any]]:
