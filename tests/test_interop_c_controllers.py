@@ -460,3 +460,25 @@ def test_c_state_bounds_reproduce_python(setup, tmp_path, soft):
         assert max(h.slack_max for h in ctrl.history) > 1e-3
     _build(folder)
     _compare(folder, rec, st)
+
+
+@pytest.mark.c_compiler
+@pytest.mark.parametrize("case", ["hard", "soft", "sequence"])
+def test_c_output_bounds_reproduce_python(setup, tmp_path, case):
+    """Output bounds y = C_y δx on the contact-point deviation: hard (feasible), soft (narrower
+    than the 5 cm offset: slacks used), and given per model step ((steps, p, n) C_y, sliced per
+    window as MPCController does). The C inputs equal Python's (its QP solved tightly)."""
+    s = setup
+    Cy = np.eye(7)[5:]
+    w = 0.08 if case != "soft" else 0.02
+    if case == "sequence":
+        Cy = np.stack([Cy * (1.0 + 0.01 * i) for i in range(40)])
+    tight = {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iter": 100000}
+    ctrl = _mpc(s, y_min=-w, y_max=w, C_y=Cy, soft_output=(case == "soft"), solver_options=tight)
+    folder = tmp_path / "yb"
+    ctrl.export_c(folder, steps=8)
+    rec, st = _closed_loop(s, ctrl, 6)
+    if case == "soft":
+        assert max(h.slack_max for h in ctrl.history) > 1e-3
+    _build(folder)
+    _compare(folder, rec, st)
