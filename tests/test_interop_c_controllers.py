@@ -104,10 +104,11 @@ def _closed_loop(s, ctrl, samples, ekf=None, sensors=None, estimate=None):
 def _build(folder, cc=None):
     env = dict(os.environ)
     env["CC"] = cc or CC
-    # -O1 builds faster than the Makefile's -O2; no contraction either way: the same numbers
+    # -O1 builds faster than the Makefile's -O2; no contraction either way: the same numbers;
+    # every build of these tests under the strict warning flags
     out = subprocess.run(["make", "-s", "-j2", f"CC={cc or CC}",
-                          "CFLAGS=-O1 -std=c99 -ffp-contract=off -fno-fast-math"], cwd=folder,
-                         env=env, capture_output=True, text=True)
+                          "CFLAGS=-O1 -ffp-contract=off -fno-fast-math " + " ".join(STRICT)],
+                         cwd=folder, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert (folder / "nhc_loop").exists()
 
@@ -479,6 +480,29 @@ def test_c_output_bounds_reproduce_python(setup, tmp_path, case):
     ctrl.export_c(folder, steps=8)
     rec, st = _closed_loop(s, ctrl, 6)
     if case == "soft":
+        assert max(h.slack_max for h in ctrl.history) > 1e-3
+    _build(folder)
+    _compare(folder, rec, st)
+
+
+@pytest.mark.c_compiler
+@pytest.mark.parametrize("soft", [False, True])
+def test_c_rti_output_bounds_reproduce_python(setup, tmp_path, soft):
+    """The RTI with bounds on the absolute contact point y = C X (|x_C|, |y_C| ≤ 0.6 m, or soft
+    ≤ 0.53 m: the ball starts 0.55 m from the centre, slacks used); the plan's outputs are the
+    rows' reference as in NMPCController. The C inputs equal Python's."""
+    from nhcontrol.applications.ball_plate_control import ball_plate_controller
+
+    s = setup
+    Cy = np.eye(8)[6:]
+    w = 0.53 if soft else 0.6
+    ctrl = ball_plate_controller(s, "rti", solver_options={"polishing": True, "eps_abs": 1e-9,
+                                                            "eps_rel": 1e-9, "max_iter": 100000},
+                                 C_y=Cy, y_min=-w, y_max=w, soft_output=soft)
+    folder = tmp_path / "rti_y"
+    ctrl.export_c(folder, steps=8)
+    rec, st = _closed_loop(s, ctrl, 6)
+    if soft:
         assert max(h.slack_max for h in ctrl.history) > 1e-3
     _build(folder)
     _compare(folder, rec, st)

@@ -213,9 +213,6 @@ def _version() -> str:
 # ------------------------------------------------------------------------------------ MPC
 def _mpc_checks(ctrl: Any) -> None:
     mpc = ctrl.mpc
-    if mpc.noutputs and not hasattr(ctrl, "_Cy_seq"):
-        raise InteropError("the C export covers the output bounds (y_min/y_max) of the LTV-MPC "
-                           "(MPCController), not yet those of the RTI NMPC")
     if mpc.soft_output is not None and not float(mpc.soft_output[1]) > 0.0:
         raise InteropError("soft output bounds need a positive quadratic penalty rho2 for the C "
                            f"export: soft_output={tuple(mpc.soft_output)}")
