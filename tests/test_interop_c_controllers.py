@@ -506,3 +506,39 @@ def test_c_rti_output_bounds_reproduce_python(setup, tmp_path, soft):
         assert max(h.slack_max for h in ctrl.history) > 1e-3
     _build(folder)
     _compare(folder, rec, st)
+
+
+@pytest.mark.slow
+@pytest.mark.c_compiler
+def test_c_rti_bicycle_with_holonomic_constraints(tmp_path):
+    """The RTI on the Whipple bicycle (m = 4 holonomic, l = 4 nonholonomic constraints: the nodes'
+    dependent coordinates by Newton in C, by consistent_initial_conditions in Python), steady
+    forward motion at 5 m/s, a lean-rate kick: the C inputs equal Python's (QP solved tightly)."""
+    from nhcontrol.design import NMPCController
+    from nhcontrol.models import benchmark_bicycle as bb
+    from nhcontrol.reference import consistent_initial_conditions
+    from nhcontrol.simulate import forward_dynamics
+
+    cm = bb.model(inputs=("T_phi", "T_delta"))
+    ref = bb.steady_forward(cm, 5.0)
+    part = bb.PARTITION_4_172
+    ctrl = NMPCController(cm, ref, part, 8, np.eye(10), np.eye(2), dt=0.02, steps=20,
+                          solver_options={"polishing": True, "eps_abs": 1e-10, "eps_rel": 1e-10,
+                                          "max_iter": 100000})
+    assert ctrl.m == 4
+    ctrl.export_c(tmp_path / "bike")
+    xd0 = np.array(ref.xd(0.0), float)
+    xd0[list(cm.coordinates).index("phi_b")] += 0.1
+    ic = consistent_initial_conditions(cm, ref.x(0.0), xd0, partition=part)
+    rec = []
+
+    def law(t, x, xd):
+        u = ctrl(t, x, xd)
+        rec.append(({"t": float(t), "x": list(map(float, x)), "xd": list(map(float, xd))}, np.array(u)))
+        return u
+
+    ctrl.reset()
+    forward_dynamics(cm, (0.0, 0.2), ic.x, ic.xd, controller=law, sample_time=0.02,
+                     t_eval=0.02 * np.arange(11))
+    _build(tmp_path / "bike")
+    _compare(tmp_path / "bike", rec[:10], [h.status.split(" (")[0] for h in ctrl.history][:10])
