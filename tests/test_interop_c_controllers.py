@@ -133,6 +133,17 @@ def _compare(folder, rec, statuses):
     return err
 
 
+def _export_run_compare(s, ctrl, folder, samples=6, slacks=False):
+    """Export (schedule of samples + 2), run the Python loop, check that soft bounds used their
+    slacks, build and compare."""
+    ctrl.export_c(folder, steps=samples + 2)
+    rec, st = _closed_loop(s, ctrl, samples)
+    if slacks:
+        assert max(h.slack_max for h in ctrl.history) > 1e-3
+    _build(folder)
+    _compare(folder, rec, st)
+
+
 def _loop_case(s, tmp_path, which, samples):
     if which == "mpc":
         ctrl = _mpc(s)
@@ -435,11 +446,7 @@ def test_c_integral_action_reproduces_python(setup, tmp_path):
     the controller's memory in C as in Python; the inputs agree."""
     s = setup
     ctrl = _mpc(s, integral=(np.eye(7)[5:], 1e3 * np.eye(2)))
-    folder = tmp_path / "int"
-    ctrl.export_c(folder, steps=10)
-    rec, st = _closed_loop(s, ctrl, 8)
-    _build(folder)
-    _compare(folder, rec, st)
+    _export_run_compare(s, ctrl, tmp_path / "int", samples=8)
 
 
 @pytest.mark.c_compiler
@@ -454,13 +461,7 @@ def test_c_state_bounds_reproduce_python(setup, tmp_path, soft):
     lim = np.array([np.inf] * 5 + [w, w])
     tight = {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iter": 100000}
     ctrl = _mpc(s, x_min=-lim, x_max=lim, soft_state=soft, solver_options=tight)
-    folder = tmp_path / "xb"
-    ctrl.export_c(folder, steps=8)
-    rec, st = _closed_loop(s, ctrl, 6)
-    if soft:
-        assert max(h.slack_max for h in ctrl.history) > 1e-3
-    _build(folder)
-    _compare(folder, rec, st)
+    _export_run_compare(s, ctrl, tmp_path / "xb", slacks=soft)
 
 
 @pytest.mark.c_compiler
@@ -476,13 +477,7 @@ def test_c_output_bounds_reproduce_python(setup, tmp_path, case):
         Cy = np.stack([Cy * (1.0 + 0.01 * i) for i in range(40)])
     tight = {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iter": 100000}
     ctrl = _mpc(s, y_min=-w, y_max=w, C_y=Cy, soft_output=(case == "soft"), solver_options=tight)
-    folder = tmp_path / "yb"
-    ctrl.export_c(folder, steps=8)
-    rec, st = _closed_loop(s, ctrl, 6)
-    if case == "soft":
-        assert max(h.slack_max for h in ctrl.history) > 1e-3
-    _build(folder)
-    _compare(folder, rec, st)
+    _export_run_compare(s, ctrl, tmp_path / "yb", slacks=case == "soft")
 
 
 @pytest.mark.c_compiler
@@ -499,13 +494,7 @@ def test_c_rti_output_bounds_reproduce_python(setup, tmp_path, soft):
     ctrl = ball_plate_controller(s, "rti", solver_options={"polishing": True, "eps_abs": 1e-9,
                                                             "eps_rel": 1e-9, "max_iter": 100000},
                                  C_y=Cy, y_min=-w, y_max=w, soft_output=soft)
-    folder = tmp_path / "rti_y"
-    ctrl.export_c(folder, steps=8)
-    rec, st = _closed_loop(s, ctrl, 6)
-    if soft:
-        assert max(h.slack_max for h in ctrl.history) > 1e-3
-    _build(folder)
-    _compare(folder, rec, st)
+    _export_run_compare(s, ctrl, tmp_path / "rti_y", slacks=soft)
 
 
 @pytest.mark.slow
