@@ -368,7 +368,7 @@ def test_qp_solver_against_clarabel(tmp_path):
         z = np.zeros(n)
         it = ctypes.c_int(0)
         work = np.zeros(2 * n * n + 5 * n + 1)
-        iwork = np.zeros(n + m + 1, dtype=np.int32)
+        iwork = np.zeros(n + 3 * m + 1, dtype=np.int32)
         st = qp.nhc_qp_solve(n, m, np.ascontiguousarray(H.copy()), g, np.ascontiguousarray(A),
                              lo, hi, z, 200, 1e-12, ctypes.byref(it), work, iwork)
         return st, z

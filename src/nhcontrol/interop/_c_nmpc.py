@@ -158,12 +158,12 @@ static int nhc_nodes(nhc_ctrl_workspace *ws, const double *Xbar, const double *U
             Ej[i * ne + ne - 1] = Xdot[i] * DT;
         }}
         {{
-            const double nj = nhc_norm1(Ej, ne);
+            const double nj = nhc_norm1_rows(Ej, ns, ne);
             if (nj > norm) norm = nj;
         }}
     }}
     for (j = 0; j < N; j++) {{
-        nhc_expm(E + j * ne * ne, Ex, ne, 10, 0.2, norm, ew);
+        nhc_expm_top(E + j * ne * ne, Ex, ns, ne, 10, 0.2, norm, ew);   /* rows ns...: zero */
         for (i = 0; i < ns; i++) {{
             for (q = 0; q < ns; q++) Phi[(j * ns + i) * ns + q] = Ex[i * ne + q];
             for (q = 0; q < k; q++) Gam[(j * ns + i) * k + q] = Ex[i * ne + ns + q];

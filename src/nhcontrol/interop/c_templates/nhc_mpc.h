@@ -49,7 +49,7 @@ typedef struct {
     + 7 * NHC_MPC_NV(N, k, nbx, soft, nby, softy) + (n) * NHC_MPC_NV(N, k, nbx, soft, nby, softy) \
     + NHC_MPC_ROWS(N, n, k, nbx, soft, nby, softy) * (NHC_MPC_NV(N, k, nbx, soft, nby, softy) + 2) + 1)
 #define NHC_MPC_IWORK(N, n, k, nbx, soft, nby, softy) (NHC_MPC_NV(N, k, nbx, soft, nby, softy) \
-    + NHC_MPC_ROWS(N, n, k, nbx, soft, nby, softy) + 1)
+    + 3 * NHC_MPC_ROWS(N, n, k, nbx, soft, nby, softy) + 1)
 
 /* Solve the window QP. A (N n n), B (N n k), c (N n, or NULL: zero), Qf (n n), x0 (n),
  * qx ((N+1) n or NULL), qu (N k or NULL), u_ref (N k), u_prev (k), x_ref ((N+1) n or NULL:
