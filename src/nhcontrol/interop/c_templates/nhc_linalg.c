@@ -126,39 +126,6 @@ int nhc_chol(double *A, int n)
     return 0;
 }
 
-double nhc_norm1(const double *A, int n)
-{
-    double big = 0.0;
-    int i, j;
-    for (j = 0; j < n; j++) {
-        double s = 0.0;
-        for (i = 0; i < n; i++) s += fabs(A[i * n + j]);
-        if (s > big) big = s;
-    }
-    return big;
-}
-
-void nhc_expm(const double *E, double *F, int n, int degree, double theta, double norm, double *work)
-{
-    double *Y = work, *T = work + n * n;
-    double nrm = norm < 0.0 ? nhc_norm1(E, n) : norm, scale = 1.0;
-    int s = 0, i, j;
-    if (nrm > theta) s = (int)ceil(log2(nrm / theta));
-    for (i = 0; i < s; i++) scale *= 0.5;
-    for (i = 0; i < n * n; i++) Y[i] = E[i] * scale;
-    for (i = 0; i < n * n; i++) F[i] = Y[i] / (double)degree;
-    for (i = 0; i < n; i++) F[i * n + i] += 1.0;
-    for (j = degree - 1; j >= 1; j--) {
-        nhc_mm(Y, F, T, n, n, n);
-        for (i = 0; i < n * n; i++) F[i] = T[i] / (double)j;
-        for (i = 0; i < n; i++) F[i * n + i] += 1.0;
-    }
-    for (j = 0; j < s; j++) {
-        nhc_mm(F, F, T, n, n, n);
-        for (i = 0; i < n * n; i++) F[i] = T[i];
-    }
-}
-
 double nhc_norm1_rows(const double *A, int r, int n)
 {
     double big = 0.0;
