@@ -50,6 +50,7 @@ Failure modes, each named in the sample's status (never a crash mid-run):
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
@@ -222,6 +223,15 @@ class NMPCController(TrackingController):
         self.partition = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
         self.idx = self.partition.indices(cm)
         self._linearize = linearize
+        from .._util.validation import COND_MAX, INPUT_CONSTRAINT_ATOL
+        from ..linearization import _cpoint
+        # the compiled stacked linearization of this model and partition (what `linearize`
+        # runs for N > 1 nodes on the C backend), or None (numpy backend: `linearize`)
+        fast = (_cpoint.point_function(cm, self.idx, INPUT_CONSTRAINT_ATOL)
+                if getattr(cm, "backend", None) == "c" else None)
+        self._lin_n = None if fast is None else fast.many
+        self._lin_tol = float(getattr(reference, "check_tol", 1e-8))
+        self._cond_max = COND_MAX
         self.ev = ModelEvaluator(cm, getattr(reference, "parameters", None) if p is None else p)
         n, m, l = self.idx.n, self.idx.m, self.idx.l
         self.n, self.m, self.l, self.k = n, m, l, int(cm.ninputs)
@@ -338,11 +348,22 @@ class NMPCController(TrackingController):
         """``Φ_j, Γ_j, F(X̄_j, ū_j)`` at the nodes and their full coordinates."""
         x, xd = self._admissible(X, xguess, U)
         xdd, lam = self._accelerations(x, xd, U)
-        nodes = _Nodes(self.reference, ts, x, xd, xdd, lam, U if self.k else None, self.ev.p)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            lin = self._linearize(self.cm, nodes, self.partition, ts, check=False)
-        A, B = np.asarray(lin.A), np.asarray(lin.B)
+        got = None
+        if (self._lin_n is not None and ts.size > 1 and math.isfinite(
+                float(xd.sum() + x.sum() + xdd.sum() + lam.sum()))):
+            # the stacked compiled Steps 1-7 that `linearize` calls for these nodes (the same
+            # numbers), without building its result; None: `linearize` decides (and names the
+            # point that fails)
+            got = self._lin_n(x, xd, xdd, lam, U if self.k else None, self.ev.p, False,
+                              self._lin_tol, self._cond_max)
+        if got is not None:
+            A, B = got[0], got[1]
+        else:
+            nodes = _Nodes(self.reference, ts, x, xd, xdd, lam, U if self.k else None, self.ev.p)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                lin = self._linearize(self.cm, nodes, self.partition, ts, check=False)
+            A, B = np.asarray(lin.A), np.asarray(lin.B)
         f = self.reduce(xd, xdd)                     # Ẋ = [ẋ_ai, ẍ_ai, ẋ_ad]
         ns, k = self.ns, self.k
         E = np.zeros((ts.size, ns + k + 1, ns + k + 1))
