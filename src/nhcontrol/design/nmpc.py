@@ -233,6 +233,7 @@ class NMPCController(TrackingController):
         self._lin_tol = float(getattr(reference, "check_tol", 1e-8))
         self._cond_max = COND_MAX
         self.ev = ModelEvaluator(cm, getattr(reference, "parameters", None) if p is None else p)
+        self._raw = self._raw_kernels(cm)
         n, m, l = self.idx.n, self.idx.m, self.idx.l
         self.n, self.m, self.l, self.k = n, m, l, int(cm.ninputs)
         ai, ad = np.asarray(self.idx.ai), np.asarray(self.idx.ad)
@@ -286,6 +287,41 @@ class NMPCController(TrackingController):
         self._plan: tuple | None = None
 
     # ------------------------------------------------------------------ model pieces
+    @staticmethod
+    def _raw_kernels(cm: Any) -> dict[str, tuple]:
+        """The N-point C kernels of ``D`` and ``dynamics_terms`` that `CompiledModel` calls for
+        stacked points (the same numbers), called directly in the loop: ``{name: (kernel,
+        [(start, stop, shape)] of its outputs)}``; empty on the numpy backend."""
+        ck = getattr(cm, "_ck", None)
+        if ck is None or getattr(cm, "backend", None) != "c":
+            return {}
+        out = {}
+        for name, args in (("D", ["x", "u", "p"]), ("dynamics_terms", ["x", "xd", "u", "p"])):
+            spec = ck.layout["functions"].get(name)
+            fn = ck.raw_many.get(name)
+            if spec is None or fn is None or list(spec["args"]) != args:
+                continue
+            out[name] = (fn, [(int(a), int(a) + int(z), tuple(sh)) for a, z, sh in spec["outputs"]])
+        return out
+
+    def _stacked(self, name: str, *args: NDArray) -> tuple | None:
+        """Outputs of the raw N-point kernel ``name`` at stacked float64 arguments (``p`` the
+        prediction model's), or None (no such kernel, a non-finite output: the validating
+        path of `CompiledModel` decides and names the problem)."""
+        hit = self._raw.get(name)
+        p = self.ev.p
+        if hit is None or not (type(p) is np.ndarray and p.ndim == 1):
+            return None
+        fn, outs = hit
+        Nn = args[0].shape[0]
+        try:
+            o = fn(*args, p[None], Nn)
+        except MemoryError:
+            return None
+        if not np.isfinite(o).all():
+            return None
+        return tuple(o[:, a:b].reshape((Nn, *shape)) for a, b, shape in outs)
+
     def reduce(self, x: NDArray, xd: NDArray) -> NDArray[np.float64]:
         """Linear state ``X = [x_ai, ẋ_ai, x_ad]`` of ``(x, ẋ)`` (stacked over the last axis)."""
         return np.concatenate([x[..., self._ai], xd[..., self._ai], x[..., self._ad]], axis=-1)
@@ -309,7 +345,8 @@ class NMPCController(TrackingController):
             return x, xd
         if self.l:
             Uu = U if self.k else None
-            D = self.ev.D(x, Uu)
+            got = self._stacked("D", x, U) if self.k else None
+            D = self.ev.D(x, Uu) if got is None else np.reshape(got[0], (x.shape[0], self.l, self.n))
             dep = self._dep
             rhs = -np.einsum("nij,nj->ni", D[:, :, self._ai], xd[:, self._ai])
             if getattr(self.cm, "affine_names", ()):
@@ -322,7 +359,14 @@ class NMPCController(TrackingController):
         ev, n, ml = self.ev, self.n, self.m + self.l
         Uu = U if self.k else None
         fused = getattr(self.cm, "dynamics_terms", None)
-        if fused is not None:              # one generated function for M, Q, D, Qd (stacked)
+        got = self._stacked("dynamics_terms", x, xd, U) if self.k else None
+        if got is not None:                # the same kernel, called directly
+            Nn = x.shape[0]
+            M, Qv, D, Qd = got
+            M, Qv = np.reshape(M, (Nn, n, n)), np.reshape(Qv, (Nn, n))
+            D = np.reshape(D, (Nn, ml, n)) if ml else None
+            Qd = np.reshape(Qd, (Nn, ml)) if ml else None
+        elif fused is not None:            # one generated function for M, Q, D, Qd (stacked)
             terms = fused(x, xd, Uu, ev.p)
             Nn = x.shape[0]
             M = np.reshape(terms.M, (Nn, n, n))
