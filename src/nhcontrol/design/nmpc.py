@@ -428,7 +428,7 @@ class NMPCController(TrackingController):
         y = np.zeros((N + 1, mpc.noutputs))
         y[1:] = np.einsum("jpn,jn->jp", mpc._Cy, Xbar[1:])
         if mpc._Dy is not None:
-            y[1:] += np.einsum("jpk,jk->jp", mpc._Dy, np.vstack([Ubar[1:], Ubar[-1:]]))
+            y[1:] += np.einsum("jpk,jk->jp", mpc._Dy, np.concatenate((Ubar[1:], Ubar[-1:])))
         return y
 
     # ------------------------------------------------------------------ protocol
@@ -457,11 +457,11 @@ class NMPCController(TrackingController):
         # 1. shift the plan (or start from the reference)
         if self._plan is not None and k - self._plan[0] == 1:
             _, Xp, Up, xp, duals = self._plan
-            Xbar = np.vstack([Xp[1:], Xp[-1:]])
-            Ubar = np.vstack([Up[1:], Up[-1:]])
+            Xbar = np.concatenate((Xp[1:], Xp[-1:]))     # (2-D: as vstack, less overhead)
+            Ubar = np.concatenate((Up[1:], Up[-1:]))
             qp = self.mpc._layout_qp
             duals = None if duals is None or qp is None else qp.shift_duals(duals)
-            xguess = np.vstack([xp[1:], xp[-1:]])
+            xguess = np.concatenate((xp[1:], xp[-1:]))
         else:
             Xbar, Ubar, duals = Xref.copy(), uref.copy(), None
             xguess = np.asarray(ref.x(tn[:N]), dtype=float)
@@ -535,7 +535,7 @@ class NMPCController(TrackingController):
         if u is None:
             u, status = self._fallback(k, X0 - Xref[0], uref[0], u_prev, "no iterate")
         elif iters:
-            side["_plan"] = (k, Xbar, Ubar, np.vstack([xguess, xguess[-1:]]), duals)
+            side["_plan"] = (k, Xbar, Ubar, np.concatenate((xguess, xguess[-1:])), duals)
             if fallback_lin:
                 status = fallback_lin
         mem = np.concatenate([u, [1.0]])
