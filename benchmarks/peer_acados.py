@@ -333,6 +333,13 @@ print(json.dumps({{"s": time.perf_counter() - t0}}))
                 os.environ["NHCONTROL_CACHE_DIR"] = old
 
 
+def _load_average() -> list | None:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def _stats(v) -> dict:
     v = list(v)
     return {"median": statistics.median(v), "range": [min(v), max(v)]}
@@ -375,7 +382,7 @@ def main(argv=None) -> dict:
         rms[name] = _rms_error_mm(case, sim)
     if args.skip_acados:
         out["rms_error_mm"] = rms
-        out["load_average"] = [round(v, 2) for v in os.getloadavg()]
+        out["load_average"] = _load_average()
         print(json.dumps(out, indent=2))
         return out
     acados: dict = {}
@@ -419,10 +426,7 @@ def main(argv=None) -> dict:
         if "acados_build_s" in out:
             out["ratio_nhcontrol_build_over_acados"] = (out["nhcontrol_build_s"]
                                                         / out["acados_build_s"])
-    try:
-        out["load_average"] = [round(v, 2) for v in os.getloadavg()]
-    except OSError:
-        out["load_average"] = None
+    out["load_average"] = _load_average()
     print(json.dumps(out, indent=2))
     return out
 
