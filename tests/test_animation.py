@@ -36,13 +36,15 @@ def test_bicycle_gif(tmp_path):
     assert n == 5 and w == round(7.5 * 30) and _distinct_frames(p) == 5   # lean, steer move
 
 
-def test_ball_plate_gif(tmp_path):
+def test_ball_plate_gif(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("NHCONTROL_PROGRESS", "1")       # the GIF writer shows a bar
     th = np.pi * T
     scene = ball_plate_scene(T, 0.1 * np.cos(th), 0.1 * np.sin(th), 0.01 * np.sin(th), 0.01 * np.cos(th),
                              reference=(0.1 * np.cos(th), 0.1 * np.sin(th)))
     p = animate(scene, tmp_path / "bp.gif", fps=2, dpi=30, max_frames=10)
     n, _ = _frames(p)
     assert n == 5 and _distinct_frames(p) == 5      # 2 s at 2 fps: samples 0, 0.5, ..., 2 s
+    assert "writing bp.gif" in capsys.readouterr().err
 
 
 def test_lane_change_gif_and_cones(tmp_path):

@@ -35,6 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import ConfigurationError
 from .._util.log import get_logger
+from .._util.progress import progress
 from .style import PALETTE, REFERENCE_STYLE, animation_figure, rc_params
 
 __all__ = ["AnimationError", "Scene", "animate", "bicycle_scene", "ball_plate_scene",
@@ -141,7 +142,7 @@ def animate(scene: Scene, path: str | Path, *, fps: int = 20, dpi: int = 100,
                   else animation.FFMpegWriter(fps=fps, metadata={"title": scene.title}))
         try:
             with writer.saving(fig, str(path), dpi):      # one draw per frame
-                for k in frames:
+                for k in progress(frames, f"writing {path.name}", total=len(frames)):
                     update(int(k))
                     writer.grab_frame()
         finally:
