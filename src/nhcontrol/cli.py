@@ -17,7 +17,7 @@ from typing import Sequence
 from . import __version__
 from ._util.debris import OWNER_FILE, claim, remove_stale
 from ._util.errors import NhcontrolError
-from .plotting.style import FORMATS, REFERENCES, figure_format, house_style
+from .plotting.style import FORMATS, REFERENCES, SIZES, figure_format, figure_size, house_style
 from .reproduce import SPECIFIC_OPTIONS, TARGET_OPTIONS, TARGETS, load, targets_with
 
 ENVIRONMENT: dict[str, str] = {
@@ -25,8 +25,8 @@ ENVIRONMENT: dict[str, str] = {
                            "nhcontrol.compiled.default_cache_dir())",
     "NHCONTROL_BACKEND": "kernel back-end: c, python or auto (default auto: C when a compiler "
                          "works, else Python)",
-    "NHCONTROL_PROGRESS": "progress bars on standard error: 0 off, 1 always (default: on an "
-                          "interactive terminal, for steps longer than 2 s)",
+    "NHCONTROL_PROGRESS": "progress bars on standard error: 0 off, 1 always (every step, at "
+                          "once; default: on an interactive terminal, for steps longer than 2 s)",
     "NHCONTROL_BLAS_THREADS": "BLAS threads for large matrices (an integer, or off to leave the "
                               "BLAS alone)",
     "NHCONTROL_MAX_BYTES": "largest single allocation allowed, bytes (default half the available "
@@ -203,6 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "written)")
     rep.add_argument("--format", choices=FORMATS, default="png", dest="fmt",
                      help="figure format with --out: png (300 dpi), svg or pdf (default png)")
+    rep.add_argument("--size", choices=tuple(SIZES), default="screen",
+                     help="figure widths: screen (5.5 in, 7.5 in for several panels), column "
+                          "(3.5 in, one journal column) or page (7.2 in, two columns); default "
+                          "screen")
     rep.add_argument("--quick", action="store_true", help="coarser grids, for smoke tests")
     rep.add_argument("--animate", action="store_true",
                      help="with --out: also write a GIF of the target's simulation "
@@ -358,14 +362,14 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, module: obje
             parser.exit(2, f"nhcontrol: cannot write figures to --out {str(args.out)!r}: "
                            f"{exc.strerror or exc}; choose a writable folder\n")
     if args.out is None:
-        with figure_format(args.fmt), house_style():
+        with figure_format(args.fmt), figure_size(args.size), house_style():
             result = _to_jsonable(module.run(out=None, quick=args.quick, **options))
     else:
         # everything is written to a staging folder next to --out and moved into place at the
         # end (the JSON last): an interrupted or failed run leaves --out as it was
         staging = _staging_folder(args.out)
         try:
-            with figure_format(args.fmt), house_style():
+            with figure_format(args.fmt), figure_size(args.size), house_style():
                 result = _to_jsonable(module.run(out=staging, quick=args.quick, **options))
             result = _relocate(result, str(staging), str(args.out))
             (staging / f"{args.target}.json").write_text(json.dumps(result, indent=2))

@@ -49,12 +49,17 @@ def _disable() -> bool | None:
     return None  # tqdm: off when stderr is not a terminal
 
 
+def _delay(delay: float) -> float:
+    """``NHCONTROL_PROGRESS=1`` shows every bar at once (short steps too)."""
+    return 0.0 if os.environ.get("NHCONTROL_PROGRESS", "").strip() == "1" else delay
+
+
 def progress(iterable: Iterable[T], desc: str = "", *, total: int | None = None,
              delay: float = 2.0, **kw: Any) -> Iterator[T]:
     """Iterate ``iterable`` with a tqdm progress bar on stderr (shown after ``delay`` s)."""
     from tqdm.auto import tqdm
 
-    return iter(tqdm(iterable, desc=desc, total=total, delay=delay, disable=_disable(),
+    return iter(tqdm(iterable, desc=desc, total=total, delay=_delay(delay), disable=_disable(),
                      file=sys.stderr, leave=False, dynamic_ncols=True, **kw))
 
 
@@ -62,7 +67,7 @@ def progress_bar(total: int, desc: str = "", *, delay: float = 2.0, **kw: Any):
     """A manual tqdm bar (``with progress_bar(n, "MPC") as bar: ... bar.update()``)."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, delay=delay, disable=_disable(), file=sys.stderr,
+    return tqdm(total=total, desc=desc, delay=_delay(delay), disable=_disable(), file=sys.stderr,
                 leave=False, dynamic_ncols=True, **kw)
 
 
@@ -76,6 +81,7 @@ def spinner(desc: str, *, delay: float = 2.0, interval: float = 0.5) -> Iterator
     if disable is True:
         yield
         return
+    delay = _delay(delay)
     import threading
 
     from tqdm.auto import tqdm

@@ -137,7 +137,7 @@ def animate(scene: Scene, path: str | Path, *, fps: int = 20, dpi: int = 100,
         fig = animation_figure(scene.title, scene.height)
         update = scene.setup(fig)
         update(int(frames[0]))
-        fig.tight_layout()
+        _layout_once(fig)
         writer = (animation.PillowWriter(fps=fps) if suffix == ".gif"
                   else animation.FFMpegWriter(fps=fps, metadata={"title": scene.title}))
         try:
@@ -149,6 +149,14 @@ def animate(scene: Scene, path: str | Path, *, fps: int = 20, dpi: int = 100,
             plt.close(fig)
     _log.info("animation %s: %d frames at %d fps written to %s", scene.title, len(frames), fps, path)
     return path
+
+
+def _layout_once(fig: Any) -> None:
+    """Lay ``fig`` out once with the constrained layout (it keeps the suptitle, the panel titles
+    and the axis labels inside the frame), then freeze it: no layout pass per frame."""
+    fig.set_layout_engine("constrained")
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
 
 
 def _col(a: ArrayLike, name: str, n: int | None = None) -> NDArray[np.float64]:

@@ -396,7 +396,8 @@ def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) 
             figures.update(_figures(key, mo, f8, nl8, ol, lin8, nl7, mp7, st))
         if out is not None and animate and key == f"{PHI0_DEG[0]:g}":
             result.setdefault("animations", []).append(
-                _animation(Path(out), key, f8["ref"], nl8, st, dpi=40 if quick else 60).name)
+                _animation(Path(out), key, f8["ref"], nl8, st, dpi=80,
+                           max_frames=40 if quick else 120).name)
     result["settings"] = {k: getattr(st, k) for k in Settings.__dataclass_fields__}
     result["settings"]["dt_s"] = float(f8["dt"])
     result["settings"]["mpc_bound_deg"] = MPC_BOUND_DEG
@@ -443,8 +444,9 @@ def _linear_check(bp: Any, cm: CompiledModel, phi0: float, st: Settings) -> dict
 
 
 def _animation(out: Path, key: str, ref: Reference, run_: ClosedLoop, st: Settings, *,
-               dpi: int) -> Path:
-    """GIF of a closed loop: contact path over the reference circle, plate tilt."""
+               dpi: int, max_frames: int) -> Path:
+    """GIF of a closed loop: contact path over the reference circle, plate tilt (``dpi = 80``:
+    600 px wide at the screen width of 7.5 in)."""
     from nhcontrol.plotting import animate
     from nhcontrol.plotting.animation import ball_plate_scene
 
@@ -456,7 +458,7 @@ def _animation(out: Path, key: str, ref: Reference, run_: ClosedLoop, st: Settin
                              reference=(xr[:, 0], xr[:, 1]),
                              title=f"Ball-plate, LQR on the nonlinear model, φ0 = {key}°")
     return animate(scene, out / f"ball_plate_lqr_phi{key}.gif", fps=15, dpi=dpi,
-                   max_frames=40 if dpi < 60 else 120, speed=2.0)
+                   max_frames=max_frames, speed=2.0)
 
 
 def _figures(key: str, mo: Any, f8: dict[str, Any], nl8: ClosedLoop, ol: ClosedLoop,
@@ -482,14 +484,18 @@ def _figures(key: str, mo: Any, f8: dict[str, Any], nl8: ClosedLoop, ol: ClosedL
 
     add(f"fig{fig_no}a_path_phi{key}", plot_contact_path(
         {"Reference": (xr[:, 0], xr[:, 1]), **{k: (r.x[:, 0], r.x[:, 1]) for k, r in runs.items()}},
-        title=f"Contact point on the plate, 8-state formulation, φ0 = {key}°"), f"{thesis_fig} (a)")
+        title=f"Contact point on the plate, 8-state formulation, φ0 = {key}°",
+        limits_from=["Reference", "LQR, linear model", "LQR, nonlinear model"]), f"{thesis_fig} (a)")
     add(f"fig{fig_no}b_phi_phi{key}", plot_signal(
         {"Reference": (tr, deg(xr[:, 3])), **{k: (r.t, deg(r.x[:, 3])) for k, r in runs.items()}},
         ylabel="lean angle φ (deg)", title=f"Lean angle of the ball, φ0 = {key}°"),
         f"{thesis_fig} (b)")
+    # the yaw angle grows by 360° per turn: its cumulative value (up to ~1200°) hides the
+    # deviation, so the figure shows ψ − ψ0(t), the deviation from the reference motion
     add(f"fig8_3a_psi_phi{key}", plot_signal(
-        {"Reference": (tr, deg(xr[:, 2])), **{k: (r.t, deg(r.x[:, 2])) for k, r in runs.items()}},
-        ylabel="yaw angle ψ (deg)", title=f"Yaw angle of the ball, φ0 = {key}°"), "Fig. 8.3 (a)")
+        {k: (r.t, deg(r.x[:, 2] - np.asarray(ref.x(r.t), float)[:, 2])) for k, r in runs.items()},
+        ylabel="yaw deviation ψ − ψ0 (deg)",
+        title=f"Yaw angle of the ball, deviation from the reference, φ0 = {key}°"), "Fig. 8.3 (a)")
     add(f"fig8_3b_theta_phi{key}", plot_signal(
         {"Reference": (tr, deg(xr[:, 4])), **{k: (r.t, deg(r.x[:, 4])) for k, r in runs.items()}},
         ylabel="roll angle θ (deg)", title=f"Roll angle of the ball, φ0 = {key}°"), "Fig. 8.3 (b)")

@@ -229,7 +229,7 @@ def _figures(out: Path, bpa: dict[str, Any], lca: dict[str, Any]) -> list[str]:
     for key, lab in labels.items():
         a = bpa[key]
         ax.plot(a["t"], 100 * a["e"], label=lab)
-    ax.set_xlabel("t [s]")
+    ax.set_xlabel("t (s)")
     ax.set_ylabel(r"$\|C - C_\mathrm{ref}\|$ (cm)")
     ax.legend(fontsize=8)
     cite(fig, "thesis", "Ch. 8 circle", extra="controllers designed on the nominal ball")
@@ -237,8 +237,8 @@ def _figures(out: Path, bpa: dict[str, Any], lca: dict[str, Any]) -> list[str]:
     plt.close(fig)
     fig, ax = new_figure(title="Double lane change, RTI NMPC: lateral deviation of G")
     ax.plot(lca["t"], 100 * lca["e"], label="RTI NMPC")
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel("lateral deviation [cm]")
+    ax.set_xlabel("t (s)")
+    ax.set_ylabel("lateral deviation (cm)")
     ax.legend(fontsize=8)
     cite(fig, "road_review", extra="ISO 3888-1 track; torque-steered skate; mismatched plant")
     names.append(Path(savefig(fig, out, "nmpc_lane_change_error")).name)
