@@ -24,30 +24,29 @@
 import control
 import matplotlib.pyplot as plt
 import numpy as np
-import sympy as sp
 
 from nhcontrol.design import ExtendedKalmanFilter
 from nhcontrol.linearization import linearize
-from nhcontrol.modeling import MultibodySystem, contacts, rot_z
 from nhcontrol.reference import Reference
 from nhcontrol.simulate import output_feedback_loop
 
 V, PSI0, DT = 1.5, 0.2, 0.02                  # speed (m/s), heading error (rad), sample time (s)
 SIGMA = {"gyro": 0.005, "compass": 0.02, "torque": 0.05}
 
+# %% [markdown]
+# The sled is the one of `examples/own_model.py` (a rigid body, a knife-edge contact, a steering
+# torque and a rotational damper, built with `MultibodySystem`); we declare its two sensors on it.
+
 # %%
-mb = MultibodySystem("notebook_sled_sensors")
-x, y, psi = mb.add_coordinates("x y psi")
-m, I_zz, a, c = mb.add_parameters(m=4.0, I_zz=0.3, a=0.25, c=0.5)
-T = mb.add_inputs("T")
-R = rot_z(psi)
-center = sp.Matrix([x, y, 0])
-sled = mb.add_body("sled", mass=m, inertia=sp.diag(I_zz / 2, I_zz / 2, I_zz), position=center,
-                   orientation=R)
-contacts.knife_edge(mb, sled, center + R * sp.Matrix([a, 0, 0]), (1, 0, 0), name="edge")
-mb.add_generalized_force([0, 0, T - c * mb.velocities[2]])
-mb.add_output("gyro", mb.body_angular_velocity(sled)[2])      # body-frame yaw rate
-mb.add_output("compass", psi)                                # heading
+import sys
+
+sys.path.insert(0, "../examples")             # this notebook runs from notebooks/
+from own_model import build                   # noqa: E402
+
+mb = build()
+psi = mb.coordinates[2]
+mb.add_output("gyro", mb.body_angular_velocity(mb.body("sled"))[2])   # body-frame yaw rate
+mb.add_output("compass", psi)                                        # heading
 cm = mb.compile()
 
 # %% [markdown]

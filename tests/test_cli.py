@@ -82,6 +82,7 @@ print(json.dumps({"code": code, "heavy": heavy}))
     (["reproduce", "monte-carlo-ball-plate", "--n", "0"], "--n must be a positive number of runs, got 0"),
     (["reproduce", "--animate", "wrong"], "invalid choice: 'wrong'"),
     (["reproduce", "ball-plate", "--animate", "wrong"], "unrecognized arguments: wrong"),
+    (["reproduce", "skateboard", "--size", "a4"], "invalid choice: 'a4'"),
 ])
 def test_usage_errors_answer_before_any_heavy_import(tmp_path, argv, message):
     """A usage error exits with status 2 and a one-line message, having imported no target, no
