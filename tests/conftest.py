@@ -1,13 +1,11 @@
 """Suite-wide pytest hooks: the run names the versions it resolved (header and, since CI runs
-``pytest -q``, which hides the header, a line of the terminal summary), and the BLAS libraries
-run on one thread.
-
-One BLAS thread per test process: the suite's matrices are small, the parallelism is pytest-xdist's
-(one worker per core, ``-n auto`` in pyproject.toml), and a multi-threaded BLAS on a busy machine
-made small dense work wait for its threads: inside the full suite, 30 calls of SciPy's
-``expm`` (``pade_UV_calc``) on matrices of at most 8 x 8 took 1.6 s instead of milliseconds, and
-``test_systems_properties.py::test_lti_zoh_equals_sample_system`` 3-34 s instead of 0.4 s.
-``tests/test_blas_threads.py`` raises the limit for its own tests.
+``pytest -q``, which hides the header, a line of the terminal summary), tests marked
+``c_compiler`` are skipped on a machine without a C compiler (decided from the machine by
+``_helpers.c_compiler_present``, never from the back-end nhcontrol chose: where a compiler is
+present they run, and fail when the C path was not taken), and the BLAS libraries run on one
+thread per test process: the suite's matrices are small and its parallelism is pytest-xdist's
+(one worker per core, ``-n auto`` in pyproject.toml), so a multi-threaded BLAS in each worker would
+only oversubscribe the cores. ``tests/test_blas_threads.py`` raises the limit for its own tests.
 """
 
 from __future__ import annotations
@@ -44,3 +42,16 @@ def pytest_report_header(config):  # noqa: ARG001 - pytest's hook signature
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
     terminalreporter.write_line(_versions())
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest's hook signature
+    import pytest
+    from _helpers import c_compiler_present
+
+    if c_compiler_present():
+        return
+    skip = pytest.mark.skip(reason="needs a C compiler on this machine ($CC, sysconfig CC, cc, gcc, "
+                                   "clang): none found; the Python kernels are tested elsewhere")
+    for item in items:
+        if item.get_closest_marker("c_compiler") is not None:
+            item.add_marker(skip)

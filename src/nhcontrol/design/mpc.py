@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.log import get_logger
+from .._util import checks as _checks
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array, check_finite, readonly
 from ._mpc_checks import _bound, _output_window, _ready, _soft
@@ -246,13 +247,13 @@ class LTVMPC:
                  soft_output: bool | tuple[float, float] = False) -> None:
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise DesignError(f"horizon must be a positive integer number of steps, got {horizon!r}")
-        N = int(horizon)
         Q_ = as_float_array(Q, "Q", ndim=2, error=DesignError)
         n = Q_.shape[0]
         Q_ = as_float_array(Q_, "Q", shape=(n, n), error=DesignError)
         R_ = as_float_array(R, "R", ndim=2, error=DesignError)
         k = R_.shape[0]
         R_ = as_float_array(R_, "R", shape=(k, k), error=DesignError)
+        N = _checks.horizon(horizon, n=n, k=k, what="LTVMPC", error=DesignError)
         Qf_ = Q_ if Qf is None else as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)
         for W, nm in ((Q_, "Q"), (R_, "R"), (Qf_, "Qf")):
             check_finite(W, nm, error=DesignError)

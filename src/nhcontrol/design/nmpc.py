@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._util import checks as _checks
 from .._util.errors import DesignError, NhcontrolError, SolverError
 from .._util.validation import as_float_array
 from .controllers import ControlRecord, RiccatiSchedule, TrackingController
@@ -213,7 +214,9 @@ class NMPCController(TrackingController):
             raise DesignError(f"state_bounds must be 'absolute' or 'error', got {state_bounds!r}")
         self.cm, self.mode, self.state_bounds = cm, mode, state_bounds
         self.report_kkt = (mode == "sqp") if report_kkt is None else bool(report_kkt)
-        self.sqp_max_iter, self.sqp_tol = int(sqp_max_iter), float(sqp_tol)
+        self.sqp_max_iter = _checks.positive_int(sqp_max_iter, "sqp_max_iter", what="NMPCController",
+                                                 error=DesignError)
+        self.sqp_tol = _checks.positive_real(sqp_tol, "sqp_tol", what="NMPCController", error=DesignError)
         self.partition = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
         self.idx = self.partition.indices(cm)
         self._linearize = linearize
@@ -227,7 +230,9 @@ class NMPCController(TrackingController):
         coords = tuple(cm.coordinates)
         self.states = (tuple(coords[i] for i in ai) + tuple(f"{coords[i]}_d" for i in ai)
                        + tuple(coords[i] for i in ad))
-        N, ns, k = int(horizon), self.ns, self.k
+        ns, k = self.ns, self.k
+        N = _checks.horizon(horizon, n=ns, k=k, what="NMPCController", error=DesignError, multiple=6,
+                            extra_steps=steps if isinstance(steps, int) and steps > 0 else 0)
         self.horizon = N
         self.Q = as_float_array(Q, "Q", shape=(ns, ns), error=DesignError)
         self.R = as_float_array(R, "R", shape=(k, k), error=DesignError)
