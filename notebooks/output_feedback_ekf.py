@@ -80,12 +80,13 @@ def controller(k, t, X):
 # (its initial estimate is the reference). Sensor and torque noise are seeded.
 
 # %%
+truth = []                                    # the true heading at each sample
+noise = {"measurement_noise": [SIGMA["gyro"], SIGMA["compass"]],
+         "process_noise": [SIGMA["torque"]], "seed": 3}
 x0 = np.array([0.0, 0.0, PSI0])
-xd0 = np.array([V * np.cos(PSI0), V * np.sin(PSI0), 0.0])
-truth = []
+xd0 = V * np.array([np.cos(PSI0), np.sin(PSI0), 0.0])  # rolling along the heading: no side slip
 res = output_feedback_loop(cm, (0.0, 6.0), x0, xd0, estimator=ekf, controller=controller,
-                           sample_time=DT, measurement_noise=[SIGMA["gyro"], SIGMA["compass"]],
-                           process_noise=[SIGMA["torque"]], seed=3, u_init=[0.0],
+                           sample_time=DT, u_init=[0.0], **noise,
                            pre_sample=lambda t, x, xd: truth.append(x[2]))
 true_psi = np.array(truth)
 error = true_psi - res.estimates[:, i_psi]
