@@ -27,8 +27,6 @@ from nhcontrol._util.errors import (ConfigurationError, DesignError, ExportConfl
 from nhcontrol._util.names import check_name, source_text
 from nhcontrol.modeling import MultibodySystem
 
-from _helpers import c_compiler_present
-
 HOSTILE = ["evil */ int planted; /*", "x */ __attribute__((constructor)) void f(void){} /*",
            "a\nb", "a'b", 'a"b', "a\\b", "??/", "q\x00", "\u03c8", "x y", "1x", "x-y", "x.y", ""]
 RESERVED = ["int", "static", "_Bool", "while", "lambda", "None", "class", "nhc_model", "NHC_N",
@@ -154,7 +152,7 @@ def test_source_text_is_one_to_one():
     assert len(set(outs)) == len(outs)
 
 
-@pytest.mark.skipif(not c_compiler_present(), reason="no C compiler on this machine")
+@pytest.mark.c_compiler
 def test_source_text_compiles_inert_in_c(tmp_path):
     """Every hostile text, escaped, in a comment and a string literal of a C99 unit compiled with
     trigraphs on (-std=c99): the program prints exactly the escaped text and nothing else runs."""
@@ -697,3 +695,17 @@ def test_result_files_written_atomically_and_never_through_a_link(tmp_path):
     with pytest.raises(StorageError, match=r"Probe.save: cannot write .*file\.txt/r\.npz.*is a file"):
         save_npz(blocker / "r", "Probe", {"a": np.zeros(1)}, {})
     assert sorted(q.name for q in tmp_path.iterdir()) == ["file.txt", "res.npz", "victim.npz"]
+
+
+@pytest.mark.parametrize("t0", [float("nan"), float("inf"), "soon"])
+def test_nonfinite_start_time_refused(t0):
+    from nhcontrol.design import KalmanEstimator, TVLQRController, finite_horizon_lqr
+
+    from _toy_models import ZeroRef
+
+    lq = finite_horizon_lqr((A2[None].repeat(5, 0), B2[None].repeat(5, 0)), np.eye(2), np.eye(1), np.eye(2))
+    with pytest.raises(DesignError, match=r"TVLQRController: t0"):
+        TVLQRController(lq, ZeroRef(), 0.1, t0=t0)
+    kf = _kalman_estimator().kf
+    with pytest.raises(DesignError, match=r"KalmanEstimator: t0"):
+        KalmanEstimator(kf, np.zeros((21, 1)), np.zeros((21, 1)), t0=t0)

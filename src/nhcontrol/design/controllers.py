@@ -60,7 +60,9 @@ class ControlRecord:
         ``"lqr"`` (TV-LQR), the QP status (``"optimal"``, ``"optimal_inaccurate"``), or a
         named fallback ``"fallback: shifted plan (...)"`` / ``"fallback: lqr (...)"``.
     solve_time : float
-        Wall-clock seconds of the sample (QP, re-linearization and discretization included).
+        Wall-clock seconds of the whole sample (``time.perf_counter``, a monotonic clock,
+        around the controller's call: deviation, window, re-linearization, discretization,
+        QP set-up and solve, fallbacks).
     slack_max : float
         Largest slack of soft state and output bounds (0 when none were needed).
     iterations : int
@@ -114,7 +116,8 @@ class TrackingController:
         if not callable(getattr(reference, "u", None)):
             raise DesignError(f"reference must be a Reference (with x(t), xd(t), u(t)), got "
                               f"{type(reference).__name__}")
-        self.reference, self.dt, self.t0 = reference, h, float(t0)
+        t0v = _checks.sample_time(t0, what=type(self).__name__, error=DesignError, name="t0")
+        self.reference, self.dt, self.t0 = reference, h, t0v
         self.linearization, self._deviation, self.feedforward = linearization, deviation, feedforward
         if state_map is None or callable(state_map):
             self.state_map = state_map
@@ -187,13 +190,14 @@ class TrackingController:
                 raise DesignError(f"state must be [x; xd] of even length 2n, got {s.size} entries")
             s = _checks.finite_vector(s, "state [x; xd]", s.size, what=what, error=DesignError)
         n = s.size // 2
-        c0 = time.thread_time()
+        c0, w0 = time.thread_time(), time.perf_counter()
         u, memory, rec, side = self._compute(tv, s[:n], s[n:], self._memory)
+        w1, c1 = time.perf_counter(), time.thread_time()
         if not np.all(np.isfinite(u)):
             raise SolverError(f"{what} at t = {tv:.9g} computed a non-finite input {np.asarray(u).tolist()}; "
                               f"nothing was applied (check the weights, the model and the state)")
         self._memory = memory
-        rec = replace(rec, cpu_time=time.thread_time() - c0)
+        rec = replace(rec, solve_time=w1 - w0, cpu_time=c1 - c0)
         self._commit(rec, side)
         return u
 
@@ -350,10 +354,12 @@ def _io_callbacks(compute: Callable[[float, NDArray, NDArray], tuple],
         key = (float(t), np.asarray(y, float).tobytes(), np.asarray(xc, float).tobytes())
         hit = cache.get(key)
         if hit is None:
-            c0 = time.thread_time()
+            c0, w0 = time.thread_time(), time.perf_counter()
             hit = compute(float(t), np.asarray(y, dtype=float).reshape(-1),
                           np.asarray(xc, dtype=float).reshape(-1).copy())
-            hit = (hit[0], hit[1], replace(hit[2], cpu_time=time.thread_time() - c0), hit[3])
+            w1, c1 = time.perf_counter(), time.thread_time()
+            hit = (hit[0], hit[1], replace(hit[2], solve_time=w1 - w0, cpu_time=c1 - c0),
+                   hit[3])
             if len(cache) > 8:
                 cache.clear()
             cache[key] = hit
@@ -376,7 +382,7 @@ def _shifted_warm_start(plan: Any, k: int, mpc: Any, N: int, n: int, m: int) -> 
     if plan is None or k - plan[0] != 1:
         return (np.zeros((N + 1, n)), np.zeros((N, m)), None)
     _, _, xp, dup, duals = plan
-    qp = mpc._qp
+    qp = mpc._layout_qp
     if duals is not None and qp is not None:
         duals = qp.shift_duals(duals)
     return (np.vstack([xp[1:], xp[-1:]]), np.vstack([dup[1:], dup[-1:]]), duals)

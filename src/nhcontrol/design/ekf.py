@@ -284,7 +284,7 @@ class ExtendedKalmanFilter:
         x = as_float_array(x0, "x0", shape=(self.n,), error=DesignError).copy()
         xd = as_float_array(xd0, "xd0", shape=(self.n,), error=DesignError).copy()
         self.x, self.xd = self._project(x, xd, self._ua(self.u))
-        self.t = float(t0)
+        self.t = _checks.sample_time(t0, what="ExtendedKalmanFilter", error=DesignError, name="t0")
         self._started = False
 
     # ------------------------------------------------------------------ helpers

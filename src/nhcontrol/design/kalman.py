@@ -281,7 +281,7 @@ class KalmanEstimator:
     def __init__(self, kf: KalmanFilterResult, y0: ArrayLike, u0: ArrayLike,
                  X0: ArrayLike | None = None, t0: float = 0.0) -> None:
         self.kf = kf
-        self.t0 = float(t0)
+        self.t0 = _checks.sample_time(t0, what="KalmanEstimator", error=DesignError, name="t0")
         N, n, q = kf.horizon, kf.nstates, kf.noutputs
         k = kf.Bd.shape[-1]
         self.y0 = as_float_array(y0, "y0", shape=(N + 1, q), error=DesignError)

@@ -325,10 +325,15 @@ class OffsetFreeMPCController(TrackingController):
                               f"call control once per sample, in order (reset() to start over)")
         yv = _checks.finite_vector(y, "y", self.noutputs, what=what, error=DesignError)
         t = tv
-        c0 = time.thread_time()
-        u, self._memory, rec, side = self._compute(float(t), yv, self._memory)
+        c0, w0 = time.thread_time(), time.perf_counter()
+        u, memory, rec, side = self._compute(float(t), yv, self._memory)
+        w1, c1 = time.perf_counter(), time.thread_time()
+        if not np.all(np.isfinite(u)):
+            raise SolverError(f"{what} at t = {tv:.9g} computed a non-finite input {np.asarray(u).tolist()}; "
+                              f"nothing was applied (check the weights, the noise covariances and y)")
+        self._memory = memory
         from dataclasses import replace
-        self._commit(replace(rec, cpu_time=time.thread_time() - c0), side)
+        self._commit(replace(rec, solve_time=w1 - w0, cpu_time=c1 - c0), side)
         self._last_sample = k
         return u
 
