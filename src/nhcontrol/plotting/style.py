@@ -377,6 +377,7 @@ def figure_text(fig: Any) -> tuple[str, str]:
     title = sup.get_text() if sup is not None else ""
     if not title:
         title = next((ax.get_title() for ax in fig.axes if ax.get_title()), "")
+    title = " ".join(title.split("\n"))          # a title wrapped to fit the figure is one line
     caption = " ".join([getattr(fig, "_nhcontrol_caption", "")]
                        + [t.get_text().replace("\n", " ") for t in fig.texts
                           if t is not sup and t.get_text()]).strip()

@@ -358,7 +358,8 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     names.append(Path(savefig(fig, out, "road_vehicles_lateral_error")).name)
     plt.close(fig)
 
-    fig, axs = new_figure(3, 1, title="Steering angle, steering rate and driving inputs")
+    fig, axs = new_figure(3, 1, title="Steering angle, steering rate and driving inputs",
+                          figsize=(7.5, 9.6))        # wide: the legends stand beside the axes
     tr = np.linspace(0.0, st_.t_final, 501)
     reference_line(axs[0], tr, np.degrees(s.ref.x(tr)[:, 3]))
     reference_line(axs[1], tr, np.degrees(s.ref.xd(tr)[:, 3]))
