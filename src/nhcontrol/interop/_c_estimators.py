@@ -368,7 +368,7 @@ static int nhc_predict(nhc_est_workspace *ws, const double *u, double *W)
         for (q = 0; q < ns; q++) E[i * ne + q] = A[i * ns + q] * DT;
         for (q = 0; q < k; q++) E[i * ne + ns + q] = B[i * k + q] * DT;
     }}
-    nhc_expm(E, F, ne, 16, 0.25, -1.0, ew);
+    nhc_expm_top(E, F, ns, ne, 16, 0.25, -1.0, ew);      /* the rows of the inputs are zero */
     for (i = 0; i < ns; i++) {{
         for (q = 0; q < ns; q++) A[i * ns + q] = F[i * ne + q];
         for (q = 0; q < k; q++) B[i * k + q] = F[i * ne + ns + q];

@@ -46,12 +46,29 @@ def nmpc_controller_files(ctrl: Any, steps: int | None) -> tuple[dict[str, str],
     Xref = ctrl.reduce(xs, xds)
     uref = np.asarray(ctrl.u_ref(ts[:K + N]), float).reshape(K + N, k)
     prob_src, prob_init, nbx = _mpc_problem_tables(mpc)
+    py = int(mpc.noutputs)
+    ytab, yfill, yargs = "", "", "NULL, NULL, NULL"
+    if py:
+        # output bounds on the absolute y = C X + D u: the plan's outputs are the reference of the
+        # QP's rows (NMPCController._plan_outputs), C_j, D_j the LTVMPC's constant window
+        ytab = _table("CYW", mpc._Cy) + (_table("DYW", mpc._Dy) if mpc._Dy is not None else "")
+        dterm = (f"            for (q = 0; q < k; q++) v += DYW[((j - 1) * {py} + i) * k + q] * "
+                 f"Ubar[(j < N ? j : N - 1) * k + q];\n" if mpc._Dy is not None else "")
+        yfill = (f"        for (i = 0; i < {py}; i++) Yr[i] = 0.0;\n"
+                 f"        for (j = 1; j <= N; j++)\n"
+                 f"            for (i = 0; i < {py}; i++) {{\n"
+                 f"            double v = 0.0;\n"
+                 f"            for (q = 0; q < ns; q++) v += CYW[((j - 1) * {py} + i) * ns + q] * Xbar[j * ns + q];\n"
+                 + dterm +
+                 f"            Yr[j * {py} + i] = v;\n"
+                 f"        }}\n")
+        yargs = f"CYW, {'DYW' if mpc._Dy is not None else 'NULL'}, Yr"
     na, nad = len(ctrl._ai), len(ctrl._ad)
     ne = ns + k + 1
     absolute = ctrl.state_bounds == "absolute"
     scratch = ((N + 1) * ns * 6 + N * k * 4 + 2 * N * n + N * ns * ns + N * ns * k + N * ne * ne
                + 3 * ne * ne + 4 * n + 2 * ns + ns * ns + ns * k + max(meta_m["m"] + meta_m["l"], 1)
-               + ns)
+               + ns + (N + 1) * max(py, 1))
     h = f"""/* RTI nonlinear MPC exported by nhcontrol (NMPCController, mode="rti"); do not edit.
  * nhc_ctrl_step(ws, t, x, xd, u, &status): the input at the sample t for the plant state
  * (x, xd); status "optimal", "fallback: reference linearization", "fallback: shifted plan" or
@@ -69,7 +86,6 @@ def nmpc_controller_files(ctrl: Any, steps: int | None) -> tuple[dict[str, str],
 #define NHC_CTRL_HORIZON {N}
 #define NHC_CTRL_STEPS {K}
 #define NHC_CTRL_QP_MAX_ITER {QP_MAX_ITER}
-#define NHC_CTRL_NBX {nbx}
 #define NHC_CTRL_SCRATCH {scratch}
 #define NHC_CTRL_WORK (NHC_MPC_WORK({N}, {ns}, {k}, {nbx}) + NHC_CTRL_SCRATCH)
 #define NHC_CTRL_IWORK NHC_MPC_IWORK({N}, {ns}, {k}, {nbx})
@@ -109,7 +125,7 @@ static const int AD[{max(nad, 1)}] = {{{ad}}};
 {_table("PARAM", ctrl.ev.p)}/* the reference in the linear state X = [x_ai, xd_ai, x_ad] at the samples 0 ... STEPS + N */
 {_table("XREF", Xref)}/* the reference coordinates (the first guess of the nodes' dependent coordinates) */
 {_table("XG", xs[:K + N])}/* the feed-forward u0 of the samples 0 ... STEPS + N - 1 */
-{_table("UREF", uref)}{_riccati_tables(ctrl, K)}{prob_src}
+{_table("UREF", uref)}{_riccati_tables(ctrl, K)}{ytab}{prob_src}
 {prob_init}
 {_INIT_C}
 /* Phi_j, Gam_j, F_j = Xbar_j + gam_j at the nodes j < N and their full coordinates xf (the
@@ -142,12 +158,12 @@ static int nhc_nodes(nhc_ctrl_workspace *ws, const double *Xbar, const double *U
             Ej[i * ne + ne - 1] = Xdot[i] * DT;
         }}
         {{
-            const double nj = nhc_norm1(Ej, ne);
+            const double nj = nhc_norm1_rows(Ej, ns, ne);
             if (nj > norm) norm = nj;
         }}
     }}
     for (j = 0; j < N; j++) {{
-        nhc_expm(E + j * ne * ne, Ex, ne, 10, 0.2, norm, ew);
+        nhc_expm_top(E + j * ne * ne, Ex, ns, ne, 10, 0.2, norm, ew);   /* rows ns...: zero */
         for (i = 0; i < ns; i++) {{
             for (q = 0; q < ns; q++) Phi[(j * ns + i) * ns + q] = Ex[i * ne + q];
             for (q = 0; q < k; q++) Gam[(j * ns + i) * k + q] = Ex[i * ne + ns + q];
@@ -165,7 +181,8 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
     double *Phi = xf + N * n, *Gam = Phi + N * ns * ns, *F = Gam + N * ns * k, *cc = F + N * ns;
     double *e = cc + N * ns, *qx = e + (N + 1) * ns, *qu = qx + (N + 1) * ns, *du = qu + N * k;
     double *dX = du + N * k, *X0 = dX + (N + 1) * ns, *S = X0 + ns;
-    double *W = S + N * ne * ne + 3 * ne * ne + 4 * n + 2 * ns + ns * ns + ns * k + (NHC_C > 0 ? NHC_C : 1);
+    double *Yr = S + N * ne * ne + 3 * ne * ne + 4 * n + 2 * ns + ns * ns + ns * k + (NHC_C > 0 ? NHC_C : 1);
+    double *W = Yr + (N + 1) * {max(py, 1)};
     const double *Xr, *ur, *up, *Pn;
     int kk, i, j, q, st, iters, lin_fallback = 0;
     kk = nhc_sample(t, T0, DT, NHC_CTRL_STEPS);
@@ -226,8 +243,8 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
                 qu[j * k + i] = 2.0 * v;
             }}
         for (i = 0; i < ns; i++) X0[i] = 0.0;     /* X(t_k) - Xbar_0 */
-        st = nhc_mpc_solve(&PROB, X0, Phi, Gam, cc, Pn, qx, qu, Ubar, up, {"Xbar" if absolute else "e"},
-                           du, dX, &iters, W, ws->iwork);
+{yfill}        st = nhc_mpc_solve_y(&PROB, X0, Phi, Gam, cc, Pn, qx, qu, Ubar, up, {"Xbar" if absolute else "e"},
+                             {yargs}, du, dX, &iters, W, ws->iwork);
         if (st == NHC_QP_OPTIMAL) {{
             nhc_mpc_project(&PROB, Ubar, du, up, u);
             for (i = 0; i < (N + 1) * ns; i++) ws->plan_X[i] = Xbar[i] + dX[i];

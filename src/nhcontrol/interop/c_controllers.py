@@ -111,12 +111,11 @@ def _deviation_matrix(ctrl: Any, steps: int) -> np.ndarray:
     x0, xd0 = np.asarray(ref.x(t), float), np.asarray(ref.xd(t), float)
     base = np.asarray(ctrl.deviation(t, x0, xd0), float)
     S = np.empty((base.size, 2 * nq))
-    for i in range(2 * nq):
+    for i in range(2 * nq):           # unit steps: exact for an affine map (no truncation)
         e = np.zeros(2 * nq)
-        e[i] = 1e-3
-        S[:, i] = (np.asarray(ctrl.deviation(t, x0 + e[:nq], xd0 + e[nq:]), float) - base) / 1e-3
-    S[np.abs(S) < 1e-9 * max(1.0, float(np.abs(S).max(initial=0.0)))] = 0.0
-    S = np.round(S, 9)
+        e[i] = 1.0
+        S[:, i] = np.asarray(ctrl.deviation(t, x0 + e[:nq], xd0 + e[nq:]), float) - base
+    S[np.abs(S) < 1e-13 * max(1.0, float(np.abs(S).max(initial=0.0)))] = 0.0   # round-off
     rng = np.random.default_rng(7)
     for ts in sorted({t, t + ctrl.dt * (steps // 2), t + ctrl.dt * max(steps - 1, 0)}):
         r = 0.1 * rng.standard_normal(2 * nq)
@@ -213,17 +212,17 @@ def _version() -> str:
 
 # ------------------------------------------------------------------------------------ MPC
 def _mpc_checks(ctrl: Any) -> None:
-    if getattr(ctrl, "ni", 0):
-        raise InteropError("the C export does not cover integral action (MPCController(integral=...)) yet")
     mpc = ctrl.mpc
-    if mpc.noutputs:
-        raise InteropError("the C export does not cover output bounds (y_min/y_max) yet")
-    b = mpc.bounds
-    if mpc.soft_state is not None and (np.isfinite(b["x_min"]).any() or np.isfinite(b["x_max"]).any()):
-        raise InteropError("the C export covers hard state bounds only (soft_state=False)")
+    if mpc.soft_output is not None and not float(mpc.soft_output[1]) > 0.0:
+        raise InteropError("soft output bounds need a positive quadratic penalty rho2 for the C "
+                           f"export: soft_output={tuple(mpc.soft_output)}")
+    if mpc.soft_state is not None and not float(mpc.soft_state[1]) > 0.0:
+        raise InteropError("soft state bounds need a positive quadratic penalty rho2 for the C export "
+                           "(its dense QP solver needs a strictly convex programme): "
+                           f"soft_state={tuple(mpc.soft_state)}")
 
 
-def _mpc_problem_tables(mpc: Any, prefix: str = "") -> tuple[str, str, int]:
+def _mpc_problem_tables(mpc: Any) -> tuple[str, str, str]:
     """The constant weights and bounds of an LTVMPC and the ``nhc_mpc_problem`` initialiser."""
     n, k = mpc.nstates, mpc.ninputs
     b = mpc.bounds
@@ -233,9 +232,20 @@ def _mpc_problem_tables(mpc: Any, prefix: str = "") -> tuple[str, str, int]:
                    _table("UMIN", _bounds(b["u_min"], k)), _table("UMAX", _bounds(b["u_max"], k)),
                    _table("DUMIN", _bounds(b["du_min"], k)), _table("DUMAX", _bounds(b["du_max"], k)),
                    _table("XMIN", xlo), _table("XMAX", xhi), _table("IX", ix, "int")])
+    soft = mpc.soft_state is not None and ix.size > 0
+    rho = tuple(float(r) for r in mpc.soft_state) if soft else (0.0, 0.0)
+    py = int(mpc.noutputs)
+    iy = np.asarray(mpc._idx["y"], int) if py else np.zeros(0, int)
+    softy = mpc.soft_output is not None and iy.size > 0
+    rhoy = tuple(float(r) for r in mpc.soft_output) if softy else (0.0, 0.0)
+    src += "".join([_table("YMIN", _bounds(b["y_min"], py) if py else [0.0]),
+                    _table("YMAX", _bounds(b["y_max"], py) if py else [0.0]),
+                    _table("IY", iy, "int")])
     init = (f"static const nhc_mpc_problem PROB = {{{mpc.horizon}, {n}, {k}, {ix.size}, IX, "
-            f"NHC_CTRL_QP_MAX_ITER, {QP_TOL!r}, QW, RW, UMIN, UMAX, DUMIN, DUMAX, XMIN, XMAX}};\n")
-    return src, init, int(ix.size)
+            f"NHC_CTRL_QP_MAX_ITER, {QP_TOL!r}, QW, RW, UMIN, UMAX, DUMIN, DUMAX, XMIN, XMAX, "
+            f"{1 if soft else 0}, {rho[0]!r}, {rho[1]!r}, {py}, {iy.size}, IY, YMIN, YMAX, "
+            f"{1 if softy else 0}, {rhoy[0]!r}, {rhoy[1]!r}}};\n")
+    return src, init, f"{ix.size}, {1 if soft else 0}, {iy.size}, {1 if softy else 0}"
 
 
 def _schedule_index(schedule: Any, js: Any, which: str) -> tuple[np.ndarray, np.ndarray]:
@@ -276,6 +286,50 @@ def _riccati_tables(ctrl: Any, K: int) -> str:
             + _table("KG", Km) + _table("KIDX", kidx, "int"))
 
 
+def _output_tables(ctrl: Any, K: int) -> tuple[str, str, str, int]:
+    """The output bounds' data of an MPCController step: C tables, the C that fills the window
+    buffer ``Yw``, the ``Cy, Dy, y_ref`` arguments of ``nhc_mpc_solve_y`` and the buffer size."""
+    mpc = ctrl.mpc
+    py, N, n, k = int(mpc.noutputs), ctrl.horizon, mpc.nstates, mpc.ninputs
+    if not py:
+        return "", "", "NULL, NULL, NULL", 1
+    src, copy = "", ""
+    yref = "NULL"
+    if ctrl.y_ref is not None:
+        ts = _sample_times(ctrl, K + N + 1)
+        src += _table("YREFT", np.array([np.asarray(ctrl.y_ref(t), float) for t in ts]))
+        yref = "YREFT + kk * PROB.py"
+    if ctrl._Cy_seq is None:          # one window for every step (LTVMPC's own)
+        src += _table("CYW", mpc._Cy)
+        dy = "NULL"
+        if mpc._Dy is not None:
+            src += _table("DYW", mpc._Dy)
+            dy = "DYW"
+        return src, "", f"CYW, {dy}, {yref}", 1
+    # the outputs of the samples k+1 ... k+N (wrapped or clipped like the model's steps)
+    Cs = np.asarray(ctrl._Cy_seq, float)
+    rows = np.array([np.minimum(ctrl._indices(kk + 1, N), Cs.shape[0] - 1) for kk in range(K)])
+    used = np.unique(rows)
+    src += _table("CYS", Cs[used]) + _table("CYIDX", np.searchsorted(used, rows), "int")
+    size = N * py * n
+    copy = (f"    for (j = 0; j < N; j++)\n        for (i = 0; i < {py * n}; i++) "
+            f"Yw[j * {py * n} + i] = CYS[CYIDX[kk * N + j] * {py * n} + i];\n")
+    dy = "NULL"
+    if ctrl._Dy_seq is not None:
+        Ds = np.asarray(ctrl._Dy_seq, float)
+        drows = np.minimum(rows, Ds.shape[0] - 1)
+        dused = np.unique(drows)
+        src += _table("DYS", Ds[dused]) + _table("DYIDX", np.searchsorted(dused, drows), "int")
+        copy += (f"    for (j = 0; j < N; j++)\n        for (i = 0; i < {py * k}; i++) "
+                 f"Yw[{size} + j * {py * k} + i] = DYS[DYIDX[kk * N + j] * {py * k} + i];\n")
+        dy = f"Yw + {size}"
+        size += N * py * k
+    elif mpc._Dy is not None:
+        src += _table("DYW", mpc._Dy)
+        dy = "DYW"
+    return src, copy, f"Yw, {dy}, {yref}", size
+
+
 def _mpc_controller_files(ctrl: MPCController, steps: int | None) -> tuple[dict[str, str], dict]:
     from ..design import MPCController
 
@@ -288,9 +342,11 @@ def _mpc_controller_files(ctrl: MPCController, steps: int | None) -> tuple[dict[
     mpc = ctrl.mpc
     N, n, k = ctrl.horizon, mpc.nstates, mpc.ninputs
     nq = _nq(ctrl)
+    ni = int(ctrl.ni)                    # integrators of the offset-free tracking (appended)
     S = _deviation_matrix(ctrl, K)
-    if S.shape[0] != n:
-        raise InteropError(f"the deviation has {S.shape[0]} entries, the MPC model {n} states")
+    if S.shape[0] != n - ni:
+        raise InteropError(f"the deviation has {S.shape[0]} entries, the MPC model {n - ni} states")
+    ci = np.asarray(ctrl.Ci, float) if ni else np.zeros((1, 1))
     ts = _sample_times(ctrl, K + N + 1)
     ref = ctrl.reference
     refx = np.hstack([np.asarray(ref.x(ts[:K]), float).reshape(K, nq),
@@ -304,6 +360,7 @@ def _mpc_controller_files(ctrl: MPCController, steps: int | None) -> tuple[dict[
     if ctrl.x_ref is not None:
         xref = np.array([np.asarray(ctrl.x_ref(t), float) for t in ts])
     prob_src, prob_init, nbx = _mpc_problem_tables(mpc)
+    out_src, out_copy, out_args, out_work = _output_tables(ctrl, K)
     h = f"""/* LTV-MPC controller exported by nhcontrol (MPCController); do not edit.
  * nhc_ctrl_step(ws, t, x, xd, u, &status): the input at the sample t for the plant state
  * (x, xd) (NHC_CTRL_NQ coordinates and velocities); status "optimal", "fallback: shifted plan"
@@ -315,15 +372,16 @@ def _mpc_controller_files(ctrl: MPCController, steps: int | None) -> tuple[dict[
 #include "nhc_mpc.h"
 #define NHC_CTRL_NQ {nq}
 #define NHC_CTRL_NX {n}
+#define NHC_CTRL_NI {ni}
 #define NHC_CTRL_K {k}
 #define NHC_CTRL_HORIZON {N}
 #define NHC_CTRL_STEPS {K}
 #define NHC_CTRL_QP_MAX_ITER {QP_MAX_ITER}
-#define NHC_CTRL_NBX {nbx}
-#define NHC_CTRL_WORK (NHC_MPC_WORK({N}, {n}, {k}, {nbx}) + {2 * n + 2 * nq + N * n * n + N * n * k + N * k + (N + 1) * n})
+#define NHC_CTRL_WORK (NHC_MPC_WORK({N}, {n}, {k}, {nbx}) + {2 * n + 2 * nq + N * n * n + N * n * k + N * k + (N + 1) * n + out_work})
 #define NHC_CTRL_IWORK NHC_MPC_IWORK({N}, {n}, {k}, {nbx})
 typedef struct {{
     double u_prev[NHC_CTRL_K];
+    double z[NHC_CTRL_NI + 1];          /* the integrators of the offset-free tracking */
     double plan_u[NHC_CTRL_HORIZON * NHC_CTRL_K];
     long plan_k;
     int started;
@@ -346,10 +404,11 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
 
 static const double T0 = {float(ctrl.t0)!r}, DT = {float(ctrl.dt)!r};
 /* deviation S [x - x0(t_k); xd - xd0(t_k)] (NX x 2 NQ) */
-{_table("SDEV", S)}/* the reference [x0; xd0] at the samples (STEPS x 2 NQ) */
+{_table("SDEV", S)}/* the tracked components C_i of the integrators z_(k+1) = z_k + dt C_i dx_k */
+{_table("CI", ci)}/* the reference [x0; xd0] at the samples (STEPS x 2 NQ) */
 {_table("REF", refx)}/* the feed-forward u0 of the samples 0 ... STEPS + N - 1 */
 {_table("UREF", uref)}/* the discrete model's steps used and the step of each sample */
-{_table("AD", Ad)}{_table("BD", Bd)}{_table("WIN", remap, "int")}{_riccati_tables(ctrl, K)}{_table("XREF", xref) if xref is not None else ""}{prob_src}
+{_table("AD", Ad)}{_table("BD", Bd)}{_table("WIN", remap, "int")}{_riccati_tables(ctrl, K)}{_table("XREF", xref) if xref is not None else ""}{out_src}{prob_src}
 {prob_init}
 {_INIT_C}
 int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const double *xd, double *u,
@@ -357,7 +416,7 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
 {{
     const int N = NHC_CTRL_HORIZON, n = NHC_CTRL_NX, k = NHC_CTRL_K, nq = NHC_CTRL_NQ;
     double *dx = ws->work, *s = dx + n, *A = s + 2 * nq, *B = A + N * n * n, *du = B + N * n * k;
-    double *xp = du + N * k, *W = xp + (N + 1) * n;
+    double *xp = du + N * k, *Yw = xp + (N + 1) * n, *W = Yw + {out_work};
     const double *ur, *up;
     int kk, i, j, st, iters;
     kk = nhc_sample(t, T0, DT, NHC_CTRL_STEPS);
@@ -365,7 +424,8 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
         *status = "refused: t outside the exported schedule";
         return 1;
     }}
-    nhc_deviation(SDEV, REF + kk * 2 * nq, x, xd, nq, n, s, dx);
+    nhc_deviation(SDEV, REF + kk * 2 * nq, x, xd, nq, n - NHC_CTRL_NI, s, dx);
+    for (i = 0; i < NHC_CTRL_NI; i++) dx[n - NHC_CTRL_NI + i] = ws->started ? ws->z[i] : 0.0;
     for (j = 0; j < N; j++) {{
         const int w = WIN[kk + j];
         for (i = 0; i < n * n; i++) A[j * n * n + i] = AD[w * n * n + i];
@@ -373,8 +433,9 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
     }}
     ur = UREF + kk * k;
     up = ws->started ? ws->u_prev : ur;
-    st = nhc_mpc_solve(&PROB, dx, A, B, NULL, PF + PIDX[kk] * n * n, NULL, NULL, ur, up,
-                       {"XREF + kk * n" if xref is not None else "NULL"}, du, xp, &iters, W, ws->iwork);
+{out_copy}    st = nhc_mpc_solve_y(&PROB, dx, A, B, NULL, PF + PIDX[kk] * n * n, NULL, NULL, ur, up,
+                         {"XREF + kk * n" if xref is not None else "NULL"}, {out_args}, du, xp,
+                         &iters, W, ws->iwork);
     if (st == NHC_QP_OPTIMAL) {{
         nhc_mpc_project(&PROB, ur, du, up, u);
         for (i = 0; i < N * k; i++) ws->plan_u[i] = ur[i] + du[i];
@@ -386,6 +447,11 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
                               KG + KIDX[kk] * k * n, dx, n, u);
         *status = st == 1 ? "fallback: shifted plan" : "fallback: lqr";
     }}
+    for (i = 0; i < NHC_CTRL_NI; i++) {{
+        double v = dx[n - NHC_CTRL_NI + i];
+        for (j = 0; j < n - NHC_CTRL_NI; j++) v += DT * CI[i * (n - NHC_CTRL_NI) + j] * dx[j];
+        ws->z[i] = v;
+    }}
     for (i = 0; i < k; i++) ws->u_prev[i] = u[i];
     ws->started = 1;
     return 0;
@@ -393,7 +459,8 @@ int nhc_ctrl_step(nhc_ctrl_workspace *ws, double t, const double *x, const doubl
 """
     meta = {"controller": "mpc", "horizon": N, "nstates": n, "ninputs": k, "ncoordinates": nq,
             "steps": K, "t0": float(ctrl.t0), "dt": float(ctrl.dt), "qp_max_iter": QP_MAX_ITER,
-            "what": f"LTV-MPC (N = {N}, {n} states, {k} inputs), condensed QP of {N * k} variables"}
+            "what": f"LTV-MPC (N = {N}, {n} states, {k} inputs), condensed QP of {N * k} inputs"
+                    + (" and the slacks of the soft state bounds" if mpc.soft_state is not None else "")}
     return {"nhc_controller.h": h, "nhc_controller.c": c}, meta
 
 

@@ -126,36 +126,52 @@ int nhc_chol(double *A, int n)
     return 0;
 }
 
-double nhc_norm1(const double *A, int n)
+double nhc_norm1_rows(const double *A, int r, int n)
 {
     double big = 0.0;
     int i, j;
     for (j = 0; j < n; j++) {
         double s = 0.0;
-        for (i = 0; i < n; i++) s += fabs(A[i * n + j]);
+        for (i = 0; i < r; i++) s += fabs(A[i * n + j]);
         if (s > big) big = s;
     }
     return big;
 }
 
-void nhc_expm(const double *E, double *F, int n, int degree, double theta, double norm, double *work)
+/* T (r x n) = X_top F with F = [[F_top], [0, I]] (X_top, F_top: r x n) */
+static void nhc_mul_top(const double *X, const double *F, double *T, int r, int n)
 {
-    double *Y = work, *T = work + n * n;
-    double nrm = norm < 0.0 ? nhc_norm1(E, n) : norm, scale = 1.0;
+    int i, j, q;
+    for (i = 0; i < r; i++) {
+        for (j = 0; j < n; j++) T[i * n + j] = 0.0;
+        for (q = 0; q < r; q++) {
+            const double a = X[i * n + q];
+            if (a == 0.0) continue;
+            for (j = 0; j < n; j++) T[i * n + j] += a * F[q * n + j];
+        }
+        for (j = r; j < n; j++) T[i * n + j] += X[i * n + j];
+    }
+}
+
+void nhc_expm_top(const double *Et, double *Ft, int r, int n, int degree, double theta,
+                  double norm, double *work)
+{
+    double *Y = work, *T = work + r * n;
+    double nrm = norm < 0.0 ? nhc_norm1_rows(Et, r, n) : norm, scale = 1.0;
     int s = 0, i, j;
     if (nrm > theta) s = (int)ceil(log2(nrm / theta));
     for (i = 0; i < s; i++) scale *= 0.5;
-    for (i = 0; i < n * n; i++) Y[i] = E[i] * scale;
-    for (i = 0; i < n * n; i++) F[i] = Y[i] / (double)degree;
-    for (i = 0; i < n; i++) F[i * n + i] += 1.0;
+    for (i = 0; i < r * n; i++) Y[i] = Et[i] * scale;
+    for (i = 0; i < r * n; i++) Ft[i] = Y[i] / (double)degree;
+    for (i = 0; i < r; i++) Ft[i * n + i] += 1.0;
     for (j = degree - 1; j >= 1; j--) {
-        nhc_mm(Y, F, T, n, n, n);
-        for (i = 0; i < n * n; i++) F[i] = T[i] / (double)j;
-        for (i = 0; i < n; i++) F[i * n + i] += 1.0;
+        nhc_mul_top(Y, Ft, T, r, n);
+        for (i = 0; i < r * n; i++) Ft[i] = T[i] / (double)j;
+        for (i = 0; i < r; i++) Ft[i * n + i] += 1.0;
     }
     for (j = 0; j < s; j++) {
-        nhc_mm(F, F, T, n, n, n);
-        for (i = 0; i < n * n; i++) F[i] = T[i];
+        nhc_mul_top(Ft, Ft, T, r, n);
+        for (i = 0; i < r * n; i++) Ft[i] = T[i];
     }
 }
 

@@ -17,12 +17,15 @@ int nhc_lu(double *A, int n, int *piv);
 void nhc_lu_solve(const double *LU, int n, const int *piv, double *B, int nrhs);
 /* Cholesky A = L L^T in place (lower triangle holds L, upper triangle zeroed); 0 or 1 */
 int nhc_chol(double *A, int n);
-/* exp(E) (n x n) by scaling 2^-s so that the largest column 1-norm is <= theta, a Taylor
- * polynomial of the given degree in Horner form and s squarings; work: 2 n^2 doubles.
- * norm < 0: the norm of E itself; else the given (a common scaling for a stack). */
-void nhc_expm(const double *E, double *F, int n, int degree, double theta, double norm, double *work);
-/* the largest column 1-norm of A (n x n) */
-double nhc_norm1(const double *A, int n);
+/* exp(E) for E (n x n) whose rows r ... n-1 are zero (an augmented matrix [[A, B], [0, 0]]):
+ * Et its first r rows (r x n), Ft the first r rows of exp(E) (the others are [0, I]). Scaling
+ * 2^-s so that the largest column 1-norm (norm < 0: of E; else the given one, a common scaling
+ * for a stack) is <= theta, a Taylor polynomial of the given degree in Horner form, s squarings,
+ * all on the structured factors (work: 2 r n doubles) */
+void nhc_expm_top(const double *Et, double *Ft, int r, int n, int degree, double theta,
+                  double norm, double *work);
+/* the largest column 1-norm of the r x n matrix A */
+double nhc_norm1_rows(const double *A, int r, int n);
 /* 1 when every entry is finite */
 int nhc_all_finite(const double *a, int len);
 

@@ -1,5 +1,6 @@
 /* Condensed LTV-MPC (see nhc_mpc.h). Part of nhcontrol's C export; licence: that of nhcontrol. */
 #include <math.h>
+#include <stddef.h>
 #include "nhc_mpc.h"
 #include "nhc_qp.h"
 
@@ -8,11 +9,24 @@ int nhc_mpc_solve(const nhc_mpc_problem *pr, const double *x0, const double *A, 
                   const double *u_ref, const double *u_prev, const double *x_ref,
                   double *du, double *dx, int *iters, double *work, int *iwork)
 {
-    const int N = pr->N, n = pr->n, k = pr->k, nv = N * k, nbx = pr->nbx;
-    const int rows = NHC_MPC_ROWS(N, n, k, nbx);
+    return nhc_mpc_solve_y(pr, x0, A, B, c, Qf, qx, qu, u_ref, u_prev, x_ref, NULL, NULL, NULL,
+                           du, dx, iters, work, iwork);
+}
+
+int nhc_mpc_solve_y(const nhc_mpc_problem *pr, const double *x0, const double *A, const double *B,
+                    const double *c, const double *Qf, const double *qx, const double *qu,
+                    const double *u_ref, const double *u_prev, const double *x_ref,
+                    const double *Cy, const double *Dy, const double *y_ref,
+                    double *du, double *dx, int *iters, double *work, int *iwork)
+{
+    const int N = pr->N, n = pr->n, k = pr->k, nbx = pr->nbx, soft = pr->soft ? 1 : 0;
+    const int nby = Cy ? pr->nby : 0, softy = (pr->softy && nby) ? 1 : 0, py = pr->py;
+    const int nu = N * k, nv = NHC_MPC_NV(N, k, nbx, soft, nby, softy);
+    const int ns1 = nu + soft * N * nbx;          /* first output slack */
+    const int rows = NHC_MPC_ROWS(N, n, k, nbx, soft, nby, softy);
     double *G = work, *w = G + (N + 1) * n * nv, *v = w + (N + 1) * n, *H = v + (N + 1) * n;
     double *g = H + nv * nv, *W = g + nv, *Ac = W + n * nv, *lo = Ac + rows * nv, *hi = lo + rows;
-    double *qw = hi + rows;
+    double *z = hi + rows, *qw = z + nv;
     int i, j, q, a, row, st;
     /* free response w and prediction matrix G (row block j: dx_j in du) */
     for (i = 0; i < (N + 1) * n * nv; i++) G[i] = 0.0;
@@ -34,7 +48,9 @@ int nhc_mpc_solve(const nhc_mpc_problem *pr, const double *x0, const double *A, 
     }
     /* Hessian and gradient */
     for (i = 0; i < nv * nv; i++) H[i] = 0.0;
-    for (i = 0; i < nv; i++) g[i] = qu ? qu[i] : 0.0;
+    for (i = 0; i < nu; i++) g[i] = qu ? qu[i] : 0.0;
+    for (i = nu; i < ns1; i++) g[i] = pr->rho1;
+    for (i = ns1; i < nv; i++) g[i] = pr->rhoy1;
     for (j = 1; j <= N; j++) {
         const double *Qj = (j < N) ? pr->Q : Qf, *Gj = G + j * n * nv;
         const int cols = j * k;
@@ -63,6 +79,8 @@ int nhc_mpc_solve(const nhc_mpc_problem *pr, const double *x0, const double *A, 
     for (j = 0; j < N; j++)
         for (i = 0; i < k; i++)
             for (q = 0; q < k; q++) H[(j * k + i) * nv + j * k + q] += 2.0 * pr->R[i * k + q];
+    for (i = nu; i < ns1; i++) H[i * nv + i] = 2.0 * pr->rho2;
+    for (i = ns1; i < nv; i++) H[i * nv + i] = 2.0 * pr->rhoy2;
     for (a = 0; a < nv; a++)
         for (q = 0; q < a; q++) H[a * nv + q] = H[q * nv + a];
     /* constraint rows: inputs, rates, states */
@@ -83,14 +101,69 @@ int nhc_mpc_solve(const nhc_mpc_problem *pr, const double *x0, const double *A, 
             hi[row] = pr->du_max[i] - off;
         }
     for (j = 1; j <= N; j++)
-        for (q = 0; q < nbx; q++, row++) {
-            const int ci = pr->ix[q];
+        for (q = 0; q < nbx; q++) {
+            const int ci = pr->ix[q], sc = nu + (j - 1) * nbx + q;
             const double off = (x_ref ? x_ref[j * n + ci] : 0.0) + w[j * n + ci];
-            for (a = 0; a < nv; a++) Ac[row * nv + a] = G[(j * n + ci) * nv + a];
-            lo[row] = pr->x_min[ci] - off;
-            hi[row] = pr->x_max[ci] - off;
+            int side;
+            for (side = 0; side < (soft ? 2 : 1); side++, row++) {
+                for (a = 0; a < nu; a++) Ac[row * nv + a] = G[(j * n + ci) * nv + a];
+                if (!soft) {
+                    lo[row] = pr->x_min[ci] - off;
+                    hi[row] = pr->x_max[ci] - off;
+                } else if (side == 0) {          /* dx + s >= x_min - off */
+                    Ac[row * nv + sc] = 1.0;
+                    lo[row] = pr->x_min[ci] - off;
+                    hi[row] = NHC_QP_INF * 10.0;
+                } else {                         /* dx - s <= x_max - off */
+                    Ac[row * nv + sc] = -1.0;
+                    lo[row] = -NHC_QP_INF * 10.0;
+                    hi[row] = pr->x_max[ci] - off;
+                }
+            }
+            if (soft) {                          /* s >= 0 */
+                Ac[row * nv + sc] = 1.0;
+                lo[row] = 0.0;
+                hi[row] = NHC_QP_INF * 10.0;
+                row++;
+            }
         }
-    st = nhc_qp_solve(nv, rows, H, g, Ac, lo, hi, du, pr->max_iter, pr->tol, iters, qw, iwork);
+    for (j = 1; j <= N; j++)
+        for (q = 0; q < nby; q++) {
+            const int ci = pr->iy[q], sc = ns1 + (j - 1) * nby + q, ju = (j < N ? j : N - 1);
+            const double *Cj = Cy + ((j - 1) * py + ci) * n;
+            double off = y_ref ? y_ref[j * py + ci] : 0.0;
+            int side, r;
+            for (r = 0; r < n; r++) off += Cj[r] * w[j * n + r];
+            for (side = 0; side < (softy ? 2 : 1); side++, row++) {
+                for (a = 0; a < nu; a++) {
+                    double cg = 0.0;
+                    for (r = 0; r < n; r++) cg += Cj[r] * G[(j * n + r) * nv + a];
+                    Ac[row * nv + a] = cg;
+                }
+                if (Dy)
+                    for (a = 0; a < k; a++) Ac[row * nv + ju * k + a] += Dy[((j - 1) * py + ci) * k + a];
+                if (!softy) {
+                    lo[row] = pr->y_min[ci] - off;
+                    hi[row] = pr->y_max[ci] - off;
+                } else if (side == 0) {
+                    Ac[row * nv + sc] = 1.0;
+                    lo[row] = pr->y_min[ci] - off;
+                    hi[row] = NHC_QP_INF * 10.0;
+                } else {
+                    Ac[row * nv + sc] = -1.0;
+                    lo[row] = -NHC_QP_INF * 10.0;
+                    hi[row] = pr->y_max[ci] - off;
+                }
+            }
+            if (softy) {
+                Ac[row * nv + sc] = 1.0;
+                lo[row] = 0.0;
+                hi[row] = NHC_QP_INF * 10.0;
+                row++;
+            }
+        }
+    st = nhc_qp_solve(nv, rows, H, g, Ac, lo, hi, z, pr->max_iter, pr->tol, iters, qw, iwork);
+    for (i = 0; i < nu; i++) du[i] = z[i];
     /* the prediction */
     for (i = 0; i < n; i++) dx[i] = x0[i];
     for (j = 0; j < N; j++) {

@@ -4,14 +4,15 @@
 #include "nhc_qp.h"
 #include "nhc_linalg.h"
 
-/* the side s (0: lower, 1: upper) of row i as n_p^T z >= b_p */
+/* the side s (0: lower, 1: upper) of row i as n_p^T z >= b_p; the row's nonzero entries lie
+   in the columns first[i] ... last[i] - 1 */
 static double nhc_qp_side(int n, const double *A, const double *lo, const double *hi, int i,
-                          int s, const double *z, double *b)
+                          int s, const double *z, double *b, const int *first, const int *last)
 {
     const double *a = A + i * n;
     double v = 0.0;
     int j;
-    for (j = 0; j < n; j++) v += a[j] * z[j];
+    for (j = first[i]; j < last[i]; j++) v += a[j] * z[j];
     if (s == 0) { *b = lo[i]; return v; }
     *b = -hi[i];
     return -v;
@@ -33,9 +34,19 @@ int nhc_qp_solve(int n, int m, double *H, const double *g, const double *A, cons
 {
     double *J = work, *R = J + n * n, *d = R + n * n, *zs = d + n, *r = zs + n, *u = r + n;
     double *np_ = u + n + 1;
-    int *act = iwork, *flag = iwork + n;
+    int *act = iwork, *flag = iwork + n, *first = flag + m, *last = first + m;
     int iq = 0, it = 0, i, j, q;
     *iters = 0;
+    for (i = 0; i < m; i++) {            /* the nonzero column range of each row */
+        first[i] = n;
+        last[i] = 0;
+        for (j = 0; j < n; j++)
+            if (A[i * n + j] != 0.0) {
+                if (j < first[i]) first[i] = j;
+                last[i] = j + 1;
+            }
+        if (last[i] == 0) first[i] = 0;
+    }
     if (nhc_chol(H, n)) return NHC_QP_NOT_CONVEX;
     /* J = L^-T (upper triangular): solve L^T J = I column by column */
     for (i = 0; i < n * n; i++) J[i] = 0.0;
@@ -69,14 +80,14 @@ int nhc_qp_solve(int n, int m, double *H, const double *g, const double *A, cons
             for (s = 0; s < 2; s++) {
                 double b, v, viol;
                 if ((s == 0 && !(lo[i] > -NHC_QP_INF)) || (s == 1 && !(hi[i] < NHC_QP_INF))) continue;
-                v = nhc_qp_side(n, A, lo, hi, i, s, z, &b);
+                v = nhc_qp_side(n, A, lo, hi, i, s, z, &b, first, last);
                 viol = (v - b) / (1.0 + fabs(b));
                 if (viol < worst) { worst = viol; p = i; ps = s; }
             }
         }
         if (p < 0 || worst >= -tol) { *iters = it; return NHC_QP_OPTIMAL; }
         for (j = 0; j < n; j++) np_[j] = (ps == 0 ? 1.0 : -1.0) * A[p * n + j];
-        sp = nhc_qp_side(n, A, lo, hi, p, ps, z, &bp) - bp;
+        sp = nhc_qp_side(n, A, lo, hi, p, ps, z, &bp, first, last) - bp;
         u[iq] = 0.0;
         for (;;) {
             double t1 = HUGE_VAL, t2 = HUGE_VAL, t, zn = 0.0, dd = 0.0;
@@ -84,7 +95,7 @@ int nhc_qp_solve(int n, int m, double *H, const double *g, const double *A, cons
             /* step 2a: d = J^T n_p, primal direction zs = J2 d2, dual direction r = R^-1 d1 */
             for (i = 0; i < n; i++) {
                 double s = 0.0;
-                for (q = 0; q < n; q++) s += J[q * n + i] * np_[q];
+                for (q = first[p]; q < last[p]; q++) s += J[q * n + i] * np_[q];
                 d[i] = s;
                 dd += s * s;
             }
@@ -159,7 +170,7 @@ int nhc_qp_solve(int n, int m, double *H, const double *g, const double *A, cons
                     J[i * n + j + 1] = -s * a + c * b;
                 }
             }
-            sp = nhc_qp_side(n, A, lo, hi, p, ps, z, &bp) - bp;
+            sp = nhc_qp_side(n, A, lo, hi, p, ps, z, &bp, first, last) - bp;
             if (sp >= 0.0) break;   /* the drop made p feasible: back to step 1 */
         }
     }

@@ -22,7 +22,7 @@
 #define NHC_QP_NOT_CONVEX 3
 
 #define NHC_QP_WORK(n, m) (2 * (n) * (n) + 5 * (n) + 1)
-#define NHC_QP_IWORK(n, m) ((n) + (m) + 1)
+#define NHC_QP_IWORK(n, m) ((n) + 3 * (m) + 1)
 
 /* returns one of NHC_QP_*; z (n) the solution (the last iterate otherwise); *iters the
  * iterations (constraint additions and drops) used */
