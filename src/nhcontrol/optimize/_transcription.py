@@ -106,35 +106,31 @@ class Transcription:
         return np.concatenate([c1.ravel(), c2.ravel()])
 
     def defect_jacobian(self, pts: ReducedPoints, T: float) -> Array:
-        """Values in the order of ``rows, cols``."""
+        """Values in the order of ``rows, cols`` (per interval: node ``i``, node ``i+1``,
+        midpoint, ``T``)."""
         N, ns, nz = self.N, self.ns, self.nz
         h, dh = T / (N - 1), 1.0 / (N - 1)
-        J, f = pts.J, pts.f
+        J, f = pts.J[..., :nz], pts.f
         E = np.zeros((ns, nz))
         E[:, :ns] = np.eye(ns)
-        out = []
-        Jn = J[:N]
+        Jn, fn = J[:N], f[:N]
+        m = N - 1
+
+        def flat(*blocks: Array) -> Array:
+            return np.concatenate([b.reshape(m, -1) for b in blocks], axis=1).ravel()
+
         if not self.hs:
-            for i in range(N - 1):
-                out.append((-E - h / 2 * Jn[i]).ravel())
-                out.append((E - h / 2 * Jn[i + 1]).ravel())
-                if self.free_time:
-                    out.append(-dh / 2 * (f[i] + f[i + 1]))
-            return np.concatenate(out)
-        Jm = J[N:]
-        for i in range(N - 1):
-            out.append((-E - h / 6 * Jn[i]).ravel())
-            out.append((E - h / 6 * Jn[i + 1]).ravel())
-            out.append((-4 * h / 6 * Jm[i]).ravel())
+            blocks = [-E - h / 2 * Jn[:-1], E - h / 2 * Jn[1:]]
             if self.free_time:
-                out.append(-dh / 6 * (f[i] + 4 * f[N + i] + f[i + 1]))
-        for i in range(N - 1):
-            out.append((-0.5 * E - h / 8 * Jn[i]).ravel())
-            out.append((-0.5 * E + h / 8 * Jn[i + 1]).ravel())
-            out.append(E.ravel())
-            if self.free_time:
-                out.append(-dh / 8 * (f[i] - f[i + 1]))
-        return np.concatenate(out)
+                blocks.append(-dh / 2 * (fn[:-1] + fn[1:]))
+            return flat(*blocks)
+        Jm, fm = J[N:], f[N:]
+        first = [-E - h / 6 * Jn[:-1], E - h / 6 * Jn[1:], -4 * h / 6 * Jm]
+        second = [-0.5 * E - h / 8 * Jn[:-1], -0.5 * E + h / 8 * Jn[1:], np.broadcast_to(E, (m, ns, nz))]
+        if self.free_time:
+            first.append(-dh / 6 * (fn[:-1] + 4 * fm + fn[1:]))
+            second.append(-dh / 8 * (fn[:-1] - fn[1:]))
+        return np.concatenate([flat(*first), flat(*second)])
 
 
 class Evaluations:

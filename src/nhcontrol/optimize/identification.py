@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._util.errors import OptimizationError
+from .._util.errors import NhcontrolError, OptimizationError
 from . import _spec
-from ._ipopt import NLPStats, require_cyipopt, solve_nlp
+from ._ipopt import NLPStats
 from ._parameter_terms import parameter_terms
 from ._reduced import ReducedDynamics
 from ._transcription import Transcription
@@ -99,8 +99,7 @@ def identify(cm: CompiledModel, t: ArrayLike, u: ArrayLike | None, y: ArrayLike,
              partition: Partition | Mapping[str, Any] | None = None,
              p: ArrayLike | Mapping[str, float] | None = None,
              method: Literal["hermite-simpson", "trapezoidal"] = "hermite-simpson",
-             x_guess: ArrayLike | None = None, tol: float = 1e-10, max_iterations: int = 500,
-             ipopt_options: Mapping[str, Any] | None = None) -> IdentificationResult:
+             x_guess: ArrayLike | None = None, tol: float = 1e-10, max_iterations: int = 50) -> IdentificationResult:
     """Estimate parameters of a model from measured outputs (output error, by collocation).
 
     Parameters
@@ -138,7 +137,9 @@ def identify(cm: CompiledModel, t: ArrayLike, u: ArrayLike | None, y: ArrayLike,
     OptimizationError
         Unknown names, non-uniform times, shapes, missing cyipopt.
     """
-    require_cyipopt()
+    import time
+
+    t_start = time.perf_counter()
     if method not in METHODS:
         raise OptimizationError(f"method must be one of {list(METHODS)}, got {method!r}")
     t = np.asarray(t, dtype=float).reshape(-1)
@@ -160,14 +161,27 @@ def identify(cm: CompiledModel, t: ArrayLike, u: ArrayLike | None, y: ArrayLike,
     Y, sig = _measurements(y, N, len(outputs), noise_std)
     obs = _Observations(cm, rd, outputs)
     theta = parameter_terms(cm, names)
-    X0fixed = None if x0 is None else rd.state_of(np.asarray(x0, float), np.asarray(
+    X0 = None if x0 is None else rd.state_of(np.asarray(x0, float), np.asarray(
         xd0 if xd0 is not None else np.zeros(cm.n), float))
-    problem = _IdentificationNLP(rd, tr, theta, pidx, pvec, obs, Y, sig, U)
-    z0, lb, ub = problem.start(theta0, lo, hi, X0fixed, Y, t)
-    cl = cu = np.zeros(tr.ndef)
-    z, J, stats = solve_nlp(problem, z0, lb, ub, cl, cu, tol=tol, max_iterations=max_iterations,
-                            options=ipopt_options)
-    return problem.result(z, J, stats, names, X0fixed is None, t, tuple(outputs))
+    oe = _OutputError(rd, tr, theta, pidx, pvec, obs, Y, sig, U, X0 is None)
+    X = oe.start(X0, theta0, Y, t)
+    X, th, e, S, pts, iterations, converged = oe.fit(X, theta0, lo, hi, tol, max_iterations)
+    dof = max(S.shape[0] - S.shape[1], 1)
+    s2 = float(np.sum(e ** 2)) / dof
+    cov = (s2 * np.linalg.pinv(S.T @ S))[:len(names), :len(names)]
+    std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    residuals = e * sig
+    stats = NLPStats(status=0 if converged else -1,
+                     message="converged" if converged else "stopped before convergence",
+                     iterations=iterations, time=time.perf_counter() - t_start,
+                     variables=int(tr.P * tr.ns + len(names)), constraints=int(tr.ndef),
+                     jacobian_nonzeros=int(oe.rows.size))
+    return IdentificationResult(
+        names=tuple(names), estimates={k: float(v) for k, v in zip(names, th)},
+        std={k: float(v) for k, v in zip(names, std)}, covariance=_ro(cov),
+        residuals=_ro(residuals), residual_std=_ro(np.sqrt(np.mean(residuals ** 2, axis=0))),
+        t=_ro(t), x=_ro(pts.x[:N]), xd=_ro(pts.xd[:N]), X=_ro(X[:N]), outputs=tuple(outputs),
+        objective=0.5 * float(np.sum(e ** 2)), stats=stats)
 
 
 def _parameter_spec(cm: Any, parameters: Mapping[str, Any]) -> tuple[list[str], Array, Array, Array]:
@@ -262,166 +276,200 @@ class _Observations:
         return np.stack(vals, axis=1), (np.stack(jacs, axis=1) if jac else None)
 
 
-class _IdentificationNLP:
+class _OutputError:
+    """Collocation states of given parameters (Newton on the defects, sparse LU), their exact
+    sensitivities (implicit-function theorem) and the Levenberg–Marquardt iteration."""
+
     def __init__(self, rd: ReducedDynamics, tr: Transcription, theta: Any, pidx: list[int],
-                 pvec: Array, obs: _Observations, Y: Array, sig: Array, U: Array) -> None:
+                 pvec: Array, obs: _Observations, Y: Array, sig: Array, U: Array,
+                 free_x0: bool) -> None:
         self.rd, self.tr, self.theta, self.pidx, self.p0 = rd, tr, theta, pidx, pvec.copy()
         self.obs, self.Y, self.sig, self.U = obs, Y, sig, U
         self.r = len(pidx)
-        self.nbase = tr.nvar
-        self._key: bytes | None = None
-        rows = [tr.rows, ]
-        cols = [tr.cols, ]
-        ns, N = tr.ns, tr.N
+        self.free_x0 = free_x0
+        ns, nz, N, P = tr.ns, tr.nz, tr.N, tr.P
+        Um = 0.5 * (U[:-1] + U[1:])
+        self.Uall = np.concatenate([U, Um]) if tr.hs else U
+        xcols = (np.arange(P)[:, None] * nz + np.arange(ns)[None, :]).ravel()
+        self.x0cols, self.keep = xcols[:ns], xcols[ns:]
+        # θ blocks of the defect Jacobian: rows of interval i, r columns after the grid variables
+        rows, cols = [], []
         for set_ in range(2 if tr.hs else 1):
             for i in range(N - 1):
-                row0 = (set_ * (N - 1) + i) * ns
-                rr, cc = np.meshgrid(row0 + np.arange(ns), self.nbase + np.arange(self.r), indexing="ij")
+                rr, cc = np.meshgrid((set_ * (N - 1) + i) * ns + np.arange(ns),
+                                     tr.nvar + np.arange(self.r), indexing="ij")
                 rows.append(rr.ravel())
                 cols.append(cc.ravel())
-        self._rows = np.concatenate(rows).astype(np.int64)
-        self._cols = np.concatenate(cols).astype(np.int64)
+        self.rows = np.concatenate([tr.rows] + rows).astype(np.int64)
+        self.cols = np.concatenate([tr.cols] + cols).astype(np.int64)
+        self.newton_iterations = 0
 
-    # ------------------------------------------------------------------ evaluation
-    def _split(self, z: Array) -> tuple[Array, Array, Array]:
-        X, U, _ = self.tr.split(z[:self.nbase])
+    def _z(self, X: Array) -> Array:
+        W = np.concatenate([X, self.Uall], axis=1)
+        return W.ravel()
+
+    def _params(self, th: Array) -> Array:
         p = self.p0.copy()
-        p[self.pidx] = z[self.nbase:]
-        return X, U, p
+        p[self.pidx] = th
+        return p
 
-    def _eval(self, z: Array) -> Any:
-        key = z.tobytes()
-        if key != self._key:
-            X, U, p = self._split(z)
-            self.rd.p = p
-            self._pts = self.rd.evaluate(X, U, theta=self.theta)
-            self._key = key
-        return self._pts
+    def _defects(self, X: Array, th: Array, jac: bool) -> tuple[Array, Any, Any]:
+        from scipy.sparse import csc_matrix
 
-    def _residuals(self, z: Array, jac: bool) -> tuple[Array, Array | None]:
-        pts = self._eval(z)
-        N = self.tr.N
-        yv, yj = self.obs.values(pts, self.U, self.rd.p, jac)
-        e = (yv - self.Y) / self.sig
-        return e, (None if yj is None else yj / self.sig[None, :, None])
-
-    def objective(self, z: Array) -> float:
-        e, _ = self._residuals(z, False)
-        return 0.5 * float(np.sum(e ** 2))
-
-    def gradient(self, z: Array) -> Array:
-        e, ej = self._residuals(z, True)
-        tr, N = self.tr, self.tr.N
-        g = np.zeros_like(z)
-        gz = np.einsum("pq,pqz->pz", e, ej)       # (N, ns + k + r)
-        G = g[:tr.P * tr.nz].reshape(tr.P, tr.nz)
-        G[:N, :] = gz[:, :tr.nz]
-        g[self.nbase:] = gz[:, tr.nz:].sum(axis=0)
-        return g
-
-    def constraints(self, z: Array) -> Array:
-        pts = self._eval(z)
-        X, _, _ = self._split(z)
-        return self.tr.defects(X, pts.f, self.tr.T_fixed)
-
-    def jacobianstructure(self) -> tuple[Array, Array]:
-        return self._rows, self._cols
-
-    def jacobian(self, z: Array) -> Array:
-        pts = self._eval(z)
-        tr, N, ns, nz = self.tr, self.tr.N, self.tr.ns, self.tr.nz
+        tr, N, nz = self.tr, self.tr.N, self.tr.nz
+        self.rd.p = self._params(th)
+        pts = self.rd.evaluate(X, self.Uall if self.rd.k else None, jac=jac,
+                               theta=self.theta if jac else None)
+        c = tr.defects(X, pts.f, tr.T_fixed)
+        if not jac:
+            return c, None, pts
         base = type(pts)(pts.f, pts.x, pts.xd, pts.xdd, pts.lam, pts.J[:, :, :nz])
         vals = [tr.defect_jacobian(base, tr.T_fixed)]
         Jt = pts.J[:, :, nz:]
         h = tr.T_fixed / (N - 1)
         if tr.hs:
-            blocks = [-h / 6 * (Jt[:N - 1] + 4 * Jt[N:] + Jt[1:N]), -h / 8 * (Jt[:N - 1] - Jt[1:N])]
+            vals += [(-h / 6 * (Jt[:N - 1] + 4 * Jt[N:] + Jt[1:N])).ravel(),
+                     (-h / 8 * (Jt[:N - 1] - Jt[1:N])).ravel()]
         else:
-            blocks = [-h / 2 * (Jt[:N - 1] + Jt[1:N])]
-        for b in blocks:
-            vals.append(b.ravel())
-        return np.concatenate(vals)
+            vals.append((-h / 2 * (Jt[:N - 1] + Jt[1:N])).ravel())
+        A = csc_matrix((np.concatenate(vals), (self.rows, self.cols)), shape=(tr.ndef, tr.nvar + self.r))
+        return c, A, pts
 
-    # ------------------------------------------------------------------ start and result
-    def start(self, theta0: Array, lo: Array, hi: Array, X0: Array | None, Y: Array,
-              t: Array) -> tuple[Array, Array, Array]:
-        from scipy.integrate import solve_ivp
+    def states(self, X: Array, th: Array) -> tuple[Array, Any, Any]:
+        """Newton on the defects for the states after ``X_0``; returns ``(X, A, points)``."""
+        from scipy.sparse.linalg import splu
 
-        tr, rd = self.tr, self.rd
-        z = np.zeros(self.nbase + self.r)
-        lb, ub = np.full(z.size, -np.inf), np.full(z.size, np.inf)
-        W = z[:tr.P * tr.nz].reshape(tr.P, tr.nz)
-        LB = lb[:tr.P * tr.nz].reshape(tr.P, tr.nz)
-        UB = ub[:tr.P * tr.nz].reshape(tr.P, tr.nz)
-        Um = 0.5 * (self.U[:-1] + self.U[1:])
-        Uall = np.concatenate([self.U, Um]) if tr.hs else self.U
-        W[:, tr.ns:] = Uall
-        LB[:, tr.ns:] = UB[:, tr.ns:] = Uall
-        z[self.nbase:] = theta0
-        lb[self.nbase:], ub[self.nbase:] = lo, hi
-        ts = tr.point_times(tr.T_fixed) + t[0]
-        if X0 is not None:
-            p = self.p0.copy()
-            p[self.pidx] = theta0
-            rd.p = p
+        ns = self.tr.ns
+        Xf = X.ravel().copy()
+        for _ in range(30):
+            Xm = Xf.reshape(-1, ns)
+            try:
+                c, A, pts = self._defects(Xm, th, True)
+            except NhcontrolError as exc:
+                raise OptimizationError(
+                    f"the collocation states left the model's domain for the parameters "
+                    f"{dict(zip(self.theta.names, th.tolist()))} ({exc}); start closer to the "
+                    f"truth, bound the parameters, or give x0/xd0") from exc
+            self.newton_iterations += 1
+            if np.max(np.abs(c)) <= 1e-11 * (1.0 + np.max(np.abs(Xm))):
+                return Xm, A, pts
+            lu = splu(A[:, self.keep].tocsc())
+            step = lu.solve(-c)
+            if not np.all(np.isfinite(step)):
+                break
+            Xf[ns:] += step
+            if np.max(np.abs(step)) <= 1e-13 * (1.0 + np.max(np.abs(Xf))):
+                c, A, pts = self._defects(Xf.reshape(-1, ns), th, True)
+                return Xf.reshape(-1, ns), A, pts
+        c, A, pts = self._defects(Xf.reshape(-1, ns), th, True)
+        if np.max(np.abs(c)) > 1e-8 * (1.0 + np.max(np.abs(Xf))):
+            raise OptimizationError(
+                f"the collocation equations of the model did not converge for the parameters "
+                f"{dict(zip(self.theta.names, th.tolist()))} (defect {np.max(np.abs(c)):.3g}); "
+                f"start closer to the truth or bound the parameters")
+        return Xf.reshape(-1, ns), A, pts
 
-            def rhs(tt: float, X: Array) -> Array:
-                uu = np.array([np.interp(tt, t, self.U[:, j]) for j in range(rd.k)])
-                return rd.evaluate(X[None], uu[None] if rd.k else None, jac=False).f[0]
-
-            sol = solve_ivp(rhs, (t[0], t[-1]), X0, t_eval=np.sort(ts), rtol=1e-8, atol=1e-10)
-            if sol.success and sol.y.shape[1] == ts.size:
-                order = np.argsort(ts, kind="stable")
-                W[order, :tr.ns] = sol.y.T
-            else:
-                W[:, :tr.ns] = X0
-            LB[0, :tr.ns] = UB[0, :tr.ns] = X0
-        else:
-            for j, (kind, i) in enumerate(self.obs.items):
-                name = (rd.coordinates if kind == "x" else rd.velocities)[i] if kind != "h" else None
-                if name in rd.states:
-                    W[:, rd.states.index(name)] = np.interp(ts, t, Y[:, j])
-        return z, lb, ub
-
-    def result(self, z: Array, J: float, stats: NLPStats, names: list[str], free_x0: bool,
-               t: Array, outputs: tuple[str, ...]) -> IdentificationResult:
-        from scipy.sparse import csc_matrix
+    def residuals(self, X: Array, th: Array, A: Any, pts: Any) -> tuple[Array, Array]:
+        """Weighted residuals ``e (N, q)`` and ``S = de/dφ (N·q, dim φ)``, ``φ = [θ, X_0]``."""
         from scipy.sparse.linalg import splu
 
         tr, ns, nz, N = self.tr, self.tr.ns, self.tr.nz, self.tr.N
-        e, ej = self._residuals(z, True)
-        pts = self._pts
-        jac = self.jacobian(z)
-        A = csc_matrix((jac, (self._rows, self._cols)), shape=(tr.ndef, z.size))
-        xcols = (np.arange(tr.P)[:, None] * nz + np.arange(ns)[None, :]).ravel()
-        phi_x = xcols[:ns] if free_x0 else np.zeros(0, int)
-        keep = xcols[ns:]
-        pcols = np.arange(self.nbase, z.size)
-        rhs = -A[:, np.concatenate([pcols, phi_x])].toarray()
-        dX = splu(csc_matrix(A[:, keep])).solve(rhs)            # (len(keep), r + nphi_x)
-        sens = np.zeros((z.size, rhs.shape[1]))
-        sens[keep] = dX
-        sens[pcols, np.arange(self.r)] = 1.0
-        if free_x0:
-            sens[phi_x, self.r + np.arange(ns)] = 1.0
-        # dỹ/dφ at the nodes: through [X_j, θ] (inputs fixed)
-        S = np.zeros((N, e.shape[1], rhs.shape[1]))
-        for j in range(N):
-            cols = np.concatenate([j * nz + np.arange(ns), pcols])
-            Jj = np.concatenate([ej[j, :, :ns], ej[j, :, nz:]], axis=1)
-            S[j] = Jj @ sens[cols]
-        S2 = S.reshape(-1, rhs.shape[1])
-        dof = max(S2.shape[0] - S2.shape[1], 1)
-        s2 = float(np.sum(e ** 2)) / dof
-        F = S2.T @ S2
-        cov_all = s2 * np.linalg.pinv(F)
-        cov = cov_all[:self.r, :self.r]
-        std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-        est = z[self.nbase:]
-        residuals = e * self.sig
-        return IdentificationResult(
-            names=tuple(names), estimates={k: float(v) for k, v in zip(names, est)},
-            std={k: float(s) for k, s in zip(names, std)}, covariance=_ro(cov),
-            residuals=_ro(residuals), residual_std=_ro(np.sqrt(np.mean(residuals ** 2, axis=0))),
-            t=_ro(t), x=_ro(pts.x[:N]), xd=_ro(pts.xd[:N]), X=_ro(self.tr.split(z[:self.nbase])[0][:N]),
-            outputs=outputs, objective=J, stats=stats)
+        yv, yj = self.obs.values(pts, self.U, self.rd.p, True)
+        e = (yv - self.Y) / self.sig
+        ej = yj / self.sig[None, :, None]
+        pcols = tr.nvar + np.arange(self.r)
+        phi = np.concatenate([pcols, self.x0cols]) if self.free_x0 else pcols
+        dX = splu(A[:, self.keep].tocsc()).solve(-A[:, phi].toarray())
+        self.dX = dX                      # d[X_1 …]/dφ: predicts the states of a trial step
+        sens = np.zeros((tr.nvar + self.r, phi.size))
+        sens[self.keep] = dX
+        sens[phi, np.arange(phi.size)] = 1.0
+        node_x = (np.arange(N)[:, None] * nz + np.arange(ns)[None, :])      # (N, ns)
+        S = (np.einsum("pqs,psf->pqf", ej[:, :, :ns], sens[node_x])
+             + np.einsum("pqr,rf->pqf", ej[:, :, nz:], sens[pcols]))
+        return e, S.reshape(N * e.shape[1], phi.size)
+
+    def fit(self, X: Array, th: Array, lo: Array, hi: Array, tol: float, max_iterations: int
+            ) -> tuple[Array, Array, Array, Array, Any, int, bool]:
+        """Levenberg–Marquardt with Marquardt's diagonal scaling on ``φ = [θ, X_0]``."""
+        X, A, pts = self.states(X, th)
+        e, S = self.residuals(X, th, A, pts)
+        cost = 0.5 * float(np.sum(e ** 2))
+        mu = 1e-3
+        ns = self.tr.ns
+        for it in range(1, max_iterations + 1):
+            dX_dphi = self.dX
+            F = S.T @ S
+            g = S.T @ e.ravel()
+            d = np.diag(F).copy()
+            d[d <= 0] = 1.0
+            accepted = False
+            for _ in range(20):
+                step = np.linalg.solve(F + mu * np.diag(d), -g)
+                th_new = np.clip(th + step[:self.r], lo, hi)
+                X_try = X.copy()
+                if self.free_x0:
+                    X_try[0] += step[self.r:]
+                dphi = step.copy()
+                dphi[:self.r] = th_new - th
+                X_try.reshape(-1)[ns:] += dX_dphi @ dphi       # first-order prediction
+                try:
+                    Xn, An, pn = self.states(X_try, th_new)
+                    en, Sn = self.residuals(Xn, th_new, An, pn)
+                    cn = 0.5 * float(np.sum(en ** 2))
+                except (NhcontrolError, np.linalg.LinAlgError, RuntimeError):
+                    cn = np.inf     # the trial left the model's domain: a shorter step
+                if cn <= cost:
+                    accepted = True
+                    break
+                mu *= 10.0
+            if not accepted:
+                return X, th, e, S, pts, it, False
+            rel = np.max(np.abs(th_new - th) / np.maximum(np.abs(th), 1e-300))
+            done = (cost - cn) <= tol * max(cost, 1e-300) and rel <= np.sqrt(tol)
+            X, th, e, S, pts, cost = Xn, th_new, en, Sn, pn, cn
+            mu = max(mu / 10.0, 1e-12)
+            if done:
+                return X, th, e, S, pts, it, True
+        return X, th, e, S, pts, max_iterations, False
+
+    def start(self, X0: Array | None, th0: Array, Y: Array, t: Array) -> Array:
+        """States of the first iterate: integration of the model from ``X_0`` (given, or from
+        the measured states) with the initial parameters."""
+        tr, rd = self.tr, self.rd
+        X = np.zeros((tr.P, tr.ns))
+        if X0 is None:
+            X0 = np.zeros(tr.ns)
+            for j, (kind, i) in enumerate(self.obs.items):
+                if kind in ("x", "xd"):
+                    name = (rd.coordinates if kind == "x" else rd.velocities)[i]
+                    if name in rd.states:
+                        X0[rd.states.index(name)] = Y[0, j]
+        rd.p = self._params(th0)
+        # classical Runge-Kutta on the half-steps (nodes and midpoints), inputs linear in time
+        h = tr.T_fixed / (tr.N - 1) / (2 if tr.hs else 1)
+        steps = (tr.N - 1) * (2 if tr.hs else 1)
+        traj = np.zeros((steps + 1, tr.ns))
+        traj[0] = X0
+        tt = t[0] + h * np.arange(steps + 1)
+
+        def f(time: float, Xs: Array) -> Array:
+            uu = np.array([np.interp(time, t, self.U[:, j]) for j in range(rd.k)])
+            return rd.evaluate(Xs[None], uu[None] if rd.k else None, jac=False).f[0]
+
+        try:
+            for i in range(steps):
+                a, ti = traj[i], tt[i]
+                k1 = f(ti, a)
+                k2 = f(ti + h / 2, a + h / 2 * k1)
+                k3 = f(ti + h / 2, a + h / 2 * k2)
+                k4 = f(ti + h, a + h * k3)
+                traj[i + 1] = a + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            if tr.hs:
+                X[:tr.N], X[tr.N:] = traj[0::2], traj[1::2]
+            else:
+                X[:] = traj
+        except (NhcontrolError, np.linalg.LinAlgError):
+            X[:] = X0
+        X[0] = X0
+        return X
