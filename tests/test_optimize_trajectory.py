@@ -180,3 +180,35 @@ def test_errors_name_the_problem(oscillator):
     with pytest.raises(OptimizationError, match="u_bounds"):
         optimal_trajectory(oscillator, t_final=1.0, nodes=5, initial={"s": 0.0}, effort=1.0,
                            u_bounds={"G": (0, 1)})
+
+
+def test_lane_corridor_derivatives_are_exact():
+    """The cone-lane path constraint of the lane-change showcase: its hand-derived derivatives
+    against central differences."""
+    from nhcontrol.applications.trajectory_optimization import track_corridor
+    from nhcontrol.models import lane_change as lc
+
+    pc = track_corridor(lc.ISO_TRACK, 1.1, 1.58)
+    rng = np.random.default_rng(2)
+    x = np.column_stack([rng.uniform(-5, 130, 40), rng.uniform(-1, 4, 40), rng.uniform(-0.2, 0.2, 40),
+                         np.zeros(40)])
+    g, gx, _, _ = pc.fun(x, np.zeros_like(x), np.zeros((40, 3)))
+    for j in range(3):
+        e = np.zeros(4)
+        e[j] = 1e-6
+        fd = (pc.fun(x + e, x, np.zeros((40, 3)))[0] - pc.fun(x - e, x, np.zeros((40, 3)))[0]) / 2e-6
+        assert np.allclose(gx[:, :, j], fd, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_reproduce_quick_lane_change_and_identification():
+    from nhcontrol.reproduce import trajectory_optimization as rt
+
+    res = rt.run(quick=True)
+    lane, ident = res["lane_change"], res["identification"]
+    assert lane["status"] in (0, 1)
+    assert lane["cone_clearance_m"] > 0.0
+    assert lane["peak_friction_utilisation"] < 1.02
+    assert all(abs(z) < 3 for z in ident["z_scores"].values())
+    assert all(abs(e) < 0.01 for e in ident["relative_errors"].values())
+    assert "lane change" in rt.summary(res)

@@ -15,8 +15,9 @@ Theory: docs/theory/optimize.md.
 from __future__ import annotations
 
 from ._ipopt import NLPStats, require_cyipopt
+from ._paths import PathConstraint
 from .identification import IdentificationResult, identify
 from .trajectory import METHODS, TrajectorySolution, optimal_trajectory
 
 __all__ = ["optimal_trajectory", "TrajectorySolution", "identify", "IdentificationResult",
-           "NLPStats", "METHODS", "require_cyipopt"]
+           "NLPStats", "PathConstraint", "METHODS", "require_cyipopt"]

@@ -46,7 +46,9 @@ class NLPStats:
 
 def solve_nlp(problem: Any, z0: NDArray[np.float64], lb: NDArray[np.float64], ub: NDArray[np.float64],
               cl: NDArray[np.float64], cu: NDArray[np.float64], *, tol: float, max_iterations: int,
-              options: Mapping[str, Any] | None = None) -> tuple[NDArray[np.float64], float, NLPStats]:
+              options: Mapping[str, Any] | None = None, x_scaling: NDArray[np.float64] | None = None,
+              g_scaling: NDArray[np.float64] | None = None
+              ) -> tuple[NDArray[np.float64], float, NLPStats]:
     """Solve with IPOPT (limited-memory Hessian); returns ``(z, objective, stats)``.
 
     `problem` has ``objective, gradient, constraints, jacobian, jacobianstructure``.
@@ -64,7 +66,12 @@ def solve_nlp(problem: Any, z0: NDArray[np.float64], lb: NDArray[np.float64], ub
 
     nlp = cyipopt.Problem(n=z0.size, m=cl.size, problem_obj=_Counting(), lb=lb, ub=ub, cl=cl, cu=cu)
     opts = {"tol": float(tol), "max_iter": int(max_iterations), "print_level": 0,
-            "hessian_approximation": "limited-memory", "sb": "yes"}
+            "hessian_approximation": "limited-memory", "sb": "yes",
+            "acceptable_tol": max(1e-6, 100 * float(tol)), "acceptable_iter": 10}
+    if x_scaling is not None:
+        nlp.set_problem_scaling(obj_scaling=1.0, x_scaling=np.asarray(x_scaling, dtype=float),
+                                g_scaling=None if g_scaling is None else np.asarray(g_scaling, dtype=float))
+        opts["nlp_scaling_method"] = "user-scaling"
     opts.update(dict(options or {}))
     for key, val in opts.items():
         nlp.add_option(key, val)

@@ -5,7 +5,8 @@ sensitivities ``T_x, T_ẋ, T_Λ`` of `ReducedDynamics` (derived in docs/theory/
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,16 +22,40 @@ if TYPE_CHECKING:
 Array = NDArray[np.float64]
 
 
+@dataclass(frozen=True)
+class PathConstraint:
+    """A user's path constraint ``lower ≤ g(x, ẋ, u) ≤ upper`` at every node, with its exact
+    derivatives.
+
+    Attributes
+    ----------
+    name : str
+    fun : callable
+        ``fun(x (P, n), xd (P, n), u (P, k)) -> (g (P, r), g_x (P, r, n), g_xd (P, r, n),
+        g_u (P, r, k))``: the values and their partial derivatives (full coordinates,
+        velocities, inputs; the chain rule to the minimal state is done here).
+    lower, upper : (r,) array_like
+        Bounds (``-inf``/``inf`` for an open side).
+    """
+
+    name: str
+    fun: Callable[..., tuple[Array, Array, Array, Array]]
+    lower: Any
+    upper: Any
+
+
 class PathRows:
-    """Rows ``lower ≤ g(x_j, ẋ_j, Λ_j, u_j) ≤ upper``, each at one node ``j``."""
+    """Rows ``lower ≤ g(x_j, ẋ_j, Λ_j, u_j) ≤ upper``, each at one point ``j`` (boundary rows at
+    the first or last node, path rows at every node and Hermite–Simpson midpoint)."""
 
     def __init__(self, cm: CompiledModel, rd: ReducedDynamics, tr: Transcription, p: Array,
                  init: dict[str, float], fin: dict[str, float], xb: dict, xdb: dict,
-                 output_bounds: Mapping[str, Any] | None, friction: Mapping[str, Any] | None) -> None:
+                 output_bounds: Mapping[str, Any] | None, friction: Mapping[str, Any] | None,
+                 path: Sequence[PathConstraint] = ()) -> None:
         self.cm, self.rd, self.tr, self.p = cm, rd, tr, p
         self.specs: list[tuple[Array, str, Any, float, float]] = []
         self.state_bounds: dict[str, tuple[float, float]] = {}
-        all_nodes = np.arange(tr.N)
+        all_nodes = np.arange(tr.P)       # nodes and Hermite–Simpson midpoints
         for node, vals in ((0, init), (tr.N - 1, fin)):
             for name, v in vals.items():
                 if name not in rd.states:
@@ -55,6 +80,16 @@ class PathRows:
         if friction is not None:
             for spec in _friction_specs(cm, friction, cnames):
                 self.specs.append((all_nodes, "friction", spec, -np.inf, 1.0))
+        for pc in path:
+            if not isinstance(pc, PathConstraint):
+                raise OptimizationError(f"path must hold PathConstraint objects, got {type(pc).__name__}")
+            lo_, hi_ = np.atleast_1d(np.asarray(pc.lower, float)), np.atleast_1d(np.asarray(pc.upper, float))
+            if lo_.shape != hi_.shape or np.any(lo_ > hi_):
+                raise OptimizationError(f"path constraint {pc.name!r}: lower and upper must have one "
+                                        f"shape (r,) with lower ≤ upper")
+            for j in range(lo_.size):
+                self.specs.append((all_nodes, "user", (pc, j), float(lo_[j]), float(hi_[j])))
+        self._user: dict[int, Any] = {}
         rows, cols, lo, hi = [], [], [], []
         r = 0
         for nodes, _, _, a, b in self.specs:
@@ -76,14 +111,24 @@ class PathRows:
         return "xd", rd.velocities.index(name)
 
     def _outputs(self, pts: ReducedPoints, U: Array) -> Any:
-        N = self.tr.N
-        u = U[:N] if self.rd.k else None
-        return self.cm.output_terms(pts.x[:N], pts.xd[:N], u, self.p)
+        return self.cm.output_terms(pts.x, pts.xd, U if self.rd.k else None, self.p)
+
+    def _user_eval(self, pts: ReducedPoints, U: Array) -> dict[int, Any]:
+        N = self.tr.P
+        u = U if self.rd.k else np.zeros((N, 0))
+        out: dict[int, Any] = {}
+        for _, kind, idx, _, _ in self.specs:
+            if kind == "user" and id(idx[0]) not in out:
+                g, gx, gxd, gu = (np.asarray(a, dtype=float) for a in idx[0].fun(pts.x, pts.xd, u))
+                out[id(idx[0])] = (g.reshape(N, -1), gx.reshape(N, -1, self.rd.n),
+                                   gxd.reshape(N, -1, self.rd.n), gu.reshape(N, -1, self.rd.k))
+        return out
 
     def values(self, pts: ReducedPoints, X: Array, U: Array, z: Array) -> Array:
         if not self.specs:
             return np.zeros(0)
         ot = self._outputs(pts, U) if self.needs_outputs else None
+        us = self._user_eval(pts, U)
         out = []
         for nodes, kind, idx, _, _ in self.specs:
             if kind == "x":
@@ -93,7 +138,9 @@ class PathRows:
             elif kind == "lam":
                 out.append(pts.lam[nodes, idx])
             elif kind == "h":
-                out.append(np.asarray(ot.h, float).reshape(self.tr.N, -1)[nodes, idx])
+                out.append(np.asarray(ot.h, float).reshape(self.tr.P, -1)[nodes, idx])
+            elif kind == "user":
+                out.append(us[id(idx[0])][0][nodes, idx[1]])
             else:
                 out.append(_utilisation2(pts.lam[nodes], idx)[0])
         return np.concatenate(out)
@@ -101,11 +148,19 @@ class PathRows:
     def jacobian(self, pts: ReducedPoints, X: Array, U: Array, z: Array) -> Array:
         if not self.specs:
             return np.zeros(0)
-        N, n, k, ns = self.tr.N, self.rd.n, self.rd.k, self.rd.ns
+        N, n, k, ns = self.tr.P, self.rd.n, self.rd.k, self.rd.ns
         ot = self._outputs(pts, U) if self.needs_outputs else None
+        us = self._user_eval(pts, U)
         out = []
         for nodes, kind, idx, _, _ in self.specs:
-            if kind == "x":
+            if kind == "user":
+                _, gx, gxd, gu = us[id(idx[0])]
+                row = (np.einsum("pn,pnz->pz", gx[nodes, idx[1]], pts.Tx[nodes])
+                       + np.einsum("pn,pnz->pz", gxd[nodes, idx[1]], pts.Txd[nodes]))
+                if k:
+                    row[:, ns:ns + k] += gu[nodes, idx[1]]
+                out.append(row)
+            elif kind == "x":
                 out.append(pts.Tx[nodes, idx, :])
             elif kind == "xd":
                 out.append(pts.Txd[nodes, idx, :])
@@ -118,7 +173,7 @@ class PathRows:
                 row = (np.einsum("pn,pnz->pz", hx, pts.Tx[nodes])
                        + np.einsum("pn,pnz->pz", hxd, pts.Txd[nodes]))
                 if k:
-                    row[:, ns:] += np.asarray(ot.dh_du, float).reshape(N, q, k)[nodes, idx]
+                    row[:, ns:ns + k] += np.asarray(ot.dh_du, float).reshape(N, q, k)[nodes, idx]
                 out.append(row)
             else:
                 _, dvals = _utilisation2(pts.lam[nodes], idx)

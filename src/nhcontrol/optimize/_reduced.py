@@ -76,6 +76,7 @@ class ReducedDynamics:
     def __init__(self, cm: CompiledModel, partition: Partition | Mapping[str, Any],
                  p: Array, x_guess: Array) -> None:
         from ..linearization.first import partition_indices, velocity_names
+        from ..linearization.partition import Partition
 
         if getattr(cm, "first_order_states", ()):
             raise ModelError(f"model {cm.name!r} has first-order states {list(cm.first_order_states)}; "
@@ -84,6 +85,8 @@ class ReducedDynamics:
             raise ModelError(f"inputs {list(cm.constraint_inputs)} of model {cm.name!r} enter its "
                              f"nonholonomic constraints (their rates enter the dynamics); declare the "
                              f"input as a coordinate driven by a force or torque to optimize it")
+        if isinstance(partition, Mapping):
+            partition = Partition.from_dict(partition)
         ai, ad, d = partition_indices(cm, partition)
         if len(ad) != cm.l:
             raise ModelError(f"nhcontrol.optimize needs the three-set partition of Eq. (4.96) with "

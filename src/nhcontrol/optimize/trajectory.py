@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.errors import OptimizationError
 from . import _spec
 from ._ipopt import NLPStats, require_cyipopt, solve_nlp
-from ._paths import PathRows
+from ._paths import PathConstraint, PathRows
 from ._reduced import ReducedDynamics
 from ._transcription import Evaluations, Transcription
 
@@ -119,6 +119,7 @@ def optimal_trajectory(cm: CompiledModel, *, t_final: float | tuple[float, float
                        xd_bounds: Mapping[str, Any] | None = None,
                        output_bounds: Mapping[str, Any] | None = None,
                        friction: Mapping[str, Any] | None = None,
+                       path: Sequence[PathConstraint] = (),
                        p: ArrayLike | Mapping[str, float] | None = None,
                        method: Literal["hermite-simpson", "trapezoidal"] = "hermite-simpson",
                        partition: Partition | Mapping[str, Any] | None = None,
@@ -161,6 +162,9 @@ def optimal_trajectory(cm: CompiledModel, *, t_final: float | tuple[float, float
         ``{"mu": μ, "normal_loads": {wheel: N}, "wheels": {...}}``: every wheel's friction
         utilisation ``|F_t| / (μ N) ≤ 1`` at every node (the wheels and loads as in
         `nhcontrol.reference.friction_utilisation`).
+    path : sequence of PathConstraint, optional
+        Further path constraints ``lower ≤ g(x, ẋ, u) ≤ upper`` with their exact derivatives
+        (e.g. the corners of a car inside the lanes of a track).
     p : array_like or mapping, optional
         Parameters (default the model's).
     method : {"hermite-simpson", "trapezoidal"}
@@ -226,7 +230,7 @@ def optimal_trajectory(cm: CompiledModel, *, t_final: float | tuple[float, float
     paths = PathRows(cm, rd, tr, pvec, init, fin,
                      _spec.bounds_of(x_bounds, coords, "x_bounds"),
                      _spec.bounds_of(xd_bounds, vels, "xd_bounds"),
-                     output_bounds, friction)
+                     output_bounds, friction, path)
     lb, ub = _variable_bounds(tr, rd, init, fin, paths,
                               _spec.bounds_of(u_bounds, rd.inputs, "u_bounds"), Tlo, Thi)
     z0 = _initial_guess(tr, rd, init, fin, guess, xg, lb, ub, Tlo, Thi)
@@ -234,9 +238,30 @@ def optimal_trajectory(cm: CompiledModel, *, t_final: float | tuple[float, float
     cl = np.concatenate([np.zeros(tr.ndef), paths.lower])
     cu = np.concatenate([np.zeros(tr.ndef), paths.upper])
     setup = time.perf_counter() - t_setup
+    xs, gs = _scaling(tr, z0, lb, ub, paths)
     z, J, stats = solve_nlp(problem, z0, lb, ub, cl, cu, tol=tol, max_iterations=max_iterations,
-                            options=ipopt_options)
+                            options=ipopt_options, x_scaling=xs, g_scaling=gs)
     return _solution(cm, rd, tr, z, J, stats, setup, pvec, method, part, check)
+
+
+def _scaling(tr: Transcription, z0: Array, lb: Array, ub: Array, paths: PathRows
+             ) -> tuple[Array, Array]:
+    """Variable scales ``1 / typical magnitude`` per state, input and ``T`` (from the initial
+    guess and the finite bounds, at least 1) and the defect rows scaled like their states."""
+    def typical(cols: Array) -> Array:
+        mags = [np.abs(z0[cols])]
+        for b in (lb[cols], ub[cols]):
+            mags.append(np.where(np.isfinite(b), np.abs(b), 0.0))
+        return np.maximum(1.0, np.max(np.stack(mags), axis=(0,)).reshape(-1, tr.nz).max(axis=0)
+                          if cols.size == tr.P * tr.nz else np.max(np.stack(mags)))
+
+    grid = np.arange(tr.P * tr.nz)
+    per = typical(grid)                       # (nz,): one scale per state and input
+    xs = np.concatenate([np.tile(1.0 / per, tr.P), [1.0 / max(1.0, abs(z0[-1]))] if tr.free_time else []])
+    dscale = np.tile(1.0 / per[:tr.ns], tr.ndef // tr.ns)
+    pmag = np.maximum(1.0, np.where(np.isfinite(paths.upper), np.abs(paths.upper), 0.0))
+    pmag = np.maximum(pmag, np.where(np.isfinite(paths.lower), np.abs(paths.lower), 0.0))
+    return xs, np.concatenate([dscale, 1.0 / pmag])
 
 
 def _partition(cm: CompiledModel, partition: Any) -> Any:
@@ -362,7 +387,10 @@ def _initial_guess(tr: Transcription, rd: ReducedDynamics, init: dict, fin: dict
     z = np.zeros(tr.nvar)
     T = 0.5 * (Tlo + Thi)
     if guess is not None:
-        T = float(guess.t[-1]) if isinstance(guess, TrajectorySolution) else T
+        if isinstance(guess, TrajectorySolution):
+            T = float(guess.t[-1])
+        elif getattr(guess, "t_range", None) is not None:
+            T = float(guess.t_range[1]) - float(guess.t_range[0])
         if tr.free_time:
             T = min(max(T, Tlo), Thi)
     ts = tr.point_times(T)
@@ -379,7 +407,8 @@ def _initial_guess(tr: Transcription, rd: ReducedDynamics, init: dict, fin: dict
             x, xd, u = guess.reference.x(ts * guess.t[-1] / T), guess.reference.xd(ts * guess.t[-1] / T), \
                 guess.reference.u(ts * guess.t[-1] / T)
         elif all(callable(getattr(guess, a, None)) for a in ("x", "xd", "u")):
-            x, xd, u = guess.x(ts), guess.xd(ts), guess.u(ts)
+            t0 = float(guess.t_range[0]) if getattr(guess, "t_range", None) is not None else 0.0
+            x, xd, u = guess.x(ts + t0), guess.xd(ts + t0), guess.u(ts + t0)
         else:
             raise OptimizationError(f"guess must be a TrajectorySolution or a Reference, got "
                                     f"{type(guess).__name__}")
