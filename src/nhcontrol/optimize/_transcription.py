@@ -6,6 +6,7 @@ Hermite–Simpson the ``N − 1`` interval midpoints, and, for a free final time
 ``i`` are (docs/theory/optimize.md)
 
 * trapezoidal: ``X_{i+1} − X_i − h/2 (f_i + f_{i+1}) = 0``;
+* backward Euler (first order, opty's default; for comparisons): ``X_{i+1} − X_i − h f_{i+1} = 0``;
 * Hermite–Simpson (separated form): ``X_{i+1} − X_i − h/6 (f_i + 4 f_m + f_{i+1}) = 0`` and
   ``X_m − (X_i + X_{i+1})/2 − h/8 (f_i − f_{i+1}) = 0``.
 
@@ -71,6 +72,8 @@ class Transcription:
             w[:self.N] = h / 3.0
             w[[0, self.N - 1]] = h / 6.0
             w[self.N:] = 4.0 * h / 6.0
+        elif self.method == "backward-euler":
+            w[1:self.N] = h                       # right-endpoint rectangles
         else:
             w[:self.N] = h
             w[[0, self.N - 1]] = h / 2.0
@@ -98,6 +101,8 @@ class Transcription:
     def defects(self, X: Array, f: Array, T: float) -> Array:
         N, h = self.N, T / (self.N - 1)
         Xn, fn = X[:N], f[:N]
+        if self.method == "backward-euler":
+            return (Xn[1:] - Xn[:-1] - h * fn[1:]).ravel()
         if not self.hs:
             return (Xn[1:] - Xn[:-1] - h / 2 * (fn[:-1] + fn[1:])).ravel()
         Xm, fm = X[N:], f[N:]
@@ -119,6 +124,11 @@ class Transcription:
         def flat(*blocks: Array) -> Array:
             return np.concatenate([b.reshape(m, -1) for b in blocks], axis=1).ravel()
 
+        if self.method == "backward-euler":
+            blocks = [np.broadcast_to(-E, (m, ns, nz)), E - h * Jn[1:]]
+            if self.free_time:
+                blocks.append(-dh * fn[1:])
+            return flat(*blocks)
         if not self.hs:
             blocks = [-E - h / 2 * Jn[:-1], E - h / 2 * Jn[1:]]
             if self.free_time:

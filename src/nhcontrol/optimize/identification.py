@@ -98,7 +98,7 @@ def identify(cm: CompiledModel, t: ArrayLike, u: ArrayLike | None, y: ArrayLike,
              noise_std: float | ArrayLike | None = None,
              partition: Partition | Mapping[str, Any] | None = None,
              p: ArrayLike | Mapping[str, float] | None = None,
-             method: Literal["hermite-simpson", "trapezoidal"] = "hermite-simpson",
+             method: Literal["hermite-simpson", "trapezoidal", "backward-euler"] = "hermite-simpson",
              x_guess: ArrayLike | None = None, tol: float = 1e-10, max_iterations: int = 50) -> IdentificationResult:
     """Estimate parameters of a model from measured outputs (output error, by collocation).
 
@@ -124,7 +124,7 @@ def identify(cm: CompiledModel, t: ArrayLike, u: ArrayLike | None, y: ArrayLike,
         Standard deviation of the measurement noise per output (weights ``1/σ``; default 1).
     partition : Partition or mapping
     p : parameters of the model that are not estimated (default the model's).
-    method : {"hermite-simpson", "trapezoidal"}
+    method : {"hermite-simpson", "trapezoidal", "backward-euler"}
     x_guess : (n,) array_like, optional
         Start of the Newton iteration for dependent coordinates (default `x0` or zeros).
 
@@ -330,6 +330,8 @@ class _OutputError:
         if tr.hs:
             vals += [(-h / 6 * (Jt[:N - 1] + 4 * Jt[N:] + Jt[1:N])).ravel(),
                      (-h / 8 * (Jt[:N - 1] - Jt[1:N])).ravel()]
+        elif tr.method == "backward-euler":
+            vals.append((-h * Jt[1:N]).ravel())
         else:
             vals.append((-h / 2 * (Jt[:N - 1] + Jt[1:N])).ravel())
         A = csc_matrix((np.concatenate(vals), (self.rows, self.cols)), shape=(tr.ndef, tr.nvar + self.r))

@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 __all__ = ["optimal_trajectory", "TrajectorySolution", "METHODS"]
 
 Array = NDArray[np.float64]
-METHODS = ("hermite-simpson", "trapezoidal")
-"""Collocation schemes: Hermite–Simpson (separated form, 4th order) and trapezoidal (2nd order)."""
+METHODS = ("hermite-simpson", "trapezoidal", "backward-euler")
+"""Collocation schemes: Hermite–Simpson (separated form, 4th order), trapezoidal (2nd order) and
+backward Euler (1st order; opty's default scheme, for like-for-like comparisons)."""
 
 
 def _ro(a: Any) -> Array:
@@ -121,7 +122,7 @@ def optimal_trajectory(cm: CompiledModel, *, t_final: float | tuple[float, float
                        friction: Mapping[str, Any] | None = None,
                        path: Sequence[PathConstraint] = (),
                        p: ArrayLike | Mapping[str, float] | None = None,
-                       method: Literal["hermite-simpson", "trapezoidal"] = "hermite-simpson",
+                       method: Literal["hermite-simpson", "trapezoidal", "backward-euler"] = "hermite-simpson",
                        partition: Partition | Mapping[str, Any] | None = None,
                        x_guess: ArrayLike | None = None, guess: Any = None,
                        tol: float = 1e-8, max_iterations: int = 1000,
@@ -167,7 +168,7 @@ def optimal_trajectory(cm: CompiledModel, *, t_final: float | tuple[float, float
         (e.g. the corners of a car inside the lanes of a track).
     p : array_like or mapping, optional
         Parameters (default the model's).
-    method : {"hermite-simpson", "trapezoidal"}
+    method : {"hermite-simpson", "trapezoidal", "backward-euler"}
     partition : Partition or mapping
         ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)); needed when the model has constraints.
     x_guess : (n,) array_like, optional
