@@ -71,9 +71,8 @@ def solve_nlp(problem: Any, z0: NDArray[np.float64], lb: NDArray[np.float64], ub
     if x_scaling is not None:
         nlp.set_problem_scaling(obj_scaling=1.0, x_scaling=np.asarray(x_scaling, dtype=float),
                                 g_scaling=None if g_scaling is None else np.asarray(g_scaling, dtype=float))
-        opts["nlp_scaling_method"] = "user-scaling"
-    opts.update(dict(options or {}))
-    for key, val in opts.items():
+        opts["nlp_scaling_method"] = "user-scaling"   # the caller's options still win
+    for key, val in {**opts, **dict(options or {})}.items():
         nlp.add_option(key, val)
     t0 = time.perf_counter()
     z, info = nlp.solve(np.asarray(z0, dtype=float))
