@@ -104,18 +104,8 @@ def final_time(t_final: Any) -> tuple[float, float]:
 
 
 def parameter_vector(cm: Any, p: ArrayLike | Mapping[str, float] | None) -> Array:
-    names = list(cm.parameters)
-    out = np.array(list(cm.parameters.values()), dtype=float)
-    if p is None:
-        return out
-    if isinstance(p, Mapping):
-        bad = sorted(set(p) - set(names))
-        if bad:
-            raise OptimizationError(f"p names unknown parameters {bad}; the model has {names}")
-        for name, v in p.items():
-            out[names.index(name)] = float(v)
-        return out
-    a = np.asarray(p, dtype=float).reshape(-1)
-    if a.size != len(names):
-        raise OptimizationError(f"p must hold the {len(names)} parameters {names}, got {a.size}")
-    return a.copy()
+    """The model's parameter vector: defaults, a mapping of overrides or a full vector (the
+    reference stage's rule, `nhcontrol.reference._eval.param_vector`, with its checks)."""
+    from ..reference._eval import param_vector
+
+    return param_vector(cm, p)
