@@ -21,7 +21,7 @@ from nhcontrol.optimize import PathConstraint, optimal_trajectory
 from . import lane_change as lcc
 
 __all__ = ["minimum_time_lane_change", "track_corridor", "FRONT_OVERHANG", "REAR_OVERHANG",
-           "FRICTION_MARGIN", "bicycle_turn", "ball_plate_identification"]
+           "FRICTION_MARGIN", "ball_plate_identification"]
 
 FRONT_OVERHANG, REAR_OVERHANG = 0.9, 1.0
 """Body overhangs [m] ahead of the front axle and behind the rear axle (those of
@@ -213,3 +213,4 @@ def ball_plate_identification(*, duration: float = 10.0, rate: float = 100.0, se
                "duration_s": duration, "iterations": res.stats.iterations, "converged": res.success,
                "solve_s": solve}
     return {"numbers": numbers, "arrays": {"t": t, "y": y, "y_fit": y + res.residuals}}
+

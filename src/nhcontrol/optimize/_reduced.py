@@ -48,6 +48,9 @@ Array = NDArray[np.float64]
 NEWTON_TOL = 1e-12
 """Absolute tolerance of the Newton iteration on ``C(x) = 0`` for the dependent coordinates."""
 NEWTON_ITERATIONS = 50
+MAX_ROOT_JUMP = 2.5
+"""Largest change of a dependent coordinate from its Newton start accepted as the same branch of
+``C(x) = 0``; a larger jump sends the point to continuation from its nearest solved neighbour."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,7 @@ class ReducedDynamics:
                        + tuple(coords[i] for i in ad))
         self.inputs = tuple(cm.inputs)
         self.coordinates, self.velocities = coords, vel
+        self._warm: dict[int, Array] = {}
 
     # ------------------------------------------------------------------ maps
     def state_of(self, x: Array, xd: Array) -> Array:
@@ -127,19 +131,14 @@ class ReducedDynamics:
         x[:, self.ai] = X[:, :g]
         x[:, self.ad] = X[:, 2 * g:]
         if self.m:
-            for _ in range(NEWTON_ITERATIONS):
-                Cv = np.asarray(cm.C(x, u, self.p), float).reshape(P, self.m)
-                Cd = np.asarray(cm.Cx(x, u, self.p), float).reshape(P, self.m, self.n)[:, :, self.d]
-                step = np.linalg.solve(Cd, Cv[..., None])[..., 0]
-                x[:, self.d] -= step
-                if np.max(np.abs(Cv)) <= NEWTON_TOL and np.max(np.abs(step)) <= 1e-13 * (1 + np.max(np.abs(x))):
-                    break
-            else:
-                raise SolverError(
-                    f"Newton on the holonomic constraints C(x) = 0 (Eq. (2.109)) for the dependent "
-                    f"coordinates {[self.coordinates[i] for i in self.d]} did not converge (residual "
-                    f"{np.max(np.abs(Cv)):.3g}); the states leave the region where C(x) = 0 has a "
-                    f"root near x_guess: give bounds on the states or a closer initial guess")
+            warm = self._warm.get(P)
+            if warm is None:                     # first evaluation: continuation point by point
+                self._sequential(x, u)
+            else:                                # the last solution at these points (IPOPT's
+                x[:, self.d] = warm              # trial points are close to the last ones)
+                if not self._newton(x, u):
+                    self._sequential(x, u)
+            self._warm[P] = x[:, self.d].copy()
         D = np.asarray(cm.D(x, u, self.p), float).reshape(P, self.m + self.l, self.n)
         xd = np.zeros((P, self.n))
         xd[:, self.ai] = X[:, g:2 * g]
@@ -149,6 +148,54 @@ class ReducedDynamics:
                 rhs = rhs + np.asarray(cm.b(x, u, self.p), float).reshape(P, -1, 1)
             xd[:, self.dd] = -np.linalg.solve(D[:, :, self.dd], rhs)[..., 0]
         return x, xd
+
+    def _newton(self, x: Array, u: Array | None) -> bool:
+        """Newton on ``C(x) = 0`` for ``x_d`` at all points at once (in place); converged?"""
+        cm, P = self.cm, x.shape[0]
+        start = x[:, self.d].copy()
+        for _ in range(NEWTON_ITERATIONS):
+            Cv = np.asarray(cm.C(x, u, self.p), float).reshape(P, self.m)
+            if not np.all(np.isfinite(Cv)):
+                return False
+            Cd = np.asarray(cm.Cx(x, u, self.p), float).reshape(P, self.m, self.n)[:, :, self.d]
+            try:
+                step = np.linalg.solve(Cd, Cv[..., None])[..., 0]
+            except np.linalg.LinAlgError:
+                return False
+            x[:, self.d] -= step
+            if np.max(np.abs(Cv)) <= NEWTON_TOL and np.max(np.abs(step)) <= 1e-13 * (1 + np.max(np.abs(x))):
+                # a root far from the start is another branch of C = 0 (e.g. the frame
+                # flipped over): refused, the caller continues from nearer points
+                return bool(np.max(np.abs(x[:, self.d] - start)) <= MAX_ROOT_JUMP)
+            if np.max(np.abs(Cv)) > 1e6:
+                return False
+        return bool(np.max(np.abs(np.asarray(cm.C(x, u, self.p), float))) <= 1e3 * NEWTON_TOL)
+
+    def _sequential(self, x: Array, u: Array | None) -> None:
+        """Continuation point by point, each from the ``x_d`` of the solved point nearest in the
+        independent coordinates ``x_a`` (the first from `x_guess`): the roots stay on the branch
+        of `x_guess` (a wheel's contact angle follows its rotation; a far start could land on
+        another root of ``C = 0``, e.g. the frame flipped over)."""
+        solved: list[int] = []
+        for j in range(x.shape[0]):
+            xj = x[j:j + 1].copy()
+            uj = None if u is None else u[j:j + 1]
+            prev = self.guess[self.d]
+            if solved:
+                dist = np.sum((x[solved][:, self.a] - x[j, self.a]) ** 2, axis=1)
+                prev = x[solved[int(np.argmin(dist))], self.d]
+            for start in (prev, self.guess[self.d]):
+                xj[0, self.d] = start
+                if self._newton(xj, uj):
+                    break
+            else:
+                raise SolverError(
+                    f"Newton on the holonomic constraints C(x) = 0 (Eq. (2.109)) for the dependent "
+                    f"coordinates {[self.coordinates[i] for i in self.d]} did not converge at point "
+                    f"{j}; the states leave the region where C(x) = 0 has a root near x_guess: give "
+                    f"bounds on the states or a closer initial guess")
+            x[j, self.d] = xj[0, self.d]
+            solved.append(j)
 
     # ------------------------------------------------------------------ dynamics
     def evaluate(self, X: Array, U: Array | None, *, jac: bool = True,

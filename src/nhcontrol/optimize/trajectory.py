@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._util.errors import OptimizationError
+from .._util.errors import NhcontrolError, OptimizationError
 from . import _spec
 from ._ipopt import NLPStats, require_cyipopt, solve_nlp
 from ._paths import PathConstraint, PathRows
@@ -344,7 +344,10 @@ class _NLP:
         return self.obj.value_grad(z)[1]
 
     def constraints(self, z: Array) -> Array:
-        pts = self.ev.at(z, jac=False)
+        try:
+            pts = self.ev.at(z, jac=False)
+        except NhcontrolError:      # a trial point outside the model's domain: IPOPT cuts the
+            return np.full(self.tr.ndef + self.paths.lower.size, np.nan)   # step back
         X, U, T = self.tr.split(z)
         return np.concatenate([self.tr.defects(X, pts.f, T), self.paths.values(pts, X, U, z)])
 
@@ -352,7 +355,10 @@ class _NLP:
         return self._rows, self._cols
 
     def jacobian(self, z: Array) -> Array:
-        pts = self.ev.at(z, jac=True)
+        try:
+            pts = self.ev.at(z, jac=True)
+        except NhcontrolError:
+            return np.full(self._rows.size, np.nan)
         X, U, T = self.tr.split(z)
         return np.concatenate([self.tr.defect_jacobian(pts, T), self.paths.jacobian(pts, X, U, z)])
 
@@ -403,6 +409,9 @@ def _initial_guess(tr: Transcription, rd: ReducedDynamics, init: dict, fin: dict
             a = init.get(name, fin.get(name, X0[i]))
             b = fin.get(name, a)
             W[:, i] = a + (b - a) * s
+            rate = rd.velocities[rd.coordinates.index(name)] if name in rd.coordinates else None
+            if name not in fin and rate in init and name in init:
+                W[:, i] = a + init[rate] * ts          # free end: growing at its initial rate
     else:
         if isinstance(guess, TrajectorySolution):
             x, xd, u = guess.reference.x(ts * guess.t[-1] / T), guess.reference.xd(ts * guess.t[-1] / T), \
@@ -421,6 +430,24 @@ def _initial_guess(tr: Transcription, rd: ReducedDynamics, init: dict, fin: dict
     return np.clip(z, lb, ub)
 
 
+def _unwrap_dependent(cm: CompiledModel, rd: ReducedDynamics, x: Array, order: Array,
+                      U: Array | None, pvec: Array) -> None:
+    """Make the dependent coordinates continuous in time (in place): Newton at each point may
+    land on a root of ``C(x) = 0`` that differs by a full turn ``2π`` in an angle (a wheel's
+    contact angle); the shifted value is kept where ``C`` still vanishes there, so the
+    interpolated reference does not jump."""
+    for j in rd.d:
+        col = x[order, j]
+        turns = np.round(np.diff(col) / (2 * np.pi))
+        if not np.any(turns):
+            continue
+        shifted = x[order].copy()
+        shifted[:, j] = col - 2 * np.pi * np.concatenate([[0.0], np.cumsum(turns)])
+        u = None if U is None else U[order]
+        if np.max(np.abs(np.asarray(cm.C(shifted, u, pvec), dtype=float))) <= 1e-9:
+            x[order, j] = shifted[:, j]
+
+
 def _solution(cm: CompiledModel, rd: ReducedDynamics, tr: Transcription, z: Array, J: float,
               stats: NLPStats, setup: float, pvec: Array, method: str, part: Any,
               check: bool) -> TrajectorySolution:
@@ -431,6 +458,7 @@ def _solution(cm: CompiledModel, rd: ReducedDynamics, tr: Transcription, z: Arra
     t = tr.times(T)[0]
     ts = tr.point_times(T)
     order = np.argsort(ts, kind="stable")
+    _unwrap_dependent(cm, rd, pts.x, order, U if rd.k else None, pvec)
     u_all = U if rd.k else np.zeros((tr.P, 0))
     ref = Reference.from_samples(cm, ts[order], pts.x[order], pts.xd[order], pts.xdd[order],
                                  u_all[order] if rd.k else None, pvec, lam=pts.lam[order],
