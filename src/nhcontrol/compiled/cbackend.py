@@ -109,6 +109,31 @@ def cffi_problem() -> str | None:
     return None
 
 
+def compiler_problem() -> str | None:
+    """Why no C compiler can be run on this machine, or None: the executable the build would
+    call (``$CC``, else the compiler Python was built with) is looked up on ``PATH`` before any C
+    source is generated, so that a machine without a compiler loads the Python kernels from the
+    cache without deriving the equations again (the C source is printed from them)."""
+    if _NO_COMPILER:
+        return _NO_COMPILER[0]
+    try:
+        import setuptools  # noqa: F401  (provides ``distutils`` on Python >= 3.12)
+        from distutils.ccompiler import new_compiler
+        from distutils.sysconfig import customize_compiler
+    except ImportError as exc:  # pragma: no cover - setuptools is a build requirement
+        _NO_COMPILER.append(f"setuptools' compiler machinery is not importable ({exc})")
+        return _NO_COMPILER[0]
+    import shutil
+
+    cc = new_compiler()
+    customize_compiler(cc)
+    exe = (getattr(cc, "compiler_so", None) or [None])[0]
+    if cc.compiler_type != "msvc" and exe is not None and not shutil.which(str(exe)):
+        _NO_COMPILER.append(f"no C compiler found ({exe!s} is not an executable on PATH)")
+        return _NO_COMPILER[0]
+    return None
+
+
 def _workers() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -345,6 +370,48 @@ def _ffi_of(layout: dict) -> Any:
     return ffi
 
 
+def open_routine(path: str, key: str, generator: str) -> tuple[Any, Any, Any]:
+    """Open a generic routine library (not per model: the one-point procedure, the MPC
+    condensing): verify its sha256 record immediately before opening, check that its layout
+    names ``key`` and ``generator``; ``(ctypes handle, FFI, cffi library)``.
+
+    Raises
+    ------
+    CacheError
+        A record that does not match, or a library of another version of the routine.
+    """
+    _cache.verify_artefact(path)     # immediately before opening (private directory)
+    raw, layout = _read_layout(path)
+    if layout.get("key") != key or layout.get("generator") != generator:
+        raise CacheError(f"the library {path} belongs to another version of the routine")
+    ffi = _ffi_of(layout)
+    return raw, ffi, ffi.dlopen(str(path))
+
+
+def load_or_build_routine(path: str, make: Callable[[str], Any], source: Callable[[], str], *,
+                          what: str, fallback: str, optimise: str | None = None) -> Any:
+    """``make(path)`` of a generic routine library, built from ``source()`` into ``path`` when
+    it is absent or unusable (discarded with a warning); None, with one warning naming
+    ``fallback`` (what runs instead), when no compiler or no usable cache can give it."""
+    lib = None
+    try:
+        if os.path.exists(path) or os.path.exists(_cache._record(path)):
+            try:
+                lib = make(path)
+            except (CacheError, OSError, ValueError, KeyError) as exc:
+                _cache.discard_artefact(path)
+                _cache.warn_once("artefact", path, f"discarded the unusable {what} {path} "
+                                                   f"({exc}); it is rebuilt")
+        if lib is None:
+            compile_library([source()], _cache._path(path), workers=1, optimise=optimise)
+            lib = make(path)
+    except (CompilerUnavailable, CacheError, OSError, ValueError, KeyError, AttributeError) as exc:
+        _cache.warn_once("backend", what, f"{fallback}: the {what} cannot be built or loaded "
+                                          f"({exc})")
+        lib = None
+    return lib
+
+
 class FloatingPointFlags(ArithmeticError):
     """Floating-point exception flags of a one-point C kernel call (translated by the model)."""
 
@@ -364,4 +431,5 @@ class FloatingPointFlags(ArithmeticError):
 
 
 __all__ = ["ENV_BACKEND", "BACKENDS", "requested_backend", "library_path", "compile_library", "CKernels",
-           "CompilerUnavailable", "FloatingPointFlags", "cffi_problem"]
+           "CompilerUnavailable", "FloatingPointFlags", "cffi_problem", "open_routine",
+           "load_or_build_routine"]
