@@ -151,7 +151,8 @@ def _track(cm: Any, ref: Any, t_end: float, sett: lcc.LaneChangeSettings, mu: fl
     Ad.setflags(write=False)
     Bd.setflags(write=False)
     setup = lcc.LaneChangeSetup(cm=cm, ref=ref, lin0=linearize(cm, ref, part, t=0.0), ltv=ltv,
-                                Ad=Ad, Bd=Bd, cols=cols, states=tuple(ltv.states), st=s_)
+                                Ad=Ad, Bd=Bd, cols=cols, states=tuple(ltv.states), st=s_,
+                                friction=None)   # plain LTV-MPC (no friction rows)
     run = lcc.closed_loop(setup, "mpc")
     nums = run["numbers"]
     arrays["loop_t"], arrays["loop_x"] = run["arrays"]["t"], run["arrays"]["x"]
