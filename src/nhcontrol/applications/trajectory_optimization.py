@@ -23,9 +23,10 @@ from . import lane_change as lcc
 __all__ = ["minimum_time_lane_change", "track_corridor", "FRONT_OVERHANG", "REAR_OVERHANG",
            "FRICTION_MARGIN", "ball_plate_identification"]
 
-FRONT_OVERHANG, REAR_OVERHANG = 0.9, 1.0
-"""Body overhangs [m] ahead of the front axle and behind the rear axle (those of
-`nhcontrol.models.lane_change.cone_clearance`)."""
+FRONT_OVERHANG: float = 0.9
+"""Body overhang [m] ahead of the front axle (that of `nhcontrol.models.lane_change.cone_clearance`)."""
+REAR_OVERHANG: float = 1.0
+"""Body overhang [m] behind the rear axle (that of `nhcontrol.models.lane_change.cone_clearance`)."""
 FRICTION_MARGIN = 0.99
 """The friction circle is imposed at the collocation points with ``0.99 μ``: between them the
 interpolated motion may exceed the points' values slightly (by 0.13 % with 81 nodes)."""
