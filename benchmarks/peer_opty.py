@@ -26,9 +26,9 @@ compiled, cold cache), ``ratio_with_setup_opty_over_nhcontrol`` (set-up plus one
 Measured (``--links 3 --nodes 101``, 2 cores shared): objectives equal to 4e-15; at load
 average 3.6 opty 0.052 s in 5 iterations, nhcontrol 0.094 s in 7 (ratio 0.56: fewer IPOPT
 iterations for opty, and its compiled Cython constraint and Jacobian functions against
-nhcontrol's NumPy assembly around its C kernels, 10 against 13 ms per iteration); set-up 29 s
-(opty: Cython code generation and compilation) against 0.8–2.1 s (nhcontrol: kernels generated
-and compiled; 2.1 s cold at load 10.9).
+nhcontrol's NumPy assembly around its C kernels, 10 against 13 ms per iteration); set-up
+18–29 s (opty: Cython code generation and compilation) against 0.8 s (nhcontrol: kernels
+generated and compiled, empty cache; 2.1 s at load 10.9), 21–34 times faster with set-up.
 """
 
 from __future__ import annotations
