@@ -179,5 +179,14 @@ def test_thesis_pair_time_unit_reproduces_the_printed_pair_and_stabilities(cm):
     out = thesis_unit_cases(cm, vals)
     assert out["reproduced"]["omega_bar_0.75_stable"] and out["reproduced"]["omega_bar_0.5_unstable"]
     assert not out["reproduced_in_current_unit"]["omega_bar_0.5_unstable"]
+    # the numbers docs/theory/rolling_torus.md quotes, at the precision printed there
+    assert round(out["tau_s"], 5) == 0.22602
+    assert round(out["tau_over_current_unit"], 4) == 1.1799
+    assert round(out["current_unit_cases"][0]["Omega_bar"], 4) == 0.0569
+    # the printed multipliers -0.9797 +- 0.2006i are NOT reproduced in either unit
+    assert out["reproduced"]["multipliers_of_pair"] is False
+    for key, re_im in (("cases", (0.1777, 0.9841)), ("current_unit_cases", (-0.9699, 0.2435))):
+        pairs = sorted((round(a, 4), round(abs(b), 4)) for a, b in out[key][0]["nontrivial_multipliers"])
+        assert pairs[0] == re_im, (key, pairs)
     with pytest.raises(ReferenceMotionError, match="no circular motion"):
         rt.time_unit_from_pair(phi, 0.75, -0.0794, vals)
