@@ -639,6 +639,21 @@ def summary(result: dict[str, Any]) -> str:
                          f"{1e3 * b['final_error_m']:.3f} mm, max {1e3 * b['max_error_m']:.1f} mm, "
                          f"peak |alpha|,|beta| {b['peak_input_deg']:.2f} deg, largest step per "
                          f"sample {b['max_input_step_deg']:.2f} deg{extra}")
+    for key in result["lqr"]:
+        lq, mp = result["lqr"][key], result["mpc"][key]
+        lines.append(f"  phi0 = {key} deg, after {TRANSIENT_S:g} s: largest error LQR "
+                     f"{1e3 * lq['max_error_after_transient_m']:.4f} mm, MPC "
+                     f"{1e3 * mp['max_error_after_transient_m']:.4f} mm; MPC rate bounds active on "
+                     f"{100 * mp['constraint_activity']['first_1s']['rate_active']:.0f} % of the "
+                     f"planned moves of the first second, {mp['statuses']}")
+    dg = result.get("mpc_diagnosis")
+    if dg:
+        for name in ("adopted", "rate_0.5_deg", "thesis_deviation"):
+            d = dg[name]
+            lines.append(f"  MPC diagnosis ({name}: {d['rate_bound_deg']:g} deg/sample, "
+                         f"orientation-free {d['orientation_free_deviation']}): error at 0.8 s "
+                         f"{1e3 * d['error_at_0.8s_m']:.1f} mm, largest after 1 s "
+                         f"{1e3 * d['max_error_after_1s_m']:.1f} mm")
     for key, b in result["linear_vs_nonlinear"].items():
         lines.append(f"  phi0 = {key} deg, linear vs nonlinear (deviations x{b['scale']:g}): max "
                      f"contact difference {1e3 * b['max_contact_difference_m']:.4f} mm = "
