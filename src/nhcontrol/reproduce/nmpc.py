@@ -279,30 +279,33 @@ def _figures(out: Path, bpa: dict[str, Any], lca: dict[str, Any],
     labels = {"ltv_mpc": "LTV-MPC (nominal reference)", "rti": "RTI NMPC", "sqp": "SQP NMPC",
               "rti_true_ball": "RTI NMPC, plant's ball in the model (diagnostic)"}
     names = []
-    fig, ax = new_figure(title="Ball-plate, ball 10 % larger, 5 cm offset: tracking error")
-    for key, lab in labels.items():
-        a = bpa[key]
-        ax.plot(a["t"], 100 * a["e"], label=lab)
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel(r"$\|C - C_\mathrm{ref}\|$ (cm)")
-    ax.legend(fontsize=8)
-    cite(fig, "thesis", "Ch. 8 circle", extra="controllers designed on the nominal ball")
-    names.append(Path(savefig(fig, out, "nmpc_ball_plate_error")).name)
-    plt.close(fig)
-    fig, ax = new_figure(title="Ball-plate, ball turned 45° in yaw and roll, 5 cm offset: "
-                               "tracking error")
-    for key, lab in (("ltv_mpc", "LTV-MPC (nominal linearization, Eq. (8.74) deviation)"),
-                     ("rti", "RTI NMPC"), ("sqp", "SQP NMPC (converged)"),
-                     ("ltv_mpc_orientation_free", "LTV-MPC, orientation-free deviation")):
-        a = fara[key]
-        ax.semilogy(a["t"], 1e3 * np.maximum(a["e"], 1e-7), label=lab)
-    ax.axvline(FAR_TRANSIENT_S, color="0.5", lw=0.8, ls=":", label="end of transient")
-    ax.set_xlabel("time t (s)")
-    ax.set_ylabel(r"$\|C - C_\mathrm{ref}\|$ (mm)")
-    ax.legend(fontsize=7)
-    cite(fig, "thesis", "Ch. 8 circle", extra="nominal ball; controllers designed on the circle")
-    names.append(Path(savefig(fig, out, "nmpc_ball_plate_far_error")).name)
-    plt.close(fig)
+
+    def error_figure(title: str, runs: dict[str, Any], series: dict[str, str], scale: float,
+                     ylabel: str, extra: str, name: str, log: bool = False) -> None:
+        fig, ax = new_figure(title=title)
+        for key, lab in series.items():
+            a = runs[key]
+            y = scale * np.maximum(a["e"], 1e-10) if log else scale * a["e"]
+            (ax.semilogy if log else ax.plot)(a["t"], y, label=lab)
+        if log:
+            ax.axvline(FAR_TRANSIENT_S, color="0.5", lw=0.8, ls=":", label="end of transient")
+        ax.set_xlabel("time t (s)")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7 if log else 8)
+        cite(fig, "thesis", "Ch. 8 circle", extra=extra)
+        names.append(Path(savefig(fig, out, name)).name)
+        plt.close(fig)
+
+    error_figure("Ball-plate, ball 10 % larger, 5 cm offset: tracking error", bpa, labels, 100.0,
+                 r"$\|C - C_\mathrm{ref}\|$ (cm)", "controllers designed on the nominal ball",
+                 "nmpc_ball_plate_error")
+    error_figure("Ball-plate, ball turned 45° in yaw and roll, 5 cm offset: tracking error", fara,
+                 {"ltv_mpc": "LTV-MPC (nominal linearization, Eq. (8.74) deviation)",
+                  "rti": "RTI NMPC", "sqp": "SQP NMPC (converged)",
+                  "ltv_mpc_orientation_free": "LTV-MPC, orientation-free deviation"}, 1e3,
+                 r"$\|C - C_\mathrm{ref}\|$ (mm)",
+                 "nominal ball; controllers designed on the circle", "nmpc_ball_plate_far_error",
+                 log=True)
     fig, ax = new_figure(title="Double lane change, RTI NMPC: lateral deviation of G")
     ax.plot(lca["t"], 100 * lca["e"], label="RTI NMPC")
     ax.set_xlabel("t [s]")
