@@ -130,6 +130,14 @@ def test_reproduce_quick_json_and_headlines(quick_result):
         assert r["mpc"][key]["median_step_s"] > 0
         assert set(r["mpc"][key]["statuses"]) == {"optimal"}
         assert r["linear_vs_nonlinear"][key]["relative_difference"] < 0.05
+        # after the transient the bounded MPC and the LQR coincide (bounds inactive)
+        assert (r["mpc"][key]["max_error_after_transient_m"]
+                <= r["lqr"][key]["max_error_after_transient_m"] + 1e-6)
+        act = r["mpc"][key]["constraint_activity"]
+        assert act["steps_with_fallback_or_held"] == 0 and 0 < act["first_1s"]["rate_active"] < 1
+    dg = r["mpc_diagnosis"]
+    assert {"adopted", "rate_0.5_deg", "thesis_deviation"} <= set(dg)
+    assert dg["adopted"]["error_at_0.8s_m"] < dg["rate_0.5_deg"]["error_at_0.8s_m"]
     unc = r["uncontrollable_lqr"]
     assert unc["35"]["final_error_m"] > 0.01                      # Fig. 8.4 (a)
     assert abs(unc["35"]["final_phi_deg"] - 35.0) > 4.0            # Fig. 8.4 (b)
