@@ -23,14 +23,17 @@ import numpy as np
 
 
 def c_compiler_present() -> bool:
-    """Whether this machine has the C compiler Python was built with (``sysconfig``'s ``CC``,
-    else ``cc``/``gcc``/``clang`` on ``PATH``) and C kernels are not switched off.
+    """Whether this machine has the C compiler nhcontrol would run (``$CC`` when set, else the
+    one Python was built with, ``sysconfig``'s ``CC``, else ``cc``/``gcc``/``clang`` on ``PATH``)
+    and C kernels are not switched off.
 
     Decided from the machine, not from what nhcontrol chose: a test that needs the C path
     skips only when this is False, and fails when it is True but the code fell back to Python.
     """
     if os.environ.get("NHCONTROL_BACKEND", "").lower() == "python":
         return False
+    if os.environ.get("CC", "").strip():     # distutils' customize_compiler uses $CC first
+        return shutil.which(os.environ["CC"].split()[0]) is not None
     cc = (sysconfig.get_config_var("CC") or "").split()
     candidates = ([cc[0]] if cc else []) + ["cc", "gcc", "clang"]
     return any(shutil.which(c) for c in candidates)

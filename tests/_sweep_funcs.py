@@ -75,3 +75,23 @@ def fails_at_one(a):
     import time
     time.sleep(0.0005)
     return float(a)
+
+
+#: Events whose setting `fails_at_one_gated` waits for (the sweep's stop event is recorded here
+#: by a test that wraps ``threading.Event``).
+GATES: list = []
+
+
+def fails_at_one_gated(a):
+    """`fails_at_one`, except that every point after the failing one returns only once one of
+    `GATES` is set (the sweep's stop event): each worker thread is then inside exactly one call
+    when the failure is recorded, whatever the scheduling."""
+    _CALLS["n"] += 1
+    if a == 1:
+        raise ValueError("no solution at a = 1")
+    if a > 1:
+        import time
+        t_end = time.monotonic() + 60.0       # a broken stop event costs a minute, never a hang
+        while not any(g.is_set() for g in GATES) and time.monotonic() < t_end:
+            time.sleep(0.001)
+    return float(a)

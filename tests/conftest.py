@@ -1,5 +1,8 @@
 """Suite-wide pytest hooks: the run names the versions it resolved (header and, since CI runs
-``pytest -q``, which hides the header, a line of the terminal summary)."""
+``pytest -q``, which hides the header, a line of the terminal summary), and tests marked
+``c_compiler`` are skipped on a machine without a C compiler (decided from the machine by
+``_helpers.c_compiler_present``, never from the back-end nhcontrol chose: where a compiler is
+present they run, and fail when the C path was not taken)."""
 
 from __future__ import annotations
 
@@ -25,3 +28,16 @@ def pytest_report_header(config):  # noqa: ARG001 - pytest's hook signature
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
     terminalreporter.write_line(_versions())
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest's hook signature
+    import pytest
+    from _helpers import c_compiler_present
+
+    if c_compiler_present():
+        return
+    skip = pytest.mark.skip(reason="needs a C compiler on this machine ($CC, sysconfig CC, cc, gcc, "
+                                   "clang): none found; the Python kernels are tested elsewhere")
+    for item in items:
+        if item.get_closest_marker("c_compiler") is not None:
+            item.add_marker(skip)

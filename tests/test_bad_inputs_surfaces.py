@@ -911,15 +911,29 @@ def test_stale_c_build_folders_are_removed_by_the_next_build(tmp_path):
     assert not [p for p in d.glob("nhc_build_*") if p != busy]     # its own build folder is gone too
 
 
-def test_threads_sweep_stops_scheduling_after_the_first_failure():
-    """errors='raise': a failure at the second point of 200 000 ends the sweep after a handful of
-    calls (before: every chunk in flight ran to its end, over 20 s for this grid)."""
+def test_threads_sweep_stops_scheduling_after_the_first_failure(monkeypatch):
+    """errors='raise': a failure at the second point of 200 000 ends the sweep: the worker
+    threads finish the call they are in and start no other point (before: every chunk in flight
+    ran to its end, over 20 s for this grid). Deterministic: every point after the failing one
+    waits for the sweep's stop event (recorded by wrapping ``threading.Event``), so each of the
+    two threads is inside exactly one call when the failure is recorded, and at most points 0, 1
+    and one other run, whatever the scheduling."""
+    import threading
+
     import _sweep_funcs as sf
     from nhcontrol.sweep import sweep
+
+    class Recorded(threading.Event):
+        def __init__(self):
+            super().__init__()
+            sf.GATES.append(self)
+
+    monkeypatch.setattr(threading, "Event", Recorded)
+    monkeypatch.setattr(sf, "GATES", [])
     sf._CALLS["n"] = 0
     with pytest.raises(ValueError, match="no solution at a = 1") as info:
-        sweep(sf.fails_at_one, {"a": list(range(200_000))}, backend="threads", max_workers=2)
-    assert sf._CALLS["n"] < 20, f"{sf._CALLS['n']} calls after the first failure"
+        sweep(sf.fails_at_one_gated, {"a": list(range(200_000))}, backend="threads", max_workers=2)
+    assert sf._CALLS["n"] <= 3, f"{sf._CALLS['n']} calls: points started after the first failure"
     assert "raised by the sweep at point 1: {'a': 1}" in "".join(getattr(info.value, "__notes__", []))
     sf._CALLS["n"] = 0                                   # errors='capture' still runs every point
     res = sweep(sf.fails_at_one, {"a": list(range(40))}, backend="threads", max_workers=2, errors="capture")

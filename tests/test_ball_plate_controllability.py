@@ -105,8 +105,10 @@ def test_gramian_rank_7_of_8(cm, case, method):
 def test_silverman_meadows_rank_7(cm, case):
     """Q_7(t) of Eqs. (8.86)-(8.87) with exact derivatives: rank 7 at 7 times (thesis: 7).
 
-    Left null space = ``w`` (|cos angle| > 1 - 1e-8); the 8th singular value is below
-    1e-16 · σ_1 while the 7th is above 1e3 · tol."""
+    Left null space = ``w`` (|cos angle| > 1 - 1e-8); the 8th singular value is below a tenth
+    of the rank tolerance (tol ≈ 3.6e-15 σ_1; measured σ_8/σ_1 ≈ 3e-18-7e-18, so the bound
+    does not depend on the round-off a LAPACK build leaves in a zero direction) while the 7th is
+    above 1e3 · tol (measured 1.6e5-1e6 · tol)."""
     _, ref, mo = case
     sys = bpl.ltv_system(cm, ref)
     ts = np.linspace(0.1, 6.0, 7)
@@ -115,7 +117,7 @@ def test_silverman_meadows_rank_7(cm, case):
     assert sm.generic_rank == 7 and not sm.is_controllable
     for r in sm.ranks:
         assert r.rank == 7
-        assert r.singular_values[7] < 1e-16 * r.singular_values[0]
+        assert r.singular_values[7] < 0.1 * r.tol
         assert r.singular_values[6] > 1e3 * r.tol
         assert abs(_unit(r.uncontrollable_directions) @ _unit(_expected_w(mo))) > 1 - 1e-8
 

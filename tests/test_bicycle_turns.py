@@ -129,6 +129,47 @@ def test_reproduce_bicycle_circular_quick(tmp_path):
     assert (tmp_path / "bicycle_circular_families.png").exists()
 
 
+# nhcontrol's own output (the paper prints no digits for these): kept to notice change
+REGRESSION_III_GAINED_V = 3.255273
+REGRESSION_III_FOLD_V = 3.387883
+REGRESSION_III_LOST_V = 3.386105
+
+
+def test_stable_section_with_a_fold_is_a_set_of_turns(cm):
+    """Family (iii) gains stability at 3.2553 m/s, folds in speed at 3.3879 m/s while still
+    stable, and loses stability on the return branch at 3.3861 m/s: the section's speed range
+    is the maximum over its turns (the fold), not its end speeds, and the fold is reported.
+    Independent of the refinement: the fold turn is stable, and the family's turns on both of
+    its sides are slower."""
+    from nhcontrol.analysis import stable_ranges, turn_stability
+    from nhcontrol.reproduce import bicycle_circular as bc
+
+    fam = bc.families(cm, quick=True)["iii_pivoting"]
+    sections = stable_ranges(cm, fam)
+    assert len(sections) == 1
+    (r,) = sections
+    gained, lost = r["boundaries"]
+    assert gained["kind"] == "stability gained" and lost["kind"] == "stability lost"
+    assert abs(gained["v"] - REGRESSION_III_GAINED_V) < 2e-6
+    assert abs(lost["v"] - REGRESSION_III_LOST_V) < 2e-6
+    assert gained["crossing"] == "complex pair" and lost["crossing"] == "real"
+    (fold,) = r["folds"]
+    assert fold["kind"] == "maximum" and abs(fold["v"] - REGRESSION_III_FOLD_V) < 2e-6
+    assert r["v_min"] == gained["v"] and r["v_max"] == fold["v"] > lost["v"]
+    stab = [turn_stability(cm, t).stable for t in fam]
+    inside = [t.speed for t, s in zip(fam, stab) if s]
+    assert len(inside) == r["points"] and max(inside) <= r["v_max"] and min(inside) >= r["v_min"]
+    k = int(np.argmax([t.speed if s else -np.inf for t, s in zip(fam, stab)]))
+    assert fam[k - 1].speed < fold["v"] and fam[k + 1].speed < fold["v"]
+    assert bc._section_text(r).startswith("v in [3.255273, 3.387883] m/s")
+
+
+# nhcontrol's own output quoted in docs/theory/bicycle_turns.md (the paper prints no eigenvalues):
+# (v [m/s], lean [deg], real eigenvalue, complex pair re, im, fast real eigenvalue) [1/s]
+REGRESSION_III_EIGENVALUES = ((3.37, -27.500, (-0.335, -0.518, 3.250, -8.569)),
+                              (3.3714, -27.507, (-0.324, -0.529, 3.253, -8.566)))
+
+
 def test_family_iii_eigenvalues_quoted_in_the_docs(cm):
     """docs/theory/bicycle_turns.md: the stable turn of family (iii) at v = 3.37 m/s has the
     eigenvalues -0.335, -0.518 +- 3.250i, -8.569 (lean -27.500 deg); at v = 3.3714 m/s (the
@@ -144,8 +185,7 @@ def test_family_iii_eigenvalues_quoted_in_the_docs(cm):
     guess = next(t for t in half if t.omega_R < 0 and t.lean_deg < -27.3 and abs(t.omega_R) < 11.24)
     guess = bt.time_reversed(guess)
     rho_R = 0.3                                                   # rear wheel radius (Table 4.1)
-    for v, lean, eig in ((3.37, -27.500, (-0.335, -0.518, 3.250, -8.569)),
-                         (3.3714, -27.507, (-0.324, -0.529, 3.253, -8.566))):
+    for v, lean, eig in REGRESSION_III_EIGENVALUES:
         t = bt.solve_steady_turn(cm, guess, fix="omega_R", value=v / rho_R)
         assert t.speed == pytest.approx(v, abs=1e-9)
         assert round(t.lean_deg, 3) == lean

@@ -124,6 +124,7 @@ def cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("ckernels")
 
 
+@pytest.mark.c_compiler
 @pytest.mark.parametrize("name", sorted(DEFAULT))
 def test_c_kernels_equal_python_kernels(name):
     mb = DEFAULT[name]()   # the default kernel cache: shared with the other tests of these models
@@ -137,6 +138,7 @@ def test_c_kernels_equal_python_kernels_every_model(name, cache):
     _compare(mb.compile(cache_dir=cache, backend="c"), mb.compile(cache_dir=cache, backend="python"), seed=1)
 
 
+@pytest.mark.c_compiler
 def test_c_library_is_cached_with_a_sha256_record(cache):
     mb = examples.sleigh()
     c = mb.compile(cache_dir=cache, backend="c")
@@ -149,6 +151,7 @@ def test_c_library_is_cached_with_a_sha256_record(cache):
     assert again.from_cache and again.backend == "c"
 
 
+@pytest.mark.c_compiler
 def test_tampered_library_is_rebuilt_not_loaded(tmp_path):
     mb = examples.sleigh()
     lib = mb.compile(cache_dir=tmp_path, backend="c").library_path
@@ -164,6 +167,7 @@ def test_tampered_library_is_rebuilt_not_loaded(tmp_path):
     np.testing.assert_array_equal(cm.Q(x, x), mb.compile(cache_dir=tmp_path, backend="python").Q(x, x))
 
 
+@pytest.mark.c_compiler
 def test_backend_choice_and_bad_values(cache, monkeypatch):
     mb = examples.sleigh()
     monkeypatch.setenv("NHCONTROL_BACKEND", "python")
@@ -179,6 +183,7 @@ def test_backend_choice_and_bad_values(cache, monkeypatch):
     assert mb.compile(cache_dir=cache).backend == "c"                # default: C when a compiler works
 
 
+@pytest.mark.c_compiler
 def test_domain_errors_and_nan_arguments_raise_in_c(tmp_path):
     import sympy as sp
 
@@ -202,6 +207,7 @@ def test_domain_errors_and_nan_arguments_raise_in_c(tmp_path):
         cm.Q(np.array([[1.0, 0.0], [-1.0, 0.0]]), np.zeros(2))
 
 
+@pytest.mark.c_compiler
 def test_non_contiguous_and_list_arguments(cache):
     c = examples.rolling_disc().compile(cache_dir=cache, backend="c")
     py = examples.rolling_disc().compile(cache_dir=cache, backend="python")
@@ -212,6 +218,7 @@ def test_non_contiguous_and_list_arguments(cache):
     assert not c.M(X[1]).flags.writeable and not c.Q(X, X).flags.writeable
 
 
+@pytest.mark.c_compiler
 def test_calls_from_threads_agree(cache):
     c = examples.rolling_disc().compile(cache_dir=cache, backend="c")
     X = np.random.default_rng(4).uniform(-1, 1, (64, c.n))
@@ -267,6 +274,7 @@ _UNPICKLE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.c_compiler
 @pytest.mark.parametrize("same_cache", [True, False])
 def test_pickled_c_model_unpickles_in_another_process(tmp_path, same_cache):
     c = examples.sleigh().compile(cache_dir=tmp_path / "a", backend="c")
@@ -282,6 +290,7 @@ def test_pickled_c_model_unpickles_in_another_process(tmp_path, same_cache):
     np.testing.assert_array_equal(json.loads(M), c.M(np.array([0.1, 0.2, 0.3])))
 
 
+@pytest.mark.c_compiler
 def test_expression_without_c_translation_uses_python_kernels(tmp_path):
     import sympy as sp
 
@@ -301,6 +310,7 @@ def test_expression_without_c_translation_uses_python_kernels(tmp_path):
         mb.compile(cache_dir=tmp_path, backend="c")
 
 
+@pytest.mark.c_compiler
 def test_special_functions_equal_python(tmp_path):
     import sympy as sp
 
@@ -319,6 +329,7 @@ def test_special_functions_equal_python(tmp_path):
         assert np.all(np.abs(f1 - f2) <= RTOL * np.abs(f2))
 
 
+@pytest.mark.c_compiler
 def test_library_loads_without_parsing_declarations(cache):
     """The type tables cffi parsed at build time are in the layout: a fresh process loads the
     cached library without pycparser (~15 ms per process), and the parsed and the prebuilt FFI
@@ -353,6 +364,7 @@ def test_library_loads_without_parsing_declarations(cache):
     np.testing.assert_array_equal(results[0], c.M(x))
 
 
+@pytest.mark.c_compiler
 def test_library_without_a_needed_function_is_discarded_and_rebuilt(tmp_path, monkeypatch):
     """A cached library whose layout lacks a kernel the model needs (a generator mix-up) is
     discarded with one warning and rebuilt, not a KeyError at load."""
@@ -400,6 +412,7 @@ def _blocked_vs_pointwise(cm: CompiledModel, seed: int) -> None:
         assert np.array_equal(outs[0], outs[1], equal_nan=True), N
 
 
+@pytest.mark.c_compiler
 @pytest.mark.parametrize("name", sorted(DEFAULT))
 def test_blocked_kernel_equals_pointwise_kernel_bit_for_bit(name):
     cm = DEFAULT[name]().compile(backend="c")
@@ -408,6 +421,7 @@ def test_blocked_kernel_equals_pointwise_kernel_bit_for_bit(name):
     assert cm._ck.simd == cm.vectorized == bool(cm._ck._lib.nhc_simd_ok())
 
 
+@pytest.mark.c_compiler
 def test_blocked_kernel_with_special_functions_and_piecewise(tmp_path):
     import sympy as sp
 

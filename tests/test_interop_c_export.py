@@ -127,6 +127,7 @@ def sleigh_export(tmp_path_factory):
     return cm, sleigh.PARTITION, directory, meta
 
 
+@pytest.mark.c_compiler
 def test_sleigh_export_agrees(sleigh_export):
     cm, part, directory, meta = sleigh_export
     assert meta["ns"] == 5 and meta["k"] == 0
@@ -135,6 +136,7 @@ def test_sleigh_export_agrees(sleigh_export):
     _compare(cm, part, directory, _random_points(cm, part, X0, 0.4, 3, seed=1))
 
 
+@pytest.mark.c_compiler
 def test_skate_export_agrees(tmp_path):
     from nhcontrol.models import single_track as st
 
@@ -144,6 +146,7 @@ def test_skate_export_agrees(tmp_path):
     _compare(cm, part, tmp_path, _random_points(cm, part, np.zeros(5), 0.3, 3, seed=2, uscale=5.0))
 
 
+@pytest.mark.c_compiler
 def test_check_reports_inadmissible_point_and_bad_input(sleigh_export):
     cm, _, directory, _ = sleigh_export
     # a velocity that violates the knife-edge constraint: NHC_NOT_ADMISSIBLE (1)
@@ -153,6 +156,7 @@ def test_check_reports_inadmissible_point_and_bad_input(sleigh_export):
     assert code == 2 and got is None and "x, xd, xdd (3 numbers each)" in err
 
 
+@pytest.mark.c_compiler
 def test_sources_have_no_allocation_or_mutable_globals(sleigh_export):
     _, _, directory, meta = sleigh_export
     src = (directory / "nhc_model.c").read_text()

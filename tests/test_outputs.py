@@ -124,6 +124,7 @@ def test_output_kernel_partials_central_differences(ball_plate):
         np.testing.assert_allclose(jac, fd, atol=1e-8)
 
 
+@pytest.mark.c_compiler
 def test_python_and_c_backends_bit_identical(tmp_path):
     from nhcontrol.compiled.cbackend import cffi_problem
 

@@ -167,25 +167,106 @@ def stability_boundary(cm: CompiledModel, a: "bt.SteadyTurn", b: "bt.SteadyTurn"
     return best
 
 
+def _turn_fields(t: "bt.SteadyTurn") -> dict[str, float]:
+    return {"v": t.speed, "lean_deg": t.lean_deg, "steer_deg": t.steer_deg, "radius_m": t.radius}
+
+
+def _crossing(cm: CompiledModel, t: "bt.SteadyTurn") -> dict[str, Any]:
+    """The eigenvalue that decides stability at a boundary turn (largest real part; a complex
+    pair: a Hopf boundary, a real one: a divergence boundary)."""
+    ts = turn_stability(cm, t)
+    lam = ts.eigenvalues[0]
+    return {"eigenvalue": [float(lam.real), float(abs(lam.imag))],
+            "crossing": "complex pair" if abs(lam.imag) > FAMILY_ZERO_TOL * max(1.0, abs(lam)) else "real"}
+
+
+def _speed_extremum(cm: CompiledModel, a: "bt.SteadyTurn", m: "bt.SteadyTurn", b: "bt.SteadyTurn", *,
+                    tol: float = 1e-9, max_iter: int = 80) -> "bt.SteadyTurn":
+    """The fold between ``a`` and ``b`` whose middle neighbour ``m`` has the extreme speed:
+    golden-section search of the speed along the family on both sides of ``m``."""
+    sign = 1.0 if m.speed >= a.speed else -1.0           # a maximum (+) or a minimum (-) of v
+    best = m
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+    for lo_t, hi_t in ((a, m), (m, b)):
+        lo, hi = 0.0, 1.0
+        c, d = hi - g * (hi - lo), lo + g * (hi - lo)
+        tc, td = bt.turn_between(cm, lo_t, hi_t, c), bt.turn_between(cm, lo_t, hi_t, d)
+        for _ in range(max_iter):
+            if hi - lo < tol:
+                break
+            if sign * tc.speed > sign * td.speed:
+                hi, d, td = d, c, tc
+                c = hi - g * (hi - lo)
+                tc = bt.turn_between(cm, lo_t, hi_t, c)
+            else:
+                lo, c, tc = c, d, td
+                d = lo + g * (hi - lo)
+                td = bt.turn_between(cm, lo_t, hi_t, d)
+        for t in (tc, td):
+            if sign * t.speed > sign * best.speed:
+                best = t
+    return best
+
+
 def stable_ranges(cm: CompiledModel, family: list) -> list[dict]:
-    """Stable sections of a family of turns, with boundaries refined by `stability_boundary`.
+    """Stable sections of a family of turns: each a set of turns, with its boundaries refined by
+    `stability_boundary` and the folds of speed inside it.
+
+    A family is a curve in the space of turns (continuation order), not a function of speed: it
+    can fold in speed inside a stable section, so a section's speeds are the minimum and maximum
+    over its turns (folds included), not the speeds at its two ends.
 
     Returns
     -------
     list of dict
-        ``v_from, v_to`` [m/s] and the lean, steer [deg] and radius [m] at both ends (sorted by
-        speed).
+        One per section, in family order:
+
+        * ``v_min``, ``v_max`` [m/s]: the speed range over the section's turns (its boundary
+          turns, the family's turns inside it and its folds);
+        * ``boundaries``: the section's two ends in family order, each with ``kind``
+          (``"stability gained"`` or ``"stability lost"`` in the family's direction, or
+          ``"family end"`` when the family ends stable), ``v``, ``lean_deg``, ``steer_deg``,
+          ``radius_m``, and for a stability boundary the ``eigenvalue`` ``[Re, |Im|]`` that
+          crosses there (1/s) and ``crossing`` (``"complex pair"`` or ``"real"``);
+        * ``folds``: the turns inside the section where the speed has a local extremum along
+          the family (``v``, ``lean_deg``, ``steer_deg``, ``radius_m``, ``kind`` ``"maximum"``
+          or ``"minimum"``), refined by golden-section search;
+        * ``points``: the number of the family's turns inside the section;
+        * ``v_from``, ``v_to``, ``lean_deg_from``, ``lean_deg_to``, ``steer_deg_from``,
+          ``steer_deg_to``, ``radius_m_from``, ``radius_m_to``: the values at the two ends in
+          family order.
     """
     st = [turn_stability(cm, t).stable for t in family]
-    out, start = [], None
+    out, start, first = [], None, 0
     for i, s in enumerate(st):
         if s and start is None:
+            first = i
             start = family[0] if i == 0 else stability_boundary(cm, family[i - 1], family[i])
+            start_kind = "family end" if i == 0 else "stability gained"
         if start is not None and (not s or i == len(st) - 1):
+            last = i if s else i - 1
             end = family[i] if s else stability_boundary(cm, family[i - 1], family[i])
-            lo, hi = sorted((start, end), key=lambda t: t.speed)
-            out.append({"v_from": lo.speed, "v_to": hi.speed, "lean_deg_from": lo.lean_deg,
-                        "lean_deg_to": hi.lean_deg, "steer_deg_from": lo.steer_deg,
-                        "steer_deg_to": hi.steer_deg, "radius_m_from": lo.radius, "radius_m_to": hi.radius})
+            end_kind = "family end" if s else "stability lost"
+            turns = [start] + list(family[first:last + 1]) + [end]
+            folds = []
+            for k in range(1, len(turns) - 1):
+                dv0, dv1 = turns[k].speed - turns[k - 1].speed, turns[k + 1].speed - turns[k].speed
+                if dv0 * dv1 < 0.0:
+                    f = _speed_extremum(cm, turns[k - 1], turns[k], turns[k + 1])
+                    if turn_stability(cm, f).stable:
+                        folds.append({**_turn_fields(f), "kind": "maximum" if dv0 > 0 else "minimum"})
+            speeds = [t.speed for t in turns] + [f["v"] for f in folds]
+            bounds = []
+            for t, kind in ((start, start_kind), (end, end_kind)):
+                row: dict[str, Any] = {"kind": kind, **_turn_fields(t)}
+                if kind != "family end":
+                    row.update(_crossing(cm, t))
+                bounds.append(row)
+            out.append({"v_min": min(speeds), "v_max": max(speeds), "boundaries": bounds,
+                        "folds": folds, "points": last - first + 1,
+                        "v_from": start.speed, "v_to": end.speed, "lean_deg_from": start.lean_deg,
+                        "lean_deg_to": end.lean_deg, "steer_deg_from": start.steer_deg,
+                        "steer_deg_to": end.steer_deg, "radius_m_from": start.radius,
+                        "radius_m_to": end.radius})
             start = None
     return out

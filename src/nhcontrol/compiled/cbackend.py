@@ -109,6 +109,31 @@ def cffi_problem() -> str | None:
     return None
 
 
+def compiler_problem() -> str | None:
+    """Why no C compiler can be run on this machine, or None: the executable the build would
+    call (``$CC``, else the compiler Python was built with) is looked up on ``PATH`` before any C
+    source is generated, so that a machine without a compiler loads the Python kernels from the
+    cache without deriving the equations again (the C source is printed from them)."""
+    if _NO_COMPILER:
+        return _NO_COMPILER[0]
+    try:
+        import setuptools  # noqa: F401  (provides ``distutils`` on Python >= 3.12)
+        from distutils.ccompiler import new_compiler
+        from distutils.sysconfig import customize_compiler
+    except ImportError as exc:  # pragma: no cover - setuptools is a build requirement
+        _NO_COMPILER.append(f"setuptools' compiler machinery is not importable ({exc})")
+        return _NO_COMPILER[0]
+    import shutil
+
+    cc = new_compiler()
+    customize_compiler(cc)
+    exe = (getattr(cc, "compiler_so", None) or [None])[0]
+    if cc.compiler_type != "msvc" and exe is not None and not shutil.which(str(exe)):
+        _NO_COMPILER.append(f"no C compiler found ({exe!s} is not an executable on PATH)")
+        return _NO_COMPILER[0]
+    return None
+
+
 def _workers() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))

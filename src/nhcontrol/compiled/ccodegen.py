@@ -70,8 +70,12 @@ _SIMD_POP = "#if defined(NHC_SIMD)\n#pragma GCC pop_options\n#endif\n#endif\n"
 _SIMD_OK = """NHC_API int nhc_simd_ok(void)
 {
 #if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") ? 1 : 0;
+    static int ok = -1;    /* asked once; a race only writes the same answer twice */
+    if (ok < 0) {
+        __builtin_cpu_init();
+        ok = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    return ok;
 #else
     return 0;   /* the blocked entry points are plain C here: correct, not faster */
 #endif
@@ -317,7 +321,9 @@ class _Function:
     nhc_v *O = (nhc_v *)malloc({max(self.size, 1)} * sizeof(nhc_v));
     if (V == NULL || O == NULL) {{ free(V); free(O); free(W); return 8; }}
     (void)j; (void)k;
-    for (; i + NHC_B <= N; i += NHC_B) {{
+    /* the blocked chunks may be AVX2 code: on a processor without it every point goes one by
+       one below (the same numbers), never an illegal instruction */
+    for (; nhc_simd_ok() && i + NHC_B <= N; i += NHC_B) {{
 {fill}
 {bcalls}
         for (k = 0; k < {len(nz)}; k++) for (j = 0; j < NHC_B; j++) o[(i + j)*{self.size} + nz[k]] = O[nz[k]][j];
@@ -470,7 +476,7 @@ def generate_c(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict, m
     protos = "\n".join(p for f in funcs for p in f.prototypes() + f.soa_prototypes())
     entries = "\n\n".join(f.entries_source() for f in funcs)
     if simd:
-        entries += "\n\n" + "\n\n".join(f.block_entry_source() for f in funcs if f.simd) + "\n\n" + _SIMD_OK
+        entries += "\n\n" + _SIMD_OK + "\n\n" + "\n\n".join(f.block_entry_source() for f in funcs if f.simd)
     if len(units) <= 1 and len(simd_units) <= 1:
         # a small model: one unit (one compiler run); the chunks are static and never inlined
         # into the entry points, so no arithmetic moves across the floating-point flag calls

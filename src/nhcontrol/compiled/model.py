@@ -854,7 +854,7 @@ def _c_kernels(key: str, directory: Path | None, backend: str, model_name: str,
     from .ccodegen import CCodegenError
 
     try:
-        problem = _cb.cffi_problem()
+        problem = _cb.cffi_problem() or _cb.compiler_problem()
         if problem:
             raise _cb.CompilerUnavailable(problem)
         text = units()

@@ -306,8 +306,10 @@ def cached_model(builder: Callable[..., Any], *args: Any,
                 cm = load_compiled(model_key, cache_dir=cache_dir)
             except CacheError:
                 cm = None               # the kernels left the cache: build again
-        if cm is not None and cm.backend != "c" and _cb.requested_backend(None) != "python":
-            cm = None               # no cached C library: compile() builds it (or says why not)
+        if cm is not None and cm.backend != "c" and _cb.requested_backend(None) != "python" \
+                and _cb.compiler_problem() is None:
+            cm = None               # no cached C library: compile() builds it (or says why not);
+            #                         without a compiler the cached Python kernels are the answer
     if cm is None:
         cm = builder(*args, **kwargs).compile(cache_dir=cache_dir)
         if path is not None and cm.source_path is not None:

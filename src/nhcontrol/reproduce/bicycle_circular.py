@@ -142,8 +142,26 @@ def _statements(res: dict) -> list[dict]:
                      f"{min(abs(p['v']) for p in f3):.2g} m/s"},
         {"paper": "small sections of two families are stable",
          "computed": "stable sections: " + "; ".join(
-             f"{k}: v in [{r['v_from']:.4f}, {r['v_to']:.4f}] m/s" for k, rs in sr.items() for r in rs)},
+             f"{k}: {_section_text(r)}" for k, rs in sr.items() for r in rs)},
     ]
+
+
+def _boundary_text(b: dict) -> str:
+    text = f"{b['kind']} at v = {b['v']:.6f} m/s"
+    if "crossing" in b:
+        re_, im = b["eigenvalue"]
+        lam = f"{re_:+.1e} ± {im:.4g}i" if b["crossing"] == "complex pair" else f"{re_:+.1e}"
+        text += f" ({b['crossing']} crossing, λ = {lam} 1/s)"
+    return text
+
+
+def _section_text(r: dict) -> str:
+    """One stable section in words: its speed range over its turns, how it begins and ends, and
+    any fold of speed inside it."""
+    ends = "; ".join(_boundary_text(b) for b in r["boundaries"])
+    folds = "".join(f"; fold (speed {f['kind']}) at v = {f['v']:.6f} m/s, still stable"
+                    for f in r["folds"])
+    return f"v in [{r['v_min']:.6f}, {r['v_max']:.6f}] m/s over its turns ({ends}{folds})"
 
 
 def _plot(res: dict, out: Path) -> None:
@@ -170,8 +188,8 @@ def summary(res: dict) -> str:
         lines.append(f"  {k}: {len(pts)} points, v in [{min(p['v'] for p in pts):.3f}, "
                      f"{max(p['v'] for p in pts):.3f}] m/s")
         for r in res["stable_ranges"][k]:
-            lines.append(f"    stable for v in [{r['v_from']:.4f}, {r['v_to']:.4f}] m/s, lean "
-                         f"[{r['lean_deg_from']:.2f}, {r['lean_deg_to']:.2f}] deg")
+            lines.append(f"    stable section: {_section_text(r)}, lean "
+                         f"{r['lean_deg_from']:.2f} to {r['lean_deg_to']:.2f} deg")
     for f in res["floquet_checks"]:
         lines.append(f"  Floquet {f['family']} v={f['v']:.3f}: rho {f['spectral_radius_nontrivial']:.6f} vs "
                      f"{f['spectral_radius_constant']:.6f}, monodromy rel diff {f['monodromy_rel_diff']:.1e}, "
