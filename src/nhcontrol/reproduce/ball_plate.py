@@ -297,12 +297,13 @@ def _mpc_law(bp: Any, f: dict[str, Any], st: Settings, statuses: list[str],
                  du_min=-rate, du_max=rate)
     ref, reduce, dt, d, P = f["ref"], f["reduce"], f["dt"], f["discrete"], f["lqr"].P
     dev = f["deviation"]
+    last: list[NDArray] = []                 # the input applied last (for the rate activity)
 
     def law(k: int, t: float, x: NDArray, xd: NDArray) -> NDArray:
         Z = reduce(dev(ref, t, x, xd))
         Ad, Bd = window(d, k, N)
         u_ref = np.asarray(ref.u(t + dt * (np.arange(N) + 0.5)), float)
-        u_prev = u_ref[0] if mpc._u_last is None else mpc._u_last
+        u_prev = u_ref[0] if not last else last[-1]
         Qf = P[min(k + N, P.shape[0] - 1)]
         step = mpc.step(Z, Ad, Bd, u_ref=u_ref, Qf=Qf)
         statuses.append(step.status)
@@ -315,6 +316,7 @@ def _mpc_law(bp: Any, f: dict[str, Any], st: Settings, statuses: list[str],
                 "rate_active": float(np.mean(moves >= rate * (1 - 1e-3))),
                 "input_active": float(np.mean(np.abs(u_plan) >= bound * (1 - 1e-3))),
                 "terminal_share": float(xN @ Qf @ xN / step.cost) if step.cost > 0 else 0.0})
+        last[:] = [step.u]
         return step.u
     return law
 
