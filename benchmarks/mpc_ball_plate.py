@@ -15,15 +15,22 @@ skips python-control); prints one JSON object:
 * ``osqp_direct_step_s_N20``: a hand-built OSQP problem of the same QP (sparse standard form
   written here, ``A_j``, ``B_j`` and the bounds overwritten in place each step, warm-started,
   the same OSQP settings), timed interleaved with ``LTVMPC.step`` on the same states (the
-  order alternates from step to step); ``ratio_step_over_osqp_direct_N20`` (goal ≤ 1.1): the
+  order alternates from step to step); ``ratio_step_over_osqp_direct_N20`` (goal ≤ 1.1; the
+  step is the default condensed DAQP path, the hand-built one the sparse OSQP QP): the
   median over the steps of the paired ratio ``LTVMPC.step`` / hand-built step at the same
   receding-horizon step (each pair measured back to back, so load from other processes
   cancels in the ratio), ``ratio_of_medians_step_over_osqp_direct_N20`` the ratio of the two
   medians, ``interleaved_step_s_N20`` the median of ``LTVMPC.step`` in this loop (``step_s_N20``
   is the separate loop above), and ``osqp_direct_max_input_difference``
   (the two first inputs, goal ≤ 1e-6); ``cvxpy_step_s_N20``: ``LTVMPC(...,
-  osqp_interface="cvxpy")`` (cvxpy's parameter path) in the same interleaved loop, with
+  osqp_interface="cvxpy", qp_solver="osqp")`` (cvxpy's parameter path) in the same interleaved
+  loop, with
   ``ratio_cvxpy_over_step_N20``;
+* ``ratio_step_over_qp_floor`` (goal ≤ 1.5): the whole ``LTVMPC.step`` (N = 20, the default
+  condensed path: condensing, DAQP, reading the answer) over the bare QP solve of the same
+  condensed problem by the chosen solver (a second ``daqp.Model`` updated with the step's
+  ``H, g, A`` and bounds and solved, its own warm start), median of the paired per-step ratios;
+  ``qp_floor_s_N20`` its median, ``qp_solver`` the solver, ``qp_floor_max_input_difference``;
 * ``peers``: ``python-control`` — ``control.optimal.create_mpc_iosystem`` on the LTI snapshot
   ``(Ad_0, Bd_0)`` (it only accepts a fixed system; scipy SLSQP on the stacked inputs), timed per
   output evaluation over ``--peer-steps`` steps, with our ``LTVMPC`` on the same LTI problem and
@@ -88,7 +95,8 @@ def _loop(step_fn, d, ref, dt, Z0, N, steps):
 def _ours(N, Q, R, Qf, bound, interface="direct"):
     from nhcontrol.design import LTVMPC
 
-    mpc = LTVMPC(N, Q, R, Qf, u_min=-bound, u_max=bound, osqp_interface=interface)
+    mpc = LTVMPC(N, Q, R, Qf, u_min=-bound, u_max=bound, osqp_interface=interface,
+                 qp_solver="daqp" if interface == "direct" else "osqp")
 
     def step(Z, Ad, Bd, u_ref):
         return mpc.step(Z, Ad, Bd, u_ref=u_ref).du
@@ -171,6 +179,47 @@ def _interleaved(steppers, d, ref, dt, Z0, N, steps):
             inputs[name].append(du)
         Z = Ad[0] @ Z + Bd[0] @ inputs[names[0]][-1]
     return times, {name: np.array(v) for name, v in inputs.items()}
+
+
+def _qp_floor(N, Q, R, Qf, bound, d, ref, dt, Z0, steps):
+    """``LTVMPC.step`` and, right after it, the bare solve of the condensed QP it built by the
+    chosen solver (DAQP: ``Model.update`` + ``Model.solve`` on a second model)."""
+    import daqp
+
+    from nhcontrol.design import LTVMPC, window
+
+    mpc = LTVMPC(N, Q, R, Qf, u_min=-bound, u_max=bound)
+    if mpc.qp_path != "daqp":
+        return {"ratio_step_over_qp_floor": None, "qp_solver": mpc.qp_path,
+                "qp_floor_skipped": mpc.qp_path_reason}
+    model = None
+    Z = Z0.copy()
+    ts, tf, diff = [], [], []
+    for kk in range(steps):
+        Ad, Bd = window(d, kk, N)
+        u_ref = np.asarray(ref.u(dt * (kk + np.arange(N))), float)
+        t0 = time.perf_counter()
+        du = mpc.step(Z, Ad, Bd, u_ref=u_ref).du
+        t1 = time.perf_counter()
+        qp = mpc._dense.qp_data()
+        t2 = time.perf_counter()
+        if model is None:
+            model = daqp.Model()
+            model.setup(qp.H, qp.g, qp.A, qp.upper, qp.lower)
+            model.settings = dict(mpc._dense.settings)
+        else:
+            model.update(H=qp.H, f=qp.g, A=qp.A if qp.A.shape[0] else None, bupper=qp.upper,
+                         blower=qp.lower)
+        v = model.solve()[0]
+        t3 = time.perf_counter()
+        ts.append(t1 - t0)
+        tf.append(t3 - t2)
+        diff.append(float(np.max(np.abs(np.asarray(v[:2]) - du))))
+        Z = Ad[0] @ Z + Bd[0] @ du
+    paired = np.array(ts[1:]) / np.array(tf[1:])
+    return {"ratio_step_over_qp_floor": float(np.median(paired)),
+            "qp_floor_s_N20": statistics.median(tf[1:]), "qp_floor_step_s_N20": statistics.median(ts[1:]),
+            "qp_solver": "daqp", "qp_floor_max_input_difference": max(diff)}
 
 
 def _rebuild(N, Q, R, Qf, bound):
@@ -256,6 +305,7 @@ def main(argv=None) -> dict:
     out["cvxpy_step_s_N20"] = statistics.median(it["cvxpy"][1:])
     out["ratio_cvxpy_over_step_N20"] = out["cvxpy_step_s_N20"] / ours_med
     out["cvxpy_max_input_difference"] = float(np.max(np.abs(iu["cvxpy"] - iu["ours"])))
+    out.update(_qp_floor(20, Q, R, P[20], bound, d, ref, dt, Z0, args.steps))
     rt, ru = _loop(_rebuild(20, Q, R, P[20], bound), d, ref, dt, Z0, 20, args.steps)
     out["rebuild_step_s_N20"] = statistics.median(rt)
     out["ratio_rebuild_over_step_N20"] = out["rebuild_step_s_N20"] / out["step_s_N20"]

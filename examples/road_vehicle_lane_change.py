@@ -5,8 +5,10 @@ Run ``python examples/road_vehicle_lane_change.py [OUTDIR]``. Public API only:
 1. the skate single-track model driven by a rear force ``F_R`` and a steering torque ``T``
    (road-vehicle review, Table 1: 4 coordinates, 2 skate constraints, 3 degrees of freedom);
 2. the reference of the lane change from the flat output (rear-axle centre) and inverse
-   dynamics: a smooth path through the cones of ISO 3888-1 at 15 m/s, peak lateral acceleration
-   3.9 m/s² (a drivable manoeuvre, where a no-slip wheel model is valid);
+   dynamics: a smooth path through the cones of ISO 3888-1 (lane 3's near cone row 3.5 m left
+   of lane 1's centre line) at 15 m/s, peak lateral acceleration 5.07 m/s², 62 % of the
+   friction available on a dry road (a drivable manoeuvre, where a no-slip wheel model is
+   valid);
 3. the third numerical procedure along it (an LTV system in ``[x, γ, ẋ, γ̇, y, ψ]``) and its
    zero-order-hold discretization;
 4. ``LTVMPC`` (N = 20) with ``|γ| ≤ 8°`` and ``|γ̇| ≤ 40°/s`` on the predicted states, closed on
@@ -14,8 +16,9 @@ Run ``python examples/road_vehicle_lane_change.py [OUTDIR]``. Public API only:
    10 cm further back, starting 5 cm off the path;
 5. the same lane change on the skate whose steering angle is assigned (an input in the front
    skate constraint): its LTV system in input-state form (``γ`` a state, ``γ̇`` the input) and
-   ``LTVMPC`` with ``|γ|`` a state bound and ``|γ̇|`` an input bound, the plant's ``γ``
-   ramping at the commanded rate over each sample (`nhcontrol.applications.lane_change`).
+   ``LTVMPC`` with ``|γ|`` a state bound, ``|γ̇|`` an input bound and the skates' friction
+   utilisation bounded, the plant's ``γ`` ramping at the commanded rate over each sample,
+   started on the reference (`nhcontrol.applications.lane_change`).
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ def main(outdir: str | Path = ".") -> dict:
     from nhcontrol.plotting.style import PALETTE, cite, new_figure, reference_line, savefig
 
     fig, (a1, a2) = new_figure(2, 1, title=f"ISO 3888-1 double lane change at {V:g} m/s, LTV-MPC")
-    cx, cy = lc.ISO_TRACK.cones()
+    cx, cy = lc.iso_3888_1_track().cones()
     a1.plot(cx, cy, ls="none", marker="^", ms=4, color=PALETTE[4], label="cones")
     xr = ref.x(sim.t)
     reference_line(a1, xr[:, 0], xr[:, 1])

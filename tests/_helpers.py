@@ -39,6 +39,19 @@ def c_compiler_present() -> bool:
     return any(shutil.which(c) for c in candidates)
 
 
+def c_compiler() -> str | None:
+    """The C compiler :func:`c_compiler_present` found (a command name or path), or None."""
+    if not c_compiler_present():
+        return None
+    if os.environ.get("CC", "").strip():
+        return os.environ["CC"].split()[0]
+    cc = (sysconfig.get_config_var("CC") or "").split()
+    for cand in ([cc[0]] if cc else []) + ["cc", "gcc", "clang"]:
+        if shutil.which(cand):
+            return cand
+    return None
+
+
 def require_c_backend(backend: str) -> None:
     """Skip when the machine has no C compiler; fail when it has one but ``backend`` is not C."""
     import pytest

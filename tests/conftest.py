@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from importlib import metadata
 
-_DEPENDENCIES = ("numpy", "scipy", "sympy", "control", "slycot", "cvxpy", "osqp", "clarabel",
-                 "matplotlib", "pandas", "dask")
+_DEPENDENCIES = ("numpy", "scipy", "sympy", "control", "slycot", "cvxpy", "osqp", "daqp",
+                 "clarabel", "matplotlib", "pandas", "dask")
 
 
 def _versions() -> str:

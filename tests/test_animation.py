@@ -50,9 +50,13 @@ def test_lane_change_gif_and_cones(tmp_path):
 
     cones = iso_3888_1_cones(1.8)
     sec = np.cumsum(ISO_3888_1_SECTIONS)
-    # gate 3 (sections 3) sits at the offset lane, its two rows 1.2 w + 0.25 apart
+    # gate 3 (section 3) sits at the offset lane, its two rows 1.2 w + 0.25 apart, its near row
+    # 3.5 m left of lane 1's centre line (the default reading of the track's offset)
     g3 = cones[(cones[:, 0] >= sec[1]) & (cones[:, 0] <= sec[2]) & (cones[:, 1] > 1.0)]
-    assert np.allclose(sorted(set(np.round(g3[:, 1], 6))), [3.5 - 1.205, 3.5 + 1.205])
+    assert np.allclose(sorted(set(np.round(g3[:, 1], 6))), [3.5, 3.5 + 2.41])
+    rr = iso_3888_1_cones(1.8, offset_reference="row-to-row")
+    g3 = rr[(rr[:, 0] >= sec[1]) & (rr[:, 0] <= sec[2]) & (rr[:, 1] > 1.0)]
+    assert np.allclose(sorted(set(np.round(g3[:, 1], 6))), [3.5 - 1.115, 3.5 - 1.115 + 2.41])
     X = 30.0 * T
     path = iso_3888_1_path()
     scene = lane_change_scene(T, X, path(X), np.arctan(path(X, 1)), gamma=0.05 * np.sin(T),

@@ -864,10 +864,11 @@ def test_cli_writable_out_in_a_read_only_folder(tmp_path, monkeypatch, capsys):
         if Path(dir) == out.parent.resolve():
             raise PermissionError(13, "Permission denied", str(dir))
         return real(prefix=prefix, dir=dir)
-    monkeypatch.setattr(cli.tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
     monkeypatch.setattr(cli, "load", lambda target: _fake_target())
     assert cli.main(["reproduce", "skateboard", "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["fig0.png", "fig1.png", "skateboard.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".nhcontrol-export.json", "fig0.png", "fig1.png",
+                                                     "skateboard.json"]
 
 
 def _old_folder(path: Path, owner_pid: int | None) -> Path:

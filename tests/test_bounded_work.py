@@ -121,8 +121,14 @@ def test_interrupted_reproduce_leaves_out_untouched(tmp_path, monkeypatch):
 def test_completed_reproduce_moves_everything_into_place(tmp_path, monkeypatch, capsys):
     out = _old_out(tmp_path)
     monkeypatch.setattr(cli, "load", lambda target: _fake_target(fail_after=None))
-    assert cli.main(["reproduce", "skateboard", "--out", str(out)]) == 0
-    files = {p.name: p.read_text() for p in out.iterdir()}
+    # the old files were not written by nhcontrol (no manifest): kept, the run stops
+    with pytest.raises(SystemExit) as ex:
+        cli.main(["reproduce", "skateboard", "--out", str(out)])
+    assert ex.value.code == 2 and "fig0.png, fig1.png, fig2.png, skateboard.json" in capsys.readouterr().err
+    assert (out / "fig0.png").read_text() == "old"
+    assert cli.main(["reproduce", "skateboard", "--out", str(out), "--force"]) == 0
+    assert cli.main(["reproduce", "skateboard", "--out", str(out)]) == 0   # its own files now
+    files = {p.name: p.read_text() for p in out.iterdir() if p.name != ".nhcontrol-export.json"}
     assert [files[f"fig{i}.png"] for i in range(3)] == ["new"] * 3 and files["other_target.png"] == "keep"
     result = json.loads(files["skateboard.json"])
     assert result["figures"] == [str(out / f"fig{i}.png") for i in range(3)]  # paths of the final folder
@@ -178,17 +184,21 @@ def test_reproduce_out_on_another_file_system(tmp_path, monkeypatch):
 
     monkeypatch.setattr(cli.os, "replace", replace)
     monkeypatch.setattr(cli, "load", lambda target: _fake_target(fail_after=None))
-    assert cli.main(["reproduce", "skateboard", "--out", str(out)]) == 0
+    assert cli.main(["reproduce", "skateboard", "--out", str(out), "--force"]) == 0
     files = {p.name: p.read_text() for p in out.iterdir()}
-    assert sorted(files) == ["fig0.png", "fig1.png", "fig2.png", "other_target.png", "skateboard.json"]
+    assert sorted(files) == [".nhcontrol-export.json", "fig0.png", "fig1.png", "fig2.png",
+                             "other_target.png", "skateboard.json"]
     assert files["fig1.png"] == "new"
 
 
-def test_lqr_horizon_estimates_memory_first():
+def test_lqr_horizon_estimates_memory_first(monkeypatch):
     from nhcontrol._util.errors import DesignError
     from nhcontrol.design import finite_horizon_lqr
 
     dsys = control.ss([[1.0, 0.1], [0.0, 1.0]], [[0.0], [0.1]], np.eye(2), 0, 0.1)
+    with pytest.raises(DesignError, match=r"finite_horizon_lqr\(N=1000000000000\).*NHCONTROL_MAX_ITERATIONS"):
+        finite_horizon_lqr(dsys, np.eye(2), np.eye(1), np.eye(2), N=10**12)
+    monkeypatch.setenv("NHCONTROL_MAX_ITERATIONS", "1e13")      # the memory estimate refuses too
     with pytest.raises(DesignError, match=r"finite_horizon_lqr over a horizon of N = 1000000000000 steps.*"
                                           r"needs about .* of memory.*shorter horizon"):
         finite_horizon_lqr(dsys, np.eye(2), np.eye(1), np.eye(2), N=10**12)

@@ -120,6 +120,21 @@ def checks_at(fn: ast.FunctionDef, module: ast.Module, tolerance: str) -> bool:
     literal of an assertion or a constant an assertion reads, or an expression
     (``n_spurious == 18``, ``<= 4.0``) that an assertion contains."""
     checks = _assertions(fn)
+    if tolerance.isidentifier():              # a named bound (REGRESSION_...), maybe unpacked
+        names, grew = {tolerance}, True
+        while grew:                           # names bound from it: lo, hi = R; for b, fu in zip(.., R[k])
+            grew = False
+            for node in ast.walk(fn):
+                pairs = ([(t, node.value) for t in node.targets] if isinstance(node, ast.Assign)
+                         else [(node.target, node.iter)] if isinstance(node, (ast.For, ast.comprehension))
+                         else [])
+                for target, value in pairs:
+                    if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)):
+                        new = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} - names
+                        if new:
+                            names |= new
+                            grew = True
+        return any(isinstance(n, ast.Name) and n.id in names for c in checks for n in ast.walk(c))
     try:
         number = float(tolerance)
     except ValueError:
@@ -178,6 +193,13 @@ def test_the_guard_reads_assertions_not_text():
     assert checks_at(fns["test_const"], mod, "3e-9")
     assert checks_at(fns["test_call"], mod, "5e-5")
     assert checks_at(fns["test_expr"], mod, "res['n'] == 18")
+    assert checks_at(fns["test_const"], mod, "REGRESSION_X")
+    assert not checks_at(fns["test_doc"], mod, "REGRESSION_X")
+    pair = ast.parse("R = (1, 2)\ndef test_p():\n    lo, hi = R\n    x = 1.5\n    assert lo <= x <= hi\n")
+    assert checks_at(pair.body[-1], pair, "R")
+    loop = ast.parse("R = {'a': (1, 2)}\ndef test_l():\n    for b, fu in zip((1, 2), R['a']):\n"
+                     "        assert abs(b - fu) < 1\n")
+    assert checks_at(loop.body[-1], loop, "R")
     assert not checks_at(fns["test_expr"], mod, "res['n'] == 19")
     slow = ast.parse("import pytest\npytestmark = [pytest.mark.slow]\ndef test_a():\n    assert 1\n")
     assert _is_slow(slow.body[-1], slow)

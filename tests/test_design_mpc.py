@@ -50,7 +50,7 @@ def test_unconstrained_ltv_matches_finite_horizon_lqr():
     mpc = LTVMPC(N, Q, R, Qf, solver_options=TIGHT)
     x0 = rng.standard_normal(n)
     st = mpc.step(x0, Ad, Bd)
-    assert st.status == "optimal" and st.solver == "OSQP"
+    assert st.status == "optimal" and st.solver == "DAQP"      # the condensed path (default)
     scale = np.abs(res.K[0] @ x0).max()
     np.testing.assert_allclose(st.du, -res.K[0] @ x0, atol=1e-6 * scale)
     x = x0.copy()
@@ -82,7 +82,7 @@ def test_input_bounds_respected_and_match_clarabel():
     B = np.array([[0.005], [0.1]])
     kw = dict(u_min=-0.5, u_max=0.5)
     a = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), solver_options=TIGHT, **kw)
-    b = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), solver="CLARABEL", **kw)
+    b = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), solver="CLARABEL", qp_solver="osqp", **kw)
     x0 = np.array([2.0, 0.0])
     sa, sb = a.step(x0, A, B), b.step(x0, A, B)
     assert sb.solver == "CLARABEL"
@@ -100,8 +100,9 @@ def test_osqp_failure_falls_back_to_clarabel():
     A = np.array([[1.0, 0.1], [0.0, 1.0]])
     B = np.array([[0.005], [0.1]])
     kw = dict(u_min=-0.5, u_max=0.5)
-    a = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), solver_options=dict(max_iter=1), **kw)
-    b = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), solver="CLARABEL", **kw)
+    a = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), solver_options=dict(max_iter=1),
+               qp_solver="osqp", **kw)
+    b = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), solver="CLARABEL", qp_solver="osqp", **kw)
     x0 = np.array([2.0, 0.0])
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Solution may be inaccurate")  # cvxpy, OSQP try
@@ -126,9 +127,9 @@ def _inaccurate_osqp(interface, **kw):
     mpc = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), u_min=-0.5, u_max=0.5,
                  solver_options=dict(max_iter=_INACCURATE_AFTER[interface], eps_abs=1e-6,
                                      eps_rel=1e-6, polishing=False),
-                 osqp_interface=interface, **kw)
+                 osqp_interface=interface, qp_solver="osqp", **kw)
     exact = LTVMPC(20, np.eye(2), 0.01 * np.eye(1), 10 * np.eye(2), u_min=-0.5, u_max=0.5,
-                   solver="CLARABEL").step(np.array([2.0, 0.0]), A, B)
+                   solver="CLARABEL", qp_solver="osqp").step(np.array([2.0, 0.0]), A, B)
     return mpc, A, B, exact
 
 
@@ -252,8 +253,8 @@ def test_direct_osqp_equals_cvxpy_formulation_over_a_receding_loop():
     kw = dict(u_min=[-0.4, -np.inf], u_max=[0.4, 0.6], du_min=-0.15, du_max=[0.15, np.inf],
               x_min=[-np.inf, -0.2, -np.inf], x_max=[np.inf, 0.2, np.inf])
     ctl = {name: LTVMPC(N, np.eye(n), 0.1 * np.eye(k), 5 * np.eye(n), osqp_interface=name,
-                        solver_options=TIGHT, **kw) for name in ("direct", "cvxpy")}
-    clarabel = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), 5 * np.eye(n), solver="CLARABEL", **kw)
+                        solver_options=TIGHT, qp_solver="osqp", **kw) for name in ("direct", "cvxpy")}
+    clarabel = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), 5 * np.eye(n), solver="CLARABEL", qp_solver="osqp", **kw)
     x = np.array([0.8, -0.3, 0.5])
     active, u_prev = set(), np.zeros(k)
     for t in range(steps):
@@ -314,7 +315,7 @@ def _infeasible(**kw):
 
 def test_infeasible_raises_solver_error():
     mpc, A, B = _infeasible()
-    with pytest.raises(SolverError, match=r"MPC step failed \(OSQP: infeasible.*CLARABEL: infeasible"):
+    with pytest.raises(SolverError, match=r"MPC step failed \(DAQP: infeasible; OSQP: infeasible.*CLARABEL: infeasible"):
         mpc.step(np.array([1.0, 0.0]), A, B)
 
 
@@ -322,9 +323,9 @@ def test_infeasible_hold_returns_previous_input_with_status():
     mpc, A, B = _infeasible(on_failure="hold")
     with pytest.warns(RuntimeWarning, match=r"holding the previous input"):
         st = mpc.step(np.array([1.0, 0.0]), A, B, u_prev=np.array([0.25]))
-    assert st.held and st.status.startswith("held: OSQP: infeasible")
+    assert st.held and st.status.startswith("held: DAQP: infeasible; OSQP: infeasible")
     np.testing.assert_array_equal(st.u, [0.25])
-    assert len(st.attempts) == 2 and st.attempts[1][0] == "CLARABEL"
+    assert [a[0] for a in st.attempts] == ["DAQP", "OSQP", "CLARABEL"]
     assert np.all(np.isfinite(st.predicted_x)) and np.isfinite(st.cost)
     np.testing.assert_allclose(st.predicted_x[1], A @ [1.0, 0.0] + B @ [0.25])
 
@@ -411,8 +412,8 @@ def test_direct_osqp_extension_and_interface_paths_agree():
     N, n, k = 12, 3, 2
     A, B = random_ltv(40, n, k, 7)
     kw = dict(u_min=-0.4, u_max=0.4, du_min=-0.2, du_max=0.2)
-    a = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), 5 * np.eye(n), **kw)
-    b = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), 5 * np.eye(n), **kw)
+    a = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), 5 * np.eye(n), qp_solver="osqp", **kw)
+    b = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), 5 * np.eye(n), qp_solver="osqp", **kw)
     assert a._qp._ext is not None                     # osqp >= 1.0 (a requirement)
     b._qp._ext = None
     x = np.array([1.0, -0.5, 0.3])

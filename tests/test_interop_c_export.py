@@ -236,7 +236,8 @@ def test_cli_export_c(tmp_path, capsys):
                  "--partition", "independent=x,psi;admissible_dependent=y;dependent="]) == 0
     meta = json.loads(capsys.readouterr().out)
     assert meta["model"] == "chaplygin_sleigh" and meta["states"] == ["x", "psi", "x_d", "psi_d", "y"]
-    assert sorted(p.name for p in out.iterdir()) == sorted(meta["files"])
+    # the listed files and the manifest of what the export wrote (.nhcontrol-export.json)
+    assert sorted(p.name for p in out.iterdir()) == sorted(meta["files"] + [".nhcontrol-export.json"])
     # package.module:function, the module's partition constant by name
     assert main(["export-c", "nhcontrol.models.sleigh:build", "--out", str(tmp_path / "b"),
                  "--partition", "PARTITION"]) == 0

@@ -74,8 +74,8 @@ def test_counts_must_leave_degrees_of_freedom():
 def test_constraint_without_coordinates():
     mb, _, _ = _base()
     (p,) = (mb.add_parameters(p=2.0),)
-    mb.add_holonomic(p - 1, name="const")
-    with pytest.raises(ModelError, match=r"'const'.*does not depend on any coordinate"):
+    mb.add_holonomic(p - 1, name="constant")
+    with pytest.raises(ModelError, match=r"'constant'.*does not depend on any coordinate"):
         mb.validate()
 
 

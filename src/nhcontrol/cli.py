@@ -9,13 +9,12 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
 
 from . import __version__
-from ._util.debris import OWNER_FILE, claim, remove_stale
+from ._util.debris import OWNER_FILE
 from ._util.errors import NhcontrolError
 from .plotting.style import FORMATS, REFERENCES, figure_format, house_style
 from .reproduce import TARGETS, load
@@ -26,16 +25,18 @@ ENVIRONMENT: dict[str, str] = {
     "NHCONTROL_BACKEND": "kernel back-end: c, python or auto (default auto: C when a compiler "
                          "works, else Python)",
     "NHCONTROL_PROGRESS": "progress bars on standard error: 0 off, 1 always (default: on an "
-                          "interactive terminal, for steps longer than 2 s)",
+                          "interactive terminal, for steps longer than 2 s); other values refused",
     "NHCONTROL_BLAS_THREADS": "BLAS threads for large matrices (an integer, or off to leave the "
                               "BLAS alone)",
-    "NHCONTROL_MAX_BYTES": "largest single allocation allowed, bytes (default half the available "
-                           "memory)",
+    "NHCONTROL_MAX_BYTES": "largest single allocation allowed, bytes: a number >= 1 (default half "
+                           "the available memory)",
     "NHCONTROL_LOCK_TIMEOUT": "seconds to wait for the kernel-cache lock held by another process "
                               "(default 30; the error names the holder)",
-    "NHCONTROL_MAX_ITERATIONS": "largest number of steps a user-sized loop may take before it is "
-                                "refused up front (default 1e7)",
-    "NHCONTROL_TRACEBACK": "1: show the full traceback instead of the one-line CLI error",
+    "NHCONTROL_MAX_ITERATIONS": "largest number of steps a user-sized loop (horizons, nodes, "
+                                "samples) may take before it is refused up front: a number >= 1 "
+                                "(default 1e7)",
+    "NHCONTROL_TRACEBACK": "1: show the full traceback instead of the one-line CLI error (0 or "
+                           "unset: one line)",
 }
 """Every environment variable the library reads, with what it does (shown by ``--help``)."""
 
@@ -125,43 +126,10 @@ def _relocate(obj, old: str, new: str):
     return obj
 
 
-def _move_into_place(staging: Path, out: Path, last: str) -> None:
-    """Move every file of ``staging`` to the same place under ``out`` (``os.replace``, atomic per
-    file, same file system), the file ``last`` at the end."""
-    files = sorted((p for p in staging.rglob("*") if p.is_file() and p.name != OWNER_FILE),
-                   key=lambda p: p.name == last)
-    for src in files:
-        dst = out / src.relative_to(staging)
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(src, dst)
-        except OSError as exc:
-            if exc.errno != errno.EXDEV:
-                raise
-            # --out is a mount point (the staging folder is on another file system): copy next
-            # to the target, then rename there (still one atomic step per file)
-            tmp = dst.with_name(f".{dst.name}.nhcontrol-tmp")
-            shutil.copy2(src, tmp)
-            os.replace(tmp, dst)
-
-
-def _staging_folder(out: Path) -> Path:
-    """A fresh staging folder next to ``out`` (same file system: ``os.replace`` is atomic), or
-    inside it when its parent cannot be written (a writable --out in a read-only folder).
-    Staging folders of earlier runs that were killed are removed first (`remove_stale`)."""
-    real = out.resolve()
-    prefix = f".{real.name}.nhcontrol-"
-    for parent in (real.parent, real):
-        remove_stale(parent, prefix + "*")
-        try:
-            staging = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-        except OSError:
-            if parent == real:
-                raise
-            continue
-        claim(staging)
-        return staging
-    raise AssertionError("unreachable")  # pragma: no cover
+def _collect(staging: Path) -> dict[str, bytes]:
+    """The files a target wrote into ``staging`` (relative POSIX path -> bytes), owner file left out."""
+    return {src.relative_to(staging).as_posix(): src.read_bytes()
+            for src in sorted(staging.rglob("*")) if src.is_file() and src.name != OWNER_FILE}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -194,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--format", choices=FORMATS, default="png", dest="fmt",
                      help="figure format with --out: png (300 dpi), svg or pdf (default png)")
     rep.add_argument("--quick", action="store_true", help="coarser grids, for smoke tests")
+    rep.add_argument("--force", action="store_true",
+                     help="with --out: overwrite files there that nhcontrol did not write (or "
+                          "that were edited since); without it such files are kept and the run "
+                          "stops with exit code 2")
     rep.add_argument("--animate", action="store_true",
                      help="with --out: also write a GIF of the target's simulation "
                           "(bicycle-benchmark, ball-plate, road-vehicles; MP4 from Python with "
@@ -215,25 +187,84 @@ def build_parser() -> argparse.ArgumentParser:
                     "nhcontrol.interop.export_c.")
     exp.add_argument("model", metavar="MODEL",
                      help="a catalogue name (benchmark_bicycle, sleigh, ...) or package.module:function")
-    exp.add_argument("--out", type=Path, required=True, help="output folder (created)")
+    exp.add_argument("--out", type=Path, required=True,
+                     help="output folder (created); files nhcontrol did not write there are "
+                          "never overwritten without --force, symbolic links never followed")
+    exp.add_argument("--force", action="store_true",
+                     help="overwrite files in --out that nhcontrol did not write (or that were "
+                          "edited since the last export)")
     exp.add_argument("--partition", default=None,
                      help="a partition constant of the model's module (e.g. PARTITION_4_172) or "
                           "'independent=a,b;admissible_dependent=c;dependent=d'")
     exp.add_argument("--inputs", default=None,
                      help="comma-separated actuators for a catalogue model's build(inputs=...)")
+    exp.add_argument("--controller", choices=EXPORT_CONTROLLERS, default=None,
+                     help="also export the tracking controller of the model's reproduce target "
+                          "(ball_plate: the case of 'reproduce nmpc') as C99 with the closed-loop "
+                          "harness nhc_loop (JSON lines in, inputs out)")
+    exp.add_argument("--estimator", choices=EXPORT_ESTIMATORS, default=None,
+                     help="with --controller: the estimator in the loop (kf: linearized Kalman "
+                          "filter; ekf: EKF on the constraint manifold); nhc_loop then reads "
+                          "measurements {\"t\", \"y\"}")
+    exp.add_argument("--steps", type=int, default=None,
+                     help="with --controller: samples the exported schedule covers (default the "
+                          "controller's)")
     return parser
 
 
+EXPORT_CONTROLLERS = ("lqr", "mpc", "rti")
+EXPORT_ESTIMATORS = ("kf", "ekf")
+EXPORT_DESIGNS = {"ball_plate": "nhcontrol.applications.ball_plate_control"}
+"""Catalogue models whose reproduce target builds tracking controllers that export to C."""
+
+
+def _export_controller(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``export-c MODEL --controller ... [--estimator ...]``: the controller (and estimator) of
+    the model's reproduce target with the harness."""
+    if args.model not in EXPORT_DESIGNS:
+        parser.exit(2, f"nhcontrol export-c: --controller is available for {sorted(EXPORT_DESIGNS)} "
+                       f"(their reproduce targets build tracking controllers), not {args.model!r}; for "
+                       "your own model design the controller in Python and call its export_c(out) "
+                       "(docs/guide/c_export.md)\n")
+    try:
+        from .applications import ball_plate_control as bpc
+
+        setup = bpc.ball_plate_nmpc_setup()
+        ctrl = bpc.ball_plate_controller(setup, args.controller)
+        steps = args.steps
+        est = None
+        if args.estimator is not None:
+            n_est = steps if steps is not None else int(getattr(ctrl, "steps", 0) or 125)
+            est = bpc.ball_plate_estimator(setup, args.estimator, n_est + 1, ctrl)
+        meta = ctrl.export_c(args.out, estimator=est, steps=steps, force=args.force)
+    except (NhcontrolError, OSError) as exc:
+        if _traceback_wanted(parser):
+            raise
+        parser.exit(2, f"nhcontrol export-c: {_one_line(exc, args)}\n")
+    print(json.dumps({"controller": meta["controller"], "estimator": meta["estimator"],
+                      "files": meta["files"]}, indent=1))
+    print(f"Build and run with: make -C {args.out} && {args.out}/nhc_loop < lines.jsonl",
+          file=sys.stderr)
+    return 0
+
+
 def _export_c(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from ._util.errors import NhcontrolError
     from .interop.c_export import export_c, resolve_model, resolve_partition
 
+    if getattr(args, "controller", None) is not None:
+        return _export_controller(parser, args)
+    if getattr(args, "estimator", None) is not None:
+        parser.exit(2, "nhcontrol export-c: --estimator needs --controller (the harness closes the "
+                       "loop through a controller)\n")
     try:
-        inputs = [s.strip() for s in args.inputs.split(",") if s.strip()] if args.inputs else None
+        inputs = ([s.strip() for s in args.inputs.split(",") if s.strip()]
+                  if args.inputs is not None else None)
         model, module = resolve_model(args.model, inputs)
-        meta = export_c(model, args.out, resolve_partition(args.partition, module))
-    except NhcontrolError as exc:
-        parser.exit(2, f"nhcontrol export-c: {exc}\n")
+        meta = export_c(model, args.out, resolve_partition(args.partition, module), force=args.force)
+    except (NhcontrolError, OSError) as exc:
+        if _traceback_wanted(parser):
+            raise
+        parser.exit(2, f"nhcontrol export-c: {_one_line(exc, args)}\n")
     print(json.dumps({k: meta[k] for k in ("model", "n", "m", "l", "k", "ns", "states", "work_doubles",
                                            "memory_bytes", "files")}, indent=1))
     print(f"Build and check with: make -C {args.out} && echo '{{\"x\": [...], ...}}' | {args.out}/nhc_check",
@@ -260,7 +291,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             root.setLevel(level)
 
 
+def _check_environment(parser: argparse.ArgumentParser) -> None:
+    """Every ``NHCONTROL_*`` setting with a value outside its range stops the command at once, in
+    one line naming the variable, the value and the accepted range (never ignored until the code
+    that reads it happens to run)."""
+    from ._util.blas import configured_limit
+    from ._util.memory import ENV_VAR as MAX_BYTES, allocation_limit
+    from ._util.progress import _disable
+    from ._util.work import iteration_limit
+    from .compiled.cache import _lock_timeout
+    from .compiled.cbackend import requested_backend
+
+    checks = [iteration_limit, _disable, configured_limit, _lock_timeout, requested_backend]
+    if os.environ.get(MAX_BYTES, "").strip():
+        checks.append(allocation_limit)
+    problems = []
+    for check in checks:
+        try:
+            check()
+        except NhcontrolError as exc:
+            problems.append(str(exc))
+    if problems:
+        parser.exit(2, "nhcontrol: " + " ".join("; ".join(problems).split()) + "\n")
+
+
 def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    _traceback_wanted(parser)
+    _check_environment(parser)
     if args.command is None:
         parser.print_help()
         return 0
@@ -283,10 +340,22 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
         return _run(parser, args, module, options)
     except (NhcontrolError, OSError) as exc:
-        if os.environ.get("NHCONTROL_TRACEBACK"):
+        if _traceback_wanted(parser):
             raise
         parser.exit(2, f"nhcontrol: reproduce {args.target} failed: {_one_line(exc, args)}\n")
     return 2  # pragma: no cover - parser.exit raises
+
+
+def _traceback_wanted(parser: argparse.ArgumentParser) -> bool:
+    """``$NHCONTROL_TRACEBACK``: 1 shows the traceback, 0 or unset the one-line error."""
+    raw = os.environ.get("NHCONTROL_TRACEBACK", "")
+    if raw.strip() in ("", "0"):
+        return False
+    if raw.strip() == "1":
+        return True
+    parser.exit(2, f"nhcontrol: NHCONTROL_TRACEBACK={raw!r} is not valid; accepted: 1 (full "
+                   f"tracebacks), 0 or unset (one-line errors)\n")
+    return False  # pragma: no cover - parser.exit raises
 
 
 def _unreachable(address: str, timeout: float = 5.0) -> str | None:
@@ -328,6 +397,8 @@ def _one_line(exc: BaseException, args: argparse.Namespace) -> str:
         hint = _HINTS.get(exc.errno or -1, "check the path and try again (set NHCONTROL_TRACEBACK=1 "
                                            "for the full traceback)")
         text = f"{what}" + (f" ({where})" if where else "") + f"; {hint}"
+    elif isinstance(exc, NhcontrolError) and getattr(args, "command", None) == "export-c":
+        text = str(exc)
     else:
         text = f"{exc} ({type(exc).__name__}; set NHCONTROL_TRACEBACK=1 for the full traceback)"
     return " ".join(text.split())
@@ -350,15 +421,21 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, module: obje
         with figure_format(args.fmt), house_style():
             result = _to_jsonable(module.run(out=None, quick=args.quick, **options))
     else:
-        # everything is written to a staging folder next to --out and moved into place at the
-        # end (the JSON last): an interrupted or failed run leaves --out as it was
-        staging = _staging_folder(args.out)
+        # the target draws into a staging folder next to --out; its files and the JSON (last)
+        # then go through the one writer of user folders (nhcontrol._util.staging.write_tree:
+        # staged, renamed in at the end, a manifest of what it wrote, no file it did not write
+        # overwritten without --force, no symbolic link followed): an interrupted or failed run
+        # leaves --out as it was
+        from ._util.staging import staging_folder, write_tree
+
+        staging = staging_folder(args.out)
         try:
             with figure_format(args.fmt), house_style():
                 result = _to_jsonable(module.run(out=staging, quick=args.quick, **options))
             result = _relocate(result, str(staging), str(args.out))
-            (staging / f"{args.target}.json").write_text(json.dumps(result, indent=2))
-            _move_into_place(staging, args.out, last=f"{args.target}.json")
+            files: dict[str, str | bytes] = dict(_collect(staging))
+            files[f"{args.target}.json"] = json.dumps(result, indent=2)
+            write_tree(args.out, files, force=args.force, what=f"reproduce {args.target}")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     log.info("reproduce %s: finished in %.1f s", args.target, time.perf_counter() - t_run)

@@ -76,6 +76,17 @@ class CacheLockTimeout(CacheError, TimeoutError):
     message names the holder's pid and since when, and what to do)."""
 
 
+class ExportError(NhcontrolError, OSError):
+    """An export cannot write its folder: the target is a file or cannot be written, or a symbolic
+    link, folder or special file stands where a file goes (the message names the path and says
+    what to do, in one line)."""
+
+
+class ExportConflictError(ExportError, FileExistsError):
+    """An export would overwrite files that nhcontrol did not write, or that were edited since it
+    did (all named; ``force=True`` or ``--force`` overwrites them)."""
+
+
 class ConfigurationError(NhcontrolError, ValueError):
     """An environment setting (``NHCONTROL_*``) has a value that is not valid."""
 
@@ -120,4 +131,6 @@ __all__ = [
     "CacheIntegrityError",
     "CacheLockTimeout",
     "InteropError",
+    "ExportError",
+    "ExportConflictError",
 ]

@@ -31,13 +31,25 @@ def available_bytes() -> int:
 
 
 def allocation_limit() -> int:
-    """Largest allocation allowed, in bytes (``$NHCONTROL_MAX_BYTES`` or half the available memory)."""
+    """Largest allocation allowed, in bytes (``$NHCONTROL_MAX_BYTES`` or half the available memory).
+
+    Raises
+    ------
+    ConfigurationError
+        ``$NHCONTROL_MAX_BYTES`` is set to something other than a finite number >= 1.
+    """
     env = os.environ.get(ENV_VAR)
-    if env:
+    if env is not None and env.strip():
         try:
-            return int(float(env))
+            value = float(env)
         except ValueError:
-            pass
+            value = float("nan")
+        if not (value >= 1 and value != float("inf")):
+            from .errors import ConfigurationError
+            raise ConfigurationError(f"{ENV_VAR}={env!r} is not a number of bytes; accepted: a finite "
+                                     f"number >= 1 (e.g. {ENV_VAR}=4e9 for 4 GB), or unset it (default: "
+                                     f"half the available memory)")
+        return int(value)
     return int(FRACTION * available_bytes())
 
 

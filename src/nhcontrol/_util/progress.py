@@ -18,11 +18,16 @@ T = TypeVar("T")
 
 
 def _disable() -> bool | None:
-    flag = os.environ.get("NHCONTROL_PROGRESS", "").strip()
+    raw = os.environ.get("NHCONTROL_PROGRESS", "")
+    flag = raw.strip()
     if flag == "0":
         return True
     if flag == "1":
         return False
+    if flag:
+        from .errors import ConfigurationError
+        raise ConfigurationError(f"NHCONTROL_PROGRESS={raw!r} is not valid; accepted: 0 (no progress "
+                                 f"bars), 1 (always), or unset (on an interactive terminal only)")
     return None  # tqdm: off when stderr is not a terminal
 
 

@@ -35,11 +35,12 @@ def save_npz(path: str | os.PathLike, kind: str, arrays: dict[str, Any], meta: d
     if p.suffix != ".npz":
         p = p.with_name(p.name + ".npz")
     header = json.dumps({"format": FORMAT, "kind": kind, "meta": meta})
-    try:
-        np.savez_compressed(p, __meta__=np.array(header), **{k: np.asarray(v) for k, v in arrays.items()})
-    except OSError as exc:
-        raise StorageError(f"cannot write {p}: {exc}") from exc
-    return p
+    from .staging import write_file
+
+    # a temporary file next to p, then one rename: never through a link, never half written
+    return write_file(p, lambda fh: np.savez_compressed(
+        fh, __meta__=np.array(header), **{k: np.asarray(v) for k, v in arrays.items()}),
+        what=f"{kind}.save", error=StorageError)
 
 
 _FORMAT_ERRORS = (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, zlib.error,

@@ -34,8 +34,9 @@ def iteration_limit() -> int:
         value = float("nan")
     if not (math.isfinite(value) and value >= 1):
         from .errors import ConfigurationError
-        raise ConfigurationError(f"{ENV_VAR}={raw!r} is not a positive number of iterations; unset it "
-                                 f"(default {MAX_ITERATIONS}) or give e.g. {ENV_VAR}=100000000")
+        raise ConfigurationError(f"{ENV_VAR}={raw!r} is not a positive number of iterations; accepted: "
+                                 f"a finite number >= 1 (e.g. {ENV_VAR}=100000000), or unset it "
+                                 f"(default {MAX_ITERATIONS})")
     return int(value)
 
 

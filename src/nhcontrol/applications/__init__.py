@@ -8,6 +8,9 @@ the pipeline's stages (``docs/dev/contracts.md``; tests/test_architecture.py enf
   a closed loop over sampled uncertainties (on the back-ends of ``nhcontrol.sweep``).
 * [`nhcontrol.applications.output_feedback`][nhcontrol.applications.output_feedback] — the
   output-feedback studies: ball-plate LQG, bicycle EKF, sensor models.
+* [`nhcontrol.applications.ball_plate_control`][nhcontrol.applications.ball_plate_control] — the
+  ball-plate tracking controllers of ``reproduce nmpc`` (TV-LQR, LTV-MPC, RTI NMPC) and their
+  estimators, as objects (``nhcontrol export-c ball_plate --controller``).
 
 The layer may import the pipeline's stages (``modeling`` … ``simulate``), ``models`` and
 ``sweep``; no stage imports it, only the edge (``reproduce``, ``cli``, ``plotting``) does.

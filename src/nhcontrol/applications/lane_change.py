@@ -27,6 +27,14 @@ Two skates of `nhcontrol.models.single_track` follow the ISO 3888-1 lane change
   [`closed_loop_piecewise_linear`][nhcontrol.simulate.closed_loop_piecewise_linear] (over each
   sample the plant sees ``u(t) = u_k + u̇_k (t − t_k)``).
 
+Friction: both skate models declare their skates' lateral forces as outputs
+(``single_track.build(..., lateral_force_outputs=True)``); the LTV system carries their exact
+``C(t), D(t)`` and the MPCs bound the friction utilisation ``|F| / (μ N)`` of both skates by soft
+output constraints (``LaneChangeSettings.friction_bound``) on the state augmented with the
+previous input, so that the utilisation is bounded just before and just after each predicted
+sample (it jumps with the steering rate or torque). The loops start on the reference
+(``y_offset = 0``).
+
 Checks of the no-slip assumption: every loop reports its ``peak_friction_utilisation``
 ([`friction_utilisation`][nhcontrol.reference.friction_utilisation]); both loops take another
 plant (``plant_model=``), e.g. the
@@ -110,11 +118,20 @@ class LaneChangeSettings:
     plant : dict
         Parameters of the simulated vehicle that differ from the controller's model.
     y_offset : float
-        Initial lateral offset of the vehicle [m].
+        Initial lateral offset of the vehicle [m] (default 0: the loops start on the reference,
+        a consistent start; an offset is corrected at the steering-rate limit).
     mu : float
         Tyre-road friction coefficient of the friction-utilisation check (0.9: dry asphalt).
     rtol, atol : float
         Integration tolerances of the nonlinear model.
+    offset_reference : {"centre-to-near-row", "row-to-row"}
+        How the track's 3.5 m lane offset is read
+        ([`OffsetReference`][nhcontrol.models.lane_change.OffsetReference]).
+    friction_bound : float or None
+        Bound the MPCs put on the predicted friction utilisation ``|F| / (μ N)`` of both skates
+        (the declared outputs ``lateral_force_rear``, ``lateral_force_front`` of the model over
+        ``μ`` times the static load split), soft with an exact L1 penalty; ``None``: no
+        friction rows. Below 1 to leave a margin for the plant's other mass and geometry.
     """
 
     V: float = lc.SPEED
@@ -127,10 +144,18 @@ class LaneChangeSettings:
     r: tuple[float, ...] = (1.0, 1e-3)
     plant: dict = field(default_factory=lambda: {"m": 1.2 * st.DEFAULTS["m"],
                                                  "J": 1.2 * st.DEFAULTS["J"], "a": 1.2, "b": 1.48})
-    y_offset: float = 0.05
+    y_offset: float = 0.0
     mu: float = 0.9
     rtol: float = 1e-8
     atol: float = 1e-10
+    offset_reference: lc.OffsetReference = "centre-to-near-row"
+    friction_bound: float | None = 0.9
+
+    @property
+    def track(self) -> lc.Iso3888Track:
+        """The ISO 3888-1 track of these settings
+        ([`iso_3888_1_track`][nhcontrol.models.lane_change.iso_3888_1_track])."""
+        return lc.iso_3888_1_track(self.offset_reference)
 
     @property
     def t_final(self) -> float:
@@ -151,6 +176,7 @@ class _LinearizedLaneChange:
     cols: list[int]
     states: tuple[str, ...]
     st: LaneChangeSettings
+    friction: dict[str, Any] | None
 
 
 def _linearized(cm: CompiledModel, reference: Callable[..., Reference], partition: dict,
@@ -161,17 +187,114 @@ def _linearized(cm: CompiledModel, reference: Callable[..., Reference], partitio
     ``t = 0`` and its ZOH sequences with the input columns ``inputs`` (names of the LTV system's
     inputs) scaled by ``scale``."""
     nsteps = int(round(st_.t_final / st_.dt))
-    ref = reference(cm, st_.V, t_final=(nsteps + st_.horizon + 1) * st_.dt)
+    ref = reference(cm, st_.V, t_final=(nsteps + st_.horizon + 1) * st_.dt,
+                    path=lc.iso_3888_1_path(offset_reference=st_.offset_reference))
     part = Partition.from_dict(partition)
-    ltv = LTVSystem.from_linearization(cm, ref, part, input_states=input_states)
+    declared = "lateral_force_rear" in tuple(getattr(cm, "outputs", ()))
+    ltv = LTVSystem.from_linearization(cm, ref, part, input_states=input_states,
+                                       outputs="declared" if declared else "states")
     d = discretize(ltv, st_.dt, steps=nsteps + st_.horizon)
     cols = [list(ltv.inputs).index(s) for s in inputs]
     Ad = np.asarray(d.Ad)
     Bd = np.asarray(d.Bd)[:, :, cols] @ scale
     Ad.setflags(write=False)
     Bd.setflags(write=False)
+    friction = _friction_rows(cm, ref, ltv, cols, scale, st_, nsteps) if declared else None
     return {"cm": cm, "ref": ref, "lin0": linearize(cm, ref, part, t=0.0), "ltv": ltv,
-            "Ad": Ad, "Bd": Bd, "cols": cols, "states": tuple(ltv.states), "st": st_}
+            "Ad": Ad, "Bd": Bd, "cols": cols, "states": tuple(ltv.states), "st": st_,
+            "friction": friction}
+
+
+def _friction_rows(cm: CompiledModel, ref: Reference, ltv: LTVSystem, cols: list[int],
+                   scale: NDArray[np.float64], st_: LaneChangeSettings, nsteps: int
+                   ) -> dict[str, Any]:
+    """Friction utilisation of the skates along the reference, linearized at the samples.
+
+    ``y = Λ / (μ N)`` of the declared outputs ``lateral_force_rear``, ``lateral_force_front``
+    (static loads ``N`` of the controller's model): ``C`` (K, 2, n) and ``D`` (K, 2, 2) (inputs
+    of the controller, scaled as ``Bd``; the model input ``gamma_rate`` of an assigned steering
+    angle is the rate ``γ̇`` the controller commands, so its column is added to ``gamma_dot``'s),
+    ``y0`` (K, 2) at the reference and ``u0`` (K, 2) the reference inputs in the controller's
+    units, at ``t_k = k dt``, ``k = 0 … K − 1``.
+    """
+    tk = st_.dt * np.arange(nsteps + st_.horizon + 1)
+    C, D = ltv.output_matrices(tk)
+    Dsel = np.asarray(D)[:, :, cols]
+    names = list(ltv.inputs)
+    if "gamma_rate" in names and "gamma_dot" in names:
+        Dsel[:, :, [names[c] for c in cols].index("gamma_dot")] += np.asarray(D)[:, :, names.index("gamma_rate")]
+    loads = st.static_axle_loads(cm)
+    muN = st_.mu * np.array([loads["rear"], loads["front"]])
+    x, xd, u = ref.x(tk), ref.xd(tk), ref.u(tk)
+    y0 = np.asarray(cm.output(x, xd, u)) / muN
+    inv = np.linalg.inv(scale)
+    mnames = list(cm.inputs)
+    ucols = [mnames.index("gamma_rate" if n == "gamma_dot" else n) for n in (names[c] for c in cols)]
+    u0 = u[:, ucols] @ inv.T
+    return {"C": np.asarray(C) / muN[None, :, None], "D": (Dsel @ scale) / muN[None, :, None],
+            "y0": y0, "u0": u0, "muN": muN}
+
+
+def _friction_mpc(N: int, Q: NDArray, R: NDArray, P: NDArray, x_lo: NDArray, x_hi: NDArray,
+                  bound: float, **kw: Any) -> LTVMPC:
+    """LTV-MPC on the state augmented with the previous input, ``z = [δx; δu_{j−1}]``, with the
+    friction utilisation of both skates bounded (soft, exact L1 penalty) just before and just
+    after every predicted sample: ``|y0 + C_j δx_j + D_j δu_{j−1}| ≤ bound`` and
+    ``|y0 + C_j δx_j + D_j δu_j| ≤ bound``, ``j = 1 … N`` (the utilisation jumps with the input
+    where it depends on it directly: the steering rate, the steering torque). Without the
+    augmentation the applied input's direct effect would never be bounded."""
+    n, k = Q.shape[0], R.shape[0]
+    Qa = np.zeros((n + k, n + k))
+    Qa[:n, :n] = Q
+    Pa = np.zeros_like(Qa)
+    Pa[:n, :n] = P
+    lo = np.concatenate([x_lo, np.full(k, -np.inf)])
+    hi = np.concatenate([x_hi, np.full(k, np.inf)])
+    return LTVMPC(N, Qa, R, Pa, x_min=lo, x_max=hi, y_min=-bound, y_max=bound,
+                  C_y=np.zeros((4, n + k)), D_y=np.zeros((4, k)), soft_output=True, **kw)
+
+
+def _mpc_step(s: "_LinearizedLaneChange", mpc: LTVMPC, k: int, dX: NDArray, u_ref: NDArray,
+              x_ref: NDArray, P: NDArray) -> Any:
+    """One `LTVMPC.step` at sample ``k``: plain, or on the augmented state of `_friction_mpc`
+    (the previous input's slot of ``z_0`` is zero: it enters no bounded row)."""
+    N = s.st.horizon
+    Ad, Bd = s.Ad[k:k + N], s.Bd[k:k + N]
+    if mpc.nstates == dX.size:
+        return mpc.step(dX, Ad, Bd, u_ref=u_ref, x_ref=x_ref, Qf=P)
+    w = _friction_window(s, k, Ad, Bd, u_ref, x_ref)
+    n, kk = dX.size, Bd.shape[2]
+    Pa = np.zeros((n + kk, n + kk))
+    Pa[:n, :n] = P
+    return mpc.step(np.concatenate([dX, np.zeros(kk)]), w["Ad"], w["Bd"], u_ref=u_ref,
+                    x_ref=w["x_ref"], Qf=Pa, C_y=w["C_y"], D_y=w["D_y"], y_ref=w["y_ref"])
+
+
+def _friction_window(s: "_LinearizedLaneChange", k: int, Ad: NDArray, Bd: NDArray,
+                     u_ref: NDArray, x_ref: NDArray) -> dict[str, Any]:
+    """Arguments of `LTVMPC.step` for `_friction_mpc` at step ``k``: the augmented window, the
+    output rows (before, after) at the samples ``k + 1 … k + N`` and their reference values
+    (corrected for the held input differing from the reference input at the sample)."""
+    f = s.friction
+    N = s.st.horizon
+    n, kk = Ad.shape[1], Bd.shape[2]
+    Aa = np.zeros((N, n + kk, n + kk))
+    Aa[:, :n, :n] = Ad
+    Ba = np.concatenate([Bd, np.broadcast_to(np.eye(kk), (N, kk, kk))], axis=1)
+    j = k + 1 + np.arange(N)
+    C, D, y0, u0 = f["C"][j], f["D"][j], f["y0"][j], f["u0"][j]
+    before = np.concatenate([C, D], axis=2)
+    after = np.concatenate([C, np.zeros_like(D)], axis=2)
+    Cy = np.concatenate([before, after], axis=1)
+    Dy = np.concatenate([np.zeros_like(D), D], axis=1)
+    u_after = u_ref[np.minimum(np.arange(1, N + 1), N - 1)]
+    yb = y0 + np.einsum("jpk,jk->jp", D, u_ref - u0)
+    ya = y0 + np.einsum("jpk,jk->jp", D, u_after - u0)
+    y_ref = np.zeros((N + 1, 4))
+    y_ref[1:] = np.concatenate([yb, ya], axis=1)
+    xr = np.zeros((N + 1, n + kk))
+    xr[:, :n] = x_ref
+    return {"Ad": Aa, "Bd": Ba, "C_y": Cy, "D_y": Dy, "y_ref": y_ref, "x_ref": xr}
 
 
 @dataclass(frozen=True)
@@ -188,7 +311,7 @@ def lane_change_setup(st_: LaneChangeSettings = LaneChangeSettings()) -> LaneCha
 
     The reference spans the track plus one horizon, so the MPC's window never leaves it.
     """
-    cm = st.build("force_torque").system.compile()
+    cm = st.build("force_torque", lateral_force_outputs=True).system.compile()
     return LaneChangeSetup(**_linearized(cm, lc.lane_change_reference, PARTITION, st_,
                                          lc.DRIVE_INPUTS, INPUT_SCALE))
 
@@ -219,7 +342,9 @@ def _law(s: LaneChangeSetup, kind: Literal["mpc", "lqr"], statuses: list[str]) -
         hi[ig] = st_.backoff[0] * math.radians(st_.steer_max_deg)
         hi[ir] = st_.backoff[1] * math.radians(st_.steer_rate_max_deg_s)
         lo[ig], lo[ir] = -hi[ig], -hi[ir]
-        mpc = LTVMPC(N, Q, R, lqr.P[N], x_min=lo, x_max=hi)
+        fr = s.friction is not None and st_.friction_bound is not None
+        mpc = (_friction_mpc(N, Q, R, lqr.P[N], lo, hi, st_.friction_bound) if fr
+               else LTVMPC(N, Q, R, lqr.P[N], x_min=lo, x_max=hi))
 
     def law(k: int, t: float, x: NDArray, xd: NDArray) -> tuple[NDArray, float, float]:
         dX = s.lin0.deviation(s.ref, t, x, xd)
@@ -230,8 +355,7 @@ def _law(s: LaneChangeSetup, kind: Literal["mpc", "lqr"], statuses: list[str]) -
             return u, time.perf_counter() - c0, time.process_time() - p0
         x_ref = state_reference(s, t + dt * np.arange(N + 1))
         c0, p0 = time.perf_counter(), time.process_time()
-        step = mpc.step(dX, s.Ad[k:k + N], s.Bd[k:k + N], u_ref=u_ref, x_ref=x_ref,
-                        Qf=lqr.P[min(k + N, lqr.P.shape[0] - 1)])
+        step = _mpc_step(s, mpc, k, dX, u_ref, x_ref, lqr.P[min(k + N, lqr.P.shape[0] - 1)])
         elapsed, cpu = time.perf_counter() - c0, time.process_time() - p0
         statuses.append(step.status)
         return np.asarray(step.u), elapsed, cpu
@@ -274,7 +398,8 @@ def closed_loop(s: LaneChangeSetup, kind: Literal["mpc", "lqr"] = "mpc", *, poin
         other processes on a shared machine), ``steps``, ``bounds_respected``,
         ``peak_friction_utilisation`` (largest ``|F| / (μ N)`` of the skates' lateral forces, the
         multipliers of the simulation, over the static load split of the plant,
-        [`friction_utilisation`][nhcontrol.reference.friction_utilisation]) and, for the MPC,
+        [`friction_utilisation`][nhcontrol.reference.friction_utilisation]),
+        ``cone_clearance_m`` (the plant's body on the track of ``st``) and, for the MPC,
         ``statuses``; ``arrays``: ``t``, ``x``, ``xd``, ``e``, ``t_u``, ``u`` (the held inputs),
         ``friction`` (utilisation (M, 2) of the rear and front skates).
 
@@ -329,7 +454,12 @@ def _contact_numbers(s: _LinearizedLaneChange, plant: CompiledModel, pp: dict, t
                      gamma: NDArray, out: dict, arrays: dict) -> None:
     """``peak_friction_utilisation`` (and ``arrays["friction"]``) of a run: from the constraint
     multipliers on a skate plant; on a tyre plant from its lateral tyre forces, with
-    ``peak_slip_angle_deg`` and ``arrays["slip"]`` (rad, rear and front)."""
+    ``peak_slip_angle_deg`` and ``arrays["slip"]`` (rad, rear and front); ``cone_clearance_m``
+    of the plant's body on the settings' track at the run's output points
+    ([`cone_clearance`][nhcontrol.models.lane_change.cone_clearance], negative: a corner left
+    a lane)."""
+    pv = {**dict(zip(plant.parameters, np.asarray(plant.param_vector(), dtype=float))), **pp}
+    out["cone_clearance_m"] = lc.cone_clearance(np.asarray(traj.x), pv["a"], pv["b"], s.st.track)
     if plant.l > 0:
         fu = friction_utilisation(plant, traj, s.st.mu, st.static_axle_loads(plant, pp), p=pp)
         out["peak_friction_utilisation"] = fu.peak
@@ -390,7 +520,7 @@ def assigned_steering_setup(st_: LaneChangeSettings = LaneChangeSettings(),
 
     The reference spans the track plus one horizon, so the MPC's window never leaves it.
     """
-    cm = st.build("force").system.compile()
+    cm = st.build("force", lateral_force_outputs=True).system.compile()
     return AssignedSteeringSetup(**_linearized(cm, lc.assigned_steering_reference,
                                                ASSIGNED_PARTITION, st_, ("F_R", "gamma_dot"),
                                                RATE_INPUT_SCALE, input_states=True), ast=ast)
@@ -425,7 +555,11 @@ def _assigned_law(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"], times: 
         hi = np.full(len(s.states), np.inf)
         hi[s.states.index("gamma")] = ast.backoff[0] * math.radians(st_.steer_max_deg)
         rate_hi = np.array([np.inf, ast.backoff[1] * math.radians(st_.steer_rate_max_deg_s)])
-        mpc = LTVMPC(N, Q, R, lqr.P[N], x_min=-hi, x_max=hi, u_min=-rate_hi, u_max=rate_hi)
+        if s.friction is not None and st_.friction_bound is not None:
+            mpc = _friction_mpc(N, Q, R, lqr.P[N], -hi, hi, st_.friction_bound,
+                                u_min=-rate_hi, u_max=rate_hi)
+        else:
+            mpc = LTVMPC(N, Q, R, lqr.P[N], x_min=-hi, x_max=hi, u_min=-rate_hi, u_max=rate_hi)
     names = list(s.cm.inputs)
     iF, ig, ir = names.index("F_R"), names.index("gamma"), names.index("gamma_rate")
 
@@ -438,8 +572,7 @@ def _assigned_law(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"], times: 
         if mpc is None:
             v = u_ref[0] + lqr.control(k, dX)
         else:
-            step = mpc.step(dX, s.Ad[k:k + N], s.Bd[k:k + N], u_ref=u_ref, x_ref=x_ref,
-                            Qf=lqr.P[min(k + N, lqr.P.shape[0] - 1)])
+            step = _mpc_step(s, mpc, k, dX, u_ref, x_ref, lqr.P[min(k + N, lqr.P.shape[0] - 1)])
             v = np.asarray(step.u)
         times.append(time.perf_counter() - c0)
         cpu.append(time.process_time() - p0)
@@ -492,7 +625,10 @@ def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] =
     ([`closed_loop_piecewise_linear`][nhcontrol.simulate.closed_loop_piecewise_linear]),
     so ``γ`` is continuous, its rate is exactly the controller's input and the discrete model's
     integrator row is exact. The MPC bounds ``|γ|`` (state) and ``|γ̇|`` (input) with the
-    margins of `AssignedSteeringSettings`; the LQR (same weights) has no bounds.
+    margins of `AssignedSteeringSettings` and, with ``friction_bound`` of the settings, the
+    friction utilisation of both skates (soft, just before and after every predicted sample);
+    the LQR (same weights) has no bounds: its ``bounds_respected`` and
+    ``peak_friction_utilisation`` say whether it kept them.
 
     Parameters
     ----------
@@ -515,7 +651,8 @@ def closed_loop_assigned(s: AssignedSteeringSetup, kind: Literal["mpc", "lqr"] =
         ``peak_steer_rate_deg_s`` (of the applied ramps), ``median_step_s``, ``max_step_s``,
         ``median_step_cpu_s`` (one controller evaluation), ``steps``, ``bounds_respected``,
         ``peak_friction_utilisation`` (multipliers solved along the loop on the plant, static
-        load split of the plant) and, for the MPC, ``statuses``; ``arrays``: ``t``, ``x``,
+        load split of the plant), ``cone_clearance_m`` and, for the MPC, ``statuses``;
+        ``arrays``: ``t``, ``x``,
         ``xd``, ``e``, ``gamma``, ``gamma_d``, ``t_u``, ``u`` (the plant's inputs at the
         samples), ``friction`` (utilisation (M, 2) of the rear and front skates).
 

@@ -370,6 +370,48 @@ def _ffi_of(layout: dict) -> Any:
     return ffi
 
 
+def open_routine(path: str, key: str, generator: str) -> tuple[Any, Any, Any]:
+    """Open a generic routine library (not per model: the one-point procedure, the MPC
+    condensing): verify its sha256 record immediately before opening, check that its layout
+    names ``key`` and ``generator``; ``(ctypes handle, FFI, cffi library)``.
+
+    Raises
+    ------
+    CacheError
+        A record that does not match, or a library of another version of the routine.
+    """
+    _cache.verify_artefact(path)     # immediately before opening (private directory)
+    raw, layout = _read_layout(path)
+    if layout.get("key") != key or layout.get("generator") != generator:
+        raise CacheError(f"the library {path} belongs to another version of the routine")
+    ffi = _ffi_of(layout)
+    return raw, ffi, ffi.dlopen(str(path))
+
+
+def load_or_build_routine(path: str, make: Callable[[str], Any], source: Callable[[], str], *,
+                          what: str, fallback: str, optimise: str | None = None) -> Any:
+    """``make(path)`` of a generic routine library, built from ``source()`` into ``path`` when
+    it is absent or unusable (discarded with a warning); None, with one warning naming
+    ``fallback`` (what runs instead), when no compiler or no usable cache can give it."""
+    lib = None
+    try:
+        if os.path.exists(path) or os.path.exists(_cache._record(path)):
+            try:
+                lib = make(path)
+            except (CacheError, OSError, ValueError, KeyError) as exc:
+                _cache.discard_artefact(path)
+                _cache.warn_once("artefact", path, f"discarded the unusable {what} {path} "
+                                                   f"({exc}); it is rebuilt")
+        if lib is None:
+            compile_library([source()], _cache._path(path), workers=1, optimise=optimise)
+            lib = make(path)
+    except (CompilerUnavailable, CacheError, OSError, ValueError, KeyError, AttributeError) as exc:
+        _cache.warn_once("backend", what, f"{fallback}: the {what} cannot be built or loaded "
+                                          f"({exc})")
+        lib = None
+    return lib
+
+
 class FloatingPointFlags(ArithmeticError):
     """Floating-point exception flags of a one-point C kernel call (translated by the model)."""
 
@@ -389,4 +431,5 @@ class FloatingPointFlags(ArithmeticError):
 
 
 __all__ = ["ENV_BACKEND", "BACKENDS", "requested_backend", "library_path", "compile_library", "CKernels",
-           "CompilerUnavailable", "FloatingPointFlags", "cffi_problem"]
+           "CompilerUnavailable", "FloatingPointFlags", "cffi_problem", "open_routine",
+           "load_or_build_routine"]

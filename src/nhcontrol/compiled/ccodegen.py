@@ -187,6 +187,12 @@ class _Function:
 
     def __init__(self, spec: FunctionSpec, graph: ExprGraph, names: dict, group_of: dict, sizes: dict,
                  cse: bool, plans: dict | None = None) -> None:
+        from .._util.names import name_problem
+
+        for label in (spec.name, *spec.args):
+            if name_problem(label):      # defence in depth: only identifiers become C symbols
+                raise CCodegenError(f"generated function {spec.name!r}: {label!r} cannot become a C "
+                                    f"symbol ({name_problem(label)})")
         self.name = spec.name
         self.args = tuple(spec.args)
         self.sizes = {a: int(sizes[a]) for a in self.args}

@@ -710,7 +710,7 @@ class CompiledModel:
         return Linearizer(self, partition, p=p, check=check, cond_max=cond_max, tol=tol)
 
     def export_c(self, directory: "str | Path", partition: Partition | Mapping[str, Any], *,
-                 system: MultibodySystem | None = None) -> dict:
+                 system: MultibodySystem | None = None, force: bool = False) -> dict:
         """Write standalone C99 sources of this model and its one-point third procedure.
 
         See [`nhcontrol.interop.export_c()`][nhcontrol.interop.export_c] (the model's kernels,
@@ -723,6 +723,9 @@ class CompiledModel:
         partition : Partition or mapping
         system : MultibodySystem, optional
             The symbolic model, needed when this model was not compiled in this process.
+        force : bool, default False
+            Overwrite files in ``directory`` that nhcontrol did not write (never a symbolic
+            link; see the guide "Your model and controller in C").
 
         Returns
         -------
@@ -731,7 +734,7 @@ class CompiledModel:
         """
         from ..interop.c_export import export_c
 
-        return export_c(self, directory, partition, system=system)
+        return export_c(self, directory, partition, system=system, force=force)
 
     def kernel_source(self) -> str:
         """The generated Python kernel module's source text (what the cache key stands for)."""

@@ -119,6 +119,10 @@ class WindowQP:
         Whether the output rows have a feed-through ``D_j`` (its entries enter the pattern).
     soft_output : (float, float), optional
         ``(ρ₁, ρ₂)`` of soft output bounds (hard when None).
+    setup_solver : bool
+        Set OSQP up (default); False builds the row layout, ``l``, ``u``, ``q`` and the KKT
+        residuals only (`nhcontrol.design._condensed.DenseWindowQP` solves the same QP
+        condensed).
 
     Raises
     ------
@@ -130,9 +134,8 @@ class WindowQP:
                  Qf: NDArray[np.float64], iu: NDArray[np.intp], ir: NDArray[np.intp],
                  ix: NDArray[np.intp], options: Mapping[str, Any],
                  soft: tuple[float, float] | None = None, iy: NDArray[np.intp] | None = None,
-                 ny_d: bool = False, soft_output: tuple[float, float] | None = None) -> None:
-        import osqp
-
+                 ny_d: bool = False, soft_output: tuple[float, float] | None = None,
+                 setup_solver: bool = True) -> None:
         self.N, self.n, self.k = N, n, k
         ns = ix.size if soft is not None else 0
         self.ns = ns
@@ -282,6 +285,11 @@ class WindowQP:
             self.u[rows_y2:] = np.inf
         self._last_AB: NDArray[np.float64] | None = None
         self._pending: dict[str, NDArray[np.float64]] = {}
+
+        if not setup_solver:      # the layout only (the condensed DAQP path solves elsewhere)
+            self.solver, self._ext, self._infty = None, None, float("inf")
+            return
+        import osqp
 
         settings = dict(OSQP_DEFAULTS)
         settings.update(options)

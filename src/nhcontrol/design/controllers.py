@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._util import checks as _checks
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array
 from .lqr import LQRResult, finite_horizon_lqr
@@ -59,7 +60,9 @@ class ControlRecord:
         ``"lqr"`` (TV-LQR), the QP status (``"optimal"``, ``"optimal_inaccurate"``), or a
         named fallback ``"fallback: shifted plan (...)"`` / ``"fallback: lqr (...)"``.
     solve_time : float
-        Wall-clock seconds of the sample (QP, re-linearization and discretization included).
+        Wall-clock seconds of the whole sample (``time.perf_counter``, a monotonic clock,
+        around the controller's call: deviation, window, re-linearization, discretization,
+        QP set-up and solve, fallbacks).
     slack_max : float
         Largest slack of soft state and output bounds (0 when none were needed).
     iterations : int
@@ -113,7 +116,8 @@ class TrackingController:
         if not callable(getattr(reference, "u", None)):
             raise DesignError(f"reference must be a Reference (with x(t), xd(t), u(t)), got "
                               f"{type(reference).__name__}")
-        self.reference, self.dt, self.t0 = reference, h, float(t0)
+        t0v = _checks.sample_time(t0, what=type(self).__name__, error=DesignError, name="t0")
+        self.reference, self.dt, self.t0 = reference, h, t0v
         self.linearization, self._deviation, self.feedforward = linearization, deviation, feedforward
         if state_map is None or callable(state_map):
             self.state_map = state_map
@@ -168,14 +172,32 @@ class TrackingController:
 
     # ------------------------------------------------------------------ protocol
     def control(self, t: float, state: ArrayLike) -> NDArray[np.float64]:
-        """Input at the sample ``t`` for the plant state ``state = [x; ẋ]`` (2n,)."""
-        s = np.asarray(state, dtype=float).reshape(-1)
-        if s.size % 2:
-            raise DesignError(f"state must be [x; xd] of even length 2n, got {s.size} entries")
+        """Input at the sample ``t`` for the plant state ``state = [x; ẋ]`` (2n,).
+
+        ``t`` must be a sample time ``t0 + k dt`` (an off-grid time is refused, as by the
+        estimators); ``state`` must be finite, of length ``2n`` (n = the reference's
+        coordinates). A non-finite input is never returned (`SolverError`).
+        """
+        what = f"{type(self).__name__}.control"
+        tv = _checks.sample_time(t, what=what, error=DesignError)
+        _checks.grid_index(tv, self.t0, self.dt, what=what, error=DesignError)
+        n_ref = len(getattr(self.reference, "coordinates", ()) or ())
+        if n_ref:
+            s = _checks.finite_vector(state, "state [x; xd]", 2 * n_ref, what=what, error=DesignError)
+        else:
+            s = np.asarray(state, dtype=float).reshape(-1)
+            if s.size % 2:
+                raise DesignError(f"state must be [x; xd] of even length 2n, got {s.size} entries")
+            s = _checks.finite_vector(s, "state [x; xd]", s.size, what=what, error=DesignError)
         n = s.size // 2
-        c0 = time.thread_time()
-        u, self._memory, rec, side = self._compute(float(t), s[:n], s[n:], self._memory)
-        rec = replace(rec, cpu_time=time.thread_time() - c0)
+        c0, w0 = time.thread_time(), time.perf_counter()
+        u, memory, rec, side = self._compute(tv, s[:n], s[n:], self._memory)
+        w1, c1 = time.perf_counter(), time.thread_time()
+        if not np.all(np.isfinite(u)):
+            raise SolverError(f"{what} at t = {tv:.9g} computed a non-finite input {np.asarray(u).tolist()}; "
+                              f"nothing was applied (check the weights, the model and the state)")
+        self._memory = memory
+        rec = replace(rec, solve_time=w1 - w0, cpu_time=c1 - c0)
         self._commit(rec, side)
         return u
 
@@ -201,6 +223,33 @@ class TrackingController:
     def memory_labels(self) -> list[str]:
         """Names of the controller's state in `to_iosystem` (what it remembers)."""
         return []
+
+    def export_c(self, out: Any, *, estimator: Any = None, steps: int | None = None,
+                 force: bool = False) -> dict:
+        """Write this controller as standalone C99 with the closed-loop harness ``nhc_loop``
+        (``make`` in ``out`` builds it); see
+        [`nhcontrol.interop.export_loop()`][nhcontrol.interop.export_loop] and
+        docs/guide/c_export.md.
+
+        Parameters
+        ----------
+        out : path-like
+            Output folder.
+        estimator : KalmanEstimator or ExtendedKalmanFilter, optional
+            Exported beside the controller: the harness then reads measurements.
+        steps : int, optional
+            Samples the exported schedule covers (default: the controller's).
+        force : bool, default False
+            Overwrite files in ``out`` that nhcontrol did not write (never a symbolic link).
+
+        Returns
+        -------
+        dict
+            The export's metadata (``nhc_export.json``).
+        """
+        from ..interop.c_controllers import export_loop
+
+        return export_loop(self, out, estimator, steps=steps, force=force)
 
     def to_iosystem(self, state_labels: list[str] | None = None, *, name: str | None = None) -> Any:
         """A python-control discrete-time ``NonlinearIOSystem`` of this controller.
@@ -305,10 +354,12 @@ def _io_callbacks(compute: Callable[[float, NDArray, NDArray], tuple],
         key = (float(t), np.asarray(y, float).tobytes(), np.asarray(xc, float).tobytes())
         hit = cache.get(key)
         if hit is None:
-            c0 = time.thread_time()
+            c0, w0 = time.thread_time(), time.perf_counter()
             hit = compute(float(t), np.asarray(y, dtype=float).reshape(-1),
                           np.asarray(xc, dtype=float).reshape(-1).copy())
-            hit = (hit[0], hit[1], replace(hit[2], cpu_time=time.thread_time() - c0), hit[3])
+            w1, c1 = time.perf_counter(), time.thread_time()
+            hit = (hit[0], hit[1], replace(hit[2], solve_time=w1 - w0, cpu_time=c1 - c0),
+                   hit[3])
             if len(cache) > 8:
                 cache.clear()
             cache[key] = hit
@@ -331,7 +382,7 @@ def _shifted_warm_start(plan: Any, k: int, mpc: Any, N: int, n: int, m: int) -> 
     if plan is None or k - plan[0] != 1:
         return (np.zeros((N + 1, n)), np.zeros((N, m)), None)
     _, _, xp, dup, duals = plan
-    qp = mpc._qp
+    qp = mpc._layout_qp
     if duals is not None and qp is not None:
         duals = qp.shift_duals(duals)
     return (np.vstack([xp[1:], xp[-1:]]), np.vstack([dup[1:], dup[-1:]]), duals)
@@ -491,7 +542,10 @@ class MPCController(TrackingController):
         if terminal not in ("riccati", "fixed"):
             raise DesignError(f"terminal must be 'riccati' or 'fixed', got {terminal!r}")
         M, n, k = Bd.shape
-        N = int(horizon)
+        N = _checks.horizon(horizon, n=n, k=k, what="MPCController", error=DesignError,
+                            multiple=6 if riccati_tail is None else 1,
+                            extra_steps=(steps if isinstance(steps, int) and steps > 0 else M)
+                            + (riccati_tail if isinstance(riccati_tail, int) else 0))
         Q_ = as_float_array(Q, "Q", shape=(n, n), error=DesignError)
         R_ = as_float_array(R, "R", shape=(k, k), error=DesignError)
         Qf_ = Q_ if Qf is None else as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)

@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._util import checks as _checks
+from .._util.work import check_iterations
 from .._util.errors import DesignError, PartitionError, SolverError
 from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array
@@ -235,9 +237,10 @@ class ExtendedKalmanFilter:
         self.dt = float(dt)
         if not (math.isfinite(self.dt) and self.dt > 0):
             raise DesignError(f"dt must be a positive sample time, got {dt!r}")
-        self.substeps = int(substeps)
-        if self.substeps < 1 or self.substeps != substeps:
-            raise DesignError(f"substeps must be a positive integer, got {substeps!r}")
+        self.substeps = _checks.positive_int(substeps, "substeps", what="ExtendedKalmanFilter",
+                                             error=DesignError)
+        check_iterations(self.substeps, f"ExtendedKalmanFilter(substeps={self.substeps}): integration "
+                         f"steps per sample", error=DesignError, hint="a few substeps per sample suffice")
         self.tol = float(tol)
         self.check_partition = bool(check_partition)
         self.cond_max = float(cond_max)
@@ -266,6 +269,9 @@ class ExtendedKalmanFilter:
                                   f"their initial estimate z0 ({self.r} values)")
             self.z = as_float_array(z0, "z0", shape=(self.r,), error=DesignError).copy()
         else:
+            if z0 is not None and np.asarray(z0, dtype=object).size:
+                raise DesignError(f"z0 was given, but model {cm.name!r} has no first-order states "
+                                  f"(nothing to initialise: z0 would be ignored); leave z0 out")
             self.z = np.zeros(0)
         self._bind_kernels()
         self._lz = None
@@ -278,7 +284,7 @@ class ExtendedKalmanFilter:
         x = as_float_array(x0, "x0", shape=(self.n,), error=DesignError).copy()
         xd = as_float_array(xd0, "xd0", shape=(self.n,), error=DesignError).copy()
         self.x, self.xd = self._project(x, xd, self._ua(self.u))
-        self.t = float(t0)
+        self.t = _checks.sample_time(t0, what="ExtendedKalmanFilter", error=DesignError, name="t0")
         self._started = False
 
     # ------------------------------------------------------------------ helpers
@@ -602,7 +608,8 @@ class ExtendedKalmanFilter:
     # ------------------------------------------------------------------ the filter
     def predict(self, u: ArrayLike | None = None) -> Array:
         """Propagate estimate and covariance over one sample with ``u`` held; returns ``X⁻``."""
-        u = self.u if u is None else as_float_array(u, "u", shape=(self.k,), error=DesignError)
+        u = self.u if u is None else _checks.finite_vector(u, "u", self.k, what="EKF.predict",
+                                                           error=DesignError)
         if self.check_partition and self.m + self.l:
             self._check_partition()
         A, B = self._AB(self.x, self.xd, u)
@@ -622,8 +629,9 @@ class ExtendedKalmanFilter:
     def correct(self, y: ArrayLike, u: ArrayLike | None = None) -> Array:
         """Measurement update with ``y`` (q,) (``u``: the input in ``h``, default the held one);
         returns ``X⁺``."""
-        u = self.u if u is None else as_float_array(u, "u", shape=(self.k,), error=DesignError)
-        yv = as_float_array(y, "y", shape=(len(self.outputs),), error=DesignError)
+        u = self.u if u is None else _checks.finite_vector(u, "u", self.k, what="EKF.correct",
+                                                           error=DesignError)
+        yv = _checks.finite_vector(y, "y", len(self.outputs), what="EKF.correct", error=DesignError)
         H, _, h, Dm = self._output_terms(self.x, self.xd, self._ua(u))
         P = self.P
         HP = H @ P
@@ -649,9 +657,13 @@ class ExtendedKalmanFilter:
         DesignError
             If ``t`` is not the next sample time (``t0`` first, then ``+ dt``).
         """
+        tv = _checks.sample_time(t, what="EKF.update", error=DesignError)
+        y = _checks.finite_vector(y, "y", len(self.outputs), what="EKF.update", error=DesignError)
+        if u_prev is not None:
+            u_prev = _checks.finite_vector(u_prev, "u_prev", self.k, what="EKF.update", error=DesignError)
         want = self.t + self.dt if self._started else self.t
-        if abs(float(t) - want) > 1e-9 * max(1.0, abs(want)) + 1e-12:
-            raise DesignError(f"EKF.update at t = {float(t):.9g}: the next sample of this filter "
+        if abs(tv - want) > _checks.GRID_RTOL * max(1.0, abs(want)) + 1e-12:
+            raise DesignError(f"EKF.update at t = {tv:.9g}: the next sample of this filter "
                               f"is at t = {want:.9g} (t0 = first sample, then every dt = "
                               f"{self.dt:g}); call update once per sample")
         if self._started:
@@ -660,6 +672,17 @@ class ExtendedKalmanFilter:
             self.u = as_float_array(u_prev, "u_prev", shape=(self.k,), error=DesignError)
         self._started = True
         return self.correct(y)
+
+    def export_c(self, out: Any, *, controller: Any = None, reference: Any = None,
+                 steps: int | None = None, force: bool = False) -> dict:
+        """Write this estimator as standalone C99 (its current state is the exported start);
+        with ``controller`` together with the controller and the closed-loop harness
+        ``nhc_loop``. See [`nhcontrol.interop.export_estimator()`][nhcontrol.interop.c_controllers.export_estimator]
+        and docs/guide/c_export.md."""
+        from ..interop.c_controllers import export_estimator
+
+        return export_estimator(self, out, controller=controller, reference=reference,
+                                steps=steps, force=force)
 
     # ------------------------------------------------------------------ python-control
     def to_iosystem(self, name: str = "ekf") -> Any:

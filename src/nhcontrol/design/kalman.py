@@ -28,8 +28,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._util import checks as _checks
 from .._util.errors import DesignError, SolverError
 from .._util.memory import check_allocation
+from .._util.work import check_iterations
 from .._util.validation import as_float_array, check_finite, readonly
 from ._weights import PD_RTOL, check_psd, per_step, system_arrays
 
@@ -94,22 +96,24 @@ class KalmanFilterResult:
         """Measurement update ``x̂⁺_k = x̂⁻_k + M_k (y_k − C_k x̂⁻_k − D_k u_k)`` (n,)."""
         kk = self._k(k, self.horizon)
         n, p = self.nstates, self.noutputs
-        xv = as_float_array(x_prior, "x_prior", shape=(n,), error=DesignError)
-        yv = as_float_array(y, "y", shape=(p,), error=DesignError)
+        what = "KalmanFilterResult.correct"
+        xv = _checks.finite_vector(x_prior, "x_prior", n, what=what, error=DesignError)
+        yv = _checks.finite_vector(y, "y", p, what=what, error=DesignError)
         innov = yv - self.C[kk] @ xv
         if u is not None and self.D.shape[-1]:
-            innov = innov - self.D[kk] @ as_float_array(u, "u", shape=(self.D.shape[-1],),
-                                                        error=DesignError)
+            innov = innov - self.D[kk] @ _checks.finite_vector(u, "u", self.D.shape[-1], what=what,
+                                                               error=DesignError)
         return xv + self.M[kk] @ innov
 
     def predict(self, k: int, x_post: ArrayLike, u: ArrayLike | None = None) -> NDArray[np.float64]:
         """Time update ``x̂⁻_{k+1} = Ad_k x̂⁺_k + Bd_k u_k`` (n,)."""
         kk = self._k(k, self.horizon - 1)
-        xv = as_float_array(x_post, "x_post", shape=(self.nstates,), error=DesignError)
+        what = "KalmanFilterResult.predict"
+        xv = _checks.finite_vector(x_post, "x_post", self.nstates, what=what, error=DesignError)
         out = self.Ad[kk] @ xv
         if u is not None:
-            out = out + self.Bd[kk] @ as_float_array(u, "u", shape=(self.Bd.shape[-1],),
-                                                     error=DesignError)
+            out = out + self.Bd[kk] @ _checks.finite_vector(u, "u", self.Bd.shape[-1], what=what,
+                                                            error=DesignError)
         return out
 
 
@@ -178,6 +182,8 @@ def kalman_filter(dsys: Any, Qn: ArrayLike, Rn: ArrayLike, *, N: int | None = No
     dsys = _from_statespace(dsys, N, "kalman_filter")
     Ad, Bd, dt = system_arrays(dsys)
     Nh, n, k = Bd.shape
+    check_iterations(Nh, f"kalman_filter over N = {Nh} steps", error=DesignError,
+                     hint="use a shorter horizon")
     C, D, outs = _output_sequences(dsys, Nh, n, k)
     p = C.shape[1]
     if p == 0:
@@ -275,7 +281,7 @@ class KalmanEstimator:
     def __init__(self, kf: KalmanFilterResult, y0: ArrayLike, u0: ArrayLike,
                  X0: ArrayLike | None = None, t0: float = 0.0) -> None:
         self.kf = kf
-        self.t0 = float(t0)
+        self.t0 = _checks.sample_time(t0, what="KalmanEstimator", error=DesignError, name="t0")
         N, n, q = kf.horizon, kf.nstates, kf.noutputs
         k = kf.Bd.shape[-1]
         self.y0 = as_float_array(y0, "y0", shape=(N + 1, q), error=DesignError)
@@ -284,6 +290,17 @@ class KalmanEstimator:
         self.P = np.array(kf.P[0])
         self.k = -1
         self.states = kf.states
+
+    def export_c(self, out: Any, *, controller: Any = None, reference: Any = None,
+                 steps: int | None = None, force: bool = False) -> dict:
+        """Write this estimator as standalone C99 (its current state is the exported start);
+        with ``controller`` together with the controller and the closed-loop harness
+        ``nhc_loop``. See [`nhcontrol.interop.export_estimator()`][nhcontrol.interop.c_controllers.export_estimator]
+        and docs/guide/c_export.md."""
+        from ..interop.c_controllers import export_estimator
+
+        return export_estimator(self, out, controller=controller, reference=reference,
+                                steps=steps, force=force)
 
     def update(self, t: float, y: ArrayLike, u_prev: ArrayLike | None = None) -> NDArray[np.float64]:
         """Next sample at time ``t``: predict with the held input ``u_prev`` (absolute), correct
@@ -295,12 +312,18 @@ class KalmanEstimator:
             If ``t`` is not the filter's next sample time ``t0 + k dt``.
         """
         kk = self.k + 1
+        what = "KalmanEstimator.update"
+        tv = _checks.sample_time(t, what=what, error=DesignError)
         dt = self.kf.dt if self.kf.dt is not None else None
         if dt is not None:
             want = self.t0 + kk * dt
-            if abs(float(t) - want) > 1e-9 * max(1.0, abs(want)) + 1e-12:
-                raise DesignError(f"KalmanEstimator.update at t = {float(t):.9g}: the next sample "
+            if abs(tv - want) > _checks.GRID_RTOL * max(1.0, abs(want)) + 1e-12:
+                raise DesignError(f"KalmanEstimator.update at t = {tv:.9g}: the next sample "
                                   f"is k = {kk} at t = {want:.9g}; call update once per sample")
+        y = _checks.finite_vector(y, "y", self.kf.noutputs, what=what, error=DesignError)
+        if u_prev is not None:
+            u_prev = _checks.finite_vector(u_prev, "u_prev", self.u0.shape[1], what=what,
+                                           error=DesignError)
         if kk > self.kf.horizon:
             raise DesignError(f"the Kalman filter horizon of {self.kf.horizon} steps is exhausted "
                               f"(sample {kk}); design it over a longer horizon")

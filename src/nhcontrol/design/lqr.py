@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.blas import limit_blas_threads
 from .._util.errors import DesignError, DesignTypeError, SolverError
 from .._util.memory import check_allocation
+from .._util.work import check_iterations
 from .._util.fastlinalg import solve as _solve
 from .._util.validation import as_float_array, check_finite, readonly
 from ._weights import PD_RTOL, check_weights, per_step, system_arrays
@@ -129,11 +130,12 @@ class LQRResult:
         xv = as_float_array(x, "x", shape=(self.nstates,), error=DesignError)
         return -self.gain(step) @ xv
 
-    def export_c(self, directory: Any, name: str = "lqr") -> dict:
+    def export_c(self, directory: Any, name: str = "lqr", *, force: bool = False) -> dict:
         """Write the gain tables as standalone C99 (``<name>.h``, ``<name>.c``): read-only tables
         and ``<name>_control(step, dx, u)`` computing ``u = −K_step dx`` without allocation.
 
-        See [`nhcontrol.interop.export_lqr_c()`][nhcontrol.interop.export_lqr_c].
+        See [`nhcontrol.interop.export_lqr_c()`][nhcontrol.interop.export_lqr_c] (``force``:
+        overwrite files in ``directory`` that nhcontrol did not write).
 
         Returns
         -------
@@ -142,7 +144,7 @@ class LQRResult:
         """
         from ..interop.c_export import export_lqr_c
 
-        return export_lqr_c(self, directory, name)
+        return export_lqr_c(self, directory, name, force=force)
 
     def cost(self, x0: ArrayLike) -> float:
         """Optimal cost ``x0ᵀ P0 x0`` from the (deviation) state ``x0`` (n,)."""
@@ -167,6 +169,9 @@ def _from_statespace(dsys: Any, N: int | None, what: str) -> Any:
     from ..systems import DiscreteLTV
 
     if isinstance(dsys, control.StateSpace):
+        if N is not None and not isinstance(N, bool) and isinstance(N, (int, np.integer)):
+            check_iterations(N, f"{what}(N={N}): {N} steps of the recursion", error=DesignError,
+                             hint="use a shorter horizon")
         return DiscreteLTV.from_statespace(dsys, N, error=DesignError, what=what)
     if N is not None:
         raise DesignError(f"{what}: N= is the horizon of a discrete control.StateSpace; a "
@@ -251,6 +256,8 @@ def finite_horizon_lqr(dsys: Any, Q: ArrayLike, R: ArrayLike, Qf: ArrayLike, *,
     dsys = _from_statespace(dsys, N, "finite_horizon_lqr")
     Ad, Bd, dt = system_arrays(dsys)
     N, n, k = Bd.shape
+    check_iterations(N, f"finite_horizon_lqr over N = {N} steps", error=DesignError,
+                     hint="use a shorter horizon or a coarser sampling time")
     # gains K, costs P, Rbar and the per-step weights (Q, R broadcast to every step when constant)
     check_allocation(8.0 * N * (k * n + 3 * n * n + 3 * k * k),
                      f"finite_horizon_lqr over N = {N} steps with n = {n} states and k = {k} inputs",

@@ -17,9 +17,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.log import get_logger
+from .._util import checks as _checks
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array, check_finite, readonly
 from ._mpc_checks import _bound, _output_window, _ready, _soft
+from ._condensed import DenseWindowQP, daqp_available
 from ._osqp import WindowQP
 from ._weights import check_psd, psd_factor
 
@@ -57,13 +59,16 @@ class MPCStep:
     solve_time : float
         Wall-clock seconds spent in ``problem.solve`` (all attempts).
     solver : str
-        Solver that produced the answer (or the last one tried).
+        Solver that produced the answer (``"DAQP"``, ``"OSQP"``, ``"CLARABEL"``; or the last
+        one tried).
     held : bool
         True when the previous input was held after a failure.
     attempts : tuple of (str, str)
         ``(solver, cvxpy status)`` of every attempt, in order.
     duals : ndarray or None
-        OSQP's dual vector (direct path), for a later ``step(warm_start=(δx, δu, duals))``.
+        Multipliers of the sparse QP's rows in OSQP's layout and sign convention (OSQP's own,
+        or DAQP's mapped back with the costate recursion of the dynamics rows), for a later
+        ``step(warm_start=(δx, δu, duals))``; None when Clarabel answered.
     slack : (N, p) ndarray
         Slacks ``s_j`` of the soft state bounds (one column per bounded state component,
         rows ``j = 1 … N``); an empty ``(N, 0)`` array for hard bounds. Nonzero entries mark
@@ -211,6 +216,16 @@ class LTVMPC:
         parametrised cvxpy problem `problem`. Clarabel always goes through cvxpy. Both
         give the same QP; unset OSQP settings are cvxpy's defaults (``eps_abs = eps_rel =
         1e-5``, ``max_iter = 10000``) with polishing.
+    qp_solver : {"daqp", "osqp"}
+        ``"daqp"`` (default): each step condenses the QP (states eliminated by the structured
+        recursions of ``docs/theory/condensed_qp.md``, in C when a compiler is available) and
+        solves it with DAQP (dual active set, warm-started from the previous window's active
+        set); when it fails, OSQP and then Clarabel are tried. ``"osqp"``: the sparse QP by
+        OSQP (then Clarabel). The OSQP path also solves when daqp is not installed or a soft
+        bound has ``ρ₂ = 0`` (reason in `qp_path_reason`; `qp_path` says which path solves).
+    daqp_options : mapping, optional
+        DAQP settings overriding ``nhcontrol.design._condensed.DAQP_DEFAULTS``
+        (``primal_tol = 1e-9``, ``iter_limit = 10000``).
 
     Raises
     ------
@@ -243,16 +258,18 @@ class LTVMPC:
                  soft_state: bool | tuple[float, float] = False,
                  y_min: ArrayLike | None = None, y_max: ArrayLike | None = None,
                  C_y: ArrayLike | None = None, D_y: ArrayLike | None = None,
-                 soft_output: bool | tuple[float, float] = False) -> None:
+                 soft_output: bool | tuple[float, float] = False,
+                 qp_solver: Literal["daqp", "osqp"] = "daqp",
+                 daqp_options: Mapping[str, Any] | None = None) -> None:
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise DesignError(f"horizon must be a positive integer number of steps, got {horizon!r}")
-        N = int(horizon)
         Q_ = as_float_array(Q, "Q", ndim=2, error=DesignError)
         n = Q_.shape[0]
         Q_ = as_float_array(Q_, "Q", shape=(n, n), error=DesignError)
         R_ = as_float_array(R, "R", ndim=2, error=DesignError)
         k = R_.shape[0]
         R_ = as_float_array(R_, "R", shape=(k, k), error=DesignError)
+        N = _checks.horizon(horizon, n=n, k=k, what="LTVMPC", error=DesignError)
         Qf_ = Q_ if Qf is None else as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)
         for W, nm in ((Q_, "Q"), (R_, "R"), (Qf_, "Qf")):
             check_finite(W, nm, error=DesignError)
@@ -329,6 +346,42 @@ class LTVMPC:
                                        ("x", "x_min", "x_max"), ("y", "y_min", "y_max"))}
         self._Qf = Qf_.copy()
         self._qp: WindowQP | None = self._make_qp() if osqp_interface == "direct" else None
+        if qp_solver not in ("daqp", "osqp"):
+            raise DesignError(f"qp_solver must be 'daqp' or 'osqp', got {qp_solver!r}")
+        self.qp_solver = qp_solver
+        self.daqp_options = dict(daqp_options or {})
+        self.qp_path_reason = ""
+        self._dense: DenseWindowQP | None = None
+        self._last_qp: WindowQP | None = self._qp
+        if qp_solver == "daqp":
+            self._dense = self._make_dense()
+        self.qp_path = "daqp" if self._dense is not None else "osqp"
+
+    @property
+    def _layout_qp(self) -> WindowQP | None:
+        """The QP whose row layout the multipliers (`MPCStep.duals`) follow (both paths share
+        it): for shifting them to the next window."""
+        return self._dense if self._dense is not None else self._qp
+
+    def _make_dense(self) -> DenseWindowQP | None:
+        """The condensed DAQP problem, or None with the reason in `qp_path_reason` (the OSQP
+        path then solves every step)."""
+        why = ""
+        if not daqp_available():
+            why = "the daqp package is not installed (pip install daqp)"
+        else:
+            for name, sf in (("soft_state", self.soft_state), ("soft_output", self.soft_output)):
+                if sf is not None and not sf[1] > 0:
+                    why = (f"{name} has rho2 = 0: the condensed Hessian would be singular in the "
+                           "slacks")
+        if why:
+            self.qp_path_reason = why
+            _log.info("LTV-MPC: the OSQP path solves the QP: %s", why)
+            return None
+        return DenseWindowQP(self.horizon, self.nstates, self.ninputs, self.Q, self.R, self._Qf,
+                             self._idx["u"], self._idx["r"], self._idx["x"], self.daqp_options,
+                             soft=self.soft_state, iy=self._idx["y"], ny_d=self._Dy is not None,
+                             soft_output=self.soft_output)
 
     def _make_qp(self) -> WindowQP:
         return WindowQP(self.horizon, self.nstates, self.ninputs, self.Q, self.R, self._Qf,
@@ -341,10 +394,11 @@ class LTVMPC:
         """Pickle without the solver objects (OSQP's workspace, cvxpy's compiled problem):
         they are rebuilt from the weights and bounds on first use (no warm start then)."""
         state = {key: val for key, val in self.__dict__.items()
-                 if key not in ("_qp", "_problem", "_loaded", "_x0", "_A", "_B", "_Lf",
+                 if key not in ("_qp", "_dense", "_last_qp", "_problem", "_loaded", "_x0", "_A", "_B", "_Lf",
                                 "_bound_params", "_X", "_U", "_S", "_c", "_qx", "_qu",
                                 "_Cp", "_Dp", "_Sy", "_groups")}
         state["_qp"], state["_problem"], state["_loaded"] = None, None, None
+        state["_dense"] = state["_last_qp"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -361,9 +415,15 @@ class LTVMPC:
             state["_idx"].setdefault("y", np.zeros(0, np.intp))
         for key in ("y_min", "y_max"):
             state["bounds"].setdefault(key, np.zeros(0))
+        state.setdefault("qp_solver", "osqp")
+        state.setdefault("daqp_options", {})
+        state.setdefault("qp_path_reason", "")
         self.__dict__.update(state)
         if self.osqp_interface == "direct":
             self._qp = self._make_qp()
+        self._dense = self._make_dense() if self.qp_solver == "daqp" else None
+        self.qp_path = "daqp" if self._dense is not None else "osqp"
+        self._last_qp = self._qp
 
     def _Lf_factor(self) -> NDArray[np.float64]:
         if self._Lf_value is None:
@@ -524,7 +584,11 @@ class LTVMPC:
         return check_finite(np.asarray(arr, dtype=float), name, error=DesignError)
 
     def _solve_direct(self, qp: WindowQP, data: dict[str, Any]) -> tuple[str, Any, Any, float]:
-        """OSQP on the in-place QP: ``(status, δx, δu, cost)`` (arrays are fresh copies)."""
+        """OSQP on the in-place QP, or DAQP on the condensed one: ``(status, δx, δu, cost)``
+        (arrays are fresh copies)."""
+        if qp is self._qp and self.__dict__.get("_qp_Qf_stale"):
+            qp.set_terminal(self._Qf)
+            self._qp_Qf_stale = False
         qp.set_window(data["A"], data["B"])
         if data["Cy"] is not None and qp.py:
             iy = self._idx["y"]
@@ -536,6 +600,7 @@ class LTVMPC:
         if data["warm"] is not None:
             qp.warm_start(*data["warm"])
         out = qp.solve()
+        self._last_qp = qp
         if out[1] is not None:
             self._slack_value = np.maximum(qp.slack, 0.0)
             self._slack_y_value = np.maximum(qp.slack_y, 0.0)
@@ -664,7 +729,10 @@ class LTVMPC:
                 check_psd(Qf_, "Qf")
             self._Lf_value = None           # factored when the cvxpy path needs it
             self._Qf = Qf_.copy()
-            if self._qp is not None:
+            if self._dense is not None:
+                self._dense.set_terminal(Qf_)
+                self._qp_Qf_stale = True        # OSQP gets it when it solves (_solve_direct)
+            elif self._qp is not None:
                 self._qp.set_terminal(Qf_)
             if self._problem is not None:
                 self._Lf.value = self._Lf_factor()
@@ -700,12 +768,13 @@ class LTVMPC:
         qx = None if q_x is None else self._ref(q_x, "q_x", N + 1, n)
         qu = None if q_u is None else self._ref(q_u, "q_u", N, k)
         warm = None
-        if warm_start is not None and self._qp is not None:
+        lay = self._dense if self._dense is not None else self._qp
+        if warm_start is not None and lay is not None:
             wx = self._ref(warm_start[0], "warm_start[0]", N + 1, n)
             wu = self._ref(warm_start[1], "warm_start[1]", N, k)
-            warm = (np.concatenate([wx.ravel(), wu.ravel(), np.zeros(self._qp.nz - wx.size - wu.size)]),
+            warm = (np.concatenate([wx.ravel(), wu.ravel(), np.zeros(lay.nz - wx.size - wu.size)]),
                     None if len(warm_start) < 3 or warm_start[2] is None
-                    or np.size(warm_start[2]) != self._qp.l.size
+                    or np.size(warm_start[2]) != lay.l.size
                     else np.asarray(warm_start[2], dtype=float))
         data = {"x0": x0v, "A": A, "B": B, "shift": shift, "c": cc, "qx": qx, "qu": qu,
                 "linear": q_x is not None or q_u is not None, "warm": warm,
@@ -716,11 +785,15 @@ class LTVMPC:
         # an "optimal_inaccurate" answer is kept as a candidate while the other solver is tried;
         # it is used (with a warning) only if that one does not reach "optimal"
         candidate: tuple[str, str, NDArray, NDArray, float] | None = None
-        for solver, opts in ((self.solver, self.solver_options),
-                             (self.fallback, self.fallback_options)):
+        chain = [(self.solver, self.solver_options), (self.fallback, self.fallback_options)]
+        if self._dense is not None:
+            chain.insert(0, ("DAQP", self.daqp_options))
+        for solver, opts in chain:
             t0 = time.perf_counter()
             try:
-                if solver == "OSQP" and self._qp is not None:
+                if solver == "DAQP":
+                    status, x_pred, du_pred, cost = self._solve_direct(self._dense, data)
+                elif solver == "OSQP" and self._qp is not None:
                     status, x_pred, du_pred, cost = self._solve_direct(self._qp, data)
                 else:
                     status, x_pred, du_pred, cost = self._solve_cvxpy(solver, opts, data)
@@ -729,9 +802,8 @@ class LTVMPC:
                 x_pred = du_pred = None
             elapsed += time.perf_counter() - t0
             attempts.append((solver, status))
-            if status != "optimal" and solver == self.solver:
-                _log.info("MPC step: %s returned %r; trying the fallback solver %s", solver, status,
-                          self.fallback)
+            if status != "optimal" and solver != chain[-1][0]:
+                _log.info("MPC step: %s returned %r; trying the next solver", solver, status)
             if status in _ACCEPTED and du_pred is not None and x_pred is not None:
                 if np.isfinite(du_pred).all() and np.isfinite(x_pred).all():
                     if status == "optimal":
@@ -760,7 +832,9 @@ class LTVMPC:
                            predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),
                            cost=cost, solve_time=elapsed, solver=solver, held=False,
                            attempts=tuple(attempts), slack=readonly(self._slack_value.copy()),
-                           duals=self._duals if solver == "OSQP" and self._qp is not None else None,
+                           duals=(self._duals if solver == "DAQP" or (solver == "OSQP"
+                                                                      and self._qp is not None)
+                                  else None),
                            slack_output=readonly(self._slack_y_value.copy()))
         why = "; ".join(f"{s}: {st}" for s, st in attempts)
         if self.on_failure == "raise":

@@ -1,4 +1,4 @@
-r"""Real-time-iteration nonlinear MPC with the exact linearization (issue 24, point 3).
+r"""Real-time-iteration nonlinear MPC with the exact linearization.
 
 At the sample ``t_k`` with measured ``(x, ẋ)`` the controller
 
@@ -24,7 +24,8 @@ At the sample ``t_k`` with measured ``(x, ẋ)`` the controller
    the exponential-Euler step (second order in ``h``, exact for a linear model), so the
    prediction is ``X_{j+1} ≈ F(X̄_j, ū_j) + Φ_j δX_j + Γ_j δu_j`` with the defect
    ``c_j = F(X̄_j, ū_j) − X̄_{j+1}`` (multiple shooting);
-5. solves **one QP** (direct OSQP, warm-started with the previous multipliers) for
+5. solves **one QP** (condensed and solved by DAQP by default, or the sparse QP by OSQP with
+   ``qp_solver="osqp"``; warm-started with the previous multipliers) for
    ``δX, δu`` with the tracking cost written about the plan (linear terms
    ``2 Q (X̄_j − X_ref,j)``, ``2 R (ū_j − u_ref,j)``) and **applies** ``ū_0 + δu_0``.
 
@@ -56,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._util import checks as _checks
 from .._util.errors import DesignError, NhcontrolError, SolverError
 from .._util.validation import as_float_array
 from .controllers import ControlRecord, RiccatiSchedule, TrackingController
@@ -183,7 +185,8 @@ class NMPCController(TrackingController):
         ``u_min, u_max, du_min, du_max, x_min, x_max`` (on ``X`` or ``X − X_ref``, see
         ``state_bounds``; predicted samples ``j = 1 … N``), ``soft_state``, output bounds
         ``y_min, y_max`` on ``y = C_y X + D_y u`` (absolute; ``C_y`` in the order of `states`)
-        with ``soft_output``, ``solver_options`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
+        with ``soft_output``, ``solver_options``, ``qp_solver`` (``"daqp"``: the condensed QP
+        by DAQP, default; ``"osqp"``), ``daqp_options`` of [`LTVMPC`][nhcontrol.design.LTVMPC].
 
     Notes
     -----
@@ -213,7 +216,9 @@ class NMPCController(TrackingController):
             raise DesignError(f"state_bounds must be 'absolute' or 'error', got {state_bounds!r}")
         self.cm, self.mode, self.state_bounds = cm, mode, state_bounds
         self.report_kkt = (mode == "sqp") if report_kkt is None else bool(report_kkt)
-        self.sqp_max_iter, self.sqp_tol = int(sqp_max_iter), float(sqp_tol)
+        self.sqp_max_iter = _checks.positive_int(sqp_max_iter, "sqp_max_iter", what="NMPCController",
+                                                 error=DesignError)
+        self.sqp_tol = _checks.positive_real(sqp_tol, "sqp_tol", what="NMPCController", error=DesignError)
         self.partition = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
         self.idx = self.partition.indices(cm)
         self._linearize = linearize
@@ -227,7 +232,9 @@ class NMPCController(TrackingController):
         coords = tuple(cm.coordinates)
         self.states = (tuple(coords[i] for i in ai) + tuple(f"{coords[i]}_d" for i in ai)
                        + tuple(coords[i] for i in ad))
-        N, ns, k = int(horizon), self.ns, self.k
+        ns, k = self.ns, self.k
+        N = _checks.horizon(horizon, n=ns, k=k, what="NMPCController", error=DesignError, multiple=6,
+                            extra_steps=steps if isinstance(steps, int) and steps > 0 else 0)
         self.horizon = N
         self.Q = as_float_array(Q, "Q", shape=(ns, ns), error=DesignError)
         self.R = as_float_array(R, "R", shape=(k, k), error=DesignError)
@@ -387,7 +394,7 @@ class NMPCController(TrackingController):
             _, Xp, Up, xp, duals = self._plan
             Xbar = np.vstack([Xp[1:], Xp[-1:]])
             Ubar = np.vstack([Up[1:], Up[-1:]])
-            qp = self.mpc._qp
+            qp = self.mpc._layout_qp
             duals = None if duals is None or qp is None else qp.shift_duals(duals)
             xguess = np.vstack([xp[1:], xp[-1:]])
         else:
@@ -440,8 +447,8 @@ class NMPCController(TrackingController):
                                            str(exc).split(";")[0][:160])
                 break
             iters = it + 1
-            qp = self.mpc._qp
-            # (the multipliers of OSQP's answer; none when the fallback solver answered)
+            qp = self.mpc._last_qp
+            # (the multipliers of the DAQP or OSQP answer; none when Clarabel answered)
             res = (qp.kkt_at_zero(st.duals) if qp is not None and self.report_kkt
                    and st.duals is not None else None)
             kkt = max(res.values()) if res else float("nan")

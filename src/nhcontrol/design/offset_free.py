@@ -40,6 +40,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._util import checks as _checks
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array
 from .controllers import (ControlRecord, RiccatiSchedule, TrackingController, _as_discrete,
@@ -122,7 +123,8 @@ class OffsetFreeMPCController(TrackingController):
                  outputs: tuple[str, ...] | None = None, **mpc_options: Any) -> None:
         Ad, Bd, h, period = _as_discrete(model, dt)
         M, n, k = Bd.shape
-        N = int(horizon)
+        N = _checks.horizon(horizon, n=n, k=k, what="OffsetFreeMPCController", error=DesignError,
+                            multiple=6, extra_steps=steps if isinstance(steps, int) and steps > 0 else M)
         if C is None:
             try:
                 C = getattr(model, "C", None)
@@ -221,6 +223,7 @@ class OffsetFreeMPCController(TrackingController):
         super().reset()
         self.mpc.reset()
         self._plan = None
+        self._last_sample = None
 
     def target(self, k: int, dhat: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The steady target ``(δx_s, δu_s)`` for the disturbance estimate ``d̂`` at sample ``k``
@@ -305,12 +308,33 @@ class OffsetFreeMPCController(TrackingController):
         return X[:self.nx].copy(), X[self.nx:].copy()
 
     def control(self, t: float, y: ArrayLike) -> NDArray[np.float64]:  # type: ignore[override]
-        """Input at the sample ``t`` for the measured outputs ``y`` (p,)."""
-        yv = as_float_array(y, "y", shape=(self.noutputs,), error=DesignError)
-        c0 = time.thread_time()
-        u, self._memory, rec, side = self._compute(float(t), yv, self._memory)
+        """Input at the sample ``t`` for the measured outputs ``y`` (p,).
+
+        The estimator inside takes every sample once, in order (the rule of
+        `KalmanEstimator.update`): ``t`` must be a sample time ``t0 + k dt`` and, after the
+        first call, the next one (``k`` = the previous ``k`` + 1); an off-grid, repeated or
+        skipped sample is refused (`DesignError`), never applied twice. `reset()` starts over.
+        """
+        what = "OffsetFreeMPCController.control"
+        tv = _checks.sample_time(t, what=what, error=DesignError)
+        k = _checks.grid_index(tv, self.t0, self.dt, what=what, error=DesignError)
+        last = getattr(self, "_last_sample", None)
+        if last is not None and k != last + 1:
+            raise DesignError(f"{what} at t = {tv:.9g} (sample k = {k}): the next sample of the "
+                              f"estimator is k = {last + 1} at t = {self.t0 + (last + 1) * self.dt:.9g}; "
+                              f"call control once per sample, in order (reset() to start over)")
+        yv = _checks.finite_vector(y, "y", self.noutputs, what=what, error=DesignError)
+        t = tv
+        c0, w0 = time.thread_time(), time.perf_counter()
+        u, memory, rec, side = self._compute(float(t), yv, self._memory)
+        w1, c1 = time.perf_counter(), time.thread_time()
+        if not np.all(np.isfinite(u)):
+            raise SolverError(f"{what} at t = {tv:.9g} computed a non-finite input {np.asarray(u).tolist()}; "
+                              f"nothing was applied (check the weights, the noise covariances and y)")
+        self._memory = memory
         from dataclasses import replace
-        self._commit(replace(rec, cpu_time=time.thread_time() - c0), side)
+        self._commit(replace(rec, solve_time=w1 - w0, cpu_time=c1 - c0), side)
+        self._last_sample = k
         return u
 
     def __call__(self, t: float, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:

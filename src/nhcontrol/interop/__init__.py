@@ -11,6 +11,10 @@
   ``nhcontrol export-c``): standalone C99 sources of the model, its minimal-state right-hand
   side and the one-point third procedure; [`export_lqr_c()`][nhcontrol.interop.export_lqr_c]
   (also `LQRResult.export_c`): LQR gain tables.
+* [`export_loop()`][nhcontrol.interop.export_loop] (also ``export_c`` of `MPCController`,
+  `NMPCController`, `TVLQRController`; CLI ``nhcontrol export-c MODEL --controller``): the
+  controllers (LTV-MPC, RTI NMPC, TV-LQR) and estimators (Kalman filter, EKF) as standalone
+  C99 with the closed-loop harness ``nhc_loop``.
 
 Optional dependencies (``casadi``, ``sympy.physics.mechanics``) are imported only when a function
 that needs them is called.
@@ -21,8 +25,9 @@ from __future__ import annotations
 from .sympy_casadi import SUPPORTED_FUNCTIONS, casadi_function, require_casadi, sympy_to_casadi
 from .casadi_export import CasadiModel, to_casadi
 from .c_export import STATUS_CODES, export_c, export_lqr_c
+from .c_controllers import export_loop
 from .sympy_mechanics import from_sympy_mechanics
 
-__all__ = ["from_sympy_mechanics", "to_casadi", "CasadiModel", "export_c", "export_lqr_c",
+__all__ = ["from_sympy_mechanics", "to_casadi", "CasadiModel", "export_c", "export_lqr_c", "export_loop",
            "STATUS_CODES", "sympy_to_casadi", "casadi_function", "SUPPORTED_FUNCTIONS",
            "require_casadi"]

@@ -88,20 +88,31 @@ def _layout_of(f: Any, spec: Any) -> dict[str, tuple[int, int, list[int]]]:
     return {name: out for (name, _, _), out in zip(spec.outputs, f.outputs)}
 
 
-def _ident(name: str) -> str:
-    s = re.sub(r"[^0-9A-Za-z_]", "_", name)
-    return s if s and not s[0].isdigit() else "_" + s
-
-
 def _point_source() -> str:
     from ..linearization import _cpoint
 
     src = _cpoint.C_SOURCE
     src = src.replace("NHC_API const char nhc_layout[] = NHC_LAYOUT;\n", "")
+    # byte counts as size_t (no -Wsign-conversion under -Wconversion; the same numbers)
+    src = re.sub(r"memset\((\w+), 0, sizeof\(double\) \* ([^;]+)\);",
+                 lambda m: f"memset({m.group(1)}, 0, sizeof(double) * (size_t)({m.group(2)}));", src)
     if "NHC_LAYOUT" in src or "nhc_point_third(" not in src:   # pragma: no cover - a changed routine
         raise InteropError("the C routine of nhcontrol.linearization._cpoint changed its layout; the C "
                            "export cannot include it")
     return src
+
+
+_CHUNK_HEAD = re.compile(r"^NHC_CHUNK void \w+\((?P<params>[^)]*)\)\n\{\n", re.M)
+
+
+def _mark_used(src: str) -> str:
+    """A generated chunk function with ``(void)arg;`` for each parameter (a chunk reads only
+    some of its arguments: no ``-Wunused-parameter`` under ``-Wextra``)."""
+    def add(m: re.Match) -> str:
+        names = re.findall(r"\*\s*(?:restrict\s+)?(\w+)\s*(?:,|$)", m.group("params"))
+        return m.group(0) + "    " + " ".join(f"(void){nm};" for nm in names) + "\n"
+
+    return _CHUNK_HEAD.sub(add, src)
 
 
 def _point_work(n: int, m: int, l: int, k: int) -> int:
@@ -116,7 +127,8 @@ def _point_work(n: int, m: int, l: int, k: int) -> int:
 
 
 def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, partition: Partition | Mapping[str, Any], *,
-             system: MultibodySystem | None = None) -> dict:
+             system: MultibodySystem | None = None, force: bool = False,
+             write: bool = True) -> Any:
     """Write standalone C99 sources of a model and its one-point third procedure.
 
     Parameters
@@ -126,10 +138,18 @@ def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, part
         ``system``).
     directory : path-like
         Output directory (created): ``nhc_model.h``, ``nhc_model.c``, ``nhc_check.c``,
-        ``Makefile``, ``nhc_model.json`` (names, sizes, partition, parameter defaults).
+        ``Makefile``, ``nhc_model.json`` (names, sizes, partition, parameter defaults), written
+        through `nhcontrol._util.staging.write_tree` (a staging folder, then one rename per
+        file; a manifest ``.nhcontrol-export.json`` of what was written).
     partition : Partition or mapping
         ``x = [x_ai, x_ad, x_d]`` (Eq. (4.96)) for ``nhc_linearize`` and ``nhc_rhs``.
     system : MultibodySystem, optional
+    force : bool, default False
+        Overwrite files in ``directory`` that nhcontrol did not write (or that were edited since
+        the last export); never a symbolic link.
+    write : bool, default True
+        False: write nothing and return ``(metadata, {file name: text})`` (the controllers'
+        exports add their files to the model's and write them together).
 
     Returns
     -------
@@ -144,6 +164,10 @@ def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, part
         constraints (not exported); an expression without C translation.
     PartitionError
         A bad partition.
+    ExportError
+        ``directory`` is a file or cannot be written, or a symbolic link stands where a file
+        goes; `ExportConflictError` (a subclass) when it holds files nhcontrol did not write and
+        ``force`` is False. Nothing is written then.
     """
     from ..compiled.ccodegen import CCodegenError, _Function
     from ..compiled.codegen import symbol_names
@@ -180,6 +204,8 @@ def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, part
     by_name = {s.name: s for s in specs}
     wanted = {"terms": "linearization_terms", "dynamics": "dynamics_terms", "C": "C", "Cx": "Cx",
               "D": "D", "b": "b"}
+    if "output_terms" in by_name:      # declared outputs y = h(x, xd, u) and their derivatives
+        wanted["outputs"] = "output_terms"
     names, group_of = symbol_names(graph, symbols)
     sizes = {grp: len(s) for grp, s in symbols.items()}
     try:
@@ -204,8 +230,6 @@ def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, part
     work = work_jac
     iwork = n + c + 1
 
-    out_dir = Path(directory)
-    out_dir.mkdir(parents=True, exist_ok=True)
     params = [s.name for s in eom.p]
     defaults = [float(mb.defaults[p_]) for p_ in params]
     vel = [s.name for s in eom.xd]
@@ -221,16 +245,55 @@ def export_c(model: CompiledModel | MultibodySystem, directory: str | Path, part
                            "jacobian": work_jac},
             "admissibility_tol": ADMISSIBILITY_TOL, "cond_max": COND_MAX,
             "status_codes": dict(STATUS_CODES),
-            "files": ["nhc_model.h", "nhc_model.c", "nhc_check.c", "Makefile", "nhc_model.json"]}
+            "files": ["nhc_model.h", "nhc_model.c", "nhc_check.c", "Makefile", "nhc_model.json"],
+            "outputs": list(mb.outputs) if "outputs" in funcs else [],
+            "ny": (_layout_of(funcs["outputs"], by_name["output_terms"])["h"][1]
+                   if "outputs" in funcs else 0)}
 
-    header = _header(meta, funcs, lay_terms, lay_dyn, kw, affine, INPUT_CONSTRAINT_ATOL)
+    _check_meta_names(meta)
+    lay_out = _layout_of(funcs["outputs"], by_name["output_terms"]) if "outputs" in funcs else {}
+    header = _header(meta, funcs, lay_terms, lay_dyn, kw, affine, INPUT_CONSTRAINT_ATOL, lay_out)
     body = _body(meta, funcs, ai, ad, d, offs, len(ucons), affine, kw)
-    (out_dir / "nhc_model.h").write_text(header, encoding="ascii")
-    (out_dir / "nhc_model.c").write_text(body, encoding="ascii")
-    (out_dir / "nhc_check.c").write_text(_CHECK, encoding="ascii")
-    (out_dir / "Makefile").write_text(_MAKEFILE.format(flags=C_FLAGS), encoding="ascii")
-    (out_dir / "nhc_model.json").write_text(json.dumps(meta, indent=1), encoding="ascii")
+    files = {"nhc_model.h": header, "nhc_model.c": body, "nhc_check.c": _CHECK,
+             "Makefile": _MAKEFILE.format(flags=C_FLAGS), "nhc_model.json": json.dumps(meta, indent=1)}
+    for fname, text in files.items():
+        if not text.isascii():   # pragma: no cover - every user text goes through source_text
+            raise InteropError(f"internal: generated {fname} is not ASCII")
+    if not write:
+        return meta, files
+    write_files(directory, files, force=force, what="export_c")
     return meta
+
+
+def write_files(directory: str | Path, files: Mapping[str, str], *, force: bool = False,
+                what: str = "export") -> dict:
+    """Write the generated files ``{name: text}`` of one export into ``directory`` through the
+    one writer of user folders (`nhcontrol._util.staging.write_tree`: staging folder, no
+    symbolic links followed, no file overwritten that nhcontrol did not write unless
+    ``force``, a manifest)."""
+    from .._util.staging import write_tree
+
+    return write_tree(directory, dict(files), force=force, what=what)
+
+
+def _check_meta_names(meta: dict) -> None:
+    """Defence in depth: the names printed into the sources are identifiers (the modeling layer
+    refuses others where they are declared; a model built elsewhere cannot slip through)."""
+    from .._util.names import check_name
+
+    check_name(meta["model"], "model", error=InteropError)
+    for kind, key in (("coordinate", "coordinates"), ("velocity", "velocities"), ("input", "inputs"),
+                      ("parameter", "parameters"), ("state", "states")):
+        for nm in meta[key]:
+            check_name(nm, kind, model=meta["model"], error=InteropError)
+
+
+def _c_double(v: float) -> str:
+    """A finite double as a C literal (``repr`` round-trips; non-finite values are refused)."""
+    v = float(v)
+    if not np.isfinite(v):
+        raise InteropError(f"a parameter default is {v}; the C export needs finite defaults")
+    return repr(v)
 
 
 def _c_list(vals: Any, fmt: str = "{}") -> str:
@@ -239,14 +302,16 @@ def _c_list(vals: Any, fmt: str = "{}") -> str:
 
 
 def _header(meta: dict, funcs: dict, lay_terms: dict, lay_dyn: dict, kw: int, affine: bool,
-            atol_u: float) -> str:
+            atol_u: float, lay_out: dict | None = None) -> str:
     n, m, l, k, npar, ns = (meta[s] for s in ("n", "m", "l", "k", "np", "ns"))
-    lines = [f"/* Standalone C99 export of the nhcontrol model {meta['model']!r}. Generated by nhcontrol; do not edit.",
+    from .._util.names import source_text
+
+    lines = [f"/* Standalone C99 export of the nhcontrol model '{source_text(meta['model'])}'. Generated by nhcontrol; do not edit.",
              " *",
-             " * Coordinates x (NHC_N): " + ", ".join(meta["coordinates"]),
-             " * Inputs u (NHC_K):      " + (", ".join(meta["inputs"]) or "(none)"),
-             " * Parameters p (NHC_NP): " + ", ".join(meta["parameters"]),
-             " * Minimal state X (NHC_NS) = [x_ai, xd_ai, x_ad]: " + ", ".join(meta["states"]),
+             " * Coordinates x (NHC_N): " + source_text(", ".join(meta["coordinates"])),
+             " * Inputs u (NHC_K):      " + (source_text(", ".join(meta["inputs"])) or "(none)"),
+             " * Parameters p (NHC_NP): " + source_text(", ".join(meta["parameters"])),
+             " * Minimal state X (NHC_NS) = [x_ai, xd_ai, x_ad]: " + source_text(", ".join(meta["states"])),
              " * Multipliers lam: NHC_C = m + l entries (holonomic first, then nonholonomic).",
              " * Matrices are row-major.",
              " *",
@@ -280,6 +345,15 @@ def _header(meta: dict, funcs: dict, lay_terms: dict, lay_dyn: dict, kw: int, af
         lines.append(f"#define NHC_DYNAMICS_{name} {off}   /* {'x'.join(map(str, shape))} */")
     for key in ("C", "Cx", "D", "b"):
         lines.append(f"#define NHC_{key.upper()}_SIZE {funcs[key].size}")
+    if "outputs" in funcs:
+        lines.append(f"/* declared outputs y = h(x, xd, u): NHC_NY = {meta['ny']} values; nhc_output_terms writes h and")
+        lines.append("   its partial derivatives (row-major) at NHC_OUTPUTS_<F> of NHC_OUTPUTS_SIZE doubles */")
+        lines.append(f"#define NHC_NY {meta['ny']}")
+        lines.append(f"#define NHC_OUTPUTS_SIZE {funcs['outputs'].size}")
+        for name, (off, size, shape) in lay_out.items():
+            lines.append(f"#define NHC_OUTPUTS_{name} {off}   /* {'x'.join(map(str, shape)) or 'scalar'} */")
+        lines.append("int nhc_output_terms(const double *x, const double *xd, const double *u, const double *p,")
+        lines.append("                     double *out, double *work);")
     lines += ["",
               "/* the parameter defaults of the model */",
               "void nhc_default_parameters(double p[NHC_NP]);",
@@ -342,24 +416,27 @@ def _body(meta: dict, funcs: dict, ai: list, ad: list, d: list, offs: list, nuco
     c = m + l
     g = len(ai)
     dd = list(ad) + list(d)
-    parts = [f"/* Standalone C99 export of the nhcontrol model {meta['model']!r}. Generated by nhcontrol; do not edit. */",
+    from .._util.names import source_text
+
+    parts = [f"/* Standalone C99 export of the nhcontrol model '{source_text(meta['model'])}'. Generated by nhcontrol; do not edit. */",
              "#include <math.h>", "#include <stdint.h>", "#include <string.h>", '#include "nhc_model.h"', "",
              "/* ---- Steps 1-7 at one point: the routine of nhcontrol.linearization._cpoint, verbatim ---- */",
              _point_source(), "",
              "/* ---- the model's kernels (nhcontrol.compiled.ccodegen) ---- */",
              "#define NHC_CHUNK static", ""]
     for f in funcs.values():
-        parts += [f.chunk_source(ci) for ci in range(len(f.chunks))]
+        parts += [_mark_used(f.chunk_source(ci)) for ci in range(len(f.chunks))]
     parts.append("")
     parts.append("static int nhc_finite(const double *a, int64_t len)\n{\n    double s = 0.0;\n"
                  "    int64_t i;\n    for (i = 0; i < len; i++) s += a[i] * 0.0;\n    return s == 0.0;\n}\n")
     parts.append("void nhc_default_parameters(double p[NHC_NP])\n{\n"
-                 + "".join(f"    p[{i}] = {v!r};   /* {nm} */\n"
+                 + "".join(f"    p[{i}] = {_c_double(v)};   /* {source_text(nm)} */\n"
                            for i, (nm, v) in enumerate(zip(meta["parameters"], meta["parameter_defaults"])))
                  + ("    (void)p;\n" if not meta["parameters"] else "") + "}\n")
     for key, cname in (("terms", "nhc_terms"), ("dynamics", "nhc_dynamics"), ("C", "nhc_C"), ("Cx", "nhc_Cx"),
-                       ("D", "nhc_D"), ("b", "nhc_b")):
-        parts.append(_kernel_wrapper(cname, funcs[key]))
+                       ("D", "nhc_D"), ("b", "nhc_b"), ("outputs", "nhc_output_terms")):
+        if key in funcs:
+            parts.append(_kernel_wrapper(cname, funcs[key]))
     ix = list(ai) + list(ad) + list(d)
     Msz, Csz = max(m, 1), max(c, 1)
     parts.append(f"""
@@ -607,7 +684,7 @@ int main(void)
 '''
 
 
-def export_lqr_c(result: Any, directory: str | Path, name: str = "lqr") -> dict:
+def export_lqr_c(result: Any, directory: str | Path, name: str = "lqr", *, force: bool = False) -> dict:
     """Write the gain tables of a (finite-horizon) LQR as C99 (`LQRResult.export_c`).
 
     ``<name>.h`` / ``<name>.c`` hold the gains ``K`` (read-only tables, ``static const``) and
@@ -623,7 +700,9 @@ def export_lqr_c(result: Any, directory: str | Path, name: str = "lqr") -> dict:
     result : LQRResult
     directory : path-like
     name : str
-        C identifier prefix and file stem.
+        C identifier prefix and file stem (an identifier, `nhcontrol._util.names`).
+    force : bool, default False
+        Overwrite files nhcontrol did not write (see `export_c`).
 
     Returns
     -------
@@ -633,14 +712,12 @@ def export_lqr_c(result: Any, directory: str | Path, name: str = "lqr") -> dict:
     K = np.asarray(result.K, dtype=float)
     if not np.all(np.isfinite(K)):
         raise InteropError("the LQR gains are not all finite; nothing to export")
-    ident = _ident(name)
-    if ident != name:
-        raise InteropError(f"name must be a C identifier (letters, digits, _), got {name!r}; e.g. {ident!r}")
+    from .._util.names import check_name
+
+    check_name(name, "C prefix (export_lqr_c name=)", error=InteropError)
     N = result.horizon
     Ks = K[None] if N is None else K
     steps, kk, nn = Ks.shape
-    out_dir = Path(directory)
-    out_dir.mkdir(parents=True, exist_ok=True)
     rows = ",\n".join("    {" + ", ".join(repr(float(v)) for v in Ks[i].ravel()) + "}" for i in range(steps))
     guard = name.upper() + "_H"
     h = f"""/* Gain tables of an LQR designed with nhcontrol ({'finite horizon N = ' + str(N) if N is not None else 'infinite horizon'}).
@@ -684,8 +761,9 @@ int {name}_control(long step, const double *dx, double *u)
     return 0;
 }}
 """
-    (out_dir / f"{name}.h").write_text(h, encoding="ascii")
-    (out_dir / f"{name}.c").write_text(c, encoding="ascii")
+    from .._util.staging import write_tree
+
+    write_tree(directory, {f"{name}.h": h, f"{name}.c": c}, force=force, what="export_lqr_c")
     return {"files": [f"{name}.h", f"{name}.c"], "horizon": N, "nstates": nn, "ninputs": kk,
             "table_bytes": steps * kk * nn * 8}
 
@@ -725,11 +803,32 @@ def resolve_model(spec: str, inputs: Any = None) -> tuple[Any, Any]:
     fn = getattr(module, func, None)
     if not callable(fn):
         raise InteropError(f"{modname} has no function {func!r}")
+    if inputs is not None:
+        inputs = [str(s) for s in inputs]
+        if not inputs:
+            raise InteropError("--inputs names no actuator; give comma-separated names, e.g. "
+                               "--inputs T_phi,T_delta, or leave --inputs out")
+        import inspect
+
+        try:
+            takes = "inputs" in inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            takes = True
+        if not takes:
+            raise InteropError(f"--inputs {','.join(inputs)!r}: {modname}.{func}() takes no inputs= "
+                               f"(model {spec!r} has fixed actuators); leave --inputs out")
     try:
         model = fn(inputs=tuple(inputs)) if inputs else fn()
     except TypeError as exc:
         raise InteropError(f"{modname}.{func}() cannot be called as needed ({exc}); give a function "
                            f"without required arguments (package.module:function)") from exc
+    from ..compiled import CompiledModel
+    from ..modeling import MultibodySystem
+
+    if not isinstance(model, (MultibodySystem, CompiledModel)) and not isinstance(
+            getattr(model, "system", None), MultibodySystem):
+        raise InteropError(f"{modname}.{func}() returned a {type(model).__name__}, not a model; give a "
+                           f"function that returns a MultibodySystem or a compiled model")
     return model, module
 
 

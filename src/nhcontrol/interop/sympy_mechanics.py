@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from .._util.errors import InteropError
+from .._util.names import check_name
 
 __all__ = ["from_sympy_mechanics"]
 
@@ -175,8 +176,16 @@ def from_sympy_mechanics(model: Any, parameters: Mapping[Any, float], *, inputs:
     q, u = parts["q"], parts["u"]
     if not q:
         raise InteropError("the model has no generalized coordinates q")
-    mb = MultibodySystem(name)
     qnames = [_name(s) for s in q]
+    # every name is checked before anything is built (the rule of nhcontrol._util.names; no
+    # renaming: the imported model keeps the user's names, or the import is refused)
+    check_name(name, "model", error=InteropError)
+    for what, names in (("coordinate", qnames), ("velocity", [f"{s}_d" for s in qnames]),
+                        ("parameter", [_name(k) for k in parameters]),
+                        ("input", [_name(s) for s in inputs])):
+        for nm in names:
+            check_name(nm, f"{what} (sympy.mechanics symbol)", model=name, error=InteropError)
+    mb = MultibodySystem(name)
     xs = mb.add_coordinates(qnames)
     xs = (xs,) if isinstance(xs, sp.Symbol) else tuple(xs)
     vs = mb.velocities
@@ -257,6 +266,7 @@ def from_sympy_mechanics(model: Any, parameters: Mapping[Any, float], *, inputs:
         bname = str(b.name)
         if _fixed(b, N):
             continue            # the ground (e.g. System.from_newtonian's body): no motion, no terms
+        check_name(bname, "body (sympy.mechanics body)", model=name, error=InteropError)
         if isinstance(b, me.RigidBody):
             frame = b.frame
             try:

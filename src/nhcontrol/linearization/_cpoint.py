@@ -41,8 +41,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .._util.errors import CacheError
-
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -690,15 +688,9 @@ class _Library:
     """The loaded routine: ``fn``, ``work(dims)`` and the FFI."""
 
     def __init__(self, path: str) -> None:
-        from ..compiled import cache as _cache
-        from ..compiled.cbackend import _ffi_of, _read_layout
+        from ..compiled.cbackend import open_routine
 
-        _cache.verify_artefact(path)     # immediately before opening (private directory)
-        raw, layout = _read_layout(path)
-        if layout.get("key") != _key() or layout.get("generator") != VERSION:
-            raise CacheError(f"the library {path} belongs to another version of the routine")
-        ffi = _ffi_of(layout)
-        lib = ffi.dlopen(str(path))
+        raw, ffi, lib = open_routine(path, _key(), VERSION)
         self.path, self._raw, self.ffi, self.lib = path, raw, ffi, lib
         self.fn, self.fn_n, self.work = lib.nhc_point_third, lib.nhc_point_third_n, lib.nhc_point_work
         self.prepared = lib.nhc_point_prepared
@@ -710,27 +702,12 @@ def _library(directory: str) -> "_Library | None":
     with _LOCK:
         if key in _LIBS:
             return _LIBS[key]
-        from ..compiled import cache as _cache
-        from ..compiled.cbackend import CompilerUnavailable, compile_library
+        from ..compiled.cbackend import load_or_build_routine
 
-        path = _library_file(directory)
-        lib = None
-        try:
-            if os.path.exists(path) or os.path.exists(_cache._record(path)):
-                try:
-                    lib = _Library(path)
-                except (CacheError, OSError, ValueError, KeyError) as exc:
-                    _cache.discard_artefact(path)
-                    _cache.warn_once("artefact", path, f"discarded the unusable compiled linearization "
-                                                       f"library {path} ({exc}); it is rebuilt")
-            if lib is None:
-                compile_library([_source()[0]], _cache._path(path), workers=1)
-                lib = _Library(path)
-        except (CompilerUnavailable, CacheError, OSError, ValueError, KeyError, AttributeError) as exc:
-            _cache.warn_once("backend", "point",
-                             f"nhcontrol linearizes single points with numpy (same results, slower): "
-                             f"the compiled Steps 1-7 cannot be built or loaded ({exc})")
-            lib = None
+        lib = load_or_build_routine(
+            _library_file(directory), _Library, lambda: _source()[0],
+            what="compiled linearization library (Steps 1-7)",
+            fallback="nhcontrol linearizes single points with numpy (same results, slower)")
         _LIBS[key] = lib
         return lib
 

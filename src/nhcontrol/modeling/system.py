@@ -22,6 +22,7 @@ import numpy as np
 import sympy as sp
 
 from .._util.errors import ModelError
+from .._util.names import check_name
 from .simplify import angular_velocity_jacobian
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -147,7 +148,7 @@ class MultibodySystem:
     """
 
     def __init__(self, name: str) -> None:
-        self.name = str(name)
+        self.name = check_name(name, "model")
         self._coords: list[sp.Symbol] = []
         self._vels: list[sp.Symbol] = []
         self._params: list[sp.Symbol] = []
@@ -171,6 +172,10 @@ class MultibodySystem:
             return [s for s in names.replace(",", " ").split() if s]
         return [str(s) for s in names]
 
+    def _check(self, name: Any, kind: str) -> str:
+        """``name`` when it may reach generated sources (`nhcontrol._util.names`), else ModelError."""
+        return check_name(name, kind, model=self.name)
+
     def _changed(self) -> None:
         self._eom = None
 
@@ -189,7 +194,11 @@ class MultibodySystem:
             name is given, as ``sympy.symbols`` does).
         """
         new = []
-        for nm in self._split_names(names):
+        split = self._split_names(names)
+        for nm in split:
+            self._check(nm, "coordinate")
+            self._check(f"{nm}_d", "velocity")
+        for nm in split:
             q, qd = sp.Symbol(nm), sp.Symbol(f"{nm}_d")
             self._coords.append(q)
             self._vels.append(qd)
@@ -218,6 +227,8 @@ class MultibodySystem:
             If a default is not a finite real number.
         """
         new = []
+        for nm in defaults:
+            self._check(nm, "parameter")
         for nm, val in defaults.items():
             try:
                 fval = float(val)
@@ -246,7 +257,7 @@ class MultibodySystem:
         -------
         sympy.Symbol or tuple of sympy.Symbol
         """
-        new = [sp.Symbol(nm) for nm in self._split_names(names)]
+        new = [sp.Symbol(self._check(nm, "input")) for nm in self._split_names(names)]
         if not new:
             raise ModelError(f"add_inputs needs at least one name, got {names!r}")
         self._inputs.extend(new)
@@ -267,7 +278,7 @@ class MultibodySystem:
         -------
         sympy.Symbol or tuple of sympy.Symbol
         """
-        new = [sp.Symbol(nm) for nm in self._split_names(names)]
+        new = [sp.Symbol(self._check(nm, "first-order state")) for nm in self._split_names(names)]
         if not new:
             raise ModelError(f"add_first_order_states needs at least one name, got {names!r}")
         taken = {str(v) for v in (*self._coords, *self._vels, *self._params, *self._inputs)}
@@ -444,6 +455,7 @@ class MultibodySystem:
         Body
         """
         R = sp.eye(3) if orientation is None else orientation
+        self._check(name, "body")
         body = Body(name=str(name), mass=sp.sympify(mass),
                     inertia=_as_matrix3(inertia, f"inertia of body {name!r}"),
                     position=_as_vector3(position, f"position of body {name!r}"),
@@ -478,7 +490,7 @@ class MultibodySystem:
         name : str, optional
             Defaults to ``"C<i>"``.
         """
-        nm = str(name) if name is not None else f"C{self.m}"
+        nm = self._check(name, "holonomic constraint") if name is not None else f"C{self.m}"
         self._constraints.append(Constraint(nm, "holonomic", sp.sympify(expr)))
         self._changed()
 
@@ -507,7 +519,7 @@ class MultibodySystem:
         returns their matrix ``B_rate`` (docs/theory/road_vehicles.md, "Inputs in the
         constraints").
         """
-        nm = str(name) if name is not None else f"B{self.l}"
+        nm = self._check(name, "nonholonomic constraint") if name is not None else f"B{self.l}"
         self._constraints.append(Constraint(nm, "nonholonomic", sp.sympify(expr), bool(affine)))
         self._changed()
 
@@ -548,7 +560,7 @@ class MultibodySystem:
         if self._clock is not None:
             raise ModelError(f"model {self.name!r} already has the clock {self._clock.name!r}; one "
                              f"clock is enough (use it in every time-dependent expression)")
-        nm = str(name)
+        nm = self._check(name, "clock")
         taken = {str(v) for v in (*self._coords, *self._vels, *self._params, *self._inputs)}
         if nm in taken or f"{nm}_d" in taken:
             raise ModelError(f"clock name {nm!r} (velocity {nm}_d) is already used in model "
@@ -608,9 +620,7 @@ class MultibodySystem:
         taken = {nm for nm, _ in self._outputs}
         for nm, e in zip(names, exprs):
             e = sp.sympify(e)
-            if not nm.isidentifier():
-                raise ModelError(f"output name {nm!r} must be an identifier (letters, digits, "
-                                 f"underscores), e.g. 'camera_x'")
+            self._check(nm, "output")
             if nm in taken:
                 raise ModelError(f"output {nm!r} of model {self.name!r} is declared twice; "
                                  f"choose another name")
@@ -619,6 +629,10 @@ class MultibodySystem:
                 raise ModelError(f"output {nm!r} contains unknown symbol(s) {bad}; outputs may use "
                                  f"coordinates {[str(q) for q in self._coords]}, their velocities "
                                  f"'<name>_d', inputs and parameters (not accelerations)")
+            if e.has(sp.nan, sp.zoo, sp.oo, sp.S.NegativeInfinity):
+                raise ModelError(f"output {nm!r} of model {self.name!r} contains a non-finite "
+                                 f"constant (nan, inf or zoo) in {str(e)[:80]!r}; every output "
+                                 f"must be finite: fix its expression")
             taken.add(nm)
             self._outputs.append((nm, e))
         self._changed()

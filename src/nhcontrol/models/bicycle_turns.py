@@ -448,6 +448,20 @@ def solve_steady_turn(cm: "CompiledModel", guess: SteadyTurn, *, fix: str = "ome
     return _make_turn(cm, lay, y, pvec, vals, res)
 
 
+POSITIVE = ("rho_R", "rho_F", "w", "g", "m_B", "m_H", "m_R", "m_F")
+"""Parameters that must be positive for a steady turn to be physical (wheel radii, wheelbase,
+gravity, masses): with ``rho_R < 0`` the speed ``v = rho_R omega_R`` changes sign and the families
+would hold negative speeds."""
+
+
+def _check_physical(vals: Mapping[str, float], what: str) -> None:
+    bad = [f"{k} = {vals[k]:g}" for k in POSITIVE if k in vals and not vals[k] > 0]
+    if bad:
+        raise ModelError(f"{what}: the bicycle parameters {', '.join(bad)} are not physical; wheel "
+                         f"radii, wheelbase, gravity and masses must be positive (Table 4.1: "
+                         f"rho_R = 0.3, rho_F = 0.35, w = 1.02 m)")
+
+
 def straight_turn(cm: "CompiledModel", v: float, p: ArrayLike | Mapping[str, float] | None = None, *,
                   steer: float = 0.0) -> SteadyTurn:
     """Straight running at ``v = rho_R omega_R`` as a `SteadyTurn` (``Omega = 0``), solved by Newton.
@@ -457,6 +471,7 @@ def straight_turn(cm: "CompiledModel", v: float, p: ArrayLike | Mapping[str, flo
     """
     _check_model(cm)
     pvec, vals = parameter_values(cm, p)
+    _check_physical(vals, "straight_turn")
     lay = _Layout(cm, vals)
     ix = lay.ix
     x = np.zeros(lay.n)
@@ -749,7 +764,16 @@ def families(cm: "CompiledModel", p: ArrayLike | Mapping[str, float] | None = No
     -------
     (dict, dict)
         Families by name (lists of `SteadyTurn`), and for each family not found the reason.
+
+    Raises
+    ------
+    ModelError
+        Parameters that are not physical (`POSITIVE`: a wheel radius, the wheelbase, gravity
+        or a mass not positive), before any turn is computed: with ``rho_R < 0`` the speed
+        ``v = rho_R omega_R`` would change sign.
     """
+    _check_model(cm)
+    _check_physical(parameter_values(cm, p)[1], "families")
     out: dict[str, list[SteadyTurn]] = {}
     missing: dict[str, str] = {}
     try:

@@ -5,11 +5,20 @@ lane-change manoeuvre — Part 1: Double lane-change*, Table 1 and Fig. 1): six 
 15, 30, 25, 25, 15 and 15 m; the lanes of sections 1, 3 and 5–6 are marked by cones and are
 ``1.1 W + 0.25``, ``1.2 W + 0.25`` and ``1.3 W + 0.25`` m wide (``W`` the vehicle width; 1.8 m
 here, a typical passenger car, chosen here); the lane of section 3 is offset 3.5 m to the left.
-We read the offset between the right-hand cone rows of sections 1 and 3 and align the right-hand
-rows of sections 1 and 5–6 (Fig. 1 of the standard; Project Chrono's implementation measures the
-3.5 m from the centre line of lane 1 instead). The lane centre lines are then at ``0``,
-``3.5 + (w_3 − w_1)/2`` (3.59 m for ``W = 1.8`` m) and ``(w_5 − w_1)/2`` (0.18 m)
-([`Iso3888Track`][nhcontrol.models.lane_change.Iso3888Track]).
+The standard's text is not available here, and public implementations read the 3.5 m two ways
+([`OffsetReference`][nhcontrol.models.lane_change.OffsetReference]):
+
+- ``"centre-to-near-row"`` (default): from the centre line of lane 1 to the near (right-hand)
+  cone row of lane 3, as in Project Chrono's ISO 3888-1 double-lane-change demo
+  ([Chrono](../references.md#chrono-dlc)) — lane 3's centre line at ``3.5 + w_3/2``
+  (4.705 m for ``W = 1.8`` m);
+- ``"row-to-row"``: between the right-hand cone rows of lanes 1 and 3 — lane 3's centre line at
+  ``3.5 + (w_3 − w_1)/2`` (3.59 m).
+
+Both align the right-hand rows of lanes 1 and 5–6 (Chrono does the same), so lane 5's centre
+line is at ``(w_5 − w_1)/2`` (0.18 m) ([`Iso3888Track`][nhcontrol.models.lane_change.Iso3888Track]).
+The evidence for each reading is collected in docs/theory/road_vehicles.md, "The ISO 3888-1
+track".
 
 **Path.** The reference path of the rear-axle centre ``R`` is straight on the centre lines of
 lanes 1 and 3 and changes lane twice along the degree-9 smoothstep
@@ -23,15 +32,16 @@ whose first four derivatives vanish at both ends (curvature, its rate and its se
 continuous, so are the steering angle, rate and torque of the reference). A transition starts
 ``lead`` = 10 m before the end of the lane it leaves and ends ``lead`` after the start of the
 lane it enters (``ℓ`` = 50 m and 45 m; chosen here: the smoothstep is so flat at its ends that the
-path is within 11 cm of the lane centre lines where the lanes end and begin, and the car's body,
-4.58 m by 1.8 m, keeps 15 cm from every cone line, [`cone_clearance`][nhcontrol.models.lane_change.cone_clearance]).
+path is within 15 cm (11 cm with ``"row-to-row"``) of the lane centre lines where the lanes end
+and begin, and the car's body, 4.58 m by 1.8 m, keeps 12.9 cm (14.9 cm) from every cone line,
+[`cone_clearance`][nhcontrol.models.lane_change.cone_clearance]).
 The second change returns to lane 1's centre line (lane 5 is 0.18 m wider on the left side).
 At [`SPEED`][nhcontrol.models.lane_change.SPEED] = 15 m/s (54 km/h) the peak lateral acceleration
-of the mass centre along the body's lateral axis is 3.9 m/s²
-([`lateral_acceleration`][nhcontrol.models.lane_change.lateral_acceleration]), below the 4 m/s²
-up to which a linear tyre (and a no-slip wheel) is a fair model on a dry road. The transitions
-of the section lengths alone (``lead`` = 0, 30 m and 25 m) would ask 3.8 m/s² at 8 m/s and
-24 m/s² at 20 m/s.
+of the mass centre along the body's lateral axis is 5.08 m/s² (``"centre-to-near-row"``) or
+3.88 m/s² (``"row-to-row"``)
+([`lateral_acceleration`][nhcontrol.models.lane_change.lateral_acceleration]); it grows with
+``V²``. [`minimal_peak_lateral_acceleration`][nhcontrol.models.lane_change.minimal_peak_lateral_acceleration]
+bounds from below what any path through the cones needs.
 
 **Flatness (derived here).** For the skate single-track models the rear-axle centre is a flat
 output: its velocity is ``v_R = u_1 i_1`` (rear skate), so the yaw is the heading of its path and
@@ -59,7 +69,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 import sympy as sp
@@ -75,22 +85,35 @@ if TYPE_CHECKING:
 __all__ = ["lane_change_reference", "assigned_steering_reference", "iso_3888_1_path", "lateral_error", "flat_states",
            "LaneChangePath", "ISO_3888_1_SECTIONS", "ISO_3888_1_OFFSET", "DRIVE_INPUTS",
            "ASSIGNED_DRIVE_INPUTS", "Iso3888Track", "ISO_TRACK", "LEAD", "SPEED",
-           "lateral_acceleration", "cone_clearance"]
+           "lateral_acceleration", "cone_clearance", "OffsetReference", "OFFSET_REFERENCES",
+           "iso_3888_1_track", "minimal_peak_lateral_acceleration", "TEST_SPEED"]
 
 ISO_3888_1_SECTIONS: tuple[float, ...] = (15.0, 30.0, 25.0, 25.0, 15.0, 15.0)
 """Section lengths of the ISO 3888-1 track [m]."""
 
 ISO_3888_1_OFFSET: float = 3.5
-"""Lateral offset of the lane of section 3 [m] (ISO 3888-1; between the right-hand cone rows of
-sections 1 and 3)."""
+"""Lateral offset of the lane of section 3 [m] (ISO 3888-1; measured as `OffsetReference`
+says)."""
+
+OffsetReference = Literal["centre-to-near-row", "row-to-row"]
+"""How the 3.5 m offset of lane 3 is measured: from lane 1's centre line to lane 3's near
+(right-hand) cone row (``"centre-to-near-row"``, Project Chrono's reading, the default) or
+between the right-hand cone rows of lanes 1 and 3 (``"row-to-row"``)."""
+
+OFFSET_REFERENCES: tuple[str, ...] = get_args(OffsetReference)
+"""The readings of `OffsetReference`, the default first."""
+
+TEST_SPEED: float = 80.0 / 3.6
+"""Test speed of ISO 3888-1 [m/s] (80 km/h)."""
 
 LEAD: float = 10.0
 """Distance [m] by which a lane change of the reference starts before the end of the lane it
 leaves and ends after the start of the lane it enters (chosen here)."""
 
 SPEED: float = 15.0
-"""Speed [m/s] of the lane change (54 km/h): peak lateral acceleration 3.9 m/s² of the mass
-centre along the body's lateral axis with the default path and ``single_track.DEFAULTS``."""
+"""Speed [m/s] of the lane change (54 km/h): peak lateral acceleration 5.07 m/s² of the mass
+centre along the body's lateral axis with the default path and ``single_track.DEFAULTS``
+(3.88 m/s² with ``offset_reference="row-to-row"``)."""
 
 DRIVE_INPUTS: tuple[str, ...] = ("F_R", "T")
 """Inputs of ``single_track.build("force_torque")`` that drive the lane change (``F_F = 0``)."""
@@ -143,17 +166,19 @@ class LaneChangePath:
 
 
 def iso_3888_1_path(offset: float | None = None, x_start: float = 0.0, *, lead: float = LEAD,
-                    vehicle_width: float = 1.8) -> LaneChangePath:
+                    vehicle_width: float = 1.8,
+                    offset_reference: OffsetReference = "centre-to-near-row") -> LaneChangePath:
     """Path of the rear-axle centre through the ISO 3888-1 track, section 1 starting at ``x_start``.
 
     Lane changes of ``+offset`` and ``−offset`` (default the centre-line offset of lane 3,
-    [`Iso3888Track.centre_offset`][nhcontrol.models.lane_change.Iso3888Track], 3.59 m for a
-    vehicle 1.8 m wide) over sections 2 and 4 extended by ``lead`` at both ends (lengths
+    [`Iso3888Track.centre_offset`][nhcontrol.models.lane_change.Iso3888Track]: 4.705 m for a
+    vehicle 1.8 m wide with ``offset_reference="centre-to-near-row"``, 3.59 m with
+    ``"row-to-row"``) over sections 2 and 4 extended by ``lead`` at both ends (lengths
     ``30 + 2 lead`` and ``25 + 2 lead``; ``0 ≤ lead ≤ 12.5`` m so that the two changes do not
     overlap in section 3).
     """
     if offset is None:
-        offset = Iso3888Track(vehicle_width).centre_offset
+        offset = Iso3888Track(vehicle_width, offset_reference=offset_reference).centre_offset
     if not np.isfinite(offset) or not np.isfinite(x_start):
         raise ModelError(f"offset and x_start must be finite numbers, got {offset!r}, {x_start!r}")
     if not (np.isfinite(lead) and 0.0 <= lead <= min(ISO_3888_1_SECTIONS[0], ISO_3888_1_SECTIONS[2] / 2)):
@@ -175,16 +200,23 @@ class Iso3888Track:
     vehicle_width : float
         ``W`` [m] (default 1.8 m, a passenger car; chosen here).
     offset : float
-        3.5 m: lateral offset of lane 3, between the right-hand cone rows of lanes 1 and 3.
+        3.5 m: lateral offset of lane 3, measured as ``offset_reference`` says.
     x_start : float
         ``X`` of the start of section 1 [m].
+    offset_reference : {"centre-to-near-row", "row-to-row"}
+        From lane 1's centre line to lane 3's near cone row (default, Project Chrono's
+        reading) or between the right-hand cone rows of lanes 1 and 3 (`OffsetReference`).
     """
 
     vehicle_width: float = 1.8
     offset: float = ISO_3888_1_OFFSET
     x_start: float = 0.0
+    offset_reference: OffsetReference = "centre-to-near-row"
 
     def __post_init__(self) -> None:
+        if self.offset_reference not in OFFSET_REFERENCES:
+            raise ModelError(f"offset_reference must be one of {list(OFFSET_REFERENCES)}, got "
+                             f"{self.offset_reference!r}")
         if not (np.isfinite(self.vehicle_width) and self.vehicle_width > 0
                 and np.isfinite(self.offset) and self.offset > 0 and np.isfinite(self.x_start)):
             raise ModelError(f"Iso3888Track needs a positive finite vehicle_width and offset and "
@@ -206,11 +238,14 @@ class Iso3888Track:
     @property
     def lanes(self) -> tuple[tuple[float, float, float, float], ...]:
         """The cone-marked lanes as ``(X_begin, X_end, Y_centre, width)`` [m]: sections 1, 3 and
-        5–6 (right-hand rows of lanes 1 and 5–6 on ``Y = −w_1/2``)."""
+        5–6 (lane 1 centred on ``Y = 0``; right-hand rows of lanes 1 and 5–6 on ``Y = −w_1/2``;
+        lane 3 centred on ``offset + w_3/2`` or ``offset + (w_3 − w_1)/2`` as
+        ``offset_reference`` says)."""
         w1, w3, w5 = self.widths
         x = self.boundaries
-        return ((x[0], x[1], 0.0, w1), (x[2], x[3], self.offset + (w3 - w1) / 2, w3),
-                (x[4], x[6], (w5 - w1) / 2, w5))
+        y3 = self.offset + (w3 / 2 if self.offset_reference == "centre-to-near-row"
+                            else (w3 - w1) / 2)
+        return ((x[0], x[1], 0.0, w1), (x[2], x[3], y3, w3), (x[4], x[6], (w5 - w1) / 2, w5))
 
     @property
     def centre_offset(self) -> float:
@@ -230,7 +265,88 @@ class Iso3888Track:
 
 
 ISO_TRACK = Iso3888Track()
-"""The track for ``W = 1.8`` m: lanes 2.23, 2.41 and 2.59 m wide, lane 3 centred 3.59 m left."""
+"""The track for ``W = 1.8`` m: lanes 2.23, 2.41 and 2.59 m wide, lane 3 centred 4.705 m left
+(``"centre-to-near-row"``; 3.59 m with ``"row-to-row"``)."""
+
+
+def iso_3888_1_track(offset_reference: OffsetReference = "centre-to-near-row", *,
+                     vehicle_width: float = 1.8, x_start: float = 0.0) -> Iso3888Track:
+    """The ISO 3888-1 track (the one definition every study here uses: the reference path,
+    the cone clearance, the lower bound of `minimal_peak_lateral_acceleration`)."""
+    return Iso3888Track(vehicle_width=vehicle_width, x_start=x_start,
+                        offset_reference=offset_reference)
+
+
+def minimal_peak_lateral_acceleration(V: float, track: Iso3888Track = ISO_TRACK, *,
+                                      dx: float = 0.1) -> dict[str, Any]:
+    r"""Lower bound [m/s²] of the peak acceleration across the road that *any* motion through the
+    cones needs at the constant speed ``V`` along the road (derived here).
+
+    Relaxation: the car's centre ``G`` moves with ``Ẋ = V`` and its lateral position ``y(X)``
+    must keep ``W/2`` from both cone rows wherever ``G`` is inside a lane (the body's cross
+    section through ``G`` is at least ``W`` wide at any heading, so every motion of the body
+    inside the lanes satisfies this; the body's length is ignored). On a grid ``X_k = k dx``
+    (``h = dx / V``), the linear programme
+
+    $$
+    \min A \quad\text{s.t.}\quad |y_{k+1} - 2 y_k + y_{k-1}| \le A h^2,\qquad
+    y_c - w/2 + W/2 \le y_k \le y_c + w/2 - W/2 \ \text{in the lanes}
+    $$
+
+    is solved (HiGHS). For any twice differentiable ``y(t)`` the second difference is a
+    weighted mean of ``ÿ``, so ``|Δ²y| ≤ h² max |ÿ|``: every admissible motion is feasible for
+    the programme with ``A = max |ÿ|``, and the optimum is a lower bound of ``max |ÿ|``, hence
+    of the peak horizontal acceleration ``|a_G| ≥ |ÿ|``. Friction caps ``|a_G|`` at ``μ g``
+    (the tyre forces sum to ``m a_G``, each at most ``μ`` times its load): a speed whose bound
+    exceeds ``μ g`` is not drivable by any trajectory.
+
+    Returns
+    -------
+    dict
+        ``lower_bound_m_s2`` (the optimum ``A``), ``speed_m_s``, ``grid_m`` (``dx``),
+        ``status`` (HiGHS's message).
+
+    Raises
+    ------
+    ModelError
+        ``V`` or ``dx`` not positive and finite, or the programme has no solution (lanes
+        narrower than the car).
+    """
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix, vstack
+
+    if not (np.isfinite(V) and V > 0 and np.isfinite(dx) and 0 < dx <= 5.0):
+        raise ModelError(f"V must be a positive speed [m/s] and dx a grid step in (0, 5] m, got "
+                         f"{V!r}, {dx!r}")
+    X0, X1 = track.boundaries[0], track.boundaries[-1]
+    K = int(np.ceil((X1 - X0) / dx)) + 1
+    X = X0 + dx * np.arange(K)
+    h2 = (dx / V) ** 2
+    lo, hi = np.full(K, -np.inf), np.full(K, np.inf)
+    half = track.vehicle_width / 2
+    for a, b, yc, w in track.lanes:
+        m = (X >= a - 1e-12) & (X <= b + 1e-12)
+        lo[m] = np.maximum(lo[m], yc - w / 2 + half)
+        hi[m] = np.minimum(hi[m], yc + w / 2 - half)
+    if np.any(lo > hi):
+        raise ModelError(f"a car {track.vehicle_width} m wide does not fit the lanes")
+    r = np.arange(1, K - 1)
+    rows = np.repeat(np.arange(K - 2), 3)
+    cols = np.column_stack([r - 1, r, r + 1]).ravel()
+    vals = np.tile([1.0, -2.0, 1.0], K - 2)
+    D2 = coo_matrix((vals, (rows, cols)), shape=(K - 2, K + 1))
+    Acol = coo_matrix((np.full(K - 2, -h2), (np.arange(K - 2), np.full(K - 2, K))),
+                      shape=(K - 2, K + 1))
+    A_ub = vstack([D2 + Acol, -D2 + Acol]).tocsr()
+    c = np.zeros(K + 1)
+    c[-1] = 1.0
+    bounds = [(None if not np.isfinite(l_) else l_, None if not np.isfinite(u_) else u_)
+              for l_, u_ in zip(lo, hi)] + [(0.0, None)]
+    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(2 * (K - 2)), bounds=bounds, method="highs")
+    if res.status != 0:
+        raise ModelError(f"the lower-bound programme failed: {res.message}")
+    return {"lower_bound_m_s2": float(res.x[-1]), "speed_m_s": float(V), "grid_m": float(dx),
+            "status": str(res.message)}
 
 
 def lateral_acceleration(ref: Reference, t: ArrayLike) -> NDArray[np.float64]:

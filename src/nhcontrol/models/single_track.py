@@ -65,8 +65,8 @@ from nhcontrol.modeling import MultibodySystem, rot_y, rot_z
 from nhcontrol.modeling.appell import AppellEquations, appell_equations
 
 __all__ = [
-    "build", "DEFAULTS", "WHEEL_DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "kinematic_steady_turn",
-    "appell_vs_newton_euler", "newton_euler_wdot", "kinematic_turn_error", "APPELL_CHECKS",
+    "build", "lateral_force_expressions", "DEFAULTS", "WHEEL_DEFAULTS", "VARIANTS", "Variant", "SingleTrackModel", "kinematic_steady_turn",
+    "appell_vs_newton_euler", "appell_check", "newton_euler_wdot", "kinematic_turn_error", "APPELL_CHECKS",
     "static_axle_loads", "GRAVITY", "tyre_plant", "TYRE_DEFAULTS", "TYRE_LAWS", "TYRE_VARIANTS",
     "slip_angles", "lateral_tyre_force",
 ]
@@ -133,7 +133,8 @@ class SingleTrackModel:
         return 2 * self.n - self.l
 
 
-def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
+def build(variant: Variant = "force", *, lateral_force_outputs: bool = False,
+          **overrides: float) -> SingleTrackModel:
     """Build one single-track model of Table 1 (skate or rigid-wheel).
 
     Parameters
@@ -144,6 +145,12 @@ def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
         'rigid_force', 'rigid_torque', 'rigid_force_torque'`` (wheel spin angles
         ``phi_R, phi_F`` added as coordinates, rolling constraints added, driven by axle
         torques ``M_R, M_F`` instead of forces).
+    lateral_force_outputs : bool
+        Declare the skates' lateral forces ``lateral_force_rear``, ``lateral_force_front`` [N]
+        (the multipliers of ``rear_skate``, ``front_skate``) as outputs ``h(x, ẋ, u)``
+        ([`lateral_force_expressions`][nhcontrol.models.single_track.lateral_force_expressions]);
+        skate variants only. Their linearization ``C, D`` lets a controller bound the friction
+        utilisation ``|F| / (μ N)`` (`nhcontrol.applications.lane_change`).
     **overrides : float
         Parameter defaults to change (names of `DEFAULTS`; ``r_w``, ``J_w`` of
         `WHEEL_DEFAULTS` for the rigid-wheel variants).
@@ -254,7 +261,53 @@ def build(variant: Variant = "force", **overrides: float) -> SingleTrackModel:
     if rigid:
         xdot += [u1 / r_w, u1 / (r_w * sp.cos(gam))]
     ae = appell_equations(mb, xdot, w, input_rates=None if rate is None else {gam: rate})
-    return SingleTrackModel(variant=variant, system=mb, appell=ae)
+    mdl = SingleTrackModel(variant=variant, system=mb, appell=ae)
+    if lateral_force_outputs:
+        if rigid:
+            raise ModelError(f"lateral_force_outputs is available for the skate variants "
+                             f"{list(VARIANTS[:4])}, not {variant!r}")
+        mb.add_output(["lateral_force_rear", "lateral_force_front"], lateral_force_expressions(mdl))
+    return mdl
+
+
+def lateral_force_expressions(mdl: SingleTrackModel) -> sp.Matrix:
+    """The skates' lateral forces ``[Λ_rear, Λ_front]`` [N] as expressions of ``x, ẋ, u``
+    (derived here).
+
+    Appell's equations give ``ẇ = M_w⁻¹ F_w(x, w, u)``; the velocity map ``ẋ = Φ(x, u) w + φ``
+    differentiated along the motion gives ``ẍ = ∂(Φw+φ)/∂x ẋ + Φ ẇ + ∂(Φw+φ)/∂γ γ̇`` (the last
+    term for an assigned steering angle, ``γ̇`` the input ``gamma_rate``), and Newton–Euler,
+    ``M ẍ + Dᵀ Λ = Q``, the multipliers ``Λ = (D Dᵀ)⁻¹ D (Q − M ẍ)`` (``Q − M ẍ`` lies in the
+    range of ``Dᵀ``). The pseudo velocities are replaced by the velocities, ``v = cos ψ ẋ +
+    sin ψ ẏ`` (and ``gamma_d``), so the expressions hold on the constraint manifold. The skate
+    constraints are written ``n · v_P = 0`` with ``|n| = 1``: the multipliers are forces in
+    newtons, as in [`friction_utilisation`][nhcontrol.reference.friction_utilisation].
+    """
+    mb, ae = mdl.system, mdl.appell
+    eq = mb.equations()
+    x, xd_s = list(eq.x), list(eq.xd)
+    names = list(mb.constraints[i].name for i in range(len(mb.constraints)))
+    rows = [names.index("rear_skate"), names.index("front_skate")]
+    xdot = sp.Matrix(ae.xdot)
+    wdot = ae.M_w.LUsolve(ae.F_w) if ae.nw else sp.zeros(0, 1)
+    xdd = xdot.jacobian(list(ae.x)) * xdot
+    if ae.nw:
+        xdd += xdot.jacobian(list(ae.w)) * wdot
+    ins = [str(u) for u in ae.u]
+    if "gamma_rate" in ins:
+        gam, rate = ae.u[ins.index("gamma")], ae.u[ins.index("gamma_rate")]
+        xdd += xdot.diff(gam) * rate
+    D = sp.Matrix(eq.D)
+    Q = sp.Matrix(eq.Q).subs(dict(zip(xd_s, list(xdot))))
+    lam = (D * D.T).LUsolve(D * (Q - sp.Matrix(eq.M) * xdd))
+    psi = x[2]
+    to_vel = {}
+    for wi in ae.w:
+        if str(wi) == "v":
+            to_vel[wi] = sp.cos(psi) * xd_s[0] + sp.sin(psi) * xd_s[1]
+        else:
+            to_vel[wi] = xd_s[[str(q) for q in xd_s].index(str(wi))]
+    return sp.Matrix([lam[r].subs(to_vel) for r in rows])
 
 
 def static_axle_loads(cm: object, p: Mapping[str, float] | None = None,
@@ -312,6 +365,13 @@ def newton_euler_wdot(mdl: SingleTrackModel, cm: object, s: ArrayLike, u: ArrayL
     rates ``ud``, zero when omitted). The pseudo velocities' rates follow from ``ẍ``:
     ``v̇ = d(v_G · i_1)/dt``, ``γ̈``.
     """
+    return _newton_euler(mdl, cm, s, u, t, ud)[0]
+
+
+def _newton_euler(mdl: SingleTrackModel, cm: object, s: ArrayLike, u: ArrayLike, t: float,
+                  ud: ArrayLike | None) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                                                  NDArray[np.float64]]:
+    """`newton_euler_wdot` with the mass matrix ``M`` and the accelerations ``ẍ`` it solved."""
     n = mdl.n
     s = np.asarray(s, dtype=float)
     u = np.asarray(u, dtype=float)
@@ -332,7 +392,7 @@ def newton_euler_wdot(mdl: SingleTrackModel, cm: object, s: ArrayLike, u: ArrayL
                    + psid * (-math.sin(psi) * xd[0] + math.cos(psi) * xd[1]))
     if base in ("torque", "force_torque"):
         out.append(xdd[3])
-    return np.array(out)
+    return np.array(out), M, xdd
 
 
 APPELL_CHECKS: dict[str, tuple] = {
@@ -361,7 +421,35 @@ def appell_vs_newton_euler(mdl: SingleTrackModel, u: object = None, s0: ArrayLik
     Both formulations are exact, so the difference is round-off (``≲ 1e-10``). ``u(t)`` and
     ``s0`` default to [`APPELL_CHECKS`][nhcontrol.models.single_track.APPELL_CHECKS] of the variant.
     An assigned steering angle's rate (the input ``gamma_rate`` of Appell's velocity map) is the
-    input rate ``u̇`` of ``gamma`` in Newton--Euler (``D ẍ = Q_d − E u̇``).
+    input rate ``u̇`` of ``gamma`` in Newton--Euler (``D ẍ = Q_d − E u̇``). The difference
+    relative to its round-off scale: [`appell_check`][nhcontrol.models.single_track.appell_check].
+    """
+    return appell_check(mdl, u, s0, t_final=t_final, samples=samples, cm=cm)["max_abs_diff"]
+
+
+def appell_check(mdl: SingleTrackModel, u: object = None, s0: ArrayLike | None = None,
+                 *, t_final: float = 2.0, samples: int = 20, cm: object = None) -> dict[str, float]:
+    """Appell's ``ẇ`` against Newton--Euler's along an Appell trajectory, absolute and relative
+    to the round-off scale of the solve (derived here).
+
+    Newton--Euler solves the saddle-point system ``[[M, Dᵀ], [D, 0]] [ẍ; Λ] = [Q; Q_d − E u̇]``.
+    A backward-stable solve perturbs the data by ``O(ε)`` relative to their size; to first order
+    the accelerations then move by ``c ε κ₂(M) ‖ẍ‖`` (the standard perturbation bound of a
+    linear system, Higham, *Accuracy and Stability of Numerical Algorithms*, Thm. 7.2, with
+    the mass matrix's conditioning: the constraint rows are of order one), ``c`` a modest
+    constant of the dimension; Appell's ``M_w ẇ = F_w`` is better conditioned still. ``ẇ``
+    follows from ``ẍ`` by rotations (``v̇``) and a copy (``γ̈``). The scale per sample is
+    therefore ``σ = ε κ₂(M) max(‖ẍ‖₂, ‖ẇ‖_∞)`` and the ratio ``|Δẇ| / σ`` should stay below
+    ``c ≈ 10`` whatever the variant, the masses and the trajectory. The single-track models mix
+    the chassis (``m ≈ 1600`` kg, ``J ≈ 2900`` kg m²) with the steering (``J_F = 1`` kg m²)
+    and wheels (``J_w / 2 = 0.9`` kg m²): ``κ₂(M) ≈ 3000`` and absolute differences up to a few
+    ``1e-13`` where ``ẍ ≈ 10``.
+
+    Returns
+    -------
+    dict
+        ``max_abs_diff`` (largest ``|Δẇ|``), ``max_relative_to_roundoff`` (largest ``|Δẇ| / σ``),
+        ``max_wdot`` (largest ``|ẇ|``), ``max_cond_M`` (largest ``κ₂(M)``).
     """
     if mdl.appell.nw == 0:
         raise ModelError(f"variant {mdl.variant!r} has no pseudo velocities (ẋ is prescribed): "
@@ -373,14 +461,24 @@ def appell_vs_newton_euler(mdl: SingleTrackModel, u: object = None, s0: ArrayLik
     n = mdl.n
     sol = solve_ivp(lambda t, s: f(t, s, u(t)), (0, t_final), s0, rtol=1e-9, atol=1e-9,
                     dense_output=True)
-    worst = 0.0
+    eps = float(np.finfo(float).eps)
+    out = {"max_abs_diff": 0.0, "max_relative_to_roundoff": 0.0, "max_wdot": 0.0,
+           "max_cond_M": 0.0}
     for t in np.linspace(0, t_final, samples):
         s = sol.sol(t)
         ut = np.asarray(u(t), dtype=float)
         ud = _steering_rate(mdl, ut)
-        worst = max(worst, float(np.max(np.abs(f(t, s, ut)[n:]
-                                                - newton_euler_wdot(mdl, cm, s, ut, t, ud)))))
-    return worst
+        wa = f(t, s, ut)[n:]
+        wn, M, xdd = _newton_euler(mdl, cm, s, ut, t, ud)
+        d = float(np.max(np.abs(wa - wn)))
+        kap = float(np.linalg.cond(M))
+        sigma = eps * kap * max(float(np.linalg.norm(xdd)), float(np.max(np.abs(wa))))
+        out["max_abs_diff"] = max(out["max_abs_diff"], d)
+        out["max_relative_to_roundoff"] = max(out["max_relative_to_roundoff"],
+                                              d / sigma if sigma > 0 else 0.0)
+        out["max_wdot"] = max(out["max_wdot"], float(np.max(np.abs(wa))))
+        out["max_cond_M"] = max(out["max_cond_M"], kap)
+    return out
 
 
 def _steering_rate(mdl: SingleTrackModel, u: NDArray[np.float64]) -> NDArray[np.float64] | None:

@@ -315,14 +315,25 @@ def ball_plate_scene(t: ArrayLike, x_C: ArrayLike, y_C: ArrayLike, alpha: ArrayL
 
 # ---------------------------------------------------------------------------------- lane change
 def iso_3888_1_cones(vehicle_width: float = 1.8, *, sections: Sequence[float] | None = None,
-                     offset: float | None = None, x_start: float = 0.0) -> NDArray[np.float64]:
+                     offset: float | None = None, x_start: float = 0.0,
+                     offset_reference: str = "centre-to-near-row") -> NDArray[np.float64]:
     """Cone positions ``(K, 2)`` (m) of the ISO 3888-1 double lane change: the gates of sections
     1, 3 and 5 (lane widths ``1.1 w + 0.25``, ``1.2 w + 0.25``, ``1.3 w + 0.25`` for a vehicle of
-    width ``w``), cones every ~5 m along each gate's two edges."""
-    from ..models.lane_change import ISO_3888_1_OFFSET, ISO_3888_1_SECTIONS
+    width ``w``), cones every ~5 m along each gate's two edges.
 
+    By default the cones of [`iso_3888_1_track`][nhcontrol.models.lane_change.iso_3888_1_track]
+    (``offset_reference`` says how the 3.5 m offset is read); with ``sections`` or ``offset`` a
+    track of other section lengths or with lane 3 centred ``offset`` to the left of lane 1 and
+    lane 5 centred on lane 1."""
+    from ..models.lane_change import ISO_3888_1_SECTIONS, iso_3888_1_track
+
+    if sections is None and offset is None:
+        tr = iso_3888_1_track(offset_reference, vehicle_width=float(vehicle_width),  # type: ignore[arg-type]
+                              x_start=float(x_start))
+        return np.column_stack(tr.cones())
     sec = np.asarray(ISO_3888_1_SECTIONS if sections is None else sections, dtype=float)
-    off = ISO_3888_1_OFFSET if offset is None else float(offset)
+    off = iso_3888_1_track(offset_reference, vehicle_width=float(vehicle_width)).centre_offset \
+        if offset is None else float(offset)  # type: ignore[arg-type]
     starts = np.concatenate([[0.0], np.cumsum(sec)]) + x_start
     w = float(vehicle_width)
     gates = ((0, 0.0, 1.1 * w + 0.25), (2, off, 1.2 * w + 0.25), (4, 0.0, 1.3 * w + 0.25))

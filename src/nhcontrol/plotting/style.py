@@ -337,8 +337,12 @@ def savefig(fig: Any, out: str | Path, name: str, *, fmt: str | None = None,
     meta = {"png": {"Creator": "nhcontrol", "Title": title, "Description": caption},
             "pdf": {"Creator": "nhcontrol", "Title": title, "Subject": caption},
             "svg": {"Title": title, "Description": caption}}[f]
-    fig.savefig(path, format=f, dpi=DPI, bbox_inches="tight",
-                metadata={k: v for k, v in meta.items() if v})
+    from .._util.staging import write_file
+
+    # a temporary file next to the target, then one rename (never through a link)
+    write_file(path, lambda fh: fig.savefig(fh, format=f, dpi=DPI, bbox_inches="tight",
+                                            metadata={k: v for k, v in meta.items() if v}),
+               what="savefig")
     if close:
         plt.close(fig)
     return path

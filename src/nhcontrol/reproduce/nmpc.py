@@ -53,20 +53,16 @@ from typing import Any
 import numpy as np
 
 from ..design import MPCController, NMPCController
+from ..applications.ball_plate_control import (BOUND_DEG, HORIZON, OFFSET_M, R_SCALE, RATE_DEG,
+                                               ball_plate_nmpc_setup)
 from ..applications.lane_change import LaneChangeSettings, lane_change_setup
 from ..models import ball_plate as bp
 from ..models import lane_change as lc
-from ..reference import consistent_initial_conditions
 from ..simulate import forward_dynamics
-from ..systems import DiscreteLTV, LTVSystem, discretize, restrict
+from ..systems import DiscreteLTV
 
 __all__ = ["run", "summary"]
 
-HORIZON = 20
-BOUND_DEG, RATE_DEG = 10.0, 0.5
-"""Plate-angle bound and largest step per sample [deg]."""
-R_SCALE, OFFSET_M = 1.1, 0.05
-"""Plant ball radius / nominal, initial radial offset of the contact point [m]."""
 FAR_ANGLES_DEG = (45.0, 0.0, 45.0)
 """``ball_plate_far``: the ball's yaw, lean and roll away from the reference's at ``t = 0`` [deg]
 (a ball put on the plate in another orientation; nominal ball, contact point 5 cm outside)."""
@@ -84,35 +80,16 @@ def _ball_plate(quick: bool, *, r_scale: float | None = None, offset: float | No
     outside the circle, the ball's yaw, lean and roll ``angles_deg`` away from the reference's;
     errors "after the transient" over ``t ≥ transient_s`` (keys ``*_after_1s_*`` keep their
     names for ``transient_s = 1``)."""
-    cm = bp.model()
     r_scale = R_SCALE if r_scale is None else r_scale
     offset = OFFSET_M if offset is None else offset
+    s = ball_plate_nmpc_setup(r_scale=r_scale, offset=offset, angles_deg=angles_deg)
+    cm, plant, x0, xd0, ref, dt = s.cm, s.plant, s.x0, s.xd0, s.ref, s.dt
     plant_R = r_scale * bp.DEFAULTS["R"]
-    plant = bp.model(R=plant_R) if r_scale != 1.0 else cm
-    x0, xd0 = bp.initial_conditions(cm, 5.0, eps_x=offset, eps_y=0.0, eps_psi_deg=angles_deg[0],
-                                    eps_phi_deg=angles_deg[1], eps_theta_deg=angles_deg[2],
-                                    eps_vx=0.0, eps_vy=0.0, eps_wpsi=0.0)
-    ic = consistent_initial_conditions(plant, x0, xd0, independent=("x_C", "y_C", "psi"))
-    x0, xd0 = np.asarray(ic.x), np.asarray(ic.xd)
-    ref = bp.spin_matched_motion(cm, x0, xd0)
-    mo = bp.motion_from_reference(cm, ref)
-    red = bp.spin_reduction(cm, ref)
-    dt = mo.period / 125
     if t_final is None:
         t_final = 3.0 if quick else 10.0
     b, r = math.radians(BOUND_DEG), math.radians(RATE_DEG)
-    bounds = dict(u_min=-b, u_max=b, du_min=-r, du_max=r)
-    Q7 = np.diag([0.0, 0.0, 0.0, 0.1, 0.1, 1e4, 1e4])            # REDUCED_STATES
-    Q8 = np.diag([0.0, 0.0, 0.0, 0.0, 0.1, 0.1, 1e4, 1e4])       # LTV_STATES
-    R = 1e3 * np.eye(2)
-    full = LTVSystem.from_linearization(cm, ref, bp.PARTITION_8_72)
-    dsys = discretize(restrict(full, red.S, red.P, states=red.states), dt)
-
-    def reduced_deviation(t: float, x: Any, xd: Any) -> Any:
-        return red.reduce(bp.deviation(ref, t, x, xd))
-
-    def reduced_orientation_free(t: float, x: Any, xd: Any) -> Any:
-        return red.reduce(bp.orientation_free_deviation(ref, t, x, xd))
+    bounds, Q7, Q8, R, dsys = s.bounds, s.Q7, s.Q8, s.R, s.dsys
+    reduced_deviation, reduced_orientation_free = s.deviation, s.orientation_free_deviation
 
     make = {
         "ltv_mpc": lambda: MPCController(dsys, ref, HORIZON, Q7, R, deviation=reduced_deviation,

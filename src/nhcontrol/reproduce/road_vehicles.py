@@ -1,6 +1,6 @@
 """``nhcontrol reproduce road-vehicles``: single-track models of the road-vehicle review and an
-ISO 3888-1 double lane change at 15 m/s (peak lateral acceleration 3.9 m/s²) tracked by LTV-MPC
-and LQR on the nonlinear model.
+ISO 3888-1 double lane change at 15 m/s (and, without ``--quick``, at the standard's 80 km/h)
+tracked by LTV-MPC and LQR on the nonlinear model.
 
 Arranges library calls:
 
@@ -23,7 +23,11 @@ Arranges library calls:
    same mismatched nonlinear vehicle with ``γ`` piecewise linear in time (the commanded rate
    held over each sample);
 4. the no-slip checks: the friction utilisation of the reference and of every loop
-   (``nhcontrol.reference.friction_utilisation``, warned above 1); the tyre plant
+   (``nhcontrol.reference.friction_utilisation``, warned above 1; the MPCs bound it by soft
+   output constraints on the skates' lateral forces, declared outputs of the models); both
+   readings of the track's 3.5 m offset and both speeds for the reference, with the lower bound
+   of the acceleration any motion through the cones needs
+   (``lane_change.minimal_peak_lateral_acceleration``); the tyre plant
    (``single_track.tyre_plant``) converging to the skate model as the cornering stiffness grows
    (``tyre_convergence``) and, without ``--quick``, the four controllers closed on it at
    80 kN/rad per axle at the lane change's speed and at √1.5 times it (``tyre_plant_runs``)
@@ -38,9 +42,11 @@ import time
 import warnings
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+import dataclasses
 
 from ..applications.lane_change import (TYRE_CONTROLLERS, LaneChangeSettings, LaneChangeSetup,
                                    assigned_steering_setup, closed_loop, closed_loop_assigned,
@@ -49,6 +55,9 @@ from ..applications.lane_change import (TYRE_CONTROLLERS, LaneChangeSettings, La
 from ..models import lane_change as lc
 from ..reference import FrictionLimitWarning, friction_utilisation
 from ..models import single_track as st
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 __all__ = ["run", "summary", "QUICK"]
 
@@ -64,17 +73,22 @@ def _models(quick: bool) -> dict[str, Any]:
     table = {v: {"n": m.n, "l": m.l, "dof": m.dof, "first_order_odes": m.first_order_odes}
              for v, m in models.items()}
     checked = [v for v in st.APPELL_CHECKS if not (quick and v.startswith("rigid_"))]
-    diffs = {v: st.appell_vs_newton_euler(models[v]) for v in checked}
+    checks = {v: st.appell_check(models[v]) for v in checked}
+    diffs = {v: c["max_abs_diff"] for v, c in checks.items()}
+    rel = {v: c["max_relative_to_roundoff"] for v, c in checks.items()}
     return {"models": table, "appell_vs_newton_euler": diffs,
             "appell_vs_newton_euler_max_diff": float(max(diffs.values())),
+            "appell_vs_newton_euler_relative": rel,
+            "appell_vs_newton_euler_max_relative": float(max(rel.values())),
             "kinematic_turning_radius_rel_error": st.kinematic_turn_error(mdl=models["kinematic"])}
 
 
 def _track(s: LaneChangeSetup) -> dict[str, Any]:
     """Geometry of the ISO 3888-1 track and of the reference path (JSON)."""
-    tr = lc.ISO_TRACK
-    path = lc.iso_3888_1_path()
+    tr = s.st.track
+    path = lc.iso_3888_1_path(offset_reference=s.st.offset_reference)
     return {"standard": "ISO 3888-1 (double lane change)",
+            "offset_reference": tr.offset_reference,
             "section_lengths_m": list(lc.ISO_3888_1_SECTIONS),
             "vehicle_width_m": tr.vehicle_width,
             "lane_widths_m": {"lane_1": tr.widths[0], "lane_3": tr.widths[1],
@@ -88,6 +102,67 @@ def _track(s: LaneChangeSetup) -> dict[str, Any]:
             "transition_shape": "degree-9 smoothstep (curvature and its first two rates continuous)"}
 
 
+def _reference_numbers(cm: CompiledModel, V: float, offset_reference: str, mu: float) -> dict[str, Any]:
+    """Peaks of the lane-change reference of ``cm`` (``force_torque``) at the speed ``V`` on the
+    track read as ``offset_reference``: lateral acceleration, friction utilisation (from the
+    multipliers of inverse dynamics), cone clearance, and the geometric lower bound of the
+    acceleration any motion through the cones needs."""
+    tr = lc.iso_3888_1_track(offset_reference)
+    T = sum(lc.ISO_3888_1_SECTIONS) / V
+    ref = lc.lane_change_reference(cm, V, t_final=T + 0.5,
+                                   path=lc.iso_3888_1_path(offset_reference=offset_reference))
+    t = np.linspace(0.0, T, 1001)
+    fu = friction_utilisation(cm, ref, mu, st.static_axle_loads(cm), t=t)
+    p = dict(zip(cm.parameters, cm.param_vector()))
+    tc = np.linspace(0.0, T, 4001)
+    bound = lc.minimal_peak_lateral_acceleration(V, tr)
+    mug = mu * st.GRAVITY
+    return {"speed_m_s": float(V), "speed_km_h": float(3.6 * V),
+            "lane_centre_offset_m": tr.centre_offset,
+            "peak_lateral_acceleration_m_s2": float(np.max(np.abs(lc.lateral_acceleration(ref, t)))),
+            "peak_friction_utilisation": fu.peak,
+            "cone_clearance_m": lc.cone_clearance(ref.x(tc), p["a"], p["b"], tr),
+            "lower_bound_any_path_m_s2": bound["lower_bound_m_s2"],
+            "mu_g_m_s2": float(mug),
+            "reference_within_friction": bool(fu.peak <= 1.0),
+            "excluded_by_geometry": bool(bound["lower_bound_m_s2"] > mug)}
+
+
+def _readings(cm: CompiledModel, st_: LaneChangeSettings) -> dict[str, Any]:
+    """`_reference_numbers` for both readings of the 3.5 m offset, at ``st_.V`` and at the
+    standard's test speed (80 km/h)."""
+    return {ref: {f"{3.6 * V:.0f}_km_h": _reference_numbers(cm, V, ref, st_.mu)
+                  for V in (st_.V, lc.TEST_SPEED)}
+            for ref in lc.OFFSET_REFERENCES}
+
+
+_LOOP_KEYS = ("max_lateral_error_m", "peak_steer_deg", "peak_steer_rate_deg_s", "bounds_respected",
+              "peak_friction_utilisation", "cone_clearance_m")
+
+
+def _loop_table(blocks: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per closed loop: its peak friction utilisation, whether it kept the steering bounds
+    and the friction limit, its cone clearance and largest deviation."""
+    out = {}
+    for name, b in blocks.items():
+        row = {k: b[k] for k in _LOOP_KEYS}
+        row["within_friction"] = bool(b["peak_friction_utilisation"] <= 1.0)
+        row["inside_cones"] = bool(b["cone_clearance_m"] >= 0.0)
+        out[name] = row
+    return out
+
+
+def _loops(st_: LaneChangeSettings, s: LaneChangeSetup | None = None, sa: Any = None
+           ) -> tuple[dict[str, Any], LaneChangeSetup, Any]:
+    """The four closed loops (torque-steered and assigned-steering skates, MPC and LQR)."""
+    s = lane_change_setup(st_) if s is None else s
+    sa = assigned_steering_setup(st_) if sa is None else sa
+    loops = {kind: closed_loop(s, kind) for kind in ("mpc", "lqr")}
+    loops["assigned"] = closed_loop_assigned(sa, "mpc")
+    loops["assigned_lqr"] = closed_loop_assigned(sa, "lqr")
+    return loops, s, sa
+
+
 _RUNS = ("reference", "lane_change", "lane_change_lqr", "lane_change_assigned_steering",
          "lane_change_assigned_steering_lqr")
 
@@ -96,9 +171,12 @@ def _warn_friction(result: dict[str, Any]) -> None:
     """Warn (`FrictionLimitWarning`) and list in ``friction_warnings`` every run whose peak
     friction utilisation exceeds 1: the no-slip wheel model is then outside its validity."""
     over = [k for k in _RUNS if k in result and result[k]["peak_friction_utilisation"] > 1.0]
+    over += [f"lane_change_80_km_h.{k}" for k, b in result.get("lane_change_80_km_h", {}).items()
+             if b["peak_friction_utilisation"] > 1.0]
     result["friction_warnings"] = over
     for k in over:
-        warnings.warn(f"road-vehicles: {k} needs {result[k]['peak_friction_utilisation']:.2f} times "
+        b = result[k] if "." not in k else result["lane_change_80_km_h"][k.split(".")[1]]
+        warnings.warn(f"road-vehicles: {k} needs {b['peak_friction_utilisation']:.2f} times "
                       f"the friction available (mu = {result['settings']['mu']:g}): the no-slip wheel model is outside its validity", FrictionLimitWarning,
                       stacklevel=2)
 
@@ -111,8 +189,11 @@ def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) 
     -------
     dict
         ``models`` (per variant of Table 1, skate and rigid-wheel: ``n``, ``l``, ``dof``,
-        ``first_order_odes``), ``appell_vs_newton_euler`` (per variant checked) and
-        ``appell_vs_newton_euler_max_diff``, ``kinematic_turning_radius_rel_error``,
+        ``first_order_odes``), ``appell_vs_newton_euler`` (per variant checked: largest
+        ``|Δẇ|``) and ``appell_vs_newton_euler_max_diff``, ``appell_vs_newton_euler_relative``
+        (per variant: largest ``|Δẇ| / (ε κ₂(M) ‖ẍ‖)``,
+        [`appell_check`][nhcontrol.models.single_track.appell_check]) and
+        ``appell_vs_newton_euler_max_relative``, ``kinematic_turning_radius_rel_error``,
         ``lane_change`` (MPC) and ``lane_change_lqr`` (``max_lateral_error_m``,
         ``rms_lateral_error_m``, ``peak_steer_deg``, ``peak_steer_rate_deg_s``,
         ``median_step_s``, ...), ``lane_change_assigned_steering`` (the same numbers for the
@@ -131,20 +212,24 @@ def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) 
         ``max_lateral_error_m``, ``peak_slip_angle_deg``, ``bounds_respected``, ...; and
         ``stiffness_sweep``: the four at the lane change's speed for 80–500 kN/rad) and
         ``settings`` (``assigned_steering``: the weights of both
-        controllers, the MPC's margins, states and inputs).
+        controllers, the MPC's margins, states and inputs; ``offset_reference``,
+        ``friction_bound``), ``track_readings`` (per reading of the 3.5 m offset,
+        ``"centre-to-near-row"`` and ``"row-to-row"``, and per speed, ``"54_km_h"`` and
+        ``"80_km_h"``: the reference's ``peak_lateral_acceleration_m_s2``,
+        ``peak_friction_utilisation``, ``cone_clearance_m``, ``lane_centre_offset_m``, the
+        ``lower_bound_any_path_m_s2`` of the acceleration any motion through the cones needs,
+        ``mu_g_m_s2``, ``reference_within_friction``, ``excluded_by_geometry``),
+        ``closed_loops`` (per speed and loop: ``peak_friction_utilisation``,
+        ``within_friction``, ``bounds_respected``, ``cone_clearance_m``, ``inside_cones``,
+        ``max_lateral_error_m``, peak steering angle and rate) and, without ``quick``,
+        ``lane_change_80_km_h`` (the four loops at 80 km/h, numbers as at 15 m/s).
     """
     st_ = QUICK if quick else LaneChangeSettings()
     t_start = time.perf_counter()
     result = _models(quick)
-    s = lane_change_setup(st_)
-    loops = {kind: closed_loop(s, kind) for kind in ("mpc", "lqr")}
-    result["lane_change"] = loops["mpc"]["numbers"]
-    result["lane_change_lqr"] = loops["lqr"]["numbers"]
-    sa = assigned_steering_setup(st_)
-    loops["assigned"] = closed_loop_assigned(sa, "mpc")
-    loops["assigned_lqr"] = closed_loop_assigned(sa, "lqr")
-    result["lane_change_assigned_steering"] = loops["assigned"]["numbers"]
-    result["lane_change_assigned_steering_lqr"] = loops["assigned_lqr"]["numbers"]
+    loops, s, sa = _loops(st_)
+    for key, kind in zip(_RUNS[1:], ("mpc", "lqr", "assigned", "assigned_lqr")):
+        result[key] = loops[kind]["numbers"]
     tr = np.linspace(0.0, st_.t_final, 1001)
     xr, xdr, ur = s.ref.x(tr), s.ref.xd(tr), s.ref.u(tr)
     result["reference"] = {
@@ -158,13 +243,23 @@ def run(*, out: Path | None = None, quick: bool = False, animate: bool = False) 
     }
     p = dict(zip(s.cm.parameters, s.cm.param_vector()))
     tc = np.linspace(0.0, st_.t_final, 4001)
-    result["reference"]["cone_clearance_m"] = lc.cone_clearance(s.ref.x(tc), p["a"], p["b"])
+    result["reference"]["cone_clearance_m"] = lc.cone_clearance(s.ref.x(tc), p["a"], p["b"],
+                                                                st_.track)
     result["speed_m_s"] = float(st_.V)
     result["track"] = _track(s)
+    result["track_readings"] = _readings(s.cm, st_)
     fu_ref = friction_utilisation(s.cm, s.ref, st_.mu, st.static_axle_loads(s.cm), t=tr)
     result["reference"]["peak_friction_utilisation"] = fu_ref.peak
     result["reference"]["friction"] = fu_ref.summary()
     loops["reference_friction"] = fu_ref
+    result["closed_loops"] = {f"{3.6 * st_.V:.0f}_km_h": _loop_table(
+        {k: result[k] for k in _RUNS[1:]})}
+    if not quick:
+        st80 = dataclasses.replace(st_, V=lc.TEST_SPEED)
+        loops80, _, _ = _loops(st80)
+        result["lane_change_80_km_h"] = {k: loops80[kind]["numbers"] for k, kind in
+                                         zip(_RUNS[1:], ("mpc", "lqr", "assigned", "assigned_lqr"))}
+        result["closed_loops"]["80_km_h"] = _loop_table(result["lane_change_80_km_h"])
     settings = asdict(st_)
     settings["backoff"] = list(st_.backoff)
     settings["t_final"] = st_.t_final
@@ -213,6 +308,7 @@ def _animation(out: Path, s: LaneChangeSetup, loop: dict[str, Any], quick: bool)
     xr = s.ref.x(t)
     scene = lane_change_scene(t, x[:, 0], x[:, 1], x[:, 2], gamma=x[:, 3],
                               reference=(xr[:, 0], xr[:, 1]),
+                              cones=np.column_stack(s.st.track.cones()),
                               title=f"Double lane change at {s.st.V:g} m/s, LTV-MPC")
     return animate(scene, out / "road_vehicles_lane_change.gif", fps=15, dpi=40 if quick else 60,
                    max_frames=40 if quick else 120)
@@ -235,7 +331,7 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     t = loops["mpc"]["arrays"]["t"]
     xr = s.ref.x(t)
     fig, ax = new_figure(title=f"ISO 3888-1 double lane change at {st_.V:g} m/s: path of G")
-    cx, cy = lc.ISO_TRACK.cones()
+    cx, cy = st_.track.cones()
     ax.plot(cx, cy, ls="none", marker="^", ms=4, color=_styles()[4]["color"],
             label="cones (ISO 3888-1)")
     reference_line(ax, xr[:, 0], xr[:, 1], label="reference (flatness)")
@@ -366,7 +462,8 @@ def summary(result: dict[str, Any]) -> str:
         lines.append(f"  {v:18s} n = {m['n']}, l = {m['l']}, dof = {m['dof']:g}, "
                      f"first-order ODEs = {m['first_order_odes']}")
     lines.append(f"Appell vs Newton–Euler (multipliers), max |Δẇ| = "
-                 f"{result['appell_vs_newton_euler_max_diff']:.2e} over "
+                 f"{result['appell_vs_newton_euler_max_diff']:.2e}, at most "
+                 f"{result['appell_vs_newton_euler_max_relative']:.2f} ε κ₂(M) ‖ẍ‖ over "
                  f"{', '.join(result['appell_vs_newton_euler'])}")
     lines.append(f"kinematic bicycle steady turn: radius relative error = "
                  f"{result['kinematic_turning_radius_rel_error']:.2e}")
@@ -389,6 +486,19 @@ def summary(result: dict[str, Any]) -> str:
                      f" (bounds {'respected' if b['bounds_respected'] else 'VIOLATED'}), friction "
                      f"utilisation {b['peak_friction_utilisation']:.2f}, median step "
                      f"{1e3 * b['median_step_s']:.2f} ms (CPU {1e3 * b['median_step_cpu_s']:.2f} ms)")
+    for ref, by_speed in result.get("track_readings", {}).items():
+        for key, b in by_speed.items():
+            lines.append(f"  track read {ref} at {b['speed_km_h']:.0f} km/h: reference a_y "
+                         f"{b['peak_lateral_acceleration_m_s2']:.2f} m/s², friction utilisation "
+                         f"{b['peak_friction_utilisation']:.2f}; any path through the cones needs "
+                         f"≥ {b['lower_bound_any_path_m_s2']:.2f} m/s² (μg = {b['mu_g_m_s2']:.2f})")
+    for speed, table in result.get("closed_loops", {}).items():
+        for name, b in table.items():
+            lines.append(f"  closed loop {speed} {name:34s} friction utilisation "
+                         f"{b['peak_friction_utilisation']:.2f}"
+                         f" ({'within' if b['within_friction'] else 'BEYOND'} friction), steering "
+                         f"bounds {'kept' if b['bounds_respected'] else 'BROKEN'}, cone clearance "
+                         f"{100 * b['cone_clearance_m']:.1f} cm")
     if result.get("friction_warnings"):
         lines.append("  WARNING: friction utilisation above 1 (no-slip model outside its validity) in "
                      + ", ".join(result["friction_warnings"]))

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._util.errors import SolverError
+from .._util.checks import covariance
+from .._util.errors import SimulationInputError, SolverError
 from .._util.validation import as_float_array, readonly
 from .forward import forward_dynamics
 from .result import SimulationResult
@@ -102,13 +103,7 @@ class OutputFeedbackResult:
 def _cov_or_std(val: ArrayLike | None, r: int, name: str) -> Array:
     if val is None:
         return np.zeros((r, r))
-    a = as_float_array(val, name, error=SolverError)
-    if a.ndim == 1 and a.shape == (r,):
-        return np.diag(a ** 2)
-    if a.shape != (r, r):
-        raise SolverError(f"{name} must be a covariance ({r}, {r}) or standard deviations ({r},), "
-                          f"got {a.shape}")
-    return 0.5 * (a + a.T)
+    return covariance(val, r, name, what="output_feedback_loop", error=SimulationInputError)
 
 
 def output_feedback_loop(cm: CompiledModel, t_span: Sequence[float], x0: ArrayLike, xd0: ArrayLike, *,
@@ -177,7 +172,19 @@ def output_feedback_loop(cm: CompiledModel, t_span: Sequence[float], x0: ArrayLi
         ytrue = np.asarray(cm.output(x, xd, state["u"] if k else None, pv), dtype=float)
         y = ytrue + Lv @ rng.standard_normal(q)
         X = np.asarray(estimator.update(t, y, state["ucmd"] if k else None), dtype=float)
-        ucmd = np.asarray(controller(kk, t, X), dtype=float).reshape(k)
+        if not np.all(np.isfinite(X)):
+            raise SolverError(f"output_feedback_loop: the estimator returned a non-finite estimate "
+                              f"at t = {t:.9g} (sample {kk}): {X.tolist()}")
+        try:
+            raw = np.asarray(controller(kk, t, X), dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise SimulationInputError(f"output_feedback_loop: controller(k, t, X) at t = {t:.9g} must "
+                                       f"return {k} real inputs ({exc})") from exc
+        if raw.size != k or not np.all(np.isfinite(raw)):
+            raise SimulationInputError(
+                f"output_feedback_loop: controller(k, t, X) at t = {t:.9g} (sample {kk}) must return "
+                f"{k} finite inputs {list(cm.inputs)}, got shape {raw.shape} {raw.ravel()[:8].tolist()}")
+        ucmd = raw.reshape(k)
         u = ucmd + (Lw @ rng.standard_normal(k) if k else 0.0)
         for key, val in (("t", t), ("y", y), ("y0", ytrue), ("X", X.copy()),
                          ("P", np.array(estimator.P, dtype=float)), ("x", x.copy()),

@@ -229,10 +229,9 @@ class SweepResult:
         if meta["axes"] is not None and any(v is None for v in meta["axes"].values()):
             meta["axes"] = None
         table = pa.table(arrays).replace_schema_metadata({_META_KEY: json.dumps(meta).encode()})
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        pq.write_table(table, tmp)
-        tmp.replace(path)
+        from .._util.staging import write_file
+
+        write_file(path, lambda fh: pq.write_table(table, fh), what="SweepResult.save")
         return path
 
 

@@ -26,6 +26,7 @@ from scipy.linalg import expm
 
 from .._util.errors import LinearSystemError, SolverError
 from .._util.memory import check_allocation
+from .._util.work import check_iterations
 from .._util.validation import as_real
 from .discrete import DiscreteLTV, _check_steps
 from .ltv import LTVSystem, as_ltv
@@ -158,6 +159,9 @@ def discretize(sys: LTVSystem | control.StateSpace, dt: float, *, t0: float = 0.
     check_allocation(8.0 * (2 * N * n * (n + k) + 3 * nint_est * (n + k) ** 2),
                      f"discretize(..., steps={N}) of a system with n = {n} states and k = {k} inputs "
                      f"({N} matrices A_k ({n}, {n}) and B_k ({n}, {k}))", error=LinearSystemError,
+                     hint="use fewer steps or a larger dt (a periodic system needs one period only)")
+    check_iterations(nint_est, f"discretize(..., steps={N}): {nint_est} integrations of the "
+                     f"time-varying system", error=LinearSystemError,
                      hint="use fewer steps or a larger dt (a periodic system needs one period only)")
     if s.is_constant:
         Ad, Bd = _zoh_lti(s.A(t0f), s.B(t0f), dtf)

@@ -1,0 +1,38 @@
+"""Smoke tests of ``benchmarks/peer_acados.py``: without acados' Python interface it prints
+``{"skipped": reason}`` naming the package; the (slow) run with acados installed gives the keys
+with consistent ratios. Timings are only asked to be positive."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+
+import pytest
+
+from _helpers import load_benchmark
+
+
+def test_skipped_with_a_message_without_acados(capsys, monkeypatch):
+    for name in ("acados", "acados.acados_template", "acados_template"):
+        monkeypatch.setitem(sys.modules, name, None)          # import fails
+    out = load_benchmark("peer_acados").main(["--t-final", "0.1", "--skip-cold"])
+    assert json.loads(capsys.readouterr().out) == out
+    assert "skipped" in out and "comma-deps-acados" in out["skipped"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("acados") is None
+                    and importlib.util.find_spec("acados_template") is None,
+                    reason="acados not installed")
+def test_keys_with_acados(capsys):
+    out = load_benchmark("peer_acados").main(["--t-final", "0.5", "--skip-cold",
+                                              "--backends", "hpipm"])
+    if "acados_core_step_s" not in out:
+        pytest.skip(out.get("skipped", "acados could not build"))
+    for key in ("acados_core_step_s", "rti_step_s", "mpc_step_s", "acados_build_s"):
+        assert math.isfinite(out[key]) and out[key] > 0, key
+    assert out["ratio_acados_core_over_rti"] == pytest.approx(
+        out["acados_core_step_s"] / out["rti_step_s"])
+    assert out["tracking_rms_diff_mm"] >= 0.0
