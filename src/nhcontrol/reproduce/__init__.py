@@ -29,6 +29,8 @@ TARGETS: dict[str, tuple[str, str]] = {
     "nmpc": ("nmpc", "LTV-MPC vs RTI/SQP nonlinear MPC with exact re-linearization: ball-plate, lane change"),
     "output-feedback": ("output_feedback",
                         "Kalman filters and an EKF on exact linearizations: ball-plate LQG, bicycle EKF"),
+    "trajectory-optimization": ("trajectory_optimization",
+                                "Optimal trajectories (minimum-time lane change) and identification by collocation"),
 }
 """command-line name -> (module, one-line description)"""
 
