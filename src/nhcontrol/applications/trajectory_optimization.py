@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,6 +19,10 @@ from nhcontrol.models import single_track as st
 from nhcontrol.optimize import PathConstraint, optimal_trajectory
 
 from . import lane_change as lcc
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
+    from nhcontrol.reference import Reference
 
 __all__ = ["minimum_time_lane_change", "track_corridor", "FRONT_OVERHANG", "REAR_OVERHANG",
            "FRICTION_MARGIN", "ball_plate_identification"]
@@ -130,7 +134,7 @@ def minimum_time_lane_change(*, speed: float = 20.0, mu: float = 0.9, nodes: int
     return {"numbers": numbers, "arrays": arrays, "solution": sol}
 
 
-def _track(cm: Any, ref: Any, t_end: float, sett: lcc.LaneChangeSettings, mu: float,
+def _track(cm: CompiledModel, ref: Reference, t_end: float, sett: lcc.LaneChangeSettings, mu: float,
            arrays: dict) -> dict[str, float]:
     """The lane-change study's LTV-MPC (`nhcontrol.applications.lane_change`) on the optimal
     reference, closed on the nonlinear model."""

@@ -133,10 +133,10 @@ def _draw(samplers: Mapping[str, Any], seed: Any, n: int) -> list[dict[str, Any]
 def wilson_interval(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     """Wilson score interval of a success probability from ``k`` successes in ``n`` runs.
 
-    .. math::
-
-        \\frac{\\hat p + z^2/(2n) \\pm z\\sqrt{\\hat p(1-\\hat p)/n + z^2/(4n^2)}}{1 + z^2/n},
-        \\qquad \\hat p = k/n
+    $$
+    \\frac{\\hat p + z^2/(2n) \\pm z\\sqrt{\\hat p(1-\\hat p)/n + z^2/(4n^2)}}{1 + z^2/n},
+    \\qquad \\hat p = k/n
+    $$
 
     (E. B. Wilson, J. Am. Stat. Assoc. 22 (1927) 209-212). Unlike the normal approximation it
     stays inside ``[0, 1]`` and is not empty at ``k = 0`` or ``k = n`` (``50/50`` gives

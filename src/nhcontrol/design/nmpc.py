@@ -288,7 +288,7 @@ class NMPCController(TrackingController):
 
     # ------------------------------------------------------------------ model pieces
     @staticmethod
-    def _raw_kernels(cm: Any) -> dict[str, tuple]:
+    def _raw_kernels(cm: CompiledModel) -> dict[str, tuple]:
         """The N-point C kernels of ``D`` and ``dynamics_terms`` that `CompiledModel` calls for
         stacked points (the same numbers), called directly in the loop: ``{name: (kernel,
         [(start, stop, shape)] of its outputs)}``; empty on the numpy backend."""

@@ -181,7 +181,7 @@ class PathRows:
         return np.concatenate([o.ravel() for o in out])
 
 
-def _friction_specs(cm: Any, friction: Mapping[str, Any], cnames: tuple[str, ...]) -> list:
+def _friction_specs(cm: CompiledModel, friction: Mapping[str, Any], cnames: tuple[str, ...]) -> list:
     from ..reference.friction import wheel_contacts
 
     if not isinstance(friction, Mapping) or "mu" not in friction:

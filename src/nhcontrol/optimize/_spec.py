@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import OptimizationError
+
+if TYPE_CHECKING:
+    from nhcontrol.compiled import CompiledModel
 
 Array = NDArray[np.float64]
 
@@ -103,7 +106,7 @@ def final_time(t_final: Any) -> tuple[float, float]:
     return lo, hi
 
 
-def parameter_vector(cm: Any, p: ArrayLike | Mapping[str, float] | None) -> Array:
+def parameter_vector(cm: CompiledModel, p: ArrayLike | Mapping[str, float] | None) -> Array:
     """The model's parameter vector: defaults, a mapping of overrides or a full vector (the
     reference stage's rule, `nhcontrol.reference._eval.param_vector`, with its checks)."""
     from ..reference._eval import param_vector

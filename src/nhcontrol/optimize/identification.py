@@ -184,7 +184,7 @@ def identify(cm: CompiledModel, t: ArrayLike, u: ArrayLike | None, y: ArrayLike,
         objective=0.5 * float(np.sum(e ** 2)), stats=stats)
 
 
-def _parameter_spec(cm: Any, parameters: Mapping[str, Any]) -> tuple[list[str], Array, Array, Array]:
+def _parameter_spec(cm: CompiledModel, parameters: Mapping[str, Any]) -> tuple[list[str], Array, Array, Array]:
     if not isinstance(parameters, Mapping) or not parameters:
         raise OptimizationError("parameters must be a non-empty mapping {name: guess} or "
                                 "{name: (guess, lower, upper)}")
@@ -237,7 +237,7 @@ def _measurements(y: Any, N: int, q: int, noise_std: Any) -> tuple[Array, Array]
 class _Observations:
     """``ỹ(x, ẋ, u)`` of coordinate, velocity and declared-output names and its Jacobian."""
 
-    def __init__(self, cm: Any, rd: ReducedDynamics, outputs: Sequence[str]) -> None:
+    def __init__(self, cm: CompiledModel, rd: ReducedDynamics, outputs: Sequence[str]) -> None:
         declared = tuple(getattr(cm, "outputs", ()) or ())
         self.items = []
         for nm in outputs:

@@ -87,7 +87,7 @@ class TrajectorySolution:
     stats: NLPStats
     setup_time: float
     reference: Reference = field(repr=False)
-    partition: Any = field(repr=False, default=None)
+    partition: Partition | None = field(repr=False, default=None)
     samples: dict = field(repr=False, default_factory=dict)
 
     @property
@@ -265,7 +265,7 @@ def _scaling(tr: Transcription, z0: Array, lb: Array, ub: Array, paths: PathRows
     return xs, np.concatenate([dscale, 1.0 / pmag])
 
 
-def _partition(cm: CompiledModel, partition: Any) -> Any:
+def _partition(cm: CompiledModel, partition: Partition | Mapping[str, Any] | None) -> Partition | Mapping[str, Any]:
     if partition is not None:
         return partition
     if cm.m + cm.l == 0:
