@@ -2,7 +2,8 @@
 problem, each in its own closed loop (prints JSON).
 
 Run ``python benchmarks/peer_acados.py [--case ball-plate|robot] [--t-final T]
-[--backends hpipm,qpoases]``. Needs the optional ``peers`` extra and acados' Python interface
+[--backends hpipm,qpoases] [--skip-acados]`` (``--skip-acados``: only nhcontrol's two loops,
+their ``rti_step_s``, ``mpc_step_s`` and RMS errors, without acados). Needs the optional ``peers`` extra and acados' Python interface
 with its template renderer (the acados wheel of the package index, ``pip install
 comma-deps-acados``); without them it prints ``{"skipped": reason}``. acados' generated code
 is written into a temporary directory and deleted afterwards. That wheel (0.2.2.post92) also
@@ -332,6 +333,13 @@ print(json.dumps({{"s": time.perf_counter() - t0}}))
                 os.environ["NHCONTROL_CACHE_DIR"] = old
 
 
+def _load_average() -> list | None:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def _stats(v) -> dict:
     v = list(v)
     return {"median": statistics.median(v), "range": [min(v), max(v)]}
@@ -344,14 +352,17 @@ def main(argv=None) -> dict:
     parser.add_argument("--backends", default="hpipm,qpoases")
     parser.add_argument("--skip-cold", action="store_true",
                         help="skip the cold-cache nhcontrol build (a fresh process)")
+    parser.add_argument("--skip-acados", action="store_true",
+                        help="only nhcontrol's closed loops (rti_step_s, mpc_step_s)")
     args = parser.parse_args(argv)
     out: dict = {"case": args.case}
-    try:
-        _require_acados()
-    except _Skipped as exc:
-        out["skipped"] = str(exc)
-        print(json.dumps(out, indent=2))
-        return out
+    if not args.skip_acados:
+        try:
+            _require_acados()
+        except _Skipped as exc:
+            out["skipped"] = str(exc)
+            print(json.dumps(out, indent=2))
+            return out
 
     from nhcontrol.simulate import forward_dynamics
 
@@ -369,6 +380,11 @@ def main(argv=None) -> dict:
         out[f"{name}_step_range_s"] = [min(w), max(w)]
         out[f"{name}_statuses"] = c.statuses
         rms[name] = _rms_error_mm(case, sim)
+    if args.skip_acados:
+        out["rms_error_mm"] = rms
+        out["load_average"] = _load_average()
+        print(json.dumps(out, indent=2))
+        return out
     acados: dict = {}
     with tempfile.TemporaryDirectory(prefix="nh_acados_") as tmp:
         for backend in args.backends.split(","):
@@ -410,10 +426,7 @@ def main(argv=None) -> dict:
         if "acados_build_s" in out:
             out["ratio_nhcontrol_build_over_acados"] = (out["nhcontrol_build_s"]
                                                         / out["acados_build_s"])
-    try:
-        out["load_average"] = [round(v, 2) for v in os.getloadavg()]
-    except OSError:
-        out["load_average"] = None
+    out["load_average"] = _load_average()
     print(json.dumps(out, indent=2))
     return out
 

@@ -45,13 +45,13 @@ def main(outdir: str | Path = ".") -> dict:
         print(f"{k} = {v:.12f} m/s")
     print("eigenvalues at v = 5 m/s:", np.round(np.sort_complex(np.linalg.eigvals(J5[keep])), 6))
 
-    sweep = eigenvalues_vs_parameter(lean_steer, np.linspace(0.0, 10.0, 401), parameter="v [m/s]")
+    sweep = eigenvalues_vs_parameter(lean_steer, np.linspace(0.0, 10.0, 401), parameter="v (m/s)")
     from nhcontrol.plotting.stability import plot_eigenvalues_vs_parameter
 
     fig = plot_eigenvalues_vs_parameter(sweep, critical=crit, ylim=(-10, 10),
                                         labels={"coalescence": "v_d", "oscillatory": "v_w",
                                                 "real": "v_c"},
-                                        xlabel="forward speed v [m/s]",
+                                        xlabel="forward speed v (m/s)",
                                         title="Benchmark bicycle (thesis Fig. 4.5)")
     path = Path(outdir) / "bicycle_eigenvalues_vs_speed.png"
     fig.savefig(path, dpi=110)

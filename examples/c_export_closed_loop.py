@@ -141,8 +141,8 @@ def main(outdir: str | Path = ".") -> dict:
         fig, ax = new_figure(title="LQR lane keeping in C on the exported skate model")
         ax.plot(np.r_[0.0, t_c], np.r_[Y0, X_c[:, 3]], label="C program (RK4 on nhc_rhs)")
         ax.plot(np.r_[0.0, t_py], np.r_[Y0, X_py[:, 3]], "--", label="nhcontrol nonlinear plant")
-        ax.set_xlabel("time t [s]")
-        ax.set_ylabel("lateral position y [m]")
+        ax.set_xlabel("time t (s)")
+        ax.set_ylabel("lateral position y (m)")
         ax.legend()
         out["figure"] = str(savefig(fig, outdir, "c_export_closed_loop", fmt="png"))
     return out

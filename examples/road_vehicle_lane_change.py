@@ -122,14 +122,14 @@ def main(outdir: str | Path = ".") -> dict:
     xa = asg["arrays"]
     a1.plot(xa["x"][:, 0], xa["x"][:, 1], color=PALETTE[1], ls="--",
             label="MPC, steering angle assigned")
-    a1.set_xlabel("x [m]")
-    a1.set_ylabel("y [m]")
+    a1.set_xlabel("x (m)")
+    a1.set_ylabel("y (m)")
     a1.legend(fontsize=8)
     a2.plot(sim.t, 100 * e, color=PALETTE[0], label="lateral deviation of G")
     a2.plot(xa["t"], 100 * xa["e"], color=PALETTE[1], ls="--",
             label="lateral deviation of G, steering angle assigned")
-    a2.set_xlabel("t [s]")
-    a2.set_ylabel("deviation [cm]")
+    a2.set_xlabel("t (s)")
+    a2.set_ylabel("deviation (cm)")
     a2.legend(fontsize=8)
     cite(fig, "road_review", extra="ISO 3888-1 double lane-change track; force/torque and force "
                                    "skate models of Table 1")

@@ -95,3 +95,15 @@ def fails_at_one_gated(a):
         while not any(g.is_set() for g in GATES) and time.monotonic() < t_end:
             time.sleep(0.001)
     return float(a)
+
+
+def with_inner_bar(a):
+    """A task that would draw its own progress bar (a closed-loop simulation does)."""
+    from nhcontrol._util.progress import progress, spinner
+
+    total = 0
+    for i in progress(range(3), "inner task bar", delay=0.0):
+        total += i
+    with spinner("inner spinner", delay=0.0, interval=0.01):
+        pass
+    return a + total

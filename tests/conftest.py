@@ -1,8 +1,12 @@
 """Suite-wide pytest hooks: the run names the versions it resolved (header and, since CI runs
-``pytest -q``, which hides the header, a line of the terminal summary), and tests marked
+``pytest -q``, which hides the header, a line of the terminal summary), tests marked
 ``c_compiler`` are skipped on a machine without a C compiler (decided from the machine by
 ``_helpers.c_compiler_present``, never from the back-end nhcontrol chose: where a compiler is
-present they run, and fail when the C path was not taken)."""
+present they run, and fail when the C path was not taken), and the BLAS libraries run on one
+thread per test process: the suite's matrices are small and its parallelism is pytest-xdist's
+(one worker per core, ``-n auto`` in pyproject.toml), so a multi-threaded BLAS in each worker would
+only oversubscribe the cores. ``tests/test_blas_threads.py`` raises the limit for its own tests.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,16 @@ def _versions() -> str:
         except metadata.PackageNotFoundError:
             found.append(f"{name} -")
     return "nhcontrol dependencies: " + ", ".join(found)
+
+
+def pytest_configure(config):
+    # load both BLAS libraries (numpy's and SciPy's) before limiting them: threadpoolctl acts on
+    # the libraries loaded at the time
+    import numpy  # noqa: F401
+    import scipy.linalg  # noqa: F401
+    from threadpoolctl import threadpool_limits
+
+    config._nhcontrol_blas_limit = threadpool_limits(limits=1, user_api="blas")
 
 
 def pytest_report_header(config):  # noqa: ARG001 - pytest's hook signature

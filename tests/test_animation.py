@@ -36,13 +36,15 @@ def test_bicycle_gif(tmp_path):
     assert n == 5 and w == round(7.5 * 30) and _distinct_frames(p) == 5   # lean, steer move
 
 
-def test_ball_plate_gif(tmp_path):
+def test_ball_plate_gif(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("NHCONTROL_PROGRESS", "1")       # the GIF writer shows a bar
     th = np.pi * T
     scene = ball_plate_scene(T, 0.1 * np.cos(th), 0.1 * np.sin(th), 0.01 * np.sin(th), 0.01 * np.cos(th),
                              reference=(0.1 * np.cos(th), 0.1 * np.sin(th)))
     p = animate(scene, tmp_path / "bp.gif", fps=2, dpi=30, max_frames=10)
     n, _ = _frames(p)
     assert n == 5 and _distinct_frames(p) == 5      # 2 s at 2 fps: samples 0, 0.5, ..., 2 s
+    assert "writing bp.gif" in capsys.readouterr().err
 
 
 def test_lane_change_gif_and_cones(tmp_path):
@@ -96,3 +98,33 @@ def test_bicycle_benchmark_animation(tmp_path):
 
     p = _animation(bb.model(), tmp_path, quick=True)
     assert p.name == "bicycle_self_stable_5ms.gif" and _frames(p)[0] >= 10
+
+
+def test_ball_plate_gif_readable_600_px_labels_inside(tmp_path):
+    """The reproduce GIF (dpi 80 at the screen width of 7.5 in) is 600 px wide, and the layout
+    made once for all frames keeps every title and axis label inside the frame."""
+    import matplotlib.pyplot as plt
+
+    from nhcontrol.plotting.animation import _layout_once
+    from nhcontrol.plotting.style import animation_figure
+
+    th = np.pi * T
+    scene = ball_plate_scene(T, 0.5 * np.cos(th), 0.5 * np.sin(th), 0.01 * np.sin(th), 0.01 * np.cos(th),
+                             reference=(0.5 * np.cos(th), 0.5 * np.sin(th)))
+    p = animate(scene, tmp_path / "bp.gif", fps=2, dpi=80, max_frames=2)
+    from PIL import Image
+
+    with Image.open(p) as im:
+        assert im.size[0] >= 600
+    fig = animation_figure(scene.title, scene.height)
+    scene.setup(fig)(0)
+    _layout_once(fig)
+    r = fig.canvas.get_renderer()
+    frame = fig.bbox
+    texts = [fig._suptitle] + [t for ax in fig.axes for t in (ax.title, ax.xaxis.label, ax.yaxis.label)]
+    for t in texts:
+        if t.get_text():
+            bb = t.get_window_extent(r)
+            assert bb.x0 >= frame.x0 - 0.5 and bb.y0 >= frame.y0 - 0.5, t.get_text()
+            assert bb.x1 <= frame.x1 + 0.5 and bb.y1 <= frame.y1 + 0.5, t.get_text()
+    plt.close(fig)

@@ -29,7 +29,10 @@ EDGE = {"plotting", "cli", "reproduce"}
 ALLOWED_FOR_MODELS = {"_util", "modeling", "compiled", "reference", "linearization"}
 EXCEPTIONS = {("modeling", "compiled", "compile"), ("compiled", "linearization", "linearizer")}
 APPLICATIONS = "applications"
-ALLOWED_FOR_APPLICATIONS = {*ORDER, "models", "sweep"}
+ALLOWED_FOR_APPLICATIONS = {*ORDER, "models", "sweep", "optimize"}
+# optimize (ARCHITECTURE.md): after linearization; imports compiled, reference, linearization
+OPTIMIZE = "optimize"
+ALLOWED_FOR_OPTIMIZE = {"_util", "compiled", "reference", "linearization"}
 # former names kept as import paths for users (nhcontrol/__init__.py and the top-level shim
 # modules); the library itself uses the new ones
 FORMER = {"linearize": "linearization", "lane_change_control": "applications.lane_change",
@@ -122,6 +125,9 @@ def _violations():
                                f"{sorted(ALLOWED_FOR_APPLICATIONS)})")
             elif target == APPLICATIONS:
                 out.append(f"{where}: {stage!r} imports the application layer (only the edge may)")
+            elif stage == OPTIMIZE:
+                if target not in ALLOWED_FOR_OPTIMIZE:
+                    out.append(f"{where}: optimize imports {target!r} (allowed: {sorted(ALLOWED_FOR_OPTIMIZE)})")
             elif stage == "models":
                 if target not in ALLOWED_FOR_MODELS:
                     out.append(f"{where}: models import {target!r} (allowed: {sorted(ALLOWED_FOR_MODELS)})")

@@ -22,6 +22,17 @@ def test_skipped_with_a_message_without_acados(capsys, monkeypatch):
     assert "skipped" in out and "comma-deps-acados" in out["skipped"]
 
 
+def test_skip_acados_runs_only_nhcontrols_loops(capsys):
+    out = load_benchmark("peer_acados").main(["--case", "robot", "--t-final", "0.1",
+                                              "--skip-cold", "--skip-acados"])
+    assert json.loads(capsys.readouterr().out) == out
+    assert "skipped" not in out and "acados" not in out
+    for key in ("rti_step_s", "mpc_step_s"):
+        assert math.isfinite(out[key]) and out[key] > 0, key
+    assert set(out["rti_statuses"]) == {"optimal"}
+    assert set(out["rms_error_mm"]) == {"rti", "mpc"}
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("acados") is None
                     and importlib.util.find_spec("acados_template") is None,

@@ -169,3 +169,38 @@ def test_stable_section_with_a_fold_is_a_set_of_turns(cm):
     k = int(np.argmax([t.speed if s else -np.inf for t, s in zip(fam, stab)]))
     assert fam[k - 1].speed < fold["v"] and fam[k + 1].speed < fold["v"]
     assert bc._section_text(r).startswith("v in [3.255273, 3.387883] m/s")
+
+
+# nhcontrol's own output quoted in docs/theory/bicycle_turns.md (the paper prints no eigenvalues):
+# (v [m/s], lean [deg], real eigenvalue, complex pair re, im, fast real eigenvalue) [1/s]
+REGRESSION_III_EIGENVALUES = ((3.37, -27.500, (-0.335, -0.518, 3.250, -8.569)),
+                              (3.3714, -27.507, (-0.324, -0.529, 3.253, -8.566)))
+
+
+def test_family_iii_eigenvalues_quoted_in_the_docs(cm):
+    """docs/theory/bicycle_turns.md: the stable turn of family (iii) at v = 3.37 m/s has the
+    eigenvalues -0.335, -0.518 +- 3.250i, -8.569 (lean -27.500 deg); at v = 3.3714 m/s (the
+    default run's simulation-check point, lean -27.507 deg) -0.324, -0.529 +- 3.253i, -8.566.
+    Checked at the printed precision (3 decimals of 1/s)."""
+    from nhcontrol.analysis.steady_turns import turn_stability
+    from nhcontrol.models import bicycle_turns as bt
+
+    piv = bt.pivot_turn(cm)
+    half = bt.continue_turns(cm, piv, bt.nudge(piv, 0.01), max_step=0.2, max_speed=4.0,
+                             stop_at_rest=False, max_rate=30.0)
+    # omega_R < 0 half, past the fold in speed (the stable side): time-reversed, v >= 0
+    guess = next(t for t in half if t.omega_R < 0 and t.lean_deg < -27.3 and abs(t.omega_R) < 11.24)
+    guess = bt.time_reversed(guess)
+    rho_R = 0.3                                                   # rear wheel radius (Table 4.1)
+    for v, lean, eig in REGRESSION_III_EIGENVALUES:
+        t = bt.solve_steady_turn(cm, guess, fix="omega_R", value=v / rho_R)
+        assert t.speed == pytest.approx(v, abs=1e-9)
+        assert round(t.lean_deg, 3) == lean
+        st = turn_stability(cm, t)
+        assert st.stable
+        lam = st.eigenvalues
+        real = sorted(x.real for x in lam if abs(x.imag) < 1e-9)
+        pair = [x for x in lam if x.imag > 1e-9]
+        assert [round(x, 3) for x in real] == [eig[3], eig[0]]
+        assert len(pair) == 1 and (round(pair[0].real, 3), round(pair[0].imag, 3)) == eig[1:3]
+        guess = t

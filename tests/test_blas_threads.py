@@ -13,6 +13,16 @@ from nhcontrol._util import blas
 from nhcontrol._util.errors import ConfigurationError
 
 
+@pytest.fixture(autouse=True)
+def _several_blas_threads():
+    """The suite runs BLAS on one thread (conftest.py); these tests need a multi-threaded BLAS to
+    see the limit act, so they run with two threads and restore the suite's setting after."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        yield
+
+
 def _threads() -> list[int]:
     return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
 

@@ -194,3 +194,21 @@ def test_bicycle_cold_build_then_warm_load_from_cache(tmp_path):
 
     cold, warm = run(), run()
     assert not cold["from_cache"] and warm["from_cache"]
+
+
+def test_kernel_modules_do_not_look_like_user_code(tmp_path):
+    """Generated kernel modules in sys.modules carry no ``__file__``: tools that scan the loaded
+    modules for the user's own code (hypothesis harvests the constants of every local module at
+    its first test; coverage) would otherwise parse megabytes of generated source (this made the
+    first hypothesis test of the suite take 15-30 s). Tracebacks still name the source file."""
+    import sys
+
+    from nhcontrol.models import sleigh
+
+    sleigh.build().compile(cache_dir=str(tmp_path), backend="python")
+    mods = [m for name, m in list(sys.modules.items()) if name.startswith("_nhcontrol_kernels_")]
+    assert mods
+    assert all(getattr(m, "__file__", None) is None for m in mods)
+    files = {v.__code__.co_filename for m in mods for v in vars(m).values()
+             if callable(v) and hasattr(v, "__code__")}
+    assert any(f.startswith(str(tmp_path)) and f.endswith(".py") for f in files)

@@ -200,3 +200,32 @@ def test_output_bounds_act_on_the_absolute_outputs(cart):
     np.testing.assert_allclose(runs[1].control_inputs, runs[0].control_inputs, atol=1e-7)
     assert set(nm.statuses) == {"optimal"} and max(r.slack_max for r in nm.history) > 0.05
     assert np.max(np.abs(runs[2].control_inputs - runs[1].control_inputs)) > 0.05
+
+
+def test_direct_compiled_kernels_give_the_validating_paths_inputs(ball):
+    """The RTI step calls the stacked C kernels of the nodes directly (Steps 1-7, ``D``, the
+    fused ``dynamics_terms``); with them switched off it goes through `linearize` and
+    `CompiledModel`'s validating wrappers: the same inputs, sample by sample."""
+    from _helpers import require_c_backend
+
+    cm, x0, xd0, ref, mo, dt = ball
+    require_c_backend(cm.backend)
+    b, r = math.radians(10.0), math.radians(0.5)
+    Q = np.diag([1.0, 1.0, 1.0, 0.0, 0.1, 0.1, 1e4, 1e4])
+
+    def make():
+        return NMPCController(cm, ref, bp.PARTITION_8_72, 10, Q, 1e3 * np.eye(2), dt=dt,
+                              u_min=-b, u_max=b, du_min=-r, du_max=r, steps=20)
+
+    fast, slow = make(), make()
+    assert fast._lin_n is not None and set(fast._raw) == {"D", "dynamics_terms"}
+    slow._lin_n, slow._raw = None, {}
+    K = 5
+    run = forward_dynamics(cm, (0.0, K * dt), x0, xd0, controller=fast, sample_time=dt,
+                           t_eval=dt * np.arange(K + 1))
+    assert len(fast.history) >= K
+    for j, rec in enumerate(fast.history):
+        assert rec.t == pytest.approx(run.t[j], abs=1e-12)
+        s = np.concatenate([run.x[j], run.xd[j]])
+        np.testing.assert_allclose(slow.control(rec.t, s), rec.u, rtol=0, atol=1e-13)
+    assert set(fast.statuses) == set(slow.statuses) == {"optimal"}

@@ -26,7 +26,7 @@ PAGES = sorted(GUIDE.glob("*.md"))
 
 #: Pages that need an optional dependency (extra) which the default test install does not have:
 #: they run where it is installed and are skipped, with the reason, elsewhere.
-OPTIONAL = {"casadi": "casadi"}
+OPTIONAL = {"casadi": "casadi", "optimize": "cyipopt"}
 
 
 def test_skip_markers_are_few():
@@ -39,7 +39,7 @@ def test_skip_markers_are_few():
 def test_guide_page_runs(page, tmp_path, monkeypatch):
     if page.stem in OPTIONAL:
         pytest.importorskip(OPTIONAL[page.stem], reason=f"{page.name} needs the optional "
-                            f"dependency {OPTIONAL[page.stem]!r} (pip install 'nhcontrol[casadi]')")
+                            f"dependency {OPTIONAL[page.stem]!r} (pip install 'nhcontrol[{page.stem}]')")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     ns: dict = {"__name__": f"guide_{page.stem}"}

@@ -22,14 +22,23 @@ def _nav_pages() -> list[str]:
     return re.findall(r":\s*([\w/.\-]+\.md)\s*$", nav, flags=re.M) + ["index.md"]
 
 
+def _exists(page: str) -> bool:
+    """A page of docs/, or a notebook page (docs/hooks/notebooks.py makes ``notebooks/<name>.md``
+    from ``notebooks/<name>.py``)."""
+    if page.startswith("notebooks/"):
+        return (ROOT / page).with_suffix(".py").is_file()
+    return (DOCS / page).exists()
+
+
 def test_nav_entries_exist():
-    missing = [p for p in _nav_pages() if not (DOCS / p).exists()]
+    missing = [p for p in _nav_pages() if not _exists(p)]
     assert not missing, f"mkdocs.yml nav lists missing pages: {missing}"
 
 
 def test_every_page_is_in_nav():
     nav = set(_nav_pages())
     pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}
+    pages |= {f"notebooks/{p.stem}.md" for p in (ROOT / "notebooks").glob("*.py")}
     orphans = sorted(pages - nav)
     assert not orphans, f"pages not reachable from the nav: {orphans}"
 

@@ -44,8 +44,8 @@ def check_figure(fig: Any, name: str) -> list[str]:
     bad: list[str] = []
     fs = style.FONT_SIZES
     width = round(float(fig.get_figwidth()), 3)
-    if width not in [round(w, 3) for w in style.WIDTHS.values()]:
-        bad.append(f"width {width} in is not one of {style.WIDTHS}")
+    if width not in [round(w, 3) for w in style.current_widths().values()]:
+        bad.append(f"width {width} in is not one of {style.current_widths()}")
     title, caption = style.figure_text(fig)
     if not title:
         bad.append("no title")
@@ -114,7 +114,25 @@ def check_figure(fig: Any, name: str) -> list[str]:
         raw = RAW_NAME.findall(_outside_math(t))
         if raw:
             bad.append(f"raw symbol(s) {raw} in {t[:50]!r}: typeset them as mathtext ($v_d$)")
+        bracket = BRACKET_UNIT.search(_outside_math(t))
+        if bracket:
+            bad.append(f"unit written {bracket.group(0)!r} in {t[:50]!r}: the house writes units "
+                       f"as ({bracket.group(1)})")
+    families = {tuple(x.get_fontfamily()) for x in _all_texts(fig) if x.get_text()}
+    if len(families) > 1:
+        bad.append(f"more than one typeface in the figure: {sorted(families)}")
     return [f"{name}: {b}" for b in bad]
+
+
+_UNIT = r"(?:s|ms|µs|m|mm|cm|km|rad|deg|°|N|kN|Nm|kg|g|Pa|kPa|MPa|bar|Hz|W|J|V|A|%)(?:[²³]|\^\d|⁻¹)?"
+BRACKET_UNIT = re.compile(r"\[((?:1/)?" + _UNIT + r"(?:\s?[ ·/]\s?" + _UNIT + r")*)\]")
+"""A unit written in brackets, ``[m]``, ``[N m]``, ``[1/s]`` (the house style is ``(m)``)."""
+
+
+def _all_texts(fig: Any) -> list[Any]:
+    from matplotlib.text import Text
+
+    return [x for x in fig.findobj(Text)]
 
 
 class _Capture:
@@ -180,12 +198,13 @@ def test_check_figure_finds_departures():
     ax.plot([0, 1], [0, 1], color="tab:red", lw=2.0, label="v_d")
     ax.plot([0, 1], [1, 0], color="tab:green")
     ax.set_title("x", fontsize=12)
+    ax.set_xlabel("t [s]", family="serif")
     ax.legend(fontsize=10)
     fig.text(0.0, 0.0, "caption in the image", fontsize=6)
     bad = " ".join(check_figure(fig, "bad"))
     plt.close(fig)
     for what in ("width 6.3", "title 'x' 12", "legend entry", "not in the palette", "width 2.0",
-                 "raw symbol", "outside the axes"):
+                 "raw symbol", "outside the axes", "unit written '[s]'", "more than one typeface"):
         assert what in bad, what
 
 
@@ -220,3 +239,63 @@ def test_every_target_follows_the_house_style(tmp_path):
     found = _run_targets(SLOW_TARGETS, tmp_path)
     assert len(found) >= 20
     assert _report(found) == ""
+
+
+@pytest.mark.parametrize(("preset", "single", "wide"), [("screen", 5.5, 7.5), ("column", 3.5, 3.5),
+                                                       ("page", 7.2, 7.2)])
+def test_width_presets_for_a_journal(preset, single, wide):
+    """figure_size("column") draws 3.5 in figures (one journal column), "page" 7.2 in (two
+    columns); heights follow the width (same aspect), fonts keep their point sizes."""
+    import matplotlib.pyplot as plt
+
+    with style.figure_size(preset):
+        one, _ = style.new_figure(title="one panel")
+        two, _ = style.new_figure(1, 2, title="two panels")
+        anim = style.animation_figure("frames", 3.2)
+        assert check_figure(one, preset) == ["%s: no caption (cite())" % preset]
+    assert (one.get_figwidth(), two.get_figwidth(), anim.get_figwidth()) == (single, wide, wide)
+    assert one.get_figheight() == pytest.approx(4.0 * single / 5.5)
+    assert anim.get_figheight() == pytest.approx(3.2 * wide / 7.5)
+    for f in (one, two, anim):
+        plt.close(f)
+    assert style.current_widths() == style.WIDTHS            # restored after the block
+    with pytest.raises(ValueError, match="choose one of"):
+        with style.figure_size("a4"):
+            pass
+
+
+def test_one_typeface_text_and_mathematics():
+    """Text and mathtext in one sans-serif face: no serif italics beside sans labels."""
+    import matplotlib.pyplot as plt
+    from matplotlib import font_manager
+
+    rc = style.rc_params()
+    assert rc["font.family"] == "sans-serif" and rc["font.sans-serif"] == ["DejaVu Sans"]
+    assert rc["mathtext.fontset"] == "dejavusans"
+    with style.house_style():
+        fig, ax = style.new_figure(title=r"speed $v_d$ (m/s)")
+        ax.set_xlabel(r"$\varphi$ (deg)")
+        fig.canvas.draw()                                   # mathtext typeset in DejaVu Sans
+        path = font_manager.findfont(font_manager.FontProperties(family=["sans-serif"]))
+    assert path.endswith("DejaVuSans.ttf")
+    assert check_figure(fig, "typeface") == ["typeface: no caption (cite())"]
+    plt.close(fig)
+
+
+def test_no_bracket_units_in_figure_code():
+    """Every label the plotting code, the reproduce targets, the examples and the notebooks write
+    uses the unit style (m), never [m] (a static check of the sources: the figures of the slow
+    targets are checked at save time by test_every_target_follows_the_house_style)."""
+    root = Path(__file__).resolve().parents[1]
+    files = [*root.glob("src/nhcontrol/plotting/*.py"), *root.glob("src/nhcontrol/reproduce/*.py"),
+             *root.glob("examples/*.py"), *root.glob("notebooks/*.py")]
+    call = re.compile(r"(set_xlabel|set_ylabel|xlabel=|ylabel=|label=|parameter=|set_title|title=)"
+                      r"\s*\(?\s*[rf]*([\"'])(.*?)\2")
+    bad = []
+    for f in files:
+        for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            for m in call.finditer(line):
+                text = re.sub(r"\{[^{}]*\}", "", m.group(3))      # f-string fields are code
+                if BRACKET_UNIT.search(_outside_math(text)):
+                    bad.append(f"{f.relative_to(root)}:{i}: {m.group(3)!r}")
+    assert not bad, "\n".join(bad)

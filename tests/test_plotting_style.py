@@ -99,3 +99,18 @@ def test_png_carries_title_and_caption(tmp_path):
         assert "Fig. 4.5" in im.info["Description"] and "v_w: weave speed." in im.info["Description"]
         assert "García-Agúndez" in im.info["Description"]
         assert im.info["dpi"][0] == pytest.approx(300, abs=1)
+
+
+def test_cli_size_draws_journal_widths(tmp_path):
+    """--size column: the target's figures are 3.5 in wide (the --quick skateboard)."""
+    from PIL import Image
+
+    from nhcontrol.cli import main
+
+    assert main(["reproduce", "skateboard", "--quick", "--out", str(tmp_path), "--size", "column"]) == 0
+    pngs = sorted(tmp_path.glob("*.png"))
+    assert pngs
+    for p in pngs:
+        with Image.open(p) as im:
+            w_in = im.size[0] / im.info["dpi"][0]
+        assert 3.0 <= w_in <= 3.5 + 0.15, (p.name, w_in)  # bbox "tight": 0.02 in margins

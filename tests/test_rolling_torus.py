@@ -167,6 +167,14 @@ def test_reproduce_quick_json_keys(tmp_path):
         assert vc[0] == pytest.approx(hl["analytic"], rel=1e-12)
 
 
+# nhcontrol's own output for the torus chosen here (rho = 0.3 m, mu = 0.2, solid), quoted in
+# docs/theory/rolling_torus.md: not thesis numbers (its torus for Sect. 6.3.8 is not printed)
+REGRESSION_TAU_S = 0.22602
+REGRESSION_TAU_OVER_SQRT_R_G = 1.1799
+REGRESSION_OMEGA_BAR_CURRENT_UNIT = 0.0569
+REGRESSION_MULTIPLIERS = (("cases", (0.1777, 0.9841)), ("current_unit_cases", (-0.9699, 0.2435)))
+
+
 def test_thesis_pair_time_unit_reproduces_the_printed_pair_and_stabilities(cm):
     """Sect. 6.3.8: phi0 = -5 deg, omega_bar = 0.75, Omega_bar = 0.0794 (stable), omega_bar = 0.5
     (unstable). Read with one time unit tau for both rates, the pair is one physical motion."""
@@ -179,5 +187,14 @@ def test_thesis_pair_time_unit_reproduces_the_printed_pair_and_stabilities(cm):
     out = thesis_unit_cases(cm, vals)
     assert out["reproduced"]["omega_bar_0.75_stable"] and out["reproduced"]["omega_bar_0.5_unstable"]
     assert not out["reproduced_in_current_unit"]["omega_bar_0.5_unstable"]
+    # the numbers docs/theory/rolling_torus.md quotes, at the precision printed there
+    assert round(out["tau_s"], 5) == REGRESSION_TAU_S
+    assert round(out["tau_over_current_unit"], 4) == REGRESSION_TAU_OVER_SQRT_R_G
+    assert round(out["current_unit_cases"][0]["Omega_bar"], 4) == REGRESSION_OMEGA_BAR_CURRENT_UNIT
+    # the printed multipliers -0.9797 +- 0.2006i are NOT reproduced in either unit
+    assert out["reproduced"]["multipliers_of_pair"] is False
+    for key, re_im in REGRESSION_MULTIPLIERS:
+        pairs = sorted((round(a, 4), round(abs(b), 4)) for a, b in out[key][0]["nontrivial_multipliers"])
+        assert pairs[0] == re_im, (key, pairs)
     with pytest.raises(ReferenceMotionError, match="no circular motion"):
         rt.time_unit_from_pair(phi, 0.75, -0.0794, vals)

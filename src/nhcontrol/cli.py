@@ -16,16 +16,17 @@ from typing import Sequence
 from . import __version__
 from ._util.debris import OWNER_FILE
 from ._util.errors import NhcontrolError
-from .plotting.style import FORMATS, REFERENCES, figure_format, house_style
-from .reproduce import TARGETS, load
+from .plotting.style import FORMATS, REFERENCES, SIZES, figure_format, figure_size, house_style
+from .reproduce import SPECIFIC_OPTIONS, TARGET_OPTIONS, TARGETS, load, targets_with
 
 ENVIRONMENT: dict[str, str] = {
     "NHCONTROL_CACHE_DIR": "folder of the compiled-kernel cache (default ~/.cache/nhcontrol; "
                            "nhcontrol.compiled.default_cache_dir())",
     "NHCONTROL_BACKEND": "kernel back-end: c, python or auto (default auto: C when a compiler "
                          "works, else Python)",
-    "NHCONTROL_PROGRESS": "progress bars on standard error: 0 off, 1 always (default: on an "
-                          "interactive terminal, for steps longer than 2 s); other values refused",
+    "NHCONTROL_PROGRESS": "progress bars on standard error: 0 off, 1 always (every step, at "
+                          "once; default: on an interactive terminal, for steps longer than 2 s); "
+                          "other values refused",
     "NHCONTROL_BLAS_THREADS": "BLAS threads for large matrices (an integer, or off to leave the "
                               "BLAS alone)",
     "NHCONTROL_MAX_BYTES": "largest single allocation allowed, bytes: a number >= 1 (default half "
@@ -90,29 +91,39 @@ def _to_jsonable(obj):
     return obj
 
 
-def _target_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
-                    module) -> dict:
-    """The target-specific options given on the command line, refused where they do not apply."""
-    import inspect
-
-    given = {k: getattr(args, k) for k in ("n", "address", "backend")
-             if getattr(args, k) is not None}
-    accepted = inspect.signature(module.run).parameters
-    wrong = [f"--{k}" for k in given if k not in accepted]
-    if wrong:
-        parser.error(f"{', '.join(wrong)} do(es) not apply to target {args.target!r} (only to "
-                     f"the Monte-Carlo target monte-carlo-ball-plate)")
+def _target_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """The target-specific options given on the command line, checked against the static table
+    `nhcontrol.reproduce.TARGET_OPTIONS` (no target is imported: a usage error answers at once).
+    ``parser.error`` exits with status 2 naming the targets that do take a refused option."""
+    accepted = TARGET_OPTIONS.get(args.target, frozenset())
+    given = {k: getattr(args, k) for k in SPECIFIC_OPTIONS if k != "animate"
+             and getattr(args, k, None) is not None}
     if getattr(args, "animate", False):
-        if "animate" not in accepted:
-            able = sorted(t for t in TARGETS if "animate" in inspect.signature(load(t).run).parameters)
-            parser.error(f"--animate does not apply to target {args.target!r}; targets with an "
-                         f"animation: {', '.join(able)}")
-        if args.out is None:
-            parser.error("--animate writes a file: give --out DIR")
         given["animate"] = True
+    for k in given:
+        if k not in accepted:
+            able = targets_with(k)
+            parser.error(f"--{k} does not apply to target {args.target!r}; targets that take "
+                         f"--{k}: {', '.join(able) if able else 'none'}")
+    if given.get("animate") and args.out is None:
+        parser.error("--animate writes a file: give --out DIR")
     if "n" in given and given["n"] < 1:
         parser.error(f"--n must be a positive number of runs, got {given['n']}")
+    if args.out is not None:
+        _check_out_folder(parser, args.out)
     return given
+
+
+def _check_out_folder(parser: argparse.ArgumentParser, out: Path) -> None:
+    """--out must name a folder (existing or to be created), not a file: checked before any
+    work, on the path alone (whether the folder can be written is found when it is made)."""
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                what = "names a file" if p == out else f"is inside {str(p)!r}, which is a file"
+                parser.error(f"--out {str(out)!r} {what}; --out takes a folder for the figures "
+                             f"and the JSON (it is created if missing)")
+            return
 
 
 def _relocate(obj, old: str, new: str):
@@ -161,6 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "written)")
     rep.add_argument("--format", choices=FORMATS, default="png", dest="fmt",
                      help="figure format with --out: png (300 dpi), svg or pdf (default png)")
+    rep.add_argument("--size", choices=tuple(SIZES), default="screen",
+                     help="figure widths: screen (5.5 in, 7.5 in for several panels), column "
+                          "(3.5 in, one journal column) or page (7.2 in, two columns); default "
+                          "screen")
     rep.add_argument("--quick", action="store_true", help="coarser grids, for smoke tests")
     rep.add_argument("--force", action="store_true",
                      help="with --out: overwrite files there that nhcontrol did not write (or "
@@ -168,11 +183,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "stops with exit code 2")
     rep.add_argument("--animate", action="store_true",
                      help="with --out: also write a GIF of the target's simulation "
-                          "(bicycle-benchmark, ball-plate, road-vehicles; MP4 from Python with "
+                          f"({', '.join(targets_with('animate'))}; MP4 from Python with "
                           "nhcontrol.plotting.animate when ffmpeg is installed)")
-    mc = rep.add_argument_group("Monte-Carlo targets (monte-carlo-ball-plate)")
+    mc = rep.add_argument_group(f"Monte-Carlo targets ({', '.join(targets_with('n'))})")
     mc.add_argument("--n", type=int, default=None, metavar="N",
-                    help="number of runs per controller (default 1000; 8 with --quick)")
+                    help="number of runs (monte-carlo-ball-plate: per controller, default 1000; "
+                         "8 with --quick)")
     mc.add_argument("--address", default=None, metavar="ADDR",
                     help="Dask scheduler address (tcp://host:8786): run on that cluster")
     mc.add_argument("--backend", choices=("serial", "processes", "dask"), default=None,
@@ -327,8 +343,8 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 0
     if args.command == "export-c":
         return _export_c(parser, args)
+    options = _target_options(parser, args)     # before any import of the target
     module = load(args.target)
-    options = _target_options(parser, args, module)
     address = getattr(args, "address", None)
     if address:
         problem = _unreachable(address)
@@ -418,7 +434,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, module: obje
             parser.exit(2, f"nhcontrol: cannot write figures to --out {str(args.out)!r}: "
                            f"{exc.strerror or exc}; choose a writable folder\n")
     if args.out is None:
-        with figure_format(args.fmt), house_style():
+        with figure_format(args.fmt), figure_size(args.size), house_style():
             result = _to_jsonable(module.run(out=None, quick=args.quick, **options))
     else:
         # the target draws into a staging folder next to --out; its files and the JSON (last)
@@ -430,7 +446,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, module: obje
 
         staging = staging_folder(args.out)
         try:
-            with figure_format(args.fmt), house_style():
+            with figure_format(args.fmt), figure_size(args.size), house_style():
                 result = _to_jsonable(module.run(out=staging, quick=args.quick, **options))
             result = _relocate(result, str(staging), str(args.out))
             files: dict[str, str | bytes] = dict(_collect(staging))

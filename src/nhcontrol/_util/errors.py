@@ -91,6 +91,11 @@ class ConfigurationError(NhcontrolError, ValueError):
     """An environment setting (``NHCONTROL_*``) has a value that is not valid."""
 
 
+class OptimizationError(NhcontrolError, ValueError):
+    """An optimal-trajectory or identification problem is malformed (names, bounds, weights), or
+    its optional NLP solver is missing (the message names the extra to install)."""
+
+
 class LinearSystemTypeError(LinearSystemError, ArgumentTypeError):
     """A linear system argument has the wrong type (both a `LinearSystemError` and a
     `TypeError`)."""
@@ -114,6 +119,7 @@ __all__ = [
     "ConditioningWarning",
     "NhcontrolError",
     "ConfigurationError",
+    "OptimizationError",
     "ArgumentTypeError",
     "LinearSystemTypeError",
     "DesignTypeError",

@@ -68,17 +68,32 @@ class BallPlateSetup:
 
         return self.red.reduce(bp.deviation(self.ref, t, x, xd))
 
+    def orientation_free_deviation(self, t: float, x: Any, xd: Any) -> np.ndarray:
+        """The same of ``ball_plate.orientation_free_deviation`` (the ball's orientation
+        replaced by the reference's, same contact point and angular velocity; derived here)."""
+        from ..models import ball_plate as bp
 
-def ball_plate_nmpc_setup() -> BallPlateSetup:
-    """The ball-plate case of ``reproduce nmpc`` (models compiled or loaded from the cache)."""
+        return self.red.reduce(bp.orientation_free_deviation(self.ref, t, x, xd))
+
+
+def ball_plate_nmpc_setup(*, r_scale: float = R_SCALE, offset: float = OFFSET_M,
+                          angles_deg: tuple[float, float, float] = (0.0, 0.0, 0.0)
+                          ) -> BallPlateSetup:
+    """The ball-plate case of ``reproduce nmpc`` (models compiled or loaded from the cache).
+
+    ``r_scale``: plant ball radius over the designed one; ``offset``: initial radial offset of
+    the contact point [m]; ``angles_deg``: the ball's yaw, lean and roll away from the
+    reference's at ``t = 0`` [deg] (``reproduce nmpc``'s ``ball_plate_far`` case).
+    """
     from ..models import ball_plate as bp
     from ..reference import consistent_initial_conditions
     from ..systems import LTVSystem, discretize, restrict
 
     cm = bp.model()
-    plant = bp.model(R=R_SCALE * bp.DEFAULTS["R"])
-    x0, xd0 = bp.initial_conditions(cm, 5.0, eps_x=OFFSET_M, eps_y=0.0, eps_psi_deg=0.0,
-                                    eps_theta_deg=0.0, eps_vx=0.0, eps_vy=0.0, eps_wpsi=0.0)
+    plant = bp.model(R=r_scale * bp.DEFAULTS["R"]) if r_scale != 1.0 else cm
+    x0, xd0 = bp.initial_conditions(cm, 5.0, eps_x=offset, eps_y=0.0, eps_psi_deg=angles_deg[0],
+                                    eps_phi_deg=angles_deg[1], eps_theta_deg=angles_deg[2],
+                                    eps_vx=0.0, eps_vy=0.0, eps_wpsi=0.0)
     ic = consistent_initial_conditions(plant, x0, xd0, independent=("x_C", "y_C", "psi"))
     x0, xd0 = np.asarray(ic.x), np.asarray(ic.xd)
     ref = bp.spin_matched_motion(cm, x0, xd0)

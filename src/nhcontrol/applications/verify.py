@@ -41,7 +41,7 @@ from nhcontrol.sweep import SweepResult, sweep
 from nhcontrol._util.reprs import concise_repr
 
 __all__ = ["MonteCarloError", "MonteCarloResult", "monte_carlo", "draw_samples", "uniform",
-           "normal", "relative", "Sampler"]
+           "normal", "relative", "Sampler", "wilson_interval"]
 
 Sampler = Callable[[np.random.Generator], Any]
 """A sampler draws one value from a generator."""
@@ -131,6 +131,37 @@ def _draw(samplers: Mapping[str, Any], seed: Any, n: int) -> list[dict[str, Any]
 
 
 # ------------------------------------------------------------------------------------ result
+def wilson_interval(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval of a success probability from ``k`` successes in ``n`` runs.
+
+    $$
+    \\frac{\\hat p + z^2/(2n) \\pm z\\sqrt{\\hat p(1-\\hat p)/n + z^2/(4n^2)}}{1 + z^2/n},
+    \\qquad \\hat p = k/n
+    $$
+
+    (E. B. Wilson, J. Am. Stat. Assoc. 22 (1927) 209-212). Unlike the normal approximation it
+    stays inside ``[0, 1]`` and is not empty at ``k = 0`` or ``k = n`` (``50/50`` gives
+    ``[0.929, 1]`` at 95 %). Default ``z``: the two-sided 95 % normal quantile.
+
+    Raises
+    ------
+    MonteCarloError
+        ``n < 1``, ``k`` outside ``[0, n]`` or ``z <= 0``.
+    """
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise MonteCarloError(f"n must be a positive integer number of runs, got {n!r}")
+    if isinstance(k, bool) or int(k) != k or not 0 <= k <= n:
+        raise MonteCarloError(f"k must be an integer number of successes in [0, {n}], got {k!r}")
+    if not (math.isfinite(z) and z > 0):
+        raise MonteCarloError(f"z must be a positive quantile, got {z!r}")
+    p, z2 = k / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    lo = 0.0 if k == 0 else max(0.0, centre - half)
+    hi = 1.0 if k == n else min(1.0, centre + half)
+    return lo, hi
+
+
 def _scalar_metrics(value: Any) -> dict[str, float]:
     if isinstance(value, Mapping):
         items = value.items()
@@ -195,6 +226,12 @@ class MonteCarloResult:
     def success_rate(self) -> float:
         """Fraction of runs that met the criterion (raised runs count as failures)."""
         return self.n_success / self.n if self.n else float("nan")
+
+    @property
+    def success_interval(self) -> tuple[float, float]:
+        """95 % Wilson score interval of the success rate
+        ([`wilson_interval()`][nhcontrol.applications.verify.wilson_interval])."""
+        return wilson_interval(self.n_success, self.n)
 
     @property
     def metric_names(self) -> list[str]:
@@ -271,6 +308,7 @@ class MonteCarloResult:
 
         out: dict[str, Any] = {"n": self.n, "n_success": self.n_success,
                                "n_errors": self.n_errors, "success_rate": self.success_rate,
+                               "success_rate_wilson95": list(self.success_interval),
                                "criterion": self.criterion, "statistics": self.statistics(),
                                "backend": self.sweep.backend}
         if worst_metric is not None:

@@ -583,8 +583,11 @@ def load_module(path: Path, key: str) -> ModuleType:
             code = compile(source.decode("utf-8"), str(path), "exec")
             with contextlib.suppress(CacheError):
                 write_artefact(cpath, header + marshal.dumps(code))
+        # no __file__: tools that scan sys.modules for the user's own code (hypothesis harvests
+        # the constants of every "local" module at its first test, coverage) would otherwise parse
+        # the generated kernels (0.6-1.2 MB of source per model; 15-30 s inside a test suite);
+        # the source path stays in the code objects (tracebacks) and in __nhcontrol_stamp__
         module = ModuleType(modname)
-        module.__file__ = str(path)
         exec(code, module.__dict__)
     except (Exception, SystemExit) as exc:
         raise CacheError(f"the cached kernel module {path} is unreadable or corrupt "

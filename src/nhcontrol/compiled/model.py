@@ -1233,6 +1233,18 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
         return generate_c_source(mb, key, derived)
 
     name = getattr(mb, "name", "model")
+    # a cold build (derivation, code generation, the C compiler) takes up to a minute: a spinner
+    # with the elapsed time from 2 s on (terminals only; loading from the cache is quicker)
+    from .._util.progress import spinner
+
+    with spinner(f"building model {name!r} (derive, generate, compile)"):
+        return _compile(mb, key, path, which, derived, c_units, name, t0)
+
+
+def _compile(mb: "MultibodySystem", key: str, path: "Path | None", which: str | None,
+             derived: _Derivation, c_units: Callable[[], list[str]], name: str,
+             t0: float) -> CompiledModel:
+    """The body of `compile_system`: load from the cache, else derive, generate and build."""
     if path is not None:
         cm = _load_cached(path, key, t0)
         if cm is not None:

@@ -720,8 +720,9 @@ class LTVMPC:
         xr = self._ref(x_ref, "x_ref", N + 1, n) if (x_ref is not None or self._idx["x"].size) \
             else None      # used only by the state bounds
         if u_prev is not None:
-            up = check_finite(as_float_array(u_prev, "u_prev", shape=(k,), error=DesignError),
-                              "u_prev", error=DesignError)
+            up = u_prev if _ready(u_prev, (k,)) else check_finite(
+                as_float_array(u_prev, "u_prev", shape=(k,), error=DesignError), "u_prev",
+                error=DesignError)
         elif self._u_last is not None:
             up = self._u_last
         else:
@@ -731,8 +732,10 @@ class LTVMPC:
             Qf = None                  # the same terminal weight as the last step: no update
         if Qf is not None:
             self._Qf_given = Qf
-            Qf_ = as_float_array(Qf, "Qf", shape=(n, n), error=DesignError)
-            check_finite(Qf_, "Qf", error=DesignError)
+            if not _ready(Qf, (n, n)):
+                check_finite(as_float_array(Qf, "Qf", shape=(n, n), error=DesignError), "Qf",
+                             error=DesignError)
+            Qf_ = np.asarray(Qf, dtype=float)
             if not _trusted_Qf:    # (a Riccati solution of the controllers is PSD by construction)
                 check_psd(Qf_, "Qf")
             self._Lf_value = None           # factored when the cvxpy path needs it

@@ -50,6 +50,7 @@ Failure modes, each named in the sample's status (never a crash mid-run):
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
@@ -222,7 +223,17 @@ class NMPCController(TrackingController):
         self.partition = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
         self.idx = self.partition.indices(cm)
         self._linearize = linearize
+        from .._util.validation import COND_MAX, INPUT_CONSTRAINT_ATOL
+        from ..linearization import _cpoint
+        # the compiled stacked linearization of this model and partition (what `linearize`
+        # runs for N > 1 nodes on the C backend), or None (numpy backend: `linearize`)
+        fast = (_cpoint.point_function(cm, self.idx, INPUT_CONSTRAINT_ATOL)
+                if getattr(cm, "backend", None) == "c" else None)
+        self._lin_n = None if fast is None else fast.many
+        self._lin_tol = float(getattr(reference, "check_tol", 1e-8))
+        self._cond_max = COND_MAX
         self.ev = ModelEvaluator(cm, getattr(reference, "parameters", None) if p is None else p)
+        self._raw = self._raw_kernels(cm)
         n, m, l = self.idx.n, self.idx.m, self.idx.l
         self.n, self.m, self.l, self.k = n, m, l, int(cm.ninputs)
         ai, ad = np.asarray(self.idx.ai), np.asarray(self.idx.ad)
@@ -276,6 +287,41 @@ class NMPCController(TrackingController):
         self._plan: tuple | None = None
 
     # ------------------------------------------------------------------ model pieces
+    @staticmethod
+    def _raw_kernels(cm: CompiledModel) -> dict[str, tuple]:
+        """The N-point C kernels of ``D`` and ``dynamics_terms`` that `CompiledModel` calls for
+        stacked points (the same numbers), called directly in the loop: ``{name: (kernel,
+        [(start, stop, shape)] of its outputs)}``; empty on the numpy backend."""
+        ck = getattr(cm, "_ck", None)
+        if ck is None or getattr(cm, "backend", None) != "c":
+            return {}
+        out = {}
+        for name, args in (("D", ["x", "u", "p"]), ("dynamics_terms", ["x", "xd", "u", "p"])):
+            spec = ck.layout["functions"].get(name)
+            fn = ck.raw_many.get(name)
+            if spec is None or fn is None or list(spec["args"]) != args:
+                continue
+            out[name] = (fn, [(int(a), int(a) + int(z), tuple(sh)) for a, z, sh in spec["outputs"]])
+        return out
+
+    def _stacked(self, name: str, *args: NDArray) -> tuple | None:
+        """Outputs of the raw N-point kernel ``name`` at stacked float64 arguments (``p`` the
+        prediction model's), or None (no such kernel, a non-finite output: the validating
+        path of `CompiledModel` decides and names the problem)."""
+        hit = self._raw.get(name)
+        p = self.ev.p
+        if hit is None or not (type(p) is np.ndarray and p.ndim == 1):
+            return None
+        fn, outs = hit
+        Nn = args[0].shape[0]
+        try:
+            o = fn(*args, p[None], Nn)
+        except MemoryError:
+            return None
+        if not np.isfinite(o).all():
+            return None
+        return tuple(o[:, a:b].reshape((Nn, *shape)) for a, b, shape in outs)
+
     def reduce(self, x: NDArray, xd: NDArray) -> NDArray[np.float64]:
         """Linear state ``X = [x_ai, ẋ_ai, x_ad]`` of ``(x, ẋ)`` (stacked over the last axis)."""
         return np.concatenate([x[..., self._ai], xd[..., self._ai], x[..., self._ad]], axis=-1)
@@ -299,7 +345,8 @@ class NMPCController(TrackingController):
             return x, xd
         if self.l:
             Uu = U if self.k else None
-            D = self.ev.D(x, Uu)
+            got = self._stacked("D", x, U) if self.k else None
+            D = self.ev.D(x, Uu) if got is None else np.reshape(got[0], (x.shape[0], self.l, self.n))
             dep = self._dep
             rhs = -np.einsum("nij,nj->ni", D[:, :, self._ai], xd[:, self._ai])
             if getattr(self.cm, "affine_names", ()):
@@ -312,7 +359,14 @@ class NMPCController(TrackingController):
         ev, n, ml = self.ev, self.n, self.m + self.l
         Uu = U if self.k else None
         fused = getattr(self.cm, "dynamics_terms", None)
-        if fused is not None:              # one generated function for M, Q, D, Qd (stacked)
+        got = self._stacked("dynamics_terms", x, xd, U) if self.k else None
+        if got is not None:                # the same kernel, called directly
+            Nn = x.shape[0]
+            M, Qv, D, Qd = got
+            M, Qv = np.reshape(M, (Nn, n, n)), np.reshape(Qv, (Nn, n))
+            D = np.reshape(D, (Nn, ml, n)) if ml else None
+            Qd = np.reshape(Qd, (Nn, ml)) if ml else None
+        elif fused is not None:            # one generated function for M, Q, D, Qd (stacked)
             terms = fused(x, xd, Uu, ev.p)
             Nn = x.shape[0]
             M = np.reshape(terms.M, (Nn, n, n))
@@ -338,11 +392,22 @@ class NMPCController(TrackingController):
         """``Φ_j, Γ_j, F(X̄_j, ū_j)`` at the nodes and their full coordinates."""
         x, xd = self._admissible(X, xguess, U)
         xdd, lam = self._accelerations(x, xd, U)
-        nodes = _Nodes(self.reference, ts, x, xd, xdd, lam, U if self.k else None, self.ev.p)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            lin = self._linearize(self.cm, nodes, self.partition, ts, check=False)
-        A, B = np.asarray(lin.A), np.asarray(lin.B)
+        got = None
+        if (self._lin_n is not None and ts.size > 1 and math.isfinite(
+                float(xd.sum() + x.sum() + xdd.sum() + lam.sum()))):
+            # the stacked compiled Steps 1-7 that `linearize` calls for these nodes (the same
+            # numbers), without building its result; None: `linearize` decides (and names the
+            # point that fails)
+            got = self._lin_n(x, xd, xdd, lam, U if self.k else None, self.ev.p, False,
+                              self._lin_tol, self._cond_max)
+        if got is not None:
+            A, B = got[0], got[1]
+        else:
+            nodes = _Nodes(self.reference, ts, x, xd, xdd, lam, U if self.k else None, self.ev.p)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                lin = self._linearize(self.cm, nodes, self.partition, ts, check=False)
+            A, B = np.asarray(lin.A), np.asarray(lin.B)
         f = self.reduce(xd, xdd)                     # Ẋ = [ẋ_ai, ẍ_ai, ẋ_ad]
         ns, k = self.ns, self.k
         E = np.zeros((ts.size, ns + k + 1, ns + k + 1))
@@ -363,7 +428,7 @@ class NMPCController(TrackingController):
         y = np.zeros((N + 1, mpc.noutputs))
         y[1:] = np.einsum("jpn,jn->jp", mpc._Cy, Xbar[1:])
         if mpc._Dy is not None:
-            y[1:] += np.einsum("jpk,jk->jp", mpc._Dy, np.vstack([Ubar[1:], Ubar[-1:]]))
+            y[1:] += np.einsum("jpk,jk->jp", mpc._Dy, np.concatenate((Ubar[1:], Ubar[-1:])))
         return y
 
     # ------------------------------------------------------------------ protocol
@@ -392,11 +457,11 @@ class NMPCController(TrackingController):
         # 1. shift the plan (or start from the reference)
         if self._plan is not None and k - self._plan[0] == 1:
             _, Xp, Up, xp, duals = self._plan
-            Xbar = np.vstack([Xp[1:], Xp[-1:]])
-            Ubar = np.vstack([Up[1:], Up[-1:]])
+            Xbar = np.concatenate((Xp[1:], Xp[-1:]))     # (2-D: as vstack, less overhead)
+            Ubar = np.concatenate((Up[1:], Up[-1:]))
             qp = self.mpc._layout_qp
             duals = None if duals is None or qp is None else qp.shift_duals(duals)
-            xguess = np.vstack([xp[1:], xp[-1:]])
+            xguess = np.concatenate((xp[1:], xp[-1:]))
         else:
             Xbar, Ubar, duals = Xref.copy(), uref.copy(), None
             xguess = np.asarray(ref.x(tn[:N]), dtype=float)
@@ -470,7 +535,7 @@ class NMPCController(TrackingController):
         if u is None:
             u, status = self._fallback(k, X0 - Xref[0], uref[0], u_prev, "no iterate")
         elif iters:
-            side["_plan"] = (k, Xbar, Ubar, np.vstack([xguess, xguess[-1:]]), duals)
+            side["_plan"] = (k, Xbar, Ubar, np.concatenate((xguess, xguess[-1:])), duals)
             if fallback_lin:
                 status = fallback_lin
         mem = np.concatenate([u, [1.0]])

@@ -79,6 +79,7 @@ __all__ = [
     "build", "model", "circular_motion", "COORDINATES", "INPUTS", "DEFAULTS", "PARTITION_8_72",
     "LTV_STATES", "REDUCED_STATES", "CircularMotion", "circular_parameters",
     "motion_from_reference", "initial_conditions", "spin_matched_motion", "deviation",
+    "reoriented_state", "orientation_free_deviation",
     "closed_form_matrices", "SpinReduction", "spin_reduction"
 ]
 
@@ -515,6 +516,84 @@ def deviation(ref: Reference, t: ArrayLike, x: ArrayLike, xd: ArrayLike) -> NDAr
     ``lin.from_deviation`` is the inverse.
     """
     return state_deviation(LTV_STATES, ref, t, x, xd, error=ReferenceMotionError)
+
+
+def _euler_rate_matrix(psi: NDArray[np.float64], phi: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``E(ψ, φ)`` with ``ω = E [ψ̇, φ̇, θ̇]`` (plate frame) for ``R_3 = R_2 R_z(ψ) R_x(φ) R_y(θ)``.
+
+    Columns ``e_z``, ``R_z(ψ) e_x``, ``R_z(ψ) R_x(φ) e_y`` (Eq. (8.46)); shape (..., 3, 3),
+    ``det E = cos φ``.
+    """
+    c, s, cf, sf = np.cos(psi), np.sin(psi), np.cos(phi), np.sin(phi)
+    z, o = np.zeros_like(c), np.ones_like(c)
+    return np.stack([np.stack([z, c, -s * cf], -1), np.stack([z, s, c * cf], -1),
+                     np.stack([o, z, sf], -1)], -2)
+
+
+def reoriented_state(ref: Reference, t: ArrayLike, x: ArrayLike,
+                     xd: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The state with the ball's orientation replaced by the reference's (derived here).
+
+    Returns ``(x', ẋ')`` with the measured contact point and contact velocity, the reference
+    angles ``ψ0(t), φ0(t), θ0(t)`` and the angle rates that give the *measured* angular velocity
+    of the ball at those angles: ``[ψ̇', φ̇', θ̇'] = E(ψ0, φ0)^{-1} E(ψ, φ) [ψ̇, φ̇, θ̇]`` with
+    ``E`` the map from the yaw-lean-roll rates to the angular velocity relative to the plate
+    (columns ``e_z, R_z(ψ) e_x, R_z(ψ) R_x(φ) e_y``, Eq. (8.46)).
+
+    A homogeneous ball (``I`` isotropic, centre of mass at the centre) has an ignorable
+    orientation: the rolling constraints ``ṙ_C = R ω × e_z`` and the equations of motion involve
+    the angular velocity and the contact point only, so ``(x', ẋ')`` satisfies the constraints,
+    has the same spin ``ω_n`` and produces the same contact-point motion under any input as
+    ``(x, ẋ)``. It is the point of that motion nearest the reference in the angles.
+
+    Parameters
+    ----------
+    ref : Reference
+        The circular reference.
+    t : float or (N,) array_like
+    x, xd : (5,) or (N, 5) array_like
+        Coordinates and velocities (order [`COORDINATES`][nhcontrol.models.ball_plate.COORDINATES]).
+
+    Returns
+    -------
+    x, xd : (5,) or (N, 5) ndarray
+
+    Raises
+    ------
+    ReferenceMotionError
+        The measured or the reference lean angle is at the singularity ``cos φ = 0`` of the
+        yaw-lean-roll angles.
+    """
+    X = np.asarray(x, float)
+    XD = np.asarray(xd, float)
+    x0 = np.asarray(ref.x(t), float)
+    for name, phi in (("measured", X[..., 3]), ("reference", x0[..., 3])):
+        if np.any(np.abs(np.cos(phi)) < COS_PHI_MIN):
+            raise ReferenceMotionError(
+                f"the {name} lean angle phi = {np.degrees(np.max(np.abs(phi))):.6g} deg is at the "
+                f"singularity cos(phi) = 0 of the yaw-lean-roll angles (|cos(phi)| < "
+                f"{COS_PHI_MIN:g}); the ball's orientation cannot be re-expressed there")
+    w = np.einsum("...ij,...j->...i", _euler_rate_matrix(X[..., 2], X[..., 3]), XD[..., 2:5])
+    xn, xdn = X.copy(), XD.copy()
+    xn[..., 2:5] = x0[..., 2:5]
+    xdn[..., 2:5] = np.linalg.solve(_euler_rate_matrix(x0[..., 2], x0[..., 3]),
+                                    w[..., None])[..., 0]
+    return xn, xdn
+
+
+def orientation_free_deviation(ref: Reference, t: ArrayLike, x: ArrayLike,
+                               xd: ArrayLike) -> NDArray[np.float64]:
+    """[`deviation()`][nhcontrol.models.ball_plate.deviation] of the
+    [`reoriented_state()`][nhcontrol.models.ball_plate.reoriented_state] (derived here).
+
+    The angle deviations ``ψ̃, φ̃, θ̃`` are zero; the rate deviations carry the angular-velocity
+    error. A controller fed with it regulates the contact point and the angular velocity only:
+    the orientation of a homogeneous ball does not influence where it rolls, while the
+    deviations of the yaw-lean-roll angles grow to tens of degrees during a 10 cm transient
+    (the ball rolls ≈ 2 rad over 0.1 m) and take the linear model far outside its validity
+    (``docs/theory/ball_plate.md``, Sect. 7).
+    """
+    return deviation(ref, t, *reoriented_state(ref, t, x, xd))
 
 
 # ---------------------------------------------------------------------------- closed form

@@ -153,11 +153,13 @@ def circle_state(radius: float, speed: float, r: float, d: float, t: ArrayLike
     ps = w * tt
     s, c = np.sin(ps), np.cos(ps)
     wl, wr = (speed - w * d / 2) / r, (speed + w * d / 2) / r
-    z = np.zeros_like(tt)
-    x = np.stack([radius * s, radius * (1 - c), ps, z, wl * tt, wr * tt], axis=-1)
-    xd = np.stack([speed * c, speed * s, np.full_like(tt, w), z, np.full_like(tt, wl),
-                   np.full_like(tt, wr)], axis=-1)
-    xdd = np.stack([-speed * w * s, speed * w * c, z, z, z, z], axis=-1)
+    x = np.empty((tt.shape[0], 6))          # columns filled in place (no stacking)
+    xd = np.empty((tt.shape[0], 6))
+    xdd = np.zeros((tt.shape[0], 6))
+    x[:, 0], x[:, 1], x[:, 2], x[:, 3], x[:, 4], x[:, 5] = (radius * s, radius * (1 - c), ps,
+                                                            0.0, wl * tt, wr * tt)
+    xd[:, 0], xd[:, 1], xd[:, 2], xd[:, 3], xd[:, 4], xd[:, 5] = speed * c, speed * s, w, 0.0, wl, wr
+    xdd[:, 0], xdd[:, 1] = -speed * w * s, speed * w * c
     return (x[0], xd[0], xdd[0]) if scalar else (x, xd, xdd)
 
 

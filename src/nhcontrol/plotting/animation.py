@@ -35,6 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._util.errors import ConfigurationError
 from .._util.log import get_logger
+from .._util.progress import progress
 from .style import PALETTE, REFERENCE_STYLE, animation_figure, rc_params
 from .._util.reprs import concise_repr
 
@@ -139,18 +140,26 @@ def animate(scene: Scene, path: str | Path, *, fps: int = 20, dpi: int = 100,
         fig = animation_figure(scene.title, scene.height)
         update = scene.setup(fig)
         update(int(frames[0]))
-        fig.tight_layout()
+        _layout_once(fig)
         writer = (animation.PillowWriter(fps=fps) if suffix == ".gif"
                   else animation.FFMpegWriter(fps=fps, metadata={"title": scene.title}))
         try:
             with writer.saving(fig, str(path), dpi):      # one draw per frame
-                for k in frames:
+                for k in progress(frames, f"writing {path.name}", total=len(frames)):
                     update(int(k))
                     writer.grab_frame()
         finally:
             plt.close(fig)
     _log.info("animation %s: %d frames at %d fps written to %s", scene.title, len(frames), fps, path)
     return path
+
+
+def _layout_once(fig: Any) -> None:
+    """Lay ``fig`` out once with the constrained layout (it keeps the suptitle, the panel titles
+    and the axis labels inside the frame), then freeze it: no layout pass per frame."""
+    fig.set_layout_engine("constrained")
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
 
 
 def _col(a: ArrayLike, name: str, n: int | None = None) -> NDArray[np.float64]:

@@ -30,7 +30,8 @@ def _figure(figsize: tuple[float, float] = (5.5, 4.0)):
     return new_figure(figsize=figsize)
 
 
-def plot_contact_path(curves: Curves, *, title: str = "") -> "object":
+def plot_contact_path(curves: Curves, *, title: str = "",
+                      limits_from: Sequence[str] | None = None) -> "object":
     """Trajectory of the contact point C on the plate (Figs. 8.2 (a), 8.4 (a)).
 
     Parameters
@@ -38,17 +39,31 @@ def plot_contact_path(curves: Curves, *, title: str = "") -> "object":
     curves : mapping str -> ((M,) array_like, (M,) array_like)
         ``label -> (x_C, y_C)`` in metres; a label ``"Reference"`` is drawn dashed.
     title : str, optional
+    limits_from : sequence of str, optional
+        Labels of the curves that set the axis limits (default: all). The others (an open loop
+        spiralling away) are clipped at the frame and their legend entry says so.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     fig, ax = _figure((5.0, 5.0))
+    framed = list(curves) if limits_from is None else [k for k in curves if k in limits_from]
     for label, (xc, yc) in curves.items():
-        ax.plot(np.asarray(xc), np.asarray(yc), label=label, **_STYLE.get(label, {}))
+        shown = label if label in framed else f"{label} (clipped)"
+        ax.plot(np.asarray(xc), np.asarray(yc), label=shown, **_STYLE.get(label, {}))
     ax.set_xlabel(r"$x_C$ (m)")
     ax.set_ylabel(r"$y_C$ (m)")
-    ax.set_aspect("equal", adjustable="datalim")
+    if len(framed) < len(curves):
+        xs = np.concatenate([np.asarray(curves[k][0], float).ravel() for k in framed])
+        ys = np.concatenate([np.asarray(curves[k][1], float).ravel() for k in framed])
+        cx, cy = 0.5 * (xs.max() + xs.min()), 0.5 * (ys.max() + ys.min())
+        half = 0.55 * max(xs.max() - xs.min(), ys.max() - ys.min(), 1e-6)
+        ax.set_xlim(cx - half, cx + half)
+        ax.set_ylim(cy - half, cy + half)
+        ax.set_aspect("equal", adjustable="box")
+    else:
+        ax.set_aspect("equal", adjustable="datalim")
     ax.legend()
     if title:
         ax.set_title(title)
@@ -112,7 +127,9 @@ def plot_inputs(t: ArrayLike, u: ArrayLike, t_ref: ArrayLike, u_ref: ArrayLike, 
     for i, nm in enumerate(names):
         ax.plot(np.asarray(t_ref), u_ref[:, i], ls=(0, (4, 2)), color=colors[i], zorder=5,
                 label=f"{nm}0 (reference)")
-        ax.step(np.asarray(t), u[:, i], where="post", color=colors[i], label=f"{nm}, {label}")
+        # applied: solid (explicit, not the cycle's style, which could be a dash like the
+        # reference's); reference: dashed, same colour
+        ax.step(np.asarray(t), u[:, i], where="post", color=colors[i], ls="-", label=f"{nm}, {label}")
     if bound_deg is not None:
         for s in (-1, 1):
             ax.axhline(s * bound_deg, color="0.5", lw=0.8, ls=":",

@@ -41,20 +41,18 @@ def plot_histograms(results: Mapping[str, Any], out: Path, success_limit_m: floa
             "mass and radius x U(0.9, 1.1) and random initial deviations (study derived here).")
     paths = []
     def histogram(metric: str, scale: float, bins: Any, title: str, xlabel: str, name: str,
-                  label: Any, limit: float | None = None, clip: float | None = None) -> None:
+                  label: Any, limit: float | None = None, log: bool = False) -> None:
         fig, ax = new_figure(title=title)
         for (key, r), ls in zip(results.items(), _LINESTYLES):
             v = scale * r.values(metric)
             v = v[np.isfinite(v)]
-            lab = label(key, r)
-            if clip is not None and np.any(v > clip):
-                # a few far outliers would squeeze every other run into one bin: they go to the
-                # last bin, and the legend says how many and how far
-                lab += f"; {int(np.sum(v > clip))} beyond {clip:.0f} (max {v.max():.0f}) in the last bin"
-                v = np.minimum(v, clip)
-            ax.hist(v, bins=bins, histtype="step", lw=LINEWIDTH, ls=ls, label=lab)
+            if log:
+                v = np.maximum(v, bins[0])      # an exact zero would fall off a log axis
+            ax.hist(v, bins=bins, histtype="step", lw=LINEWIDTH, ls=ls, label=label(key, r))
         if limit is not None:
             ax.axvline(limit, color="k", ls="--", lw=LINEWIDTH, zorder=5, label=f"success limit {limit:g} mm")
+        if log:
+            ax.set_xscale("log")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("number of runs")
         ax.legend()
@@ -65,13 +63,21 @@ def plot_histograms(results: Mapping[str, Any], out: Path, success_limit_m: floa
     allv = np.concatenate([1e3 * v[np.isfinite(v)] for v in finite]) if finite else np.zeros(1)
     lim_mm = 1e3 * success_limit_m
     top = float(allv.max()) if allv.size else 1.0
-    clip = max(3.0 * lim_mm, float(np.quantile(allv, 0.99)) if allv.size else 1.0)
-    hi = (min(top, clip) if top > clip else max(top, lim_mm)) * 1.05
-    histogram("final_error_m", 1e3, np.linspace(0.0, hi, 41),
+    positive = allv[allv > 0]
+    # errors spread over decades (a few runs far off the circle): logarithmic bins on a log axis,
+    # so one outlier does not squeeze every other run into the first bin
+    log = bool(positive.size) and max(top, lim_mm) > 30.0 * min(float(positive.min()), lim_mm)
+    if log:
+        lo = min(float(positive.min()), lim_mm) / 1.2
+        bins = np.geomspace(lo, max(top, lim_mm) * 1.2, 41)
+    else:
+        bins = np.linspace(0.0, max(top, lim_mm) * 1.05, 41)
+    histogram("final_error_m", 1e3, bins,
               "Monte Carlo: contact-point error at the end of the run",
-              r"distance of the contact point to the circle at $t_{\mathrm{final}}$ (mm)", "mc_final_error",
+              r"distance of the contact point to the circle at $t_{\mathrm{final}}$ (mm)"
+              + (", log scale" if log else ""), "mc_final_error",
               lambda k, r: f"{k.upper()} ({100 * r.success_rate:.1f} % succeed, n = {r.n})",
-              limit=lim_mm, clip=clip if top > clip else None)
+              limit=lim_mm, log=log)
     histogram("peak_input_deg", 1.0, 30, "Monte Carlo: largest plate angle |α|, |β| per run",
               "peak plate angle (deg)", "mc_peak_input", lambda k, r: k.upper())
 

@@ -33,7 +33,7 @@ from typing import Any, Iterator, Literal
 __all__ = [
     "FORMATS", "DPI", "REFERENCES", "PALETTE", "LINESTYLES", "LINEWIDTH", "WIDTHS", "FONT_SIZES",
     "rc_params", "house_style", "new_figure", "animation_figure", "apply_style", "reference_line", "cite", "citation",
-    "savefig", "figure_format", "current_format", "figure_text",
+    "savefig", "figure_format", "current_format", "figure_text", "SIZES", "figure_size", "current_widths",
 ]
 
 PALETTE: tuple[str, ...] = ("#0072B2", "#E69F00", "#56B4E9", "#CC79A7", "#D55E00", "#000000")
@@ -53,7 +53,20 @@ FONT_SIZES: dict[str, float] = {"title": 10.0, "label": 9.0, "tick": 8.0, "legen
 """Font sizes (points) of the house style: titles, axis labels, tick labels, legends, annotations."""
 
 WIDTHS: dict[str, float] = {"single": 5.5, "wide": 7.5}
-"""Figure widths (inches) by kind: one panel (``"single"``) or several side by side (``"wide"``)."""
+"""Figure widths (inches) on screen by kind: one panel (``"single"``) or several side by side
+(``"wide"``); the ``"screen"`` entry of [`SIZES`][nhcontrol.plotting.style.SIZES]."""
+
+SIZES: dict[str, dict[str, float]] = {
+    "screen": WIDTHS,
+    "column": {"single": 3.5, "wide": 3.5},
+    "page": {"single": 7.2, "wide": 7.2},
+}
+"""Width presets (inches) by name: ``"screen"`` (the default: 5.5 in for one panel, 7.5 in for
+several), ``"column"`` (every figure 3.5 in wide: one column of a two-column journal page) and
+``"page"`` (every figure 7.2 in wide: the full text width). Heights scale with the width (the
+aspect ratio is kept); fonts keep their point sizes, so text stays legible in print. Chosen with
+[`figure_size()`][nhcontrol.plotting.style.figure_size] or ``nhcontrol reproduce ... --size
+column``."""
 
 REFERENCE_STYLE: dict[str, Any] = {"color": "#000000", "ls": (0, (4, 2)), "lw": LINEWIDTH,
                                    "zorder": 5}
@@ -101,13 +114,52 @@ def figure_format(fmt: str) -> Iterator[str]:
         _FORMAT.reset(token)
 
 
+_SIZE: contextvars.ContextVar[str] = contextvars.ContextVar("nhcontrol_figure_size", default="screen")
+
+
+@contextlib.contextmanager
+def figure_size(preset: str) -> Iterator[dict[str, float]]:
+    """Context in which [`new_figure()`][nhcontrol.plotting.style.new_figure] and
+    [`animation_figure()`][nhcontrol.plotting.style.animation_figure] draw figures of the width
+    preset ``preset`` (a key of [`SIZES`][nhcontrol.plotting.style.SIZES]: ``"screen"``,
+    ``"column"``, ``"page"``).
+
+    Examples
+    --------
+    >>> from nhcontrol.plotting.style import figure_size, new_figure
+    >>> with figure_size("column"):
+    ...     fig, ax = new_figure(title="for one journal column")
+    >>> fig.get_figwidth()
+    3.5
+    """
+    name = str(preset).lower()
+    if name not in SIZES:
+        raise ValueError(f"figure size preset {preset!r} is not known; choose one of {list(SIZES)} "
+                         "(e.g. --size column for a 3.5 in journal column)")
+    token = _SIZE.set(name)
+    try:
+        yield SIZES[name]
+    finally:
+        _SIZE.reset(token)
+
+
+def current_widths() -> dict[str, float]:
+    """Widths (inches) by kind (``"single"``, ``"wide"``) of the preset in force
+    (``SIZES["screen"]`` outside [`figure_size()`][nhcontrol.plotting.style.figure_size])."""
+    return SIZES[_SIZE.get()]
+
+
 def current_format() -> str:
     """Format [`savefig()`][nhcontrol.plotting.style.savefig] uses when none is given (``"png"`` outside [`figure_format()`][nhcontrol.plotting.style.figure_format])."""
     return _FORMAT.get()
 
 
 def rc_params() -> dict[str, Any]:
-    """Matplotlib rc settings of the house style (serif maths like the thesis' figures)."""
+    """Matplotlib rc settings of the house style.
+
+    One typeface per figure: text is DejaVu Sans (matplotlib's default sans serif) and
+    mathematics is typeset in the same face (``mathtext.fontset = "dejavusans"``), so a label
+    such as ``"$v_d$ (m/s)"`` does not mix serif italics with sans text."""
     from cycler import cycler
 
     return {
@@ -126,7 +178,9 @@ def rc_params() -> dict[str, Any]:
         "lines.markersize": 4,
         "axes.grid": True,
         "grid.alpha": 0.3,
-        "mathtext.fontset": "cm",
+        "font.family": "sans-serif",
+        "font.sans-serif": ["DejaVu Sans"],
+        "mathtext.fontset": "dejavusans",
         "savefig.dpi": DPI,
         "savefig.bbox": "tight",
         "figure.constrained_layout.use": True,
@@ -153,21 +207,24 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, title: str = "",
     title : str
         Figure title (``suptitle`` for several axes, axes title for one). Every figure has one.
     figsize : (2,) tuple of float, optional
-        Inches. The width is always one of [`WIDTHS`][nhcontrol.plotting.style.WIDTHS]
-        (``"single"`` for one column of panels, ``"wide"`` for several); a given ``figsize``
-        keeps its aspect ratio at that width. Default height 4.0 in per panel row (3.2 for
-        several rows).
+        Inches. The width is always one of the preset in force
+        ([`figure_size()`][nhcontrol.plotting.style.figure_size]; on screen
+        [`WIDTHS`][nhcontrol.plotting.style.WIDTHS]): ``"single"`` for one column of panels,
+        ``"wide"`` for several; a given ``figsize`` keeps its aspect ratio at that width.
+        Default height 4.0 in per panel row (3.2 for several rows) at the screen width, scaled
+        with the width.
     """
     import matplotlib.pyplot as plt
 
-    width = WIDTHS["single"] if ncols == 1 else WIDTHS["wide"]
+    widths = current_widths()
+    width = widths["single"] if ncols == 1 else widths["wide"]
     if figsize is None:
-        figsize = (width, 4.0 if nrows == 1 else 3.2 * nrows)
-    else:
-        w, h = float(figsize[0]), float(figsize[1])
-        if ncols == 1 and w > 0.5 * (WIDTHS["single"] + WIDTHS["wide"]):
-            width = WIDTHS["wide"]
-        figsize = (width, h * width / w)
+        figsize = (WIDTHS["single"] if ncols == 1 else WIDTHS["wide"],
+                   4.0 if nrows == 1 else 3.2 * nrows)
+    w, h = float(figsize[0]), float(figsize[1])
+    if ncols == 1 and w > 0.5 * (WIDTHS["single"] + WIDTHS["wide"]):
+        width = widths["wide"]
+    figsize = (width, h * width / w)
     with plt.rc_context(rc_params()):
         fig, ax = plt.subplots(nrows, ncols, figsize=figsize, **subplots_kw)
     for a in (ax.flat if hasattr(ax, "flat") else [ax]):
@@ -182,13 +239,15 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, title: str = "",
 
 
 def animation_figure(title: str, height: float) -> Any:
-    """An empty figure for an animation: the house style, ``WIDTHS["wide"]`` wide, the title as
-    suptitle, laid out once by the caller (no constrained layout, which would run per frame)."""
+    """An empty figure for an animation: the house style, ``"wide"`` in the width preset in force
+    (7.5 in on screen), ``height`` scaled with it, the title as suptitle, laid out once by the
+    caller (no constrained layout, which would run per frame)."""
     import matplotlib.pyplot as plt
 
+    width = current_widths()["wide"]
     rc = {**rc_params(), "figure.constrained_layout.use": False}
     with plt.rc_context(rc):
-        fig = plt.figure(figsize=(WIDTHS["wide"], float(height)))
+        fig = plt.figure(figsize=(width, float(height) * width / WIDTHS["wide"]))
     fig.suptitle(title, fontsize=FONT_SIZES["title"])
     return fig
 
@@ -243,7 +302,27 @@ def apply_style(fig: Any) -> Any:
     for leg in getattr(fig, "legends", []):
         for t in leg.get_texts():
             t.set_fontsize(FONT_SIZES["legend"])
+    _wrap_titles(fig)
     return fig
+
+
+def _wrap_titles(fig: Any) -> None:
+    """Break titles wider than the figure onto several lines (a 3.5 in journal column holds about
+    45 characters of a 10 pt title); titles with mathematics (``$``) are left whole."""
+    import textwrap
+
+    texts = [getattr(fig, "_suptitle", None)] + [ax.title for ax in fig.axes]
+    renderer = None
+    for t in texts:
+        if t is None or not t.get_text() or "$" in t.get_text() or "\n" in t.get_text():
+            continue
+        if renderer is None:
+            renderer = fig.canvas.get_renderer()
+        width = t.get_window_extent(renderer).width
+        room = 0.95 * fig.bbox.width
+        if width > room:
+            chars = max(20, int(len(t.get_text()) * room / width))
+            t.set_text("\n".join(textwrap.wrap(t.get_text(), chars)))
 
 
 def citation(key: str = "thesis", where: str = "") -> str:
@@ -298,6 +377,7 @@ def figure_text(fig: Any) -> tuple[str, str]:
     title = sup.get_text() if sup is not None else ""
     if not title:
         title = next((ax.get_title() for ax in fig.axes if ax.get_title()), "")
+    title = " ".join(title.split("\n"))          # a title wrapped to fit the figure is one line
     caption = " ".join([getattr(fig, "_nhcontrol_caption", "")]
                        + [t.get_text().replace("\n", " ") for t in fig.texts
                           if t is not sup and t.get_text()]).strip()
@@ -339,9 +419,12 @@ def savefig(fig: Any, out: str | Path, name: str, *, fmt: str | None = None,
             "svg": {"Title": title, "Description": caption}}[f]
     from .._util.staging import write_file
 
+    # a journal preset keeps the saved width at the column or page width (a 0.02 in margin
+    # instead of matplotlib's 0.1 in on each side)
+    pad = {} if _SIZE.get() == "screen" else {"pad_inches": 0.02}
     # a temporary file next to the target, then one rename (never through a link)
     write_file(path, lambda fh: fig.savefig(fh, format=f, dpi=DPI, bbox_inches="tight",
-                                            metadata={k: v for k, v in meta.items() if v}),
+                                            metadata={k: v for k, v in meta.items() if v}, **pad),
                what="savefig")
     if close:
         plt.close(fig)

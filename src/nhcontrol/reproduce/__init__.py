@@ -29,8 +29,33 @@ TARGETS: dict[str, tuple[str, str]] = {
     "nmpc": ("nmpc", "LTV-MPC vs RTI/SQP nonlinear MPC with exact re-linearization: ball-plate, lane change"),
     "output-feedback": ("output_feedback",
                         "Kalman filters and an EKF on exact linearizations: ball-plate LQG, bicycle EKF"),
+    "trajectory-optimization": ("trajectory_optimization",
+                                "Optimal trajectories (minimum-time lane change) and identification by collocation"),
 }
 """command-line name -> (module, one-line description)"""
+
+TARGET_OPTIONS: dict[str, frozenset[str]] = {
+    "bicycle-benchmark": frozenset({"animate"}),
+    "ball-plate": frozenset({"animate"}),
+    "road-vehicles": frozenset({"animate"}),
+    "monte-carlo-ball-plate": frozenset({"n", "address", "backend"}),
+    "output-feedback": frozenset({"n"}),
+}
+"""command-line name -> the target-specific options of ``nhcontrol reproduce`` that the target's
+``run()`` accepts as keyword arguments (a target not listed takes none of them).
+
+The command line checks its options against this table before it imports any target, so a
+usage error is answered at once; ``tests/test_cli.py`` compares the table with the real ``run``
+signatures, so the two cannot drift apart. A new target with an option adds one line here."""
+
+SPECIFIC_OPTIONS: tuple[str, ...] = ("n", "address", "backend", "animate")
+"""The target-specific options (``--n``, ``--address``, ``--backend``, ``--animate``); every
+target takes ``out`` and ``quick``."""
+
+
+def targets_with(option: str) -> list[str]:
+    """The targets whose ``run()`` accepts ``option`` (from `TARGET_OPTIONS`; no import)."""
+    return sorted(t for t in TARGETS if option in TARGET_OPTIONS.get(t, ()))
 
 
 def load(target: str) -> ModuleType:

@@ -17,9 +17,24 @@ loop on a **perturbed nonlinear plant**:
 
 A run succeeds when the contact point is within
 [`SUCCESS_FINAL_ERROR_M`][nhcontrol.reproduce.monte_carlo_ball_plate.SUCCESS_FINAL_ERROR_M] of the
-circle at
-the end. Reported: success rates, statistics of the final and peak errors, the peak plate angle
-and the largest input step per sample, the worst runs with their samples, and histograms.
+circle at ``t_final``. Every run ends with one named status (key ``status_counts``):
+``"success"``; ``"lost"`` (the contact point went farther than
+[`LOST_DISTANCE_M`][nhcontrol.reproduce.monte_carlo_ball_plate.LOST_DISTANCE_M] from the circle:
+a terminal event stops the integration there, metric ``lost = 1``, ``t_end_s`` the time);
+``"final_error_above_limit"``; or ``"raised: <ExceptionType>"`` (a solver or integration error,
+message in ``worst``). The MPC's steps that were not ``"optimal"`` (solved
+``"optimal_inaccurate"`` or held after a solver failure) are counted per run
+(``mpc_steps_inaccurate``, ``mpc_steps_held``). Success rates come with their 95 % Wilson score
+intervals (``success_rate_wilson95``,
+[`wilson_interval()`][nhcontrol.applications.verify.wilson_interval]).
+Reported besides: statistics of the final and peak errors, the peak plate angle and the largest
+input step per sample, the worst runs with their samples, and histograms.
+
+The controllers measure the ``ball_plate.orientation_free_deviation`` (see ``reproduce
+ball-plate``): with the yaw-lean-roll angle deviations of Eq. (8.74) instead, the angles of a
+ball that rolls 0.1 m turn by tens of degrees, the linear prediction model fails and runs are
+lost (seed 0, ``--quick``: samples 35 and 49 ended 3.40 m and 4.43 m off the circle, every MPC
+step ``"optimal"``, no fallback solver used).
 
 Weights: the LQR/MPC state weight puts ``q_angle = 1e-4`` on the three orientation angles of the
 ball (``ψ, φ, θ``), not the ``1`` of the ``ball-plate`` target. The orientation of a ball does not
@@ -41,8 +56,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Study", "QUICK", "FULL", "SUCCESS_FINAL_ERROR_M", "SPREAD", "DEVIATION_SCALE",
-           "closed_loop_run", "run", "summary"]
+__all__ = ["Study", "QUICK", "FULL", "SUCCESS_FINAL_ERROR_M", "LOST_DISTANCE_M", "STATUSES",
+           "SPREAD", "DEVIATION_SCALE", "closed_loop_run", "run_status", "run", "summary"]
 
 PHI0_DEG = 5.0
 """Lean angle of the reference circle (degrees)."""
@@ -55,6 +70,12 @@ THESIS_DEVIATION = np.array([-1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
 """The factors that give the deviations of Eq. (8.92) (``ε_x = −0.1 m``, the others positive)."""
 SUCCESS_FINAL_ERROR_M = 0.010
 """Success: contact point within this distance of the circle at ``t_final`` [m]."""
+LOST_DISTANCE_M = 0.25
+"""A run is stopped with status ``"lost"`` when the contact point is farther than this from the
+circle [m] (2.5 times the largest initial deviation of the contact point, half the circle's
+radius)."""
+STATUSES = ("success", "lost", "final_error_above_limit")
+"""Named outcomes of a run (besides ``"raised: <ExceptionType>"``)."""
 
 
 @dataclass(frozen=True)
@@ -105,11 +126,11 @@ def _design(study: Study) -> dict[str, Any]:
     return {"cm": cm, "bp": bp, "rbp": rbp, "st": st, "f": f, "motion": mo, "spin": spin}
 
 
-def _law(d: dict[str, Any], controller: str):
+def _law(d: dict[str, Any], controller: str, statuses: list[str]):
     if controller == "lqr":
         return d["rbp"]._lqr_law(d["bp"], d["f"])
     if controller == "mpc":
-        return d["rbp"]._mpc_law(d["bp"], d["f"], d["st"], [])
+        return d["rbp"]._mpc_law(d["bp"], d["f"], d["st"], statuses)
     raise ValueError(f"controller must be 'lqr' or 'mpc', got {controller!r}")
 
 
@@ -133,7 +154,11 @@ def closed_loop_run(controller: str, mass_factor: float, radius_factor: float,
         ``final_error_m`` (contact point to the circle at ``t_final``), ``max_error_m``,
         ``rms_error_m`` (over the second half), ``peak_input_deg``, ``max_input_step_deg``
         (largest change of a plate angle between samples), ``spin_drift`` (change of ``ω_n``,
-        a check of the plant: ~0), ``initial_error_m``.
+        a check of the plant: ~0), ``initial_error_m``, ``lost`` (1 when the contact point went
+        farther than ``LOST_DISTANCE_M`` from the circle and the run was stopped there, else 0;
+        ``final_error_m`` is then the distance at the stop, ``LOST_DISTANCE_M``),
+        ``t_end_s`` (the time reached), ``mpc_steps_inaccurate`` and ``mpc_steps_held`` (MPC
+        steps solved ``"optimal_inaccurate"`` or held after a solver failure; 0 for the LQR).
     """
     from nhcontrol.simulate import forward_dynamics
 
@@ -150,23 +175,49 @@ def closed_loop_run(controller: str, mass_factor: float, radius_factor: float,
     x0, xd0 = bp.initial_conditions(cm, PHI0_DEG, eps_wpsi=0.0, p=p, **eps)
     xd0 = np.array(xd0)
     xd0[2] = d["spin"] - xd0[4] * math.sin(x0[3])           # nominal spin (first integral)
-    law = _law(d, controller)
+    statuses: list[str] = []
+    law = _law(d, controller, statuses)
     dt = f["dt"]
+
+    def lost(t: float, x: NDArray, xd: NDArray) -> float:
+        return LOST_DISTANCE_M - abs(math.hypot(x[0] - mo.x_A, x[1] - mo.y_A) - mo.rho)
+    lost.terminal = True                                    # type: ignore[attr-defined]
     sim = forward_dynamics(cm, (0.0, study.t_final), x0, xd0, p=p,
                            controller=lambda t, x, xd: law(int(round(t / dt)), t, x, xd),
                            sample_time=dt, rtol=study.rtol, atol=study.atol,
-                           t_eval=np.linspace(0.0, study.t_final, 201))
+                           t_eval=np.linspace(0.0, study.t_final, 201), events=lost)
     x, xd = np.asarray(sim.x), np.asarray(sim.xd)
+    t_end = float(np.asarray(sim.t)[-1])
+    is_lost = t_end < study.t_final - 1e-9
+    if is_lost:                                            # stopped by the event
+        te = np.asarray(sim.t_events[0]).ravel() if sim.t_events else np.zeros(0)
+        t_end = float(te[0]) if te.size else t_end
     e = d["rbp"].contact_error(mo, x)
     u = np.degrees(np.asarray(sim.control_inputs, float))
     wn = xd[:, 2] + xd[:, 4] * np.sin(x[:, 3])
     half = e[e.size // 2:]
+    if is_lost:            # at the event the distance is LOST_DISTANCE_M (the output grid ends earlier)
+        e = np.append(e, LOST_DISTANCE_M)
     return {"final_error_m": float(e[-1]), "max_error_m": float(e.max()),
             "rms_error_m": float(np.sqrt(np.mean(half ** 2))),
             "initial_error_m": float(e[0]),
             "peak_input_deg": float(np.abs(u).max()),
             "max_input_step_deg": float(np.abs(np.diff(u, axis=0)).max()) if len(u) > 1 else 0.0,
-            "spin_drift": float(np.abs(wn - wn[0]).max())}
+            "spin_drift": float(np.abs(wn - wn[0]).max()),
+            "lost": float(is_lost), "t_end_s": t_end,
+            "mpc_steps_inaccurate": float(sum(st == "optimal_inaccurate" for st in statuses)),
+            "mpc_steps_held": float(sum(st.startswith("held") for st in statuses))}
+
+
+def run_status(metrics: dict[str, float] | None, error: str | None) -> str:
+    """The named outcome of one run: one of `STATUSES` or ``"raised: <ExceptionType>"``."""
+    if error is not None or metrics is None:
+        return f"raised: {str(error).split(':', 1)[0]}"
+    if metrics.get("lost", 0.0):
+        return "lost"
+    if not metrics["final_error_m"] <= SUCCESS_FINAL_ERROR_M:
+        return "final_error_above_limit"
+    return "success"
 
 
 def run(*, out: Path | None = None, quick: bool = False, n: int | None = None,
@@ -222,6 +273,7 @@ def run(*, out: Path | None = None, quick: bool = False, n: int | None = None,
                   "deviation_scale": DEVIATION_SCALE},
         "samplers": {k: repr(v) for k, v in samplers.items()},
         "success_criterion": f"final_error_m <= {SUCCESS_FINAL_ERROR_M:g}",
+        "lost_distance_m": LOST_DISTANCE_M,
         "nominal": {}}
     studies = {}
     for ctrl in ("lqr", "mpc"):
@@ -231,6 +283,10 @@ def run(*, out: Path | None = None, quick: bool = False, n: int | None = None,
                           constants={"controller": ctrl, "study": study}, **opts)
         studies[ctrl] = res
         block = res.to_dict(worst_metric="final_error_m", k=5)
+        names = [run_status(m, e) for m, e in zip(res.metrics, res.errors)]
+        block["status_counts"] = {k: names.count(k) for k in sorted(set(names))}
+        if sum(names.count(k) for k in ("success",)) != res.n_success:
+            raise RuntimeError("status 'success' disagrees with the success criterion")
         ferr = res.values("final_error_m")
         rf = np.array([s["radius_factor"] for s in res.samples])
         ok = np.isfinite(ferr)
@@ -259,8 +315,11 @@ def summary(result: dict[str, Any]) -> str:
     for ctrl in ("lqr", "mpc"):
         b, nom = result[ctrl], result["nominal"][ctrl]
         fe, pk = b["statistics"]["final_error_m"], b["statistics"]["peak_input_deg"]
+        lo, hi = b["success_rate_wilson95"]
         lines.append(f"  {ctrl.upper()}: {b['n_success']}/{b['n']} succeed "
-                     f"({100 * b['success_rate']:.1f} %), final error median "
+                     f"({100 * b['success_rate']:.1f} %, 95 % Wilson interval "
+                     f"[{100 * lo:.1f}, {100 * hi:.1f}] %; statuses {b['status_counts']}), "
+                     f"final error median "
                      f"{1e3 * fe['median']:.2f} mm, p95 {1e3 * fe['p95']:.2f} mm, max "
                      f"{1e3 * fe['max']:.2f} mm; peak plate angle max {pk['max']:.1f} deg; "
                      f"nominal plant {1e3 * nom['final_error_m']:.3f} mm")

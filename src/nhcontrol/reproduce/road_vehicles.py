@@ -338,8 +338,8 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     for (kind, lab), col in zip(_LOOP_LABELS, _styles()):
         a = loops[kind]["arrays"]
         ax.plot(a["x"][:, 0], a["x"][:, 1], **col, label=lab)
-    ax.set_xlabel("x [m]")
-    ax.set_ylabel("y [m]")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
     ax.legend()
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_path")).name)
@@ -351,14 +351,15 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
         ax.plot(a["t"], 100 * a["e"], **col, label=lab)
     ax.axhline(15.0, color="0.5", lw=0.8, ls=":", label="target ±15 cm")
     ax.axhline(-15.0, color="0.5", lw=0.8, ls=":")
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel("lateral deviation [cm]")
+    ax.set_xlabel("t (s)")
+    ax.set_ylabel("lateral deviation (cm)")
     ax.legend()
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_lateral_error")).name)
     plt.close(fig)
 
-    fig, axs = new_figure(3, 1, title="Steering angle, steering rate and driving inputs")
+    fig, axs = new_figure(3, 1, title="Steering angle, steering rate and driving inputs",
+                          figsize=(7.5, 9.6))        # wide: the legends stand beside the axes
     tr = np.linspace(0.0, st_.t_final, 501)
     reference_line(axs[0], tr, np.degrees(s.ref.x(tr)[:, 3]))
     reference_line(axs[1], tr, np.degrees(s.ref.xd(tr)[:, 3]))
@@ -374,12 +375,12 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
     for ax, lim in ((axs[0], st_.steer_max_deg), (axs[1], st_.steer_rate_max_deg_s)):
         ax.axhline(lim, color="0.3", lw=0.8, ls=":", label="limit")
         ax.axhline(-lim, color="0.3", lw=0.8, ls=":")
-    axs[0].set_ylabel("γ [deg]")
-    axs[1].set_ylabel("γ̇ [deg/s]")
-    axs[2].set_ylabel("steering torque T [N m]")
-    axs[2].set_xlabel("t [s]")
-    for ax in axs:
-        ax.legend(loc="upper left", ncol=2)
+    axs[0].set_ylabel("γ (deg)")
+    axs[1].set_ylabel("γ̇ (deg/s)")
+    axs[2].set_ylabel("steering torque T (N m)")
+    axs[2].set_xlabel("t (s)")
+    for ax in axs:                     # beside the axes: inside they covered the curves
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     cite(fig, "road_review", extra=extra)
     names.append(Path(savefig(fig, out, "road_vehicles_inputs")).name)
     plt.close(fig)
@@ -393,7 +394,7 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
         ax.plot(a["t"], np.max(a["friction"], axis=1), **col,
                 label=f"{lab} (larger of the two)")
     ax.axhline(1.0, color="0.3", lw=0.8, ls=":", label="friction limit")
-    ax.set_xlabel("t [s]")
+    ax.set_xlabel("t (s)")
     ax.set_ylabel("friction utilisation |F|/(μN) [-]")
     ax.set_ylim(0.0, max(1.1, 1.05 * max(float(np.max(loops[k]["arrays"]["friction"]))
                                           for k, _ in _LOOP_LABELS)))
@@ -415,8 +416,8 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
               label=f"least-squares fit, slope {conv['convergence_slope']:.3f}")
     ax.axvline(80e3, color="0.3", lw=0.8, ls=":",
                label="80 kN/rad per axle (the closed-loop runs)")
-    ax.set_xlabel(r"cornering stiffness per axle $C_\alpha$ [N/rad]")
-    ax.set_ylabel("largest deviation of G [m]")
+    ax.set_xlabel(r"cornering stiffness per axle $C_\alpha$ (N/rad)")
+    ax.set_ylabel("largest deviation of G (m)")
     ax.legend(fontsize=7)
     cite(fig, "road_review", extra=extra + "; tyre plant derived here (docs/theory/road_vehicles.md)")
     names.append(Path(savefig(fig, out, "road_vehicles_tyre_convergence")).name)
@@ -434,9 +435,9 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
                 ax.plot(a["t"], a["e"], **col, label=lab)
             ax.set_title(f"{runs[key]['speed_m_s']:.2f} m/s: {runs[key]['lateral_acceleration_factor']:g}"
                          " × the lane change's lateral acceleration", fontsize=9)
-            ax.set_ylabel("lateral deviation of G [m]")
+            ax.set_ylabel("lateral deviation of G (m)")
             ax.legend(fontsize=7, ncol=2)
-        np.atleast_1d(axs)[-1].set_xlabel("t [s]")
+        np.atleast_1d(axs)[-1].set_xlabel("t (s)")
         cite(fig, "road_review", extra=extra + "; magic-formula tyres (Pacejka 2012)")
         names.append(Path(savefig(fig, out, "road_vehicles_tyre_plant")).name)
         plt.close(fig)
@@ -447,8 +448,8 @@ def _figures(out: Path, s: LaneChangeSetup, loops: dict[str, Any]) -> list[str]:
             ax.loglog(sw["stiffness_N_rad"], sw[name]["max_lateral_error_m"], marker=mk,
                       **col, label=lab)
         ax.axhline(st_.y_offset, color="0.3", lw=0.8, ls=":", label="initial offset")
-        ax.set_xlabel(r"cornering stiffness per axle $C_\alpha$ [N/rad]")
-        ax.set_ylabel("max lateral deviation of G [m]")
+        ax.set_xlabel(r"cornering stiffness per axle $C_\alpha$ (N/rad)")
+        ax.set_ylabel("max lateral deviation of G (m)")
         ax.legend(fontsize=7)
         cite(fig, "road_review", extra=extra + "; magic-formula tyres (Pacejka 2012)")
         names.append(Path(savefig(fig, out, "road_vehicles_tyre_sweep")).name)

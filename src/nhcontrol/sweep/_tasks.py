@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .._util.progress import quiet
 from ._grid import SweepError
 
 __all__ = ["Outcome", "run_chunk", "run_chunk_in_worker", "init_worker", "picklable_error"]
@@ -85,7 +86,16 @@ def run_chunk(fn: Callable[..., Any], indices: Sequence[int], points: Sequence[d
     """Evaluate one chunk; a failing vectorized call is retried point by point to find the culprit.
 
     ``stop_on_failure`` ends the chunk at its first failure (``errors="raise"``); ``stop`` is an
-    event shared by the threads of one sweep (see `_call_points`)."""
+    event shared by the threads of one sweep (see `_call_points`). The chunk runs inside
+    `nhcontrol._util.progress.quiet`: a task draws no progress bar (worker processes share the
+    terminal; the sweep draws the one outer bar)."""
+    with quiet():
+        return _run_chunk(fn, indices, points, constants, seeds, vectorized, stop_on_failure, stop)
+
+
+def _run_chunk(fn: Callable[..., Any], indices: Sequence[int], points: Sequence[dict[str, Any]],
+               constants: dict[str, Any], seeds: Sequence[Any] | None,
+               vectorized: bool, stop_on_failure: bool, stop: Any) -> list[Outcome]:
     if not vectorized:
         return _call_points(fn, indices, points, constants, seeds, stop_on_failure, stop)
     try:

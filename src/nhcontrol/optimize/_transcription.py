@@ -1,0 +1,166 @@
+"""Direct collocation of ``Ẋ = f(X, u)``: the NLP's variables, constraints and exact sparse Jacobian.
+
+Variables (``W_j = [X_j, u_j]``, ``nz = ns + k`` entries each): the ``N`` nodes, for
+Hermite–Simpson the ``N − 1`` interval midpoints, and, for a free final time, ``T``:
+``z = [W_0 … W_{N−1}, W_{1/2} … W_{N−3/2}, (T)]``. With ``h = T/(N−1)`` the defects of interval
+``i`` are (docs/theory/optimize.md)
+
+* trapezoidal: ``X_{i+1} − X_i − h/2 (f_i + f_{i+1}) = 0``;
+* backward Euler (first order, opty's default; for comparisons): ``X_{i+1} − X_i − h f_{i+1} = 0``;
+* Hermite–Simpson (separated form): ``X_{i+1} − X_i − h/6 (f_i + 4 f_m + f_{i+1}) = 0`` and
+  ``X_m − (X_i + X_{i+1})/2 − h/8 (f_i − f_{i+1}) = 0``.
+
+Their Jacobian has dense ``ns × nz`` blocks at the nodes (and midpoint) of the interval and one
+column for ``T``: the blocks are ``±I`` plus multiples of ``J_j = [A_j, B_j]``, the exact
+Jacobians of `ReducedDynamics` at all points from one stacked kernel call.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._reduced import ReducedDynamics, ReducedPoints
+
+Array = NDArray[np.float64]
+
+
+class Transcription:
+    """Index bookkeeping and defect evaluation of one collocation grid."""
+
+    def __init__(self, rd: ReducedDynamics, N: int, method: str, free_time: bool,
+                 T_fixed: float) -> None:
+        self.rd, self.N, self.method = rd, N, method
+        self.ns, self.k = rd.ns, rd.k
+        self.nz = rd.ns + rd.k
+        self.hs = method == "hermite-simpson"
+        self.Nm = N - 1 if self.hs else 0
+        self.P = N + self.Nm                          # evaluation points (nodes, then midpoints)
+        self.free_time = free_time
+        self.T_fixed = T_fixed
+        self.nvar = self.P * self.nz + (1 if free_time else 0)
+        self.ndef = (N - 1) * self.ns * (2 if self.hs else 1)
+        self._structure()
+
+    # ------------------------------------------------------------------ layout
+    def split(self, z: Array) -> tuple[Array, Array, float]:
+        """``(X (P, ns), U (P, k), T)`` of the variables (nodes first, then midpoints)."""
+        W = z[:self.P * self.nz].reshape(self.P, self.nz)
+        T = float(z[-1]) if self.free_time else self.T_fixed
+        return W[:, :self.ns], W[:, self.ns:], T
+
+    def col(self, point: int) -> int:
+        return point * self.nz
+
+    def times(self, T: float) -> tuple[Array, Array]:
+        """Node times and midpoint times."""
+        t = np.linspace(0.0, T, self.N)
+        return t, 0.5 * (t[:-1] + t[1:])
+
+    def point_times(self, T: float) -> Array:
+        """Times of the ``P`` evaluation points (nodes, then midpoints)."""
+        t, tm = self.times(T)
+        return np.concatenate([t, tm]) if self.hs else t
+
+    def quadrature(self, T: float) -> Array:
+        """Weights ``w_j`` of ``∫ L dt ≈ Σ w_j L_j`` over the ``P`` points (trapezoid, Simpson)."""
+        h = T / (self.N - 1)
+        w = np.zeros(self.P)
+        if self.hs:
+            w[:self.N] = h / 3.0
+            w[[0, self.N - 1]] = h / 6.0
+            w[self.N:] = 4.0 * h / 6.0
+        elif self.method == "backward-euler":
+            w[1:self.N] = h                       # right-endpoint rectangles
+        else:
+            w[:self.N] = h
+            w[[0, self.N - 1]] = h / 2.0
+        return w
+
+    # ------------------------------------------------------------------ defects
+    def _structure(self) -> None:
+        ns, nz, N = self.ns, self.nz, self.N
+        r, c = np.meshgrid(np.arange(ns), np.arange(nz), indexing="ij")
+        rows, cols = [], []
+        blocks_per = 3 if self.hs else 2
+        for set_ in range(2 if self.hs else 1):
+            for i in range(N - 1):
+                row0 = (set_ * (N - 1) + i) * ns
+                pts = [i, i + 1] + ([N + i] if self.hs else [])
+                for pt in pts[:blocks_per]:
+                    rows.append((row0 + r).ravel())
+                    cols.append((self.col(pt) + c).ravel())
+                if self.free_time:
+                    rows.append(row0 + np.arange(ns))
+                    cols.append(np.full(ns, self.nvar - 1))
+        self.rows = np.concatenate(rows).astype(np.int64)
+        self.cols = np.concatenate(cols).astype(np.int64)
+
+    def defects(self, X: Array, f: Array, T: float) -> Array:
+        N, h = self.N, T / (self.N - 1)
+        Xn, fn = X[:N], f[:N]
+        if self.method == "backward-euler":
+            return (Xn[1:] - Xn[:-1] - h * fn[1:]).ravel()
+        if not self.hs:
+            return (Xn[1:] - Xn[:-1] - h / 2 * (fn[:-1] + fn[1:])).ravel()
+        Xm, fm = X[N:], f[N:]
+        c1 = Xn[1:] - Xn[:-1] - h / 6 * (fn[:-1] + 4 * fm + fn[1:])
+        c2 = Xm - 0.5 * (Xn[:-1] + Xn[1:]) - h / 8 * (fn[:-1] - fn[1:])
+        return np.concatenate([c1.ravel(), c2.ravel()])
+
+    def defect_jacobian(self, pts: ReducedPoints, T: float) -> Array:
+        """Values in the order of ``rows, cols`` (per interval: node ``i``, node ``i+1``,
+        midpoint, ``T``)."""
+        N, ns, nz = self.N, self.ns, self.nz
+        h, dh = T / (N - 1), 1.0 / (N - 1)
+        J, f = pts.J[..., :nz], pts.f
+        E = np.zeros((ns, nz))
+        E[:, :ns] = np.eye(ns)
+        Jn, fn = J[:N], f[:N]
+        m = N - 1
+
+        def flat(*blocks: Array) -> Array:
+            return np.concatenate([b.reshape(m, -1) for b in blocks], axis=1).ravel()
+
+        if self.method == "backward-euler":
+            blocks = [np.broadcast_to(-E, (m, ns, nz)), E - h * Jn[1:]]
+            if self.free_time:
+                blocks.append(-dh * fn[1:])
+            return flat(*blocks)
+        if not self.hs:
+            blocks = [-E - h / 2 * Jn[:-1], E - h / 2 * Jn[1:]]
+            if self.free_time:
+                blocks.append(-dh / 2 * (fn[:-1] + fn[1:]))
+            return flat(*blocks)
+        Jm, fm = J[N:], f[N:]
+        first = [-E - h / 6 * Jn[:-1], E - h / 6 * Jn[1:], -4 * h / 6 * Jm]
+        second = [-0.5 * E - h / 8 * Jn[:-1], -0.5 * E + h / 8 * Jn[1:], np.broadcast_to(E, (m, ns, nz))]
+        if self.free_time:
+            first.append(-dh / 6 * (fn[:-1] + 4 * fm + fn[1:]))
+            second.append(-dh / 8 * (fn[:-1] - fn[1:]))
+        return np.concatenate([flat(*first), flat(*second)])
+
+
+class Evaluations:
+    """The dynamics at the points of one variable vector, evaluated once per new ``z``."""
+
+    def __init__(self, tr: Transcription) -> None:
+        self.tr = tr
+        self._key: bytes | None = None
+        self._pts: ReducedPoints | None = None
+        self._jac = False
+
+    def at(self, z: Array, jac: bool) -> ReducedPoints:
+        key = np.asarray(z, dtype=float).tobytes()
+        if key != self._key or (jac and not self._jac):
+            X, U, _ = self.tr.split(np.asarray(z, dtype=float))
+            self._pts = self.tr.rd.evaluate(X, U, jac=jac)
+            self._key, self._jac = key, jac
+        assert self._pts is not None
+        return self._pts
+
+
+RowFunction = Callable[[ReducedPoints, Array, Array], tuple[Array, Array]]
+"""``(points, X, U) → (values (N, r), jacobian (N, r, nz))`` of path constraints at the nodes."""
