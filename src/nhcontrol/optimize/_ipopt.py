@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._util.errors import OptimizationError
+from .._util.reprs import concise_repr
 
 INSTALL_HINT = ("install the optional extra: pip install 'nhcontrol[optimize]' (it installs "
                 "cyipopt-wheels, the cyipopt wheel that bundles IPOPT)")
@@ -30,6 +31,8 @@ class NLPStats:
     """Statistics of one IPOPT solve: ``iterations``, wall ``time`` [s], ``status`` (IPOPT's
     code: 0 solved, 1 solved to acceptable level), ``message``, and the sizes ``variables``,
     ``constraints``, ``jacobian_nonzeros``."""
+
+    __repr__ = concise_repr
 
     status: int
     message: str

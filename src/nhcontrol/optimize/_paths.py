@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._util.errors import OptimizationError
+from .._util.reprs import concise_repr
 from . import _spec
 from ._reduced import ReducedDynamics, ReducedPoints
 from ._transcription import Transcription
@@ -37,6 +38,8 @@ class PathConstraint:
     lower, upper : (r,) array_like
         Bounds (``-inf``/``inf`` for an open side).
     """
+
+    __repr__ = concise_repr
 
     name: str
     fun: Callable[..., tuple[Array, Array, Array, Array]]
