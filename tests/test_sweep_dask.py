@@ -47,7 +47,11 @@ def test_constants_unpickled_once_per_worker(cluster):
                 address=cluster.scheduler_address, chunk_size=1,
                 constants={"model": sf.Heavy(2.0)})
     assert [v["y"] for v in res.values] == [2.0 * a for a in range(16)]
-    assert {v["loads"] for v in res.values} == {1}   # one unpickle per worker, 16 tasks
+    # not once per task (16 tasks, 8 a worker): the broadcast copy, and at most one more where a
+    # task reaches a worker before its broadcast copy and dask fetches the data from the other
+    # worker (a scheduling race of dask's, seen once in a loaded CI run as {1, 2})
+    loads = {v["loads"] for v in res.values}
+    assert loads <= {1, 2}, loads
     assert len({v["pid"] for v in res.values}) >= 1
 
 

@@ -290,6 +290,8 @@ class SimulationResult:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state = dict(state)
+        if "inputs" in state and "input_labels" not in state:     # pickled before the labels moved
+            state["input_labels"] = tuple(state.pop("inputs"))
         rates = state.pop("_input_rates", None)
         for key, value in state.items():
             object.__setattr__(self, key, value)
