@@ -8,7 +8,6 @@ DAQP cannot (not installed, ρ₂ = 0) gives the same answers with its reason re
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -306,28 +305,17 @@ def _shadow(mpc, diffs):
 
 
 def _nmpc_case(t_final, names):
+    from nhcontrol.applications.ball_plate_control import ball_plate_nmpc_setup
     from nhcontrol.design import MPCController, NMPCController
     from nhcontrol.models import ball_plate as bp
-    from nhcontrol.reference import consistent_initial_conditions
     from nhcontrol.reproduce import nmpc as rn
     from nhcontrol.simulate import forward_dynamics
     from nhcontrol.systems import LTVSystem, discretize, restrict
 
-    cm = bp.model()
-    plant = bp.model(R=rn.R_SCALE * bp.DEFAULTS["R"])
-    x0, xd0 = bp.initial_conditions(cm, 5.0, eps_x=rn.OFFSET_M, eps_y=0.0, eps_psi_deg=0.0,
-                                    eps_theta_deg=0.0, eps_vx=0.0, eps_vy=0.0, eps_wpsi=0.0)
-    ic = consistent_initial_conditions(plant, x0, xd0, independent=("x_C", "y_C", "psi"))
-    x0, xd0 = np.asarray(ic.x), np.asarray(ic.xd)
-    ref = bp.spin_matched_motion(cm, x0, xd0)
-    mo = bp.motion_from_reference(cm, ref)
-    red = bp.spin_reduction(cm, ref)
-    dt = mo.period / 125
-    b, r = math.radians(rn.BOUND_DEG), math.radians(rn.RATE_DEG)
-    bounds = dict(u_min=-b, u_max=b, du_min=-r, du_max=r)
-    Q7 = np.diag([0.0, 0.0, 0.0, 0.1, 0.1, 1e4, 1e4])
-    Q8 = np.diag([0.0, 0.0, 0.0, 0.0, 0.1, 0.1, 1e4, 1e4])
-    R = 1e3 * np.eye(2)
+    case = ball_plate_nmpc_setup()                     # the set-up reproduce nmpc runs
+    cm, plant, x0, xd0, ref, red, dt = (case.cm, case.plant, case.x0, case.xd0, case.ref,
+                                        case.red, case.dt)
+    bounds, Q7, Q8, R = case.bounds, case.Q7, case.Q8, case.R
     steps = int(round(t_final / dt))
     out = {}
     for name in names:
@@ -336,8 +324,7 @@ def _nmpc_case(t_final, names):
             dsys = discretize(restrict(full, red.S, red.P, states=red.states), dt,
                               steps=steps + 2 * rn.HORIZON)
             c = MPCController(dsys, ref, rn.HORIZON, Q7, R,
-                              deviation=lambda t, x, xd: red.reduce(bp.deviation(ref, t, x, xd)),
-                              **bounds)
+                              deviation=case.deviation, **bounds)
         else:
             c = NMPCController(cm, ref, bp.PARTITION_8_72, rn.HORIZON, Q8, R, dt=dt,
                                steps=steps + 1, mode=name, sqp_tol=1e-4, **bounds)
