@@ -13,9 +13,8 @@ on the grid ``t_k = t0 + k dt``. It is what `nhcontrol.systems.discretize()` ret
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import control
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -24,6 +23,9 @@ from .._util.memory import check_allocation
 from .._util.reprs import html_table, short_names as _short
 from .._util.validation import as_float_array, check_finite, check_names, readonly
 from .ltv import SELECT_RTOL, _check_decoupled, _output_map, _pick, _select_outputs
+
+if TYPE_CHECKING:  # python-control is imported where it is used (it takes ~1 s)
+    import control
 
 __all__ = ["DiscreteLTV"]
 
@@ -392,6 +394,8 @@ class DiscreteLTV:
         control.StateSpace
             With ``dt`` set and the state/input names.
         """
+        import control
+
         kk = self._index(k)
         Ck, Dk = self.output_matrices(kk)
         return control.ss(self.Ad[kk], self.Bd[kk], Ck, Dk, self.dt,

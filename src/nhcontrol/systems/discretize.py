@@ -16,9 +16,8 @@ one step, which is what is integrated here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import control
 import numpy as np
 from numpy.typing import NDArray
 from scipy.integrate import solve_ivp
@@ -30,6 +29,9 @@ from .._util.work import check_iterations
 from .._util.validation import as_real
 from .discrete import DiscreteLTV, _check_steps
 from .ltv import LTVSystem, as_ltv
+
+if TYPE_CHECKING:  # python-control is imported where it is used (it takes ~1 s)
+    import control
 
 __all__ = ["discretize", "DISCRETIZE_RTOL"]
 

@@ -14,10 +14,10 @@ Silverman–Meadows test (Eqs. (8.86)–(8.87)): exact ones when supplied, other
 from __future__ import annotations
 
 import math
+import sys as _sys
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
 
-import control
 import numpy as np
 from numpy.polynomial import chebyshev as _cheb
 from numpy.typing import ArrayLike, NDArray
@@ -28,6 +28,7 @@ from .._util.reprs import html_table, short_names as _short
 from .._util.validation import as_float_array, check_finite, check_names, readonly
 
 if TYPE_CHECKING:
+    import control  # imported where it is used (it takes ~1 s)
     from typing import Mapping
     from nhcontrol.compiled import CompiledModel
     from nhcontrol.linearization.partition import Partition
@@ -625,6 +626,8 @@ class LTVSystem:
         The outputs are `output_labels` (the states unless ``C`` was given). A frozen-time pair says nothing about the controllability or
         stability of the LTV system (see ``docs/theory/ltv.md``).
         """
+        import control
+
         tt = float(t)
         Ct, Dt = self.output_matrices(tt)
         return control.ss(self.A(tt), self.B(tt), Ct, Dt,
@@ -1181,7 +1184,9 @@ def as_ltv(sys: Any) -> LTVSystem:
     """
     if isinstance(sys, LTVSystem):
         return sys
-    if isinstance(sys, control.StateSpace):
+    # a StateSpace exists only once python-control was imported (not imported for nothing here)
+    control = _sys.modules.get("control")
+    if control is not None and isinstance(sys, control.StateSpace):
         if sys.isdtime(strict=True):
             raise LinearSystemError(
                 f"expected a continuous-time system, got a discrete StateSpace with dt = {sys.dt}; "
