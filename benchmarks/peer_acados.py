@@ -1,42 +1,70 @@
 """Benchmark: nhcontrol's RTI NMPC and LTV-MPC against acados' compiled SQP_RTI on the same
 problem, each in its own closed loop (prints JSON).
 
-Run ``python benchmarks/peer_acados.py [--case ball-plate|robot] [--t-final T]
-[--backends hpipm,qpoases] [--skip-acados]`` (``--skip-acados``: only nhcontrol's two loops,
-their ``rti_step_s``, ``mpc_step_s`` and RMS errors, without acados). Needs the optional ``peers`` extra and acados' Python interface
-with its template renderer (the acados wheel of the package index, ``pip install
-comma-deps-acados``); without them it prints ``{"skipped": reason}``. acados' generated code
-is written into a temporary directory and deleted afterwards. That wheel (0.2.2.post92) also
-installs a reduced CasADi 3.6 as a top-level ``casadi`` package, which shadows a full CasADi
-and lacks the linear-solver plugins ``to_casadi`` needs (``libcasadi_linsol_qr.so``): the
-build then fails with that message (reported in ``acados.<backend>.skipped``); with a full
-CasADi first on the path (acados' templates work with CasADi 3.8) the benchmark runs. acados
-is therefore not part of the ``peers`` extra.
+Run ``python benchmarks/peer_acados.py [--case ball-plate|robot|both] [--t-final T]
+[--backends hpipm,qpoases] [--skip-acados] [--skip-cold] [--rk4-steps M] [--rti-rk4 M1,M2]
+[--acados-dir DIR] [--no-shift]``. ``--case both`` runs the two problems one after the other
+and prints ``{"ball-plate": {...}, "robot": {...}}``. ``--skip-acados``: only nhcontrol's two
+loops (``rti_step_s``, ``mpc_step_s``, RMS errors). Needs the optional ``peers`` extra and
+acados' Python interface with its template renderer (the acados wheel of the package index,
+``pip install comma-deps-acados``); without them it prints ``{"skipped": reason}``. acados'
+generated code is written into a temporary directory and deleted afterwards, unless
+``--acados-dir DIR`` keeps it there: a later run reuses a solver whose problem hash matches
+(the discrete dynamics, dimensions, cost, constraints, options and versions) and reports the
+build time measured when it was built (``acados_build_cached: true``, with that build's load).
+The acados wheel (0.2.2.post92) also installs a reduced CasADi 3.6 as a top-level ``casadi``
+package, which shadows a full CasADi and lacks the linear-solver plugins ``to_casadi`` needs
+(``libcasadi_linsol_qr.so``): move that folder out of the environment's ``site-packages`` so
+that the full CasADi (3.8 works with acados' templates) is imported; the script sets
+``ACADOS_SOURCE_DIR``, ``ACADOS_PYTHON_INTERFACE_PATH`` and ``TERA_PATH`` from the wheel's
+``acados`` module and preloads its libraries. acados is therefore not part of the ``peers``
+extra.
 
 Problems (horizon N = 20):
 
 * ``ball-plate`` — the case of ``nhcontrol reproduce nmpc``: the ball-plate circle (thesis
-  Ch. 8, ``φ0 = 5°``, ``h = T/125``), plant ball 10 % larger, 5 cm radial offset,
-  ``|α|, |β| ≤ 10°``, ``0.5°`` per sample, ``Q = diag(0, 0, 0, 0, 0.1, 0.1, 10⁴, 10⁴)``,
-  ``R = 10³ I``, the Riccati terminal weight ``P_{k+N}`` of the reference's linearization;
+  Ch. 8, ``φ0 = 5°``, ``h = T/125``), plant ball 10 % larger (the same kernels with the
+  plant's ``R`` and ``I = 2/5 m R²``), 5 cm radial offset, ``|α|, |β| ≤ 10°``, ``0.5°`` per
+  sample, ``Q = diag(0, 0, 0, 0, 0.1, 0.1, 10⁴, 10⁴)``, ``R = 10³ I``, the Riccati terminal
+  weight ``P_{k+N}`` of the reference's linearization;
 * ``robot`` — the two-wheeled self-balancing robot of `nhcontrol.models.self_balancing_robot`
   (9 states, 2 wheel torques, 3 nonholonomic constraints) tracking a 2 m circle at 0.5 m/s,
   ``h = 0.02 s``, from a 5 cm lateral offset, ``|T| ≤ 3 N m``, ``0.3 N m`` per sample.
 
 acados is given the CasADi model of ``nhcontrol.interop.to_casadi`` (``f_sx``, the same
-minimal-state dynamics), one explicit RK4 step per sample written as discrete dynamics (the
-previous input appended to its state for the rate bounds), linear least-squares cost with the
-same weights and the same time-varying terminal weight, SQP_RTI with Gauss-Newton Hessian and
-either PARTIAL_CONDENSING_HPIPM or FULL_CONDENSING_QPOASES.
+minimal-state dynamics), ``M`` explicit RK4 steps per sample (``--rk4-steps``, default 1)
+written as discrete dynamics (the previous input appended to its state for the rate bounds),
+linear least-squares cost with the same weights and the same time-varying terminal weight,
+SQP_RTI with Gauss-Newton Hessian and either PARTIAL_CONDENSING_HPIPM or
+FULL_CONDENSING_QPOASES, the same first guess (the reference) and, like nhcontrol's RTI, the
+last iterate shifted by one sample as the next linearization trajectory, linearized at the
+measured state (``--no-shift``: acados' default, the last iterate as it is).
+
+The same problem. acados multiplies every stage cost by its shooting interval (the cost
+module's ``scaling``, here ``dt``) and the terminal cost by 1; its stage weight is therefore
+``W = 2 diag(Q, R)/dt``. Without that factor the terminal weight ``P_{k+N}`` was ``1/dt``
+times heavier than nhcontrol's (50 on the robot): on the robot acados' loop then tracked with
+9.01 mm RMS against nhcontrol's 10.13 mm (the 1.18 mm difference once reported), on the
+ball-plate (``1/dt`` ≈ 11) within 0.04 mm. With the factor, acados' first plan equals that of
+nhcontrol's RTI with acados' prediction to 1e-8. What remains is the discretisation: nhcontrol's
+RTI predicts with the exponential-Euler step ``X̄ + φ₁(A h) h f`` and ``Φ = exp(A h)`` of the
+exact linearization, acados with RK4. ``--rti-rk4 M`` runs nhcontrol's RTI with acados'
+``M``-step RK4 prediction (CasADi's exact derivatives of the scheme) and everything else
+unchanged (key ``discretisation_rms_error_mm``): on the robot's 10 s loop 10.13494 mm against
+10.13485 mm for the exponential Euler, a difference of 1e-4 mm.
 
 Keys: ``acados_core_step_s`` (median of acados' ``time_tot``, the faster back-end: integration,
 sensitivities, condensing, QP), ``acados_python_step_s`` (the whole step from Python, its
 ``set``/``get`` calls included), ``rti_step_s``, ``mpc_step_s`` (nhcontrol's samples timed from
 outside the call), ``ratio_acados_core_over_rti``, ``ratio_acados_core_over_mpc`` (goal ≥ 1),
 ``tracking_rms_diff_mm`` (largest difference of the RMS tracking errors of the loops, goal ≤
-0.3), ``acados_build_s`` (code generation and compilation), ``nhcontrol_build_s`` (a fresh
-process with an empty model cache: model, both controllers, first step; goal ≤ 10 % of
-acados'), each time with its range (``*_range_s``), and ``load_average``.
+0.3), ``acados_build_s`` and ``acados_build_cpu_s`` (code generation and compilation, the
+compiler's CPU included), ``nhcontrol_build_s`` and ``nhcontrol_build_cpu_s`` (a fresh process
+with an empty model cache, nhcontrol's sources compiled to bytecode beforehand as ``pip
+install`` does: imports, model derivation, kernel generation and compilation, both
+controllers, first step; goal ≤ 10 % of acados'), ``ratio_nhcontrol_build_over_acados`` (wall)
+and ``..._cpu`` (CPU: less sensitive to the load of a shared machine), each step time with its
+range (``*_range_s``), and ``load_average`` (at the end; acados' builds carry their own).
 """
 
 from __future__ import annotations
@@ -94,10 +122,13 @@ def _case(name: str, t_final: float) -> dict:
         from nhcontrol.reference import consistent_initial_conditions
 
         cm = bp.model()
-        plant = bp.model(R=1.1 * bp.DEFAULTS["R"])
+        # the plant: the same kernels with the larger ball's parameters (R, I = 2/5 m R²)
+        R1 = 1.1 * bp.DEFAULTS["R"]
+        plant_p = {"R": R1, "I": 0.4 * bp.DEFAULTS["m"] * R1 ** 2}
         x0, xd0 = bp.initial_conditions(cm, 5.0, eps_x=0.05, eps_y=0.0, eps_psi_deg=0.0,
                                         eps_theta_deg=0.0, eps_vx=0.0, eps_vy=0.0, eps_wpsi=0.0)
-        ic = consistent_initial_conditions(plant, x0, xd0, independent=("x_C", "y_C", "psi"))
+        ic = consistent_initial_conditions(cm, x0, xd0, independent=("x_C", "y_C", "psi"),
+                                           p=plant_p)
         x0, xd0 = np.asarray(ic.x), np.asarray(ic.xd)
         ref = bp.spin_matched_motion(cm, x0, xd0)
         dt = bp.motion_from_reference(cm, ref).period / 125
@@ -114,12 +145,12 @@ def _case(name: str, t_final: float) -> dict:
         mpc = MPCController(dsys, ref, HORIZON, Q7, R, u_min=-b, u_max=b, du_min=-r, du_max=r,
                             deviation=lambda t, x, xd: red.reduce(bp.deviation(ref, t, x, xd)))
         track = (0, 1)                 # contact point x_C, y_C
-        system = bp.build()
+        build = bp.build
     else:
         from nhcontrol.models import self_balancing_robot as sbr
 
         cm = sbr.model()
-        plant = cm
+        plant_p = None
         ref = sbr.circle(cm, 2.0, 0.5)
         dt = 0.02
         x0, xd0 = np.asarray(ref.x(0.0), float).copy(), np.asarray(ref.xd(0.0), float)
@@ -140,12 +171,40 @@ def _case(name: str, t_final: float) -> dict:
         mpc = MPCController(dsys, ref, HORIZON, Q, R, u_min=-b, u_max=b, du_min=-r, du_max=r,
                             deviation=deviation)
         track = (0, 1)
-        system = sbr.build()
+        build = sbr.build
         del ns
-    rti = NMPCController(cm, ref, part, HORIZON, Q, R, dt=dt, steps=steps + 1, u_min=-b,
-                         u_max=b, du_min=-r, du_max=r)
-    return dict(name=name, cm=cm, plant=plant, ref=ref, dt=dt, x0=x0, xd0=xd0, part=part, Q=Q,
-                R=R, b=b, r=r, steps=steps, rti=rti, mpc=mpc, track=track, system=system)
+    def make_rti(cls=NMPCController):
+        return cls(cm, ref, part, HORIZON, Q, R, dt=dt, steps=steps + 1, u_min=-b, u_max=b,
+                   du_min=-r, du_max=r)
+    return dict(name=name, cm=cm, plant_p=plant_p, ref=ref, dt=dt, x0=x0, xd0=xd0, part=part, Q=Q,
+                R=R, b=b, r=r, steps=steps, rti=make_rti(), make_rti=make_rti, mpc=mpc,
+                track=track, build=build)
+
+
+def _rk4_rti(case: dict, rk4_steps: int):
+    """nhcontrol's RTI controller with acados' prediction instead of its own: the node map
+    ``F(X̄_j, ū_j)`` and its Jacobians ``Φ_j, Γ_j`` from ``rk4_steps`` RK4 steps of
+    ``to_casadi``'s ``f`` (CasADi's exact derivatives of the scheme), everything else (QP, cost,
+    terminal weight, bounds, initial guess, shifts) unchanged: it separates the discretisation
+    from the rest of the problem."""
+    import casadi as ca
+    from nhcontrol.design import NMPCController
+    from nhcontrol.interop import to_casadi
+
+    cs = to_casadi(case["build"](), case["part"], x_guess=case["ref"].x(0.0))
+    ns, k, N = cs.nstates, cs.ninputs, HORIZON
+    X, U = ca.SX.sym("X", ns), ca.SX.sym("u", k)
+    Xn = _rk4(cs, X, U, ca.DM(np.asarray(cs.p, float)), case["dt"], rk4_steps)
+    fn = ca.Function("rk4", [X, U], [Xn, ca.jacobian(Xn, X), ca.jacobian(Xn, U)]).map(N)
+
+    class RK4RTI(NMPCController):
+        def _model(self, ts, X, U, xguess):
+            x, _ = self._admissible(X, xguess, U)      # full coordinates: the next guesses
+            F, Phi, Gam = fn(X.T, U.T)
+            Phi = np.asarray(Phi).reshape(ns, N, ns).transpose(1, 0, 2)
+            Gam = np.asarray(Gam).reshape(ns, N, k).transpose(1, 0, 2)
+            return Phi, Gam, np.asarray(F).T, x
+    return case["make_rti"](RK4RTI)
 
 
 def _partition_indices(cm, part):
@@ -183,7 +242,9 @@ def _preload(lib_dir: str) -> None:
 class _Acados:
     """acados SQP_RTI of the same problem as a ``controller(t, x, ẋ)``, timed."""
 
-    def __init__(self, case: dict, backend: str, workdir: Path) -> None:
+    def __init__(self, case: dict, backend: str, workdir: Path, rk4_steps: int = 1,
+                 cache_dir: Path | None = None, shift: bool = True) -> None:
+        self.shift, self.plan = bool(shift), None
         import casadi as ca
         try:
             from acados.acados_template import AcadosModel, AcadosOcp, AcadosOcpSolver
@@ -200,7 +261,7 @@ class _Acados:
         from nhcontrol.interop import to_casadi
 
         cm, ref, dt = case["cm"], case["ref"], case["dt"]
-        cs = to_casadi(case["system"], case["part"], x_guess=ref.x(0.0))
+        cs = to_casadi(case["build"](), case["part"], x_guess=ref.x(0.0))
         if cs.f_sx is None:
             raise _Skipped("to_casadi gives no SX graph for this model (holonomic constraints)")
         self.cs, self.case = cs, case
@@ -208,15 +269,9 @@ class _Acados:
         X, U, Up = ca.SX.sym("X", ns), ca.SX.sym("u", k), ca.SX.sym("u_prev", k)
         p = ca.DM(np.asarray(cs.p, float))
 
-        def f(x):
-            return cs.f_sx(x, U, p)
-        k1 = f(X)
-        k2 = f(X + dt / 2 * k1)
-        k3 = f(X + dt / 2 * k2)
-        k4 = f(X + dt * k3)
-        Xn = X + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)           # one RK4 step per sample
+        Xn = _rk4(cs, X, U, p, dt, rk4_steps)                  # RK4 steps per sample
         model = AcadosModel()
-        model.name = f"nh_{case['name'].replace('-', '_')}_{backend}"
+        model.name = f"nh_{case['name'].replace('-', '_')}_{backend}_rk{rk4_steps}"
         model.x = ca.vertcat(X, Up)
         model.u = U
         model.disc_dyn_expr = ca.vertcat(Xn, U)
@@ -236,8 +291,12 @@ class _Acados:
         Vu = np.zeros((ny, k))
         Vu[ns:, :] = np.eye(k)
         ocp.cost.Vx, ocp.cost.Vu = Vx, Vu
-        ocp.cost.W = 2.0 * np.block([[case["Q"], np.zeros((ns, k))],
-                                     [np.zeros((k, ns)), case["R"]]])
+        # acados multiplies each stage cost by its shooting interval (the cost module's
+        # "scaling", the time step dt of this discrete model) and the terminal cost by 1:
+        # W = 2 diag(Q, R)/dt gives nhcontrol's stage cost (without the 1/dt the terminal
+        # weight was 1/dt times heavier than nhcontrol's)
+        ocp.cost.W = 2.0 / dt * np.block([[case["Q"], np.zeros((ns, k))],
+                                          [np.zeros((k, ns)), case["R"]]])
         Vxe = np.zeros((ns, nx))
         Vxe[:, :ns] = np.eye(ns)
         ocp.cost.Vx_e = Vxe
@@ -259,17 +318,43 @@ class _Acados:
         so.hessian_approx = "GAUSS_NEWTON"
         so.qp_solver = ("PARTIAL_CONDENSING_HPIPM" if backend == "hpipm"
                         else "FULL_CONDENSING_QPOASES")
+        self.build_cached, self.build_load = False, None
+        meta = None
+        key = None
+        if cache_dir is not None:
+            # a build of this very problem (same dynamics, data, options, acados) is reused
+            key = _problem_key(ocp)
+            workdir = Path(cache_dir).resolve() / model.name
+            meta = workdir / "nh_build.json"
+            if workdir.exists() and (not meta.exists()
+                                     or json.loads(meta.read_text()).get("key") != key):
+                shutil.rmtree(workdir)             # another problem, or an interrupted build
+            workdir.mkdir(parents=True, exist_ok=True)
         ocp.code_export_directory = str(workdir / f"c_generated_code_{backend}")
-        t0 = time.perf_counter()
+        json_file = str(workdir / f"ocp_{backend}.json")
         cwd = os.getcwd()
         os.chdir(workdir)
         try:
             with contextlib.redirect_stdout(sys.stderr):       # acados prints; JSON is ours
-                self.solver = AcadosOcpSolver(ocp, json_file=str(workdir / f"ocp_{backend}.json"),
-                                              verbose=False)
+                if meta is not None and meta.exists():
+                    rec = json.loads(meta.read_text())
+                    self.solver = AcadosOcpSolver(ocp, json_file=json_file, generate=False,
+                                                  build=False, verbose=False)
+                    self.build_s, self.build_load = rec["build_s"], rec["load_average"]
+                    self.build_cpu_s = rec.get("build_cpu_s", float("nan"))
+                    self.build_cached = True
+                else:
+                    t0, c0 = time.perf_counter(), os.times()
+                    self.solver = AcadosOcpSolver(ocp, json_file=json_file, verbose=False)
+                    self.build_s = time.perf_counter() - t0
+                    self.build_cpu_s = sum(os.times()[:4]) - sum(c0[:4])   # compilers too
+                    self.build_load = _load_average()
+                    if meta is not None:
+                        meta.write_text(json.dumps({"key": key, "build_s": self.build_s,
+                                                    "build_cpu_s": self.build_cpu_s,
+                                                    "load_average": self.build_load}))
         finally:
             os.chdir(cwd)
-        self.build_s = time.perf_counter() - t0
         self.ns, self.k = ns, k
         self.core, self.whole = [], []
         self.statuses: dict[int, int] = {}
@@ -293,6 +378,14 @@ class _Acados:
                 s.set(j, "x", np.concatenate([Xr[j], ur[min(j, N - 1)]]))
             for j in range(N):
                 s.set(j, "u", ur[j])
+        elif self.shift:                 # the last iterate shifted by one sample, its last
+            xs, us = self.plan           # node repeated (as NMPCController does)
+            for j in range(1, N + 1):
+                s.set(j, "x", xs[min(j + 1, N)])
+            for j in range(N):
+                s.set(j, "u", us[min(j + 1, N - 1)])
+        if self.shift:                   # linearized at the measured state (X̄_0 = X_0)
+            s.set(0, "x", x0)
         s.set(0, "lbx", x0)
         s.set(0, "ubx", x0)
         for j in range(N):
@@ -302,30 +395,86 @@ class _Acados:
         status = int(s.solve())
         self.statuses[status] = self.statuses.get(status, 0) + 1
         u = np.asarray(s.get(0, "u"), float)
+        if self.shift:
+            self.plan = ([s.get(j, "x") for j in range(N + 1)], [s.get(j, "u") for j in range(N)])
         self.core.append(float(np.ravel(s.get_stats("time_tot"))[0]))
         self.u_prev = u
         self.whole.append(time.perf_counter() - w0)
         return u
 
 
-def _nhcontrol_build(case: str) -> float:
-    """A fresh process, empty model cache: model, both controllers, first step (wall s)."""
+def _rk4(cs, X, U, p, dt: float, steps: int):
+    """``steps`` explicit RK4 steps of ``Ẋ = f(X, u)`` over one sample ``dt`` (CasADi SX)."""
+    h = dt / steps
+    for _ in range(steps):
+        k1 = cs.f_sx(X, U, p)
+        k2 = cs.f_sx(X + h / 2 * k1, U, p)
+        k3 = cs.f_sx(X + h / 2 * k2, U, p)
+        k4 = cs.f_sx(X + h * k3, U, p)
+        X = X + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return X
+
+
+def _problem_key(ocp) -> str:
+    """Hash of what acados' generated solver depends on (for ``--acados-dir``): the discrete
+    dynamics (CasADi's serialization), dimensions, cost, constraints, solver options and the
+    versions of acados, CasADi and Python."""
+    import hashlib
+    from importlib import metadata
+
+    import casadi as ca
+
+    h = hashlib.sha256()
+
+    def put(v) -> None:
+        if isinstance(v, np.ndarray):
+            h.update(repr((v.shape, str(v.dtype))).encode())
+            h.update(np.ascontiguousarray(v).tobytes())
+        else:
+            h.update(repr(v).encode())
+        h.update(b"\0")
+    for dist in ("comma-deps-acados", "acados_template", "casadi"):
+        try:
+            put(f"{dist}={metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            put(dist)
+    put(sys.version)
+    m = ocp.model
+    put(m.name)
+    put(ca.Function("dyn", [m.x, m.u], [m.disc_dyn_expr]).serialize())
+    for part in (ocp.dims, ocp.cost, ocp.constraints, ocp.solver_options):
+        for name, v in sorted(vars(part).items()):
+            if "code_export" not in name:
+                put(name)
+                put(np.asarray(v) if isinstance(v, (np.ndarray, list)) else v)
+    return h.hexdigest()
+
+
+def _nhcontrol_build(case: str) -> dict:
+    """A fresh process, empty model cache: model, both controllers, first step (wall and CPU
+    seconds, the CPU of the compiler processes included). nhcontrol's sources are compiled to
+    bytecode first, untimed, as ``pip install`` does."""
     script = f"""
-import json, sys, time, tempfile, os
-t0 = time.perf_counter()
+import json, os, sys, time
+t0, c0 = time.perf_counter(), os.times()
 sys.argv = ["x"]
 import peer_acados as pa
 c = pa._case({case!r}, 0.2)
 cm, x0, xd0 = c["cm"], c["x0"], c["xd0"]
 c["rti"].control(0.0, list(x0) + list(xd0))
 c["mpc"].control(0.0, list(x0) + list(xd0))
-print(json.dumps({{"s": time.perf_counter() - t0}}))
+c1 = os.times()
+print(json.dumps({{"s": time.perf_counter() - t0, "cpu": sum(c1[:4]) - sum(c0[:4])}}))
 """
+    import nhcontrol
+
+    run_child(f"import compileall, json; compileall.compile_dir("
+              f"{os.path.dirname(nhcontrol.__file__)!r}, quiet=1); print(json.dumps({{}}))")
     with tempfile.TemporaryDirectory() as tmp:
         old = os.environ.get("NHCONTROL_CACHE_DIR")
         os.environ["NHCONTROL_CACHE_DIR"] = tmp
         try:
-            return float(run_child(script)["s"])
+            return run_child(script)
         finally:
             if old is None:
                 os.environ.pop("NHCONTROL_CACHE_DIR", None)
@@ -340,56 +489,87 @@ def _load_average() -> list | None:
         return None
 
 
-def _stats(v) -> dict:
-    v = list(v)
-    return {"median": statistics.median(v), "range": [min(v), max(v)]}
-
-
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--case", choices=("ball-plate", "robot"), default="ball-plate")
+    parser.add_argument("--case", choices=("ball-plate", "robot", "both"), default="ball-plate")
     parser.add_argument("--t-final", type=float, default=10.0, help="closed-loop length [s]")
     parser.add_argument("--backends", default="hpipm,qpoases")
     parser.add_argument("--skip-cold", action="store_true",
                         help="skip the cold-cache nhcontrol build (a fresh process)")
     parser.add_argument("--skip-acados", action="store_true",
                         help="only nhcontrol's closed loops (rti_step_s, mpc_step_s)")
+    parser.add_argument("--rk4-steps", type=int, default=1,
+                        help="acados' explicit RK4 steps per sample (default 1)")
+    parser.add_argument("--rti-rk4", default="",
+                        help="comma-separated RK4 step counts M: also run nhcontrol's RTI with "
+                             "acados' M-step RK4 prediction (key discretisation_rms_error_mm)")
+    parser.add_argument("--no-shift", action="store_true",
+                        help="acados warm-started from its last iterate as it is (acados' "
+                             "default) instead of shifted by one sample like nhcontrol's RTI")
+    parser.add_argument("--acados-dir", default=None,
+                        help="keep acados' generated solvers here and reuse one whose problem "
+                             "hash matches (its build time is the one measured when it was "
+                             "built; default: a temporary directory, always a cold build)")
+    parser.add_argument("--cold-repeat", type=int, default=3,
+                        help="fresh processes timing nhcontrol's cold build (median, range)")
     args = parser.parse_args(argv)
-    out: dict = {"case": args.case}
+    if args.rk4_steps < 1:
+        parser.error("--rk4-steps must be a positive integer")
+    if args.cold_repeat < 1:
+        parser.error("--cold-repeat must be a positive integer")
+    if args.case == "both":
+        out = {name: _run(args, name) for name in ("ball-plate", "robot")}
+    else:
+        out = _run(args, args.case)
+    print(json.dumps(out, indent=2))
+    return out
+
+
+def _run(args, name: str) -> dict:
+    """The JSON record of one problem."""
+    out: dict = {"case": name}
     if not args.skip_acados:
         try:
             _require_acados()
         except _Skipped as exc:
             out["skipped"] = str(exc)
-            print(json.dumps(out, indent=2))
             return out
 
     from nhcontrol.simulate import forward_dynamics
 
-    case = _case(args.case, args.t_final)
+    case = _case(name, args.t_final)
     steps, dt = case["steps"], case["dt"]
     te = dt * np.arange(steps + 1)
-    sim_kw = dict(rtol=1e-8, atol=1e-10, t_eval=te)
+    sim_kw = dict(rtol=1e-8, atol=1e-10, t_eval=te, p=case["plant_p"])
     rms = {}
     for name in ("rti", "mpc"):
         c = case[name]
-        sim = forward_dynamics(case["plant"], (0.0, float(te[-1])), case["x0"], case["xd0"],
+        sim = forward_dynamics(case["cm"], (0.0, float(te[-1])), case["x0"], case["xd0"],
                                controller=c, **sim_kw)
         w = [h.solve_time for h in c.history[1:]]
         out[f"{name}_step_s"] = statistics.median(w)
         out[f"{name}_step_range_s"] = [min(w), max(w)]
         out[f"{name}_statuses"] = c.statuses
         rms[name] = _rms_error_mm(case, sim)
+    if args.rti_rk4:
+        disc = {"rti_exponential_euler": rms["rti"]}
+        for m in (int(v) for v in args.rti_rk4.split(",")):
+            c = _rk4_rti(case, m)
+            sim = forward_dynamics(case["cm"], (0.0, float(te[-1])), case["x0"],
+                                   case["xd0"], controller=c, **sim_kw)
+            disc[f"rti_rk4_{m}"] = _rms_error_mm(case, sim)
+        out["discretisation_rms_error_mm"] = disc
     if args.skip_acados:
         out["rms_error_mm"] = rms
         out["load_average"] = _load_average()
-        print(json.dumps(out, indent=2))
         return out
     acados: dict = {}
+    cache = None if args.acados_dir is None else Path(args.acados_dir)
     with tempfile.TemporaryDirectory(prefix="nh_acados_") as tmp:
         for backend in args.backends.split(","):
             try:
-                ac = _Acados(case, backend, Path(tmp))
+                ac = _Acados(case, backend, Path(tmp), rk4_steps=args.rk4_steps,
+                             cache_dir=cache, shift=not args.no_shift)
             except _Skipped as exc:
                 acados[backend] = {"skipped": str(exc)}
                 continue
@@ -397,12 +577,15 @@ def main(argv=None) -> dict:
                 acados[backend] = {"skipped": f"acados build failed: {type(exc).__name__}: "
                                               f"{str(exc)[:300]}"}
                 continue
-            sim = forward_dynamics(case["plant"], (0.0, float(te[-1])), case["x0"],
+            sim = forward_dynamics(case["cm"], (0.0, float(te[-1])), case["x0"],
                                    case["xd0"], controller=ac, sample_time=dt, **sim_kw)
             acados[backend] = {"core_step_s": statistics.median(ac.core[1:]),
                                "core_step_range_s": [min(ac.core[1:]), max(ac.core[1:])],
                                "python_step_s": statistics.median(ac.whole[1:]),
-                               "build_s": ac.build_s, "rms_error_mm": _rms_error_mm(case, sim),
+                               "build_s": ac.build_s, "build_cpu_s": ac.build_cpu_s,
+                               "build_cached": ac.build_cached,
+                               "build_load_average": ac.build_load,
+                               "rms_error_mm": _rms_error_mm(case, sim),
                                "statuses": {str(k): v for k, v in ac.statuses.items()}}
     out["acados"] = acados
     ok = {b: v for b, v in acados.items() if "core_step_s" in v}
@@ -420,14 +603,25 @@ def main(argv=None) -> dict:
                                **{f"acados_{b}": v["rms_error_mm"] for b, v in ok.items()}}
         vals = list(out["rms_error_mm"].values())
         out["tracking_rms_diff_mm"] = max(vals) - min(vals)
-        out["acados_build_s"] = min(v["build_s"] for v in ok.values())
+        fastest = min(ok, key=lambda b: ok[b]["build_s"])
+        out["acados_build_s"] = ok[fastest]["build_s"]
+        out["acados_build_cpu_s"] = ok[fastest]["build_cpu_s"]
+        out["acados_build_cached"] = ok[fastest]["build_cached"]
+        out["acados_build_load_average"] = ok[fastest]["build_load_average"]
+        out["acados_rk4_steps"] = args.rk4_steps
+        out["acados_shifted_guess"] = not args.no_shift
     if not args.skip_cold:
-        out["nhcontrol_build_s"] = _nhcontrol_build(args.case)
+        cold = [_nhcontrol_build(name) for _ in range(args.cold_repeat)]
+        for key, field in (("nhcontrol_build_s", "s"), ("nhcontrol_build_cpu_s", "cpu")):
+            v = [c[field] for c in cold]
+            out[key] = statistics.median(v)
+            out[key[:-2] + "_range_s"] = [min(v), max(v)]
         if "acados_build_s" in out:
             out["ratio_nhcontrol_build_over_acados"] = (out["nhcontrol_build_s"]
                                                         / out["acados_build_s"])
+            out["ratio_nhcontrol_build_over_acados_cpu"] = (out["nhcontrol_build_cpu_s"]
+                                                            / out["acados_build_cpu_s"])
     out["load_average"] = _load_average()
-    print(json.dumps(out, indent=2))
     return out
 
 

@@ -169,11 +169,13 @@ def _riccati_rhs(A: NDArray, B: NDArray, Q: NDArray, R: NDArray, S: NDArray,
 
 
 def _from_statespace(dsys: Any, N: int | None, what: str) -> Any:
-    import control
+    import sys
 
     from ..systems import DiscreteLTV
 
-    if isinstance(dsys, control.StateSpace):
+    # a StateSpace exists only once python-control was imported (not imported for nothing here)
+    control = sys.modules.get("control")
+    if control is not None and isinstance(dsys, control.StateSpace):
         if N is not None and not isinstance(N, bool) and isinstance(N, (int, np.integer)):
             check_iterations(N, f"{what}(N={N}): {N} steps of the recursion", error=DesignError,
                              hint="use a shorter horizon")
