@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 
 from .._util.errors import LinearSystemError, SolverError
@@ -374,6 +373,8 @@ def _ivp_steps(s: LTVSystem, tk: NDArray[np.float64], dt: float, rtol: float) ->
         d = AB[:, :, :n] @ Y
         d[:, :, n:] += AB[:, :, n:]
         return d.reshape(-1)
+
+    from scipy.integrate import solve_ivp   # (imported when used: with scipy.optimize ~0.3 s)
 
     sol = solve_ivp(rhs, (0.0, dt), y0.reshape(-1), method="DOP853", rtol=rtol, atol=rtol * 1e-3)
     if not sol.success:

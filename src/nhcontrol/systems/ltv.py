@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
 import numpy as np
 from numpy.polynomial import chebyshev as _cheb
 from numpy.typing import ArrayLike, NDArray
-from scipy.interpolate import make_interp_spline
 
 from .._util.errors import LinearSystemError, LinearSystemTypeError, TimeRangeError
 from .._util.reprs import html_table, short_names as _short
@@ -256,6 +255,8 @@ class LTVSystem:
             raise LinearSystemError(f"degree must be an odd positive integer (spline degree), got {degree!r}")
         if M <= deg:
             raise LinearSystemError(f"a degree-{deg} spline needs more than {deg} samples, got {M}")
+        from scipy.interpolate import make_interp_spline   # (imported when used: ~0.2 s)
+
         splA = make_interp_spline(ts, As, k=deg, axis=0)
         splB = make_interp_spline(ts, Bs, k=deg, axis=0)
         sys = cls(lambda tt: splA(tt), lambda tt: splB(tt), states=states, inputs=inputs,
