@@ -450,3 +450,28 @@ def test_platform_tag_is_sysconfigs():
 
     assert platform_tag() == sysconfig.get_platform().replace("-", "_").replace(".", "_")
     assert library_file("k" * 64, "d").endswith(f".{platform_tag()}.so") or sys.platform == "win32"
+
+
+@pytest.mark.c_compiler
+def test_cold_build_compiles_the_generic_routines_meanwhile(tmp_path, monkeypatch):
+    """A cold model build compiles the model-independent routine libraries missing from the
+    cache in a background thread (the compiler overlaps the derivation on two cores), joined
+    before the build returns: they are in the cache with the model, no thread is left, and
+    their first use loads them instead of compiling them again."""
+    import nhcontrol.design  # noqa: F401  (the MPC condensing is built once design is in use)
+    from nhcontrol.compiled import cbackend
+    from nhcontrol.design import _ccondense
+    from nhcontrol.linearization import _cpoint
+
+    monkeypatch.setattr(cbackend, "_workers", lambda: 2)
+    cm = examples.sleigh().compile(cache_dir=tmp_path, backend="c")
+    assert cm.backend == "c" and not cm.from_cache
+    assert "nhcontrol-prebuild" not in {t.name for t in threading.enumerate()}
+    point = _cpoint.library_path(tmp_path)
+    assert point.exists() and point.with_name(point.name + ".sha256").exists()
+    assert os.path.exists(_ccondense._library_file(str(tmp_path)))
+    compiled = []
+    monkeypatch.setattr(cbackend, "compile_library", lambda *a, **k: compiled.append(a))
+    _cpoint._LIBS.pop(str(tmp_path), None)
+    assert _cpoint._library(str(tmp_path)) is not None and compiled == []
+    _cpoint._LIBS.pop(str(tmp_path), None)

@@ -433,6 +433,55 @@ class FloatingPointFlags(ArithmeticError):
         super().__init__(text)
 
 
+def prebuild_routine(path: str, source: Callable[[], str], lock: Any, loaded: Any, key: str, *,
+                     optimise: str | None = None) -> None:
+    """Compile a generic routine library into ``path`` ahead of its first use when it is
+    absent, and nothing else: no loading, no warning (its first use, `load_or_build_routine`,
+    loads it, or builds it and says why it cannot). ``lock`` is the routine module's lock,
+    held meanwhile, so that a first use waits for this build instead of starting its own;
+    ``loaded`` its table of loaded libraries (``key`` in it: nothing to do)."""
+    with lock:
+        if key in loaded or os.path.exists(path) or os.path.exists(_cache._record(path)):
+            return
+        compile_library([source()], _cache._path(path), workers=1, optimise=optimise)
+
+
+#: the routine modules whose ``prebuild(directory)`` a cold model build starts, each with the
+#: module that must already be imported for it to be worth building (None: always)
+PREBUILT_ROUTINES: tuple[tuple[str, str | None], ...] = (
+    ("nhcontrol.linearization._cpoint", None),            # Steps 1-7 (any linearization)
+    ("nhcontrol.design._ccondense", "nhcontrol.design"),  # MPC condensing (control design)
+)
+
+
+def prebuild_routines(directory: str) -> Callable[[], None]:
+    """Start compiling the model-independent routine libraries missing from ``directory`` in
+    one background thread; returns the function that waits for it.
+
+    A cold model build spends its first seconds in SymPy (one core); the C compiler runs in
+    its own process, so on a machine with two cores these libraries, which the first
+    linearization (and, once `nhcontrol.design` is imported, the first MPC step) would
+    otherwise compile one after the other, are built meanwhile. Failures are silent here and
+    reported by the routine's first use."""
+    if _NO_COMPILER or requested_backend(None) == "python" or _workers() < 2:
+        return lambda: None
+    import importlib
+    import threading
+
+    names = [name for name, needs in PREBUILT_ROUTINES if needs is None or needs in sys.modules]
+
+    def work() -> None:
+        for name in names:
+            try:
+                importlib.import_module(name).prebuild(directory)
+            except Exception:  # noqa: BLE001 - reported by the routine's first use
+                pass
+
+    thread = threading.Thread(target=work, name="nhcontrol-prebuild", daemon=True)
+    thread.start()
+    return thread.join
+
+
 __all__ = ["ENV_BACKEND", "BACKENDS", "requested_backend", "library_path", "compile_library", "CKernels",
            "CompilerUnavailable", "FloatingPointFlags", "cffi_problem", "open_routine",
-           "load_or_build_routine"]
+           "load_or_build_routine", "prebuild_routine", "prebuild_routines"]

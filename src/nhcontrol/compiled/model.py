@@ -1257,11 +1257,20 @@ def _compile(mb: "MultibodySystem", key: str, path: "Path | None", which: str | 
                   name, path.parent, key[:12])
     else:
         _log().info("model %r: cache off, deriving and generating the kernels", name)
-    source = generate_source(mb, key, _derived=derived)
-    _log().info("model %r: Python kernels generated in %.1f s", name, time.perf_counter() - t0)
-    module, spath = _store_and_load(path, key, source, warn=True)
-    cm = CompiledModel(module, module.META, from_cache=False, source_path=spath, build_time=time.perf_counter() - t0)
-    out = _registered(_with_c(cm, which, c_units, t0))
+    # the model-independent C routines missing from the cache are compiled meanwhile (a
+    # background thread running the compiler; waited for before returning)
+    wait = _cb.prebuild_routines(str(path.parent)) if path is not None and which != "python" \
+        else None
+    try:
+        source = generate_source(mb, key, _derived=derived)
+        _log().info("model %r: Python kernels generated in %.1f s", name, time.perf_counter() - t0)
+        module, spath = _store_and_load(path, key, source, warn=True)
+        cm = CompiledModel(module, module.META, from_cache=False, source_path=spath,
+                           build_time=time.perf_counter() - t0)
+        out = _registered(_with_c(cm, which, c_units, t0))
+    finally:
+        if wait is not None:
+            wait()
     _log().info("model %r built in %.1f s (back-end %s)", name, time.perf_counter() - t0,
               out.backend)
     return out

@@ -205,6 +205,14 @@ class _Library:
         self.condense, self.costate = lib.nhc_condense, lib.nhc_costate
 
 
+def prebuild(directory: str) -> None:
+    """Compile the library into ``directory`` (a trusted cache directory) ahead of its first
+    use (a cold model build: `nhcontrol.compiled.cbackend.prebuild_routines`)."""
+    from ..compiled.cbackend import prebuild_routine
+
+    prebuild_routine(_library_file(directory), _source, _LOCK, _LIBS, directory, optimise="-O2")
+
+
 def condense_library(cache_dir: str | os.PathLike | None = None) -> "_Library | None":
     """The compiled condensing routines of the (trusted) cache directory, built on first use;
     None when they cannot be built or loaded (one warning; the numpy recursions then run)."""

@@ -697,6 +697,14 @@ class _Library:
         self.first_order = lib.nhc_point_first_order
 
 
+def prebuild(directory: str) -> None:
+    """Compile the library into ``directory`` ahead of its first use (a cold model build:
+    `nhcontrol.compiled.cbackend.prebuild_routines`)."""
+    from ..compiled.cbackend import prebuild_routine
+
+    prebuild_routine(_library_file(directory), lambda: _source()[0], _LOCK, _LIBS, str(directory))
+
+
 def _library(directory: str) -> "_Library | None":
     key = str(directory)
     with _LOCK:
