@@ -22,6 +22,16 @@ def test_skipped_with_a_message_without_acados(capsys, monkeypatch):
     assert "skipped" in out and "comma-deps-acados" in out["skipped"]
 
 
+def test_both_cases_in_one_run_skipped_each_with_the_message(capsys, monkeypatch):
+    for name in ("acados", "acados.acados_template", "acados_template"):
+        monkeypatch.setitem(sys.modules, name, None)
+    out = load_benchmark("peer_acados").main(["--case", "both", "--skip-cold"])
+    assert json.loads(capsys.readouterr().out) == out
+    assert set(out) == {"ball-plate", "robot"}
+    for case, rec in out.items():
+        assert rec["case"] == case and "comma-deps-acados" in rec["skipped"]
+
+
 def test_skip_acados_runs_only_nhcontrols_loops(capsys):
     out = load_benchmark("peer_acados").main(["--case", "robot", "--t-final", "0.1",
                                               "--skip-cold", "--skip-acados"])
@@ -42,7 +52,8 @@ def test_keys_with_acados(capsys):
                                               "--backends", "hpipm"])
     if "acados_core_step_s" not in out:
         pytest.skip(out.get("skipped", "acados could not build"))
-    for key in ("acados_core_step_s", "rti_step_s", "mpc_step_s", "acados_build_s"):
+    for key in ("acados_core_step_s", "rti_step_s", "mpc_step_s", "acados_build_s",
+                "acados_build_cpu_s"):
         assert math.isfinite(out[key]) and out[key] > 0, key
     assert out["ratio_acados_core_over_rti"] == pytest.approx(
         out["acados_core_step_s"] / out["rti_step_s"])
