@@ -256,7 +256,6 @@ class _Acados:
 
     def __init__(self, case: dict, backend: str, workdir: Path, rk4_steps: int = 1,
                  cache_dir: Path | None = None, shift: bool = True) -> None:
-        self.shift, self.plan = bool(shift), None
         import casadi as ca
         try:
             from acados.acados_template import AcadosModel, AcadosOcp, AcadosOcpSolver
@@ -368,6 +367,7 @@ class _Acados:
         finally:
             os.chdir(cwd)
         self.ns, self.k = ns, k
+        self.shift, self.plan = bool(shift), None
         self.core, self.whole = [], []
         self.statuses: dict[int, int] = {}
         self.u_prev = None
