@@ -463,8 +463,8 @@ def prebuild_routines(directory: str) -> Callable[[], None]:
     linearization (and, once `nhcontrol.design` is imported, the first MPC step) would
     otherwise compile one after the other, are built meanwhile. Failures are silent here and
     reported by the routine's first use."""
-    if _NO_COMPILER or requested_backend(None) == "python" or _workers() < 2:
-        return lambda: None
+    if requested_backend(None) == "python" or _workers() < 2 or compiler_problem() is not None:
+        return lambda: None      # (the model build reports a missing compiler, as before)
     import importlib
     import threading
 
