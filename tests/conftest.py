@@ -34,6 +34,11 @@ def pytest_configure(config):
     from threadpoolctl import threadpool_limits
 
     config._nhcontrol_blas_limit = threadpool_limits(limits=1, user_api="blas")
+    # the routine libraries are compiled on first use only: a cold model build would otherwise
+    # also compile them into each of the suite's throw-away caches (its own test enables it)
+    from nhcontrol.compiled import cbackend
+
+    cbackend.PREBUILD = False
 
 
 def pytest_report_header(config):  # noqa: ARG001 - pytest's hook signature

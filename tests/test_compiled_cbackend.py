@@ -464,6 +464,7 @@ def test_cold_build_compiles_the_generic_routines_meanwhile(tmp_path, monkeypatc
     from nhcontrol.linearization import _cpoint
 
     monkeypatch.setattr(cbackend, "_workers", lambda: 2)
+    monkeypatch.setattr(cbackend, "PREBUILD", True)
     cm = examples.sleigh().compile(cache_dir=tmp_path, backend="c")
     assert cm.backend == "c" and not cm.from_cache
     assert "nhcontrol-prebuild" not in {t.name for t in threading.enumerate()}

@@ -446,6 +446,11 @@ def prebuild_routine(path: str, source: Callable[[], str], lock: Any, loaded: An
         compile_library([source()], _cache._path(path), workers=1, optimise=optimise)
 
 
+#: whether a cold model build compiles the missing routine libraries in the background
+#: (`prebuild_routines`); False: each on its first use only (the test suite, whose many
+#: throw-away caches would each get them)
+PREBUILD = True
+
 #: the routine modules whose ``prebuild(directory)`` a cold model build starts, each with the
 #: module that must already be imported for it to be worth building (None: always)
 PREBUILT_ROUTINES: tuple[tuple[str, str | None], ...] = (
@@ -463,7 +468,8 @@ def prebuild_routines(directory: str) -> Callable[[], None]:
     linearization (and, once `nhcontrol.design` is imported, the first MPC step) would
     otherwise compile one after the other, are built meanwhile. Failures are silent here and
     reported by the routine's first use."""
-    if requested_backend(None) == "python" or _workers() < 2 or compiler_problem() is not None:
+    if (not PREBUILD or requested_backend(None) == "python" or _workers() < 2
+            or compiler_problem() is not None):
         return lambda: None      # (the model build reports a missing compiler, as before)
     import importlib
     import threading
