@@ -74,7 +74,10 @@ outside the call), ``ratio_acados_core_over_rti``, ``ratio_acados_core_over_mpc`
 compiler's CPU included), ``nhcontrol_build_s`` and ``nhcontrol_build_cpu_s`` (a fresh process
 with an empty model cache, nhcontrol's sources compiled to bytecode beforehand as ``pip
 install`` does: imports, model derivation, kernel generation and compilation, both
-controllers, first step; goal ≤ 10 % of acados'), ``ratio_nhcontrol_build_over_acados`` (wall)
+controllers, first step; goal ≤ 10 % of acados'), ``nhcontrol_build_after_imports_s`` and
+``..._cpu_s`` (the same process after importing NumPy, SciPy, SymPy and nhcontrol's modules:
+like ``acados_build_s``, which starts after its imports and after ``to_casadi``'s export),
+``ratio_nhcontrol_build_over_acados`` (wall)
 and ``..._cpu`` (CPU: less sensitive to the load of a shared machine), each step time with its
 range (``*_range_s``), and ``load_average`` (at the end; acados' builds carry their own).
 """
@@ -471,12 +474,17 @@ import json, os, sys, time
 t0, c0 = time.perf_counter(), os.times()
 sys.argv = ["x"]
 import peer_acados as pa
+import numpy, scipy.linalg, sympy                     # the libraries a cold build needs
+import nhcontrol.design, nhcontrol.systems, nhcontrol.reference
+import nhcontrol.models.{ {"ball-plate": "ball_plate", "robot": "self_balancing_robot"}[case] }
+t1, c1 = time.perf_counter(), os.times()
 c = pa._case({case!r}, 0.2)
 cm, x0, xd0 = c["cm"], c["x0"], c["xd0"]
 c["rti"].control(0.0, list(x0) + list(xd0))
 c["mpc"].control(0.0, list(x0) + list(xd0))
-c1 = os.times()
-print(json.dumps({{"s": time.perf_counter() - t0, "cpu": sum(c1[:4]) - sum(c0[:4])}}))
+t2, c2 = time.perf_counter(), os.times()
+print(json.dumps({{"s": t2 - t0, "cpu": sum(c2[:4]) - sum(c0[:4]),
+                  "s_after_imports": t2 - t1, "cpu_after_imports": sum(c2[:4]) - sum(c1[:4])}}))
 """
     import nhcontrol
 
@@ -624,7 +632,9 @@ def _run(args, name: str) -> dict:
         out["acados_shifted_guess"] = not args.no_shift
     if not args.skip_cold:
         cold = [_nhcontrol_build(name) for _ in range(args.cold_repeat)]
-        for key, field in (("nhcontrol_build_s", "s"), ("nhcontrol_build_cpu_s", "cpu")):
+        for key, field in (("nhcontrol_build_s", "s"), ("nhcontrol_build_cpu_s", "cpu"),
+                           ("nhcontrol_build_after_imports_s", "s_after_imports"),
+                           ("nhcontrol_build_after_imports_cpu_s", "cpu_after_imports")):
             v = [c[field] for c in cold]
             out[key] = statistics.median(v)
             out[key[:-2] + "_range_s"] = [min(v), max(v)]
