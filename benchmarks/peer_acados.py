@@ -161,7 +161,7 @@ def _case(name: str, t_final: float) -> dict:
                             deviation=lambda t, x, xd: red.reduce(bp.deviation(ref, t, x, xd)))
         track = (0, 1)                 # contact point x_C, y_C
         build = bp.build
-    else:
+    elif name == "robot":
         from nhcontrol.models import self_balancing_robot as sbr
 
         cm = sbr.model()
@@ -188,6 +188,9 @@ def _case(name: str, t_final: float) -> dict:
         track = (0, 1)
         build = sbr.build
         del ns
+    else:
+        raise ValueError(f"unknown case {name!r}: 'ball-plate' or 'robot'")
+
     def make_rti(cls=NMPCController):
         return cls(cm, ref, part, HORIZON, Q, R, dt=dt, steps=steps + 1, u_min=-b, u_max=b,
                    du_min=-r, du_max=r)
@@ -562,15 +565,15 @@ def _run(args, name: str) -> dict:
     te = dt * np.arange(steps + 1)
     sim_kw = dict(rtol=1e-8, atol=1e-10, t_eval=te, p=case["plant_p"])
     rms = {}
-    for name in ("rti", "mpc"):
-        c = case[name]
+    for loop in ("rti", "mpc"):
+        c = case[loop]
         sim = forward_dynamics(case["cm"], (0.0, float(te[-1])), case["x0"], case["xd0"],
                                controller=c, **sim_kw)
         w = [h.solve_time for h in c.history[1:]]
-        out[f"{name}_step_s"] = statistics.median(w)
-        out[f"{name}_step_range_s"] = [min(w), max(w)]
-        out[f"{name}_statuses"] = c.statuses
-        rms[name] = _rms_error_mm(case, sim)
+        out[f"{loop}_step_s"] = statistics.median(w)
+        out[f"{loop}_step_range_s"] = [min(w), max(w)]
+        out[f"{loop}_statuses"] = c.statuses
+        rms[loop] = _rms_error_mm(case, sim)
     if args.rti_rk4:
         disc = {"rti_exponential_euler": rms["rti"]}
         for m in (int(v) for v in args.rti_rk4.split(",")):
@@ -631,7 +634,7 @@ def _run(args, name: str) -> dict:
         out["acados_rk4_steps"] = args.rk4_steps
         out["acados_shifted_guess"] = not args.no_shift
     if not args.skip_cold:
-        cold = [_nhcontrol_build(name) for _ in range(args.cold_repeat)]
+        cold = [_nhcontrol_build(out["case"]) for _ in range(args.cold_repeat)]
         for key, field in (("nhcontrol_build_s", "s"), ("nhcontrol_build_cpu_s", "cpu"),
                            ("nhcontrol_build_after_imports_s", "s_after_imports"),
                            ("nhcontrol_build_after_imports_cpu_s", "cpu_after_imports")):
