@@ -68,4 +68,8 @@ def run_child(script: str, *args: str) -> dict:
     env["PYTHONPATH"] = os.pathsep.join([here] + [d for d in [env.get("PYTHONPATH")] if d])
     out = subprocess.run([sys.executable, "-c", script, *args], check=True,
                          capture_output=True, text=True, env=env)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    lines = out.stdout.strip().splitlines()
+    if not lines:
+        raise RuntimeError(f"the child process printed nothing (exit status {out.returncode}); "
+                           f"its standard error ends: {out.stderr[-1000:]!r}")
+    return json.loads(lines[-1])

@@ -633,8 +633,13 @@ def _run(args, name: str) -> dict:
         out["acados_build_load_average"] = ok[fastest]["build_load_average"]
         out["acados_rk4_steps"] = args.rk4_steps
         out["acados_shifted_guess"] = not args.no_shift
+    cold = []
     if not args.skip_cold:
-        cold = [_nhcontrol_build(out["case"]) for _ in range(args.cold_repeat)]
+        try:
+            cold = [_nhcontrol_build(out["case"]) for _ in range(args.cold_repeat)]
+        except Exception as exc:  # noqa: BLE001 - a failed child: the rest is still reported
+            out["nhcontrol_build_error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
+    if cold:
         for key, field in (("nhcontrol_build_s", "s"), ("nhcontrol_build_cpu_s", "cpu"),
                            ("nhcontrol_build_after_imports_s", "s_after_imports"),
                            ("nhcontrol_build_after_imports_cpu_s", "cpu_after_imports")):
