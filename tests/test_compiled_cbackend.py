@@ -476,3 +476,28 @@ def test_cold_build_compiles_the_generic_routines_meanwhile(tmp_path, monkeypatc
     _cpoint._LIBS.pop(str(tmp_path), None)
     assert _cpoint._library(str(tmp_path)) is not None and compiled == []
     _cpoint._LIBS.pop(str(tmp_path), None)
+
+
+def test_ffi_tables_made_in_two_threads_leave_stdout_alone():
+    """The parsed cffi tables of two libraries made at once (a cold model build and the routine
+    libraries compiled meanwhile) neither leave ``sys.stdout`` redirected (a process-wide
+    redirection restored out of order did: later prints vanished) nor differ from one made
+    alone."""
+    pytest.importorskip("cffi")
+    from nhcontrol.compiled._ffi_tables import prebuilt_ffi_arguments
+
+    real = sys.stdout
+    alone = prebuilt_ffi_arguments("int f(int); double g(double *, int);")
+    for _ in range(20):
+        barrier, got = threading.Barrier(2), []
+
+        def make() -> None:
+            barrier.wait()
+            got.append(prebuilt_ffi_arguments("int f(int); double g(double *, int);"))
+        threads = [threading.Thread(target=make) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sys.stdout is real
+        assert got == [alone, alone]

@@ -4,7 +4,13 @@ the routines of `nhcontrol.linearization` built on first use call it from a warm
 
 from __future__ import annotations
 
+from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
+
 __all__ = ["prebuilt_ffi_arguments"]
+
+# cffi parses with one pycparser parser per process (not thread-safe): the kernels' and a
+# routine library's tables may be made in two threads at once (a cold model build)
+_LOCK = _new_lock()
 
 
 def prebuilt_ffi_arguments(cdef: str) -> dict | None:
@@ -18,24 +24,33 @@ def prebuilt_ffi_arguments(cdef: str) -> dict | None:
     and without executing any file (`nhcontrol.compiled.cbackend`).  None when cffi is
     unavailable or writes another form (the loader then parses ``cdef``).
     """
+    try:
+        import cffi  # noqa: F401
+    except ImportError:
+        return None
+    with _LOCK:
+        return _prebuilt(cdef)
+
+
+def _prebuilt(cdef: str) -> dict | None:
     import ast
-    import contextlib
-    import io
     import os
     import tempfile
 
-    try:
-        import cffi
-    except ImportError:
-        return None
+    import cffi
+
     ffi = cffi.FFI()
     ffi.cdef(cdef)
     ffi.set_source("_nhc_kernels", None)
     fd, tmp = tempfile.mkstemp(suffix=".py")
     os.close(fd)
     try:
-        with contextlib.redirect_stdout(io.StringIO()):   # cffi reports "generating <file>"
-            ffi.emit_python_code(tmp)
+        # what `ffi.emit_python_code(tmp)` writes, without its "generating <file>" line: no
+        # redirection of sys.stdout, which is process-wide (two threads redirecting at once can
+        # leave it redirected for good: a cold model build runs this in two threads)
+        from cffi.recompiler import make_py_source
+
+        make_py_source(ffi, "_nhc_kernels", tmp, verbose=False)
         with open(tmp, encoding="utf-8") as fh:
             tree = ast.parse(fh.read())
     except Exception:  # pragma: no cover - another cffi version: parse at load time instead
