@@ -5,7 +5,8 @@ Run ``python benchmarks/peer_acados.py [--case ball-plate|robot|both] [--t-final
 [--backends hpipm,qpoases] [--skip-acados] [--skip-cold] [--rk4-steps M] [--rti-rk4 M1,M2]
 [--acados-dir DIR] [--no-shift]``. ``--case both`` runs the two problems one after the other
 and prints ``{"ball-plate": {...}, "robot": {...}}``. ``--skip-acados``: only nhcontrol's two
-loops (``rti_step_s``, ``mpc_step_s``, RMS errors). Needs the optional ``peers`` extra and
+loops (``rti_step_s``, ``mpc_step_s``, RMS errors) and, without ``--skip-cold``, its cold
+build. Needs the optional ``peers`` extra and
 acados' Python interface with its template renderer (the acados wheel of the package index,
 ``pip install comma-deps-acados``); without them it prints ``{"skipped": reason}``. acados'
 generated code is written into a temporary directory and deleted afterwards, unless
@@ -493,23 +494,16 @@ print(json.dumps({{"s": t2 - t0, "cpu": sum(c2[:4]) - sum(c0[:4]),
 
     run_child(f"import compileall, json; compileall.compile_dir("
               f"{os.path.dirname(nhcontrol.__file__)!r}, quiet=1); print(json.dumps({{}}))")
-    # a child that exits without a word (seen a few times after acados' builds in this process,
-    # not reproduced in isolation) is run again, in a new empty cache; the attempts are reported
-    for attempt in range(1, 4):
-        with tempfile.TemporaryDirectory() as tmp:
-            old = os.environ.get("NHCONTROL_CACHE_DIR")
-            os.environ["NHCONTROL_CACHE_DIR"] = tmp
-            try:
-                return {**run_child(script), "attempts": attempt}
-            except RuntimeError as exc:
-                if "printed nothing" not in str(exc) or attempt == 3:
-                    raise
-            finally:
-                if old is None:
-                    os.environ.pop("NHCONTROL_CACHE_DIR", None)
-                else:
-                    os.environ["NHCONTROL_CACHE_DIR"] = old
-    raise AssertionError("unreachable")
+    with tempfile.TemporaryDirectory() as tmp:
+        old = os.environ.get("NHCONTROL_CACHE_DIR")
+        os.environ["NHCONTROL_CACHE_DIR"] = tmp
+        try:
+            return run_child(script)
+        finally:
+            if old is None:
+                os.environ.pop("NHCONTROL_CACHE_DIR", None)
+            else:
+                os.environ["NHCONTROL_CACHE_DIR"] = old
 
 
 def _load_average() -> list | None:
@@ -589,6 +583,20 @@ def _run(args, name: str) -> dict:
                                    case["xd0"], controller=c, **sim_kw)
             disc[f"rti_rk4_{m}"] = _rms_error_mm(case, sim)
         out["discretisation_rms_error_mm"] = disc
+    # nhcontrol's cold build: fresh processes, each with an empty model cache
+    cold = []
+    if not args.skip_cold:
+        try:
+            cold = [_nhcontrol_build(out["case"]) for _ in range(args.cold_repeat)]
+        except Exception as exc:  # noqa: BLE001 - a failed child: the rest is still reported
+            out["nhcontrol_build_error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
+    if cold:
+        for key, field in (("nhcontrol_build_s", "s"), ("nhcontrol_build_cpu_s", "cpu"),
+                           ("nhcontrol_build_after_imports_s", "s_after_imports"),
+                           ("nhcontrol_build_after_imports_cpu_s", "cpu_after_imports")):
+            v = [c[field] for c in cold]
+            out[key] = statistics.median(v)
+            out[key[:-2] + "_range_s"] = [min(v), max(v)]
     if args.skip_acados:
         out["rms_error_mm"] = rms
         out["load_average"] = _load_average()
@@ -640,20 +648,7 @@ def _run(args, name: str) -> dict:
         out["acados_build_load_average"] = ok[fastest]["build_load_average"]
         out["acados_rk4_steps"] = args.rk4_steps
         out["acados_shifted_guess"] = not args.no_shift
-    cold = []
-    if not args.skip_cold:
-        try:
-            cold = [_nhcontrol_build(out["case"]) for _ in range(args.cold_repeat)]
-        except Exception as exc:  # noqa: BLE001 - a failed child: the rest is still reported
-            out["nhcontrol_build_error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
     if cold:
-        for key, field in (("nhcontrol_build_s", "s"), ("nhcontrol_build_cpu_s", "cpu"),
-                           ("nhcontrol_build_after_imports_s", "s_after_imports"),
-                           ("nhcontrol_build_after_imports_cpu_s", "cpu_after_imports")):
-            v = [c[field] for c in cold]
-            out[key] = statistics.median(v)
-            out[key[:-2] + "_range_s"] = [min(v), max(v)]
-        out["nhcontrol_build_attempts"] = [c["attempts"] for c in cold]
         if "acados_build_s" in out:
             out["ratio_nhcontrol_build_over_acados"] = (out["nhcontrol_build_s"]
                                                         / out["acados_build_s"])
