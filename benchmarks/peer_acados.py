@@ -61,7 +61,7 @@ unchanged (key ``discretisation_rms_error_mm``). Measured (10 s loops, ``--rti-r
 acados' loop is nhcontrol's RTI with RK4 prediction (to 1e-8 mm on the robot; on the
 ball-plate qpOASES ends 0.01 mm lower), RK4 has converged at one step per sample (four steps
 change the RMS by 2e-5 mm; acados itself with ``--rk4-steps 4``, qpOASES: 18.7722 mm, its
-build 12 times longer), and what separates acados from nhcontrol's RTI is the
+build about ten times the CPU time), and what separates acados from nhcontrol's RTI is the
 discretisation of the prediction: 1e-4 mm on the robot, 0.11 mm on the ball-plate, whose plant
 (the larger ball) is not the prediction model. ``tracking_rms_diff_mm`` (the largest
 difference over the four loops) also holds the difference between nhcontrol's RTI and its
