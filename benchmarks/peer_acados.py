@@ -46,7 +46,7 @@ module's ``scaling``, here ``dt``) and the terminal cost by 1; its stage weight 
 ``W = 2 diag(Q, R)/dt``. Without that factor the terminal weight ``P_{k+N}`` was ``1/dt``
 times heavier than nhcontrol's (50 on the robot): on the robot acados' loop then tracked with
 9.01 mm RMS against nhcontrol's 10.13 mm (the 1.18 mm difference once reported), on the
-ball-plate (``1/dt`` ≈ 11) within 0.04 mm. With the factor, acados' first plan equals that of
+ball-plate (``1/dt`` ≈ 20) within 0.04 mm. With the factor, acados' first plan equals that of
 nhcontrol's RTI with acados' prediction to 1e-8. What remains is the discretisation: nhcontrol's
 RTI predicts with the exponential-Euler step ``X̄ + φ₁(A h) h f`` and ``Φ = exp(A h)`` of the
 exact linearization, acados with RK4. ``--rti-rk4 M`` runs nhcontrol's RTI with acados'
@@ -81,7 +81,8 @@ controllers, first step; goal ≤ 10 % of acados'), ``nhcontrol_build_after_impo
 like ``acados_build_s``, which starts after its imports and after ``to_casadi``'s export),
 ``ratio_nhcontrol_build_over_acados`` (wall)
 and ``..._cpu`` (CPU: less sensitive to the load of a shared machine), each step time with its
-range (``*_range_s``), and ``load_average`` (at the end; acados' builds carry their own).
+range (``*_range_s``), and ``load_average`` (at the end; acados' builds carry their own);
+``nhcontrol_build_error`` when a cold-build process failed (the other keys are still given).
 """
 
 from __future__ import annotations
