@@ -95,11 +95,35 @@ class MPCStep:
     duals: NDArray[np.float64] | None = None
     slack_output: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_duals"] = self.duals                   # formed before pickling
+        return state
+
     @property
     def slack_max(self) -> float:
         """Largest slack of the soft state and output bounds (0 for hard bounds or none
         used)."""
         return float(max(np.max(self.slack, initial=0.0), np.max(self.slack_output, initial=0.0)))
+
+
+def _duals_get(self: MPCStep) -> NDArray[np.float64] | None:
+    d = self.__dict__.get("_duals")
+    if callable(d):                     # the condensed path: mapped on first access
+        d = np.array(d(), dtype=float)
+        self.__dict__["_duals"] = d
+    return d
+
+
+def _duals_set(self: MPCStep, value: Any) -> None:
+    self.__dict__["_duals"] = value
+
+
+# `MPCStep.duals` is a dataclass field (the same constructor, comparison and fields) read through
+# this property: the condensed path hands a function and the multipliers are mapped to the sparse
+# layout (the costate recursion of the dynamics rows) only when they are asked for
+MPCStep.duals = property(_duals_get, _duals_set,                      # type: ignore[assignment]
+                         doc="Multipliers of the sparse QP's rows (see the class docstring).")
 
 
 def window(dsys: Any, start: int, horizon: int, *,
@@ -407,6 +431,8 @@ class LTVMPC:
                                 "_Cp", "_Dp", "_Sy", "_groups")}
         state["_qp"], state["_problem"], state["_loaded"] = None, None, None
         state["_dense"] = state["_last_qp"] = None
+        if callable(state.get("_duals")):
+            state["_duals"] = state["_duals"]()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -612,7 +638,9 @@ class LTVMPC:
         if out[1] is not None:
             self._slack_value = np.maximum(qp.slack, 0.0)
             self._slack_y_value = np.maximum(qp.slack_y, 0.0)
-            self._duals = qp.y.copy()
+            # DAQP: the multipliers are mapped to the sparse layout when first read
+            self._duals = (qp.lazy_duals() if qp is self._dense       # type: ignore[assignment]
+                           else qp.y.copy())
         return out
 
     def _solve_cvxpy(self, solver: str, opts: Mapping[str, Any],
