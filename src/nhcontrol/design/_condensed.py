@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._util.errors import DesignError
+from ._ccondense import as_c
 from ._osqp import WindowQP
 
 __all__ = ["CondensedQP", "DAQP_DEFAULTS", "DAQP_STATUS", "DenseWindowQP", "condensed_qp",
@@ -201,6 +202,7 @@ class DenseWindowQP(WindowQP):
                      "upper": hi.copy(), "M": np.empty((N + 1, n, Nk + 1)),
                      "W": np.empty((N, n, Nk + 1)), "cst": np.zeros(1)}
         self._dims = np.array([N, n, k, self.nv, 0, 0], dtype=np.int64)
+        self._U1 = np.ones(Nk + 1)
         self._ptrs: dict[str, Any] | None = None
         self._solve_kw = _solve_keywords(daqp, settings)
         self._answer: list[Any] | None = None   # (lam, X, v, A, Qf, qx, C, y): duals on demand
@@ -276,10 +278,8 @@ class DenseWindowQP(WindowQP):
     def _assemble(self) -> tuple[float, NDArray[np.float64]]:
         """Write this step's condensed QP into the step buffers (``_buf``); ``(const, M)``."""
         buf = self._buf
-        lib = self._c_library()
+        lib = self._clib if self._clib_tried else self._c_library()
         if lib is not None:
-            from ._ccondense import as_c
-
             ptr = self._ptrs
             fb = lib.ffi.from_buffer
             if ptr is None:
@@ -336,7 +336,9 @@ class DenseWindowQP(WindowQP):
         Nk = N * k
         v = np.asarray(v, dtype=float)
         U = v[:Nk]
-        X = M[:, :, :Nk] @ U + M[:, :, Nk]                      # (N+1, n)
+        Ue = self._U1                                           # [U; 1]: δx_j = M_j [U; 1]
+        Ue[:Nk] = U
+        X = (M.reshape(-1, Nk + 1) @ Ue).reshape(N + 1, n)
         self.slack = v[Nk:Nk + N * self.ns].reshape(N, self.ns)
         self.slack_y = v[Nk + N * self.ns:].reshape(N, self.nsy)
         # the duals need this step's window: kept (a copy of A) until they are asked for
@@ -405,12 +407,25 @@ class DenseWindowQP(WindowQP):
             out.append((ry, nv + self.m_r + self.m_x, N * py))
         return out
 
+    def _row_map(self) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """``(rows, entries)``: `WindowQP` row ``rows[i]`` is DAQP entry ``entries[i]`` (the
+        inequality rows; built once)."""
+        hit = self.__dict__.get("_rowmap")
+        if hit is None:
+            ru, iu = self._rows["u"]
+            rows = [ru + np.arange(self.N * iu.size)]
+            ents = [self._ucols]
+            for r, d, cnt in self._row_blocks():
+                rows.append(r + np.arange(cnt))
+                ents.append(d + np.arange(cnt))
+            hit = (np.concatenate(rows).astype(np.intp), np.concatenate(ents).astype(np.intp))
+            self.__dict__["_rowmap"] = hit
+        return hit
+
     def _lam_of(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        rows, ents = self._row_map()
         lam = np.zeros(self.nv + self.m)
-        ru, iu = self._rows["u"]
-        lam[self._ucols] = y[ru:ru + self.N * iu.size]
-        for r, d, cnt in self._row_blocks():
-            lam[d:d + cnt] = y[r:r + cnt]
+        lam[ents] = y[rows]
         return lam
 
     def _y_of(self, lam: NDArray[np.float64], X: NDArray[np.float64], A: NDArray[np.float64],
@@ -418,10 +433,8 @@ class DenseWindowQP(WindowQP):
               C: NDArray[np.float64] | None) -> NDArray[np.float64]:
         N, n = self.N, self.n
         y = np.zeros(self.l.size)
-        ru, iu = self._rows["u"]
-        y[ru:ru + N * iu.size] = lam[self._ucols]
-        for r, d, cnt in self._row_blocks():
-            y[r:r + cnt] = lam[d:d + cnt]
+        rows, ents = self._row_map()
+        y[rows] = lam[ents]
         # stationarity in δx_l, l = 1 … N: r_l = 2 Q_l δx_l + q_{x,l} + (bound rows)ᵀ μ_l
         rl = 2.0 * X[1:] @ self.Qs
         rl[-1] = 2.0 * Qf @ X[N]
@@ -447,8 +460,6 @@ class DenseWindowQP(WindowQP):
             rl += np.einsum("jpn,jp->jn", C, mu.reshape(N, py))
         lib = self._clib
         if lib is not None:
-            from ._ccondense import as_c
-
             yd = np.empty((N, n))
             fb = lib.ffi.from_buffer
             lib.costate(fb("long long[]", np.array([N, n], np.int64)), fb("double[]", as_c(A)),
@@ -513,8 +524,6 @@ def condensed_qp(layout: DenseWindowQP, A: NDArray[np.float64], B: NDArray[np.fl
     g = L._g0.copy()
     M = np.empty((N + 1, n, Nk + 1))
     if lib is not None:
-        from ._ccondense import as_c
-
         ffi = lib.ffi
         W = np.empty((N, n, Nk + 1))
         cst = np.zeros(1)

@@ -8,6 +8,7 @@ angles ``|α|, |β| ≤ 10°``) and are shifted by the reference window at each 
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -105,6 +106,12 @@ class MPCStep:
         """Largest slack of the soft state and output bounds (0 for hard bounds or none
         used)."""
         return float(max(np.max(self.slack, initial=0.0), np.max(self.slack_output, initial=0.0)))
+
+
+def _finite(a: NDArray[np.float64]) -> bool:
+    """Every entry finite: the sum is finite (an inf or NaN entry makes it inf or NaN), else
+    the entries are checked (a sum can overflow)."""
+    return math.isfinite(float(np.add.reduce(a, axis=None))) or bool(np.isfinite(a).all())
 
 
 def _duals_get(self: MPCStep) -> NDArray[np.float64] | None:
@@ -632,7 +639,11 @@ class LTVMPC:
             qp.set_linear(data["qx"], data["qu"])
             qp._had_linear = data["linear"]
         if data["warm"] is not None:
-            qp.warm_start(*data["warm"])
+            (wx, wu), wy = data["warm"]
+            # (the primal warm start: only OSQP uses it; DAQP starts from the active set of wy)
+            z = None if qp is self._dense else np.concatenate(
+                [wx.ravel(), wu.ravel(), np.zeros(qp.nz - wx.size - wu.size)])
+            qp.warm_start(z, wy)                                    # type: ignore[arg-type]
         out = qp.solve()
         self._last_qp = qp
         if out[1] is not None:
@@ -769,7 +780,7 @@ class LTVMPC:
             self._Lf_value = None           # factored when the cvxpy path needs it
             self._Qf = Qf_.copy()
             if self._dense is not None:
-                self._dense.set_terminal(Qf_)
+                self._dense.Qf = self._Qf       # (a private copy: no second one)
                 self._qp_Qf_stale = True        # OSQP gets it when it solves (_solve_direct)
             elif self._qp is not None:
                 self._qp.set_terminal(Qf_)
@@ -784,7 +795,9 @@ class LTVMPC:
             if g == "u":
                 off = ur
             elif g == "r":      # rates: δu_0 − (u_prev − u_ref_0), δu_j − δu_{j−1}
-                off = np.vstack([ur[0:1] - up, ur[1:] - ur[:-1]])
+                off = np.empty_like(ur)
+                np.subtract(ur[0], up, out=off[0])
+                np.subtract(ur[1:], ur[:-1], out=off[1:])
             else:
                 off = xr[1:]
             o = off if idx is None else off[:, idx]
@@ -811,8 +824,7 @@ class LTVMPC:
         if warm_start is not None and lay is not None:
             wx = self._ref(warm_start[0], "warm_start[0]", N + 1, n)
             wu = self._ref(warm_start[1], "warm_start[1]", N, k)
-            warm = (np.concatenate([wx.ravel(), wu.ravel(), np.zeros(lay.nz - wx.size - wu.size)]),
-                    None if len(warm_start) < 3 or warm_start[2] is None
+            warm = ((wx, wu), None if len(warm_start) < 3 or warm_start[2] is None
                     or np.size(warm_start[2]) != lay.l.size
                     else np.asarray(warm_start[2], dtype=float))
         data = {"x0": x0v, "A": A, "B": B, "shift": shift, "c": cc, "qx": qx, "qu": qu,
@@ -844,7 +856,7 @@ class LTVMPC:
             if status != "optimal" and solver != chain[-1][0]:
                 _log.info("MPC step: %s returned %r; trying the next solver", solver, status)
             if status in _ACCEPTED and du_pred is not None and x_pred is not None:
-                if np.isfinite(du_pred).all() and np.isfinite(x_pred).all():
+                if _finite(du_pred) and _finite(x_pred):
                     if status == "optimal":
                         candidate = (solver, status, du_pred, x_pred, cost)
                         break
