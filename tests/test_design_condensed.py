@@ -206,6 +206,46 @@ def test_numpy_fallback_gives_the_same_steps(monkeypatch):
         x = A[t] @ x + B[t] @ sa.u
 
 
+def test_multipliers_formed_on_demand_equal_the_formed_ones():
+    """The condensed path keeps the multipliers unformed (`LazyDuals`) until `MPCStep.duals`
+    is read: formed later (after more solves) they equal those of their own solve; shifted
+    unformed, they give DAQP the same initial active set, hence the same next step, as the
+    formed and shifted ones; a pickled step carries them formed."""
+    import pickle
+
+    from nhcontrol.design._condensed import LazyDuals
+    from nhcontrol.design.mpc import _plan_duals
+
+    N, n, k = 8, 3, 2
+    A, B = random_window(N + 6, n, k, seed=5)
+    a = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), soft_state=True, **KW)
+    b = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), soft_state=True, **KW)
+    x = np.array([0.8, -0.3, 0.5])
+    s0 = a.step(x, A[:N], B[:N])
+    lazy = _plan_duals(s0)
+    assert isinstance(lazy, LazyDuals)
+    formed_now = lazy()
+    a.step(0.5 * x, A[1:N + 1], B[1:N + 1])                      # another solve in between
+    np.testing.assert_array_equal(s0.duals, formed_now)
+    assert np.count_nonzero(s0.duals) > 0
+    lay = a._dense
+    np.testing.assert_array_equal(lay.shift_duals(lazy)(), lay.shift_duals(s0.duals))
+    np.testing.assert_array_equal(lay.shift_duals(lazy).inequality_multipliers(),
+                                  lay._lam_of(lay.shift_duals(s0.duals)))
+    assert lay.shift_duals(lazy).inequality_multipliers().any()     # a warm start from bounds
+    warm_x = np.vstack([s0.predicted_x[1:], s0.predicted_x[-1:]])
+    warm_u = np.vstack([s0.predicted_u[1:], s0.predicted_u[-1:]])
+    x1 = A[0] @ x + B[0] @ s0.u
+    sa = a.step(x1, A[1:N + 1], B[1:N + 1], u_prev=s0.u,
+                warm_start=(warm_x, warm_u, lay.shift_duals(lazy)))
+    sb = b.step(x1, A[1:N + 1], B[1:N + 1], u_prev=s0.u,
+                warm_start=(warm_x, warm_u, lay.shift_duals(s0.duals)))
+    np.testing.assert_array_equal(sa.predicted_u, sb.predicted_u)
+    assert a._dense.iterations == b._dense.iterations
+    back = pickle.loads(pickle.dumps(sa))
+    np.testing.assert_array_equal(back.duals, sa.duals)
+
+
 def test_infeasible_statuses_and_hold():
     """Hard state bounds that cannot hold: DAQP, OSQP and Clarabel all report ``infeasible``;
     ``on_failure="hold"`` holds the previous input (the same chain as the OSQP path)."""

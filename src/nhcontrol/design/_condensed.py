@@ -38,8 +38,8 @@ from .._util.errors import DesignError
 from ._ccondense import as_c
 from ._osqp import WindowQP
 
-__all__ = ["CondensedQP", "DAQP_DEFAULTS", "DAQP_STATUS", "DenseWindowQP", "condensed_qp",
-           "daqp_available"]
+__all__ = ["CondensedQP", "DAQP_DEFAULTS", "DAQP_STATUS", "DenseWindowQP", "LazyDuals",
+           "condensed_qp", "daqp_available"]
 
 DAQP_DEFAULTS: dict[str, Any] = {"primal_tol": 1e-9, "iter_limit": 10000}
 """DAQP settings used unless overridden: a primal tolerance of 1e-9 (DAQP's own 1e-6 would
@@ -264,7 +264,8 @@ class DenseWindowQP(WindowQP):
         self._sense = None
         if y is None:
             return
-        lam = self._lam_of(np.asarray(y, dtype=float))
+        lam = y.inequality_multipliers() if isinstance(y, LazyDuals) else self._lam_of(
+            np.asarray(y, dtype=float))
         if lam.any():                   # (an empty active set is DAQP's cold start)
             self._sense = np.where(lam > 0.0, _ACTIVE, np.where(lam < 0.0, _ACTIVE | _LOWER, 0)
                                    ).astype(np.intc)
@@ -346,14 +347,18 @@ class DenseWindowQP(WindowQP):
                         self._qx, self._C, None]
         return "optimal", X, U.reshape(N, k), float(fval) + const
 
-    def lazy_duals(self) -> Any:
-        """A function returning the multipliers of the last solve in `WindowQP`'s row layout
-        (the costate recursion of the dynamics rows run on its first call; it keeps this
-        solve's data, so later solves do not change its answer)."""
-        answer = self._answer
-        if answer is None:
+    def lazy_duals(self) -> LazyDuals:
+        """The multipliers of the last solve in `WindowQP`'s row layout, formed when first
+        called (`LazyDuals`; it keeps this solve's data, so later solves do not change it)."""
+        if self._answer is None:
             raise DesignError("internal: no condensed solution to read multipliers from")
-        return lambda: self._duals_of(answer)
+        return LazyDuals(self, self._answer)
+
+    def shift_duals(self, y: Any) -> Any:
+        """`WindowQP.shift_duals`; multipliers not yet formed (`LazyDuals`) stay so."""
+        if isinstance(y, LazyDuals):
+            return LazyDuals(y.qp, y.answer, shifted=True)
+        return super().shift_duals(y)
 
     def _duals_of(self, answer: list[Any]) -> NDArray[np.float64]:
         if answer[7] is None:
@@ -475,6 +480,32 @@ class DenseWindowQP(WindowQP):
         r0 = 2.0 * self.Qs @ X[0] + (0.0 if qx is None else qx[0])
         y[:n] = -(r0 + yd[0] @ A[0])
         return y
+
+
+class LazyDuals:
+    """The multipliers of one condensed solve in `WindowQP`'s row layout, formed when called
+    (the costate recursion of the dynamics rows), optionally shifted by one stage
+    (`WindowQP.shift_duals`); `inequality_multipliers` gives DAQP's entries of the inequality
+    rows without the costate recursion (all a warm start of DAQP needs)."""
+
+    __slots__ = ("qp", "answer", "shifted")
+
+    def __init__(self, qp: DenseWindowQP, answer: list[Any], shifted: bool = False) -> None:
+        self.qp, self.answer, self.shifted = qp, answer, shifted
+
+    def __call__(self) -> NDArray[np.float64]:
+        y = self.qp._duals_of(self.answer)
+        return WindowQP.shift_duals(self.qp, y) if self.shifted else y.copy()
+
+    def inequality_multipliers(self) -> NDArray[np.float64]:
+        """DAQP's multipliers (bounds, rows), shifted like the sparse ones when `shifted`."""
+        qp, lam = self.qp, self.answer[0]
+        if not self.shifted:
+            return lam
+        rows, ents = qp._row_map()
+        y = np.zeros(qp.l.size)
+        y[rows] = lam[ents]
+        return qp._lam_of(WindowQP.shift_duals(qp, y))
 
 
 def condensed_qp(layout: DenseWindowQP, A: NDArray[np.float64], B: NDArray[np.float64],

@@ -22,7 +22,7 @@ from .._util import checks as _checks
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array, check_finite, readonly
 from ._mpc_checks import _bound, _output_window, _ready, _soft
-from ._condensed import DenseWindowQP, daqp_available
+from ._condensed import DenseWindowQP, LazyDuals, daqp_available
 from ._osqp import WindowQP
 from ._weights import check_psd, psd_factor
 from .._util.reprs import concise_repr
@@ -124,6 +124,13 @@ def _duals_get(self: MPCStep) -> NDArray[np.float64] | None:
 
 def _duals_set(self: MPCStep, value: Any) -> None:
     self.__dict__["_duals"] = value
+
+
+def _plan_duals(st: MPCStep) -> Any:
+    """`MPCStep.duals` as kept for the next step's warm start: the array, or the multipliers
+    of the condensed path not yet formed (`LazyDuals`; DAQP's warm start does not need the
+    costate recursion)."""
+    return st.__dict__.get("_duals")
 
 
 # `MPCStep.duals` is a dataclass field (the same constructor, comparison and fields) read through
@@ -641,8 +648,10 @@ class LTVMPC:
         if data["warm"] is not None:
             (wx, wu), wy = data["warm"]
             # (the primal warm start: only OSQP uses it; DAQP starts from the active set of wy)
-            z = None if qp is self._dense else np.concatenate(
-                [wx.ravel(), wu.ravel(), np.zeros(qp.nz - wx.size - wu.size)])
+            z = None
+            if qp is not self._dense:
+                z = np.concatenate([wx.ravel(), wu.ravel(), np.zeros(qp.nz - wx.size - wu.size)])
+                wy = wy() if isinstance(wy, LazyDuals) else wy
             qp.warm_start(z, wy)                                    # type: ignore[arg-type]
         out = qp.solve()
         self._last_qp = qp
@@ -824,9 +833,10 @@ class LTVMPC:
         if warm_start is not None and lay is not None:
             wx = self._ref(warm_start[0], "warm_start[0]", N + 1, n)
             wu = self._ref(warm_start[1], "warm_start[1]", N, k)
-            warm = ((wx, wu), None if len(warm_start) < 3 or warm_start[2] is None
-                    or np.size(warm_start[2]) != lay.l.size
-                    else np.asarray(warm_start[2], dtype=float))
+            wy = warm_start[2] if len(warm_start) >= 3 else None
+            if wy is not None and not isinstance(wy, LazyDuals):     # (a controller's plan)
+                wy = None if np.size(wy) != lay.l.size else np.asarray(wy, dtype=float)
+            warm = ((wx, wu), wy)
         data = {"x0": x0v, "A": A, "B": B, "shift": shift, "c": cc, "qx": qx, "qu": qu,
                 "linear": q_x is not None or q_u is not None, "warm": warm,
                 "Cy": self._Cy, "Dy": self._Dy}
