@@ -203,6 +203,7 @@ class DenseWindowQP(WindowQP):
                      "W": np.empty((N, n, Nk + 1)), "cst": np.zeros(1)}
         self._dims = np.array([N, n, k, self.nv, 0, 0], dtype=np.int64)
         self._U1 = np.ones(Nk + 1)
+        self._Mflat = self._buf["M"].reshape(-1, Nk + 1)          # (a view: M's rows)
         self._ptrs: dict[str, Any] | None = None
         self._solve_kw = _solve_keywords(daqp, settings)
         self._answer: list[Any] | None = None   # (lam, X, v, A, Qf, qx, C, y): duals on demand
@@ -339,7 +340,7 @@ class DenseWindowQP(WindowQP):
         U = v[:Nk]
         Ue = self._U1                                           # [U; 1]: δx_j = M_j [U; 1]
         Ue[:Nk] = U
-        X = (M.reshape(-1, Nk + 1) @ Ue).reshape(N + 1, n)
+        X = np.dot(self._Mflat, Ue).reshape(N + 1, n)
         self.slack = v[Nk:Nk + N * self.ns].reshape(N, self.ns)
         self.slack_y = v[Nk + N * self.ns:].reshape(N, self.nsy)
         # the duals need this step's window: kept (a copy of A) until they are asked for

@@ -656,8 +656,8 @@ class LTVMPC:
         out = qp.solve()
         self._last_qp = qp
         if out[1] is not None:
-            self._slack_value = np.maximum(qp.slack, 0.0)
-            self._slack_y_value = np.maximum(qp.slack_y, 0.0)
+            self._slack_value = np.maximum(qp.slack, 0.0) if qp.slack.size else qp.slack
+            self._slack_y_value = np.maximum(qp.slack_y, 0.0) if qp.slack_y.size else qp.slack_y
             # DAQP: the multipliers are mapped to the sparse layout when first read
             self._duals = (qp.lazy_duals() if qp is self._dense       # type: ignore[assignment]
                            else qp.y.copy())
