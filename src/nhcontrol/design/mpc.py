@@ -69,8 +69,9 @@ class MPCStep:
         ``(solver, cvxpy status)`` of every attempt, in order.
     duals : ndarray or None
         Multipliers of the sparse QP's rows in OSQP's layout and sign convention (OSQP's own,
-        or DAQP's mapped back with the costate recursion of the dynamics rows), for a later
-        ``step(warm_start=(δx, δu, duals))``; None when Clarabel answered.
+        or DAQP's mapped back with the costate recursion of the dynamics rows, run when the
+        attribute is first read), for a later ``step(warm_start=(δx, δu, duals))``; None when
+        Clarabel answered.
     slack : (N, p) ndarray
         Slacks ``s_j`` of the soft state bounds (one column per bounded state component,
         rows ``j = 1 … N``); an empty ``(N, 0)`` array for hard bounds. Nonzero entries mark
@@ -260,10 +261,13 @@ class LTVMPC:
     qp_solver : {"daqp", "osqp"}
         ``"daqp"`` (default): each step condenses the QP (states eliminated by the structured
         recursions of ``docs/theory/condensed_qp.md``, in C when a compiler is available) and
-        solves it with DAQP (dual active set, warm-started from the previous window's active
-        set); when it fails, OSQP and then Clarabel are tried. ``"osqp"``: the sparse QP by
-        OSQP (then Clarabel). The OSQP path also solves when daqp is not installed or a soft
-        bound has ``ρ₂ = 0`` (reason in `qp_path_reason`; `qp_path` says which path solves).
+        solves it with DAQP (dual active set, one ``daqp.solve`` call per step: the
+        unconstrained minimiser is tried first, then DAQP iterates from the active set of the
+        multipliers of ``warm_start``, which the controllers fill with the previous window's
+        shifted, or from the empty set); when it fails, OSQP and then Clarabel are tried.
+        ``"osqp"``: the sparse QP by OSQP (then Clarabel). The OSQP path also solves when
+        daqp is not installed or a soft bound has ``ρ₂ = 0`` (reason in `qp_path_reason`;
+        `qp_path` says which path solves).
     daqp_options : mapping, optional
         DAQP settings overriding ``nhcontrol.design._condensed.DAQP_DEFAULTS``
         (``primal_tol = 1e-9``, ``iter_limit = 10000``).
