@@ -343,7 +343,7 @@ class DenseWindowQP(WindowQP):
         X = np.dot(self._Mflat, Ue).reshape(N + 1, n)
         self.slack = v[Nk:Nk + N * self.ns].reshape(N, self.ns)
         self.slack_y = v[Nk + N * self.ns:].reshape(N, self.nsy)
-        # the duals need this step's window: kept (a copy of A) until they are asked for
+        # the duals need this step's window: A kept (duplicated: the caller may reuse its array)
         self._answer = [np.asarray(info["lam"], dtype=float), X, v, np.array(self._A), self.Qf,
                         self._qx, self._C, None]
         return "optimal", X, U.reshape(N, k), float(fval) + const

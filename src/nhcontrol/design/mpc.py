@@ -793,7 +793,7 @@ class LTVMPC:
             self._Lf_value = None           # factored when the cvxpy path needs it
             self._Qf = Qf_.copy()
             if self._dense is not None:
-                self._dense.Qf = self._Qf       # (a private copy: no second one)
+                self._dense.Qf = self._Qf       # (the controller's own array, not duplicated again)
                 self._qp_Qf_stale = True        # OSQP gets it when it solves (_solve_direct)
             elif self._qp is not None:
                 self._qp.set_terminal(Qf_)
