@@ -77,6 +77,12 @@ def test_condensed_equals_sparse_on_random_windows(soft):
         kinds |= {g for g, (lo, hi) in _active(sa, a).items() if lo or hi}
         x = A[t] @ x + B[t] @ sa.u + 0.01
     assert {"u", "r", "x"} <= kinds                   # every kind of bound was active
+    # the step buffers DAQP read keep their step-independent entries (rate rows, slack columns
+    # and the slack block of the Hessian are written once)
+    buf, Nk = lay._buf, N * k
+    np.testing.assert_array_equal(buf["A"][:lay.m_r], lay._Ag[:lay.m_r])
+    np.testing.assert_array_equal(buf["A"][:, Nk:], lay._Ag[:, Nk:])
+    np.testing.assert_array_equal(buf["H"][Nk:, :], lay._H0[Nk:, :])
 
 
 def _sparse_P_times(mpc, z):
