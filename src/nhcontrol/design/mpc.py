@@ -106,7 +106,11 @@ class MPCStep:
     def slack_max(self) -> float:
         """Largest slack of the soft state and output bounds (0 for hard bounds or none
         used)."""
-        return float(max(np.max(self.slack, initial=0.0), np.max(self.slack_output, initial=0.0)))
+        out = 0.0
+        for s in (self.slack, self.slack_output):
+            if s.size:                  # (np.max of an empty array with initial= is slow)
+                out = max(out, float(np.max(s)))
+        return out
 
 
 def _finite(a: NDArray[np.float64]) -> bool:
