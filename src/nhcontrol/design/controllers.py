@@ -496,7 +496,7 @@ def _shifted_warm_start(plan: Any, k: int, mpc: Any, N: int, n: int, m: int) -> 
     qp = mpc._layout_qp
     if duals is not None and qp is not None:
         duals = qp.shift_duals(duals)
-    return (np.vstack([xp[1:], xp[-1:]]), np.vstack([dup[1:], dup[-1:]]), duals)
+    return (np.concatenate((xp[1:], xp[-1:])), np.concatenate((dup[1:], dup[-1:])), duals)
 
 def _as_discrete(model: Any, dt: float | None) -> tuple[NDArray, NDArray, float, int | None]:
     """``(Ad, Bd, dt, period_steps)`` from a DiscreteLTV, an ``(Ad, Bd)`` pair (with ``dt``),
