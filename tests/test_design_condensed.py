@@ -252,6 +252,22 @@ def test_multipliers_formed_on_demand_equal_the_formed_ones():
     np.testing.assert_array_equal(back.duals, sa.duals)
 
 
+def test_controller_with_unformed_multipliers_pickles_and_continues():
+    """An `MPCController` whose plan holds unformed multipliers pickles (they are formed) and
+    the restored controller's next input equals the original's."""
+    import pickle
+
+    from nhcontrol.design import MPCController
+
+    A, B = random_window(40, 3, 2, seed=2)
+    c = MPCController((A, B), None, 6, np.eye(3), np.eye(2), dt=0.1, u_min=-0.1, u_max=0.1,
+                      du_min=-0.05, du_max=0.05)
+    for j in range(3):
+        c.control(0.1 * j, np.array([1.0, -0.5, 0.3]))
+    c2 = pickle.loads(pickle.dumps(c))
+    np.testing.assert_array_equal(c2.control(0.3, np.ones(3)), c.control(0.3, np.ones(3)))
+
+
 def test_infeasible_statuses_and_hold():
     """Hard state bounds that cannot hold: DAQP, OSQP and Clarabel all report ``infeasible``;
     ``on_failure="hold"`` holds the previous input (the same chain as the OSQP path)."""

@@ -498,6 +498,9 @@ class LazyDuals:
         y = self.qp._duals_of(self.answer)
         return WindowQP.shift_duals(self.qp, y) if self.shifted else y.copy()
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (np.array, (self(),))          # pickled formed (the layout is not pickled)
+
     def inequality_multipliers(self) -> NDArray[np.float64]:
         """DAQP's multipliers (bounds, rows), shifted like the sparse ones when `shifted`."""
         qp, lam = self.qp, self.answer[0]
