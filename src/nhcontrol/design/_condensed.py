@@ -428,6 +428,21 @@ class DenseWindowQP(WindowQP):
             self.__dict__["_rowmap"] = hit
         return hit
 
+    def _shift_map(self) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
+        """``(src, keep)``: DAQP's multipliers mapped to `WindowQP`'s rows, shifted by one
+        stage (`WindowQP.shift_duals`) and mapped back are ``where(keep, lam[src], 0)`` (a
+        selection, found once by pushing the entries' numbers through those maps)."""
+        hit = self.__dict__.get("_shiftmap")
+        if hit is None:
+            rows, ents = self._row_map()
+            code = np.zeros(self.l.size)
+            code[rows] = ents + 1.0                           # entry numbers, 1-based
+            moved = self._lam_of(WindowQP.shift_duals(self, code))
+            keep = moved > 0.0
+            hit = (np.where(keep, moved - 1.0, 0.0).astype(np.intp), keep)
+            self.__dict__["_shiftmap"] = hit
+        return hit
+
     def _lam_of(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
         rows, ents = self._row_map()
         lam = np.zeros(self.nv + self.m)
@@ -506,10 +521,10 @@ class LazyDuals:
         qp, lam = self.qp, self.answer[0]
         if not self.shifted:
             return lam
-        rows, ents = qp._row_map()
-        y = np.zeros(qp.l.size)
-        y[rows] = lam[ents]
-        return qp._lam_of(WindowQP.shift_duals(qp, y))
+        src, keep = qp._shift_map()
+        out = lam[src]
+        out[~keep] = 0.0
+        return out
 
 
 def condensed_qp(layout: DenseWindowQP, A: NDArray[np.float64], B: NDArray[np.float64],

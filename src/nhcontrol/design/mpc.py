@@ -895,7 +895,10 @@ class LTVMPC:
                 lo = np.maximum(bd["u_min"], up + bd["du_min"])
                 hi = np.minimum(bd["u_max"], up + bd["du_max"])
                 ok = lo <= hi
-                u[ok] = np.clip(u[ok], lo[ok], hi[ok])
+                if ok.all():            # (np.clip's dispatch costs more than the two calls)
+                    u = np.minimum(np.maximum(u, lo), hi)
+                else:
+                    u[ok] = np.minimum(np.maximum(u[ok], lo[ok]), hi[ok])
             self._u_last = u.copy()
             return MPCStep(status=status, u=readonly(u), du=readonly(u - ur[0]),
                            predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),
