@@ -343,9 +343,11 @@ class DenseWindowQP(WindowQP):
         X = np.dot(self._Mflat, Ue).reshape(N + 1, n)
         self.slack = v[Nk:Nk + N * self.ns].reshape(N, self.ns)
         self.slack_y = v[Nk + N * self.ns:].reshape(N, self.nsy)
-        # the duals need this step's window: A kept (duplicated: the caller may reuse its array)
+        # the duals need this step's data: kept (duplicated: the caller may reuse its arrays)
+        qx, C = self._qx, self._C
         self._answer = [np.asarray(info["lam"], dtype=float), X, v, np.array(self._A), self.Qf,
-                        self._qx, self._C, None]
+                        None if qx is None else np.array(qx), None if C is None else np.array(C),
+                        None]
         return "optimal", X, U.reshape(N, k), float(fval) + const
 
     def lazy_duals(self) -> LazyDuals:
