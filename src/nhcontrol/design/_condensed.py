@@ -697,11 +697,16 @@ def _fill_rows(L: DenseWindowQP, M: NDArray[np.float64],
 
 
 def _solve_keywords(daqp: Any, settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings as keyword arguments of ``daqp.solve`` (the ones it takes)."""
+    """The settings as keyword arguments of ``daqp.solve``; a setting it does not take is
+    refused (`DesignError`), never dropped."""
     import inspect
 
     try:
         names = set(inspect.signature(daqp.solve).parameters)
     except (TypeError, ValueError):      # pragma: no cover - a build without a signature
         return dict(settings)
-    return {key: val for key, val in settings.items() if key in names}
+    missing = sorted(set(settings) - names)
+    if missing:
+        raise DesignError(f"daqp.solve of the installed daqp does not take the settings "
+                          f"{missing} (daqp_options); leave them out or update daqp")
+    return dict(settings)
