@@ -442,3 +442,18 @@ def test_reproduce_ball_plate_mpc_loop():
     assert len(diffs) > 100
     assert all(s == "DAQP" and st == "optimal" for s, st, _ in diffs)
     assert max(d for _, _, d in diffs) <= 1e-6
+
+
+def test_finite_check_of_the_answer_survives_an_overflowing_sum():
+    """The answer's finite check sums first (fast) and checks the entries when the sum is not
+    finite: entries near the largest float whose sum overflows are finite, a NaN or an inf
+    is not."""
+    from nhcontrol.design.mpc import _finite
+
+    big = np.full((3, 2), 1.5e308)
+    assert not np.isfinite(big.sum()) and _finite(big)
+    for bad in (np.nan, np.inf, -np.inf):
+        a = np.zeros((3, 2))
+        a[1, 1] = bad
+        assert not _finite(a)
+    assert _finite(np.zeros((21, 7)))
