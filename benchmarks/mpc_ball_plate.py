@@ -27,10 +27,15 @@ skips python-control); prints one JSON object:
   loop, with
   ``ratio_cvxpy_over_step_N20``;
 * ``ratio_step_over_qp_floor`` (goal ≤ 1.5): the whole ``LTVMPC.step`` (N = 20, the default
-  condensed path: condensing, DAQP, reading the answer) over the bare QP solve of the same
-  condensed problem by the chosen solver (a second ``daqp.Model`` updated with the step's
-  ``H, g, A`` and bounds and solved, its own warm start), median of the paired per-step ratios;
-  ``qp_floor_s_N20`` its median, ``qp_solver`` the solver, ``qp_floor_max_input_difference``;
+  condensed path: argument checks, condensing, DAQP, reading the answer, the `MPCStep`) over
+  the bare QP solve of the same condensed problem by the chosen solver, called as the step
+  calls it (``daqp.solve(H, g, A, upper, lower)`` with the step's settings, from the empty
+  active set), timed right after each step; median of the paired per-step ratios;
+  ``qp_floor_s_N20`` its median, ``qp_floor_step_s_N20`` the step's median in this loop,
+  ``qp_solver`` the solver, ``qp_floor_max_input_difference`` (both bare solves against the
+  step's first input); ``qp_floor_model_s_N20`` the same QP through a ``daqp.Model``
+  (``Model.update`` + ``Model.solve``, its previous active set reused: the call an earlier
+  version of the step made) and ``ratio_step_over_qp_floor_model``;
 * ``peers``: ``python-control`` — ``control.optimal.create_mpc_iosystem`` on the LTI snapshot
   ``(Ad_0, Bd_0)`` (it only accepts a fixed system; scipy SLSQP on the stacked inputs), timed per
   output evaluation over ``--peer-steps`` steps, with our ``LTVMPC`` on the same LTI problem and
@@ -182,8 +187,10 @@ def _interleaved(steppers, d, ref, dt, Z0, N, steps):
 
 
 def _qp_floor(N, Q, R, Qf, bound, d, ref, dt, Z0, steps):
-    """``LTVMPC.step`` and, right after it, the bare solve of the condensed QP it built by the
-    chosen solver (DAQP: ``Model.update`` + ``Model.solve`` on a second model)."""
+    """``LTVMPC.step`` and, right after it, the bare solve of the condensed QP it built, called
+    the way the step calls the solver (DAQP: ``daqp.solve`` on ``H, g, A`` and the bounds,
+    from the empty active set, as the step without a warm start) and, for comparison, through a
+    ``daqp.Model`` (``Model.update`` + ``Model.solve``, reusing its previous active set)."""
     import daqp
 
     from nhcontrol.design import LTVMPC, window
@@ -192,9 +199,10 @@ def _qp_floor(N, Q, R, Qf, bound, d, ref, dt, Z0, steps):
     if mpc.qp_path != "daqp":
         return {"ratio_step_over_qp_floor": None, "qp_solver": mpc.qp_path,
                 "qp_floor_skipped": mpc.qp_path_reason}
+    kw = mpc._dense._solve_kw
     model = None
     Z = Z0.copy()
-    ts, tf, diff = [], [], []
+    ts, tf, tm, diff = [], [], [], []
     for kk in range(steps):
         Ad, Bd = window(d, kk, N)
         u_ref = np.asarray(ref.u(dt * (kk + np.arange(N))), float)
@@ -202,23 +210,32 @@ def _qp_floor(N, Q, R, Qf, bound, d, ref, dt, Z0, steps):
         du = mpc.step(Z, Ad, Bd, u_ref=u_ref).du
         t1 = time.perf_counter()
         qp = mpc._dense.qp_data()
+        A = qp.A
         t2 = time.perf_counter()
+        v = daqp.solve(qp.H, qp.g, A, qp.upper, qp.lower, None, **kw)[0]
+        t3 = time.perf_counter()
         if model is None:
             model = daqp.Model()
-            model.setup(qp.H, qp.g, qp.A, qp.upper, qp.lower)
+            model.setup(qp.H, qp.g, A, qp.upper, qp.lower)
             model.settings = dict(mpc._dense.settings)
         else:
-            model.update(H=qp.H, f=qp.g, A=qp.A if qp.A.shape[0] else None, bupper=qp.upper,
+            model.update(H=qp.H, f=qp.g, A=A if A.shape[0] else None, bupper=qp.upper,
                          blower=qp.lower)
-        v = model.solve()[0]
-        t3 = time.perf_counter()
+        vm = model.solve()[0]
+        t4 = time.perf_counter()
         ts.append(t1 - t0)
         tf.append(t3 - t2)
-        diff.append(float(np.max(np.abs(np.asarray(v[:2]) - du))))
+        tm.append(t4 - t3)
+        diff.append(max(float(np.max(np.abs(np.asarray(v[:2]) - du))),
+                        float(np.max(np.abs(np.asarray(vm[:2]) - du)))))
         Z = Ad[0] @ Z + Bd[0] @ du
     paired = np.array(ts[1:]) / np.array(tf[1:])
     return {"ratio_step_over_qp_floor": float(np.median(paired)),
-            "qp_floor_s_N20": statistics.median(tf[1:]), "qp_floor_step_s_N20": statistics.median(ts[1:]),
+            "qp_floor_s_N20": statistics.median(tf[1:]),
+            "qp_floor_step_s_N20": statistics.median(ts[1:]),
+            "qp_floor_model_s_N20": statistics.median(tm[1:]),
+            "ratio_step_over_qp_floor_model": float(np.median(np.array(ts[1:])
+                                                               / np.array(tm[1:]))),
             "qp_solver": "daqp", "qp_floor_max_input_difference": max(diff)}
 
 

@@ -50,6 +50,13 @@ def test_benchmark_keys_without_peer_steps(capsys):
     assert 0.0 <= out["osqp_direct_max_input_difference"] <= 1e-6
     assert 0.0 <= out["cvxpy_max_input_difference"] < 1e-5
     assert out["problem"]["nstates"] == 7 and out["problem"]["steps"] == 3
+    # the QP floor: the same condensed QP solved bare by DAQP, as the step calls it and through
+    # a daqp.Model; both give the step's first input (measured 6e-16)
+    if out["qp_solver"] == "daqp":
+        for key in ("ratio_step_over_qp_floor", "qp_floor_s_N20", "qp_floor_step_s_N20",
+                    "qp_floor_model_s_N20", "ratio_step_over_qp_floor_model"):
+            assert _positive(out[key]), (key, out[key])
+        assert 0.0 <= out["qp_floor_max_input_difference"] <= 1e-6
     assert out["peers"]["python-control"] == {"skipped": "--peer-steps 0"}
     assert set(out["peers"]) == {"python-control", "do-mpc"}
     assert "skipped" in out["peers"]["do-mpc"] or "ratio_over_ours" in out["peers"]["do-mpc"]

@@ -77,6 +77,12 @@ def test_condensed_equals_sparse_on_random_windows(soft):
         kinds |= {g for g, (lo, hi) in _active(sa, a).items() if lo or hi}
         x = A[t] @ x + B[t] @ sa.u + 0.01
     assert {"u", "r", "x"} <= kinds                   # every kind of bound was active
+    # the step buffers DAQP read keep their step-independent entries (rate rows, slack columns
+    # and the slack block of the Hessian are written once)
+    buf, Nk = lay._buf, N * k
+    np.testing.assert_array_equal(buf["A"][:lay.m_r], lay._Ag[:lay.m_r])
+    np.testing.assert_array_equal(buf["A"][:, Nk:], lay._Ag[:, Nk:])
+    np.testing.assert_array_equal(buf["H"][Nk:, :], lay._H0[Nk:, :])
 
 
 def _sparse_P_times(mpc, z):
@@ -204,6 +210,62 @@ def test_numpy_fallback_gives_the_same_steps(monkeypatch):
         np.testing.assert_allclose(sa.predicted_u, sb.predicted_u, atol=1e-10)
         np.testing.assert_allclose(sa.duals, sb.duals, atol=1e-8)
         x = A[t] @ x + B[t] @ sa.u
+
+
+def test_multipliers_formed_on_demand_equal_the_formed_ones():
+    """The condensed path keeps the multipliers unformed (`LazyDuals`) until `MPCStep.duals`
+    is read: formed later (after more solves) they equal those of their own solve; shifted
+    unformed, they give DAQP the same initial active set, hence the same next step, as the
+    formed and shifted ones; a pickled step carries them formed."""
+    import pickle
+
+    from nhcontrol.design._condensed import LazyDuals
+    from nhcontrol.design.mpc import _plan_duals
+
+    N, n, k = 8, 3, 2
+    A, B = random_window(N + 6, n, k, seed=5)
+    a = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), soft_state=True, **KW)
+    b = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), soft_state=True, **KW)
+    x = np.array([0.8, -0.3, 0.5])
+    s0 = a.step(x, A[:N], B[:N])
+    lazy = _plan_duals(s0)
+    assert isinstance(lazy, LazyDuals)
+    formed_now = lazy()
+    a.step(0.5 * x, A[1:N + 1], B[1:N + 1])                      # another solve in between
+    np.testing.assert_array_equal(s0.duals, formed_now)
+    assert np.count_nonzero(s0.duals) > 0
+    lay = a._dense
+    np.testing.assert_array_equal(lay.shift_duals(lazy)(), lay.shift_duals(s0.duals))
+    np.testing.assert_array_equal(lay.shift_duals(lazy).inequality_multipliers(),
+                                  lay._lam_of(lay.shift_duals(s0.duals)))
+    assert lay.shift_duals(lazy).inequality_multipliers().any()     # a warm start from bounds
+    warm_x = np.vstack([s0.predicted_x[1:], s0.predicted_x[-1:]])
+    warm_u = np.vstack([s0.predicted_u[1:], s0.predicted_u[-1:]])
+    x1 = A[0] @ x + B[0] @ s0.u
+    sa = a.step(x1, A[1:N + 1], B[1:N + 1], u_prev=s0.u,
+                warm_start=(warm_x, warm_u, lay.shift_duals(lazy)))
+    sb = b.step(x1, A[1:N + 1], B[1:N + 1], u_prev=s0.u,
+                warm_start=(warm_x, warm_u, lay.shift_duals(s0.duals)))
+    np.testing.assert_array_equal(sa.predicted_u, sb.predicted_u)
+    assert a._dense.iterations == b._dense.iterations
+    back = pickle.loads(pickle.dumps(sa))
+    np.testing.assert_array_equal(back.duals, sa.duals)
+
+
+def test_controller_with_unformed_multipliers_pickles_and_continues():
+    """An `MPCController` whose plan holds unformed multipliers pickles (they are formed) and
+    the restored controller's next input equals the original's."""
+    import pickle
+
+    from nhcontrol.design import MPCController
+
+    A, B = random_window(40, 3, 2, seed=2)
+    c = MPCController((A, B), None, 6, np.eye(3), np.eye(2), dt=0.1, u_min=-0.1, u_max=0.1,
+                      du_min=-0.05, du_max=0.05)
+    for j in range(3):
+        c.control(0.1 * j, np.array([1.0, -0.5, 0.3]))
+    c2 = pickle.loads(pickle.dumps(c))
+    np.testing.assert_array_equal(c2.control(0.3, np.ones(3)), c.control(0.3, np.ones(3)))
 
 
 def test_infeasible_statuses_and_hold():
@@ -380,3 +442,19 @@ def test_reproduce_ball_plate_mpc_loop():
     assert len(diffs) > 100
     assert all(s == "DAQP" and st == "optimal" for s, st, _ in diffs)
     assert max(d for _, _, d in diffs) <= 1e-6
+
+
+def test_finite_check_of_the_answer_survives_an_overflowing_sum():
+    """The answer's finite check sums first (fast) and checks the entries when the sum is not
+    finite: entries near the largest float whose sum overflows are finite, a NaN or an inf
+    is not."""
+    from nhcontrol.design.mpc import _finite
+
+    big = np.full((3, 2), 1.5e308)
+    with np.errstate(over="ignore"):                 # (the sum overflows on purpose)
+        assert not np.isfinite(big.sum()) and _finite(big)
+    for bad in (np.nan, np.inf, -np.inf):
+        a = np.zeros((3, 2))
+        a[1, 1] = bad
+        assert not _finite(a)
+    assert _finite(np.zeros((21, 7)))

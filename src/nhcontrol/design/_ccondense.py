@@ -9,7 +9,10 @@ lower triangle), with the inner loops over contiguous columns. ``nhc_costate`` r
 backward costate recursion ``y_{j−1} = r_j + A_jᵀ y_j`` of the multipliers.
 
 The library is generic (one per cache directory, not per model), compiled with the kernels'
-compiler settings (`nhcontrol.compiled.cbackend.compile_library`), stored with a sha256
+compiler settings (`nhcontrol.compiled.cbackend.compile_library`) at ``-O3`` with the column
+loops unrolled under GCC (no contraction, no reassociation: the numbers of ``-O2``; the
+condensing of the ball-plate window, N = 20, 7 states, measured 14 µs against 18.6 µs at
+``-O2``), stored with a sha256
 record and verified before it is opened, like the kernel libraries. When it cannot be built
 or loaded (no compiler) the numpy recursions give the same numbers (tested to 1e-12).
 """
@@ -27,7 +30,7 @@ from .._util.errors import CacheError
 
 __all__ = ["VERSION", "condense_library"]
 
-VERSION = "q1"
+VERSION = "q2"
 """Version of the C routine (part of the library's file name and cache key)."""
 
 _CDEF = """
@@ -39,6 +42,9 @@ int nhc_costate(const long long *dims, const double *A, const double *r, double 
 
 C_SOURCE = r'''
 #include <string.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("unroll-loops")   /* the short column loops (no reassociation: same numbers) */
+#endif
 #if defined(_WIN32)
 #define NHC_API __declspec(dllexport)
 #else
@@ -234,7 +240,7 @@ def condense_library(cache_dir: str | os.PathLike | None = None) -> "_Library | 
         lib = load_or_build_routine(
             _library_file(directory), _Library, _source, what="compiled MPC condensing library",
             fallback="the MPC QP is condensed with numpy (same results, slower)",
-            optimise="-O2")
+            optimise="-O3")
         _LIBS[directory] = lib
         return lib
 

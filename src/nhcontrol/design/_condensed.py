@@ -35,10 +35,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._util.errors import DesignError
+from ._ccondense import as_c
 from ._osqp import WindowQP
 
-__all__ = ["CondensedQP", "DAQP_DEFAULTS", "DAQP_STATUS", "DenseWindowQP", "condensed_qp",
-           "daqp_available"]
+__all__ = ["CondensedQP", "DAQP_DEFAULTS", "DAQP_STATUS", "DenseWindowQP", "LazyDuals",
+           "condensed_qp", "daqp_available"]
 
 DAQP_DEFAULTS: dict[str, Any] = {"primal_tol": 1e-9, "iter_limit": 10000}
 """DAQP settings used unless overridden: a primal tolerance of 1e-9 (DAQP's own 1e-6 would
@@ -131,6 +132,11 @@ class DenseWindowQP(WindowQP):
         if bad:
             raise DesignError(f"unknown DAQP settings {bad} in daqp_options; known: "
                               f"{sorted(known)} (https://darnstrom.github.io/daqp/parameters)")
+        try:                            # the values checked once, by DAQP itself
+            daqp.Model().settings = settings
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise DesignError(f"DAQP refused the settings {settings!r}: {exc}; see "
+                              "https://darnstrom.github.io/daqp/parameters") from exc
         self.settings = settings
         Nk = N * k
         self.nv = Nk + N * self.ns + N * self.nsy
@@ -182,8 +188,7 @@ class DenseWindowQP(WindowQP):
         self._qx: NDArray[np.float64] | None = None
         self._qu: NDArray[np.float64] | None = None
         self._shift: Mapping[str, tuple[NDArray, NDArray]] = {}
-        self._sense: NDArray[np.int32] | None = None
-        self._model: Any = None
+        self._sense: NDArray[np.intc] | None = None
         self._layout_stale = False
         self._vectors_stale = False
         self.iterations = 0
@@ -192,6 +197,16 @@ class DenseWindowQP(WindowQP):
         self._zeros_qx = np.zeros((N + 1, n))
         self._clib: Any = None
         self._clib_tried = False
+        # the QP data of a step, written in place every step (DAQP reads these arrays)
+        self._buf = {"H": H0.copy(), "g": g0.copy(), "A": Ag.copy(), "lower": lo.copy(),
+                     "upper": hi.copy(), "M": np.empty((N + 1, n, Nk + 1)),
+                     "W": np.empty((N, n, Nk + 1)), "cst": np.zeros(1)}
+        self._dims = np.array([N, n, k, self.nv, 0, 0], dtype=np.int64)
+        self._U1 = np.ones(Nk + 1)
+        self._Mflat = self._buf["M"].reshape(-1, Nk + 1)          # (a view: M's rows)
+        self._ptrs: dict[str, Any] | None = None
+        self._solve_kw = _solve_keywords(daqp, settings)
+        self._answer: list[Any] | None = None   # (lam, X, v, A, Qf, qx, C, y): duals on demand
 
     def _c_library(self, required: bool = False) -> Any:
         """The compiled condensing routines (built on first use), or None (numpy)."""
@@ -247,13 +262,14 @@ class DenseWindowQP(WindowQP):
         """Warm start from multipliers ``y`` in `WindowQP`'s row layout (their signs give
         DAQP's initial active set); None: a cold start. The primal ``z`` is not needed (an
         active set determines the iterate)."""
+        self._sense = None
         if y is None:
-            self._sense = np.zeros(self.nv + self.m, np.int32)
             return
-        yy = np.asarray(y, dtype=float)
-        lam = self._lam_of(yy)
-        self._sense = np.where(lam > 0.0, _ACTIVE, np.where(lam < 0.0, _ACTIVE | _LOWER, 0)
-                               ).astype(np.int32)
+        lam = y.inequality_multipliers() if isinstance(y, LazyDuals) else self._lam_of(
+            np.asarray(y, dtype=float))
+        if lam.any():                   # (an empty active set is DAQP's cold start)
+            self._sense = np.where(lam > 0.0, _ACTIVE, np.where(lam < 0.0, _ACTIVE | _LOWER, 0)
+                                   ).astype(np.intc)
 
     # ---- the condensed QP
     def qp_data(self) -> CondensedQP:
@@ -261,59 +277,116 @@ class DenseWindowQP(WindowQP):
         return condensed_qp(self, self._A, self._B, self._c, self._x0, self.Qf, self._qx,
                             self._qu, self._shift, self._C, self._D)
 
+    def _assemble(self) -> tuple[float, NDArray[np.float64]]:
+        """Write this step's condensed QP into the step buffers (``_buf``); ``(const, M)``."""
+        buf = self._buf
+        lib = self._clib if self._clib_tried else self._c_library()
+        if lib is not None:
+            ptr = self._ptrs
+            fb = lib.ffi.from_buffer
+            if ptr is None:
+                ptr = {key: fb("double[]", buf[key]) for key in ("M", "W", "H", "g", "cst")}
+                ptr.update(dims=fb("long long[]", self._dims), Q=fb("double[]", self._Qc),
+                           R=fb("double[]", self._Rc), zn=fb("double[]", self._zeros_n),
+                           zq=fb("double[]", self._zeros_qx))
+                self._ptrs = ptr
+            c, qx = self._c, self._qx
+            dims = self._dims
+            dims[4], dims[5] = c is not None, qx is not None
+            lib.condense(ptr["dims"], fb("double[]", as_c(self._A)), fb("double[]", as_c(self._B)),
+                         ptr["zn"] if c is None else fb("double[]", as_c(c)),
+                         fb("double[]", as_c(self._x0)), ptr["Q"], fb("double[]", as_c(self.Qf)),
+                         ptr["R"], ptr["zq"] if qx is None else fb("double[]", as_c(qx)),
+                         ptr["M"], ptr["W"], ptr["H"], ptr["g"], ptr["cst"])
+            const = float(buf["cst"][0])
+        else:
+            const = _condense_numpy(self, self._A, self._B, self._c, self._x0, self.Qf, self._qx,
+                                    buf["M"], buf["H"], buf["g"])
+        if self._qu is not None:
+            buf["g"][:self.N * self.k] += self._qu.ravel()
+        np.copyto(buf["lower"], self._lo0)
+        np.copyto(buf["upper"], self._hi0)
+        _fill_rows(self, buf["M"], self._shift, self._C, self._D, buf["lower"], buf["upper"],
+                   buf["A"])
+        return const, buf["M"]
+
     def solve(self) -> tuple[str, NDArray[np.float64] | None, NDArray[np.float64] | None, float]:
         """Condense, solve with DAQP; ``(status, δx (N+1, n), δu (N, k), cost)`` (arrays None
-        on failure), with `slack`, `slack_y`, `y` (multipliers in `WindowQP`'s layout),
-        `dyn_duals`, `z` as `WindowQP.solve` sets them."""
+        on failure), with `slack`, `slack_y`, `y` (multipliers in `WindowQP`'s layout, formed
+        when first read), `dyn_duals`, `z` as `WindowQP.solve` sets them.
+
+        DAQP is called once per step on the step buffers (``daqp.solve``: the workspace is set
+        up for this QP and the unconstrained minimiser is tried first); from the active set of
+        `warm_start` when one was given, else from the empty set."""
         import daqp
 
-        qp = self.qp_data()
+        const, M = self._assemble()
+        buf = self._buf
         sense = self._sense
         self._sense = None
-        model = self._model
-        if model is None:
-            model = daqp.Model()
-            flag = model.setup(qp.H, qp.g, qp.A, qp.upper, qp.lower,
-                               np.zeros(self.nv + self.m, np.int32) if sense is None else sense)
-            flag = flag[0] if isinstance(flag, tuple) else flag
-            if flag < 0:
-                return DAQP_STATUS.get(int(flag), "solver_error"), None, None, float("nan")
-            try:
-                model.settings = self.settings
-            except (KeyError, TypeError, ValueError) as exc:
-                raise DesignError(f"DAQP refused the settings {self.settings!r}: {exc}; see "
-                                  "https://darnstrom.github.io/daqp/parameters") from exc
-            self._model = model
-        else:
-            # (no general rows: A is left out, DAQP's update indexes an empty A out of bounds)
-            model.update(H=qp.H, f=qp.g, A=qp.A if self.m else None, bupper=qp.upper,
-                         blower=qp.lower, sense=sense)
-        v, fval, exitflag, info = model.solve()
+        self._answer = None
+        args = (buf["H"], buf["g"], buf["A"], buf["upper"], buf["lower"])
+        v, fval, exitflag, info = daqp.solve(*args, sense, **self._solve_kw)
         if exitflag == -6 and sense is not None and np.any(sense):
             # the warm-start active set is linearly dependent: start cold
-            model.update(sense=np.zeros(self.nv + self.m, np.int32))
-            v, fval, exitflag, info = model.solve()
+            v, fval, exitflag, info = daqp.solve(*args, None, **self._solve_kw)
         status = DAQP_STATUS.get(int(exitflag), "solver_error")
         self.iterations = int(info.get("iterations", 0))
         if status != "optimal":
             return status, None, None, float("nan")
-        v = np.array(v, dtype=float)
-        return self._read_dense(qp, v, float(fval), np.asarray(info["lam"], dtype=float))
-
-    def _read_dense(self, qp: CondensedQP, v: NDArray[np.float64], fval: float,
-                    lam: NDArray[np.float64]) -> tuple[str, NDArray[np.float64],
-                                                       NDArray[np.float64], float]:
         N, n, k = self.N, self.n, self.k
         Nk = N * k
+        v = np.asarray(v, dtype=float)
         U = v[:Nk]
-        X = qp.M[:, :, :Nk] @ U + qp.M[:, :, Nk]                      # (N+1, n)
-        z = np.concatenate([X.ravel(), v])
+        Ue = self._U1                                           # [U; 1]: δx_j = M_j [U; 1]
+        Ue[:Nk] = U
+        X = np.dot(self._Mflat, Ue).reshape(N + 1, n)
         self.slack = v[Nk:Nk + N * self.ns].reshape(N, self.ns)
         self.slack_y = v[Nk + N * self.ns:].reshape(N, self.nsy)
-        self.y = self._y_of(lam, X)
-        self.dyn_duals = self.y[n:n + N * n].reshape(N, n)
-        self.z = z
-        return "optimal", X, U.reshape(N, k), fval + qp.const
+        # the duals need this step's data: kept (duplicated: the caller may reuse its arrays)
+        qx, C = self._qx, self._C
+        self._answer = [np.asarray(info["lam"], dtype=float), X, v, np.array(self._A), self.Qf,
+                        None if qx is None else np.array(qx), None if C is None else np.array(C),
+                        None]
+        return "optimal", X, U.reshape(N, k), float(fval) + const
+
+    def lazy_duals(self) -> LazyDuals:
+        """The multipliers of the last solve in `WindowQP`'s row layout, formed when first
+        called (`LazyDuals`; it keeps this solve's data, so later solves do not change it)."""
+        if self._answer is None:
+            raise DesignError("internal: no condensed solution to read multipliers from")
+        return LazyDuals(self, self._answer)
+
+    def shift_duals(self, y: Any) -> Any:
+        """`WindowQP.shift_duals`; multipliers not yet formed (`LazyDuals`) stay so."""
+        if isinstance(y, LazyDuals):
+            return LazyDuals(y.qp, y.answer, shifted=True)
+        return super().shift_duals(y)
+
+    def _duals_of(self, answer: list[Any]) -> NDArray[np.float64]:
+        if answer[7] is None:
+            lam, X, _, A, Qf, qx, C, _ = answer
+            answer[7] = self._y_of(lam, X, A, Qf, qx, C)
+        return answer[7]
+
+    @property
+    def y(self) -> NDArray[np.float64]:
+        """Multipliers of the last solve in `WindowQP`'s row layout."""
+        if self._answer is None:
+            raise DesignError("internal: no condensed solution to read multipliers from")
+        return self._duals_of(self._answer)
+
+    @property
+    def dyn_duals(self) -> NDArray[np.float64]:
+        """Multipliers of the dynamics rows of the last solve, ``(N, n)``."""
+        return self.y[self.n:self.n + self.N * self.n].reshape(self.N, self.n)
+
+    @property
+    def z(self) -> NDArray[np.float64]:
+        """The sparse QP's variables ``(δx_0 … δx_N, δu, slacks)`` of the last solve."""
+        if self._answer is None:
+            raise DesignError("internal: no condensed solution")
+        return np.concatenate([self._answer[1].ravel(), self._answer[2]])
 
     # ---- multipliers: DAQP (simple bounds, rows) ↔ WindowQP's rows
     def _row_blocks(self) -> list[tuple[int, int, int]]:
@@ -342,26 +415,54 @@ class DenseWindowQP(WindowQP):
             out.append((ry, nv + self.m_r + self.m_x, N * py))
         return out
 
+    def _row_map(self) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """``(rows, entries)``: `WindowQP` row ``rows[i]`` is DAQP entry ``entries[i]`` (the
+        inequality rows; built once)."""
+        hit = self.__dict__.get("_rowmap")
+        if hit is None:
+            ru, iu = self._rows["u"]
+            rows = [ru + np.arange(self.N * iu.size)]
+            ents = [self._ucols]
+            for r, d, cnt in self._row_blocks():
+                rows.append(r + np.arange(cnt))
+                ents.append(d + np.arange(cnt))
+            hit = (np.concatenate(rows).astype(np.intp), np.concatenate(ents).astype(np.intp))
+            self.__dict__["_rowmap"] = hit
+        return hit
+
+    def _shift_map(self) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
+        """``(src, keep)``: DAQP's multipliers mapped to `WindowQP`'s rows, shifted by one
+        stage (`WindowQP.shift_duals`) and mapped back are ``where(keep, lam[src], 0)`` (a
+        selection, found once by pushing the entries' numbers through those maps)."""
+        hit = self.__dict__.get("_shiftmap")
+        if hit is None:
+            rows, ents = self._row_map()
+            code = np.zeros(self.l.size)
+            code[rows] = ents + 1.0                           # entry numbers, 1-based
+            moved = self._lam_of(WindowQP.shift_duals(self, code))
+            keep = moved > 0.0
+            hit = (np.where(keep, moved - 1.0, 0.0).astype(np.intp), keep)
+            self.__dict__["_shiftmap"] = hit
+        return hit
+
     def _lam_of(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        rows, ents = self._row_map()
         lam = np.zeros(self.nv + self.m)
-        ru, iu = self._rows["u"]
-        lam[self._ucols] = y[ru:ru + self.N * iu.size]
-        for r, d, cnt in self._row_blocks():
-            lam[d:d + cnt] = y[r:r + cnt]
+        lam[ents] = y[rows]
         return lam
 
-    def _y_of(self, lam: NDArray[np.float64], X: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _y_of(self, lam: NDArray[np.float64], X: NDArray[np.float64], A: NDArray[np.float64],
+              Qf: NDArray[np.float64], qx: NDArray[np.float64] | None,
+              C: NDArray[np.float64] | None) -> NDArray[np.float64]:
         N, n = self.N, self.n
         y = np.zeros(self.l.size)
-        ru, iu = self._rows["u"]
-        y[ru:ru + N * iu.size] = lam[self._ucols]
-        for r, d, cnt in self._row_blocks():
-            y[r:r + cnt] = lam[d:d + cnt]
+        rows, ents = self._row_map()
+        y[rows] = lam[ents]
         # stationarity in δx_l, l = 1 … N: r_l = 2 Q_l δx_l + q_{x,l} + (bound rows)ᵀ μ_l
         rl = 2.0 * X[1:] @ self.Qs
-        rl[-1] = 2.0 * self.Qf @ X[N]
-        if self._qx is not None:
-            rl += self._qx[1:]
+        rl[-1] = 2.0 * Qf @ X[N]
+        if qx is not None:
+            rl += qx[1:]
         ix = self.ix
         if ix.size:
             rx = self._rows["x"][0]
@@ -379,12 +480,9 @@ class DenseWindowQP(WindowQP):
                 mu = y[r1:r1 + N * py] + y[r2:r2 + N * py]
             else:
                 mu = y[ry:ry + N * py]
-            rl += np.einsum("jpn,jp->jn", self._C, mu.reshape(N, py))
-        A = self._A
+            rl += np.einsum("jpn,jp->jn", C, mu.reshape(N, py))
         lib = self._clib
         if lib is not None:
-            from ._ccondense import as_c
-
             yd = np.empty((N, n))
             fb = lib.ffi.from_buffer
             lib.costate(fb("long long[]", np.array([N, n], np.int64)), fb("double[]", as_c(A)),
@@ -397,9 +495,38 @@ class DenseWindowQP(WindowQP):
                 acc = rl[j - 1] + acc @ A[j]
                 yd[j - 1] = acc
         y[n:n + N * n] = yd.ravel()
-        r0 = 2.0 * self.Qs @ X[0] + (0.0 if self._qx is None else self._qx[0])
+        r0 = 2.0 * self.Qs @ X[0] + (0.0 if qx is None else qx[0])
         y[:n] = -(r0 + yd[0] @ A[0])
         return y
+
+
+class LazyDuals:
+    """The multipliers of one condensed solve in `WindowQP`'s row layout, formed when called
+    (the costate recursion of the dynamics rows), optionally shifted by one stage
+    (`WindowQP.shift_duals`); `inequality_multipliers` gives DAQP's entries of the inequality
+    rows without the costate recursion (all a warm start of DAQP needs)."""
+
+    __slots__ = ("qp", "answer", "shifted")
+
+    def __init__(self, qp: DenseWindowQP, answer: list[Any], shifted: bool = False) -> None:
+        self.qp, self.answer, self.shifted = qp, answer, shifted
+
+    def __call__(self) -> NDArray[np.float64]:
+        y = self.qp._duals_of(self.answer)
+        return WindowQP.shift_duals(self.qp, y) if self.shifted else y.copy()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (np.array, (self(),))          # pickled formed (the layout is not pickled)
+
+    def inequality_multipliers(self) -> NDArray[np.float64]:
+        """DAQP's multipliers (bounds, rows), shifted like the sparse ones when `shifted`."""
+        qp, lam = self.qp, self.answer[0]
+        if not self.shifted:
+            return lam
+        src, keep = qp._shift_map()
+        out = lam[src]
+        out[~keep] = 0.0
+        return out
 
 
 def condensed_qp(layout: DenseWindowQP, A: NDArray[np.float64], B: NDArray[np.float64],
@@ -447,11 +574,9 @@ def condensed_qp(layout: DenseWindowQP, A: NDArray[np.float64], B: NDArray[np.fl
                                                      L._c_library(required=True))
     H = L._H0.copy()
     g = L._g0.copy()
+    M = np.empty((N + 1, n, Nk + 1))
     if lib is not None:
-        from ._ccondense import as_c
-
         ffi = lib.ffi
-        M = np.empty((N + 1, n, Nk + 1))
         W = np.empty((N, n, Nk + 1))
         cst = np.zeros(1)
         Ac, Bc = as_c(A), as_c(B)
@@ -465,35 +590,60 @@ def condensed_qp(layout: DenseWindowQP, A: NDArray[np.float64], B: NDArray[np.fl
                      fb("double[]", M), fb("double[]", W), fb("double[]", H),
                      fb("double[]", g), fb("double[]", cst))
         const = float(cst[0])
-        xf = M[:, :, Nk]
     else:
-        M = np.zeros((N + 1, n, Nk + 1))
-        M[0, :, Nk] = x0
-        for j in range(N):                              # M_{j+1} = A_j M_j + [B_j | c_j]
-            Mj = M[j + 1]
-            np.matmul(A[j], M[j], out=Mj)
-            Mj[:, j * k:(j + 1) * k] = B[j]
-            if c is not None:
-                Mj[:, Nk] += c[j]
-        W = np.matmul(L.Qs, M[1:])                      # Q M_l (l = 1 … N)
-        W[N - 1] = Qf @ M[N]
-        if qx is not None:
-            W[:, :, Nk] += 0.5 * qx[1:]
-        for l in range(N - 1, 0, -1):                   # W_l += A_lᵀ W_{l+1}
-            W[l - 1] += A[l].T @ W[l]
-        HG = np.matmul(np.transpose(B, (0, 2, 1)), W)   # block row i: B_iᵀ W_{i+1}
-        HG *= 2.0
-        Huu = HG[:, :, :Nk].reshape(Nk, Nk)
-        H[:Nk, :Nk] = 0.5 * (Huu + Huu.T) + L._R2
-        g[:Nk] = HG[:, :, Nk].reshape(Nk)
-        xf = M[:, :, Nk]                                 # free response δx_j (U = 0)
-        const = float(np.sum((xf[:N] @ L.Qs) * xf[:N]) + xf[N] @ Qf @ xf[N])
-        if qx is not None:
-            const += float(np.sum(qx * xf))
+        const = _condense_numpy(L, A, B, c, x0, Qf, qx, M, H, g)
     if qu is not None:
         g[:Nk] += qu.ravel()
     lo, hi = L._lo0.copy(), L._hi0.copy()
     Ag = L._Ag.copy()
+    _fill_rows(L, M, shift, C, D, lo, hi, Ag)
+    return CondensedQP(H=H, g=g, A=Ag, lower=lo, upper=hi, const=const, M=M)
+
+
+def _condense_numpy(L: DenseWindowQP, A: NDArray[np.float64], B: NDArray[np.float64],
+                    c: NDArray[np.float64] | None, x0: NDArray[np.float64],
+                    Qf: NDArray[np.float64], qx: NDArray[np.float64] | None,
+                    M: NDArray[np.float64], H: NDArray[np.float64],
+                    g: NDArray[np.float64]) -> float:
+    """The recursions of the module docstring in numpy: ``M`` (N+1, n, Nk+1), the leading
+    ``Nk × Nk`` block of ``H`` and ``g[:Nk]`` written in place; the constant returned."""
+    N, k = L.N, L.k
+    Nk = N * k
+    M[...] = 0.0
+    M[0, :, Nk] = x0
+    for j in range(N):                              # M_{j+1} = A_j M_j + [B_j | c_j]
+        Mj = M[j + 1]
+        np.matmul(A[j], M[j], out=Mj)
+        Mj[:, j * k:(j + 1) * k] = B[j]
+        if c is not None:
+            Mj[:, Nk] += c[j]
+    W = np.matmul(L.Qs, M[1:])                      # Q M_l (l = 1 … N)
+    W[N - 1] = Qf @ M[N]
+    if qx is not None:
+        W[:, :, Nk] += 0.5 * qx[1:]
+    for l in range(N - 1, 0, -1):                   # W_l += A_lᵀ W_{l+1}
+        W[l - 1] += A[l].T @ W[l]
+    HG = np.matmul(np.transpose(B, (0, 2, 1)), W)   # block row i: B_iᵀ W_{i+1}
+    HG *= 2.0
+    Huu = HG[:, :, :Nk].reshape(Nk, Nk)
+    H[:Nk, :Nk] = 0.5 * (Huu + Huu.T) + L._R2
+    g[:Nk] = HG[:, :, Nk].reshape(Nk)
+    xf = M[:, :, Nk]                                 # free response δx_j (U = 0)
+    const = float(np.sum((xf[:N] @ L.Qs) * xf[:N]) + xf[N] @ Qf @ xf[N])
+    if qx is not None:
+        const += float(np.sum(qx * xf))
+    return const
+
+
+def _fill_rows(L: DenseWindowQP, M: NDArray[np.float64],
+               shift: Mapping[str, tuple[NDArray[np.float64], NDArray[np.float64]]],
+               C: NDArray[np.float64] | None, D: NDArray[np.float64] | None,
+               lo: NDArray[np.float64], hi: NDArray[np.float64], Ag: NDArray[np.float64]) -> None:
+    """The bounds of the inputs and rates and the state and output rows of the step (written
+    into ``lo``, ``hi``, ``Ag``, which hold the step-independent entries)."""
+    N, k = L.N, L.k
+    Nk = N * k
+    xf = M[:, :, Nk]
     if L.iu.size and "u" in shift:
         ul, uh = shift["u"]
         lo[L._ucols] = np.ravel(ul)
@@ -544,4 +694,19 @@ def condensed_qp(layout: DenseWindowQP, A: NDArray[np.float64], B: NDArray[np.fl
             Ag[a0:a0 + cnt, :Nk] = Gy
             lo[r0:r0 + cnt] = np.ravel(yl - fy)
             hi[r0:r0 + cnt] = np.ravel(yh - fy)
-    return CondensedQP(H=H, g=g, A=Ag, lower=lo, upper=hi, const=const, M=M)
+
+
+def _solve_keywords(daqp: Any, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings as keyword arguments of ``daqp.solve``; a setting it does not take is
+    refused (`DesignError`), never dropped."""
+    import inspect
+
+    try:
+        names = set(inspect.signature(daqp.solve).parameters)
+    except (TypeError, ValueError):      # pragma: no cover - a build without a signature
+        return dict(settings)
+    missing = sorted(set(settings) - names)
+    if missing:
+        raise DesignError(f"daqp.solve of the installed daqp does not take the settings "
+                          f"{missing} (daqp_options); leave them out or update daqp")
+    return dict(settings)

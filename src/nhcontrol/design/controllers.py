@@ -38,7 +38,7 @@ from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array
 from .lqr import LQRResult, finite_horizon_lqr
 from ._plain import PlainReference, model_names, plain_reference
-from .mpc import LTVMPC, MPCStep
+from .mpc import LTVMPC, MPCStep, _plan_duals
 from .._util.reprs import concise_repr
 
 if TYPE_CHECKING:
@@ -496,7 +496,7 @@ def _shifted_warm_start(plan: Any, k: int, mpc: Any, N: int, n: int, m: int) -> 
     qp = mpc._layout_qp
     if duals is not None and qp is not None:
         duals = qp.shift_duals(duals)
-    return (np.vstack([xp[1:], xp[-1:]]), np.vstack([dup[1:], dup[-1:]]), duals)
+    return (np.concatenate((xp[1:], xp[-1:])), np.concatenate((dup[1:], dup[-1:])), duals)
 
 def _as_discrete(model: Any, dt: float | None) -> tuple[NDArray, NDArray, float, int | None]:
     """``(Ad, Bd, dt, period_steps)`` from a DiscreteLTV, an ``(Ad, Bd)`` pair (with ``dt``),
@@ -837,7 +837,7 @@ class MPCController(TrackingController):
             u = np.asarray(st.u, float)
             status, slack = st.status, st.slack_max
             side["_plan"] = (k, ur + np.asarray(st.predicted_u), np.asarray(st.predicted_x),
-                             np.asarray(st.predicted_u), st.duals)
+                             np.asarray(st.predicted_u), _plan_duals(st))
         except SolverError as exc:
             if not self.fallback:
                 raise

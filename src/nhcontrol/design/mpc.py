@@ -8,6 +8,7 @@ angles ``|α|, |β| ≤ 10°``) and are shifted by the reference window at each 
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from .._util import checks as _checks
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array, check_finite, readonly
 from ._mpc_checks import _bound, _output_window, _ready, _soft
-from ._condensed import DenseWindowQP, daqp_available
+from ._condensed import DenseWindowQP, LazyDuals, daqp_available
 from ._osqp import WindowQP
 from ._weights import check_psd, psd_factor
 from .._util.reprs import concise_repr
@@ -68,8 +69,9 @@ class MPCStep:
         ``(solver, cvxpy status)`` of every attempt, in order.
     duals : ndarray or None
         Multipliers of the sparse QP's rows in OSQP's layout and sign convention (OSQP's own,
-        or DAQP's mapped back with the costate recursion of the dynamics rows), for a later
-        ``step(warm_start=(δx, δu, duals))``; None when Clarabel answered.
+        or DAQP's mapped back with the costate recursion of the dynamics rows, run when the
+        attribute is first read), for a later ``step(warm_start=(δx, δu, duals))``; None when
+        Clarabel answered.
     slack : (N, p) ndarray
         Slacks ``s_j`` of the soft state bounds (one column per bounded state component,
         rows ``j = 1 … N``); an empty ``(N, 0)`` array for hard bounds. Nonzero entries mark
@@ -95,11 +97,52 @@ class MPCStep:
     duals: NDArray[np.float64] | None = None
     slack_output: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_duals"] = self.duals                   # formed before pickling
+        return state
+
     @property
     def slack_max(self) -> float:
         """Largest slack of the soft state and output bounds (0 for hard bounds or none
         used)."""
-        return float(max(np.max(self.slack, initial=0.0), np.max(self.slack_output, initial=0.0)))
+        out = 0.0
+        for s in (self.slack, self.slack_output):
+            if s.size:                  # (np.max of an empty array with initial= is slow)
+                out = max(out, float(np.max(s)))
+        return out
+
+
+def _finite(a: NDArray[np.float64]) -> bool:
+    """Every entry finite: the sum is finite (an inf or NaN entry makes it inf or NaN), else
+    the entries are checked (a sum can overflow)."""
+    return math.isfinite(float(np.add.reduce(a, axis=None))) or bool(np.isfinite(a).all())
+
+
+def _duals_get(self: MPCStep) -> NDArray[np.float64] | None:
+    d = self.__dict__.get("_duals")
+    if callable(d):                     # the condensed path: mapped on first access
+        d = np.array(d(), dtype=float)
+        self.__dict__["_duals"] = d
+    return d
+
+
+def _duals_set(self: MPCStep, value: Any) -> None:
+    self.__dict__["_duals"] = value
+
+
+def _plan_duals(st: MPCStep) -> Any:
+    """`MPCStep.duals` as kept for the next step's warm start: the array, or the multipliers
+    of the condensed path not yet formed (`LazyDuals`; DAQP's warm start does not need the
+    costate recursion)."""
+    return st.__dict__.get("_duals")
+
+
+# `MPCStep.duals` is a dataclass field (the same constructor, comparison and fields) read through
+# this property: the condensed path hands a function and the multipliers are mapped to the sparse
+# layout (the costate recursion of the dynamics rows) only when they are asked for
+MPCStep.duals = property(_duals_get, _duals_set,                      # type: ignore[assignment]
+                         doc="Multipliers of the sparse QP's rows (see the class docstring).")
 
 
 def window(dsys: Any, start: int, horizon: int, *,
@@ -222,10 +265,13 @@ class LTVMPC:
     qp_solver : {"daqp", "osqp"}
         ``"daqp"`` (default): each step condenses the QP (states eliminated by the structured
         recursions of ``docs/theory/condensed_qp.md``, in C when a compiler is available) and
-        solves it with DAQP (dual active set, warm-started from the previous window's active
-        set); when it fails, OSQP and then Clarabel are tried. ``"osqp"``: the sparse QP by
-        OSQP (then Clarabel). The OSQP path also solves when daqp is not installed or a soft
-        bound has ``ρ₂ = 0`` (reason in `qp_path_reason`; `qp_path` says which path solves).
+        solves it with DAQP (dual active set, one ``daqp.solve`` call per step: the
+        unconstrained minimiser is tried first, then DAQP iterates from the active set of the
+        multipliers of ``warm_start``, which the controllers fill with the previous window's
+        shifted, or from the empty set); when it fails, OSQP and then Clarabel are tried.
+        ``"osqp"``: the sparse QP by OSQP (then Clarabel). The OSQP path also solves when
+        daqp is not installed or a soft bound has ``ρ₂ = 0`` (reason in `qp_path_reason`;
+        `qp_path` says which path solves).
     daqp_options : mapping, optional
         DAQP settings overriding ``nhcontrol.design._condensed.DAQP_DEFAULTS``
         (``primal_tol = 1e-9``, ``iter_limit = 10000``).
@@ -407,6 +453,8 @@ class LTVMPC:
                                 "_Cp", "_Dp", "_Sy", "_groups")}
         state["_qp"], state["_problem"], state["_loaded"] = None, None, None
         state["_dense"] = state["_last_qp"] = None
+        if callable(state.get("_duals")):
+            state["_duals"] = state["_duals"]()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -606,13 +654,21 @@ class LTVMPC:
             qp.set_linear(data["qx"], data["qu"])
             qp._had_linear = data["linear"]
         if data["warm"] is not None:
-            qp.warm_start(*data["warm"])
+            (wx, wu), wy = data["warm"]
+            # (the primal warm start: only OSQP uses it; DAQP starts from the active set of wy)
+            z = None
+            if qp is not self._dense:
+                z = np.concatenate([wx.ravel(), wu.ravel(), np.zeros(qp.nz - wx.size - wu.size)])
+                wy = wy() if isinstance(wy, LazyDuals) else wy
+            qp.warm_start(z, wy)                                    # type: ignore[arg-type]
         out = qp.solve()
         self._last_qp = qp
         if out[1] is not None:
-            self._slack_value = np.maximum(qp.slack, 0.0)
-            self._slack_y_value = np.maximum(qp.slack_y, 0.0)
-            self._duals = qp.y.copy()
+            self._slack_value = np.maximum(qp.slack, 0.0) if qp.slack.size else qp.slack
+            self._slack_y_value = np.maximum(qp.slack_y, 0.0) if qp.slack_y.size else qp.slack_y
+            # DAQP: the multipliers are mapped to the sparse layout when first read
+            self._duals = (qp.lazy_duals() if qp is self._dense       # type: ignore[assignment]
+                           else qp.y.copy())
         return out
 
     def _solve_cvxpy(self, solver: str, opts: Mapping[str, Any],
@@ -741,7 +797,7 @@ class LTVMPC:
             self._Lf_value = None           # factored when the cvxpy path needs it
             self._Qf = Qf_.copy()
             if self._dense is not None:
-                self._dense.set_terminal(Qf_)
+                self._dense.Qf = self._Qf       # (the controller's own array, not duplicated again)
                 self._qp_Qf_stale = True        # OSQP gets it when it solves (_solve_direct)
             elif self._qp is not None:
                 self._qp.set_terminal(Qf_)
@@ -756,7 +812,9 @@ class LTVMPC:
             if g == "u":
                 off = ur
             elif g == "r":      # rates: δu_0 − (u_prev − u_ref_0), δu_j − δu_{j−1}
-                off = np.vstack([ur[0:1] - up, ur[1:] - ur[:-1]])
+                off = np.empty_like(ur)
+                np.subtract(ur[0], up, out=off[0])
+                np.subtract(ur[1:], ur[:-1], out=off[1:])
             else:
                 off = xr[1:]
             o = off if idx is None else off[:, idx]
@@ -783,10 +841,10 @@ class LTVMPC:
         if warm_start is not None and lay is not None:
             wx = self._ref(warm_start[0], "warm_start[0]", N + 1, n)
             wu = self._ref(warm_start[1], "warm_start[1]", N, k)
-            warm = (np.concatenate([wx.ravel(), wu.ravel(), np.zeros(lay.nz - wx.size - wu.size)]),
-                    None if len(warm_start) < 3 or warm_start[2] is None
-                    or np.size(warm_start[2]) != lay.l.size
-                    else np.asarray(warm_start[2], dtype=float))
+            wy = warm_start[2] if len(warm_start) >= 3 else None
+            if wy is not None and not isinstance(wy, LazyDuals):     # (a controller's plan)
+                wy = None if np.size(wy) != lay.l.size else np.asarray(wy, dtype=float)
+            warm = ((wx, wu), wy)
         data = {"x0": x0v, "A": A, "B": B, "shift": shift, "c": cc, "qx": qx, "qu": qu,
                 "linear": q_x is not None or q_u is not None, "warm": warm,
                 "Cy": self._Cy, "Dy": self._Dy}
@@ -816,7 +874,7 @@ class LTVMPC:
             if status != "optimal" and solver != chain[-1][0]:
                 _log.info("MPC step: %s returned %r; trying the next solver", solver, status)
             if status in _ACCEPTED and du_pred is not None and x_pred is not None:
-                if np.isfinite(du_pred).all() and np.isfinite(x_pred).all():
+                if _finite(du_pred) and _finite(x_pred):
                     if status == "optimal":
                         candidate = (solver, status, du_pred, x_pred, cost)
                         break
@@ -837,7 +895,10 @@ class LTVMPC:
                 lo = np.maximum(bd["u_min"], up + bd["du_min"])
                 hi = np.minimum(bd["u_max"], up + bd["du_max"])
                 ok = lo <= hi
-                u[ok] = np.clip(u[ok], lo[ok], hi[ok])
+                if ok.all():            # (np.clip's dispatch costs more than the two calls)
+                    u = np.minimum(np.maximum(u, lo), hi)
+                else:
+                    u[ok] = np.minimum(np.maximum(u[ok], lo[ok]), hi[ok])
             self._u_last = u.copy()
             return MPCStep(status=status, u=readonly(u), du=readonly(u - ur[0]),
                            predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),

@@ -46,7 +46,7 @@ from .._util.validation import as_float_array
 from .controllers import (ControlRecord, RiccatiSchedule, TrackingController, _as_discrete,
                           _io_callbacks, _shifted_warm_start)
 from .kalman import KalmanFilterResult, kalman_filter
-from .mpc import LTVMPC, MPCStep
+from .mpc import LTVMPC, MPCStep, _plan_duals
 
 __all__ = ["OffsetFreeMPCController"]
 
@@ -282,7 +282,7 @@ class OffsetFreeMPCController(TrackingController):
             u = np.asarray(st.u, float)
             status, slack = st.status, st.slack_max
             side["_plan"] = (k, ur + np.asarray(st.predicted_u), np.asarray(st.predicted_x),
-                             np.asarray(st.predicted_u), st.duals)
+                             np.asarray(st.predicted_u), _plan_duals(st))
         except SolverError as exc:
             if not self.fallback:
                 raise
