@@ -232,6 +232,11 @@ class NMPCController(TrackingController):
         self._lin_n = None if fast is None else fast.many
         self._lin_tol = float(getattr(reference, "check_tol", 1e-8))
         self._cond_max = COND_MAX
+        # the whole model work of a sample (admissible nodes, accelerations, linearization,
+        # ZOH exponentials) in one compiled call (`_crti`), or None: the numpy path below
+        from ._crti import rti_core
+        self._core = (rti_core(cm, self.idx, self._lin_tol, COND_MAX)
+                      if fast is not None else None)
         self.ev = ModelEvaluator(cm, getattr(reference, "parameters", None) if p is None else p)
         self._raw = self._raw_kernels(cm)
         n, m, l = self.idx.n, self.idx.m, self.idx.l
@@ -389,7 +394,14 @@ class NMPCController(TrackingController):
 
     def _model(self, ts: NDArray, X: NDArray, U: NDArray, xguess: NDArray
                ) -> tuple[NDArray, NDArray, NDArray, NDArray]:
-        """``Φ_j, Γ_j, F(X̄_j, ū_j)`` at the nodes and their full coordinates."""
+        """``Φ_j, Γ_j, F(X̄_j, ū_j)`` at the nodes and their full coordinates: by the compiled
+        core when it answers, else (and on any node it declines) by numpy, which raises or
+        warns with the full message."""
+        core = self._core
+        if core is not None:
+            got = core(X, xguess, U, self.ev.p, self.dt)
+            if got is not None:
+                return got[1], got[2], got[3], got[0]
         x, xd = self._admissible(X, xguess, U)
         xdd, lam = self._accelerations(x, xd, U)
         got = None
