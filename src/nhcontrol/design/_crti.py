@@ -49,7 +49,7 @@ VERSION = "r1"
 
 _CDEF = """
 int64_t nhc_rti_work(const int64_t *);
-int nhc_expm_zoh(int64_t, int64_t, const double *, double *, double *);
+int nhc_expm_zoh(int64_t, int64_t, const double *, double *, double *, int64_t *);
 int nhc_rti_nodes(const int64_t *, const int64_t *, const int64_t *, const int64_t *,
                   const int64_t *, const int64_t *, const double *, const double *,
                   const double *, const double *, const double *, double *, double *, double *,
@@ -248,8 +248,10 @@ static int ceil_log2(double x)                    /* ceil(log2(x)), x > 0, exact
    d_p = ||A^p||^(1/p);  m = 3 if max(d4, d6) <= ||A^2||^(1/2) <= theta_3, m = 5 if
    max(d4, d6) <= theta_5, m = 7 (9) if max(d6, d8) <= theta_7 (theta_9), each when ell = 0;
    else m = 13 with s = max(ceil(log2(min(eta_3, max(d8, d10)) / theta_13)), 0) + ell.
-   Work: 9 ns nt + ns + 2 nt doubles.  1 when the result is not finite. */
-NHC_API int nhc_expm_zoh(int64_t ns, int64_t nt, const double *Z, double *E, double *W)
+   Work: 9 ns nt + ns + 2 nt doubles; ms (or NULL): {m, s}.  1 when the result is not
+   finite. */
+NHC_API int nhc_expm_zoh(int64_t ns, int64_t nt, const double *Z, double *E, double *W,
+                         int64_t *ms)
 {
     const int64_t sz = ns * nt;
     double *A = W, *A2 = W + sz, *A4 = W + 2 * sz, *A6 = W + 3 * sz, *T1 = W + 4 * sz,
@@ -292,6 +294,7 @@ NHC_API int nhc_expm_zoh(int64_t ns, int64_t nt, const double *Z, double *E, dou
             }
         }
     }
+    if (ms) { ms[0] = m; ms[1] = sq; }
     const double *b = m == 3 ? PADE3 : m == 5 ? PADE5 : m == 7 ? PADE7 : m == 9 ? PADE9 : PADE13;
     /* T1 = the odd part's factor sum_i b_{2i+1} A^{2i} (its bottom scalar b_1), V the even
        part sum_i b_{2i} A^{2i} (bottom scalar b_0); the identity's top rows are [I | 0] */
@@ -444,7 +447,7 @@ NHC_API int nhc_rti_nodes(const int64_t *rd, const int64_t *fp, const int64_t *i
                 Z[(na + i) * nt + nt - 1] = h * xddj[ai[i]];
             }
             for (int64_t i = 0; i < nad; i++) Z[(2 * na + i) * nt + nt - 1] = h * xdj[ad[i]];
-            if (nhc_expm_zoh(ns, nt, Z, E, We)) return 8;
+            if (nhc_expm_zoh(ns, nt, Z, E, We, 0)) return 8;
             for (int64_t r = 0; r < ns; r++) {
                 for (int64_t i = 0; i < ns; i++) Aj[r * ns + i] = E[r * nt + i];
                 for (int64_t i = 0; i < k; i++) Bj[r * k + i] = E[r * nt + ns + i];
@@ -525,15 +528,19 @@ def rti_library(cache_dir: str | os.PathLike | None = None) -> "_Library | None"
         return lib
 
 
-def expm_zoh(Z: np.ndarray, lib: "_Library") -> np.ndarray | None:
-    """``[exp(Z11) | φ₁(Z11) Z12]`` of the top rows ``Z`` (ns × nt) of an augmented matrix with
-    zero bottom rows, by the compiled routine (for tests), or None when it is not finite."""
+def expm_zoh(Z: np.ndarray, lib: "_Library") -> tuple[np.ndarray, int, int] | None:
+    """``([exp(Z11) | φ₁(Z11) Z12], m, s)``: the top rows of the exponential of the augmented
+    matrix with top rows ``Z`` (ns × nt) and zero bottom rows by the compiled routine, its Padé
+    degree and squarings (for tests); None when the result is not finite."""
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     ns, nt = Z.shape
     E = np.empty((ns, nt))
     W = np.empty(9 * ns * nt + ns + 2 * nt)
+    ms = np.zeros(2, dtype=np.int64)
     fb, dbl = lib.ffi.from_buffer, lib.ffi.typeof("double[]")
-    return None if lib.expm(ns, nt, fb(dbl, Z), fb(dbl, E), fb(dbl, W)) else E
+    if lib.expm(ns, nt, fb(dbl, Z), fb(dbl, E), fb(dbl, W), fb(lib.ffi.typeof("int64_t[]"), ms)):
+        return None
+    return E, int(ms[0]), int(ms[1])
 
 
 def rti_core(cm: CompiledModel, idx: Any, tol: float, cond_max: float) -> "RTICore | None":
