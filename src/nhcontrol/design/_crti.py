@@ -148,9 +148,34 @@ static void lu_solve(const double *F, int64_t s, const int64_t *piv, double *R, 
    its top rows P = [P11 | P12] (ns x nt) and the scalar c.  Products:
    [[P11, P12], [0, p I]] [[Q11, Q12], [0, q I]] = [[P11 Q11, P11 Q12 + q P12], [0, p q I]]. */
 
-/* C = top rows of P Q (q: Q's bottom scalar); C must not alias P or Q */
-static void top_mul(int64_t ns, int64_t nt, const double *P, const double *Q, double q,
-                    double *C)
+/* C = top rows of P Q (q: Q's bottom scalar); C must not alias P or Q.  One instance per row
+   length nt = 2 ... 24 (a compile-time row: its accumulators stay in registers, the loops are
+   unrolled and vectorised) and one for any nt; the same operations in the same order. */
+#define NHC_TOP_MUL(NT)                                                                      \
+static void top_mul_##NT(int64_t ns, const double *P, const double *Q, double q, double *C)  \
+{                                                                                            \
+    for (int64_t i = 0; i < ns; i++) {                                                       \
+        double acc[NT];                                                                      \
+        const double *pi = P + i * NT;                                                       \
+        for (int j = 0; j < NT; j++) acc[j] = 0.0;                                           \
+        for (int64_t r = 0; r < ns; r++) {                                                   \
+            const double a = pi[r];                                                          \
+            const double *qr = Q + r * NT;                                                   \
+            if (a == 0.0) continue;                                                          \
+            for (int j = 0; j < NT; j++) acc[j] += a * qr[j];                                \
+        }                                                                                    \
+        if (q != 0.0)                                                                        \
+            for (int64_t j = ns; j < NT; j++) acc[j] += q * pi[j];                           \
+        for (int j = 0; j < NT; j++) C[i * NT + j] = acc[j];                                 \
+    }                                                                                        \
+}
+NHC_TOP_MUL(2) NHC_TOP_MUL(3) NHC_TOP_MUL(4) NHC_TOP_MUL(5) NHC_TOP_MUL(6) NHC_TOP_MUL(7)
+NHC_TOP_MUL(8) NHC_TOP_MUL(9) NHC_TOP_MUL(10) NHC_TOP_MUL(11) NHC_TOP_MUL(12) NHC_TOP_MUL(13)
+NHC_TOP_MUL(14) NHC_TOP_MUL(15) NHC_TOP_MUL(16) NHC_TOP_MUL(17) NHC_TOP_MUL(18) NHC_TOP_MUL(19)
+NHC_TOP_MUL(20) NHC_TOP_MUL(21) NHC_TOP_MUL(22) NHC_TOP_MUL(23) NHC_TOP_MUL(24)
+
+static void top_mul_any(int64_t ns, int64_t nt, const double *P, const double *Q, double q,
+                        double *C)
 {
     for (int64_t i = 0; i < ns; i++) {
         double *c = C + i * nt;
@@ -164,6 +189,20 @@ static void top_mul(int64_t ns, int64_t nt, const double *P, const double *Q, do
         }
         if (q != 0.0)
             for (int64_t j = ns; j < nt; j++) c[j] += q * pi[j];
+    }
+}
+
+static void top_mul(int64_t ns, int64_t nt, const double *P, const double *Q, double q,
+                    double *C)
+{
+    switch (nt) {
+#define NHC_CASE(NT) case NT: top_mul_##NT(ns, P, Q, q, C); return;
+    NHC_CASE(2) NHC_CASE(3) NHC_CASE(4) NHC_CASE(5) NHC_CASE(6) NHC_CASE(7) NHC_CASE(8)
+    NHC_CASE(9) NHC_CASE(10) NHC_CASE(11) NHC_CASE(12) NHC_CASE(13) NHC_CASE(14) NHC_CASE(15)
+    NHC_CASE(16) NHC_CASE(17) NHC_CASE(18) NHC_CASE(19) NHC_CASE(20) NHC_CASE(21) NHC_CASE(22)
+    NHC_CASE(23) NHC_CASE(24)
+#undef NHC_CASE
+    default: top_mul_any(ns, nt, P, Q, q, C);
     }
 }
 
@@ -268,12 +307,15 @@ NHC_API int nhc_expm_zoh(int64_t ns, int64_t nt, const double *Z, double *E, dou
     else {
         top_mul(ns, nt, A2, A2, 0.0, A4);
         const double nA4 = norm1(ns, nt, A4);
-        const double d4 = pow(nA4, 0.25), d6b = pow(nA4 * nA2, 1.0 / 6.0);
-        if (fmax(d4, d6b) <= THETA5 && ell(ns, nt, Z, 1.0, nA, 5, v) == 0) m = 5;
+        /* max(d4, d6) <= theta_5 without roots: d4 <= t <=> ||A^4|| <= t^4 (and so on) */
+        if (nA4 <= THETA5 * THETA5 * THETA5 * THETA5
+                && nA4 * nA2 <= THETA5 * THETA5 * THETA5 * THETA5 * THETA5 * THETA5
+                && ell(ns, nt, Z, 1.0, nA, 5, v) == 0) m = 5;
         else {
             top_mul(ns, nt, A4, A2, 0.0, A6);
             const double nA6 = norm1(ns, nt, A6);
-            const double d6 = pow(nA6, 1.0 / 6.0), d8b = pow(fmin(nA4 * nA4, nA6 * nA2), 0.125);
+            const double d8b = pow(fmin(nA4 * nA4, nA6 * nA2), 0.125);
+            const double d6 = pow(nA6, 1.0 / 6.0);
             const double eta3 = fmax(d6, d8b);
             if (eta3 <= THETA7 && ell(ns, nt, Z, 1.0, nA, 7, v) == 0) m = 7;
             else if (eta3 <= THETA9 && ell(ns, nt, Z, 1.0, nA, 9, v) == 0) m = 9;
@@ -616,12 +658,17 @@ class RTICore:
         self._ix = np.concatenate([ai, ad])
         self._sc = np.array([0.0, float(tol), float(cond_max), INPUT_CONSTRAINT_ATOL])
         self._psize = int(np.asarray(cm._p0).shape[0])
-        self._c = {nm: fb(i64, a) for nm, a in (("fp", fp), ("ix", self._ix), ("dims", dims),
-                                                ("ixl", ixl), ("offs", offs))}
-        self._fb, self._dbl, self._i64 = fb, dbl, i64
-        self._work: dict[int, tuple] = {}
         self._info = np.zeros(2, dtype=np.int64)
         self._piv = np.zeros(n + l + 2, dtype=np.int64)
+        # the cdata of the bound arrays (their buffers live as long as this object)
+        self._c = {nm: fb(i64, a) for nm, a in (("fp", fp), ("ix", self._ix), ("dims", dims),
+                                                ("ixl", ixl), ("offs", offs), ("rd", rd),
+                                                ("piv", self._piv), ("info", self._info))}
+        self._c["sc"] = fb(dbl, self._sc)
+        self._p: Any = None
+        self._cp: Any = None
+        self._fb, self._dbl, self._i64 = fb, dbl, i64
+        self._work: dict[int, tuple] = {}
         self.last: tuple | None = None
         self.flags = 0
 
@@ -646,30 +693,34 @@ class RTICore:
             return None
         if X.shape != (N, ns) or xguess.shape != (N, n) or U.shape != (N, k):
             return None
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        xguess = np.ascontiguousarray(xguess, dtype=np.float64)
-        U = np.ascontiguousarray(U, dtype=np.float64)
         fb, dbl, c = self._fb, self._dbl, self._c
-        rd = self._rd
         work = self._work.get(N)
-        if work is None:
-            rd[0] = N
-            W = np.empty(int(self.lib.work(fb(self._i64, rd))))
-            work = self._work[N] = (W, fb(dbl, W), W.size)
-        rd[0] = N
+        if work is None:               # per horizon: the work array, the outputs' offsets
+            self._rd[0] = N
+            W = np.empty(int(self.lib.work(c["rd"])))
+            sizes = np.array([N * n, N * n, N * n, N * l, N * ns * ns, N * ns * k, N * ns])
+            work = self._work[N] = (W, fb(dbl, W), W.size, int(sizes.sum()),
+                                    [int(o) for o in np.concatenate([[0], np.cumsum(sizes)])])
+        if self._p is not p:           # the parameters' buffer (the same array every sample)
+            self._p, self._cp = p, fb(dbl, np.ascontiguousarray(p))
+        self._rd[0] = N
         self._sc[0] = h
-        x, xd, xdd = np.empty((N, n)), np.empty((N, n)), np.empty((N, n))
-        lam = np.empty((N, l))
-        Phi, Gam, F = np.empty((N, ns, ns)), np.empty((N, ns, k)), np.empty((N, ns))
+        out = np.empty(work[3])        # x, xd, xdd, lam, Φ, Γ, F in one buffer
+        o = work[4]
+        co = fb(dbl, out)
         flags = self.lib.nodes(
-            fb(self._i64, rd), c["fp"], c["ix"], c["dims"], c["ixl"], c["offs"], fb(dbl, X),
-            fb(dbl, xguess), fb(dbl, U), fb(dbl, p), fb(dbl, self._sc), fb(dbl, x), fb(dbl, xd),
-            fb(dbl, xdd), fb(dbl, lam), fb(dbl, Phi), fb(dbl, Gam), fb(dbl, F), work[1], work[2],
-            fb(self._i64, self._piv), fb(self._i64, self._info))
+            c["rd"], c["fp"], c["ix"], c["dims"], c["ixl"], c["offs"],
+            fb(dbl, np.ascontiguousarray(X, dtype=np.float64)),
+            fb(dbl, np.ascontiguousarray(xguess, dtype=np.float64)),
+            fb(dbl, np.ascontiguousarray(U, dtype=np.float64)), self._cp, c["sc"], co,
+            co + o[1], co + o[2], co + o[3], co + o[4], co + o[5], co + o[6], work[1], work[2],
+            c["piv"], c["info"])
         self.flags = int(flags)
         if flags:
             return None
         if self._points >= 0:
             self._specialise(N)
-        self.last = (xd, xdd, lam)
-        return x, Phi, Gam, F
+        self.last = (out[o[1]:o[2]].reshape(N, n), out[o[2]:o[3]].reshape(N, n),
+                     out[o[3]:o[4]].reshape(N, l))
+        return (out[:o[1]].reshape(N, n), out[o[4]:o[5]].reshape(N, ns, ns),
+                out[o[5]:o[6]].reshape(N, ns, k), out[o[6]:o[7]].reshape(N, ns))
