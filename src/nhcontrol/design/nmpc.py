@@ -29,6 +29,11 @@ At the sample ``t_k`` with measured ``(x, ẋ)`` the controller
    ``δX, δu`` with the tracking cost written about the plan (linear terms
    ``2 Q (X̄_j − X_ref,j)``, ``2 R (ū_j − u_ref,j)``) and **applies** ``ū_0 + δu_0``.
 
+With C kernels, steps 2-4 of the ``N`` nodes run in one compiled call (``design/_crti.py``: the
+augmented matrix's top rows, a Padé approximant with the degree of Al-Mohy and Higham 2009;
+docs/theory/nmpc.md, "The ZOH exponential in compiled code"); the numpy path below is its
+fallback (no compiler, a node it declines) and gives the same numbers to round-off.
+
 ``mode="sqp"`` repeats 2-5 from the new plan until the KKT residual of the discretized
 nonlinear problem (dynamics ``X_{j+1} = F(X_j, u_j)``, the same cost and bounds) is below
 ``sqp_tol``: the reference solution RTI approximates with one iteration per sample. The KKT
