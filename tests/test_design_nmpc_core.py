@@ -25,24 +25,25 @@ from nhcontrol.models import ball_plate as bp
 from nhcontrol.models import self_balancing_robot as sbr
 
 
-def _ball():
+def _ball(**kw):
     cm = bp.model()
     x0, xd0 = bp.initial_conditions(cm, 5.0)
     ref = bp.spin_matched_motion(cm, x0, xd0)
     dt = bp.motion_from_reference(cm, ref).period / 125
     b, r = math.radians(10.0), math.radians(0.5)
     ctrl = NMPCController(cm, ref, bp.PARTITION_8_72, 10, np.diag([1.0, 1.0, 1.0, 0.0, 0.1, 0.1, 1e4, 1e4]),
-                          1e3 * np.eye(2), dt=dt, u_min=-b, u_max=b, du_min=-r, du_max=r, steps=40)
+                          1e3 * np.eye(2), dt=dt, u_min=-b, u_max=b, du_min=-r, du_max=r, steps=40, **kw)
     return cm, ref, ctrl, x0, xd0
 
 
-def _robot():
+def _robot(**kw):
     cm = sbr.model()
     ref = sbr.circle(cm, 2.0, 0.5)
     x0, xd0 = np.asarray(ref.x(0.0), float).copy(), np.asarray(ref.xd(0.0), float)
     x0[1] += 0.05
     ctrl = NMPCController(cm, ref, sbr.PARTITION, 10, np.diag([10.0, 0.0, 0.0, 1.0, 0.01, 0.01, 1e3, 1e3, 10.0]),
-                          np.eye(2), dt=0.02, u_min=-3.0, u_max=3.0, du_min=-0.3, du_max=0.3, steps=40)
+                          np.eye(2), dt=0.02, u_min=-3.0, u_max=3.0, du_min=-0.3, du_max=0.3, steps=40,
+                          **kw)
     return cm, ref, ctrl, x0, xd0
 
 
@@ -89,15 +90,16 @@ def test_core_gives_the_numpy_nodes(name):
     ctrl._core = core
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_controller_inputs_equal_the_numpy_paths(name):
+@pytest.mark.parametrize("name, mode", [("ball-plate", "rti"), ("robot", "rti"), ("robot", "sqp")])
+def test_controller_inputs_equal_the_numpy_paths(name, mode):
     """A closed loop run by the controller with the compiled core and replayed, state by state,
-    through a controller on the numpy path: the same inputs (1e-9) and statuses."""
+    through a controller on the numpy path: the same inputs (1e-9) and statuses (RTI, and the
+    SQP, which calls the core once per iteration)."""
     from nhcontrol.simulate import forward_dynamics
 
-    cm, ref, fast, x0, xd0 = CASES[name]()
+    cm, ref, fast, x0, xd0 = CASES[name](mode=mode)
     _compiled(fast)
-    slow = CASES[name]()[2]
+    slow = CASES[name](mode=mode)[2]
     slow._core = None
     K = 8
     dt = fast.dt
@@ -108,6 +110,7 @@ def test_controller_inputs_equal_the_numpy_paths(name):
         s = np.concatenate([run.x[j], run.xd[j]])
         np.testing.assert_allclose(slow.control(rec.t, s), rec.u, rtol=0, atol=1e-9)
     assert [h.status for h in fast.history[:K]] == [h.status for h in slow.history] == ["optimal"] * K
+    assert [h.iterations for h in fast.history[:K]] == [h.iterations for h in slow.history]
 
 
 def test_zoh_exponential_matches_scipy_at_every_degree():
