@@ -30,14 +30,10 @@ back with the full message. When the library cannot be built (no compiler) the n
 
 from __future__ import annotations
 
-import json
 import os
-from _thread import allocate_lock as _new_lock
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from .._util.errors import CacheError
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -58,7 +54,7 @@ int nhc_rti_nodes(const int64_t *, const int64_t *, const int64_t *, const int64
 extern const char nhc_layout[];
 """
 
-C_SOURCE = r'''/* The model work of one real-time iteration (nhcontrol/design/_crti.py; the numpy reference
+_HEAD = r'''/* The model work of one real-time iteration (nhcontrol/design/_crti.py; the numpy reference
  * is NMPCController._model in nhcontrol/design/nmpc.py).  All matrices row-major.
  *
  * Return value of nhc_rti_nodes: 0, or flags after which the caller runs the numpy path:
@@ -83,67 +79,9 @@ typedef int (*nhc_prepared)(const int64_t *, const int64_t *, const int64_t *, c
                             const double *, const double *, const double *, const double *,
                             double, double, double, double *, double *, double *, int64_t,
                             int64_t *);
+'''
 
-static int finite_all(const double *a, int64_t s)
-{
-    for (int64_t i = 0; i < s; i++)
-        if (!isfinite(a[i])) return 0;
-    return 1;
-}
-
-/* LU factorisation with partial pivoting of the s x s matrix X in place (LAPACK's dgetf2
-   algorithm); 1 when a pivot is exactly zero */
-static int lu(double *X, int64_t s, int64_t *piv)
-{
-    for (int64_t j = 0; j < s; j++) {
-        int64_t p = j;
-        double big = fabs(X[j * s + j]);
-        for (int64_t i = j + 1; i < s; i++)
-            if (fabs(X[i * s + j]) > big) { big = fabs(X[i * s + j]); p = i; }
-        piv[j] = p;
-        if (!(big != 0.0)) return 1;
-        if (p != j)
-            for (int64_t q = 0; q < s; q++) {
-                double t = X[j * s + q]; X[j * s + q] = X[p * s + q]; X[p * s + q] = t;
-            }
-        double inv = 1.0 / X[j * s + j];
-        for (int64_t i = j + 1; i < s; i++) {
-            double f = (X[i * s + j] *= inv);
-            if (f == 0.0) continue;
-            for (int64_t q = j + 1; q < s; q++) X[i * s + q] -= f * X[j * s + q];
-        }
-    }
-    return 0;
-}
-
-/* solve with the factors of lu() for the s x r right-hand side R (row stride ldr), in place */
-static void lu_solve(const double *F, int64_t s, const int64_t *piv, double *R, int64_t r,
-                     int64_t ldr)
-{
-    for (int64_t j = 0; j < s; j++)
-        if (piv[j] != j)
-            for (int64_t q = 0; q < r; q++) {
-                double t = R[j * ldr + q]; R[j * ldr + q] = R[piv[j] * ldr + q];
-                R[piv[j] * ldr + q] = t;
-            }
-    for (int64_t i = 1; i < s; i++)
-        for (int64_t j = 0; j < i; j++) {
-            double f = F[i * s + j];
-            if (f == 0.0) continue;
-            for (int64_t q = 0; q < r; q++) R[i * ldr + q] -= f * R[j * ldr + q];
-        }
-    for (int64_t i = s - 1; i >= 0; i--) {
-        for (int64_t j = i + 1; j < s; j++) {
-            double f = F[i * s + j];
-            if (f == 0.0) continue;
-            for (int64_t q = 0; q < r; q++) R[i * ldr + q] -= f * R[j * ldr + q];
-        }
-        double inv = 1.0 / F[i * s + i];
-        for (int64_t q = 0; q < r; q++) R[i * ldr + q] *= inv;
-    }
-}
-
-/* ---------------------------------------------------------------- the ZOH exponential
+_BODY = r'''/* ---------------------------------------------------------------- the ZOH exponential
    An augmented matrix [[P11, P12], [0, c I]] (P11: ns x ns, P12: ns x (nt - ns)) is stored as
    its top rows P = [P11 | P12] (ns x nt) and the scalar c.  Products:
    [[P11, P12], [0, p I]] [[Q11, Q12], [0, q I]] = [[P11 Q11, P11 Q12 + q P12], [0, p q I]]. */
@@ -502,72 +440,49 @@ NHC_API int nhc_rti_nodes(const int64_t *rd, const int64_t *fp, const int64_t *i
 
 NHC_API const char nhc_layout[] = NHC_LAYOUT;
 '''
-"""The routine (``NHC_LAYOUT`` is replaced by the library's layout string)."""
-
-_LOCK = _new_lock()
-_LIBS: dict[str, Any] = {}
-_KEY: list[str] = []
 
 
-def _key() -> str:
-    if not _KEY:
-        from .._util.sha import sha256_hex
+def _c_source() -> str:
+    from ..linearization._cspecial import _helpers
 
-        _KEY.append(sha256_hex((VERSION + "\n" + C_SOURCE).encode()))
-    return _KEY[0]
+    return _HEAD + "\n" + _helpers() + _BODY
 
 
-def _source() -> str:
-    from ..compiled._ffi_tables import prebuilt_ffi_arguments
-
-    layout: dict[str, Any] = {"key": _key(), "generator": VERSION, "cdef": _CDEF}
-    ffi_args = prebuilt_ffi_arguments(_CDEF)
-    if ffi_args is not None:
-        layout["ffi"] = ffi_args
-    return C_SOURCE.replace("NHC_LAYOUT", json.dumps(json.dumps(layout, sort_keys=True)))
-
-
-def _library_file(directory: str) -> str:
-    from ..compiled.cbackend import library_suffix
-
-    return os.path.join(directory, f"nhc_rti_{_key()[:24]}.{VERSION}.{library_suffix()}")
-
+C_SOURCE = _c_source()
+"""The routine, with the dense LU and finiteness helpers of the compiled Steps 1-7
+(`nhcontrol.linearization._cpoint`; ``NHC_LAYOUT`` is replaced by the library's layout
+string)."""
 
 class _Library:
     """The loaded routines ``nodes``, ``expm``, ``work`` and the FFI."""
 
-    def __init__(self, path: str) -> None:
-        from ..compiled.cbackend import open_routine
+    def __init__(self, loaded: tuple[str, Any, Any]) -> None:
+        self.path, self.ffi, self.lib = loaded
+        self.nodes, self.expm, self.work = (self.lib.nhc_rti_nodes, self.lib.nhc_expm_zoh,
+                                            self.lib.nhc_rti_work)
 
-        raw, ffi, lib = open_routine(path, _key(), VERSION)
-        self.path, self._raw, self.ffi, self.lib = path, raw, ffi, lib
-        self.nodes, self.expm, self.work = lib.nhc_rti_nodes, lib.nhc_expm_zoh, lib.nhc_rti_work
+
+_ROUTINE: list[Any] = []
+_LIBS: dict[str, "_Library | None"] = {}
 
 
 def rti_library(cache_dir: str | os.PathLike | None = None) -> "_Library | None":
     """The compiled RTI routines of the (trusted) cache directory, built on first use; None
     when they cannot be built or loaded (one warning; the numpy path then runs)."""
-    from ..compiled import cache as _cache
+    from ..compiled.cbackend import RoutineLibrary
 
-    if os.environ.get("NHCONTROL_BACKEND", "").lower() == "python":
-        return None
-    try:
-        directory = _cache.trusted_dir(cache_dir)
-    except (CacheError, OSError) as exc:
-        _cache.warn_once("backend", "rti", f"the NMPC nodes are computed with numpy (same "
-                                           f"results, slower): no cache directory ({exc})")
-        return None
-    with _LOCK:
-        if directory in _LIBS:
-            return _LIBS[directory]
-        from ..compiled.cbackend import load_or_build_routine
-
-        lib = load_or_build_routine(
-            _library_file(directory), _Library, _source, what="compiled RTI library",
+    if not _ROUTINE:
+        _ROUTINE.append(RoutineLibrary(
+            "nhc_rti", VERSION, C_SOURCE, _CDEF, what="compiled RTI library",
             fallback="the NMPC nodes are computed with numpy (same results, slower)",
-            optimise="-O3")
-        _LIBS[directory] = lib
-        return lib
+            optimise="-O3"))
+    loaded = _ROUTINE[0].load(cache_dir)
+    if loaded is None:
+        return None
+    hit = _LIBS.get(loaded[0])
+    if hit is None:
+        hit = _LIBS[loaded[0]] = _Library(loaded)
+    return hit
 
 
 def expm_zoh(Z: np.ndarray, lib: "_Library") -> tuple[np.ndarray, int, int] | None:
