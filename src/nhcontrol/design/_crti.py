@@ -19,8 +19,9 @@ node, what ``NMPCController._model`` does with numpy around the model's kernels:
 
 The model's kernels are called through their addresses in the model's own (verified) kernel
 library, as the prepared linearizer does. The routine is generic (one library per cache
-directory, not per model), compiled with the kernels' compiler settings at ``-O3`` (no fast-math, no contraction), stored with
-a sha256 record and verified before it is opened. It answers only the common case (no
+directory, not per model: `nhcontrol.compiled.cbackend.RoutineLibrary`), compiled with the
+kernels' compiler settings at ``-O3`` (no fast-math, no contraction), stored with a sha256
+record and verified before it is opened. It answers only the common case (no
 holonomic constraints, no affine constraint terms, inputs present, no inputs in the
 constraints); a node it cannot finish (a kernel flag, a non-finite value, a singular block, the
 conditioning pre-check) returns a flag and the numpy path repeats the work, raising or falling
@@ -533,7 +534,8 @@ def rti_core(cm: CompiledModel, idx: Any, tol: float, cond_max: float) -> "RTICo
 class RTICore:
     """``core(X, xguess, U, p, h)``: ``(x, Φ, Γ, F)`` of the ``N`` nodes (the outputs of
     ``NMPCController._model``; ``xd, ẍ, Λ`` in ``core.last``), or None (the numpy path
-    decides)."""
+    decides). One per controller: its work arrays are reused from call to call (a controller
+    is not shared between threads either)."""
 
     def __init__(self, cm: CompiledModel, idx: Any, ck: Any, lib: _Library, plib: Any,
                  tol: float, cond_max: float) -> None:
