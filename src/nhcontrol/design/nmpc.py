@@ -249,6 +249,7 @@ class NMPCController(TrackingController):
         ai, ad = np.asarray(self.idx.ai), np.asarray(self.idx.ad)
         self._ai, self._ad, self._d = ai, ad, np.asarray(self.idx.d)
         self._dep = np.concatenate([ad, self._d]).astype(int)        # dependent velocities
+        self._red = np.concatenate([ai, n + ai, ad]).astype(np.intp)  # X of [x, ẋ] (`reduce`)
         self.ns = 2 * ai.size + ad.size
         coords = tuple(cm.coordinates)
         self.states = (tuple(coords[i] for i in ai) + tuple(f"{coords[i]}_d" for i in ai)
@@ -334,7 +335,7 @@ class NMPCController(TrackingController):
 
     def reduce(self, x: NDArray, xd: NDArray) -> NDArray[np.float64]:
         """Linear state ``X = [x_ai, ẋ_ai, x_ad]`` of ``(x, ẋ)`` (stacked over the last axis)."""
-        return np.concatenate([x[..., self._ai], xd[..., self._ai], x[..., self._ad]], axis=-1)
+        return np.concatenate((x, xd), axis=-1)[..., self._red]
 
     def _admissible(self, X: NDArray, xguess: NDArray, U: NDArray) -> tuple[NDArray, NDArray]:
         """Full admissible ``(x, ẋ)`` (N, n) of the linear states ``X`` (N, ns)."""
