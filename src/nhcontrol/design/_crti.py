@@ -526,6 +526,8 @@ def rti_core(cm: CompiledModel, idx: Any, tol: float, cond_max: float) -> "RTICo
         return None
     fl = ck.layout["functions"]
     n, l, k = int(idx.n), int(idx.l), int(cm.ninputs)  # noqa: E741
+    if len(idx.ad) != l or len(idx.d):
+        return None                 # the dependent velocities are x_ad's (no holonomic rows)
     want = {"D": (["x", "u", "p"], [(l, n)]),
             "dynamics_terms": (["x", "xd", "u", "p"], [(n, n), (n,), (l, n), (l,)]),
             "linearization_terms": (["x", "xd", "xdd", "lam", "u", "p"], None)}
