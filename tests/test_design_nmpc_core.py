@@ -145,6 +145,30 @@ def test_zoh_exponential_matches_scipy_at_every_degree():
     assert _crti.expm_zoh(Z, lib) is None
 
 
+def test_zoh_exponential_of_non_normal_matrices():
+    """``[[a, b], [0, a]]`` blocks with ``b ≫ |a|``: the powers' norms approach ``|a|`` (no
+    scaling by them), but ``|Z|``'s do not, and the ℓ term of Al-Mohy and Higham squares; the
+    result against a 60-digit exponential (mpmath)."""
+    import mpmath
+
+    from _helpers import c_compiler_present
+
+    if not c_compiler_present():
+        pytest.skip("no C compiler on this machine")
+    lib = _crti.rti_library()
+    mpmath.mp.dps = 60
+    scaled = 0
+    for a, b in ((0.5, 1e3), (-2.0, 1e5), (0.01, 1e8), (3.0, 50.0)):
+        Z = np.array([[a, b, 0.3, 1.0], [0.0, a, -0.2, 0.5]])
+        full = np.zeros((4, 4))
+        full[:2] = Z
+        ref = np.array(mpmath.expm(mpmath.matrix(full.tolist())).tolist(), dtype=float)[:2]
+        E, m, s = _crti.expm_zoh(Z, lib)
+        scaled += s > 0
+        assert _rel(E, ref) < 1e-13, (a, b, m, s, _rel(E, ref))
+    assert scaled >= 2
+
+
 def test_without_a_compiler_the_numpy_path_runs(monkeypatch, tmp_path):
     """No compiler (``CC`` names none): the library is not built (one warning naming the
     fallback), a controller gets no core and runs on the numpy path."""

@@ -205,6 +205,7 @@ static int ell(int64_t ns, int64_t nt, const double *A, double scale, double nor
     /* || |B|^p ||_1 <= ||B||_1^p: when that bound already gives 0, so does the exact norm */
     const double bound = pow(scale * normA, p - 1) / c_recip;
     if (isfinite(bound) && bound <= 0x1p-53) return 0;
+    double lg = 0.0;                              /* log2 of the factor taken out of v */
     for (int64_t j = 0; j < nt; j++) v0[j] = 1.0;
     for (int it = 0; it < p; it++) {              /* v <- v |B| (rows >= ns of B are 0) */
         for (int64_t j = 0; j < nt; j++) v1[j] = 0.0;
@@ -213,13 +214,17 @@ static int ell(int64_t ns, int64_t nt, const double *A, double scale, double nor
             const double *ai = A + i * nt;
             for (int64_t j = 0; j < nt; j++) v1[j] += vi * fabs(ai[j]);
         }
+        double big = 0.0;                         /* rescaled: no overflow for any norm */
+        for (int64_t j = 0; j < nt; j++) if (v1[j] > big) big = v1[j];
+        if (!(big > 0.0) || !isfinite(big)) return 0;
+        for (int64_t j = 0; j < nt; j++) v1[j] /= big;
+        lg += log2(big);
         double *t = v0; v0 = v1; v1 = t;
     }
-    double big = 0.0;
-    for (int64_t j = 0; j < nt; j++) if (v0[j] > big) big = v0[j];
-    const double alpha = big / (scale * normA * c_recip);
-    if (!(alpha > 0.0) || !isfinite(alpha)) return 0;
-    const double val = ceil((log2(alpha) + 53.0) / (2.0 * m));
+    /* log2(alpha) = log2 || |B|^p ||_1 - log2(||B||_1 / |c_{2m+1}|) */
+    const double log2_alpha = lg - log2(scale * normA) - log2(c_recip);
+    if (!isfinite(log2_alpha)) return 0;
+    const double val = ceil((log2_alpha + 53.0) / (2.0 * m));
     return val > 0.0 ? (int)val : 0;
 }
 
