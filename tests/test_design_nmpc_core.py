@@ -113,6 +113,26 @@ def test_controller_inputs_equal_the_numpy_paths(name, mode):
     assert [h.iterations for h in fast.history[:K]] == [h.iterations for h in slow.history]
 
 
+def test_core_moves_to_the_specialised_linearization():
+    """The core starts with the generic Steps 1-7 routine when the one specialised to the model
+    and partition is not built, and takes the specialised one after `_cpoint.SPECIALISE_AFTER`
+    nodes (as the stacked linearization does): the same nodes to round-off."""
+    cm, ref, ctrl, x0, xd0 = _robot()
+    _compiled(ctrl)
+    core = ctrl._core
+    N = 10
+    ts = 0.2 + ctrl.dt * np.arange(N)
+    X = ctrl.reduce(np.asarray(ref.x(ts)), np.asarray(ref.xd(ts)))
+    U = np.atleast_2d(ctrl.u_ref(ts)).reshape(N, ctrl.k)
+    xg = np.asarray(ref.x(ts), dtype=float)
+    core._sp, core._fp[3], core._points, core._specialise_after = None, 0, 0, 5
+    generic = core(X, xg, U, ctrl.ev.p, ctrl.dt)
+    assert generic is not None and core._sp is not None and core._fp[3] != 0
+    special = core(X, xg, U, ctrl.ev.p, ctrl.dt)
+    for a, b in zip(special, generic):
+        assert _rel(a, b) < 1e-12
+
+
 def test_zoh_exponential_matches_scipy_at_every_degree():
     """The compiled ZOH exponential (top rows of the augmented matrix) against
     ``scipy.linalg.expm`` of the full augmented matrix, with norms that select every Padé degree
