@@ -193,8 +193,11 @@ def test_without_a_compiler_the_numpy_path_runs(monkeypatch, tmp_path):
     """No compiler (``CC`` names none): the library is not built (one warning naming the
     fallback), a controller gets no core and runs on the numpy path."""
     from nhcontrol.compiled import cache as _cache
+    from nhcontrol.compiled import cbackend
 
     monkeypatch.setenv("CC", "/nonexistent/cc")
+    # the process remembers a missing compiler: this test's memory, dropped after it
+    monkeypatch.setattr(cbackend, "_NO_COMPILER", [])
     _cache._WARNED.discard(("backend", "compiled RTI library"))
     with pytest.warns(RuntimeWarning, match="computed with numpy.*cannot be built"):
         assert _crti.rti_library(tmp_path) is None
