@@ -155,7 +155,6 @@ def test_zoh_exponential_matches_scipy_at_every_degree():
             full = np.zeros((ns + k + 1, ns + k + 1))
             full[:ns] = Z
             ref = expm(full)
-            np.testing.assert_allclose(ref[ns:], np.eye(ns + k + 1)[ns:], atol=1e-12)   # [0, I]
             E, m, s = _crti.expm_zoh(Z, lib)
             seen.add(m)
             seen.add("scaled" if s else "unscaled")
