@@ -382,19 +382,18 @@ NHC_API int nhc_rti_nodes(const int64_t *rd, const int64_t *fp, const int64_t *i
     nhc_kernel3 kD = (nhc_kernel3)(intptr_t)fp[5];
     nhc_kernel4 kDyn = (nhc_kernel4)(intptr_t)fp[6];
     nhc_prepared lin = fp[3] ? (nhc_prepared)(intptr_t)fp[3] : (nhc_prepared)(intptr_t)fp[4];
-    for (int64_t j = 0; j < N; j++) {
-        double *xj = x + j * n, *xdj = xd + j * n, *xddj = xdd + j * n, *lamj = lam + j * c;
+    /* phase by phase over the nodes (each kernel's code stays in the instruction cache) */
+    for (int64_t j = 0; j < N; j++) {    /* 1. the admissible nodes */
+        double *xj = x + j * n, *xdj = xd + j * n;
         const double *Xj = X + j * ns, *uj = U + j * k;
-        int rc;
         info[0] = j;
-        /* 1. the admissible node */
         memcpy(xj, xg + j * n, (size_t)n * sizeof(double));
         for (int64_t i = 0; i < na; i++) xj[ai[i]] = Xj[i];
         for (int64_t i = 0; i < nad; i++) xj[ad[i]] = Xj[2 * na + i];
         for (int64_t i = 0; i < n; i++) xdj[i] = 0.0;
         for (int64_t i = 0; i < na; i++) xdj[ai[i]] = Xj[na + i];
         if (c) {                 /* D[:, ad] xd_ad = -D[:, ai] xd_ai  (Eq. (2.76)) */
-            rc = kD(xj, uj, p, Dv);
+            int rc = kD(xj, uj, p, Dv);
             if (rc || !finite_many(Dv, c * n)) return 1;
             for (int64_t r = 0; r < c; r++) {
                 double s = 0.0;
@@ -406,52 +405,59 @@ NHC_API int nhc_rti_nodes(const int64_t *rd, const int64_t *fp, const int64_t *i
             lu_solve(S, c, ipiv, rhs, 1, 1);
             for (int64_t i = 0; i < c; i++) xdj[ad[i]] = rhs[i];
         }
-        /* 2. accelerations and multipliers: [[M, D^T], [D, 0]] [xdd; lam] = [Q; Qd] */
-        rc = kDyn(xj, xdj, uj, p, Tdyn);
+    }
+    for (int64_t j = 0; j < N; j++) {    /* 2. [[M, D^T], [D, 0]] [xdd; lam] = [Q; Qd] */
+        double *xj = x + j * n, *xdj = xd + j * n, *xddj = xdd + j * n, *lamj = lam + j * c;
+        const double *uj = U + j * k;
+        info[0] = j;
+        int rc = kDyn(xj, xdj, uj, p, Tdyn);
         if (rc || !finite_many(Tdyn, rd[R_sDyn])) return 1;
-        {
-            const double *M = Tdyn + rd[R_oM], *Qv = Tdyn + rd[R_oQ];
-            const double *Dd = Tdyn + rd[R_oD], *Qd = Tdyn + rd[R_oQd];
-            for (int64_t r = 0; r < n; r++) {
-                for (int64_t i = 0; i < n; i++) K[r * nK + i] = M[r * n + i];
-                for (int64_t i = 0; i < c; i++) K[r * nK + n + i] = Dd[i * n + r];
-                sol[r] = Qv[r];
-            }
-            for (int64_t r = 0; r < c; r++) {
-                for (int64_t i = 0; i < n; i++) K[(n + r) * nK + i] = Dd[r * n + i];
-                for (int64_t i = 0; i < c; i++) K[(n + r) * nK + n + i] = 0.0;
-                sol[n + r] = Qd[r];
-            }
-            if (lu(K, nK, ipiv)) return 2;
-            lu_solve(K, nK, ipiv, sol, 1, 1);
-            for (int64_t i = 0; i < n; i++) xddj[i] = sol[i];
-            for (int64_t i = 0; i < c; i++) lamj[i] = sol[n + i];
-            if (!finite_many(sol, nK)) return 1;
+        const double *M = Tdyn + rd[R_oM], *Qv = Tdyn + rd[R_oQ];
+        const double *Dd = Tdyn + rd[R_oD], *Qd = Tdyn + rd[R_oQd];
+        for (int64_t r = 0; r < n; r++) {
+            for (int64_t i = 0; i < n; i++) K[r * nK + i] = M[r * n + i];
+            for (int64_t i = 0; i < c; i++) K[r * nK + n + i] = Dd[i * n + r];
+            sol[r] = Qv[r];
         }
-        /* 3. the exact linearization at the node: A (ns x ns), B (ns x k) into Phi_j, Gam_j
-           (scratch: overwritten by the exponential below) */
-        {
-            double *Aj = Phi + j * ns * ns, *Bj = Gam + j * ns * k;
-            rc = lin(fp, dims, ixl, off, Tlin, dummy, dummy, xj, xdj, xddj, lamj, uj, p, tol,
-                     cond_max, atol_u, Aj, Bj, fp[3] ? 0 : Wlin, rd[R_nWlin], ipiv);
-            if (rc) { info[1] = rc; return 4; }
-            if (!finite_many(Tlin, rd[R_sLin])) return 1;
-            /* 4. Z = h [A, B, f] with f = [xd_ai, xdd_ai, xd_ad] */
-            for (int64_t r = 0; r < ns; r++) {
-                for (int64_t i = 0; i < ns; i++) Z[r * nt + i] = h * Aj[r * ns + i];
-                for (int64_t i = 0; i < k; i++) Z[r * nt + ns + i] = h * Bj[r * k + i];
-            }
-            for (int64_t i = 0; i < na; i++) {
-                Z[i * nt + nt - 1] = h * xdj[ai[i]];
-                Z[(na + i) * nt + nt - 1] = h * xddj[ai[i]];
-            }
-            for (int64_t i = 0; i < nad; i++) Z[(2 * na + i) * nt + nt - 1] = h * xdj[ad[i]];
-            if (nhc_expm_zoh(ns, nt, Z, E, We, 0)) return 8;
-            for (int64_t r = 0; r < ns; r++) {
-                for (int64_t i = 0; i < ns; i++) Aj[r * ns + i] = E[r * nt + i];
-                for (int64_t i = 0; i < k; i++) Bj[r * k + i] = E[r * nt + ns + i];
-                F[j * ns + r] = Xj[r] + E[r * nt + nt - 1];
-            }
+        for (int64_t r = 0; r < c; r++) {
+            for (int64_t i = 0; i < n; i++) K[(n + r) * nK + i] = Dd[r * n + i];
+            for (int64_t i = 0; i < c; i++) K[(n + r) * nK + n + i] = 0.0;
+            sol[n + r] = Qd[r];
+        }
+        if (lu(K, nK, ipiv)) return 2;
+        lu_solve(K, nK, ipiv, sol, 1, 1);
+        for (int64_t i = 0; i < n; i++) xddj[i] = sol[i];
+        for (int64_t i = 0; i < c; i++) lamj[i] = sol[n + i];
+        if (!finite_many(sol, nK)) return 1;
+    }
+    for (int64_t j = 0; j < N; j++) {    /* 3. the exact linearization: A, B into Phi_j, Gam_j */
+        double *xj = x + j * n, *xdj = xd + j * n, *xddj = xdd + j * n, *lamj = lam + j * c;
+        const double *uj = U + j * k;
+        info[0] = j;
+        int rc = lin(fp, dims, ixl, off, Tlin, dummy, dummy, xj, xdj, xddj, lamj, uj, p, tol,
+                     cond_max, atol_u, Phi + j * ns * ns, Gam + j * ns * k, fp[3] ? 0 : Wlin,
+                     rd[R_nWlin], ipiv);
+        if (rc) { info[1] = rc; return 4; }
+        if (!finite_many(Tlin, rd[R_sLin])) return 1;
+    }
+    for (int64_t j = 0; j < N; j++) {    /* 4. exp(h [A, B, f; 0]), f = [xd_ai, xdd_ai, xd_ad] */
+        double *Aj = Phi + j * ns * ns, *Bj = Gam + j * ns * k;
+        const double *xdj = xd + j * n, *xddj = xdd + j * n, *Xj = X + j * ns;
+        info[0] = j;
+        for (int64_t r = 0; r < ns; r++) {
+            for (int64_t i = 0; i < ns; i++) Z[r * nt + i] = h * Aj[r * ns + i];
+            for (int64_t i = 0; i < k; i++) Z[r * nt + ns + i] = h * Bj[r * k + i];
+        }
+        for (int64_t i = 0; i < na; i++) {
+            Z[i * nt + nt - 1] = h * xdj[ai[i]];
+            Z[(na + i) * nt + nt - 1] = h * xddj[ai[i]];
+        }
+        for (int64_t i = 0; i < nad; i++) Z[(2 * na + i) * nt + nt - 1] = h * xdj[ad[i]];
+        if (nhc_expm_zoh(ns, nt, Z, E, We, 0)) return 8;
+        for (int64_t r = 0; r < ns; r++) {
+            for (int64_t i = 0; i < ns; i++) Aj[r * ns + i] = E[r * nt + i];
+            for (int64_t i = 0; i < k; i++) Bj[r * k + i] = E[r * nt + ns + i];
+            F[j * ns + r] = Xj[r] + E[r * nt + nt - 1];
         }
     }
     return 0;
