@@ -203,9 +203,10 @@ def test_output_bounds_act_on_the_absolute_outputs(cart):
 
 
 def test_direct_compiled_kernels_give_the_validating_paths_inputs(ball):
-    """The RTI step calls the stacked C kernels of the nodes directly (Steps 1-7, ``D``, the
-    fused ``dynamics_terms``); with them switched off it goes through `linearize` and
-    `CompiledModel`'s validating wrappers: the same inputs, sample by sample."""
+    """Without its compiled core (``_crti``) the RTI step calls the stacked C kernels of the
+    nodes directly (Steps 1-7, ``D``, the fused ``dynamics_terms``); with them switched off it
+    goes through `linearize` and `CompiledModel`'s validating wrappers: the same inputs, sample
+    by sample (the core's inputs: test_design_nmpc_core)."""
     from _helpers import require_c_backend
 
     cm, x0, xd0, ref, mo, dt = ball
@@ -219,7 +220,8 @@ def test_direct_compiled_kernels_give_the_validating_paths_inputs(ball):
 
     fast, slow = make(), make()
     assert fast._lin_n is not None and set(fast._raw) == {"D", "dynamics_terms"}
-    slow._lin_n, slow._raw = None, {}
+    fast._core = None
+    slow._lin_n, slow._raw, slow._core = None, {}, None
     K = 5
     run = forward_dynamics(cm, (0.0, K * dt), x0, xd0, controller=fast, sample_time=dt,
                            t_eval=dt * np.arange(K + 1))

@@ -415,6 +415,64 @@ def load_or_build_routine(path: str, make: Callable[[str], Any], source: Callabl
     return lib
 
 
+class RoutineLibrary:
+    """A generic routine library (one per cache directory, not per model) of the C text
+    ``source`` (``NHC_LAYOUT`` in it is replaced by the layout string): its cache key (sha256
+    of ``version`` and ``source``), the file ``<directory>/<stem>_<key>.<version>.<platform>``,
+    and `load`, which opens the verified library of a (trusted) cache directory, built on first
+    use with ``optimise``; None, with one warning naming ``fallback``, when it cannot be.
+    ``NHCONTROL_BACKEND=python`` asks for the fallback."""
+
+    def __init__(self, stem: str, version: str, source: str, cdef: str, *, what: str,
+                 fallback: str, optimise: str | None = None) -> None:
+        self.stem, self.version, self.source, self.cdef = stem, version, source, cdef
+        self.what, self.fallback, self.optimise = what, fallback, optimise
+        self._lock = _new_lock()
+        self._loaded: dict[str, Any] = {}
+        self._key = ""
+
+    @property
+    def key(self) -> str:
+        if not self._key:
+            from .._util.sha import sha256_hex
+
+            self._key = sha256_hex((self.version + "\n" + self.source).encode())
+        return self._key
+
+    def _text(self) -> str:
+        import json
+
+        from ._ffi_tables import prebuilt_ffi_arguments
+
+        layout: dict[str, Any] = {"key": self.key, "generator": self.version, "cdef": self.cdef}
+        parsed = prebuilt_ffi_arguments(self.cdef)
+        if parsed is not None:
+            layout["ffi"] = parsed
+        return self.source.replace("NHC_LAYOUT", json.dumps(json.dumps(layout, sort_keys=True)))
+
+    def _open(self, path: str) -> tuple[str, Any, Any]:
+        raw, ffi, lib = open_routine(path, self.key, self.version)
+        return path, ffi, lib
+
+    def load(self, cache_dir: str | os.PathLike | None = None) -> "tuple[str, Any, Any] | None":
+        """``(path, FFI, library)`` of the cache directory ``cache_dir`` (default: the user's),
+        or None (the fallback runs)."""
+        if os.environ.get(ENV_BACKEND, "").lower() == "python":
+            return None
+        try:
+            directory = _cache.trusted_dir(cache_dir)
+        except (CacheError, OSError) as exc:
+            _cache.warn_once("backend", self.what, f"{self.fallback}: no cache directory ({exc})")
+            return None
+        with self._lock:
+            if directory not in self._loaded:
+                name = f"{self.stem}_{self.key[:24]}.{self.version}.{library_suffix()}"
+                self._loaded[directory] = load_or_build_routine(
+                    os.path.join(directory, name), self._open, self._text, what=self.what,
+                    fallback=self.fallback, optimise=self.optimise)
+            return self._loaded[directory]
+
+
 class FloatingPointFlags(ArithmeticError):
     """Floating-point exception flags of a one-point C kernel call (translated by the model)."""
 
@@ -490,4 +548,4 @@ def prebuild_routines(directory: str) -> Callable[[], None]:
 
 __all__ = ["ENV_BACKEND", "BACKENDS", "requested_backend", "library_path", "compile_library", "CKernels",
            "CompilerUnavailable", "FloatingPointFlags", "cffi_problem", "open_routine",
-           "load_or_build_routine", "prebuild_routine", "prebuild_routines"]
+           "load_or_build_routine", "RoutineLibrary", "prebuild_routine", "prebuild_routines"]

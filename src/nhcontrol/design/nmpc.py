@@ -29,6 +29,11 @@ At the sample ``t_k`` with measured ``(x, ẋ)`` the controller
    ``δX, δu`` with the tracking cost written about the plan (linear terms
    ``2 Q (X̄_j − X_ref,j)``, ``2 R (ū_j − u_ref,j)``) and **applies** ``ū_0 + δu_0``.
 
+With C kernels, steps 2-4 of the ``N`` nodes run in one compiled call (``design/_crti.py``: the
+augmented matrix's top rows, a Padé approximant with the degree of Al-Mohy and Higham 2009;
+docs/theory/nmpc.md, "The ZOH exponential in compiled code"); the numpy path below is its
+fallback (no compiler, a node it declines) and gives the same numbers to round-off.
+
 ``mode="sqp"`` repeats 2-5 from the new plan until the KKT residual of the discretized
 nonlinear problem (dynamics ``X_{j+1} = F(X_j, u_j)``, the same cost and bounds) is below
 ``sqp_tol``: the reference solution RTI approximates with one iteration per sample. The KKT
@@ -232,6 +237,11 @@ class NMPCController(TrackingController):
         self._lin_n = None if fast is None else fast.many
         self._lin_tol = float(getattr(reference, "check_tol", 1e-8))
         self._cond_max = COND_MAX
+        # the whole model work of a sample (admissible nodes, accelerations, linearization,
+        # ZOH exponentials) in one compiled call (`_crti`), or None: the numpy path below
+        from ._crti import rti_core
+        self._core = (rti_core(cm, self.idx, self._lin_tol, COND_MAX)
+                      if fast is not None else None)
         self.ev = ModelEvaluator(cm, getattr(reference, "parameters", None) if p is None else p)
         self._raw = self._raw_kernels(cm)
         n, m, l = self.idx.n, self.idx.m, self.idx.l
@@ -239,6 +249,7 @@ class NMPCController(TrackingController):
         ai, ad = np.asarray(self.idx.ai), np.asarray(self.idx.ad)
         self._ai, self._ad, self._d = ai, ad, np.asarray(self.idx.d)
         self._dep = np.concatenate([ad, self._d]).astype(int)        # dependent velocities
+        self._red = np.concatenate([ai, n + ai, ad]).astype(np.intp)  # X of [x, ẋ] (`reduce`)
         self.ns = 2 * ai.size + ad.size
         coords = tuple(cm.coordinates)
         self.states = (tuple(coords[i] for i in ai) + tuple(f"{coords[i]}_d" for i in ai)
@@ -324,7 +335,7 @@ class NMPCController(TrackingController):
 
     def reduce(self, x: NDArray, xd: NDArray) -> NDArray[np.float64]:
         """Linear state ``X = [x_ai, ẋ_ai, x_ad]`` of ``(x, ẋ)`` (stacked over the last axis)."""
-        return np.concatenate([x[..., self._ai], xd[..., self._ai], x[..., self._ad]], axis=-1)
+        return np.concatenate((x, xd), axis=-1)[..., self._red]
 
     def _admissible(self, X: NDArray, xguess: NDArray, U: NDArray) -> tuple[NDArray, NDArray]:
         """Full admissible ``(x, ẋ)`` (N, n) of the linear states ``X`` (N, ns)."""
@@ -389,7 +400,14 @@ class NMPCController(TrackingController):
 
     def _model(self, ts: NDArray, X: NDArray, U: NDArray, xguess: NDArray
                ) -> tuple[NDArray, NDArray, NDArray, NDArray]:
-        """``Φ_j, Γ_j, F(X̄_j, ū_j)`` at the nodes and their full coordinates."""
+        """``Φ_j, Γ_j, F(X̄_j, ū_j)`` at the nodes and their full coordinates: by the compiled
+        core when it answers, else (and on any node it declines) by numpy, which raises or
+        warns with the full message."""
+        core = self._core
+        if core is not None:
+            got = core(X, xguess, U, self.ev.p, self.dt)
+            if got is not None:
+                return got[1], got[2], got[3], got[0]
         x, xd = self._admissible(X, xguess, U)
         xdd, lam = self._accelerations(x, xd, U)
         got = None
