@@ -156,7 +156,10 @@ class Evaluations:
         key = np.asarray(z, dtype=float).tobytes()
         if key != self._key or (jac and not self._jac):
             X, U, _ = self.tr.split(np.asarray(z, dtype=float))
-            self._pts = self.tr.rd.evaluate(X, U, jac=jac)
+            # the values of this z (IPOPT asks for the constraints, then the Jacobian at the
+            # same accepted point) are kept for the sensitivities
+            same = key == self._key
+            self._pts = self.tr.rd.evaluate(X, U, jac=jac, values=self._pts if same else None)
             self._key, self._jac = key, jac
         assert self._pts is not None
         return self._pts
