@@ -54,7 +54,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--links", type=int, default=3)
     ap.add_argument("--nodes", type=int, default=101)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--duration", type=float, default=3.0)
     ap.add_argument("--fmax", type=float, default=20.0)
     ap.add_argument("--distance", type=float, default=1.0)
@@ -112,9 +112,30 @@ def main() -> None:
         g[n * N + 1:(n + 1) * N] = 2.0 * h * free[n * N + 1:(n + 1) * N]
         return g
 
-    prob = Problem(obj, obj_grad, eom, tuple(states), N, h, known_parameter_map=values,
-                   instance_constraints=tuple(ic), time_symbol=ts, tmp_dir=tmp,
-                   integration_method="backward euler", bounds={F: (-args.fmax, args.fmax)})
+    clock = {"eval": 0.0}
+
+    def _timed(fun):                    # opty's evaluations timed as nhcontrol's are
+        def call(self, *a):             # (``NLPStats.evaluation_time``)
+            t = time.perf_counter()
+            try:
+                return fun(self, *a)
+            finally:
+                clock["eval"] += time.perf_counter() - t
+        return call
+
+    # cyipopt binds the evaluation methods when the problem is made: timed wrappers on the class
+    # for that moment only
+    names = ("objective", "gradient", "constraints", "jacobian")
+    plain = {name: Problem.__dict__[name] for name in names}
+    try:
+        for name in names:
+            setattr(Problem, name, _timed(getattr(Problem, name)))
+        prob = Problem(obj, obj_grad, eom, tuple(states), N, h, known_parameter_map=values,
+                       instance_constraints=tuple(ic), time_symbol=ts, tmp_dir=tmp,
+                       integration_method="backward euler", bounds={F: (-args.fmax, args.fmax)})
+    finally:
+        for name in names:
+            setattr(Problem, name, plain[name])
     opty_setup = time.perf_counter() - t0
     for key, val in (("hessian_approximation", "limited-memory"), ("tol", 1e-8), ("print_level", 0),
                      ("max_iter", 3000), ("sb", "yes")):
@@ -125,13 +146,14 @@ def main() -> None:
         a, b = start[nm(s)], end[nm(s)]
         guess_states[i] = a + (b - a) * tt / T
     z0 = np.concatenate([guess_states.ravel(), np.zeros(N)])
-    opty_times, opty_res, opty_iters = [], None, 0
-    for _ in range(args.repeat):
+
+    def opty_solve():
         prob.obj_value = []                       # opty records one value per IPOPT iteration
-        t1 = time.perf_counter()
+        clock["eval"] = 0.0
+        c1, t1 = time.process_time(), time.perf_counter()
         sol, info = prob.solve(z0.copy())
-        opty_times.append(time.perf_counter() - t1)
-        opty_res, opty_iters = (sol, info), len(prob.obj_value) - 1
+        wall, cpu = time.perf_counter() - t1, time.process_time() - c1
+        return (sol, info), len(prob.obj_value) - 1, wall, cpu, clock["eval"]
 
     # ---------------------------------------------------------------- nhcontrol
     t0 = time.perf_counter()
@@ -143,14 +165,30 @@ def main() -> None:
     vel = [f"{c}_d" for c in names]
     init = {**{c: start[c] for c in names}, **{v: 0.0 for v in vel}}
     fin = {**{c: end[c] for c in names}, **{v: 0.0 for v in vel}}
-    nh_times, nh = [], None
+
+    def nh_solve():
+        c1, t1 = time.process_time(), time.perf_counter()
+        res = optimal_trajectory(cm, t_final=T, nodes=N, initial=init, final=fin, effort=1.0,
+                                 u_bounds={cm.inputs[0]: (-args.fmax, args.fmax)},
+                                 method="backward-euler", tol=1e-8, max_iterations=3000,
+                                 ipopt_options={"nlp_scaling_method": "gradient-based"})
+        wall, cpu = time.perf_counter() - t1, time.process_time() - c1
+        return res, res.iterations, wall, cpu, res.stats.evaluation_time, res.stats.time
+
+    # interleaved repeats (the load of a shared machine falls on both alike), after one warm-up
+    opty_solve(), nh_solve()
+    ro, rn = [], []
     for _ in range(args.repeat):
-        t1 = time.perf_counter()
-        nh = optimal_trajectory(cm, t_final=T, nodes=N, initial=init, final=fin, effort=1.0,
-                                u_bounds={cm.inputs[0]: (-args.fmax, args.fmax)},
-                                method="backward-euler", tol=1e-8, max_iterations=3000,
-                                ipopt_options={"nlp_scaling_method": "gradient-based"})
-        nh_times.append(time.perf_counter() - t1)
+        ro.append(opty_solve())
+        rn.append(nh_solve())
+    med = statistics.median
+    opty_res, opty_iters = ro[-1][0], ro[-1][1]
+    nh, nh_iters = rn[-1][0], rn[-1][1]
+    opty_s, nh_s = med(r[2] for r in ro), med(r[2] for r in rn)
+    # IPOPT's own time per iteration (its linear algebra and the cyipopt interface): the solve's
+    # wall time less the time spent in the evaluations it asked for
+    opty_own = med((r[2] - r[4]) / max(r[1], 1) for r in ro)
+    nh_own = med((r[5] - r[4]) / max(r[1], 1) for r in rn)
     J_opty = float(obj(opty_res[0]))
     out = {
         "problem": f"{L}-link pendulum on a cart, rest-to-rest transfer, {N} nodes, backward Euler, "
@@ -158,12 +196,18 @@ def main() -> None:
         "objective_opty": J_opty, "objective_nhcontrol": nh.objective,
         "objective_rel_diff": abs(J_opty - nh.objective) / abs(J_opty),
         "opty_status": int(opty_res[1]["status"]), "nhcontrol_status": nh.status,
-        "opty_s": statistics.median(opty_times), "nhcontrol_s": statistics.median(nh_times),
-        "ratio_opty_over_nhcontrol": statistics.median(opty_times) / statistics.median(nh_times),
-        "opty_iterations": opty_iters, "nhcontrol_iterations": nh.iterations,
+        "opty_s": opty_s, "nhcontrol_s": nh_s, "ratio_opty_over_nhcontrol": opty_s / nh_s,
+        "opty_cpu_s": med(r[3] for r in ro), "nhcontrol_cpu_s": med(r[3] for r in rn),
+        "ratio_cpu_opty_over_nhcontrol": med(r[3] for r in ro) / med(r[3] for r in rn),
+        "opty_iterations": opty_iters, "nhcontrol_iterations": nh_iters,
+        "opty_evaluations_s": med(r[4] for r in ro), "nhcontrol_evaluations_s": med(r[4] for r in rn),
+        "nhcontrol_outside_ipopt_s": med(r[2] - r[5] for r in rn),
+        "opty_ipopt_per_iteration_s": opty_own, "nhcontrol_ipopt_per_iteration_s": nh_own,
+        # the best ratio nhcontrol could reach with free evaluations and no work outside IPOPT:
+        # opty's time over IPOPT's own time for nhcontrol's iterations
+        "ratio_bound_ipopt_floor": opty_s / (nh_own * nh_iters),
         "opty_setup_s": opty_setup, "nhcontrol_setup_s": nh_setup,
-        "ratio_with_setup_opty_over_nhcontrol": (opty_setup + statistics.median(opty_times))
-        / (nh_setup + statistics.median(nh_times)),
+        "ratio_with_setup_opty_over_nhcontrol": (opty_setup + opty_s) / (nh_setup + nh_s),
         "load_average": list(os.getloadavg()),
     }
     print(json.dumps(out, indent=1))
