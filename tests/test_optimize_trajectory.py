@@ -206,7 +206,7 @@ def test_reproduce_quick_lane_change_and_identification():
 
     res = rt.run(quick=True)
     lane, ident = res["lane_change"], res["identification"]
-    assert lane["status"] in (0, 1)
+    assert lane["status"] == 0          # converged to tol (the acceptable-level stop is off)
     assert lane["cone_clearance_m"] > 0.0
     assert lane["peak_friction_utilisation"] < 1.02
     assert all(abs(z) < 3 for z in ident["z_scores"].values())
