@@ -142,10 +142,10 @@ class ReducedDynamics:
                 if not self._newton(x, u):
                     self._sequential(x, u)
             self._warm[P] = x[:, self.d].copy()
-        D = np.asarray(cm.D(x, u, self.p), float).reshape(P, self.m + self.l, self.n)
         xd = np.zeros((P, self.n))
         xd[:, self.ai] = X[:, g:2 * g]
-        if self.m + self.l:
+        if self.m + self.l:             # (no constraint Jacobian to evaluate without constraints)
+            D = np.asarray(cm.D(x, u, self.p), float).reshape(P, self.m + self.l, self.n)
             rhs = D[:, :, self.ai] @ X[:, g:2 * g, None]
             if self.affine:
                 rhs = rhs + np.asarray(cm.b(x, u, self.p), float).reshape(P, -1, 1)
