@@ -15,20 +15,53 @@ use IPOPT with a limited-memory Hessian, IPOPT's gradient-based scaling and the 
 tolerance, so the discrete problems are the
 same and their optima agree (``objective_rel_diff``, goal ≤ 1e-6).
 
-Printed: ``objective_rel_diff``, ``opty_s`` and ``nhcontrol_s`` (wall time of the solve, median
-of ``R``), ``ratio_opty_over_nhcontrol`` (> 1: nhcontrol faster; goal ≥ 5 on a bicycle-size
-problem, 8 states for ``L = 3``), ``opty_iterations``, ``nhcontrol_iterations``,
-``opty_setup_s`` (opty's ``Problem``: symbolic Jacobians, C code generation and compilation),
+Printed: ``objective_rel_diff``; ``opty_s`` and ``nhcontrol_s`` (wall time of one solve,
+median of ``R`` interleaved repeats after a warm-up), ``ratio_opty_over_nhcontrol`` (> 1:
+nhcontrol faster; goal ≥ 5 on a bicycle-size problem, 8 states for ``L = 3``), ``opty_cpu_s``,
+``nhcontrol_cpu_s`` and ``ratio_cpu_opty_over_nhcontrol`` (process CPU time, steadier on a
+shared machine); ``opty_iterations``, ``nhcontrol_iterations``; where the time goes:
+``opty_evaluations_s`` and ``nhcontrol_evaluations_s`` (wall time inside the evaluations IPOPT
+asks for: objective, gradient, constraints, Jacobian; nhcontrol's ``NLPStats.evaluation_time``),
+``nhcontrol_outside_ipopt_s`` (problem set-up and the admissible reference of the optimum),
+``opty_ipopt_per_iteration_s`` and ``nhcontrol_ipopt_per_iteration_s`` (IPOPT's own time per
+iteration: the solve less the evaluations, i.e. MUMPS, the limited-memory update and cyipopt's
+transfer of the arrays), ``ratio_bound_ipopt_floor`` (``opty_s`` over nhcontrol's IPOPT-own time: the ratio
+nhcontrol would reach with free evaluations and nothing outside IPOPT); ``opty_setup_s``
+(opty's ``Problem``: symbolic Jacobians, C code generation and compilation),
 ``nhcontrol_setup_s`` (``from_sympy_mechanics`` and ``compile()``: kernels generated and
-compiled, cold cache), ``ratio_with_setup_opty_over_nhcontrol`` (set-up plus one solve),
+compiled, empty cache), ``ratio_with_setup_opty_over_nhcontrol`` (set-up plus one solve),
 ``load_average``.
 
-Measured (``--links 3 --nodes 101``, 2 cores shared): objectives equal to 4e-15; at load
-average 3.6 opty 0.052 s in 5 iterations, nhcontrol 0.094 s in 7 (ratio 0.56: fewer IPOPT
-iterations for opty, and its compiled Cython constraint and Jacobian functions against
-nhcontrol's NumPy assembly around its C kernels, 10 against 13 ms per iteration); set-up
-18–29 s (opty: Cython code generation and compilation) against 0.8 s (nhcontrol: kernels
-generated and compiled, empty cache; 2.1 s at load 10.9), 21–34 times faster with set-up.
+Measured (``--links 3 --nodes 101 --repeat 11``, 2 cores shared, load average 7.8): objectives
+equal to 4e-15; CPU opty 31.4 ms in 5 iterations, nhcontrol 51.5 ms in 7 (ratio 0.61; wall
+95 against 156 ms); set-up 44 s (opty: Cython generation and compilation) against 1.6 s, 24 times
+faster with set-up. At load 1.3–4 the same split, without the script's timers (CPU): opty 34.9
+ms = 3.0 ms evaluations + 31.9 ms IPOPT; nhcontrol 52 ms = 8.8 ms evaluations + 39.5 ms IPOPT
++ 3.4 ms outside IPOPT (65 ms before the Jacobian reused the values of the constraints and the
+reference's quintic coefficients were written at once).
+
+Why the goal ratio ≥ 5 is out of reach with IPOPT: both hand IPOPT the same-size NLP (909
+variables, 800 and 816 equality constraints, 14 272 and 13 616 Jacobian nonzeros, IPOPT 3.14.11
+with MUMPS 5.5.1 and the limited-memory Hessian, the same bundled library), and IPOPT's own work
+is about 6 ms CPU per iteration for both: replayed with recorded evaluations (no evaluation cost
+at all) nhcontrol's 7 iterations take 42.8 ms, opty's 5 take 31.9 ms (MUMPS about a third of it,
+then OpenBLAS, IPOPT itself, allocation, and cyipopt's element-by-element transfer of the
+Jacobian values). opty's whole solve is 90 % IPOPT, so a ratio of 5 needs nhcontrol's whole solve at about
+7 ms, less than IPOPT alone needs for one and a half iterations; with free evaluations and 5
+iterations the ratio would be about 1.1. ``ratio_bound_ipopt_floor`` prints that bound for
+nhcontrol's own iteration count (0.78 in the run above).
+
+Why 7 iterations against 5: the constraint form. nhcontrol's defects are those of the explicit
+minimal ODE, ``X_{i+1} − X_i − h f(X_{i+1}, u_{i+1})`` with ``f`` through ``M⁻¹``; opty's are the
+implicit ``M(q)(v_{i+1} − v_i) − h F``. The first iterate is the same; the explicit rows are the
+more nonlinear ones. The implicit rows built on nhcontrol's own kernels (``M``, ``Q`` and their
+exact derivatives; a measurement outside the package) take 5 iterations to the same optimum.
+Scaling does not change the count (IPOPT's gradient-based scaling, unit scaling, defect rows
+scaled by ``1/h`` or ``10/h``: 7; nhcontrol's default user scaling takes 26 here, hence the
+gradient-based scaling of this script), an exact Newton Hessian takes 6 (from finite differences,
+for that measurement only), ``mu_strategy="monotone"`` 6. A Jacobian of structural nonzeros only
+(5 200 instead of 14 400, the constant rows of ``ẋ_ai`` dropped) gives the same iterates but is
+20 % slower in MUMPS, so the dense blocks stay.
 """
 
 from __future__ import annotations
