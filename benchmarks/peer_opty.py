@@ -35,8 +35,8 @@ compiled, empty cache), ``ratio_with_setup_opty_over_nhcontrol`` (set-up plus on
 Measured (``--links 3 --nodes 101 --repeat 11``, 2 cores shared, load average 7.8): objectives
 equal to 4e-15; CPU opty 31.4 ms in 5 iterations, nhcontrol 51.5 ms in 7 (ratio 0.61; wall
 95 against 156 ms); set-up 44 s (opty: Cython generation and compilation) against 1.6 s, 24 times
-faster with set-up. At load 1.3–4 the same split, without the script's timers (CPU): opty 34.9
-ms = 3.0 ms evaluations + 31.9 ms IPOPT; nhcontrol 52 ms = 8.8 ms evaluations + 39.5 ms IPOPT
+faster with set-up. The split without the script's timers (CPU, load 4–9): opty 32–35
+ms = 3 ms evaluations + 29–32 ms IPOPT; nhcontrol 52 ms = 8.8 ms evaluations + 39.5 ms IPOPT
 + 3.4 ms outside IPOPT (65 ms before the Jacobian reused the values of the constraints and the
 reference's quintic coefficients were written at once).
 
