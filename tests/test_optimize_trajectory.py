@@ -167,6 +167,46 @@ def test_nlp_jacobian_with_paths_matches_finite_differences():
     assert np.allclose(g, gfd, rtol=1e-5, atol=1e-6)
 
 
+def test_jacobian_after_constraints_reuses_their_values():
+    """IPOPT asks for the constraints, then the Jacobian at the same point: the Jacobian reuses
+    the values (full coordinates, saddle-point matrices, accelerations) and equals the one of a
+    fresh evaluation exactly; the statistics split the solve's time."""
+    from nhcontrol.models import single_track as st
+    from nhcontrol.optimize import trajectory as tj
+    from nhcontrol.optimize._paths import PathRows
+    from nhcontrol.optimize._transcription import Transcription
+
+    cm = st.build("force_torque").system.compile()
+    part = {"independent": ["x", "gamma"], "admissible_dependent": ["y", "psi"], "dependent": []}
+    p = np.array(list(cm.parameters.values()))
+
+    def nlp():
+        rd = ReducedDynamics(cm, part, p, np.zeros(cm.n))
+        tr = Transcription(rd, 5, "hermite-simpson", True, 1.0)
+        paths = PathRows(cm, rd, tr, p, {}, {}, {}, {}, {"rear_skate": (-1e4, 1e4)}, None)
+        return tj._NLP(tr, tj._Objective(tr, np.eye(3) * 1e-4, {"time": 1.0}), paths)
+
+    a, b = nlp(), nlp()
+    z = np.zeros(a.tr.nvar)
+    W = z[:-1].reshape(a.tr.P, a.tr.nz)
+    W[:, :a.tr.ns] = [0.0, 0.02, 15.0, 0.1, 0.3, 0.05]
+    W[:, a.tr.ns:] = [300.0, 0.0, 3.0]
+    z[:-1] += 0.01 * np.random.default_rng(1).standard_normal(z.size - 1)
+    z[-1] = 1.2
+    c = a.constraints(z)
+    values = a.ev._pts
+    J = a.jacobian(z)
+    assert a.ev._pts.x is values.x and a.ev._pts.K is values.K          # reused, not recomputed
+    np.testing.assert_array_equal(J, b.jacobian(z))
+    np.testing.assert_array_equal(c, b.constraints(z))
+
+
+def test_statistics_split_evaluations_from_ipopt(oscillator):
+    sol = optimal_trajectory(oscillator, t_final=2.0, nodes=9, initial={"s": 0.0, "s_d": 0.0},
+                             final={"s": 1.0, "s_d": 0.0}, effort=1.0)
+    assert 0.0 < sol.stats.evaluation_time < sol.stats.time
+
+
 def test_errors_name_the_problem(oscillator):
     with pytest.raises(OptimizationError, match="unknown"):
         optimal_trajectory(oscillator, t_final=1.0, nodes=5, initial={"q": 0.0}, effort=1.0)
