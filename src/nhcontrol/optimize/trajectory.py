@@ -345,22 +345,34 @@ class _NLP:
 
     def constraints(self, z: Array) -> Array:
         try:
+            if self.tr.implicit:
+                d = self.tr.implicit_defects(z)
+                if not self.paths.specs:
+                    return d
             pts = self.ev.at(z, jac=False)
         except NhcontrolError:      # a trial point outside the model's domain: IPOPT cuts the
             return np.full(self.tr.ndef + self.paths.lower.size, np.nan)   # step back
         X, U, T = self.tr.split(z)
-        return np.concatenate([self.tr.defects(X, pts.f, T), self.paths.values(pts, X, U, z)])
+        if not self.tr.implicit:
+            d = self.tr.defects(X, pts.f, T)
+        return np.concatenate([d, self.paths.values(pts, X, U, z)])
 
     def jacobianstructure(self) -> tuple[Array, Array]:
         return self._rows, self._cols
 
     def jacobian(self, z: Array) -> Array:
         try:
+            if self.tr.implicit:
+                d = self.tr.implicit_jacobian(z)
+                if not self.paths.specs:
+                    return d
             pts = self.ev.at(z, jac=True)
         except NhcontrolError:
             return np.full(self._rows.size, np.nan)
         X, U, T = self.tr.split(z)
-        return np.concatenate([self.tr.defect_jacobian(pts, T), self.paths.jacobian(pts, X, U, z)])
+        if not self.tr.implicit:
+            d = self.tr.defect_jacobian(pts, T)
+        return np.concatenate([d, self.paths.jacobian(pts, X, U, z)])
 
 
 def _variable_bounds(tr: Transcription, rd: ReducedDynamics, init: dict, fin: dict, paths: PathRows,
