@@ -46,6 +46,10 @@ class Transcription:
         self.T_fixed = T_fixed
         self.nvar = self.P * self.nz + (1 if free_time else 0)
         self.implicit = method == "backward-euler" and rd.m + rd.l == 0
+        self._dyn: tuple[bytes, Array, Array] | None = None
+        if self.implicit:       # the states in the model's order?, state -> model order, rows/cols
+            self._order = (bool(np.all(rd.ai == np.arange(rd.n))), np.argsort(rd.ai),
+                           np.ix_(np.arange(N - 1), rd.ai, rd.ai))
         self.ndef = (N - 1) * self.ns * (2 if self.hs else 1)
         self._structure()
 
@@ -154,21 +158,31 @@ class Transcription:
         in the order of the states ``q = x_ai`` (the partition's order of the coordinates)."""
         rd, N, n = self.rd, self.N, self.rd.n
         X, U, T = self.split(z)
-        back = np.argsort(rd.ai)                      # state order -> model order
-        q, v = X[1:N, :n][:, back], X[1:N, n:2 * n][:, back]
+        ordered, back, sel = self._order
+
+        def square(a: Array) -> Array:
+            return a if ordered else a[sel]
+
+        def rows(a: Array) -> Array:
+            return a if ordered else a[:, rd.ai]
+
+        q = X[1:N, :n] if ordered else X[1:N, :n][:, back]
+        v = X[1:N, n:2 * n] if ordered else X[1:N, n:2 * n][:, back]
         u = rd._u(U[1:N], N - 1)
-        dt = rd.cm.dynamics_terms(q, v, u, rd.p)
-        sel = np.ix_(np.arange(N - 1), rd.ai, rd.ai)
-        M = np.asarray(dt.M, float).reshape(N - 1, n, n)[sel]
-        Q = np.asarray(dt.Q, float).reshape(N - 1, n)[:, rd.ai]
+        key = np.asarray(z, dtype=float).tobytes()
+        if self._dyn is None or self._dyn[0] != key:  # M, Q of this z (constraints, then Jacobian)
+            dt = rd.cm.dynamics_terms(q, v, u, rd.p)
+            self._dyn = (key, square(np.asarray(dt.M, float).reshape(N - 1, n, n)),
+                         rows(np.asarray(dt.Q, float).reshape(N - 1, n)))
+        M, Q = self._dyn[1], self._dyn[2]
         dv = X[1:N, n:2 * n] - X[:N - 1, n:2 * n]
         if not jac:
             return X, T, M, Q, dv, None
-        lt = rd.cm.linearization_terms(q, v, dv[:, back], np.zeros((N - 1, 0)), u, rd.p)
+        lt = rd.cm.linearization_terms(q, v, dv if ordered else dv[:, back], np.zeros((N - 1, 0)), u, rd.p)
 
-        def term(name: str, cols: int, square: bool) -> Array:
+        def term(name: str, cols: int, sq: bool) -> Array:
             a = np.asarray(getattr(lt, name), float).reshape(N - 1, n, cols)
-            return a[sel] if square else a[:, rd.ai, :]
+            return square(a) if sq else rows(a)
 
         terms = {name: term(name, n, True) for name in ("dMa_dx", "dQ_dx", "dQ_dxd")}
         if self.k:
