@@ -90,20 +90,19 @@ class Transcription:
 
     # ------------------------------------------------------------------ defects
     def _structure(self) -> None:
-        ns, nz, N = self.ns, self.nz, self.N
+        ns, nz, N, m = self.ns, self.nz, self.N, self.N - 1
         r, c = np.meshgrid(np.arange(ns), np.arange(nz), indexing="ij")
+        i = np.arange(m)
         rows, cols = [], []
-        blocks_per = 3 if self.hs else 2
-        for set_ in range(2 if self.hs else 1):
-            for i in range(N - 1):
-                row0 = (set_ * (N - 1) + i) * ns
-                pts = [i, i + 1] + ([N + i] if self.hs else [])
-                for pt in pts[:blocks_per]:
-                    rows.append((row0 + r).ravel())
-                    cols.append((self.col(pt) + c).ravel())
-                if self.free_time:
-                    rows.append(row0 + np.arange(ns))
-                    cols.append(np.full(ns, self.nvar - 1))
+        for set_ in range(2 if self.hs else 1):       # per interval: its blocks, then T
+            row0 = ((set_ * m + i) * ns)[:, None]
+            R = [row0 + r.ravel() for _ in range(3 if self.hs else 2)]
+            C = [(pt * nz)[:, None] + c.ravel() for pt in [i, i + 1] + ([N + i] if self.hs else [])]
+            if self.free_time:
+                R.append(row0 + np.arange(ns))
+                C.append(np.full((m, ns), self.nvar - 1))
+            rows.append(np.concatenate(R, axis=1).ravel())
+            cols.append(np.concatenate(C, axis=1).ravel())
         self.rows = np.concatenate(rows).astype(np.int64)
         self.cols = np.concatenate(cols).astype(np.int64)
 
