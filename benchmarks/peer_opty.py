@@ -32,36 +32,36 @@ nhcontrol would reach with free evaluations and nothing outside IPOPT); ``opty_s
 compiled, empty cache), ``ratio_with_setup_opty_over_nhcontrol`` (set-up plus one solve),
 ``load_average``.
 
-Measured (``--links 3 --nodes 101 --repeat 11``, 2 cores shared, load average 7.8): objectives
-equal to 4e-15; CPU opty 31.4 ms in 5 iterations, nhcontrol 51.5 ms in 7 (ratio 0.61; wall
-95 against 156 ms); set-up 44 s (opty: Cython generation and compilation) against 1.6 s, 24 times
-faster with set-up. The split without the script's timers (CPU, load 4–9): opty 32–35
-ms = 3 ms evaluations + 29–32 ms IPOPT; nhcontrol 52 ms = 8.8 ms evaluations + 39.5 ms IPOPT
-+ 3.4 ms outside IPOPT (65 ms before the Jacobian reused the values of the constraints and the
-reference's quintic coefficients were written at once).
+Measured (``--links 3 --nodes 101 --repeat 11``, 2 cores shared, load average 3.7–6.1):
+objectives equal to 1.6e-15, 5 iterations each; CPU opty 31.8 ms, nhcontrol 36.4 ms (ratio
+0.87; wall 46 against 52 ms, ratio 0.90); evaluations 2.4 against 5.0 ms, nhcontrol's work
+outside IPOPT (set-up, the admissible reference) 4.0 ms, IPOPT's own time 8.8 and 8.0 ms per
+iteration (wall; about 6 ms CPU); set-up 20 s (opty: Cython generation and compilation)
+against 0.9 s, 22 times faster with set-up. Before the implicit backward-Euler rows, the reuse
+of the constraint values in the Jacobian and the reference's coefficients written at once:
+7 iterations and 51.5 ms CPU against opty's 31.4 ms (ratio 0.61, load 7.8).
 
 Why the goal ratio ≥ 5 is out of reach with IPOPT: both hand IPOPT the same-size NLP (909
 variables, 800 and 816 equality constraints, 14 272 and 13 616 Jacobian nonzeros, IPOPT 3.14.11
 with MUMPS 5.5.1 and the limited-memory Hessian, the same bundled library), and IPOPT's own work
 is about 6 ms CPU per iteration for both: replayed with recorded evaluations (no evaluation cost
-at all) nhcontrol's 7 iterations take 42.8 ms, opty's 5 take 31.9 ms (MUMPS about a third of it,
-then OpenBLAS, IPOPT itself, allocation, and cyipopt's element-by-element transfer of the
-Jacobian values). opty's whole solve is 90 % IPOPT, so a ratio of 5 needs nhcontrol's whole solve at about
-7 ms, less than IPOPT alone needs for one and a half iterations; with free evaluations and 5
-iterations the ratio would be about 1.1. ``ratio_bound_ipopt_floor`` prints that bound for
-nhcontrol's own iteration count (0.78 in the run above).
+at all) nhcontrol's 7 explicit-form iterations took 42.8 ms, opty's 5 take 31.9 ms (MUMPS about a
+third of it, then OpenBLAS, IPOPT itself, allocation, and cyipopt's element-by-element transfer
+of the Jacobian values). opty's whole solve is 90 % IPOPT, so a ratio of 5 needs nhcontrol's
+whole solve at about 7 ms, less than IPOPT alone needs for one and a half iterations; with free
+evaluations and nothing outside IPOPT the ratio would be ``ratio_bound_ipopt_floor`` (1.16 in
+the run above).
 
-Why 7 iterations against 5: the constraint form. nhcontrol's defects are those of the explicit
-minimal ODE, ``X_{i+1} − X_i − h f(X_{i+1}, u_{i+1})`` with ``f`` through ``M⁻¹``; opty's are the
-implicit ``M(q)(v_{i+1} − v_i) − h F``. The first iterate is the same; the explicit rows are the
-more nonlinear ones. The implicit rows built on nhcontrol's own kernels (``M``, ``Q`` and their
-exact derivatives; a measurement outside the package) take 5 iterations to the same optimum.
-Scaling does not change the count (IPOPT's gradient-based scaling, unit scaling, defect rows
-scaled by ``1/h`` or ``10/h``: 7; nhcontrol's default user scaling takes 26 here, hence the
-gradient-based scaling of this script), an exact Newton Hessian takes 6 (from finite differences,
-for that measurement only), ``mu_strategy="monotone"`` 6. A Jacobian of structural nonzeros only
-(5 200 instead of 14 400, the constant rows of ``ẋ_ai`` dropped) gives the same iterates but is
-20 % slower in MUMPS, so the dense blocks stay.
+Why 7 iterations against 5 before: the constraint form. The defects of the explicit minimal ODE,
+``X_{i+1} − X_i − h f(X_{i+1}, u_{i+1})`` with ``f`` through ``M⁻¹``, took 7; opty's implicit
+``M(q)(v_{i+1} − v_i) − h F`` take 5, and so do nhcontrol's implicit rows (backward Euler on a
+model without constraints, docs/theory/optimize.md). Both forms take the same first step.
+Scaling did not change the count (IPOPT's gradient-based scaling, unit scaling, defect rows
+scaled by ``1/h`` or ``10/h``: 7; nhcontrol's default user scaling takes 26 with the explicit
+rows, hence the gradient-based scaling of this script), an exact Newton Hessian took 6 (from
+finite differences, for that measurement only), ``mu_strategy="monotone"`` 6. A Jacobian of
+structural nonzeros only (5 200 instead of 14 400, the constant rows of ``ẋ_ai`` dropped) gave
+the same iterates but was 20 % slower in MUMPS, so the dense blocks stay.
 """
 
 from __future__ import annotations
