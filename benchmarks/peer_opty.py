@@ -1,8 +1,9 @@
 """Benchmark: nhcontrol.optimize against opty on the same optimal-control problem (prints JSON).
 
 Run ``python benchmarks/peer_opty.py [--links L] [--nodes N] [--repeat R]``. Needs opty and
-cyipopt (``pip install cyipopt-wheels && pip install --no-deps opty``: opty requires the name
-``cyipopt``, whose source package needs a system IPOPT); without them the script prints a
+cyipopt (``pip install cyipopt-wheels cython && pip install --no-deps opty``: opty requires
+the name ``cyipopt``, whose source package needs a system IPOPT, and compiles its functions
+with Cython); without them the script prints a
 message and ``{"skipped": ...}``.
 
 The problem: an ``L``-link pendulum on a cart (``sympy.physics.mechanics.models.
@@ -96,10 +97,12 @@ def main() -> None:
     # compilation), as opty's is
     os.environ["NHCONTROL_CACHE_DIR"] = tempfile.mkdtemp(prefix="peer_opty_cache_")
     try:
+        import Cython  # noqa: F401  (opty compiles its constraint functions with it)
         import cyipopt  # noqa: F401
         from opty.direct_collocation import Problem
     except ImportError as exc:
-        _skip(f"opty/cyipopt missing ({exc}): pip install cyipopt-wheels && pip install --no-deps opty")
+        _skip(f"opty/cyipopt/Cython missing ({exc}): pip install cyipopt-wheels cython && "
+              f"pip install --no-deps opty")
     import sympy as sp
     from sympy.physics.mechanics import dynamicsymbols
     from sympy.physics.mechanics.models import n_link_pendulum_on_cart
