@@ -334,14 +334,21 @@ class _NLP:
     def __init__(self, tr: Transcription, obj: _Objective, paths: PathRows) -> None:
         self.tr, self.obj, self.paths = tr, obj, paths
         self.ev = Evaluations(tr)
+        self._obj: tuple[bytes, float, Array] | None = None
         self._rows = np.concatenate([tr.rows, tr.ndef + paths.rows])
         self._cols = np.concatenate([tr.cols, paths.cols])
 
+    def _value_grad(self, z: Array) -> tuple[float, Array]:
+        key = np.asarray(z, dtype=float).tobytes()   # IPOPT asks for both at one point
+        if self._obj is None or self._obj[0] != key:
+            self._obj = (key, *self.obj.value_grad(z))
+        return self._obj[1], self._obj[2]
+
     def objective(self, z: Array) -> float:
-        return self.obj.value_grad(z)[0]
+        return self._value_grad(z)[0]
 
     def gradient(self, z: Array) -> Array:
-        return self.obj.value_grad(z)[1]
+        return self._value_grad(z)[1].copy()
 
     def constraints(self, z: Array) -> Array:
         try:
