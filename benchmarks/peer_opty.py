@@ -33,15 +33,15 @@ nhcontrol would reach with free evaluations and nothing outside IPOPT); ``opty_s
 compiled, empty cache), ``ratio_with_setup_opty_over_nhcontrol`` (set-up plus one solve),
 ``load_average``.
 
-Measured (``--links 3 --nodes 101 --repeat 11``, 2 cores shared, two runs at load average
-3.7–6.1 and 5.8–6.7): objectives equal to 1.6e-15, 5 iterations each; CPU opty 31.8 and 31.0
-ms, nhcontrol 36.4 and 34.2 ms (ratio 0.87 and 0.91; wall 0.90 and 0.98); evaluations (wall)
-2.4 and 2.1 ms against 5.0 and 8.3 ms, nhcontrol's work outside IPOPT (set-up, the admissible
-reference) 4.0 and 7.8 ms wall (1.4–1.8 ms CPU); IPOPT's own time 8.8–12.5 ms per iteration
-wall for both (about 6 ms CPU); set-up 20–28 s (opty: Cython generation and compilation)
-against 0.9–1.2 s, 22 times faster with set-up. Before the implicit backward-Euler rows, the
-reuse of the constraint values in the Jacobian and the reference's coefficients written at
-once: 7 iterations and 51.5 ms CPU against opty's 31.4 ms (ratio 0.61, load 7.8).
+Measured (``--links 3 --nodes 101 --repeat 11``, 2 cores shared, load average 1.4–2.2):
+objectives equal to 1.6e-15, 5 iterations each; CPU opty 28.8 ms, nhcontrol 31.5 ms (ratio
+0.91; wall 42.7 against 48.6 ms, 0.88); evaluations (wall) 1.7 against 4.3 ms; nhcontrol's
+work outside IPOPT (set-up, the admissible reference) about 2 ms CPU; IPOPT's own time 8.2
+and 7.6 ms per iteration wall (about 6 ms CPU); set-up 19.6 s (opty: Cython generation and
+compilation) against 0.8 s, 23 times faster with set-up. Two runs at load 4–7 gave CPU ratios
+0.87 and 0.91. Before the implicit backward-Euler rows, the reuse of the constraint values in
+the Jacobian and the reference's coefficients written at once: 7 iterations and 51.5 ms CPU
+against opty's 31.4 ms (ratio 0.61, load 7.8).
 
 Why the goal ratio ≥ 5 is out of reach with IPOPT: both hand IPOPT the same-size NLP (909
 variables, 800 and 816 equality constraints, 14 272 and 13 616 Jacobian nonzeros, IPOPT 3.14.11
@@ -51,8 +51,8 @@ at all) nhcontrol's 7 explicit-form iterations took 42.8 ms, opty's 5 take 31.9 
 third of it, then OpenBLAS, IPOPT itself, allocation, and cyipopt's element-by-element transfer
 of the Jacobian values). opty's whole solve is 90 % IPOPT, so a ratio of 5 needs nhcontrol's
 whole solve at about 7 ms, less than IPOPT alone needs for one and a half iterations; with free
-evaluations and nothing outside IPOPT the ratio would be ``ratio_bound_ipopt_floor`` (1.16 and
-1.29 in the runs above).
+evaluations and nothing outside IPOPT the ratio would be ``ratio_bound_ipopt_floor`` (1.12 in
+the run above, 1.16 and 1.29 under load).
 
 Why 7 iterations against 5 before: the constraint form. The defects of the explicit minimal ODE,
 ``X_{i+1} − X_i − h f(X_{i+1}, u_{i+1})`` with ``f`` through ``M⁻¹``, took 7; opty's implicit
