@@ -150,7 +150,6 @@ class Transcription:
             second.append(-dh / 8 * (fn[:-1] - fn[1:]))
         return np.concatenate([flat(*first), flat(*second)])
 
-
     # ------------------------------------------------------------------ implicit backward Euler
     def _implicit_terms(self, z: Array, jac: bool) -> tuple[Any, ...]:
         """``M, Q`` (and the terms of their derivatives) at nodes ``1 … N−1``, rows and columns
