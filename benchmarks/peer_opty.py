@@ -1,8 +1,9 @@
 """Benchmark: nhcontrol.optimize against opty on the same optimal-control problem (prints JSON).
 
 Run ``python benchmarks/peer_opty.py [--links L] [--nodes N] [--repeat R]``. Needs opty and
-cyipopt (``pip install cyipopt-wheels && pip install --no-deps opty``: opty requires the name
-``cyipopt``, whose source package needs a system IPOPT); without them the script prints a
+cyipopt (``pip install cyipopt-wheels cython && pip install --no-deps opty``: opty requires
+the name ``cyipopt``, whose source package needs a system IPOPT, and compiles its functions
+with Cython); without them the script prints a
 message and ``{"skipped": ...}``.
 
 The problem: an ``L``-link pendulum on a cart (``sympy.physics.mechanics.models.
@@ -15,20 +16,54 @@ use IPOPT with a limited-memory Hessian, IPOPT's gradient-based scaling and the 
 tolerance, so the discrete problems are the
 same and their optima agree (``objective_rel_diff``, goal ≤ 1e-6).
 
-Printed: ``objective_rel_diff``, ``opty_s`` and ``nhcontrol_s`` (wall time of the solve, median
-of ``R``), ``ratio_opty_over_nhcontrol`` (> 1: nhcontrol faster; goal ≥ 5 on a bicycle-size
-problem, 8 states for ``L = 3``), ``opty_iterations``, ``nhcontrol_iterations``,
-``opty_setup_s`` (opty's ``Problem``: symbolic Jacobians, C code generation and compilation),
+Printed: ``objective_rel_diff``; ``opty_s`` and ``nhcontrol_s`` (wall time of one solve,
+median of ``R`` interleaved repeats after a warm-up), ``ratio_opty_over_nhcontrol`` (> 1:
+nhcontrol faster; goal ≥ 5 on a bicycle-size problem, 8 states for ``L = 3``), ``opty_cpu_s``,
+``nhcontrol_cpu_s`` and ``ratio_cpu_opty_over_nhcontrol`` (process CPU time, steadier on a
+shared machine); ``opty_iterations``, ``nhcontrol_iterations``; where the time goes:
+``opty_evaluations_s`` and ``nhcontrol_evaluations_s`` (wall time inside the evaluations IPOPT
+asks for: objective, gradient, constraints, Jacobian; nhcontrol's ``NLPStats.evaluation_time``),
+``nhcontrol_outside_ipopt_s`` (problem set-up and the admissible reference of the optimum),
+``opty_ipopt_per_iteration_s`` and ``nhcontrol_ipopt_per_iteration_s`` (IPOPT's own time per
+iteration: the solve less the evaluations, i.e. MUMPS, the limited-memory update and cyipopt's
+transfer of the arrays), ``ratio_bound_ipopt_floor`` (``opty_s`` over nhcontrol's IPOPT-own time: the ratio
+nhcontrol would reach with free evaluations and nothing outside IPOPT); ``opty_setup_s``
+(opty's ``Problem``: symbolic Jacobians, C code generation and compilation),
 ``nhcontrol_setup_s`` (``from_sympy_mechanics`` and ``compile()``: kernels generated and
-compiled, cold cache), ``ratio_with_setup_opty_over_nhcontrol`` (set-up plus one solve),
+compiled, empty cache), ``ratio_with_setup_opty_over_nhcontrol`` (set-up plus one solve),
 ``load_average``.
 
-Measured (``--links 3 --nodes 101``, 2 cores shared): objectives equal to 4e-15; at load
-average 3.6 opty 0.052 s in 5 iterations, nhcontrol 0.094 s in 7 (ratio 0.56: fewer IPOPT
-iterations for opty, and its compiled Cython constraint and Jacobian functions against
-nhcontrol's NumPy assembly around its C kernels, 10 against 13 ms per iteration); set-up
-18–29 s (opty: Cython code generation and compilation) against 0.8 s (nhcontrol: kernels
-generated and compiled, empty cache; 2.1 s at load 10.9), 21–34 times faster with set-up.
+Measured (``--links 3 --nodes 101 --repeat 11``, 2 cores shared, load average 1.4–2.2):
+objectives equal to 1.6e-15, 5 iterations each; CPU opty 28.8 ms, nhcontrol 31.5 ms (ratio
+0.91; wall 42.7 against 48.6 ms, 0.88); evaluations (wall) 1.7 against 4.3 ms; nhcontrol's
+work outside IPOPT (set-up, the admissible reference) about 2 ms CPU; IPOPT's own time 8.2
+and 7.6 ms per iteration wall (about 6 ms CPU); set-up 19.6 s (opty: Cython generation and
+compilation) against 0.8 s, 23 times faster with set-up. Two runs at load 4–7 gave CPU ratios
+0.87 and 0.91. Before the implicit backward-Euler rows, the reuse of the constraint values in
+the Jacobian and the reference's coefficients written at once: 7 iterations and 51.5 ms CPU
+against opty's 31.4 ms (ratio 0.61, load 7.8).
+
+Why the goal ratio ≥ 5 is out of reach with IPOPT: both hand IPOPT the same-size NLP (909
+variables, 800 and 816 equality constraints, 14 272 and 13 616 Jacobian nonzeros, IPOPT 3.14.11
+with MUMPS 5.5.1 and the limited-memory Hessian, the same bundled library), and IPOPT's own work
+is about 6 ms CPU per iteration for both: replayed with recorded evaluations (no evaluation cost
+at all) nhcontrol's 7 explicit-form iterations took 42.8 ms, opty's 5 take 31.9 ms (MUMPS about a
+third of it, then OpenBLAS, IPOPT itself, allocation, and cyipopt's element-by-element transfer
+of the Jacobian values). opty's whole solve is 90 % IPOPT, so a ratio of 5 needs nhcontrol's
+whole solve at about 7 ms, less than IPOPT alone needs for one and a half iterations; with free
+evaluations and nothing outside IPOPT the ratio would be ``ratio_bound_ipopt_floor`` (1.12 in
+the run above, 1.16 and 1.29 under load).
+
+Why 7 iterations against 5 before: the constraint form. The defects of the explicit minimal ODE,
+``X_{i+1} − X_i − h f(X_{i+1}, u_{i+1})`` with ``f`` through ``M⁻¹``, took 7; opty's implicit
+``M(q)(v_{i+1} − v_i) − h F`` take 5, and so do nhcontrol's implicit rows (backward Euler on a
+model without constraints, docs/theory/optimize.md). Both forms take the same first step.
+Scaling did not change the count (IPOPT's gradient-based scaling, unit scaling, defect rows
+scaled by ``1/h`` or ``10/h``: 7; nhcontrol's default user scaling takes 26 with the explicit
+rows, hence the gradient-based scaling of this script), an exact Newton Hessian took 6 (from
+finite differences, for that measurement only), ``mu_strategy="monotone"`` 6. A Jacobian of
+structural nonzeros only (5 200 instead of 14 400, the constant rows of ``ẋ_ai`` dropped) gave
+the same iterates but was 20 % slower in MUMPS, so the dense blocks stay.
 """
 
 from __future__ import annotations
@@ -54,7 +89,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--links", type=int, default=3)
     ap.add_argument("--nodes", type=int, default=101)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--duration", type=float, default=3.0)
     ap.add_argument("--fmax", type=float, default=20.0)
     ap.add_argument("--distance", type=float, default=1.0)
@@ -63,10 +98,12 @@ def main() -> None:
     # compilation), as opty's is
     os.environ["NHCONTROL_CACHE_DIR"] = tempfile.mkdtemp(prefix="peer_opty_cache_")
     try:
+        import Cython  # noqa: F401  (opty compiles its constraint functions with it)
         import cyipopt  # noqa: F401
         from opty.direct_collocation import Problem
     except ImportError as exc:
-        _skip(f"opty/cyipopt missing ({exc}): pip install cyipopt-wheels && pip install --no-deps opty")
+        _skip(f"opty/cyipopt/Cython missing ({exc}): pip install cyipopt-wheels cython && "
+              f"pip install --no-deps opty")
     import sympy as sp
     from sympy.physics.mechanics import dynamicsymbols
     from sympy.physics.mechanics.models import n_link_pendulum_on_cart
@@ -112,9 +149,30 @@ def main() -> None:
         g[n * N + 1:(n + 1) * N] = 2.0 * h * free[n * N + 1:(n + 1) * N]
         return g
 
-    prob = Problem(obj, obj_grad, eom, tuple(states), N, h, known_parameter_map=values,
-                   instance_constraints=tuple(ic), time_symbol=ts, tmp_dir=tmp,
-                   integration_method="backward euler", bounds={F: (-args.fmax, args.fmax)})
+    clock = {"eval": 0.0}
+
+    def _timed(fun):                    # opty's evaluations timed as nhcontrol's are
+        def call(self, *a):             # (``NLPStats.evaluation_time``)
+            t = time.perf_counter()
+            try:
+                return fun(self, *a)
+            finally:
+                clock["eval"] += time.perf_counter() - t
+        return call
+
+    # cyipopt binds the evaluation methods when the problem is made: timed wrappers on the class
+    # for that moment only
+    names = ("objective", "gradient", "constraints", "jacobian")
+    plain = {name: Problem.__dict__[name] for name in names}
+    try:
+        for name in names:
+            setattr(Problem, name, _timed(getattr(Problem, name)))
+        prob = Problem(obj, obj_grad, eom, tuple(states), N, h, known_parameter_map=values,
+                       instance_constraints=tuple(ic), time_symbol=ts, tmp_dir=tmp,
+                       integration_method="backward euler", bounds={F: (-args.fmax, args.fmax)})
+    finally:
+        for name in names:
+            setattr(Problem, name, plain[name])
     opty_setup = time.perf_counter() - t0
     for key, val in (("hessian_approximation", "limited-memory"), ("tol", 1e-8), ("print_level", 0),
                      ("max_iter", 3000), ("sb", "yes")):
@@ -125,13 +183,14 @@ def main() -> None:
         a, b = start[nm(s)], end[nm(s)]
         guess_states[i] = a + (b - a) * tt / T
     z0 = np.concatenate([guess_states.ravel(), np.zeros(N)])
-    opty_times, opty_res, opty_iters = [], None, 0
-    for _ in range(args.repeat):
+
+    def opty_solve():
         prob.obj_value = []                       # opty records one value per IPOPT iteration
-        t1 = time.perf_counter()
+        clock["eval"] = 0.0
+        c1, t1 = time.process_time(), time.perf_counter()
         sol, info = prob.solve(z0.copy())
-        opty_times.append(time.perf_counter() - t1)
-        opty_res, opty_iters = (sol, info), len(prob.obj_value) - 1
+        wall, cpu = time.perf_counter() - t1, time.process_time() - c1
+        return (sol, info), len(prob.obj_value) - 1, wall, cpu, clock["eval"]
 
     # ---------------------------------------------------------------- nhcontrol
     t0 = time.perf_counter()
@@ -143,14 +202,30 @@ def main() -> None:
     vel = [f"{c}_d" for c in names]
     init = {**{c: start[c] for c in names}, **{v: 0.0 for v in vel}}
     fin = {**{c: end[c] for c in names}, **{v: 0.0 for v in vel}}
-    nh_times, nh = [], None
+
+    def nh_solve():
+        c1, t1 = time.process_time(), time.perf_counter()
+        res = optimal_trajectory(cm, t_final=T, nodes=N, initial=init, final=fin, effort=1.0,
+                                 u_bounds={cm.inputs[0]: (-args.fmax, args.fmax)},
+                                 method="backward-euler", tol=1e-8, max_iterations=3000,
+                                 ipopt_options={"nlp_scaling_method": "gradient-based"})
+        wall, cpu = time.perf_counter() - t1, time.process_time() - c1
+        return res, res.iterations, wall, cpu, res.stats.evaluation_time, res.stats.time
+
+    # interleaved repeats (the load of a shared machine falls on both alike), after one warm-up
+    opty_solve(), nh_solve()
+    ro, rn = [], []
     for _ in range(args.repeat):
-        t1 = time.perf_counter()
-        nh = optimal_trajectory(cm, t_final=T, nodes=N, initial=init, final=fin, effort=1.0,
-                                u_bounds={cm.inputs[0]: (-args.fmax, args.fmax)},
-                                method="backward-euler", tol=1e-8, max_iterations=3000,
-                                ipopt_options={"nlp_scaling_method": "gradient-based"})
-        nh_times.append(time.perf_counter() - t1)
+        ro.append(opty_solve())
+        rn.append(nh_solve())
+    med = statistics.median
+    opty_res, opty_iters = ro[-1][0], ro[-1][1]
+    nh, nh_iters = rn[-1][0], rn[-1][1]
+    opty_s, nh_s = med(r[2] for r in ro), med(r[2] for r in rn)
+    # IPOPT's own time per iteration (its linear algebra and the cyipopt interface): the solve's
+    # wall time less the time spent in the evaluations it asked for
+    opty_own = med((r[2] - r[4]) / max(r[1], 1) for r in ro)
+    nh_own = med((r[5] - r[4]) / max(r[1], 1) for r in rn)
     J_opty = float(obj(opty_res[0]))
     out = {
         "problem": f"{L}-link pendulum on a cart, rest-to-rest transfer, {N} nodes, backward Euler, "
@@ -158,12 +233,18 @@ def main() -> None:
         "objective_opty": J_opty, "objective_nhcontrol": nh.objective,
         "objective_rel_diff": abs(J_opty - nh.objective) / abs(J_opty),
         "opty_status": int(opty_res[1]["status"]), "nhcontrol_status": nh.status,
-        "opty_s": statistics.median(opty_times), "nhcontrol_s": statistics.median(nh_times),
-        "ratio_opty_over_nhcontrol": statistics.median(opty_times) / statistics.median(nh_times),
-        "opty_iterations": opty_iters, "nhcontrol_iterations": nh.iterations,
+        "opty_s": opty_s, "nhcontrol_s": nh_s, "ratio_opty_over_nhcontrol": opty_s / nh_s,
+        "opty_cpu_s": med(r[3] for r in ro), "nhcontrol_cpu_s": med(r[3] for r in rn),
+        "ratio_cpu_opty_over_nhcontrol": med(r[3] for r in ro) / med(r[3] for r in rn),
+        "opty_iterations": opty_iters, "nhcontrol_iterations": nh_iters,
+        "opty_evaluations_s": med(r[4] for r in ro), "nhcontrol_evaluations_s": med(r[4] for r in rn),
+        "nhcontrol_outside_ipopt_s": med(r[2] - r[5] for r in rn),
+        "opty_ipopt_per_iteration_s": opty_own, "nhcontrol_ipopt_per_iteration_s": nh_own,
+        # the best ratio nhcontrol could reach with free evaluations and no work outside IPOPT:
+        # opty's time over IPOPT's own time for nhcontrol's iterations
+        "ratio_bound_ipopt_floor": opty_s / (nh_own * nh_iters),
         "opty_setup_s": opty_setup, "nhcontrol_setup_s": nh_setup,
-        "ratio_with_setup_opty_over_nhcontrol": (opty_setup + statistics.median(opty_times))
-        / (nh_setup + statistics.median(nh_times)),
+        "ratio_with_setup_opty_over_nhcontrol": (opty_setup + opty_s) / (nh_setup + nh_s),
         "load_average": list(os.getloadavg()),
     }
     print(json.dumps(out, indent=1))

@@ -208,3 +208,20 @@ def test_bad_function_output_shape():
         Reference.from_functions(cm, lambda t: np.zeros(3), np.zeros(2), np.zeros(2))
     with pytest.raises(ReferenceMotionError, match=r"period must be a positive number"):
         Reference.from_functions(cm, np.zeros(2), np.zeros(2), np.zeros(2), period=-1.0)
+
+
+def test_quintic_hermite_is_scipys_from_derivatives():
+    """The all-intervals Bernstein coefficients of from_samples' quintic Hermite interpolant are
+    bitwise those of ``BPoly.from_derivatives`` (uneven steps, large values)."""
+    from scipy.interpolate import BPoly
+
+    from nhcontrol.reference.reference import _quintic_hermite
+
+    rng = np.random.default_rng(4)
+    for N, d in ((2, 1), (7, 3), (60, 5)):
+        t = np.cumsum(rng.uniform(1e-3, 0.2, N))
+        y, yd, ydd = 80.0 * rng.standard_normal((3, N, d))
+        want = BPoly.from_derivatives(t, np.stack([y, yd, ydd], axis=1))
+        got = _quintic_hermite(BPoly, t, y, yd, ydd)
+        np.testing.assert_array_equal(got.c, want.c)
+        np.testing.assert_array_equal(got.x, want.x)

@@ -31,7 +31,7 @@ once (one kernel call per term for all collocation points) this module evaluates
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
@@ -71,6 +71,9 @@ class ReducedPoints:
     Txd: Array | None = None
     Txdd: Array | None = None
     Tlam: Array | None = None
+    K: Array | None = field(default=None, repr=False)
+    """The saddle-point matrices ``[[M, Dᵀ], [D, 0]] (P, n+c, n+c)`` (kept for the sensitivities)."""
+    D: Array | None = field(default=None, repr=False)
 
 
 class ReducedDynamics:
@@ -139,10 +142,10 @@ class ReducedDynamics:
                 if not self._newton(x, u):
                     self._sequential(x, u)
             self._warm[P] = x[:, self.d].copy()
-        D = np.asarray(cm.D(x, u, self.p), float).reshape(P, self.m + self.l, self.n)
         xd = np.zeros((P, self.n))
         xd[:, self.ai] = X[:, g:2 * g]
-        if self.m + self.l:
+        if self.m + self.l:             # (no constraint Jacobian to evaluate without constraints)
+            D = np.asarray(cm.D(x, u, self.p), float).reshape(P, self.m + self.l, self.n)
             rhs = D[:, :, self.ai] @ X[:, g:2 * g, None]
             if self.affine:
                 rhs = rhs + np.asarray(cm.b(x, u, self.p), float).reshape(P, -1, 1)
@@ -199,15 +202,28 @@ class ReducedDynamics:
 
     # ------------------------------------------------------------------ dynamics
     def evaluate(self, X: Array, U: Array | None, *, jac: bool = True,
-                 theta: Any = None) -> ReducedPoints:
+                 theta: Any = None, values: ReducedPoints | None = None) -> ReducedPoints:
         """``f`` (and its exact Jacobian ``J = [A, B]`` with the sensitivities) at ``P`` points.
 
         With ``theta`` (a `ParameterTerms`), the sensitivities get ``r`` more columns: the
-        derivatives with respect to those parameters (``z = [X, u, θ]``)."""
-        cm = self.cm
+        derivatives with respect to those parameters (``z = [X, u, θ]``). ``values``: the
+        values already evaluated at the same ``X, U`` (``jac=False``), reused for the
+        sensitivities."""
         X = np.atleast_2d(np.asarray(X, float))
-        P, n, c, g, k, ns = X.shape[0], self.n, self.m + self.l, self.g, self.k, self.ns
-        u = self._u(U, P)
+        u = self._u(U, X.shape[0])
+        if values is not None and values.K is not None:
+            f, x, xd, xdd, lam = values.f, values.x, values.xd, values.xdd, values.lam
+            K, D = values.K, values.D
+        else:
+            f, x, xd, xdd, lam, K, D = self._values(X, u)
+            if not jac:
+                return ReducedPoints(f, x, xd, xdd, lam, K=K, D=D)
+        return self._sensitivities(X, u, f, x, xd, xdd, lam, K, D, theta)
+
+    def _values(self, X: Array, u: Array | None) -> tuple[Array, ...]:
+        """``f, x, ẋ, ẍ, Λ`` and the saddle-point matrices ``K`` and ``D`` at the points."""
+        cm = self.cm
+        P, n, c = X.shape[0], self.n, self.m + self.l
         x, xd = self.full(X, u)
         dt = cm.dynamics_terms(x, xd, u, self.p)
         M = np.asarray(dt.M, float).reshape(P, n, n)
@@ -226,8 +242,12 @@ class ReducedDynamics:
         if not np.all(np.isfinite(f)):
             raise ConstraintError("the minimal-state dynamics are not finite at a collocation point "
                                   "(a singular constraint block); bound the states away from it")
-        if not jac:
-            return ReducedPoints(f, x, xd, xdd, lam)
+        return f, x, xd, xdd, lam, K, D
+
+    def _sensitivities(self, X: Array, u: Array | None, f: Array, x: Array, xd: Array, xdd: Array,
+                       lam: Array, K: Array, D: Array, theta: Any) -> ReducedPoints:
+        cm = self.cm
+        P, n, c, g, k, ns = X.shape[0], self.n, self.m + self.l, self.g, self.k, self.ns
         lt = cm.linearization_terms(x, xd, xdd, lam, u, self.p)
 
         def term(name: str, r: int, cols: int) -> Array:
@@ -268,4 +288,4 @@ class ReducedDynamics:
         S = np.linalg.solve(K, np.concatenate([top, bottom], axis=1))
         Txdd, Tlam = S[:, :n, :], S[:, n:, :]
         J = np.concatenate([Txd[:, self.ai, :], Txdd[:, self.ai, :], Txd[:, self.ad, :]], axis=1)
-        return ReducedPoints(f, x, xd, xdd, lam, J, Tx, Txd, Txdd, Tlam)
+        return ReducedPoints(f, x, xd, xdd, lam, J, Tx, Txd, Txdd, Tlam, K=K, D=D)

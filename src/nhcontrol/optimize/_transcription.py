@@ -7,6 +7,10 @@ Hermite–Simpson the ``N − 1`` interval midpoints, and, for a free final time
 
 * trapezoidal: ``X_{i+1} − X_i − h/2 (f_i + f_{i+1}) = 0``;
 * backward Euler (first order, opty's default; for comparisons): ``X_{i+1} − X_i − h f_{i+1} = 0``;
+  for a model without constraints (``X = [q, v]``, ``f = [v, M⁻¹Q]``) in the implicit form
+  ``q_{i+1} − q_i − h v_{i+1} = 0``, ``M(q_{i+1}) (v_{i+1} − v_i) − h Q_{i+1} = 0`` (the same
+  equations, the velocity rows multiplied by the nonsingular ``M(q_{i+1})``: fewer IPOPT
+  iterations than through ``M⁻¹``);
 * Hermite–Simpson (separated form): ``X_{i+1} − X_i − h/6 (f_i + 4 f_m + f_{i+1}) = 0`` and
   ``X_m − (X_i + X_{i+1})/2 − h/8 (f_i − f_{i+1}) = 0``.
 
@@ -17,7 +21,7 @@ Jacobians of `ReducedDynamics` at all points from one stacked kernel call.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,6 +45,11 @@ class Transcription:
         self.free_time = free_time
         self.T_fixed = T_fixed
         self.nvar = self.P * self.nz + (1 if free_time else 0)
+        self.implicit = method == "backward-euler" and rd.m + rd.l == 0
+        self._dyn: tuple[bytes, Array, Array] | None = None
+        if self.implicit:       # the states in the model's order?, state -> model order, rows/cols
+            self._order = (bool(np.all(rd.ai == np.arange(rd.n))), np.argsort(rd.ai),
+                           np.ix_(np.arange(N - 1), rd.ai, rd.ai))
         self.ndef = (N - 1) * self.ns * (2 if self.hs else 1)
         self._structure()
 
@@ -81,20 +90,19 @@ class Transcription:
 
     # ------------------------------------------------------------------ defects
     def _structure(self) -> None:
-        ns, nz, N = self.ns, self.nz, self.N
+        ns, nz, N, m = self.ns, self.nz, self.N, self.N - 1
         r, c = np.meshgrid(np.arange(ns), np.arange(nz), indexing="ij")
+        i = np.arange(m)
         rows, cols = [], []
-        blocks_per = 3 if self.hs else 2
-        for set_ in range(2 if self.hs else 1):
-            for i in range(N - 1):
-                row0 = (set_ * (N - 1) + i) * ns
-                pts = [i, i + 1] + ([N + i] if self.hs else [])
-                for pt in pts[:blocks_per]:
-                    rows.append((row0 + r).ravel())
-                    cols.append((self.col(pt) + c).ravel())
-                if self.free_time:
-                    rows.append(row0 + np.arange(ns))
-                    cols.append(np.full(ns, self.nvar - 1))
+        for set_ in range(2 if self.hs else 1):       # per interval: its blocks, then T
+            row0 = ((set_ * m + i) * ns)[:, None]
+            R = [row0 + r.ravel() for _ in range(3 if self.hs else 2)]
+            C = [(pt * nz)[:, None] + c.ravel() for pt in [i, i + 1] + ([N + i] if self.hs else [])]
+            if self.free_time:
+                R.append(row0 + np.arange(ns))
+                C.append(np.full((m, ns), self.nvar - 1))
+            rows.append(np.concatenate(R, axis=1).ravel())
+            cols.append(np.concatenate(C, axis=1).ravel())
         self.rows = np.concatenate(rows).astype(np.int64)
         self.cols = np.concatenate(cols).astype(np.int64)
 
@@ -142,6 +150,74 @@ class Transcription:
             second.append(-dh / 8 * (fn[:-1] - fn[1:]))
         return np.concatenate([flat(*first), flat(*second)])
 
+    # ------------------------------------------------------------------ implicit backward Euler
+    def _implicit_terms(self, z: Array, jac: bool) -> tuple[Any, ...]:
+        """``M, Q`` (and the terms of their derivatives) at nodes ``1 … N−1``, rows and columns
+        in the order of the states ``q = x_ai`` (the partition's order of the coordinates)."""
+        rd, N, n = self.rd, self.N, self.rd.n
+        X, U, T = self.split(z)
+        ordered, back, sel = self._order
+
+        def square(a: Array) -> Array:
+            return a if ordered else a[sel]
+
+        def rows(a: Array) -> Array:
+            return a if ordered else a[:, rd.ai]
+
+        q = X[1:N, :n] if ordered else X[1:N, :n][:, back]
+        v = X[1:N, n:2 * n] if ordered else X[1:N, n:2 * n][:, back]
+        u = rd._u(U[1:N], N - 1)
+        key = np.asarray(z, dtype=float).tobytes()
+        if self._dyn is None or self._dyn[0] != key:  # M, Q of this z (constraints, then Jacobian)
+            dt = rd.cm.dynamics_terms(q, v, u, rd.p)
+            self._dyn = (key, square(np.asarray(dt.M, float).reshape(N - 1, n, n)),
+                         rows(np.asarray(dt.Q, float).reshape(N - 1, n)))
+        M, Q = self._dyn[1], self._dyn[2]
+        dv = X[1:N, n:2 * n] - X[:N - 1, n:2 * n]
+        if not jac:
+            return X, T, M, Q, dv, None
+        lt = rd.cm.linearization_terms(q, v, dv if ordered else dv[:, back], np.zeros((N - 1, 0)), u, rd.p)
+
+        def term(name: str, cols: int, sq: bool) -> Array:
+            a = np.asarray(getattr(lt, name), float).reshape(N - 1, n, cols)
+            return square(a) if sq else rows(a)
+
+        terms = {name: term(name, n, True) for name in ("dMa_dx", "dQ_dx", "dQ_dxd")}
+        if self.k:
+            terms.update({name: term(name, self.k, False) for name in ("dMa_du", "dQ_du")})
+        return X, T, M, Q, dv, terms
+
+    def implicit_defects(self, z: Array) -> Array:
+        """The implicit backward-Euler rows (module docstring) of a model without constraints."""
+        n = self.rd.n
+        X, T, M, Q, dv, _ = self._implicit_terms(z, jac=False)
+        h = T / (self.N - 1)
+        Xn = X[:self.N]
+        c1 = Xn[1:, :n] - Xn[:-1, :n] - h * Xn[1:, n:2 * n]
+        c2 = np.einsum("pij,pj->pi", M, dv) - h * Q
+        return np.concatenate([c1, c2], axis=1).ravel()
+
+    def implicit_jacobian(self, z: Array) -> Array:
+        """Values of the implicit rows in the order of ``rows, cols``."""
+        n, k, ns, nz, m = self.rd.n, self.k, self.ns, self.nz, self.N - 1
+        X, T, M, Q, dv, t = self._implicit_terms(z, jac=True)
+        h, dh = T / m, 1.0 / m
+        eye = np.eye(n)
+        B0 = np.zeros((m, ns, nz))
+        B1 = np.zeros((m, ns, nz))
+        B0[:, :n, :n] = -eye
+        B0[:, n:, n:2 * n] = -M
+        B1[:, :n, :n] = eye
+        B1[:, :n, n:2 * n] = -h * eye
+        B1[:, n:, :n] = t["dMa_dx"] - h * t["dQ_dx"]
+        B1[:, n:, n:2 * n] = M - h * t["dQ_dxd"]
+        if k:
+            B1[:, n:, ns:] = t["dMa_du"] - h * t["dQ_du"]
+        blocks = [B0.reshape(m, -1), B1.reshape(m, -1)]
+        if self.free_time:
+            blocks.append(-dh * np.concatenate([X[1:self.N, n:2 * n], Q], axis=1))
+        return np.concatenate(blocks, axis=1).ravel()
+
 
 class Evaluations:
     """The dynamics at the points of one variable vector, evaluated once per new ``z``."""
@@ -156,7 +232,10 @@ class Evaluations:
         key = np.asarray(z, dtype=float).tobytes()
         if key != self._key or (jac and not self._jac):
             X, U, _ = self.tr.split(np.asarray(z, dtype=float))
-            self._pts = self.tr.rd.evaluate(X, U, jac=jac)
+            # the values of this z (IPOPT asks for the constraints, then the Jacobian at the
+            # same accepted point) are kept for the sensitivities
+            same = key == self._key
+            self._pts = self.tr.rd.evaluate(X, U, jac=jac, values=self._pts if same else None)
             self._key, self._jac = key, jac
         assert self._pts is not None
         return self._pts

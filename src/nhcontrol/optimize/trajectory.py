@@ -334,33 +334,52 @@ class _NLP:
     def __init__(self, tr: Transcription, obj: _Objective, paths: PathRows) -> None:
         self.tr, self.obj, self.paths = tr, obj, paths
         self.ev = Evaluations(tr)
+        self._obj: tuple[bytes, float, Array] | None = None
         self._rows = np.concatenate([tr.rows, tr.ndef + paths.rows])
         self._cols = np.concatenate([tr.cols, paths.cols])
 
+    def _value_grad(self, z: Array) -> tuple[float, Array]:
+        key = np.asarray(z, dtype=float).tobytes()   # IPOPT asks for both at one point
+        if self._obj is None or self._obj[0] != key:
+            self._obj = (key, *self.obj.value_grad(z))
+        return self._obj[1], self._obj[2]
+
     def objective(self, z: Array) -> float:
-        return self.obj.value_grad(z)[0]
+        return self._value_grad(z)[0]
 
     def gradient(self, z: Array) -> Array:
-        return self.obj.value_grad(z)[1]
+        return self._value_grad(z)[1].copy()
 
     def constraints(self, z: Array) -> Array:
         try:
+            if self.tr.implicit:
+                d = self.tr.implicit_defects(z)
+                if not self.paths.specs:
+                    return d
             pts = self.ev.at(z, jac=False)
         except NhcontrolError:      # a trial point outside the model's domain: IPOPT cuts the
             return np.full(self.tr.ndef + self.paths.lower.size, np.nan)   # step back
         X, U, T = self.tr.split(z)
-        return np.concatenate([self.tr.defects(X, pts.f, T), self.paths.values(pts, X, U, z)])
+        if not self.tr.implicit:
+            d = self.tr.defects(X, pts.f, T)
+        return np.concatenate([d, self.paths.values(pts, X, U, z)])
 
     def jacobianstructure(self) -> tuple[Array, Array]:
         return self._rows, self._cols
 
     def jacobian(self, z: Array) -> Array:
         try:
+            if self.tr.implicit:
+                d = self.tr.implicit_jacobian(z)
+                if not self.paths.specs:
+                    return d
             pts = self.ev.at(z, jac=True)
         except NhcontrolError:
             return np.full(self._rows.size, np.nan)
         X, U, T = self.tr.split(z)
-        return np.concatenate([self.tr.defect_jacobian(pts, T), self.paths.jacobian(pts, X, U, z)])
+        if not self.tr.implicit:
+            d = self.tr.defect_jacobian(pts, T)
+        return np.concatenate([d, self.paths.jacobian(pts, X, U, z)])
 
 
 def _variable_bounds(tr: Transcription, rd: ReducedDynamics, init: dict, fin: dict, paths: PathRows,

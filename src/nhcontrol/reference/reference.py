@@ -786,7 +786,7 @@ class Reference:
             if XDD is None:
                 XDD = CubicSpline(tt, XD, bc_type=bc if N > 3 or periodic else "natural"
                                   ).derivative()(tt)
-            bp = BPoly.from_derivatives(tt, np.stack([X, XD, XDD], axis=1))   # quintic Hermite
+            bp = _quintic_hermite(BPoly, tt, X, XD, XDD)
             b1, b2 = bp.derivative(1), bp.derivative(2)
             fx, fxd, fxdd = bp, b1, b2
         fu = (_constant(np.zeros(ev.k)) if u is None or ev.k == 0 else
@@ -850,3 +850,20 @@ class Reference:
                                breakpoints=bps)
         return ref
 
+
+def _quintic_hermite(bpoly: Any, t: NDArray[np.float64], y: NDArray[np.float64],
+                     yd: NDArray[np.float64], ydd: NDArray[np.float64]) -> Any:
+    """``BPoly.from_derivatives(t, [y, yd, ydd])`` (the quintic Hermite interpolant of values,
+    first and second derivatives ``(N, d)`` at ``t (N,)``) with its Bernstein coefficients
+    written for all intervals at once, in scipy's order of operations (the same numbers): on
+    ``[t_i, t_i + h]`` ``c_0 = y_i``, ``c_1 = h ẏ_i/5 + c_0``, ``c_2 = (h² ÿ_i/20 − c_0) + 2 c_1``
+    and symmetrically from the right end."""
+    h = np.diff(t).reshape((-1,) + (1,) * (y.ndim - 1))
+    a, b = slice(None, -1), slice(1, None)
+    c = np.empty((6, t.size - 1) + y.shape[1:])
+    c[0], c[5] = y[a], y[b]
+    c[1] = yd[a] / 5.0 * h + c[0]
+    c[4] = -(yd[b] / 5.0) * h + c[5]
+    c[2] = (ydd[a] / 20.0 * h ** 2 - c[0]) + 2.0 * c[1]
+    c[3] = (ydd[b] / 20.0 * h ** 2 + 2.0 * c[4]) - c[5]
+    return bpoly(c, t)
