@@ -204,3 +204,28 @@ def test_family_iii_eigenvalues_quoted_in_the_docs(cm):
         assert [round(x, 3) for x in real] == [eig[3], eig[0]]
         assert len(pair) == 1 and (round(pair[0].real, 3), round(pair[0].imag, 3)) == eig[1:3]
         guess = t
+
+
+def test_turn_of_radius_is_held_by_a_steer_torque(cm):
+    """A steady turn of given speed and radius with the steer torque as an unknown constant:
+    it solves the steady-turn equations, its reference passes inverse dynamics with that torque,
+    and a hands-free turn of family (i) is found again with zero torque (independent check)."""
+    from nhcontrol.models import benchmark_bicycle as bb
+    from nhcontrol.models import bicycle_turns as bt
+    cmT = bb.model(inputs=("T_delta",))
+    tr = bt.turn_of_radius(cmT, 5.0, 10.0)
+    assert abs(tr.radius - 10.0) <= 1e-9 and abs(tr.speed - 5.0) <= 1e-12 and tr.residual <= 1e-10
+    assert tr.Omega > 0 and tr.lean_deg < 0 and tr.steer_deg < 0     # left: lean and steer left
+    rep = bt.turn_reference(cmT, tr).check(cmT)
+    assert rep.max_dynamics < 1e-8 and rep.max_holonomic < 1e-12
+    _, fwd = bt.bifurcation_speed(cm)
+    free = fwd[1]
+    held = bt.turn_of_radius(cmT, free.speed, free.radius, left=free.Omega > 0)
+    assert abs(held.u[0]) < 1e-8
+    assert abs(held.lean_deg - free.lean_deg) < 1e-7 and abs(held.steer_deg - free.steer_deg) < 1e-7
+    with pytest.raises(ModelError, match="one input"):
+        bt.turn_of_radius(cm, 5.0, 10.0)
+    with pytest.raises(ModelError, match="positive"):
+        bt.turn_of_radius(cmT, 5.0, -1.0)
+    with pytest.raises(ModelError, match="fix must be one of"):
+        bt.solve_steady_turn(cmT, tr, fix="omega_R")       # a torque needs one more fixed unknown
