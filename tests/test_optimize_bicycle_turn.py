@@ -68,6 +68,18 @@ def test_countersteer_into_the_steady_turn(cm):
     assert abs(n["final_lean_rate_deg_s"]) < 1e-9 and abs(n["final_steer_rate_deg_s"]) < 1e-9
     assert 5.0 < n["final_speed_m_s"] < 5.3            # the lowered centre of mass speeds it up
     assert n["reference_admissible"] and n["reference_max_residual"] < 1e-8
+    # the final torque is fixed (an input name in `final`) at the one holding the turn: the
+    # final accelerations vanish, so the bicycle stays in the turn
+    assert r["solution"].u[-1, 0] == pytest.approx(n["steady_torque_Nm"], abs=1e-12)
+    assert abs(n["final_lean_acceleration_deg_s2"]) < 1e-3 and abs(n["final_steer_acceleration_deg_s2"]) < 1e-3
+
+
+def test_input_names_in_boundary_conditions(cm):
+    from nhcontrol._util.errors import OptimizationError
+    from nhcontrol.optimize import optimal_trajectory
+    with pytest.raises(OptimizationError, match="coordinate, velocity and input names"):
+        optimal_trajectory(cm, t_final=1.0, nodes=5, initial={"T_phi": 0.0}, effort=1.0,
+                           partition=bt.turn_partition(cm))
 
 
 @pytest.mark.slow

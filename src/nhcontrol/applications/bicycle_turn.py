@@ -18,7 +18,9 @@ Set-up (derived here):
   that torque's work and the lowered centre of mass, a second-order effect at straight running,
   so a final speed condition would make the constraint Jacobian rank deficient there (no
   linear independence of the active constraints); the speed reached is reported instead;
-* the final lean and steer are those of the steady turn of radius 10 m *at the speed reached*:
+* the final lean and steer, zero lean and steer rates and the final torque are those of the
+  steady turn of radius 10 m *at the speed reached* (with the torque that holds it the final
+  accelerations vanish: the bicycle stays in the turn after ``t_final``):
   the target speed is corrected (secant steps on ``v_reached(v) − v``, at most
   `speed_iterations` optimisations, each warm-started from the last) until the two agree, so the final state is a steady turn of the catalogue;
 * the dependent coordinates (frame height and pitch, the contact angles) follow the wheel by
@@ -95,7 +97,8 @@ def countersteer_turn(*, speed: float = 5.0, radius: float = 10.0, t_final: floa
         ``numbers``: ``initial_steer_sign`` (sign of the steer where it first exceeds 5 % of
         its final value; steers in Meijaard's sign ``δ_M = −delta``, right positive),
         ``countersteer_deg`` (its extreme value of that sign), ``final_steer_deg``,
-        ``final_lean_deg`` (right positive), ``final_radius_m``, ``final_speed_m_s`` (the
+        ``final_lean_deg`` (right positive), their rates and accelerations at the end (zero:
+        the steady turn), ``final_radius_m``, ``final_speed_m_s`` (the
         speed reached), ``steady_torque_Nm`` (the torque that holds the final turn),
         ``turn_residual`` (of the steady-turn equations there), ``status``, ``iterations``,
         ``solve_s`` (IPOPT, last solve), ``total_iterations``, ``total_solve_s``,
@@ -119,12 +122,12 @@ def countersteer_turn(*, speed: float = 5.0, radius: float = 10.0, t_final: floa
     for k in range(speed_iterations):
         turn = bt.turn_of_radius(cm, target, radius)
         final = {"phi_b": float(turn.x0[ix["phi_b"]]), "delta": float(turn.x0[ix["delta"]]),
-                 "phi_b_d": 0.0, "delta_d": 0.0}
+                 "phi_b_d": 0.0, "delta_d": 0.0, "T_delta": float(turn.u[0])}
         guess = sol if sol is not None else turn_guess(cm, start, turn, t_final)
         t0 = time.perf_counter()
         sol = optimal_trajectory(cm, t_final=t_final, nodes=nodes, initial=init, final=final,
                                  effort={"T_delta": 1.0}, partition=part, x_guess=start.x0,
-                                 guess=guess, tol=1e-9, max_iterations=500)
+                                 guess=guess, tol=1e-8, max_iterations=500)
         secs += time.perf_counter() - t0
         its += sol.iterations
         reached = rho_R * float(sol.xd[-1, ix["theta_R"]])
@@ -163,6 +166,8 @@ def _numbers(cm: CompiledModel, sol: TrajectorySolution, turn: bt.SteadyTurn, re
         "final_lean_deg": math.degrees(float(xT[ix["phi_b"]])),
         "final_lean_rate_deg_s": math.degrees(float(sol.xd[-1, ix["phi_b"]])),
         "final_steer_rate_deg_s": math.degrees(float(sol.xd[-1, ix["delta"]])),
+        "final_lean_acceleration_deg_s2": math.degrees(float(sol.xdd[-1, ix["phi_b"]])),
+        "final_steer_acceleration_deg_s2": math.degrees(float(sol.xdd[-1, ix["delta"]])),
         "final_radius_m": turn.radius, "final_speed_m_s": reached,
         "final_yaw_rate_rad_s": float(sol.xd[-1, ix["psi_b"]]), "turn_yaw_rate_rad_s": turn.Omega,
         "steady_lean_deg": turn.lean_deg, "steady_steer_deg": turn.steer_deg,
