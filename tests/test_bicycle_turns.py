@@ -216,6 +216,8 @@ def test_turn_of_radius_is_held_by_a_steer_torque(cm):
     tr = bt.turn_of_radius(cmT, 5.0, 10.0)
     assert abs(tr.radius - 10.0) <= 1e-9 and abs(tr.speed - 5.0) <= 1e-12 and tr.residual <= 1e-10
     assert tr.Omega > 0 and tr.lean_deg < 0 and tr.steer_deg < 0     # left: lean and steer left
+    # quoted in docs/theory/bicycle_turns.md (a torque out of the turn holds it)
+    assert (round(tr.lean_deg, 1), round(tr.steer_deg, 2), round(float(tr.u[0]), 3)) == (-14.0, -5.94, 0.147)
     rep = bt.turn_reference(cmT, tr).check(cmT)
     assert rep.max_dynamics < 1e-8 and rep.max_holonomic < 1e-12
     _, fwd = bt.bifurcation_speed(cm)
