@@ -64,8 +64,8 @@ def _turn_figure(turn: dict, out: Path) -> None:
     a, n = turn["arrays"], turn["numbers"]
     fig, (ax1, ax2) = new_figure(2, 1, title=f"Benchmark bicycle: countersteer into a steady turn "
                                              f"of radius {n['final_radius_m']:.0f} m")
-    ax1.plot(a["t"], a["steer_deg"], ls[0], color=col[0], label="steer δ (optimal)")
-    ax1.plot(a["t"], a["lean_deg"], ls[0], color=col[1], label="lean φ (optimal)")
+    ax1.plot(a["t"], a["steer_deg"], ls[0], color=col[0], label=r"steer $\delta$ (optimal)")
+    ax1.plot(a["t"], a["lean_deg"], ls[0], color=col[1], label=r"lean $\varphi$ (optimal)")
     if "loop_t" in a:
         ax1.plot(a["loop_t"], a["loop_steer_deg"], ls[1], color=col[2], label="steer, LTV-MPC loop")
         ax1.plot(a["loop_t"], a["loop_lean_deg"], ls[1], color=col[4], label="lean, LTV-MPC loop")
@@ -78,11 +78,12 @@ def _turn_figure(turn: dict, out: Path) -> None:
             title=f"steer (right positive) and lean: {n['final_steer_deg']:.2f}° and "
                   f"{n['final_lean_deg']:.2f}° in the turn at {n['final_speed_m_s']:.3f} m/s")
     ax1.legend(loc="lower left", fontsize=8, ncol=2)
-    ax2.plot(a["t"], a["torque_Nm"], ls[0], color=col[3], label="steer torque T_δ (optimal)")
-    ax2.axhline(n["steady_torque_Nm"], color=col[5], ls=ls[3], lw=1.0,
+    ax2.plot(a["t"], a["torque_Nm"], ls[0], color=col[3], label=r"steer torque $T_\delta$ (optimal)")
+    ax2.axhline(n["steady_torque_Nm"], color=col[5], ls=ls[3],
                 label=f"torque holding the turn {n['steady_torque_Nm']:.3f} N m")
     ax2.set(xlabel="t (s)", ylabel="steer torque (N m)",
-            title=f"minimum ∫T_δ² dt, IPOPT status {n['status']}, {n['total_iterations']} iterations")
+            title=rf"minimum $\int T_\delta^2\,dt$, IPOPT status {n['status']}, "
+                  f"{n['total_iterations']} iterations")
     ax2.legend(loc="upper right", fontsize=8)
     cite(fig, "meijaard2007", "",
          extra="The benchmark bicycle of thesis Sect. 4.3.1. Minimum-effort steer torque from straight running at 5 m/s into the steady turn of "
