@@ -103,7 +103,11 @@ def countersteer_turn(*, speed: float = 5.0, radius: float = 10.0, t_final: floa
         ``turn_residual`` (of the steady-turn equations there), ``status``, ``iterations``,
         ``solve_s`` (IPOPT, last solve), ``total_iterations``, ``total_solve_s``,
         ``speed_iterations``, ``objective``, ``peak_torque_Nm``, ``reference_admissible``,
-        ``reference_max_residual`` (the admissibility check of the reference at every sample),
+        ``reference_max_residual`` (the admissibility check of the reference at every sample,
+        absolute), ``reference_dense_residuals`` (its largest residuals on 2001 times, between
+        the samples: the interpolation error), ``open_loop_max_lean_error_deg``,
+        ``open_loop_max_steer_error_deg``, ``open_loop_max_position_error_m`` (the nonlinear
+        model driven by the optimal torque, at the nodes),
         and with the MPC ``tracking_max_error_m`` (frame point's horizontal distance from the
         reference), ``tracking_max_lean_error_deg``, ``tracking_final_lean_error_deg``,
         ``tracking_max_torque_Nm``, ``tracking_lean_offset_deg`` (initial lean error);
@@ -139,6 +143,7 @@ def countersteer_turn(*, speed: float = 5.0, radius: float = 10.0, t_final: floa
         prev = (target, gap)
         target += step
     numbers = _numbers(cm, sol, turn, reached, ix)
+    numbers.update(_open_loop(cm, sol, ix))
     numbers.update({"speed_in_m_s": speed, "radius_target_m": radius, "t_final_s": t_final,
                     "nodes": nodes, "speed_iterations": k + 1, "total_iterations": its,
                     "total_solve_s": secs})
@@ -176,6 +181,20 @@ def _numbers(cm: CompiledModel, sol: TrajectorySolution, turn: bt.SteadyTurn, re
         "objective": sol.objective, "peak_torque_Nm": float(np.max(np.abs(sol.samples["u"]))),
         "reference_admissible": bool(chk.ok), "reference_max_residual": float(max(chk.maxima.values())),
     }
+
+
+def _open_loop(cm: CompiledModel, sol: TrajectorySolution, ix: dict[str, int]) -> dict[str, Any]:
+    """The reference between its samples (residuals on a dense grid: the interpolation error)
+    and the nonlinear model driven open loop by the optimal torque from the optimal start."""
+    from nhcontrol.simulate import forward_dynamics
+
+    dense = sol.reference.check(cm, np.linspace(0.0, sol.t_final, 2001), tol=1e-3)
+    ol = forward_dynamics(cm, (0.0, sol.t_final), sol.x[0], sol.xd[0], u=sol.reference, t_eval=sol.t)
+    err = np.abs(np.asarray(ol.x) - sol.x)
+    return {"reference_dense_residuals": {k: float(v) for k, v in dense.maxima.items()},
+            "open_loop_max_lean_error_deg": math.degrees(float(err[:, ix["phi_b"]].max())),
+            "open_loop_max_steer_error_deg": math.degrees(float(err[:, ix["delta"]].max())),
+            "open_loop_max_position_error_m": float(np.hypot(err[:, ix["x_b"]], err[:, ix["y_b"]]).max())}
 
 
 def _track(cm: CompiledModel, sol: TrajectorySolution, part: dict, arrays: dict) -> dict[str, Any]:

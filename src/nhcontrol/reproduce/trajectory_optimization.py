@@ -142,7 +142,8 @@ def summary(result: dict) -> str:
                      f"{bt_['final_lean_deg']:+.2f} deg on radius {bt_['final_radius_m']:.3f} m at "
                      f"{bt_['final_speed_m_s']:.4f} m/s; IPOPT status {bt_['status']}, "
                      f"{bt_['total_iterations']} iterations ({bt_['total_solve_s']:.1f} s); reference "
-                     f"admissible: {bt_['reference_admissible']}")
+                     f"admissible: {bt_['reference_admissible']}; open loop within "
+                     f"{bt_['open_loop_max_lean_error_deg']:.1e} deg of lean")
         if "tracking_max_error_m" in bt_:
             lines.append(f"  LTV-MPC on the nonlinear bicycle (lean {bt_['tracking_lean_offset_deg']:.0f} deg off "
                          f"at the start): max position error {bt_['tracking_max_error_m']:.4f} m, lean error "
