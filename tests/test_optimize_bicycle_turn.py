@@ -67,7 +67,7 @@ def test_countersteer_into_the_steady_turn(cm, tmp_path):
     assert len(cap.found) == 1 and (tmp_path / "trajectory_optimization_bicycle_turn.png").exists()
     assert not _report(cap.found), _report(cap.found)
     n = r["numbers"]
-    assert n["status"] in (0, 1)
+    assert n["status"] in (0, 1) and n["speed_converged"] and abs(n["speed_gap_m_s"]) <= 5e-6
     assert n["initial_steer_sign"] == -n["final_steer_sign"] == 1          # left turn, countersteer right
     assert n["countersteer_deg"] > 0.1 and n["final_steer_deg"] < -5.0
     assert abs(n["final_radius_m"] - 10.0) < 1e-8
@@ -84,9 +84,12 @@ def test_countersteer_into_the_steady_turn(cm, tmp_path):
     assert abs(n["final_lean_acceleration_deg_s2"]) < 1e-3 and abs(n["final_steer_acceleration_deg_s2"]) < 1e-3
 
 
-def test_input_names_in_boundary_conditions(cm):
+def test_bad_arguments_name_the_problem(cm):
     from nhcontrol._util.errors import OptimizationError
+    from nhcontrol.applications.bicycle_turn import countersteer_turn
     from nhcontrol.optimize import optimal_trajectory
+    with pytest.raises(OptimizationError, match="speed_iterations must be a positive integer"):
+        countersteer_turn(speed_iterations=0)
     with pytest.raises(OptimizationError, match="coordinate, velocity and input names"):
         optimal_trajectory(cm, t_final=1.0, nodes=5, initial={"T_phi": 0.0}, effort=1.0,
                            partition=bt.turn_partition(cm))

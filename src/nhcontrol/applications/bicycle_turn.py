@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from nhcontrol._util.errors import OptimizationError
 from nhcontrol.models import benchmark_bicycle as bb
 from nhcontrol.models import bicycle_turns as bt
 from nhcontrol.optimize import optimal_trajectory
@@ -102,7 +103,8 @@ def countersteer_turn(*, speed: float = 5.0, radius: float = 10.0, t_final: floa
         speed reached), ``steady_torque_Nm`` (the torque that holds the final turn),
         ``turn_residual`` (of the steady-turn equations there), ``status``, ``iterations``,
         ``solve_s`` (IPOPT, last solve), ``total_iterations``, ``total_solve_s``,
-        ``speed_iterations``, ``objective``, ``peak_torque_Nm``, ``reference_admissible``,
+        ``speed_iterations``, ``speed_gap_m_s`` (speed reached minus that of the final turn)
+        and ``speed_converged`` (within 1e-6 of the entry speed), ``objective``, ``peak_torque_Nm``, ``reference_admissible``,
         ``reference_max_residual`` (the admissibility check of the reference at every sample,
         absolute), ``reference_dense_residuals`` (its largest residuals on 2001 times, between
         the samples: the interpolation error), ``open_loop_max_lean_error_deg``,
@@ -114,6 +116,9 @@ def countersteer_turn(*, speed: float = 5.0, radius: float = 10.0, t_final: floa
         ``arrays``: ``t, lean_deg, steer_deg, torque_Nm`` of the optimum (nodes) and the closed
         loop's ``loop_t, loop_lean_deg, loop_steer_deg``.
     """
+    if int(speed_iterations) != speed_iterations or speed_iterations < 1:
+        raise OptimizationError(f"speed_iterations must be a positive integer (optimisations to "
+                                f"match the final turn's speed to the speed reached), got {speed_iterations!r}")
     cm = bb.model(inputs=("T_delta",))
     part = bt.turn_partition(cm)
     start = bt.straight_turn(cm, speed)
@@ -146,7 +151,8 @@ def countersteer_turn(*, speed: float = 5.0, radius: float = 10.0, t_final: floa
     numbers.update(_open_loop(cm, sol, ix))
     numbers.update({"speed_in_m_s": speed, "radius_target_m": radius, "t_final_s": t_final,
                     "nodes": nodes, "speed_iterations": k + 1, "total_iterations": its,
-                    "total_solve_s": secs})
+                    "total_solve_s": secs, "speed_gap_m_s": gap,
+                    "speed_converged": bool(abs(gap) <= _SPEED_TOL * speed)})
     arrays: dict[str, NDArray] = {
         "t": np.asarray(sol.t), "lean_deg": np.degrees(sol.x[:, ix["phi_b"]]),
         "steer_deg": -np.degrees(sol.x[:, ix["delta"]]), "torque_Nm": np.asarray(sol.u[:, 0])}
