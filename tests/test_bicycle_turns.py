@@ -220,6 +220,19 @@ def test_turn_of_radius_is_held_by_a_steer_torque(cm):
     assert (round(tr.lean_deg, 1), round(tr.steer_deg, 2), round(float(tr.u[0]), 3)) == (-14.0, -5.94, 0.147)
     rep = bt.turn_reference(cmT, tr).check(cmT)
     assert rep.max_dynamics < 1e-8 and rep.max_holonomic < 1e-12
+    # the exact Jacobian, input column included, against central differences
+    free = [i for i, c in enumerate(tr.coordinates) if c not in bt.CYCLIC]
+    y = np.concatenate([tr.x0[free], [tr.xd0[0], tr.xd0[1], tr.Omega, tr.omega_F, tr.omega_R], tr.lam, tr.u])
+    r0, J = bt.turn_residual(cmT, y, tr.p)
+    assert np.abs(r0).max() <= 1e-10
+    Jfd = np.empty_like(J)
+    for k in range(y.size):
+        h = 1e-6 * max(1.0, abs(y[k]))
+        yp, ym = y.copy(), y.copy()
+        yp[k] += h
+        ym[k] -= h
+        Jfd[:, k] = (bt.turn_residual(cmT, yp, tr.p)[0] - bt.turn_residual(cmT, ym, tr.p)[0]) / (2 * h)
+    assert np.abs(J - Jfd).max() < 1e-6 * max(1.0, np.abs(J).max()) and np.abs(J[:, -1]).max() > 1e-3
     _, fwd = bt.bifurcation_speed(cm)
     free = fwd[1]
     held = bt.turn_of_radius(cmT, free.speed, free.radius, left=free.Omega > 0)
