@@ -80,6 +80,23 @@ def test_errors(tmp_path):
             animate(scene, tmp_path / "x.mp4")
 
 
+def test_animation_written_safely(tmp_path):
+    """The animation goes through the safe writer: a link planted at the target is replaced,
+    never written through; a folder as target is refused naming it; no temporary file stays."""
+    scene = bicycle_scene(T, T, T, T, T, T)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    link = tmp_path / "bike.gif"
+    link.symlink_to(victim)
+    p = animate(scene, link, fps=4, dpi=30, max_frames=3)
+    assert victim.read_text() == "keep me"
+    assert not p.is_symlink() and _frames(p)[0] == 3
+    (tmp_path / "folder.gif").mkdir()
+    with pytest.raises(AnimationError, match=r"animate: .*folder\.gif' is a folder"):
+        animate(scene, tmp_path / "folder.gif", fps=4, dpi=30, max_frames=3)
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["bike.gif", "folder.gif", "victim.txt"]
+
+
 def test_animate_option_of_the_cli(tmp_path, capsys):
     from nhcontrol.cli import main
 

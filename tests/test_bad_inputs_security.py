@@ -667,11 +667,12 @@ def test_kernel_writers_refuse_a_non_identifier(name, args):
 
 def test_cli_checks_every_setting_up_front(tmp_path):
     r = _cli("targets", env={"NHCONTROL_MAX_BYTES": "abc", "NHCONTROL_PROGRESS": "yes",
-                             "NHCONTROL_LOCK_TIMEOUT": "-3", "NHCONTROL_BLAS_THREADS": "many"})
+                             "NHCONTROL_LOCK_TIMEOUT": "-3", "NHCONTROL_BLAS_THREADS": "many",
+                             "NHCONTROL_CACHE_DIR": "relative/cache"})
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr
     for culprit in ("NHCONTROL_MAX_BYTES='abc'", "NHCONTROL_PROGRESS='yes'", "NHCONTROL_LOCK_TIMEOUT='-3'",
-                    "NHCONTROL_BLAS_THREADS='many'"):
+                    "NHCONTROL_BLAS_THREADS='many'", "NHCONTROL_CACHE_DIR='relative/cache' is not an absolute"):
         assert culprit in lines[0]
     assert _cli("targets", env={"NHCONTROL_PROGRESS": "0", "NHCONTROL_MAX_BYTES": "4e9"}).returncode == 0
 

@@ -100,6 +100,20 @@ def test_bad_arguments(cm, reversed_family):
         turn_simulation(cm, reversed_family[1], duration=-1.0)
     with pytest.raises(LinearSystemError, match="same stability"):
         stability_boundary(cm, reversed_family[1], reversed_family[2])
+    from nhcontrol._util.errors import SolverError
+    start, prev = reversed_family[1], reversed_family[0]
+    # a min_step of 0 would halve a failing step forever; a huge max_points is unbounded work
+    with pytest.raises(SolverError, match=r"min_step=0\.0 must be a positive finite number"):
+        bt.continue_turns(cm, start, prev, min_step=0.0)
+    with pytest.raises(SolverError, match=r"min_step=0\.5 must not exceed step=0\.02"):
+        bt.continue_turns(cm, start, prev, min_step=0.5)
+    with pytest.raises(SolverError, match=r"max_points=2\.5 must be a positive integer"):
+        bt.continue_turns(cm, start, prev, max_points=2.5)
+    with pytest.raises(SolverError, match=r"max_speed=nan must be a positive finite"):
+        bt.continue_turns(cm, start, prev, max_speed=float("nan"))
+    with pytest.raises(SolverError, match=r"continue_turns\(max_points=100000000000\).*NHCONTROL_MAX_ITERATIONS"):
+        bt.continue_turns(cm, start, prev, max_points=10**11)
+    assert len(bt.continue_turns(cm, start, prev, max_points=2)) == 2
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -68,6 +69,21 @@ def test_compile_without_cache(tmp_path, monkeypatch):
     assert cm.source_path is None and not cm.from_cache
     assert not list(tmp_path.iterdir())
     assert cm.B([0.0, 0.0, 0.3]).shape == (1, 3)
+
+
+@pytest.mark.parametrize("value, why", [("relative/cache", "is not an absolute path"),
+                                        ("/tmp/a\0b", "contains a NUL character")])
+def test_cache_dir_from_environment_refused(monkeypatch, value, why):
+    """A relative NHCONTROL_CACHE_DIR would follow the working directory: refused with the
+    variable, its value and an absolute example, never silently used."""
+    from nhcontrol._util.errors import ConfigurationError
+    from nhcontrol.compiled import default_cache_dir
+
+    monkeypatch.setattr(os, "environ", {**os.environ, "NHCONTROL_CACHE_DIR": value})
+    with pytest.raises(ConfigurationError, match=rf"NHCONTROL_CACHE_DIR=.* {why}; accepted: an absolute"):
+        default_cache_dir()
+    with pytest.raises(ConfigurationError, match="NHCONTROL_CACHE_DIR"):
+        examples.sleigh().compile()
 
 
 def test_default_cache_dir_from_environment(tmp_path, monkeypatch):

@@ -20,8 +20,8 @@ from .plotting.style import FORMATS, REFERENCES, SIZES, figure_format, figure_si
 from .reproduce import SPECIFIC_OPTIONS, TARGET_OPTIONS, TARGETS, load, targets_with
 
 ENVIRONMENT: dict[str, str] = {
-    "NHCONTROL_CACHE_DIR": "folder of the compiled-kernel cache (default ~/.cache/nhcontrol; "
-                           "nhcontrol.compiled.default_cache_dir())",
+    "NHCONTROL_CACHE_DIR": "folder of the compiled-kernel cache: an absolute path, ~ expanded "
+                           "(default ~/.cache/nhcontrol; nhcontrol.compiled.default_cache_dir())",
     "NHCONTROL_BACKEND": "kernel back-end: c, python or auto (default auto: C when a compiler "
                          "works, else Python)",
     "NHCONTROL_PROGRESS": "progress bars on standard error: 0 off, 1 always (every step, at "
@@ -47,7 +47,10 @@ def _environment_epilog() -> str:
 
     lines = ["Environment variables:"]
     lines += [f"  {name:24s} {text}" for name, text in ENVIRONMENT.items()]
-    lines.append(f"Kernel cache in use: {default_cache_dir()}")
+    try:
+        lines.append(f"Kernel cache in use: {default_cache_dir()}")
+    except NhcontrolError as exc:      # a bad NHCONTROL_CACHE_DIR: _check_environment stops the run
+        lines.append(f"Kernel cache: {exc}")
     lines.append("Logging: -v prints what the library does (builds, cache decisions, solver "
                  "fallbacks, long runs) on standard error, -vv more; silent by default.")
     return "\n".join(lines)
@@ -315,10 +318,11 @@ def _check_environment(parser: argparse.ArgumentParser) -> None:
     from ._util.memory import ENV_VAR as MAX_BYTES, allocation_limit
     from ._util.progress import _disable
     from ._util.work import iteration_limit
-    from .compiled.cache import _lock_timeout
+    from .compiled.cache import _default_dir, _lock_timeout
     from .compiled.cbackend import requested_backend
 
-    checks = [iteration_limit, _disable, configured_limit, _lock_timeout, requested_backend]
+    checks = [iteration_limit, _disable, configured_limit, _lock_timeout, requested_backend,
+              _default_dir]
     if os.environ.get(MAX_BYTES, "").strip():
         checks.append(allocation_limit)
     problems = []

@@ -387,6 +387,29 @@ def write_file(path: str | os.PathLike, write: Callable[[BinaryIO], Any], *, wha
     Raises ``error`` (one line, naming the path) when ``path`` is a folder, lies below a file or
     cannot be written.
     """
+    def by_handle(fd: int, tmp: str) -> None:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+
+    return _write_replacing(path, by_handle, what=what, error=error, suffix=".tmp")
+
+
+def write_file_by_name(path: str | os.PathLike, write: Callable[[str], Any], *, what: str,
+                       error: type[Exception] = ExportError) -> Path:
+    """`write_file()` for writers that need a file name, not a file object (an animation
+    writer, an external program): ``write(name)`` writes the fresh temporary file ``name`` next
+    to ``path`` (created exclusively, ending in ``path``'s suffix so that the format is
+    recognised), then one rename onto ``path``."""
+    def by_name(fd: int, tmp: str) -> None:
+        os.close(fd)
+        write(tmp)
+
+    p = Path(path)
+    return _write_replacing(path, by_name, what=what, error=error, suffix=".tmp" + p.suffix)
+
+
+def _write_replacing(path: str | os.PathLike, fill: Callable[[int, str], Any], *, what: str,
+                     error: type[Exception], suffix: str) -> Path:
     import tempfile
 
     p = Path(path)
@@ -395,11 +418,10 @@ def write_file(path: str | os.PathLike, write: Callable[[BinaryIO], Any], *, wha
             raise error(f"{what}: {str(p)!r} is a folder; give a file name, e.g. "
                         f"{str(p / ('result' + (p.suffix or '')))!r}")
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=suffix, dir=p.parent)
         try:
             os.chmod(tmp, 0o644)
-            with os.fdopen(fd, "wb") as fh:
-                write(fh)
+            fill(fd, tmp)
             os.replace(tmp, p)
         except BaseException:
             try:
@@ -419,4 +441,4 @@ def write_file(path: str | os.PathLike, write: Callable[[BinaryIO], Any], *, wha
     return p
 
 
-__all__ = ["write_tree", "write_file", "read_manifest", "sha256_of", "staging_folder", "MANIFEST"]
+__all__ = ["write_tree", "write_file", "write_file_by_name", "read_manifest", "sha256_of", "staging_folder", "MANIFEST"]

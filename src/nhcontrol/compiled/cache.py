@@ -73,7 +73,18 @@ def _clean(p: str | os.PathLike) -> str:
 
 def _default_dir() -> str:
     env = os.environ.get(ENV_VAR)
-    return _clean(os.path.expanduser(env)) if env else os.path.join(os.path.expanduser("~"), ".cache", "nhcontrol")
+    if not env:
+        return os.path.join(os.path.expanduser("~"), ".cache", "nhcontrol")
+    path = os.path.expanduser(env)
+    # a relative folder would follow the working directory (kernels scattered, a cache planted
+    # in a shared working folder picked up); a NUL cannot name a file
+    if "\0" in path or not os.path.isabs(path):
+        why = "contains a NUL character" if "\0" in path else "is not an absolute path"
+        hint = (f"e.g. {ENV_VAR}={os.path.abspath(path)!r}" if "\0" not in path
+                else f"e.g. {ENV_VAR}=~/.cache/nhcontrol")
+        raise ConfigurationError(f"{ENV_VAR}={env!r} {why}; accepted: an absolute folder path "
+                                 f"(~ expanded), {hint}, or unset it (default ~/.cache/nhcontrol)")
+    return _clean(path)
 
 
 def _euid() -> int | None:

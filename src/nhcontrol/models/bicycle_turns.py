@@ -733,6 +733,33 @@ def turn_between(cm: "CompiledModel", a: SteadyTurn, b: SteadyTurn, s: float) ->
 
 
 # ----------------------------------------------------------------------------- continuation
+def _check_continuation(*, step: float, max_step: float, min_step: float, max_points: Any,
+                        **limits: float) -> None:
+    """Refuse continuation settings that would loop without end or do unbounded work: every
+    step size and limit a positive finite number, ``min_step`` at most ``step`` and
+    ``max_step`` (a ``min_step`` of 0 would halve the step forever after a failed correction), and
+    ``max_points`` a positive integer within ``$NHCONTROL_MAX_ITERATIONS``. The first step is
+    ``min(step, max_step)``."""
+    from nhcontrol._util.work import check_iterations
+
+    for name, value in {"step": step, "max_step": max_step, "min_step": min_step, **limits}.items():
+        try:
+            ok = math.isfinite(float(value)) and float(value) > 0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise SolverError(f"continue_turns: {name}={value!r} must be a positive finite number")
+    if not min_step <= min(step, max_step):
+        raise SolverError(f"continue_turns: min_step={min_step!r} must not exceed step={step!r} or "
+                          f"max_step={max_step!r} (the continuation stops when a halved step falls "
+                          f"below min_step)")
+    if isinstance(max_points, bool) or not isinstance(max_points, (int, np.integer)) or max_points < 1:
+        raise SolverError(f"continue_turns: max_points={max_points!r} must be a positive integer "
+                          f"(the number of turns to return at most, the start included)")
+    check_iterations(int(max_points), f"continue_turns(max_points={max_points})", error=SolverError,
+                     hint="ask for fewer points, or raise $NHCONTROL_MAX_ITERATIONS")
+
+
 def continue_turns(cm: "CompiledModel", start: SteadyTurn, direction: SteadyTurn | None = None, *,
                    step: float = 0.02, max_step: float = 0.15, min_step: float = 1e-5,
                    max_points: int = 400, max_speed: float = 40.0, max_lean_deg: float = 88.0,
@@ -754,8 +781,17 @@ def continue_turns(cm: "CompiledModel", start: SteadyTurn, direction: SteadyTurn
     -------
     list of SteadyTurn
         ``start`` first.
+
+    Raises
+    ------
+    SolverError
+        A step size or limit that is not a positive finite number, ``min_step`` above ``step``
+        or ``max_step``, or ``max_points`` not a positive integer or above
+        ``$NHCONTROL_MAX_ITERATIONS``.
     """
     _check_model(cm)
+    _check_continuation(step=step, max_step=max_step, min_step=min_step, max_points=max_points,
+                        max_speed=max_speed, max_lean_deg=max_lean_deg, max_rate=max_rate, tol=tol)
     pvec = np.asarray(start.p, dtype=float)
     _, vals = parameter_values(cm, pvec)
     lay = _Layout(cm, vals)
@@ -778,7 +814,7 @@ def continue_turns(cm: "CompiledModel", start: SteadyTurn, direction: SteadyTurn
 
     out = [start]
     t = tangent(y, None)
-    h = step
+    h = min(step, max_step)
     while len(out) < max_points:
         yp = y + h * t
         ok = False

@@ -36,6 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._util.errors import ConfigurationError
 from .._util.log import get_logger
 from .._util.progress import progress
+from .._util.staging import write_file_by_name
 from .style import PALETTE, REFERENCE_STYLE, animation_figure, rc_params
 from .._util.reprs import concise_repr
 
@@ -134,7 +135,6 @@ def animate(scene: Scene, path: str | Path, *, fps: int = 20, dpi: int = 100,
     n = int(min(max_frames, n_wall))
     targets = np.linspace(t[0], t[-1], n)
     frames = np.unique(np.clip(np.searchsorted(t, targets), 0, t.size - 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
     rc = {**rc_params(), "figure.constrained_layout.use": False}   # laid out once, not per frame
     with plt.rc_context(rc):
         fig = animation_figure(scene.title, scene.height)
@@ -143,11 +143,17 @@ def animate(scene: Scene, path: str | Path, *, fps: int = 20, dpi: int = 100,
         _layout_once(fig)
         writer = (animation.PillowWriter(fps=fps) if suffix == ".gif"
                   else animation.FFMpegWriter(fps=fps, metadata={"title": scene.title}))
-        try:
-            with writer.saving(fig, str(path), dpi):      # one draw per frame
+
+        def write(name: str) -> None:
+            with writer.saving(fig, name, dpi):      # one draw per frame
                 for k in progress(frames, f"writing {path.name}", total=len(frames)):
                     update(int(k))
                     writer.grab_frame()
+
+        try:
+            # a fresh temporary file next to ``path``, then one rename: a link planted at
+            # ``path`` is replaced, never written through; an interrupted run keeps the old file
+            write_file_by_name(path, write, what="animate", error=AnimationError)
         finally:
             plt.close(fig)
     _log.info("animation %s: %d frames at %d fps written to %s", scene.title, len(frames), fps, path)
