@@ -53,15 +53,15 @@ def test_dependent_coordinates_follow_the_wheels_on_one_branch(cm):
 
 
 def test_countersteer_into_the_steady_turn(cm, tmp_path):
-    """A coarse grid (fast): the steer starts opposite to its final sign, the final state is
-    the steady turn of radius 10 m at the speed reached (lean, steer, zero lean and steer
-    rates, the yaw rate of that turn), and the reference is admissible at every sample; the
-    reproduce figure follows the house style."""
+    """The grid of ``reproduce trajectory-optimization --quick`` (41 nodes, no MPC): the steer
+    starts opposite to its final sign, the final state is the steady turn of radius 10 m at the
+    speed reached (lean, steer, zero lean and steer rates, the yaw rate of that turn), and the
+    reference is admissible at every sample; the reproduce figure follows the house style."""
     from test_figure_style import _Capture, _report
 
-    from nhcontrol.applications.bicycle_turn import countersteer_turn
     from nhcontrol.reproduce import trajectory_optimization as rt
-    r = countersteer_turn(nodes=31, track_with_mpc=False)
+    r = rt._bicycle_turn(quick=True)
+    assert r["numbers"]["nodes"] == 41 and "tracking_max_error_m" not in r["numbers"]
     with _Capture() as cap:
         rt._turn_figure(r, tmp_path)
     assert len(cap.found) == 1 and (tmp_path / "trajectory_optimization_bicycle_turn.png").exists()
