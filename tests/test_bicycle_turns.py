@@ -258,3 +258,27 @@ def test_turn_of_radius_is_held_by_a_steer_torque(cm):
         bt.turn_of_radius(cmT, 5.0, -1.0)
     with pytest.raises(ModelError, match="fix must be one of"):
         bt.solve_steady_turn(cmT, tr, fix="omega_R")       # a torque needs one more fixed unknown
+
+
+def test_turn_of_radius_tends_to_the_linear_benchmark():
+    """Reference: Meijaard et al. (2007)'s linear equations (their M, C1, K0, K2 as published) in
+    a steady turn, ``(g K0 + v² K2) [φ, δ] = [0, T_δ]`` with the kinematic radius
+    ``R = w / (δ cos λ)``: the nonlinear turn held by the steer torque agrees as ``R`` grows, the
+    difference falling like ``1/R²`` (measured: torque 1e-3 relative at 200 m, 4e-5 at 1000 m)."""
+    from nhcontrol.models import benchmark_bicycle as bb
+    from nhcontrol.models import bicycle_turns as bt
+    from nhcontrol.reproduce import bicycle_benchmark as bm
+    mats = bm.reference_data()["matrices"]
+    cmT = bb.model(inputs=("T_delta",))
+    v, g, w, lam = 5.0, 9.81, 1.02, math.pi / 10
+    K = g * np.array(mats["K0"]) + v * v * np.array(mats["K2"])
+    errs = []
+    for R in (200.0, 1000.0):
+        tr = bt.turn_of_radius(cmT, v, R)
+        d = -w / (R * math.cos(lam))                     # Meijaard's steer, left turn
+        phi = -K[0, 1] * d / K[0, 0]
+        T = K[1, 0] * phi + K[1, 1] * d
+        errs.append([abs(math.radians(tr.lean_deg) / phi - 1), abs(math.radians(tr.steer_deg) / d - 1),
+                     abs(float(tr.u[0]) / T - 1)])
+    assert max(errs[1]) < 5e-4
+    assert errs[0][2] > 10 * errs[1][2]                  # second order in 1/R (25 for 5x)
