@@ -114,3 +114,13 @@ def test_countersteer_turn_tracked_by_ltv_mpc(cm):
     assert round(n["final_speed_m_s"], 2) == 5.16
     assert n["tracking_max_error_m"] < 0.1
     assert n["tracking_final_lean_error_deg"] < 0.1 * n["tracking_lean_offset_deg"]
+
+
+def test_no_root_on_the_branch_is_a_clear_error(cm):
+    from nhcontrol._util.errors import SolverError
+    start = bt.straight_turn(cm, 5.0)
+    guess = start.x0.copy()
+    guess[cm.coordinates.index("z_b")] = 1e7            # far from any root: Newton diverges
+    rd = ReducedDynamics(cm, bt.turn_partition(cm), start.p, guess)
+    with pytest.raises(SolverError, match=r"dependent coordinates \['z_b'.*found no root on the branch of x_guess at point 0"):
+        rd.full(np.zeros((2, rd.ns)), np.zeros((2, 1)))
