@@ -14,15 +14,16 @@ Set-up (derived here):
 * partition `nhcontrol.models.bicycle_turns.TURN_PARTITION` (rear-wheel rotation, lean and steer
   independent; it stays regular while the heading turns);
 * the cyclic coordinates (wheel rotations, yaw, position) are fixed at the start and free at the
-  end, and so is the speed: with the steer torque as the only input the speed changes only by
-  that torque's work and the lowered centre of mass, a second-order effect at straight running,
-  so a final speed condition would make the constraint Jacobian rank deficient there (no
+  end, and so is the speed: with the steer torque as the only input the speed changes only
+  through that torque's work and the height of the centre of mass, both of second order at
+  straight running, so a final speed condition would make the constraint Jacobian rank deficient there (no
   linear independence of the active constraints); the speed reached is reported instead;
 * the final lean and steer, zero lean and steer rates and the final torque are those of the
   steady turn of radius 10 m *at the speed reached* (with the torque that holds it the final
   accelerations vanish: the bicycle stays in the turn after ``t_final``):
   the target speed is corrected (secant steps on ``v_reached(v) − v``, at most
-  `speed_iterations` optimisations, each warm-started from the last) until the two agree, so the final state is a steady turn of the catalogue;
+  `speed_iterations` optimisations, each warm-started from the last) until the two agree, so
+  the final state is a steady turn of the catalogue;
 * the dependent coordinates (frame height and pitch, the contact angles) follow the wheel by
   continuation in `nhcontrol.optimize` (the contact angle moves by ``−v/ρ`` times the time).
 """
@@ -104,7 +105,8 @@ def countersteer_turn(*, speed: float = 5.0, radius: float = 10.0, t_final: floa
         ``turn_residual`` (of the steady-turn equations there), ``status``, ``iterations``,
         ``solve_s`` (IPOPT, last solve), ``total_iterations``, ``total_solve_s``,
         ``speed_iterations``, ``speed_gap_m_s`` (speed reached minus that of the final turn)
-        and ``speed_converged`` (within 1e-6 of the entry speed), ``objective``, ``peak_torque_Nm``, ``reference_admissible``,
+        and ``speed_converged`` (within 1e-6 of the entry speed), ``objective``,
+        ``peak_torque_Nm``, ``reference_admissible``,
         ``reference_max_residual`` (the admissibility check of the reference at every sample,
         absolute), ``reference_dense_residuals`` (its largest residuals on 2001 times, between
         the samples: the interpolation error), ``open_loop_max_lean_error_deg``,
@@ -118,7 +120,8 @@ def countersteer_turn(*, speed: float = 5.0, radius: float = 10.0, t_final: floa
     """
     if int(speed_iterations) != speed_iterations or speed_iterations < 1:
         raise OptimizationError(f"speed_iterations must be a positive integer (optimisations to "
-                                f"match the final turn's speed to the speed reached), got {speed_iterations!r}")
+                                f"match the final turn's speed to the speed reached), got "
+                                f"{speed_iterations!r}")
     cm = bb.model(inputs=("T_delta",))
     part = bt.turn_partition(cm)
     start = bt.straight_turn(cm, speed)
