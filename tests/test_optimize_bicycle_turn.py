@@ -75,7 +75,7 @@ def test_countersteer_into_the_steady_turn(cm, tmp_path):
     assert abs(n["final_yaw_rate_rad_s"] / n["turn_yaw_rate_rad_s"] - 1) < 1e-5
     assert abs(n["final_lean_rate_deg_s"]) < 1e-9 and abs(n["final_steer_rate_deg_s"]) < 1e-9
     assert 5.0 < n["final_speed_m_s"] < 5.3            # the lowered centre of mass speeds it up
-    assert n["reference_admissible"] and n["reference_max_residual"] < 1e-8
+    assert n["reference_admissible"] and n["reference_max_residual"] < 1e-6
     # open loop, the nonlinear model follows the optimum to the collocation's accuracy
     assert n["open_loop_max_lean_error_deg"] < 0.1 and n["open_loop_max_steer_error_deg"] < 0.1
     # the final torque is fixed (an input name in `final`) at the one holding the turn: the

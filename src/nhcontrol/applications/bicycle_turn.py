@@ -47,12 +47,19 @@ if TYPE_CHECKING:
     from nhcontrol.optimize import TrajectorySolution
     from nhcontrol.reference import Reference
 
-__all__ = ["countersteer_turn", "turn_guess", "MPC_DT", "MPC_HORIZON"]
+__all__ = ["countersteer_turn", "turn_guess", "MPC_DT", "MPC_HORIZON", "STEER_ONSET",
+           "ADMISSIBILITY_TOL"]
 
 MPC_DT = 0.02
 """Sample time [s] of the LTV-MPC that tracks the optimal turn."""
 MPC_HORIZON = 25
 """Horizon (samples) of that LTV-MPC (0.5 s)."""
+STEER_ONSET = 1e-3
+"""The steer's first motion: where it first exceeds this fraction of its final value; its sign
+is ``initial_steer_sign``."""
+ADMISSIBILITY_TOL = 1e-6
+"""Absolute tolerance of the admissibility check at the reference's samples (the constraints
+hold there to ~1e-12, the dynamic equations in newtons to ~1e-8)."""
 _LEAN_OFFSET = math.radians(1.0)      # initial lean error of the closed loop [rad]
 _SPEED_TOL = 1e-6                     # relative agreement of target and reached speed
 
@@ -96,9 +103,10 @@ def countersteer_turn(*, speed: float = 5.0, radius: float = 10.0, t_final: floa
     Returns
     -------
     dict
-        ``numbers``: ``initial_steer_sign`` (sign of the steer where it first exceeds 5 % of
-        its final value; steers in Meijaard's sign ``δ_M = −delta``, right positive),
-        ``countersteer_deg`` (its extreme value of that sign), ``final_steer_deg``,
+        ``numbers``: ``initial_steer_sign`` (sign of the steer's first motion, where it first
+        exceeds `STEER_ONSET` of its final value; steers in Meijaard's sign ``δ_M = −delta``,
+        right positive), ``countersteer_deg`` (the extreme of that first excursion),
+        ``final_steer_deg``,
         ``final_lean_deg`` (right positive), their rates and accelerations at the end (zero:
         the steady turn), ``final_radius_m``, ``final_speed_m_s`` (the
         speed reached), ``steady_torque_Nm`` (the torque that holds the final turn),
@@ -108,7 +116,7 @@ def countersteer_turn(*, speed: float = 5.0, radius: float = 10.0, t_final: floa
         and ``speed_converged`` (within 1e-6 of the entry speed), ``objective``,
         ``peak_torque_Nm``, ``reference_admissible``,
         ``reference_max_residual`` (the admissibility check of the reference at every sample,
-        absolute), ``reference_dense_residuals`` (its largest residuals on 2001 times, between
+        absolute, `ADMISSIBILITY_TOL`), ``reference_dense_residuals`` (its largest residuals on 2001 times, between
         the samples: the interpolation error), ``open_loop_max_lean_error_deg``,
         ``open_loop_max_steer_error_deg``, ``open_loop_max_position_error_m`` (the nonlinear
         model driven by the optimal torque, at the nodes),
@@ -168,11 +176,13 @@ def _numbers(cm: CompiledModel, sol: TrajectorySolution, turn: bt.SteadyTurn, re
              ix: dict[str, int]) -> dict[str, Any]:
     steer = -np.degrees(sol.samples["x"][:, ix["delta"]])        # Meijaard's sign, every sample
     final = float(steer[-1])
-    first = int(np.argmax(np.abs(steer) > 0.05 * abs(final)))
+    first = int(np.argmax(np.abs(steer) > STEER_ONSET * abs(final)))   # the steer's first motion
     sign = int(np.sign(steer[first]))
-    counter = float(steer.max() if sign > 0 else steer.min())
+    flips = np.flatnonzero(np.sign(steer[first:]) != sign)
+    excursion = steer[first:first + (int(flips[0]) if flips.size else steer.size)]
+    counter = float(excursion.max() if sign > 0 else excursion.min())      # its extreme
     ref = sol.reference
-    chk = ref.check(cm, sol.samples["t"], tol=1e-8)
+    chk = ref.check(cm, sol.samples["t"], tol=ADMISSIBILITY_TOL)
     xT = sol.x[-1]
     return {
         "initial_steer_sign": sign, "final_steer_sign": int(np.sign(final)),
