@@ -69,7 +69,7 @@ def _turn_figure(turn: dict, out: Path) -> None:
     if "loop_t" in a:
         ax1.plot(a["loop_t"], a["loop_steer_deg"], ls[1], color=col[2], label="steer, LTV-MPC loop")
         ax1.plot(a["loop_t"], a["loop_lean_deg"], ls[1], color=col[4], label="lean, LTV-MPC loop")
-    k = int(np.argmax(a["steer_deg"] * n["initial_steer_sign"]))
+    k = int(np.argmin(np.abs(a["steer_deg"] - n["countersteer_deg"])))    # the node nearest it
     ax1.annotate(f"countersteer {n['countersteer_deg']:+.2f}°", (a["t"][k], a["steer_deg"][k]),
                  xytext=(a["t"][k] + 0.9, 2.0), arrowprops={"arrowstyle": "->", "color": col[5]})
     ax1.axhline(0.0, color=col[5], lw=0.5)
