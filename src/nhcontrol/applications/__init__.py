@@ -11,6 +11,9 @@ the pipeline's stages (``docs/dev/contracts.md``; tests/test_architecture.py enf
 * [`nhcontrol.applications.ball_plate_control`][nhcontrol.applications.ball_plate_control] — the
   ball-plate tracking controllers of ``reproduce nmpc`` (TV-LQR, LTV-MPC, RTI NMPC) and their
   estimators, as objects (``nhcontrol export-c ball_plate --controller``).
+* [`nhcontrol.applications.bicycle_turn`][nhcontrol.applications.bicycle_turn] — the benchmark
+  bicycle's optimal countersteer into a steady turn, tracked by LTV-MPC
+  (``reproduce trajectory-optimization``).
 
 The layer may import the pipeline's stages (``modeling`` … ``simulate``), ``models`` and
 ``sweep``; no stage imports it, only the edge (``reproduce``, ``cli``, ``plotting``) does.

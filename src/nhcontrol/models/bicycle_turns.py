@@ -54,7 +54,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["SteadyTurn", "TURN_PARTITION", "TURN_PARTITION_FRONT", "CYCLIC", "RATES", "turn_state", "turn_reference",
            "turn_residual", "solve_steady_turn", "straight_turn", "continue_turns",
            "heading_frame", "turn_jacobian", "shape_indices", "turn_partition",
-           "rear_contact", "time_reversed", "turn_between", "pivot_turn", "nudge", "families", "FAMILY_NAMES", "capsize_speed", "capsize_direction", "bifurcation_speed"]
+           "rear_contact", "time_reversed", "turn_between", "pivot_turn", "nudge", "families", "FAMILY_NAMES", "capsize_speed", "capsize_direction", "bifurcation_speed",
+           "turn_of_radius"]
 
 BASE: tuple[str, ...] = ("x_b", "y_b", "z_b", "psi_b", "phi_b", "theta_b", "delta", "theta_R",
                          "theta_F", "xi_R", "xi_F")
@@ -87,19 +88,25 @@ rear wheel pivots (``omega_R = 0`` with the front wheel across the frame), where
 def turn_partition(cm: CompiledModel, front: bool = False) -> dict[str, list[str]]:
     """`TURN_PARTITION` (or `TURN_PARTITION_FRONT` with ``front``) extended to the model's extra
     coordinates (``eta_*`` dependent, ``s_*`` independent)."""
-    _check_model(cm)
+    _check_model(cm, inputs=True)
     part = {k: list(v) for k, v in (TURN_PARTITION_FRONT if front else TURN_PARTITION).items()}
     for c in cm.coordinates[len(BASE):]:
         (part["independent"] if c.startswith("s_") else part["dependent"]).append(c)
     return part
 
 
-def _check_model(cm: CompiledModel) -> None:
+def _check_model(cm: CompiledModel, inputs: bool = False) -> None:
+    """A bicycle-like model; with ``inputs`` its inputs (constant in a steady turn) are allowed
+    where they enter only the generalized forces."""
     if tuple(cm.coordinates[:len(BASE)]) != BASE:
         raise ModelError(f"steady turns need a bicycle-like model whose coordinates start with {list(BASE)} "
                          f"(benchmark_bicycle, toroidal_bicycle, escooter); got model "
                          f"{getattr(cm, 'name', '?')!r} with {list(cm.coordinates)}")
-    if cm.inputs:
+    if inputs and tuple(getattr(cm, "constraint_inputs", ()) or ()):
+        raise ModelError(f"steady turns take inputs that enter the generalized forces only; inputs "
+                         f"{list(cm.constraint_inputs)} of model {getattr(cm, 'name', '?')!r} enter its "
+                         f"constraints")
+    if cm.inputs and not inputs:
         raise ModelError(f"steady turns are hands-free: use the model without inputs, got inputs "
                          f"{list(cm.inputs)}")
 
@@ -128,6 +135,9 @@ class SteadyTurn:
         Radius of the rear contact point's circle [m] (``inf`` when ``Omega = 0``).
     residual : float
         Scaled residual of the steady-turn equations at the solution (see `turn_residual()`).
+    u : (k,) ndarray
+        Constant inputs of the turn (empty for a hands-free model; e.g. the steer torque that
+        holds a turn of given speed and radius, `turn_of_radius()`).
     """
 
     x0: NDArray[np.float64]
@@ -138,6 +148,7 @@ class SteadyTurn:
     coordinates: tuple[str, ...]
     residual: float = 0.0
     values: dict = field(default_factory=dict, repr=False)
+    u: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
 
     @property
     def omega_R(self) -> float:
@@ -274,16 +285,27 @@ def turn_reference(cm: "CompiledModel", turn: SteadyTurn, *, check: bool = True)
     """
     from nhcontrol.reference import Reference
 
-    _check_model(cm)
+    _check_model(cm, inputs=True)
+    u = _turn_inputs(cm, turn) if cm.inputs else None
     if turn.Omega == 0.0:
-        return Reference.constant_velocity(cm, turn.x0, turn.xd0, p=turn.p, check=check)
-    return Reference.from_functions(cm, _TurnFn(turn, 0), _TurnFn(turn, 1), _TurnFn(turn, 2),
+        return Reference.constant_velocity(cm, turn.x0, turn.xd0, u=u, p=turn.p, check=check)
+    return Reference.from_functions(cm, _TurnFn(turn, 0), _TurnFn(turn, 1), _TurnFn(turn, 2), u=u,
                                     p=turn.p, period=turn.period, check=check)
+
+
+def _turn_inputs(cm: CompiledModel, turn: SteadyTurn) -> NDArray[np.float64]:
+    u = np.asarray(turn.u, dtype=float).reshape(-1)
+    if u.size != len(cm.inputs):
+        raise ModelError(f"the turn holds {u.size} inputs but model {getattr(cm, 'name', '?')!r} has "
+                         f"{list(cm.inputs)}; solve the turn on this model (solve_steady_turn, "
+                         f"turn_of_radius)")
+    return u
 
 
 # ----------------------------------------------------------------------------- equations
 class _Layout:
-    """Unknown vector ``y = [free coordinates, u, w, Omega, omega_F, omega_R, Lambda]`` and scales."""
+    """Unknown vector ``y = [free coordinates, u, w, Omega, omega_F, omega_R, Lambda, inputs]``
+    and scales (the model's inputs, constant in a steady turn, last; none when hands-free)."""
 
     def __init__(self, cm: CompiledModel, vals: Mapping[str, float]) -> None:
         self.coords = tuple(cm.coordinates)
@@ -293,7 +315,8 @@ class _Layout:
         self.nf = len(self.free)
         self.nc = int(cm.m) + int(cm.l)
         self.m = int(cm.m)
-        self.N = self.nf + len(RATES) + self.nc
+        self.k = len(cm.inputs)
+        self.N = self.nf + len(RATES) + self.nc + self.k
         ix = {c: i for i, c in enumerate(self.coords)}
         self.ix = ix
         L = float(vals["w"])
@@ -303,7 +326,7 @@ class _Layout:
         # scales of the unknowns (for the arclength metric) and of the residual rows
         self.sy = np.concatenate([np.ones(self.nf),
                                   [V0, V0, V0 / L, V0 / vals["rho_F"], V0 / vals["rho_R"]],
-                                  np.full(self.nc, mass * g)])
+                                  np.full(self.nc, mass * g), np.ones(self.k)])
         self.srow = np.concatenate([np.ones(self.m), np.full(self.nc, V0), np.full(self.n, mass * g * L)])
         # d xd / d rates (n x 5): u, w, Omega, omega_F, omega_R
         G = np.zeros((self.n, 5))
@@ -318,16 +341,20 @@ class _Layout:
         x = np.zeros(self.n)
         x[self.free] = y[:self.nf]
         r = y[self.nf:self.nf + 5]
-        lam = y[self.nf + 5:]
+        lam = y[self.nf + 5:self.nf + 5 + self.nc]
         xd = self.G @ r
         xdd = np.zeros(self.n)
         xdd[self.ix["x_b"]], xdd[self.ix["y_b"]] = -r[2] * r[1], r[2] * r[0]
         return x, xd, xdd, lam
 
-    def pack(self, x: NDArray, xd: NDArray, lam: NDArray) -> NDArray:
+    def inputs(self, y: NDArray) -> NDArray | None:
+        return y[self.N - self.k:] if self.k else None
+
+    def pack(self, x: NDArray, xd: NDArray, lam: NDArray, u: NDArray | None = None) -> NDArray:
         ix = self.ix
         r = [xd[ix["x_b"]], xd[ix["y_b"]], xd[ix["psi_b"]], xd[ix["theta_F"]], xd[ix["theta_R"]]]
-        return np.concatenate([np.asarray(x)[self.free], r, lam])
+        uu = np.zeros(self.k) if u is None or np.size(u) == 0 else np.asarray(u, dtype=float).reshape(-1)
+        return np.concatenate([np.asarray(x)[self.free], r, lam, uu])
 
 
 def turn_residual(cm: "CompiledModel", y: ArrayLike, p: ArrayLike | None = None
@@ -336,7 +363,8 @@ def turn_residual(cm: "CompiledModel", y: ArrayLike, p: ArrayLike | None = None
 
     Rows: ``C(x)`` (m), ``D(x) xd`` (m + l, divided by ``sqrt(g w)``),
     ``M xdd + D^T Lambda - Q`` (n, divided by ``m_total g w``); columns: the unknowns ``y``
-    (free coordinates, ``u, w, Omega, omega_F, omega_R``, ``Lambda``).
+    (free coordinates, ``u, w, Omega, omega_F, omega_R``, ``Lambda``, and the model's constant
+    inputs when it has any).
     """
     pvec, vals = parameter_values(cm, p)
     lay = _Layout(cm, vals)
@@ -345,18 +373,19 @@ def turn_residual(cm: "CompiledModel", y: ArrayLike, p: ArrayLike | None = None
 
 def _residual(cm: CompiledModel, lay: _Layout, y: NDArray, pvec: NDArray) -> tuple[NDArray, NDArray]:
     x, xd, xdd, lam = lay.unpack(y)
-    dt = cm.dynamics_terms(x, xd, p=pvec)
+    ui = lay.inputs(y)
+    dt = cm.dynamics_terms(x, xd, ui, p=pvec)
     M, Q, D = dt.M, dt.Q, dt.D
-    C = cm.C(x, p=pvec)
+    C = cm.C(x, ui, p=pvec)
     r = np.concatenate([C, D @ xd, M @ xdd + D.T @ lam - Q])
     nf = lay.nf
     J = np.zeros((r.size, lay.N))
     f = lay.free
     m, nc = lay.m, lay.nc
-    J[:m, :nf] = cm.Cx(x, p=pvec)[:, f]
-    J[m:m + nc, :nf] = cm.dDv_dx(x, xd, p=pvec)[:, f]
+    J[:m, :nf] = cm.Cx(x, ui, p=pvec)[:, f]
+    J[m:m + nc, :nf] = cm.dDv_dx(x, xd, ui, p=pvec)[:, f]
     J[m:m + nc, nf:nf + 5] = D @ lay.G
-    dyn = cm.dMa_dx(x, xdd, p=pvec) + cm.dDTlam_dx(x, lam, p=pvec) - cm.dQ_dx(x, xd, p=pvec)
+    dyn = cm.dMa_dx(x, xdd, ui, p=pvec) + cm.dDTlam_dx(x, lam, ui, p=pvec) - cm.dQ_dx(x, xd, ui, p=pvec)
     J[m + nc:, :nf] = dyn[:, f]
     # xdd = [-Omega w, Omega u, 0...]: d xdd / d (u, w, Omega)
     ixx, ixy = lay.ix["x_b"], lay.ix["y_b"]
@@ -364,8 +393,10 @@ def _residual(cm: CompiledModel, lay: _Layout, y: NDArray, pvec: NDArray) -> tup
     dxdd = np.zeros((lay.n, 5))
     dxdd[ixx, 1], dxdd[ixx, 2] = -Om, -w
     dxdd[ixy, 0], dxdd[ixy, 2] = Om, u
-    J[m + nc:, nf:nf + 5] = M @ dxdd - cm.dQ_dxd(x, xd, p=pvec) @ lay.G
-    J[m + nc:, nf + 5:] = D.T
+    J[m + nc:, nf:nf + 5] = M @ dxdd - cm.dQ_dxd(x, xd, ui, p=pvec) @ lay.G
+    J[m + nc:, nf + 5:nf + 5 + nc] = D.T
+    if lay.k:       # constant inputs: d(M xdd - Q)/du (they enter no constraint: _check_model)
+        J[m + nc:, lay.N - lay.k:] = cm.dMa_du(x, xdd, ui, p=pvec) - cm.dQ_du(x, xd, ui, p=pvec)
     s = lay.srow
     return r / s, J / s[:, None]
 
@@ -398,51 +429,63 @@ def _newton(cm: CompiledModel, lay: _Layout, y0: NDArray, pvec: NDArray, extra: 
 def _make_turn(cm: CompiledModel, lay: _Layout, y: NDArray, pvec: NDArray, vals: Mapping[str, float],
                residual: float) -> SteadyTurn:
     x, xd, xdd, lam = lay.unpack(y)
+    u = lay.inputs(y)
     return SteadyTurn(x0=x, xd0=xd, xdd0=xdd, lam=lam, p=pvec.copy(), coordinates=lay.coords,
-                      residual=residual, values=dict(vals))
+                      residual=residual, values=dict(vals),
+                      u=np.zeros(0) if u is None else u.copy())
 
 
-def solve_steady_turn(cm: "CompiledModel", guess: SteadyTurn, *, fix: str = "omega_R",
+def solve_steady_turn(cm: "CompiledModel", guess: SteadyTurn, *, fix: str | Mapping[str, float] = "omega_R",
                       value: float | None = None, tol: float = 1e-13, max_iter: int = 30) -> SteadyTurn:
-    """Newton solution of the steady-turn equations from ``guess`` with one unknown fixed.
+    """Newton solution of the steady-turn equations from ``guess`` with one unknown fixed (one
+    more per input of the model).
 
     Parameters
     ----------
     cm : CompiledModel
-        A bicycle-like model (`BASE` coordinates first, no inputs).
+        A bicycle-like model (`BASE` coordinates first). Its inputs, if any (a steer torque),
+        are constant unknowns of the turn: the family of turns then has ``1 + k`` parameters.
     guess : SteadyTurn
         Starting point (e.g. `straight_turn()` or a neighbour on a family).
-    fix : str
+    fix : str or mapping
         The unknown held at ``value``: ``"omega_R"`` (default), another rate of `RATES`, or a
-        free coordinate such as ``"phi_b"`` or ``"delta"``.
+        free coordinate such as ``"phi_b"`` or ``"delta"``; or a mapping ``{unknown: value}``
+        of ``1 + k`` of them (input names too) for a model with ``k`` inputs, e.g.
+        ``{"omega_R": v / rho_R, "Omega": 0.5}`` (the steer torque of that turn solved for).
     value : float, optional
-        Its value (default: the guess').
+        Its value (default: the guess'); only with a single name ``fix``.
     tol : float
         Tolerance on the scaled residual.
 
     Raises
     ------
     ModelError
-        Unknown ``fix``.
+        Unknown names in ``fix``, or a number of them other than ``1 + k``.
     SolverError
         No convergence.
     """
-    _check_model(cm)
+    _check_model(cm, inputs=True)
     pvec = np.asarray(guess.p, dtype=float)
     _, vals = parameter_values(cm, pvec)
     lay = _Layout(cm, vals)
-    names = lay.free_names + list(RATES)
-    if fix not in names:
-        raise ModelError(f"fix must be one of {names}, got {fix!r}")
-    k = names.index(fix)
-    y0 = lay.pack(guess.x0, guess.xd0, guess.lam)
-    val = float(y0[k]) if value is None else float(value)
-    y0[k] = val
-    row = np.zeros(lay.N)
-    row[k] = 1.0 / lay.sy[k]
+    names = lay.free_names + list(RATES) + [None] * lay.nc + list(cm.inputs)
+    fixed = {fix: value} if isinstance(fix, str) else dict(fix)
+    bad = [nm for nm in fixed if nm not in names or nm is None]
+    if bad or len(fixed) != 1 + lay.k:
+        raise ModelError(f"fix must be one of {[nm for nm in names if nm is not None]} or a mapping of "
+                         f"{1 + lay.k} of them for model {getattr(cm, 'name', '?')!r} (one, plus one "
+                         f"per input {list(cm.inputs)}), got {list(fixed)}")
+    if not isinstance(fix, str) and value is not None:
+        raise ModelError("value is for a single name fix; give the values in the fix mapping")
+    y0 = lay.pack(guess.x0, guess.xd0, guess.lam, guess.u)
+    ks = [names.index(nm) for nm in fixed]
+    vs = [float(y0[k]) if v is None else float(v) for k, v in zip(ks, fixed.values())]
+    y0[ks] = vs
+    rows = np.zeros((len(ks), lay.N))
+    rows[np.arange(len(ks)), ks] = 1.0 / lay.sy[ks]
 
-    def extra(y: NDArray) -> tuple[float, NDArray]:
-        return (y[k] - val) / lay.sy[k], row
+    def extra(y: NDArray) -> tuple[NDArray, NDArray]:
+        return (y[ks] - vs) / lay.sy[ks], rows
 
     y, res, _ = _newton(cm, lay, y0, pvec, extra, tol=tol, max_iter=max_iter)
     return _make_turn(cm, lay, y, pvec, vals, res)
@@ -467,9 +510,10 @@ def straight_turn(cm: "CompiledModel", v: float, p: ArrayLike | Mapping[str, flo
     """Straight running at ``v = rho_R omega_R`` as a `SteadyTurn` (``Omega = 0``), solved by Newton.
 
     ``steer`` [rad, thesis sign] selects handlebar forward (0) or reversed (``pi``); the pitch,
-    height, contact coordinates, front spin rate and multipliers are solved for.
+    height, contact coordinates, front spin rate and multipliers are solved for (the model's
+    inputs, if any, are zero).
     """
-    _check_model(cm)
+    _check_model(cm, inputs=True)
     pvec, vals = parameter_values(cm, p)
     _check_physical(vals, "straight_turn")
     lay = _Layout(cm, vals)
@@ -489,6 +533,7 @@ def straight_turn(cm: "CompiledModel", v: float, p: ArrayLike | Mapping[str, flo
     fixed = {lay.free_names.index("phi_b"): 0.0, lay.nf + 2: 0.0, lay.nf + 4: v / vals["rho_R"]}
     # the steer is fixed only near its guess (it is decided by symmetry: delta = 0 or pi)
     fixed[lay.free_names.index("delta")] = steer
+    fixed.update({lay.N - lay.k + i: 0.0 for i in range(lay.k)})     # no input torques
     ks = sorted(fixed)
 
     def extra(y: NDArray) -> tuple[NDArray, NDArray]:
@@ -505,6 +550,60 @@ def straight_turn(cm: "CompiledModel", v: float, p: ArrayLike | Mapping[str, flo
         y[k] = fixed[k]
     y[lay.nf + 1] = 0.0      # no side slip of the frame point in straight running
     return _make_turn(cm, lay, y, pvec, vals, res)
+
+
+def turn_of_radius(cm: "CompiledModel", speed: float, radius: float,
+                   p: ArrayLike | Mapping[str, float] | None = None, *, left: bool = True,
+                   steps: int = 4, tol: float = 1e-10) -> SteadyTurn:
+    """The steady turn of a model with one input (a steer torque) at ``speed`` (``rho_R
+    omega_R``, Meijaard's ``v``) whose rear contact runs on a circle of ``radius``, the constant
+    input that holds it solved for (derived here).
+
+    A hands-free bicycle has one steady turn per speed on each family (`families()`); a steer
+    torque ``T`` adds one unknown, so the turns of given speed and yaw rate ``Omega`` form the
+    solution set of the steady-turn equations with ``omega_R`` and ``Omega`` fixed
+    (`solve_steady_turn()`). They are reached from straight running (`straight_turn()`) by
+    ``steps`` continuation steps in ``Omega`` up to ``speed / radius``, then ``Omega`` is
+    corrected by ``Omega <- Omega r(Omega) / radius`` (``r`` the radius of the rear contact's
+    circle, `SteadyTurn.radius`) until ``|r - radius| <= tol radius``.
+
+    Parameters
+    ----------
+    cm : CompiledModel
+        A bicycle-like model with exactly one input entering its generalized forces, e.g.
+        ``benchmark_bicycle.model(inputs=("T_delta",))``.
+    speed, radius : float
+        Forward speed [m/s] and radius [m] of the rear contact's circle, both positive.
+    left : bool
+        Turn to the left (``Omega > 0``, lean ``phi_b < 0``) or to the right.
+
+    Raises
+    ------
+    ModelError
+        A model without exactly one input, or non-positive ``speed``/``radius``.
+    SolverError
+        No convergence.
+    """
+    _check_model(cm, inputs=True)
+    if len(cm.inputs) != 1:
+        raise ModelError(f"turn_of_radius needs a model with one input (a steer torque) to hold a "
+                         f"turn of given speed and radius; model {getattr(cm, 'name', '?')!r} has "
+                         f"inputs {list(cm.inputs)} (hands-free turns: families(), solve_steady_turn())")
+    if not (speed > 0 and radius > 0 and math.isfinite(speed) and math.isfinite(radius)):
+        raise ModelError(f"speed and radius must be positive and finite, got speed = {speed!r} m/s, "
+                         f"radius = {radius!r} m")
+    turn = straight_turn(cm, speed, p)
+    omega_R = speed / turn.values["rho_R"]
+    Om = (1.0 if left else -1.0) * speed / radius
+    for s in np.arange(1, steps + 1) / steps:
+        turn = solve_steady_turn(cm, turn, fix={"omega_R": omega_R, "Omega": s * Om})
+    for _ in range(20):
+        if abs(turn.radius - radius) <= tol * radius:
+            return turn
+        Om *= turn.radius / radius
+        turn = solve_steady_turn(cm, turn, fix={"omega_R": omega_R, "Omega": Om})
+    raise SolverError(f"turn_of_radius: the yaw rate correction did not reach radius {radius} m "
+                      f"(last {turn.radius} m at Omega = {Om} rad/s)")
 
 
 def time_reversed(turn: SteadyTurn) -> SteadyTurn:

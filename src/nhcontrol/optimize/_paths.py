@@ -61,7 +61,7 @@ class PathRows:
         all_nodes = np.arange(tr.P)       # nodes and Hermite–Simpson midpoints
         for node, vals in ((0, init), (tr.N - 1, fin)):
             for name, v in vals.items():
-                if name not in rd.states:
+                if name not in rd.states and name not in rd.inputs:
                     kind, idx = self._full(name)
                     self.specs.append((np.array([node]), kind, idx, v, v))
         for bounds in (xb, xdb):

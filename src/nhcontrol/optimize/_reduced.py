@@ -3,7 +3,10 @@
 The state of the third procedure is ``X = [x_ai, ẋ_ai, x_ad]`` (Eq. (4.123)). At ``P`` points at
 once (one kernel call per term for all collocation points) this module evaluates
 
-* the full coordinates ``x(X)`` (``x_d`` by Newton on ``C(x) = 0``, Eq. (2.109)) and velocities
+* the full coordinates ``x(X)`` (``x_d`` on ``C(x) = 0``, Eq. (2.109), by predictor-corrector
+  continuation in ``x_a`` from a solved point ``x̄``, derived here: the tangent prediction
+  ``x_d ≈ x̄_d − C_{x,d}⁻¹ C_{x,a} (x_a − x̄_a)``, then Newton, the step halved when the
+  correction is not small, so the roots stay on one branch of ``C = 0``) and velocities
   ``ẋ(X)`` (``ẋ_dd = −D_dd⁻¹ D_ai ẋ_ai`` and ``b``, Eq. (2.114));
 * ``ẍ, Λ`` of the index-1 system ``[[M, Dᵀ], [D, 0]] [ẍ; Λ] = [Q; Q_d]`` (Eq. (2.127));
 * with ``jac=True`` the exact sensitivities of ``x, ẋ, ẍ, Λ`` with respect to ``z = [X, u]``
@@ -48,9 +51,14 @@ Array = NDArray[np.float64]
 NEWTON_TOL = 1e-12
 """Absolute tolerance of the Newton iteration on ``C(x) = 0`` for the dependent coordinates."""
 NEWTON_ITERATIONS = 50
-MAX_ROOT_JUMP = 2.5
-"""Largest change of a dependent coordinate from its Newton start accepted as the same branch of
-``C(x) = 0``; a larger jump sends the point to continuation from its nearest solved neighbour."""
+MAX_CORRECTION = 0.1
+"""Largest Newton correction of a dependent coordinate from its tangent prediction accepted as
+the same branch of ``C(x) = 0``. Along a continuation step the correction is of second order in
+the step of ``x_a`` while another root (the frame flipped over, a contact point on the far side
+of a wheel) lies a finite distance away: a larger correction halves the step."""
+MIN_CONTINUATION_STEP = 2.0 ** -12
+"""Smallest fraction of the path from the solved point to the new one (then the point is
+refused: a singular constraint block or no root on the branch)."""
 
 
 @dataclass(frozen=True)
@@ -137,11 +145,9 @@ class ReducedDynamics:
             warm = self._warm.get(P)
             if warm is None:                     # first evaluation: continuation point by point
                 self._sequential(x, u)
-            else:                                # the last solution at these points (IPOPT's
-                x[:, self.d] = warm              # trial points are close to the last ones)
-                if not self._newton(x, u):
-                    self._sequential(x, u)
-            self._warm[P] = x[:, self.d].copy()
+            elif not self._continue(warm, x, u):   # from the last solution at these points
+                self._sequential(x, u)             # (IPOPT's trial points are near the last ones)
+            self._warm[P] = x.copy()
         xd = np.zeros((P, self.n))
         xd[:, self.ai] = X[:, g:2 * g]
         if self.m + self.l:             # (no constraint Jacobian to evaluate without constraints)
@@ -152,10 +158,51 @@ class ReducedDynamics:
             xd[:, self.dd] = -np.linalg.solve(D[:, :, self.dd], rhs)[..., 0]
         return x, xd
 
+    def _predict(self, solved: Array, x: Array, u: Array | None) -> Array | None:
+        """Tangent prediction ``x̄_d − C_{x,d}⁻¹ C_{x,a} (x_a − x̄_a)`` of ``x_d`` at the points
+        ``x`` (their ``x_a``) off solved points ``x̄`` ``(P, n)`` (see module); ``None`` where
+        ``C_{x,d}`` is singular."""
+        P = solved.shape[0]
+        Cx = np.asarray(self.cm.Cx(solved, u, self.p), float).reshape(P, self.m, self.n)
+        dxa = (x[:, self.a] - solved[:, self.a])[..., None]
+        try:
+            pred = solved[:, self.d] - np.linalg.solve(Cx[:, :, self.d], Cx[:, :, self.a] @ dxa)[..., 0]
+        except np.linalg.LinAlgError:
+            return None
+        return pred if np.all(np.isfinite(pred)) else None
+
+    def _continue(self, solved: Array, x: Array, u: Array | None) -> bool:
+        """``x_d`` at the points ``x`` (in place) by predictor-corrector continuation along the
+        straight path in ``x_a`` from the solved points ``x̄`` (derived here): each step
+        predicts by the tangent (`_predict`) and corrects by Newton; a step whose correction
+        exceeds `MAX_CORRECTION` (another branch of ``C = 0``) or that does not converge is
+        halved, down to `MIN_CONTINUATION_STEP`. The whole path in one step is the usual case
+        (a wheel's rotation and contact angle enter ``C`` only through their sum, so the tangent
+        predicts them exactly however far the wheel turns)."""
+        start, cur = solved[:, self.a].copy(), solved.copy()
+        s, h = 0.0, 1.0
+        while s < 1.0:
+            h = min(h, 1.0 - s)
+            trial = cur.copy()
+            trial[:, self.a] = start + (s + h) * (x[:, self.a] - start)
+            pred = self._predict(cur, trial, u)
+            ok = pred is not None
+            if ok:
+                trial[:, self.d] = pred
+                ok = (self._newton(trial, u)
+                      and float(np.max(np.abs(trial[:, self.d] - pred))) <= MAX_CORRECTION)
+            if ok:
+                cur, s, h = trial, s + h, 2.0 * h
+            else:
+                h /= 2.0
+                if h < MIN_CONTINUATION_STEP:
+                    return False
+        x[:, self.d] = cur[:, self.d]
+        return True
+
     def _newton(self, x: Array, u: Array | None) -> bool:
         """Newton on ``C(x) = 0`` for ``x_d`` at all points at once (in place); converged?"""
         cm, P = self.cm, x.shape[0]
-        start = x[:, self.d].copy()
         for _ in range(NEWTON_ITERATIONS):
             Cv = np.asarray(cm.C(x, u, self.p), float).reshape(P, self.m)
             if not np.all(np.isfinite(Cv)):
@@ -167,38 +214,39 @@ class ReducedDynamics:
                 return False
             x[:, self.d] -= step
             if np.max(np.abs(Cv)) <= NEWTON_TOL and np.max(np.abs(step)) <= 1e-13 * (1 + np.max(np.abs(x))):
-                # a root far from the start is another branch of C = 0 (e.g. the frame
-                # flipped over): refused, the caller continues from nearer points
-                return bool(np.max(np.abs(x[:, self.d] - start)) <= MAX_ROOT_JUMP)
+                return True
             if np.max(np.abs(Cv)) > 1e6:
                 return False
         return bool(np.max(np.abs(np.asarray(cm.C(x, u, self.p), float))) <= 1e3 * NEWTON_TOL)
 
     def _sequential(self, x: Array, u: Array | None) -> None:
-        """Continuation point by point, each from the ``x_d`` of the solved point nearest in the
-        independent coordinates ``x_a`` (the first from `x_guess`): the roots stay on the branch
-        of `x_guess` (a wheel's contact angle follows its rotation; a far start could land on
-        another root of ``C = 0``, e.g. the frame flipped over)."""
+        """Point by point, each by continuation (`_continue`) from the solved point nearest in
+        ``x_a = [x_ai, x_ad]``, the first from `x_guess` (solved on its own first): the roots
+        stay on the branch of `x_guess` (a far Newton start could land on another root of
+        ``C = 0``, e.g. the frame flipped over)."""
+        g = self.guess[None].copy()
+        u0 = None if u is None else u[:1]
+        if not self._newton(g, u0):
+            self._fail(0)
         solved: list[int] = []
         for j in range(x.shape[0]):
-            xj = x[j:j + 1].copy()
-            uj = None if u is None else u[j:j + 1]
-            prev = self.guess[self.d]
+            near = g
             if solved:
                 dist = np.sum((x[solved][:, self.a] - x[j, self.a]) ** 2, axis=1)
-                prev = x[solved[int(np.argmin(dist))], self.d]
-            for start in (prev, self.guess[self.d]):
-                xj[0, self.d] = start
-                if self._newton(xj, uj):
-                    break
-            else:
-                raise SolverError(
-                    f"Newton on the holonomic constraints C(x) = 0 (Eq. (2.109)) for the dependent "
-                    f"coordinates {[self.coordinates[i] for i in self.d]} did not converge at point "
-                    f"{j}; the states leave the region where C(x) = 0 has a root near x_guess: give "
-                    f"bounds on the states or a closer initial guess")
+                near = x[solved[int(np.argmin(dist))]][None]
+            xj = x[j:j + 1].copy()
+            if not self._continue(near, xj, None if u is None else u[j:j + 1]):
+                self._fail(j)
             x[j, self.d] = xj[0, self.d]
             solved.append(j)
+
+    def _fail(self, j: int) -> None:
+        raise SolverError(
+            f"Newton on the holonomic constraints C(x) = 0 (Eq. (2.109)) for the dependent "
+            f"coordinates {[self.coordinates[i] for i in self.d]} found no root on the branch of "
+            f"x_guess at point {j} (continuation from the nearest solved point stalled: a singular "
+            f"block C_x,d or the branch ends); give bounds on the states, a closer initial guess, "
+            f"or an x_guess that satisfies C(x) = 0")
 
     # ------------------------------------------------------------------ dynamics
     def evaluate(self, X: Array, U: Array | None, *, jac: bool = True,

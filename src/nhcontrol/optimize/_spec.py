@@ -75,12 +75,12 @@ def point_values(spec: Mapping[str, float] | None, names: Sequence[str], what: s
     if spec is None:
         return {}
     if not isinstance(spec, Mapping):
-        raise OptimizationError(f"{what} must be a mapping {{coordinate or velocity name: value}}, "
+        raise OptimizationError(f"{what} must be a mapping {{coordinate, velocity or input name: value}}, "
                                 f"got {type(spec).__name__}")
     bad = sorted(set(spec) - set(names))
     if bad:
-        raise OptimizationError(f"{what} names unknown {bad}; use coordinate and velocity names "
-                                f"of the model: {list(names)}")
+        raise OptimizationError(f"{what} names unknown {bad}; use coordinate, velocity and input "
+                                f"names of the model: {list(names)}")
     out = {}
     for name, v in spec.items():
         v = float(v)

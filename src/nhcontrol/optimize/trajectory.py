@@ -145,9 +145,11 @@ def optimal_trajectory(cm: CompiledModel, *, t_final: float | tuple[float, float
     nodes : int
         Number of nodes ``N ≥ 3``.
     initial, final : mapping
-        ``{coordinate or velocity name: value}``; the names given are fixed, the rest free.
-        Minimal-state names become variable bounds, other names (dependent coordinates or
-        velocities) equality constraints on the full ``x, ẋ`` of that node.
+        ``{coordinate, velocity or input name: value}``; the names given are fixed, the rest
+        free. Minimal-state and input names become variable bounds (an input fixed at the last
+        node with the final state of a steady motion ends the motion in it: zero final
+        accelerations), other names (dependent coordinates or velocities) equality constraints
+        on the full ``x, ẋ`` of that node.
     effort : number, (k,) or (k, k) array_like, or mapping, optional
         ``R`` of ``∫ uᵀ R u dt`` (by input name in a mapping).
     cost : "time" or mapping, optional
@@ -215,7 +217,7 @@ def optimal_trajectory(cm: CompiledModel, *, t_final: float | tuple[float, float
     from ..linearization.first import velocity_names
 
     coords, vels = tuple(cm.coordinates), velocity_names(cm)
-    names = coords + vels
+    names = coords + vels + tuple(cm.inputs)
     init = _spec.point_values(initial, names, "initial")
     fin = _spec.point_values(final, names, "final")
     xg = np.zeros(cm.n) if x_guess is None else np.asarray(x_guess, dtype=float).reshape(-1)
@@ -396,8 +398,8 @@ def _variable_bounds(tr: Transcription, rd: ReducedDynamics, init: dict, fin: di
         LB[:, i], UB[:, i] = lo, hi
     for node, vals in ((0, init), (tr.N - 1, fin)):
         for name, v in vals.items():
-            if name in rd.states:
-                i = rd.states.index(name)
+            if name in rd.states or name in rd.inputs:
+                i = rd.states.index(name) if name in rd.states else tr.ns + rd.inputs.index(name)
                 if not LB[node, i] <= v <= UB[node, i]:
                     raise OptimizationError(f"the {'initial' if node == 0 else 'final'} value "
                                             f"{name} = {v} lies outside its bounds "

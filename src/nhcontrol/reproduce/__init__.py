@@ -30,7 +30,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "output-feedback": ("output_feedback",
                         "Kalman filters and an EKF on exact linearizations: ball-plate LQG, bicycle EKF"),
     "trajectory-optimization": ("trajectory_optimization",
-                                "Optimal trajectories (minimum-time lane change) and identification by collocation"),
+                                "Optimal trajectories (minimum-time lane change, bicycle countersteer) and identification by collocation"),
 }
 """command-line name -> (module, one-line description)"""
 
