@@ -431,6 +431,12 @@ class RoutineLibrary:
         self._loaded: dict[str, Any] = {}
         self._key = ""
 
+    def __repr__(self) -> str:
+        from .._util.reprs import object_repr
+
+        return object_repr(self, stem=self.stem, version=self.version, what=self.what,
+                           loaded=len(self._loaded))
+
     @property
     def key(self) -> str:
         if not self._key:
