@@ -67,7 +67,7 @@ from .._util import checks as _checks
 from .._util.errors import DesignError, NhcontrolError, SolverError
 from .._util.validation import as_float_array
 from .controllers import ControlRecord, RiccatiSchedule, TrackingController
-from .mpc import LTVMPC
+from .mpc import LTVMPC, _plan_duals
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -540,7 +540,7 @@ class NMPCController(TrackingController):
             dX, dU = np.asarray(st.predicted_x), np.asarray(st.predicted_u)
             Xbar, Ubar = Xbar + dX, Ubar + dU
             xguess = xfull
-            duals = st.duals
+            duals = _plan_duals(st)     # (DAQP's multipliers; the sparse ones only if read)
             u = np.asarray(st.u, float)
             status, slack = st.status, st.slack_max
             if it == 0:
