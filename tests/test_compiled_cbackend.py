@@ -456,18 +456,24 @@ def test_platform_tag_is_sysconfigs():
 def test_cold_build_compiles_the_generic_routines_meanwhile(tmp_path, monkeypatch):
     """A cold model build compiles the model-independent routine libraries missing from the
     cache in a background thread (the compiler overlaps the derivation on two cores), joined
-    before the build returns: they are in the cache with the model, no thread is left, and
-    their first use loads them instead of compiling them again."""
+    before the build returns, except the RTI routines, which go on meanwhile (`prebuild_pending`
+    says so until they are there): all are then in the cache with the model, no thread is left,
+    and their first use loads them instead of compiling them again."""
     import nhcontrol.design  # noqa: F401  (the MPC condensing is built once design is in use)
     from nhcontrol.compiled import cbackend
-    from nhcontrol.design import _ccondense
+    from nhcontrol.design import _ccondense, _crti
     from nhcontrol.linearization import _cpoint
 
     monkeypatch.setattr(cbackend, "_workers", lambda: 2)
     monkeypatch.setattr(cbackend, "PREBUILD", True)
     cm = examples.sleigh().compile(cache_dir=tmp_path, backend="c")
     assert cm.backend == "c" and not cm.from_cache
+    for t in threading.enumerate():
+        if t.name == "nhcontrol-prebuild":
+            t.join(120.0)
     assert "nhcontrol-prebuild" not in {t.name for t in threading.enumerate()}
+    assert not cbackend.prebuild_pending(str(tmp_path), "nhcontrol.design._crti")
+    assert os.path.exists(_crti._routine()._file(str(tmp_path)))
     point = _cpoint.library_path(tmp_path)
     assert point.exists() and point.with_name(point.name + ".sha256").exists()
     assert os.path.exists(_ccondense._library_file(str(tmp_path)))

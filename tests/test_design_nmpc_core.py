@@ -211,3 +211,30 @@ def test_without_a_compiler_the_numpy_path_runs(monkeypatch, tmp_path):
         warnings.simplefilter("error")
         u = bare.control(0.0, np.concatenate([x0, xd0]))
     assert [h.status for h in bare.history] == ["optimal"] and np.all(np.abs(u) <= 3.0)
+
+
+def test_a_controller_made_while_the_core_compiles_runs_numpy_then_the_core(monkeypatch):
+    """Right after a cold model build the RTI routines may still be compiling in the background
+    (`cbackend.prebuild_pending`): the controller does not wait for the compiler, it runs the
+    numpy path, and takes the compiled core at the first sample after the build is over; its
+    inputs are those of a controller that had the core from the start (to the 1e-9 of the
+    module docstring)."""
+    import os
+
+    from nhcontrol.compiled import cbackend
+
+    cm, ref, ready, x0, xd0 = _robot()
+    _compiled(ready)
+    key = (os.path.realpath(os.path.dirname(cm._library_path)), "nhcontrol.design._crti")
+    monkeypatch.setattr(cbackend, "_PENDING", {key})
+    assert cbackend.prebuild_pending(os.path.dirname(cm._library_path), "nhcontrol.design._crti")
+    _, _, late, _, _ = _robot()
+    assert late._core is None and late._core_pending
+    s0 = np.concatenate([x0, xd0])
+    u_late = [late.control(0.0, s0)]
+    assert late._core is None and late._core_pending        # still compiling: numpy
+    cbackend._PENDING.discard(key)                          # the background build is over
+    u_late.append(late.control(ready.dt, s0))
+    assert late._core is not None and not late._core_pending
+    u_ready = [ready.control(0.0, s0), ready.control(ready.dt, s0)]
+    np.testing.assert_allclose(np.asarray(u_late), np.asarray(u_ready), rtol=0, atol=1e-9)

@@ -472,11 +472,21 @@ class RoutineLibrary:
             return None
         with self._lock:
             if directory not in self._loaded:
-                name = f"{self.stem}_{self.key[:24]}.{self.version}.{library_suffix()}"
                 self._loaded[directory] = load_or_build_routine(
-                    os.path.join(directory, name), self._open, self._text, what=self.what,
+                    self._file(directory), self._open, self._text, what=self.what,
                     fallback=self.fallback, optimise=self.optimise)
             return self._loaded[directory]
+
+    def _file(self, directory: str) -> str:
+        return os.path.join(directory,
+                            f"{self.stem}_{self.key[:24]}.{self.version}.{library_suffix()}")
+
+    def prebuild(self, directory: str) -> None:
+        """Compile the library into the trusted cache directory ``directory`` ahead of its
+        first use when it is absent (`prebuild_routine`; a cold model build starts it in the
+        background, `prebuild_routines`)."""
+        prebuild_routine(self._file(directory), self._text, self._lock, self._loaded, directory,
+                         optimise=self.optimise)
 
 
 class FloatingPointFlags(ArithmeticError):
@@ -515,17 +525,31 @@ def prebuild_routine(path: str, source: Callable[[], str], lock: Any, loaded: An
 #: throw-away caches would each get them)
 PREBUILD = True
 
-#: the routine modules whose ``prebuild(directory)`` a cold model build starts, each with the
-#: module that must already be imported for it to be worth building (None: always)
-PREBUILT_ROUTINES: tuple[tuple[str, str | None], ...] = (
-    ("nhcontrol.linearization._cpoint", None),            # Steps 1-7 (any linearization)
-    ("nhcontrol.design._ccondense", "nhcontrol.design"),  # MPC condensing (control design)
+#: the routine modules whose ``prebuild(directory)`` a cold model build starts: each with the
+#: module that must already be imported for it to be worth building (None: always) and whether
+#: the model build waits for it (False: its user does not wait either, it runs its numpy path
+#: until the library is there, `prebuild_pending`)
+PREBUILT_ROUTINES: tuple[tuple[str, str | None, bool], ...] = (
+    ("nhcontrol.linearization._cpoint", None, True),             # Steps 1-7 (any linearization)
+    ("nhcontrol.design._ccondense", "nhcontrol.design", True),   # MPC condensing (control design)
+    ("nhcontrol.design._crti", "nhcontrol.design", False),       # the RTI's node work (NMPC)
 )
+
+#: (cache directory, routine module) of the background builds not yet finished
+_PENDING: set[tuple[str, str]] = set()
+
+
+def prebuild_pending(directory: str, module: str) -> bool:
+    """Whether a background build (`prebuild_routines`) of routine module ``module`` into the
+    cache directory ``directory`` is under way: its user then keeps its fallback for now
+    instead of waiting (a first control step does not wait for a compiler)."""
+    return bool(_PENDING) and (os.path.realpath(directory), module) in _PENDING
 
 
 def prebuild_routines(directory: str) -> Callable[[], None]:
     """Start compiling the model-independent routine libraries missing from ``directory`` in
-    one background thread; returns the function that waits for it.
+    one background thread; returns the function that waits for those the model build waits
+    for (the others go on after it returns, `prebuild_pending`).
 
     A cold model build spends its first seconds in SymPy (one core); the C compiler runs in
     its own process, so on a machine with two cores these libraries, which the first
@@ -538,20 +562,39 @@ def prebuild_routines(directory: str) -> Callable[[], None]:
     import importlib
     import threading
 
-    names = [name for name, needs in PREBUILT_ROUTINES if needs is None or needs in sys.modules]
+    todo = [(name, waited) for name, needs, waited in PREBUILT_ROUTINES
+            if needs is None or needs in sys.modules]
+    real = os.path.realpath(directory)
+    for name, waited in todo:
+        if not waited:
+            _PENDING.add((real, name))
+    ready = threading.Event()
 
     def work() -> None:
-        for name in names:
-            try:
-                importlib.import_module(name).prebuild(directory)
-            except Exception:  # noqa: BLE001 - reported by the routine's first use
-                pass
+        try:
+            for name, waited in sorted(todo, key=lambda item: not item[1]):  # waited ones first
+                if not waited:
+                    ready.set()
+                try:
+                    importlib.import_module(name).prebuild(directory)
+                except Exception:  # noqa: BLE001 - reported by the routine's first use
+                    pass
+                finally:
+                    _PENDING.discard((real, name))
+        finally:
+            ready.set()
 
     thread = threading.Thread(target=work, name="nhcontrol-prebuild", daemon=True)
     thread.start()
-    return thread.join
+    if not all(waited for _, waited in todo):
+        import atexit
+
+        # a process that ends meanwhile lets the compiler finish (at most a minute), so that
+        # the cache holds the library and the next process does not compile it on first use
+        atexit.register(thread.join, 60.0)
+    return ready.wait
 
 
 __all__ = ["ENV_BACKEND", "BACKENDS", "requested_backend", "library_path", "compile_library", "CKernels",
            "CompilerUnavailable", "FloatingPointFlags", "cffi_problem", "open_routine",
-           "load_or_build_routine", "RoutineLibrary", "prebuild_routine", "prebuild_routines"]
+           "load_or_build_routine", "RoutineLibrary", "prebuild_routine", "prebuild_routines", "prebuild_pending"]

@@ -39,7 +39,7 @@ import numpy as np
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
 
-__all__ = ["VERSION", "rti_library", "rti_core"]
+__all__ = ["VERSION", "PENDING", "rti_library", "rti_core", "prebuild"]
 
 VERSION = "r1"
 """Version of the C routine (part of the library's file name and cache key)."""
@@ -488,12 +488,20 @@ class _Library:
 
 
 _ROUTINE: list[Any] = []
+
+
+class _Pending:
+    def __repr__(self) -> str:
+        return "PENDING"
+
+
+#: `rti_core`'s answer while the routines are still being compiled in the background
+PENDING = _Pending()
 _LIBS: dict[str, "_Library | None"] = {}
 
 
-def rti_library(cache_dir: str | os.PathLike | None = None) -> "_Library | None":
-    """The compiled RTI routines of the (trusted) cache directory, built on first use; None
-    when they cannot be built or loaded (one warning; the numpy path then runs)."""
+def _routine() -> Any:
+    """The `RoutineLibrary` of the RTI routines (made on first use)."""
     from ..compiled.cbackend import RoutineLibrary
 
     if not _ROUTINE:
@@ -501,7 +509,19 @@ def rti_library(cache_dir: str | os.PathLike | None = None) -> "_Library | None"
             "nhc_rti", VERSION, C_SOURCE, _CDEF, what="compiled RTI library",
             fallback="the NMPC nodes are computed with numpy (same results, slower)",
             optimise="-O3"))
-    loaded = _ROUTINE[0].load(cache_dir)
+    return _ROUTINE[0]
+
+
+def prebuild(directory: str) -> None:
+    """Compile the RTI routines into ``directory`` (a trusted cache directory) ahead of their
+    first use (a cold model build: `nhcontrol.compiled.cbackend.prebuild_routines`)."""
+    _routine().prebuild(directory)
+
+
+def rti_library(cache_dir: str | os.PathLike | None = None) -> "_Library | None":
+    """The compiled RTI routines of the (trusted) cache directory, built on first use; None
+    when they cannot be built or loaded (one warning; the numpy path then runs)."""
+    loaded = _routine().load(cache_dir)
     if loaded is None:
         return None
     hit = _LIBS.get(loaded[0])
@@ -525,10 +545,14 @@ def expm_zoh(Z: np.ndarray, lib: "_Library") -> tuple[np.ndarray, int, int] | No
     return E, int(ms[0]), int(ms[1])
 
 
-def rti_core(cm: CompiledModel, idx: Any, tol: float, cond_max: float) -> "RTICore | None":
+def rti_core(cm: CompiledModel, idx: Any, tol: float, cond_max: float, *,
+             wait: bool = True) -> "RTICore | None | object":
     """The compiled model work of the RTI for model ``cm`` and partition ``idx`` (see the
     module docstring), or None: a model outside the routine's case, no C kernels, or a library
-    that cannot be built (the numpy path)."""
+    that cannot be built (the numpy path).
+    With ``wait=False``, `PENDING` while a cold model build is still compiling the routines
+    in the background (`nhcontrol.compiled.cbackend.prebuild_pending`): the caller runs the
+    numpy path meanwhile and asks again later."""
     ck = getattr(cm, "_ck", None)
     if (ck is None or getattr(cm, "backend", None) != "c"
             or getattr(cm, "_library_path", None) is None or int(idx.m)
@@ -548,10 +572,14 @@ def rti_core(cm: CompiledModel, idx: Any, tol: float, cond_max: float) -> "RTICo
             return None
         if shapes is not None and [tuple(o[2]) for o in spec["outputs"]] != shapes:
             return None
+    from ..compiled.cbackend import prebuild_pending
     from ..linearization import _cpoint
 
+    directory = os.path.dirname(cm._library_path)
+    if not wait and prebuild_pending(directory, __name__):
+        return PENDING
     plib = _cpoint.library_for(cm)
-    lib = rti_library(os.path.dirname(cm._library_path))
+    lib = rti_library(directory)
     if plib is None or lib is None:
         return None
     return RTICore(cm, idx, ck, lib, plib, float(tol), float(cond_max))

@@ -239,9 +239,14 @@ class NMPCController(TrackingController):
         self._cond_max = COND_MAX
         # the whole model work of a sample (admissible nodes, accelerations, linearization,
         # ZOH exponentials) in one compiled call (`_crti`), or None: the numpy path below
-        from ._crti import rti_core
-        self._core = (rti_core(cm, self.idx, self._lin_tol, COND_MAX)
+        # (right after a cold model build the routines may still be compiling in the
+        # background: the numpy path runs until they are there, `_model` asks again)
+        from ._crti import PENDING, rti_core
+        self._core = (rti_core(cm, self.idx, self._lin_tol, COND_MAX, wait=False)
                       if fast is not None else None)
+        self._core_pending = self._core is PENDING
+        if self._core_pending:
+            self._core = None
         self.ev = ModelEvaluator(cm, getattr(reference, "parameters", None) if p is None else p)
         self._raw = self._raw_kernels(cm)
         n, m, l = self.idx.n, self.idx.m, self.idx.l
@@ -398,11 +403,20 @@ class NMPCController(TrackingController):
         sol = np.linalg.solve(K, np.concatenate([Qv, Qd], axis=1)[..., None])[..., 0]
         return sol[:, :n], sol[:, n:]
 
+    def _ask_core(self) -> None:
+        """The compiled core once its background build is over (`_crti.rti_core`)."""
+        from ._crti import PENDING, rti_core
+        core = rti_core(self.cm, self.idx, self._lin_tol, self._cond_max, wait=False)
+        if core is not PENDING:
+            self._core, self._core_pending = core, False
+
     def _model(self, ts: NDArray, X: NDArray, U: NDArray, xguess: NDArray
                ) -> tuple[NDArray, NDArray, NDArray, NDArray]:
         """``Φ_j, Γ_j, F(X̄_j, ū_j)`` at the nodes and their full coordinates: by the compiled
         core when it answers, else (and on any node it declines) by numpy, which raises or
         warns with the full message."""
+        if self._core_pending:
+            self._ask_core()
         core = self._core
         if core is not None:
             got = core(X, xguess, U, self.ev.p, self.dt)
