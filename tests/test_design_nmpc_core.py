@@ -238,3 +238,52 @@ def test_a_controller_made_while_the_core_compiles_runs_numpy_then_the_core(monk
     assert late._core is not None and not late._core_pending
     u_ready = [ready.control(0.0, s0), ready.control(ready.dt, s0)]
     np.testing.assert_allclose(np.asarray(u_late), np.asarray(u_ready), rtol=0, atol=1e-9)
+
+
+def test_reference_window_is_the_reference_on_the_horizon():
+    """The horizon's reference comes from a block evaluated ahead (`_reference_window`,
+    `_u_window`): the same values as the reference evaluated on the window, read-only, a new
+    block where the window leaves the old one, and, where a block would leave the reference's
+    time range, the window alone (an error only where the window itself leaves it)."""
+    from nhcontrol._util.errors import TimeRangeError
+
+    cm, ref, ctrl, x0, xd0 = _robot()
+    N, h = ctrl.horizon, ctrl.dt
+    for k in (0, 1, 2, 30, 7, 200, 201):                   # forward, a jump back, a jump ahead
+        t = k * h
+        X, U = ctrl._reference_window(k, t)
+        tn = t + h * np.arange(N + 1)
+        X0 = ctrl.reduce(np.asarray(ref.x(tn)), np.asarray(ref.xd(tn)))
+        U0 = np.atleast_2d(ctrl.u_ref(tn[:N])).reshape(N, ctrl.k)
+        np.testing.assert_allclose(X, X0, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(U, U0, rtol=1e-13, atol=1e-13)
+        assert not X.flags.writeable and not U.flags.writeable
+
+    class Ending:
+        """The robot's reference, defined up to t = 1 s only."""
+
+        def __getattr__(self, name):
+            return getattr(ref, name)
+
+        def _check(self, t):
+            if np.max(t) > 1.0 + 1e-9:
+                raise TimeRangeError(f"defined on t in [0, 1], got t = {np.max(t):.6g}")
+
+        def x(self, t):
+            self._check(t)
+            return ref.x(t)
+
+        def xd(self, t):
+            self._check(t)
+            return ref.xd(t)
+
+        def u(self, t):
+            self._check(t)
+            return ref.u(t)
+
+    ctrl.reference = Ending()
+    k = int(round(1.0 / h)) - N                      # the last window inside [0, 1]
+    X, U = ctrl._reference_window(k, k * h)
+    assert X.shape == (N + 1, ctrl.ns) and ctrl._ref_block[2].shape[0] == N + 1
+    with pytest.raises(TimeRangeError):
+        ctrl._reference_window(k + 1, (k + 1) * h)

@@ -235,6 +235,31 @@ class TrackingController:
         """Forget what the controller remembers (previous input, integrator, plan, history)."""
         self._memory = self._initial_memory()
         self.history = []
+        self._u_block = None
+
+    #: samples of the feed-forward evaluated ahead of a horizon at once (`_u_window`)
+    REFERENCE_BLOCK = 64
+
+    def _u_window(self, k: int, t: float, count: int, kin: int) -> NDArray[np.float64]:
+        """`u_ref` of the ``count`` samples from ``k`` (``(count, kin)``): a read-only view of
+        a block evaluated once for ``REFERENCE_BLOCK`` samples ahead (one evaluation of a
+        reference costs about as much for 85 times as for 21); where the block would leave
+        the reference's time range, the window alone."""
+        blk = getattr(self, "_u_block", None)
+        if (blk is None or blk[0] is not self.reference
+                or not blk[1] <= k <= blk[1] + blk[2].shape[0] - count):
+            for m in (count + self.REFERENCE_BLOCK, count):
+                try:
+                    U = np.atleast_2d(self.u_ref(t + self.dt * np.arange(m))).reshape(m, kin)
+                except Exception:  # noqa: BLE001 - the window alone below says what is wrong
+                    if m == count:
+                        raise
+                    continue
+                U.flags.writeable = False
+                blk = self._u_block = (self.reference, k, U)
+                break
+        o = k - blk[1]
+        return blk[2][o:o + count]
 
     @property
     def statuses(self) -> dict[str, int]:
@@ -806,8 +831,7 @@ class MPCController(TrackingController):
                               "check linearization/deviation/state_map")
         z = memory[kin + 1:]
         xi = np.concatenate([dx, z])
-        tw = t + self.dt * np.arange(N)
-        ur = np.atleast_2d(self.u_ref(tw)).reshape(N, kin)
+        ur = self._u_window(k, t, N, kin)
         u_prev = memory[:kin] if memory[kin] > 0.5 else ur[0]
         x_ref = None
         if self.x_ref is not None:

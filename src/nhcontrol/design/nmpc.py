@@ -474,6 +474,34 @@ class NMPCController(TrackingController):
         super().reset()
         self.mpc.reset()
         self._plan = None
+        self._ref_block = None
+
+    #: samples of the reference evaluated ahead of the horizon at once (`_reference_window`)
+    REFERENCE_BLOCK = 64
+
+    def _reference_window(self, k: int, t: float) -> tuple[NDArray, NDArray]:
+        """``(X_ref, u_ref)`` of the samples ``k … k+N`` (reduced states) and ``k … k+N−1``:
+        read-only views of a block of the reference evaluated once for ``REFERENCE_BLOCK``
+        samples ahead (one evaluation of a reference costs about as much for 85 times as for
+        21); where the block would leave the reference's time range, the window alone."""
+        N, kin = self.horizon, self.k
+        ref, blk = self.reference, getattr(self, "_ref_block", None)
+        if blk is None or blk[0] is not ref or not blk[1] <= k <= blk[1] + blk[2].shape[0] - N - 1:
+            blk = None
+            for m in (N + 1 + self.REFERENCE_BLOCK, N + 1):
+                tb = t + self.dt * np.arange(m)
+                try:
+                    X = self.reduce(np.asarray(ref.x(tb)), np.asarray(ref.xd(tb)))
+                    U = np.atleast_2d(self.u_ref(tb[:-1])).reshape(m - 1, kin)
+                except Exception:  # noqa: BLE001 - the window alone below says what is wrong
+                    if m == N + 1:
+                        raise
+                    continue
+                X.flags.writeable = U.flags.writeable = False
+                blk = self._ref_block = (ref, k, X, U)
+                break
+        o = k - blk[1]
+        return blk[2][o:o + N + 1], blk[3][o:o + N]
 
     def _compute(self, t: float, x: NDArray, xd: NDArray, memory: NDArray
                  ) -> tuple[NDArray[np.float64], NDArray[np.float64], ControlRecord, dict]:
@@ -482,8 +510,7 @@ class NMPCController(TrackingController):
         k = self.index(t)
         ref = self.reference
         tn = t + h * np.arange(N + 1)
-        Xref = self.reduce(np.asarray(ref.x(tn)), np.asarray(ref.xd(tn)))
-        uref = np.atleast_2d(self.u_ref(tn[:N])).reshape(N, kin)
+        Xref, uref = self._reference_window(k, t)
         u_prev = memory[:kin] if memory[kin] > 0.5 else uref[0]
         X0 = self.reduce(np.asarray(x, float), np.asarray(xd, float))
         # 1. shift the plan (or start from the reference)
