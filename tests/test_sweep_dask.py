@@ -200,13 +200,16 @@ def test_monte_carlo_on_the_cluster_equals_serial(cluster):
 
 @pytest.fixture(scope="module")
 def fragile_cluster():
-    """Two worker processes; a task whose worker dies is not retried (allowed-failures 0)."""
+    """Two worker processes; a task whose worker dies is not retried (allowed-failures 0).
+    A result still held by the worker that died is asked for until distributed's connect
+    timeout (30 s by default) runs out: 10 s here, so that such a test does not wait 30 s."""
     import dask
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                          "distributed.comm.timeouts.connect": "10s"}):
         cl = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                       dashboard_address=":0", silence_logs=50)
-    yield cl
-    cl.close()
+        yield cl
+        cl.close()
 
 
 def test_dead_worker_names_the_grid_points_and_is_captured(fragile_cluster):
