@@ -208,13 +208,19 @@ def fragile_cluster():
                           "distributed.comm.timeouts.connect": "10s"}):
         cl = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                       dashboard_address=":0", silence_logs=50)
-        yield cl
-        cl.close()
+    yield cl
+    cl.close()
 
 
 def test_dead_worker_names_the_grid_points_and_is_captured(fragile_cluster):
     """Issue 22: a worker that dies gave `FutureCancelledError ... already forgotten`; now the
     lost points are named (with the worker) and errors='capture' records them as failed."""
+    import dask
+    with dask.config.set({"distributed.comm.timeouts.connect": "10s"}):   # (fixture's docstring)
+        _dead_worker_checks(fragile_cluster)
+
+
+def _dead_worker_checks(fragile_cluster):
     res = sweep(sf.dies_at, {"a": list(range(6))}, constants={"at": 2}, backend="dask",
                 address=fragile_cluster.scheduler_address, chunk_size=1, errors="capture")
     assert res.errors[2] is not None and res.values[2] is None
