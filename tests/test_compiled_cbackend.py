@@ -507,3 +507,29 @@ def test_ffi_tables_made_in_two_threads_leave_stdout_alone():
             t.join()
         assert sys.stdout is real
         assert got == [alone, alone]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_process_forked_during_a_background_build_forgets_it(monkeypatch, tmp_path):
+    """A process forked while the RTI routines compile in the background (a sweep with
+    ``backend="processes"`` right after a cold model build) inherits their lock held and their
+    build pending, but not the thread that ends both: it forgets them, so its first NMPC
+    controller neither waits forever nor keeps the numpy path forever."""
+    from nhcontrol.compiled import cbackend
+    from nhcontrol.design import _crti
+
+    lib = _crti._routine()
+    key = (os.path.realpath(str(tmp_path)), "nhcontrol.design._crti")
+    monkeypatch.setattr(cbackend, "_PENDING", {key})
+    assert lib._lock.acquire(blocking=False)          # as the background build holds it
+    try:
+        pid = os.fork()
+        if pid == 0:                                    # the child: report by exit status
+            ok = (not cbackend.prebuild_pending(str(tmp_path), "nhcontrol.design._crti")
+                  and lib._lock.acquire(blocking=False))
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        lib._lock.release()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert cbackend.prebuild_pending(str(tmp_path), "nhcontrol.design._crti")  # the parent keeps it

@@ -428,6 +428,7 @@ class RoutineLibrary:
         self.stem, self.version, self.source, self.cdef = stem, version, source, cdef
         self.what, self.fallback, self.optimise = what, fallback, optimise
         self._lock = _new_lock()
+        _ROUTINE_LIBRARIES.append(self)
         self._loaded: dict[str, Any] = {}
         self._key = ""
 
@@ -537,6 +538,28 @@ PREBUILT_ROUTINES: tuple[tuple[str, str | None, bool], ...] = (
 
 #: (cache directory, routine module) of the background builds not yet finished
 _PENDING: set[tuple[str, str]] = set()
+
+#: the `RoutineLibrary` objects made (a few module-level singletons)
+_ROUTINE_LIBRARIES: list["RoutineLibrary"] = []
+
+
+def _after_fork_in_child() -> None:
+    """A process forked while a background build (`prebuild_routines`) was under way has
+    its locks held and its builds pending, but not the thread that would release them: it
+    forgets them (a library it then needs is loaded if the parent finished it, else built)."""
+    _PENDING.clear()
+    for lib in _ROUTINE_LIBRARIES:
+        if lib._lock.locked():
+            lib._lock = _new_lock()
+    for name, _, _ in PREBUILT_ROUTINES:
+        module = sys.modules.get(name)
+        lock = getattr(module, "_LOCK", None)
+        if lock is not None and lock.locked():
+            module._LOCK = _new_lock()      # type: ignore[union-attr]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def prebuild_pending(directory: str, module: str) -> bool:
