@@ -245,7 +245,8 @@ def test_reference_window_is_the_reference_on_the_horizon():
     """The horizon's reference comes from a block evaluated ahead (`_reference_window`,
     `_u_window`): the same values as the reference evaluated on the window, read-only, a new
     block where the window leaves the old one, and, where a block would leave the reference's
-    time range, the window alone (an error only where the window itself leaves it)."""
+    time range, the window alone (an error only where the window itself leaves it); an object
+    that is not a `Reference` is evaluated on the window every time."""
     from nhcontrol._util.errors import TimeRangeError
 
     cm, ref, ctrl, x0, xd0 = _robot()
@@ -260,31 +261,36 @@ def test_reference_window_is_the_reference_on_the_horizon():
         np.testing.assert_allclose(U, U0, rtol=1e-13, atol=1e-13)
         assert not X.flags.writeable and not U.flags.writeable
 
-    class Ending:
-        """The robot's reference, defined up to t = 1 s only."""
+    import dataclasses
 
-        def __getattr__(self, name):
-            return getattr(ref, name)
-
-        def _check(self, t):
-            if np.max(t) > 1.0 + 1e-9:
-                raise TimeRangeError(f"defined on t in [0, 1], got t = {np.max(t):.6g}")
-
-        def x(self, t):
-            self._check(t)
-            return ref.x(t)
-
-        def xd(self, t):
-            self._check(t)
-            return ref.xd(t)
-
-        def u(self, t):
-            self._check(t)
-            return ref.u(t)
-
-    ctrl.reference = Ending()
+    ctrl.reference = dataclasses.replace(ref, t_range=(0.0, 1.0))   # defined up to t = 1 s
     k = int(round(1.0 / h)) - N                      # the last window inside [0, 1]
     X, U = ctrl._reference_window(k, k * h)
     assert X.shape == (N + 1, ctrl.ns) and ctrl._ref_block[2].shape[0] == N + 1
     with pytest.raises(TimeRangeError):
         ctrl._reference_window(k + 1, (k + 1) * h)
+
+    class Moving:
+        """Not a `Reference`: an object whose motion may change between samples (a command
+        updated online), evaluated on the window every time."""
+        shift = 0.0
+
+        def __getattr__(self, name):
+            return getattr(ref, name)
+
+        def x(self, t):
+            return ref.x(t) + self.shift
+
+        def xd(self, t):
+            return ref.xd(t)
+
+        def u(self, t):
+            return ref.u(t)
+
+    moving = Moving()
+    ctrl.reference = moving
+    X1, _ = ctrl._reference_window(3, 3 * h)
+    moving.shift = 0.25
+    X2, _ = ctrl._reference_window(4, 4 * h)
+    assert ctrl._ref_block is None
+    np.testing.assert_allclose(X2[:-1, 0] - X1[1:, 0], 0.25, rtol=0, atol=1e-12)

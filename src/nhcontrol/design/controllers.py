@@ -241,14 +241,19 @@ class TrackingController:
     REFERENCE_BLOCK = 64
 
     def _u_window(self, k: int, t: float, count: int, kin: int) -> NDArray[np.float64]:
-        """`u_ref` of the ``count`` samples from ``k`` (``(count, kin)``): a read-only view of
-        a block evaluated once for ``REFERENCE_BLOCK`` samples ahead (one evaluation of a
+        """`u_ref` of the ``count`` samples from ``k`` (``(count, kin)``): for a `Reference`, a
+        read-only view of a block evaluated once for ``REFERENCE_BLOCK`` samples ahead (one evaluation of a
         reference costs about as much for 85 times as for 21); where the block would leave
         the reference's time range, the window alone."""
         blk = getattr(self, "_u_block", None)
         if (blk is None or blk[0] is not self.reference
                 or not blk[1] <= k <= blk[1] + blk[2].shape[0] - count):
-            for m in (count + self.REFERENCE_BLOCK, count):
+            from ..reference.reference import Reference
+
+            # (only an immutable `Reference` is read ahead: another object may change between
+            # samples, a command updated online, and is evaluated on the window every time)
+            ahead = isinstance(self.reference, Reference)
+            for m in (count + self.REFERENCE_BLOCK, count) if ahead else (count,):
                 try:
                     U = np.atleast_2d(self.u_ref(t + self.dt * np.arange(m))).reshape(m, kin)
                 except Exception:  # noqa: BLE001 - the window alone below says what is wrong
@@ -256,7 +261,8 @@ class TrackingController:
                         raise
                     continue
                 U.flags.writeable = False
-                blk = self._u_block = (self.reference, k, U)
+                blk = (self.reference, k, U)
+                self._u_block = blk if ahead else None
                 break
         o = k - blk[1]
         return blk[2][o:o + count]

@@ -481,14 +481,19 @@ class NMPCController(TrackingController):
 
     def _reference_window(self, k: int, t: float) -> tuple[NDArray, NDArray]:
         """``(X_ref, u_ref)`` of the samples ``k … k+N`` (reduced states) and ``k … k+N−1``:
-        read-only views of a block of the reference evaluated once for ``REFERENCE_BLOCK``
+        for a `Reference`, read-only views of a block evaluated once for ``REFERENCE_BLOCK``
         samples ahead (one evaluation of a reference costs about as much for 85 times as for
         21); where the block would leave the reference's time range, the window alone."""
         N, kin = self.horizon, self.k
         ref, blk = self.reference, getattr(self, "_ref_block", None)
         if blk is None or blk[0] is not ref or not blk[1] <= k <= blk[1] + blk[2].shape[0] - N - 1:
+            from ..reference.reference import Reference
+
+            # (only an immutable `Reference` is read ahead; another object, which may change
+            # between samples, is evaluated on the window every time)
+            ahead = isinstance(ref, Reference)
             blk = None
-            for m in (N + 1 + self.REFERENCE_BLOCK, N + 1):
+            for m in (N + 1 + self.REFERENCE_BLOCK, N + 1) if ahead else (N + 1,):
                 tb = t + self.dt * np.arange(m)
                 try:
                     X = self.reduce(np.asarray(ref.x(tb)), np.asarray(ref.xd(tb)))
@@ -498,7 +503,8 @@ class NMPCController(TrackingController):
                         raise
                     continue
                 X.flags.writeable = U.flags.writeable = False
-                blk = self._ref_block = (ref, k, X, U)
+                blk = (ref, k, X, U)
+                self._ref_block = blk if ahead else None
                 break
         o = k - blk[1]
         return blk[2][o:o + N + 1], blk[3][o:o + N]
