@@ -217,17 +217,13 @@ def test_dead_worker_names_the_grid_points_and_is_captured(fragile_cluster):
     lost points are named (with the worker) and errors='capture' records them as failed."""
     import dask
     with dask.config.set({"distributed.comm.timeouts.connect": "10s"}):   # (fixture's docstring)
-        _dead_worker_checks(fragile_cluster)
-
-
-def _dead_worker_checks(fragile_cluster):
-    res = sweep(sf.dies_at, {"a": list(range(6))}, constants={"at": 2}, backend="dask",
-                address=fragile_cluster.scheduler_address, chunk_size=1, errors="capture")
-    assert res.errors[2] is not None and res.values[2] is None
-    assert "SweepError: the Dask task for grid points [2] ({'a': 2}) was lost" in res.errors[2]
-    assert "worker" in res.errors[2] and "errors='capture'" in res.errors[2]
-    for i, (v, e) in enumerate(zip(res.values, res.errors)):   # others: a value, or named as lost
-        assert (e is None and v == float(i)) or (v is None and f"grid points [{i}] ({{'a': {i}}})" in e)
-    with pytest.raises(SweepError, match=r"the Dask task for grid points \[\d\] \(\{'a': \d\}\) was lost"):
-        sweep(sf.dies_at, {"a": list(range(6))}, constants={"at": 3}, backend="dask",
-              address=fragile_cluster.scheduler_address, chunk_size=1)
+        res = sweep(sf.dies_at, {"a": list(range(6))}, constants={"at": 2}, backend="dask",
+                    address=fragile_cluster.scheduler_address, chunk_size=1, errors="capture")
+        assert res.errors[2] is not None and res.values[2] is None
+        assert "SweepError: the Dask task for grid points [2] ({'a': 2}) was lost" in res.errors[2]
+        assert "worker" in res.errors[2] and "errors='capture'" in res.errors[2]
+        for i, (v, e) in enumerate(zip(res.values, res.errors)):   # others: a value, or named as lost
+            assert (e is None and v == float(i)) or (v is None and f"grid points [{i}] ({{'a': {i}}})" in e)
+        with pytest.raises(SweepError, match=r"the Dask task for grid points \[\d\] \(\{'a': \d\}\) was lost"):
+            sweep(sf.dies_at, {"a": list(range(6))}, constants={"at": 3}, backend="dask",
+                  address=fragile_cluster.scheduler_address, chunk_size=1)

@@ -237,35 +237,45 @@ class TrackingController:
         self.history = []
         self._u_block = None
 
-    #: samples of the feed-forward evaluated ahead of a horizon at once (`_u_window`)
+    #: samples of the reference evaluated ahead of a horizon at once (`_read_ahead`)
     REFERENCE_BLOCK = 64
 
-    def _u_window(self, k: int, t: float, count: int, kin: int) -> NDArray[np.float64]:
-        """`u_ref` of the ``count`` samples from ``k`` (``(count, kin)``): for a `Reference`, a
-        read-only view of a block evaluated once for ``REFERENCE_BLOCK`` samples ahead (one evaluation of a
-        reference costs about as much for 85 times as for 21); where the block would leave
-        the reference's time range, the window alone."""
-        blk = getattr(self, "_u_block", None)
+    def _read_ahead(self, slot: str, k: int, t: float, rows: int,
+                    evaluate: Callable[[NDArray[np.float64]], tuple[NDArray[np.float64], ...]]
+                    ) -> tuple[int, tuple[NDArray[np.float64], ...]]:
+        """``(o, arrays)``: the arrays ``evaluate(times)`` gave for the sample times from some
+        ``k0 ≤ k`` on (the first with one row per time), read-only, and the offset ``o = k − k0``
+        of the ``rows`` samples from ``k``. For a `Reference` the times run ``REFERENCE_BLOCK``
+        samples past the window and the block is kept in attribute ``slot`` until a window leaves
+        it (one evaluation of a reference costs about as much for 85 times as for 21); where
+        the block would leave the reference's time range, and for any other reference object
+        (which may change between samples: a command updated online), the window alone."""
+        blk = getattr(self, slot, None)
         if (blk is None or blk[0] is not self.reference
-                or not blk[1] <= k <= blk[1] + blk[2].shape[0] - count):
+                or not blk[1] <= k <= blk[1] + blk[2].shape[0] - rows):
             from ..reference.reference import Reference
 
-            # (only an immutable `Reference` is read ahead: another object may change between
-            # samples, a command updated online, and is evaluated on the window every time)
             ahead = isinstance(self.reference, Reference)
-            for m in (count + self.REFERENCE_BLOCK, count) if ahead else (count,):
+            for m in (rows + self.REFERENCE_BLOCK, rows) if ahead else (rows,):
                 try:
-                    U = np.atleast_2d(self.u_ref(t + self.dt * np.arange(m))).reshape(m, kin)
+                    arrays = evaluate(t + self.dt * np.arange(m))
                 except Exception:  # noqa: BLE001 - the window alone below says what is wrong
-                    if m == count:
+                    if m == rows:
                         raise
                     continue
-                U.flags.writeable = False
-                blk = (self.reference, k, U)
-                self._u_block = blk if ahead else None
+                for a in arrays:
+                    a.flags.writeable = False
+                blk = (self.reference, k, *arrays)
+                setattr(self, slot, blk if ahead else None)
                 break
-        o = k - blk[1]
-        return blk[2][o:o + count]
+        return k - blk[1], blk[2:]
+
+    def _u_window(self, k: int, t: float, count: int, kin: int) -> NDArray[np.float64]:
+        """`u_ref` of the ``count`` samples from ``k`` (``(count, kin)``, `_read_ahead`)."""
+        o, (U,) = self._read_ahead(
+            "_u_block", k, t, count,
+            lambda tb: (np.atleast_2d(self.u_ref(tb)).reshape(tb.size, kin),))
+        return U[o:o + count]
 
     @property
     def statuses(self) -> dict[str, int]:

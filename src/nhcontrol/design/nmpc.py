@@ -241,12 +241,9 @@ class NMPCController(TrackingController):
         # ZOH exponentials) in one compiled call (`_crti`), or None: the numpy path below
         # (right after a cold model build the routines may still be compiling in the
         # background: the numpy path runs until they are there, `_model` asks again)
-        from ._crti import PENDING, rti_core
-        self._core = (rti_core(cm, self.idx, self._lin_tol, COND_MAX, wait=False)
-                      if fast is not None else None)
-        self._core_pending = self._core is PENDING
+        self._core, self._core_pending = None, fast is not None
         if self._core_pending:
-            self._core = None
+            self._ask_core()
         self.ev = ModelEvaluator(cm, getattr(reference, "parameters", None) if p is None else p)
         self._raw = self._raw_kernels(cm)
         n, m, l = self.idx.n, self.idx.m, self.idx.l
@@ -476,38 +473,17 @@ class NMPCController(TrackingController):
         self._plan = None
         self._ref_block = None
 
-    #: samples of the reference evaluated ahead of the horizon at once (`_reference_window`)
-    REFERENCE_BLOCK = 64
-
     def _reference_window(self, k: int, t: float) -> tuple[NDArray, NDArray]:
-        """``(X_ref, u_ref)`` of the samples ``k … k+N`` (reduced states) and ``k … k+N−1``:
-        for a `Reference`, read-only views of a block evaluated once for ``REFERENCE_BLOCK``
-        samples ahead (one evaluation of a reference costs about as much for 85 times as for
-        21); where the block would leave the reference's time range, the window alone."""
+        """``(X_ref, u_ref)`` of the samples ``k … k+N`` (reduced states) and ``k … k+N−1``
+        (`_read_ahead`)."""
         N, kin = self.horizon, self.k
-        ref, blk = self.reference, getattr(self, "_ref_block", None)
-        if blk is None or blk[0] is not ref or not blk[1] <= k <= blk[1] + blk[2].shape[0] - N - 1:
-            from ..reference.reference import Reference
 
-            # (only an immutable `Reference` is read ahead; another object, which may change
-            # between samples, is evaluated on the window every time)
-            ahead = isinstance(ref, Reference)
-            blk = None
-            for m in (N + 1 + self.REFERENCE_BLOCK, N + 1) if ahead else (N + 1,):
-                tb = t + self.dt * np.arange(m)
-                try:
-                    X = self.reduce(np.asarray(ref.x(tb)), np.asarray(ref.xd(tb)))
-                    U = np.atleast_2d(self.u_ref(tb[:-1])).reshape(m - 1, kin)
-                except Exception:  # noqa: BLE001 - the window alone below says what is wrong
-                    if m == N + 1:
-                        raise
-                    continue
-                X.flags.writeable = U.flags.writeable = False
-                blk = (ref, k, X, U)
-                self._ref_block = blk if ahead else None
-                break
-        o = k - blk[1]
-        return blk[2][o:o + N + 1], blk[3][o:o + N]
+        def evaluate(tb: NDArray) -> tuple[NDArray, NDArray]:
+            ref = self.reference
+            return (self.reduce(np.asarray(ref.x(tb)), np.asarray(ref.xd(tb))),
+                    np.atleast_2d(self.u_ref(tb[:-1])).reshape(tb.size - 1, kin))
+        o, (X, U) = self._read_ahead("_ref_block", k, t, N + 1, evaluate)
+        return X[o:o + N + 1], U[o:o + N]
 
     def _compute(self, t: float, x: NDArray, xd: NDArray, memory: NDArray
                  ) -> tuple[NDArray[np.float64], NDArray[np.float64], ControlRecord, dict]:
