@@ -35,7 +35,11 @@ skips python-control); prints one JSON object:
   ``qp_solver`` the solver, ``qp_floor_max_input_difference`` (both bare solves against the
   step's first input); ``qp_floor_model_s_N20`` the same QP through a ``daqp.Model``
   (``Model.update`` + ``Model.solve``, its previous active set reused: the call an earlier
-  version of the step made) and ``ratio_step_over_qp_floor_model``;
+  version of the step made) and ``ratio_step_over_qp_floor_model``; ``condense_s_N20`` the
+  compiled condensing of the same window alone (one foreign call, its pointers made beforehand)
+  and ``ratio_bound_condense_plus_floor`` the median of ``(condense + bare solve) / bare solve``:
+  the ratio of a step that did nothing else, a lower bound of ``ratio_step_over_qp_floor`` for
+  any step that condenses its window at every sample;
 * ``peers``: ``python-control`` — ``control.optimal.create_mpc_iosystem`` on the LTI snapshot
   ``(Ad_0, Bd_0)`` (it only accepts a fixed system; scipy SLSQP on the stacked inputs), timed per
   output evaluation over ``--peer-steps`` steps, with our ``LTVMPC`` on the same LTI problem and
@@ -200,9 +204,10 @@ def _qp_floor(N, Q, R, Qf, bound, d, ref, dt, Z0, steps):
         return {"ratio_step_over_qp_floor": None, "qp_solver": mpc.qp_path,
                 "qp_floor_skipped": mpc.qp_path_reason}
     kw = mpc._dense._solve_kw
+    lib = mpc._dense._c_library()
     model = None
     Z = Z0.copy()
-    ts, tf, tm, diff = [], [], [], []
+    ts, tf, tm, tc, diff = [], [], [], [], []
     for kk in range(steps):
         Ad, Bd = window(d, kk, N)
         u_ref = np.asarray(ref.u(dt * (kk + np.arange(N))), float)
@@ -223,6 +228,8 @@ def _qp_floor(N, Q, R, Qf, bound, d, ref, dt, Z0, steps):
                          blower=qp.lower)
         vm = model.solve()[0]
         t4 = time.perf_counter()
+        if lib is not None:         # the compiled condensing of the step's window, alone
+            tc.append(_condense_alone(lib, mpc._dense))
         ts.append(t1 - t0)
         tf.append(t3 - t2)
         tm.append(t4 - t3)
@@ -236,7 +243,40 @@ def _qp_floor(N, Q, R, Qf, bound, d, ref, dt, Z0, steps):
             "qp_floor_model_s_N20": statistics.median(tm[1:]),
             "ratio_step_over_qp_floor_model": float(np.median(np.array(ts[1:])
                                                                / np.array(tm[1:]))),
-            "qp_solver": "daqp", "qp_floor_max_input_difference": max(diff)}
+            "qp_solver": "daqp", "qp_floor_max_input_difference": max(diff),
+            **_condense_bound(tc, tf)}
+
+
+def _condense_alone(lib, qp) -> float:
+    """Wall time of one call of the compiled condensing on the step's loaded window (``H``,
+    ``g``, the prediction ``M``: the work the step does before the solve), the foreign-call
+    pointers made beforehand; written into scratch buffers, not the step's."""
+    fb = lib.ffi.from_buffer
+    N, n, k = qp.N, qp.n, qp.k
+    dims = np.array([N, n, k, qp.nv, qp._c is not None, qp._qx is not None], dtype=np.int64)
+    scratch = [np.empty((N + 1, n, N * k + 1)), np.empty((N, n, N * k + 1)),
+               np.empty((qp.nv, qp.nv)), np.empty(qp.nv), np.empty(1)]
+    args = [fb("long long[]", dims)] + [fb("double[]", np.ascontiguousarray(a, dtype=float))
+                                        for a in (qp._A, qp._B,
+                                                  qp._zeros_n if qp._c is None else qp._c,
+                                                  qp._x0, qp._Qc, qp.Qf, qp._Rc,
+                                                  qp._zeros_qx if qp._qx is None else qp._qx)]
+    args += [fb("double[]", a) for a in scratch]
+    t0 = time.perf_counter()
+    lib.condense(*args)
+    return time.perf_counter() - t0
+
+
+def _condense_bound(tc, tf) -> dict:
+    """``condense_s_N20`` and ``ratio_bound_condense_plus_floor``: the ratio a step would have
+    that did nothing but the compiled condensing and the bare solve (median of the per-step
+    ratios ``(condense + solve) / solve``), a lower bound of ``ratio_step_over_qp_floor`` for any
+    step that condenses its window at every sample."""
+    if not tc:
+        return {"condense_s_N20": None, "ratio_bound_condense_plus_floor": None}
+    c, f = np.array(tc[1:]), np.array(tf[1:len(tc)])
+    return {"condense_s_N20": float(np.median(c)),
+            "ratio_bound_condense_plus_floor": float(np.median((c + f) / f))}
 
 
 def _rebuild(N, Q, R, Qf, bound):

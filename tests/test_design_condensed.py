@@ -303,6 +303,31 @@ def test_osqp_path_when_daqp_cannot(monkeypatch):
     assert z.step(x, A, B).solver == "OSQP"
 
 
+def test_osqp_fallback_set_up_at_its_first_use():
+    """With DAQP in front and no OSQP options, the OSQP workspace is set up at the first sample
+    DAQP does not solve (here: DAQP stopped at one iteration), with the terminal weight given
+    since; its answer equals a controller whose OSQP path was set up at construction. OSQP
+    options given to the constructor are checked there (a bad one refused at once)."""
+    from nhcontrol._util.errors import DesignError
+
+    N, n, k = 8, 3, 2
+    A, B = random_window(N, n, k, seed=11)
+    x = np.array([0.8, -0.3, 0.5])
+    Q, R = np.diag([1.0, 2.0, 0.5]), 0.1 * np.eye(k)
+    lazy = LTVMPC(N, Q, R, 5 * np.eye(n), daqp_options={"iter_limit": 1}, **KW)
+    eager = LTVMPC(N, Q, R, 5 * np.eye(n), qp_solver="osqp", **KW)
+    assert lazy._qp is None and eager._qp is not None
+    Qf = 7 * np.eye(n)
+    sa = lazy.step(x, A, B, Qf=Qf)
+    sb = eager.step(x, A, B, Qf=Qf)
+    assert sa.attempts[0] == ("DAQP", "user_limit") and sa.solver == "OSQP", sa.attempts
+    assert lazy._qp is not None
+    np.testing.assert_allclose(sa.predicted_u, sb.predicted_u, atol=1e-12)
+    assert sa.cost == pytest.approx(sb.cost, rel=1e-12)
+    with pytest.raises(DesignError, match="OSQP refused the solver options"):
+        LTVMPC(N, Q, R, solver_options={"eps_absolute": 1e-9}, **KW)
+
+
 @pytest.mark.parametrize("kw", [dict(), dict(u_min=-0.3, u_max=0.3)])
 def test_receding_loop_without_general_rows(kw):
     """Only simple bounds (or none): the condensed QP has no general rows; every step of a

@@ -268,8 +268,9 @@ class LTVMPC:
         solves it with DAQP (dual active set, one ``daqp.solve`` call per step: the
         unconstrained minimiser is tried first, then DAQP iterates from the active set of the
         multipliers of ``warm_start``, which the controllers fill with the previous window's
-        shifted, or from the empty set); when it fails, OSQP and then Clarabel are tried.
-        ``"osqp"``: the sparse QP by OSQP (then Clarabel). The OSQP path also solves when
+        shifted, or from the empty set); when it fails, OSQP and then Clarabel are tried
+        (OSQP's workspace is then set up at the first sample that needs it, unless OSQP
+        options were given: those are checked at construction). ``"osqp"``: the sparse QP by OSQP (then Clarabel). The OSQP path also solves when
         daqp is not installed or a soft bound has ``ρ₂ = 0`` (reason in `qp_path_reason`;
         `qp_path` says which path solves).
     daqp_options : mapping, optional
@@ -399,17 +400,35 @@ class LTVMPC:
                      for g, lo, hi in (("u", "u_min", "u_max"), ("r", "du_min", "du_max"),
                                        ("x", "x_min", "x_max"), ("y", "y_min", "y_max"))}
         self._Qf = Qf_.copy()
-        self._qp: WindowQP | None = self._make_qp() if osqp_interface == "direct" else None
         if qp_solver not in ("daqp", "osqp"):
             raise DesignError(f"qp_solver must be 'daqp' or 'osqp', got {qp_solver!r}")
         self.qp_solver = qp_solver
         self.daqp_options = dict(daqp_options or {})
+        self._set_up_solvers()
+
+    def _set_up_solvers(self) -> None:
+        """The condensed DAQP problem (`qp_solver="daqp"`, when it can be used) and the direct
+        OSQP problem (`osqp_interface="direct"`). With DAQP in front, OSQP is the fallback: its
+        workspace (and the import of ``osqp``) is set up at the first sample that needs it,
+        unless OSQP options were given (checked by OSQP here, where a bad one is reported)."""
         self.qp_path_reason = ""
         self._dense: DenseWindowQP | None = None
-        self._last_qp: WindowQP | None = self._qp
-        if qp_solver == "daqp":
+        if self.qp_solver == "daqp":
             self._dense = self._make_dense()
         self.qp_path = "daqp" if self._dense is not None else "osqp"
+        direct = self.osqp_interface == "direct"
+        opts = self.solver_options if self.solver == "OSQP" else self.fallback_options
+        self._qp_lazy = direct and self._dense is not None and not opts
+        self._qp: WindowQP | None = self._make_qp() if direct and not self._qp_lazy else None
+        self._qp_Qf_stale = False
+        self._last_qp: WindowQP | None = self._dense if self._dense is not None else self._qp
+
+    def _osqp_qp(self) -> WindowQP | None:
+        """The direct OSQP problem, set up now if it was left for its first use."""
+        if self._qp is None and self.__dict__.get("_qp_lazy"):
+            self._qp = self._make_qp()          # (with the current terminal weight)
+            self._qp_lazy = self._qp_Qf_stale = False
+        return self._qp
 
     @property
     def _layout_qp(self) -> WindowQP | None:
@@ -453,6 +472,7 @@ class LTVMPC:
                                 "_Cp", "_Dp", "_Sy", "_groups")}
         state["_qp"], state["_problem"], state["_loaded"] = None, None, None
         state["_dense"] = state["_last_qp"] = None
+        state.pop("_qp_lazy", None)
         if callable(state.get("_duals")):
             state["_duals"] = state["_duals"]()
         return state
@@ -475,11 +495,7 @@ class LTVMPC:
         state.setdefault("daqp_options", {})
         state.setdefault("qp_path_reason", "")
         self.__dict__.update(state)
-        if self.osqp_interface == "direct":
-            self._qp = self._make_qp()
-        self._dense = self._make_dense() if self.qp_solver == "daqp" else None
-        self.qp_path = "daqp" if self._dense is not None else "osqp"
-        self._last_qp = self._qp
+        self._set_up_solvers()
 
     def _Lf_factor(self) -> NDArray[np.float64]:
         if self._Lf_value is None:
@@ -862,7 +878,7 @@ class LTVMPC:
             try:
                 if solver == "DAQP":
                     status, x_pred, du_pred, cost = self._solve_direct(self._dense, data)
-                elif solver == "OSQP" and self._qp is not None:
+                elif solver == "OSQP" and self._osqp_qp() is not None:
                     status, x_pred, du_pred, cost = self._solve_direct(self._qp, data)
                 else:
                     status, x_pred, du_pred, cost = self._solve_cvxpy(solver, opts, data)
