@@ -231,3 +231,30 @@ def test_direct_compiled_kernels_give_the_validating_paths_inputs(ball):
         s = np.concatenate([run.x[j], run.xd[j]])
         np.testing.assert_allclose(slow.control(rec.t, s), rec.u, rtol=0, atol=1e-13)
     assert set(fast.statuses) == set(slow.statuses) == {"optimal"}
+
+
+def test_rti_controller_pickles_mid_loop_and_continues_the_same(ball):
+    """An RTI controller pickled after some samples (its plan, warm start and history with it;
+    the compiled routines left out and attached again on unpickling, as on a Dask worker)
+    gives the same inputs as the original on the following samples, and a fresh copy of the
+    original gives those of a fresh controller."""
+    import pickle
+
+    cm, x0, xd0, ref, mo, dt = ball
+    b, r = math.radians(10.0), math.radians(0.5)
+    Q = np.diag([1.0, 1.0, 1.0, 0.0, 0.1, 0.1, 1e4, 1e4])
+    ctrl = NMPCController(cm, ref, bp.PARTITION_8_72, 10, Q, 1e3 * np.eye(2), dt=dt, u_min=-b,
+                          u_max=b, du_min=-r, du_max=r, steps=20)
+    sim = forward_dynamics(cm, (0.0, 8 * dt), x0, xd0, controller=ctrl,
+                           t_eval=dt * np.arange(9))
+    ctrl.reset()
+    states = [np.concatenate([sim.x[j], sim.xd[j]]) for j in range(9)]
+    for j in range(4):
+        ctrl.control(j * dt, states[j])
+    copy = pickle.loads(pickle.dumps(ctrl))
+    assert copy._core_pending is False or copy._core is None      # attached (or numpy path)
+    assert len(copy.history) == len(ctrl.history) == 4
+    for j in range(4, 9):
+        np.testing.assert_array_equal(copy.control(j * dt, states[j]),
+                                      ctrl.control(j * dt, states[j]))
+    assert copy.statuses == ctrl.statuses

@@ -228,24 +228,11 @@ class NMPCController(TrackingController):
         self.partition = partition if isinstance(partition, Partition) else Partition.from_dict(partition)
         self.idx = self.partition.indices(cm)
         self._linearize = linearize
-        from .._util.validation import COND_MAX, INPUT_CONSTRAINT_ATOL
-        from ..linearization import _cpoint
-        # the compiled stacked linearization of this model and partition (what `linearize`
-        # runs for N > 1 nodes on the C backend), or None (numpy backend: `linearize`)
-        fast = (_cpoint.point_function(cm, self.idx, INPUT_CONSTRAINT_ATOL)
-                if getattr(cm, "backend", None) == "c" else None)
-        self._lin_n = None if fast is None else fast.many
+        from .._util.validation import COND_MAX
         self._lin_tol = float(getattr(reference, "check_tol", 1e-8))
         self._cond_max = COND_MAX
-        # the whole model work of a sample (admissible nodes, accelerations, linearization,
-        # ZOH exponentials) in one compiled call (`_crti`), or None: the numpy path below
-        # (right after a cold model build the routines may still be compiling in the
-        # background: the numpy path runs until they are there, `_model` asks again)
-        self._core, self._core_pending = None, fast is not None
-        if self._core_pending:
-            self._ask_core()
+        self._attach_compiled()
         self.ev = ModelEvaluator(cm, getattr(reference, "parameters", None) if p is None else p)
-        self._raw = self._raw_kernels(cm)
         n, m, l = self.idx.n, self.idx.m, self.idx.l
         self.n, self.m, self.l, self.k = n, m, l, int(cm.ninputs)
         ai, ad = np.asarray(self.idx.ai), np.asarray(self.idx.ad)
@@ -300,6 +287,36 @@ class NMPCController(TrackingController):
         self._plan: tuple | None = None
 
     # ------------------------------------------------------------------ model pieces
+    _COMPILED = ("_lin_n", "_core", "_core_pending", "_raw")
+
+    def _attach_compiled(self) -> None:
+        """The compiled routines of this model and partition: the stacked linearization
+        (what `linearize` runs for N > 1 nodes on the C backend; None on the numpy backend),
+        the whole model work of a sample (admissible nodes, accelerations, linearization, ZOH
+        exponentials) in one compiled call (`_crti`; None: the numpy path of `_model`; right
+        after a cold model build it may still be compiling in the background, and `_model`
+        asks again until it is there) and the raw N-point kernels."""
+        from .._util.validation import INPUT_CONSTRAINT_ATOL
+        from ..linearization import _cpoint
+        cm = self.cm
+        fast = (_cpoint.point_function(cm, self.idx, INPUT_CONSTRAINT_ATOL)
+                if getattr(cm, "backend", None) == "c" else None)
+        self._lin_n = None if fast is None else fast.many
+        self._core, self._core_pending = None, fast is not None
+        if self._core_pending:
+            self._ask_core()
+        self._raw = self._raw_kernels(cm)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the compiled routines (foreign-function objects): the receiving
+        process attaches its own from its kernel cache (`__setstate__`), so a controller can
+        be sent to Dask workers; the plan (warm start) and the history travel with it."""
+        return {key: val for key, val in self.__dict__.items() if key not in self._COMPILED}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._attach_compiled()
+
     @staticmethod
     def _raw_kernels(cm: CompiledModel) -> dict[str, tuple]:
         """The N-point C kernels of ``D`` and ``dynamics_terms`` that `CompiledModel` calls for
