@@ -317,6 +317,8 @@ def test_osqp_fallback_set_up_at_its_first_use():
     lazy = LTVMPC(N, Q, R, 5 * np.eye(n), daqp_options={"iter_limit": 1}, **KW)
     eager = LTVMPC(N, Q, R, 5 * np.eye(n), qp_solver="osqp", **KW)
     assert lazy._qp is None and eager._qp is not None
+    from nhcontrol.design.mpc import REALTIME_OSQP_SETTINGS      # (the NMPC's: set up late too)
+    assert LTVMPC(N, Q, R, solver_options=REALTIME_OSQP_SETTINGS, **KW)._qp is None
     Qf = 7 * np.eye(n)
     sa = lazy.step(x, A, B, Qf=Qf)
     sb = eager.step(x, A, B, Qf=Qf)
