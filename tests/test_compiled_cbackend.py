@@ -484,6 +484,46 @@ def test_cold_build_compiles_the_generic_routines_meanwhile(tmp_path, monkeypatc
     _cpoint._LIBS.pop(str(tmp_path), None)
 
 
+_EARLY: list = []
+
+
+def _sleigh_seen_by_builder():
+    """A recipe's builder that records the background builds under way when it is called."""
+    from nhcontrol.compiled import cbackend
+
+    _EARLY.append({d: set(names) for d, (names, _) in cbackend._STARTED.items()})
+    return examples.sleigh()
+
+
+@pytest.mark.c_compiler
+def test_a_recipe_starts_the_routine_build_before_its_builder(tmp_path, monkeypatch):
+    """A model of a recipe whose record is not in the cache starts compiling the routine
+    libraries before its builder runs (the compiler overlaps the symbolic model too); the
+    model build's own `prebuild_routines` starts nothing twice and waits for what was started:
+    each routine is prebuilt once, and before the build returns."""
+    import types
+
+    from nhcontrol.compiled import cbackend
+    from nhcontrol.compiled.recipe import cached_model
+
+    calls: list = []
+    fake = types.ModuleType("_nhc_fake_routine")
+    fake.prebuild = lambda directory: (threading.Event().wait(0.2), calls.append(directory))
+    monkeypatch.setitem(sys.modules, "_nhc_fake_routine", fake)
+    monkeypatch.setattr(cbackend, "PREBUILT_ROUTINES", (("_nhc_fake_routine", None, True),))
+    monkeypatch.setattr(cbackend, "_workers", lambda: 2)
+    monkeypatch.setattr(cbackend, "PREBUILD", True)
+    monkeypatch.setattr(cbackend, "_STARTED", {})
+    _EARLY.clear()
+    cm = cached_model(_sleigh_seen_by_builder, cache_dir=tmp_path)
+    real = os.path.realpath(str(tmp_path))
+    assert _EARLY == [{real: {"_nhc_fake_routine"}}]
+    assert len(calls) == 1 and os.path.realpath(calls[0]) == real
+    assert not cm.from_cache
+    cbackend.prebuild_routines(str(tmp_path))()     # again: nothing new starts
+    assert len(calls) == 1
+
+
 def test_ffi_tables_made_in_two_threads_leave_stdout_alone():
     """The parsed cffi tables of two libraries made at once (a cold model build and the routine
     libraries compiled meanwhile) neither leave ``sys.stdout`` redirected (a process-wide

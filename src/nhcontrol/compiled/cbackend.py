@@ -543,11 +543,18 @@ _PENDING: set[tuple[str, str]] = set()
 _ROUTINE_LIBRARIES: list["RoutineLibrary"] = []
 
 
+#: cache directory -> (routine modules whose background build started, their waiters): a
+#: second `prebuild_routines` of the same directory (the recipe's early start, then the model
+#: build) starts only what the first did not and waits for both
+_STARTED: dict[str, tuple[set[str], list[Callable[[], Any]]]] = {}
+
+
 def _after_fork_in_child() -> None:
     """A process forked while a background build (`prebuild_routines`) was under way has
     its locks held and its builds pending, but not the thread that would release them: it
     forgets them (a library it then needs is loaded if the parent finished it, else built)."""
     _PENDING.clear()
+    _STARTED.clear()
     for lib in _ROUTINE_LIBRARIES:
         if lib._lock.locked():
             lib._lock = _new_lock()
@@ -578,16 +585,24 @@ def prebuild_routines(directory: str) -> Callable[[], None]:
     its own process, so on a machine with two cores these libraries, which the first
     linearization (and, once `nhcontrol.design` is imported, the first MPC step) would
     otherwise compile one after the other, are built meanwhile. Failures are silent here and
-    reported by the routine's first use."""
+    reported by the routine's first use.
+
+    A second call for the same directory in this process (`nhcontrol.compiled.recipe` starts
+    the build before it calls the model's builder, then the model build asks again) starts
+    only the routines the first did not, and its function waits for those of both."""
     if (not PREBUILD or requested_backend(None) == "python" or _workers() < 2
             or compiler_problem() is not None):
         return lambda: None      # (the model build reports a missing compiler, as before)
     import importlib
     import threading
 
-    todo = [(name, waited) for name, needs, waited in PREBUILT_ROUTINES
-            if needs is None or needs in sys.modules]
     real = os.path.realpath(directory)
+    started, waiters = _STARTED.setdefault(real, (set(), []))
+    todo = [(name, waited) for name, needs, waited in PREBUILT_ROUTINES
+            if (needs is None or needs in sys.modules) and name not in started]
+    if not todo:
+        return _wait_all(list(waiters))
+    started.update(name for name, _ in todo)
     for name, waited in todo:
         if not waited:
             _PENDING.add((real, name))
@@ -615,7 +630,15 @@ def prebuild_routines(directory: str) -> Callable[[], None]:
         # a process that ends meanwhile lets the compiler finish (at most a minute), so that
         # the cache holds the library and the next process does not compile it on first use
         atexit.register(thread.join, 60.0)
-    return ready.wait
+    waiters.append(ready.wait)
+    return _wait_all(list(waiters))
+
+
+def _wait_all(waiters: list[Callable[[], Any]]) -> Callable[[], None]:
+    def wait() -> None:
+        for w in waiters:
+            w()
+    return wait
 
 
 __all__ = ["ENV_BACKEND", "BACKENDS", "requested_backend", "library_path", "compile_library", "CKernels",
