@@ -804,18 +804,20 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
 
     # the routine specialised to the model and partition (_cspecial.py) when its library is
     # in the cache; else the generic one until SPECIALISE_AFTER points have gone through this
-    # function, then it is built (a one-off call does not wait for a compiler)
+    # function, then it is built in the background and swapped in when it is there (a call
+    # never waits for a compiler; both give the same numbers)
     sp = _cspecial.routine(cm, idx, ck, build=False)
     cur = [(lib.fn, lib.fn_n, None) if sp is None else (sp.third, sp.third_n, null),
            sp is not None, 0]                  # routines (one tuple), specialised tried, points
+
+    def swap(got: Any) -> None:
+        cur[0] = (got.third, got.third_n, null)      # one assignment: a call reads one tuple
 
     def count(N: int) -> None:
         cur[2] += N
         if not cur[1] and cur[2] >= SPECIALISE_AFTER:
             cur[1] = True
-            got = _cspecial.routine(cm, idx, ck)
-            if got is not None:
-                cur[0] = (got.third, got.third_n, null)
+            _cspecial.routine_soon(cm, idx, ck, swap)
 
     import threading
 
@@ -955,9 +957,10 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
 
 SPECIALISE_AFTER = 1000
 """Points a compiled one-point function of `linearize` runs with the generic routine before it
-builds the routine specialised to its model and partition (`_cspecial`; about 0.5-1.5 s of
-compiling, once per model and partition; the prepared linearizer builds it after as many calls,
-or at once when a call is bound with `Linearizer.bind`)."""
+builds the routine specialised to its model and partition (`_cspecial`; about 0.1-1.5 s of
+compiling, once per model and partition, in a background thread on two cores or more, the
+generic routine serving meanwhile: `_cspecial.routine_soon`; the prepared linearizer builds it
+after as many calls, or at once when a call is bound with `Linearizer.bind`)."""
 
 BLOCK = 128
 """Points per kernel call of the stacked compiled path (the kernel output of a block, ~0.3 MB for
