@@ -524,6 +524,34 @@ def test_a_recipe_starts_the_routine_build_before_its_builder(tmp_path, monkeypa
     assert len(calls) == 1
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread niceness is Linux's")
+def test_background_build_lowers_its_priority_only_for_the_builds_nobody_waits_for(tmp_path, monkeypatch):
+    """The background thread raises its niceness (inherited by the compiler it starts) once
+    only builds that nobody waits for are left, never before a build the model waits for."""
+    import types
+
+    from nhcontrol.compiled import cbackend
+
+    events: list = []
+    for name in ("_nhc_fake_waited", "_nhc_fake_later"):
+        mod = types.ModuleType(name)
+        mod.prebuild = lambda directory, name=name: events.append(name)
+        monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.setattr(cbackend, "PREBUILT_ROUTINES", (("_nhc_fake_later", None, False),
+                                                        ("_nhc_fake_waited", None, True)))
+    monkeypatch.setattr(cbackend, "_workers", lambda: 2)
+    monkeypatch.setattr(cbackend, "PREBUILD", True)
+    monkeypatch.setattr(cbackend, "_STARTED", {})
+    monkeypatch.setattr(cbackend, "compiler_problem", lambda: None)
+    monkeypatch.setattr(os, "setpriority", lambda which, who, prio: events.append(("nice", who, prio)))
+    cbackend.prebuild_routines(str(tmp_path))()
+    for t in threading.enumerate():
+        if t.name == "nhcontrol-prebuild":
+            t.join(30.0)
+    assert [e if isinstance(e, str) else e[0] for e in events] == ["_nhc_fake_waited", "nice", "_nhc_fake_later"]
+    assert events[1][2] >= cbackend.BACKGROUND_NICENESS and events[1][1] != threading.get_native_id()
+
+
 def test_ffi_tables_made_in_two_threads_leave_stdout_alone():
     """The parsed cffi tables of two libraries made at once (a cold model build and the routine
     libraries compiled meanwhile) neither leave ``sys.stdout`` redirected (a process-wide
