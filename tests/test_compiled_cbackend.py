@@ -455,10 +455,11 @@ def test_platform_tag_is_sysconfigs():
 @pytest.mark.c_compiler
 def test_cold_build_compiles_the_generic_routines_meanwhile(tmp_path, monkeypatch):
     """A cold model build compiles the model-independent routine libraries missing from the
-    cache in a background thread (the compiler overlaps the derivation on two cores), joined
-    before the build returns, except the RTI routines, which go on meanwhile (`prebuild_pending`
-    says so until they are there): all are then in the cache with the model, no thread is left,
-    and their first use loads them instead of compiling them again."""
+    cache in a background thread (the compiler overlaps the derivation on two cores), the
+    Steps 1-7 joined before the build returns, the condensing and the RTI routines going on
+    meanwhile (`prebuild_pending` says so until they are there): all are then in the cache with
+    the model, no thread is left, and their first use loads them instead of compiling them
+    again."""
     import nhcontrol.design  # noqa: F401  (the MPC condensing is built once design is in use)
     from nhcontrol.compiled import cbackend
     from nhcontrol.design import _ccondense, _crti
@@ -510,7 +511,7 @@ def test_a_recipe_starts_the_routine_build_before_its_builder(tmp_path, monkeypa
     fake = types.ModuleType("_nhc_fake_routine")
     fake.prebuild = lambda directory: (threading.Event().wait(0.2), calls.append(directory))
     monkeypatch.setitem(sys.modules, "_nhc_fake_routine", fake)
-    monkeypatch.setattr(cbackend, "PREBUILT_ROUTINES", (("_nhc_fake_routine", None, True),))
+    monkeypatch.setattr(cbackend, "PREBUILT_ROUTINES", (("_nhc_fake_routine", None, "build"),))
     monkeypatch.setattr(cbackend, "_workers", lambda: 2)
     monkeypatch.setattr(cbackend, "PREBUILD", True)
     monkeypatch.setattr(cbackend, "_STARTED", {})
@@ -526,19 +527,21 @@ def test_a_recipe_starts_the_routine_build_before_its_builder(tmp_path, monkeypa
 
 @pytest.mark.skipif(sys.platform != "linux", reason="per-thread niceness is Linux's")
 def test_background_build_lowers_its_priority_only_for_the_builds_nobody_waits_for(tmp_path, monkeypatch):
-    """The background thread raises its niceness (inherited by the compiler it starts) once
-    only builds that nobody waits for are left, never before a build the model waits for."""
+    """The background thread builds what the model build waits for first, then what a first use
+    will wait for, then raises its niceness (inherited by the compiler it starts) for the
+    builds nobody waits for."""
     import types
 
     from nhcontrol.compiled import cbackend
 
     events: list = []
-    for name in ("_nhc_fake_waited", "_nhc_fake_later"):
+    for name in ("_nhc_fake_waited", "_nhc_fake_soon", "_nhc_fake_later"):
         mod = types.ModuleType(name)
         mod.prebuild = lambda directory, name=name: events.append(name)
         monkeypatch.setitem(sys.modules, name, mod)
-    monkeypatch.setattr(cbackend, "PREBUILT_ROUTINES", (("_nhc_fake_later", None, False),
-                                                        ("_nhc_fake_waited", None, True)))
+    monkeypatch.setattr(cbackend, "PREBUILT_ROUTINES", (("_nhc_fake_later", None, "idle"),
+                                                        ("_nhc_fake_soon", None, "first use"),
+                                                        ("_nhc_fake_waited", None, "build")))
     monkeypatch.setattr(cbackend, "_workers", lambda: 2)
     monkeypatch.setattr(cbackend, "PREBUILD", True)
     monkeypatch.setattr(cbackend, "_STARTED", {})
@@ -548,8 +551,9 @@ def test_background_build_lowers_its_priority_only_for_the_builds_nobody_waits_f
     for t in threading.enumerate():
         if t.name == "nhcontrol-prebuild":
             t.join(30.0)
-    assert [e if isinstance(e, str) else e[0] for e in events] == ["_nhc_fake_waited", "nice", "_nhc_fake_later"]
-    assert events[1][2] >= cbackend.BACKGROUND_NICENESS and events[1][1] != threading.get_native_id()
+    assert [e if isinstance(e, str) else e[0] for e in events] == ["_nhc_fake_waited", "_nhc_fake_soon",
+                                                                   "nice", "_nhc_fake_later"]
+    assert events[2][2] >= cbackend.BACKGROUND_NICENESS and events[2][1] != threading.get_native_id()
 
 
 def test_ffi_tables_made_in_two_threads_leave_stdout_alone():

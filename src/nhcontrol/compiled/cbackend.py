@@ -527,14 +527,23 @@ def prebuild_routine(path: str, source: Callable[[], str], lock: Any, loaded: An
 PREBUILD = True
 
 #: the routine modules whose ``prebuild(directory)`` a cold model build starts: each with the
-#: module that must already be imported for it to be worth building (None: always) and whether
-#: the model build waits for it (False: its user does not wait either, it runs its numpy path
-#: until the library is there, `prebuild_pending`)
-PREBUILT_ROUTINES: tuple[tuple[str, str | None, bool], ...] = (
-    ("nhcontrol.linearization._cpoint", None, True),             # Steps 1-7 (any linearization)
-    ("nhcontrol.design._ccondense", "nhcontrol.design", True),   # MPC condensing (control design)
-    ("nhcontrol.design._crti", "nhcontrol.design", False),       # the RTI's node work (NMPC)
+#: module that must already be imported for it to be worth building (None: always) and who
+#: waits for it: ``"build"`` the model build, before it returns; ``"first use"`` nobody but its
+#: first use (which takes the routine module's lock, held by the build meanwhile); ``"idle"``
+#: nobody, its user runs its numpy path until the library is there (`prebuild_pending`), and it
+#: is compiled last, at a lower priority (`BACKGROUND_NICENESS`). (``True``/``False`` read as
+#: ``"build"``/``"idle"``.)
+PREBUILT_ROUTINES: tuple[tuple[str, str | None, str], ...] = (
+    ("nhcontrol.linearization._cpoint", None, "build"),                 # Steps 1-7 (any linearization)
+    ("nhcontrol.design._ccondense", "nhcontrol.design", "first use"),   # MPC condensing (control design)
+    ("nhcontrol.design._crti", "nhcontrol.design", "idle"),             # the RTI's node work (NMPC)
 )
+_ORDER = {"build": 0, "first use": 1, "idle": 2}
+
+
+def _when(v: "str | bool") -> str:
+    return ("build" if v else "idle") if isinstance(v, bool) else v
+
 
 #: (cache directory, routine module) of the background builds not yet finished
 _PENDING: set[tuple[str, str]] = set()
@@ -579,7 +588,8 @@ def prebuild_pending(directory: str, module: str) -> bool:
 def prebuild_routines(directory: str) -> Callable[[], None]:
     """Start compiling the model-independent routine libraries missing from ``directory`` in
     one background thread; returns the function that waits for those the model build waits
-    for (the others go on after it returns, `prebuild_pending`).
+    for (``"build"`` in `PREBUILT_ROUTINES`; the others go on after it returns,
+    `prebuild_pending`).
 
     A cold model build spends its first seconds in SymPy (one core); the C compiler runs in
     its own process, so on a machine with two cores these libraries, which the first
@@ -598,21 +608,25 @@ def prebuild_routines(directory: str) -> Callable[[], None]:
 
     real = os.path.realpath(directory)
     started, waiters = _STARTED.setdefault(real, (set(), []))
-    todo = [(name, waited) for name, needs, waited in PREBUILT_ROUTINES
-            if (needs is None or needs in sys.modules) and name not in started]
+    todo = sorted([(name, _when(when)) for name, needs, when in PREBUILT_ROUTINES
+                   if (needs is None or needs in sys.modules) and name not in started],
+                  key=lambda item: _ORDER[item[1]])        # the model build's first, idle ones last
     if not todo:
         return _wait_all(list(waiters))
     started.update(name for name, _ in todo)
-    for name, waited in todo:
-        if not waited:
+    for name, when in todo:
+        if when != "build":
             _PENDING.add((real, name))
     ready = threading.Event()
 
     def work() -> None:
         try:
-            for name, waited in sorted(todo, key=lambda item: not item[1]):  # waited ones first
-                if not waited and not ready.is_set():
+            lowered = False
+            for name, when in todo:
+                if when != "build":
                     ready.set()
+                if when == "idle" and not lowered:
+                    lowered = True
                     _lower_thread_priority()
                 try:
                     importlib.import_module(name).prebuild(directory)
@@ -625,7 +639,7 @@ def prebuild_routines(directory: str) -> Callable[[], None]:
 
     thread = threading.Thread(target=work, name="nhcontrol-prebuild", daemon=True)
     thread.start()
-    if not all(waited for _, waited in todo):
+    if any(when != "build" for _, when in todo):
         import atexit
 
         # a process that ends meanwhile lets the compiler finish (at most a minute), so that
@@ -636,8 +650,8 @@ def prebuild_routines(directory: str) -> Callable[[], None]:
 
 
 BACKGROUND_NICENESS = 10
-"""Niceness added to the background thread of `prebuild_routines` (Linux) once only the builds
-nobody waits for are left (the RTI routines, about a second of ``-O3``): their compiler then
+"""Niceness added to the background thread of `prebuild_routines` (Linux) before the ``"idle"``
+builds of `PREBUILT_ROUTINES` (the RTI routines, about a second of ``-O3``): their compiler then
 takes the CPU the process does not use, instead of a third of it from the first linearizations
 and controllers of a cold start."""
 
