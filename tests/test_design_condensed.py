@@ -303,6 +303,39 @@ def test_osqp_path_when_daqp_cannot(monkeypatch):
     assert z.step(x, A, B).solver == "OSQP"
 
 
+def test_osqp_set_up_on_first_use_behind_daqp(monkeypatch):
+    """With DAQP as the QP path and no OSQP settings, the OSQP problem is not set up at
+    construction nor while DAQP answers; a step DAQP fails sets it up and falls back to it,
+    with the answer of a controller that had it from the start (same bits); given OSQP
+    settings, or OSQP as the QP path, it is set up at construction (settings checked there);
+    a pickle sets it up on first use too."""
+    import pickle
+
+    N, n, k = 8, 3, 2
+    A, B = random_window(N, n, k, seed=4)
+    x = np.array([0.8, -0.3, 0.5])
+    used = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), **KW)
+    assert used.qp_path == "daqp" and used.__dict__["_qp_obj"] is None
+    assert used.step(x, A, B).solver == "DAQP" and used.__dict__["_qp_obj"] is None
+    lazy = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), **KW)
+    eager = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), solver_options={"eps_abs": 1e-3}, **KW)
+    assert eager.__dict__["_qp_obj"] is not None
+    assert LTVMPC(N, np.eye(n), 0.1 * np.eye(k), qp_solver="osqp", **KW).__dict__["_qp_obj"] is not None
+    from nhcontrol.design.mpc import REALTIME_OSQP_SETTINGS   # (the NMPC's: known to OSQP)
+    rt = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), solver_options=dict(REALTIME_OSQP_SETTINGS), **KW)
+    assert rt.__dict__["_qp_obj"] is None and rt._qp is not None
+    ref = LTVMPC(N, np.eye(n), 0.1 * np.eye(k), **KW)
+    ref._qp                                                  # set up at once, as before
+    copy = pickle.loads(pickle.dumps(lazy))
+    assert copy.__dict__["_qp_obj"] is None
+    for m in (lazy, ref, copy):
+        monkeypatch.setattr(m, "_dense", None)               # DAQP unavailable from now on
+    steps = [m.step(x, A, B) for m in (lazy, ref)]
+    assert [st.solver for st in steps] == ["OSQP", "OSQP"] and lazy.__dict__["_qp_obj"] is not None
+    np.testing.assert_array_equal(steps[0].predicted_u, steps[1].predicted_u)
+    assert copy.step(x, A, B).solver == "OSQP"
+
+
 @pytest.mark.parametrize("kw", [dict(), dict(u_min=-0.3, u_max=0.3)])
 def test_receding_loop_without_general_rows(kw):
     """Only simple bounds (or none): the condensed QP has no general rows; every step of a

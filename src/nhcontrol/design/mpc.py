@@ -193,6 +193,13 @@ def window(dsys: Any, start: int, horizon: int, *,
     return Ad[idx], Bd[idx]
 
 
+REALTIME_OSQP_SETTINGS: dict[str, Any] = {"polishing": False, "check_termination": 5}
+"""The OSQP settings `NMPCController` gives its QP unless told otherwise: no solution polishing
+(one factorisation less per sample) and termination checked every 5 iterations (about 20 %
+fewer iterations warm-started). Accepted by every supported OSQP (>= 1.0), so an `LTVMPC` with
+these settings behind DAQP sets OSQP up on first use, as one without settings."""
+
+
 class LTVMPC:
     r"""Receding-horizon controller for ``δx_{j+1} = A_j δx_j + B_j δu_j`` with bounds.
 
@@ -286,7 +293,11 @@ class LTVMPC:
     With ``osqp_interface="direct"`` the OSQP problem (``nhcontrol.design._osqp.WindowQP``) has
     a fixed sparsity pattern; a step overwrites the entries of ``A_j``, ``B_j`` (only when they
     changed: an LTI model keeps OSQP's factorisation), the terminal block when ``Qf`` is
-    given, and the bound vectors, then warm-starts from the previous solution.
+    given, and the bound vectors, then warm-starts from the previous solution. With DAQP as the
+    QP path (``qp_solver="daqp"``) and no OSQP settings given, that problem is set up at the
+    first step that falls back to OSQP instead of at construction (nothing for OSQP to refuse;
+    a controller whose DAQP steps all answer never imports OSQP; the same with
+    `REALTIME_OSQP_SETTINGS`).
 
     For the cvxpy path and for Clarabel, the window is two stacked Parameters ``A_window`` (N n, n), ``B_window`` (N n, k); every
     product ``A_j @ δx_j`` multiplies a slice of a Parameter by a Variable: it is parameter-affine
@@ -399,17 +410,41 @@ class LTVMPC:
                      for g, lo, hi in (("u", "u_min", "u_max"), ("r", "du_min", "du_max"),
                                        ("x", "x_min", "x_max"), ("y", "y_min", "y_max"))}
         self._Qf = Qf_.copy()
-        self._qp: WindowQP | None = self._make_qp() if osqp_interface == "direct" else None
+        self._qp_obj: WindowQP | None = None      # the OSQP QP (`_qp`, made below or on first use)
         if qp_solver not in ("daqp", "osqp"):
             raise DesignError(f"qp_solver must be 'daqp' or 'osqp', got {qp_solver!r}")
         self.qp_solver = qp_solver
         self.daqp_options = dict(daqp_options or {})
         self.qp_path_reason = ""
         self._dense: DenseWindowQP | None = None
-        self._last_qp: WindowQP | None = self._qp
         if qp_solver == "daqp":
             self._dense = self._make_dense()
         self.qp_path = "daqp" if self._dense is not None else "osqp"
+        if not self._osqp_deferred():
+            self._qp                    # made now: OSQP checks its settings (DesignError)
+        self._last_qp: WindowQP | None = self._qp_obj
+
+    def _osqp_deferred(self) -> bool:
+        """Whether the direct OSQP QP is made on its first use instead of at construction: when
+        DAQP is the QP path and no OSQP settings were given, or only `REALTIME_OSQP_SETTINGS`
+        (nothing for OSQP to refuse), a
+        controller whose DAQP steps all answer never imports OSQP nor sets it up (about 50 ms of
+        a cold start)."""
+        opts = self.solver_options if self.solver == "OSQP" else self.fallback_options
+        return self._dense is not None and (not opts or opts == REALTIME_OSQP_SETTINGS)
+
+    @property
+    def _qp(self) -> WindowQP | None:
+        """The in-place OSQP QP of ``osqp_interface="direct"`` (None for ``"cvxpy"``), made at
+        construction or on first use (`_osqp_deferred`)."""
+        qp = self.__dict__.get("_qp_obj")
+        if qp is None and self.osqp_interface == "direct":
+            qp = self.__dict__["_qp_obj"] = self._make_qp()
+        return qp
+
+    @_qp.setter
+    def _qp(self, value: WindowQP | None) -> None:
+        self.__dict__["_qp_obj"] = value
 
     @property
     def _layout_qp(self) -> WindowQP | None:
@@ -448,10 +483,10 @@ class LTVMPC:
         """Pickle without the solver objects (OSQP's workspace, cvxpy's compiled problem):
         they are rebuilt from the weights and bounds on first use (no warm start then)."""
         state = {key: val for key, val in self.__dict__.items()
-                 if key not in ("_qp", "_dense", "_last_qp", "_problem", "_loaded", "_x0", "_A", "_B", "_Lf",
+                 if key not in ("_qp", "_qp_obj", "_dense", "_last_qp", "_problem", "_loaded", "_x0", "_A", "_B", "_Lf",
                                 "_bound_params", "_X", "_U", "_S", "_c", "_qx", "_qu",
                                 "_Cp", "_Dp", "_Sy", "_groups")}
-        state["_qp"], state["_problem"], state["_loaded"] = None, None, None
+        state["_qp_obj"], state["_problem"], state["_loaded"] = None, None, None
         state["_dense"] = state["_last_qp"] = None
         if callable(state.get("_duals")):
             state["_duals"] = state["_duals"]()
@@ -474,12 +509,14 @@ class LTVMPC:
         state.setdefault("qp_solver", "osqp")
         state.setdefault("daqp_options", {})
         state.setdefault("qp_path_reason", "")
+        state.pop("_qp", None)                  # (pickled before the QP was made on first use)
+        state.setdefault("_qp_obj", None)
         self.__dict__.update(state)
-        if self.osqp_interface == "direct":
-            self._qp = self._make_qp()
         self._dense = self._make_dense() if self.qp_solver == "daqp" else None
         self.qp_path = "daqp" if self._dense is not None else "osqp"
-        self._last_qp = self._qp
+        if not self._osqp_deferred():
+            self._qp
+        self._last_qp = self._qp_obj
 
     def _Lf_factor(self) -> NDArray[np.float64]:
         if self._Lf_value is None:
@@ -642,7 +679,7 @@ class LTVMPC:
     def _solve_direct(self, qp: WindowQP, data: dict[str, Any]) -> tuple[str, Any, Any, float]:
         """OSQP on the in-place QP, or DAQP on the condensed one: ``(status, δx, δu, cost)``
         (arrays are fresh copies)."""
-        if qp is self._qp and self.__dict__.get("_qp_Qf_stale"):
+        if qp is not self._dense and self.__dict__.get("_qp_Qf_stale"):
             qp.set_terminal(self._Qf)
             self._qp_Qf_stale = False
         qp.set_window(data["A"], data["B"])

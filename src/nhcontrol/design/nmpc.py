@@ -67,7 +67,7 @@ from .._util import checks as _checks
 from .._util.errors import DesignError, NhcontrolError, SolverError
 from .._util.validation import as_float_array
 from .controllers import ControlRecord, RiccatiSchedule, TrackingController
-from .mpc import LTVMPC, _plan_duals
+from .mpc import LTVMPC, REALTIME_OSQP_SETTINGS, _plan_duals
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -268,7 +268,7 @@ class NMPCController(TrackingController):
         # real time: no solution polishing (one factorisation less per sample) and OSQP's
         # termination checked every 5 iterations (about 20 % fewer iterations warm-started),
         # unless asked otherwise
-        mpc_options["solver_options"] = {"polishing": False, "check_termination": 5,
+        mpc_options["solver_options"] = {**REALTIME_OSQP_SETTINGS,
                                          **dict(mpc_options.get("solver_options") or {})}
         if mpc_options.get("osqp_interface", "direct") != "direct":
             raise DesignError("NMPCController uses the direct OSQP interface")
