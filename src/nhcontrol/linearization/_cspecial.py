@@ -745,6 +745,7 @@ def routine_soon(cm: CompiledModel, idx: Any, ck: Any, done: Callable[["_Library
     import threading
 
     def work() -> None:
+        cbackend._lower_thread_priority()     # nobody waits for it: the compiler takes idle CPU
         try:
             lib = routine(cm, idx, ck)
         finally:
