@@ -478,11 +478,18 @@ def test_cold_build_compiles_the_generic_routines_meanwhile(tmp_path, monkeypatc
     point = _cpoint.library_path(tmp_path)
     assert point.exists() and point.with_name(point.name + ".sha256").exists()
     assert os.path.exists(_ccondense._library_file(str(tmp_path)))
+    # each compiled from its routine and, made meanwhile, its layout as a unit of its own
+    assert all(cbackend.split_layout(t) is not None
+               for t in (_cpoint.C_SOURCE, _ccondense.C_SOURCE, _crti._routine().source))
     compiled = []
     monkeypatch.setattr(cbackend, "compile_library", lambda *a, **k: compiled.append(a))
     _cpoint._LIBS.pop(str(tmp_path), None)
     assert _cpoint._library(str(tmp_path)) is not None and compiled == []
     _cpoint._LIBS.pop(str(tmp_path), None)
+    _ccondense._LIBS.pop(str(tmp_path), None)
+    assert _ccondense.condense_library(tmp_path) is not None and compiled == []
+    _ccondense._LIBS.pop(str(tmp_path), None)
+    assert _crti._routine()._open(_crti._routine()._file(str(tmp_path))) is not None
 
 
 _EARLY: list = []

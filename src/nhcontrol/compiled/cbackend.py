@@ -142,11 +142,13 @@ def _workers() -> int:
 
 
 def compile_library(units: list[str], out: Path, workers: int | None = None,
-                    optimise: str | None = None) -> None:
+                    optimise: str | None = None, late: "Callable[[], list[str]] | None" = None) -> None:
     """Compile the translation units ``units`` in parallel and link them into ``out``.
 
     ``optimise`` (``"-O2"``, say) replaces the ``-O1`` of the Unix flags (MSVC: ``/O2``
-    always); the other flags (no fast-math, no contraction) stay.
+    always); the other flags (no fast-math, no contraction) stay. ``late()`` gives more units,
+    made by the calling thread while the compiler already works on ``units`` (a routine's
+    layout, whose cffi tables take tens of milliseconds to make: `prebuild_routine`).
 
     Raises
     ------
@@ -192,7 +194,15 @@ def compile_library(units: list[str], out: Path, workers: int | None = None,
 
         try:
             with ThreadPoolExecutor(max_workers=workers or _workers()) as pool:
-                objs = {i: o for i, o in zip(order, pool.map(one, order))}
+                futures = {i: pool.submit(one, i) for i in order}
+                if late is not None:
+                    for text in late():
+                        i = len(sources)
+                        src = build / f"u{i}.c"
+                        src.write_text(text, encoding="ascii")
+                        sources.append(str(src))
+                        futures[i] = pool.submit(one, i)
+                objs = {i: f.result() for i, f in futures.items()}
             libs = [] if cc0.compiler_type == "msvc" else ["m"]
             tmp = build / ("lib" + out.suffix)
             cc0.link_shared_object([o for i in range(len(sources)) for o in objs[i]], str(tmp), libraries=libs)
@@ -447,6 +457,9 @@ class RoutineLibrary:
         return self._key
 
     def _text(self) -> str:
+        return self.source.replace("NHC_LAYOUT", self._layout_literal())
+
+    def _layout_literal(self) -> str:
         import json
 
         from ._ffi_tables import prebuilt_ffi_arguments
@@ -455,7 +468,7 @@ class RoutineLibrary:
         parsed = prebuilt_ffi_arguments(self.cdef)
         if parsed is not None:
             layout["ffi"] = parsed
-        return self.source.replace("NHC_LAYOUT", json.dumps(json.dumps(layout, sort_keys=True)))
+        return json.dumps(json.dumps(layout, sort_keys=True))
 
     def _open(self, path: str) -> tuple[str, Any, Any]:
         raw, ffi, lib = open_routine(path, self.key, self.version)
@@ -487,7 +500,7 @@ class RoutineLibrary:
         first use when it is absent (`prebuild_routine`; a cold model build starts it in the
         background, `prebuild_routines`)."""
         prebuild_routine(self._file(directory), self._text, self._lock, self._loaded, directory,
-                         optimise=self.optimise)
+                         optimise=self.optimise, template=self.source, layout=self._layout_literal)
 
 
 class FloatingPointFlags(ArithmeticError):
@@ -509,16 +522,45 @@ class FloatingPointFlags(ArithmeticError):
 
 
 def prebuild_routine(path: str, source: Callable[[], str], lock: Any, loaded: Any, key: str, *,
-                     optimise: str | None = None) -> None:
+                     optimise: str | None = None, template: str | None = None,
+                     layout: Callable[[], str] | None = None) -> None:
     """Compile a generic routine library into ``path`` ahead of its first use when it is
     absent, and nothing else: no loading, no warning (its first use, `load_or_build_routine`,
     loads it, or builds it and says why it cannot). ``lock`` is the routine module's lock,
     held meanwhile, so that a first use waits for this build instead of starting its own;
-    ``loaded`` its table of loaded libraries (``key`` in it: nothing to do)."""
+    ``loaded`` its table of loaded libraries (``key`` in it: nothing to do).
+
+    With ``template`` (``source()`` is ``template`` with ``NHC_LAYOUT`` replaced by
+    ``layout()``, the C literal of the layout) the compiler starts on the routine at once and
+    the layout, made meanwhile, is compiled as a unit of its own (`split_layout`): the same
+    library, ready sooner."""
     with lock:
         if key in loaded or os.path.exists(path) or os.path.exists(_cache._record(path)):
             return
-        compile_library([source()], _cache._path(path), workers=1, optimise=optimise)
+        parts = split_layout(template) if template is not None and layout is not None else None
+        if parts is None:
+            compile_library([source()], _cache._path(path), workers=1, optimise=optimise)
+            return
+        body, unit = parts
+        compile_library([body], _cache._path(path), workers=1, optimise=optimise,
+                        late=lambda: [unit.replace("NHC_LAYOUT", layout())])
+
+
+_LAYOUT_LINE = "NHC_API const char nhc_layout[] = NHC_LAYOUT;\n"
+
+
+def split_layout(template: str) -> "tuple[str, str] | None":
+    """A routine's C ``template`` as ``(routine, layout unit)``: the routine without the line
+    ``NHC_API const char nhc_layout[] = NHC_LAYOUT;`` and a unit of that line after the
+    template's own ``NHC_API`` definition block; None when the template has not exactly that
+    form (then it is compiled whole)."""
+    import re
+
+    api = re.search(r"^#if defined\((?:_MSC_VER|_WIN32)\)\n#define NHC_API [^\n]*\n#else\n"
+                    r"#define NHC_API[^\n]*\n#endif\n", template, re.M)
+    if api is None or template.count(_LAYOUT_LINE) != 1 or template.count("nhc_layout") != 1:
+        return None
+    return template.replace(_LAYOUT_LINE, ""), api.group(0) + _LAYOUT_LINE
 
 
 #: whether a cold model build compiles the missing routine libraries in the background

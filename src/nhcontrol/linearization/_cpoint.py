@@ -647,15 +647,18 @@ _LIBS: dict[str, Any] = {}        # cache directory -> _Library or None (unusabl
 
 def _source() -> tuple[str, str]:
     """The C source with its layout, and the cache key (sha256 of the routine and its version)."""
+    return C_SOURCE.replace("NHC_LAYOUT", _layout_literal()), _key()
+
+
+def _layout_literal() -> str:
+    """The C string literal of the library's layout (with cffi's parsed tables)."""
     from ..compiled._ffi_tables import prebuilt_ffi_arguments
 
-    key = _key()
-    layout: dict[str, Any] = {"key": key, "generator": VERSION, "cdef": _CDEF}
+    layout: dict[str, Any] = {"key": _key(), "generator": VERSION, "cdef": _CDEF}
     ffi_args = prebuilt_ffi_arguments(_CDEF)
     if ffi_args is not None:
         layout["ffi"] = ffi_args
-    literal = json.dumps(json.dumps(layout, sort_keys=True))
-    return C_SOURCE.replace("NHC_LAYOUT", literal), key
+    return json.dumps(json.dumps(layout, sort_keys=True))
 
 
 _KEY: list[str] = []
@@ -702,7 +705,8 @@ def prebuild(directory: str) -> None:
     `nhcontrol.compiled.cbackend.prebuild_routines`)."""
     from ..compiled.cbackend import prebuild_routine
 
-    prebuild_routine(_library_file(directory), lambda: _source()[0], _LOCK, _LIBS, str(directory))
+    prebuild_routine(_library_file(directory), lambda: _source()[0], _LOCK, _LIBS, str(directory),
+                     template=C_SOURCE, layout=_layout_literal)
 
 
 def _library(directory: str) -> "_Library | None":
