@@ -455,10 +455,11 @@ def test_platform_tag_is_sysconfigs():
 @pytest.mark.c_compiler
 def test_cold_build_compiles_the_generic_routines_meanwhile(tmp_path, monkeypatch):
     """A cold model build compiles the model-independent routine libraries missing from the
-    cache in a background thread (the compiler overlaps the derivation on two cores), joined
-    before the build returns, except the RTI routines, which go on meanwhile (`prebuild_pending`
-    says so until they are there): all are then in the cache with the model, no thread is left,
-    and their first use loads them instead of compiling them again."""
+    cache in a background thread (the compiler overlaps the derivation on two cores), the
+    Steps 1-7 joined before the build returns, the condensing and the RTI routines going on
+    meanwhile (`prebuild_pending` says so until they are there): all are then in the cache with
+    the model, no thread is left, and their first use loads them instead of compiling them
+    again."""
     import nhcontrol.design  # noqa: F401  (the MPC condensing is built once design is in use)
     from nhcontrol.compiled import cbackend
     from nhcontrol.design import _ccondense, _crti
@@ -477,11 +478,89 @@ def test_cold_build_compiles_the_generic_routines_meanwhile(tmp_path, monkeypatc
     point = _cpoint.library_path(tmp_path)
     assert point.exists() and point.with_name(point.name + ".sha256").exists()
     assert os.path.exists(_ccondense._library_file(str(tmp_path)))
+    # each compiled from its routine and, made meanwhile, its layout as a unit of its own
+    assert all(cbackend.split_layout(t) is not None
+               for t in (_cpoint.C_SOURCE, _ccondense.C_SOURCE, _crti._routine().source))
     compiled = []
     monkeypatch.setattr(cbackend, "compile_library", lambda *a, **k: compiled.append(a))
     _cpoint._LIBS.pop(str(tmp_path), None)
     assert _cpoint._library(str(tmp_path)) is not None and compiled == []
     _cpoint._LIBS.pop(str(tmp_path), None)
+    _ccondense._LIBS.pop(str(tmp_path), None)
+    assert _ccondense.condense_library(tmp_path) is not None and compiled == []
+    _ccondense._LIBS.pop(str(tmp_path), None)
+    assert _crti._routine()._open(_crti._routine()._file(str(tmp_path))) is not None
+
+
+_EARLY: list = []
+
+
+def _sleigh_seen_by_builder():
+    """A recipe's builder that records the background builds under way when it is called."""
+    from nhcontrol.compiled import cbackend
+
+    _EARLY.append({d: set(names) for d, (names, _) in cbackend._STARTED.items()})
+    return examples.sleigh()
+
+
+@pytest.mark.c_compiler
+def test_a_recipe_starts_the_routine_build_before_its_builder(tmp_path, monkeypatch):
+    """A model of a recipe whose record is not in the cache starts compiling the routine
+    libraries before its builder runs (the compiler overlaps the symbolic model too); the
+    model build's own `prebuild_routines` starts nothing twice and waits for what was started:
+    each routine is prebuilt once, and before the build returns."""
+    import types
+
+    from nhcontrol.compiled import cbackend
+    from nhcontrol.compiled.recipe import cached_model
+
+    calls: list = []
+    fake = types.ModuleType("_nhc_fake_routine")
+    fake.prebuild = lambda directory: (threading.Event().wait(0.2), calls.append(directory))
+    monkeypatch.setitem(sys.modules, "_nhc_fake_routine", fake)
+    monkeypatch.setattr(cbackend, "PREBUILT_ROUTINES", (("_nhc_fake_routine", None, "build"),))
+    monkeypatch.setattr(cbackend, "_workers", lambda: 2)
+    monkeypatch.setattr(cbackend, "PREBUILD", True)
+    monkeypatch.setattr(cbackend, "_STARTED", {})
+    _EARLY.clear()
+    cm = cached_model(_sleigh_seen_by_builder, cache_dir=tmp_path)
+    real = os.path.realpath(str(tmp_path))
+    assert _EARLY == [{real: {"_nhc_fake_routine"}}]
+    assert len(calls) == 1 and os.path.realpath(calls[0]) == real
+    assert not cm.from_cache
+    cbackend.prebuild_routines(str(tmp_path))()     # again: nothing new starts
+    assert len(calls) == 1
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread niceness is Linux's")
+def test_background_build_lowers_its_priority_only_for_the_builds_nobody_waits_for(tmp_path, monkeypatch):
+    """The background thread builds what the model build waits for first, then what a first use
+    will wait for, then raises its niceness (inherited by the compiler it starts) for the
+    builds nobody waits for."""
+    import types
+
+    from nhcontrol.compiled import cbackend
+
+    events: list = []
+    for name in ("_nhc_fake_waited", "_nhc_fake_soon", "_nhc_fake_later"):
+        mod = types.ModuleType(name)
+        mod.prebuild = lambda directory, name=name: events.append(name)
+        monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.setattr(cbackend, "PREBUILT_ROUTINES", (("_nhc_fake_later", None, "idle"),
+                                                        ("_nhc_fake_soon", None, "first use"),
+                                                        ("_nhc_fake_waited", None, "build")))
+    monkeypatch.setattr(cbackend, "_workers", lambda: 2)
+    monkeypatch.setattr(cbackend, "PREBUILD", True)
+    monkeypatch.setattr(cbackend, "_STARTED", {})
+    monkeypatch.setattr(cbackend, "compiler_problem", lambda: None)
+    monkeypatch.setattr(os, "setpriority", lambda which, who, prio: events.append(("nice", who, prio)))
+    cbackend.prebuild_routines(str(tmp_path))()
+    for t in threading.enumerate():
+        if t.name == "nhcontrol-prebuild":
+            t.join(30.0)
+    assert [e if isinstance(e, str) else e[0] for e in events] == ["_nhc_fake_waited", "_nhc_fake_soon",
+                                                                   "nice", "_nhc_fake_later"]
+    assert events[2][2] >= cbackend.BACKGROUND_NICENESS and events[2][1] != threading.get_native_id()
 
 
 def test_ffi_tables_made_in_two_threads_leave_stdout_alone():

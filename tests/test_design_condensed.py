@@ -319,6 +319,11 @@ def test_osqp_fallback_set_up_at_its_first_use():
     assert lazy._qp is None and eager._qp is not None
     from nhcontrol.design.mpc import REALTIME_OSQP_SETTINGS      # (the NMPC's: set up late too)
     assert LTVMPC(N, Q, R, solver_options=REALTIME_OSQP_SETTINGS, **KW)._qp is None
+    used = LTVMPC(N, Q, R, 5 * np.eye(n), **KW)
+    assert used.step(x, A, B).solver == "DAQP" and used._qp is None    # DAQP answered: no OSQP
+    import pickle
+
+    assert pickle.loads(pickle.dumps(used))._qp is None
     Qf = 7 * np.eye(n)
     sa = lazy.step(x, A, B, Qf=Qf)
     sb = eager.step(x, A, B, Qf=Qf)

@@ -449,6 +449,53 @@ def test_linearize_specialises_after_some_points(tmp_path, monkeypatch):
 
 
 @pytest.mark.c_compiler
+def test_linearize_specialises_in_the_background(tmp_path, monkeypatch):
+    """With background builds on (two cores or more, `cbackend.PREBUILD`), the point after
+    `_cpoint.SPECIALISE_AFTER` does not wait for the compiler: the specialised routine is built
+    in a thread, the generic one serves meanwhile (``routine(build=False)`` says None at once),
+    then it is swapped in; the numbers are the generic routine's, bit for bit."""
+    import threading
+
+    from nhcontrol.compiled import cbackend
+    from nhcontrol.linearization import _cspecial
+    from nhcontrol.models import sleigh as sl
+
+    cm = sl.build().compile(cache_dir=tmp_path)
+    ref = sl.straight_motion(cm, 1.0)
+    part = suggest_partition(cm, ref)
+    idx = part.indices(cm)
+    monkeypatch.setattr(_cpoint, "SPECIALISE_AFTER", 50)
+    monkeypatch.setattr(cbackend, "PREBUILD", True)
+    monkeypatch.setattr(cbackend, "_workers", lambda: 2)
+    _cpoint._FUNCS.clear()
+    release = threading.Event()
+    real = _cspecial.routine
+
+    def slow(*a, **k):                  # the build holds until the test has looked
+        if k.get("build", True):
+            release.wait(60.0)
+        return real(*a, **k)
+    monkeypatch.setattr(_cspecial, "routine", slow)
+    ts = np.linspace(0.0, 1.0, 60)
+    first = linearize(cm, ref, part, t=ts)                       # starts the build, returns
+    try:
+        assert [t.name for t in threading.enumerate()].count("nhcontrol-specialise") == 1
+        assert real(cm, idx, cm._ck, build=False) is None        # building: generic meanwhile
+        during = linearize(cm, ref, part, t=ts)
+    finally:
+        release.set()
+    for t in threading.enumerate():
+        if t.name == "nhcontrol-specialise":
+            t.join(120.0)
+    assert list(tmp_path.glob("nhc_pspec_*.so"))
+    after = linearize(cm, ref, part, t=ts)                       # the specialised routine
+    for got in (during, after):
+        np.testing.assert_array_equal(got.A, first.A)
+        np.testing.assert_array_equal(got.B, first.B)
+    _cpoint._FUNCS.clear()
+
+
+@pytest.mark.c_compiler
 def test_prepared_linearizer_specialises_after_some_calls_or_when_bound(tmp_path, monkeypatch):
     """In an empty cache a linearizer starts with the generic routine (no compiler wait for a
     few calls), binds the specialised one after `_cpoint.SPECIALISE_AFTER` calls, or at once

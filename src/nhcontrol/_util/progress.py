@@ -54,6 +54,16 @@ def _disable() -> bool | None:
     return None  # tqdm: off when stderr is not a terminal
 
 
+def _not_a_terminal(stream: Any) -> bool:
+    """tqdm's rule for ``disable=None``: a stream whose ``isatty()`` is false (anything else is
+    left to tqdm)."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return isatty is not None and not isatty()
+    except (ValueError, OSError):
+        return False
+
+
 def _delay(delay: float) -> float:
     """``NHCONTROL_PROGRESS=1`` shows every bar at once (short steps too)."""
     return 0.0 if os.environ.get("NHCONTROL_PROGRESS", "").strip() == "1" else delay
@@ -83,6 +93,8 @@ def spinner(desc: str, *, delay: float = 2.0, interval: float = 0.5) -> Iterator
     ``NHCONTROL_PROGRESS``, never inside `quiet()`. A daemon thread redraws the line every
     ``interval`` seconds; it is stopped and joined when the block ends."""
     disable = _disable()
+    if disable is None and _not_a_terminal(sys.stderr):
+        disable = True          # what tqdm decides for None, without importing tqdm
     if disable is True:
         yield
         return

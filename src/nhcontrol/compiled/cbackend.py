@@ -142,11 +142,13 @@ def _workers() -> int:
 
 
 def compile_library(units: list[str], out: Path, workers: int | None = None,
-                    optimise: str | None = None) -> None:
+                    optimise: str | None = None, late: "Callable[[], list[str]] | None" = None) -> None:
     """Compile the translation units ``units`` in parallel and link them into ``out``.
 
     ``optimise`` (``"-O2"``, say) replaces the ``-O1`` of the Unix flags (MSVC: ``/O2``
-    always); the other flags (no fast-math, no contraction) stay.
+    always); the other flags (no fast-math, no contraction) stay. ``late()`` gives more units,
+    made by the calling thread while the compiler already works on ``units`` (a routine's
+    layout, whose cffi tables take tens of milliseconds to make: `prebuild_routine`).
 
     Raises
     ------
@@ -192,7 +194,15 @@ def compile_library(units: list[str], out: Path, workers: int | None = None,
 
         try:
             with ThreadPoolExecutor(max_workers=workers or _workers()) as pool:
-                objs = {i: o for i, o in zip(order, pool.map(one, order))}
+                futures = {i: pool.submit(one, i) for i in order}
+                if late is not None:
+                    for text in late():
+                        i = len(sources)
+                        src = build / f"u{i}.c"
+                        src.write_text(text, encoding="ascii")
+                        sources.append(str(src))
+                        futures[i] = pool.submit(one, i)
+                objs = {i: f.result() for i, f in futures.items()}
             libs = [] if cc0.compiler_type == "msvc" else ["m"]
             tmp = build / ("lib" + out.suffix)
             cc0.link_shared_object([o for i in range(len(sources)) for o in objs[i]], str(tmp), libraries=libs)
@@ -447,6 +457,9 @@ class RoutineLibrary:
         return self._key
 
     def _text(self) -> str:
+        return self.source.replace("NHC_LAYOUT", self._layout_literal())
+
+    def _layout_literal(self) -> str:
         import json
 
         from ._ffi_tables import prebuilt_ffi_arguments
@@ -455,7 +468,7 @@ class RoutineLibrary:
         parsed = prebuilt_ffi_arguments(self.cdef)
         if parsed is not None:
             layout["ffi"] = parsed
-        return self.source.replace("NHC_LAYOUT", json.dumps(json.dumps(layout, sort_keys=True)))
+        return json.dumps(json.dumps(layout, sort_keys=True))
 
     def _open(self, path: str) -> tuple[str, Any, Any]:
         raw, ffi, lib = open_routine(path, self.key, self.version)
@@ -487,7 +500,7 @@ class RoutineLibrary:
         first use when it is absent (`prebuild_routine`; a cold model build starts it in the
         background, `prebuild_routines`)."""
         prebuild_routine(self._file(directory), self._text, self._lock, self._loaded, directory,
-                         optimise=self.optimise)
+                         optimise=self.optimise, template=self.source, layout=self._layout_literal)
 
 
 class FloatingPointFlags(ArithmeticError):
@@ -509,16 +522,45 @@ class FloatingPointFlags(ArithmeticError):
 
 
 def prebuild_routine(path: str, source: Callable[[], str], lock: Any, loaded: Any, key: str, *,
-                     optimise: str | None = None) -> None:
+                     optimise: str | None = None, template: str | None = None,
+                     layout: Callable[[], str] | None = None) -> None:
     """Compile a generic routine library into ``path`` ahead of its first use when it is
     absent, and nothing else: no loading, no warning (its first use, `load_or_build_routine`,
     loads it, or builds it and says why it cannot). ``lock`` is the routine module's lock,
     held meanwhile, so that a first use waits for this build instead of starting its own;
-    ``loaded`` its table of loaded libraries (``key`` in it: nothing to do)."""
+    ``loaded`` its table of loaded libraries (``key`` in it: nothing to do).
+
+    With ``template`` (``source()`` is ``template`` with ``NHC_LAYOUT`` replaced by
+    ``layout()``, the C literal of the layout) the compiler starts on the routine at once and
+    the layout, made meanwhile, is compiled as a unit of its own (`split_layout`): the same
+    library, ready sooner."""
     with lock:
         if key in loaded or os.path.exists(path) or os.path.exists(_cache._record(path)):
             return
-        compile_library([source()], _cache._path(path), workers=1, optimise=optimise)
+        parts = split_layout(template) if template is not None and layout is not None else None
+        if parts is None:
+            compile_library([source()], _cache._path(path), workers=1, optimise=optimise)
+            return
+        body, unit = parts
+        compile_library([body], _cache._path(path), workers=1, optimise=optimise,
+                        late=lambda: [unit.replace("NHC_LAYOUT", layout())])
+
+
+_LAYOUT_LINE = "NHC_API const char nhc_layout[] = NHC_LAYOUT;\n"
+
+
+def split_layout(template: str) -> "tuple[str, str] | None":
+    """A routine's C ``template`` as ``(routine, layout unit)``: the routine without the line
+    ``NHC_API const char nhc_layout[] = NHC_LAYOUT;`` and a unit of that line after the
+    template's own ``NHC_API`` definition block; None when the template has not exactly that
+    form (then it is compiled whole)."""
+    import re
+
+    api = re.search(r"^#if defined\((?:_MSC_VER|_WIN32)\)\n#define NHC_API [^\n]*\n#else\n"
+                    r"#define NHC_API[^\n]*\n#endif\n", template, re.M)
+    if api is None or template.count(_LAYOUT_LINE) != 1 or template.count("nhc_layout") != 1:
+        return None
+    return template.replace(_LAYOUT_LINE, ""), api.group(0) + _LAYOUT_LINE
 
 
 #: whether a cold model build compiles the missing routine libraries in the background
@@ -527,14 +569,23 @@ def prebuild_routine(path: str, source: Callable[[], str], lock: Any, loaded: An
 PREBUILD = True
 
 #: the routine modules whose ``prebuild(directory)`` a cold model build starts: each with the
-#: module that must already be imported for it to be worth building (None: always) and whether
-#: the model build waits for it (False: its user does not wait either, it runs its numpy path
-#: until the library is there, `prebuild_pending`)
-PREBUILT_ROUTINES: tuple[tuple[str, str | None, bool], ...] = (
-    ("nhcontrol.linearization._cpoint", None, True),             # Steps 1-7 (any linearization)
-    ("nhcontrol.design._ccondense", "nhcontrol.design", True),   # MPC condensing (control design)
-    ("nhcontrol.design._crti", "nhcontrol.design", False),       # the RTI's node work (NMPC)
+#: module that must already be imported for it to be worth building (None: always) and who
+#: waits for it: ``"build"`` the model build, before it returns; ``"first use"`` nobody but its
+#: first use (which takes the routine module's lock, held by the build meanwhile); ``"idle"``
+#: nobody, its user runs its numpy path until the library is there (`prebuild_pending`), and it
+#: is compiled last, at a lower priority (`BACKGROUND_NICENESS`). (``True``/``False`` read as
+#: ``"build"``/``"idle"``.)
+PREBUILT_ROUTINES: tuple[tuple[str, str | None, str], ...] = (
+    ("nhcontrol.linearization._cpoint", None, "build"),                 # Steps 1-7 (any linearization)
+    ("nhcontrol.design._ccondense", "nhcontrol.design", "first use"),   # MPC condensing (control design)
+    ("nhcontrol.design._crti", "nhcontrol.design", "idle"),             # the RTI's node work (NMPC)
 )
+_ORDER = {"build": 0, "first use": 1, "idle": 2}
+
+
+def _when(v: "str | bool") -> str:
+    return ("build" if v else "idle") if isinstance(v, bool) else v
+
 
 #: (cache directory, routine module) of the background builds not yet finished
 _PENDING: set[tuple[str, str]] = set()
@@ -543,11 +594,18 @@ _PENDING: set[tuple[str, str]] = set()
 _ROUTINE_LIBRARIES: list["RoutineLibrary"] = []
 
 
+#: cache directory -> (routine modules whose background build started, their waiters): a
+#: second `prebuild_routines` of the same directory (the recipe's early start, then the model
+#: build) starts only what the first did not and waits for both
+_STARTED: dict[str, tuple[set[str], list[Callable[[], Any]]]] = {}
+
+
 def _after_fork_in_child() -> None:
     """A process forked while a background build (`prebuild_routines`) was under way has
     its locks held and its builds pending, but not the thread that would release them: it
     forgets them (a library it then needs is loaded if the parent finished it, else built)."""
     _PENDING.clear()
+    _STARTED.clear()
     for lib in _ROUTINE_LIBRARIES:
         if lib._lock.locked():
             lib._lock = _new_lock()
@@ -572,32 +630,46 @@ def prebuild_pending(directory: str, module: str) -> bool:
 def prebuild_routines(directory: str) -> Callable[[], None]:
     """Start compiling the model-independent routine libraries missing from ``directory`` in
     one background thread; returns the function that waits for those the model build waits
-    for (the others go on after it returns, `prebuild_pending`).
+    for (``"build"`` in `PREBUILT_ROUTINES`; the others go on after it returns,
+    `prebuild_pending`).
 
     A cold model build spends its first seconds in SymPy (one core); the C compiler runs in
     its own process, so on a machine with two cores these libraries, which the first
     linearization (and, once `nhcontrol.design` is imported, the first MPC step) would
     otherwise compile one after the other, are built meanwhile. Failures are silent here and
-    reported by the routine's first use."""
+    reported by the routine's first use.
+
+    A second call for the same directory in this process (`nhcontrol.compiled.recipe` starts
+    the build before it calls the model's builder, then the model build asks again) starts
+    only the routines the first did not, and its function waits for those of both."""
     if (not PREBUILD or requested_backend(None) == "python" or _workers() < 2
             or compiler_problem() is not None):
         return lambda: None      # (the model build reports a missing compiler, as before)
     import importlib
     import threading
 
-    todo = [(name, waited) for name, needs, waited in PREBUILT_ROUTINES
-            if needs is None or needs in sys.modules]
     real = os.path.realpath(directory)
-    for name, waited in todo:
-        if not waited:
+    started, waiters = _STARTED.setdefault(real, (set(), []))
+    todo = sorted([(name, _when(when)) for name, needs, when in PREBUILT_ROUTINES
+                   if (needs is None or needs in sys.modules) and name not in started],
+                  key=lambda item: _ORDER[item[1]])        # the model build's first, idle ones last
+    if not todo:
+        return _wait_all(list(waiters))
+    started.update(name for name, _ in todo)
+    for name, when in todo:
+        if when != "build":
             _PENDING.add((real, name))
     ready = threading.Event()
 
     def work() -> None:
         try:
-            for name, waited in sorted(todo, key=lambda item: not item[1]):  # waited ones first
-                if not waited:
+            lowered = False
+            for name, when in todo:
+                if when != "build":
                     ready.set()
+                if when == "idle" and not lowered:
+                    lowered = True
+                    _lower_thread_priority()
                 try:
                     importlib.import_module(name).prebuild(directory)
                 except Exception:  # noqa: BLE001 - reported by the routine's first use
@@ -609,13 +681,43 @@ def prebuild_routines(directory: str) -> Callable[[], None]:
 
     thread = threading.Thread(target=work, name="nhcontrol-prebuild", daemon=True)
     thread.start()
-    if not all(waited for _, waited in todo):
+    if any(when != "build" for _, when in todo):
         import atexit
 
         # a process that ends meanwhile lets the compiler finish (at most a minute), so that
         # the cache holds the library and the next process does not compile it on first use
         atexit.register(thread.join, 60.0)
-    return ready.wait
+    waiters.append(ready.wait)
+    return _wait_all(list(waiters))
+
+
+BACKGROUND_NICENESS = 10
+"""Niceness added to the background thread of `prebuild_routines` (Linux) before the ``"idle"``
+builds of `PREBUILT_ROUTINES` (the RTI routines, about a second of ``-O3``): their compiler then
+takes the CPU the process does not use, instead of a third of it from the first linearizations
+and controllers of a cold start."""
+
+
+def _lower_thread_priority() -> None:
+    """Raise the calling thread's niceness by `BACKGROUND_NICENESS` (Linux: niceness is per
+    thread and inherited by the processes it starts, so the compiler runs at that priority;
+    elsewhere nothing: it would apply to the whole process)."""
+    if sys.platform != "linux" or not hasattr(os, "setpriority"):
+        return
+    try:
+        import threading
+
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + BACKGROUND_NICENESS))
+    except OSError:
+        pass
+
+
+def _wait_all(waiters: list[Callable[[], Any]]) -> Callable[[], None]:
+    def wait() -> None:
+        for w in waiters:
+            w()
+    return wait
 
 
 __all__ = ["ENV_BACKEND", "BACKENDS", "requested_backend", "library_path", "compile_library", "CKernels",

@@ -311,6 +311,12 @@ def cached_model(builder: Callable[..., Any], *args: Any,
             cm = None               # no cached C library: compile() builds it (or says why not);
             #                         without a compiler the cached Python kernels are the answer
     if cm is None:
+        if path is not None:
+            # a cold build follows: the missing model-independent routine libraries start
+            # compiling now, while the builder runs (the model build waits for them as usual)
+            from . import cbackend as _cb
+
+            _cb.prebuild_routines(os.path.dirname(path))
         cm = builder(*args, **kwargs).compile(cache_dir=cache_dir)
         if path is not None and cm.source_path is not None:
             record = {"version": RECIPE_VERSION, "model_key": cm.model_hash,

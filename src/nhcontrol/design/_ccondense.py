@@ -185,13 +185,17 @@ def _key() -> str:
 
 
 def _source() -> str:
+    return C_SOURCE.replace("NHC_LAYOUT", _layout_literal())
+
+
+def _layout_literal() -> str:
     from ..compiled._ffi_tables import prebuilt_ffi_arguments
 
     layout: dict[str, Any] = {"key": _key(), "generator": VERSION, "cdef": _CDEF}
     ffi_args = prebuilt_ffi_arguments(_CDEF)
     if ffi_args is not None:
         layout["ffi"] = ffi_args
-    return C_SOURCE.replace("NHC_LAYOUT", json.dumps(json.dumps(layout, sort_keys=True)))
+    return json.dumps(json.dumps(layout, sort_keys=True))
 
 
 def _library_file(directory: str) -> str:
@@ -216,7 +220,8 @@ def prebuild(directory: str) -> None:
     use (a cold model build: `nhcontrol.compiled.cbackend.prebuild_routines`)."""
     from ..compiled.cbackend import prebuild_routine
 
-    prebuild_routine(_library_file(directory), _source, _LOCK, _LIBS, directory, optimise="-O2")
+    prebuild_routine(_library_file(directory), _source, _LOCK, _LIBS, directory, optimise="-O2",
+                     template=C_SOURCE, layout=_layout_literal)
 
 
 def condense_library(cache_dir: str | os.PathLike | None = None) -> "_Library | None":

@@ -647,15 +647,18 @@ _LIBS: dict[str, Any] = {}        # cache directory -> _Library or None (unusabl
 
 def _source() -> tuple[str, str]:
     """The C source with its layout, and the cache key (sha256 of the routine and its version)."""
+    return C_SOURCE.replace("NHC_LAYOUT", _layout_literal()), _key()
+
+
+def _layout_literal() -> str:
+    """The C string literal of the library's layout (with cffi's parsed tables)."""
     from ..compiled._ffi_tables import prebuilt_ffi_arguments
 
-    key = _key()
-    layout: dict[str, Any] = {"key": key, "generator": VERSION, "cdef": _CDEF}
+    layout: dict[str, Any] = {"key": _key(), "generator": VERSION, "cdef": _CDEF}
     ffi_args = prebuilt_ffi_arguments(_CDEF)
     if ffi_args is not None:
         layout["ffi"] = ffi_args
-    literal = json.dumps(json.dumps(layout, sort_keys=True))
-    return C_SOURCE.replace("NHC_LAYOUT", literal), key
+    return json.dumps(json.dumps(layout, sort_keys=True))
 
 
 _KEY: list[str] = []
@@ -702,7 +705,8 @@ def prebuild(directory: str) -> None:
     `nhcontrol.compiled.cbackend.prebuild_routines`)."""
     from ..compiled.cbackend import prebuild_routine
 
-    prebuild_routine(_library_file(directory), lambda: _source()[0], _LOCK, _LIBS, str(directory))
+    prebuild_routine(_library_file(directory), lambda: _source()[0], _LOCK, _LIBS, str(directory),
+                     template=C_SOURCE, layout=_layout_literal)
 
 
 def _library(directory: str) -> "_Library | None":
@@ -804,18 +808,20 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
 
     # the routine specialised to the model and partition (_cspecial.py) when its library is
     # in the cache; else the generic one until SPECIALISE_AFTER points have gone through this
-    # function, then it is built (a one-off call does not wait for a compiler)
+    # function, then it is built in the background and swapped in when it is there (a call
+    # never waits for a compiler; both give the same numbers)
     sp = _cspecial.routine(cm, idx, ck, build=False)
     cur = [(lib.fn, lib.fn_n, None) if sp is None else (sp.third, sp.third_n, null),
            sp is not None, 0]                  # routines (one tuple), specialised tried, points
+
+    def swap(got: Any) -> None:
+        cur[0] = (got.third, got.third_n, null)      # one assignment: a call reads one tuple
 
     def count(N: int) -> None:
         cur[2] += N
         if not cur[1] and cur[2] >= SPECIALISE_AFTER:
             cur[1] = True
-            got = _cspecial.routine(cm, idx, ck)
-            if got is not None:
-                cur[0] = (got.third, got.third_n, null)
+            _cspecial.routine_soon(cm, idx, ck, swap)
 
     import threading
 
@@ -955,9 +961,10 @@ def _make(cm: CompiledModel, idx: Any, ck: Any, lib: _Library, atol_u: float) ->
 
 SPECIALISE_AFTER = 1000
 """Points a compiled one-point function of `linearize` runs with the generic routine before it
-builds the routine specialised to its model and partition (`_cspecial`; about 0.5-1.5 s of
-compiling, once per model and partition; the prepared linearizer builds it after as many calls,
-or at once when a call is bound with `Linearizer.bind`)."""
+builds the routine specialised to its model and partition (`_cspecial`; about 0.1-1.5 s of
+compiling, once per model and partition, in a background thread on two cores or more, the
+generic routine serving meanwhile: `_cspecial.routine_soon`; the prepared linearizer builds it
+after as many calls, or at once when a call is bound with `Linearizer.bind`)."""
 
 BLOCK = 128
 """Points per kernel call of the stacked compiled path (the kernel output of a block, ~0.3 MB for

@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import os
 from _thread import allocate_lock as _new_lock
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .._util.errors import CacheError
 
@@ -701,17 +701,76 @@ def inputs_for(cm: CompiledModel, idx: Any, ck: Any) -> "tuple[tuple, str] | Non
     return args, h.hexdigest()
 
 
+_BUILDING: set[str] = set()      # library paths a background thread is building (`routine_soon`)
+
+
+def _after_fork_in_child() -> None:
+    """A process forked during a background build (`routine_soon`) has no thread to finish it:
+    it forgets it (and the lock the thread may hold); a library it needs is then loaded or built."""
+    global _LOCK
+    _BUILDING.clear()
+    if _LOCK.locked():
+        _LOCK = _new_lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _path(cm: CompiledModel, key: str) -> str:
+    from ..compiled.cbackend import library_suffix
+
+    return os.path.join(os.path.dirname(cm._library_path), f"nhc_pspec_{key[:24]}.{VERSION}.{library_suffix()}")
+
+
+def routine_soon(cm: CompiledModel, idx: Any, ck: Any, done: Callable[["_Library"], None]) -> None:
+    """`routine` (built when missing) in a background thread, which calls ``done(library)`` when
+    it is there; the caller keeps the generic routine meanwhile (the same numbers: module
+    docstring), so no call waits for the compiler. Synchronous (as `routine`) when background
+    builds are off (`nhcontrol.compiled.cbackend.PREBUILD`, the test suite's setting) or the
+    machine has one core. Meanwhile ``routine(..., build=False)`` of the same library returns
+    None at once (the generic routine) instead of waiting for the build."""
+    from ..compiled import cbackend
+
+    got = inputs_for(cm, idx, ck)
+    if got is None:
+        return
+    path = _path(cm, got[1])
+    if not cbackend.PREBUILD or cbackend._workers() < 2 or path in _LIBS:
+        lib = routine(cm, idx, ck)
+        if lib is not None:
+            done(lib)
+        return
+    import atexit
+    import threading
+
+    def work() -> None:
+        cbackend._lower_thread_priority()     # nobody waits for it: the compiler takes idle CPU
+        try:
+            lib = routine(cm, idx, ck)
+        finally:
+            _BUILDING.discard(path)
+        if lib is not None:
+            done(lib)
+
+    _BUILDING.add(path)
+    thread = threading.Thread(target=work, name="nhcontrol-specialise", daemon=True)
+    thread.start()
+    # a process that ends meanwhile lets the compiler finish, so that the cache holds the library
+    atexit.register(thread.join, 60.0)
+
+
 def routine(cm: CompiledModel, idx: Any, ck: Any, build: bool = True) -> "_Library | None":
     """The specialised routine of model ``cm`` and partition ``idx`` (built on first use into
-    the kernels' cache directory; with ``build=False`` only loaded when it is there), or None:
-    the generic routine."""
+    the kernels' cache directory; with ``build=False`` only loaded when it is there, None while
+    a background thread builds it), or None: the generic routine."""
     got = inputs_for(cm, idx, ck)
     if got is None:
         return None
     args, key = got
-    from ..compiled.cbackend import library_suffix
-
-    path = os.path.join(os.path.dirname(cm._library_path), f"nhc_pspec_{key[:24]}.{VERSION}.{library_suffix()}")
+    path = _path(cm, key)
+    if not build and path in _BUILDING:
+        return None
     with _LOCK:
         if path in _LIBS:
             return _LIBS[path]

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import sympy as sp
+from sympy.functions.elementary.trigonometric import TrigonometricFunction as _Trig
 
 from nhcontrol._util.errors import ModelError
 from nhcontrol.modeling.simplify import cheap_trig
@@ -113,13 +114,54 @@ def _simplify_relative_velocity(v_bar: sp.Matrix, inputs: tuple[sp.Symbol, ...])
     that cancellation symbolically is slow. If the expression evaluated with the inputs set to
     zero equals the full one at random points (it must, for an exact identity of analytic
     functions), the ``u = 0`` form is used; otherwise the full expression is simplified with
-    [`cheap_trig()`][nhcontrol.modeling.cheap_trig] and `sympy.trigsimp()`.
+    [`cheap_trig()`][nhcontrol.modeling.cheap_trig] and, where an identity can still shorten
+    it (`_trig_reduced`), `sympy.trigsimp()`.
     """
     if inputs:
         at_zero = v_bar.xreplace({u: sp.S.Zero for u in inputs})
         if _max_abs_at_random_points(v_bar - at_zero) <= GEOMETRY_TOL:
-            return sp.Matrix([sp.trigsimp(cheap_trig(e)) for e in at_zero])
-    return sp.Matrix([sp.trigsimp(cheap_trig(e)) for e in v_bar])
+            return sp.Matrix([_trigsimp_if_needed(cheap_trig(e)) for e in at_zero])
+    return sp.Matrix([_trigsimp_if_needed(cheap_trig(e)) for e in v_bar])
+
+
+def _trigsimp_if_needed(e: sp.Expr) -> sp.Expr:
+    """`sympy.trigsimp()` of ``e`` (an output of [`cheap_trig()`][nhcontrol.modeling.cheap_trig]),
+    skipped when no trigonometric identity can shorten it (`_trig_reduced`)."""
+    return e if _trig_reduced(e) else sp.trigsimp(e)
+
+
+def _trig_reduced(e: sp.Expr) -> bool:
+    """Whether the expanded polynomial ``e`` in sines and cosines is already as short as
+    `sympy.trigsimp()` makes it, by a sufficient structural test (False: simplify it).
+
+    Every trigonometric function is ``sin`` or ``cos`` of a symbol, no term holds a power of
+    one or two of them of the same symbol (so neither ``sin² + cos² = 1`` nor a double angle
+    applies), and no two terms with trigonometric factors have the same non-trigonometric
+    factors up to a number (so no two terms pair into an angle sum ``sin(a ± b)``,
+    ``cos(a ± b)``). The sines and cosines of distinct symbols are then algebraically
+    independent but for ``sin² + cos² = 1``, which no term can use, so ``trigsimp`` has no
+    identity to apply (it returns Eq. (8.55) unchanged, after tens of milliseconds per entry).
+    """
+    if not e.has(_Trig):
+        return True
+    seen: set = set()
+    for term in sp.Add.make_args(e):
+        rest, args = [], set()
+        for f in sp.Mul.make_args(term):
+            if isinstance(f, (sp.sin, sp.cos)):
+                if not f.args[0].is_Symbol or f.args[0] in args:
+                    return False
+                args.add(f.args[0])
+            elif f.has(_Trig):
+                return False                  # a power, another function, a nested argument
+            elif not f.is_Number:
+                rest.append(f)
+        if args:
+            key = sp.Mul(*rest)
+            if key in seen:
+                return False
+            seen.add(key)
+    return True
 
 
 def sphere_on_moving_plane(mb: Any, ball_body: Any, *, radius: Any, plate_orientation: Any,
@@ -167,8 +209,8 @@ def sphere_on_moving_plane(mb: Any, ball_body: Any, *, radius: Any, plate_orient
     Computes $\\bar v^2_{C32} = R_2^T (v_{C31} - v_{C21})$ (Eqs. (8.51)--(8.54)) with
     ``mb.point_velocity`` for the sphere and the plate. When the result does not depend on the
     inputs (checked at random points; it never does for a plate moved by the inputs only) the
-    ``u = 0`` form is kept, then [`cheap_trig()`][nhcontrol.modeling.cheap_trig] and
-    `sympy.trigsimp()` shorten it. For
+    ``u = 0`` form is kept, then [`cheap_trig()`][nhcontrol.modeling.cheap_trig] and (where a
+    trigonometric identity can still apply) `sympy.trigsimp()` shorten it. For
     $R_3 = R_2 R_\\psi R_\\varphi R_\\theta$ this gives Eq. (8.55):
     $\\dot x_C - R\\dot\\theta\\cos\\psi\\cos\\varphi - R\\dot\\varphi\\sin\\psi$ and
     $\\dot y_C - R\\dot\\theta\\sin\\psi\\cos\\varphi + R\\dot\\varphi\\cos\\psi$.
