@@ -30,8 +30,12 @@ from .._util.errors import CacheError
 
 __all__ = ["VERSION", "condense_library"]
 
-VERSION = "q2"
-"""Version of the C routine (part of the library's file name and cache key)."""
+VERSION = "q3"
+"""Version of the C routine (part of the library's file name and cache key; ``q3``: the same
+routine, rebuilt because a background build had compiled ``q2`` at ``-O2``)."""
+
+OPTIMISE = "-O3"
+"""The optimisation flag of the library, built ahead (`prebuild`) or on first use alike."""
 
 _CDEF = """
 int nhc_condense(const long long *dims, const double *A, const double *B, const double *c,
@@ -217,11 +221,12 @@ class _Library:
 
 def prebuild(directory: str) -> None:
     """Compile the library into ``directory`` (a trusted cache directory) ahead of its first
-    use (a cold model build: `nhcontrol.compiled.cbackend.prebuild_routines`)."""
+    use (a cold model build: `nhcontrol.compiled.cbackend.prebuild_routines`), with the flags
+    of a build on first use (`OPTIMISE`: one file name, one library, whichever path built it)."""
     from ..compiled.cbackend import prebuild_routine
 
-    prebuild_routine(_library_file(directory), _source, _LOCK, _LIBS, directory, optimise="-O2",
-                     template=C_SOURCE, layout=_layout_literal)
+    prebuild_routine(_library_file(directory), _source, _LOCK, _LIBS, directory,
+                     optimise=OPTIMISE, template=C_SOURCE, layout=_layout_literal)
 
 
 def condense_library(cache_dir: str | os.PathLike | None = None) -> "_Library | None":
@@ -245,7 +250,7 @@ def condense_library(cache_dir: str | os.PathLike | None = None) -> "_Library | 
         lib = load_or_build_routine(
             _library_file(directory), _Library, _source, what="compiled MPC condensing library",
             fallback="the MPC QP is condensed with numpy (same results, slower)",
-            optimise="-O3")
+            optimise=OPTIMISE)
         _LIBS[directory] = lib
         return lib
 
