@@ -74,12 +74,17 @@ outside the call), ``ratio_acados_core_over_rti``, ``ratio_acados_core_over_mpc`
 ``tracking_rms_diff_mm`` (largest difference of the RMS tracking errors of the loops, goal ≤
 0.3), ``acados_build_s`` and ``acados_build_cpu_s`` (code generation and compilation, the
 compiler's CPU included), ``nhcontrol_build_s`` and ``nhcontrol_build_cpu_s`` (a fresh process
-with an empty model cache, nhcontrol's sources compiled to bytecode beforehand as ``pip
+with an empty cache directory, nhcontrol's sources compiled to bytecode beforehand as ``pip
 install`` does: imports, model derivation, kernel generation and compilation, both
-controllers, first step; goal ≤ 10 % of acados'), ``nhcontrol_build_after_imports_s`` and
+controllers, first step; goal ≤ 10 % of acados'), ``nhcontrol_build_generic_cached_s`` and
+its keys (the same with nhcontrol's model-independent routine libraries already in the cache:
+Steps 1–7, the MPC condensing, the RTI core, built beforehand in a process of their own,
+untimed; nothing of the model: the like of acados' build, which compiles the model's
+generated solver against its own libraries, shipped compiled; the runs of the two kinds
+alternate), ``nhcontrol_build_after_imports_s`` and
 ``..._cpu_s`` (the same process after importing NumPy, SciPy, SymPy and nhcontrol's modules:
 like ``acados_build_s``, which starts after its imports and after ``to_casadi``'s export),
-``ratio_nhcontrol_build_over_acados`` (wall)
+``ratio_nhcontrol_build_over_acados`` (wall), ``ratio_nhcontrol_build_generic_cached_over_acados``
 and ``..._cpu`` (CPU: less sensitive to the load of a shared machine), each step time with its
 range (``*_range_s``), and ``load_average`` (at the end; acados' builds carry their own);
 ``nhcontrol_build_error`` when a cold-build process failed (the other keys are still given).
@@ -471,10 +476,27 @@ def _problem_key(ocp) -> str:
     return h.hexdigest()
 
 
-def _nhcontrol_build(case: str) -> dict:
+_GENERIC_ROUTINES = """
+import json
+import nhcontrol.design
+from nhcontrol.compiled import cache
+from nhcontrol.design import _ccondense, _crti
+from nhcontrol.linearization import _cpoint
+d = cache.trusted_dir(None)
+print(json.dumps([_cpoint._library(d) is not None, _ccondense.condense_library(d) is not None,
+                  _crti.rti_library(d) is not None]))
+"""
+"""Builds nhcontrol's model-independent routine libraries (Steps 1-7, the MPC condensing, the
+RTI core) into the cache directory of ``NHCONTROL_CACHE_DIR``: what acados ships compiled."""
+
+
+def _nhcontrol_build(case: str, generic: bool = False) -> dict:
     """A fresh process, empty model cache: model, both controllers, first step (wall and CPU
     seconds, the CPU of the compiler processes included). nhcontrol's sources are compiled to
-    bytecode first, untimed, as ``pip install`` does."""
+    bytecode first, untimed, as ``pip install`` does. ``generic``: the cache directory holds
+    nhcontrol's model-independent routine libraries, built beforehand, untimed, in a process
+    of their own (as acados' own libraries come compiled with it, and as they stay in a user's
+    cache after the first model); otherwise it is empty."""
     script = f"""
 import json, os, sys, time
 t0, c0 = time.perf_counter(), os.times()
@@ -500,6 +522,8 @@ print(json.dumps({{"s": t2 - t0, "cpu": sum(c2[:4]) - sum(c0[:4]),
         old = os.environ.get("NHCONTROL_CACHE_DIR")
         os.environ["NHCONTROL_CACHE_DIR"] = tmp
         try:
+            if generic and not all(run_child(_GENERIC_ROUTINES)):
+                raise RuntimeError("the model-independent routine libraries could not be built")
             return run_child(script)
         finally:
             if old is None:
@@ -586,17 +610,24 @@ def _run(args, name: str) -> dict:
             disc[f"rti_rk4_{m}"] = _rms_error_mm(case, sim)
         out["discretisation_rms_error_mm"] = disc
     # nhcontrol's cold build: fresh processes, each with an empty model cache
-    cold = []
+    # (with nothing in the cache, and with nhcontrol's model-independent routines in it, as
+    #  acados' libraries come compiled: alternately)
+    cold, generic = [], []
     if not args.skip_cold:
         try:
-            cold = [_nhcontrol_build(out["case"]) for _ in range(args.cold_repeat)]
+            for _ in range(args.cold_repeat):
+                cold.append(_nhcontrol_build(out["case"]))
+                generic.append(_nhcontrol_build(out["case"], generic=True))
         except Exception as exc:  # noqa: BLE001 - a failed child: the rest is still reported
             out["nhcontrol_build_error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
-    if cold:
-        for key, field in (("nhcontrol_build_s", "s"), ("nhcontrol_build_cpu_s", "cpu"),
-                           ("nhcontrol_build_after_imports_s", "s_after_imports"),
-                           ("nhcontrol_build_after_imports_cpu_s", "cpu_after_imports")):
-            v = [c[field] for c in cold]
+    stems = ((cold, "nhcontrol_build"), (generic, "nhcontrol_build_generic_cached"))
+    for runs, stem in stems:
+        if not runs:
+            continue
+        for key, field in ((f"{stem}_s", "s"), (f"{stem}_cpu_s", "cpu"),
+                           (f"{stem}_after_imports_s", "s_after_imports"),
+                           (f"{stem}_after_imports_cpu_s", "cpu_after_imports")):
+            v = [c[field] for c in runs]
             out[key] = statistics.median(v)
             out[key[:-2] + "_range_s"] = [min(v), max(v)]
     if args.skip_acados:
@@ -650,13 +681,14 @@ def _run(args, name: str) -> dict:
         out["acados_build_load_average"] = ok[fastest]["build_load_average"]
         out["acados_rk4_steps"] = args.rk4_steps
         out["acados_shifted_guess"] = not args.no_shift
-    if cold:
+    for runs, stem in stems:
+        if not runs:
+            continue
         if "acados_build_s" in out:
-            out["ratio_nhcontrol_build_over_acados"] = (out["nhcontrol_build_s"]
-                                                        / out["acados_build_s"])
+            out[f"ratio_{stem}_over_acados"] = out[f"{stem}_s"] / out["acados_build_s"]
         if out.get("acados_build_cpu_s"):
-            out["ratio_nhcontrol_build_over_acados_cpu"] = (out["nhcontrol_build_cpu_s"]
-                                                            / out["acados_build_cpu_s"])
+            out[f"ratio_{stem}_over_acados_cpu"] = (out[f"{stem}_cpu_s"]
+                                                    / out["acados_build_cpu_s"])
     out["load_average"] = _load_average()
     return out
 

@@ -82,3 +82,20 @@ def test_documented_tracking_of_the_10_s_loops(capsys):
             assert abs(rms["rti"] - acados) <= 0.3, (case, rms["rti"], acados)
         for loop, value in DOCUMENTED_RMS_MM[case].items():
             assert abs(rms[loop] - value) <= 5e-4, (case, loop, rms[loop], value)
+
+
+@pytest.mark.slow
+@pytest.mark.c_compiler
+def test_cold_builds_with_an_empty_cache_and_with_the_generic_routines(capsys):
+    """The cold builds (fresh processes): one with an empty cache directory, one with nhcontrol's
+    model-independent routine libraries built into it beforehand; both give wall and CPU times,
+    and after the imports less than in all."""
+    out = load_benchmark("peer_acados").main(["--case", "robot", "--t-final", "0.1",
+                                              "--skip-acados", "--cold-repeat", "1"])
+    assert json.loads(capsys.readouterr().out) == out
+    assert "nhcontrol_build_error" not in out
+    for stem in ("nhcontrol_build", "nhcontrol_build_generic_cached"):
+        assert 0 < out[f"{stem}_after_imports_s"] < out[f"{stem}_s"]
+        assert out[f"{stem}_cpu_s"] > 0
+        lo, hi = out[f"{stem}_range_s"]
+        assert lo == hi == out[f"{stem}_s"]
