@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _helpers import c_compiler_present
 from nhcontrol._util.errors import ModelError
 from nhcontrol.compiled import CompiledModel
 from nhcontrol.compiled.cbackend import requested_backend
@@ -612,3 +613,46 @@ def test_a_process_forked_during_a_background_build_forgets_it(monkeypatch, tmp_
         lib._lock.release()
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert cbackend.prebuild_pending(str(tmp_path), "nhcontrol.design._crti")  # the parent keeps it
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sysconfig driver is Linux's")
+def test_sysconfig_driver_runs_the_commands_of_distutils(tmp_path, monkeypatch):
+    """On Linux without compiler variables in the environment the build makes distutils' two
+    commands from `sysconfig` without importing setuptools: the same ``compiler_so`` and
+    ``linker_so`` as distutils' customised Unix compiler; a library it builds computes what
+    one built through distutils computes; ``$CC`` (or another variable ``customize_compiler``
+    reads) hands the build back to distutils."""
+    import setuptools  # noqa: F401
+    from distutils.ccompiler import new_compiler
+    from distutils.sysconfig import customize_compiler
+
+    from nhcontrol.compiled import cbackend
+
+    for var in cbackend._COMPILER_ENV:
+        monkeypatch.delenv(var, raising=False)
+    own = cbackend._SysconfigCompiler.from_sysconfig()
+    ref = new_compiler()
+    customize_compiler(ref)
+    assert own is not None and ref.compiler_type == "unix"
+    assert own.compiler_so == list(ref.compiler_so)
+    assert own.linker_so == list(ref.linker_so)
+    if c_compiler_present():
+        src = "double nhc_probe(double x) { return x * x / 3.0 - 2.0 * x; }\n"
+        out = {}
+        for which in ("sysconfig", "distutils"):
+            if which == "distutils":
+                monkeypatch.setattr(cbackend._SysconfigCompiler, "from_sysconfig",
+                                    classmethod(lambda cls: None))
+            path = tmp_path / which / "probe.so"
+            path.parent.mkdir()
+            cbackend.compile_library([src], path)
+            import ctypes
+
+            lib = ctypes.CDLL(str(path))
+            lib.nhc_probe.restype = ctypes.c_double
+            lib.nhc_probe.argtypes = [ctypes.c_double]
+            out[which] = [lib.nhc_probe(x) for x in (0.1, 1.7, -3.3)]
+        assert out["sysconfig"] == out["distutils"]
+        monkeypatch.undo()
+    monkeypatch.setenv("CC", "gcc")
+    assert cbackend._SysconfigCompiler.from_sysconfig() is None
