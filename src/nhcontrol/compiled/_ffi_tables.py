@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 
-__all__ = ["prebuilt_ffi_arguments"]
+__all__ = ["prebuilt_ffi_arguments", "routine_layout_literal"]
 
 # cffi parses with one pycparser parser per process (not thread-safe): the kernels' and a
 # routine library's tables may be made in two threads at once (a cold model build)
@@ -30,6 +30,20 @@ def prebuilt_ffi_arguments(cdef: str) -> dict | None:
         return None
     with _LOCK:
         return _prebuilt(cdef)
+
+
+def routine_layout_literal(key: str, generator: str, cdef: str) -> str:
+    """The C string literal of a routine library's layout (``nhc_layout``): its ``key``, its
+    ``generator`` version and its declarations ``cdef``, with cffi's parsed tables
+    (`prebuilt_ffi_arguments`) when they can be made; what replaces ``NHC_LAYOUT`` in the
+    routine's C source."""
+    import json
+
+    layout: dict = {"key": key, "generator": generator, "cdef": cdef}
+    ffi_args = prebuilt_ffi_arguments(cdef)
+    if ffi_args is not None:
+        layout["ffi"] = ffi_args
+    return json.dumps(json.dumps(layout, sort_keys=True))
 
 
 def _prebuilt(cdef: str) -> dict | None:

@@ -522,15 +522,9 @@ class RoutineLibrary:
         return self.source.replace("NHC_LAYOUT", self._layout_literal())
 
     def _layout_literal(self) -> str:
-        import json
+        from ._ffi_tables import routine_layout_literal
 
-        from ._ffi_tables import prebuilt_ffi_arguments
-
-        layout: dict[str, Any] = {"key": self.key, "generator": self.version, "cdef": self.cdef}
-        parsed = prebuilt_ffi_arguments(self.cdef)
-        if parsed is not None:
-            layout["ffi"] = parsed
-        return json.dumps(json.dumps(layout, sort_keys=True))
+        return routine_layout_literal(self.key, self.version, self.cdef)
 
     def _open(self, path: str) -> tuple[str, Any, Any]:
         raw, ffi, lib = open_routine(path, self.key, self.version)
@@ -635,18 +629,13 @@ PREBUILD = True
 #: waits for it: ``"build"`` the model build, before it returns; ``"first use"`` nobody but its
 #: first use (which takes the routine module's lock, held by the build meanwhile); ``"idle"``
 #: nobody, its user runs its numpy path until the library is there (`prebuild_pending`), and it
-#: is compiled last, at a lower priority (`BACKGROUND_NICENESS`). (``True``/``False`` read as
-#: ``"build"``/``"idle"``.)
+#: is compiled last, at a lower priority (`BACKGROUND_NICENESS`)
 PREBUILT_ROUTINES: tuple[tuple[str, str | None, str], ...] = (
     ("nhcontrol.linearization._cpoint", None, "build"),                 # Steps 1-7 (any linearization)
     ("nhcontrol.design._ccondense", "nhcontrol.design", "first use"),   # MPC condensing (control design)
     ("nhcontrol.design._crti", "nhcontrol.design", "idle"),             # the RTI's node work (NMPC)
 )
 _ORDER = {"build": 0, "first use": 1, "idle": 2}
-
-
-def _when(v: "str | bool") -> str:
-    return ("build" if v else "idle") if isinstance(v, bool) else v
 
 
 #: (cache directory, routine module) of the background builds not yet finished
@@ -712,7 +701,7 @@ def prebuild_routines(directory: str) -> Callable[[], None]:
 
     real = os.path.realpath(directory)
     started, waiters = _STARTED.setdefault(real, (set(), []))
-    todo = sorted([(name, _when(when)) for name, needs, when in PREBUILT_ROUTINES
+    todo = sorted([(name, when) for name, needs, when in PREBUILT_ROUTINES
                    if (needs is None or needs in sys.modules) and name not in started],
                   key=lambda item: _ORDER[item[1]])        # the model build's first, idle ones last
     if not todo:

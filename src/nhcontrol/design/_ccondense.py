@@ -19,7 +19,6 @@ or loaded (no compiler) the numpy recursions give the same numbers (tested to 1e
 
 from __future__ import annotations
 
-import json
 import os
 from _thread import allocate_lock as _new_lock
 from typing import Any
@@ -193,13 +192,9 @@ def _source() -> str:
 
 
 def _layout_literal() -> str:
-    from ..compiled._ffi_tables import prebuilt_ffi_arguments
+    from ..compiled._ffi_tables import routine_layout_literal
 
-    layout: dict[str, Any] = {"key": _key(), "generator": VERSION, "cdef": _CDEF}
-    ffi_args = prebuilt_ffi_arguments(_CDEF)
-    if ffi_args is not None:
-        layout["ffi"] = ffi_args
-    return json.dumps(json.dumps(layout, sort_keys=True))
+    return routine_layout_literal(_key(), VERSION, _CDEF)
 
 
 def _library_file(directory: str) -> str:

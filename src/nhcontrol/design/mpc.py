@@ -418,7 +418,8 @@ class LTVMPC:
         """The condensed DAQP problem (`qp_solver="daqp"`, when it can be used) and the direct
         OSQP problem (`osqp_interface="direct"`). With DAQP in front, OSQP is the fallback: its
         workspace (and the import of ``osqp``) is set up at the first sample that needs it,
-        unless OSQP options were given (checked by OSQP here, where a bad one is reported)."""
+        unless OSQP options other than `REALTIME_OSQP_SETTINGS` were given (checked by OSQP
+        here, where a bad one is reported)."""
         self.qp_path_reason = ""
         self._dense: DenseWindowQP | None = None
         if self.qp_solver == "daqp":
@@ -434,7 +435,7 @@ class LTVMPC:
 
     def _osqp_qp(self) -> WindowQP | None:
         """The direct OSQP problem, set up now if it was left for its first use."""
-        if self._qp is None and self.__dict__.get("_qp_lazy"):
+        if self._qp is None and self._qp_lazy:
             self._qp = self._make_qp()          # (with the current terminal weight)
             self._qp_lazy = self._qp_Qf_stale = False
         return self._qp

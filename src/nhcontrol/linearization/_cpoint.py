@@ -34,7 +34,6 @@ built or loaded gives one warning and the numpy path.
 
 from __future__ import annotations
 
-import json
 import os
 from _thread import allocate_lock as _new_lock   # threading.Lock, without importing threading
 from typing import TYPE_CHECKING, Any, Callable
@@ -652,13 +651,9 @@ def _source() -> tuple[str, str]:
 
 def _layout_literal() -> str:
     """The C string literal of the library's layout (with cffi's parsed tables)."""
-    from ..compiled._ffi_tables import prebuilt_ffi_arguments
+    from ..compiled._ffi_tables import routine_layout_literal
 
-    layout: dict[str, Any] = {"key": _key(), "generator": VERSION, "cdef": _CDEF}
-    ffi_args = prebuilt_ffi_arguments(_CDEF)
-    if ffi_args is not None:
-        layout["ffi"] = ffi_args
-    return json.dumps(json.dumps(layout, sort_keys=True))
+    return routine_layout_literal(_key(), VERSION, _CDEF)
 
 
 _KEY: list[str] = []

@@ -796,13 +796,9 @@ def routine(cm: CompiledModel, idx: Any, ck: Any, build: bool = True) -> "_Libra
                 except (ValueError, KeyError, IndexError, TypeError):
                     _LIBS[path] = None         # not a layout this generator can read
                     return None
-                from ..compiled._ffi_tables import prebuilt_ffi_arguments   # a cold build only
+                from ..compiled._ffi_tables import routine_layout_literal   # a cold build only
 
-                layout: dict[str, Any] = {"key": key, "generator": VERSION, "cdef": _CDEF}
-                ffi_args = prebuilt_ffi_arguments(_CDEF)
-                if ffi_args is not None:
-                    layout["ffi"] = ffi_args
-                literal = json.dumps(json.dumps(layout, sort_keys=True))
+                literal = routine_layout_literal(key, VERSION, _CDEF)
                 compile_library([src.replace("NHC_LAYOUT", literal)], _cache._path(path), workers=1,
                                 optimise=OPT_FLAGS[0])
                 lib = _Library(path, key)
