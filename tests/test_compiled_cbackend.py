@@ -656,3 +656,27 @@ def test_sysconfig_driver_runs_the_commands_of_distutils(tmp_path, monkeypatch):
         monkeypatch.undo()
     monkeypatch.setenv("CC", "gcc")
     assert cbackend._SysconfigCompiler.from_sysconfig() is None
+
+
+@pytest.mark.c_compiler
+def test_a_process_that_exits_at_once_lets_the_background_builds_finish(tmp_path):
+    """A process that ends right after starting the background routine builds waits for them
+    at exit (at most a minute) and leaves the libraries in the cache: Steps 1-7, the MPC
+    condensing and the RTI routines. (The interpreter's exit stops concurrent.futures, whose
+    pool the compiler runs in; the build's last units then compile in its own thread.)"""
+    script = textwrap.dedent("""
+        import nhcontrol.design
+        from nhcontrol.compiled import cache, cbackend
+        cbackend._workers = lambda: 2
+        cbackend.PREBUILD = True
+        cbackend.prebuild_routines(cache.trusted_dir(None))
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "NHCONTROL_BACKEND"}
+    env["NHCONTROL_CACHE_DIR"] = str(tmp_path)
+    subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=180)
+    from nhcontrol.design import _ccondense, _crti
+    from nhcontrol.linearization import _cpoint
+
+    for path in (_cpoint.library_path(tmp_path), Path(_ccondense._library_file(str(tmp_path))),
+                 Path(_crti._routine()._file(str(tmp_path)))):
+        assert path.exists() and path.with_name(path.name + ".sha256").exists(), path

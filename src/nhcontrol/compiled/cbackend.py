@@ -225,8 +225,7 @@ def compile_library(units: list[str], out: Path, workers: int | None = None,
     """
     if _NO_COMPILER:
         raise CompilerUnavailable(_NO_COMPILER[0])
-    from concurrent.futures import ThreadPoolExecutor   # here: loading a cached library needs no threads
-    import shutil                                        # (nor these)
+    import shutil                                        # (here: loading a cached library needs none)
     import tempfile
 
     try:
@@ -242,11 +241,17 @@ def compile_library(units: list[str], out: Path, workers: int | None = None,
     build = _cache._path(tempfile.mkdtemp(prefix="nhc_build_", dir=str(out.parent)))
     claim(build)
     try:
-        sources = []
-        for i, text in enumerate(units):
+        sources: list[str] = []
+
+        def add(text: str) -> int:
+            i = len(sources)
             src = build / f"u{i}.c"
             src.write_text(text, encoding="ascii")
             sources.append(str(src))
+            return i
+
+        for text in units:
+            add(text)
         flags = _MSVC_FLAGS if cc0.compiler_type == "msvc" else [
             optimise if (optimise and f == "-O1") else f for f in _UNIX_FLAGS]
         order = sorted(range(len(sources)), key=lambda i: -len(units[i]))   # largest first
@@ -255,16 +260,8 @@ def compile_library(units: list[str], out: Path, workers: int | None = None,
             return compiler().compile([sources[i]], output_dir=str(build / "obj"), extra_postargs=flags)
 
         try:
-            with ThreadPoolExecutor(max_workers=workers or _workers()) as pool:
-                futures = {i: pool.submit(one, i) for i in order}
-                if late is not None:
-                    for text in late():
-                        i = len(sources)
-                        src = build / f"u{i}.c"
-                        src.write_text(text, encoding="ascii")
-                        sources.append(str(src))
-                        futures[i] = pool.submit(one, i)
-                objs = {i: f.result() for i, f in futures.items()}
+            objs = _compile_units(one, order, lambda: [add(t) for t in (late() if late else ())],
+                                  workers or _workers())
             libs = [] if cc0.compiler_type == "msvc" else ["m"]
             tmp = build / ("lib" + out.suffix)
             cc0.link_shared_object([o for i in range(len(sources)) for o in objs[i]], str(tmp), libraries=libs)
@@ -279,6 +276,43 @@ def compile_library(units: list[str], out: Path, workers: int | None = None,
         _cache.write_artefact(out, blob)
     finally:
         shutil.rmtree(build, ignore_errors=True)
+
+
+def _compile_units(one: Callable[[int], list[str]], order: list[int],
+                   late_units: Callable[[], list[int]], workers: int) -> dict[int, list[str]]:
+    """``{unit: objects}``: ``one(i)`` for the units ``order`` and, made meanwhile by this
+    thread, those of ``late_units()``, in a pool of ``workers`` threads. A unit the pool cannot
+    take runs in this thread: when the interpreter is exiting, concurrent.futures starts no
+    work (a background build that a process's end waits for: `prebuild_routines`,
+    `nhcontrol.linearization._cspecial.routine_soon`)."""
+    try:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool: Any = ThreadPoolExecutor(max_workers=workers)
+    except RuntimeError:
+        pool = None
+    futures: dict[int, Any] = {}
+    objs: dict[int, list[str]] = {}
+
+    def run(i: int) -> None:
+        if pool is not None:
+            try:
+                futures[i] = pool.submit(one, i)
+                return
+            except RuntimeError:          # the interpreter is exiting
+                pass
+        objs[i] = one(i)
+
+    try:
+        for i in order:
+            run(i)
+        for i in late_units():
+            run(i)
+        objs.update((i, f.result()) for i, f in futures.items())
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    return objs
 
 
 # ----------------------------------------------------------------------- loading and calling
