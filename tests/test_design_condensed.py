@@ -376,9 +376,9 @@ def test_pickled_controller_rebuilds_the_condensed_path():
 # closed loops: every sample's QP solved again by a tight OSQP reference (a shadow controller)
 
 def _shadow(mpc, diffs):
-    """Wrap ``mpc.step``: each call also solves the same QP (same arguments) by the sparse
-    formulation with Clarabel (interior point, tight tolerances; independent of DAQP and of
-    the condensing) and records ``|u_daqp − u_ref|``."""
+    """Wrap ``mpc.step`` and the controllers' ``mpc._dense_step``: each call also solves the
+    same QP (same arguments) by the sparse formulation with Clarabel (interior point, tight
+    tolerances; independent of DAQP and of the condensing) and records ``|u_daqp − u_ref|``."""
     b = mpc.bounds
     ref = LTVMPC(mpc.horizon, mpc.Q, mpc.R, mpc._Qf, u_min=b["u_min"], u_max=b["u_max"],
                  du_min=b["du_min"], du_max=b["du_max"], x_min=b["x_min"], x_max=b["x_max"],
@@ -395,6 +395,18 @@ def _shadow(mpc, diffs):
         diffs.append((st.solver, st.status, float(np.max(np.abs(st.u - sr.u)))))
         return st
     mpc.step = both
+    dense_step = mpc._dense_step
+
+    def both_dense(x0, A, B, up, ur, Qf, c, qx, qu, duals):
+        got = dense_step(x0, A, B, up, ur, Qf, c, qx, qu, duals)
+        if got is not None:                  # (None: the controller calls `step`, shadowed above)
+            if Qf is not None:
+                ref._Qf_given = None
+            sr = ref.step(x0, A, B, u_prev=up, u_ref=ur, Qf=Qf, c=c, q_x=qx, q_u=qu)
+            assert sr.status == "optimal"
+            diffs.append(("DAQP", "optimal", float(np.max(np.abs(got[0] - sr.u)))))
+        return got
+    mpc._dense_step = both_dense
     return ref
 
 

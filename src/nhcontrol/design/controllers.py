@@ -868,16 +868,30 @@ class MPCController(TrackingController):
         side: dict[str, Any] = {}
         nxi = xi.size
         warm = _shifted_warm_start(self._plan, k, self.mpc, N, nxi, kin)
+        A, B = self.Ad[idx], self.Bd[idx]
+        got = None
+        if x_ref is None and not out_kw:
+            # the condensed DAQP step without the checks of data made here (`_dense_step`);
+            # None: `step` (the same first attempt, then the solver chain)
+            try:
+                got = self.mpc._dense_step(xi, A, B, u_prev, ur, Qf, None, None, None, warm[2])
+            except Exception:  # noqa: BLE001 - `step` runs it again and reports it
+                got = None
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                st: MPCStep = self.mpc.step(xi, self.Ad[idx], self.Bd[idx], u_prev=u_prev,
-                                            u_ref=ur, x_ref=x_ref, Qf=Qf, warm_start=warm,
-                                            _trusted_Qf=True, **out_kw)
-            u = np.asarray(st.u, float)
-            status, slack = st.status, st.slack_max
-            side["_plan"] = (k, ur + np.asarray(st.predicted_u), np.asarray(st.predicted_x),
-                             np.asarray(st.predicted_u), _plan_duals(st))
+            if got is not None:
+                u, xp, dup, duals = got
+                status = "optimal"
+            else:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    st: MPCStep = self.mpc.step(xi, A, B, u_prev=u_prev, u_ref=ur, x_ref=x_ref,
+                                                Qf=Qf, warm_start=warm, _trusted_Qf=True,
+                                                **out_kw)
+                u = np.asarray(st.u, float)
+                status, slack = st.status, st.slack_max
+                xp, dup, duals = (np.asarray(st.predicted_x), np.asarray(st.predicted_u),
+                                  _plan_duals(st))
+            side["_plan"] = (k, ur + dup, xp, dup, duals)
         except SolverError as exc:
             if not self.fallback:
                 raise

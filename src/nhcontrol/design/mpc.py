@@ -665,6 +665,109 @@ class LTVMPC:
             raise DesignError(f"{name} must have shape ({size},) or ({rows}, {size}), got {arr.shape}")
         return check_finite(np.asarray(arr, dtype=float), name, error=DesignError)
 
+    def _set_terminal(self, Qf: ArrayLike, trusted: bool = False) -> None:
+        """A new terminal weight for this and the following steps (`step`'s ``Qf``); the same
+        read-only array as the last step's is no update. ``trusted``: a Riccati solution of the
+        controllers (positive semidefinite by construction: not checked again)."""
+        if (Qf is self._Qf_given and isinstance(Qf, np.ndarray) and not Qf.flags.writeable):
+            return                     # the same terminal weight as the last step: no update
+        n = self.nstates
+        self._Qf_given = Qf
+        if not _ready(Qf, (n, n)):
+            check_finite(as_float_array(Qf, "Qf", shape=(n, n), error=DesignError), "Qf",
+                         error=DesignError)
+        Qf_ = np.asarray(Qf, dtype=float)
+        if not trusted:
+            check_psd(Qf_, "Qf")
+        self._Lf_value = None           # factored when the cvxpy path needs it
+        self._Qf = Qf_.copy()
+        if self._dense is not None:
+            self._dense.Qf = self._Qf       # (the controller's own array, not duplicated again)
+            self._qp_Qf_stale = True        # OSQP gets it when it solves (_solve_direct)
+        elif self._qp is not None:
+            self._qp.set_terminal(Qf_)
+        if self._problem is not None:
+            self._Lf.value = self._Lf_factor()
+
+    def _shifted_bounds(self, ur: NDArray[np.float64], up: NDArray[np.float64],
+                        xr: NDArray[np.float64] | None) -> dict[str, tuple[Any, Any]]:
+        """The absolute bounds shifted by the references, as bounds on ``δu_j``, on the rates
+        and on ``δx_j`` (``j = 1 … N``): ``{group: (lower, upper)}`` for the components with a
+        bound (the others are not in the QP)."""
+        shift = {}
+        for g, (lo_b, hi_b, idx) in self._bound_groups().items():
+            if g == "u":
+                off = ur
+            elif g == "r":      # rates: δu_0 − (u_prev − u_ref_0), δu_j − δu_{j−1}
+                off = np.empty_like(ur)
+                np.subtract(ur[0], up, out=off[0])
+                np.subtract(ur[1:], ur[:-1], out=off[1:])
+            else:
+                off = xr[1:]                                    # type: ignore[index]
+            o = off if idx is None else off[:, idx]
+            shift[g] = (lo_b - o, hi_b - o)
+        return shift
+
+    def _first_input(self, ur0: NDArray[np.float64], du0: NDArray[np.float64],
+                     up: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The absolute first input ``u_ref,0 + δu_0`` projected on the hard input bounds (it
+        moves by at most the solver's primal tolerance, e.g. 3e-8 rad for OSQP's default on the
+        ball-plate loop) and on the rate bounds of the first move (``u_prev ± Δu``), where they
+        are compatible; remembered as the previous input of the next step."""
+        bd = self.bounds
+        u = np.minimum(np.maximum(ur0 + du0, bd["u_min"]), bd["u_max"])
+        if self._idx["r"].size:     # (without rate bounds lo, hi are u_min, u_max: no change)
+            lo = np.maximum(bd["u_min"], up + bd["du_min"])
+            hi = np.minimum(bd["u_max"], up + bd["du_max"])
+            ok = lo <= hi
+            if ok.all():            # (np.clip's dispatch costs more than the two calls)
+                u = np.minimum(np.maximum(u, lo), hi)
+            else:
+                u[ok] = np.minimum(np.maximum(u[ok], lo[ok]), hi[ok])
+        self._u_last = u.copy()
+        return u
+
+    def _dense_step(self, x0: NDArray[np.float64], A: NDArray[np.float64],
+                    B: NDArray[np.float64], up: NDArray[np.float64], ur: NDArray[np.float64],
+                    Qf: NDArray[np.float64] | None, c: NDArray[np.float64] | None,
+                    qx: NDArray[np.float64] | None, qu: NDArray[np.float64] | None,
+                    duals: Any) -> tuple[NDArray[np.float64], ...] | None:
+        """`step` for nhcontrol's own controllers on the condensed DAQP path, when DAQP answers
+        "optimal": the same calls on the same arrays (the same numbers, the same state kept for
+        the next step) without what these callers do not need: the checks of the window data
+        they made themselves (shapes are checked; a non-finite entry of ``A, B, c, q`` reaches
+        the solution, which is checked, and `step` then names it), the solver chain, the
+        warnings and the `MPCStep`. ``(u, δx (N+1, n), δu (N, k), duals)``, or None when
+        anything more is needed (no condensed path, state or output bounds, other shapes,
+        DAQP not "optimal"): the caller then runs `step`, which starts with the same first
+        attempt, so the answer does not depend on which of the two ran."""
+        dq = self._dense
+        N, n, k = self.horizon, self.nstates, self.ninputs
+        if (dq is None or self._idx["x"].size or self._idx["y"].size
+                or A.shape != (N, n, n) or B.shape != (N, n, k) or x0.shape != (n,)
+                or ur.shape != (N, k) or up.shape != (k,)
+                or (c is not None and c.shape != (N, n))
+                or (qx is not None and qx.shape != (N + 1, n))
+                or (qu is not None and qu.shape != (N, k))
+                or not (_ready(ur, (N, k)) and _ready(up, (k,)))):   # (bounds: a NaN is no bound)
+            return None
+        if Qf is not None:
+            self._set_terminal(Qf, True)
+        dq.set_window(A, B)
+        dq.set_bounds(x0, self._shifted_bounds(ur, up, None), c)
+        dq.set_linear(qx, qu)
+        dq._had_linear = qx is not None or qu is not None
+        if duals is not None and not isinstance(duals, LazyDuals):
+            duals = None if np.size(duals) != dq.l.size else np.asarray(duals, dtype=float)
+        dq.warm_start(None, duals)
+        status, x_pred, du_pred, _ = dq.solve()
+        if status != "optimal" or not (_finite(du_pred) and _finite(x_pred)):
+            return None
+        self._last_qp = dq
+        self._slack_value, self._slack_y_value = dq.slack, dq.slack_y     # (empty: no bounds)
+        self._duals = dq.lazy_duals()                 # type: ignore[assignment]
+        return self._first_input(ur[0], du_pred[0], up), x_pred, du_pred, self._duals
+
     def _solve_direct(self, qp: WindowQP, data: dict[str, Any]) -> tuple[str, Any, Any, float]:
         """OSQP on the in-place QP, or DAQP on the condensed one: ``(status, δx, δu, cost)``
         (arrays are fresh copies)."""
@@ -809,42 +912,10 @@ class LTVMPC:
             up = self._u_last
         else:
             up = ur[0].copy()
-        if (Qf is not None and Qf is self._Qf_given and isinstance(Qf, np.ndarray)
-                and not Qf.flags.writeable):
-            Qf = None                  # the same terminal weight as the last step: no update
         if Qf is not None:
-            self._Qf_given = Qf
-            if not _ready(Qf, (n, n)):
-                check_finite(as_float_array(Qf, "Qf", shape=(n, n), error=DesignError), "Qf",
-                             error=DesignError)
-            Qf_ = np.asarray(Qf, dtype=float)
-            if not _trusted_Qf:    # (a Riccati solution of the controllers is PSD by construction)
-                check_psd(Qf_, "Qf")
-            self._Lf_value = None           # factored when the cvxpy path needs it
-            self._Qf = Qf_.copy()
-            if self._dense is not None:
-                self._dense.Qf = self._Qf       # (the controller's own array, not duplicated again)
-                self._qp_Qf_stale = True        # OSQP gets it when it solves (_solve_direct)
-            elif self._qp is not None:
-                self._qp.set_terminal(Qf_)
-            if self._problem is not None:
-                self._Lf.value = self._Lf_factor()
-
+            self._set_terminal(Qf, _trusted_Qf)
         bd = self.bounds
-        # shifted absolute bounds on δu_j, on the rates, on δx_j (j = 1 … N): (lower, upper),
-        # for the components with a bound (the others are not in the QP)
-        shift = {}
-        for g, (lo_b, hi_b, idx) in self._bound_groups().items():
-            if g == "u":
-                off = ur
-            elif g == "r":      # rates: δu_0 − (u_prev − u_ref_0), δu_j − δu_{j−1}
-                off = np.empty_like(ur)
-                np.subtract(ur[0], up, out=off[0])
-                np.subtract(ur[1:], ur[:-1], out=off[1:])
-            else:
-                off = xr[1:]
-            o = off if idx is None else off[:, idx]
-            shift[g] = (lo_b - o, hi_b - o)
+        shift = self._shifted_bounds(ur, up, xr)
         if C_y is not None:
             if self._Cy is None:
                 raise DesignError("C_y given to step() but the controller has no outputs; pass "
@@ -913,19 +984,7 @@ class LTVMPC:
                               + "; ".join(f"{a}: {b}" for a, b in attempts)
                               + "); the input is used but may be inaccurate", RuntimeWarning,
                               stacklevel=2)
-            # hard input bounds: project the first move (moves it by at most the solver's
-            # primal tolerance, e.g. 3e-8 rad for OSQP's default on the ball-plate loop)
-            # and the rate bounds of the first move (u_prev ± Δu), where they are compatible
-            u = np.minimum(np.maximum(ur[0] + du_pred[0], bd["u_min"]), bd["u_max"])
-            if self._idx["r"].size:     # (without rate bounds lo, hi are u_min, u_max: no change)
-                lo = np.maximum(bd["u_min"], up + bd["du_min"])
-                hi = np.minimum(bd["u_max"], up + bd["du_max"])
-                ok = lo <= hi
-                if ok.all():            # (np.clip's dispatch costs more than the two calls)
-                    u = np.minimum(np.maximum(u, lo), hi)
-                else:
-                    u[ok] = np.minimum(np.maximum(u[ok], lo[ok]), hi[ok])
-            self._u_last = u.copy()
+            u = self._first_input(ur[0], du_pred[0], up)
             return MPCStep(status=status, u=readonly(u), du=readonly(u - ur[0]),
                            predicted_x=readonly(x_pred), predicted_u=readonly(du_pred),
                            cost=cost, solve_time=elapsed, solver=solver, held=False,
