@@ -130,3 +130,45 @@ def test_a_nan_in_the_window_never_gives_an_input():
     assert a._dense_step(x0, A, B, up, ur, None, None, None, None, None) is None
     with pytest.raises(DesignError, match="Ad"):
         a.step(x0, A, B, u_prev=up, u_ref=ur)
+
+
+def test_the_offset_free_controller_gives_the_same_loop_through_the_lean_step():
+    """The offset-free MPC (disturbance estimate in ``c``, target in ``q_x``, ``q_u``; the
+    input bound active at the start): 120 samples with the lean step and with `step` alone,
+    inputs bit for bit; the lean step answered every sample."""
+    from nhcontrol.design import OffsetFreeMPCController
+    from nhcontrol.systems import DiscreteLTV
+
+    from _toy_models import ZeroRef
+
+    h = 0.1
+    A = np.array([[1.0, h], [0.0, 1.0]])
+    B = np.array([[h * h / 2], [h]])
+    C = np.array([[1.0, 0.0]])
+
+    def run(lean):
+        dsys = DiscreteLTV.from_lti(A, B, dt=h, steps=1, C=C)
+        c = OffsetFreeMPCController(dsys, ZeroRef(), 15, np.diag([10.0, 1.0]), np.eye(1),
+                                    disturbance="input", Qn=(np.diag([1e-6, 1e-6]), [[1e-3]]),
+                                    Rn=[[1e-4]], steps=400, u_min=-2.0, u_max=2.0,
+                                    outputs=("p_meas",))
+        n_lean = []
+        dense = c.mpc._dense_step
+
+        def counted(*a):
+            got = dense(*a) if lean else None
+            n_lean.append(got is not None)
+            return got
+        c.mpc._dense_step = counted
+        s, us = np.array([3.0, 0.0]), []
+        for k in range(120):
+            u = c.control(k * h, C @ s)
+            us.append(u.copy())
+            s = A @ s + B @ (u + 0.3)
+        return np.array(us), n_lean
+
+    us, n_lean = run(True)
+    us_full, _ = run(False)
+    assert all(n_lean) and len(n_lean) == 120
+    assert np.max(np.abs(us)) == pytest.approx(2.0)          # the bound was active
+    np.testing.assert_array_equal(us, us_full)
