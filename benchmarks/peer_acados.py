@@ -3,8 +3,12 @@ problem, each in its own closed loop (prints JSON).
 
 Run ``python benchmarks/peer_acados.py [--case ball-plate|robot|both] [--t-final T]
 [--backends hpipm,qpoases] [--skip-acados] [--skip-cold] [--rk4-steps M] [--rti-rk4 M1,M2]
-[--acados-dir DIR] [--no-shift]``. ``--case both`` runs the two problems one after the other
-and prints ``{"ball-plate": {...}, "robot": {...}}``. ``--skip-acados``: only nhcontrol's two
+[--acados-dir DIR] [--no-shift] [--rounds R]``. ``--case both`` runs the two problems one after
+the other and prints ``{"ball-plate": {...}, "robot": {...}}``. The closed loops run in ``R``
+rounds (default 3): each round runs every controller's whole loop once, in turn (nhcontrol's
+RTI and LTV-MPC, then acados' back-ends; each starts afresh, and a loop repeats its inputs
+exactly), so that a slower spell of a shared machine falls on all of them alike; the step
+times are medians over the samples of all rounds. ``--skip-acados``: only nhcontrol's two
 loops (``rti_step_s``, ``mpc_step_s``, RMS errors) and, without ``--skip-cold``, its cold
 build. Needs the optional ``peers`` extra and
 acados' Python interface with its template renderer (the acados wheel of the package index,
@@ -70,7 +74,8 @@ LTV-MPC (0.06 mm on the robot).
 Keys: ``acados_core_step_s`` (median of acados' ``time_tot``, the faster back-end: integration,
 sensitivities, condensing, QP), ``acados_python_step_s`` (the whole step from Python, its
 ``set``/``get`` calls included), ``rti_step_s``, ``mpc_step_s`` (nhcontrol's samples timed from
-outside the call), ``ratio_acados_core_over_rti``, ``ratio_acados_core_over_mpc`` (goal ≥ 1),
+outside the call), ``ratio_acados_core_over_rti``, ``ratio_acados_core_over_mpc`` (goal ≥ 1;
+``..._rounds``: the same ratio of each round's medians; ``*_round_medians_s``: those medians),
 ``tracking_rms_diff_mm`` (largest difference of the RMS tracking errors of the loops, goal ≤
 0.3), ``acados_build_s`` and ``acados_build_cpu_s`` (code generation and compilation, the
 compiler's CPU included), ``nhcontrol_build_s`` and ``nhcontrol_build_cpu_s`` (a fresh process
@@ -388,6 +393,12 @@ class _Acados:
         self.schedule = case["rti"].schedule
         self.idx = _partition_indices(cm, case["part"])
 
+    def reset(self) -> None:
+        """A fresh loop: the reference as the first guess again, no timings, no statuses."""
+        self.plan, self.u_prev = None, None
+        self.core, self.whole = [], []
+        self.statuses = {}
+
     def __call__(self, t: float, x, xd):
         w0 = time.perf_counter()
         case, s, N, ns, k = self.case, self.solver, HORIZON, self.ns, self.k
@@ -560,6 +571,8 @@ def main(argv=None) -> dict:
                         help="keep acados' generated solvers here and reuse one whose problem "
                              "hash matches (its build time is the one measured when it was "
                              "built; default: a temporary directory, always a cold build)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="closed loops per controller, in turns (medians over all samples)")
     parser.add_argument("--cold-repeat", type=int, default=3,
                         help="fresh processes timing nhcontrol's cold build (median, range)")
     args = parser.parse_args(argv)
@@ -567,6 +580,8 @@ def main(argv=None) -> dict:
         parser.error("--rk4-steps must be a positive integer")
     if args.cold_repeat < 1:
         parser.error("--cold-repeat must be a positive integer")
+    if args.rounds < 1:
+        parser.error("--rounds must be a positive integer")
     if args.case == "both":
         out = {name: _run(args, name) for name in ("ball-plate", "robot")}
     else:
@@ -591,24 +606,10 @@ def _run(args, name: str) -> dict:
     steps, dt = case["steps"], case["dt"]
     te = dt * np.arange(steps + 1)
     sim_kw = dict(rtol=1e-8, atol=1e-10, t_eval=te, p=case["plant_p"])
-    rms = {}
-    for loop in ("rti", "mpc"):
-        c = case[loop]
-        sim = forward_dynamics(case["cm"], (0.0, float(te[-1])), case["x0"], case["xd0"],
-                               controller=c, **sim_kw)
-        w = [h.solve_time for h in c.history[1:]]
-        out[f"{loop}_step_s"] = statistics.median(w)
-        out[f"{loop}_step_range_s"] = [min(w), max(w)]
-        out[f"{loop}_statuses"] = c.statuses
-        rms[loop] = _rms_error_mm(case, sim)
-    if args.rti_rk4:
-        disc = {"rti_exponential_euler": rms["rti"]}
-        for m in (int(v) for v in args.rti_rk4.split(",")):
-            c = _rk4_rti(case, m)
-            sim = forward_dynamics(case["cm"], (0.0, float(te[-1])), case["x0"],
-                                   case["xd0"], controller=c, **sim_kw)
-            disc[f"rti_rk4_{m}"] = _rms_error_mm(case, sim)
-        out["discretisation_rms_error_mm"] = disc
+
+    def loop(controller, **kw):
+        return forward_dynamics(case["cm"], (0.0, float(te[-1])), case["x0"], case["xd0"],
+                                controller=controller, **sim_kw, **kw)
     # nhcontrol's cold build: fresh processes, each with an empty model cache
     # (with nothing in the cache, and with nhcontrol's model-independent routines in it, as
     #  acados' libraries come compiled: alternately)
@@ -620,6 +621,59 @@ def _run(args, name: str) -> dict:
                 generic.append(_nhcontrol_build(out["case"], generic=True))
         except Exception as exc:  # noqa: BLE001 - a failed child: the rest is still reported
             out["nhcontrol_build_error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
+    acados: dict = {}
+    solvers: dict = {}
+    cache = None if args.acados_dir is None else Path(args.acados_dir)
+    with tempfile.TemporaryDirectory(prefix="nh_acados_") as tmp:
+        if not args.skip_acados:
+            for backend in args.backends.split(","):
+                try:
+                    solvers[backend] = _Acados(case, backend, Path(tmp), rk4_steps=args.rk4_steps,
+                                               cache_dir=cache, shift=not args.no_shift)
+                except _Skipped as exc:
+                    acados[backend] = {"skipped": str(exc)}
+                except Exception as exc:  # noqa: BLE001 - the renderer/compiler: report why
+                    acados[backend] = {"skipped": f"acados build failed: {type(exc).__name__}: "
+                                                  f"{str(exc)[:300]}"}
+        # the closed loops, in rounds: each round runs every controller's whole loop once, in
+        # turn (nhcontrol's RTI and LTV-MPC, then acados' back-ends), so that a slower spell of
+        # a shared machine falls on all of them alike; a controller starts each loop afresh
+        times: dict = {loop_name: [] for loop_name in ("rti", "mpc", *solvers)}
+        rms: dict = {}
+        for rnd in range(args.rounds):
+            for loop_name in ("rti", "mpc"):
+                c = case[loop_name]
+                c.reset()
+                sim = loop(c)
+                times[loop_name].append([h.solve_time for h in c.history[1:]])
+                if rnd == 0:
+                    out[f"{loop_name}_statuses"] = c.statuses
+                    rms[loop_name] = _rms_error_mm(case, sim)
+            for backend, ac in solvers.items():
+                ac.reset()
+                sim = loop(ac, sample_time=dt)
+                times[backend].append(ac.core[1:])
+                if rnd == 0:
+                    acados[backend] = {"build_s": ac.build_s, "build_cpu_s": ac.build_cpu_s,
+                                       "build_cached": ac.build_cached,
+                                       "build_load_average": ac.build_load,
+                                       "rms_error_mm": _rms_error_mm(case, sim),
+                                       "statuses": {str(k): v for k, v in ac.statuses.items()},
+                                       "python_step_s": statistics.median(ac.whole[1:])}
+    out["rounds"] = args.rounds
+    for loop_name in ("rti", "mpc"):
+        w = [v for r in times[loop_name] for v in r]
+        out[f"{loop_name}_step_s"] = statistics.median(w)
+        out[f"{loop_name}_step_range_s"] = [min(w), max(w)]
+        out[f"{loop_name}_step_round_medians_s"] = [statistics.median(r)
+                                                    for r in times[loop_name]]
+    if args.rti_rk4:
+        disc = {"rti_exponential_euler": rms["rti"]}
+        for m in (int(v) for v in args.rti_rk4.split(",")):
+            c = _rk4_rti(case, m)
+            sim = loop(c)
+            disc[f"rti_rk4_{m}"] = _rms_error_mm(case, sim)
+        out["discretisation_rms_error_mm"] = disc
     stems = ((cold, "nhcontrol_build"), (generic, "nhcontrol_build_generic_cached"))
     for runs, stem in stems:
         if not runs:
@@ -634,30 +688,12 @@ def _run(args, name: str) -> dict:
         out["rms_error_mm"] = rms
         out["load_average"] = _load_average()
         return out
-    acados: dict = {}
-    cache = None if args.acados_dir is None else Path(args.acados_dir)
-    with tempfile.TemporaryDirectory(prefix="nh_acados_") as tmp:
-        for backend in args.backends.split(","):
-            try:
-                ac = _Acados(case, backend, Path(tmp), rk4_steps=args.rk4_steps,
-                             cache_dir=cache, shift=not args.no_shift)
-            except _Skipped as exc:
-                acados[backend] = {"skipped": str(exc)}
-                continue
-            except Exception as exc:  # noqa: BLE001 - the renderer/compiler: report why
-                acados[backend] = {"skipped": f"acados build failed: {type(exc).__name__}: "
-                                              f"{str(exc)[:300]}"}
-                continue
-            sim = forward_dynamics(case["cm"], (0.0, float(te[-1])), case["x0"],
-                                   case["xd0"], controller=ac, sample_time=dt, **sim_kw)
-            acados[backend] = {"core_step_s": statistics.median(ac.core[1:]),
-                               "core_step_range_s": [min(ac.core[1:]), max(ac.core[1:])],
-                               "python_step_s": statistics.median(ac.whole[1:]),
-                               "build_s": ac.build_s, "build_cpu_s": ac.build_cpu_s,
-                               "build_cached": ac.build_cached,
-                               "build_load_average": ac.build_load,
-                               "rms_error_mm": _rms_error_mm(case, sim),
-                               "statuses": {str(k): v for k, v in ac.statuses.items()}}
+    for backend in solvers:
+        w = [v for r in times[backend] for v in r]
+        acados[backend].update(core_step_s=statistics.median(w),
+                               core_step_range_s=[min(w), max(w)],
+                               core_step_round_medians_s=[statistics.median(r)
+                                                          for r in times[backend]])
     out["acados"] = acados
     ok = {b: v for b, v in acados.items() if "core_step_s" in v}
     if not ok:
@@ -670,6 +706,11 @@ def _run(args, name: str) -> dict:
         out["acados_python_step_s"] = ok[best]["python_step_s"]
         out["ratio_acados_core_over_rti"] = out["acados_core_step_s"] / out["rti_step_s"]
         out["ratio_acados_core_over_mpc"] = out["acados_core_step_s"] / out["mpc_step_s"]
+        # the same ratios round by round (each round's medians: controllers run back to back)
+        for loop_name in ("rti", "mpc"):
+            out[f"ratio_acados_core_over_{loop_name}_rounds"] = [
+                a / b for a, b in zip(ok[best]["core_step_round_medians_s"],
+                                      out[f"{loop_name}_step_round_medians_s"])]
         out["rms_error_mm"] = {"rti": rms["rti"], "mpc": rms["mpc"],
                                **{f"acados_{b}": v["rms_error_mm"] for b, v in ok.items()}}
         vals = list(out["rms_error_mm"].values())
@@ -691,7 +732,6 @@ def _run(args, name: str) -> dict:
                                                     / out["acados_build_cpu_s"])
     out["load_average"] = _load_average()
     return out
-
 
 if __name__ == "__main__":
     main()

@@ -34,11 +34,15 @@ def test_both_cases_in_one_run_skipped_each_with_the_message(capsys, monkeypatch
 
 def test_skip_acados_runs_only_nhcontrols_loops(capsys):
     out = load_benchmark("peer_acados").main(["--case", "robot", "--t-final", "0.1",
-                                              "--skip-cold", "--skip-acados"])
+                                              "--skip-cold", "--skip-acados", "--rounds", "2"])
     assert json.loads(capsys.readouterr().out) == out
     assert "skipped" not in out and "acados" not in out
+    assert out["rounds"] == 2
     for key in ("rti_step_s", "mpc_step_s"):
         assert math.isfinite(out[key]) and out[key] > 0, key
+        rounds = out[key[:-2] + "_round_medians_s"]
+        assert len(rounds) == 2 and all(v > 0 for v in rounds)
+        assert out[key[:-2] + "_range_s"][0] <= out[key] <= out[key[:-2] + "_range_s"][1]
     assert set(out["rti_statuses"]) == {"optimal"}
     assert set(out["rms_error_mm"]) == {"rti", "mpc"}
 
@@ -49,7 +53,7 @@ def test_skip_acados_runs_only_nhcontrols_loops(capsys):
                     reason="acados not installed")
 def test_keys_with_acados(capsys):
     out = load_benchmark("peer_acados").main(["--t-final", "0.5", "--skip-cold",
-                                              "--backends", "hpipm"])
+                                              "--backends", "hpipm", "--rounds", "2"])
     if "acados_core_step_s" not in out:
         pytest.skip(out.get("skipped", "acados could not build"))
     for key in ("acados_core_step_s", "rti_step_s", "mpc_step_s", "acados_build_s",
@@ -57,6 +61,7 @@ def test_keys_with_acados(capsys):
         assert math.isfinite(out[key]) and out[key] > 0, key
     assert out["ratio_acados_core_over_rti"] == pytest.approx(
         out["acados_core_step_s"] / out["rti_step_s"])
+    assert len(out["ratio_acados_core_over_rti_rounds"]) == 2
     assert out["tracking_rms_diff_mm"] >= 0.0
 
 
@@ -73,7 +78,8 @@ def test_documented_tracking_of_the_10_s_loops(capsys):
     """The 10 s closed loops of the acados comparison (nhcontrol's side, `--skip-acados`): the
     RTI tracks within the issue's 0.3 mm of acados' own loop, and both RMS errors are those the
     performance page states, to the digits it shows."""
-    out = load_benchmark("peer_acados").main(["--case", "both", "--skip-cold", "--skip-acados"])
+    out = load_benchmark("peer_acados").main(["--case", "both", "--skip-cold", "--skip-acados",
+                                              "--rounds", "1"])
     capsys.readouterr()
     for case, rec in out.items():
         rms = rec["rms_error_mm"]
@@ -91,7 +97,8 @@ def test_cold_builds_with_an_empty_cache_and_with_the_generic_routines(capsys):
     model-independent routine libraries built into it beforehand; both give wall and CPU times,
     and after the imports less than in all."""
     out = load_benchmark("peer_acados").main(["--case", "robot", "--t-final", "0.1",
-                                              "--skip-acados", "--cold-repeat", "1"])
+                                              "--skip-acados", "--cold-repeat", "1",
+                                              "--rounds", "1"])
     assert json.loads(capsys.readouterr().out) == out
     assert "nhcontrol_build_error" not in out
     for stem in ("nhcontrol_build", "nhcontrol_build_generic_cached"):
