@@ -81,11 +81,16 @@ def _mpc(**kw):
     return mpc, A, B, np.array([1.0, -0.5, 0.2]), np.zeros((N, k)), np.zeros(k)
 
 
-def test_the_lean_step_keeps_the_state_step_keeps():
+@pytest.mark.parametrize("condensing", ["c", "numpy"])
+def test_the_lean_step_keeps_the_state_step_keeps(condensing):
     """After a lean step the controller's remembered previous input, multipliers and QP are
-    those `step` leaves: a following `step` gives the same answer either way."""
+    those `step` leaves: a following `step` gives the same answer either way; with the
+    compiled condensing and with the numpy recursions of a machine without a compiler."""
     a, A, B, x0, ur, up = _mpc()
     b, *_ = _mpc()
+    if condensing == "numpy":
+        for m in (a, b):
+            m._dense._clib, m._dense._clib_tried = None, True
     got = a._dense_step(x0, A, B, up, ur, None, None, None, None, None)
     st = b.step(x0, A, B, u_prev=up, u_ref=ur)
     assert got is not None
