@@ -127,14 +127,29 @@ def test_the_lean_step_hands_back_what_it_does_not_cover():
 
 
 def test_a_nan_in_the_window_never_gives_an_input():
-    """A non-finite entry of the window (not checked by the lean step) reaches the solution,
-    which is checked: None, and `step` names the array."""
+    """A non-finite entry of the window, the state, the constant terms or the linear cost (not
+    checked by the lean step) reaches the solution, which is checked: None, and `step` names
+    the array. A new terminal weight is checked by both (named at once)."""
     a, A, B, x0, ur, up = _mpc()
-    A = A.copy()
-    A[5, 1, 2] = np.nan
-    assert a._dense_step(x0, A, B, up, ur, None, None, None, None, None) is None
-    with pytest.raises(DesignError, match="Ad"):
-        a.step(x0, A, B, u_prev=up, u_ref=ur)
+    N, n, k = 8, 3, 1
+    base = dict(x0=x0, A=A, B=B, c=np.zeros((N, n)), qx=np.zeros((N + 1, n)),
+                qu=np.zeros((N, k)), Qf=np.eye(n))
+    names = {"x0": "x0", "A": "Ad", "B": "Bd", "c": "c", "qx": "q_x", "qu": "q_u", "Qf": "Qf"}
+    for key, where in (("A", (5, 1, 2)), ("B", (7, 2, 0)), ("x0", (1,)), ("c", (3, 0)),
+                       ("qx", (8, 2)), ("qu", (2, 0)), ("Qf", (0, 0))):
+        d = {name: v.copy() for name, v in base.items()}
+        d[key][where] = np.nan
+        a, *_ = _mpc()
+        if key == "Qf":
+            with pytest.raises(DesignError, match="Qf"):
+                a._dense_step(d["x0"], d["A"], d["B"], up, ur, d["Qf"], d["c"], d["qx"],
+                              d["qu"], None)
+        else:
+            assert a._dense_step(d["x0"], d["A"], d["B"], up, ur, d["Qf"], d["c"], d["qx"],
+                                 d["qu"], None) is None, key
+        with pytest.raises(DesignError, match=names[key]):
+            a.step(d["x0"], d["A"], d["B"], u_prev=up, u_ref=ur, Qf=d["Qf"], c=d["c"],
+                   q_x=d["qx"], q_u=d["qu"])
 
 
 def test_the_offset_free_controller_gives_the_same_loop_through_the_lean_step():

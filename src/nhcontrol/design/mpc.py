@@ -735,9 +735,9 @@ class LTVMPC:
         """`step` for nhcontrol's own controllers on the condensed DAQP path, when DAQP answers
         "optimal": the same calls on the same arrays (the same numbers, the same state kept for
         the next step) without what these callers do not need: the checks of the window data
-        they made themselves (shapes are checked; a non-finite entry of ``A, B, c, q`` reaches
-        the solution, which is checked, and `step` then names it), the solver chain, the
-        warnings and the `MPCStep`. ``(u, δx (N+1, n), δu (N, k), duals)``, or None when
+        they made themselves (shapes are checked, and a new terminal weight as by `step`; a
+        non-finite entry of ``x0, A, B, c, q_x, q_u`` reaches the solution, which is checked,
+        and `step` then names it), the solver chain, the warnings and the `MPCStep`. ``(u, δx (N+1, n), δu (N, k), duals)``, or None when
         anything more is needed (no condensed path, state or output bounds, other shapes,
         DAQP not "optimal"): the caller then runs `step`, which starts with the same first
         attempt, so the answer does not depend on which of the two ran."""
