@@ -527,6 +527,30 @@ def _io_callbacks(compute: Callable[[float, NDArray, NDArray], tuple],
 
     return upd, out
 
+def _mpc_sample(mpc: Any, x0: NDArray, A: NDArray, B: NDArray, u_prev: NDArray, ur: NDArray,
+                Qf: NDArray | None, warm: tuple, *, lean: bool = True, c: NDArray | None = None,
+                qx: NDArray | None = None, qu: NDArray | None = None, **step_kw: Any) -> tuple:
+    """The QP of one sample of an MPC controller: ``(u, status, slack, δx plan, δu plan,
+    duals)``. `LTVMPC._dense_step` answers when it can (``lean``: nothing in ``step_kw`` that
+    only `step` takes into account), else `LTVMPC.step` (its solver chain's RuntimeWarnings
+    silenced: the controller records the status), which raises `SolverError` on failure."""
+    got = None
+    if lean:
+        try:
+            got = mpc._dense_step(x0, A, B, u_prev, ur, Qf, c, qx, qu, warm[2])
+        except Exception:  # noqa: BLE001 - `step` runs it again and reports it
+            got = None
+    if got is not None:
+        u, xp, dup, duals = got
+        return u, "optimal", 0.0, xp, dup, duals
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        st: MPCStep = mpc.step(x0, A, B, u_prev=u_prev, u_ref=ur, Qf=Qf, c=c, q_x=qx, q_u=qu,
+                               warm_start=warm, _trusted_Qf=True, **step_kw)
+    return (np.asarray(st.u, float), st.status, st.slack_max, np.asarray(st.predicted_x),
+            np.asarray(st.predicted_u), _plan_duals(st))
+
+
 def _shifted_warm_start(plan: Any, k: int, mpc: Any, N: int, n: int, m: int) -> tuple:
     """The warm start of an MPC step at sample ``k``: the previous plan ``(k_prev, _, X, dU,
     duals)`` shifted by one sample (last entry repeated), with its duals shifted by the QP, when
@@ -868,29 +892,10 @@ class MPCController(TrackingController):
         side: dict[str, Any] = {}
         nxi = xi.size
         warm = _shifted_warm_start(self._plan, k, self.mpc, N, nxi, kin)
-        A, B = self.Ad[idx], self.Bd[idx]
-        got = None
-        if x_ref is None and not out_kw:
-            # the condensed DAQP step without the checks of data made here (`_dense_step`);
-            # None: `step` (the same first attempt, then the solver chain)
-            try:
-                got = self.mpc._dense_step(xi, A, B, u_prev, ur, Qf, None, None, None, warm[2])
-            except Exception:  # noqa: BLE001 - `step` runs it again and reports it
-                got = None
         try:
-            if got is not None:
-                u, xp, dup, duals = got
-                status = "optimal"
-            else:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    st: MPCStep = self.mpc.step(xi, A, B, u_prev=u_prev, u_ref=ur, x_ref=x_ref,
-                                                Qf=Qf, warm_start=warm, _trusted_Qf=True,
-                                                **out_kw)
-                u = np.asarray(st.u, float)
-                status, slack = st.status, st.slack_max
-                xp, dup, duals = (np.asarray(st.predicted_x), np.asarray(st.predicted_u),
-                                  _plan_duals(st))
+            u, status, slack, xp, dup, duals = _mpc_sample(
+                self.mpc, xi, self.Ad[idx], self.Bd[idx], u_prev, ur, Qf, warm,
+                lean=x_ref is None and not out_kw, x_ref=x_ref, **out_kw)
             side["_plan"] = (k, ur + dup, xp, dup, duals)
         except SolverError as exc:
             if not self.fallback:

@@ -33,7 +33,6 @@ condition ``rank [I − A, −B_d; C, C_d] = n + n_d`` is checked).
 from __future__ import annotations
 
 import time
-import warnings
 from types import SimpleNamespace
 from typing import Any, Callable, Literal
 
@@ -44,9 +43,9 @@ from .._util import checks as _checks
 from .._util.errors import DesignError, SolverError
 from .._util.validation import as_float_array
 from .controllers import (ControlRecord, RiccatiSchedule, TrackingController, _as_discrete,
-                          _io_callbacks, _shifted_warm_start)
+                          _io_callbacks, _mpc_sample, _shifted_warm_start)
 from .kalman import KalmanFilterResult, kalman_filter
-from .mpc import LTVMPC, MPCStep, _plan_duals
+from .mpc import LTVMPC
 
 __all__ = ["OffsetFreeMPCController"]
 
@@ -272,28 +271,10 @@ class OffsetFreeMPCController(TrackingController):
         qu = np.tile(-2.0 * self.mpc.R @ us, (N, 1))
         side: dict[str, Any] = {}
         warm = _shifted_warm_start(self._plan, k, self.mpc, N, n, kin)
-        A, B = self.Ad[idx], self.Bd[idx]
-        Qn = Qf if self.terminal == "riccati" else None
         try:
-            # the condensed DAQP step without the checks of data made here (`_dense_step`);
-            # None: `step` (the same first attempt, then the solver chain)
-            got = self.mpc._dense_step(xh, A, B, u_prev, ur, Qn, c, qx, qu, warm[2])
-        except Exception:  # noqa: BLE001 - `step` runs it again and reports it
-            got = None
-        try:
-            if got is not None:
-                u, xp, dup, duals = got
-                status, slack = "optimal", 0.0
-            else:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    st: MPCStep = self.mpc.step(xh, A, B, u_prev=u_prev, u_ref=ur, c=c, q_x=qx,
-                                                q_u=qu, Qf=Qn, warm_start=warm,
-                                                _trusted_Qf=True)
-                u = np.asarray(st.u, float)
-                status, slack = st.status, st.slack_max
-                xp, dup, duals = (np.asarray(st.predicted_x), np.asarray(st.predicted_u),
-                                  _plan_duals(st))
+            u, status, slack, xp, dup, duals = _mpc_sample(
+                self.mpc, xh, self.Ad[idx], self.Bd[idx], u_prev, ur,
+                Qf if self.terminal == "riccati" else None, warm, c=c, qx=qx, qu=qu)
             side["_plan"] = (k, ur + dup, xp, dup, duals)
         except SolverError as exc:
             if not self.fallback:
