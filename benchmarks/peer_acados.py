@@ -74,7 +74,8 @@ LTV-MPC (0.06 mm on the robot).
 Keys: ``acados_core_step_s`` (median of acados' ``time_tot``, the faster back-end: integration,
 sensitivities, condensing, QP), ``acados_python_step_s`` (the whole step from Python, its
 ``set``/``get`` calls included), ``rti_step_s``, ``mpc_step_s`` (nhcontrol's samples timed from
-outside the call), ``ratio_acados_core_over_rti``, ``ratio_acados_core_over_mpc`` (goal ≥ 1;
+outside the call; ``*_statuses`` count the samples of all rounds),
+``ratio_acados_core_over_rti``, ``ratio_acados_core_over_mpc`` (goal ≥ 1;
 ``..._rounds``: the same ratio of each round's medians; ``*_round_medians_s``: those medians),
 ``tracking_rms_diff_mm`` (largest difference of the RMS tracking errors of the loops, goal ≤
 0.3), ``acados_build_s`` and ``acados_build_cpu_s`` (code generation and compilation, the
@@ -646,8 +647,10 @@ def _run(args, name: str) -> dict:
                 c.reset()
                 sim = loop(c)
                 times[loop_name].append([h.solve_time for h in c.history[1:]])
+                counts = out.setdefault(f"{loop_name}_statuses", {})   # (over all rounds)
+                for key, v in c.statuses.items():
+                    counts[key] = counts.get(key, 0) + v
                 if rnd == 0:
-                    out[f"{loop_name}_statuses"] = c.statuses
                     rms[loop_name] = _rms_error_mm(case, sim)
             for backend, ac in solvers.items():
                 ac.reset()
@@ -658,8 +661,11 @@ def _run(args, name: str) -> dict:
                                        "build_cached": ac.build_cached,
                                        "build_load_average": ac.build_load,
                                        "rms_error_mm": _rms_error_mm(case, sim),
-                                       "statuses": {str(k): v for k, v in ac.statuses.items()},
+                                       "statuses": {},
                                        "python_step_s": statistics.median(ac.whole[1:])}
+                counts = acados[backend]["statuses"]                      # (over all rounds)
+                for key, v in ac.statuses.items():
+                    counts[str(key)] = counts.get(str(key), 0) + v
     out["rounds"] = args.rounds
     for loop_name in ("rti", "mpc"):
         w = [v for r in times[loop_name] for v in r]
