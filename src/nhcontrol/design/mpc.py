@@ -737,8 +737,10 @@ class LTVMPC:
         the next step) without what these callers do not need: the checks of the window data
         they made themselves (shapes are checked, and a new terminal weight as by `step`; a
         non-finite entry of ``x0, A, B, c, q_x, q_u`` reaches the solution, which is checked,
-        and `step` then names it), the solver chain, the warnings and the `MPCStep`. ``(u, δx (N+1, n), δu (N, k), duals)``, or None when
-        anything more is needed (no condensed path, state or output bounds, other shapes,
+        and `step` then names it), the solver chain, the warnings and the `MPCStep`.
+
+        Returns ``(u, δx (N+1, n), δu (N, k), duals)``, or None when anything more is needed
+        (no condensed path, state or output bounds, other shapes, a non-finite reference input,
         DAQP not "optimal"): the caller then runs `step`, which starts with the same first
         attempt, so the answer does not depend on which of the two ran."""
         dq = self._dense
