@@ -531,9 +531,10 @@ def _mpc_sample(mpc: Any, x0: NDArray, A: NDArray, B: NDArray, u_prev: NDArray, 
                 Qf: NDArray | None, warm: tuple, *, lean: bool = True, c: NDArray | None = None,
                 qx: NDArray | None = None, qu: NDArray | None = None, **step_kw: Any) -> tuple:
     """The QP of one sample of an MPC controller: ``(u, status, slack, δx plan, δu plan,
-    duals)``. `LTVMPC._dense_step` answers when it can (``lean``: nothing in ``step_kw`` that
-    only `step` takes into account), else `LTVMPC.step` (its solver chain's RuntimeWarnings
-    silenced: the controller records the status), which raises `SolverError` on failure."""
+    duals, step)``. `LTVMPC._dense_step` answers when it can (``lean``: nothing in ``step_kw``
+    that only `step` takes into account; ``step`` is then None), else `LTVMPC.step` (its solver
+    chain's RuntimeWarnings silenced: the controller records the status; ``step`` is its
+    `MPCStep`), which raises `SolverError` on failure."""
     got = None
     if lean:
         try:
@@ -542,13 +543,13 @@ def _mpc_sample(mpc: Any, x0: NDArray, A: NDArray, B: NDArray, u_prev: NDArray, 
             got = None
     if got is not None:
         u, xp, dup, duals = got
-        return u, "optimal", 0.0, xp, dup, duals
+        return u, "optimal", 0.0, xp, dup, duals, None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         st: MPCStep = mpc.step(x0, A, B, u_prev=u_prev, u_ref=ur, Qf=Qf, c=c, q_x=qx, q_u=qu,
                                warm_start=warm, _trusted_Qf=True, **step_kw)
     return (np.asarray(st.u, float), st.status, st.slack_max, np.asarray(st.predicted_x),
-            np.asarray(st.predicted_u), _plan_duals(st))
+            np.asarray(st.predicted_u), _plan_duals(st), st)
 
 
 def _shifted_warm_start(plan: Any, k: int, mpc: Any, N: int, n: int, m: int) -> tuple:
@@ -893,7 +894,7 @@ class MPCController(TrackingController):
         nxi = xi.size
         warm = _shifted_warm_start(self._plan, k, self.mpc, N, nxi, kin)
         try:
-            u, status, slack, xp, dup, duals = _mpc_sample(
+            u, status, slack, xp, dup, duals, _ = _mpc_sample(
                 self.mpc, xi, self.Ad[idx], self.Bd[idx], u_prev, ur, Qf, warm,
                 lean=x_ref is None and not out_kw, x_ref=x_ref, **out_kw)
             side["_plan"] = (k, ur + dup, xp, dup, duals)

@@ -66,8 +66,8 @@ from numpy.typing import ArrayLike, NDArray
 from .._util import checks as _checks
 from .._util.errors import DesignError, NhcontrolError, SolverError
 from .._util.validation import as_float_array
-from .controllers import ControlRecord, RiccatiSchedule, TrackingController
-from .mpc import LTVMPC, REALTIME_OSQP_SETTINGS, _plan_duals
+from .controllers import ControlRecord, RiccatiSchedule, TrackingController, _mpc_sample
+from .mpc import LTVMPC, REALTIME_OSQP_SETTINGS
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -555,33 +555,22 @@ class NMPCController(TrackingController):
             Pn = self.mpc._Qf if Qf is None else Qf
             qx[N] = 2.0 * Pn @ e[N]
             qu = 2.0 * (Ubar - uref) @ self.R
-            got = None
-            if not self.report_kkt:
-                # the condensed DAQP step without the checks of data made here (`_dense_step`);
-                # None: `step` (the same first attempt, then the solver chain)
-                try:
-                    got = self.mpc._dense_step(X0 - Xbar[0], Phi, Gam, u_prev, Ubar, Qf, c, qx,
-                                               qu, duals)
-                except Exception:  # noqa: BLE001 - `step` runs it again and reports it
-                    got = None
-            if got is not None:
-                u, dX, dU, duals = got
-                status, slack = "optimal", 0.0
-            else:
-                warm = (np.zeros((N + 1, ns)), np.zeros((N, kin)), duals)
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", RuntimeWarning)
-                        st = self.mpc.step(X0 - Xbar[0], Phi, Gam, u_prev=u_prev, u_ref=Ubar,
-                                           x_ref=Xbar if self.state_bounds == "absolute" else e,
-                                           Qf=Qf, c=c, q_x=qx, q_u=qu, warm_start=warm,
-                                           _trusted_Qf=True, y_ref=self._plan_outputs(Xbar, Ubar))
-                except SolverError as exc:
-                    if it:
-                        break
-                    u, status = self._fallback(k, X0 - Xref[0], uref[0], u_prev,
-                                               str(exc).split(";")[0][:160])
+            warm = (np.zeros((N + 1, ns)), np.zeros((N, kin)), duals)
+            try:
+                # the condensed DAQP step without the checks of data made here when it answers
+                # (not when KKT residuals are reported: they need the `MPCStep`), else `step`
+                u, status, slack, dX, dU, duals, st = _mpc_sample(
+                    self.mpc, X0 - Xbar[0], Phi, Gam, u_prev, Ubar, Qf, warm,
+                    lean=not self.report_kkt, c=c, qx=qx, qu=qu,
+                    x_ref=Xbar if self.state_bounds == "absolute" else e,
+                    y_ref=self._plan_outputs(Xbar, Ubar))
+            except SolverError as exc:
+                if it:
                     break
+                u, status = self._fallback(k, X0 - Xref[0], uref[0], u_prev,
+                                           str(exc).split(";")[0][:160])
+                break
+            if st is not None:
                 qp = self.mpc._last_qp
                 # (the multipliers of the DAQP or OSQP answer; none when Clarabel answered)
                 res = (qp.kkt_at_zero(st.duals) if qp is not None and self.report_kkt
@@ -589,10 +578,6 @@ class NMPCController(TrackingController):
                 kkt = max(res.values()) if res else float("nan")
                 if res:
                     hist.append(kkt)
-                dX, dU = np.asarray(st.predicted_x), np.asarray(st.predicted_u)
-                duals = _plan_duals(st)     # (DAQP's multipliers; the sparse ones only if read)
-                u = np.asarray(st.u, float)
-                status, slack = st.status, st.slack_max
             iters = it + 1
             Xbar, Ubar = Xbar + dX, Ubar + dU
             xguess = xfull

@@ -272,7 +272,7 @@ class OffsetFreeMPCController(TrackingController):
         side: dict[str, Any] = {}
         warm = _shifted_warm_start(self._plan, k, self.mpc, N, n, kin)
         try:
-            u, status, slack, xp, dup, duals = _mpc_sample(
+            u, status, slack, xp, dup, duals, _ = _mpc_sample(
                 self.mpc, xh, self.Ad[idx], self.Bd[idx], u_prev, ur,
                 Qf if self.terminal == "riccati" else None, warm, c=c, qx=qx, qu=qu)
             side["_plan"] = (k, ur + dup, xp, dup, duals)
