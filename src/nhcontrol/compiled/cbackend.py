@@ -764,16 +764,29 @@ def prebuild_routines(directory: str) -> Callable[[], None]:
         finally:
             ready.set()
 
-    thread = threading.Thread(target=work, name="nhcontrol-prebuild", daemon=True)
-    thread.start()
-    if any(when != "build" for _, when in todo):
-        import atexit
-
-        # a process that ends meanwhile lets the compiler finish (at most a minute), so that
-        # the cache holds the library and the next process does not compile it on first use
-        atexit.register(thread.join, 60.0)
+    # (the model build waits for its own routines; the others may still be compiling at exit)
+    start_background(work, "nhcontrol-prebuild",
+                     wait_at_exit=any(when != "build" for _, when in todo))
     waiters.append(ready.wait)
     return _wait_all(list(waiters))
+
+
+EXIT_WAIT_S = 60.0
+"""How long a process that ends waits for a background build (`start_background`)."""
+
+
+def start_background(work: Callable[[], None], name: str, *, wait_at_exit: bool = True) -> None:
+    """Run ``work`` in a daemon thread called ``name``. ``wait_at_exit``: a process that ends
+    meanwhile lets it finish (at most `EXIT_WAIT_S`), so that the cache holds the library it
+    builds and the next process does not compile it on first use."""
+    import threading
+
+    thread = threading.Thread(target=work, name=name, daemon=True)
+    thread.start()
+    if wait_at_exit:
+        import atexit
+
+        atexit.register(thread.join, EXIT_WAIT_S)
 
 
 BACKGROUND_NICENESS = 10

@@ -741,9 +741,6 @@ def routine_soon(cm: CompiledModel, idx: Any, ck: Any, done: Callable[["_Library
         if lib is not None:
             done(lib)
         return
-    import atexit
-    import threading
-
     def work() -> None:
         cbackend._lower_thread_priority()     # nobody waits for it: the compiler takes idle CPU
         try:
@@ -754,10 +751,7 @@ def routine_soon(cm: CompiledModel, idx: Any, ck: Any, done: Callable[["_Library
             done(lib)
 
     _BUILDING.add(path)
-    thread = threading.Thread(target=work, name="nhcontrol-specialise", daemon=True)
-    thread.start()
-    # a process that ends meanwhile lets the compiler finish, so that the cache holds the library
-    atexit.register(thread.join, 60.0)
+    cbackend.start_background(work, "nhcontrol-specialise")
 
 
 def routine(cm: CompiledModel, idx: Any, ck: Any, build: bool = True) -> "_Library | None":
