@@ -468,6 +468,7 @@ def test_cold_build_compiles_the_generic_routines_meanwhile(tmp_path, monkeypatc
 
     monkeypatch.setattr(cbackend, "_workers", lambda: 2)
     monkeypatch.setattr(cbackend, "PREBUILD", True)
+    monkeypatch.setattr(cbackend, "SHIPPED_DIR", None)    # (as installed without a compiler)
     cm = examples.sleigh().compile(cache_dir=tmp_path, backend="c")
     assert cm.backend == "c" and not cm.from_cache
     for t in threading.enumerate():
@@ -478,7 +479,7 @@ def test_cold_build_compiles_the_generic_routines_meanwhile(tmp_path, monkeypatc
     assert os.path.exists(_crti._routine()._file(str(tmp_path)))
     point = _cpoint.library_path(tmp_path)
     assert point.exists() and point.with_name(point.name + ".sha256").exists()
-    assert os.path.exists(_ccondense._library_file(str(tmp_path)))
+    assert os.path.exists(_ccondense.library_file(str(tmp_path)))
     # each compiled from its routine and, made meanwhile, its layout as a unit of its own
     assert all(cbackend.split_layout(t) is not None
                for t in (_cpoint.C_SOURCE, _ccondense.C_SOURCE, _crti._routine().source))
@@ -522,6 +523,7 @@ def test_a_recipe_starts_the_routine_build_before_its_builder(tmp_path, monkeypa
     monkeypatch.setattr(cbackend, "PREBUILT_ROUTINES", (("_nhc_fake_routine", None, "build"),))
     monkeypatch.setattr(cbackend, "_workers", lambda: 2)
     monkeypatch.setattr(cbackend, "PREBUILD", True)
+    monkeypatch.setattr(cbackend, "SHIPPED_DIR", None)    # (as installed without a compiler)
     monkeypatch.setattr(cbackend, "_STARTED", {})
     _EARLY.clear()
     cm = cached_model(_sleigh_seen_by_builder, cache_dir=tmp_path)
@@ -552,6 +554,7 @@ def test_background_build_lowers_its_priority_only_for_the_builds_nobody_waits_f
                                                         ("_nhc_fake_waited", None, "build")))
     monkeypatch.setattr(cbackend, "_workers", lambda: 2)
     monkeypatch.setattr(cbackend, "PREBUILD", True)
+    monkeypatch.setattr(cbackend, "SHIPPED_DIR", None)    # (as installed without a compiler)
     monkeypatch.setattr(cbackend, "_STARTED", {})
     monkeypatch.setattr(cbackend, "compiler_problem", lambda: None)
     monkeypatch.setattr(os, "setpriority", lambda which, who, prio: events.append(("nice", who, prio)))
@@ -673,10 +676,11 @@ def test_a_process_that_exits_at_once_lets_the_background_builds_finish(tmp_path
     """)
     env = {k: v for k, v in os.environ.items() if k != "NHCONTROL_BACKEND"}
     env["NHCONTROL_CACHE_DIR"] = str(tmp_path)
+    env["NHCONTROL_SHIPPED_ROUTINES"] = "0"                 # (as installed without a compiler)
     subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=180)
     from nhcontrol.design import _ccondense, _crti
     from nhcontrol.linearization import _cpoint
 
-    for path in (_cpoint.library_path(tmp_path), Path(_ccondense._library_file(str(tmp_path))),
+    for path in (_cpoint.library_path(tmp_path), Path(_ccondense.library_file(str(tmp_path))),
                  Path(_crti._routine()._file(str(tmp_path)))):
         assert path.exists() and path.with_name(path.name + ".sha256").exists(), path

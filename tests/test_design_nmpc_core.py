@@ -196,6 +196,7 @@ def test_without_a_compiler_the_numpy_path_runs(monkeypatch, tmp_path):
 
     monkeypatch.setenv("CC", "/nonexistent/cc")
     monkeypatch.delenv("NHCONTROL_BACKEND", raising=False)   # (a run with =python asks for no build)
+    monkeypatch.setattr(cbackend, "SHIPPED_DIR", None)       # (nor was there one at install)
     # the process remembers a missing compiler: this test's memory, dropped after it
     monkeypatch.setattr(cbackend, "_NO_COMPILER", [])
     _cache._WARNED.discard(("backend", "compiled RTI library"))

@@ -210,8 +210,11 @@ def test_declined_points_get_the_general_messages():
 
 
 @pytest.mark.c_compiler
-def test_tampered_routine_library_is_rebuilt(tmp_path):
+def test_tampered_routine_library_is_rebuilt(tmp_path, monkeypatch):
+    from nhcontrol.compiled import cbackend
     from nhcontrol.models import sleigh as sl
+
+    monkeypatch.setattr(cbackend, "SHIPPED_DIR", None)    # (the library of the kernel cache)
 
     cm = sl.build().compile(cache_dir=tmp_path)
     ref = sl.straight_motion(cm, 1.0)

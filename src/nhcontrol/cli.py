@@ -36,6 +36,9 @@ ENVIRONMENT: dict[str, str] = {
     "NHCONTROL_MAX_ITERATIONS": "largest number of steps a user-sized loop (horizons, nodes, "
                                 "samples) may take before it is refused up front: a number >= 1 "
                                 "(default 1e7)",
+    "NHCONTROL_SHIPPED_ROUTINES": "0: ignore the routine libraries compiled when nhcontrol was "
+                                  "installed (they are then compiled into the kernel cache on "
+                                  "first use); 1 or unset: use them",
     "NHCONTROL_TRACEBACK": "1: show the full traceback instead of the one-line CLI error (0 or "
                            "unset: one line)",
 }

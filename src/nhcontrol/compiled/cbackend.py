@@ -33,6 +33,11 @@ import numpy as np
 from .._util.debris import claim, remove_stale
 from .._util.errors import CacheError, ModelError
 from . import cache as _cache
+from .. import _csrc
+from .._csrc import MSVC_FLAGS as _MSVC_FLAGS
+from .._csrc import RECORD_SUFFIX as _RECORD_SUFFIX
+from .._csrc import UNIX_FLAGS as _UNIX_FLAGS
+from .._csrc import library_suffix, platform_tag
 from ._layout import C_GENERATOR_VERSION
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,8 +48,6 @@ ENV_BACKEND = "NHCONTROL_BACKEND"
 C compiler works, else ``python`` with one warning)."""
 BACKENDS = ("c", "python")
 
-_UNIX_FLAGS = ["-O1", "-g0", "-std=c99", "-ffp-contract=off", "-fno-fast-math", "-fno-lto", "-w"]
-_MSVC_FLAGS = ["/O2", "/fp:precise", "/w"]
 
 def requested_backend(backend: str | None = None) -> str:
     """``"c"``, ``"python"`` or ``"auto"`` from ``backend`` or ``$NHCONTROL_BACKEND``.
@@ -73,25 +76,6 @@ def library_path(key: str, directory: Path) -> Path:
 def library_file(key: str, directory: str | os.PathLike) -> str:
     """`library_path()` as a ``str`` (loading a cached model imports no pathlib)."""
     return os.path.join(os.fspath(directory), f"nhc_{key}.{C_GENERATOR_VERSION}.{library_suffix()}")
-
-
-def library_suffix() -> str:
-    """``<platform>.so`` (``.dll`` on Windows): the end of every shared library's file name in
-    the cache (the kernels, the compiled Steps 1-7)."""
-    return platform_tag() + (".dll" if sys.platform == "win32" else ".so")
-
-
-def platform_tag() -> str:
-    """``sysconfig.get_platform()`` with ``-`` and ``.`` as ``_`` (part of a library's file name);
-    on Linux read from ``os.uname()`` as sysconfig does there, without importing sysconfig."""
-    if (sys.platform == "linux" and hasattr(os, "uname") and "_PYTHON_HOST_PLATFORM" not in os.environ
-            and os.uname().sysname == "Linux"):
-        plat = "linux-" + os.uname().machine.replace(" ", "_").replace("/", "-")
-    else:
-        import sysconfig
-
-        plat = sysconfig.get_platform()
-    return plat.replace("-", "_").replace(".", "_")
 
 
 # ----------------------------------------------------------------------- compiling
@@ -479,17 +463,103 @@ def _ffi_of(layout: dict) -> Any:
     return ffi
 
 
+ENV_SHIPPED = "NHCONTROL_SHIPPED_ROUTINES"
+"""Environment variable: ``0`` ignores the routine libraries compiled when nhcontrol was
+installed (`shipped_routine`), so that they are compiled into the kernel cache on first use."""
+
+SHIPPED_DIR: str | None = os.path.dirname(os.path.abspath(_csrc.__file__))
+"""Where ``setup.py`` puts the routine libraries it compiles when nhcontrol is installed
+(`nhcontrol._csrc.build_shipped`); None switches them off in this process."""
+
+
+def shipped_routine(path: str) -> str | None:
+    """The installed copy of the routine library ``path`` (a file of the kernel cache): the file
+    of the same name, with its record, in `SHIPPED_DIR`; None when there is none or
+    ``$NHCONTROL_SHIPPED_ROUTINES`` is ``0``. The name holds the routine's key and version, so
+    a library of another text of the routine is never found."""
+    if SHIPPED_DIR is None or not _shipped_wanted():
+        return None
+    p = os.path.join(SHIPPED_DIR, os.path.basename(path))
+    return p if os.path.isfile(p) and os.path.isfile(p + _RECORD_SUFFIX) else None
+
+
+def _shipped_wanted() -> bool:
+    """``$NHCONTROL_SHIPPED_ROUTINES``: ``0`` False, ``1`` or unset True.
+
+    Raises
+    ------
+    ModelError
+        For any other value."""
+    v = os.environ.get(ENV_SHIPPED, "").strip()
+    if v in ("", "1"):
+        return True
+    if v == "0":
+        return False
+    raise ModelError(f"{ENV_SHIPPED}={v!r} is not 0 or 1; use 0 to ignore the routine libraries "
+                     f"compiled when nhcontrol was installed, 1 (or leave it unset) to use them")
+
+
+def _shipped_module(name: str, directory: str) -> bool:
+    """Whether routine module ``name`` (`PREBUILT_ROUTINES`) has its library installed with
+    nhcontrol (nothing to compile into the cache directory ``directory``)."""
+    if SHIPPED_DIR is None:
+        return False
+    import importlib
+
+    return shipped_routine(importlib.import_module(name).library_file(directory)) is not None
+
+
+def verify_shipped(path: str) -> None:
+    """Check an installed routine library against the record ``setup.py`` wrote beside it (the
+    sha256 of its bytes) before it is opened.
+
+    Installed files are as trusted as nhcontrol's own modules, which Python imports from the
+    same directory, so they need not be owned by the user as the kernel cache's artefacts
+    must; a library or record writable by everybody is refused all the same.
+
+    Raises
+    ------
+    CacheError
+        A missing or malformed record, a world-writable file, or bytes that do not match.
+    """
+    import stat
+
+    from .._util.sha import sha256_hex
+
+    record = path + _RECORD_SUFFIX
+    try:
+        for f in (path, record):
+            mode = os.stat(f).st_mode
+            if not stat.S_ISREG(mode) or mode & stat.S_IWOTH:
+                raise CacheError(f"the installed routine library file {f} is not a regular file "
+                                 f"or is writable by everybody; reinstall nhcontrol")
+        with open(record, encoding="ascii") as fh:
+            want = fh.read().strip()
+        with open(path, "rb") as fh:
+            got = sha256_hex(fh.read())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CacheError(f"the installed routine library {path} cannot be read ({exc})") from exc
+    if got != want:
+        raise CacheError(f"the installed routine library {path} does not match its record "
+                         f"(sha256 {got[:12]}... != {want[:12]}...); reinstall nhcontrol")
+
+
 def open_routine(path: str, key: str, generator: str) -> tuple[Any, Any, Any]:
     """Open a generic routine library (not per model: the one-point procedure, the MPC
-    condensing): verify its sha256 record immediately before opening, check that its layout
-    names ``key`` and ``generator``; ``(ctypes handle, FFI, cffi library)``.
+    condensing, the RTI): verify its sha256 record immediately before opening (in the kernel
+    cache, `nhcontrol.compiled.cache.verify_artefact`; installed with nhcontrol,
+    `verify_shipped`), check that its layout names ``key`` and ``generator``; ``(ctypes
+    handle, FFI, cffi library)``.
 
     Raises
     ------
     CacheError
         A record that does not match, or a library of another version of the routine.
     """
-    _cache.verify_artefact(path)     # immediately before opening (private directory)
+    if SHIPPED_DIR is not None and os.path.dirname(os.path.abspath(path)) == SHIPPED_DIR:
+        verify_shipped(path)
+    else:
+        _cache.verify_artefact(path)     # immediately before opening (private directory)
     raw, layout = _read_layout(path)
     if layout.get("key") != key or layout.get("generator") != generator:
         raise CacheError(f"the library {path} belongs to another version of the routine")
@@ -501,7 +571,16 @@ def load_or_build_routine(path: str, make: Callable[[str], Any], source: Callabl
                           what: str, fallback: str, optimise: str | None = None) -> Any:
     """``make(path)`` of a generic routine library, built from ``source()`` into ``path`` when
     it is absent or unusable (discarded with a warning); None, with one warning naming
-    ``fallback`` (what runs instead), when no compiler or no usable cache can give it."""
+    ``fallback`` (what runs instead), when no compiler or no usable cache can give it. The
+    library installed with nhcontrol (`shipped_routine`) comes first; one that cannot be
+    opened gives one warning and the kernel cache's."""
+    shipped = shipped_routine(path)
+    if shipped is not None:
+        try:
+            return make(shipped)
+        except (CacheError, OSError, ValueError, KeyError, AttributeError) as exc:
+            _cache.warn_once("artefact", shipped, f"ignoring the installed {what} {shipped} "
+                                                  f"({exc}); it is compiled into the kernel cache")
     lib = None
     try:
         if os.path.exists(path) or os.path.exists(_cache._record(path)):
@@ -625,7 +704,8 @@ def prebuild_routine(path: str, source: Callable[[], str], lock: Any, loaded: An
     the layout, made meanwhile, is compiled as a unit of its own (`split_layout`): the same
     library, ready sooner."""
     with lock:
-        if key in loaded or os.path.exists(path) or os.path.exists(_cache._record(path)):
+        if (key in loaded or os.path.exists(path) or os.path.exists(_cache._record(path))
+                or shipped_routine(path) is not None):
             return
         parts = split_layout(template) if template is not None and layout is not None else None
         if parts is None:
@@ -736,7 +816,8 @@ def prebuild_routines(directory: str) -> Callable[[], None]:
     real = os.path.realpath(directory)
     started, waiters = _STARTED.setdefault(real, (set(), []))
     todo = sorted([(name, when) for name, needs, when in PREBUILT_ROUTINES
-                   if (needs is None or needs in sys.modules) and name not in started],
+                   if (needs is None or needs in sys.modules) and name not in started
+                   and not _shipped_module(name, real)],
                   key=lambda item: _ORDER[item[1]])        # the model build's first, idle ones last
     if not todo:
         return _wait_all(list(waiters))

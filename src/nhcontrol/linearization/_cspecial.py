@@ -93,13 +93,9 @@ routine serves them). The bicycle benchmark needs about 800 values."""
 
 def _helpers() -> str:
     """The dense LU, inverse, pre-check and finiteness helpers of the generic routine."""
-    from ._cpoint import C_SOURCE
+    from .._csrc.point import helpers
 
-    a = C_SOURCE.index("/* LU factorisation with partial pivoting")
-    b = C_SOURCE.index("/* squared row norms rn2")
-    c = C_SOURCE.index("static int finite_all")
-    e = C_SOURCE.index("/* work array size")
-    return C_SOURCE[a:b] + C_SOURCE[c:e]
+    return helpers()
 
 
 class _Gen:
