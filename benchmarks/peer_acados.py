@@ -80,19 +80,24 @@ outside the call; ``*_statuses`` count the samples of all rounds),
 ``tracking_rms_diff_mm`` (largest difference of the RMS tracking errors of the loops, goal ≤
 0.3), ``acados_build_s`` and ``acados_build_cpu_s`` (code generation and compilation, the
 compiler's CPU included), ``nhcontrol_build_s`` and ``nhcontrol_build_cpu_s`` (a fresh process
-with an empty cache directory, nhcontrol's sources compiled to bytecode beforehand as ``pip
-install`` does: imports, model derivation, kernel generation and compilation, both
-controllers, first step; goal ≤ 10 % of acados'), ``nhcontrol_build_generic_cached_s`` and
-its keys (the same with nhcontrol's model-independent routine libraries already in the cache:
-Steps 1–7, the MPC condensing, the RTI core, built beforehand in a process of their own,
-untimed; nothing of the model: the like of acados' build, which compiles the model's
-generated solver against its own libraries, shipped compiled; the runs of the two kinds
-alternate), ``nhcontrol_build_after_imports_s`` and
-``..._cpu_s`` (the same process after importing NumPy, SciPy, SymPy and nhcontrol's modules:
-like ``acados_build_s``, which starts after its imports and after ``to_casadi``'s export),
-``ratio_nhcontrol_build_over_acados`` (wall), ``ratio_nhcontrol_build_generic_cached_over_acados``
-and ``..._cpu`` (CPU: less sensitive to the load of a shared machine), each step time with its
-range (``*_range_s``), and ``load_average`` (at the end; acados' builds carry their own);
+with an empty cache directory, nhcontrol as installed, its sources compiled to bytecode
+beforehand as ``pip install`` does: imports, model derivation, kernel generation and
+compilation, both controllers, first step; goal ≤ 10 % of acados'; nhcontrol's
+model-independent routine libraries, Steps 1–7, the MPC condensing and the RTI core, come
+compiled with the installation when ``setup.py`` found a compiler, as acados' solver libraries
+come compiled with acados, and ``nhcontrol_routines_installed`` says whether they did),
+``nhcontrol_build_unshipped_s`` and its keys (the same with those libraries ignored,
+``NHCONTROL_SHIPPED_ROUTINES=0``: the process compiles them too, as after an installation
+without a compiler), ``nhcontrol_build_generic_cached_s`` and its keys (ignored, but built
+into the cache directory beforehand in a process of their own, untimed, as they stay in a
+user's cache after the first model; the runs of the three kinds alternate),
+``nhcontrol_build_after_imports_s`` and ``..._cpu_s`` (the same process after importing
+NumPy, SciPy, SymPy and nhcontrol's modules: like ``acados_build_s``, which starts after its
+imports and after ``to_casadi``'s export), ``ratio_nhcontrol_build_over_acados`` (wall),
+``ratio_nhcontrol_build_unshipped_over_acados``,
+``ratio_nhcontrol_build_generic_cached_over_acados`` and ``..._cpu`` (CPU: less sensitive to
+the load of a shared machine), each step time with its range (``*_range_s``), and
+``load_average`` (at the end; acados' builds carry their own);
 ``nhcontrol_build_error`` when a cold-build process failed (the other keys are still given).
 """
 
@@ -502,13 +507,23 @@ print(json.dumps([_cpoint._library(d) is not None, _ccondense.condense_library(d
 RTI core) into the cache directory of ``NHCONTROL_CACHE_DIR``: what acados ships compiled."""
 
 
-def _nhcontrol_build(case: str, generic: bool = False) -> dict:
+BUILD_KINDS = ("installed", "unshipped", "generic")
+"""The cold builds timed: ``installed`` (nhcontrol as installed: its model-independent routine
+libraries compiled by ``setup.py`` when they could be), ``unshipped`` (those ignored,
+``NHCONTROL_SHIPPED_ROUTINES=0``: the process compiles them too, as after an installation
+without a compiler) and ``generic`` (ignored, but built into the cache beforehand)."""
+
+
+def _nhcontrol_build(case: str, kind: str = "installed") -> dict:
     """A fresh process, empty model cache: model, both controllers, first step (wall and CPU
     seconds, the CPU of the compiler processes included). nhcontrol's sources are compiled to
-    bytecode first, untimed, as ``pip install`` does. ``generic``: the cache directory holds
-    nhcontrol's model-independent routine libraries, built beforehand, untimed, in a process
-    of their own (as acados' own libraries come compiled with it, and as they stay in a user's
-    cache after the first model); otherwise it is empty."""
+    bytecode first, untimed, as ``pip install`` does. ``kind`` (`BUILD_KINDS`): with the
+    routine libraries installed with nhcontrol; without them (the process compiles them into
+    its cache); without them but with the cache directory holding them, built beforehand,
+    untimed, in a process of their own (as they stay in a user's cache after the first
+    model)."""
+    if kind not in BUILD_KINDS:
+        raise ValueError(f"kind={kind!r}: use one of {BUILD_KINDS}")
     script = f"""
 import json, os, sys, time
 t0, c0 = time.perf_counter(), os.times()
@@ -530,18 +545,37 @@ print(json.dumps({{"s": t2 - t0, "cpu": sum(c2[:4]) - sum(c0[:4]),
 
     run_child(f"import compileall, json; compileall.compile_dir("
               f"{os.path.dirname(nhcontrol.__file__)!r}, quiet=1); print(json.dumps({{}}))")
+    env = {"NHCONTROL_CACHE_DIR": None,
+           "NHCONTROL_SHIPPED_ROUTINES": None if kind == "installed" else "0"}
     with tempfile.TemporaryDirectory() as tmp:
-        old = os.environ.get("NHCONTROL_CACHE_DIR")
-        os.environ["NHCONTROL_CACHE_DIR"] = tmp
+        env["NHCONTROL_CACHE_DIR"] = tmp
+        old = {k: os.environ.get(k) for k in env}
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         try:
-            if generic and not all(run_child(_GENERIC_ROUTINES)):
+            if kind == "generic" and not all(run_child(_GENERIC_ROUTINES)):
                 raise RuntimeError("the model-independent routine libraries could not be built")
             return run_child(script)
         finally:
-            if old is None:
-                os.environ.pop("NHCONTROL_CACHE_DIR", None)
-            else:
-                os.environ["NHCONTROL_CACHE_DIR"] = old
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def _routines_installed() -> bool:
+    """Whether this installation of nhcontrol holds its three routine libraries (``setup.py``
+    compiled them) and uses them (``NHCONTROL_SHIPPED_ROUTINES`` is not ``0``)."""
+    from nhcontrol.compiled import cbackend
+    from nhcontrol.design import _ccondense, _crti
+    from nhcontrol.linearization import _cpoint
+
+    return all(cbackend.shipped_routine(m.library_file("/")) is not None
+               for m in (_cpoint, _ccondense, _crti))
 
 
 def _load_average() -> list | None:
@@ -611,15 +645,15 @@ def _run(args, name: str) -> dict:
     def loop(controller, **kw):
         return forward_dynamics(case["cm"], (0.0, float(te[-1])), case["x0"], case["xd0"],
                                 controller=controller, **sim_kw, **kw)
-    # nhcontrol's cold build: fresh processes, each with an empty model cache
-    # (with nothing in the cache, and with nhcontrol's model-independent routines in it, as
-    #  acados' libraries come compiled: alternately)
-    cold, generic = [], []
+    # nhcontrol's cold build: fresh processes, each with an empty model cache (as installed,
+    # without the installed routine libraries, and with them in the cache: in turn)
+    builds: dict = {kind: [] for kind in BUILD_KINDS}
     if not args.skip_cold:
+        out["nhcontrol_routines_installed"] = _routines_installed()
         try:
             for _ in range(args.cold_repeat):
-                cold.append(_nhcontrol_build(out["case"]))
-                generic.append(_nhcontrol_build(out["case"], generic=True))
+                for kind in BUILD_KINDS:
+                    builds[kind].append(_nhcontrol_build(out["case"], kind))
         except Exception as exc:  # noqa: BLE001 - a failed child: the rest is still reported
             out["nhcontrol_build_error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
     acados: dict = {}
@@ -680,7 +714,9 @@ def _run(args, name: str) -> dict:
             sim = loop(c)
             disc[f"rti_rk4_{m}"] = _rms_error_mm(case, sim)
         out["discretisation_rms_error_mm"] = disc
-    stems = ((cold, "nhcontrol_build"), (generic, "nhcontrol_build_generic_cached"))
+    stems = ((builds["installed"], "nhcontrol_build"),
+             (builds["unshipped"], "nhcontrol_build_unshipped"),
+             (builds["generic"], "nhcontrol_build_generic_cached"))
     for runs, stem in stems:
         if not runs:
             continue

@@ -93,15 +93,16 @@ def test_documented_tracking_of_the_10_s_loops(capsys):
 @pytest.mark.slow
 @pytest.mark.c_compiler
 def test_cold_builds_with_an_empty_cache_and_with_the_generic_routines(capsys):
-    """The cold builds (fresh processes): one with an empty cache directory, one with nhcontrol's
-    model-independent routine libraries built into it beforehand; both give wall and CPU times,
-    and after the imports less than in all."""
+    """The cold builds (fresh processes, an empty model cache): nhcontrol as installed, without
+    its installed routine libraries, and without them but with them built into the cache
+    beforehand; each gives wall and CPU times, and after the imports less than in all."""
     out = load_benchmark("peer_acados").main(["--case", "robot", "--t-final", "0.1",
                                               "--skip-acados", "--cold-repeat", "1",
                                               "--rounds", "1"])
     assert json.loads(capsys.readouterr().out) == out
     assert "nhcontrol_build_error" not in out
-    for stem in ("nhcontrol_build", "nhcontrol_build_generic_cached"):
+    assert isinstance(out["nhcontrol_routines_installed"], bool)
+    for stem in ("nhcontrol_build", "nhcontrol_build_unshipped", "nhcontrol_build_generic_cached"):
         assert 0 < out[f"{stem}_after_imports_s"] < out[f"{stem}_s"]
         assert out[f"{stem}_cpu_s"] > 0
         lo, hi = out[f"{stem}_range_s"]
