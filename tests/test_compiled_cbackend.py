@@ -684,3 +684,69 @@ def test_a_process_that_exits_at_once_lets_the_background_builds_finish(tmp_path
     for path in (_cpoint.library_path(tmp_path), Path(_ccondense.library_file(str(tmp_path))),
                  Path(_crti._routine()._file(str(tmp_path)))):
         assert path.exists() and path.with_name(path.name + ".sha256").exists(), path
+
+
+@pytest.mark.c_compiler
+def test_a_cold_build_compiles_the_c_kernels_while_it_prints_the_python_ones(tmp_path, monkeypatch):
+    """A cold build prints the C kernels first and compiles them in a thread of its own (the
+    layout, with cffi's tables, printed meanwhile as a unit of its own) while it prints and
+    stores the Python kernels: the compiler has started before the Python kernels are printed.
+    The library serves the same layout and the same numbers, bit for bit, as one built from
+    `generate_c_source`'s units (the layout in the entry unit)."""
+    from nhcontrol.compiled import cbackend, model
+    from nhcontrol.compiled.ccodegen import generate_c
+
+    events: list[str] = []
+    real_compile, real_source = cbackend.compile_library, model.generate_source
+
+    def compile_library(units, out, *a, **k):
+        events.append("compile")
+        return real_compile(units, out, *a, **k)
+
+    def generate_source(*a, **k):
+        events.append("python")
+        return real_source(*a, **k)
+
+    monkeypatch.setattr(cbackend, "compile_library", compile_library)
+    monkeypatch.setattr(model, "generate_source", generate_source)
+    mb = examples.sleigh()
+    cm = mb.compile(cache_dir=tmp_path / "early", backend="c")
+    assert cm.backend == "c" and events[:2] == ["compile", "python"]
+    early = cm._ck
+    # the same model built from the units with the layout in the entry unit
+    d = model._Derivation(mb)
+    specs, graph, symbols = d.specs
+    units, layout = generate_c(specs, graph, symbols, {"name": mb.name, "key": cm.model_hash})
+    path = cbackend.library_path(cm.model_hash, tmp_path / "whole")
+    (tmp_path / "whole").mkdir()
+    real_compile(units, path)
+    whole = cbackend.CKernels(path, cm.model_hash)
+    assert early.layout == whole.layout == json.loads(json.dumps(layout))
+    rng = np.random.default_rng(3)
+    point = {g: np.asarray(v, float) + rng.normal(scale=0.3, size=len(v)) for g, v in cm._lists0.items()}
+    names = sorted(early.layout["functions"])
+    assert {"M", "D", "Cx"} <= set(names)
+    for name in names:
+        args = [point[g] for g in early.layout["functions"][name]["args"]]
+        for a, b in zip(early.one[name](*args), whole.one[name](*args)):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.c_compiler
+def test_a_failed_early_build_is_reported_as_before(tmp_path, monkeypatch):
+    """A compiler that fails in the early build's thread: one warning and the Python kernels
+    (``backend=None``), or the error naming the model (``backend="c"``)."""
+    from nhcontrol.compiled import cache as _cache
+    from nhcontrol.compiled import cbackend
+
+    def broken(units, out, *a, **k):
+        raise cbackend.CompilerUnavailable("the C compiler failed (a test's compiler)")
+
+    monkeypatch.setattr(cbackend, "compile_library", broken)
+    monkeypatch.delenv("NHCONTROL_BACKEND", raising=False)
+    with pytest.raises(ModelError, match="C kernels of model 'sleigh' cannot be built.*a test's compiler"):
+        examples.sleigh().compile(cache_dir=tmp_path / "c", backend="c")
+    _cache._WARNED.clear()
+    with pytest.warns(RuntimeWarning, match="uses the Python kernels for model 'sleigh'.*a test's compiler"):
+        cm = examples.sleigh().compile(cache_dir=tmp_path / "auto")
+    assert cm.backend == "python"

@@ -833,7 +833,7 @@ def _registered(cm: CompiledModel) -> CompiledModel:
 
 
 def _c_kernels(key: str, directory: Path | None, backend: str, model_name: str,
-               units: "Callable[[], list[str]] | None") -> "_cb.CKernels | None":
+               units: "Callable[[], list[str]] | _EarlyCBuild | None") -> "_cb.CKernels | None":
     """The C kernels for ``key``: the library cached in ``directory`` (hash-checked) or, when
     ``units`` can print the C source, a fresh build; None means the Python kernels.
 
@@ -842,7 +842,7 @@ def _c_kernels(key: str, directory: Path | None, backend: str, model_name: str,
     """
     if backend == "python":
         return None
-    if directory is not None:
+    if directory is not None and not isinstance(units, _EarlyCBuild):   # (an early build: its own)
         path = _cb.library_path(key, directory)
         if path.exists():
             try:
@@ -857,18 +857,13 @@ def _c_kernels(key: str, directory: Path | None, backend: str, model_name: str,
     from .ccodegen import CCodegenError
 
     try:
-        problem = _cb.cffi_problem() or _cb.compiler_problem()
-        if problem:
-            raise _cb.CompilerUnavailable(problem)
-        text = units()
-        try:
-            path = _cb.library_path(key, directory if directory is not None else _cache.private_fallback_dir())
-            _cb.compile_library(text, path)
-        except OSError:
-            if directory is None:
-                raise
-            path = _cb.library_path(key, _cache.private_fallback_dir())   # cache not writable
-            _cb.compile_library(text, path)
+        if isinstance(units, _EarlyCBuild):
+            path = units.wait()
+        else:
+            problem = _cb.cffi_problem() or _cb.compiler_problem()
+            if problem:
+                raise _cb.CompilerUnavailable(problem)
+            path = _build_c_library(key, directory, units())
         _log().info("model %r: C kernels compiled into %s", model_name, path)
         return _cb.CKernels(path, key, built=True)
     except (_cb.CompilerUnavailable, CCodegenError, CacheError, OSError) as exc:
@@ -884,6 +879,82 @@ def _c_kernels(key: str, directory: Path | None, backend: str, model_name: str,
                          f"the C kernels cannot be built ({exc}). Set {_cb.ENV_BACKEND}=python to choose the "
                          f"Python kernels without this warning", stacklevel=6)
         return None
+
+
+def _build_c_library(key: str, directory: Path | None, text: list[str],
+                     late: Callable[[], str] | None = None) -> Path:
+    """Compile the C units ``text`` (and ``late()``, a unit printed while the compiler works on
+    them) into the kernel library of ``key`` in ``directory`` (the private fallback directory
+    when it is None or not writable); its path."""
+    made: list[str] = []
+
+    def more() -> list[str]:
+        if late is not None and not made:
+            made.append(late())
+        return list(made)
+
+    try:
+        path = _cb.library_path(key, directory if directory is not None else _cache.private_fallback_dir())
+        _cb.compile_library(text, path, late=more)
+    except OSError:
+        if directory is None:
+            raise
+        path = _cb.library_path(key, _cache.private_fallback_dir())   # cache not writable
+        _cb.compile_library(text, path, late=more)
+    return path
+
+
+class _EarlyCBuild:
+    """The C kernel library of a cold build, compiled in a thread of its own from the moment its
+    source is printed (its layout, whose cffi tables take tens of milliseconds, printed by that
+    thread while the compiler works on the rest), while the calling thread prints the Python
+    kernels and stores them: the compiler runs in processes of its own. `wait` gives the
+    library's path or raises what the build raised, where `_c_kernels` reports it as for a
+    build made there."""
+
+    def __init__(self, key: str, directory: Path | None, text: list[str],
+                 late: Callable[[], str]) -> None:
+        import threading
+
+        self._path: Path | None = None
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+
+        def work() -> None:
+            try:
+                self._path = _build_c_library(key, directory, text, late)
+            except BaseException as exc:  # noqa: BLE001 - re-raised by wait()
+                self._error = exc
+            finally:
+                self._done.set()
+
+        threading.Thread(target=work, name="nhcontrol-kernels", daemon=True).start()
+
+    @classmethod
+    def start(cls, key: str, path: Path | None, which: str,
+              parts: Callable[[], tuple[list[str], Callable[[], str]]]) -> "_EarlyCBuild | None":
+        """The early build of a cold model build whose C kernels will be compiled (not the
+        Python back-end, a compiler present, the library not in the cache); None otherwise, and
+        when the C source cannot be printed: the build on first use then says why."""
+        if which == "python" or path is None:
+            return None
+        directory = path.parent
+        if _cb.library_path(key, directory).exists() or _cb.cffi_problem() or _cb.compiler_problem():
+            return None
+        from .ccodegen import CCodegenError
+
+        try:
+            text, late = parts()
+        except CCodegenError:
+            return None
+        return cls(key, directory, text, late)
+
+    def wait(self) -> Path:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._path is not None
+        return self._path
 
 
 def load_compiled(key: str, source: str | None = None, sha256: str | None = None, *,
@@ -958,7 +1029,8 @@ def load_compiled(key: str, source: str | None = None, sha256: str | None = None
     return _register(_with_c(cm, backend, None, t0))
 
 
-def _with_c(cm: CompiledModel, backend: str, units: "Callable[[], list[str]] | None", t0: float) -> CompiledModel:
+def _with_c(cm: CompiledModel, backend: str, units: "Callable[[], list[str]] | _EarlyCBuild | None",
+            t0: float) -> CompiledModel:
     """``cm`` (Python kernels) with the C kernels attached when the back-end and the cache
     (or a build from ``units``) allow it."""
     directory = cm.source_path.parent if cm.source_path is not None else None
@@ -1201,6 +1273,18 @@ def generate_c_source(mb: "MultibodySystem", key: str | None = None,
     return generate_c(specs, graph, symbols, {"name": mb.name, "key": key}, plans=d.plans)[0]
 
 
+def _c_source_parts(mb: "MultibodySystem", key: str,
+                    derived: _Derivation) -> tuple[list[str], Callable[[], str]]:
+    """`generate_c_source`'s units without ``nhc_layout`` and the function that prints the unit
+    defining it (`nhcontrol.compiled.ccodegen.generate_c_parts`)."""
+    specs, graph, symbols = derived.specs
+    from .ccodegen import generate_c_parts
+
+    units, _, late = generate_c_parts(specs, graph, symbols, {"name": mb.name, "key": key},
+                                      plans=derived.plans)
+    return units, late
+
+
 def compile_system(mb: "MultibodySystem", cache: bool = True,
                    cache_dir: str | Path | None = None, backend: str | None = None) -> CompiledModel:
     """Compile ``mb`` into a [`CompiledModel`][nhcontrol.compiled.CompiledModel] (load from / store to the disk cache).
@@ -1262,12 +1346,14 @@ def _compile(mb: "MultibodySystem", key: str, path: "Path | None", which: str | 
     wait = _cb.prebuild_routines(str(path.parent)) if path is not None and which != "python" \
         else None
     try:
+        # the C kernels first: their compiler then runs while the Python kernels are printed
+        early = _EarlyCBuild.start(key, path, which, lambda: _c_source_parts(mb, key, derived))
         source = generate_source(mb, key, _derived=derived)
         _log().info("model %r: Python kernels generated in %.1f s", name, time.perf_counter() - t0)
         module, spath = _store_and_load(path, key, source, warn=True)
         cm = CompiledModel(module, module.META, from_cache=False, source_path=spath,
                            build_time=time.perf_counter() - t0)
-        out = _registered(_with_c(cm, which, c_units, t0))
+        out = _registered(_with_c(cm, which, c_units if early is None else early, t0))
     finally:
         if wait is not None:
             wait()
