@@ -1321,7 +1321,9 @@ def compile_system(mb: "MultibodySystem", cache: bool = True,
     # with the elapsed time from 2 s on (terminals only; loading from the cache is quicker)
     from .._util.progress import spinner
 
-    with spinner(f"building model {name!r} (derive, generate, compile)"):
+    from .._util.gcpause import cyclic_gc_paused
+
+    with spinner(f"building model {name!r} (derive, generate, compile)"), cyclic_gc_paused():
         return _compile(mb, key, path, which, derived, c_units, name, t0)
 
 

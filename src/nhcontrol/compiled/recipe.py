@@ -317,7 +317,10 @@ def cached_model(builder: Callable[..., Any], *args: Any,
             from . import cbackend as _cb
 
             _cb.prebuild_routines(os.path.dirname(path))
-        cm = builder(*args, **kwargs).compile(cache_dir=cache_dir)
+        from .._util.gcpause import cyclic_gc_paused
+
+        with cyclic_gc_paused():        # the symbolic model and its build (nhcontrol._util.gcpause)
+            cm = builder(*args, **kwargs).compile(cache_dir=cache_dir)
         if path is not None and cm.source_path is not None:
             record = {"version": RECIPE_VERSION, "model_key": cm.model_hash,
                       "builder": f"{builder.__module__}.{builder.__qualname__}", "name": cm.name,
