@@ -697,21 +697,30 @@ def test_a_cold_build_compiles_the_c_kernels_while_it_prints_the_python_ones(tmp
     from nhcontrol.compiled.ccodegen import generate_c
 
     events: list[str] = []
-    real_compile, real_source = cbackend.compile_library, model.generate_source
+    real_compile, real_source, real_start = (cbackend.compile_library, model.generate_source,
+                                             model._EarlyCBuild.start)
 
     def compile_library(units, out, *a, **k):
-        events.append("compile")
+        events.append(f"compile in {threading.current_thread().name}")
         return real_compile(units, out, *a, **k)
 
     def generate_source(*a, **k):
         events.append("python")
         return real_source(*a, **k)
 
+    def start(*a, **k):
+        early = real_start(*a, **k)
+        events.append("started" if early is not None else "not started")
+        return early
+
     monkeypatch.setattr(cbackend, "compile_library", compile_library)
     monkeypatch.setattr(model, "generate_source", generate_source)
+    monkeypatch.setattr(model._EarlyCBuild, "start", start)
     mb = examples.sleigh()
     cm = mb.compile(cache_dir=tmp_path / "early", backend="c")
-    assert cm.backend == "c" and events[:2] == ["compile", "python"]
+    assert cm.backend == "c"
+    assert [e for e in events if not e.startswith("compile")] == ["started", "python"]
+    assert events.count("compile in nhcontrol-kernels") == 1 and len(events) == 3
     early = cm._ck
     # the same model built from the units with the layout in the entry unit
     d = model._Derivation(mb)
