@@ -95,6 +95,22 @@ def test_setup_builds_them_without_importing_nhcontrol_numpy_or_sympy(tmp_path):
     assert "compiled 3 routine libraries" in done.stderr
 
 
+def test_setup_without_a_compiler_installs_without_them(tmp_path):
+    """No compiler at install (``CC`` names none): ``setup.py build_ext`` says why and goes on;
+    nhcontrol then compiles the libraries into its cache on first use, or runs its numpy
+    paths."""
+    env = {k: v for k, v in os.environ.items() if k != cbackend.ENV_SHIPPED}
+    env["CC"] = str(tmp_path / "no-such-cc")
+    done = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(tmp_path / "lib"),
+                           "--build-temp", str(tmp_path / "tmp")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "the routine libraries were not compiled at install" in done.stderr
+    assert "no-such-cc" in done.stderr
+    out = tmp_path / "lib" / "nhcontrol" / "_csrc"
+    assert not out.exists() or not [p for p in out.iterdir() if p.name.startswith("nhc_")]
+
+
 def test_the_installed_libraries_serve_without_compiling_anything(use_shipped, tmp_path, monkeypatch):
     """With the installed libraries, a cold model build starts no background build and the
     first linearization, condensing and RTI find their libraries there: nothing of the
