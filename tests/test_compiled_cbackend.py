@@ -488,10 +488,13 @@ def test_cold_build_compiles_the_generic_routines_meanwhile(tmp_path, monkeypatc
     _cpoint._LIBS.pop(str(tmp_path), None)
     assert _cpoint._library(str(tmp_path)) is not None and compiled == []
     _cpoint._LIBS.pop(str(tmp_path), None)
-    _ccondense._LIBS.pop(str(tmp_path), None)
-    assert _ccondense.condense_library(tmp_path) is not None and compiled == []
-    _ccondense._LIBS.pop(str(tmp_path), None)
-    assert _crti._routine()._open(_crti._routine()._file(str(tmp_path))) is not None
+    from nhcontrol.compiled import cache as _cache
+
+    for routine in (_ccondense._routine(), _crti._routine()):
+        routine._loaded.pop(_cache.trusted_dir(tmp_path), None)
+        loaded = routine.load(tmp_path)
+        assert loaded is not None and compiled == [] and os.path.dirname(loaded[0]) == str(tmp_path)
+        routine._loaded.pop(_cache.trusted_dir(tmp_path), None)
 
 
 _EARLY: list = []

@@ -42,10 +42,9 @@ def _forget_loaded():
     directory), so that the next use looks them up again."""
     _cpoint._LIBS.clear()
     _cpoint._FUNCS.clear()
-    _ccondense._LIBS.clear()
-    _crti._LIBS.clear()
-    if _crti._ROUTINE:
-        _crti._ROUTINE[0]._loaded.clear()
+    for module in (_ccondense, _crti):
+        module._LIBS.clear()
+        module._routine()._loaded.clear()
 
 
 @pytest.fixture

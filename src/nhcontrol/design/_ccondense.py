@@ -20,92 +20,66 @@ or loaded (no compiler) the numpy recursions give the same numbers (tested to 1e
 from __future__ import annotations
 
 import os
-from _thread import allocate_lock as _new_lock
 from typing import Any
 
 import numpy as np
 
-from .._util.errors import CacheError
-
-__all__ = ["VERSION", "condense_library"]
-
 from .._csrc.condense import C_SOURCE, OPTIMISE, STEM, VERSION
 from .._csrc.condense import CDEF as _CDEF
 
-_LOCK = _new_lock()
-_LIBS: dict[str, Any] = {}
-_KEY: list[str] = []
+__all__ = ["VERSION", "condense_library"]
+
+_ROUTINE: list[Any] = []
+_LIBS: dict[str, "_Library"] = {}        # library path -> the loaded routines
+
+
+def _routine() -> Any:
+    """The `RoutineLibrary` of the condensing routines (made on first use): its key, file
+    name, build on first use or ahead (`prebuild`) and checked loading."""
+    from ..compiled.cbackend import RoutineLibrary
+
+    if not _ROUTINE:
+        _ROUTINE.append(RoutineLibrary(
+            STEM, VERSION, C_SOURCE, _CDEF, what="compiled MPC condensing library",
+            fallback="the MPC QP is condensed with numpy (same results, slower)",
+            optimise=OPTIMISE))
+    return _ROUTINE[0]
 
 
 def _key() -> str:
-    if not _KEY:
-        from .._util.sha import sha256_hex
-
-        _KEY.append(sha256_hex((VERSION + "\n" + C_SOURCE).encode()))
-    return _KEY[0]
-
-
-def _source() -> str:
-    return C_SOURCE.replace("NHC_LAYOUT", _layout_literal())
-
-
-def _layout_literal() -> str:
-    from ..compiled._ffi_tables import routine_layout_literal
-
-    return routine_layout_literal(_key(), VERSION, _CDEF)
+    return _routine().key
 
 
 def library_file(directory: str) -> str:
-    from ..compiled.cbackend import library_suffix
-
-    return os.path.join(directory, f"{STEM}_{_key()[:24]}.{VERSION}.{library_suffix()}")
+    """The library's file in the cache directory ``directory``."""
+    return _routine()._file(directory)
 
 
 class _Library:
     """The loaded routines ``condense``, ``costate`` and the FFI."""
 
-    def __init__(self, path: str) -> None:
-        from ..compiled.cbackend import open_routine
-
-        raw, ffi, lib = open_routine(path, _key(), VERSION)
-        self.path, self._raw, self.ffi, self.lib = path, raw, ffi, lib
-        self.condense, self.costate = lib.nhc_condense, lib.nhc_costate
+    def __init__(self, loaded: tuple[str, Any, Any]) -> None:
+        self.path, self.ffi, self.lib = loaded
+        self.condense, self.costate = self.lib.nhc_condense, self.lib.nhc_costate
 
 
 def prebuild(directory: str) -> None:
     """Compile the library into ``directory`` (a trusted cache directory) ahead of its first
     use (a cold model build: `nhcontrol.compiled.cbackend.prebuild_routines`), with the flags
     of a build on first use (`OPTIMISE`: one file name, one library, whichever path built it)."""
-    from ..compiled.cbackend import prebuild_routine
-
-    prebuild_routine(library_file(directory), _source, _LOCK, _LIBS, directory,
-                     optimise=OPTIMISE, template=C_SOURCE, layout=_layout_literal)
+    _routine().prebuild(directory)
 
 
 def condense_library(cache_dir: str | os.PathLike | None = None) -> "_Library | None":
     """The compiled condensing routines of the (trusted) cache directory, built on first use;
     None when they cannot be built or loaded (one warning; the numpy recursions then run)."""
-    from ..compiled import cache as _cache
-
-    if os.environ.get("NHCONTROL_BACKEND", "").lower() == "python":
+    loaded = _routine().load(cache_dir)
+    if loaded is None:
         return None
-    try:
-        directory = _cache.trusted_dir(cache_dir)
-    except (CacheError, OSError) as exc:
-        _cache.warn_once("backend", "condense", f"the MPC QP is condensed with numpy (same "
-                                                f"results, slower): no cache directory ({exc})")
-        return None
-    with _LOCK:
-        if directory in _LIBS:
-            return _LIBS[directory]
-        from ..compiled.cbackend import load_or_build_routine
-
-        lib = load_or_build_routine(
-            library_file(directory), _Library, _source, what="compiled MPC condensing library",
-            fallback="the MPC QP is condensed with numpy (same results, slower)",
-            optimise=OPTIMISE)
-        _LIBS[directory] = lib
-        return lib
+    hit = _LIBS.get(loaded[0])
+    if hit is None:
+        hit = _LIBS[loaded[0]] = _Library(loaded)
+    return hit
 
 
 def _ptr(ffi: Any, a: np.ndarray) -> Any:
