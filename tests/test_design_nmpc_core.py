@@ -202,7 +202,7 @@ def test_without_a_compiler_the_numpy_path_runs(monkeypatch, tmp_path):
     _cache._WARNED.discard(("backend", "compiled RTI library"))
     with pytest.warns(RuntimeWarning, match="computed with numpy.*cannot be built"):
         assert _crti.rti_library(tmp_path) is None
-    _crti._ROUTINE[0]._loaded.pop(_cache.trusted_dir(tmp_path), None)
+    _crti._routine()._loaded.pop(_cache.trusted_dir(tmp_path), None)
     assert not any(p.name.startswith("nhc_rti_") for p in tmp_path.iterdir())
     cm, ref, ctrl, x0, xd0 = _robot()
     monkeypatch.setattr(_crti, "rti_library", lambda *a, **k: None)

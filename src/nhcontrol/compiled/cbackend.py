@@ -672,6 +672,21 @@ class RoutineLibrary:
                          optimise=self.optimise, template=self.source, layout=self._layout_literal)
 
 
+_OF_SOURCE: dict[str, "RoutineLibrary"] = {}
+
+
+def routine_library(source: Any, *, what: str, fallback: str) -> RoutineLibrary:
+    """The `RoutineLibrary` of the routine module ``source`` of `nhcontrol._csrc` (its
+    ``STEM``, ``VERSION``, ``C_SOURCE``, ``CDEF`` and ``OPTIMISE``), made on first use, one per
+    routine; ``what`` and ``fallback`` name it and what runs without it in warnings."""
+    lib = _OF_SOURCE.get(source.STEM)
+    if lib is None:
+        lib = _OF_SOURCE[source.STEM] = RoutineLibrary(
+            source.STEM, source.VERSION, source.C_SOURCE, source.CDEF, what=what,
+            fallback=fallback, optimise=source.OPTIMISE)
+    return lib
+
+
 class FloatingPointFlags(ArithmeticError):
     """Floating-point exception flags of a one-point C kernel call (translated by the model)."""
 

@@ -24,26 +24,21 @@ from typing import Any
 
 import numpy as np
 
-from .._csrc.condense import C_SOURCE, OPTIMISE, STEM, VERSION
-from .._csrc.condense import CDEF as _CDEF
+from .._csrc.condense import C_SOURCE, OPTIMISE, VERSION
 
 __all__ = ["VERSION", "condense_library"]
 
-_ROUTINE: list[Any] = []
 _LIBS: dict[str, "_Library"] = {}        # library path -> the loaded routines
 
 
 def _routine() -> Any:
-    """The `RoutineLibrary` of the condensing routines (made on first use): its key, file
-    name, build on first use or ahead (`prebuild`) and checked loading."""
-    from ..compiled.cbackend import RoutineLibrary
+    """The `RoutineLibrary` of the condensing routines: its key, file name, build on first
+    use or ahead (`prebuild`) and checked loading."""
+    from .._csrc import condense
+    from ..compiled.cbackend import routine_library
 
-    if not _ROUTINE:
-        _ROUTINE.append(RoutineLibrary(
-            STEM, VERSION, C_SOURCE, _CDEF, what="compiled MPC condensing library",
-            fallback="the MPC QP is condensed with numpy (same results, slower)",
-            optimise=OPTIMISE))
-    return _ROUTINE[0]
+    return routine_library(condense, what="compiled MPC condensing library",
+                           fallback="the MPC QP is condensed with numpy (same results, slower)")
 
 
 def _key() -> str:

@@ -41,8 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["VERSION", "PENDING", "rti_library", "rti_core", "prebuild"]
 
-from .._csrc.rti import C_SOURCE, OPTIMISE, STEM, VERSION
-from .._csrc.rti import CDEF as _CDEF
+from .._csrc.rti import VERSION
 
 
 class _Library:
@@ -52,9 +51,6 @@ class _Library:
         self.path, self.ffi, self.lib = loaded
         self.nodes, self.expm, self.work = (self.lib.nhc_rti_nodes, self.lib.nhc_expm_zoh,
                                             self.lib.nhc_rti_work)
-
-
-_ROUTINE: list[Any] = []
 
 
 class _Pending:
@@ -68,15 +64,13 @@ _LIBS: dict[str, "_Library | None"] = {}
 
 
 def _routine() -> Any:
-    """The `RoutineLibrary` of the RTI routines (made on first use)."""
-    from ..compiled.cbackend import RoutineLibrary
+    """The `RoutineLibrary` of the RTI routines: its key, file name, build on first use or
+    ahead (`prebuild`) and checked loading."""
+    from .._csrc import rti
+    from ..compiled.cbackend import routine_library
 
-    if not _ROUTINE:
-        _ROUTINE.append(RoutineLibrary(
-            STEM, VERSION, C_SOURCE, _CDEF, what="compiled RTI library",
-            fallback="the NMPC nodes are computed with numpy (same results, slower)",
-            optimise=OPTIMISE))
-    return _ROUTINE[0]
+    return routine_library(rti, what="compiled RTI library",
+                           fallback="the NMPC nodes are computed with numpy (same results, slower)")
 
 
 def library_file(directory: str) -> str:
