@@ -643,9 +643,11 @@ class RoutineLibrary:
         raw, ffi, lib = open_routine(path, self.key, self.version)
         return path, ffi, lib
 
-    def load(self, cache_dir: str | os.PathLike | None = None) -> "tuple[str, Any, Any] | None":
+    def load(self, cache_dir: str | os.PathLike | None = None,
+             fresh: bool = False) -> "tuple[str, Any, Any] | None":
         """``(path, FFI, library)`` of the cache directory ``cache_dir`` (default: the user's),
-        or None (the fallback runs)."""
+        or None (the fallback runs). ``fresh``: open (and check) the library again even if this
+        process has it already."""
         if os.environ.get(ENV_BACKEND, "").lower() == "python":
             return None
         try:
@@ -654,7 +656,7 @@ class RoutineLibrary:
             _cache.warn_once("backend", self.what, f"{self.fallback}: no cache directory ({exc})")
             return None
         with self._lock:
-            if directory not in self._loaded:
+            if fresh or directory not in self._loaded:
                 self._loaded[directory] = load_or_build_routine(
                     self._file(directory), self._open, self._text, what=self.what,
                     fallback=self.fallback, optimise=self.optimise)

@@ -47,8 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["point_function", "FIELDS", "INPUT_CONSTRAINT_FIELDS", "VERSION"]
 
-from .._csrc.point import C_SOURCE, STEM, VERSION
-from .._csrc.point import CDEF as _CDEF
+from .._csrc.point import C_SOURCE, VERSION
 
 FIELDS = ("M", "Q", "D", "Cx", "B", "Qd", "dMa_dx", "dMa_du", "dDTlam_dx", "dQ_dx", "dQ_dxd",
           "dQ_du", "dDv_dx", "dDa_dx", "dQd_dx", "dQd_dxd", "dCxv_dx", "dBv_dx", "dQd_du",
@@ -64,52 +63,40 @@ _LOCK = _new_lock()
 _LIBS: dict[str, Any] = {}        # cache directory -> _Library or None (unusable: numpy path)
 
 
-def _source() -> tuple[str, str]:
-    """The C source with its layout, and the cache key (sha256 of the routine and its version)."""
-    return C_SOURCE.replace("NHC_LAYOUT", _layout_literal()), _key()
+def _routine() -> Any:
+    """The `RoutineLibrary` of the routine: its key, file name, build on first use or ahead
+    (`prebuild`) and checked loading."""
+    from .._csrc import point
+    from ..compiled.cbackend import routine_library
 
-
-def _layout_literal() -> str:
-    """The C string literal of the library's layout (with cffi's parsed tables)."""
-    from ..compiled._ffi_tables import routine_layout_literal
-
-    return routine_layout_literal(_key(), VERSION, _CDEF)
-
-
-_KEY: list[str] = []
+    return routine_library(point, what="compiled linearization library (Steps 1-7)",
+                           fallback="nhcontrol linearizes single points with numpy (same results, "
+                                    "slower)")
 
 
 def _key() -> str:
     """sha256 of the routine's version and source (computed once per process)."""
-    if not _KEY:
-        from .._util.sha import sha256_hex      # hashlib (OpenSSL) only if already imported
-
-        _KEY.append(sha256_hex((VERSION + "\n" + C_SOURCE).encode()))
-    return _KEY[0]
+    return _routine().key
 
 
 def library_path(directory: str | os.PathLike) -> Path:
-    """``<directory>/nhc_point_<key>.<platform>.so`` (``.dll`` on Windows)."""
+    """``<directory>/nhc_point_<key>.<version>.<platform>.so`` (``.dll`` on Windows)."""
     from ..compiled import cache as _cache
 
     return _cache._path(library_file(os.fspath(directory)))
 
 
 def library_file(directory: str) -> str:
-    """``<directory>/nhc_point_<key>.<platform>.so`` (``.dll`` on Windows)."""
-    from ..compiled.cbackend import library_suffix     # sysconfig's platform, without sysconfig on Linux
-
-    return os.path.join(directory, f"{STEM}_{_key()[:24]}.{VERSION}.{library_suffix()}")
+    """``<directory>/nhc_point_<key>.<version>.<platform>.so`` (``.dll`` on Windows)."""
+    return _routine()._file(directory)
 
 
 class _Library:
     """The loaded routine: ``fn``, ``work(dims)`` and the FFI."""
 
-    def __init__(self, path: str) -> None:
-        from ..compiled.cbackend import open_routine
-
-        raw, ffi, lib = open_routine(path, _key(), VERSION)
-        self.path, self._raw, self.ffi, self.lib = path, raw, ffi, lib
+    def __init__(self, loaded: tuple[str, Any, Any]) -> None:
+        self.path, self.ffi, self.lib = loaded
+        lib = self.lib
         self.fn, self.fn_n, self.work = lib.nhc_point_third, lib.nhc_point_third_n, lib.nhc_point_work
         self.prepared = lib.nhc_point_prepared
         self.first_order = lib.nhc_point_first_order
@@ -118,23 +105,19 @@ class _Library:
 def prebuild(directory: str) -> None:
     """Compile the library into ``directory`` ahead of its first use (a cold model build:
     `nhcontrol.compiled.cbackend.prebuild_routines`)."""
-    from ..compiled.cbackend import prebuild_routine
-
-    prebuild_routine(library_file(directory), lambda: _source()[0], _LOCK, _LIBS, str(directory),
-                     template=C_SOURCE, layout=_layout_literal)
+    _routine().prebuild(directory)
 
 
 def _library(directory: str) -> "_Library | None":
+    """The routine of the (trusted) cache directory ``directory``, built on first use; None
+    when it cannot be built or loaded (one warning; the numpy path then runs). A directory not
+    in ``_LIBS`` is looked up afresh (its library opened and checked again)."""
     key = str(directory)
     with _LOCK:
         if key in _LIBS:
             return _LIBS[key]
-        from ..compiled.cbackend import load_or_build_routine
-
-        lib = load_or_build_routine(
-            library_file(directory), _Library, lambda: _source()[0],
-            what="compiled linearization library (Steps 1-7)",
-            fallback="nhcontrol linearizes single points with numpy (same results, slower)")
+        loaded = _routine().load(key, fresh=True)
+        lib = None if loaded is None else _Library(loaded)
         _LIBS[key] = lib
         return lib
 
