@@ -8,13 +8,14 @@ that can be non-zero (``M_l``: ``[0, l k)`` and the last; ``W_l``: the same for 
 lower triangle), with the inner loops over contiguous columns. ``nhc_costate`` runs the
 backward costate recursion ``y_{j−1} = r_j + A_jᵀ y_j`` of the multipliers.
 
-The library is generic (one per cache directory, not per model), compiled with the kernels'
-compiler settings (`nhcontrol.compiled.cbackend.compile_library`) at ``-O3`` with the column
-loops unrolled under GCC (no contraction, no reassociation: the numbers of ``-O2``; the
-condensing of the ball-plate window, N = 20, 7 states, measured 14 µs against 18.6 µs at
-``-O2``), stored with a sha256
-record and verified before it is opened, like the kernel libraries. When it cannot be built
-or loaded (no compiler) the numpy recursions give the same numbers (tested to 1e-12).
+The library is generic (not per model; its C text is `nhcontrol._csrc.condense`), compiled
+into the package when nhcontrol is installed (``setup.py``), else once per cache directory on
+first use, with the kernels' compiler settings (`nhcontrol.compiled.cbackend.compile_library`)
+at ``-O3`` with the column loops unrolled under GCC (no contraction, no reassociation: the
+numbers of ``-O2``; the condensing of the ball-plate window, N = 20, 7 states, measured 14 µs
+against 18.6 µs at ``-O2``), stored with a sha256 record and verified before it is opened,
+like the kernel libraries. When it cannot be built or loaded (no compiler) the numpy
+recursions give the same numbers (tested to 1e-12).
 """
 
 from __future__ import annotations

@@ -18,10 +18,12 @@ node, what ``NMPCController._model`` does with numpy around the model's kernels:
    exponential in compiled code").
 
 The model's kernels are called through their addresses in the model's own (verified) kernel
-library, as the prepared linearizer does. The routine is generic (one library per cache
-directory, not per model: `nhcontrol.compiled.cbackend.RoutineLibrary`), compiled with the
-kernels' compiler settings at ``-O3`` (no fast-math, no contraction), stored with a sha256
-record and verified before it is opened. It answers only the common case (no
+library, as the prepared linearizer does. The routine is generic (not per model; its C text
+is `nhcontrol._csrc.rti`): compiled into the package when nhcontrol is installed
+(``setup.py``), else once per cache directory on first use
+(`nhcontrol.compiled.cbackend.RoutineLibrary`), with the kernels' compiler settings at
+``-O3`` (no fast-math, no contraction), stored with a sha256 record and verified before it is
+opened. It answers only the common case (no
 holonomic constraints, no affine constraint terms, inputs present, no inputs in the
 constraints); a node it cannot finish (a kernel flag, a non-finite value, a singular block, the
 conditioning pre-check) returns a flag and the numpy path repeats the work, raising or falling

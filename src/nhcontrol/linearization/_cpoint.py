@@ -26,10 +26,11 @@ inputs enter the holonomic constraints, it returns a flag and
 with the full message.  The agreement with the general path is tested for every shipped model
 (tests/test_linearize_cpoint.py).
 
-The library is generic (not per model): compiled once per cache directory with the kernels'
-compiler settings (`nhcontrol.compiled.cbackend.compile_library`), stored with a sha256
-record and verified before it is opened, like the kernel libraries.  A library that cannot be
-built or loaded gives one warning and the numpy path.
+The library is generic (not per model; its C text is `nhcontrol._csrc.point`): compiled into
+the package when nhcontrol is installed (``setup.py``), else once per cache directory on first
+use, with the kernels' compiler settings (`nhcontrol.compiled.cbackend.compile_library`),
+stored with a sha256 record and verified before it is opened, like the kernel libraries.  A
+library that cannot be built or loaded gives one warning and the numpy path.
 """
 
 from __future__ import annotations
