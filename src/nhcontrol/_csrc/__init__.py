@@ -32,6 +32,14 @@ MSVC_FLAGS = ["/O2", "/fp:precise", "/w"]
 ROUTINES = ("point", "condense", "rti")
 """The routine modules of this package, in the order they are built."""
 
+def compiler_flags(compiler_type: str, optimise: str | None = None) -> list[str]:
+    """The flags of a library's compilation: `MSVC_FLAGS` for MSVC, else `UNIX_FLAGS` with
+    ``optimise`` (``"-O3"``, say) in place of ``-O1``."""
+    if compiler_type == "msvc":
+        return list(MSVC_FLAGS)
+    return [optimise if (optimise and f == "-O1") else f for f in UNIX_FLAGS]
+
+
 RECORD_SUFFIX = ".sha256"
 """A shipped library's record: the sha256 hex digest of its bytes (`verify_shipped`)."""
 
@@ -62,10 +70,15 @@ def routine_key(version: str, source: str) -> str:
     return hashlib.sha256((version + "\n" + source).encode()).hexdigest()
 
 
+def library_name(stem: str, key: str, version: str) -> str:
+    """``<stem>_<key[:24]>.<version>.<platform>.so``: the file name of the routine library of
+    cache key ``key``, in the kernel cache and in the installed package alike."""
+    return f"{stem}_{key[:24]}.{version}.{library_suffix()}"
+
+
 def file_name(stem: str, version: str, source: str) -> str:
-    """``<stem>_<key[:24]>.<version>.<platform>.so``: the library's file name, in the kernel
-    cache and in the installed package alike."""
-    return f"{stem}_{routine_key(version, source)[:24]}.{version}.{library_suffix()}"
+    """`library_name` of the routine of C text ``source``."""
+    return library_name(stem, routine_key(version, source), version)
 
 
 def build_shipped(out_dir: str, compile_library, layout_literal) -> list[str]:
@@ -110,7 +123,7 @@ def distutils_compile_library(text: str, path: str, optimise: str | None) -> Non
     cc = new_compiler()
     customize_compiler(cc)
     msvc = cc.compiler_type == "msvc"
-    flags = MSVC_FLAGS if msvc else [optimise if (optimise and f == "-O1") else f for f in UNIX_FLAGS]
+    flags = compiler_flags(cc.compiler_type, optimise)
     tmp = tempfile.mkdtemp(prefix="nhc_setup_")
     try:
         src = os.path.join(tmp, "routine.c")

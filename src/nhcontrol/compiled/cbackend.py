@@ -34,9 +34,7 @@ from .._util.debris import claim, remove_stale
 from .._util.errors import CacheError, ModelError
 from . import cache as _cache
 from .. import _csrc
-from .._csrc import MSVC_FLAGS as _MSVC_FLAGS
 from .._csrc import RECORD_SUFFIX as _RECORD_SUFFIX
-from .._csrc import UNIX_FLAGS as _UNIX_FLAGS
 from .._csrc import library_suffix, platform_tag
 from ._layout import C_GENERATOR_VERSION
 
@@ -236,8 +234,7 @@ def compile_library(units: list[str], out: Path, workers: int | None = None,
 
         for text in units:
             add(text)
-        flags = _MSVC_FLAGS if cc0.compiler_type == "msvc" else [
-            optimise if (optimise and f == "-O1") else f for f in _UNIX_FLAGS]
+        flags = _csrc.compiler_flags(cc0.compiler_type, optimise)
         order = sorted(range(len(sources)), key=lambda i: -len(units[i]))   # largest first
 
         def one(i: int) -> list[str]:
@@ -663,8 +660,7 @@ class RoutineLibrary:
             return self._loaded[directory]
 
     def _file(self, directory: str) -> str:
-        return os.path.join(directory,
-                            f"{self.stem}_{self.key[:24]}.{self.version}.{library_suffix()}")
+        return os.path.join(directory, _csrc.library_name(self.stem, self.key, self.version))
 
     def prebuild(self, directory: str) -> None:
         """Compile the library into the trusted cache directory ``directory`` ahead of its

@@ -48,6 +48,7 @@ from _thread import allocate_lock as _new_lock
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .._util.errors import CacheError
+from .._csrc.point import helpers
 
 if TYPE_CHECKING:
     from nhcontrol.compiled import CompiledModel
@@ -89,13 +90,6 @@ CHUNK = 150
 MAX_VALUES = 3000
 """Larger routines are not generated (their compile time would grow past seconds; the generic
 routine serves them). The bicycle benchmark needs about 800 values."""
-
-
-def _helpers() -> str:
-    """The dense LU, inverse, pre-check and finiteness helpers of the generic routine."""
-    from .._csrc.point import helpers
-
-    return helpers()
 
 
 class _Gen:
@@ -525,7 +519,7 @@ def generate(n: int, m: int, l: int, k: int, ai: Sequence[int], ad: Sequence[int
 #define NHC_NOINLINE __attribute__((noinline))
 #endif
 
-{_helpers()}
+{helpers()}
 {body}
 static int sp_match(const int64_t *dims, const int64_t *ix, const int64_t *off)
 {{
@@ -714,9 +708,9 @@ if hasattr(os, "register_at_fork"):
 
 
 def _path(cm: CompiledModel, key: str) -> str:
-    from ..compiled.cbackend import library_suffix
+    from .._csrc import library_name
 
-    return os.path.join(os.path.dirname(cm._library_path), f"nhc_pspec_{key[:24]}.{VERSION}.{library_suffix()}")
+    return os.path.join(os.path.dirname(cm._library_path), library_name("nhc_pspec", key, VERSION))
 
 
 def routine_soon(cm: CompiledModel, idx: Any, ck: Any, done: Callable[["_Library"], None]) -> None:
