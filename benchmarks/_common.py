@@ -54,15 +54,21 @@ def build_model(model: str) -> Any:
     return model_builder(model)()
 
 
-def run_child(script: str, *args: str) -> dict:
+def run_child(script: str, *args: str, env: "dict[str, str | None] | None" = None) -> dict:
     """Run ``python -c script *args`` in a fresh process (which can import this module); its
-    last line of output as JSON.
+    last line of output as JSON. ``env``: variables set in the child's environment (None:
+    removed from it); this process's own is left as it is.
 
     The child writes and uses bytecode caches as an installed package does (pip compiles
     bytecode at install time): ``PYTHONDONTWRITEBYTECODE`` is removed from its environment, so
     its timings do not include recompiling nhcontrol's sources."""
+    changes = {"PYTHONDONTWRITEBYTECODE": None, **(env or {})}
     env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    for k, v in changes.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
     # the child can ``from _common import ...`` (this folder first on its path)
     here = os.path.dirname(os.path.abspath(__file__))
     env["PYTHONPATH"] = os.pathsep.join([here] + [d for d in [env.get("PYTHONPATH")] if d])

@@ -547,26 +547,12 @@ print(json.dumps({{"s": t2 - t0, "cpu": sum(c2[:4]) - sum(c0[:4]),
 
     run_child(f"import compileall, json; compileall.compile_dir("
               f"{os.path.dirname(nhcontrol.__file__)!r}, quiet=1); print(json.dumps({{}}))")
-    env = {"NHCONTROL_CACHE_DIR": None,
-           "NHCONTROL_SHIPPED_ROUTINES": None if kind == "installed" else "0"}
     with tempfile.TemporaryDirectory() as tmp:
-        env["NHCONTROL_CACHE_DIR"] = tmp
-        old = {k: os.environ.get(k) for k in env}
-        for k, v in env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        try:
-            if kind == "generic" and not all(run_child(_GENERIC_ROUTINES)):
-                raise RuntimeError("the model-independent routine libraries could not be built")
-            return run_child(script)
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        env = {"NHCONTROL_CACHE_DIR": tmp,
+               "NHCONTROL_SHIPPED_ROUTINES": None if kind == "installed" else "0"}
+        if kind == "generic" and not all(run_child(_GENERIC_ROUTINES, env=env)):
+            raise RuntimeError("the model-independent routine libraries could not be built")
+        return run_child(script, env=env)
 
 
 def _routines_installed() -> bool:
