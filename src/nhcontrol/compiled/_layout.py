@@ -11,7 +11,7 @@ from __future__ import annotations
 GENERATOR_VERSION = "nhcontrol-codegen-14"
 """Bumped whenever the generated code changes (part of the cache key)."""
 
-C_GENERATOR_VERSION = "c9"
+C_GENERATOR_VERSION = "c10"
 """Bumped whenever the generated C code changes (part of the shared library's file name)."""
 
 ARG_PREFIX = {"x": "X", "xd": "XD", "xdd": "XDD", "a": "A", "lam": "L", "v": "V", "u": "U", "p": "P",

@@ -354,7 +354,9 @@ class _Function:
         return [f"NHC_CHUNK void nhc_{self.name}_{ci}({_signature(self.args)}, double *restrict W, double *restrict o);"
                 for ci in range(len(self.chunks))]
 
-    def entries_source(self) -> str:
+    def entries_source(self) -> tuple[str, str]:
+        """The C of the one-point entry point ``nhc_<name>`` and of the N-point loop
+        ``nhc_<name>_n``."""
         sig = _signature(self.args)
         call = ", ".join(_ARG_C[a] for a in self.args)
         calls = "\n".join(f"    nhc_{self.name}_{ci}({call}, W, o);" for ci in range(len(self.chunks)))
@@ -377,9 +379,7 @@ class _Function:
     flags = fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW);
     free(W);
     return ((flags & FE_INVALID) ? 1 : 0) | ((flags & FE_DIVBYZERO) ? 2 : 0) | ((flags & FE_OVERFLOW) ? 4 : 0);
-}}
-
-NHC_API int nhc_{self.name}_n(long N, {nsig}, double *o)
+}}""", f"""NHC_API int nhc_{self.name}_n(long N, {nsig}, double *o)
 {{
     long i;
     double *W = (double *)malloc({self.nwork} * sizeof(double));
@@ -411,13 +411,13 @@ def _prefix(name: str) -> str:
     return name.rstrip("0123456789")
 
 
-#: Compiler settings of the scalar entry points (argument checks, work array, floating-point
-#: flags around the chunk calls; no arithmetic of the kernels): GCC compiles them at ``-O0``.
-#: On the ball-plate model they were 60 % of the compile time of the largest unit (0.14 s of
-#: CPU at ``-O1``, 0.08 s so), on the critical path of a cold build, for 5-7 ns more per call
-#: (about 210 ns per call of ``linearization_terms``, 150 ns of ``dynamics_terms``; the N-point
-#: loops within the noise). The chunks, the blocked entry points and every other compiler keep
-#: their settings; the numbers do not change (the chunks do the arithmetic).
+#: Compiler settings of the one-point entry points (argument checks, work array, floating-point
+#: flags around the chunk calls; no arithmetic of the kernels): GCC compiles them at ``-O0``,
+#: which spares a third of their unit's compile time (the ball-plate's: 172 ms of CPU at
+#: ``-O1``, 137 ms so; medians of 15) for 5-7 ns more per call (of about 210 ns for
+#: ``linearization_terms``). The N-point loops stay at ``-O1``: at ``-O0`` they made the stacked
+#: evaluation of a small model 40 % slower. The chunks, the blocked entry points and every other
+#: compiler keep their settings; the numbers do not change (the chunks do the arithmetic).
 _ENTRY_PUSH = ("#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
                "#pragma GCC optimize(\"O0\")\n#endif\n")
 _ENTRY_POP = "\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC pop_options\n#endif\n"
@@ -473,7 +473,9 @@ def _c_units(specs: Iterable[FunctionSpec], graph: ExprGraph, symbols: dict, met
     layout = {"key": meta["key"], "generator": C_GENERATOR_VERSION,
               "functions": {f.name: f.layout() for f in funcs}, "cdef": "\n".join(cdef)}
     protos = "\n".join(p for f in funcs for p in f.prototypes() + f.soa_prototypes())
-    entries = _ENTRY_PUSH + "\n\n".join(f.entries_source() for f in funcs) + _ENTRY_POP
+    pairs = [f.entries_source() for f in funcs]
+    entries = (_ENTRY_PUSH + "\n\n".join(one for one, _ in pairs) + _ENTRY_POP + "\n"
+               + "\n\n".join(many for _, many in pairs))
     if simd:
         entries += "\n\n" + _SIMD_OK + "\n\n" + "\n\n".join(f.block_entry_source() for f in funcs if f.simd)
     if not simd_units and len(units) <= 1:
