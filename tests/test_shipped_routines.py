@@ -68,8 +68,7 @@ def test_the_installed_libraries_are_those_the_routine_modules_look_for(shipped)
         assert path in written and path + _csrc.RECORD_SUFFIX in written
         cbackend.verify_shipped(path)
         _, layout = cbackend._read_layout(path)
-        key = module._routine().key if module is _crti else module._key()
-        assert layout["key"] == key and layout["generator"] == module.VERSION
+        assert layout["key"] == module._routine().key and layout["generator"] == module.VERSION
         assert isinstance(layout.get("ffi"), dict)
 
 

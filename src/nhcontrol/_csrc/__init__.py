@@ -98,7 +98,7 @@ def build_shipped(out_dir: str, compile_library, layout_literal) -> list[str]:
     for name in ROUTINES:
         mod = importlib.import_module(f"{__name__}.{name}")
         key = routine_key(mod.VERSION, mod.C_SOURCE)
-        path = os.path.join(out_dir, file_name(mod.STEM, mod.VERSION, mod.C_SOURCE))
+        path = os.path.join(out_dir, library_name(mod.STEM, key, mod.VERSION))
         text = mod.C_SOURCE.replace("NHC_LAYOUT", layout_literal(key, mod.VERSION, mod.CDEF))
         compile_library(text, path, mod.OPTIMISE)
         with open(path, "rb") as fh:

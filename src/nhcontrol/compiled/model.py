@@ -928,7 +928,7 @@ class _EarlyCBuild:
             finally:
                 self._done.set()
 
-        threading.Thread(target=work, name="nhcontrol-kernels", daemon=True).start()
+        _cb.start_background(work, "nhcontrol-kernels", wait_at_exit=False)
 
     @classmethod
     def start(cls, key: str, path: Path | None, which: str,

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .._csrc.condense import C_SOURCE, OPTIMISE, VERSION
+from .._csrc.condense import C_SOURCE, VERSION  # noqa: F401 (C_SOURCE: read by the tests)
 
 __all__ = ["VERSION", "condense_library"]
 
@@ -40,10 +40,6 @@ def _routine() -> Any:
 
     return routine_library(condense, what="compiled MPC condensing library",
                            fallback="the MPC QP is condensed with numpy (same results, slower)")
-
-
-def _key() -> str:
-    return _routine().key
 
 
 def library_file(directory: str) -> str:
@@ -62,7 +58,7 @@ class _Library:
 def prebuild(directory: str) -> None:
     """Compile the library into ``directory`` (a trusted cache directory) ahead of its first
     use (a cold model build: `nhcontrol.compiled.cbackend.prebuild_routines`), with the flags
-    of a build on first use (`OPTIMISE`: one file name, one library, whichever path built it)."""
+    of a build on first use (`nhcontrol._csrc.condense.OPTIMISE`: one file name, one library, whichever path built it)."""
     _routine().prebuild(directory)
 
 
@@ -76,10 +72,6 @@ def condense_library(cache_dir: str | os.PathLike | None = None) -> "_Library | 
     if hit is None:
         hit = _LIBS[loaded[0]] = _Library(loaded)
     return hit
-
-
-def _ptr(ffi: Any, a: np.ndarray) -> Any:
-    return ffi.from_buffer("double[]", a)
 
 
 def as_c(a: Any) -> np.ndarray:

@@ -75,11 +75,6 @@ def _routine() -> Any:
                                     "slower)")
 
 
-def _key() -> str:
-    """sha256 of the routine's version and source (computed once per process)."""
-    return _routine().key
-
-
 def library_path(directory: str | os.PathLike) -> Path:
     """``<directory>/nhc_point_<key>.<version>.<platform>.so`` (``.dll`` on Windows)."""
     from ..compiled import cache as _cache
