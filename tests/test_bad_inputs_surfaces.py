@@ -578,9 +578,12 @@ _FILES = {}
 
 
 def _files_dir():
+    import atexit
+    import shutil
     import tempfile
     if "dir" not in _FILES:
         _FILES["dir"] = Path(tempfile.mkdtemp(prefix="nhc_i22_files_"))
+        atexit.register(shutil.rmtree, _FILES["dir"], ignore_errors=True)
     return _FILES["dir"]
 
 
