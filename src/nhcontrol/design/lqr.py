@@ -523,20 +523,23 @@ def lqr(*args: Any, integral_action: ArrayLike | None = None, S: ArrayLike | Non
 
     Parameters
     ----------
-    sys : control.StateSpace or LinearizationResult
-        Continuous (``dt == 0``) or discrete (``dt > 0``; ``dt=True`` counts as discrete with
-        unspecified period) LTI system with ``n`` states and ``k`` inputs; a linearization
-        about a steady reference is used through its ``to_statespace()`` (and a refusal names
-        the directions pivoted on its admissible dependent coordinates). Or, instead of
-        ``sys``, the two matrices ``A`` (n, n) and ``B`` (n, k).
-    Q : (n, n), (n,) or scalar array_like
-        State weight, symmetric positive semi-definite (a 1-D array is the diagonal, a scalar
-        that multiple of the identity); ``(n + p, n + p)`` with ``integral_action``.
-    R : (k, k), (k,) or scalar array_like
-        Input weight, symmetric positive definite (same shorthands).
-    N : (n, k) array_like, optional
-        Cross weight, the term ``2 xᵀ N u`` of the cost (python-control's ``N``), positional
-        (as in python-control) or keyword.
+    *args
+        ``sys, Q, R[, N]`` or ``A, B, Q, R[, N]``, positional as in python-control (each may
+        also be given by keyword):
+
+        * ``sys`` (control.StateSpace or LinearizationResult): continuous (``dt == 0``) or
+          discrete (``dt > 0``; ``dt=True`` counts as discrete with unspecified period) LTI
+          system with ``n`` states and ``k`` inputs; a linearization about a steady reference
+          is used through its ``to_statespace()`` (and a refusal names the directions pivoted
+          on its admissible dependent coordinates). Or, instead of ``sys``, the two matrices
+          ``A`` (n, n) and ``B`` (n, k).
+        * ``Q`` ((n, n), (n,) or scalar array_like): state weight, symmetric positive
+          semi-definite (a 1-D array is the diagonal, a scalar that multiple of the identity);
+          ``(n + p, n + p)`` with ``integral_action``.
+        * ``R`` ((k, k), (k,) or scalar array_like): input weight, symmetric positive definite
+          (same shorthands).
+        * ``N`` ((n, k) array_like, optional): cross weight, the term ``2 xᵀ N u`` of the cost
+          (python-control's ``N``).
     integral_action : (p, n) array_like, optional
         python-control's ``integral_action``: the matrix ``C`` of the integrated signals. The
         system is augmented with ``p`` integrator states ``ż = C x`` (continuous) or
@@ -546,7 +549,9 @@ def lqr(*args: Any, integral_action: ArrayLike | None = None, S: ArrayLike | Non
     S : (n, k) array_like, optional
         Deprecated name of ``N`` (a `DeprecationWarning`); python-control's ``S`` is the
         Riccati solution.
-    method : {"slycot", "scipy"}, optional
+    **kwargs
+        ``sys``, ``A``, ``B``, ``Q``, ``R``, ``N`` by keyword, and ``method`` ({"slycot",
+        "scipy"}, optional):
         python-control's Riccati solver (default: slycot when installed, else scipy).
 
     Returns
