@@ -1,13 +1,10 @@
 """The documentation site is complete: every nav entry exists, every page is reachable, and every
-public subpackage has an API reference page. (``mkdocs build --strict`` itself runs in the slow
-suite because it needs the ``docs`` extra.)"""
+public subpackage has an API reference page. (``mkdocs build --strict`` itself runs in
+``tests/test_docs_render.py``, whose pages it checks.)"""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -48,15 +45,6 @@ def test_every_page_is_in_nav():
 def test_api_page_per_stage(stage):
     page = DOCS / "api" / f"{stage}.md"
     assert f"::: nhcontrol.{stage}" in page.read_text()
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
-                    reason="docs extra not installed (mkdocs is not importable by this Python)")
-def test_mkdocs_build_strict(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def test_gallery_images_exist():
