@@ -636,6 +636,9 @@ def test_sysconfig_driver_runs_the_commands_of_distutils(tmp_path, monkeypatch):
 
     for var in cbackend._COMPILER_ENV:
         monkeypatch.delenv(var, raising=False)
+    # (a verdict "no compiler" this process reached under the variables just removed, e.g. a
+    # $CC that does not exist, is not this environment's)
+    monkeypatch.setattr(cbackend, "_NO_COMPILER", [])
     own = cbackend._SysconfigCompiler.from_sysconfig()
     ref = new_compiler()
     customize_compiler(ref)

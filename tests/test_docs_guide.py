@@ -29,13 +29,25 @@ PAGES = sorted(GUIDE.glob("*.md"))
 OPTIONAL = {"casadi": "casadi", "optimize": "cyipopt"}
 
 
+def test_the_pages_that_need_a_compiler_exist():
+    assert NEEDS_C <= {p.stem for p in PAGES}
+    assert all("make" in (GUIDE / f"{stem}.md").read_text(encoding="utf-8") for stem in NEEDS_C)
+
+
 def test_skip_markers_are_few():
     all_blocks = [b for p in PAGES for b in blocks(p)]
     skipped = [b for b in all_blocks if b.lstrip().startswith(SKIP)]
     assert len(skipped) <= max(3, len(all_blocks) // 4), f"{len(skipped)} of {len(all_blocks)} skipped"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
+#: Pages that build generated C with the machine's compiler (``make``): marked ``c_compiler``,
+#: skipped on a machine without one (tests/conftest.py)
+NEEDS_C = {"c_export"}
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.c_compiler)
+                                  if p.stem in NEEDS_C else p for p in PAGES],
+                         ids=[p.stem for p in PAGES])
 def test_guide_page_runs(page, tmp_path, monkeypatch):
     if page.stem in OPTIONAL:
         pytest.importorskip(OPTIONAL[page.stem], reason=f"{page.name} needs the optional "
