@@ -596,6 +596,8 @@ def test_ffi_tables_made_in_two_threads_leave_stdout_alone():
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+# (Python >= 3.12 warns of a fork in a multi-threaded process: forking during a build is the case)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_a_process_forked_during_a_background_build_forgets_it(monkeypatch, tmp_path):
     """A process forked while the RTI routines compile in the background (a sweep with
     ``backend="processes"`` right after a cold model build) inherits their lock held and their

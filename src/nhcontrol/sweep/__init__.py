@@ -136,10 +136,26 @@ class _Collector:
         if self.mode != "raise" or self.first_failure is None:
             return
         i, exc = self.first_failure
-        if hasattr(exc, "add_note"):
-            exc.add_note(f"raised by the sweep at point {i}: {self.points[i]} "
-                         f"(errors='capture' records failures and goes on)")
+        _add_note(exc, f"raised by the sweep at point {i}: {self.points[i]} "
+                       f"(errors='capture' records failures and goes on)")
         raise exc
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    """``exc.add_note(note)`` (PEP 678); on Python 3.10, which has no ``add_note``, the note is
+    appended to ``exc.__notes__`` as 3.11 does (3.10's own traceback does not print it; pytest
+    and ``traceback`` of 3.11+ do) and logged."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+        return
+    from .._util.log import get_logger
+
+    get_logger(__name__).error("%s: %s", type(exc).__name__, note)
+    try:
+        notes = getattr(exc, "__notes__", None)
+        exc.__notes__ = [*(notes if isinstance(notes, list) else []), note]
+    except (AttributeError, TypeError):   # (an exception type that refuses new attributes)
+        pass
 
 
 def _run_local(pool_cls: type, workers: int, fn: Callable[..., Any], constants: dict[str, Any],
