@@ -28,6 +28,10 @@ PAGES = sorted(GUIDE.glob("*.md"))
 #: they run where it is installed and are skipped, with the reason, elsewhere.
 OPTIONAL = {"casadi": "casadi", "optimize": "cyipopt"}
 
+#: Pages that build generated C with the machine's compiler (``make``): marked ``c_compiler``,
+#: skipped on a machine without one (tests/conftest.py)
+NEEDS_C = {"c_export"}
+
 
 def test_the_pages_that_need_a_compiler_exist():
     assert NEEDS_C <= {p.stem for p in PAGES}
@@ -38,11 +42,6 @@ def test_skip_markers_are_few():
     all_blocks = [b for p in PAGES for b in blocks(p)]
     skipped = [b for b in all_blocks if b.lstrip().startswith(SKIP)]
     assert len(skipped) <= max(3, len(all_blocks) // 4), f"{len(skipped)} of {len(all_blocks)} skipped"
-
-
-#: Pages that build generated C with the machine's compiler (``make``): marked ``c_compiler``,
-#: skipped on a machine without one (tests/conftest.py)
-NEEDS_C = {"c_export"}
 
 
 @pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.c_compiler)

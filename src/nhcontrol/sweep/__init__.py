@@ -142,9 +142,9 @@ class _Collector:
 
 
 def _add_note(exc: BaseException, note: str) -> None:
-    """``exc.add_note(note)`` (PEP 678); on Python 3.10, which has no ``add_note``, the note is
-    appended to ``exc.__notes__`` as 3.11 does (3.10's own traceback does not print it; pytest
-    and ``traceback`` of 3.11+ do) and logged."""
+    """``exc.add_note(note)`` (PEP 678). Python 3.10 has no ``add_note``: the note is appended to
+    ``exc.__notes__`` as 3.11 would, and, because 3.10's traceback does not print notes, also
+    logged."""
     if hasattr(exc, "add_note"):
         exc.add_note(note)
         return
