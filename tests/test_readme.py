@@ -39,3 +39,23 @@ def test_tour_code_runs():
     assert weave.real == pytest.approx(-0.7753, abs=5e-5) and weave.imag == pytest.approx(4.4649, abs=5e-5)
     real = ev[np.abs(ev.imag) < 1e-9].real
     assert np.min(np.abs(real - (-0.3229))) < 5e-5
+
+
+def test_supported_versions_are_the_declared_lower_bounds():
+    """The versions README.md names as supported are pyproject.toml's lower bounds, and the
+    oldest Python it says CI runs the oldest set on is `requires-python`'s, the one `.ci/run`
+    looks for."""
+    from packaging.version import Version
+
+    text = " ".join(README.split())              # (the README wraps its lines anywhere)
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    py = re.search(r'requires-python = ">=(\d+\.\d+)"', pyproject).group(1)
+    assert f"Python ≥ {py}" in text and f"oldest supported Python ({py})" in text
+    assert f"/versions/{py}*/bin/python{py}" in (ROOT / ".ci" / "run").read_text()
+    named = re.findall(r"(numpy|scipy|sympy|python-control|slycot|cvxpy|osqp|daqp) ≥ ([\d.]+\d)",
+                       text[text.index("Supported versions"):])
+    assert len(named) == 8, named
+    for name, version in named:
+        dist = "control" if name == "python-control" else name
+        declared = re.search(rf'"{dist}>=([\d.]+)"', pyproject)
+        assert declared and Version(declared.group(1)) == Version(version), (name, version)
