@@ -1,8 +1,8 @@
 """Benchmark: LTV-MPC step time on the ball-plate linearization (thesis Ch. 8), compiled once vs
 rebuilt every step, and against python-control's MPC, all measured in the same run.
 
-Run ``python benchmarks/mpc_ball_plate.py [--steps S] [--peer-steps P]`` (``S >= 2``; ``P = 0``
-skips python-control); prints one JSON object:
+Run ``python benchmarks/mpc_ball_plate.py [--steps S] [--peer-steps P] [--floor-horizons N,…]``
+(``S >= 2``; ``P = 0`` skips python-control); prints one JSON object:
 
 * ``step_s_N20``, ``step_s_N50``: median wall time of one ``LTVMPC.step`` (cvxpy Parameters,
   DPP, OSQP warm start) for horizons N = 20 and 50, on a receding-horizon loop of the 7-state
@@ -40,6 +40,10 @@ skips python-control); prints one JSON object:
   and ``ratio_bound_condense_plus_floor`` the median of ``(condense + bare solve) / bare solve``:
   the ratio of a step that did nothing else, a lower bound of ``ratio_step_over_qp_floor`` for
   any step that condenses its window at every sample;
+* ``qp_floor_by_horizon`` (with ``--floor-horizons N1,N2,…``): the same QP-floor loop for other
+  horizons, ``{N: {"step_s", "qp_floor_s", "condense_s", "ratio_step_over_qp_floor",
+  "ratio_bound_condense_plus_floor", "qp_floor_max_input_difference"}}`` (terminal weight the
+  Riccati matrix of that horizon): how the bound moves with the size of the condensed QP;
 * ``peers``: ``python-control`` — ``control.optimal.create_mpc_iosystem`` on the LTI snapshot
   ``(Ad_0, Bd_0)`` (it only accepts a fixed system; scipy SLSQP on the stacked inputs), timed per
   output evaluation over ``--peer-steps`` steps, with our ``LTVMPC`` on the same LTI problem and
@@ -207,7 +211,7 @@ def _qp_floor(N, Q, R, Qf, bound, d, ref, dt, Z0, steps):
     lib = mpc._dense._c_library()
     model = None
     Z = Z0.copy()
-    ts, tf, tm, tc, diff = [], [], [], [], []
+    ts, tf, tm, tc, diff, scratch = [], [], [], [], [], []
     for kk in range(steps):
         Ad, Bd = window(d, kk, N)
         u_ref = np.asarray(ref.u(dt * (kk + np.arange(N))), float)
@@ -229,7 +233,7 @@ def _qp_floor(N, Q, R, Qf, bound, d, ref, dt, Z0, steps):
         vm = model.solve()[0]
         t4 = time.perf_counter()
         if lib is not None:         # the compiled condensing of the step's window, alone
-            tc.append(_condense_alone(lib, mpc._dense))
+            tc.append(_condense_alone(lib, mpc._dense, scratch))
         ts.append(t1 - t0)
         tf.append(t3 - t2)
         tm.append(t4 - t3)
@@ -247,15 +251,18 @@ def _qp_floor(N, Q, R, Qf, bound, d, ref, dt, Z0, steps):
             **_condense_bound(tc, tf)}
 
 
-def _condense_alone(lib, qp) -> float:
+def _condense_alone(lib, qp, scratch: list) -> float:
     """Wall time of one call of the compiled condensing on the step's loaded window (``H``,
     ``g``, the prediction ``M``: the work the step does before the solve), the foreign-call
-    pointers made beforehand; written into scratch buffers, not the step's."""
+    pointers made beforehand; written into scratch buffers, not the step's (``scratch``: an
+    empty list on the first call, filled then and reused, as the step reuses its buffers: a
+    fresh large buffer would add its page faults to the time)."""
     fb = lib.ffi.from_buffer
     N, n, k = qp.N, qp.n, qp.k
     dims = np.array([N, n, k, qp.nv, qp._c is not None, qp._qx is not None], dtype=np.int64)
-    scratch = [np.empty((N + 1, n, N * k + 1)), np.empty((N, n, N * k + 1)),
-               np.empty((qp.nv, qp.nv)), np.empty(qp.nv), np.empty(1)]
+    if not scratch:
+        scratch += [np.zeros((N + 1, n, N * k + 1)), np.zeros((N, n, N * k + 1)),
+                    np.zeros((qp.nv, qp.nv)), np.zeros(qp.nv), np.zeros(1)]
     args = [fb("long long[]", dims)] + [fb("double[]", np.ascontiguousarray(a, dtype=float))
                                         for a in (qp._A, qp._B,
                                                   qp._zeros_n if qp._c is None else qp._c,
@@ -277,6 +284,36 @@ def _condense_bound(tc, tf) -> dict:
     c, f = np.array(tc[1:]), np.array(tf[1:len(tc)])
     return {"condense_s_N20": float(np.median(c)),
             "ratio_bound_condense_plus_floor": float(np.median((c + f) / f))}
+
+
+_MIN_N, _MAX_N = 2, 200
+
+
+def _horizons(parser, text: str) -> list[int]:
+    """The horizons of ``--floor-horizons`` (empty: none), each an integer in
+    ``[_MIN_N, _MAX_N]``; anything else is an argparse error naming the value."""
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        try:
+            N = int(part)
+        except ValueError:
+            parser.error(f"--floor-horizons takes comma-separated integers, got {part!r}")
+        if not _MIN_N <= N <= _MAX_N:
+            parser.error(f"--floor-horizons: each horizon must be in [{_MIN_N}, {_MAX_N}], "
+                         f"got {N}")
+        out.append(N)
+    return out
+
+
+def _by_horizon(res: dict) -> dict:
+    """The keys of one `_qp_floor` run under horizon-neutral names."""
+    if res.get("ratio_step_over_qp_floor") is None:
+        return {"skipped": res.get("qp_floor_skipped", "no DAQP path")}
+    return {"step_s": res["qp_floor_step_s_N20"], "qp_floor_s": res["qp_floor_s_N20"],
+            "condense_s": res["condense_s_N20"],
+            "ratio_step_over_qp_floor": res["ratio_step_over_qp_floor"],
+            "ratio_bound_condense_plus_floor": res["ratio_bound_condense_plus_floor"],
+            "qp_floor_max_input_difference": res["qp_floor_max_input_difference"]}
 
 
 def _rebuild(N, Q, R, Qf, bound):
@@ -327,12 +364,16 @@ def main(argv=None) -> dict:
     parser.add_argument("--steps", type=int, default=60, help="receding-horizon steps per timing")
     parser.add_argument("--peer-steps", type=int, default=3,
                         help="steps of python-control's MPC (slow: ~seconds each); 0 skips it")
+    parser.add_argument("--floor-horizons", default="",
+                        help=f"comma-separated horizons N ({_MIN_N}-{_MAX_N}) for which the QP "
+                             "floor loop is also run (qp_floor_by_horizon); default none")
     args = parser.parse_args(argv)
     if args.steps < 2:
         parser.error(f"--steps must be at least 2 (the first step, which canonicalises the "
                      f"problem, is excluded from the medians), got {args.steps}")
     if args.peer_steps < 0:
         parser.error(f"--peer-steps must be >= 0 (0 skips python-control), got {args.peer_steps}")
+    horizons = _horizons(parser, args.floor_horizons)
 
     from nhcontrol.design import finite_horizon_lqr, window
 
@@ -363,6 +404,10 @@ def main(argv=None) -> dict:
     out["ratio_cvxpy_over_step_N20"] = out["cvxpy_step_s_N20"] / ours_med
     out["cvxpy_max_input_difference"] = float(np.max(np.abs(iu["cvxpy"] - iu["ours"])))
     out.update(_qp_floor(20, Q, R, P[20], bound, d, ref, dt, Z0, args.steps))
+    if horizons:
+        out["qp_floor_by_horizon"] = {
+            str(N): _by_horizon(_qp_floor(N, Q, R, P[N], bound, d, ref, dt, Z0, args.steps))
+            for N in horizons}
     rt, ru = _loop(_rebuild(20, Q, R, P[20], bound), d, ref, dt, Z0, 20, args.steps)
     out["rebuild_step_s_N20"] = statistics.median(rt)
     out["ratio_rebuild_over_step_N20"] = out["rebuild_step_s_N20"] / out["step_s_N20"]

@@ -29,7 +29,7 @@ def test_benchmark_keys_without_peer_steps(capsys):
     """``--steps 3 --peer-steps 0`` (about 6 s): the documented keys, ratio consistent to 1e-12
     relative, the compiled and the rebuilt QP give the same first inputs (< 1e-5 rad: both are
     OSQP solutions at its default tolerances, measured 1e-8), python-control reported as skipped."""
-    out = _load().main(["--steps", "3", "--peer-steps", "0"])
+    out = _load().main(["--steps", "3", "--peer-steps", "0", "--floor-horizons", "25"])
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(json.dumps(out))
     for key in ("step_s_N20", "step_s_N50", "rebuild_step_s_N20", "ratio_rebuild_over_step_N20",
@@ -57,6 +57,14 @@ def test_benchmark_keys_without_peer_steps(capsys):
                     "qp_floor_model_s_N20", "ratio_step_over_qp_floor_model"):
             assert _positive(out[key]), (key, out[key])
         assert 0.0 <= out["qp_floor_max_input_difference"] <= 1e-6
+        # --floor-horizons 25: the same loop at N = 25, under horizon-neutral names
+        assert list(out["qp_floor_by_horizon"]) == ["25"]
+        h = out["qp_floor_by_horizon"]["25"]
+        for key in ("step_s", "qp_floor_s", "ratio_step_over_qp_floor"):
+            assert _positive(h[key]), (key, h[key])
+        assert 0.0 <= h["qp_floor_max_input_difference"] <= 1e-6
+        if h["condense_s"] is not None:          # (None without the compiled condensing)
+            assert _positive(h["condense_s"]) and h["ratio_bound_condense_plus_floor"] > 1.0
     assert out["peers"]["python-control"] == {"skipped": "--peer-steps 0"}
     assert set(out["peers"]) == {"python-control", "do-mpc"}
     assert "skipped" in out["peers"]["do-mpc"] or "ratio_over_ours" in out["peers"]["do-mpc"]
@@ -80,6 +88,9 @@ def test_benchmark_python_control_peer_ratio(capsys):
 @pytest.mark.parametrize("argv,match", [
     (["--steps", "1"], r"--steps must be at least 2 .*got 1"),
     (["--steps", "3", "--peer-steps", "-1"], r"--peer-steps must be >= 0 .*got -1"),
+    (["--floor-horizons", "20,x"], r"--floor-horizons takes comma-separated integers, got 'x'"),
+    (["--floor-horizons", "1"], r"--floor-horizons: each horizon must be in \[2, 200\], got 1"),
+    (["--floor-horizons", "201"], r"each horizon must be in \[2, 200\], got 201"),
 ])
 def test_benchmark_bad_arguments(argv, match, capsys):
     """Invalid settings stop with an argparse error (exit status 2) naming the option and value."""
