@@ -40,9 +40,16 @@ Run ``python benchmarks/mpc_ball_plate.py [--steps S] [--peer-steps P] [--floor-
   and ``ratio_bound_condense_plus_floor`` the median of ``(condense + bare solve) / bare solve``:
   the ratio of a step that did nothing else, a lower bound of ``ratio_step_over_qp_floor`` for
   any step that condenses its window at every sample;
+  ``lean_step_s_N20`` the leanest step written in Python on the same window (one call of the
+  compiled condensing, the shifted input bounds, ``daqp.solve`` as the step calls it, the
+  projected first input: no argument checks, no multipliers, no predicted states, no
+  ``MPCStep``), timed after each step, ``ratio_lean_over_qp_floor`` its paired ratio to the bare
+  solve (what moving every check of the step into C could at best approach) and
+  ``lean_max_input_difference`` (against the step's first input);
 * ``qp_floor_by_horizon`` (with ``--floor-horizons N1,N2,…``): the same QP-floor loop for other
   horizons, ``{N: {"step_s", "qp_floor_s", "condense_s", "ratio_step_over_qp_floor",
-  "ratio_bound_condense_plus_floor", "qp_floor_max_input_difference"}}`` (terminal weight the
+  "ratio_bound_condense_plus_floor", "lean_step_s", "ratio_lean_over_qp_floor",
+  "qp_floor_max_input_difference"}}`` (terminal weight the
   Riccati matrix of that horizon): how the bound moves with the size of the condensed QP;
 * ``peers``: ``python-control`` — ``control.optimal.create_mpc_iosystem`` on the LTI snapshot
   ``(Ad_0, Bd_0)`` (it only accepts a fixed system; scipy SLSQP on the stacked inputs), timed per
@@ -209,9 +216,10 @@ def _qp_floor(N, Q, R, Qf, bound, d, ref, dt, Z0, steps):
                 "qp_floor_skipped": mpc.qp_path_reason}
     kw = mpc._dense._solve_kw
     lib = mpc._dense._c_library()
+    lean = _lean_step(lib, mpc, bound) if lib is not None else None
     model = None
     Z = Z0.copy()
-    ts, tf, tm, tc, diff, scratch = [], [], [], [], [], []
+    ts, tf, tm, tc, diff, scratch, tl, dl = [], [], [], [], [], [], [], []
     for kk in range(steps):
         Ad, Bd = window(d, kk, N)
         u_ref = np.asarray(ref.u(dt * (kk + np.arange(N))), float)
@@ -234,6 +242,11 @@ def _qp_floor(N, Q, R, Qf, bound, d, ref, dt, Z0, steps):
         t4 = time.perf_counter()
         if lib is not None:         # the compiled condensing of the step's window, alone
             tc.append(_condense_alone(lib, mpc._dense, scratch))
+        if lean is not None:        # the leanest step written in Python, same window
+            t5 = time.perf_counter()
+            du_lean = lean(Z, Ad, Bd, u_ref)
+            tl.append(time.perf_counter() - t5)
+            dl.append(float(np.max(np.abs(du_lean - du))))
         ts.append(t1 - t0)
         tf.append(t3 - t2)
         tm.append(t4 - t3)
@@ -248,7 +261,57 @@ def _qp_floor(N, Q, R, Qf, bound, d, ref, dt, Z0, steps):
             "ratio_step_over_qp_floor_model": float(np.median(np.array(ts[1:])
                                                                / np.array(tm[1:]))),
             "qp_solver": "daqp", "qp_floor_max_input_difference": max(diff),
-            **_condense_bound(tc, tf)}
+            **_condense_bound(tc, tf), **_lean_keys(tl, tf, dl)}
+
+
+def _lean_step(lib, mpc, bound: float):
+    """The leanest condensed step written in Python, for the LTVMPC of `_qp_floor` (input
+    bounds ``±bound`` only, no rates, no state bounds, no affine or linear terms): one call of
+    the compiled condensing, the shifted input bounds, ``daqp.solve`` as the step calls it (from
+    the empty active set), the first input projected on the bounds. No argument checks, no
+    multipliers, no predicted states, no `MPCStep`: what any step that condenses at every sample
+    and is driven from Python must at least do. Its own buffers (the step's are not touched);
+    the foreign-call pointers of the constant arrays are made here, once. None when the layout
+    is not that one."""
+    import daqp
+
+    dq = mpc._dense
+    if dq.m or dq.ns or dq.nsy or dq.py:
+        return None
+    fb = lib.ffi.from_buffer
+    N, n, k, nv = dq.N, dq.n, dq.k, dq.nv
+    H, g, A = dq._H0.copy(), dq._g0.copy(), dq._Ag.copy()
+    lo, hi = dq._lo0.copy(), dq._hi0.copy()
+    keep = [np.array([N, n, k, nv, 0, 0], dtype=np.int64), np.ascontiguousarray(dq.Qf),
+            np.zeros((N + 1, n, N * k + 1)), np.zeros((N, n, N * k + 1)), np.zeros(1)]
+    dims, Qf, M, W, cst = keep
+    const = [fb("long long[]", dims), fb("double[]", dq._zeros_n), fb("double[]", dq._Qc),
+             fb("double[]", Qf), fb("double[]", dq._Rc), fb("double[]", dq._zeros_qx),
+             fb("double[]", M), fb("double[]", W), fb("double[]", H), fb("double[]", g),
+             fb("double[]", cst)]
+    ucols, kw = dq._ucols, dq._solve_kw
+
+    def step(Z, Ad, Bd, u_ref):
+        lib.condense(const[0], fb("double[]", np.ascontiguousarray(Ad)),
+                     fb("double[]", np.ascontiguousarray(Bd)), const[1],
+                     fb("double[]", np.ascontiguousarray(Z)), *const[2:])
+        lo[ucols] = (-bound - u_ref).ravel()
+        hi[ucols] = (bound - u_ref).ravel()
+        v = daqp.solve(H, g, A, hi, lo, None, **kw)[0]
+        return np.minimum(np.maximum(u_ref[0] + v[:k], -bound), bound) - u_ref[0]
+    step.keep = (keep, const)       # (the arrays behind the pointers live with the function)
+    return step
+
+
+def _lean_keys(tl, tf, dl) -> dict:
+    """``lean_step_s_N20``, ``ratio_lean_over_qp_floor`` (median of the paired per-step ratios
+    to the bare solve) and ``lean_max_input_difference`` (against the step's first input)."""
+    if not tl:
+        return {"lean_step_s_N20": None, "ratio_lean_over_qp_floor": None,
+                "lean_max_input_difference": None}
+    return {"lean_step_s_N20": statistics.median(tl[1:]),
+            "ratio_lean_over_qp_floor": float(np.median(np.array(tl[1:]) / np.array(tf[1:]))),
+            "lean_max_input_difference": max(dl)}
 
 
 def _condense_alone(lib, qp, scratch: list) -> float:
@@ -313,6 +376,8 @@ def _by_horizon(res: dict) -> dict:
             "condense_s": res["condense_s_N20"],
             "ratio_step_over_qp_floor": res["ratio_step_over_qp_floor"],
             "ratio_bound_condense_plus_floor": res["ratio_bound_condense_plus_floor"],
+            "lean_step_s": res["lean_step_s_N20"],
+            "ratio_lean_over_qp_floor": res["ratio_lean_over_qp_floor"],
             "qp_floor_max_input_difference": res["qp_floor_max_input_difference"]}
 
 

@@ -57,6 +57,11 @@ def test_benchmark_keys_without_peer_steps(capsys):
                     "qp_floor_model_s_N20", "ratio_step_over_qp_floor_model"):
             assert _positive(out[key]), (key, out[key])
         assert 0.0 <= out["qp_floor_max_input_difference"] <= 1e-6
+        # the leanest Python step: the step's first input (measured: the same bits), faster
+        # than the step, slower than the bare solve it makes
+        if out["lean_step_s_N20"] is not None:
+            assert 0.0 <= out["lean_max_input_difference"] <= 1e-12
+            assert _positive(out["lean_step_s_N20"]) and out["ratio_lean_over_qp_floor"] > 1.0
         # --floor-horizons 25: the same loop at N = 25, under horizon-neutral names
         assert list(out["qp_floor_by_horizon"]) == ["25"]
         h = out["qp_floor_by_horizon"]["25"]
@@ -65,6 +70,9 @@ def test_benchmark_keys_without_peer_steps(capsys):
         assert 0.0 <= h["qp_floor_max_input_difference"] <= 1e-6
         if h["condense_s"] is not None:          # (None without the compiled condensing)
             assert _positive(h["condense_s"]) and h["ratio_bound_condense_plus_floor"] > 1.0
+            assert _positive(h["lean_step_s"]) and h["ratio_lean_over_qp_floor"] > 1.0
+        else:
+            assert h["lean_step_s"] is None and h["ratio_lean_over_qp_floor"] is None
     assert out["peers"]["python-control"] == {"skipped": "--peer-steps 0"}
     assert set(out["peers"]) == {"python-control", "do-mpc"}
     assert "skipped" in out["peers"]["do-mpc"] or "ratio_over_ours" in out["peers"]["do-mpc"]
